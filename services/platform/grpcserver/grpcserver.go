@@ -1,0 +1,146 @@
+// Package grpcserver builds the gRPC server every service runs: one logging
+// interceptor, API-key authentication, panic recovery, the standard health
+// service and reflection.
+package grpcserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/zimmerhq/zimmer/services/platform/apikey"
+)
+
+// Server is a gRPC server with its health service.
+type Server struct {
+	*grpc.Server
+	Health *health.Server
+	logger *slog.Logger
+}
+
+// New returns a server whose health reports NOT_SERVING until the caller
+// marks it serving. When keys is enabled every call except health and
+// reflection must present one of them.
+func New(logger *slog.Logger, keys apikey.Set) *Server {
+	s := &Server{
+		Server: grpc.NewServer(grpc.ChainUnaryInterceptor(
+			logUnary(logger),
+			recoverUnary(logger),
+			authUnary(keys),
+		)),
+		Health: health.NewServer(),
+		logger: logger,
+	}
+	s.Health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(s.Server, s.Health)
+	reflection.Register(s.Server)
+	return s
+}
+
+// Listen opens a TCP listener; "127.0.0.1:0" picks a free port.
+func Listen(addr string) (net.Listener, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for gRPC on %s: %w", addr, err)
+	}
+	return lis, nil
+}
+
+// Serve serves on lis, marking health SERVING, until ctx is done; then it
+// reports NOT_SERVING and stops gracefully, forcing the stop after grace.
+func (s *Server) Serve(ctx context.Context, lis net.Listener, grace time.Duration) error {
+	s.Health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	errc := make(chan error, 1)
+	go func() { errc <- s.Server.Serve(lis) }()
+	s.logger.Info("grpc serving", "addr", lis.Addr().String())
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve gRPC: %w", err)
+	case <-ctx.Done():
+	}
+	s.Health.Shutdown()
+	stopped := make(chan struct{})
+	go func() { s.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(grace):
+		s.Stop()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("serve gRPC: %w", err)
+	}
+	return nil
+}
+
+func logUnary(logger *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		start := time.Now()
+		resp, err := h(ctx, req)
+		code := status.Code(err)
+		level := slog.LevelInfo
+		if code == codes.Internal || code == codes.Unknown {
+			level = slog.LevelError
+		}
+		attrs := []any{"method", info.FullMethod, "code", code.String(), "duration_ms", time.Since(start).Milliseconds()}
+		if err != nil {
+			attrs = append(attrs, "error", err.Error())
+		}
+		if !strings.HasPrefix(info.FullMethod, "/grpc.health.") {
+			logger.Log(ctx, level, "grpc call", attrs...)
+		}
+		return resp, err
+	}
+}
+
+func recoverUnary(logger *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				logger.ErrorContext(ctx, "panic in gRPC handler", "method", info.FullMethod, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				err = status.Error(codes.Internal, "internal error")
+			}
+		}()
+		return h(ctx, req)
+	}
+}
+
+func authUnary(keys apikey.Set) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if !keys.Enabled() || exempt(info.FullMethod) {
+			return h(ctx, req)
+		}
+		if !keys.Valid(keyFromMetadata(ctx)) {
+			return nil, status.Error(codes.Unauthenticated, "missing or invalid API key: send one of ZIMMER_API_KEYS as x-api-key or authorization: Bearer metadata")
+		}
+		return h(ctx, req)
+	}
+}
+
+func exempt(method string) bool {
+	return strings.HasPrefix(method, "/grpc.health.") || strings.HasPrefix(method, "/grpc.reflection.")
+}
+
+func keyFromMetadata(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get("x-api-key"); len(v) > 0 {
+		return v[0]
+	}
+	if v := md.Get("authorization"); len(v) > 0 {
+		return apikey.BearerToken(v[0])
+	}
+	return ""
+}

@@ -1,0 +1,199 @@
+// Package host is the composition every service shares: configuration, the
+// Postgres pool and its migrations, the gRPC server, the Temporal worker and
+// background loops, started together and stopped together.
+package host
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zimmerhq/zimmer/services/platform/apikey"
+	"github.com/zimmerhq/zimmer/services/platform/envcfg"
+	"github.com/zimmerhq/zimmer/services/platform/grpcserver"
+	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+	"github.com/zimmerhq/zimmer/services/platform/temporalx"
+)
+
+// Config is what every service reads from its environment.
+type Config struct {
+	// GRPCAddr is <SVC>_GRPC_ADDR; "127.0.0.1:0" picks a free port.
+	GRPCAddr string
+	// DatabaseURL is <SVC>_DATABASE_URL: the service's own database.
+	DatabaseURL string
+	// LogLevel is <SVC>_LOG_LEVEL.
+	LogLevel string
+	// TemporalAddress is TEMPORAL_ADDRESS; empty runs no worker (component
+	// tests), which the environment cannot ask for: make run needs one.
+	TemporalAddress   string
+	TemporalNamespace string
+	// APIKeys is ZIMMER_API_KEYS; when set every non-health call needs one.
+	APIKeys string
+	// ShutdownGrace bounds a graceful stop.
+	ShutdownGrace time.Duration
+}
+
+// LoadConfig reads service's configuration (prefix <SERVICE>_), defaulting
+// to the local stack of `make run`: gRPC on 127.0.0.1:<port>, database
+// zimmer_<service> on the local cluster, Temporal on 127.0.0.1:7233.
+func LoadConfig(ctx context.Context, getenv func(string) string, service string, port int) (Config, error) {
+	prefix := strings.ToUpper(service) + "_"
+	var env struct {
+		GRPCAddr          string `env:"GRPC_ADDR"`
+		DatabaseURL       string `env:"DATABASE_URL"`
+		LogLevel          string `env:"LOG_LEVEL, default=info"`
+		TemporalAddress   string `env:"TEMPORAL_ADDRESS, default=127.0.0.1:7233"`
+		TemporalNamespace string `env:"TEMPORAL_NAMESPACE, default=default"`
+		APIKeys           string `env:"ZIMMER_API_KEYS"`
+	}
+	prefixed := func(k string) string {
+		switch k {
+		case "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "ZIMMER_API_KEYS":
+			return getenv(k)
+		}
+		return getenv(prefix + k)
+	}
+	if err := envcfg.Load(ctx, prefixed, &env); err != nil {
+		return Config{}, err
+	}
+	cfg := Config{
+		GRPCAddr:          env.GRPCAddr,
+		DatabaseURL:       env.DatabaseURL,
+		LogLevel:          env.LogLevel,
+		TemporalAddress:   env.TemporalAddress,
+		TemporalNamespace: env.TemporalNamespace,
+		APIKeys:           env.APIKeys,
+		ShutdownGrace:     10 * time.Second,
+	}
+	if cfg.GRPCAddr == "" {
+		cfg.GRPCAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = fmt.Sprintf("postgres://postgres@127.0.0.1:5432/zimmer_%s?sslmode=disable", service)
+	}
+	return cfg, cfg.Validate()
+}
+
+// Validate fails fast on values that cannot work.
+func (c Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.GRPCAddr); err != nil {
+		return fmt.Errorf("gRPC address %q: want host:port", c.GRPCAddr)
+	}
+	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return fmt.Errorf("database URL: want postgres://user@host:port/db")
+	}
+	return nil
+}
+
+// LogValue keeps secrets out of logs.
+func (c Config) LogValue() slog.Value {
+	dbURL := c.DatabaseURL
+	if u, err := url.Parse(c.DatabaseURL); err == nil {
+		dbURL = u.Redacted()
+	}
+	return slog.GroupValue(
+		slog.String("grpc_addr", c.GRPCAddr),
+		slog.String("database_url", dbURL),
+		slog.String("temporal_address", c.TemporalAddress),
+		slog.String("temporal_namespace", c.TemporalNamespace),
+		slog.Bool("api_keys_set", c.APIKeys != ""),
+	)
+}
+
+// Host holds a running service's shared parts.
+type Host struct {
+	Name     string
+	Config   Config
+	Logger   *slog.Logger
+	Pool     *pgxpool.Pool
+	GRPC     *grpcserver.Server
+	Temporal client.Client // nil without a Temporal address
+	Worker   worker.Worker // nil without a Temporal address
+
+	listener net.Listener
+	loops    []func(context.Context) error
+}
+
+// New opens the database, applies migrations, listens for gRPC and, when
+// Temporal is configured, connects and prepares the worker. Register the
+// service's gRPC server, workflows and loops on the result, then Run it.
+func New(ctx context.Context, name string, cfg Config, logger *slog.Logger, migrations ...pgdb.MigrationSet) (_ *Host, err error) {
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 10 * time.Second
+	}
+	h := &Host{Name: name, Config: cfg, Logger: logger}
+	defer func() {
+		if err != nil {
+			h.Close()
+		}
+	}()
+	if err := pgdb.Migrate(ctx, cfg.DatabaseURL, migrations...); err != nil {
+		return nil, err
+	}
+	if h.Pool, err = pgdb.Open(ctx, cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
+	if h.listener, err = grpcserver.Listen(cfg.GRPCAddr); err != nil {
+		return nil, err
+	}
+	h.GRPC = grpcserver.New(logger, apikey.Parse(cfg.APIKeys))
+	if cfg.TemporalAddress != "" {
+		if h.Temporal, err = temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, logger); err != nil {
+			return nil, err
+		}
+		h.Worker = temporalx.NewWorker(h.Temporal, name)
+	}
+	logger.Info("service ready to run", "config", cfg)
+	return h, nil
+}
+
+// Addr is the address the gRPC server listens on.
+func (h *Host) Addr() string { return h.listener.Addr().String() }
+
+// Go adds a background loop that runs for the life of the service; its error
+// (other than at shutdown) stops the service.
+func (h *Host) Go(loop func(context.Context) error) { h.loops = append(h.loops, loop) }
+
+// Run serves until ctx is done or a part fails, then stops every part.
+func (h *Host) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	if h.Worker != nil {
+		if err := h.Worker.Start(); err != nil {
+			return fmt.Errorf("start Temporal worker on %s: %w", temporalx.TaskQueue(h.Name), err)
+		}
+		g.Go(func() error {
+			<-ctx.Done()
+			h.Worker.Stop()
+			return nil
+		})
+	}
+	for _, loop := range h.loops {
+		g.Go(func() error { return loop(ctx) })
+	}
+	g.Go(func() error { return h.GRPC.Serve(ctx, h.listener, h.Config.ShutdownGrace) })
+	return g.Wait()
+}
+
+// Close releases the pool and the Temporal client. Call it after Run returns
+// (or when New's caller gives up before running).
+func (h *Host) Close() {
+	if h.Temporal != nil {
+		h.Temporal.Close()
+	}
+	if h.Pool != nil {
+		h.Pool.Close()
+	}
+	if h.listener != nil {
+		_ = h.listener.Close()
+	}
+}

@@ -1,0 +1,66 @@
+// Package temporalx connects a service to Temporal and runs its worker.
+package temporalx
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// ProbeWorkflowName is registered on every service's task queue. Running it
+// answers "is a worker of this service polling its queue right now?" — the
+// readiness question a health check cannot, because health only proves the
+// gRPC server is up.
+const ProbeWorkflowName = "zimmer.Probe"
+
+// TaskQueue is the task queue a service's worker polls.
+func TaskQueue(service string) string { return "zimmer-" + service }
+
+// Dial connects to Temporal, logging through logger.
+func Dial(ctx context.Context, address, namespace string, logger *slog.Logger) (client.Client, error) {
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:  address,
+		Namespace: namespace,
+		Logger:    tlog.NewStructuredLogger(logger),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", address, namespace, err)
+	}
+	return c, nil
+}
+
+// NewWorker returns a worker for service's task queue with the probe
+// workflow registered; the service registers its own workflows and
+// activities before starting it.
+func NewWorker(c client.Client, service string) worker.Worker {
+	w := worker.New(c, TaskQueue(service), worker.Options{})
+	w.RegisterWorkflowWithOptions(probe(service), workflow.RegisterOptions{Name: ProbeWorkflowName})
+	return w
+}
+
+// probe returns the service's name, proving which worker answered.
+func probe(service string) func(workflow.Context) (string, error) {
+	return func(workflow.Context) (string, error) { return service, nil }
+}
+
+// Probe runs the probe workflow on service's task queue and returns the name
+// the worker answered with.
+func Probe(ctx context.Context, c client.Client, service, workflowID string) (string, error) {
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        workflowID,
+		TaskQueue: TaskQueue(service),
+	}, ProbeWorkflowName)
+	if err != nil {
+		return "", fmt.Errorf("start probe on %s: %w", TaskQueue(service), err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil {
+		return "", fmt.Errorf("probe %s: %w", TaskQueue(service), err)
+	}
+	return got, nil
+}
