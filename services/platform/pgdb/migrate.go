@@ -24,21 +24,22 @@ type MigrationSet struct {
 
 // Migrate applies every set, in order, up to its latest version. Concurrent
 // callers serialize on golang-migrate's advisory lock.
-func Migrate(ctx context.Context, url string, sets ...MigrationSet) error {
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		return fmt.Errorf("open database for migrations: %w", err)
-	}
-	defer db.Close()
+func Migrate(_ context.Context, url string, sets ...MigrationSet) error {
 	for _, set := range sets {
-		if err := migrateSet(db, set); err != nil {
+		if err := migrateSet(url, set); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func migrateSet(db *sql.DB, set MigrationSet) error {
+// migrateSet opens its own handle: closing a golang-migrate instance closes
+// the database it was given.
+func migrateSet(url string, set MigrationSet) error {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return fmt.Errorf("migrate %s: open database: %w", set.Name, err)
+	}
 	driver, err := migratepgx.WithInstance(db, &migratepgx.Config{MigrationsTable: set.Name + "_schema_migrations"})
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", set.Name, err)

@@ -1,0 +1,206 @@
+// Package domain holds the lifecycle context's rules: sessions, their states
+// and what a valid request looks like. It imports only the standard library.
+package domain
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits on what a caller may send.
+const (
+	MaxPromptChars   = 500_000
+	MaxGoalChars     = 50_000
+	MaxTitleChars    = 500
+	MaxSlugChars     = 100
+	MaxMetadataBytes = 256 << 10
+)
+
+// Genesis values. A session inherits its parent's genesis; a session with no
+// parent started through the API has GenesisAPI.
+const GenesisAPI = "api"
+
+// Scheduling classes.
+const (
+	SchedulingPriority = "priority"
+	SchedulingSpot     = "spot"
+)
+
+// Session is the lifecycle aggregate.
+type Session struct {
+	ID              int64
+	Slug            string
+	Status          Status
+	Title           string
+	Prompt          string
+	Goal            string
+	AgentRoot       string
+	AgentRuntime    string
+	GitRoot         string
+	Branch          string
+	Subdirectory    string
+	ParentSessionID *int64
+	Genesis         string
+	SchedulingClass string
+	Precedence      int32
+	CustomMetadata  map[string]any
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// NewSession is what a caller asks for when creating a session.
+type NewSession struct {
+	Prompt          string
+	GitRoot         string
+	Branch          string
+	Subdirectory    string
+	Title           string
+	Slug            string
+	Goal            string
+	AgentRoot       string
+	AgentRuntime    string
+	ParentSessionID *int64
+	SchedulingClass string
+	Precedence      int32
+	CustomMetadata  map[string]any
+	// MetadataBytes is the encoded size of CustomMetadata, measured by the
+	// adapter that decoded it.
+	MetadataBytes int
+}
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+
+// Validate checks everything that can be checked without storage and
+// reports every problem at once.
+func (n NewSession) Validate() error {
+	var vs violations
+	switch c := utf8.RuneCountInString(n.Prompt); {
+	case c == 0:
+		vs.add("prompt", "is required: say what the agent should do")
+	case c > MaxPromptChars:
+		vs.add("prompt", "is %d characters; the limit is %d — shorten it or attach the detail as a file in the repository", c, MaxPromptChars)
+	}
+	if n.GitRoot == "" {
+		vs.add("git_root", "is required: the repository the session's clone is made from")
+	}
+	if c := utf8.RuneCountInString(n.Goal); c > MaxGoalChars {
+		vs.add("goal", "is %d characters; the limit is %d", c, MaxGoalChars)
+	}
+	if c := utf8.RuneCountInString(n.Title); c > MaxTitleChars {
+		vs.add("title", "is %d characters; the limit is %d", c, MaxTitleChars)
+	}
+	if n.Slug != "" {
+		if err := ValidateSlug(n.Slug); err != nil {
+			vs.add("slug", "%s", err)
+		}
+	}
+	if n.ParentSessionID != nil && *n.ParentSessionID <= 0 {
+		vs.add("parent_session_id", "must be the positive id of an existing session, or omitted")
+	}
+	switch n.SchedulingClass {
+	case "", SchedulingPriority, SchedulingSpot:
+	default:
+		vs.add("scheduling_class", "%q is not a scheduling class; use %q or %q", n.SchedulingClass, SchedulingPriority, SchedulingSpot)
+	}
+	if n.MetadataBytes > MaxMetadataBytes {
+		vs.add("custom_metadata", "is %d bytes encoded; the limit is %d", n.MetadataBytes, MaxMetadataBytes)
+	}
+	return vs.err()
+}
+
+// ValidateSlug checks a slug's shape. A slug is never all digits, so a
+// reference is unambiguously an id or a slug.
+func ValidateSlug(s string) error {
+	switch {
+	case len(s) > MaxSlugChars:
+		return fmt.Errorf("is longer than %d characters", MaxSlugChars)
+	case !slugPattern.MatchString(s):
+		return fmt.Errorf("%q must be lowercase letters, digits and dashes, starting with a letter or digit", s)
+	case isDigits(s):
+		return fmt.Errorf("%q is all digits and would read as an id; add a letter", s)
+	}
+	return nil
+}
+
+// Build makes the session to insert from a validated request, its parent
+// (nil when it has none) and the current time. Genesis is never the
+// caller's: it is inherited down the spawn edge, else "api".
+func (n NewSession) Build(parent *Session, now time.Time) (Session, error) {
+	if n.ParentSessionID != nil && (parent == nil || parent.ID != *n.ParentSessionID) {
+		return Session{}, &ValidationError{Violations: []FieldViolation{{
+			Field:  "parent_session_id",
+			Reason: fmt.Sprintf("no session %d exists; pass the id of an existing session or omit it", *n.ParentSessionID),
+		}}}
+	}
+	genesis := GenesisAPI
+	if parent != nil {
+		genesis = parent.Genesis
+	}
+	class := n.SchedulingClass
+	if class == "" {
+		class = SchedulingPriority
+	}
+	md := n.CustomMetadata
+	if md == nil {
+		md = map[string]any{}
+	}
+	return Session{
+		Slug:            n.Slug,
+		Status:          StatusWaiting,
+		Title:           n.Title,
+		Prompt:          n.Prompt,
+		Goal:            n.Goal,
+		AgentRoot:       n.AgentRoot,
+		AgentRuntime:    n.AgentRuntime,
+		GitRoot:         n.GitRoot,
+		Branch:          n.Branch,
+		Subdirectory:    n.Subdirectory,
+		ParentSessionID: n.ParentSessionID,
+		Genesis:         genesis,
+		SchedulingClass: class,
+		Precedence:      n.Precedence,
+		CustomMetadata:  md,
+		CreatedAt:       now,
+		UpdatedAt:       now,
+	}, nil
+}
+
+// SessionRef addresses a session by numeric id or by slug.
+type SessionRef struct {
+	ID   int64
+	Slug string
+}
+
+// ParseSessionRef reads "123" as an id and anything else as a slug.
+func ParseSessionRef(s string) (SessionRef, error) {
+	if s == "" {
+		return SessionRef{}, &ValidationError{Violations: []FieldViolation{{Field: "session_id", Reason: "is required: a numeric id or a slug"}}}
+	}
+	if isDigits(s) {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || id <= 0 {
+			return SessionRef{}, &ValidationError{Violations: []FieldViolation{{Field: "session_id", Reason: fmt.Sprintf("%q is not a valid id", s)}}}
+		}
+		return SessionRef{ID: id}, nil
+	}
+	return SessionRef{Slug: s}, nil
+}
+
+func (r SessionRef) String() string {
+	if r.Slug != "" {
+		return strconv.Quote(r.Slug)
+	}
+	return "#" + strconv.FormatInt(r.ID, 10)
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}

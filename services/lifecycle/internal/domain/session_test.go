@@ -1,0 +1,141 @@
+package domain_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func valid() domain.NewSession {
+	return domain.NewSession{Prompt: "fix the flaky test", GitRoot: "git@example.com:acme/app.git"}
+}
+
+func TestNewSessionValidate(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name   string
+		edit   func(*domain.NewSession)
+		fields []string // the fields named, in order; none means valid
+	}{
+		{name: "minimal", edit: func(*domain.NewSession) {}},
+		{name: "missing prompt and git_root", edit: func(n *domain.NewSession) { n.Prompt, n.GitRoot = "", "" }, fields: []string{"prompt", "git_root"}},
+		{name: "prompt at the limit", edit: func(n *domain.NewSession) { n.Prompt = strings.Repeat("é", domain.MaxPromptChars) }},
+		{name: "prompt over the limit", edit: func(n *domain.NewSession) { n.Prompt = strings.Repeat("a", domain.MaxPromptChars+1) }, fields: []string{"prompt"}},
+		{name: "goal over the limit", edit: func(n *domain.NewSession) { n.Goal = strings.Repeat("a", domain.MaxGoalChars+1) }, fields: []string{"goal"}},
+		{name: "good slug", edit: func(n *domain.NewSession) { n.Slug = "fix-ci-2" }},
+		{name: "numeric slug", edit: func(n *domain.NewSession) { n.Slug = "123" }, fields: []string{"slug"}},
+		{name: "uppercase slug", edit: func(n *domain.NewSession) { n.Slug = "Fix" }, fields: []string{"slug"}},
+		{name: "non-positive parent", edit: func(n *domain.NewSession) { n.ParentSessionID = ptr(int64(0)) }, fields: []string{"parent_session_id"}},
+		{name: "unknown scheduling class", edit: func(n *domain.NewSession) { n.SchedulingClass = "urgent" }, fields: []string{"scheduling_class"}},
+		{name: "spot", edit: func(n *domain.NewSession) { n.SchedulingClass = domain.SchedulingSpot }},
+		{name: "metadata too large", edit: func(n *domain.NewSession) { n.MetadataBytes = domain.MaxMetadataBytes + 1 }, fields: []string{"custom_metadata"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			n := valid()
+			tt.edit(&n)
+			err := n.Validate()
+			if len(tt.fields) == 0 {
+				require.NoError(t, err)
+				return
+			}
+			var verr *domain.ValidationError
+			require.ErrorAs(t, err, &verr)
+			var got []string
+			for _, v := range verr.Violations {
+				got = append(got, v.Field)
+				require.Contains(t, err.Error(), v.Field+": ", "the message names the field")
+			}
+			require.Empty(t, cmp.Diff(tt.fields, got), "(-want +got)")
+		})
+	}
+}
+
+func TestBuildInheritsGenesisAndDefaults(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+	root, err := valid().Build(nil, now)
+	require.NoError(t, err)
+	require.Equal(t, domain.GenesisAPI, root.Genesis)
+	require.Equal(t, domain.StatusWaiting, root.Status)
+	require.Equal(t, domain.SchedulingPriority, root.SchedulingClass)
+	require.NotNil(t, root.CustomMetadata)
+	require.Equal(t, now, root.CreatedAt)
+
+	parent := domain.Session{ID: 7, Genesis: "web_ui"}
+	n := valid()
+	n.ParentSessionID = ptr(int64(7))
+	child, err := n.Build(&parent, now)
+	require.NoError(t, err)
+	require.Equal(t, "web_ui", child.Genesis, "genesis comes down the spawn edge")
+
+	_, err = n.Build(nil, now)
+	var verr *domain.ValidationError
+	require.ErrorAs(t, err, &verr, "a parent that does not exist is the caller's error")
+	require.Equal(t, "parent_session_id", verr.Violations[0].Field)
+	require.Contains(t, err.Error(), "no session 7 exists")
+}
+
+func TestParseSessionRef(t *testing.T) {
+	t.Parallel()
+
+	ref, err := domain.ParseSessionRef("42")
+	require.NoError(t, err)
+	require.Equal(t, domain.SessionRef{ID: 42}, ref)
+	ref, err = domain.ParseSessionRef("fix-ci")
+	require.NoError(t, err)
+	require.Equal(t, domain.SessionRef{Slug: "fix-ci"}, ref)
+	for _, bad := range []string{"", "0", "99999999999999999999"} {
+		_, err := domain.ParseSessionRef(bad)
+		require.Error(t, err, bad)
+	}
+	require.True(t, errors.Is(&domain.NotFoundError{Ref: ref}, domain.ErrNotFound))
+}
+
+func TestStatusWordsAndIntegers(t *testing.T) {
+	t.Parallel()
+
+	want := map[string]int16{"running": 0, "waiting": 1, "needs_input": 2, "archived": 3, "failed": 4}
+	for word, code := range want {
+		s, err := domain.ParseStatus(word)
+		require.NoError(t, err)
+		require.Equal(t, code, int16(s), "the integers are load-bearing")
+		require.Equal(t, word, s.String())
+	}
+	require.Len(t, domain.Statuses, len(want))
+	_, err := domain.ParseStatus("paused")
+	require.ErrorContains(t, err, "use one of waiting, running, needs_input, failed, archived")
+}
+
+func TestListRequestFilter(t *testing.T) {
+	t.Parallel()
+
+	f, err := domain.ListRequest{}.Filter()
+	require.NoError(t, err)
+	require.Empty(t, f.Statuses, "none means every status")
+	require.Equal(t, 1, f.Page)
+	require.Equal(t, domain.DefaultPerPage, f.PerPage)
+
+	f, err = domain.ListRequest{Statuses: []string{"waiting", "running", "waiting"}}.Filter()
+	require.NoError(t, err)
+	require.Equal(t, []domain.Status{domain.StatusWaiting, domain.StatusRunning}, f.Statuses)
+
+	_, err = domain.ListRequest{Statuses: []string{"nope"}, Page: -1, PerPage: 1000, SchedulingClass: "x"}.Filter()
+	var verr *domain.ValidationError
+	require.ErrorAs(t, err, &verr)
+	require.Len(t, verr.Violations, 4)
+
+	require.Equal(t, 3, domain.Page{TotalCount: 51, PerPage: 25}.TotalPages())
+	require.Equal(t, 0, domain.Page{TotalCount: 0, PerPage: 25}.TotalPages())
+}

@@ -1,0 +1,145 @@
+// Package grpcapi implements the lifecycle gRPC API over the app use cases.
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
+)
+
+// Server implements lifecyclev1.LifecycleServiceServer.
+type Server struct {
+	lifecyclev1.UnimplementedLifecycleServiceServer
+	sessions app.Sessions
+	logger   *slog.Logger
+}
+
+// NewServer returns the API over the use cases.
+func NewServer(sessions app.Sessions, logger *slog.Logger) *Server {
+	return &Server{sessions: sessions, logger: logger}
+}
+
+// Register adds the service to s.
+func (s *Server) Register(g *grpc.Server) { lifecyclev1.RegisterLifecycleServiceServer(g, s) }
+
+// CreateSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) CreateSession(ctx context.Context, req *lifecyclev1.CreateSessionRequest) (*lifecyclev1.CreateSessionResponse, error) {
+	n := domain.NewSession{
+		Prompt:          req.GetPrompt(),
+		GitRoot:         req.GetGitRoot(),
+		Branch:          req.GetBranch(),
+		Subdirectory:    req.GetSubdirectory(),
+		Title:           req.GetTitle(),
+		Slug:            req.GetSlug(),
+		Goal:            req.GetGoal(),
+		AgentRoot:       req.GetAgentRoot(),
+		AgentRuntime:    req.GetAgentRuntime(),
+		ParentSessionID: req.ParentSessionId,
+		SchedulingClass: req.GetSchedulingClass(),
+		Precedence:      req.GetPrecedence(),
+	}
+	if md := req.GetCustomMetadata(); md != nil {
+		n.CustomMetadata = md.AsMap()
+		n.MetadataBytes = proto.Size(md)
+	}
+	sess, err := s.sessions.Create.Handle(ctx, n)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	msg, err := wire.Session(sess)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.CreateSessionResponse{Session: msg}, nil
+}
+
+// GetSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) GetSession(ctx context.Context, req *lifecyclev1.GetSessionRequest) (*lifecyclev1.GetSessionResponse, error) {
+	sess, err := s.sessions.Get.Handle(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	msg, err := wire.Session(sess)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.GetSessionResponse{Session: msg}, nil
+}
+
+// ListSessions implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) ListSessions(ctx context.Context, req *lifecyclev1.ListSessionsRequest) (*lifecyclev1.ListSessionsResponse, error) {
+	page, err := s.sessions.List.Handle(ctx, domain.ListRequest{
+		Statuses:        req.GetStatus(),
+		Query:           req.GetQ(),
+		AgentRoot:       req.GetAgentRoot(),
+		Genesis:         req.GetGenesis(),
+		SchedulingClass: req.GetSchedulingClass(),
+		Page:            int(req.GetPage()),
+		PerPage:         int(req.GetPerPage()),
+	})
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	resp := &lifecyclev1.ListSessionsResponse{
+		Sessions: make([]*lifecyclev1.Session, 0, len(page.Sessions)),
+		Pagination: &lifecyclev1.Pagination{
+			Page:       int32(page.Page),
+			PerPage:    int32(page.PerPage),
+			TotalCount: page.TotalCount,
+			TotalPages: int32(page.TotalPages()),
+		},
+	}
+	for _, sess := range page.Sessions {
+		msg, err := wire.Session(sess)
+		if err != nil {
+			return nil, s.toStatus(ctx, err)
+		}
+		resp.Sessions = append(resp.Sessions, msg)
+	}
+	return resp, nil
+}
+
+// toStatus is the only mapping from errors to gRPC codes. Unexpected errors
+// are logged and answered with "internal error": their text may carry
+// details a caller must not see.
+func (s *Server) toStatus(ctx context.Context, err error) error {
+	var (
+		verr *domain.ValidationError
+		nf   *domain.NotFoundError
+	)
+	switch {
+	case errors.As(err, &verr):
+		st := status.New(codes.InvalidArgument, verr.Error())
+		br := &errdetails.BadRequest{}
+		for _, v := range verr.Violations {
+			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Reason})
+		}
+		if withDetails, derr := st.WithDetails(br); derr == nil {
+			st = withDetails
+		}
+		return st.Err()
+	case errors.As(err, &nf):
+		return status.Error(codes.NotFound, nf.Error())
+	case errors.Is(err, domain.ErrNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, domain.ErrAlreadyExists):
+		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "request canceled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	}
+	s.logger.ErrorContext(ctx, "internal error", "error", err)
+	return status.Error(codes.Internal, "internal error")
+}

@@ -1,0 +1,244 @@
+package service_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/service"
+	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
+	"github.com/zimmerhq/zimmer/services/platform/host"
+	"github.com/zimmerhq/zimmer/services/platform/pgtest"
+	"github.com/zimmerhq/zimmer/services/platform/slogx"
+)
+
+const testKey = "test-key"
+
+// fakeLineage is an idempotent consumer: it records each spawn edge once per
+// event id, as the real lineage service does with its inbox.
+type fakeLineage struct {
+	lineagev1.UnimplementedLineageServiceServer
+	mu         sync.Mutex
+	deliveries int
+	edges      map[string][2]int64 // event id → (child, parent)
+	fail       bool
+}
+
+func (f *fakeLineage) ApplySessionEvent(_ context.Context, req *lineagev1.ApplySessionEventRequest) (*lineagev1.ApplySessionEventResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deliveries++
+	if f.fail {
+		return nil, status.Error(codes.Unavailable, "lineage is down")
+	}
+	id := req.GetEvent().GetEventId()
+	if _, seen := f.edges[id]; seen {
+		return &lineagev1.ApplySessionEventResponse{Applied: false}, nil
+	}
+	s := req.GetEvent().GetCreated().GetSession()
+	f.edges[id] = [2]int64{s.GetId(), s.GetParentSessionId()}
+	return &lineagev1.ApplySessionEventResponse{Applied: true}, nil
+}
+
+func (f *fakeLineage) snapshot() (deliveries int, edges [][2]int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range f.edges {
+		edges = append(edges, e)
+	}
+	return f.deliveries, edges
+}
+
+func startFakeLineage(t *testing.T) (*fakeLineage, string) {
+	t.Helper()
+	f := &fakeLineage{edges: map[string][2]int64{}}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	lineagev1.RegisterLineageServiceServer(srv, f)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return f, lis.Addr().String()
+}
+
+type testBundle struct {
+	client  lifecyclev1.LifecycleServiceClient
+	conn    *grpc.ClientConn
+	svc     *service.Service
+	lineage *fakeLineage
+}
+
+func setup(t *testing.T, lineageAddr string) testBundle {
+	t.Helper()
+	cfg := config.Config{
+		Config: host.Config{
+			GRPCAddr:    "127.0.0.1:0",
+			DatabaseURL: pgtest.NewDatabase(t, service.MigrationSets...),
+			APIKeys:     testKey,
+		},
+		LineageAddr:       lineageAddr,
+		RelayPollInterval: 50 * time.Millisecond,
+	}
+	svc, err := service.New(context.Background(), cfg, slogx.Discard())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+		svc.Close()
+	})
+	conn, err := grpcclient.Dial(svc.Addr(), testKey)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return testBundle{client: lifecyclev1.NewLifecycleServiceClient(conn), conn: conn, svc: svc}
+}
+
+func TestServesHealthAndRequiresKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+
+	require.Eventually(t, func() bool {
+		resp, err := healthpb.NewHealthClient(b.conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+		return err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING
+	}, 5*time.Second, 20*time.Millisecond)
+
+	for _, key := range []string{"", "wrong"} {
+		conn, err := grpcclient.Dial(b.svc.Addr(), key)
+		require.NoError(t, err)
+		_, err = lifecyclev1.NewLifecycleServiceClient(conn).ListSessions(context.Background(), &lifecyclev1.ListSessionsRequest{})
+		require.Equal(t, codes.Unauthenticated, status.Code(err), "key %q", key)
+		resp, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+		require.NoError(t, err, "health is open")
+		require.Equal(t, healthpb.HealthCheckResponse_SERVING, resp.GetStatus())
+		conn.Close()
+	}
+}
+
+func TestCreateGetListOverGRPC(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+
+	md, err := structpb.NewStruct(map[string]any{"router_session_id": 1, "tags": []any{"a"}})
+	require.NoError(t, err)
+	created, err := b.client.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{
+		Prompt: "do it", GitRoot: "git@example.com:acme/app.git", Title: "Do it", Slug: "do-it",
+		AgentRoot: "zimmer", CustomMetadata: md,
+	})
+	require.NoError(t, err)
+	s := created.GetSession()
+	require.Equal(t, "waiting", s.GetStatus())
+	require.Equal(t, "api", s.GetGenesis())
+	require.Equal(t, "priority", s.GetSchedulingClass())
+	require.Nil(t, s.ParentSessionId)
+	require.Equal(t, []any{"a"}, s.GetCustomMetadata().AsMap()["tags"])
+
+	child, err := b.client.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: "sub", GitRoot: "g", ParentSessionId: &s.Id})
+	require.NoError(t, err)
+	require.Equal(t, s.GetId(), child.GetSession().GetParentSessionId())
+
+	for _, ref := range []string{"do-it", "1"} {
+		got, err := b.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: ref})
+		require.NoError(t, err)
+		require.Equal(t, s.GetId(), got.GetSession().GetId())
+	}
+
+	list, err := b.client.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{Status: []string{"waiting"}, PerPage: 1})
+	require.NoError(t, err)
+	require.Len(t, list.GetSessions(), 1)
+	require.Equal(t, child.GetSession().GetId(), list.GetSessions()[0].GetId())
+	require.EqualValues(t, 2, list.GetPagination().GetTotalCount())
+	require.EqualValues(t, 2, list.GetPagination().GetTotalPages())
+}
+
+func TestBadInputNamesTheFieldAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+	unknown := int64(77)
+
+	tests := []struct {
+		name   string
+		req    *lifecyclev1.CreateSessionRequest
+		code   codes.Code
+		fields []string
+	}{
+		{"missing prompt and git_root", &lifecyclev1.CreateSessionRequest{}, codes.InvalidArgument, []string{"prompt", "git_root"}},
+		{"prompt too long", &lifecyclev1.CreateSessionRequest{Prompt: strings.Repeat("x", 500_001), GitRoot: "g"}, codes.InvalidArgument, []string{"prompt"}},
+		{"unknown parent", &lifecyclev1.CreateSessionRequest{Prompt: "p", GitRoot: "g", ParentSessionId: &unknown}, codes.InvalidArgument, []string{"parent_session_id"}},
+	}
+	for _, tt := range tests {
+		_, err := b.client.CreateSession(ctx, tt.req)
+		st := status.Convert(err)
+		require.Equal(t, tt.code, st.Code(), tt.name)
+		var fields []string
+		for _, d := range st.Details() {
+			if br, ok := d.(*errdetails.BadRequest); ok {
+				for _, v := range br.GetFieldViolations() {
+					fields = append(fields, v.GetField())
+					require.Contains(t, st.Message(), v.GetField(), tt.name)
+				}
+			}
+		}
+		require.Equal(t, tt.fields, fields, tt.name)
+	}
+	_, err := b.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: "9"})
+	require.Equal(t, codes.NotFound, status.Code(err))
+	_, err = b.client.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{Status: []string{"sleeping"}})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+
+	list, err := b.client.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{})
+	require.NoError(t, err)
+	require.Empty(t, list.GetSessions(), "nothing was written")
+}
+
+func TestCreatedEventReachesLineageExactlyOnceAcrossRelayCrash(t *testing.T) {
+	t.Parallel()
+	lineage, addr := startFakeLineage(t)
+	b := setup(t, addr)
+	ctx := context.Background()
+
+	parent, err := b.client.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: "p", GitRoot: "g"})
+	require.NoError(t, err)
+	pid := parent.GetSession().GetId()
+	child, err := b.client.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: "c", GitRoot: "g", ParentSessionId: &pid})
+	require.NoError(t, err)
+
+	require.Eventually(t, func() bool {
+		_, edges := lineage.snapshot()
+		return len(edges) == 2
+	}, 10*time.Second, 20*time.Millisecond)
+	_, edges := lineage.snapshot()
+	require.Contains(t, edges, [2]int64{child.GetSession().GetId(), pid})
+
+	// Redeliver everything, as a relay that crashed after handing off but
+	// before recording would: the consumer still holds each edge once.
+	_, err = b.svc.Pool.Exec(ctx, `UPDATE outbox_messages SET delivered_at = NULL`)
+	require.NoError(t, err)
+	// The running relay (or this direct round, whichever claims first)
+	// delivers both again.
+	_, err = b.svc.LineageRelay.DeliverPending(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		deliveries, _ := lineage.snapshot()
+		return deliveries >= 4
+	}, 10*time.Second, 20*time.Millisecond)
+	_, edges = lineage.snapshot()
+	require.Len(t, edges, 2)
+}

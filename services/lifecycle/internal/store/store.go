@@ -1,0 +1,230 @@
+// Package store keeps sessions in Postgres.
+package store
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/outbox"
+	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Migrations is the lifecycle schema.
+var Migrations = pgdb.MigrationSet{Name: "lifecycle", FS: pgdb.MigrationsDir(migrations)}
+
+// EventEncoder turns a domain event into an outbox event and the
+// subscribers it is addressed to. Encoding is a wire concern, so the store
+// takes it from the composition root.
+type EventEncoder func(domain.Event) (outbox.Event, []string, error)
+
+// Sessions is the Postgres SessionRepository.
+type Sessions struct {
+	pool   *pgxpool.Pool
+	encode EventEncoder
+}
+
+var _ app.SessionRepository = (*Sessions)(nil)
+
+// NewSessions returns a repository over pool.
+func NewSessions(pool *pgxpool.Pool, encode EventEncoder) *Sessions {
+	return &Sessions{pool: pool, encode: encode}
+}
+
+const sessionColumns = `id, COALESCE(slug, ''), status, title, prompt, goal, agent_root, agent_runtime,
+	git_root, branch, subdirectory, parent_session_id, genesis, scheduling_class, precedence,
+	custom_metadata, created_at, updated_at`
+
+// Create implements app.SessionRepository.
+func (s *Sessions) Create(ctx context.Context, parentID *int64,
+	build func(parent *domain.Session) (domain.Session, error),
+	announce func(domain.Session) []domain.Event,
+) (domain.Session, error) {
+	var created domain.Session
+	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
+		var parent *domain.Session
+		if parentID != nil {
+			// FOR KEY SHARE: the parent cannot be deleted until we commit,
+			// but its own updates are not blocked.
+			p, err := scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1 FOR KEY SHARE`, *parentID))
+			switch {
+			case err == nil:
+				parent = &p
+			case !errors.Is(err, pgx.ErrNoRows):
+				return fmt.Errorf("load parent session %d: %w", *parentID, err)
+			}
+		}
+		sess, err := build(parent)
+		if err != nil {
+			return err
+		}
+		md, err := json.Marshal(sess.CustomMetadata)
+		if err != nil {
+			return fmt.Errorf("encode custom_metadata: %w", err)
+		}
+		err = tx.QueryRow(ctx, `
+			INSERT INTO sessions (slug, status, title, prompt, goal, agent_root, agent_runtime, git_root,
+				branch, subdirectory, parent_session_id, genesis, scheduling_class, precedence,
+				custom_metadata, created_at, updated_at)
+			VALUES (NULLIF($1, ''), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+			RETURNING id`,
+			sess.Slug, sess.Status, sess.Title, sess.Prompt, sess.Goal, sess.AgentRoot, sess.AgentRuntime,
+			sess.GitRoot, sess.Branch, sess.Subdirectory, sess.ParentSessionID, sess.Genesis,
+			sess.SchedulingClass, sess.Precedence, md, sess.CreatedAt, sess.UpdatedAt,
+		).Scan(&sess.ID)
+		if err != nil {
+			return interpretWrite(err, sess)
+		}
+		if err := s.record(ctx, tx, announce(sess)); err != nil {
+			return err
+		}
+		created = sess
+		return nil
+	})
+	return created, err
+}
+
+func (s *Sessions) record(ctx context.Context, tx pgx.Tx, events []domain.Event) error {
+	for _, e := range events {
+		evt, subscribers, err := s.encode(e)
+		if err != nil {
+			return fmt.Errorf("encode %T: %w", e, err)
+		}
+		if _, err := outbox.Enqueue(ctx, tx, subscribers, evt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Get implements app.SessionRepository.
+func (s *Sessions) Get(ctx context.Context, ref domain.SessionRef) (domain.Session, error) {
+	var row pgx.Row
+	if ref.Slug != "" {
+		row = s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE slug = $1`, ref.Slug)
+	} else {
+		row = s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`, ref.ID)
+	}
+	sess, err := scanSession(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Session{}, &domain.NotFoundError{Ref: ref}
+	}
+	if err != nil {
+		return domain.Session{}, fmt.Errorf("get session %s: %w", ref, err)
+	}
+	return sess, nil
+}
+
+// List implements app.SessionRepository.
+func (s *Sessions) List(ctx context.Context, f domain.ListFilter) (domain.Page, error) {
+	var (
+		where []string
+		args  []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if len(f.Statuses) > 0 {
+		codes := make([]int16, len(f.Statuses))
+		for i, st := range f.Statuses {
+			codes[i] = int16(st)
+		}
+		where = append(where, "status = ANY("+arg(codes)+")")
+	}
+	if f.Query != "" {
+		p := arg("%" + escapeLike(f.Query) + "%")
+		where = append(where, "(title ILIKE "+p+" OR prompt ILIKE "+p+")")
+	}
+	if f.AgentRoot != "" {
+		where = append(where, "agent_root = "+arg(f.AgentRoot))
+	}
+	if f.Genesis != "" {
+		where = append(where, "genesis = "+arg(f.Genesis))
+	}
+	if f.SchedulingClass != "" {
+		where = append(where, "scheduling_class = "+arg(f.SchedulingClass))
+	}
+	q := `SELECT ` + sessionColumns + `, count(*) OVER () FROM sessions`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT " + arg(f.PerPage) + " OFFSET " + arg((f.Page-1)*f.PerPage)
+
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return domain.Page{}, fmt.Errorf("list sessions: %w", err)
+	}
+	page := domain.Page{Page: f.Page, PerPage: f.PerPage, Sessions: []domain.Session{}}
+	for rows.Next() {
+		sess, err := scanSession(rows, &page.TotalCount)
+		if err != nil {
+			return domain.Page{}, fmt.Errorf("list sessions: %w", err)
+		}
+		page.Sessions = append(page.Sessions, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return domain.Page{}, fmt.Errorf("list sessions: %w", err)
+	}
+	if len(page.Sessions) == 0 && f.Page > 1 {
+		// Past the last page the window function has no row to report the
+		// total on; count separately so the pagination stays truthful.
+		countQ := `SELECT count(*) FROM sessions`
+		if len(where) > 0 {
+			countQ += " WHERE " + strings.Join(where, " AND ")
+		}
+		if err := s.pool.QueryRow(ctx, countQ, args[:len(args)-2]...).Scan(&page.TotalCount); err != nil {
+			return domain.Page{}, fmt.Errorf("count sessions: %w", err)
+		}
+	}
+	return page, nil
+}
+
+func scanSession(row pgx.Row, extra ...any) (domain.Session, error) {
+	var (
+		s  domain.Session
+		md []byte
+	)
+	dest := append([]any{&s.ID, &s.Slug, &s.Status, &s.Title, &s.Prompt, &s.Goal, &s.AgentRoot,
+		&s.AgentRuntime, &s.GitRoot, &s.Branch, &s.Subdirectory, &s.ParentSessionID, &s.Genesis,
+		&s.SchedulingClass, &s.Precedence, &md, &s.CreatedAt, &s.UpdatedAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return domain.Session{}, err
+	}
+	if err := json.Unmarshal(md, &s.CustomMetadata); err != nil {
+		return domain.Session{}, fmt.Errorf("decode custom_metadata of session %d: %w", s.ID, err)
+	}
+	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
+	return s, nil
+}
+
+// interpretWrite turns constraint violations into domain errors, once.
+func interpretWrite(err error, s domain.Session) error {
+	switch pgdb.Code(err) {
+	case pgdb.CodeUniqueViolation:
+		if strings.Contains(pgdb.ConstraintName(err), "slug") {
+			return fmt.Errorf("slug %q is taken by another session; choose another: %w", s.Slug, domain.ErrAlreadyExists)
+		}
+	case pgdb.CodeForeignKeyViolation:
+		// The parent was checked under FOR KEY SHARE, so this cannot happen
+		// unless that invariant breaks; say so rather than guess.
+		return fmt.Errorf("insert session: parent %v vanished: %w", s.ParentSessionID, err)
+	}
+	return fmt.Errorf("insert session: %w", err)
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}

@@ -1,0 +1,41 @@
+// Package wire converts between the lifecycle domain and its protobuf
+// messages, for the gRPC API and for the events lifecycle publishes.
+package wire
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+)
+
+// Session converts a domain session to its message.
+func Session(s domain.Session) (*lifecyclev1.Session, error) {
+	md, err := structpb.NewStruct(s.CustomMetadata)
+	if err != nil {
+		return nil, fmt.Errorf("encode custom_metadata of session %d: %w", s.ID, err)
+	}
+	return &lifecyclev1.Session{
+		Id:              s.ID,
+		Slug:            s.Slug,
+		Status:          s.Status.String(),
+		Title:           s.Title,
+		Prompt:          s.Prompt,
+		Goal:            s.Goal,
+		AgentRoot:       s.AgentRoot,
+		AgentRuntime:    s.AgentRuntime,
+		GitRoot:         s.GitRoot,
+		Branch:          s.Branch,
+		Subdirectory:    s.Subdirectory,
+		ParentSessionId: s.ParentSessionID,
+		Genesis:         s.Genesis,
+		SchedulingClass: s.SchedulingClass,
+		Precedence:      s.Precedence,
+		CustomMetadata:  md,
+		CreatedAt:       timestamppb.New(s.CreatedAt),
+		UpdatedAt:       timestamppb.New(s.UpdatedAt),
+	}, nil
+}
