@@ -37,6 +37,14 @@ func (c *consumer) deliver(ctx context.Context, m outbox.Message) error {
 	})
 }
 
+func open(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgdb.Open(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 func enqueue(t *testing.T, pool *pgxpool.Pool, subscribers []string, n int) []string {
 	t.Helper()
 	var ids []string
@@ -133,8 +141,9 @@ func TestFailedDeliveryIsRetriedWithBackoffAndSubscribersAreIndependent(t *testi
 
 func TestRunDeliversPromptlyAndConcurrentRelaysNeverDoubleDeliver(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.DB(t, outbox.Migrations, inbox.Migrations)
-	c := &consumer{pool: pool}
+	dbURL := pgtest.NewDatabase(t, outbox.Migrations, inbox.Migrations)
+	pool, consumerPool := open(t, dbURL), open(t, dbURL) // the consumer is another process
+	c := &consumer{pool: consumerPool}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,11 +28,20 @@ var (
 	_ DBTX = (pgx.Tx)(nil)
 )
 
+// defaultMaxConns is the pool size when the URL does not set pool_max_conns.
+const defaultMaxConns = 16
+
 // Open connects a pool and checks it answers.
 func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgx defaults to max(4, GOMAXPROCS): too few for a service whose
+		// background loops each hold a connection (an outbox relay keeps one
+		// to LISTEN and one per delivery round) beside its requests.
+		cfg.MaxConns = max(cfg.MaxConns, defaultMaxConns)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

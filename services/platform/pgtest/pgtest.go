@@ -82,22 +82,22 @@ var (
 // rolled back when the test ends; nothing a test writes is seen by another.
 func Tx(t testing.TB, sets ...pgdb.MigrationSet) pgx.Tx {
 	t.Helper()
+	admin := AdminURL(t) // may skip or fail: before taking the lock
 	key := templateName(sets)
 	sharedMu.Lock()
+	defer sharedMu.Unlock()
 	pool, ok := sharedPools[key]
 	if !ok {
 		// Deliberately not tied to t: the database outlives this test and is
 		// reclaimed with the cluster that `make test` discards.
 		var err error
-		_, u := clone(t, AdminURL(t), "shared_", sets)
+		_, u := clone(t, admin, "shared_", sets)
 		pool, err = pgdb.Open(context.Background(), u)
 		if err != nil {
-			sharedMu.Unlock()
 			t.Fatalf("open shared test database: %v", err)
 		}
 		sharedPools[key] = pool
 	}
-	sharedMu.Unlock()
 	tx, err := pool.Begin(context.Background())
 	if err != nil {
 		t.Fatalf("begin test transaction: %v", err)
