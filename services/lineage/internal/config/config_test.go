@@ -1,0 +1,27 @@
+package config_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/lineage/internal/config"
+)
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+
+	cfg, err := config.Load(t.Context(), func(string) string { return "" })
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9102", cfg.GRPCAddr)
+	require.Equal(t, "postgres://postgres@127.0.0.1:5432/zimmer_lineage?sslmode=disable", cfg.DatabaseURL)
+
+	env := map[string]string{"LINEAGE_GRPC_ADDR": "0.0.0.0:7000", "LINEAGE_LOG_LEVEL": "debug"}
+	cfg, err = config.Load(t.Context(), func(k string) string { return env[k] })
+	require.NoError(t, err)
+	require.Equal(t, "0.0.0.0:7000", cfg.GRPCAddr)
+	require.Equal(t, "debug", cfg.LogLevel)
+
+	_, err = config.Load(t.Context(), func(k string) string { return map[string]string{"LINEAGE_DATABASE_URL": "mysql://x"}[k] })
+	require.Error(t, err)
+}

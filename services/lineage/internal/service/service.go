@@ -1,0 +1,44 @@
+// Package service is lineage's composition root: the only package that
+// knows every adapter.
+package service
+
+import (
+	"context"
+	"log/slog"
+
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
+	"github.com/zimmerhq/zimmer/services/lineage/internal/config"
+	"github.com/zimmerhq/zimmer/services/lineage/internal/grpcapi"
+	"github.com/zimmerhq/zimmer/services/lineage/internal/store"
+	"github.com/zimmerhq/zimmer/services/platform/host"
+	"github.com/zimmerhq/zimmer/services/platform/inbox"
+	"github.com/zimmerhq/zimmer/services/platform/outbox"
+	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+)
+
+// MigrationSets is the lineage database's schema, in order: the inbox that
+// makes lifecycle's events idempotent, the outbox for the events lineage
+// will publish, and its own tables.
+var MigrationSets = []pgdb.MigrationSet{inbox.Migrations, outbox.Migrations, store.Migrations}
+
+// Service is a runnable lineage: the host (Run, Close, Addr; a Temporal
+// worker when configured, with nothing of lineage's registered yet) with
+// the lineage API on its gRPC server.
+type Service struct {
+	*host.Host
+}
+
+// New migrates the database, opens the pool and registers the gRPC API.
+func New(ctx context.Context, cfg host.Config, logger *slog.Logger) (*Service, error) {
+	h, err := host.New(ctx, config.Service, cfg, logger, MigrationSets...)
+	if err != nil {
+		return nil, err
+	}
+	repo := store.New(h.Pool)
+	lineagev1.RegisterLineageServiceServer(h.GRPC, grpcapi.New(logger,
+		app.NewApplySessionEvent(repo),
+		app.NewGetSessionNode(repo),
+	))
+	return &Service{Host: h}, nil
+}
