@@ -1,0 +1,19 @@
+// Package config reads the notification service's configuration:
+// NOTIFICATION_GRPC_ADDR, NOTIFICATION_DATABASE_URL, NOTIFICATION_LOG_LEVEL and the shared
+// TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and ZIMMER_API_KEYS (see
+// host.LoadConfig).
+package config
+
+import (
+	"context"
+
+	"github.com/zimmerhq/zimmer/services/platform/host"
+)
+
+// Port is the notification service's default gRPC port on 127.0.0.1.
+const Port = 9105
+
+// Load reads and validates the configuration from getenv.
+func Load(ctx context.Context, getenv func(string) string) (host.Config, error) {
+	return host.LoadConfig(ctx, getenv, "notification", Port)
+}

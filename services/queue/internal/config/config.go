@@ -1,0 +1,18 @@
+// Package config reads the queue service's configuration: QUEUE_GRPC_ADDR,
+// QUEUE_DATABASE_URL, QUEUE_LOG_LEVEL and the shared TEMPORAL_ADDRESS,
+// TEMPORAL_NAMESPACE and ZIMMER_API_KEYS (see host.LoadConfig).
+package config
+
+import (
+	"context"
+
+	"github.com/zimmerhq/zimmer/services/platform/host"
+)
+
+// Port is the queue service's default gRPC port on 127.0.0.1.
+const Port = 9103
+
+// Load reads and validates the configuration from getenv.
+func Load(ctx context.Context, getenv func(string) string) (host.Config, error) {
+	return host.LoadConfig(ctx, getenv, "queue", Port)
+}

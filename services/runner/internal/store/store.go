@@ -1,0 +1,16 @@
+// Package store keeps the runner's workspaces in Postgres. For now it holds
+// the schema; repositories arrive with the runner's use cases.
+package store
+
+import (
+	"embed"
+
+	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Migrations is the runner's own schema; its version table is
+// runner_schema_migrations.
+var Migrations = pgdb.MigrationSet{Name: "runner", FS: pgdb.MigrationsDir(migrations)}
