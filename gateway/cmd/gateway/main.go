@@ -1,0 +1,50 @@
+// Command gateway is Zimmer's edge: REST (/api/v1), MCP (/mcp), /healthz and
+// /openapi.json on one HTTP server, in front of the services' gRPC APIs.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/config"
+	"github.com/zimmerhq/zimmer/gateway/internal/server"
+	"github.com/zimmerhq/zimmer/services/platform/slogx"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+// run is main with its dependencies passed in: it serves until ctx is done.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected arguments %q; usage: gateway (configured by GATEWAY_* and ZIMMER_API_KEYS)", args)
+	}
+	cfg, err := config.Load(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	logger, err := slogx.New(stdout, "gateway", cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	lis, err := server.Listen(cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	return srv.Serve(ctx, lis)
+}

@@ -1,0 +1,96 @@
+// Package config reads the gateway's configuration from the environment.
+package config
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/zimmerhq/zimmer/services/platform/envcfg"
+)
+
+// Config is the gateway's configuration.
+type Config struct {
+	// HTTPAddr is GATEWAY_HTTP_ADDR: where REST, MCP, /healthz and
+	// /openapi.json are served.
+	HTTPAddr string `env:"GATEWAY_HTTP_ADDR, default=127.0.0.1:8080"`
+	// LogLevel is GATEWAY_LOG_LEVEL: debug, info, warn or error.
+	LogLevel string `env:"GATEWAY_LOG_LEVEL, default=info"`
+
+	// The services' gRPC addresses (GATEWAY_<SERVICE>_ADDR).
+	LifecycleAddr    string `env:"GATEWAY_LIFECYCLE_ADDR, default=127.0.0.1:9101"`
+	LineageAddr      string `env:"GATEWAY_LINEAGE_ADDR, default=127.0.0.1:9102"`
+	QueueAddr        string `env:"GATEWAY_QUEUE_ADDR, default=127.0.0.1:9103"`
+	RunnerAddr       string `env:"GATEWAY_RUNNER_ADDR, default=127.0.0.1:9104"`
+	NotificationAddr string `env:"GATEWAY_NOTIFICATION_ADDR, default=127.0.0.1:9105"`
+
+	// APIKeys is ZIMMER_API_KEYS: comma-separated fleet keys. Callers must
+	// present one; the gateway presents the first to the services. Empty
+	// leaves the gateway open (development only).
+	APIKeys string `env:"ZIMMER_API_KEYS"`
+}
+
+// Service is one backend the gateway dials.
+type Service struct {
+	Name string
+	Addr string
+}
+
+// Load reads the configuration through getenv and validates it.
+func Load(ctx context.Context, getenv func(string) string) (Config, error) {
+	var c Config
+	if err := envcfg.Load(ctx, getenv, &c); err != nil {
+		return Config{}, err
+	}
+	return c, c.Validate()
+}
+
+// Services lists the backends in a stable order.
+func (c Config) Services() []Service {
+	return []Service{
+		{"lifecycle", c.LifecycleAddr},
+		{"lineage", c.LineageAddr},
+		{"queue", c.QueueAddr},
+		{"runner", c.RunnerAddr},
+		{"notification", c.NotificationAddr},
+	}
+}
+
+// FirstAPIKey is the key the gateway presents to the services, or "" when
+// none is configured.
+func (c Config) FirstAPIKey() string {
+	for k := range strings.SplitSeq(c.APIKeys, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			return k
+		}
+	}
+	return ""
+}
+
+// Validate fails fast on values that cannot work.
+func (c Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		return fmt.Errorf("GATEWAY_HTTP_ADDR %q: want host:port, e.g. 127.0.0.1:8080", c.HTTPAddr)
+	}
+	for _, s := range c.Services() {
+		if _, _, err := net.SplitHostPort(s.Addr); err != nil {
+			return fmt.Errorf("GATEWAY_%s_ADDR %q: want host:port", strings.ToUpper(s.Name), s.Addr)
+		}
+	}
+	return nil
+}
+
+// LogValue keeps the keys out of logs.
+func (c Config) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.String("http_addr", c.HTTPAddr),
+		slog.String("log_level", c.LogLevel),
+	}
+	for _, s := range c.Services() {
+		attrs = append(attrs, slog.String(s.Name+"_addr", s.Addr))
+	}
+	attrs = append(attrs, slog.Bool("api_keys_set", c.FirstAPIKey() != ""))
+	return slog.GroupValue(attrs...)
+}

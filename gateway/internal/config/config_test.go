@@ -1,0 +1,65 @@
+package config_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/config"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+
+	cfg, err := config.Load(context.Background(), env(nil))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:8080", cfg.HTTPAddr)
+	require.Equal(t, "info", cfg.LogLevel)
+	require.Equal(t, []config.Service{
+		{Name: "lifecycle", Addr: "127.0.0.1:9101"},
+		{Name: "lineage", Addr: "127.0.0.1:9102"},
+		{Name: "queue", Addr: "127.0.0.1:9103"},
+		{Name: "runner", Addr: "127.0.0.1:9104"},
+		{Name: "notification", Addr: "127.0.0.1:9105"},
+	}, cfg.Services())
+	require.Empty(t, cfg.FirstAPIKey())
+}
+
+func TestLoadOverrides(t *testing.T) {
+	t.Parallel()
+
+	cfg, err := config.Load(context.Background(), env(map[string]string{
+		"GATEWAY_HTTP_ADDR":      "0.0.0.0:9000",
+		"GATEWAY_LOG_LEVEL":      "debug",
+		"GATEWAY_LIFECYCLE_ADDR": "lifecycle:1",
+		"GATEWAY_QUEUE_ADDR":     "queue:3",
+		"ZIMMER_API_KEYS":        " , first-key ,second-key",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, "0.0.0.0:9000", cfg.HTTPAddr)
+	require.Equal(t, "debug", cfg.LogLevel)
+	require.Equal(t, "lifecycle:1", cfg.LifecycleAddr)
+	require.Equal(t, "queue:3", cfg.QueueAddr)
+	require.Equal(t, "127.0.0.1:9102", cfg.LineageAddr)
+	require.Equal(t, "first-key", cfg.FirstAPIKey())
+
+	logged := fmt.Sprint(slog.AnyValue(cfg).Resolve())
+	require.NotContains(t, logged, "first-key", "keys are redacted")
+	require.Contains(t, logged, "api_keys_set=true")
+}
+
+func TestLoadRejectsBadAddresses(t *testing.T) {
+	t.Parallel()
+
+	_, err := config.Load(context.Background(), env(map[string]string{"GATEWAY_HTTP_ADDR": "8080"}))
+	require.ErrorContains(t, err, "GATEWAY_HTTP_ADDR")
+	_, err = config.Load(context.Background(), env(map[string]string{"GATEWAY_RUNNER_ADDR": "runner"}))
+	require.ErrorContains(t, err, "GATEWAY_RUNNER_ADDR")
+}

@@ -1,0 +1,295 @@
+package mcp_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
+	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
+	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
+)
+
+const testKey = "test-key"
+
+type testBundle struct {
+	url  string
+	fake *lifecyclefake.Server
+	logs *syncBuffer
+}
+
+// setup serves the MCP handler over HTTP in front of the fake lifecycle
+// service on a real gRPC server.
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	fake := lifecyclefake.New()
+	addr := grpctest.Serve(t, testKey, fake.Register)
+	conn, err := grpcclient.Dial(addr, testKey)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	h := mcp.NewHandler(lifecyclev1.NewLifecycleServiceClient(conn), logger, mcp.Options{Version: "test"})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return &testBundle{url: ts.URL, fake: fake, logs: logs}
+}
+
+// connect returns an initialized streamable HTTP client for path, speaking
+// the client's default protocol version.
+func (b *testBundle) connect(t *testing.T, path string) *client.Client {
+	t.Helper()
+	return b.connectVersion(t, path, "")
+}
+
+func (b *testBundle) connectVersion(t *testing.T, path, version string) *client.Client {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(b.url + path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Start(t.Context()))
+	req := mcpgo.InitializeRequest{}
+	req.Params.ProtocolVersion = version
+	req.Params.ClientInfo = mcpgo.Implementation{Name: "mcp-test", Version: "1"}
+	_, err = c.Initialize(t.Context(), req)
+	require.NoError(t, err)
+	return c
+}
+
+func toolNames(t *testing.T, c *client.Client) []string {
+	t.Helper()
+	res, err := c.ListTools(t.Context(), mcpgo.ListToolsRequest{})
+	require.NoError(t, err)
+	names := make([]string, 0, len(res.Tools))
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func call(t *testing.T, c *client.Client, name string, args map[string]any) *mcpgo.CallToolResult {
+	t.Helper()
+	var req mcpgo.CallToolRequest
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(t.Context(), req)
+	require.NoError(t, err)
+	return res
+}
+
+func textOf(res *mcpgo.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := mcpgo.AsTextContent(c); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func TestToolGroups(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	tests := []struct {
+		path string
+		want []string
+	}{
+		{"/", []string{"get_session", "start_session"}},
+		{"/?tool_groups=", []string{"get_session", "start_session"}},
+		{"/?tool_groups=sessions", []string{"get_session", "start_session"}},
+		{"/?tool_groups=self_session", []string{"get_session"}},
+		{"/?tool_groups=self_session&tool_groups=sessions", []string{"get_session", "start_session"}},
+		{"/?tool_groups=self_session,bogus", []string{"get_session"}},
+		{"/?tool_groups=bogus", []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, toolNames(t, b.connect(t, tt.path)))
+		})
+	}
+}
+
+// The stateless protocol core (2026-07-28, discover instead of initialize)
+// and the initialize handshake both see the selected groups only.
+func TestToolGroupsInEveryProtocolVersion(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	for _, version := range []string{mcpgo.LATEST_PROTOCOL_VERSION, mcpgo.LATEST_LEGACY_PROTOCOL_VERSION} {
+		c := b.connectVersion(t, "/?tool_groups=self_session", version)
+		require.Equal(t, version, c.ProtocolVersion())
+		require.Equal(t, []string{"get_session"}, toolNames(t, c), version)
+		res := call(t, c, "get_session", map[string]any{"session_id": "404"})
+		require.True(t, res.IsError, version)
+		require.Contains(t, textOf(res), "not found", version)
+	}
+}
+
+func TestUnknownToolGroupsAreLogged(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	b.connect(t, "/?tool_groups=sessions,bogus")
+	require.Contains(t, b.logs.String(), `"msg":"MCP client asked for unknown tool groups; dropped them"`)
+	require.Contains(t, b.logs.String(), `"unknown":["bogus"]`)
+}
+
+func TestToolOutsideGroupCannotBeCalled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.connect(t, "/?tool_groups=self_session")
+
+	var req mcpgo.CallToolRequest
+	req.Params.Name = "start_session"
+	req.Params.Arguments = map[string]any{"prompt": "p", "git_root": "/g"}
+	res, err := c.CallTool(t.Context(), req)
+	if err == nil { // a tool error result is as good as a protocol error
+		require.True(t, res.IsError, textOf(res))
+	}
+	_, gerr := b.fake.GetSession(t.Context(), &lifecyclev1.GetSessionRequest{SessionId: "1"})
+	require.Equal(t, codes.NotFound, status.Code(gerr), "no session was created")
+}
+
+func TestStartThenGetSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.connect(t, "/?tool_groups=sessions")
+
+	res := call(t, c, "start_session", map[string]any{
+		"prompt": "fix the flaky test\nin CI", "git_root": "/src/zimmer", "title": "Flaky test",
+		"slug": "flaky", "branch": "main", "precedence": 2, "scheduling_class": "spot",
+		"custom_metadata": map[string]any{"ticket": "Z-1"},
+	})
+	require.False(t, res.IsError, textOf(res))
+	text := textOf(res)
+	require.True(t, strings.HasPrefix(text, "Started session #1 (status waiting).\n\n## Session #1 — Flaky test\n"), text)
+
+	parent := call(t, c, "start_session", map[string]any{"prompt": "child", "git_root": "/g", "parent_session_id": 1})
+	require.False(t, parent.IsError, textOf(parent))
+
+	for _, ref := range []any{"1", "flaky", 1} {
+		res = call(t, c, "get_session", map[string]any{"session_id": ref})
+		require.False(t, res.IsError, textOf(res))
+		text = textOf(res)
+		require.True(t, strings.HasPrefix(text, "## Session #1 — Flaky test\n\n"), text)
+		for _, want := range []string{
+			"- **status:** waiting\n",
+			"- **slug:** flaky\n",
+			"- **git_root:** /src/zimmer\n",
+			"- **branch:** main\n",
+			"- **scheduling_class:** spot\n",
+			"- **precedence:** 2\n",
+			"- **created_at:** 2026-01-02T03:04:05Z\n",
+			"### Prompt\n\n> fix the flaky test\n> in CI\n",
+			"```json\n{\"session\":{\"id\":1,",
+		} {
+			require.Contains(t, text, want)
+		}
+
+		// The structured content is the REST JSON: numeric ids, snake_case.
+		raw, err := json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		var got struct {
+			Session map[string]any `json:"session"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&got))
+		require.Equal(t, json.Number("1"), got.Session["id"])
+		require.Equal(t, map[string]any{"ticket": "Z-1"}, got.Session["custom_metadata"])
+	}
+
+	res = call(t, c, "get_session", map[string]any{"session_id": "2"})
+	require.False(t, res.IsError, textOf(res))
+	require.Contains(t, textOf(res), "- **parent_session_id:** 1\n")
+}
+
+func TestToolErrors(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name string
+		tool string
+		args map[string]any
+		fail error
+		want string // the whole tool error text
+	}{
+		{
+			name: "unknown session", tool: "get_session", args: map[string]any{"session_id": "999"},
+			want: "session #999 not found; check the id or slug (GET /api/v1/sessions lists sessions)",
+		},
+		{
+			name: "unknown slug", tool: "get_session", args: map[string]any{"session_id": "nope"},
+			want: `session "nope" not found; check the id or slug (GET /api/v1/sessions lists sessions)`,
+		},
+		{
+			name: "missing session_id", tool: "get_session", args: map[string]any{},
+			want: "session_id: is required: a numeric id or a slug",
+		},
+		{
+			name: "missing prompt", tool: "start_session", args: map[string]any{"git_root": "/g"},
+			want: "prompt: is required: say what the agent should do",
+		},
+		{
+			name: "wrong argument types", tool: "start_session",
+			args: map[string]any{"prompt": 5, "git_root": "/g", "precedence": 1.5, "custom_metadata": "x", "promt": "y"},
+			want: `invalid arguments: unknown argument "promt" (accepted: prompt, git_root, branch, subdirectory, title, slug, goal, agent_root, agent_runtime, parent_session_id, scheduling_class, precedence, custom_metadata); ` +
+				"prompt must be a string; precedence must be an integer between -2147483648 and 2147483647, got 1.5; custom_metadata must be a JSON object",
+		},
+		{
+			name: "service unavailable", tool: "get_session", args: map[string]any{"session_id": "1"},
+			fail: status.Error(codes.Unavailable, "connection refused"),
+			want: "the lifecycle service is unavailable; retry shortly",
+		},
+		{
+			name: "internal error hidden", tool: "get_session", args: map[string]any{"session_id": "1"},
+			fail: status.Error(codes.Internal, "pq: secret detail"),
+			want: "internal error",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.fake.FailWith(tt.fail)
+			res := call(t, b.connect(t, "/"), tt.tool, tt.args)
+			require.True(t, res.IsError)
+			require.Equal(t, tt.want, textOf(res))
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,179 @@
+// Package rest serves the REST API (/api/v1/...): grpc-gateway's reverse
+// proxy over the services' generated clients, with the gateway's JSON
+// (wirejson), its error shape ({"error": "..."}) and status codes.
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
+	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
+	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+)
+
+const (
+	// MaxBodyBytes bounds a request body: a prompt of 500,000 characters,
+	// escaped as \uXXXX throughout, plus the other fields, fits.
+	MaxBodyBytes = 8 << 20
+	// CallTimeout bounds one REST call into a service.
+	CallTimeout = 30 * time.Second
+)
+
+// bodyExample is the shape a malformed body should have had.
+const bodyExample = `{"prompt": "...", "git_root": "..."}`
+
+// NewHandler returns the REST API over the lifecycle service's client.
+// Authentication is the caller's (the server wraps this handler).
+func NewHandler(ctx context.Context, lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logger) (http.Handler, error) {
+	h := &handler{logger: logger}
+	none := func(string) (string, bool) { return "", false }
+	h.mux = runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &marshaler{Marshaler: wirejson.NewMarshaler()}),
+		runtime.WithErrorHandler(h.serviceError),
+		runtime.WithRoutingErrorHandler(h.routingError),
+		runtime.WithForwardResponseOption(createdStatus),
+		// The gateway is the trust boundary: callers' headers are not
+		// forwarded to the services as metadata, nor the services' metadata
+		// to callers.
+		runtime.WithIncomingHeaderMatcher(none),
+		runtime.WithOutgoingHeaderMatcher(none),
+		runtime.WithOutgoingTrailerMatcher(none),
+		// One way to call each route: no POST-as-GET, no method override.
+		runtime.WithDisablePathLengthFallback(),
+		runtime.WithDisableHTTPMethodOverride(),
+	)
+	if err := lifecyclev1.RegisterLifecycleServiceHandlerClient(ctx, h.mux, lifecycle); err != nil {
+		return nil, fmt.Errorf("register lifecycle REST routes: %w", err)
+	}
+	return h, nil
+}
+
+type handler struct {
+	mux    *runtime.ServeMux
+	logger *slog.Logger
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), CallTimeout)
+	defer cancel()
+	r = r.Clone(ctx)
+	// The caller's key stays here: grpc-gateway would forward Authorization
+	// to the service, which sees the gateway's own key instead.
+	r.Header.Del("Authorization")
+	r.Header.Del("X-Api-Key")
+	r.Body = &trackedBody{ReadCloser: http.MaxBytesReader(w, r.Body, MaxBodyBytes)}
+	h.mux.ServeHTTP(w, r)
+}
+
+// trackedBody records why decoding the request body failed, so the error
+// handler can tell a malformed body (which never reached a service) from a
+// service's InvalidArgument: grpc-gateway reports both as InvalidArgument.
+type trackedBody struct {
+	io.ReadCloser
+	decodeErr error
+}
+
+// marshaler is wirejson's, with decode failures recorded on the body.
+type marshaler struct {
+	*wirejson.Marshaler
+}
+
+func (m *marshaler) NewDecoder(r io.Reader) runtime.Decoder {
+	dec := m.Marshaler.NewDecoder(r)
+	tb, _ := r.(*trackedBody)
+	return runtime.DecoderFunc(func(v any) error {
+		err := dec.Decode(v)
+		if err != nil && !errors.Is(err, io.EOF) && tb != nil { // EOF: empty body, which is fine
+			tb.decodeErr = err
+		}
+		return err
+	})
+}
+
+// createdStatus answers 201 for creates.
+func createdStatus(_ context.Context, w http.ResponseWriter, resp proto.Message) error {
+	if _, ok := resp.(*lifecyclev1.CreateSessionResponse); ok {
+		w.WriteHeader(http.StatusCreated)
+	}
+	return nil
+}
+
+// serviceError answers every failure of a routed call: a malformed body, a
+// bad path or query parameter, or the service's own error.
+func (h *handler) serviceError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	if tb, ok := r.Body.(*trackedBody); ok && tb.decodeErr != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(tb.decodeErr, &tooLarge) {
+			jsonhttp.WriteError(w, http.StatusRequestEntityTooLarge,
+				fmt.Sprintf("request body too large: the limit is %d bytes; shorten the prompt or goal", tooLarge.Limit))
+			return
+		}
+		jsonhttp.WriteError(w, http.StatusBadRequest,
+			fmt.Sprintf("malformed JSON body: %s; send a JSON object, e.g. %s", decodeDetail(tb.decodeErr), bodyExample))
+		return
+	}
+	var httpErr *runtime.HTTPStatusError
+	if errors.As(err, &httpErr) {
+		jsonhttp.WriteError(w, httpErr.HTTPStatus, fmt.Sprintf("bad request path %s: %v", r.URL.Path, httpErr.Err))
+		return
+	}
+	service := serviceName(ctx)
+	p := grpcerr.From(service, err)
+	switch {
+	case p.Internal():
+		h.logger.ErrorContext(ctx, "service call failed", "backend", service, "method", r.Method, "path", r.URL.Path, "code", p.Code.String(), "error", err)
+	case p.Code == codes.Unauthenticated:
+		h.logger.ErrorContext(ctx, "service rejected the gateway's API key; give the gateway and the services the same ZIMMER_API_KEYS",
+			"backend", service, "error", err)
+	}
+	jsonhttp.WriteError(w, p.HTTPStatus, p.Message)
+}
+
+func (h *handler) routingError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, status int) {
+	switch status {
+	case http.StatusNotFound:
+		jsonhttp.WriteError(w, status, NoRouteMessage(r))
+	case http.StatusMethodNotAllowed:
+		jsonhttp.WriteError(w, status, fmt.Sprintf("method %s not allowed on %s; see /openapi.json", r.Method, r.URL.Path))
+	case http.StatusBadRequest:
+		jsonhttp.WriteError(w, status, fmt.Sprintf("bad request path %q; see /openapi.json", r.URL.Path))
+	default:
+		jsonhttp.WriteError(w, http.StatusInternalServerError, "internal error")
+	}
+}
+
+// NoRouteMessage is the 404 text for a request no route matches.
+func NoRouteMessage(r *http.Request) string {
+	return fmt.Sprintf("no route %s %s; see /openapi.json", r.Method, r.URL.Path)
+}
+
+// serviceName names the context a routed call went to, from its gRPC
+// method ("/zimmer.lifecycle.v1.LifecycleService/GetSession" → "lifecycle").
+func serviceName(ctx context.Context) string {
+	method, ok := runtime.RPCMethod(ctx)
+	if !ok {
+		return "backend"
+	}
+	parts := strings.Split(strings.TrimPrefix(method, "/"), ".")
+	if len(parts) >= 3 && parts[0] == "zimmer" {
+		return parts[1]
+	}
+	return "backend"
+}
+
+// decodeDetail trims protojson's "proto: " prefix from a decode error.
+func decodeDetail(err error) string {
+	return strings.TrimPrefix(strings.TrimSpace(err.Error()), "proto: ")
+}

@@ -1,0 +1,243 @@
+// Package server is the gateway's composition root: it dials the services
+// and serves REST (/api/v1), MCP (/mcp), /healthz and /openapi.json on one
+// HTTP server.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/auth"
+	"github.com/zimmerhq/zimmer/gateway/internal/config"
+	"github.com/zimmerhq/zimmer/gateway/internal/health"
+	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
+	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
+	"github.com/zimmerhq/zimmer/gateway/internal/rest"
+	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
+	"github.com/zimmerhq/zimmer/gateway/openapi"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/platform/apikey"
+	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
+)
+
+const (
+	// HealthTimeout bounds /healthz's checks of the services.
+	HealthTimeout = 2 * time.Second
+	// ShutdownGrace bounds a graceful stop.
+	ShutdownGrace = 10 * time.Second
+)
+
+// Server is the gateway.
+type Server struct {
+	logger  *slog.Logger
+	conns   []*grpc.ClientConn
+	mcp     *mcp.Handler
+	handler http.Handler
+}
+
+// New dials the services (lazily: nothing needs to be up yet) and builds the
+// HTTP handler. Close releases the connections.
+func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server, err error) {
+	s := &Server{logger: logger}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+
+	keys := apikey.Parse(cfg.APIKeys)
+	if !keys.Enabled() {
+		logger.Warn("ZIMMER_API_KEYS is empty: /api/v1 and /mcp accept every request WITHOUT a key; " +
+			"development only, never expose this gateway")
+	}
+
+	var targets []health.Target
+	var lifecycleConn *grpc.ClientConn
+	for _, svc := range cfg.Services() {
+		conn, err := grpcclient.Dial(svc.Addr, cfg.FirstAPIKey())
+		if err != nil {
+			return nil, fmt.Errorf("dial %s service: %w", svc.Name, err)
+		}
+		s.conns = append(s.conns, conn)
+		targets = append(targets, health.Target{Name: svc.Name, Conn: conn})
+		if svc.Name == "lifecycle" {
+			lifecycleConn = conn
+		}
+	}
+	lifecycle := lifecyclev1.NewLifecycleServiceClient(lifecycleConn)
+
+	api, err := rest.NewHandler(ctx, lifecycle, logger)
+	if err != nil {
+		return nil, err
+	}
+	s.mcp = mcp.NewHandler(lifecycle, logger, mcp.Options{Version: version(), AnyHost: keys.Enabled()})
+	doc, err := wirejson.OpenAPI(openapi.Spec)
+	if err != nil {
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", health.NewChecker(targets, HealthTimeout, logger))
+	mux.Handle("/openapi.json", openAPIHandler(doc))
+	mux.Handle("/api/v1/", auth.Require(keys, api))
+	mux.Handle("/mcp", auth.Require(keys, s.mcp))
+	mux.Handle("/mcp/", auth.Require(keys, s.mcp))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		jsonhttp.WriteError(w, http.StatusNotFound, rest.NoRouteMessage(r))
+	})
+	s.handler = logRequests(logger, recoverPanics(logger, mux))
+	logger.Info("gateway ready", "config", cfg)
+	return s, nil
+}
+
+// Handler is the whole HTTP surface; tests serve it with httptest.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve serves on lis until ctx is done, then stops gracefully: new
+// connections are refused, MCP sessions closed, and requests in flight get
+// ShutdownGrace to finish.
+func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	s.logger.Info("http serving", "addr", lis.Addr().String())
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	s.logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
+	defer cancel()
+	if err := s.mcp.Shutdown(shutdownCtx); err != nil {
+		s.logger.Warn("close MCP sessions", "error", err)
+	}
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		s.logger.Warn("graceful shutdown timed out; closing connections", "error", err)
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve HTTP: %w", err)
+	}
+	return nil
+}
+
+// Close releases the service connections.
+func (s *Server) Close() {
+	for _, c := range s.conns {
+		_ = c.Close()
+	}
+}
+
+func openAPIHandler(doc []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			jsonhttp.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on /openapi.json; use GET")
+			return
+		}
+		jsonhttp.WriteRaw(w, http.StatusOK, doc)
+	})
+}
+
+// version is the module version the binary was built from, for MCP's
+// serverInfo.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// statusRecorder remembers the status a handler answered. It keeps
+// streaming working (Flush) and exposes the writer underneath (Unwrap) for
+// http.ResponseController.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// logRequests logs one line per request; health checks only at debug.
+func logRequests(logger *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		level := slog.LevelInfo
+		switch {
+		case r.URL.Path == "/healthz" && rec.status == http.StatusOK:
+			level = slog.LevelDebug
+		case rec.status >= 500:
+			level = slog.LevelWarn
+		}
+		logger.Log(r.Context(), level, "http request",
+			"method", r.Method, "path", r.URL.Path, "status", rec.status,
+			"duration_ms", time.Since(start).Milliseconds(), "remote_addr", r.RemoteAddr)
+	})
+}
+
+// recoverPanics answers 500 instead of dropping the connection, and logs
+// the panic with its stack.
+func recoverPanics(logger *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler { //nolint:errorlint // sentinel panic value, compared as net/http does
+					panic(p)
+				}
+				logger.ErrorContext(r.Context(), "panic in HTTP handler", "method", r.Method, "path", r.URL.Path,
+					"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				jsonhttp.WriteError(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Listen opens the TCP listener; "127.0.0.1:0" picks a free port.
+func Listen(addr string) (net.Listener, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for HTTP on %s: %w", addr, err)
+	}
+	return lis, nil
+}

@@ -1,0 +1,505 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/config"
+	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
+	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
+	"github.com/zimmerhq/zimmer/gateway/internal/server"
+	"github.com/zimmerhq/zimmer/services/platform/slogx"
+)
+
+const (
+	testKey  = "test-key"
+	otherKey = "other-key"
+)
+
+type testBundle struct {
+	url  string
+	fake *lifecyclefake.Server
+}
+
+type setupOpts struct {
+	downService string // a service whose address has nothing listening
+}
+
+// setup runs the gateway's real handler against the fake lifecycle service
+// and health-only servers for the other four, each a real gRPC server on
+// 127.0.0.1 requiring testKey, as the services' own interceptor does.
+func setup(t *testing.T, opts setupOpts) *testBundle {
+	t.Helper()
+	fake := lifecyclefake.New()
+	addr := func(name string, register func(*grpc.Server)) string {
+		if name == opts.downService {
+			return grpctest.DeadAddr(t)
+		}
+		return grpctest.Serve(t, testKey, register)
+	}
+	cfg := config.Config{
+		HTTPAddr:         "127.0.0.1:0",
+		LogLevel:         "info",
+		LifecycleAddr:    addr("lifecycle", fake.Register),
+		LineageAddr:      addr("lineage", nil),
+		QueueAddr:        addr("queue", nil),
+		RunnerAddr:       addr("runner", nil),
+		NotificationAddr: addr("notification", nil),
+		APIKeys:          testKey + "," + otherKey,
+	}
+	srv, err := server.New(context.Background(), cfg, slogx.Discard())
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return &testBundle{url: ts.URL, fake: fake}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// json decodes the body keeping numbers as json.Number, so a test can tell
+// 1 from "1".
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(&m), string(r.body))
+	return m
+}
+
+func (r response) errorText(t *testing.T) string {
+	t.Helper()
+	m := r.json(t)
+	require.Len(t, m, 1, "error bodies are exactly {\"error\": ...}: %s", r.body)
+	msg, ok := m["error"].(string)
+	require.True(t, ok, string(r.body))
+	return msg
+}
+
+func (b *testBundle) do(t *testing.T, method, path, body string, header ...string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, b.url+path, rd)
+	require.NoError(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return response{status: resp.StatusCode, header: resp.Header, body: got}
+}
+
+// call is do with the test key.
+func (b *testBundle) call(t *testing.T, method, path, body string) response {
+	t.Helper()
+	return b.do(t, method, path, body, "X-API-Key", testKey)
+}
+
+func (b *testBundle) create(t *testing.T, body string) map[string]any {
+	t.Helper()
+	resp := b.call(t, http.MethodPost, "/api/v1/sessions", body)
+	require.Equal(t, http.StatusCreated, resp.status, string(resp.body))
+	return resp.json(t)["session"].(map[string]any)
+}
+
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+
+	tests := []struct {
+		name       string
+		header     []string
+		wantStatus int
+	}{
+		{"no key", nil, http.StatusUnauthorized},
+		{"bad key", []string{"X-API-Key", "wrong"}, http.StatusUnauthorized},
+		{"bad bearer", []string{"Authorization", "Bearer wrong"}, http.StatusUnauthorized},
+		{"basic auth is not a key", []string{"Authorization", "Basic " + testKey}, http.StatusUnauthorized},
+		{"X-API-Key", []string{"X-API-Key", testKey}, http.StatusOK},
+		{"Bearer", []string{"Authorization", "Bearer " + testKey}, http.StatusOK},
+		{"second key", []string{"Authorization", "bearer " + otherKey}, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp := b.do(t, http.MethodGet, "/api/v1/sessions", "", tt.header...)
+			require.Equal(t, tt.wantStatus, resp.status, string(resp.body))
+			if tt.wantStatus == http.StatusUnauthorized {
+				require.Equal(t, "missing or invalid API key: send it as X-API-Key or Authorization: Bearer", resp.errorText(t))
+			}
+		})
+	}
+
+	// An unknown route under /api/v1 still asks for the key first.
+	resp := b.do(t, http.MethodGet, "/api/v1/nope", "")
+	require.Equal(t, http.StatusUnauthorized, resp.status)
+}
+
+func TestCreateSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+
+	resp := b.call(t, http.MethodPost, "/api/v1/sessions", `{
+		"prompt": "fix the flaky test", "git_root": "/src/zimmer", "title": "Flaky",
+		"slug": "flaky", "precedence": 3, "custom_metadata": {"ticket": "Z-1", "n": 2}
+	}`)
+	require.Equal(t, http.StatusCreated, resp.status, string(resp.body))
+	require.Equal(t, "application/json", resp.header.Get("Content-Type"))
+	body := resp.json(t)
+	require.Len(t, body, 1)
+	s := body["session"].(map[string]any)
+
+	require.Equal(t, json.Number("1"), s["id"], "ids are JSON numbers")
+	require.Equal(t, "waiting", s["status"])
+	require.Equal(t, "/src/zimmer", s["git_root"], "snake_case keys")
+	require.Equal(t, "api", s["genesis"])
+	require.Equal(t, "priority", s["scheduling_class"])
+	require.Equal(t, json.Number("3"), s["precedence"])
+	require.Equal(t, map[string]any{"ticket": "Z-1", "n": json.Number("2")}, s["custom_metadata"])
+	require.Equal(t, "2026-01-02T03:04:05Z", s["created_at"])
+	// Unpopulated fields are there too, an unset optional id as null.
+	require.Contains(t, s, "branch")
+	require.Equal(t, "", s["branch"])
+	require.Contains(t, s, "parent_session_id")
+	require.Nil(t, s["parent_session_id"])
+	for k := range s {
+		require.Equal(t, strings.ToLower(k), k, "no camelCase keys: %s", k)
+	}
+
+	// A child: parent_session_id accepted and answered as a number.
+	child := b.create(t, `{"prompt": "p", "git_root": "/g", "parent_session_id": 1}`)
+	require.Equal(t, json.Number("2"), child["id"])
+	require.Equal(t, json.Number("1"), child["parent_session_id"])
+}
+
+func TestGetSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.create(t, `{"prompt": "p", "git_root": "/g", "slug": "by-slug"}`)
+
+	for _, ref := range []string{"1", "by-slug"} {
+		resp := b.call(t, http.MethodGet, "/api/v1/sessions/"+ref, "")
+		require.Equal(t, http.StatusOK, resp.status, string(resp.body))
+		s := resp.json(t)["session"].(map[string]any)
+		require.Equal(t, json.Number("1"), s["id"])
+		require.Equal(t, "by-slug", s["slug"])
+	}
+}
+
+func TestListSessions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	for range 4 {
+		b.create(t, `{"prompt": "p", "git_root": "/g"}`)
+	}
+	b.fake.SetStatus(1, "running")
+	b.fake.SetStatus(2, "failed")
+	b.fake.SetStatus(3, "needs_input")
+
+	resp := b.call(t, http.MethodGet, "/api/v1/sessions?status=waiting&status=running&page=1&per_page=10&q=flaky", "")
+	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
+
+	req := b.fake.LastList()
+	require.Equal(t, []string{"waiting", "running"}, req.GetStatus(), "repeated status reaches the service")
+	require.Equal(t, int32(1), req.GetPage())
+	require.Equal(t, int32(10), req.GetPerPage())
+	require.Equal(t, "flaky", req.GetQ())
+
+	body := resp.json(t)
+	sessions := body["sessions"].([]any)
+	require.Len(t, sessions, 2)
+	require.Equal(t, json.Number("4"), sessions[0].(map[string]any)["id"])
+	require.Equal(t, json.Number("1"), sessions[1].(map[string]any)["id"])
+	require.Equal(t, map[string]any{
+		"page": json.Number("1"), "per_page": json.Number("10"),
+		"total_count": json.Number("2"), "total_pages": json.Number("1"),
+	}, body["pagination"])
+
+	// Page 2 of 1-per-page.
+	resp = b.call(t, http.MethodGet, "/api/v1/sessions?status=waiting&status=running&page=2&per_page=1", "")
+	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
+	sessions = resp.json(t)["sessions"].([]any)
+	require.Len(t, sessions, 1)
+	require.Equal(t, json.Number("1"), sessions[0].(map[string]any)["id"])
+
+	// An empty list is [] with the pagination, not an absent key.
+	resp = b.call(t, http.MethodGet, "/api/v1/sessions?status=archived", "")
+	require.Equal(t, http.StatusOK, resp.status)
+	require.Equal(t, []any{}, resp.json(t)["sessions"])
+}
+
+func TestErrors(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name       string
+		fail       error // the fake's failure, if any
+		method     string
+		path       string
+		body       string
+		wantStatus int
+		wantError  string // the whole message, or its start when wantPrefix
+		wantPrefix bool
+	}{
+		{
+			name: "not found", method: http.MethodGet, path: "/api/v1/sessions/999",
+			wantStatus: http.StatusNotFound,
+			wantError:  "session #999 not found; check the id or slug (GET /api/v1/sessions lists sessions)",
+		},
+		{
+			name: "malformed JSON", method: http.MethodPost, path: "/api/v1/sessions", body: `{"prompt": "p",`,
+			wantStatus: http.StatusBadRequest, wantError: "malformed JSON body: ", wantPrefix: true,
+		},
+		{
+			name: "unknown field", method: http.MethodPost, path: "/api/v1/sessions", body: `{"prompt": "p", "promt": "x"}`,
+			wantStatus: http.StatusBadRequest, wantError: "malformed JSON body: ", wantPrefix: true,
+		},
+		{
+			name: "wrong type", method: http.MethodPost, path: "/api/v1/sessions", body: `{"prompt": 5}`,
+			wantStatus: http.StatusBadRequest, wantError: "malformed JSON body: ", wantPrefix: true,
+		},
+		{
+			name: "not an object", method: http.MethodPost, path: "/api/v1/sessions", body: `["prompt"]`,
+			wantStatus: http.StatusBadRequest, wantError: "malformed JSON body: ", wantPrefix: true,
+		},
+		{
+			name: "missing prompt (the service's validation)", method: http.MethodPost, path: "/api/v1/sessions",
+			body:       `{"git_root": "/g"}`,
+			wantStatus: http.StatusBadRequest, wantError: "prompt: is required: say what the agent should do",
+		},
+		{
+			name: "empty body (the service's validation)", method: http.MethodPost, path: "/api/v1/sessions",
+			wantStatus: http.StatusBadRequest,
+			wantError:  "prompt: is required: say what the agent should do; git_root: is required: the repository the session's clone is made from",
+		},
+		{
+			name: "failed precondition", method: http.MethodGet, path: "/api/v1/sessions/1",
+			fail:       status.Error(codes.FailedPrecondition, "session #1 is archived; unarchive it first"),
+			wantStatus: http.StatusUnprocessableEntity, wantError: "session #1 is archived; unarchive it first",
+		},
+		{
+			name: "already exists", method: http.MethodGet, path: "/api/v1/sessions/1",
+			fail:       status.Error(codes.AlreadyExists, "slug taken"),
+			wantStatus: http.StatusConflict, wantError: "slug taken",
+		},
+		{
+			name: "internal errors are not shown", method: http.MethodGet, path: "/api/v1/sessions",
+			fail:       status.Error(codes.Internal, "pq: password authentication failed"),
+			wantStatus: http.StatusInternalServerError, wantError: "internal error",
+		},
+		{
+			name: "bad query parameter", method: http.MethodGet, path: "/api/v1/sessions?page=two",
+			wantStatus: http.StatusBadRequest, wantError: `parsing field "page": `, wantPrefix: true,
+		},
+		{
+			name: "unknown route", method: http.MethodGet, path: "/api/v1/nope",
+			wantStatus: http.StatusNotFound, wantError: "no route GET /api/v1/nope; see /openapi.json",
+		},
+		{
+			name: "unknown route outside the API", method: http.MethodGet, path: "/nope",
+			wantStatus: http.StatusNotFound, wantError: "no route GET /nope; see /openapi.json",
+		},
+		{
+			name: "method not allowed", method: http.MethodDelete, path: "/api/v1/sessions",
+			wantStatus: http.StatusMethodNotAllowed, wantError: "method DELETE not allowed on /api/v1/sessions; see /openapi.json",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, setupOpts{})
+			b.fake.FailWith(tt.fail)
+			resp := b.call(t, tt.method, tt.path, tt.body)
+			require.Equal(t, tt.wantStatus, resp.status, string(resp.body))
+			msg := resp.errorText(t)
+			if tt.wantPrefix {
+				require.True(t, strings.HasPrefix(msg, tt.wantError), msg)
+			} else {
+				require.Equal(t, tt.wantError, msg)
+			}
+		})
+	}
+}
+
+func TestMalformedBodySaysWhatToSend(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+
+	resp := b.call(t, http.MethodPost, "/api/v1/sessions", `{"prompt": "p", "promt": "x"}`)
+	require.Equal(t, http.StatusBadRequest, resp.status)
+	msg := resp.errorText(t)
+	require.Contains(t, msg, `unknown field "promt"`)
+	require.True(t, strings.HasSuffix(msg, `; send a JSON object, e.g. {"prompt": "...", "git_root": "..."}`), msg)
+}
+
+func TestServiceUnavailable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{downService: "lifecycle"})
+
+	resp := b.call(t, http.MethodGet, "/api/v1/sessions/1", "")
+	require.Equal(t, http.StatusServiceUnavailable, resp.status, string(resp.body))
+	require.Equal(t, "the lifecycle service is unavailable; retry shortly", resp.errorText(t))
+}
+
+func TestHealthz(t *testing.T) {
+	t.Parallel()
+
+	t.Run("all serving", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, setupOpts{})
+		resp := b.do(t, http.MethodGet, "/healthz", "") // no key needed
+		require.Equal(t, http.StatusOK, resp.status, string(resp.body))
+		require.JSONEq(t, `{"status":"ok","services":{
+			"lifecycle":"SERVING","lineage":"SERVING","queue":"SERVING","runner":"SERVING","notification":"SERVING"}}`,
+			string(resp.body))
+	})
+	t.Run("one down", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, setupOpts{downService: "queue"})
+		resp := b.do(t, http.MethodGet, "/healthz", "")
+		require.Equal(t, http.StatusServiceUnavailable, resp.status, string(resp.body))
+		require.JSONEq(t, `{"status":"unavailable","services":{
+			"lifecycle":"SERVING","lineage":"SERVING","queue":"UNREACHABLE","runner":"SERVING","notification":"SERVING"}}`,
+			string(resp.body))
+	})
+}
+
+func TestOpenAPI(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+
+	resp := b.do(t, http.MethodGet, "/openapi.json", "") // no key needed
+	require.Equal(t, http.StatusOK, resp.status)
+	require.Equal(t, "application/json", resp.header.Get("Content-Type"))
+	var doc struct {
+		Swagger     string                    `json:"swagger"`
+		Paths       map[string]any            `json:"paths"`
+		Definitions map[string]map[string]any `json:"definitions"`
+	}
+	require.NoError(t, json.Unmarshal(resp.body, &doc))
+	require.Equal(t, "2.0", doc.Swagger)
+	require.Contains(t, doc.Paths, "/api/v1/sessions")
+	require.Contains(t, doc.Paths, "/api/v1/sessions/{session_id}")
+	// The document says what the gateway sends: ids are integers.
+	id := doc.Definitions["v1Session"]["properties"].(map[string]any)["id"]
+	require.Equal(t, map[string]any{"type": "integer", "format": "int64"}, id)
+}
+
+func TestMCPRequiresKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, path := range []string{"/mcp", "/mcp?tool_groups=sessions"} {
+		resp := b.do(t, http.MethodPost, path, init)
+		require.Equal(t, http.StatusUnauthorized, resp.status, string(resp.body))
+		require.Equal(t, "missing or invalid API key: send it as X-API-Key or Authorization: Bearer", resp.errorText(t))
+	}
+
+	_, err := mcpClient(t, b.url+"/mcp", "wrong")
+	require.Error(t, err)
+}
+
+// Behind a reverse proxy the Host header is not localhost; with keys
+// required, mcp-go's DNS-rebinding guard is off and the request goes
+// through.
+func TestMCPAcceptsProxiedHost(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, b.url+"/mcp", strings.NewReader(init))
+	require.NoError(t, err)
+	req.Host = "zimmer.example.com"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-API-Key", testKey)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Contains(t, string(body), `"serverInfo":{"name":"zimmer"`)
+}
+
+func TestMCPThroughGateway(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+
+	c, err := mcpClient(t, b.url+"/mcp?tool_groups=sessions", testKey)
+	require.NoError(t, err)
+	tools, err := c.ListTools(t.Context(), mcpgo.ListToolsRequest{})
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 2)
+
+	res, err := c.CallTool(t.Context(), callRequest("start_session", map[string]any{"prompt": "p", "git_root": "/g"}))
+	require.NoError(t, err)
+	require.False(t, res.IsError, textOf(res))
+	require.Contains(t, textOf(res), "## Session #1 — (untitled)")
+
+	// The REST API sees the session MCP created.
+	resp := b.call(t, http.MethodGet, "/api/v1/sessions/1", "")
+	require.Equal(t, http.StatusOK, resp.status)
+}
+
+func mcpClient(t *testing.T, url, key string) (*client.Client, error) {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(map[string]string{"X-API-Key": key}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(t.Context()); err != nil {
+		return nil, err
+	}
+	req := mcpgo.InitializeRequest{}
+	req.Params.ClientInfo = mcpgo.Implementation{Name: "gateway-test", Version: "1"}
+	if _, err := c.Initialize(t.Context(), req); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func callRequest(name string, args map[string]any) mcpgo.CallToolRequest {
+	var req mcpgo.CallToolRequest
+	req.Params.Name = name
+	req.Params.Arguments = args
+	return req
+}
+
+func textOf(res *mcpgo.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := mcpgo.AsTextContent(c); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
