@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -177,4 +179,18 @@ func describe(code string) string {
 		return "a statement that must succeed"
 	}
 	return fmt.Sprintf("a statement that must fail with %s", code)
+}
+
+// AssertMigrates runs a service binary's `migrate` subcommand against an
+// empty database (named by <SERVICE>_DATABASE_URL) and checks that it
+// created tables; proof that the binary is wired to the right schema.
+func AssertMigrates(t *testing.T, run func(context.Context, []string, func(string) string, io.Writer) error, service string, tables ...string) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	getenv := Getenv(map[string]string{strings.ToUpper(service) + "_DATABASE_URL": url})
+	require.NoError(t, run(t.Context(), []string{"migrate"}, getenv, io.Discard))
+	pool, err := pgdb.Open(t.Context(), url)
+	require.NoError(t, err)
+	defer pool.Close()
+	AssertTables(t, pool, append(tables, "inbox_events", "outbox_messages")...)
 }

@@ -1,52 +1,30 @@
-// Command lifecycle runs the lifecycle service: sessions and their state
-// machine.
+// Command lifecycle runs the lifecycle service: sessions and their state machine. It serves the
+// zimmer.lifecycle.v1 gRPC API and runs a Temporal worker on task queue
+// zimmer-lifecycle.
+//
+//	lifecycle           serve until SIGINT or SIGTERM
+//	lifecycle migrate   apply the database migrations and exit
+//
+// Configuration comes from the environment (LIFECYCLE_* and the shared
+// variables; see internal/config). Logs are JSON on stdout.
 package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"os"
-	"os/signal"
-	"syscall"
+	"log/slog"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/service"
-	"github.com/zimmerhq/zimmer/services/platform/pgdb"
-	"github.com/zimmerhq/zimmer/services/platform/slogx"
+	"github.com/zimmerhq/zimmer/services/platform/host"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "lifecycle:", err)
-		os.Exit(1)
-	}
+var command = host.Command[config.Config]{
+	Name:       service.Name,
+	Load:       config.Load,
+	Migrations: service.MigrationSets,
+	New: func(ctx context.Context, cfg config.Config, logger *slog.Logger) (host.Service, error) {
+		return service.New(ctx, cfg, logger)
+	},
 }
 
-// run is main with its dependencies passed in. "lifecycle migrate" applies
-// the migrations and exits; "lifecycle" (no argument) runs the service.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := config.Load(ctx, getenv)
-	if err != nil {
-		return err
-	}
-	logger, err := slogx.New(stdout, service.Name, cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	switch {
-	case len(args) == 0:
-	case args[0] == "migrate":
-		return pgdb.Migrate(ctx, cfg.DatabaseURL, service.MigrationSets...)
-	default:
-		return fmt.Errorf("unknown command %q; usage: lifecycle [migrate]", args[0])
-	}
-	svc, err := service.New(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	return svc.Run(ctx)
-}
+func main() { host.Main(command) }

@@ -38,7 +38,9 @@ func (uc CreateSession) Handle(ctx context.Context, n domain.NewSession) (domain
 	}
 	return uc.Repo.Create(ctx, n.ParentSessionID,
 		func(parent *domain.Session) (domain.Session, error) { return n.Build(parent, uc.Clock.Now()) },
-		func(created domain.Session) []domain.Event { return []domain.Event{domain.SessionCreated{Session: created}} },
+		func(created domain.Session) []domain.Event {
+			return []domain.Event{domain.SessionCreated{Session: created}}
+		},
 	)
 }
 

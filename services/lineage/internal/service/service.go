@@ -17,6 +17,9 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 )
 
+// Name is the service's name: its task queue, log field and database suffix.
+const Name = config.Service
+
 // MigrationSets is the lineage database's schema, in order: the inbox that
 // makes lifecycle's events idempotent, the outbox for the events lineage
 // will publish, and its own tables.
@@ -31,7 +34,7 @@ type Service struct {
 
 // New migrates the database, opens the pool and registers the gRPC API.
 func New(ctx context.Context, cfg host.Config, logger *slog.Logger) (*Service, error) {
-	h, err := host.New(ctx, config.Service, cfg, logger, MigrationSets...)
+	h, err := host.New(ctx, Name, cfg, logger, MigrationSets...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,42 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"io"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
-	"github.com/zimmerhq/zimmer/services/platform/pgdb"
-	"github.com/zimmerhq/zimmer/services/platform/pgtest"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
+	"github.com/zimmerhq/zimmer/services/runner/internal/service"
 )
 
-func TestMigrateAppliesTheSchemaAndExits(t *testing.T) {
+func TestMigrateCreatesTheSchema(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	url := pgtest.NewDatabase(t) // empty
-	getenv := servicetest.Getenv(map[string]string{"RUNNER_DATABASE_URL": url})
-
-	var out bytes.Buffer
-	require.NoError(t, run(ctx, []string{"migrate"}, getenv, &out))
-	require.NoError(t, run(ctx, []string{"migrate"}, getenv, io.Discard), "migrating a migrated database is a no-op")
-
-	var line struct{ Service, Msg string }
-	require.NoError(t, json.NewDecoder(&out).Decode(&line), "logs are JSON")
-	require.Equal(t, "runner", line.Service)
-	require.Equal(t, "database migrated", line.Msg)
-
-	pool, err := pgdb.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	servicetest.AssertTables(t, pool, "workspaces", "inbox_events", "outbox_messages")
-}
-
-func TestUnknownArgumentsAreRefused(t *testing.T) {
-	t.Parallel()
-	err := run(context.Background(), []string{"serve"}, servicetest.Getenv(nil), io.Discard)
-	require.ErrorContains(t, err, "usage: runner [migrate]")
+	servicetest.AssertMigrates(t, command.Run, service.Name, "workspaces")
 }
