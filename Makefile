@@ -1,0 +1,130 @@
+# Zimmer developer entry points. `make help` lists them.
+# Everything runs from a clean checkout: tools are built into bin/ on demand
+# (reusing the Go build cache) and state lives in the git-ignored .data/.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+BIN              := $(CURDIR)/bin
+ZIMMER_DEV       := $(BIN)/zimmer-dev
+BUF_VERSION      := v1.75.0
+TEMPORAL_VERSION := v1.5.1
+
+# go.work modules, resolved only by the targets that use them.
+MODULES = $(shell go list -m -f '{{.Dir}}')
+
+# Packages a domain layer must never depend on (see the style guide's dependency rules).
+DOMAIN_FORBIDDEN := jackc/pgx|google\.golang\.org/grpc|go\.temporal\.io|genproto|google\.golang\.org/protobuf|zimmerhq/zimmer/proto/gen
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^##@/ {printf "\n%s\n", substr($$0, 5)} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+##@ Run and test
+
+.PHONY: run
+run: zimmer-dev ## Run Postgres, Temporal (Web UI :8233), all services and the gateway (:8080)
+	$(ZIMMER_DEV) run
+
+.PHONY: test
+test: zimmer-dev ## Test every go.work module against private Postgres and Temporal (ARGS=... for go test)
+	$(ZIMMER_DEV) test $(ARGS)
+
+.PHONY: test-short
+test-short: zimmer-dev ## Like test, with -short
+	$(ZIMMER_DEV) test -short $(ARGS)
+
+# Always rebuilt (cheap with the build cache) so it never runs stale code.
+.PHONY: zimmer-dev
+zimmer-dev:
+	@go build -o $(ZIMMER_DEV) ./deploy/devstack/cmd/zimmer-dev
+
+##@ Database (the `make run` cluster in .data/postgres)
+
+.PHONY: db-up
+db-up: zimmer-dev ## Start (or reuse) the dev Postgres and create the service databases
+	$(ZIMMER_DEV) db-up
+
+.PHONY: db-down
+db-down: zimmer-dev ## Stop the dev Postgres (data is kept)
+	$(ZIMMER_DEV) db-down
+
+.PHONY: db-reset
+db-reset: db-down ## Stop the dev Postgres, delete its data, start it afresh
+	rm -rf "$${ZIMMER_DATA_DIR:-$(CURDIR)/.data}/postgres"
+	$(ZIMMER_DEV) db-up
+
+##@ Tools and protobuf
+
+.PHONY: tools
+tools: $(BIN)/temporal $(BIN)/buf ## Build the pinned temporal CLI and buf into bin/
+
+$(BIN)/temporal:
+	@echo "building temporal CLI $(TEMPORAL_VERSION) (first time: 2-3 min)"
+	GOBIN=$(BIN) go install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_VERSION)
+
+$(BIN)/buf:
+	@echo "building buf $(BUF_VERSION)"
+	GOBIN=$(BIN) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+
+.PHONY: proto
+proto: $(BIN)/buf ## Generate Go code and OpenAPI from proto/
+	$(BIN)/buf generate
+
+.PHONY: proto-lint
+proto-lint: $(BIN)/buf ## Lint the protos
+	$(BIN)/buf lint
+
+.PHONY: proto-breaking
+proto-breaking: $(BIN)/buf ## Check the protos for breaking changes against main
+	$(BIN)/buf breaking --against '.git#branch=main,subdir=proto'
+
+.PHONY: proto-check
+proto-check: proto ## Fail when generated code differs from what is committed
+	@git diff --exit-code --stat -- proto/gen gateway/openapi || \
+		{ echo "generated code is stale: run make proto and commit the result"; exit 1; }
+	@changes=$$(git status --porcelain --untracked-files=all -- proto/gen gateway/openapi); \
+	if [ -n "$$changes" ]; then \
+		echo "$$changes"; echo "generated files are not committed: run make proto and commit them"; exit 1; \
+	fi
+
+##@ Code quality
+
+.PHONY: fmt
+fmt: ## gofmt every module
+	gofmt -w $(MODULES)
+
+.PHONY: vet
+vet: ## go vet every go.work module
+	@for d in $(MODULES); do echo "go vet $${d#$(CURDIR)/}"; (cd "$$d" && go vet ./...); done
+
+.PHONY: lint
+lint: vet ## gofmt check, go vet and the domain layering check
+	@unformatted=$$(gofmt -l $(MODULES)); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt'ed (run make fmt):"; echo "$$unformatted"; exit 1; fi
+	@for d in services/*/internal/domain; do \
+		[ -d "$$d" ] || continue; \
+		deps=$$(cd "$$d" && go list -deps ./...); \
+		bad=$$(grep -E '$(DOMAIN_FORBIDDEN)' <<<"$$deps" || true); \
+		if [ -n "$$bad" ]; then echo "$$d must only use the standard library (and uuid), but depends on:"; echo "$$bad"; exit 1; fi; \
+		echo "layering ok: $$d"; \
+	done
+
+.PHONY: tidy
+tidy: ## go mod tidy in every module
+	@for d in $(MODULES); do echo "tidy $${d#$(CURDIR)/}"; (cd "$$d" && go mod tidy); done
+
+##@ Housekeeping
+
+.PHONY: clean
+clean: ## Remove bin/ and .data/ (refuses while anything runs from them; kills nothing)
+	@go run ./deploy/devstack/cmd/zimmer-dev clean
+
+.PHONY: ci
+ci: ## What .ci/run runs: tools, proto-check, vet, lint, test
+	@for t in tools proto-check vet lint test; do \
+		start=$$SECONDS; echo "::: make $$t"; \
+		$(MAKE) --no-print-directory $$t; \
+		echo "::: make $$t done in $$((SECONDS - start))s"; \
+	done

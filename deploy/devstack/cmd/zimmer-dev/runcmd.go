@@ -1,0 +1,457 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/zimmerhq/zimmer/deploy/devstack"
+)
+
+// component is one binary of the stack.
+type component struct {
+	name string // binary name, log file name and env prefix (upper-cased)
+	pkg  string // package to build, relative to the repository root
+	port int    // default gRPC port on 127.0.0.1; 0 for the gateway
+}
+
+var services = []component{
+	{"lifecycle", "./services/lifecycle/cmd/lifecycle", 9101},
+	{"lineage", "./services/lineage/cmd/lineage", 9102},
+	{"queue", "./services/queue/cmd/queue", 9103},
+	{"runner", "./services/runner/cmd/runner", 9104},
+	{"notification", "./services/notification/cmd/notification", 9105},
+}
+
+var gateway = component{"gateway", "./gateway/cmd/gateway", 0}
+
+// databases are created for the services, one each: a service owns its database alone.
+func databases() []string {
+	dbs := make([]string, len(services))
+	for i, s := range services {
+		dbs[i] = "zimmer_" + s.name
+	}
+	return dbs
+}
+
+const readyTimeout = 90 * time.Second
+
+// runStack is `make run`: everything on one machine, in the foreground until
+// Ctrl-C or until a component dies.
+func (e *env) runStack(ctx context.Context) (err error) {
+	// Two supervisors on one data folder would fight over ports and clusters.
+	unlock, err := devstack.Lock(filepath.Join(e.dataDir, "run.lock"), false)
+	if err != nil {
+		return fmt.Errorf("is another `make run` active? %w", err)
+	}
+	defer unlock()
+
+	// Everything we start is stopped in reverse order on every way out.
+	var cleanups []func()
+	defer func() {
+		if len(cleanups) > 0 {
+			e.say("shutting down")
+		}
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+		if len(cleanups) > 0 {
+			e.say("stopped")
+		}
+	}()
+
+	addrs := e.grpcAddrs()
+	httpAddr := e.get("GATEWAY_HTTP_ADDR", "127.0.0.1:8080")
+	if err := checkFree(append(mapValues(addrs), httpAddr)...); err != nil {
+		return err
+	}
+
+	// Build first: a compile error should cost nothing else.
+	if err := e.buildAll(ctx); err != nil {
+		return err
+	}
+
+	pg, err := e.startRunPostgres(ctx)
+	if err != nil {
+		return err
+	}
+	if pg.Started() {
+		cleanups = append(cleanups, func() {
+			if err := pg.Stop(); err != nil {
+				e.say("%v", err)
+			}
+		})
+	}
+
+	tmp, err := e.startRunTemporal(ctx)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, func() { _ = tmp.Stop() })
+
+	apiKeys, err := e.apiKeys()
+	if err != nil {
+		return err
+	}
+	common := map[string]string{
+		"TEMPORAL_ADDRESS":   tmp.Address(),
+		"TEMPORAL_NAMESPACE": "default",
+		"ZIMMER_API_KEYS":    apiKeys,
+	}
+
+	logDir := filepath.Join(e.dataDir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
+	var procs []*devstack.Process
+	cleanups = append(cleanups, func() { stopAll(procs) })
+	firstKey, _, _ := strings.Cut(apiKeys, ",")
+	md := metadata.Pairs("x-api-key", firstKey)
+
+	for _, s := range services {
+		p, err := e.startComponent(s, logDir, e.serviceEnv(s, pg.DatabaseURL("zimmer_"+s.name), addrs, common))
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for i, s := range services {
+		g.Go(func() error {
+			return waitReady(gctx, procs[i], logDir, func(ctx context.Context) error {
+				return devstack.WaitGRPCServing(ctx, addrs[s.name], md)
+			})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	e.say("services ready")
+
+	gw, err := e.startComponent(gateway, logDir, e.gatewayEnv(addrs, httpAddr, common))
+	if err != nil {
+		return err
+	}
+	procs = append(procs, gw)
+	base := "http://" + dialable(httpAddr)
+	if err := waitReady(ctx, gw, logDir, func(ctx context.Context) error {
+		return devstack.WaitHTTPOK(ctx, base+"/healthz")
+	}); err != nil {
+		return err
+	}
+
+	printBox(e.out, [][2]string{
+		{"REST", base + "/api/v1"},
+		{"OpenAPI", base + "/openapi.json"},
+		{"MCP", base + "/mcp"},
+		{"Health", base + "/healthz"},
+		{"Temporal Web UI", orDefault(tmp.UIURL(), "(external Temporal at "+tmp.Address()+")")},
+		{"Postgres", pg.AdminURL()},
+		{"API key", firstKey},
+		{"Logs", logDir},
+	})
+	// Outside the box so that it can be copied as is.
+	fmt.Fprintf(e.out, "Try:\n  curl -H \"X-API-Key: %s\" %s/api/v1/sessions\n\nCtrl-C stops everything.\n\n", firstKey, base)
+
+	// Run until interrupted or until any component dies: a half-running stack
+	// only hides the real failure.
+	exited := make(chan *devstack.Process, len(procs))
+	for _, p := range procs {
+		go func() { <-p.Done(); exited <- p }()
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(e.out)
+		return nil
+	case <-tmp.Done():
+		return fmt.Errorf("temporal dev server exited unexpectedly; see %s%s",
+			filepath.Join(logDir, "temporal.log"), tail(filepath.Join(logDir, "temporal.log")))
+	case p := <-exited:
+		return fmt.Errorf("%s exited unexpectedly (%v); last log lines:%s", p.Name, p.Err(), tail(logFile(logDir, p.Name)))
+	}
+}
+
+// grpcAddrs resolves each service's listen address, honouring <SVC>_GRPC_ADDR.
+func (e *env) grpcAddrs() map[string]string {
+	m := make(map[string]string, len(services))
+	for _, s := range services {
+		m[s.name] = e.get(envName(s.name, "GRPC_ADDR"), fmt.Sprintf("127.0.0.1:%d", s.port))
+	}
+	return m
+}
+
+func (e *env) buildAll(ctx context.Context) error {
+	pkgs := []string{}
+	for _, c := range append(services, gateway) {
+		pkgs = append(pkgs, c.pkg)
+	}
+	bin := filepath.Join(e.root, "bin") + string(filepath.Separator)
+	e.say("building %d binaries into %s", len(pkgs), bin)
+	// One invocation builds all packages in parallel; run from the root so go.work applies.
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", bin}, pkgs...)...)
+	cmd.Dir = e.root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("build failed (go build -o bin/ %s): %w%s", strings.Join(pkgs, " "), err, indentLines(string(out)))
+	}
+	return nil
+}
+
+func (e *env) startRunPostgres(ctx context.Context) (*devstack.Postgres, error) {
+	var pg *devstack.Postgres
+	var err error
+	if url := e.getenv("ZIMMER_DATABASE_URL"); url != "" {
+		e.say("postgres: using external server from ZIMMER_DATABASE_URL")
+		pg, err = devstack.ConnectPostgres(ctx, url)
+	} else {
+		pg, err = devstack.StartPostgres(ctx, devstack.PostgresOptions{DataDir: e.pgDataDir(), Progress: e.progress()})
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, db := range databases() {
+		if err := pg.EnsureDatabase(ctx, db); err != nil {
+			if pg.Started() {
+				_ = pg.Stop()
+			}
+			return nil, err
+		}
+	}
+	e.say("postgres: databases ready: %s", strings.Join(databases(), " "))
+	return pg, nil
+}
+
+func (e *env) startRunTemporal(ctx context.Context) (*devstack.Temporal, error) {
+	if addr := e.getenv("TEMPORAL_ADDRESS"); addr != "" {
+		e.say("temporal: using external server %s from TEMPORAL_ADDRESS", addr)
+		return devstack.ConnectTemporal(ctx, addr)
+	}
+	port, err := strconv.Atoi(e.get("ZIMMER_TEMPORAL_PORT", "7233"))
+	if err != nil {
+		return nil, fmt.Errorf("ZIMMER_TEMPORAL_PORT: %w", err)
+	}
+	uiPort, err := strconv.Atoi(e.get("ZIMMER_TEMPORAL_UI_PORT", "8233"))
+	if err != nil {
+		return nil, fmt.Errorf("ZIMMER_TEMPORAL_UI_PORT: %w", err)
+	}
+	t, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{
+		Bin:       e.temporalCLI(),
+		Port:      port,
+		UIPort:    uiPort,
+		DBFile:    filepath.Join(e.dataDir, "temporal.db"),
+		Namespace: e.get("TEMPORAL_NAMESPACE", "default"),
+		LogFile:   filepath.Join(e.dataDir, "logs", "temporal.log"),
+		Progress:  e.progress(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.say("temporal: ready on %s, Web UI %s", t.Address(), t.UIURL())
+	return t, nil
+}
+
+// apiKeys returns ZIMMER_API_KEYS, or a key generated once and kept in the data folder.
+func (e *env) apiKeys() (string, error) {
+	if keys := e.getenv("ZIMMER_API_KEYS"); keys != "" {
+		return keys, nil
+	}
+	path := filepath.Join(e.dataDir, "api-key")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	key := hex.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("store api key: %w", err)
+	}
+	e.say("generated API key in %s", path)
+	return key, nil
+}
+
+// serviceEnv is the environment of one service; values set by the caller win.
+func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]string) map[string]string {
+	m := map[string]string{
+		envName(s.name, "DATABASE_URL"): dbURL,
+		envName(s.name, "GRPC_ADDR"):    addrs[s.name],
+	}
+	if s.name == "lifecycle" {
+		m["LIFECYCLE_LINEAGE_ADDR"] = addrs["lineage"]
+	}
+	for k, v := range common {
+		m[k] = v
+	}
+	return e.withCallerEnv(m)
+}
+
+func (e *env) gatewayEnv(addrs map[string]string, httpAddr string, common map[string]string) map[string]string {
+	m := map[string]string{"GATEWAY_HTTP_ADDR": httpAddr}
+	for _, s := range services {
+		m[envName("gateway", s.name+"_ADDR")] = dialable(addrs[s.name])
+	}
+	for k, v := range common {
+		m[k] = v
+	}
+	return e.withCallerEnv(m)
+}
+
+func (e *env) withCallerEnv(m map[string]string) map[string]string {
+	for k := range m {
+		if v := e.getenv(k); v != "" {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// startComponent starts bin/<name> with its output in <logDir>/<name>.log and a
+// compact copy on the terminal.
+func (e *env) startComponent(c component, logDir string, vars map[string]string) (*devstack.Process, error) {
+	f, err := os.Create(logFile(logDir, c.name))
+	if err != nil {
+		return nil, err
+	}
+	w := io.MultiWriter(f, newLogTail(c.name, 12, e.out))
+	cmd := exec.Command(filepath.Join(e.root, "bin", c.name))
+	cmd.Dir = e.root
+	cmd.Env = os.Environ()
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	p, err := devstack.StartProcess(c.name, cmd)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	// exec copies output through a pipe until the process is reaped.
+	go func() { <-p.Done(); f.Close() }()
+	e.say("%s: started (pid %d), log %s", c.name, p.Pid(), logFile(logDir, c.name))
+	return p, nil
+}
+
+// waitReady runs check until it succeeds, failing early, with the last log
+// lines, when the process exits first.
+func waitReady(ctx context.Context, p *devstack.Process, logDir string, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := check(ctx); err != nil {
+		if p.Exited() {
+			return fmt.Errorf("%s exited during start-up (%v); last log lines:%s", p.Name, p.Err(), tail(logFile(logDir, p.Name)))
+		}
+		return fmt.Errorf("%s not ready: %w", p.Name, err)
+	}
+	return nil
+}
+
+// stopAll stops processes concurrently; each gets SIGTERM, then SIGKILL after the grace period.
+func stopAll(procs []*devstack.Process) {
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(func() { _ = p.Stop(devstack.DefaultGrace) })
+	}
+	wg.Wait()
+}
+
+// checkFree fails when a listen address is taken, typically by a stack left
+// running elsewhere; better than a health check answered by the wrong process.
+func checkFree(addrs ...string) error {
+	var busy []string
+	for _, a := range addrs {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			busy = append(busy, a)
+			continue
+		}
+		_ = l.Close()
+	}
+	if len(busy) > 0 {
+		return fmt.Errorf("address already in use: %s (another stack running? override with <SVC>_GRPC_ADDR / GATEWAY_HTTP_ADDR)", strings.Join(busy, ", "))
+	}
+	return nil
+}
+
+// dialable turns a listen address into one a client can dial (":8080" → "127.0.0.1:8080").
+func dialable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func envName(prefix, name string) string { return strings.ToUpper(prefix + "_" + name) }
+
+func logFile(dir, name string) string { return filepath.Join(dir, name+".log") }
+
+func tail(path string) string { return indentLines(devstack.TailFile(path, 20)) }
+
+func indentLines(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return ""
+	}
+	return "\n    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+func mapValues(m map[string]string) []string {
+	vs := make([]string, 0, len(m))
+	for _, v := range m {
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// printBox prints label/value rows in a frame; an empty row is a spacer.
+func printBox(w io.Writer, rows [][2]string) {
+	const title = " Zimmer dev stack is ready "
+	labelW, width := 0, utf8.RuneCountInString(title)+2
+	for _, r := range rows {
+		labelW = max(labelW, len(r[0]))
+	}
+	lines := make([]string, len(rows))
+	for i, r := range rows {
+		if r[0] != "" {
+			lines[i] = fmt.Sprintf("%-*s  %s", labelW, r[0], r[1])
+		}
+		width = max(width, utf8.RuneCountInString(lines[i]))
+	}
+	fmt.Fprintf(w, "\n╭─%s%s─╮\n", title, strings.Repeat("─", width-utf8.RuneCountInString(title)))
+	for _, l := range lines {
+		fmt.Fprintf(w, "│ %s%s │\n", l, strings.Repeat(" ", width-utf8.RuneCountInString(l)))
+	}
+	fmt.Fprintf(w, "╰─%s─╯\n", strings.Repeat("─", width))
+}

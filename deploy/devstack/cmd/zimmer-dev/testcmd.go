@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zimmerhq/zimmer/deploy/devstack"
+)
+
+// testFlags are the house defaults for `make test`; extra args come after
+// them, so a caller's -count, -p or -timeout wins. The timeout is half of go
+// test's default: one deadlocked package must not eat the whole CI budget.
+var testFlags = []string{"-race", "-count=1", "-shuffle=on", "-p", "2", "-timeout=5m"}
+
+// runTests is `make test`: fresh infrastructure, then `go test` in every
+// go.work module, one module at a time (the machine has two cores; -p 2
+// already fills them).
+func (e *env) runTests(ctx context.Context, args []string) (err error) {
+	start := time.Now()
+	unlock, err := devstack.Lock(filepath.Join(e.dataDir, "test.lock"), false)
+	if err != nil {
+		return fmt.Errorf("is another `make test` active? %w", err)
+	}
+	defer unlock()
+
+	dbURL, stopPG, err := e.testPostgres(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopPG()
+	temporalAddr, stopTemporal, err := e.testTemporal(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopTemporal()
+
+	vars := map[string]string{
+		"ZIMMER_TEST_DATABASE_URL":     dbURL,
+		"ZIMMER_TEST_TEMPORAL_ADDRESS": temporalAddr,
+		"ZIMMER_REQUIRE_DB":            "1",
+		"ZIMMER_REQUIRE_TEMPORAL":      "1",
+		"TEMPORAL_CLI":                 e.temporalCLI(),
+		"ZIMMER_REPO_ROOT":             e.root,
+	}
+	testEnv := os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		testEnv = append(testEnv, k+"="+vars[k])
+		e.say("export %s=%s", k, vars[k])
+	}
+
+	modules, err := e.modules(ctx)
+	if err != nil {
+		return err
+	}
+	type result struct {
+		rel     string
+		err     error
+		elapsed time.Duration
+	}
+	var results []result
+	goArgs := append(append(append([]string{"test"}, testFlags...), args...), "./...")
+	for _, dir := range modules {
+		if ctx.Err() != nil {
+			break
+		}
+		rel, _ := filepath.Rel(e.root, dir)
+		e.say("go %s   (in %s)", strings.Join(goArgs, " "), rel)
+		t0 := time.Now()
+		err := e.goTest(ctx, dir, goArgs, testEnv)
+		results = append(results, result{rel, err, time.Since(t0)})
+	}
+
+	fmt.Fprintln(e.out)
+	var failed []string
+	for _, r := range results {
+		status := "ok  "
+		switch {
+		case errors.Is(r.err, context.Canceled):
+			status = "STOP"
+		case r.err != nil:
+			status = "FAIL"
+			failed = append(failed, r.rel)
+		}
+		fmt.Fprintf(e.out, "%s  %-28s %6.1fs\n", status, r.rel, r.elapsed.Seconds())
+	}
+	elapsed := time.Since(start).Round(100 * time.Millisecond)
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted after %s", elapsed)
+	case len(failed) > 0:
+		return fmt.Errorf("%d of %d modules failed in %s: %s", len(failed), len(modules), elapsed, strings.Join(failed, ", "))
+	}
+	fmt.Fprintf(e.out, "all %d modules passed in %s\n", len(modules), elapsed)
+	return nil
+}
+
+// goTest runs go test in its own process group so that Ctrl-C reaches us
+// first and we stop it (and its test binaries) before tearing down the
+// infrastructure they use.
+func (e *env) goTest(ctx context.Context, dir string, args, environ []string) error {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = environ
+	cmd.Stdout, cmd.Stderr = e.out, e.out
+	p, err := devstack.StartProcess("go test", cmd)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-p.Done():
+		return p.Err()
+	case <-ctx.Done():
+		_ = p.Stop(devstack.DefaultGrace)
+		return ctx.Err()
+	}
+}
+
+// modules lists the go.work modules, as the go command sees them from the root.
+func (e *env) modules(ctx context.Context) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}")
+	cmd.Dir = e.root
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("list go.work modules: %w", err)
+	}
+	return strings.Fields(string(out)), nil
+}
+
+func (e *env) testPostgres(ctx context.Context) (url string, stop func(), err error) {
+	for _, key := range []string{"ZIMMER_TEST_DATABASE_URL", "ZIMMER_DATABASE_URL"} {
+		if url := e.getenv(key); url != "" {
+			e.say("postgres: using external server from %s", key)
+			pg, err := devstack.ConnectPostgres(ctx, url)
+			if err != nil {
+				return "", nil, err
+			}
+			return pg.AdminURL(), func() {}, nil
+		}
+	}
+	// Always a fresh cluster: tests must not depend on leftovers. A cluster
+	// left running by a killed run is stopped before its files are removed.
+	dir := filepath.Join(e.dataDir, "test-pg")
+	if err := devstack.StopPostgresAt(dir); err != nil {
+		return "", nil, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", nil, err
+	}
+	pg, err := devstack.StartPostgres(ctx, devstack.PostgresOptions{DataDir: dir, Progress: e.progress()})
+	if err != nil {
+		return "", nil, err
+	}
+	return pg.AdminURL(), func() {
+		e.say("postgres: stopping test cluster")
+		if err := pg.Stop(); err != nil {
+			e.say("%v", err)
+		}
+	}, nil
+}
+
+func (e *env) testTemporal(ctx context.Context) (addr string, stop func(), err error) {
+	for _, key := range []string{"ZIMMER_TEST_TEMPORAL_ADDRESS", "TEMPORAL_ADDRESS"} {
+		if addr := e.getenv(key); addr != "" {
+			e.say("temporal: using external server %s from %s", addr, key)
+			return addr, func() {}, nil
+		}
+	}
+	t, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{
+		Bin:      e.temporalCLI(),
+		Headless: true, // in memory, free port: tests never collide with `make run`
+		LogFile:  filepath.Join(e.dataDir, "logs", "test-temporal.log"),
+		Progress: e.progress(),
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	e.say("temporal: dev server ready on %s", t.Address())
+	return t.Address(), func() {
+		e.say("temporal: stopping dev server")
+		_ = t.Stop()
+	}, nil
+}

@@ -1,0 +1,263 @@
+// Package e2e_test drives the real binaries against a real Postgres and a
+// real Temporal dev server, through every surface: REST, gRPC and MCP.
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
+	"github.com/zimmerhq/zimmer/services/platform/slogx"
+	"github.com/zimmerhq/zimmer/services/platform/temporalx"
+)
+
+func TestEndToEnd(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
+
+	var parentID int64
+	t.Run("REST", func(t *testing.T) {
+		code, body := api.do(t, "POST", "/api/v1/sessions", `{"prompt":"coordinate the release","git_root":"git@example.com:acme/app.git","title":"Release router","slug":"release-router","agent_root":"zimmer","custom_metadata":{"ticket":"REL-1"}}`)
+		require.Equal(t, http.StatusCreated, code, body)
+		var created struct{ Session map[string]any }
+		require.NoError(t, json.Unmarshal([]byte(body), &created))
+		id, ok := created.Session["id"].(float64)
+		require.True(t, ok, "id is a JSON number: %s", body)
+		parentID = int64(id)
+		require.Equal(t, "waiting", created.Session["status"])
+		require.Equal(t, "api", created.Session["genesis"])
+		require.Equal(t, "git@example.com:acme/app.git", created.Session["git_root"], "snake_case keys")
+
+		for _, ref := range []string{fmt.Sprint(parentID), "release-router"} {
+			code, body = api.do(t, "GET", "/api/v1/sessions/"+ref, "")
+			require.Equal(t, http.StatusOK, code, body)
+			require.Contains(t, body, `"title":"Release router"`)
+		}
+
+		code, body = api.do(t, "GET", "/api/v1/sessions?status=waiting&status=running", "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"total_count":1`)
+		code, body = api.do(t, "GET", "/api/v1/sessions?status=archived", "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"total_count":0`)
+
+		code, body = (restClient{base: api.base}).do(t, "GET", "/api/v1/sessions", "")
+		require.Equal(t, http.StatusUnauthorized, code, body)
+		require.Contains(t, body, `"error"`)
+		code, _ = (restClient{base: api.base, bearer: s.apiKey}).do(t, "GET", "/api/v1/sessions", "")
+		require.Equal(t, http.StatusOK, code, "Authorization: Bearer is accepted")
+
+		for _, tt := range []struct{ body, field string }{
+			{`{"prompt": `, "malformed JSON"},
+			{`{"title":"x"}`, "prompt"},
+			{`{"prompt":"p","git_root":"g","parent_session_id":987654}`, "parent_session_id"},
+			{fmt.Sprintf(`{"prompt":%q,"git_root":"g"}`, strings.Repeat("x", 500_001)), "prompt"},
+		} {
+			code, body = api.do(t, "POST", "/api/v1/sessions", tt.body)
+			require.Equal(t, http.StatusBadRequest, code, body)
+			require.Contains(t, body, tt.field)
+		}
+		code, body = api.do(t, "GET", "/api/v1/sessions/424242", "")
+		require.Equal(t, http.StatusNotFound, code, body)
+		code, body = api.do(t, "GET", "/api/v1/sessions", "")
+		require.Contains(t, body, `"total_count":1`, "refused creates wrote nothing")
+
+		code, body = (restClient{base: api.base}).do(t, "GET", "/openapi.json", "")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, "/api/v1/sessions")
+	})
+
+	lifecycleConn, err := grpcclient.Dial(s.addr["lifecycle"], s.apiKey)
+	require.NoError(t, err)
+	defer lifecycleConn.Close()
+	lifecycle := lifecyclev1.NewLifecycleServiceClient(lifecycleConn)
+	lineageConn, err := grpcclient.Dial(s.addr["lineage"], s.apiKey)
+	require.NoError(t, err)
+	defer lineageConn.Close()
+	lineage := lineagev1.NewLineageServiceClient(lineageConn)
+
+	t.Run("gRPC", func(t *testing.T) {
+		ctx := context.Background()
+		child, err := lifecycle.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: "build", GitRoot: "g", ParentSessionId: &parentID})
+		require.NoError(t, err)
+		require.Equal(t, "api", child.GetSession().GetGenesis())
+		got, err := lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: fmt.Sprint(child.GetSession().GetId())})
+		require.NoError(t, err)
+		require.Equal(t, parentID, got.GetSession().GetParentSessionId())
+		_, err = lifecycle.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{GitRoot: "g"})
+		require.Equal(t, codes.InvalidArgument, status.Code(err))
+
+		// The created event reaches lineage, which records the spawn edge.
+		require.Eventually(t, func() bool {
+			node, err := lineage.GetSessionNode(ctx, &lineagev1.GetSessionNodeRequest{SessionId: parentID})
+			return err == nil && len(node.GetNode().GetSpawnChildIds()) == 1
+		}, 20*time.Second, 100*time.Millisecond)
+	})
+
+	t.Run("MCP", func(t *testing.T) {
+		ctx := context.Background()
+		c, err := mcpclient.NewStreamableHttpClient("http://"+s.addr["gateway"]+"/mcp",
+			transport.WithHTTPHeaders(map[string]string{"X-API-Key": s.apiKey}))
+		require.NoError(t, err)
+		defer c.Close()
+		require.NoError(t, c.Start(ctx))
+		init := mcp.InitializeRequest{}
+		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+		init.Params.ClientInfo = mcp.Implementation{Name: "zimmer-e2e", Version: "1"}
+		_, err = c.Initialize(ctx, init)
+		require.NoError(t, err)
+
+		tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		require.NoError(t, err)
+		var names []string
+		for _, tool := range tools.Tools {
+			names = append(names, tool.Name)
+		}
+		require.Subset(t, names, []string{"start_session", "get_session"})
+
+		call := mcp.CallToolRequest{}
+		call.Params.Name = "get_session"
+		call.Params.Arguments = map[string]any{"session_id": "release-router"}
+		res, err := c.CallTool(ctx, call)
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%+v", res.Content)
+		require.Contains(t, text(res), "Release router")
+		require.Contains(t, text(res), "waiting")
+
+		call.Params.Name = "start_session"
+		call.Params.Arguments = map[string]any{"prompt": "from an agent", "git_root": "g", "parent_session_id": parentID}
+		res, err = c.CallTool(ctx, call)
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%+v", res.Content)
+
+		call.Params.Name = "get_session"
+		call.Params.Arguments = map[string]any{"session_id": "999999"}
+		res, err = c.CallTool(ctx, call)
+		require.NoError(t, err)
+		require.True(t, res.IsError, "an unknown session is a tool error")
+	})
+
+	t.Run("TemporalWorkers", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		tc, err := temporalx.Dial(ctx, s.temporal, "default", slogx.Discard())
+		require.NoError(t, err)
+		defer tc.Close()
+		for _, svc := range services {
+			got, err := temporalx.Probe(ctx, tc, svc, fmt.Sprintf("e2e-probe-%s-%d", svc, time.Now().UnixNano()))
+			require.NoError(t, err, svc)
+			require.Equal(t, svc, got)
+		}
+	})
+
+	t.Run("EventSurvivesCrashBetweenCommitAndHandOff", func(t *testing.T) {
+		ctx := context.Background()
+		// Lineage is down: the create commits with its event, which cannot be
+		// handed off.
+		s.kill("lineage")
+		child, err := lifecycle.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: "orphan?", GitRoot: "g", ParentSessionId: &parentID})
+		require.NoError(t, err)
+		childID := child.GetSession().GetId()
+		require.Eventually(t, func() bool {
+			return s.queryInt(t, "lifecycle", `SELECT count(*) FROM outbox_messages WHERE aggregate_key = $1 AND attempts > 0 AND delivered_at IS NULL`, fmt.Sprint(childID)) == 1
+		}, 20*time.Second, 100*time.Millisecond, "the relay tried and failed")
+		// Lifecycle dies too, with the event still undelivered.
+		s.kill("lifecycle")
+		s.start("lineage")
+		s.start("lifecycle")
+		s.waitHealthy("lineage")
+		s.waitHealthy("lifecycle")
+
+		require.Eventually(t, func() bool {
+			node, err := lineage.GetSessionNode(ctx, &lineagev1.GetSessionNodeRequest{SessionId: childID})
+			return err == nil && node.GetNode().GetSpawnParentId() == parentID
+		}, 30*time.Second, 100*time.Millisecond, "the edge arrives after the restart")
+
+		// Force a redelivery of every event: lineage keeps one row per session.
+		_, err = s.exec(t, "lifecycle", `UPDATE outbox_messages SET delivered_at = NULL`)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			return s.queryInt(t, "lifecycle", `SELECT count(*) FROM outbox_messages WHERE delivered_at IS NULL`) == 0
+		}, 30*time.Second, 100*time.Millisecond)
+		sessions := s.queryInt(t, "lifecycle", `SELECT count(*) FROM sessions`)
+		require.Equal(t, sessions, s.queryInt(t, "lineage", `SELECT count(*) FROM session_nodes`), "one node per session")
+		require.Equal(t, sessions, s.queryInt(t, "lineage", `SELECT count(*) FROM inbox_events`), "each event applied once")
+		node, err := lineage.GetSessionNode(ctx, &lineagev1.GetSessionNodeRequest{SessionId: parentID})
+		require.NoError(t, err)
+		require.Len(t, node.GetNode().GetSpawnChildIds(), 3, "REST-, gRPC- and MCP-created children, each once")
+	})
+
+	t.Run("CtrlCStopsEveryProcessCleanly", func(t *testing.T) {
+		for _, name := range append([]string{"gateway"}, services...) {
+			require.NoError(t, s.interrupt(name), "%s exits 0 on SIGINT", name)
+		}
+	})
+}
+
+func (s *stack) queryInt(t *testing.T, svc, q string, args ...any) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), s.dbURL[svc])
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var n int
+	require.NoError(t, conn.QueryRow(context.Background(), q, args...).Scan(&n))
+	return n
+}
+
+func (s *stack) exec(t *testing.T, svc, q string) (int64, error) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), s.dbURL[svc])
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	tag, err := conn.Exec(context.Background(), q)
+	return tag.RowsAffected(), err
+}
+
+type restClient struct{ base, key, bearer string }
+
+func (c restClient) do(t *testing.T, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, c.base+path, bytes.NewBufferString(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if c.key != "" {
+		req.Header.Set("X-API-Key", c.key)
+	}
+	if c.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+c.bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}

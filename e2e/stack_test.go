@@ -1,0 +1,284 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
+	"github.com/zimmerhq/zimmer/services/platform/pgtest"
+)
+
+var services = []string{"lifecycle", "lineage", "queue", "runner", "notification"}
+
+// stack is the whole system as real processes: the five services and the
+// gateway, built from this checkout, on free loopback ports, each with its
+// own database on the test Postgres and the test Temporal dev server.
+type stack struct {
+	t        *testing.T
+	bin      string
+	logs     string
+	apiKey   string
+	temporal string
+	dbURL    map[string]string // service → database URL
+	addr     map[string]string // service or "gateway" → address
+	procs    map[string]*exec.Cmd
+	mu       sync.Mutex
+}
+
+func temporalAddress(t *testing.T) string {
+	t.Helper()
+	a := os.Getenv("ZIMMER_TEST_TEMPORAL_ADDRESS")
+	if a == "" {
+		if os.Getenv("ZIMMER_REQUIRE_TEMPORAL") == "1" {
+			t.Fatal("ZIMMER_TEST_TEMPORAL_ADDRESS is not set but ZIMMER_REQUIRE_TEMPORAL=1: run the tests with `make test`")
+		}
+		t.Skip("ZIMMER_TEST_TEMPORAL_ADDRESS not set; run `make test` to start a Temporal dev server")
+	}
+	return a
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	admin := pgtest.AdminURL(t)
+	s := &stack{
+		t:        t,
+		bin:      buildBinaries(t),
+		logs:     t.TempDir(),
+		apiKey:   "e2e-" + fmt.Sprint(time.Now().UnixNano()),
+		temporal: temporalAddress(t),
+		dbURL:    map[string]string{},
+		addr:     map[string]string{},
+		procs:    map[string]*exec.Cmd{},
+	}
+	for _, svc := range services {
+		s.dbURL[svc] = createDatabase(t, admin, fmt.Sprintf("e2e_%s_%d", svc, time.Now().UnixNano()))
+		s.addr[svc] = freeAddr(t)
+	}
+	s.addr["gateway"] = freeAddr(t)
+	t.Cleanup(s.stopAll)
+	for _, svc := range services {
+		s.start(svc)
+	}
+	s.start("gateway")
+	for _, svc := range services {
+		s.waitHealthy(svc)
+	}
+	s.waitGateway()
+	return s
+}
+
+func (s *stack) env(name string) []string {
+	env := append(os.Environ(),
+		"TEMPORAL_ADDRESS="+s.temporal,
+		"TEMPORAL_NAMESPACE=default",
+		"ZIMMER_API_KEYS="+s.apiKey,
+	)
+	if name == "gateway" {
+		env = append(env, "GATEWAY_HTTP_ADDR="+s.addr["gateway"])
+		for _, svc := range services {
+			env = append(env, fmt.Sprintf("GATEWAY_%s_ADDR=%s", strings.ToUpper(svc), s.addr[svc]))
+		}
+		return env
+	}
+	up := strings.ToUpper(name)
+	env = append(env,
+		up+"_GRPC_ADDR="+s.addr[name],
+		up+"_DATABASE_URL="+s.dbURL[name],
+		up+"_LOG_LEVEL=debug",
+	)
+	if name == "lifecycle" {
+		env = append(env, "LIFECYCLE_LINEAGE_ADDR="+s.addr["lineage"], "LIFECYCLE_RELAY_POLL_INTERVAL=100ms")
+	}
+	return env
+}
+
+// start launches (or relaunches) one process; its output is appended to a
+// log file that is printed if the test fails.
+func (s *stack) start(name string) {
+	s.t.Helper()
+	logf, err := os.OpenFile(filepath.Join(s.logs, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	require.NoError(s.t, err)
+	cmd := exec.Command(filepath.Join(s.bin, name))
+	cmd.Env = s.env(name)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	require.NoError(s.t, cmd.Start(), "start %s", name)
+	s.mu.Lock()
+	s.procs[name] = cmd
+	s.mu.Unlock()
+}
+
+// kill ends a process abruptly, as a crash would.
+func (s *stack) kill(name string) {
+	s.t.Helper()
+	s.mu.Lock()
+	cmd := s.procs[name]
+	delete(s.procs, name)
+	s.mu.Unlock()
+	require.NoError(s.t, syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL))
+	_ = cmd.Wait()
+}
+
+// interrupt stops a process as Ctrl-C would and reports how it exited.
+func (s *stack) interrupt(name string) error {
+	s.mu.Lock()
+	cmd := s.procs[name]
+	delete(s.procs, name)
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return fmt.Errorf("%s ignored SIGINT for 20s and was killed", name)
+	}
+}
+
+func (s *stack) stopAll() {
+	s.mu.Lock()
+	var names []string
+	for n := range s.procs {
+		names = append(names, n)
+	}
+	s.mu.Unlock()
+	for _, n := range names {
+		if err := s.interrupt(n); err != nil {
+			s.t.Errorf("stop %s: %v", n, err)
+		}
+	}
+	if s.t.Failed() {
+		for _, n := range append([]string{"gateway"}, services...) {
+			b, _ := os.ReadFile(filepath.Join(s.logs, n+".log"))
+			s.t.Logf("---- %s log (tail) ----\n%s", n, tail(b, 4000))
+		}
+	}
+}
+
+func (s *stack) waitHealthy(svc string) {
+	s.t.Helper()
+	conn, err := grpcclient.Dial(s.addr[svc], "")
+	require.NoError(s.t, err)
+	defer conn.Close()
+	require.Eventually(s.t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		return err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING
+	}, 60*time.Second, 100*time.Millisecond, "%s never became healthy", svc)
+}
+
+func (s *stack) waitGateway() {
+	s.t.Helper()
+	require.Eventually(s.t, func() bool {
+		resp, err := http.Get("http://" + s.addr["gateway"] + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 60*time.Second, 100*time.Millisecond, "gateway /healthz never answered 200")
+}
+
+// buildBinaries builds every command of the system once per test binary.
+func buildBinaries(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "zimmer-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		pkgs := []string{"./gateway/cmd/gateway"}
+		for _, svc := range services {
+			pkgs = append(pkgs, "./services/"+svc+"/cmd/"+svc)
+		}
+		cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+		cmd.Dir = repoRoot(t)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out.String())
+		}
+		binDir = dir
+	})
+	require.NoError(t, buildErr)
+	return binDir
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	if r := os.Getenv("ZIMMER_REPO_ROOT"); r != "" {
+		return r
+	}
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	return filepath.Dir(wd) // this package lives in <repo>/e2e
+}
+
+func createDatabase(t *testing.T, admin, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, admin)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %q`, name))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), admin)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, name))
+	})
+	i := strings.LastIndex(admin, "/")
+	rest := admin[i+1:]
+	query := ""
+	if q := strings.Index(rest, "?"); q >= 0 {
+		query = rest[q:]
+	}
+	return admin[:i+1] + name + query
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
