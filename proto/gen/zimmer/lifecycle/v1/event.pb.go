@@ -34,6 +34,8 @@ type SessionEvent struct {
 	// Types that are valid to be assigned to Payload:
 	//
 	//	*SessionEvent_Created
+	//	*SessionEvent_Updated
+	//	*SessionEvent_Deleted
 	Payload       isSessionEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -106,6 +108,24 @@ func (x *SessionEvent) GetCreated() *SessionCreated {
 	return nil
 }
 
+func (x *SessionEvent) GetUpdated() *SessionUpdated {
+	if x != nil {
+		if x, ok := x.Payload.(*SessionEvent_Updated); ok {
+			return x.Updated
+		}
+	}
+	return nil
+}
+
+func (x *SessionEvent) GetDeleted() *SessionDeleted {
+	if x != nil {
+		if x, ok := x.Payload.(*SessionEvent_Deleted); ok {
+			return x.Deleted
+		}
+	}
+	return nil
+}
+
 type isSessionEvent_Payload interface {
 	isSessionEvent_Payload()
 }
@@ -114,7 +134,19 @@ type SessionEvent_Created struct {
 	Created *SessionCreated `protobuf:"bytes,10,opt,name=created,proto3,oneof"`
 }
 
+type SessionEvent_Updated struct {
+	Updated *SessionUpdated `protobuf:"bytes,11,opt,name=updated,proto3,oneof"`
+}
+
+type SessionEvent_Deleted struct {
+	Deleted *SessionDeleted `protobuf:"bytes,12,opt,name=deleted,proto3,oneof"`
+}
+
 func (*SessionEvent_Created) isSessionEvent_Payload() {}
+
+func (*SessionEvent_Updated) isSessionEvent_Payload() {}
+
+func (*SessionEvent_Deleted) isSessionEvent_Payload() {}
 
 // SessionCreated carries the new session as it was committed.
 type SessionCreated struct {
@@ -161,11 +193,104 @@ func (x *SessionCreated) GetSession() *Session {
 	return nil
 }
 
+// SessionUpdated carries the session as it was committed after any change
+// (a transition, a patch). Consumers keep the newest snapshot by updated_at,
+// so redelivered or reordered updates are harmless.
+type SessionUpdated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionUpdated) Reset() {
+	*x = SessionUpdated{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionUpdated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionUpdated) ProtoMessage() {}
+
+func (x *SessionUpdated) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionUpdated.ProtoReflect.Descriptor instead.
+func (*SessionUpdated) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SessionUpdated) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// SessionDeleted announces a hard delete; consumers drop what they hold for
+// the session.
+type SessionDeleted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionDeleted) Reset() {
+	*x = SessionDeleted{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionDeleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionDeleted) ProtoMessage() {}
+
+func (x *SessionDeleted) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionDeleted.ProtoReflect.Descriptor instead.
+func (*SessionDeleted) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SessionDeleted) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
 var File_zimmer_lifecycle_v1_event_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x1fzimmer/lifecycle/v1/event.proto\x12\x13zimmer.lifecycle.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!zimmer/lifecycle/v1/session.proto\"\xd1\x01\n" +
+	"\x1fzimmer/lifecycle/v1/event.proto\x12\x13zimmer.lifecycle.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!zimmer/lifecycle/v1/session.proto\"\xd3\x02\n" +
 	"\fSessionEvent\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1d\n" +
 	"\n" +
@@ -173,10 +298,17 @@ const file_zimmer_lifecycle_v1_event_proto_rawDesc = "" +
 	"\voccurred_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"occurredAt\x12?\n" +
 	"\acreated\x18\n" +
-	" \x01(\v2#.zimmer.lifecycle.v1.SessionCreatedH\x00R\acreatedB\t\n" +
+	" \x01(\v2#.zimmer.lifecycle.v1.SessionCreatedH\x00R\acreated\x12?\n" +
+	"\aupdated\x18\v \x01(\v2#.zimmer.lifecycle.v1.SessionUpdatedH\x00R\aupdated\x12?\n" +
+	"\adeleted\x18\f \x01(\v2#.zimmer.lifecycle.v1.SessionDeletedH\x00R\adeletedB\t\n" +
 	"\apayload\"H\n" +
 	"\x0eSessionCreated\x126\n" +
-	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asessionBFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"H\n" +
+	"\x0eSessionUpdated\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"/\n" +
+	"\x0eSessionDeleted\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionIdBFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
 
 var (
 	file_zimmer_lifecycle_v1_event_proto_rawDescOnce sync.Once
@@ -190,22 +322,27 @@ func file_zimmer_lifecycle_v1_event_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_event_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_zimmer_lifecycle_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_zimmer_lifecycle_v1_event_proto_goTypes = []any{
 	(*SessionEvent)(nil),          // 0: zimmer.lifecycle.v1.SessionEvent
 	(*SessionCreated)(nil),        // 1: zimmer.lifecycle.v1.SessionCreated
-	(*timestamppb.Timestamp)(nil), // 2: google.protobuf.Timestamp
-	(*Session)(nil),               // 3: zimmer.lifecycle.v1.Session
+	(*SessionUpdated)(nil),        // 2: zimmer.lifecycle.v1.SessionUpdated
+	(*SessionDeleted)(nil),        // 3: zimmer.lifecycle.v1.SessionDeleted
+	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
+	(*Session)(nil),               // 5: zimmer.lifecycle.v1.Session
 }
 var file_zimmer_lifecycle_v1_event_proto_depIdxs = []int32{
-	2, // 0: zimmer.lifecycle.v1.SessionEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	4, // 0: zimmer.lifecycle.v1.SessionEvent.occurred_at:type_name -> google.protobuf.Timestamp
 	1, // 1: zimmer.lifecycle.v1.SessionEvent.created:type_name -> zimmer.lifecycle.v1.SessionCreated
-	3, // 2: zimmer.lifecycle.v1.SessionCreated.session:type_name -> zimmer.lifecycle.v1.Session
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	2, // 2: zimmer.lifecycle.v1.SessionEvent.updated:type_name -> zimmer.lifecycle.v1.SessionUpdated
+	3, // 3: zimmer.lifecycle.v1.SessionEvent.deleted:type_name -> zimmer.lifecycle.v1.SessionDeleted
+	5, // 4: zimmer.lifecycle.v1.SessionCreated.session:type_name -> zimmer.lifecycle.v1.Session
+	5, // 5: zimmer.lifecycle.v1.SessionUpdated.session:type_name -> zimmer.lifecycle.v1.Session
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_event_proto_init() }
@@ -216,6 +353,8 @@ func file_zimmer_lifecycle_v1_event_proto_init() {
 	file_zimmer_lifecycle_v1_session_proto_init()
 	file_zimmer_lifecycle_v1_event_proto_msgTypes[0].OneofWrappers = []any{
 		(*SessionEvent_Created)(nil),
+		(*SessionEvent_Updated)(nil),
+		(*SessionEvent_Deleted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -223,7 +362,7 @@ func file_zimmer_lifecycle_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_event_proto_rawDesc), len(file_zimmer_lifecycle_v1_event_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
