@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 )
@@ -17,12 +18,23 @@ type SessionRepository interface {
 	// inserts the built session and records announce(created).
 	Create(ctx context.Context, parentID *int64,
 		build func(parent *domain.Session) (domain.Session, error),
-		announce func(created domain.Session) []domain.Event,
+		announce func(created domain.Session) []domain.Fact,
 	) (domain.Session, error)
 	// Get returns the session a reference names, or a *domain.NotFoundError.
 	Get(ctx context.Context, ref domain.SessionRef) (domain.Session, error)
 	// List returns one page of the sessions matching f, newest first.
 	List(ctx context.Context, f domain.ListFilter) (domain.Page, error)
+	// Transition locks the session, passes it and its armed wake-ups to
+	// decide and persists the outcome — state, timeline, event stream and
+	// announcements — in one transaction. When decide refuses with a
+	// *domain.TransitionError, the refusal is written to the timeline and
+	// nothing else changes.
+	Transition(ctx context.Context, ref domain.SessionRef,
+		decide func(domain.Session, domain.Wakes) (domain.Outcome, error)) (domain.Outcome, error)
+	// Timeline returns the session's timeline, oldest first.
+	Timeline(ctx context.Context, ref domain.SessionRef) ([]domain.TimelineLine, error)
+	// Events returns the session's event stream, oldest first.
+	Events(ctx context.Context, ref domain.SessionRef) ([]domain.StreamEvent, error)
 }
 
 // CreateSession creates a session in the waiting state.
@@ -38,8 +50,8 @@ func (uc CreateSession) Handle(ctx context.Context, n domain.NewSession) (domain
 	}
 	return uc.Repo.Create(ctx, n.ParentSessionID,
 		func(parent *domain.Session) (domain.Session, error) { return n.Build(parent, uc.Clock.Now()) },
-		func(created domain.Session) []domain.Event {
-			return []domain.Event{domain.SessionCreated{Session: created}}
+		func(created domain.Session) []domain.Fact {
+			return []domain.Fact{domain.SessionCreated{Session: created}}
 		},
 	)
 }
@@ -68,18 +80,97 @@ func (uc ListSessions) Handle(ctx context.Context, req domain.ListRequest) (doma
 	return uc.Repo.List(ctx, f)
 }
 
-// Sessions bundles the use cases the transport adapters call.
-type Sessions struct {
-	Create CreateSession
-	Get    GetSession
-	List   ListSessions
+// Verb is what a caller asks of a session's state machine: one of the
+// machine's events, or a command that chooses its event from the session.
+type Verb string
+
+// Commands beyond the raw events.
+const (
+	// VerbSleep sleeps a needs_input session now and defers a running one's.
+	VerbSleep Verb = "sleep"
+	// VerbUnarchive restores to the state chosen from the session's history.
+	VerbUnarchive Verb = "unarchive"
+	// VerbRestart re-runs a failed or idle session: a deliberate resume.
+	VerbRestart Verb = "restart"
+)
+
+// TransitionSession applies a verb to one session.
+type TransitionSession struct {
+	Repo           SessionRepository
+	Clock          domain.Clock
+	TrashRetention time.Duration
 }
 
+// Handle parses ref and applies verb with the details in cmd.
+func (uc TransitionSession) Handle(ctx context.Context, ref string, verb Verb, cmd domain.Command) (domain.Outcome, error) {
+	r, err := domain.ParseSessionRef(ref)
+	if err != nil {
+		return domain.Outcome{}, err
+	}
+	if verb != VerbSleep && verb != VerbUnarchive && verb != VerbRestart {
+		if _, err := domain.ParseEvent(string(verb)); err != nil {
+			return domain.Outcome{}, &domain.ValidationError{Violations: []domain.FieldViolation{{Field: "event", Reason: err.Error()}}}
+		}
+	}
+	return uc.Repo.Transition(ctx, r, func(s domain.Session, wakes domain.Wakes) (domain.Outcome, error) {
+		env := domain.Env{Now: uc.Clock.Now(), Wakes: wakes, TrashRetention: uc.TrashRetention}
+		switch verb {
+		case VerbSleep:
+			return domain.Sleep(s, cmd, env)
+		case VerbUnarchive:
+			cmd.Event = domain.UnarchiveEvent(s)
+		case VerbRestart:
+			cmd.Event = domain.EventResume
+		default:
+			cmd.Event = domain.Event(verb)
+		}
+		return domain.Apply(s, cmd, env)
+	})
+}
+
+// SessionHistory reads a session's timeline and event stream.
+type SessionHistory struct{ Repo SessionRepository }
+
+// Timeline returns the session's timeline.
+func (uc SessionHistory) Timeline(ctx context.Context, ref string) ([]domain.TimelineLine, error) {
+	r, err := domain.ParseSessionRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	return uc.Repo.Timeline(ctx, r)
+}
+
+// Events returns the session's event stream.
+func (uc SessionHistory) Events(ctx context.Context, ref string) ([]domain.StreamEvent, error) {
+	r, err := domain.ParseSessionRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	return uc.Repo.Events(ctx, r)
+}
+
+// Sessions bundles the use cases the transport adapters call.
+type Sessions struct {
+	Create     CreateSession
+	Get        GetSession
+	List       ListSessions
+	Transition TransitionSession
+	History    SessionHistory
+}
+
+// DefaultTrashRetention is the spec's TRASH_RETENTION_PERIOD.
+const DefaultTrashRetention = 4 * 24 * time.Hour
+
 // NewSessions wires the use cases over one repository and clock.
-func NewSessions(repo SessionRepository, clock domain.Clock) Sessions {
+func NewSessions(repo SessionRepository, clock domain.Clock, trashRetention time.Duration) Sessions {
+	if trashRetention <= 0 {
+		trashRetention = DefaultTrashRetention
+	}
 	return Sessions{
-		Create: CreateSession{Repo: repo, Clock: clock},
-		Get:    GetSession{Repo: repo},
-		List:   ListSessions{Repo: repo},
+		Create:     CreateSession{Repo: repo, Clock: clock},
+		Get:        GetSession{Repo: repo},
+		List:       ListSessions{Repo: repo},
+		Transition: TransitionSession{Repo: repo, Clock: clock, TrashRetention: trashRetention},
+		History:    SessionHistory{Repo: repo},
 	}
 }

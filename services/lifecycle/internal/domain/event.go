@@ -1,10 +1,18 @@
 package domain
 
-// Event is a fact the lifecycle context announces to the others. Events are
-// recorded in the same transaction as the change that caused them.
-type Event interface{ isEvent() }
+// Fact is something that happened to a session that other contexts learn
+// about. Facts are recorded in the same transaction as the change that
+// caused them.
+type Fact interface{ isFact() }
 
 // SessionCreated announces a new session.
 type SessionCreated struct{ Session Session }
 
-func (SessionCreated) isEvent() {}
+// SessionTransitioned announces an applied transition and its effects.
+type SessionTransitioned struct {
+	Session Session
+	Outcome Outcome
+}
+
+func (SessionCreated) isFact()      {}
+func (SessionTransitioned) isFact() {}

@@ -49,6 +49,15 @@ type Session struct {
 	CustomMetadata  map[string]any
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+
+	// Lifecycle bookkeeping.
+	Markers      Markers
+	ElapsedSince *time.Time // the elapsed-time clock, reset by start and resume
+	ArchivedAt   *time.Time
+	ArchivedFrom *Status    // the state archive left: picks the unarchive target
+	TrashAfter   *time.Time // restorable until then
+	// Version increases with every committed change (optimistic readers).
+	Version int64
 }
 
 // NewSession is what a caller asks for when creating a session.
@@ -165,6 +174,7 @@ func (n NewSession) Build(parent *Session, now time.Time) (Session, error) {
 		CustomMetadata:  md,
 		CreatedAt:       now,
 		UpdatedAt:       now,
+		Version:         1,
 	}, nil
 }
 

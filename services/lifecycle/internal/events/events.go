@@ -20,10 +20,13 @@ import (
 const SubscriberLineage = "lineage"
 
 // Topics.
-const TopicSessionCreated = "lifecycle.session_created"
+const (
+	TopicSessionCreated = "lifecycle.session_created"
+	TopicSessionUpdated = "lifecycle.session_updated"
+)
 
 // Encode implements store.EventEncoder.
-func Encode(e domain.Event) (outbox.Event, []string, error) {
+func Encode(e domain.Fact) (outbox.Event, []string, error) {
 	switch e := e.(type) {
 	case domain.SessionCreated:
 		s, err := wire.Session(e.Session)
@@ -32,6 +35,14 @@ func Encode(e domain.Event) (outbox.Event, []string, error) {
 		}
 		return build(TopicSessionCreated, e.Session, &lifecyclev1.SessionEvent{
 			Payload: &lifecyclev1.SessionEvent_Created{Created: &lifecyclev1.SessionCreated{Session: s}},
+		}, SubscriberLineage)
+	case domain.SessionTransitioned:
+		s, err := wire.Session(e.Session)
+		if err != nil {
+			return outbox.Event{}, nil, err
+		}
+		return build(TopicSessionUpdated, e.Session, &lifecyclev1.SessionEvent{
+			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s}},
 		}, SubscriberLineage)
 	default:
 		return outbox.Event{}, nil, fmt.Errorf("no encoding for event %T", e)

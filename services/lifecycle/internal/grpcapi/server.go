@@ -117,6 +117,7 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 	var (
 		verr *domain.ValidationError
 		nf   *domain.NotFoundError
+		terr *domain.TransitionError
 	)
 	switch {
 	case errors.As(err, &verr):
@@ -129,6 +130,9 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 			st = withDetails
 		}
 		return st.Err()
+	case errors.As(err, &terr):
+		// A valid request the session's state refuses: REST answers 422.
+		return status.Error(codes.FailedPrecondition, terr.Error())
 	case errors.As(err, &nf):
 		return status.Error(codes.NotFound, nf.Error())
 	case errors.Is(err, domain.ErrNotFound):

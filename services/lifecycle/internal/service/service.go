@@ -43,8 +43,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	if err != nil {
 		return nil, err
 	}
-	repo := store.NewSessions(h.Pool, events.Encode)
-	svc := &Service{Host: h, Sessions: app.NewSessions(repo, domain.SystemClock{})}
+	repo := store.NewSessions(h.Pool, events.Encode, domain.SystemClock{})
+	svc := &Service{Host: h, Sessions: app.NewSessions(repo, domain.SystemClock{}, cfg.TrashRetention)}
 	grpcapi.NewServer(svc.Sessions, logger).Register(h.GRPC.Server)
 
 	if cfg.LineageAddr != "" {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,29 +29,31 @@ var Migrations = pgdb.MigrationSet{Name: "lifecycle", FS: pgdb.MigrationsDir(mig
 // EventEncoder turns a domain event into an outbox event and the
 // subscribers it is addressed to. Encoding is a wire concern, so the store
 // takes it from the composition root.
-type EventEncoder func(domain.Event) (outbox.Event, []string, error)
+type EventEncoder func(domain.Fact) (outbox.Event, []string, error)
 
 // Sessions is the Postgres SessionRepository.
 type Sessions struct {
 	pool   *pgxpool.Pool
 	encode EventEncoder
+	clock  domain.Clock
 }
 
 var _ app.SessionRepository = (*Sessions)(nil)
 
 // NewSessions returns a repository over pool.
-func NewSessions(pool *pgxpool.Pool, encode EventEncoder) *Sessions {
-	return &Sessions{pool: pool, encode: encode}
+func NewSessions(pool *pgxpool.Pool, encode EventEncoder, clock domain.Clock) *Sessions {
+	return &Sessions{pool: pool, encode: encode, clock: clock}
 }
 
 const sessionColumns = `id, COALESCE(slug, ''), status, title, prompt, goal, agent_root, agent_runtime,
 	git_root, branch, subdirectory, parent_session_id, genesis, scheduling_class, precedence,
-	custom_metadata, created_at, updated_at`
+	custom_metadata, created_at, updated_at, markers, elapsed_since, archived_at, archived_from,
+	trash_after, version`
 
 // Create implements app.SessionRepository.
 func (s *Sessions) Create(ctx context.Context, parentID *int64,
 	build func(parent *domain.Session) (domain.Session, error),
-	announce func(domain.Session) []domain.Event,
+	announce func(domain.Session) []domain.Fact,
 ) (domain.Session, error) {
 	var created domain.Session
 	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
@@ -96,7 +99,7 @@ func (s *Sessions) Create(ctx context.Context, parentID *int64,
 	return created, err
 }
 
-func (s *Sessions) record(ctx context.Context, tx pgx.Tx, events []domain.Event) error {
+func (s *Sessions) record(ctx context.Context, tx pgx.Tx, events []domain.Fact) error {
 	for _, e := range events {
 		evt, subscribers, err := s.encode(e)
 		if err != nil {
@@ -194,19 +197,28 @@ func (s *Sessions) List(ctx context.Context, f domain.ListFilter) (domain.Page, 
 
 func scanSession(row pgx.Row, extra ...any) (domain.Session, error) {
 	var (
-		s  domain.Session
-		md []byte
+		s      domain.Session
+		md, mk []byte
 	)
 	dest := append([]any{&s.ID, &s.Slug, &s.Status, &s.Title, &s.Prompt, &s.Goal, &s.AgentRoot,
 		&s.AgentRuntime, &s.GitRoot, &s.Branch, &s.Subdirectory, &s.ParentSessionID, &s.Genesis,
-		&s.SchedulingClass, &s.Precedence, &md, &s.CreatedAt, &s.UpdatedAt}, extra...)
+		&s.SchedulingClass, &s.Precedence, &md, &s.CreatedAt, &s.UpdatedAt, &mk, &s.ElapsedSince,
+		&s.ArchivedAt, &s.ArchivedFrom, &s.TrashAfter, &s.Version}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return domain.Session{}, err
 	}
 	if err := json.Unmarshal(md, &s.CustomMetadata); err != nil {
 		return domain.Session{}, fmt.Errorf("decode custom_metadata of session %d: %w", s.ID, err)
 	}
+	if err := json.Unmarshal(mk, &s.Markers); err != nil {
+		return domain.Session{}, fmt.Errorf("decode markers of session %d: %w", s.ID, err)
+	}
 	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
+	for _, t := range []*time.Time{s.ElapsedSince, s.ArchivedAt, s.TrashAfter} {
+		if t != nil {
+			*t = t.UTC()
+		}
+	}
 	return s, nil
 }
 

@@ -30,8 +30,9 @@ type testBundle struct {
 func setup(t *testing.T) testBundle {
 	t.Helper()
 	pool := pgtest.DB(t, inbox.Migrations, outbox.Migrations, store.Migrations)
-	repo := store.NewSessions(pool, events.Encode)
-	return testBundle{pool: pool, sessions: app.NewSessions(repo, fixedClock{time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)})}
+	clock := fixedClock{time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	repo := store.NewSessions(pool, events.Encode, clock)
+	return testBundle{pool: pool, sessions: app.NewSessions(repo, clock, app.DefaultTrashRetention)}
 }
 
 func (b testBundle) count(t *testing.T, query string, args ...any) int {

@@ -4,6 +4,7 @@ package wire
 
 import (
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -19,23 +20,38 @@ func Session(s domain.Session) (*lifecyclev1.Session, error) {
 		return nil, fmt.Errorf("encode custom_metadata of session %d: %w", s.ID, err)
 	}
 	return &lifecyclev1.Session{
-		Id:              s.ID,
-		Slug:            s.Slug,
-		Status:          s.Status.String(),
-		Title:           s.Title,
-		Prompt:          s.Prompt,
-		Goal:            s.Goal,
-		AgentRoot:       s.AgentRoot,
-		AgentRuntime:    s.AgentRuntime,
-		GitRoot:         s.GitRoot,
-		Branch:          s.Branch,
-		Subdirectory:    s.Subdirectory,
-		ParentSessionId: s.ParentSessionID,
-		Genesis:         s.Genesis,
-		SchedulingClass: s.SchedulingClass,
-		Precedence:      s.Precedence,
-		CustomMetadata:  md,
-		CreatedAt:       timestamppb.New(s.CreatedAt),
-		UpdatedAt:       timestamppb.New(s.UpdatedAt),
+		Id:                   s.ID,
+		Slug:                 s.Slug,
+		Status:               s.Status.String(),
+		Title:                s.Title,
+		Prompt:               s.Prompt,
+		Goal:                 s.Goal,
+		AgentRoot:            s.AgentRoot,
+		AgentRuntime:         s.AgentRuntime,
+		GitRoot:              s.GitRoot,
+		Branch:               s.Branch,
+		Subdirectory:         s.Subdirectory,
+		ParentSessionId:      s.ParentSessionID,
+		Genesis:              s.Genesis,
+		SchedulingClass:      s.SchedulingClass,
+		Precedence:           s.Precedence,
+		CustomMetadata:       md,
+		CreatedAt:            timestamppb.New(s.CreatedAt),
+		UpdatedAt:            timestamppb.New(s.UpdatedAt),
+		ArchivedAt:           timestampOrNil(s.ArchivedAt),
+		TrashAfter:           timestampOrNil(s.TrashAfter),
+		FailureReason:        s.Markers.FailureReason,
+		PausedBy:             s.Markers.PausedBy,
+		PendingSleep:         s.Markers.PendingSleep,
+		BlockedOnElicitation: s.Markers.BlockedOnElicitation,
+		NeedsInputCount:      s.Markers.NeedsInputCount,
+		Version:              s.Version,
 	}, nil
+}
+
+func timestampOrNil(t *time.Time) *timestamppb.Timestamp {
+	if t == nil {
+		return nil
+	}
+	return timestamppb.New(*t)
 }

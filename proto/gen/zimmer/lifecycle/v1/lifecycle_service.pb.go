@@ -11,6 +11,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -450,11 +451,883 @@ func (x *ListSessionsResponse) GetPagination() *Pagination {
 	return nil
 }
 
+type PauseSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The session making the call, when the caller is one (self-declared).
+	ActingSessionId *int64 `protobuf:"varint,2,opt,name=acting_session_id,json=actingSessionId,proto3,oneof" json:"acting_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PauseSessionRequest) Reset() {
+	*x = PauseSessionRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseSessionRequest) ProtoMessage() {}
+
+func (x *PauseSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseSessionRequest.ProtoReflect.Descriptor instead.
+func (*PauseSessionRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PauseSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *PauseSessionRequest) GetActingSessionId() int64 {
+	if x != nil && x.ActingSessionId != nil {
+		return *x.ActingSessionId
+	}
+	return 0
+}
+
+type PauseSessionResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// What happened, in words.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseSessionResponse) Reset() {
+	*x = PauseSessionResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseSessionResponse) ProtoMessage() {}
+
+func (x *PauseSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseSessionResponse.ProtoReflect.Descriptor instead.
+func (*PauseSessionResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PauseSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *PauseSessionResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type SleepSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The session making the call, when the caller is one (self-declared).
+	ActingSessionId *int64 `protobuf:"varint,2,opt,name=acting_session_id,json=actingSessionId,proto3,oneof" json:"acting_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SleepSessionRequest) Reset() {
+	*x = SleepSessionRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SleepSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SleepSessionRequest) ProtoMessage() {}
+
+func (x *SleepSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SleepSessionRequest.ProtoReflect.Descriptor instead.
+func (*SleepSessionRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SleepSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SleepSessionRequest) GetActingSessionId() int64 {
+	if x != nil && x.ActingSessionId != nil {
+		return *x.ActingSessionId
+	}
+	return 0
+}
+
+type SleepSessionResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// What happened, in words.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SleepSessionResponse) Reset() {
+	*x = SleepSessionResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SleepSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SleepSessionResponse) ProtoMessage() {}
+
+func (x *SleepSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SleepSessionResponse.ProtoReflect.Descriptor instead.
+func (*SleepSessionResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SleepSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *SleepSessionResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type UnarchiveSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The session making the call, when the caller is one (self-declared).
+	ActingSessionId *int64 `protobuf:"varint,2,opt,name=acting_session_id,json=actingSessionId,proto3,oneof" json:"acting_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *UnarchiveSessionRequest) Reset() {
+	*x = UnarchiveSessionRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnarchiveSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnarchiveSessionRequest) ProtoMessage() {}
+
+func (x *UnarchiveSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnarchiveSessionRequest.ProtoReflect.Descriptor instead.
+func (*UnarchiveSessionRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *UnarchiveSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *UnarchiveSessionRequest) GetActingSessionId() int64 {
+	if x != nil && x.ActingSessionId != nil {
+		return *x.ActingSessionId
+	}
+	return 0
+}
+
+type UnarchiveSessionResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// What happened, in words.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnarchiveSessionResponse) Reset() {
+	*x = UnarchiveSessionResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnarchiveSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnarchiveSessionResponse) ProtoMessage() {}
+
+func (x *UnarchiveSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnarchiveSessionResponse.ProtoReflect.Descriptor instead.
+func (*UnarchiveSessionResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *UnarchiveSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *UnarchiveSessionResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type RestartSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The session making the call, when the caller is one (self-declared).
+	ActingSessionId *int64 `protobuf:"varint,2,opt,name=acting_session_id,json=actingSessionId,proto3,oneof" json:"acting_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RestartSessionRequest) Reset() {
+	*x = RestartSessionRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartSessionRequest) ProtoMessage() {}
+
+func (x *RestartSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartSessionRequest.ProtoReflect.Descriptor instead.
+func (*RestartSessionRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RestartSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RestartSessionRequest) GetActingSessionId() int64 {
+	if x != nil && x.ActingSessionId != nil {
+		return *x.ActingSessionId
+	}
+	return 0
+}
+
+type RestartSessionResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// What happened, in words.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartSessionResponse) Reset() {
+	*x = RestartSessionResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartSessionResponse) ProtoMessage() {}
+
+func (x *RestartSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartSessionResponse.ProtoReflect.Descriptor instead.
+func (*RestartSessionResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RestartSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *RestartSessionResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type ArchiveSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The session making the call, when the caller is one (self-declared); it
+	// is named on the archive line and records no lineage edge.
+	ActingSessionId *int64 `protobuf:"varint,2,opt,name=acting_session_id,json=actingSessionId,proto3,oneof" json:"acting_session_id,omitempty"`
+	// Archive even over undelivered queued messages (the queue guard that
+	// consults it arrives with the queue).
+	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArchiveSessionRequest) Reset() {
+	*x = ArchiveSessionRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArchiveSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArchiveSessionRequest) ProtoMessage() {}
+
+func (x *ArchiveSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArchiveSessionRequest.ProtoReflect.Descriptor instead.
+func (*ArchiveSessionRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ArchiveSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ArchiveSessionRequest) GetActingSessionId() int64 {
+	if x != nil && x.ActingSessionId != nil {
+		return *x.ActingSessionId
+	}
+	return 0
+}
+
+func (x *ArchiveSessionRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+type ArchiveSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	TrashAfter    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=trash_after,json=trashAfter,proto3" json:"trash_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArchiveSessionResponse) Reset() {
+	*x = ArchiveSessionResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArchiveSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArchiveSessionResponse) ProtoMessage() {}
+
+func (x *ArchiveSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArchiveSessionResponse.ProtoReflect.Descriptor instead.
+func (*ArchiveSessionResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ArchiveSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *ArchiveSessionResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ArchiveSessionResponse) GetTrashAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.TrashAfter
+	}
+	return nil
+}
+
+type GetSessionTimelineRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionTimelineRequest) Reset() {
+	*x = GetSessionTimelineRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionTimelineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionTimelineRequest) ProtoMessage() {}
+
+func (x *GetSessionTimelineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionTimelineRequest.ProtoReflect.Descriptor instead.
+func (*GetSessionTimelineRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GetSessionTimelineRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type GetSessionTimelineResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Timeline      []*TimelineLine        `protobuf:"bytes,1,rep,name=timeline,proto3" json:"timeline,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionTimelineResponse) Reset() {
+	*x = GetSessionTimelineResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionTimelineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionTimelineResponse) ProtoMessage() {}
+
+func (x *GetSessionTimelineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionTimelineResponse.ProtoReflect.Descriptor instead.
+func (*GetSessionTimelineResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GetSessionTimelineResponse) GetTimeline() []*TimelineLine {
+	if x != nil {
+		return x.Timeline
+	}
+	return nil
+}
+
+type ListSessionEventsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionEventsRequest) Reset() {
+	*x = ListSessionEventsRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionEventsRequest) ProtoMessage() {}
+
+func (x *ListSessionEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListSessionEventsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListSessionEventsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type ListSessionEventsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*StreamEvent         `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionEventsResponse) Reset() {
+	*x = ListSessionEventsResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionEventsResponse) ProtoMessage() {}
+
+func (x *ListSessionEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListSessionEventsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListSessionEventsResponse) GetEvents() []*StreamEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+type TransitionSessionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// One of the machine's events (start, pause, resume, sleep,
+	// block_on_elicitation, unblock_from_elicitation, fail, archive,
+	// unarchive_to_waiting, unarchive_to_failed, unarchive_to_needs_input).
+	Event string `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	// fail: why.
+	FailureReason string `protobuf:"bytes,3,opt,name=failure_reason,json=failureReason,proto3" json:"failure_reason,omitempty"`
+	// resume: a recovery path's resume, which keeps pending wake-ups.
+	SystemRecovery bool `protobuf:"varint,4,opt,name=system_recovery,json=systemRecovery,proto3" json:"system_recovery,omitempty"`
+	// start, resume: the job that owns the agent process.
+	RunningJobId string `protobuf:"bytes,5,opt,name=running_job_id,json=runningJobId,proto3" json:"running_job_id,omitempty"`
+	// pause: who paused.
+	PausedBy      string `protobuf:"bytes,6,opt,name=paused_by,json=pausedBy,proto3" json:"paused_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransitionSessionRequest) Reset() {
+	*x = TransitionSessionRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransitionSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransitionSessionRequest) ProtoMessage() {}
+
+func (x *TransitionSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransitionSessionRequest.ProtoReflect.Descriptor instead.
+func (*TransitionSessionRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *TransitionSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *TransitionSessionRequest) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *TransitionSessionRequest) GetFailureReason() string {
+	if x != nil {
+		return x.FailureReason
+	}
+	return ""
+}
+
+func (x *TransitionSessionRequest) GetSystemRecovery() bool {
+	if x != nil {
+		return x.SystemRecovery
+	}
+	return false
+}
+
+func (x *TransitionSessionRequest) GetRunningJobId() string {
+	if x != nil {
+		return x.RunningJobId
+	}
+	return ""
+}
+
+func (x *TransitionSessionRequest) GetPausedBy() string {
+	if x != nil {
+		return x.PausedBy
+	}
+	return ""
+}
+
+type TransitionSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransitionSessionResponse) Reset() {
+	*x = TransitionSessionResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransitionSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransitionSessionResponse) ProtoMessage() {}
+
+func (x *TransitionSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransitionSessionResponse.ProtoReflect.Descriptor instead.
+func (*TransitionSessionResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *TransitionSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *TransitionSessionResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
-	"+zimmer/lifecycle/v1/lifecycle_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a!zimmer/lifecycle/v1/session.proto\"\xdb\x03\n" +
+	"+zimmer/lifecycle/v1/lifecycle_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!zimmer/lifecycle/v1/session.proto\"\xdb\x03\n" +
 	"\x14CreateSessionRequest\x12\x16\n" +
 	"\x06prompt\x18\x01 \x01(\tR\x06prompt\x12\x19\n" +
 	"\bgit_root\x18\x02 \x01(\tR\agitRoot\x12\x16\n" +
@@ -494,12 +1367,84 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\bsessions\x18\x01 \x03(\v2\x1c.zimmer.lifecycle.v1.SessionR\bsessions\x12?\n" +
 	"\n" +
 	"pagination\x18\x02 \x01(\v2\x1f.zimmer.lifecycle.v1.PaginationR\n" +
-	"pagination2\x9e\x03\n" +
+	"pagination\"{\n" +
+	"\x13PauseSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
+	"\x11acting_session_id\x18\x02 \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01B\x14\n" +
+	"\x12_acting_session_id\"h\n" +
+	"\x14PauseSessionResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"{\n" +
+	"\x13SleepSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
+	"\x11acting_session_id\x18\x02 \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01B\x14\n" +
+	"\x12_acting_session_id\"h\n" +
+	"\x14SleepSessionResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x7f\n" +
+	"\x17UnarchiveSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
+	"\x11acting_session_id\x18\x02 \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01B\x14\n" +
+	"\x12_acting_session_id\"l\n" +
+	"\x18UnarchiveSessionResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"}\n" +
+	"\x15RestartSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
+	"\x11acting_session_id\x18\x02 \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01B\x14\n" +
+	"\x12_acting_session_id\"j\n" +
+	"\x16RestartSessionResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x93\x01\n" +
+	"\x15ArchiveSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
+	"\x11acting_session_id\x18\x02 \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05forceB\x14\n" +
+	"\x12_acting_session_id\"\xa7\x01\n" +
+	"\x16ArchiveSessionResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12;\n" +
+	"\vtrash_after\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"trashAfter\":\n" +
+	"\x19GetSessionTimelineRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"[\n" +
+	"\x1aGetSessionTimelineResponse\x12=\n" +
+	"\btimeline\x18\x01 \x03(\v2!.zimmer.lifecycle.v1.TimelineLineR\btimeline\"9\n" +
+	"\x18ListSessionEventsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"U\n" +
+	"\x19ListSessionEventsResponse\x128\n" +
+	"\x06events\x18\x01 \x03(\v2 .zimmer.lifecycle.v1.StreamEventR\x06events\"\xe2\x01\n" +
+	"\x18TransitionSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05event\x18\x02 \x01(\tR\x05event\x12%\n" +
+	"\x0efailure_reason\x18\x03 \x01(\tR\rfailureReason\x12'\n" +
+	"\x0fsystem_recovery\x18\x04 \x01(\bR\x0esystemRecovery\x12$\n" +
+	"\x0erunning_job_id\x18\x05 \x01(\tR\frunningJobId\x12\x1b\n" +
+	"\tpaused_by\x18\x06 \x01(\tR\bpausedBy\"m\n" +
+	"\x19TransitionSessionResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage2\xeb\f\n" +
 	"\x10LifecycleService\x12\x83\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x84\x01\n" +
 	"\n" +
 	"GetSession\x12&.zimmer.lifecycle.v1.GetSessionRequest\x1a'.zimmer.lifecycle.v1.GetSessionResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/api/v1/sessions/{session_id}\x12}\n" +
-	"\fListSessions\x12(.zimmer.lifecycle.v1.ListSessionsRequest\x1a).zimmer.lifecycle.v1.ListSessionsResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/sessionsBFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
+	"\fListSessions\x12(.zimmer.lifecycle.v1.ListSessionsRequest\x1a).zimmer.lifecycle.v1.ListSessionsResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/sessions\x12\x93\x01\n" +
+	"\fPauseSession\x12(.zimmer.lifecycle.v1.PauseSessionRequest\x1a).zimmer.lifecycle.v1.PauseSessionResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/pause\x12\x93\x01\n" +
+	"\fSleepSession\x12(.zimmer.lifecycle.v1.SleepSessionRequest\x1a).zimmer.lifecycle.v1.SleepSessionResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/sleep\x12\x9b\x01\n" +
+	"\x0eArchiveSession\x12*.zimmer.lifecycle.v1.ArchiveSessionRequest\x1a+.zimmer.lifecycle.v1.ArchiveSessionResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/archive\x12\xa3\x01\n" +
+	"\x10UnarchiveSession\x12,.zimmer.lifecycle.v1.UnarchiveSessionRequest\x1a-.zimmer.lifecycle.v1.UnarchiveSessionResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/api/v1/sessions/{session_id}/unarchive\x12\x9b\x01\n" +
+	"\x0eRestartSession\x12*.zimmer.lifecycle.v1.RestartSessionRequest\x1a+.zimmer.lifecycle.v1.RestartSessionResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/restart\x12\xa5\x01\n" +
+	"\x12GetSessionTimeline\x12..zimmer.lifecycle.v1.GetSessionTimelineRequest\x1a/.zimmer.lifecycle.v1.GetSessionTimelineResponse\".\x82\xd3\xe4\x93\x02(\x12&/api/v1/sessions/{session_id}/timeline\x12\xa0\x01\n" +
+	"\x11ListSessionEvents\x12-.zimmer.lifecycle.v1.ListSessionEventsRequest\x1a..zimmer.lifecycle.v1.ListSessionEventsResponse\",\x82\xd3\xe4\x93\x02&\x12$/api/v1/sessions/{session_id}/events\x12r\n" +
+	"\x11TransitionSession\x12-.zimmer.lifecycle.v1.TransitionSessionRequest\x1a..zimmer.lifecycle.v1.TransitionSessionResponseBFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
 
 var (
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescOnce sync.Once
@@ -513,35 +1458,79 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
-	(*CreateSessionRequest)(nil),  // 0: zimmer.lifecycle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil), // 1: zimmer.lifecycle.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),     // 2: zimmer.lifecycle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),    // 3: zimmer.lifecycle.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),   // 4: zimmer.lifecycle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 5: zimmer.lifecycle.v1.ListSessionsResponse
-	(*structpb.Struct)(nil),       // 6: google.protobuf.Struct
-	(*Session)(nil),               // 7: zimmer.lifecycle.v1.Session
-	(*Pagination)(nil),            // 8: zimmer.lifecycle.v1.Pagination
+	(*CreateSessionRequest)(nil),       // 0: zimmer.lifecycle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),      // 1: zimmer.lifecycle.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),          // 2: zimmer.lifecycle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),         // 3: zimmer.lifecycle.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),        // 4: zimmer.lifecycle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),       // 5: zimmer.lifecycle.v1.ListSessionsResponse
+	(*PauseSessionRequest)(nil),        // 6: zimmer.lifecycle.v1.PauseSessionRequest
+	(*PauseSessionResponse)(nil),       // 7: zimmer.lifecycle.v1.PauseSessionResponse
+	(*SleepSessionRequest)(nil),        // 8: zimmer.lifecycle.v1.SleepSessionRequest
+	(*SleepSessionResponse)(nil),       // 9: zimmer.lifecycle.v1.SleepSessionResponse
+	(*UnarchiveSessionRequest)(nil),    // 10: zimmer.lifecycle.v1.UnarchiveSessionRequest
+	(*UnarchiveSessionResponse)(nil),   // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse
+	(*RestartSessionRequest)(nil),      // 12: zimmer.lifecycle.v1.RestartSessionRequest
+	(*RestartSessionResponse)(nil),     // 13: zimmer.lifecycle.v1.RestartSessionResponse
+	(*ArchiveSessionRequest)(nil),      // 14: zimmer.lifecycle.v1.ArchiveSessionRequest
+	(*ArchiveSessionResponse)(nil),     // 15: zimmer.lifecycle.v1.ArchiveSessionResponse
+	(*GetSessionTimelineRequest)(nil),  // 16: zimmer.lifecycle.v1.GetSessionTimelineRequest
+	(*GetSessionTimelineResponse)(nil), // 17: zimmer.lifecycle.v1.GetSessionTimelineResponse
+	(*ListSessionEventsRequest)(nil),   // 18: zimmer.lifecycle.v1.ListSessionEventsRequest
+	(*ListSessionEventsResponse)(nil),  // 19: zimmer.lifecycle.v1.ListSessionEventsResponse
+	(*TransitionSessionRequest)(nil),   // 20: zimmer.lifecycle.v1.TransitionSessionRequest
+	(*TransitionSessionResponse)(nil),  // 21: zimmer.lifecycle.v1.TransitionSessionResponse
+	(*structpb.Struct)(nil),            // 22: google.protobuf.Struct
+	(*Session)(nil),                    // 23: zimmer.lifecycle.v1.Session
+	(*Pagination)(nil),                 // 24: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),      // 25: google.protobuf.Timestamp
+	(*TimelineLine)(nil),               // 26: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                // 27: zimmer.lifecycle.v1.StreamEvent
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	6, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	7, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	7, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	7, // 3: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	8, // 4: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	0, // 5: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	2, // 6: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	4, // 7: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	1, // 8: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	3, // 9: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	5, // 10: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	8, // [8:11] is the sub-list for method output_type
-	5, // [5:8] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	22, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	23, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	23, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	23, // 3: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	24, // 4: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	23, // 5: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	23, // 6: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	23, // 7: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	23, // 8: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	23, // 9: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	25, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	26, // 11: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	27, // 12: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	23, // 13: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	0,  // 14: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	2,  // 15: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	4,  // 16: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	6,  // 17: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	8,  // 18: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	14, // 19: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	10, // 20: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	12, // 21: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	16, // 22: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	18, // 23: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	20, // 24: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	1,  // 25: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	3,  // 26: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	5,  // 27: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	7,  // 28: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	9,  // 29: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	15, // 30: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	11, // 31: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	13, // 32: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	17, // 33: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	19, // 34: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	21, // 35: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	25, // [25:36] is the sub-list for method output_type
+	14, // [14:25] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -551,13 +1540,18 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	}
 	file_zimmer_lifecycle_v1_session_proto_init()
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[0].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[6].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[8].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[10].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[12].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

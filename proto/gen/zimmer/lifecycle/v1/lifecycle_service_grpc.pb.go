@@ -19,9 +19,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	LifecycleService_CreateSession_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/CreateSession"
-	LifecycleService_GetSession_FullMethodName    = "/zimmer.lifecycle.v1.LifecycleService/GetSession"
-	LifecycleService_ListSessions_FullMethodName  = "/zimmer.lifecycle.v1.LifecycleService/ListSessions"
+	LifecycleService_CreateSession_FullMethodName      = "/zimmer.lifecycle.v1.LifecycleService/CreateSession"
+	LifecycleService_GetSession_FullMethodName         = "/zimmer.lifecycle.v1.LifecycleService/GetSession"
+	LifecycleService_ListSessions_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/ListSessions"
+	LifecycleService_PauseSession_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/PauseSession"
+	LifecycleService_SleepSession_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/SleepSession"
+	LifecycleService_ArchiveSession_FullMethodName     = "/zimmer.lifecycle.v1.LifecycleService/ArchiveSession"
+	LifecycleService_UnarchiveSession_FullMethodName   = "/zimmer.lifecycle.v1.LifecycleService/UnarchiveSession"
+	LifecycleService_RestartSession_FullMethodName     = "/zimmer.lifecycle.v1.LifecycleService/RestartSession"
+	LifecycleService_GetSessionTimeline_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/GetSessionTimeline"
+	LifecycleService_ListSessionEvents_FullMethodName  = "/zimmer.lifecycle.v1.LifecycleService/ListSessionEvents"
+	LifecycleService_TransitionSession_FullMethodName  = "/zimmer.lifecycle.v1.LifecycleService/TransitionSession"
 )
 
 // LifecycleServiceClient is the client API for LifecycleService service.
@@ -36,6 +44,26 @@ type LifecycleServiceClient interface {
 	GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*GetSessionResponse, error)
 	// ListSessions lists sessions, newest first.
 	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
+	// PauseSession stops the turn of a running session: running → needs_input.
+	PauseSession(ctx context.Context, in *PauseSessionRequest, opts ...grpc.CallOption) (*PauseSessionResponse, error)
+	// SleepSession sleeps a needs_input session now (→ waiting) and defers a
+	// running session's sleep to the end of its turn.
+	SleepSession(ctx context.Context, in *SleepSessionRequest, opts ...grpc.CallOption) (*SleepSessionResponse, error)
+	// ArchiveSession moves a session to the trash.
+	ArchiveSession(ctx context.Context, in *ArchiveSessionRequest, opts ...grpc.CallOption) (*ArchiveSessionResponse, error)
+	// UnarchiveSession restores a session to the state chosen from its history.
+	UnarchiveSession(ctx context.Context, in *UnarchiveSessionRequest, opts ...grpc.CallOption) (*UnarchiveSessionResponse, error)
+	// RestartSession re-runs a failed or idle session (a deliberate resume).
+	RestartSession(ctx context.Context, in *RestartSessionRequest, opts ...grpc.CallOption) (*RestartSessionResponse, error)
+	// GetSessionTimeline returns the session's timeline, oldest first.
+	GetSessionTimeline(ctx context.Context, in *GetSessionTimelineRequest, opts ...grpc.CallOption) (*GetSessionTimelineResponse, error)
+	// ListSessionEvents returns the session's event stream: each transition
+	// and the side effects it requested, oldest first.
+	ListSessionEvents(ctx context.Context, in *ListSessionEventsRequest, opts ...grpc.CallOption) (*ListSessionEventsResponse, error)
+	// TransitionSession fires any event of the state machine. Internal: the
+	// runner and recovery paths drive start, pause, resume, fail and the
+	// elicitation pair through it.
+	TransitionSession(ctx context.Context, in *TransitionSessionRequest, opts ...grpc.CallOption) (*TransitionSessionResponse, error)
 }
 
 type lifecycleServiceClient struct {
@@ -76,6 +104,86 @@ func (c *lifecycleServiceClient) ListSessions(ctx context.Context, in *ListSessi
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) PauseSession(ctx context.Context, in *PauseSessionRequest, opts ...grpc.CallOption) (*PauseSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseSessionResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_PauseSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) SleepSession(ctx context.Context, in *SleepSessionRequest, opts ...grpc.CallOption) (*SleepSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SleepSessionResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_SleepSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) ArchiveSession(ctx context.Context, in *ArchiveSessionRequest, opts ...grpc.CallOption) (*ArchiveSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ArchiveSessionResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_ArchiveSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) UnarchiveSession(ctx context.Context, in *UnarchiveSessionRequest, opts ...grpc.CallOption) (*UnarchiveSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnarchiveSessionResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_UnarchiveSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) RestartSession(ctx context.Context, in *RestartSessionRequest, opts ...grpc.CallOption) (*RestartSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RestartSessionResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_RestartSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) GetSessionTimeline(ctx context.Context, in *GetSessionTimelineRequest, opts ...grpc.CallOption) (*GetSessionTimelineResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSessionTimelineResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_GetSessionTimeline_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) ListSessionEvents(ctx context.Context, in *ListSessionEventsRequest, opts ...grpc.CallOption) (*ListSessionEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSessionEventsResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_ListSessionEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) TransitionSession(ctx context.Context, in *TransitionSessionRequest, opts ...grpc.CallOption) (*TransitionSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TransitionSessionResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_TransitionSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LifecycleServiceServer is the server API for LifecycleService service.
 // All implementations must embed UnimplementedLifecycleServiceServer
 // for forward compatibility.
@@ -88,6 +196,26 @@ type LifecycleServiceServer interface {
 	GetSession(context.Context, *GetSessionRequest) (*GetSessionResponse, error)
 	// ListSessions lists sessions, newest first.
 	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
+	// PauseSession stops the turn of a running session: running → needs_input.
+	PauseSession(context.Context, *PauseSessionRequest) (*PauseSessionResponse, error)
+	// SleepSession sleeps a needs_input session now (→ waiting) and defers a
+	// running session's sleep to the end of its turn.
+	SleepSession(context.Context, *SleepSessionRequest) (*SleepSessionResponse, error)
+	// ArchiveSession moves a session to the trash.
+	ArchiveSession(context.Context, *ArchiveSessionRequest) (*ArchiveSessionResponse, error)
+	// UnarchiveSession restores a session to the state chosen from its history.
+	UnarchiveSession(context.Context, *UnarchiveSessionRequest) (*UnarchiveSessionResponse, error)
+	// RestartSession re-runs a failed or idle session (a deliberate resume).
+	RestartSession(context.Context, *RestartSessionRequest) (*RestartSessionResponse, error)
+	// GetSessionTimeline returns the session's timeline, oldest first.
+	GetSessionTimeline(context.Context, *GetSessionTimelineRequest) (*GetSessionTimelineResponse, error)
+	// ListSessionEvents returns the session's event stream: each transition
+	// and the side effects it requested, oldest first.
+	ListSessionEvents(context.Context, *ListSessionEventsRequest) (*ListSessionEventsResponse, error)
+	// TransitionSession fires any event of the state machine. Internal: the
+	// runner and recovery paths drive start, pause, resume, fail and the
+	// elicitation pair through it.
+	TransitionSession(context.Context, *TransitionSessionRequest) (*TransitionSessionResponse, error)
 	mustEmbedUnimplementedLifecycleServiceServer()
 }
 
@@ -106,6 +234,30 @@ func (UnimplementedLifecycleServiceServer) GetSession(context.Context, *GetSessi
 }
 func (UnimplementedLifecycleServiceServer) ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListSessions not implemented")
+}
+func (UnimplementedLifecycleServiceServer) PauseSession(context.Context, *PauseSessionRequest) (*PauseSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) SleepSession(context.Context, *SleepSessionRequest) (*SleepSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SleepSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) ArchiveSession(context.Context, *ArchiveSessionRequest) (*ArchiveSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ArchiveSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) UnarchiveSession(context.Context, *UnarchiveSessionRequest) (*UnarchiveSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UnarchiveSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) RestartSession(context.Context, *RestartSessionRequest) (*RestartSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RestartSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) GetSessionTimeline(context.Context, *GetSessionTimelineRequest) (*GetSessionTimelineResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSessionTimeline not implemented")
+}
+func (UnimplementedLifecycleServiceServer) ListSessionEvents(context.Context, *ListSessionEventsRequest) (*ListSessionEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSessionEvents not implemented")
+}
+func (UnimplementedLifecycleServiceServer) TransitionSession(context.Context, *TransitionSessionRequest) (*TransitionSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TransitionSession not implemented")
 }
 func (UnimplementedLifecycleServiceServer) mustEmbedUnimplementedLifecycleServiceServer() {}
 func (UnimplementedLifecycleServiceServer) testEmbeddedByValue()                          {}
@@ -182,6 +334,150 @@ func _LifecycleService_ListSessions_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_PauseSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).PauseSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_PauseSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).PauseSession(ctx, req.(*PauseSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_SleepSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SleepSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).SleepSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_SleepSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).SleepSession(ctx, req.(*SleepSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_ArchiveSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ArchiveSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).ArchiveSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_ArchiveSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).ArchiveSession(ctx, req.(*ArchiveSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_UnarchiveSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnarchiveSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).UnarchiveSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_UnarchiveSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).UnarchiveSession(ctx, req.(*UnarchiveSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_RestartSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestartSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).RestartSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_RestartSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).RestartSession(ctx, req.(*RestartSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_GetSessionTimeline_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSessionTimelineRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).GetSessionTimeline(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_GetSessionTimeline_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).GetSessionTimeline(ctx, req.(*GetSessionTimelineRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_ListSessionEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSessionEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).ListSessionEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_ListSessionEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).ListSessionEvents(ctx, req.(*ListSessionEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_TransitionSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TransitionSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).TransitionSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_TransitionSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).TransitionSession(ctx, req.(*TransitionSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LifecycleService_ServiceDesc is the grpc.ServiceDesc for LifecycleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -200,6 +496,38 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListSessions",
 			Handler:    _LifecycleService_ListSessions_Handler,
+		},
+		{
+			MethodName: "PauseSession",
+			Handler:    _LifecycleService_PauseSession_Handler,
+		},
+		{
+			MethodName: "SleepSession",
+			Handler:    _LifecycleService_SleepSession_Handler,
+		},
+		{
+			MethodName: "ArchiveSession",
+			Handler:    _LifecycleService_ArchiveSession_Handler,
+		},
+		{
+			MethodName: "UnarchiveSession",
+			Handler:    _LifecycleService_UnarchiveSession_Handler,
+		},
+		{
+			MethodName: "RestartSession",
+			Handler:    _LifecycleService_RestartSession_Handler,
+		},
+		{
+			MethodName: "GetSessionTimeline",
+			Handler:    _LifecycleService_GetSessionTimeline_Handler,
+		},
+		{
+			MethodName: "ListSessionEvents",
+			Handler:    _LifecycleService_ListSessionEvents_Handler,
+		},
+		{
+			MethodName: "TransitionSession",
+			Handler:    _LifecycleService_TransitionSession_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

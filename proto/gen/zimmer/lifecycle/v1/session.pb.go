@@ -55,8 +55,21 @@ type Session struct {
 	CustomMetadata  *structpb.Struct       `protobuf:"bytes,16,opt,name=custom_metadata,json=customMetadata,proto3" json:"custom_metadata,omitempty"`
 	CreatedAt       *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt       *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Lifecycle bookkeeping, read-only.
+	ArchivedAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=archived_at,json=archivedAt,proto3" json:"archived_at,omitempty"`
+	// Restorable until then; cleared by unarchive.
+	TrashAfter    *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=trash_after,json=trashAfter,proto3" json:"trash_after,omitempty"`
+	FailureReason string                 `protobuf:"bytes,21,opt,name=failure_reason,json=failureReason,proto3" json:"failure_reason,omitempty"`
+	PausedBy      string                 `protobuf:"bytes,22,opt,name=paused_by,json=pausedBy,proto3" json:"paused_by,omitempty"`
+	// A sleep deferred to the end of the running turn.
+	PendingSleep         bool `protobuf:"varint,23,opt,name=pending_sleep,json=pendingSleep,proto3" json:"pending_sleep,omitempty"`
+	BlockedOnElicitation bool `protobuf:"varint,24,opt,name=blocked_on_elicitation,json=blockedOnElicitation,proto3" json:"blocked_on_elicitation,omitempty"`
+	// The needs-input debounce marker, incremented by every pause.
+	NeedsInputCount int64 `protobuf:"varint,25,opt,name=needs_input_count,json=needsInputCount,proto3" json:"needs_input_count,omitempty"`
+	// Increases with every committed change.
+	Version       int64 `protobuf:"varint,26,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -215,6 +228,220 @@ func (x *Session) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Session) GetArchivedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ArchivedAt
+	}
+	return nil
+}
+
+func (x *Session) GetTrashAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.TrashAfter
+	}
+	return nil
+}
+
+func (x *Session) GetFailureReason() string {
+	if x != nil {
+		return x.FailureReason
+	}
+	return ""
+}
+
+func (x *Session) GetPausedBy() string {
+	if x != nil {
+		return x.PausedBy
+	}
+	return ""
+}
+
+func (x *Session) GetPendingSleep() bool {
+	if x != nil {
+		return x.PendingSleep
+	}
+	return false
+}
+
+func (x *Session) GetBlockedOnElicitation() bool {
+	if x != nil {
+		return x.BlockedOnElicitation
+	}
+	return false
+}
+
+func (x *Session) GetNeedsInputCount() int64 {
+	if x != nil {
+		return x.NeedsInputCount
+	}
+	return 0
+}
+
+func (x *Session) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+// TimelineLine is one line of a session's timeline.
+type TimelineLine struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "transition", "warning" or "refusal".
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimelineLine) Reset() {
+	*x = TimelineLine{}
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimelineLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimelineLine) ProtoMessage() {}
+
+func (x *TimelineLine) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimelineLine.ProtoReflect.Descriptor instead.
+func (*TimelineLine) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TimelineLine) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *TimelineLine) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TimelineLine) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *TimelineLine) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+// StreamEvent is one entry of a session's event stream: an applied
+// transition ("transition") or a side effect it requested, named as the
+// spec's callback.
+type StreamEvent struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	EventId string                 `protobuf:"bytes,2,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	Name    string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Whether a failure to carry out this effect raises an alert.
+	Alerting      bool                   `protobuf:"varint,4,opt,name=alerting,proto3" json:"alerting,omitempty"`
+	Payload       *structpb.Struct       `protobuf:"bytes,5,opt,name=payload,proto3" json:"payload,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamEvent) Reset() {
+	*x = StreamEvent{}
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamEvent) ProtoMessage() {}
+
+func (x *StreamEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
+func (*StreamEvent) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *StreamEvent) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *StreamEvent) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
+func (x *StreamEvent) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StreamEvent) GetAlerting() bool {
+	if x != nil {
+		return x.Alerting
+	}
+	return false
+}
+
+func (x *StreamEvent) GetPayload() *structpb.Struct {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *StreamEvent) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
 // Pagination describes one page of a list.
 type Pagination struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -228,7 +455,7 @@ type Pagination struct {
 
 func (x *Pagination) Reset() {
 	*x = Pagination{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -240,7 +467,7 @@ func (x *Pagination) String() string {
 func (*Pagination) ProtoMessage() {}
 
 func (x *Pagination) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -253,7 +480,7 @@ func (x *Pagination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pagination.ProtoReflect.Descriptor instead.
 func (*Pagination) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{1}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Pagination) GetPage() int32 {
@@ -288,7 +515,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x86\x05\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe5\a\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -313,8 +540,32 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAtB\x14\n" +
-	"\x12_parent_session_id\"}\n" +
+	"updated_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12;\n" +
+	"\varchived_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"archivedAt\x12;\n" +
+	"\vtrash_after\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"trashAfter\x12%\n" +
+	"\x0efailure_reason\x18\x15 \x01(\tR\rfailureReason\x12\x1b\n" +
+	"\tpaused_by\x18\x16 \x01(\tR\bpausedBy\x12#\n" +
+	"\rpending_sleep\x18\x17 \x01(\bR\fpendingSleep\x124\n" +
+	"\x16blocked_on_elicitation\x18\x18 \x01(\bR\x14blockedOnElicitation\x12*\n" +
+	"\x11needs_input_count\x18\x19 \x01(\x03R\x0fneedsInputCount\x12\x18\n" +
+	"\aversion\x18\x1a \x01(\x03R\aversionB\x14\n" +
+	"\x12_parent_session_id\"\x87\x01\n" +
+	"\fTimelineLine\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xd6\x01\n" +
+	"\vStreamEvent\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
+	"\bevent_id\x18\x02 \x01(\tR\aeventId\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1a\n" +
+	"\balerting\x18\x04 \x01(\bR\balerting\x121\n" +
+	"\apayload\x18\x05 \x01(\v2\x17.google.protobuf.StructR\apayload\x129\n" +
+	"\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"}\n" +
 	"\n" +
 	"Pagination\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\x05R\x04page\x12\x19\n" +
@@ -336,22 +587,29 @@ func file_zimmer_lifecycle_v1_session_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_session_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_zimmer_lifecycle_v1_session_proto_goTypes = []any{
 	(*Session)(nil),               // 0: zimmer.lifecycle.v1.Session
-	(*Pagination)(nil),            // 1: zimmer.lifecycle.v1.Pagination
-	(*structpb.Struct)(nil),       // 2: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 3: google.protobuf.Timestamp
+	(*TimelineLine)(nil),          // 1: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),           // 2: zimmer.lifecycle.v1.StreamEvent
+	(*Pagination)(nil),            // 3: zimmer.lifecycle.v1.Pagination
+	(*structpb.Struct)(nil),       // 4: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
 }
 var file_zimmer_lifecycle_v1_session_proto_depIdxs = []int32{
-	2, // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
-	3, // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	3, // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	4, // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
+	5, // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	5, // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	5, // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
+	5, // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
+	5, // 5: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
+	4, // 6: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
+	5, // 7: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_session_proto_init() }
@@ -366,7 +624,7 @@ func file_zimmer_lifecycle_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_session_proto_rawDesc), len(file_zimmer_lifecycle_v1_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,73 @@
+package domain
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ActorKind is the surface a request came through.
+type ActorKind int
+
+// Actor kinds. The zero value is an unrecorded caller: an actor is never
+// inferred.
+const (
+	ActorUnrecorded ActorKind = iota
+	ActorWebUI
+	ActorREST
+	ActorMCP
+	ActorSelfSessionMCP
+	ActorSweep
+)
+
+// Actor is who asked for a transition. It names the archiver on the archive
+// line, for that transition only: it is never persisted and never reused.
+type Actor struct {
+	Kind ActorKind
+	// SessionID is the acting session an MCP caller declared
+	// (acting_session_id), or 0.
+	SessionID int64
+	// Sweep names a system sweep, e.g. "stale-session sweep (untouched for 7 days)".
+	Sweep string
+}
+
+// Phrase says who the actor is, for a timeline line.
+func (a Actor) Phrase() string {
+	switch a.Kind {
+	case ActorWebUI:
+		return "a user in the web UI"
+	case ActorREST:
+		if a.SessionID > 0 {
+			return fmt.Sprintf("session #%d via the REST API", a.SessionID)
+		}
+		return "a caller of the REST API"
+	case ActorMCP:
+		if a.SessionID > 0 {
+			return fmt.Sprintf("session #%d via the MCP API", a.SessionID)
+		}
+		return "an undeclared MCP API caller"
+	case ActorSelfSessionMCP:
+		if a.SessionID > 0 {
+			return fmt.Sprintf("session #%d via the self-session MCP server", a.SessionID)
+		}
+		return "a session via the self-session MCP server"
+	case ActorSweep:
+		return "Zimmer's " + a.Sweep
+	default:
+		return "an unrecorded caller"
+	}
+}
+
+// ArchiveLine is the timeline line an archive writes: who did it and, when
+// tracked pull requests had not reached a terminal state, which ones will
+// never get their merge notification.
+func ArchiveLine(a Actor, unresolvedPRs []string) string {
+	line := "[State Machine] Session moved to trash by " + a.Phrase()
+	switch n := len(unresolvedPRs); {
+	case n == 1:
+		line += " — 1 tracked pull request had not reached a terminal state, so no merge notification will be delivered for it: " + unresolvedPRs[0]
+	case n > 1:
+		line += fmt.Sprintf(" — %d tracked pull requests had not reached a terminal state, so no merge notification will be delivered for them: %s",
+			n, strings.Join(unresolvedPRs, ", "))
+	}
+	return line
+}

@@ -1,0 +1,417 @@
+package domain
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Markers are a session's lifecycle bookkeeping: the spec's metadata
+// markers, typed.
+type Markers struct {
+	PausedBy                 string `json:"paused_by,omitempty"`
+	PendingSleep             bool   `json:"pending_sleep,omitempty"`
+	PendingSleepRequiresWake bool   `json:"pending_sleep_requires_wake,omitempty"`
+	BlockedOnElicitation     bool   `json:"blocked_on_elicitation,omitempty"`
+	LostElicitation          string `json:"lost_elicitation,omitempty"`
+	MCPFailure               string `json:"mcp_failure,omitempty"`
+	AuthOutageReason         string `json:"auth_outage_reason,omitempty"`
+	DrainAttempts            int    `json:"drain_attempts,omitempty"`
+	NeedsInputCount          int64  `json:"needs_input_count,omitempty"`
+	PRURLWarned              bool   `json:"pr_url_warned,omitempty"`
+	RunningJobID             string `json:"running_job_id,omitempty"`
+	FailureReason            string `json:"failure_reason,omitempty"`
+}
+
+// StatusSummaryForkKey marks, in custom_metadata, Zimmer's own throwaway
+// status-summary fork: its pause or failure is harvested, not announced.
+const StatusSummaryForkKey = "status_summary_fork"
+
+// Command asks for one event, with what the event needs to know.
+type Command struct {
+	Event Event
+	// Actor is who asked; it names the archiver on the archive line and is
+	// never persisted.
+	Actor Actor
+	// FailureReason is recorded by fail.
+	FailureReason string
+	// SystemRecovery marks a resume by a recovery path: it keeps the
+	// session's pending wake-ups instead of cancelling them.
+	SystemRecovery bool
+	// PausedBy records who paused (e.g. "user"); cleared by resume.
+	PausedBy string
+	// RunningJobID names the job that owns the agent process; set by start
+	// and resume.
+	RunningJobID string
+}
+
+// Wakes are the wake-ups armed for a session when a transition runs.
+type Wakes struct {
+	OneTime  int // wall-clock schedules (wake_me_up_later)
+	Watchers int // "wake me when that session changes state"
+}
+
+// Any reports whether anything is armed.
+func (w Wakes) Any() bool { return w.OneTime+w.Watchers > 0 }
+
+// Env is what a transition reads from outside the session.
+type Env struct {
+	Now            time.Time
+	Wakes          Wakes
+	TrashRetention time.Duration // how long an archived session stays restorable (spec: 4 days)
+}
+
+// Effect is a side effect of a transition that belongs to another context
+// or runs after commit. It is recorded in the transition's own transaction
+// and delivered at least once; Name is the spec's callback name, which is
+// also the dedup key of the alert its failure raises.
+type Effect struct {
+	Name    string
+	Payload map[string]any
+}
+
+// Alerting reports whether a failure of this effect pages (the spec's
+// "Alerts" row) rather than only being logged: a failure there leaves
+// persistent state inconsistent and nothing reconciles it.
+func (e Effect) Alerting() bool { return alertingEffects[e.Name] }
+
+// Effect names, as the spec's callbacks.
+const (
+	EffectFireTriggers          = "fire_ao_event_triggers"
+	EffectNeedsInputPush        = "enqueue_debounced_needs_input_push_notification"
+	EffectInference             = "enqueue_session_inference_if_needed"
+	EffectStatusSummary         = "enqueue_status_summary_refresh"
+	EffectDrain                 = "drain_enqueued_messages_after_pause"
+	EffectCancelWakes           = "cancel_pending_one_time_wake_triggers"
+	EffectMarkNotificationStale = "mark_notifications_stale"
+	EffectFailurePush           = "enqueue_failure_push_notification"
+	EffectDismissNotifications  = "dismiss_notifications"
+	EffectCleanupWatchers       = "cleanup_watched_session_ao_event_triggers"
+	EffectDeferredCleanup       = "enqueue_deferred_cleanup"
+	EffectHarvestFork           = "harvest_status_summary_fork"
+	EffectRecordFlags           = "record_experimental_setting_flags"
+)
+
+var alertingEffects = map[string]bool{
+	EffectFireTriggers:    true,
+	EffectCancelWakes:     true,
+	EffectCleanupWatchers: true,
+	// Not in the spec's table (drain came later) but the same kind: a lost
+	// drain leaves a message pending on a session at rest, which nothing
+	// else reconciles.
+	EffectDrain: true,
+}
+
+// TimelineKind classifies a timeline line.
+type TimelineKind string
+
+// Timeline kinds.
+const (
+	TimelineTransition TimelineKind = "transition"
+	TimelineWarning    TimelineKind = "warning"
+	TimelineRefusal    TimelineKind = "refusal"
+)
+
+// TimelineEntry is one line of a session's timeline.
+type TimelineEntry struct {
+	Kind    TimelineKind
+	Message string
+}
+
+// Outcome is what applying a command produced.
+type Outcome struct {
+	Session  Session
+	From     Status
+	Applied  []Event // pause can apply a deferred sleep after itself
+	Effects  []Effect
+	Timeline []TimelineEntry
+}
+
+// Apply runs cmd against s: the guard, the state change and every piece of
+// the event's bookkeeping in the spec's order. It is pure; the caller
+// persists the outcome in one transaction.
+func Apply(s Session, cmd Command, env Env) (Outcome, error) {
+	e := cmd.Event
+	if _, ok := machine[e]; !ok {
+		return Outcome{}, fmt.Errorf("unknown event %q", e)
+	}
+	if !e.AllowedFrom(s.Status) {
+		return Outcome{}, &TransitionError{SessionID: s.ID, Event: e, From: s.Status}
+	}
+	if reason := guard(s, e); reason != "" {
+		return Outcome{}, &TransitionError{SessionID: s.ID, Event: e, From: s.Status, Reason: reason}
+	}
+	t := &transition{s: s, env: env, out: Outcome{From: s.Status}}
+	t.fire(e)
+	switch e {
+	case EventStart:
+		t.s.ElapsedSince = ptrTime(env.Now)
+		t.s.Markers.RunningJobID = cmd.RunningJobID
+		t.effect(EffectRecordFlags, nil)
+	case EventResume:
+		t.resume(cmd)
+	case EventPause:
+		t.pause(cmd)
+	case EventSleep:
+		t.clearPendingSleep()
+	case EventBlockOnElicitation:
+		// The agent process is alive and mid-round-trip: keep the running
+		// job, surface the session as needing input.
+		t.s.Markers.BlockedOnElicitation = true
+		t.effect(EffectFireTriggers, map[string]any{"trigger": "session_needs_input"})
+	case EventUnblockFromElicitation:
+		t.s.Markers.BlockedOnElicitation = false
+	case EventFail:
+		t.fail(cmd)
+	case EventArchive:
+		t.archive(cmd)
+	case EventUnarchiveToWaiting, EventUnarchiveToFailed, EventUnarchiveToNeedsInput:
+		t.s.TrashAfter = nil
+		t.s.ArchivedAt = nil
+		t.s.ArchivedFrom = nil
+	}
+	t.s.UpdatedAt = env.Now
+	t.out.Session = t.s
+	return t.out, nil
+}
+
+// guard returns why an event the state allows is still refused, or "".
+func guard(s Session, e Event) string {
+	switch e {
+	case EventStart:
+		if strings.TrimSpace(s.GitRoot) == "" {
+			return "it has no git_root to clone; set one before starting it"
+		}
+	case EventUnblockFromElicitation:
+		if !s.Markers.BlockedOnElicitation {
+			return "it is not blocked on an elicitation (it is needs_input for another reason); resume it instead"
+		}
+	}
+	return ""
+}
+
+// UnarchiveEvent chooses the unarchive target from the session's history:
+// back to where it was archived from, except that a session archived while
+// running comes back as needs_input — its process is gone.
+func UnarchiveEvent(s Session) Event {
+	if s.ArchivedFrom == nil {
+		return EventUnarchiveToNeedsInput
+	}
+	switch *s.ArchivedFrom {
+	case StatusWaiting:
+		return EventUnarchiveToWaiting
+	case StatusFailed:
+		return EventUnarchiveToFailed
+	default:
+		return EventUnarchiveToNeedsInput
+	}
+}
+
+type transition struct {
+	s   Session
+	env Env
+	out Outcome
+}
+
+func (t *transition) fire(e Event) {
+	from := t.s.Status
+	t.s.Status = e.Target()
+	t.out.Applied = append(t.out.Applied, e)
+	if e == EventArchive {
+		return // the archive line, which names who did it, is this transition's line
+	}
+	t.log(TimelineTransition, fmt.Sprintf("[State Machine] %s → %s (%s)", from, t.s.Status, e))
+}
+
+func (t *transition) effect(name string, payload map[string]any) {
+	if payload == nil {
+		payload = map[string]any{}
+	}
+	t.out.Effects = append(t.out.Effects, Effect{Name: name, Payload: payload})
+}
+
+func (t *transition) log(kind TimelineKind, msg string) {
+	t.out.Timeline = append(t.out.Timeline, TimelineEntry{Kind: kind, Message: msg})
+}
+
+func (t *transition) isFork() bool {
+	v, _ := t.s.CustomMetadata[StatusSummaryForkKey].(bool)
+	return v
+}
+
+func (t *transition) resume(cmd Command) {
+	t.effect(EffectRecordFlags, nil)
+	m := &t.s.Markers
+	m.MCPFailure = ""
+	m.PausedBy = ""
+	m.BlockedOnElicitation = false
+	m.LostElicitation = ""
+	t.clearPendingSleep()
+	m.DrainAttempts = 0
+	m.RunningJobID = cmd.RunningJobID
+	t.s.ElapsedSince = ptrTime(t.env.Now)
+	t.effect(EffectMarkNotificationStale, nil)
+	if !cmd.SystemRecovery {
+		t.effect(EffectCancelWakes, map[string]any{"preserve": false})
+		return
+	}
+	// A recovery resume did not choose to wake: what the session was
+	// sleeping on is still what it waits for. Keep it armed, and when a
+	// wall-clock wake is among it, go back to sleep once this turn ends.
+	t.effect(EffectCancelWakes, map[string]any{"preserve": true})
+	if t.env.Wakes.OneTime > 0 {
+		m.PendingSleep = true
+		m.PendingSleepRequiresWake = true
+	}
+}
+
+// pause performs the spec's eight steps, in order.
+func (t *transition) pause(cmd Command) {
+	fork := t.isFork()
+	t.warnIfPRGoalCapturedNoURL() // 1
+	t.s.Markers.RunningJobID = "" // 2
+	if cmd.PausedBy != "" {
+		t.s.Markers.PausedBy = cmd.PausedBy
+	}
+	if fork {
+		// Its one turn is finished: harvest and archive it instead of
+		// notifying anyone (steps 3–6 skipped).
+		t.effect(EffectHarvestFork, nil)
+	} else {
+		t.effect(EffectFireTriggers, map[string]any{"trigger": "session_needs_input"}) // 3
+		t.s.Markers.NeedsInputCount++                                                  // 4: the debounce marker
+		t.effect(EffectNeedsInputPush, map[string]any{"needs_input_count": t.s.Markers.NeedsInputCount})
+		if strings.TrimSpace(t.s.Title) == "" { // 5
+			t.effect(EffectInference, nil)
+		}
+		t.effect(EffectStatusSummary, nil) // 6
+	}
+	t.executePendingSleep()                                                    // 7
+	t.effect(EffectDrain, map[string]any{"status_after": t.s.Status.String()}) // 8: reads what the sleep left
+}
+
+func (t *transition) executePendingSleep() {
+	m := &t.s.Markers
+	if !m.PendingSleep {
+		return
+	}
+	if m.PendingSleepRequiresWake && !t.env.Wakes.Any() {
+		// A recovery re-sleep whose wake already fired: sleeping now would
+		// leave the session in waiting with nothing armed.
+		t.clearPendingSleep()
+		t.log(TimelineWarning, "[State Machine] pending sleep dropped: no wake-up is armed any more")
+		return
+	}
+	t.clearPendingSleep()
+	t.fire(EventSleep)
+}
+
+func (t *transition) clearPendingSleep() {
+	t.s.Markers.PendingSleep = false
+	t.s.Markers.PendingSleepRequiresWake = false
+}
+
+func (t *transition) fail(cmd Command) {
+	t.s.Markers.FailureReason = cmd.FailureReason
+	t.s.Markers.RunningJobID = ""
+	if t.isFork() {
+		t.effect(EffectHarvestFork, map[string]any{"failure_reason": cmd.FailureReason})
+	} else {
+		t.effect(EffectFireTriggers, map[string]any{"trigger": "session_failed"})
+		t.effect(EffectFailurePush, map[string]any{"failure_reason": cmd.FailureReason})
+		t.effect(EffectStatusSummary, nil)
+	}
+	if cmd.FailureReason != "" {
+		t.log(TimelineWarning, "[State Machine] failure reason: "+cmd.FailureReason)
+	}
+	t.warnIfPRGoalCapturedNoURL() // last, so nothing above can skip it
+}
+
+func (t *transition) archive(cmd Command) {
+	from := t.out.From
+	t.s.ArchivedFrom = &from
+	t.s.ArchivedAt = ptrTime(t.env.Now)
+	t.s.TrashAfter = ptrTime(t.env.Now.Add(t.env.TrashRetention))
+	t.effect(EffectDismissNotifications, nil)
+	t.effect(EffectFireTriggers, map[string]any{"trigger": "session_archived"})
+	t.effect(EffectCleanupWatchers, nil)
+	t.effect(EffectDeferredCleanup, map[string]any{"trash_after": t.s.TrashAfter.UTC().Format(time.RFC3339)})
+	t.log(TimelineTransition, ArchiveLine(cmd.Actor, unresolvedPullRequests(t.s.CustomMetadata)))
+	t.warnIfPRGoalCapturedNoURL()
+}
+
+var prGoal = regexp.MustCompile(`(?i)\bpull request\b|\bPR\b`)
+
+// warnIfPRGoalCapturedNoURL writes, once per session, a warning when the
+// goal mentions a pull request and none has been recorded. Status-summary
+// forks are carved out here: a fork can inherit its source's goal.
+func (t *transition) warnIfPRGoalCapturedNoURL() {
+	if t.s.Markers.PRURLWarned || t.isFork() || !prGoal.MatchString(t.s.Goal) {
+		return
+	}
+	if urls, _ := t.s.CustomMetadata["github_pull_request_urls"].([]any); len(urls) > 0 {
+		return
+	}
+	t.s.Markers.PRURLWarned = true
+	t.log(TimelineWarning, "[State Machine] goal mentions a pull request but no PR URL was recorded for this session yet")
+}
+
+// unresolvedPullRequests lists the tracked pull requests (custom_metadata
+// github_pull_request_urls) whose state (github_pull_request_states, url →
+// state) has not reached merged or closed.
+func unresolvedPullRequests(md map[string]any) []string {
+	urls, _ := md["github_pull_request_urls"].([]any)
+	states, _ := md["github_pull_request_states"].(map[string]any)
+	var open []string
+	for _, u := range urls {
+		url, ok := u.(string)
+		if !ok {
+			continue
+		}
+		if st, _ := states[url].(string); st == "merged" || st == "closed" {
+			continue
+		}
+		open = append(open, url)
+	}
+	return open
+}
+
+func ptrTime(t time.Time) *time.Time { return &t }
+
+// TimelineLine is a stored timeline entry.
+type TimelineLine struct {
+	ID        int64
+	Kind      TimelineKind
+	Message   string
+	CreatedAt time.Time
+}
+
+// StreamEvent is a stored entry of a session's event stream: an applied
+// transition ("transition") or an effect it requested.
+type StreamEvent struct {
+	ID        int64
+	EventID   string
+	Name      string
+	Alerting  bool
+	Payload   map[string]any
+	CreatedAt time.Time
+}
+
+// Sleep is the sleep command: a needs_input session goes to waiting now; a
+// running one is marked to sleep when its turn ends (a deliberate sleep, so
+// it carries no requires-wake marker and always executes).
+func Sleep(s Session, cmd Command, env Env) (Outcome, error) {
+	if s.Status != StatusRunning {
+		cmd.Event = EventSleep
+		return Apply(s, cmd, env)
+	}
+	s.Markers.PendingSleep = true
+	s.Markers.PendingSleepRequiresWake = false
+	s.UpdatedAt = env.Now
+	return Outcome{
+		Session:  s,
+		From:     StatusRunning,
+		Timeline: []TimelineEntry{{Kind: TimelineTransition, Message: "[State Machine] sleep deferred: the session will go to waiting when its turn ends"}},
+	}, nil
+}

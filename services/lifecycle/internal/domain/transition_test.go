@@ -1,0 +1,289 @@
+package domain_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+)
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func env() domain.Env {
+	return domain.Env{Now: now, TrashRetention: 96 * time.Hour}
+}
+
+func session(st domain.Status) domain.Session {
+	return domain.Session{ID: 5, Status: st, GitRoot: "g", Title: "t", CustomMetadata: map[string]any{}}
+}
+
+func effectNames(o domain.Outcome) []string {
+	var names []string
+	for _, e := range o.Effects {
+		names = append(names, e.Name)
+	}
+	return names
+}
+
+// TestEveryStateEventPair drives each of the 5×11 pairs: the spec's machine
+// allows exactly these, and a refusal changes nothing and names the event
+// and the state.
+func TestEveryStateEventPair(t *testing.T) {
+	t.Parallel()
+	W, R, N, A, F := domain.StatusWaiting, domain.StatusRunning, domain.StatusNeedsInput, domain.StatusArchived, domain.StatusFailed
+	allowed := map[domain.Event]map[domain.Status]domain.Status{
+		domain.EventStart:                  {W: R},
+		domain.EventPause:                  {R: N},
+		domain.EventResume:                 {W: R, N: R, F: R},
+		domain.EventSleep:                  {N: W},
+		domain.EventBlockOnElicitation:     {R: N},
+		domain.EventUnblockFromElicitation: {N: R},
+		domain.EventFail:                   {W: F, R: F, N: F},
+		domain.EventArchive:                {W: A, R: A, N: A, F: A},
+		domain.EventUnarchiveToWaiting:     {A: W},
+		domain.EventUnarchiveToFailed:      {A: F},
+		domain.EventUnarchiveToNeedsInput:  {A: N},
+	}
+	require.Len(t, allowed, len(domain.Events))
+	for _, ev := range domain.Events {
+		for _, st := range domain.Statuses {
+			t.Run(fmt.Sprintf("%s from %s", ev, st), func(t *testing.T) {
+				t.Parallel()
+				s := session(st)
+				s.Markers.BlockedOnElicitation = true // satisfy unblock's guard; tested separately
+				out, err := domain.Apply(s, domain.Command{Event: ev}, env())
+				to, ok := allowed[ev][st]
+				if !ok {
+					var terr *domain.TransitionError
+					require.ErrorAs(t, err, &terr)
+					require.Equal(t, ev, terr.Event)
+					require.Equal(t, st, terr.From)
+					require.Contains(t, err.Error(), string(ev))
+					require.Contains(t, err.Error(), "it is "+st.String())
+					require.Empty(t, out.Timeline, "a refusal changes nothing")
+					return
+				}
+				require.NoError(t, err)
+				require.Equal(t, st, out.From)
+				require.Equal(t, to, out.Session.Status)
+				require.Equal(t, ev, out.Applied[0])
+				if ev == domain.EventArchive {
+					require.Contains(t, out.Timeline[0].Message, "Session moved to trash by")
+				} else {
+					require.Contains(t, out.Timeline[0].Message, fmt.Sprintf("%s → %s (%s)", st, to, ev))
+				}
+				var lines int
+				for _, l := range out.Timeline {
+					if l.Kind == domain.TimelineTransition {
+						lines++
+					}
+				}
+				require.Equal(t, len(out.Applied), lines, "one timeline line per applied transition")
+			})
+		}
+	}
+}
+
+func TestGuards(t *testing.T) {
+	t.Parallel()
+
+	s := session(domain.StatusWaiting)
+	s.GitRoot = ""
+	_, err := domain.Apply(s, domain.Command{Event: domain.EventStart}, env())
+	require.ErrorContains(t, err, "no git_root")
+
+	_, err = domain.Apply(session(domain.StatusNeedsInput), domain.Command{Event: domain.EventUnblockFromElicitation}, env())
+	require.ErrorContains(t, err, "not blocked on an elicitation")
+
+	_, err = domain.ParseEvent("explode")
+	require.ErrorContains(t, err, "use one of start, pause")
+}
+
+func TestPausePerformsTheEightStepsInOrder(t *testing.T) {
+	t.Parallel()
+	s := session(domain.StatusRunning)
+	s.Title = ""
+	s.Goal = "open a pull request"
+	s.Markers.RunningJobID = "job-1"
+	s.Markers.NeedsInputCount = 6
+	s.Markers.PendingSleep = true
+
+	out, err := domain.Apply(s, domain.Command{Event: domain.EventPause, PausedBy: "user"}, env())
+	require.NoError(t, err)
+	require.Empty(t, cmp.Diff([]string{
+		domain.EffectFireTriggers,   // 3
+		domain.EffectNeedsInputPush, // 4
+		domain.EffectInference,      // 5: the title is still pending
+		domain.EffectStatusSummary,  // 6
+		domain.EffectDrain,          // 8, last
+	}, effectNames(out)), "(-want +got)")
+	require.Equal(t, "session_needs_input", out.Effects[0].Payload["trigger"])
+	require.EqualValues(t, 7, out.Effects[1].Payload["needs_input_count"], "the debounce marker is incremented")
+	require.EqualValues(t, 7, out.Session.Markers.NeedsInputCount)
+	require.Empty(t, out.Session.Markers.RunningJobID, "2: job cleaned up")
+	require.Equal(t, "user", out.Session.Markers.PausedBy)
+
+	// 7: the deferred sleep fired, and 8 read the state it left.
+	require.Equal(t, []domain.Event{domain.EventPause, domain.EventSleep}, out.Applied)
+	require.Equal(t, domain.StatusWaiting, out.Session.Status)
+	require.False(t, out.Session.Markers.PendingSleep)
+	require.Equal(t, "waiting", out.Effects[4].Payload["status_after"])
+
+	// 1: the PR warning, first, and once per session.
+	require.Equal(t, domain.TimelineWarning, out.Timeline[1].Kind)
+	require.Contains(t, out.Timeline[1].Message, "no PR URL")
+	require.True(t, out.Session.Markers.PRURLWarned)
+	again, err := domain.Apply(withStatus(out.Session, domain.StatusRunning), domain.Command{Event: domain.EventPause}, env())
+	require.NoError(t, err)
+	for _, l := range again.Timeline {
+		require.NotContains(t, l.Message, "no PR URL", "warned once per session")
+	}
+}
+
+func withStatus(s domain.Session, st domain.Status) domain.Session {
+	s.Status = st
+	return s
+}
+
+func TestStatusSummaryForkIsHarvestedNotAnnounced(t *testing.T) {
+	t.Parallel()
+	s := session(domain.StatusRunning)
+	s.Goal = "open a PR"
+	s.CustomMetadata[domain.StatusSummaryForkKey] = true
+
+	out, err := domain.Apply(s, domain.Command{Event: domain.EventPause}, env())
+	require.NoError(t, err)
+	require.Equal(t, []string{domain.EffectHarvestFork, domain.EffectDrain}, effectNames(out))
+	require.Len(t, out.Timeline, 1, "no PR warning for a fork")
+
+	out, err = domain.Apply(s, domain.Command{Event: domain.EventFail, FailureReason: "boom"}, env())
+	require.NoError(t, err)
+	require.Equal(t, []string{domain.EffectHarvestFork}, effectNames(out))
+}
+
+func TestPendingSleepThatRequiresAWakeIsDroppedWhenNothingIsArmed(t *testing.T) {
+	t.Parallel()
+	s := session(domain.StatusRunning)
+	s.Markers.PendingSleep, s.Markers.PendingSleepRequiresWake = true, true
+
+	out, err := domain.Apply(s, domain.Command{Event: domain.EventPause}, env())
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusNeedsInput, out.Session.Status, "stale intent is not slept on")
+	require.False(t, out.Session.Markers.PendingSleep)
+	require.Contains(t, out.Timeline[len(out.Timeline)-1].Message, "pending sleep dropped")
+
+	e := env()
+	e.Wakes = domain.Wakes{Watchers: 1}
+	out, err = domain.Apply(s, domain.Command{Event: domain.EventPause}, e)
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusWaiting, out.Session.Status, "something is armed: sleep")
+}
+
+func TestDeliberateAndSystemRecoveryResume(t *testing.T) {
+	t.Parallel()
+	s := session(domain.StatusNeedsInput)
+	s.Markers = domain.Markers{
+		PausedBy: "user", MCPFailure: "server x", BlockedOnElicitation: true, LostElicitation: "gone",
+		PendingSleep: true, DrainAttempts: 2, NeedsInputCount: 3,
+	}
+	e := env()
+	e.Wakes = domain.Wakes{OneTime: 1}
+
+	out, err := domain.Apply(s, domain.Command{Event: domain.EventResume, RunningJobID: "job-2"}, e)
+	require.NoError(t, err)
+	m := out.Session.Markers
+	require.Equal(t, domain.Markers{NeedsInputCount: 3, RunningJobID: "job-2"}, m, "a deliberate resume clears every marker")
+	require.Equal(t, now, *out.Session.ElapsedSince, "elapsed clock reset")
+	require.Equal(t, []string{domain.EffectRecordFlags, domain.EffectMarkNotificationStale, domain.EffectCancelWakes}, effectNames(out))
+	require.Equal(t, false, out.Effects[2].Payload["preserve"])
+
+	out, err = domain.Apply(s, domain.Command{Event: domain.EventResume, SystemRecovery: true}, e)
+	require.NoError(t, err)
+	require.Equal(t, true, out.Effects[2].Payload["preserve"], "recovery keeps the wakes armed")
+	require.True(t, out.Session.Markers.PendingSleep, "and re-sleeps on the wall-clock wake after the turn")
+	require.True(t, out.Session.Markers.PendingSleepRequiresWake)
+
+	e.Wakes = domain.Wakes{Watchers: 2}
+	out, err = domain.Apply(s, domain.Command{Event: domain.EventResume, SystemRecovery: true}, e)
+	require.NoError(t, err)
+	require.False(t, out.Session.Markers.PendingSleep, "watchers only: come to rest in needs_input, watchers armed")
+}
+
+func TestFail(t *testing.T) {
+	t.Parallel()
+	s := session(domain.StatusRunning)
+	s.Goal = "merge the PR"
+	s.Markers.RunningJobID = "job"
+	out, err := domain.Apply(s, domain.Command{Event: domain.EventFail, FailureReason: "clone vanished"}, env())
+	require.NoError(t, err)
+	require.Equal(t, "clone vanished", out.Session.Markers.FailureReason)
+	require.Empty(t, out.Session.Markers.RunningJobID)
+	require.Equal(t, []string{domain.EffectFireTriggers, domain.EffectFailurePush, domain.EffectStatusSummary}, effectNames(out))
+	require.Equal(t, "session_failed", out.Effects[0].Payload["trigger"])
+	require.Contains(t, out.Timeline[len(out.Timeline)-1].Message, "no PR URL", "the PR warning comes last")
+}
+
+func TestArchiveAndUnarchive(t *testing.T) {
+	t.Parallel()
+	s := session(domain.StatusFailed)
+	s.CustomMetadata["github_pull_request_urls"] = []any{"https://github.com/acme/app/pull/1", "https://github.com/acme/app/pull/2"}
+	s.CustomMetadata["github_pull_request_states"] = map[string]any{"https://github.com/acme/app/pull/1": "merged"}
+
+	out, err := domain.Apply(s, domain.Command{Event: domain.EventArchive, Actor: domain.Actor{Kind: domain.ActorMCP, SessionID: 5225}}, env())
+	require.NoError(t, err)
+	a := out.Session
+	require.Equal(t, now, *a.ArchivedAt)
+	require.Equal(t, now.Add(96*time.Hour), *a.TrashAfter)
+	require.Equal(t, domain.StatusFailed, *a.ArchivedFrom)
+	require.Equal(t, []string{domain.EffectDismissNotifications, domain.EffectFireTriggers, domain.EffectCleanupWatchers, domain.EffectDeferredCleanup}, effectNames(out))
+	require.Equal(t, "[State Machine] Session moved to trash by session #5225 via the MCP API — 1 tracked pull request had not reached a terminal state, so no merge notification will be delivered for it: https://github.com/acme/app/pull/2",
+		out.Timeline[0].Message)
+
+	require.Equal(t, domain.EventUnarchiveToFailed, domain.UnarchiveEvent(a))
+	back, err := domain.Apply(a, domain.Command{Event: domain.UnarchiveEvent(a)}, env())
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusFailed, back.Session.Status)
+	require.Nil(t, back.Session.TrashAfter, "unarchive clears the trash expiry")
+
+	for from, want := range map[domain.Status]domain.Event{
+		domain.StatusWaiting: domain.EventUnarchiveToWaiting, domain.StatusRunning: domain.EventUnarchiveToNeedsInput,
+		domain.StatusNeedsInput: domain.EventUnarchiveToNeedsInput, domain.StatusFailed: domain.EventUnarchiveToFailed,
+	} {
+		out, err := domain.Apply(session(from), domain.Command{Event: domain.EventArchive}, env())
+		require.NoError(t, err)
+		require.Equal(t, want, domain.UnarchiveEvent(out.Session), "archived from %s", from)
+	}
+}
+
+func TestArchiveLineNamesTheActorNeverInferred(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		actor domain.Actor
+		want  string
+	}{
+		{domain.Actor{}, "by an unrecorded caller"},
+		{domain.Actor{Kind: domain.ActorWebUI}, "by a user in the web UI"},
+		{domain.Actor{Kind: domain.ActorREST}, "by a caller of the REST API"},
+		{domain.Actor{Kind: domain.ActorMCP}, "by an undeclared MCP API caller"},
+		{domain.Actor{Kind: domain.ActorMCP, SessionID: 7}, "by session #7 via the MCP API"},
+		{domain.Actor{Kind: domain.ActorSelfSessionMCP, SessionID: 7}, "by session #7 via the self-session MCP server"},
+		{domain.Actor{Kind: domain.ActorSweep, Sweep: "stale-session sweep (untouched for 7 days)"}, "by Zimmer's stale-session sweep (untouched for 7 days)"},
+	} {
+		require.Equal(t, "[State Machine] Session moved to trash "+tt.want, domain.ArchiveLine(tt.actor, nil))
+	}
+	require.Contains(t, domain.ArchiveLine(domain.Actor{}, []string{"a", "b"}), "2 tracked pull requests had not reached a terminal state, so no merge notification will be delivered for them: a, b")
+}
+
+func TestEffectAlertSplit(t *testing.T) {
+	t.Parallel()
+	require.True(t, domain.Effect{Name: domain.EffectCancelWakes}.Alerting())
+	require.True(t, domain.Effect{Name: domain.EffectFireTriggers}.Alerting())
+	require.False(t, domain.Effect{Name: domain.EffectFailurePush}.Alerting())
+	require.False(t, domain.Effect{Name: domain.EffectDismissNotifications}.Alerting())
+	require.True(t, errors.Is(&domain.NotFoundError{}, domain.ErrNotFound))
+}

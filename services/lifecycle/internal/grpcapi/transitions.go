@@ -1,0 +1,168 @@
+package grpcapi
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
+)
+
+// SurfaceMetadataKey names the surface a call came through. The gateway
+// sets it (and strips anything a client sent), so the archive line can say
+// "via the REST API" or "via the MCP API"; a call without it is from an
+// unrecorded caller. The actor is never inferred beyond that.
+const SurfaceMetadataKey = "x-zimmer-surface"
+
+// Surfaces.
+const (
+	SurfaceREST    = "rest"
+	SurfaceMCP     = "mcp"
+	SurfaceMCPSelf = "mcp_self"
+	SurfaceWebUI   = "web"
+)
+
+func actor(ctx context.Context, acting *int64) domain.Actor {
+	md, _ := metadata.FromIncomingContext(ctx)
+	a := domain.Actor{}
+	if acting != nil {
+		a.SessionID = *acting
+	}
+	if v := md.Get(SurfaceMetadataKey); len(v) > 0 {
+		switch v[0] {
+		case SurfaceREST:
+			a.Kind = domain.ActorREST
+		case SurfaceMCP:
+			a.Kind = domain.ActorMCP
+		case SurfaceMCPSelf:
+			a.Kind = domain.ActorSelfSessionMCP
+		case SurfaceWebUI:
+			a.Kind = domain.ActorWebUI
+		}
+	}
+	return a
+}
+
+// transition applies verb and renders the resulting session.
+func (s *Server) transition(ctx context.Context, ref string, verb app.Verb, cmd domain.Command) (*lifecyclev1.Session, string, domain.Outcome, error) {
+	out, err := s.sessions.Transition.Handle(ctx, ref, verb, cmd)
+	if err != nil {
+		return nil, "", out, s.toStatus(ctx, err)
+	}
+	msg, err := wire.Session(out.Session)
+	if err != nil {
+		return nil, "", out, s.toStatus(ctx, err)
+	}
+	return msg, describe(out), out, nil
+}
+
+func describe(out domain.Outcome) string {
+	if len(out.Applied) == 0 && out.Session.Markers.PendingSleep {
+		return fmt.Sprintf("Session %d is running; it will go to waiting when its turn ends.", out.Session.ID)
+	}
+	return fmt.Sprintf("Session %d: %s → %s.", out.Session.ID, out.From, out.Session.Status)
+}
+
+// PauseSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) PauseSession(ctx context.Context, req *lifecyclev1.PauseSessionRequest) (*lifecyclev1.PauseSessionResponse, error) {
+	sess, msg, _, err := s.transition(ctx, req.GetSessionId(), app.Verb(domain.EventPause),
+		domain.Command{Actor: actor(ctx, req.ActingSessionId), PausedBy: "user"})
+	if err != nil {
+		return nil, err
+	}
+	return &lifecyclev1.PauseSessionResponse{Session: sess, Message: msg}, nil
+}
+
+// SleepSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) SleepSession(ctx context.Context, req *lifecyclev1.SleepSessionRequest) (*lifecyclev1.SleepSessionResponse, error) {
+	sess, msg, _, err := s.transition(ctx, req.GetSessionId(), app.VerbSleep, domain.Command{Actor: actor(ctx, req.ActingSessionId)})
+	if err != nil {
+		return nil, err
+	}
+	return &lifecyclev1.SleepSessionResponse{Session: sess, Message: msg}, nil
+}
+
+// ArchiveSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) ArchiveSession(ctx context.Context, req *lifecyclev1.ArchiveSessionRequest) (*lifecyclev1.ArchiveSessionResponse, error) {
+	sess, _, out, err := s.transition(ctx, req.GetSessionId(), app.Verb(domain.EventArchive), domain.Command{Actor: actor(ctx, req.ActingSessionId)})
+	if err != nil {
+		return nil, err
+	}
+	return &lifecyclev1.ArchiveSessionResponse{
+		Session:    sess,
+		Message:    fmt.Sprintf("Session %d moved to trash; restorable until %s.", out.Session.ID, out.Session.TrashAfter.Format("2006-01-02 15:04 MST")),
+		TrashAfter: timestamppb.New(*out.Session.TrashAfter),
+	}, nil
+}
+
+// UnarchiveSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) UnarchiveSession(ctx context.Context, req *lifecyclev1.UnarchiveSessionRequest) (*lifecyclev1.UnarchiveSessionResponse, error) {
+	sess, msg, _, err := s.transition(ctx, req.GetSessionId(), app.VerbUnarchive, domain.Command{Actor: actor(ctx, req.ActingSessionId)})
+	if err != nil {
+		return nil, err
+	}
+	return &lifecyclev1.UnarchiveSessionResponse{Session: sess, Message: msg}, nil
+}
+
+// RestartSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) RestartSession(ctx context.Context, req *lifecyclev1.RestartSessionRequest) (*lifecyclev1.RestartSessionResponse, error) {
+	sess, msg, _, err := s.transition(ctx, req.GetSessionId(), app.VerbRestart, domain.Command{Actor: actor(ctx, req.ActingSessionId)})
+	if err != nil {
+		return nil, err
+	}
+	return &lifecyclev1.RestartSessionResponse{Session: sess, Message: msg}, nil
+}
+
+// TransitionSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) TransitionSession(ctx context.Context, req *lifecyclev1.TransitionSessionRequest) (*lifecyclev1.TransitionSessionResponse, error) {
+	sess, msg, _, err := s.transition(ctx, req.GetSessionId(), app.Verb(req.GetEvent()), domain.Command{
+		Actor:          actor(ctx, nil),
+		FailureReason:  req.GetFailureReason(),
+		SystemRecovery: req.GetSystemRecovery(),
+		RunningJobID:   req.GetRunningJobId(),
+		PausedBy:       req.GetPausedBy(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &lifecyclev1.TransitionSessionResponse{Session: sess, Message: msg}, nil
+}
+
+// GetSessionTimeline implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) GetSessionTimeline(ctx context.Context, req *lifecyclev1.GetSessionTimelineRequest) (*lifecyclev1.GetSessionTimelineResponse, error) {
+	lines, err := s.sessions.History.Timeline(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	resp := &lifecyclev1.GetSessionTimelineResponse{Timeline: make([]*lifecyclev1.TimelineLine, len(lines))}
+	for i, l := range lines {
+		resp.Timeline[i] = &lifecyclev1.TimelineLine{Id: l.ID, Kind: string(l.Kind), Message: l.Message, CreatedAt: timestamppb.New(l.CreatedAt)}
+	}
+	return resp, nil
+}
+
+// ListSessionEvents implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) ListSessionEvents(ctx context.Context, req *lifecyclev1.ListSessionEventsRequest) (*lifecyclev1.ListSessionEventsResponse, error) {
+	events, err := s.sessions.History.Events(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	resp := &lifecyclev1.ListSessionEventsResponse{Events: make([]*lifecyclev1.StreamEvent, len(events))}
+	for i, e := range events {
+		payload, err := structpb.NewStruct(e.Payload)
+		if err != nil {
+			return nil, s.toStatus(ctx, fmt.Errorf("encode payload of event %s: %w", e.EventID, err))
+		}
+		resp.Events[i] = &lifecyclev1.StreamEvent{
+			Id: e.ID, EventId: e.EventID, Name: e.Name, Alerting: e.Alerting,
+			Payload: payload, CreatedAt: timestamppb.New(e.CreatedAt),
+		}
+	}
+	return resp, nil
+}

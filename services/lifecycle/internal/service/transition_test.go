@@ -1,0 +1,213 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/grpcapi"
+)
+
+func (b testBundle) create(t *testing.T, req *lifecyclev1.CreateSessionRequest) *lifecyclev1.Session {
+	t.Helper()
+	if req.Prompt == "" {
+		req.Prompt, req.GitRoot = "p", "g"
+	}
+	resp, err := b.client.CreateSession(context.Background(), req)
+	require.NoError(t, err)
+	return resp.GetSession()
+}
+
+func (b testBundle) fire(t *testing.T, id int64, event string, opts ...func(*lifecyclev1.TransitionSessionRequest)) (*lifecyclev1.Session, error) {
+	t.Helper()
+	req := &lifecyclev1.TransitionSessionRequest{SessionId: fmt.Sprint(id), Event: event}
+	for _, o := range opts {
+		o(req)
+	}
+	resp, err := b.client.TransitionSession(context.Background(), req)
+	return resp.GetSession(), err
+}
+
+func (b testBundle) timeline(t *testing.T, id int64) []*lifecyclev1.TimelineLine {
+	t.Helper()
+	resp, err := b.client.GetSessionTimeline(context.Background(), &lifecyclev1.GetSessionTimelineRequest{SessionId: fmt.Sprint(id)})
+	require.NoError(t, err)
+	return resp.GetTimeline()
+}
+
+func (b testBundle) events(t *testing.T, id int64) []*lifecyclev1.StreamEvent {
+	t.Helper()
+	resp, err := b.client.ListSessionEvents(context.Background(), &lifecyclev1.ListSessionEventsRequest{SessionId: fmt.Sprint(id)})
+	require.NoError(t, err)
+	return resp.GetEvents()
+}
+
+func TestTransitionsOverGRPC(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+	s := b.create(t, &lifecyclev1.CreateSessionRequest{Prompt: "p", GitRoot: "g", Goal: "open a PR", Slug: "work"})
+
+	got, err := b.fire(t, s.GetId(), "start", func(r *lifecyclev1.TransitionSessionRequest) { r.RunningJobId = "job-1" })
+	require.NoError(t, err)
+	require.Equal(t, "running", got.GetStatus())
+	require.EqualValues(t, 2, got.GetVersion())
+
+	paused, err := b.client.PauseSession(ctx, &lifecyclev1.PauseSessionRequest{SessionId: "work"})
+	require.NoError(t, err)
+	require.Equal(t, "needs_input", paused.GetSession().GetStatus())
+	require.Equal(t, "user", paused.GetSession().GetPausedBy())
+	require.EqualValues(t, 1, paused.GetSession().GetNeedsInputCount())
+	require.Contains(t, paused.GetMessage(), "running → needs_input")
+
+	// A refusal: the right code, the event and the state named, nothing
+	// changed but a timeline line.
+	_, err = b.client.PauseSession(ctx, &lifecyclev1.PauseSessionRequest{SessionId: "work"})
+	require.Equal(t, codes.FailedPrecondition, status.Code(err))
+	require.Contains(t, status.Convert(err).Message(), "cannot pause session 1: it is needs_input, and pause is only possible from running")
+	again, err := b.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: "work"})
+	require.NoError(t, err)
+	require.Equal(t, paused.GetSession().GetVersion(), again.GetSession().GetVersion())
+
+	_, err = b.fire(t, s.GetId(), "explode")
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+
+	// The archive line names the surface the gateway declared.
+	restCtx := metadata.AppendToOutgoingContext(ctx, grpcapi.SurfaceMetadataKey, grpcapi.SurfaceMCP)
+	acting := int64(5225)
+	archived, err := b.client.ArchiveSession(restCtx, &lifecyclev1.ArchiveSessionRequest{SessionId: "work", ActingSessionId: &acting, Force: true})
+	require.NoError(t, err)
+	require.Equal(t, "archived", archived.GetSession().GetStatus())
+	require.NotNil(t, archived.GetTrashAfter())
+
+	un, err := b.client.UnarchiveSession(ctx, &lifecyclev1.UnarchiveSessionRequest{SessionId: "work"})
+	require.NoError(t, err)
+	require.Equal(t, "needs_input", un.GetSession().GetStatus(), "back to where it was archived from")
+	require.Nil(t, un.GetSession().GetTrashAfter())
+
+	var lines []string
+	for _, l := range b.timeline(t, s.GetId()) {
+		lines = append(lines, l.GetKind()+": "+l.GetMessage())
+	}
+	require.Equal(t, []string{
+		"transition: [State Machine] waiting → running (start)",
+		"transition: [State Machine] running → needs_input (pause)",
+		"warning: [State Machine] goal mentions a pull request but no PR URL was recorded for this session yet",
+		"refusal: [State Machine] refused: cannot pause session 1: it is needs_input, and pause is only possible from running",
+		"transition: [State Machine] Session moved to trash by session #5225 via the MCP API",
+		"transition: [State Machine] archived → needs_input (unarchive_to_needs_input)",
+	}, lines)
+
+	var names []string
+	for _, e := range b.events(t, s.GetId()) {
+		names = append(names, e.GetName())
+	}
+	require.Equal(t, []string{
+		"transition", "record_experimental_setting_flags",
+		"transition", "fire_ao_event_triggers", "enqueue_debounced_needs_input_push_notification", "enqueue_status_summary_refresh", "drain_enqueued_messages_after_pause",
+		"transition", "dismiss_notifications", "fire_ao_event_triggers", "cleanup_watched_session_ao_event_triggers", "enqueue_deferred_cleanup",
+		"transition",
+	}, names)
+}
+
+func TestSleepDefersOnARunningSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+	s := b.create(t, &lifecyclev1.CreateSessionRequest{})
+	_, err := b.fire(t, s.GetId(), "start")
+	require.NoError(t, err)
+
+	resp, err := b.client.SleepSession(ctx, &lifecyclev1.SleepSessionRequest{SessionId: fmt.Sprint(s.GetId())})
+	require.NoError(t, err)
+	require.Equal(t, "running", resp.GetSession().GetStatus())
+	require.True(t, resp.GetSession().GetPendingSleep())
+
+	paused, err := b.fire(t, s.GetId(), "pause")
+	require.NoError(t, err)
+	require.Equal(t, "waiting", paused.GetStatus(), "the deferred sleep fires at the end of the turn")
+	require.False(t, paused.GetPendingSleep())
+}
+
+func TestSystemRecoveryResumeReadsArmedWakes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	s := b.create(t, &lifecyclev1.CreateSessionRequest{})
+	_, err := b.svc.Pool.Exec(context.Background(),
+		`INSERT INTO wake_triggers (session_id, kind, fire_at) VALUES ($1, 'one_time', now() + interval '1 hour')`, s.GetId())
+	require.NoError(t, err)
+
+	got, err := b.fire(t, s.GetId(), "resume", func(r *lifecyclev1.TransitionSessionRequest) { r.SystemRecovery = true })
+	require.NoError(t, err)
+	require.True(t, got.GetPendingSleep(), "a wall-clock wake is armed: sleep again after the recovery turn")
+	got, err = b.fire(t, s.GetId(), "pause")
+	require.NoError(t, err)
+	require.Equal(t, "waiting", got.GetStatus())
+}
+
+// TestConcurrentConflictingTransitions fires 50 random transitions at one
+// session at once. Transitions of one session serialize, so it ends in a
+// valid state, every applied transition left exactly one timeline line, and
+// the stream and the timeline agree.
+func TestConcurrentConflictingTransitions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	s := b.create(t, &lifecyclev1.CreateSessionRequest{})
+	other := b.create(t, &lifecyclev1.CreateSessionRequest{})
+	events := []string{"start", "pause", "resume", "sleep", "fail", "archive", "unarchive_to_waiting", "unarchive_to_needs_input", "block_on_elicitation", "unblock_from_elicitation"}
+
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		succeeded int
+	)
+	for i := range 50 {
+		wg.Go(func() {
+			ev := events[rand.IntN(len(events))]
+			_, err := b.client.TransitionSession(context.Background(), &lifecyclev1.TransitionSessionRequest{SessionId: fmt.Sprint(s.GetId()), Event: ev})
+			if err != nil {
+				require.Equal(t, codes.FailedPrecondition, status.Code(err), "event %s (call %d): %v", ev, i, err)
+				return
+			}
+			mu.Lock()
+			succeeded++
+			mu.Unlock()
+		})
+	}
+	// A session never blocks another: the other one moves meanwhile.
+	_, err := b.fire(t, other.GetId(), "start")
+	require.NoError(t, err)
+	wg.Wait()
+
+	final, err := b.client.GetSession(context.Background(), &lifecyclev1.GetSessionRequest{SessionId: fmt.Sprint(s.GetId())})
+	require.NoError(t, err)
+	require.Contains(t, []string{"waiting", "running", "needs_input", "failed", "archived"}, final.GetSession().GetStatus())
+	require.EqualValues(t, 1+succeeded, final.GetSession().GetVersion(), "one committed change per success")
+
+	var applied, transitionLines, streamTransitions int
+	for _, l := range b.timeline(t, s.GetId()) {
+		if l.GetKind() == "transition" {
+			transitionLines++
+		}
+	}
+	for _, e := range b.events(t, s.GetId()) {
+		if e.GetName() == "transition" {
+			streamTransitions++
+			applied += len(e.GetPayload().GetFields()["events"].GetListValue().GetValues())
+		}
+	}
+	require.Equal(t, succeeded, streamTransitions)
+	require.Equal(t, applied, transitionLines, "exactly one timeline line per applied transition")
+	require.GreaterOrEqual(t, applied, succeeded)
+}
+
+var _ grpc.ClientConnInterface = (*grpc.ClientConn)(nil)

@@ -1,0 +1,10 @@
+DROP TABLE wake_triggers;
+DROP TABLE session_events;
+DROP TABLE session_timeline;
+ALTER TABLE sessions
+    DROP COLUMN markers,
+    DROP COLUMN elapsed_since,
+    DROP COLUMN archived_at,
+    DROP COLUMN archived_from,
+    DROP COLUMN trash_after,
+    DROP COLUMN version;
