@@ -14,6 +14,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 )
 
 // Tool names.
@@ -25,8 +26,8 @@ const (
 // Groups maps each tool group to its tools. A request without tool_groups
 // gets every group.
 var Groups = map[string][]string{
-	"sessions":     {ToolStartSession, ToolGetSession},
-	"self_session": {ToolGetSession},
+	"sessions":     {ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession},
+	"self_session": {ToolGetSession, ToolGetSessionProvenance},
 }
 
 const instructions = `Zimmer runs AI coding-agent sessions. A session is addressed by its numeric id or its slug. ` +
@@ -47,11 +48,15 @@ type Options struct {
 	// (a reverse proxy on the same host, say). Safe when every request must
 	// carry an API key: a rebinding page does not know one.
 	AnyHost bool
+	// Provenance is lineage's provenance service: get_session's hierarchy
+	// and human-message sections, and get_session_provenance. Only its read
+	// methods are called; no tool records or edits a human message.
+	Provenance lineagev1.ProvenanceServiceClient
 }
 
 // NewHandler returns the MCP endpoint over the lifecycle service's client.
 func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logger, opts Options) *Handler {
-	t := &tools{lifecycle: lifecycle, logger: logger}
+	t := &tools{lifecycle: lifecycle, provenance: opts.Provenance, logger: logger}
 	hooks := &mcpserver.Hooks{}
 	hooks.AddBeforeInitialize(func(ctx context.Context, _ any, _ *mcpgo.InitializeRequest) { warnUnknownGroups(ctx, logger) })
 	hooks.AddBeforeDiscover(func(ctx context.Context, _ any, _ *mcpgo.DiscoverRequest) { warnUnknownGroups(ctx, logger) })
@@ -68,6 +73,8 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 	)
 	srv.AddTool(startSessionTool(), t.startSession)
 	srv.AddTool(getSessionTool(), t.getSession)
+	srv.AddTool(getSessionProvenanceTool(), t.getSessionProvenance)
+	srv.AddTool(actionSessionTool(), t.actionSession)
 
 	return &Handler{http: mcpserver.NewStreamableHTTPServer(srv,
 		mcpserver.WithHTTPContextFunc(withSelection),

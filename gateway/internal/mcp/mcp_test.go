@@ -110,11 +110,11 @@ func TestToolGroups(t *testing.T) {
 		path string
 		want []string
 	}{
-		{"/", []string{"get_session", "start_session"}},
-		{"/?tool_groups=", []string{"get_session", "start_session"}},
-		{"/?tool_groups=sessions", []string{"get_session", "start_session"}},
+		{"/", []string{"action_session", "get_session", "start_session"}},
+		{"/?tool_groups=", []string{"action_session", "get_session", "start_session"}},
+		{"/?tool_groups=sessions", []string{"action_session", "get_session", "start_session"}},
 		{"/?tool_groups=self_session", []string{"get_session"}},
-		{"/?tool_groups=self_session&tool_groups=sessions", []string{"get_session", "start_session"}},
+		{"/?tool_groups=self_session&tool_groups=sessions", []string{"action_session", "get_session", "start_session"}},
 		{"/?tool_groups=self_session,bogus", []string{"get_session"}},
 		{"/?tool_groups=bogus", []string{}},
 	}

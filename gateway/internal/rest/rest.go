@@ -15,12 +15,14 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
 	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
 const (
@@ -44,6 +46,12 @@ func NewHandler(ctx context.Context, lifecycle lifecyclev1.LifecycleServiceClien
 		runtime.WithErrorHandler(h.serviceError),
 		runtime.WithRoutingErrorHandler(h.routingError),
 		runtime.WithForwardResponseOption(createdStatus),
+		// Tells lifecycle which surface a call came through (the archive
+		// line names it). Client headers are never forwarded, so a caller
+		// cannot claim another surface.
+		runtime.WithMetadata(func(context.Context, *http.Request) metadata.MD {
+			return metadata.Pairs(surface.MetadataKey, surface.REST)
+		}),
 		// The gateway is the trust boundary: callers' headers are not
 		// forwarded to the services as metadata, nor the services' metadata
 		// to callers.

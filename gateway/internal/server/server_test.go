@@ -459,7 +459,11 @@ func TestMCPThroughGateway(t *testing.T) {
 	require.NoError(t, err)
 	tools, err := c.ListTools(t.Context(), mcpgo.ListToolsRequest{})
 	require.NoError(t, err)
-	require.Len(t, tools.Tools, 2)
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	require.Subset(t, names, []string{"start_session", "get_session", "action_session"})
 
 	res, err := c.CallTool(t.Context(), callRequest("start_session", map[string]any{"prompt": "p", "git_root": "/g"}))
 	require.NoError(t, err)

@@ -111,6 +111,9 @@ const (
 	TimelineTransition TimelineKind = "transition"
 	TimelineWarning    TimelineKind = "warning"
 	TimelineRefusal    TimelineKind = "refusal"
+	// TimelineNote records a change that is not a transition (a deferred
+	// sleep, say).
+	TimelineNote TimelineKind = "note"
 )
 
 // TimelineEntry is one line of a session's timeline.
@@ -412,6 +415,6 @@ func Sleep(s Session, cmd Command, env Env) (Outcome, error) {
 	return Outcome{
 		Session:  s,
 		From:     StatusRunning,
-		Timeline: []TimelineEntry{{Kind: TimelineTransition, Message: "[State Machine] sleep deferred: the session will go to waiting when its turn ends"}},
+		Timeline: []TimelineEntry{{Kind: TimelineNote, Message: "[State Machine] sleep deferred: the session will go to waiting when its turn ends"}},
 	}, nil
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -12,39 +12,25 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
+	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
-// SurfaceMetadataKey names the surface a call came through. The gateway
-// sets it (and strips anything a client sent), so the archive line can say
-// "via the REST API" or "via the MCP API"; a call without it is from an
-// unrecorded caller. The actor is never inferred beyond that.
-const SurfaceMetadataKey = "x-zimmer-surface"
-
-// Surfaces.
-const (
-	SurfaceREST    = "rest"
-	SurfaceMCP     = "mcp"
-	SurfaceMCPSelf = "mcp_self"
-	SurfaceWebUI   = "web"
-)
-
+// actor is who made the call: the surface the gateway declared and the
+// acting session the caller declared.
 func actor(ctx context.Context, acting *int64) domain.Actor {
-	md, _ := metadata.FromIncomingContext(ctx)
 	a := domain.Actor{}
 	if acting != nil {
 		a.SessionID = *acting
 	}
-	if v := md.Get(SurfaceMetadataKey); len(v) > 0 {
-		switch v[0] {
-		case SurfaceREST:
-			a.Kind = domain.ActorREST
-		case SurfaceMCP:
-			a.Kind = domain.ActorMCP
-		case SurfaceMCPSelf:
-			a.Kind = domain.ActorSelfSessionMCP
-		case SurfaceWebUI:
-			a.Kind = domain.ActorWebUI
-		}
+	switch surface.Incoming(ctx) {
+	case surface.REST:
+		a.Kind = domain.ActorREST
+	case surface.MCP:
+		a.Kind = domain.ActorMCP
+	case surface.MCPSelf:
+		a.Kind = domain.ActorSelfSessionMCP
+	case surface.WebUI:
+		a.Kind = domain.ActorWebUI
 	}
 	return a
 }
@@ -163,6 +149,30 @@ func (s *Server) ListSessionEvents(ctx context.Context, req *lifecyclev1.ListSes
 			Id: e.ID, EventId: e.EventID, Name: e.Name, Alerting: e.Alerting,
 			Payload: payload, CreatedAt: timestamppb.New(e.CreatedAt),
 		}
+	}
+	return resp, nil
+}
+
+// MaxBulkArchive bounds one batch.
+const MaxBulkArchive = 500
+
+// BulkArchiveSessions implements lifecyclev1.LifecycleServiceServer. Each
+// session is its own transaction: one refusal does not undo the others.
+func (s *Server) BulkArchiveSessions(ctx context.Context, req *lifecyclev1.BulkArchiveSessionsRequest) (*lifecyclev1.BulkArchiveSessionsResponse, error) {
+	ids := req.GetSessionIds()
+	if len(ids) == 0 || len(ids) > MaxBulkArchive {
+		return nil, s.toStatus(ctx, &domain.ValidationError{Violations: []domain.FieldViolation{{
+			Field: "session_ids", Reason: fmt.Sprintf("give between 1 and %d ids or slugs", MaxBulkArchive),
+		}}})
+	}
+	resp := &lifecyclev1.BulkArchiveSessionsResponse{Errors: []*lifecyclev1.BulkArchiveError{}}
+	who := actor(ctx, req.ActingSessionId)
+	for _, ref := range ids {
+		if _, err := s.sessions.Transition.Handle(ctx, ref, app.Verb(domain.EventArchive), domain.Command{Actor: who}); err != nil {
+			resp.Errors = append(resp.Errors, &lifecyclev1.BulkArchiveError{SessionId: ref, Error: status.Convert(s.toStatus(ctx, err)).Message()})
+			continue
+		}
+		resp.ArchivedCount++
 	}
 	return resp, nil
 }

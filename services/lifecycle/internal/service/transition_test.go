@@ -10,11 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
-	"github.com/zimmerhq/zimmer/services/lifecycle/internal/grpcapi"
+	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
 func (b testBundle) create(t *testing.T, req *lifecyclev1.CreateSessionRequest) *lifecyclev1.Session {
@@ -82,7 +81,7 @@ func TestTransitionsOverGRPC(t *testing.T) {
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
 
 	// The archive line names the surface the gateway declared.
-	restCtx := metadata.AppendToOutgoingContext(ctx, grpcapi.SurfaceMetadataKey, grpcapi.SurfaceMCP)
+	restCtx := surface.Outgoing(ctx, surface.MCP)
 	acting := int64(5225)
 	archived, err := b.client.ArchiveSession(restCtx, &lifecyclev1.ArchiveSessionRequest{SessionId: "work", ActingSessionId: &acting, Force: true})
 	require.NoError(t, err)
@@ -113,7 +112,9 @@ func TestTransitionsOverGRPC(t *testing.T) {
 	}
 	require.Equal(t, []string{
 		"transition", "record_experimental_setting_flags",
-		"transition", "fire_ao_event_triggers", "enqueue_debounced_needs_input_push_notification", "enqueue_status_summary_refresh", "drain_enqueued_messages_after_pause",
+		"transition", "fire_ao_event_triggers", "enqueue_debounced_needs_input_push_notification",
+		"enqueue_session_inference_if_needed", // the title is still pending
+		"enqueue_status_summary_refresh", "drain_enqueued_messages_after_pause",
 		"transition", "dismiss_notifications", "fire_ao_event_triggers", "cleanup_watched_session_ao_event_triggers", "enqueue_deferred_cleanup",
 		"transition",
 	}, names)
@@ -163,6 +164,8 @@ func TestConcurrentConflictingTransitions(t *testing.T) {
 	b := setup(t, "")
 	s := b.create(t, &lifecyclev1.CreateSessionRequest{})
 	other := b.create(t, &lifecyclev1.CreateSessionRequest{})
+	// "sleep" on a running session defers without a transition: it must
+	// not count as one.
 	events := []string{"start", "pause", "resume", "sleep", "fail", "archive", "unarchive_to_waiting", "unarchive_to_needs_input", "block_on_elicitation", "unblock_from_elicitation"}
 
 	var (
@@ -207,7 +210,6 @@ func TestConcurrentConflictingTransitions(t *testing.T) {
 	}
 	require.Equal(t, succeeded, streamTransitions)
 	require.Equal(t, applied, transitionLines, "exactly one timeline line per applied transition")
-	require.GreaterOrEqual(t, applied, succeeded)
 }
 
 var _ grpc.ClientConnInterface = (*grpc.ClientConn)(nil)

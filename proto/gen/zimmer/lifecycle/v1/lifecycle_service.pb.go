@@ -1323,6 +1323,173 @@ func (x *TransitionSessionResponse) GetMessage() string {
 	return ""
 }
 
+type BulkArchiveSessionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric ids or slugs.
+	SessionIds []string `protobuf:"bytes,1,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	// Applies to the whole batch.
+	Force           bool   `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
+	ActingSessionId *int64 `protobuf:"varint,3,opt,name=acting_session_id,json=actingSessionId,proto3,oneof" json:"acting_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *BulkArchiveSessionsRequest) Reset() {
+	*x = BulkArchiveSessionsRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkArchiveSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkArchiveSessionsRequest) ProtoMessage() {}
+
+func (x *BulkArchiveSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkArchiveSessionsRequest.ProtoReflect.Descriptor instead.
+func (*BulkArchiveSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *BulkArchiveSessionsRequest) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+func (x *BulkArchiveSessionsRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *BulkArchiveSessionsRequest) GetActingSessionId() int64 {
+	if x != nil && x.ActingSessionId != nil {
+		return *x.ActingSessionId
+	}
+	return 0
+}
+
+type BulkArchiveSessionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ArchivedCount int32                  `protobuf:"varint,1,opt,name=archived_count,json=archivedCount,proto3" json:"archived_count,omitempty"`
+	Errors        []*BulkArchiveError    `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkArchiveSessionsResponse) Reset() {
+	*x = BulkArchiveSessionsResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkArchiveSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkArchiveSessionsResponse) ProtoMessage() {}
+
+func (x *BulkArchiveSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkArchiveSessionsResponse.ProtoReflect.Descriptor instead.
+func (*BulkArchiveSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *BulkArchiveSessionsResponse) GetArchivedCount() int32 {
+	if x != nil {
+		return x.ArchivedCount
+	}
+	return 0
+}
+
+func (x *BulkArchiveSessionsResponse) GetErrors() []*BulkArchiveError {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+// BulkArchiveError says why one session of a batch was not archived.
+type BulkArchiveError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkArchiveError) Reset() {
+	*x = BulkArchiveError{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkArchiveError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkArchiveError) ProtoMessage() {}
+
+func (x *BulkArchiveError) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkArchiveError.ProtoReflect.Descriptor instead.
+func (*BulkArchiveError) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *BulkArchiveError) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *BulkArchiveError) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
@@ -1431,7 +1598,20 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\tpaused_by\x18\x06 \x01(\tR\bpausedBy\"m\n" +
 	"\x19TransitionSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage2\xeb\f\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x9a\x01\n" +
+	"\x1aBulkArchiveSessionsRequest\x12\x1f\n" +
+	"\vsession_ids\x18\x01 \x03(\tR\n" +
+	"sessionIds\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\x12/\n" +
+	"\x11acting_session_id\x18\x03 \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01B\x14\n" +
+	"\x12_acting_session_id\"\x83\x01\n" +
+	"\x1bBulkArchiveSessionsResponse\x12%\n" +
+	"\x0earchived_count\x18\x01 \x01(\x05R\rarchivedCount\x12=\n" +
+	"\x06errors\x18\x02 \x03(\v2%.zimmer.lifecycle.v1.BulkArchiveErrorR\x06errors\"G\n" +
+	"\x10BulkArchiveError\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error2\x90\x0e\n" +
 	"\x10LifecycleService\x12\x83\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x84\x01\n" +
 	"\n" +
@@ -1439,7 +1619,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\fListSessions\x12(.zimmer.lifecycle.v1.ListSessionsRequest\x1a).zimmer.lifecycle.v1.ListSessionsResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/sessions\x12\x93\x01\n" +
 	"\fPauseSession\x12(.zimmer.lifecycle.v1.PauseSessionRequest\x1a).zimmer.lifecycle.v1.PauseSessionResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/pause\x12\x93\x01\n" +
 	"\fSleepSession\x12(.zimmer.lifecycle.v1.SleepSessionRequest\x1a).zimmer.lifecycle.v1.SleepSessionResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/sleep\x12\x9b\x01\n" +
-	"\x0eArchiveSession\x12*.zimmer.lifecycle.v1.ArchiveSessionRequest\x1a+.zimmer.lifecycle.v1.ArchiveSessionResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/archive\x12\xa3\x01\n" +
+	"\x0eArchiveSession\x12*.zimmer.lifecycle.v1.ArchiveSessionRequest\x1a+.zimmer.lifecycle.v1.ArchiveSessionResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/archive\x12\xa2\x01\n" +
+	"\x13BulkArchiveSessions\x12/.zimmer.lifecycle.v1.BulkArchiveSessionsRequest\x1a0.zimmer.lifecycle.v1.BulkArchiveSessionsResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/api/v1/sessions/bulk_archive\x12\xa3\x01\n" +
 	"\x10UnarchiveSession\x12,.zimmer.lifecycle.v1.UnarchiveSessionRequest\x1a-.zimmer.lifecycle.v1.UnarchiveSessionResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/api/v1/sessions/{session_id}/unarchive\x12\x9b\x01\n" +
 	"\x0eRestartSession\x12*.zimmer.lifecycle.v1.RestartSessionRequest\x1a+.zimmer.lifecycle.v1.RestartSessionResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/restart\x12\xa5\x01\n" +
 	"\x12GetSessionTimeline\x12..zimmer.lifecycle.v1.GetSessionTimelineRequest\x1a/.zimmer.lifecycle.v1.GetSessionTimelineResponse\".\x82\xd3\xe4\x93\x02(\x12&/api/v1/sessions/{session_id}/timeline\x12\xa0\x01\n" +
@@ -1458,79 +1639,85 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
-	(*CreateSessionRequest)(nil),       // 0: zimmer.lifecycle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),      // 1: zimmer.lifecycle.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),          // 2: zimmer.lifecycle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),         // 3: zimmer.lifecycle.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),        // 4: zimmer.lifecycle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),       // 5: zimmer.lifecycle.v1.ListSessionsResponse
-	(*PauseSessionRequest)(nil),        // 6: zimmer.lifecycle.v1.PauseSessionRequest
-	(*PauseSessionResponse)(nil),       // 7: zimmer.lifecycle.v1.PauseSessionResponse
-	(*SleepSessionRequest)(nil),        // 8: zimmer.lifecycle.v1.SleepSessionRequest
-	(*SleepSessionResponse)(nil),       // 9: zimmer.lifecycle.v1.SleepSessionResponse
-	(*UnarchiveSessionRequest)(nil),    // 10: zimmer.lifecycle.v1.UnarchiveSessionRequest
-	(*UnarchiveSessionResponse)(nil),   // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse
-	(*RestartSessionRequest)(nil),      // 12: zimmer.lifecycle.v1.RestartSessionRequest
-	(*RestartSessionResponse)(nil),     // 13: zimmer.lifecycle.v1.RestartSessionResponse
-	(*ArchiveSessionRequest)(nil),      // 14: zimmer.lifecycle.v1.ArchiveSessionRequest
-	(*ArchiveSessionResponse)(nil),     // 15: zimmer.lifecycle.v1.ArchiveSessionResponse
-	(*GetSessionTimelineRequest)(nil),  // 16: zimmer.lifecycle.v1.GetSessionTimelineRequest
-	(*GetSessionTimelineResponse)(nil), // 17: zimmer.lifecycle.v1.GetSessionTimelineResponse
-	(*ListSessionEventsRequest)(nil),   // 18: zimmer.lifecycle.v1.ListSessionEventsRequest
-	(*ListSessionEventsResponse)(nil),  // 19: zimmer.lifecycle.v1.ListSessionEventsResponse
-	(*TransitionSessionRequest)(nil),   // 20: zimmer.lifecycle.v1.TransitionSessionRequest
-	(*TransitionSessionResponse)(nil),  // 21: zimmer.lifecycle.v1.TransitionSessionResponse
-	(*structpb.Struct)(nil),            // 22: google.protobuf.Struct
-	(*Session)(nil),                    // 23: zimmer.lifecycle.v1.Session
-	(*Pagination)(nil),                 // 24: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),      // 25: google.protobuf.Timestamp
-	(*TimelineLine)(nil),               // 26: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                // 27: zimmer.lifecycle.v1.StreamEvent
+	(*CreateSessionRequest)(nil),        // 0: zimmer.lifecycle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),       // 1: zimmer.lifecycle.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),           // 2: zimmer.lifecycle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),          // 3: zimmer.lifecycle.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),         // 4: zimmer.lifecycle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),        // 5: zimmer.lifecycle.v1.ListSessionsResponse
+	(*PauseSessionRequest)(nil),         // 6: zimmer.lifecycle.v1.PauseSessionRequest
+	(*PauseSessionResponse)(nil),        // 7: zimmer.lifecycle.v1.PauseSessionResponse
+	(*SleepSessionRequest)(nil),         // 8: zimmer.lifecycle.v1.SleepSessionRequest
+	(*SleepSessionResponse)(nil),        // 9: zimmer.lifecycle.v1.SleepSessionResponse
+	(*UnarchiveSessionRequest)(nil),     // 10: zimmer.lifecycle.v1.UnarchiveSessionRequest
+	(*UnarchiveSessionResponse)(nil),    // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse
+	(*RestartSessionRequest)(nil),       // 12: zimmer.lifecycle.v1.RestartSessionRequest
+	(*RestartSessionResponse)(nil),      // 13: zimmer.lifecycle.v1.RestartSessionResponse
+	(*ArchiveSessionRequest)(nil),       // 14: zimmer.lifecycle.v1.ArchiveSessionRequest
+	(*ArchiveSessionResponse)(nil),      // 15: zimmer.lifecycle.v1.ArchiveSessionResponse
+	(*GetSessionTimelineRequest)(nil),   // 16: zimmer.lifecycle.v1.GetSessionTimelineRequest
+	(*GetSessionTimelineResponse)(nil),  // 17: zimmer.lifecycle.v1.GetSessionTimelineResponse
+	(*ListSessionEventsRequest)(nil),    // 18: zimmer.lifecycle.v1.ListSessionEventsRequest
+	(*ListSessionEventsResponse)(nil),   // 19: zimmer.lifecycle.v1.ListSessionEventsResponse
+	(*TransitionSessionRequest)(nil),    // 20: zimmer.lifecycle.v1.TransitionSessionRequest
+	(*TransitionSessionResponse)(nil),   // 21: zimmer.lifecycle.v1.TransitionSessionResponse
+	(*BulkArchiveSessionsRequest)(nil),  // 22: zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	(*BulkArchiveSessionsResponse)(nil), // 23: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	(*BulkArchiveError)(nil),            // 24: zimmer.lifecycle.v1.BulkArchiveError
+	(*structpb.Struct)(nil),             // 25: google.protobuf.Struct
+	(*Session)(nil),                     // 26: zimmer.lifecycle.v1.Session
+	(*Pagination)(nil),                  // 27: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),       // 28: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                // 29: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                 // 30: zimmer.lifecycle.v1.StreamEvent
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	22, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	23, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	23, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	23, // 3: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	24, // 4: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	23, // 5: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	23, // 6: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	23, // 7: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	23, // 8: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	23, // 9: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	25, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	26, // 11: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	27, // 12: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	23, // 13: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	0,  // 14: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	2,  // 15: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	4,  // 16: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	6,  // 17: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	8,  // 18: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	14, // 19: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	10, // 20: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	12, // 21: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	16, // 22: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	18, // 23: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	20, // 24: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	1,  // 25: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	3,  // 26: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	5,  // 27: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	7,  // 28: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	9,  // 29: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	15, // 30: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	11, // 31: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	13, // 32: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	17, // 33: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	19, // 34: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	21, // 35: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	25, // [25:36] is the sub-list for method output_type
-	14, // [14:25] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	25, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	26, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	26, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	26, // 3: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	27, // 4: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	26, // 5: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	26, // 6: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	26, // 7: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	26, // 8: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	26, // 9: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	28, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	29, // 11: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	30, // 12: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	26, // 13: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	24, // 14: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
+	0,  // 15: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	2,  // 16: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	4,  // 17: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	6,  // 18: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	8,  // 19: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	14, // 20: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	22, // 21: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	10, // 22: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	12, // 23: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	16, // 24: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	18, // 25: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	20, // 26: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	1,  // 27: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	3,  // 28: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	5,  // 29: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	7,  // 30: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	9,  // 31: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	15, // 32: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	23, // 33: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	11, // 34: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	13, // 35: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	17, // 36: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	19, // 37: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	21, // 38: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	27, // [27:39] is the sub-list for method output_type
+	15, // [15:27] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -1545,13 +1732,14 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[10].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[12].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

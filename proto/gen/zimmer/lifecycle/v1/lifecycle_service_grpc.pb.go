@@ -19,17 +19,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	LifecycleService_CreateSession_FullMethodName      = "/zimmer.lifecycle.v1.LifecycleService/CreateSession"
-	LifecycleService_GetSession_FullMethodName         = "/zimmer.lifecycle.v1.LifecycleService/GetSession"
-	LifecycleService_ListSessions_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/ListSessions"
-	LifecycleService_PauseSession_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/PauseSession"
-	LifecycleService_SleepSession_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/SleepSession"
-	LifecycleService_ArchiveSession_FullMethodName     = "/zimmer.lifecycle.v1.LifecycleService/ArchiveSession"
-	LifecycleService_UnarchiveSession_FullMethodName   = "/zimmer.lifecycle.v1.LifecycleService/UnarchiveSession"
-	LifecycleService_RestartSession_FullMethodName     = "/zimmer.lifecycle.v1.LifecycleService/RestartSession"
-	LifecycleService_GetSessionTimeline_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/GetSessionTimeline"
-	LifecycleService_ListSessionEvents_FullMethodName  = "/zimmer.lifecycle.v1.LifecycleService/ListSessionEvents"
-	LifecycleService_TransitionSession_FullMethodName  = "/zimmer.lifecycle.v1.LifecycleService/TransitionSession"
+	LifecycleService_CreateSession_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/CreateSession"
+	LifecycleService_GetSession_FullMethodName          = "/zimmer.lifecycle.v1.LifecycleService/GetSession"
+	LifecycleService_ListSessions_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/ListSessions"
+	LifecycleService_PauseSession_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/PauseSession"
+	LifecycleService_SleepSession_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/SleepSession"
+	LifecycleService_ArchiveSession_FullMethodName      = "/zimmer.lifecycle.v1.LifecycleService/ArchiveSession"
+	LifecycleService_BulkArchiveSessions_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/BulkArchiveSessions"
+	LifecycleService_UnarchiveSession_FullMethodName    = "/zimmer.lifecycle.v1.LifecycleService/UnarchiveSession"
+	LifecycleService_RestartSession_FullMethodName      = "/zimmer.lifecycle.v1.LifecycleService/RestartSession"
+	LifecycleService_GetSessionTimeline_FullMethodName  = "/zimmer.lifecycle.v1.LifecycleService/GetSessionTimeline"
+	LifecycleService_ListSessionEvents_FullMethodName   = "/zimmer.lifecycle.v1.LifecycleService/ListSessionEvents"
+	LifecycleService_TransitionSession_FullMethodName   = "/zimmer.lifecycle.v1.LifecycleService/TransitionSession"
 )
 
 // LifecycleServiceClient is the client API for LifecycleService service.
@@ -51,6 +52,9 @@ type LifecycleServiceClient interface {
 	SleepSession(ctx context.Context, in *SleepSessionRequest, opts ...grpc.CallOption) (*SleepSessionResponse, error)
 	// ArchiveSession moves a session to the trash.
 	ArchiveSession(ctx context.Context, in *ArchiveSessionRequest, opts ...grpc.CallOption) (*ArchiveSessionResponse, error)
+	// BulkArchiveSessions archives several sessions; a refusal of one is
+	// reported in errors and the batch continues.
+	BulkArchiveSessions(ctx context.Context, in *BulkArchiveSessionsRequest, opts ...grpc.CallOption) (*BulkArchiveSessionsResponse, error)
 	// UnarchiveSession restores a session to the state chosen from its history.
 	UnarchiveSession(ctx context.Context, in *UnarchiveSessionRequest, opts ...grpc.CallOption) (*UnarchiveSessionResponse, error)
 	// RestartSession re-runs a failed or idle session (a deliberate resume).
@@ -134,6 +138,16 @@ func (c *lifecycleServiceClient) ArchiveSession(ctx context.Context, in *Archive
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) BulkArchiveSessions(ctx context.Context, in *BulkArchiveSessionsRequest, opts ...grpc.CallOption) (*BulkArchiveSessionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BulkArchiveSessionsResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_BulkArchiveSessions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *lifecycleServiceClient) UnarchiveSession(ctx context.Context, in *UnarchiveSessionRequest, opts ...grpc.CallOption) (*UnarchiveSessionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UnarchiveSessionResponse)
@@ -203,6 +217,9 @@ type LifecycleServiceServer interface {
 	SleepSession(context.Context, *SleepSessionRequest) (*SleepSessionResponse, error)
 	// ArchiveSession moves a session to the trash.
 	ArchiveSession(context.Context, *ArchiveSessionRequest) (*ArchiveSessionResponse, error)
+	// BulkArchiveSessions archives several sessions; a refusal of one is
+	// reported in errors and the batch continues.
+	BulkArchiveSessions(context.Context, *BulkArchiveSessionsRequest) (*BulkArchiveSessionsResponse, error)
 	// UnarchiveSession restores a session to the state chosen from its history.
 	UnarchiveSession(context.Context, *UnarchiveSessionRequest) (*UnarchiveSessionResponse, error)
 	// RestartSession re-runs a failed or idle session (a deliberate resume).
@@ -243,6 +260,9 @@ func (UnimplementedLifecycleServiceServer) SleepSession(context.Context, *SleepS
 }
 func (UnimplementedLifecycleServiceServer) ArchiveSession(context.Context, *ArchiveSessionRequest) (*ArchiveSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ArchiveSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) BulkArchiveSessions(context.Context, *BulkArchiveSessionsRequest) (*BulkArchiveSessionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BulkArchiveSessions not implemented")
 }
 func (UnimplementedLifecycleServiceServer) UnarchiveSession(context.Context, *UnarchiveSessionRequest) (*UnarchiveSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UnarchiveSession not implemented")
@@ -388,6 +408,24 @@ func _LifecycleService_ArchiveSession_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_BulkArchiveSessions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BulkArchiveSessionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).BulkArchiveSessions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_BulkArchiveSessions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).BulkArchiveSessions(ctx, req.(*BulkArchiveSessionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _LifecycleService_UnarchiveSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(UnarchiveSessionRequest)
 	if err := dec(in); err != nil {
@@ -508,6 +546,10 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ArchiveSession",
 			Handler:    _LifecycleService_ArchiveSession_Handler,
+		},
+		{
+			MethodName: "BulkArchiveSessions",
+			Handler:    _LifecycleService_BulkArchiveSessions_Handler,
 		},
 		{
 			MethodName: "UnarchiveSession",

@@ -11,7 +11,7 @@ ALTER TABLE sessions
 CREATE TABLE session_timeline (
     id         bigserial   PRIMARY KEY,
     session_id bigint      NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    kind       text        NOT NULL CHECK (kind IN ('transition', 'warning', 'refusal')),
+    kind       text        NOT NULL CHECK (kind IN ('transition', 'warning', 'refusal', 'note')),
     message    text        NOT NULL,
     created_at timestamptz NOT NULL
 );
