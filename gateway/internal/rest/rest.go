@@ -45,7 +45,7 @@ func NewHandler(ctx context.Context, lifecycle lifecyclev1.LifecycleServiceClien
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &marshaler{Marshaler: wirejson.NewMarshaler()}),
 		runtime.WithErrorHandler(h.serviceError),
 		runtime.WithRoutingErrorHandler(h.routingError),
-		runtime.WithForwardResponseOption(createdStatus),
+		runtime.WithForwardResponseOption(successStatus),
 		// Tells lifecycle which surface a call came through (the archive
 		// line names it). Client headers are never forwarded, so a caller
 		// cannot claim another surface.
@@ -110,10 +110,14 @@ func (m *marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 	})
 }
 
-// createdStatus answers 201 for creates.
-func createdStatus(_ context.Context, w http.ResponseWriter, resp proto.Message) error {
-	if _, ok := resp.(*lifecyclev1.CreateSessionResponse); ok {
+// successStatus answers 201 for creates and 204 for deletes.
+func successStatus(_ context.Context, w http.ResponseWriter, resp proto.Message) error {
+	switch resp.(type) {
+	case *lifecyclev1.CreateSessionResponse:
 		w.WriteHeader(http.StatusCreated)
+	case *lifecyclev1.DeleteSessionResponse:
+		// 204 carries no body: net/http drops the "{}" the gateway writes.
+		w.WriteHeader(http.StatusNoContent)
 	}
 	return nil
 }

@@ -35,6 +35,52 @@ type SessionRepository interface {
 	Timeline(ctx context.Context, ref domain.SessionRef) ([]domain.TimelineLine, error)
 	// Events returns the session's event stream, oldest first.
 	Events(ctx context.Context, ref domain.SessionRef) ([]domain.StreamEvent, error)
+	// Update locks the session and saves change's result with its timeline
+	// note and announcement.
+	Update(ctx context.Context, ref domain.SessionRef,
+		change func(domain.Session) (domain.Session, domain.TimelineEntry, error)) (domain.Session, error)
+	// Delete removes the session for good and announces it.
+	Delete(ctx context.Context, ref domain.SessionRef) error
+}
+
+// SettingsRepository stores the experimental settings.
+type SettingsRepository interface {
+	Settings(ctx context.Context) (domain.Settings, error)
+	// UpdateSettings changes the settings given (nil keeps one).
+	UpdateSettings(ctx context.Context, provenanceViaMCP *bool) (domain.Settings, error)
+}
+
+// UpdateSession patches a session's editable fields.
+type UpdateSession struct {
+	Repo  SessionRepository
+	Clock domain.Clock
+}
+
+// Handle validates the patch and applies it under the session's lock.
+func (uc UpdateSession) Handle(ctx context.Context, ref string, p domain.Patch) (domain.Session, error) {
+	r, err := domain.ParseSessionRef(ref)
+	if err != nil {
+		return domain.Session{}, err
+	}
+	if err := p.Validate(); err != nil {
+		return domain.Session{}, err
+	}
+	return uc.Repo.Update(ctx, r, func(s domain.Session) (domain.Session, domain.TimelineEntry, error) {
+		next, note := p.Apply(s, uc.Clock.Now())
+		return next, note, nil
+	})
+}
+
+// DeleteSession hard-deletes a session.
+type DeleteSession struct{ Repo SessionRepository }
+
+// Handle parses ref and deletes the session.
+func (uc DeleteSession) Handle(ctx context.Context, ref string) error {
+	r, err := domain.ParseSessionRef(ref)
+	if err != nil {
+		return err
+	}
+	return uc.Repo.Delete(ctx, r)
 }
 
 // CreateSession creates a session in the waiting state.
@@ -156,6 +202,8 @@ type Sessions struct {
 	List       ListSessions
 	Transition TransitionSession
 	History    SessionHistory
+	Update     UpdateSession
+	Delete     DeleteSession
 }
 
 // DefaultTrashRetention is the spec's TRASH_RETENTION_PERIOD.
@@ -172,5 +220,20 @@ func NewSessions(repo SessionRepository, clock domain.Clock, trashRetention time
 		List:       ListSessions{Repo: repo},
 		Transition: TransitionSession{Repo: repo, Clock: clock, TrashRetention: trashRetention},
 		History:    SessionHistory{Repo: repo},
+		Update:     UpdateSession{Repo: repo, Clock: clock},
+		Delete:     DeleteSession{Repo: repo},
 	}
+}
+
+// ExperimentalSettings reads and changes the experimental settings.
+type ExperimentalSettings struct{ Repo SettingsRepository }
+
+// Get returns the settings.
+func (uc ExperimentalSettings) Get(ctx context.Context) (domain.Settings, error) {
+	return uc.Repo.Settings(ctx)
+}
+
+// Update changes the settings given.
+func (uc ExperimentalSettings) Update(ctx context.Context, provenanceViaMCP *bool) (domain.Settings, error) {
+	return uc.Repo.UpdateSettings(ctx, provenanceViaMCP)
 }

@@ -58,6 +58,9 @@ type Session struct {
 	TrashAfter   *time.Time // restorable until then
 	// Version increases with every committed change (optimistic readers).
 	Version int64
+
+	HeartbeatEnabled         bool
+	HeartbeatIntervalSeconds int32
 }
 
 // NewSession is what a caller asks for when creating a session.
@@ -175,6 +178,8 @@ func (n NewSession) Build(parent *Session, now time.Time) (Session, error) {
 		CreatedAt:       now,
 		UpdatedAt:       now,
 		Version:         1,
+
+		HeartbeatIntervalSeconds: DefaultHeartbeatSeconds,
 	}, nil
 }
 

@@ -5,6 +5,7 @@ package events
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
@@ -23,6 +24,7 @@ const SubscriberLineage = "lineage"
 const (
 	TopicSessionCreated = "lifecycle.session_created"
 	TopicSessionUpdated = "lifecycle.session_updated"
+	TopicSessionDeleted = "lifecycle.session_deleted"
 )
 
 // Encode implements store.EventEncoder.
@@ -43,6 +45,10 @@ func Encode(e domain.Fact) (outbox.Event, []string, error) {
 		}
 		return build(TopicSessionUpdated, e.Session, &lifecyclev1.SessionEvent{
 			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s}},
+		}, SubscriberLineage)
+	case domain.SessionDeleted:
+		return build(TopicSessionDeleted, domain.Session{ID: e.SessionID, UpdatedAt: time.Now().UTC()}, &lifecyclev1.SessionEvent{
+			Payload: &lifecyclev1.SessionEvent_Deleted{Deleted: &lifecyclev1.SessionDeleted{SessionId: e.SessionID}},
 		}, SubscriberLineage)
 	default:
 		return outbox.Event{}, nil, fmt.Errorf("no encoding for event %T", e)

@@ -22,12 +22,13 @@ import (
 type Server struct {
 	lifecyclev1.UnimplementedLifecycleServiceServer
 	sessions app.Sessions
+	settings app.ExperimentalSettings
 	logger   *slog.Logger
 }
 
 // NewServer returns the API over the use cases.
-func NewServer(sessions app.Sessions, logger *slog.Logger) *Server {
-	return &Server{sessions: sessions, logger: logger}
+func NewServer(sessions app.Sessions, settings app.ExperimentalSettings, logger *slog.Logger) *Server {
+	return &Server{sessions: sessions, settings: settings, logger: logger}
 }
 
 // Register adds the service to s.

@@ -43,9 +43,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	if err != nil {
 		return nil, err
 	}
-	repo := store.NewSessions(h.Pool, events.Encode, domain.SystemClock{})
+	repo := store.NewSessions(h.Pool, events.Encode, domain.SystemClock{}, logger)
 	svc := &Service{Host: h, Sessions: app.NewSessions(repo, domain.SystemClock{}, cfg.TrashRetention)}
-	grpcapi.NewServer(svc.Sessions, logger).Register(h.GRPC.Server)
+	grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).Register(h.GRPC.Server)
 
 	if cfg.LineageAddr != "" {
 		conn, err := grpcclient.Dial(cfg.LineageAddr, firstKey(cfg.APIKeys))

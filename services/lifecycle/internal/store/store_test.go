@@ -16,6 +16,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
+	"github.com/zimmerhq/zimmer/services/platform/slogx"
 )
 
 type fixedClock struct{ t time.Time }
@@ -31,7 +32,7 @@ func setup(t *testing.T) testBundle {
 	t.Helper()
 	pool := pgtest.DB(t, inbox.Migrations, outbox.Migrations, store.Migrations)
 	clock := fixedClock{time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
-	repo := store.NewSessions(pool, events.Encode, clock)
+	repo := store.NewSessions(pool, events.Encode, clock, slogx.Discard())
 	return testBundle{pool: pool, sessions: app.NewSessions(repo, clock, app.DefaultTrashRetention)}
 }
 

@@ -38,6 +38,9 @@ func (s *Sessions) Transition(ctx context.Context, ref domain.SessionRef,
 		if err := s.save(ctx, tx, out.Session); err != nil {
 			return err
 		}
+		if hasEffect(out, domain.EffectRecordFlags) {
+			s.recordFlags(ctx, tx, out.Session)
+		}
 		if err := writeTimeline(ctx, tx, cur.ID, out.Session.UpdatedAt, out.Timeline); err != nil {
 			return err
 		}
@@ -84,23 +87,6 @@ func armedWakes(ctx context.Context, tx pgx.Tx, sessionID int64) (domain.Wakes, 
 		return domain.Wakes{}, fmt.Errorf("read wakes of session %d: %w", sessionID, err)
 	}
 	return w, nil
-}
-
-func (s *Sessions) save(ctx context.Context, tx pgx.Tx, sess domain.Session) error {
-	markers, err := json.Marshal(sess.Markers)
-	if err != nil {
-		return fmt.Errorf("encode markers: %w", err)
-	}
-	_, err = tx.Exec(ctx, `
-		UPDATE sessions SET status = $2, markers = $3, elapsed_since = $4, archived_at = $5,
-			archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1
-		WHERE id = $1`,
-		sess.ID, sess.Status, markers, sess.ElapsedSince, sess.ArchivedAt, sess.ArchivedFrom,
-		sess.TrashAfter, sess.UpdatedAt)
-	if err != nil {
-		return fmt.Errorf("save session %d: %w", sess.ID, err)
-	}
-	return nil
 }
 
 func writeTimeline(ctx context.Context, db pgdb.DBTX, sessionID int64, at time.Time, lines []domain.TimelineEntry) error {

@@ -1490,6 +1490,562 @@ func (x *BulkArchiveError) GetError() string {
 	return ""
 }
 
+type UpdateSessionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Title     *string                `protobuf:"bytes,2,opt,name=title,proto3,oneof" json:"title,omitempty"`
+	// Set to "" to remove the slug.
+	Slug            *string `protobuf:"bytes,3,opt,name=slug,proto3,oneof" json:"slug,omitempty"`
+	Goal            *string `protobuf:"bytes,4,opt,name=goal,proto3,oneof" json:"goal,omitempty"`
+	SchedulingClass *string `protobuf:"bytes,5,opt,name=scheduling_class,json=schedulingClass,proto3,oneof" json:"scheduling_class,omitempty"`
+	Precedence      *int32  `protobuf:"varint,6,opt,name=precedence,proto3,oneof" json:"precedence,omitempty"`
+	// Merged into the stored object: a key set to null is removed.
+	CustomMetadata   *structpb.Struct `protobuf:"bytes,7,opt,name=custom_metadata,json=customMetadata,proto3" json:"custom_metadata,omitempty"`
+	HeartbeatEnabled *bool            `protobuf:"varint,8,opt,name=heartbeat_enabled,json=heartbeatEnabled,proto3,oneof" json:"heartbeat_enabled,omitempty"`
+	// 30 to 86,400.
+	HeartbeatIntervalSeconds *int32 `protobuf:"varint,9,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3,oneof" json:"heartbeat_interval_seconds,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
+}
+
+func (x *UpdateSessionRequest) Reset() {
+	*x = UpdateSessionRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSessionRequest) ProtoMessage() {}
+
+func (x *UpdateSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSessionRequest.ProtoReflect.Descriptor instead.
+func (*UpdateSessionRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *UpdateSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *UpdateSessionRequest) GetTitle() string {
+	if x != nil && x.Title != nil {
+		return *x.Title
+	}
+	return ""
+}
+
+func (x *UpdateSessionRequest) GetSlug() string {
+	if x != nil && x.Slug != nil {
+		return *x.Slug
+	}
+	return ""
+}
+
+func (x *UpdateSessionRequest) GetGoal() string {
+	if x != nil && x.Goal != nil {
+		return *x.Goal
+	}
+	return ""
+}
+
+func (x *UpdateSessionRequest) GetSchedulingClass() string {
+	if x != nil && x.SchedulingClass != nil {
+		return *x.SchedulingClass
+	}
+	return ""
+}
+
+func (x *UpdateSessionRequest) GetPrecedence() int32 {
+	if x != nil && x.Precedence != nil {
+		return *x.Precedence
+	}
+	return 0
+}
+
+func (x *UpdateSessionRequest) GetCustomMetadata() *structpb.Struct {
+	if x != nil {
+		return x.CustomMetadata
+	}
+	return nil
+}
+
+func (x *UpdateSessionRequest) GetHeartbeatEnabled() bool {
+	if x != nil && x.HeartbeatEnabled != nil {
+		return *x.HeartbeatEnabled
+	}
+	return false
+}
+
+func (x *UpdateSessionRequest) GetHeartbeatIntervalSeconds() int32 {
+	if x != nil && x.HeartbeatIntervalSeconds != nil {
+		return *x.HeartbeatIntervalSeconds
+	}
+	return 0
+}
+
+type UpdateSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateSessionResponse) Reset() {
+	*x = UpdateSessionResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSessionResponse) ProtoMessage() {}
+
+func (x *UpdateSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSessionResponse.ProtoReflect.Descriptor instead.
+func (*UpdateSessionResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *UpdateSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+type SetSessionHeartbeatRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Enabled   *bool                  `protobuf:"varint,2,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
+	// 30 to 86,400; default 60.
+	IntervalSeconds *int32 `protobuf:"varint,3,opt,name=interval_seconds,json=intervalSeconds,proto3,oneof" json:"interval_seconds,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SetSessionHeartbeatRequest) Reset() {
+	*x = SetSessionHeartbeatRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSessionHeartbeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSessionHeartbeatRequest) ProtoMessage() {}
+
+func (x *SetSessionHeartbeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSessionHeartbeatRequest.ProtoReflect.Descriptor instead.
+func (*SetSessionHeartbeatRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SetSessionHeartbeatRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SetSessionHeartbeatRequest) GetEnabled() bool {
+	if x != nil && x.Enabled != nil {
+		return *x.Enabled
+	}
+	return false
+}
+
+func (x *SetSessionHeartbeatRequest) GetIntervalSeconds() int32 {
+	if x != nil && x.IntervalSeconds != nil {
+		return *x.IntervalSeconds
+	}
+	return 0
+}
+
+type SetSessionHeartbeatResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSessionHeartbeatResponse) Reset() {
+	*x = SetSessionHeartbeatResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSessionHeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSessionHeartbeatResponse) ProtoMessage() {}
+
+func (x *SetSessionHeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSessionHeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*SetSessionHeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *SetSessionHeartbeatResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+type DeleteSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSessionRequest) Reset() {
+	*x = DeleteSessionRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSessionRequest) ProtoMessage() {}
+
+func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *DeleteSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type DeleteSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSessionResponse) Reset() {
+	*x = DeleteSessionResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSessionResponse) ProtoMessage() {}
+
+func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{30}
+}
+
+// Settings are the experimental settings; each session records the values
+// it ran with when it starts and resumes.
+type Settings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Provenance context on demand: the prompt carries a pointer and counts
+	// instead of the full human-message record. Default on.
+	ProvenanceViaMcpEnabled bool `protobuf:"varint,1,opt,name=provenance_via_mcp_enabled,json=provenanceViaMcpEnabled,proto3" json:"provenance_via_mcp_enabled,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *Settings) Reset() {
+	*x = Settings{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Settings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Settings) ProtoMessage() {}
+
+func (x *Settings) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Settings.ProtoReflect.Descriptor instead.
+func (*Settings) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *Settings) GetProvenanceViaMcpEnabled() bool {
+	if x != nil {
+		return x.ProvenanceViaMcpEnabled
+	}
+	return false
+}
+
+type GetSettingsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSettingsRequest) Reset() {
+	*x = GetSettingsRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSettingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSettingsRequest) ProtoMessage() {}
+
+func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSettingsRequest.ProtoReflect.Descriptor instead.
+func (*GetSettingsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{32}
+}
+
+type GetSettingsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Settings      *Settings              `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSettingsResponse) Reset() {
+	*x = GetSettingsResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSettingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSettingsResponse) ProtoMessage() {}
+
+func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSettingsResponse.ProtoReflect.Descriptor instead.
+func (*GetSettingsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GetSettingsResponse) GetSettings() *Settings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+type UpdateSettingsRequest struct {
+	state                   protoimpl.MessageState `protogen:"open.v1"`
+	ProvenanceViaMcpEnabled *bool                  `protobuf:"varint,1,opt,name=provenance_via_mcp_enabled,json=provenanceViaMcpEnabled,proto3,oneof" json:"provenance_via_mcp_enabled,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *UpdateSettingsRequest) Reset() {
+	*x = UpdateSettingsRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSettingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSettingsRequest) ProtoMessage() {}
+
+func (x *UpdateSettingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSettingsRequest.ProtoReflect.Descriptor instead.
+func (*UpdateSettingsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *UpdateSettingsRequest) GetProvenanceViaMcpEnabled() bool {
+	if x != nil && x.ProvenanceViaMcpEnabled != nil {
+		return *x.ProvenanceViaMcpEnabled
+	}
+	return false
+}
+
+type UpdateSettingsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Settings      *Settings              `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateSettingsResponse) Reset() {
+	*x = UpdateSettingsResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSettingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSettingsResponse) ProtoMessage() {}
+
+func (x *UpdateSettingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSettingsResponse.ProtoReflect.Descriptor instead.
+func (*UpdateSettingsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *UpdateSettingsResponse) GetSettings() *Settings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
@@ -1611,12 +2167,63 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x10BulkArchiveError\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error2\x90\x0e\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\x83\x04\n" +
+	"\x14UpdateSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
+	"\x05title\x18\x02 \x01(\tH\x00R\x05title\x88\x01\x01\x12\x17\n" +
+	"\x04slug\x18\x03 \x01(\tH\x01R\x04slug\x88\x01\x01\x12\x17\n" +
+	"\x04goal\x18\x04 \x01(\tH\x02R\x04goal\x88\x01\x01\x12.\n" +
+	"\x10scheduling_class\x18\x05 \x01(\tH\x03R\x0fschedulingClass\x88\x01\x01\x12#\n" +
+	"\n" +
+	"precedence\x18\x06 \x01(\x05H\x04R\n" +
+	"precedence\x88\x01\x01\x12@\n" +
+	"\x0fcustom_metadata\x18\a \x01(\v2\x17.google.protobuf.StructR\x0ecustomMetadata\x120\n" +
+	"\x11heartbeat_enabled\x18\b \x01(\bH\x05R\x10heartbeatEnabled\x88\x01\x01\x12A\n" +
+	"\x1aheartbeat_interval_seconds\x18\t \x01(\x05H\x06R\x18heartbeatIntervalSeconds\x88\x01\x01B\b\n" +
+	"\x06_titleB\a\n" +
+	"\x05_slugB\a\n" +
+	"\x05_goalB\x13\n" +
+	"\x11_scheduling_classB\r\n" +
+	"\v_precedenceB\x14\n" +
+	"\x12_heartbeat_enabledB\x1d\n" +
+	"\x1b_heartbeat_interval_seconds\"O\n" +
+	"\x15UpdateSessionResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"\xab\x01\n" +
+	"\x1aSetSessionHeartbeatRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\aenabled\x18\x02 \x01(\bH\x00R\aenabled\x88\x01\x01\x12.\n" +
+	"\x10interval_seconds\x18\x03 \x01(\x05H\x01R\x0fintervalSeconds\x88\x01\x01B\n" +
+	"\n" +
+	"\b_enabledB\x13\n" +
+	"\x11_interval_seconds\"U\n" +
+	"\x1bSetSessionHeartbeatResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"5\n" +
+	"\x14DeleteSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
+	"\x15DeleteSessionResponse\"G\n" +
+	"\bSettings\x12;\n" +
+	"\x1aprovenance_via_mcp_enabled\x18\x01 \x01(\bR\x17provenanceViaMcpEnabled\"\x14\n" +
+	"\x12GetSettingsRequest\"P\n" +
+	"\x13GetSettingsResponse\x129\n" +
+	"\bsettings\x18\x01 \x01(\v2\x1d.zimmer.lifecycle.v1.SettingsR\bsettings\"x\n" +
+	"\x15UpdateSettingsRequest\x12@\n" +
+	"\x1aprovenance_via_mcp_enabled\x18\x01 \x01(\bH\x00R\x17provenanceViaMcpEnabled\x88\x01\x01B\x1d\n" +
+	"\x1b_provenance_via_mcp_enabled\"S\n" +
+	"\x16UpdateSettingsResponse\x129\n" +
+	"\bsettings\x18\x01 \x01(\v2\x1d.zimmer.lifecycle.v1.SettingsR\bsettings2\xe7\x13\n" +
 	"\x10LifecycleService\x12\x83\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x84\x01\n" +
 	"\n" +
 	"GetSession\x12&.zimmer.lifecycle.v1.GetSessionRequest\x1a'.zimmer.lifecycle.v1.GetSessionResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/api/v1/sessions/{session_id}\x12}\n" +
-	"\fListSessions\x12(.zimmer.lifecycle.v1.ListSessionsRequest\x1a).zimmer.lifecycle.v1.ListSessionsResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/sessions\x12\x93\x01\n" +
+	"\fListSessions\x12(.zimmer.lifecycle.v1.ListSessionsRequest\x1a).zimmer.lifecycle.v1.ListSessionsResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/sessions\x12\x90\x01\n" +
+	"\rUpdateSession\x12).zimmer.lifecycle.v1.UpdateSessionRequest\x1a*.zimmer.lifecycle.v1.UpdateSessionResponse\"(\x82\xd3\xe4\x93\x02\":\x01*2\x1d/api/v1/sessions/{session_id}\x12\xac\x01\n" +
+	"\x13SetSessionHeartbeat\x12/.zimmer.lifecycle.v1.SetSessionHeartbeatRequest\x1a0.zimmer.lifecycle.v1.SetSessionHeartbeatResponse\"2\x82\xd3\xe4\x93\x02,:\x01*2'/api/v1/sessions/{session_id}/heartbeat\x12\x8d\x01\n" +
+	"\rDeleteSession\x12).zimmer.lifecycle.v1.DeleteSessionRequest\x1a*.zimmer.lifecycle.v1.DeleteSessionResponse\"%\x82\xd3\xe4\x93\x02\x1f*\x1d/api/v1/sessions/{session_id}\x12z\n" +
+	"\vGetSettings\x12'.zimmer.lifecycle.v1.GetSettingsRequest\x1a(.zimmer.lifecycle.v1.GetSettingsResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/settings\x12\x86\x01\n" +
+	"\x0eUpdateSettings\x12*.zimmer.lifecycle.v1.UpdateSettingsRequest\x1a+.zimmer.lifecycle.v1.UpdateSettingsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*2\x10/api/v1/settings\x12\x93\x01\n" +
 	"\fPauseSession\x12(.zimmer.lifecycle.v1.PauseSessionRequest\x1a).zimmer.lifecycle.v1.PauseSessionResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/pause\x12\x93\x01\n" +
 	"\fSleepSession\x12(.zimmer.lifecycle.v1.SleepSessionRequest\x1a).zimmer.lifecycle.v1.SleepSessionResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/sleep\x12\x9b\x01\n" +
 	"\x0eArchiveSession\x12*.zimmer.lifecycle.v1.ArchiveSessionRequest\x1a+.zimmer.lifecycle.v1.ArchiveSessionResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/archive\x12\xa2\x01\n" +
@@ -1639,7 +2246,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*CreateSessionRequest)(nil),        // 0: zimmer.lifecycle.v1.CreateSessionRequest
 	(*CreateSessionResponse)(nil),       // 1: zimmer.lifecycle.v1.CreateSessionResponse
@@ -1666,58 +2273,84 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*BulkArchiveSessionsRequest)(nil),  // 22: zimmer.lifecycle.v1.BulkArchiveSessionsRequest
 	(*BulkArchiveSessionsResponse)(nil), // 23: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
 	(*BulkArchiveError)(nil),            // 24: zimmer.lifecycle.v1.BulkArchiveError
-	(*structpb.Struct)(nil),             // 25: google.protobuf.Struct
-	(*Session)(nil),                     // 26: zimmer.lifecycle.v1.Session
-	(*Pagination)(nil),                  // 27: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),       // 28: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                // 29: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                 // 30: zimmer.lifecycle.v1.StreamEvent
+	(*UpdateSessionRequest)(nil),        // 25: zimmer.lifecycle.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil),       // 26: zimmer.lifecycle.v1.UpdateSessionResponse
+	(*SetSessionHeartbeatRequest)(nil),  // 27: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	(*SetSessionHeartbeatResponse)(nil), // 28: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	(*DeleteSessionRequest)(nil),        // 29: zimmer.lifecycle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),       // 30: zimmer.lifecycle.v1.DeleteSessionResponse
+	(*Settings)(nil),                    // 31: zimmer.lifecycle.v1.Settings
+	(*GetSettingsRequest)(nil),          // 32: zimmer.lifecycle.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),         // 33: zimmer.lifecycle.v1.GetSettingsResponse
+	(*UpdateSettingsRequest)(nil),       // 34: zimmer.lifecycle.v1.UpdateSettingsRequest
+	(*UpdateSettingsResponse)(nil),      // 35: zimmer.lifecycle.v1.UpdateSettingsResponse
+	(*structpb.Struct)(nil),             // 36: google.protobuf.Struct
+	(*Session)(nil),                     // 37: zimmer.lifecycle.v1.Session
+	(*Pagination)(nil),                  // 38: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),       // 39: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                // 40: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                 // 41: zimmer.lifecycle.v1.StreamEvent
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	25, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	26, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	26, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	26, // 3: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	27, // 4: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	26, // 5: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	26, // 6: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	26, // 7: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	26, // 8: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	26, // 9: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	28, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	29, // 11: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	30, // 12: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	26, // 13: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	36, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	37, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	37, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	37, // 3: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	38, // 4: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	37, // 5: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	37, // 6: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	37, // 7: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	37, // 8: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	37, // 9: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	39, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	40, // 11: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	41, // 12: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	37, // 13: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	24, // 14: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	0,  // 15: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	2,  // 16: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	4,  // 17: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	6,  // 18: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	8,  // 19: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	14, // 20: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	22, // 21: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	10, // 22: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	12, // 23: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	16, // 24: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	18, // 25: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	20, // 26: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	1,  // 27: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	3,  // 28: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	5,  // 29: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	7,  // 30: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	9,  // 31: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	15, // 32: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	23, // 33: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	11, // 34: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	13, // 35: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	17, // 36: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	19, // 37: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	21, // 38: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	27, // [27:39] is the sub-list for method output_type
-	15, // [15:27] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	36, // 15: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	37, // 16: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	37, // 17: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	31, // 18: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	31, // 19: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	0,  // 20: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	2,  // 21: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	4,  // 22: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	25, // 23: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	27, // 24: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	29, // 25: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	32, // 26: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	34, // 27: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	6,  // 28: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	8,  // 29: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	14, // 30: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	22, // 31: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	10, // 32: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	12, // 33: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	16, // 34: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	18, // 35: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	20, // 36: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	1,  // 37: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	3,  // 38: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	5,  // 39: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	26, // 40: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	28, // 41: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	30, // 42: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	33, // 43: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	35, // 44: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	7,  // 45: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	9,  // 46: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	15, // 47: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	23, // 48: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	11, // 49: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	13, // 50: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	17, // 51: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	19, // 52: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	21, // 53: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	37, // [37:54] is the sub-list for method output_type
+	20, // [20:37] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -1733,13 +2366,16 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[12].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[22].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

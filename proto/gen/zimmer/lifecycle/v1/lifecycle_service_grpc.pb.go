@@ -22,6 +22,11 @@ const (
 	LifecycleService_CreateSession_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/CreateSession"
 	LifecycleService_GetSession_FullMethodName          = "/zimmer.lifecycle.v1.LifecycleService/GetSession"
 	LifecycleService_ListSessions_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/ListSessions"
+	LifecycleService_UpdateSession_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/UpdateSession"
+	LifecycleService_SetSessionHeartbeat_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/SetSessionHeartbeat"
+	LifecycleService_DeleteSession_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/DeleteSession"
+	LifecycleService_GetSettings_FullMethodName         = "/zimmer.lifecycle.v1.LifecycleService/GetSettings"
+	LifecycleService_UpdateSettings_FullMethodName      = "/zimmer.lifecycle.v1.LifecycleService/UpdateSettings"
 	LifecycleService_PauseSession_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/PauseSession"
 	LifecycleService_SleepSession_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/SleepSession"
 	LifecycleService_ArchiveSession_FullMethodName      = "/zimmer.lifecycle.v1.LifecycleService/ArchiveSession"
@@ -45,6 +50,19 @@ type LifecycleServiceClient interface {
 	GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*GetSessionResponse, error)
 	// ListSessions lists sessions, newest first.
 	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
+	// UpdateSession changes a session's editable fields; fields left out are
+	// kept. Presence, not a field mask, says what to change: a REST client
+	// sends only the keys it means.
+	UpdateSession(ctx context.Context, in *UpdateSessionRequest, opts ...grpc.CallOption) (*UpdateSessionResponse, error)
+	// SetSessionHeartbeat turns the heartbeat nudge on or off and sets its
+	// interval.
+	SetSessionHeartbeat(ctx context.Context, in *SetSessionHeartbeatRequest, opts ...grpc.CallOption) (*SetSessionHeartbeatResponse, error)
+	// DeleteSession deletes a session for good (REST answers 204).
+	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
+	// GetSettings returns the experimental settings.
+	GetSettings(ctx context.Context, in *GetSettingsRequest, opts ...grpc.CallOption) (*GetSettingsResponse, error)
+	// UpdateSettings changes experimental settings; left-out ones are kept.
+	UpdateSettings(ctx context.Context, in *UpdateSettingsRequest, opts ...grpc.CallOption) (*UpdateSettingsResponse, error)
 	// PauseSession stops the turn of a running session: running → needs_input.
 	PauseSession(ctx context.Context, in *PauseSessionRequest, opts ...grpc.CallOption) (*PauseSessionResponse, error)
 	// SleepSession sleeps a needs_input session now (→ waiting) and defers a
@@ -102,6 +120,56 @@ func (c *lifecycleServiceClient) ListSessions(ctx context.Context, in *ListSessi
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListSessionsResponse)
 	err := c.cc.Invoke(ctx, LifecycleService_ListSessions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) UpdateSession(ctx context.Context, in *UpdateSessionRequest, opts ...grpc.CallOption) (*UpdateSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateSessionResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_UpdateSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) SetSessionHeartbeat(ctx context.Context, in *SetSessionHeartbeatRequest, opts ...grpc.CallOption) (*SetSessionHeartbeatResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetSessionHeartbeatResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_SetSessionHeartbeat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSessionResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_DeleteSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) GetSettings(ctx context.Context, in *GetSettingsRequest, opts ...grpc.CallOption) (*GetSettingsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSettingsResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_GetSettings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) UpdateSettings(ctx context.Context, in *UpdateSettingsRequest, opts ...grpc.CallOption) (*UpdateSettingsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateSettingsResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_UpdateSettings_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +278,19 @@ type LifecycleServiceServer interface {
 	GetSession(context.Context, *GetSessionRequest) (*GetSessionResponse, error)
 	// ListSessions lists sessions, newest first.
 	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
+	// UpdateSession changes a session's editable fields; fields left out are
+	// kept. Presence, not a field mask, says what to change: a REST client
+	// sends only the keys it means.
+	UpdateSession(context.Context, *UpdateSessionRequest) (*UpdateSessionResponse, error)
+	// SetSessionHeartbeat turns the heartbeat nudge on or off and sets its
+	// interval.
+	SetSessionHeartbeat(context.Context, *SetSessionHeartbeatRequest) (*SetSessionHeartbeatResponse, error)
+	// DeleteSession deletes a session for good (REST answers 204).
+	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
+	// GetSettings returns the experimental settings.
+	GetSettings(context.Context, *GetSettingsRequest) (*GetSettingsResponse, error)
+	// UpdateSettings changes experimental settings; left-out ones are kept.
+	UpdateSettings(context.Context, *UpdateSettingsRequest) (*UpdateSettingsResponse, error)
 	// PauseSession stops the turn of a running session: running → needs_input.
 	PauseSession(context.Context, *PauseSessionRequest) (*PauseSessionResponse, error)
 	// SleepSession sleeps a needs_input session now (→ waiting) and defers a
@@ -251,6 +332,21 @@ func (UnimplementedLifecycleServiceServer) GetSession(context.Context, *GetSessi
 }
 func (UnimplementedLifecycleServiceServer) ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListSessions not implemented")
+}
+func (UnimplementedLifecycleServiceServer) UpdateSession(context.Context, *UpdateSessionRequest) (*UpdateSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) SetSessionHeartbeat(context.Context, *SetSessionHeartbeatRequest) (*SetSessionHeartbeatResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetSessionHeartbeat not implemented")
+}
+func (UnimplementedLifecycleServiceServer) DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) GetSettings(context.Context, *GetSettingsRequest) (*GetSettingsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSettings not implemented")
+}
+func (UnimplementedLifecycleServiceServer) UpdateSettings(context.Context, *UpdateSettingsRequest) (*UpdateSettingsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateSettings not implemented")
 }
 func (UnimplementedLifecycleServiceServer) PauseSession(context.Context, *PauseSessionRequest) (*PauseSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PauseSession not implemented")
@@ -350,6 +446,96 @@ func _LifecycleService_ListSessions_Handler(srv interface{}, ctx context.Context
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(LifecycleServiceServer).ListSessions(ctx, req.(*ListSessionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_UpdateSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).UpdateSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_UpdateSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).UpdateSession(ctx, req.(*UpdateSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_SetSessionHeartbeat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetSessionHeartbeatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).SetSessionHeartbeat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_SetSessionHeartbeat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).SetSessionHeartbeat(ctx, req.(*SetSessionHeartbeatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_DeleteSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).DeleteSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_DeleteSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).DeleteSession(ctx, req.(*DeleteSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_GetSettings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSettingsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).GetSettings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_GetSettings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).GetSettings(ctx, req.(*GetSettingsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_UpdateSettings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateSettingsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).UpdateSettings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_UpdateSettings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).UpdateSettings(ctx, req.(*UpdateSettingsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -534,6 +720,26 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListSessions",
 			Handler:    _LifecycleService_ListSessions_Handler,
+		},
+		{
+			MethodName: "UpdateSession",
+			Handler:    _LifecycleService_UpdateSession_Handler,
+		},
+		{
+			MethodName: "SetSessionHeartbeat",
+			Handler:    _LifecycleService_SetSessionHeartbeat_Handler,
+		},
+		{
+			MethodName: "DeleteSession",
+			Handler:    _LifecycleService_DeleteSession_Handler,
+		},
+		{
+			MethodName: "GetSettings",
+			Handler:    _LifecycleService_GetSettings_Handler,
+		},
+		{
+			MethodName: "UpdateSettings",
+			Handler:    _LifecycleService_UpdateSettings_Handler,
 		},
 		{
 			MethodName: "PauseSession",

@@ -67,9 +67,11 @@ type Session struct {
 	// The needs-input debounce marker, incremented by every pause.
 	NeedsInputCount int64 `protobuf:"varint,25,opt,name=needs_input_count,json=needsInputCount,proto3" json:"needs_input_count,omitempty"`
 	// Increases with every committed change.
-	Version       int64 `protobuf:"varint,26,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Version                  int64 `protobuf:"varint,26,opt,name=version,proto3" json:"version,omitempty"`
+	HeartbeatEnabled         bool  `protobuf:"varint,27,opt,name=heartbeat_enabled,json=heartbeatEnabled,proto3" json:"heartbeat_enabled,omitempty"`
+	HeartbeatIntervalSeconds int32 `protobuf:"varint,28,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3" json:"heartbeat_interval_seconds,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -280,6 +282,20 @@ func (x *Session) GetNeedsInputCount() int64 {
 func (x *Session) GetVersion() int64 {
 	if x != nil {
 		return x.Version
+	}
+	return 0
+}
+
+func (x *Session) GetHeartbeatEnabled() bool {
+	if x != nil {
+		return x.HeartbeatEnabled
+	}
+	return false
+}
+
+func (x *Session) GetHeartbeatIntervalSeconds() int32 {
+	if x != nil {
+		return x.HeartbeatIntervalSeconds
 	}
 	return 0
 }
@@ -515,7 +531,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe5\a\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd0\b\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -550,7 +566,9 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\rpending_sleep\x18\x17 \x01(\bR\fpendingSleep\x124\n" +
 	"\x16blocked_on_elicitation\x18\x18 \x01(\bR\x14blockedOnElicitation\x12*\n" +
 	"\x11needs_input_count\x18\x19 \x01(\x03R\x0fneedsInputCount\x12\x18\n" +
-	"\aversion\x18\x1a \x01(\x03R\aversionB\x14\n" +
+	"\aversion\x18\x1a \x01(\x03R\aversion\x12+\n" +
+	"\x11heartbeat_enabled\x18\x1b \x01(\bR\x10heartbeatEnabled\x12<\n" +
+	"\x1aheartbeat_interval_seconds\x18\x1c \x01(\x05R\x18heartbeatIntervalSecondsB\x14\n" +
 	"\x12_parent_session_id\"\x87\x01\n" +
 	"\fTimelineLine\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +

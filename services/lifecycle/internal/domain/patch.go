@@ -1,0 +1,125 @@
+package domain
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Heartbeat interval bounds, in seconds.
+const (
+	MinHeartbeatSeconds     = 30
+	MaxHeartbeatSeconds     = 86_400
+	DefaultHeartbeatSeconds = 60
+)
+
+// Patch changes a session's editable fields; nil means keep.
+type Patch struct {
+	Title           *string
+	Slug            *string // "" removes it
+	Goal            *string
+	SchedulingClass *string
+	Precedence      *int32
+	// CustomMetadata is merged into the stored object; a nil value removes
+	// its key.
+	CustomMetadata           map[string]any
+	MetadataBytes            int
+	HeartbeatEnabled         *bool
+	HeartbeatIntervalSeconds *int32
+}
+
+// Validate checks the patch and reports every problem at once.
+func (p Patch) Validate() error {
+	var vs violations
+	if p.Title != nil && utf8.RuneCountInString(*p.Title) > MaxTitleChars {
+		vs.add("title", "is longer than %d characters", MaxTitleChars)
+	}
+	if p.Slug != nil && *p.Slug != "" {
+		if err := ValidateSlug(*p.Slug); err != nil {
+			vs.add("slug", "%s", err)
+		}
+	}
+	if p.Goal != nil && utf8.RuneCountInString(*p.Goal) > MaxGoalChars {
+		vs.add("goal", "is longer than %d characters", MaxGoalChars)
+	}
+	if p.SchedulingClass != nil && *p.SchedulingClass != SchedulingPriority && *p.SchedulingClass != SchedulingSpot {
+		vs.add("scheduling_class", "%q is not a scheduling class; use %q or %q", *p.SchedulingClass, SchedulingPriority, SchedulingSpot)
+	}
+	if p.MetadataBytes > MaxMetadataBytes {
+		vs.add("custom_metadata", "is %d bytes encoded; the limit is %d", p.MetadataBytes, MaxMetadataBytes)
+	}
+	if i := p.HeartbeatIntervalSeconds; i != nil && (*i < MinHeartbeatSeconds || *i > MaxHeartbeatSeconds) {
+		vs.add("heartbeat_interval_seconds", "is %d; use %d to %d seconds", *i, MinHeartbeatSeconds, MaxHeartbeatSeconds)
+	}
+	if p.empty() {
+		vs.add("body", "changes nothing; send at least one of title, slug, goal, scheduling_class, precedence, custom_metadata, heartbeat_enabled, heartbeat_interval_seconds")
+	}
+	return vs.err()
+}
+
+func (p Patch) empty() bool {
+	return p.Title == nil && p.Slug == nil && p.Goal == nil && p.SchedulingClass == nil && p.Precedence == nil &&
+		p.CustomMetadata == nil && p.HeartbeatEnabled == nil && p.HeartbeatIntervalSeconds == nil
+}
+
+// Apply returns s with the patch applied and a timeline note naming what
+// changed.
+func (p Patch) Apply(s Session, now time.Time) (Session, TimelineEntry) {
+	var changed []string
+	set := func(name string, dst *string, v *string) {
+		if v != nil && *dst != *v {
+			*dst = *v
+			changed = append(changed, name)
+		}
+	}
+	set("title", &s.Title, p.Title)
+	set("slug", &s.Slug, p.Slug)
+	set("goal", &s.Goal, p.Goal)
+	set("scheduling_class", &s.SchedulingClass, p.SchedulingClass)
+	if p.Precedence != nil && s.Precedence != *p.Precedence {
+		s.Precedence = *p.Precedence
+		changed = append(changed, "precedence")
+	}
+	if p.CustomMetadata != nil {
+		md := make(map[string]any, len(s.CustomMetadata)+len(p.CustomMetadata))
+		for k, v := range s.CustomMetadata {
+			md[k] = v
+		}
+		for k, v := range p.CustomMetadata {
+			if v == nil {
+				delete(md, k)
+			} else {
+				md[k] = v
+			}
+		}
+		s.CustomMetadata = md
+		changed = append(changed, "custom_metadata")
+	}
+	if p.HeartbeatEnabled != nil && s.HeartbeatEnabled != *p.HeartbeatEnabled {
+		s.HeartbeatEnabled = *p.HeartbeatEnabled
+		changed = append(changed, "heartbeat_enabled")
+	}
+	if p.HeartbeatIntervalSeconds != nil && s.HeartbeatIntervalSeconds != *p.HeartbeatIntervalSeconds {
+		s.HeartbeatIntervalSeconds = *p.HeartbeatIntervalSeconds
+		changed = append(changed, "heartbeat_interval_seconds")
+	}
+	s.UpdatedAt = now
+	msg := "[Session] updated " + strings.Join(changed, ", ")
+	if len(changed) == 0 {
+		msg = "[Session] update changed nothing"
+	}
+	return s, TimelineEntry{Kind: TimelineNote, Message: msg}
+}
+
+// Settings are the experimental settings.
+type Settings struct {
+	ProvenanceViaMCPEnabled bool
+}
+
+// DefaultSettings are the settings before anyone changes them.
+var DefaultSettings = Settings{ProvenanceViaMCPEnabled: true}
+
+// SessionDeleted announces a hard delete.
+type SessionDeleted struct{ SessionID int64 }
+
+func (SessionDeleted) isFact() {}

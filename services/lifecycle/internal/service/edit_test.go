@@ -1,0 +1,136 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestUpdateSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+	s := b.create(t, &lifecyclev1.CreateSessionRequest{Prompt: "p", GitRoot: "g", CustomMetadata: mustStruct(t, map[string]any{"keep": 1, "drop": 2})})
+	id := fmt.Sprint(s.GetId())
+	require.EqualValues(t, 60, s.GetHeartbeatIntervalSeconds())
+
+	md := mustStruct(t, map[string]any{"drop": nil, "new": "x"})
+	resp, err := b.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{
+		SessionId: id, Title: ptr("Renamed"), Slug: ptr("renamed"), Goal: ptr("ship"), SchedulingClass: ptr("spot"),
+		Precedence: ptr(int32(3)), CustomMetadata: md, HeartbeatEnabled: ptr(true), HeartbeatIntervalSeconds: ptr(int32(300)),
+	})
+	require.NoError(t, err)
+	got := resp.GetSession()
+	require.Equal(t, "Renamed", got.GetTitle())
+	require.Equal(t, "renamed", got.GetSlug())
+	require.Equal(t, "spot", got.GetSchedulingClass())
+	require.EqualValues(t, 3, got.GetPrecedence())
+	require.Equal(t, map[string]any{"keep": float64(1), "new": "x"}, got.GetCustomMetadata().AsMap(), "merged; null removes")
+	require.True(t, got.GetHeartbeatEnabled())
+	require.EqualValues(t, 300, got.GetHeartbeatIntervalSeconds())
+	require.Equal(t, "waiting", got.GetStatus(), "a patch is not a transition")
+
+	hb, err := b.client.SetSessionHeartbeat(ctx, &lifecyclev1.SetSessionHeartbeatRequest{SessionId: "renamed", Enabled: ptr(false)})
+	require.NoError(t, err)
+	require.False(t, hb.GetSession().GetHeartbeatEnabled())
+	require.EqualValues(t, 300, hb.GetSession().GetHeartbeatIntervalSeconds(), "left-out fields are kept")
+
+	// Bad input: every field named, nothing written.
+	_, err = b.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: id, Slug: ptr("123"), SchedulingClass: ptr("urgent"), HeartbeatIntervalSeconds: ptr(int32(10))})
+	st := status.Convert(err)
+	require.Equal(t, codes.InvalidArgument, st.Code())
+	var fields []string
+	for _, d := range st.Details() {
+		for _, v := range d.(*errdetails.BadRequest).GetFieldViolations() {
+			fields = append(fields, v.GetField())
+		}
+	}
+	require.Equal(t, []string{"slug", "scheduling_class", "heartbeat_interval_seconds"}, fields)
+	_, err = b.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: id})
+	require.Equal(t, codes.InvalidArgument, status.Code(err), "an empty patch says what to send")
+
+	other := b.create(t, &lifecyclev1.CreateSessionRequest{})
+	_, err = b.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: fmt.Sprint(other.GetId()), Slug: ptr("renamed")})
+	require.Equal(t, codes.AlreadyExists, status.Code(err))
+
+	after, err := b.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: id})
+	require.NoError(t, err)
+	require.Equal(t, hb.GetSession().GetVersion(), after.GetSession().GetVersion(), "refused patches wrote nothing")
+}
+
+func TestDeleteSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+	parent := b.create(t, &lifecyclev1.CreateSessionRequest{})
+	child := b.create(t, &lifecyclev1.CreateSessionRequest{Prompt: "c", GitRoot: "g", ParentSessionId: ptr(parent.GetId())})
+
+	_, err := b.client.DeleteSession(ctx, &lifecyclev1.DeleteSessionRequest{SessionId: fmt.Sprint(parent.GetId())})
+	require.NoError(t, err)
+	_, err = b.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: fmt.Sprint(parent.GetId())})
+	require.Equal(t, codes.NotFound, status.Code(err))
+	_, err = b.client.DeleteSession(ctx, &lifecyclev1.DeleteSessionRequest{SessionId: fmt.Sprint(parent.GetId())})
+	require.Equal(t, codes.NotFound, status.Code(err))
+
+	got, err := b.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: fmt.Sprint(child.GetId())})
+	require.NoError(t, err)
+	require.Nil(t, got.GetSession().ParentSessionId, "children stay, with no recorded parent")
+
+	var topic string
+	require.NoError(t, b.svc.Pool.QueryRow(ctx, `SELECT topic FROM outbox_messages ORDER BY id DESC LIMIT 1`).Scan(&topic))
+	require.Equal(t, "lifecycle.session_deleted", topic)
+}
+
+func TestSettingsAndExperimentalFlags(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+
+	st, err := b.client.GetSettings(ctx, &lifecyclev1.GetSettingsRequest{})
+	require.NoError(t, err)
+	require.True(t, st.GetSettings().GetProvenanceViaMcpEnabled(), "on by default")
+
+	s := b.create(t, &lifecyclev1.CreateSessionRequest{})
+	_, err = b.fire(t, s.GetId(), "start")
+	require.NoError(t, err)
+	_, err = b.fire(t, s.GetId(), "pause")
+	require.NoError(t, err)
+
+	up, err := b.client.UpdateSettings(ctx, &lifecyclev1.UpdateSettingsRequest{ProvenanceViaMcpEnabled: ptr(false)})
+	require.NoError(t, err)
+	require.False(t, up.GetSettings().GetProvenanceViaMcpEnabled())
+	_, err = b.fire(t, s.GetId(), "fail") // not start or resume: records nothing
+	require.NoError(t, err)
+	flags := func() (start, end bool) {
+		require.NoError(t, b.svc.Pool.QueryRow(ctx, `
+			SELECT start_value::boolean, end_value::boolean FROM session_experimental_flags
+			WHERE session_id = $1 AND setting = 'provenance_via_mcp_enabled'`, s.GetId()).Scan(&start, &end))
+		return start, end
+	}
+	start, end := flags()
+	require.True(t, start)
+	require.True(t, end, "fail does not re-stamp the cohort")
+
+	_, err = b.fire(t, s.GetId(), "resume")
+	require.NoError(t, err)
+	start, end = flags()
+	require.True(t, start, "the first call fixed start-of-life")
+	require.False(t, end, "a later resume moves end-of-life")
+}
+
+func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
+	t.Helper()
+	s, err := structpb.NewStruct(m)
+	require.NoError(t, err)
+	return s
+}

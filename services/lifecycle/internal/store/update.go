@@ -1,0 +1,152 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+)
+
+// save writes every mutable column of sess.
+func (s *Sessions) save(ctx context.Context, tx pgx.Tx, sess domain.Session) error {
+	markers, err := json.Marshal(sess.Markers)
+	if err != nil {
+		return fmt.Errorf("encode markers: %w", err)
+	}
+	md, err := json.Marshal(sess.CustomMetadata)
+	if err != nil {
+		return fmt.Errorf("encode custom_metadata: %w", err)
+	}
+	_, err = tx.Exec(ctx, `
+		UPDATE sessions SET status = $2, markers = $3, elapsed_since = $4, archived_at = $5,
+			archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1,
+			title = $9, slug = NULLIF($10, ''), goal = $11, scheduling_class = $12, precedence = $13,
+			custom_metadata = $14, heartbeat_enabled = $15, heartbeat_interval_seconds = $16
+		WHERE id = $1`,
+		sess.ID, sess.Status, markers, sess.ElapsedSince, sess.ArchivedAt, sess.ArchivedFrom,
+		sess.TrashAfter, sess.UpdatedAt, sess.Title, sess.Slug, sess.Goal, sess.SchedulingClass,
+		sess.Precedence, md, sess.HeartbeatEnabled, sess.HeartbeatIntervalSeconds)
+	if err != nil {
+		return interpretWrite(err, sess)
+	}
+	return nil
+}
+
+// Update implements app.SessionRepository: it locks the session, applies
+// change and saves the result with its timeline note and announcement.
+func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
+	change func(domain.Session) (domain.Session, domain.TimelineEntry, error),
+) (domain.Session, error) {
+	var updated domain.Session
+	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
+		cur, err := s.lock(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		next, note, err := change(cur)
+		if err != nil {
+			return err
+		}
+		if err := s.save(ctx, tx, next); err != nil {
+			return err
+		}
+		if err := writeTimeline(ctx, tx, cur.ID, next.UpdatedAt, []domain.TimelineEntry{note}); err != nil {
+			return err
+		}
+		next.Version = cur.Version + 1
+		updated = next
+		return s.record(ctx, tx, []domain.Fact{domain.SessionTransitioned{Session: next}})
+	})
+	return updated, err
+}
+
+// Delete implements app.SessionRepository. Its timeline, event stream and
+// flags go with it; children keep existing with no recorded parent.
+func (s *Sessions) Delete(ctx context.Context, ref domain.SessionRef) error {
+	return pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
+		cur, err := s.lock(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, cur.ID); err != nil {
+			return fmt.Errorf("delete session %d: %w", cur.ID, err)
+		}
+		return s.record(ctx, tx, []domain.Fact{domain.SessionDeleted{SessionID: cur.ID}})
+	})
+}
+
+const settingProvenanceViaMCP = "provenance_via_mcp_enabled"
+
+// Settings implements app.SettingsRepository.
+func (s *Sessions) Settings(ctx context.Context) (domain.Settings, error) {
+	return readSettings(ctx, s.pool)
+}
+
+func readSettings(ctx context.Context, db pgdb.DBTX) (domain.Settings, error) {
+	st := domain.DefaultSettings
+	var v bool
+	err := db.QueryRow(ctx, `SELECT value::boolean FROM app_settings WHERE key = $1`, settingProvenanceViaMCP).Scan(&v)
+	switch {
+	case err == nil:
+		st.ProvenanceViaMCPEnabled = v
+	case !errors.Is(err, pgx.ErrNoRows):
+		return domain.Settings{}, fmt.Errorf("read settings: %w", err)
+	}
+	return st, nil
+}
+
+// UpdateSettings implements app.SettingsRepository.
+func (s *Sessions) UpdateSettings(ctx context.Context, provenanceViaMCP *bool) (domain.Settings, error) {
+	if provenanceViaMCP != nil {
+		if _, err := s.pool.Exec(ctx, `
+			INSERT INTO app_settings (key, value, updated_at) VALUES ($1, to_jsonb($2::boolean), now())
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
+			settingProvenanceViaMCP, *provenanceViaMCP); err != nil {
+			return domain.Settings{}, fmt.Errorf("update settings: %w", err)
+		}
+	}
+	return s.Settings(ctx)
+}
+
+// recordFlags writes the settings this session is about to run with. It is
+// bookkeeping: under a savepoint, so a failure rolls back only itself and
+// never the transition, and is logged rather than returned.
+func (s *Sessions) recordFlags(ctx context.Context, tx pgx.Tx, sess domain.Session) {
+	err := func() error {
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer sp.Rollback(ctx) //nolint:errcheck // a no-op after commit
+		st, err := readSettings(ctx, sp)
+		if err != nil {
+			return err
+		}
+		if _, err := sp.Exec(ctx, `
+			INSERT INTO session_experimental_flags (session_id, setting, start_value, end_value, started_at, ended_at)
+			VALUES ($1, $2, to_jsonb($3::boolean), to_jsonb($3::boolean), $4, $4)
+			ON CONFLICT (session_id, setting) DO UPDATE SET end_value = EXCLUDED.end_value, ended_at = EXCLUDED.ended_at`,
+			sess.ID, settingProvenanceViaMCP, st.ProvenanceViaMCPEnabled, sess.UpdatedAt); err != nil {
+			return err
+		}
+		return sp.Commit(ctx)
+	}()
+	if err != nil {
+		s.logger.WarnContext(ctx, "record experimental setting flags failed; the transition goes on",
+			"session_id", sess.ID, "effect", domain.EffectRecordFlags, "error", err)
+	}
+}
+
+func hasEffect(out domain.Outcome, name string) bool {
+	for _, e := range out.Effects {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
