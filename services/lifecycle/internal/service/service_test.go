@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -34,7 +35,8 @@ type fakeLineage struct {
 	lineagev1.UnimplementedLineageServiceServer
 	mu         sync.Mutex
 	deliveries int
-	edges      map[string][2]int64 // event id → (child, parent)
+	edges      map[string][2]int64 // event id → (child, parent), for created events
+	applied    map[string]int      // event id → times applied (must stay 1)
 	fail       bool
 }
 
@@ -46,11 +48,13 @@ func (f *fakeLineage) ApplySessionEvent(_ context.Context, req *lineagev1.ApplyS
 		return nil, status.Error(codes.Unavailable, "lineage is down")
 	}
 	id := req.GetEvent().GetEventId()
-	if _, seen := f.edges[id]; seen {
+	if f.applied[id] > 0 {
 		return &lineagev1.ApplySessionEventResponse{Applied: false}, nil
 	}
-	s := req.GetEvent().GetCreated().GetSession()
-	f.edges[id] = [2]int64{s.GetId(), s.GetParentSessionId()}
+	f.applied[id]++
+	if s := req.GetEvent().GetCreated().GetSession(); s != nil {
+		f.edges[id] = [2]int64{s.GetId(), s.GetParentSessionId()}
+	}
 	return &lineagev1.ApplySessionEventResponse{Applied: true}, nil
 }
 
@@ -65,7 +69,7 @@ func (f *fakeLineage) snapshot() (deliveries int, edges [][2]int64) {
 
 func startFakeLineage(t *testing.T) (*fakeLineage, string) {
 	t.Helper()
-	f := &fakeLineage{edges: map[string][2]int64{}}
+	f := &fakeLineage{edges: map[string][2]int64{}, applied: map[string]int{}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := grpc.NewServer()
@@ -241,4 +245,53 @@ func TestCreatedEventReachesLineageExactlyOnceAcrossRelayCrash(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 	_, edges = lineage.snapshot()
 	require.Len(t, edges, 2)
+}
+
+// TestEveryTransitionEventIsDeliveredExactlyOnceAcrossRelayRestart stops
+// the relay with transitions committed but undelivered, restarts it, and
+// checks the idempotent consumer applied each event exactly once.
+func TestEveryTransitionEventIsDeliveredExactlyOnceAcrossRelayRestart(t *testing.T) {
+	t.Parallel()
+	lineage, addr := startFakeLineage(t)
+	lineage.fail = true // delivery stops between commit and hand-off
+	b := setup(t, addr)
+	ctx := context.Background()
+
+	resp, err := b.client.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: "p", GitRoot: "g"})
+	require.NoError(t, err)
+	id := resp.GetSession().GetId()
+	for _, ev := range []string{"start", "pause", "resume", "block_on_elicitation", "unblock_from_elicitation", "fail", "archive", "unarchive_to_failed"} {
+		_, err := b.client.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{SessionId: fmt.Sprint(id), Event: ev})
+		require.NoError(t, err, ev)
+	}
+	var events int
+	require.NoError(t, b.svc.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE delivered_at IS NULL`).Scan(&events))
+	require.Equal(t, 9, events, "one created and one updated per transition, all pending")
+
+	lineage.mu.Lock()
+	lineage.fail = false
+	lineage.mu.Unlock()
+	// Once delivered, forget it all, as a relay that crashed before recording
+	// would: everything is handed over a second time.
+	require.Eventually(t, func() bool {
+		var pending int
+		require.NoError(t, b.svc.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE delivered_at IS NULL`).Scan(&pending))
+		return pending == 0
+	}, 30*time.Second, 20*time.Millisecond)
+	_, err = b.svc.Pool.Exec(ctx, `UPDATE outbox_messages SET delivered_at = NULL, next_attempt_at = now()`)
+	require.NoError(t, err)
+	_, err = b.svc.LineageRelay.DeliverPending(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var pending int
+		require.NoError(t, b.svc.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE delivered_at IS NULL`).Scan(&pending))
+		return pending == 0
+	}, 30*time.Second, 20*time.Millisecond)
+
+	lineage.mu.Lock()
+	defer lineage.mu.Unlock()
+	require.Len(t, lineage.applied, 9)
+	for id, n := range lineage.applied {
+		require.Equal(t, 1, n, id)
+	}
 }
