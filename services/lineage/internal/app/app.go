@@ -25,6 +25,34 @@ type NodeRepository interface {
 type NodeWriter interface {
 	// Save stores n unless the stored node is a newer snapshot (a later
 	// UpdatedAt): events may arrive out of order, and an old snapshot must
-	// not overwrite a newer one. Equal times overwrite.
+	// not overwrite a newer one. Equal times overwrite. A deleted session's
+	// snapshot is ignored: deletion is final.
 	Save(ctx context.Context, n domain.Node) error
+	// Delete drops session id's node and the uncle edges touching it, both
+	// ways, and remembers the deletion. Deleting an unknown node is not an
+	// error: the deletion is still remembered.
+	Delete(ctx context.Context, id int64) error
+}
+
+// GraphReader reads the lineage graph a level at a time: every call takes a
+// whole breadth-first frontier, so a walk costs one query per level rather
+// than one per session.
+type GraphReader interface {
+	// UpEdges returns the edges whose junior is one of ids and whose senior
+	// is a node lineage holds: spawn parents and uncles.
+	UpEdges(ctx context.Context, ids []int64) ([]domain.Edge, error)
+	// DownEdges returns the edges whose senior is one of ids and whose
+	// junior is a node lineage holds: spawn children and the sessions the
+	// senior is uncle of.
+	DownEdges(ctx context.Context, ids []int64) ([]domain.Edge, error)
+	// HierarchyNodes returns the nodes lineage holds among ids, with
+	// ParentID and UncleIDs filled in, in no particular order.
+	HierarchyNodes(ctx context.Context, ids []int64) ([]domain.HierarchyNode, error)
+}
+
+// UncleEdgeRecorder serialises uncle-edge writes. Record runs decide in a
+// transaction that no other Record interleaves with, and commits its writes
+// only when decide returns a decision with Commit set.
+type UncleEdgeRecorder interface {
+	Record(ctx context.Context, decide func(context.Context, domain.UncleGraph) (domain.UncleDecision, error)) (domain.UncleDecision, error)
 }

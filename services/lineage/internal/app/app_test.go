@@ -113,3 +113,44 @@ func TestGetSessionNode(t *testing.T) {
 	var ve *domain.ValidationError
 	require.ErrorAs(t, err, &ve)
 }
+
+func TestApplySessionEventUpdatedAndDeleted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	ids := []string{
+		"00000000-0000-4000-8000-000000000011", "00000000-0000-4000-8000-000000000012",
+		"00000000-0000-4000-8000-000000000013", "00000000-0000-4000-8000-000000000014",
+	}
+	_, err := b.apply.Handle(ctx, created(5, nil))
+	require.NoError(t, err)
+
+	upd := created(5, nil)
+	upd.ID, upd.Updated, upd.Created = ids[0], upd.Created, nil
+	upd.Updated.Title, upd.Updated.UpdatedAt = "newer", time.Unix(300, 0)
+	applied, err := b.apply.Handle(ctx, upd)
+	require.NoError(t, err)
+	require.True(t, applied)
+	n, err := b.get.Handle(ctx, 5)
+	require.NoError(t, err)
+	require.Equal(t, "newer", n.Title)
+
+	applied, err = b.apply.Handle(ctx, app.SessionEvent{ID: ids[1], SessionID: 5, Deleted: true})
+	require.NoError(t, err)
+	require.True(t, applied)
+	_, err = b.get.Handle(ctx, 5)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+
+	late := created(5, nil)
+	late.ID, late.Updated, late.Created = ids[2], late.Created, nil
+	late.Updated.UpdatedAt = time.Unix(900, 0)
+	_, err = b.apply.Handle(ctx, late)
+	require.NoError(t, err)
+	_, err = b.get.Handle(ctx, 5)
+	require.ErrorIs(t, err, domain.ErrNotFound, "deletion is final")
+
+	_, err = b.apply.Handle(ctx, app.SessionEvent{ID: ids[3], Deleted: true})
+	var ve *domain.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "event.deleted.session_id", ve.Field)
+}

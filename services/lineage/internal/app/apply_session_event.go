@@ -10,18 +10,28 @@ import (
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
 )
 
-// TopicSessionCreated is the inbox topic of lifecycle's SessionCreated,
-// matching the topic lifecycle's outbox uses.
-const TopicSessionCreated = "lifecycle.session_created"
+// Inbox topics of lifecycle's events, matching the topics lifecycle's outbox
+// uses.
+const (
+	TopicSessionCreated = "lifecycle.session_created"
+	TopicSessionUpdated = "lifecycle.session_updated"
+	TopicSessionDeleted = "lifecycle.session_deleted"
+)
 
-// SessionEvent is one lifecycle event, translated from the wire.
+// SessionEvent is one lifecycle event, translated from the wire. At most one
+// of Created, Updated and Deleted is set; none when the payload is missing
+// or one lineage does not know.
 type SessionEvent struct {
 	// ID is the producer's event id (a UUID): the idempotency key.
 	ID        string
 	SessionID int64
-	// Created is the committed session when the payload is SessionCreated;
-	// nil when the payload is missing or one lineage does not know.
+	// Created is the committed session when the payload is SessionCreated.
 	Created *domain.Node
+	// Updated is the committed session when the payload is SessionUpdated.
+	Updated *domain.Node
+	// Deleted is set when the payload is SessionDeleted; SessionID is then
+	// the deleted session.
+	Deleted bool
 }
 
 // ApplySessionEvent folds a lifecycle event into the graph. Delivery is at
@@ -35,30 +45,55 @@ func NewApplySessionEvent(repo NodeRepository) ApplySessionEvent {
 
 // Handle applies ev and reports false when ev had been applied before (a
 // redelivery), in which case nothing changed.
+//
+// Created and updated both store the snapshot, the newer by updated_at
+// winning. Deleted drops the node and every uncle edge touching it, both
+// ways; nothing else is rewritten, so its children keep the parent id they
+// recorded and walks simply no longer find the deleted node. A deleted
+// session stays deleted: a snapshot of it that arrives late is ignored.
 func (uc ApplySessionEvent) Handle(ctx context.Context, ev SessionEvent) (applied bool, err error) {
 	switch {
 	case ev.ID == "":
 		return false, &domain.ValidationError{Field: "event.event_id", Reason: "missing; it is the idempotency key"}
 	case uuid.Validate(ev.ID) != nil:
 		return false, &domain.ValidationError{Field: "event.event_id", Reason: "must be a UUID"}
-	case ev.Created == nil:
-		return false, &domain.ValidationError{Field: "event.payload", Reason: "missing or unknown to lineage; want created"}
 	}
-	node := *ev.Created
-	// Name the field as the caller sent it: event.created.session.<field>.
-	var invalid *domain.ValidationError
-	if errors.As(node.Validate(), &invalid) {
-		return false, &domain.ValidationError{Field: "event.created." + invalid.Field, Reason: invalid.Reason}
-	}
-	if ev.SessionID != 0 && ev.SessionID != node.SessionID {
-		return false, &domain.ValidationError{
-			Field:  "event.session_id",
-			Reason: fmt.Sprintf("is %d but the created session is %d", ev.SessionID, node.SessionID),
+
+	var (
+		topic string
+		apply func(context.Context, NodeWriter) error
+	)
+	switch {
+	case ev.Created != nil || ev.Updated != nil:
+		payload, node := "created", ev.Created
+		topic = TopicSessionCreated
+		if node == nil {
+			payload, node, topic = "updated", ev.Updated, TopicSessionUpdated
 		}
+		n := *node
+		// Name the field as the caller sent it: event.<payload>.session.<field>.
+		var invalid *domain.ValidationError
+		if errors.As(n.Validate(), &invalid) {
+			return false, &domain.ValidationError{Field: "event." + payload + "." + invalid.Field, Reason: invalid.Reason}
+		}
+		if ev.SessionID != 0 && ev.SessionID != n.SessionID {
+			return false, &domain.ValidationError{
+				Field:  "event.session_id",
+				Reason: fmt.Sprintf("is %d but the %s session is %d", ev.SessionID, payload, n.SessionID),
+			}
+		}
+		apply = func(ctx context.Context, w NodeWriter) error { return w.Save(ctx, n) }
+	case ev.Deleted:
+		if ev.SessionID <= 0 {
+			return false, &domain.ValidationError{Field: "event.deleted.session_id", Reason: "must be a positive session id"}
+		}
+		topic = TopicSessionDeleted
+		apply = func(ctx context.Context, w NodeWriter) error { return w.Delete(ctx, ev.SessionID) }
+	default:
+		return false, &domain.ValidationError{Field: "event.payload", Reason: "missing or unknown to lineage; want created, updated or deleted"}
 	}
-	applied, err = uc.repo.ApplyEvent(ctx, ev.ID, TopicSessionCreated, func(ctx context.Context, w NodeWriter) error {
-		return w.Save(ctx, node)
-	})
+
+	applied, err = uc.repo.ApplyEvent(ctx, ev.ID, topic, apply)
 	if err != nil {
 		return false, fmt.Errorf("apply event %s: %w", ev.ID, err)
 	}

@@ -15,6 +15,7 @@ func TestLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:9102", cfg.GRPCAddr)
 	require.Equal(t, "postgres://postgres@127.0.0.1:5432/zimmer_lineage?sslmode=disable", cfg.DatabaseURL)
+	require.Equal(t, "tadasant", cfg.AdminUser, "the admin defaults to tadasant")
 
 	env := map[string]string{"LINEAGE_GRPC_ADDR": "0.0.0.0:7000", "LINEAGE_LOG_LEVEL": "debug"}
 	cfg, err = config.Load(t.Context(), func(k string) string { return env[k] })
@@ -24,4 +25,10 @@ func TestLoad(t *testing.T) {
 
 	_, err = config.Load(t.Context(), func(k string) string { return map[string]string{"LINEAGE_DATABASE_URL": "mysql://x"}[k] })
 	require.Error(t, err)
+
+	cfg, err = config.Load(t.Context(), func(k string) string { return map[string]string{"ZIMMER_ADMIN_USER": "juliehazz"}[k] })
+	require.NoError(t, err)
+	require.Equal(t, "juliehazz", cfg.AdminUser)
+	_, err = config.Load(t.Context(), func(k string) string { return map[string]string{"ZIMMER_ADMIN_USER": "Not A Key"}[k] })
+	require.ErrorContains(t, err, "ZIMMER_ADMIN_USER")
 }

@@ -3,6 +3,7 @@ package grpcapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
@@ -14,17 +15,21 @@ import (
 // Server implements lineagev1.LineageServiceServer.
 type Server struct {
 	lineagev1.UnimplementedLineageServiceServer
-	apply  app.ApplySessionEvent
-	get    app.GetSessionNode
-	logger *slog.Logger
+	apply     app.ApplySessionEvent
+	get       app.GetSessionNode
+	hierarchy app.GetHierarchy
+	uncle     app.RecordUncleEdge
+	logger    *slog.Logger
 }
 
 var _ lineagev1.LineageServiceServer = (*Server)(nil)
 
 // New returns a server over the use cases; logger receives the errors that
 // are reported to callers only as "internal error".
-func New(logger *slog.Logger, apply app.ApplySessionEvent, get app.GetSessionNode) *Server {
-	return &Server{apply: apply, get: get, logger: logger}
+func New(logger *slog.Logger, apply app.ApplySessionEvent, get app.GetSessionNode,
+	hierarchy app.GetHierarchy, uncle app.RecordUncleEdge,
+) *Server {
+	return &Server{apply: apply, get: get, hierarchy: hierarchy, uncle: uncle, logger: logger}
 }
 
 // ApplySessionEvent implements lineagev1.LineageServiceServer.
@@ -65,13 +70,33 @@ func sessionEventFromProto(e *lifecyclev1.SessionEvent) (app.SessionEvent, error
 		return app.SessionEvent{}, &domain.ValidationError{Field: "event", Reason: "missing"}
 	}
 	ev := app.SessionEvent{ID: e.GetEventId(), SessionID: e.GetSessionId()}
-	if created, ok := e.GetPayload().(*lifecyclev1.SessionEvent_Created); ok {
-		s := created.Created.GetSession()
+	switch p := e.GetPayload().(type) {
+	case *lifecyclev1.SessionEvent_Created:
+		s := p.Created.GetSession()
 		if s == nil {
 			return app.SessionEvent{}, &domain.ValidationError{Field: "event.created.session", Reason: "missing"}
 		}
 		n := nodeFromProto(s)
 		ev.Created = &n
+	case *lifecyclev1.SessionEvent_Updated:
+		s := p.Updated.GetSession()
+		if s == nil {
+			return app.SessionEvent{}, &domain.ValidationError{Field: "event.updated.session", Reason: "missing"}
+		}
+		n := nodeFromProto(s)
+		ev.Updated = &n
+	case *lifecyclev1.SessionEvent_Deleted:
+		id := p.Deleted.GetSessionId()
+		switch {
+		case id == 0:
+			id = e.GetSessionId()
+		case e.GetSessionId() != 0 && e.GetSessionId() != id:
+			return app.SessionEvent{}, &domain.ValidationError{
+				Field:  "event.session_id",
+				Reason: fmt.Sprintf("is %d but the deleted session is %d", e.GetSessionId(), id),
+			}
+		}
+		ev.SessionID, ev.Deleted = id, true
 	}
 	return ev, nil
 }

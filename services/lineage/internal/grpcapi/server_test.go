@@ -24,7 +24,7 @@ import (
 )
 
 func newServer(repo app.NodeRepository, logs *bytes.Buffer) *Server {
-	return New(slog.New(slog.NewJSONHandler(logs, nil)), app.NewApplySessionEvent(repo), app.NewGetSessionNode(repo))
+	return New(slog.New(slog.NewJSONHandler(logs, nil)), app.NewApplySessionEvent(repo), app.NewGetSessionNode(repo), app.GetHierarchy{}, app.RecordUncleEdge{})
 }
 
 func createdEvent(id string, s *lifecyclev1.Session) *lineagev1.ApplySessionEventRequest {

@@ -32,8 +32,15 @@ type Service struct {
 	*host.Host
 }
 
-// New migrates the database, opens the pool and registers the gRPC API.
+// New is NewWithAdmin with the default admin (ZIMMER_ADMIN_USER unset).
 func New(ctx context.Context, cfg host.Config, logger *slog.Logger) (*Service, error) {
+	return NewWithAdmin(ctx, cfg, logger, "")
+}
+
+// NewWithAdmin migrates the database, opens the pool and registers the gRPC
+// APIs; adminUser is ZIMMER_ADMIN_USER, the roster key web-UI messages are
+// attributed to.
+func NewWithAdmin(ctx context.Context, cfg host.Config, logger *slog.Logger, adminUser string) (*Service, error) {
 	h, err := host.New(ctx, Name, cfg, logger, MigrationSets...)
 	if err != nil {
 		return nil, err
@@ -42,6 +49,9 @@ func New(ctx context.Context, cfg host.Config, logger *slog.Logger) (*Service, e
 	lineagev1.RegisterLineageServiceServer(h.GRPC, grpcapi.New(logger,
 		app.NewApplySessionEvent(repo),
 		app.NewGetSessionNode(repo),
+		app.NewGetHierarchy(repo),
+		app.NewRecordUncleEdge(repo),
 	))
+	registerProvenance(h.GRPC.Server, h.Pool, logger, app.NewGetHierarchy(repo), adminUser)
 	return &Service{Host: h}, nil
 }

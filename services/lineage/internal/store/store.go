@@ -56,12 +56,13 @@ type nodes struct{ db pgdb.DBTX }
 
 // Save implements app.NodeWriter. The WHERE of the upsert keeps the newer
 // snapshot in one statement, so concurrent events need no row lock taken in
-// advance.
+// advance; the tombstone check keeps a deleted session deleted.
 func (n nodes) Save(ctx context.Context, node domain.Node) error {
 	_, err := n.db.Exec(ctx, `
 		INSERT INTO session_nodes AS cur (session_id, title, agent_root, status, genesis, scheduling_class,
 			parent_session_id, router_session_id, session_updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+		WHERE NOT EXISTS (SELECT 1 FROM session_node_tombstones WHERE session_id = $1)
 		ON CONFLICT (session_id) DO UPDATE SET
 			title = excluded.title,
 			agent_root = excluded.agent_root,
@@ -76,6 +77,19 @@ func (n nodes) Save(ctx context.Context, node domain.Node) error {
 		node.ParentSessionID, node.RouterSessionID, node.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("save session node %d: %w", node.SessionID, err)
+	}
+	return nil
+}
+
+// Delete implements app.NodeWriter. The foreign keys of
+// session_uncle_links cascade, so the node's uncle edges go with it both
+// ways; children keep the spawn parent they recorded.
+func (n nodes) Delete(ctx context.Context, id int64) error {
+	if _, err := n.db.Exec(ctx, `INSERT INTO session_node_tombstones (session_id) VALUES ($1) ON CONFLICT DO NOTHING`, id); err != nil {
+		return fmt.Errorf("remember deletion of session %d: %w", id, err)
+	}
+	if _, err := n.db.Exec(ctx, `DELETE FROM session_nodes WHERE session_id = $1`, id); err != nil {
+		return fmt.Errorf("delete session node %d: %w", id, err)
 	}
 	return nil
 }

@@ -301,11 +301,215 @@ func (x *SessionNode) GetSchedulingClass() string {
 	return ""
 }
 
+type GetSessionHierarchyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionHierarchyRequest) Reset() {
+	*x = GetSessionHierarchyRequest{}
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionHierarchyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionHierarchyRequest) ProtoMessage() {}
+
+func (x *GetSessionHierarchyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionHierarchyRequest.ProtoReflect.Descriptor instead.
+func (*GetSessionHierarchyRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GetSessionHierarchyRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+type GetSessionHierarchyResponse struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	SessionHierarchy *SessionHierarchy      `protobuf:"bytes,1,opt,name=session_hierarchy,json=sessionHierarchy,proto3" json:"session_hierarchy,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GetSessionHierarchyResponse) Reset() {
+	*x = GetSessionHierarchyResponse{}
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionHierarchyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionHierarchyResponse) ProtoMessage() {}
+
+func (x *GetSessionHierarchyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionHierarchyResponse.ProtoReflect.Descriptor instead.
+func (*GetSessionHierarchyResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetSessionHierarchyResponse) GetSessionHierarchy() *SessionHierarchy {
+	if x != nil {
+		return x.SessionHierarchy
+	}
+	return nil
+}
+
+type RecordUncleEdgeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session that queued or interrupted; it becomes the uncle.
+	ActingSessionId int64 `protobuf:"varint,1,opt,name=acting_session_id,json=actingSessionId,proto3" json:"acting_session_id,omitempty"`
+	// The session that was queued or interrupted.
+	TargetSessionId int64 `protobuf:"varint,2,opt,name=target_session_id,json=targetSessionId,proto3" json:"target_session_id,omitempty"`
+	// The path that delivered, e.g. "mcp.action_session.follow_up".
+	EntryPoint    string `protobuf:"bytes,3,opt,name=entry_point,json=entryPoint,proto3" json:"entry_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordUncleEdgeRequest) Reset() {
+	*x = RecordUncleEdgeRequest{}
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordUncleEdgeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordUncleEdgeRequest) ProtoMessage() {}
+
+func (x *RecordUncleEdgeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordUncleEdgeRequest.ProtoReflect.Descriptor instead.
+func (*RecordUncleEdgeRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RecordUncleEdgeRequest) GetActingSessionId() int64 {
+	if x != nil {
+		return x.ActingSessionId
+	}
+	return 0
+}
+
+func (x *RecordUncleEdgeRequest) GetTargetSessionId() int64 {
+	if x != nil {
+		return x.TargetSessionId
+	}
+	return 0
+}
+
+func (x *RecordUncleEdgeRequest) GetEntryPoint() string {
+	if x != nil {
+		return x.EntryPoint
+	}
+	return ""
+}
+
+type RecordUncleEdgeResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Outcome UncleEdgeOutcome       `protobuf:"varint,1,opt,name=outcome,proto3,enum=zimmer.lineage.v1.UncleEdgeOutcome" json:"outcome,omitempty"`
+	// A sentence for the caller's log.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordUncleEdgeResponse) Reset() {
+	*x = RecordUncleEdgeResponse{}
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordUncleEdgeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordUncleEdgeResponse) ProtoMessage() {}
+
+func (x *RecordUncleEdgeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordUncleEdgeResponse.ProtoReflect.Descriptor instead.
+func (*RecordUncleEdgeResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RecordUncleEdgeResponse) GetOutcome() UncleEdgeOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_UNSPECIFIED
+}
+
+func (x *RecordUncleEdgeResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_zimmer_lineage_v1_lineage_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lineage_v1_lineage_service_proto_rawDesc = "" +
 	"\n" +
-	"'zimmer/lineage/v1/lineage_service.proto\x12\x11zimmer.lineage.v1\x1a\x1fzimmer/lifecycle/v1/event.proto\"S\n" +
+	"'zimmer/lineage/v1/lineage_service.proto\x12\x11zimmer.lineage.v1\x1a\x1fzimmer/lifecycle/v1/event.proto\x1a!zimmer/lineage/v1/hierarchy.proto\"S\n" +
 	"\x18ApplySessionEventRequest\x127\n" +
 	"\x05event\x18\x01 \x01(\v2!.zimmer.lifecycle.v1.SessionEventR\x05event\"5\n" +
 	"\x19ApplySessionEventResponse\x12\x18\n" +
@@ -326,10 +530,25 @@ const file_zimmer_lineage_v1_lineage_service_proto_rawDesc = "" +
 	"\x06status\x18\x06 \x01(\tR\x06status\x12\x18\n" +
 	"\agenesis\x18\a \x01(\tR\agenesis\x12)\n" +
 	"\x10scheduling_class\x18\b \x01(\tR\x0fschedulingClassB\x12\n" +
-	"\x10_spawn_parent_id2\xe7\x01\n" +
+	"\x10_spawn_parent_id\";\n" +
+	"\x1aGetSessionHierarchyRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\"o\n" +
+	"\x1bGetSessionHierarchyResponse\x12P\n" +
+	"\x11session_hierarchy\x18\x01 \x01(\v2#.zimmer.lineage.v1.SessionHierarchyR\x10sessionHierarchy\"\x91\x01\n" +
+	"\x16RecordUncleEdgeRequest\x12*\n" +
+	"\x11acting_session_id\x18\x01 \x01(\x03R\x0factingSessionId\x12*\n" +
+	"\x11target_session_id\x18\x02 \x01(\x03R\x0ftargetSessionId\x12\x1f\n" +
+	"\ventry_point\x18\x03 \x01(\tR\n" +
+	"entryPoint\"r\n" +
+	"\x17RecordUncleEdgeResponse\x12=\n" +
+	"\aoutcome\x18\x01 \x01(\x0e2#.zimmer.lineage.v1.UncleEdgeOutcomeR\aoutcome\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage2\xc7\x03\n" +
 	"\x0eLineageService\x12n\n" +
 	"\x11ApplySessionEvent\x12+.zimmer.lineage.v1.ApplySessionEventRequest\x1a,.zimmer.lineage.v1.ApplySessionEventResponse\x12e\n" +
-	"\x0eGetSessionNode\x12(.zimmer.lineage.v1.GetSessionNodeRequest\x1a).zimmer.lineage.v1.GetSessionNodeResponseBBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
+	"\x0eGetSessionNode\x12(.zimmer.lineage.v1.GetSessionNodeRequest\x1a).zimmer.lineage.v1.GetSessionNodeResponse\x12t\n" +
+	"\x13GetSessionHierarchy\x12-.zimmer.lineage.v1.GetSessionHierarchyRequest\x1a..zimmer.lineage.v1.GetSessionHierarchyResponse\x12h\n" +
+	"\x0fRecordUncleEdge\x12).zimmer.lineage.v1.RecordUncleEdgeRequest\x1a*.zimmer.lineage.v1.RecordUncleEdgeResponseBBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
 
 var (
 	file_zimmer_lineage_v1_lineage_service_proto_rawDescOnce sync.Once
@@ -343,27 +562,39 @@ func file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_lineage_v1_lineage_service_proto_rawDescData
 }
 
-var file_zimmer_lineage_v1_lineage_service_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_zimmer_lineage_v1_lineage_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_zimmer_lineage_v1_lineage_service_proto_goTypes = []any{
-	(*ApplySessionEventRequest)(nil),  // 0: zimmer.lineage.v1.ApplySessionEventRequest
-	(*ApplySessionEventResponse)(nil), // 1: zimmer.lineage.v1.ApplySessionEventResponse
-	(*GetSessionNodeRequest)(nil),     // 2: zimmer.lineage.v1.GetSessionNodeRequest
-	(*GetSessionNodeResponse)(nil),    // 3: zimmer.lineage.v1.GetSessionNodeResponse
-	(*SessionNode)(nil),               // 4: zimmer.lineage.v1.SessionNode
-	(*v1.SessionEvent)(nil),           // 5: zimmer.lifecycle.v1.SessionEvent
+	(*ApplySessionEventRequest)(nil),    // 0: zimmer.lineage.v1.ApplySessionEventRequest
+	(*ApplySessionEventResponse)(nil),   // 1: zimmer.lineage.v1.ApplySessionEventResponse
+	(*GetSessionNodeRequest)(nil),       // 2: zimmer.lineage.v1.GetSessionNodeRequest
+	(*GetSessionNodeResponse)(nil),      // 3: zimmer.lineage.v1.GetSessionNodeResponse
+	(*SessionNode)(nil),                 // 4: zimmer.lineage.v1.SessionNode
+	(*GetSessionHierarchyRequest)(nil),  // 5: zimmer.lineage.v1.GetSessionHierarchyRequest
+	(*GetSessionHierarchyResponse)(nil), // 6: zimmer.lineage.v1.GetSessionHierarchyResponse
+	(*RecordUncleEdgeRequest)(nil),      // 7: zimmer.lineage.v1.RecordUncleEdgeRequest
+	(*RecordUncleEdgeResponse)(nil),     // 8: zimmer.lineage.v1.RecordUncleEdgeResponse
+	(*v1.SessionEvent)(nil),             // 9: zimmer.lifecycle.v1.SessionEvent
+	(*SessionHierarchy)(nil),            // 10: zimmer.lineage.v1.SessionHierarchy
+	(UncleEdgeOutcome)(0),               // 11: zimmer.lineage.v1.UncleEdgeOutcome
 }
 var file_zimmer_lineage_v1_lineage_service_proto_depIdxs = []int32{
-	5, // 0: zimmer.lineage.v1.ApplySessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	4, // 1: zimmer.lineage.v1.GetSessionNodeResponse.node:type_name -> zimmer.lineage.v1.SessionNode
-	0, // 2: zimmer.lineage.v1.LineageService.ApplySessionEvent:input_type -> zimmer.lineage.v1.ApplySessionEventRequest
-	2, // 3: zimmer.lineage.v1.LineageService.GetSessionNode:input_type -> zimmer.lineage.v1.GetSessionNodeRequest
-	1, // 4: zimmer.lineage.v1.LineageService.ApplySessionEvent:output_type -> zimmer.lineage.v1.ApplySessionEventResponse
-	3, // 5: zimmer.lineage.v1.LineageService.GetSessionNode:output_type -> zimmer.lineage.v1.GetSessionNodeResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	9,  // 0: zimmer.lineage.v1.ApplySessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	4,  // 1: zimmer.lineage.v1.GetSessionNodeResponse.node:type_name -> zimmer.lineage.v1.SessionNode
+	10, // 2: zimmer.lineage.v1.GetSessionHierarchyResponse.session_hierarchy:type_name -> zimmer.lineage.v1.SessionHierarchy
+	11, // 3: zimmer.lineage.v1.RecordUncleEdgeResponse.outcome:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
+	0,  // 4: zimmer.lineage.v1.LineageService.ApplySessionEvent:input_type -> zimmer.lineage.v1.ApplySessionEventRequest
+	2,  // 5: zimmer.lineage.v1.LineageService.GetSessionNode:input_type -> zimmer.lineage.v1.GetSessionNodeRequest
+	5,  // 6: zimmer.lineage.v1.LineageService.GetSessionHierarchy:input_type -> zimmer.lineage.v1.GetSessionHierarchyRequest
+	7,  // 7: zimmer.lineage.v1.LineageService.RecordUncleEdge:input_type -> zimmer.lineage.v1.RecordUncleEdgeRequest
+	1,  // 8: zimmer.lineage.v1.LineageService.ApplySessionEvent:output_type -> zimmer.lineage.v1.ApplySessionEventResponse
+	3,  // 9: zimmer.lineage.v1.LineageService.GetSessionNode:output_type -> zimmer.lineage.v1.GetSessionNodeResponse
+	6,  // 10: zimmer.lineage.v1.LineageService.GetSessionHierarchy:output_type -> zimmer.lineage.v1.GetSessionHierarchyResponse
+	8,  // 11: zimmer.lineage.v1.LineageService.RecordUncleEdge:output_type -> zimmer.lineage.v1.RecordUncleEdgeResponse
+	8,  // [8:12] is the sub-list for method output_type
+	4,  // [4:8] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lineage_v1_lineage_service_proto_init() }
@@ -371,6 +602,7 @@ func file_zimmer_lineage_v1_lineage_service_proto_init() {
 	if File_zimmer_lineage_v1_lineage_service_proto != nil {
 		return
 	}
+	file_zimmer_lineage_v1_hierarchy_proto_init()
 	file_zimmer_lineage_v1_lineage_service_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -378,7 +610,7 @@ func file_zimmer_lineage_v1_lineage_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lineage_v1_lineage_service_proto_rawDesc), len(file_zimmer_lineage_v1_lineage_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

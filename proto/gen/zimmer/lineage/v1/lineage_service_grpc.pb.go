@@ -19,8 +19,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	LineageService_ApplySessionEvent_FullMethodName = "/zimmer.lineage.v1.LineageService/ApplySessionEvent"
-	LineageService_GetSessionNode_FullMethodName    = "/zimmer.lineage.v1.LineageService/GetSessionNode"
+	LineageService_ApplySessionEvent_FullMethodName   = "/zimmer.lineage.v1.LineageService/ApplySessionEvent"
+	LineageService_GetSessionNode_FullMethodName      = "/zimmer.lineage.v1.LineageService/GetSessionNode"
+	LineageService_GetSessionHierarchy_FullMethodName = "/zimmer.lineage.v1.LineageService/GetSessionHierarchy"
+	LineageService_RecordUncleEdge_FullMethodName     = "/zimmer.lineage.v1.LineageService/RecordUncleEdge"
 )
 
 // LineageServiceClient is the client API for LineageService service.
@@ -36,6 +38,15 @@ type LineageServiceClient interface {
 	// GetSessionNode returns what lineage knows of one session: its node and
 	// its direct spawn edges.
 	GetSessionNode(ctx context.Context, in *GetSessionNodeRequest, opts ...grpc.CallOption) (*GetSessionNodeResponse, error)
+	// GetSessionHierarchy walks the graph around one session, up to its roots
+	// over spawn and uncle edges and down from them. NotFound when lineage
+	// holds no node for the session.
+	GetSessionHierarchy(ctx context.Context, in *GetSessionHierarchyRequest, opts ...grpc.CallOption) (*GetSessionHierarchyResponse, error)
+	// RecordUncleEdge records that acting_session_id inspected
+	// target_session_id and queued or interrupted it. Internal: called by the
+	// queue and interrupt paths after the delivery, which log a failure and
+	// carry on. A refusal is an outcome, not an error.
+	RecordUncleEdge(ctx context.Context, in *RecordUncleEdgeRequest, opts ...grpc.CallOption) (*RecordUncleEdgeResponse, error)
 }
 
 type lineageServiceClient struct {
@@ -66,6 +77,26 @@ func (c *lineageServiceClient) GetSessionNode(ctx context.Context, in *GetSessio
 	return out, nil
 }
 
+func (c *lineageServiceClient) GetSessionHierarchy(ctx context.Context, in *GetSessionHierarchyRequest, opts ...grpc.CallOption) (*GetSessionHierarchyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSessionHierarchyResponse)
+	err := c.cc.Invoke(ctx, LineageService_GetSessionHierarchy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lineageServiceClient) RecordUncleEdge(ctx context.Context, in *RecordUncleEdgeRequest, opts ...grpc.CallOption) (*RecordUncleEdgeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordUncleEdgeResponse)
+	err := c.cc.Invoke(ctx, LineageService_RecordUncleEdge_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LineageServiceServer is the server API for LineageService service.
 // All implementations must embed UnimplementedLineageServiceServer
 // for forward compatibility.
@@ -79,6 +110,15 @@ type LineageServiceServer interface {
 	// GetSessionNode returns what lineage knows of one session: its node and
 	// its direct spawn edges.
 	GetSessionNode(context.Context, *GetSessionNodeRequest) (*GetSessionNodeResponse, error)
+	// GetSessionHierarchy walks the graph around one session, up to its roots
+	// over spawn and uncle edges and down from them. NotFound when lineage
+	// holds no node for the session.
+	GetSessionHierarchy(context.Context, *GetSessionHierarchyRequest) (*GetSessionHierarchyResponse, error)
+	// RecordUncleEdge records that acting_session_id inspected
+	// target_session_id and queued or interrupted it. Internal: called by the
+	// queue and interrupt paths after the delivery, which log a failure and
+	// carry on. A refusal is an outcome, not an error.
+	RecordUncleEdge(context.Context, *RecordUncleEdgeRequest) (*RecordUncleEdgeResponse, error)
 	mustEmbedUnimplementedLineageServiceServer()
 }
 
@@ -94,6 +134,12 @@ func (UnimplementedLineageServiceServer) ApplySessionEvent(context.Context, *App
 }
 func (UnimplementedLineageServiceServer) GetSessionNode(context.Context, *GetSessionNodeRequest) (*GetSessionNodeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSessionNode not implemented")
+}
+func (UnimplementedLineageServiceServer) GetSessionHierarchy(context.Context, *GetSessionHierarchyRequest) (*GetSessionHierarchyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSessionHierarchy not implemented")
+}
+func (UnimplementedLineageServiceServer) RecordUncleEdge(context.Context, *RecordUncleEdgeRequest) (*RecordUncleEdgeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordUncleEdge not implemented")
 }
 func (UnimplementedLineageServiceServer) mustEmbedUnimplementedLineageServiceServer() {}
 func (UnimplementedLineageServiceServer) testEmbeddedByValue()                        {}
@@ -152,6 +198,42 @@ func _LineageService_GetSessionNode_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LineageService_GetSessionHierarchy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSessionHierarchyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LineageServiceServer).GetSessionHierarchy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LineageService_GetSessionHierarchy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LineageServiceServer).GetSessionHierarchy(ctx, req.(*GetSessionHierarchyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LineageService_RecordUncleEdge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordUncleEdgeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LineageServiceServer).RecordUncleEdge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LineageService_RecordUncleEdge_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LineageServiceServer).RecordUncleEdge(ctx, req.(*RecordUncleEdgeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LineageService_ServiceDesc is the grpc.ServiceDesc for LineageService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -166,6 +248,14 @@ var LineageService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetSessionNode",
 			Handler:    _LineageService_GetSessionNode_Handler,
+		},
+		{
+			MethodName: "GetSessionHierarchy",
+			Handler:    _LineageService_GetSessionHierarchy_Handler,
+		},
+		{
+			MethodName: "RecordUncleEdge",
+			Handler:    _LineageService_RecordUncleEdge_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -19,13 +19,14 @@ type Nodes struct {
 	mu      sync.Mutex
 	claimed map[string]bool
 	nodes   map[int64]domain.Node
+	deleted map[int64]bool
 }
 
 var _ app.NodeRepository = (*Nodes)(nil)
 
 // NewNodes returns an empty repository.
 func NewNodes() *Nodes {
-	return &Nodes{claimed: map[string]bool{}, nodes: map[int64]domain.Node{}}
+	return &Nodes{claimed: map[string]bool{}, nodes: map[int64]domain.Node{}, deleted: map[int64]bool{}}
 }
 
 // ApplyEvent implements app.NodeRepository.
@@ -35,11 +36,15 @@ func (f *Nodes) ApplyEvent(ctx context.Context, eventID, _ string, apply func(co
 	if f.claimed[eventID] {
 		return false, nil
 	}
-	tx := &nodesTx{committed: f.nodes, writes: map[int64]domain.Node{}}
+	tx := &nodesTx{committed: f.nodes, deleted: f.deleted, writes: map[int64]domain.Node{}, deletes: map[int64]bool{}}
 	if err := apply(ctx, tx); err != nil {
 		return false, err
 	}
 	maps.Copy(f.nodes, tx.writes)
+	for id := range tx.deletes {
+		delete(f.nodes, id)
+		f.deleted[id] = true
+	}
 	f.claimed[eventID] = true
 	return true, nil
 }
@@ -72,9 +77,19 @@ func (f *Nodes) SpawnChildIDs(_ context.Context, id int64) ([]int64, error) {
 // nodesTx buffers one ApplyEvent's writes until apply succeeds.
 type nodesTx struct {
 	committed, writes map[int64]domain.Node
+	deleted, deletes  map[int64]bool
+}
+
+func (tx *nodesTx) Delete(_ context.Context, id int64) error {
+	delete(tx.writes, id)
+	tx.deletes[id] = true
+	return nil
 }
 
 func (tx *nodesTx) Save(_ context.Context, n domain.Node) error {
+	if tx.deleted[n.SessionID] || tx.deletes[n.SessionID] {
+		return nil
+	}
 	cur, ok := tx.writes[n.SessionID]
 	if !ok {
 		cur, ok = tx.committed[n.SessionID]

@@ -1,0 +1,173 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+)
+
+// Actor is who an input boundary established spoke. Exactly one is set.
+// There is no way to name an author directly: the author is resolved here,
+// from the actor, never from the message's text or a caller's claim.
+type Actor struct {
+	// WebUIAdmin: the request came through the web UI, which one human —
+	// the admin, ZIMMER_ADMIN_USER — reaches.
+	WebUIAdmin bool
+	// SlackUserID: the Slack user who sent the message.
+	SlackUserID string
+}
+
+// RecordHumanMessageInput is one message captured at an input boundary.
+type RecordHumanMessageInput struct {
+	Actor               Actor
+	Provenance          domain.Provenance
+	AuthoredInSessionID int64
+	Content             string
+	SlackPermalink      string
+	// OccurredAt defaults to now.
+	OccurredAt time.Time
+}
+
+// RecordOutcome is what RecordHumanMessage did.
+type RecordOutcome struct {
+	// Recorded is false when the actor resolved to nobody: then nothing is
+	// recorded at all, and NotRecordedReason says why.
+	Recorded          bool
+	Message           domain.HumanMessage
+	NotRecordedReason string
+}
+
+// RecordHumanMessage appends a human message, resolving its author from the
+// actor. An actor that resolves to nobody records nothing: a wrongly
+// attributed record launders automation into authorization.
+type RecordHumanMessage struct {
+	users    UserRepository
+	messages HumanMessageRepository
+	admin    string
+	now      NowFunc
+}
+
+// NewRecordHumanMessage returns the use case; adminKey is ZIMMER_ADMIN_USER
+// (empty: domain.DefaultAdminUser).
+func NewRecordHumanMessage(users UserRepository, messages HumanMessageRepository, adminKey string, now NowFunc) RecordHumanMessage {
+	return RecordHumanMessage{users: users, messages: messages, admin: adminKey, now: now}
+}
+
+// Handle records in, or reports why it did not.
+func (uc RecordHumanMessage) Handle(ctx context.Context, in RecordHumanMessageInput) (RecordOutcome, error) {
+	if _, err := domain.ParseProvenance(string(in.Provenance)); err != nil {
+		return RecordOutcome{}, err
+	}
+	switch {
+	case in.Actor.WebUIAdmin == (in.Actor.SlackUserID != ""):
+		return RecordOutcome{}, &domain.ValidationError{Field: "actor", Reason: "exactly one of web_ui_admin and slack_user_id"}
+	case in.Provenance.WebUI() && !in.Actor.WebUIAdmin:
+		return RecordOutcome{}, &domain.ValidationError{Field: "actor", Reason: fmt.Sprintf("%s is authored by the web UI's admin; set web_ui_admin", in.Provenance)}
+	case in.Provenance.Slack() && in.Actor.SlackUserID == "":
+		return RecordOutcome{}, &domain.ValidationError{Field: "actor", Reason: fmt.Sprintf("%s is authored by a Slack user; set slack_user_id", in.Provenance)}
+	}
+	users, err := uc.users.ListUsers(ctx)
+	if err != nil {
+		return RecordOutcome{}, fmt.Errorf("read the roster: %w", err)
+	}
+	roster := domain.NewRoster(users)
+	var author domain.User
+	var ok bool
+	if in.Actor.WebUIAdmin {
+		if author, ok = roster.Admin(uc.admin); !ok {
+			return RecordOutcome{NotRecordedReason: fmt.Sprintf("the admin %q (ZIMMER_ADMIN_USER) is not in the users roster", adminOrDefault(uc.admin))}, nil
+		}
+	} else if author, ok = roster.BySlackID(in.Actor.SlackUserID); !ok {
+		return RecordOutcome{NotRecordedReason: fmt.Sprintf("slack user %s belongs to nobody in the users roster", domain.SanitizeInline(in.Actor.SlackUserID))}, nil
+	}
+	m := domain.HumanMessage{
+		Author:              author.Key,
+		Provenance:          in.Provenance,
+		AuthoredInSessionID: in.AuthoredInSessionID,
+		Content:             in.Content,
+		SlackPermalink:      in.SlackPermalink,
+		OccurredAt:          in.OccurredAt,
+	}
+	if m.OccurredAt.IsZero() {
+		m.OccurredAt = uc.now()
+	}
+	if err := m.Validate(); err != nil {
+		return RecordOutcome{}, err
+	}
+	saved, err := uc.messages.RecordHumanMessage(ctx, m)
+	if err != nil {
+		return RecordOutcome{}, fmt.Errorf("record human message in session %d: %w", m.AuthoredInSessionID, err)
+	}
+	return RecordOutcome{Recorded: true, Message: saved}, nil
+}
+
+func adminOrDefault(k string) string {
+	if k == "" {
+		return domain.DefaultAdminUser
+	}
+	return k
+}
+
+// GetSessionProvenance gathers a session's provenance: its hierarchy, the
+// human messages authored anywhere in it, and the roster naming their
+// authors.
+type GetSessionProvenance struct {
+	hierarchy HierarchyWalker
+	users     UserRepository
+	messages  HumanMessageRepository
+}
+
+// NewGetSessionProvenance returns the use case.
+func NewGetSessionProvenance(hierarchy HierarchyWalker, users UserRepository, messages HumanMessageRepository) GetSessionProvenance {
+	return GetSessionProvenance{hierarchy: hierarchy, users: users, messages: messages}
+}
+
+// Handle returns sessionID's provenance. A session lineage has not heard of
+// yet (its creation event still in flight) is shown alone in its tree
+// rather than refused: messages may already be recorded against it, and
+// the answer must not depend on event delivery.
+func (uc GetSessionProvenance) Handle(ctx context.Context, sessionID int64) (domain.SessionProvenance, error) {
+	if sessionID <= 0 {
+		return domain.SessionProvenance{}, &domain.ValidationError{Field: "session_id", Reason: "must be a positive session id"}
+	}
+	h, err := uc.hierarchy.Handle(ctx, sessionID)
+	if errors.Is(err, domain.ErrNotFound) {
+		h = domain.Hierarchy{OriginID: sessionID, RootIDs: []int64{sessionID},
+			Nodes: []domain.HierarchyNode{{ID: sessionID, Current: true}}}
+	} else if err != nil {
+		return domain.SessionProvenance{}, err
+	}
+	msgs, err := uc.messages.HumanMessagesIn(ctx, h.SessionIDs())
+	if err != nil {
+		return domain.SessionProvenance{}, fmt.Errorf("gather human messages of %d: %w", sessionID, err)
+	}
+	users, err := uc.users.ListUsers(ctx)
+	if err != nil {
+		return domain.SessionProvenance{}, fmt.Errorf("read the roster: %w", err)
+	}
+	return domain.NewSessionProvenance(sessionID, h, msgs, domain.NewRoster(users)), nil
+}
+
+// GetPromptBlocks renders the blocks appended to a session's prompt.
+type GetPromptBlocks struct {
+	provenance GetSessionProvenance
+	now        NowFunc
+}
+
+// NewGetPromptBlocks returns the use case.
+func NewGetPromptBlocks(provenance GetSessionProvenance, now NowFunc) GetPromptBlocks {
+	return GetPromptBlocks{provenance: provenance, now: now}
+}
+
+// Handle renders sessionID's blocks; viaMCP is the provenance_via_mcp_enabled
+// setting.
+func (uc GetPromptBlocks) Handle(ctx context.Context, sessionID int64, viaMCP bool) (domain.PromptBlocks, error) {
+	p, err := uc.provenance.Handle(ctx, sessionID)
+	if err != nil {
+		return domain.PromptBlocks{}, err
+	}
+	return domain.RenderPromptBlocks(p, uc.now(), viaMCP), nil
+}

@@ -1,0 +1,39 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+)
+
+// UserRepository stores the users roster.
+type UserRepository interface {
+	// ListUsers returns every user in key order.
+	ListUsers(ctx context.Context) ([]domain.User, error)
+	// CreateUser stores u: a *domain.UserExistsError when the key is taken,
+	// a *domain.SlackIDTakenError when one of its Slack IDs is.
+	CreateUser(ctx context.Context, u domain.User) (domain.User, error)
+	// UpdateUser loads key's row for update, lets edit change it and stores
+	// the result in the same transaction; errors as CreateUser, and
+	// domain.ErrNotFound for a key no row holds. The key never changes.
+	UpdateUser(ctx context.Context, key string, edit func(*domain.User) error) (domain.User, error)
+}
+
+// HumanMessageRepository stores human messages. It has no update or delete:
+// the records are immutable evidence (the database refuses both as well).
+type HumanMessageRepository interface {
+	// RecordHumanMessage appends m and returns it with its id and
+	// recorded_at.
+	RecordHumanMessage(ctx context.Context, m domain.HumanMessage) (domain.HumanMessage, error)
+	// HumanMessagesIn returns every message authored in one of sessionIDs.
+	HumanMessagesIn(ctx context.Context, sessionIDs []int64) ([]domain.HumanMessage, error)
+}
+
+// HierarchyWalker walks the hierarchy of a session (GetHierarchy).
+type HierarchyWalker interface {
+	Handle(ctx context.Context, sessionID int64) (domain.Hierarchy, error)
+}
+
+// NowFunc is the clock; domain code never reads the time itself.
+type NowFunc func() time.Time

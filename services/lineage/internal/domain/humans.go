@@ -1,0 +1,168 @@
+package domain
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxHumanMessageLength bounds a recorded message, as a prompt is bounded.
+const MaxHumanMessageLength = 500_000
+
+// Provenance is the input boundary where Zimmer established that a named
+// human authored a message.
+type Provenance string
+
+// The boundaries that record. Everything else — agents over MCP or REST,
+// router-written prompts, wake-ups, nudges, subagents, polled GitHub
+// comments — records nothing at all.
+const (
+	WebUINewSession      Provenance = "web_ui.new_session"
+	WebUIQuickPrompt     Provenance = "web_ui.quick_prompt"
+	WebUIChatBubble      Provenance = "web_ui.chat_bubble"
+	WebUIFollowUp        Provenance = "web_ui.follow_up"
+	WebUIEnqueuedMessage Provenance = "web_ui.enqueued_message"
+	SlackChannelMessage  Provenance = "slack.channel_message"
+	SlackDM              Provenance = "slack.dm"
+)
+
+// Provenances lists every boundary, in the order the spec names them.
+var Provenances = []Provenance{
+	WebUINewSession, WebUIQuickPrompt, WebUIChatBubble, WebUIFollowUp, WebUIEnqueuedMessage,
+	SlackChannelMessage, SlackDM,
+}
+
+// ParseProvenance validates a provenance kind.
+func ParseProvenance(s string) (Provenance, error) {
+	p := Provenance(s)
+	if !slices.Contains(Provenances, p) {
+		names := make([]string, len(Provenances))
+		for i, p := range Provenances {
+			names[i] = string(p)
+		}
+		return "", &ValidationError{Field: "provenance", Reason: fmt.Sprintf("%q is not one of %s", s, strings.Join(names, ", "))}
+	}
+	return p, nil
+}
+
+// WebUI reports whether p is a web-UI boundary, where the author is the
+// admin (Zimmer has no login and one human reaches the UI).
+func (p Provenance) WebUI() bool { return strings.HasPrefix(string(p), "web_ui.") }
+
+// Slack reports whether p is a Slack boundary, where the author is resolved
+// from the Slack user ID.
+func (p Provenance) Slack() bool { return strings.HasPrefix(string(p), "slack.") }
+
+// HumanMessage is one message a named human authored, attached to the
+// session it was said in. Immutable: there is no way to edit or delete one.
+type HumanMessage struct {
+	ID int64
+	// Author is the roster key, stored verbatim rather than as a reference:
+	// the record must not depend on the roster staying as it is.
+	Author              string
+	Provenance          Provenance
+	AuthoredInSessionID int64
+	Content             string
+	// SlackPermalink links to the Slack message; empty for the web UI.
+	SlackPermalink string
+	OccurredAt     time.Time
+	RecordedAt     time.Time
+}
+
+// Validate reports the first field that makes m unfit to record.
+func (m HumanMessage) Validate() error {
+	if err := ValidateUserKey(m.Author); err != nil {
+		return &ValidationError{Field: "author", Reason: err.(*ValidationError).Reason} //nolint:errorlint // ValidateUserKey returns exactly this type
+	}
+	if _, err := ParseProvenance(string(m.Provenance)); err != nil {
+		return err
+	}
+	switch {
+	case m.AuthoredInSessionID <= 0:
+		return &ValidationError{Field: "authored_in_session_id", Reason: "must be a positive session id"}
+	case strings.TrimSpace(m.Content) == "":
+		return &ValidationError{Field: "content", Reason: "required"}
+	case len(m.Content) > MaxHumanMessageLength*4 || utf8.RuneCountInString(m.Content) > MaxHumanMessageLength:
+		return &ValidationError{Field: "content", Reason: fmt.Sprintf("at most %d characters", MaxHumanMessageLength)}
+	case !utf8.ValidString(m.Content):
+		return &ValidationError{Field: "content", Reason: "must be valid UTF-8"}
+	case m.SlackPermalink != "" && !m.Provenance.Slack():
+		return &ValidationError{Field: "slack_permalink", Reason: "only a Slack message has a permalink"}
+	case m.SlackPermalink != "" && !strings.HasPrefix(m.SlackPermalink, "https://"):
+		return &ValidationError{Field: "slack_permalink", Reason: "must be an https:// URL"}
+	case m.OccurredAt.IsZero():
+		return &ValidationError{Field: "occurred_at", Reason: "required"}
+	}
+	return nil
+}
+
+// Origin places a message relative to the session it is shown for.
+type Origin string
+
+const (
+	// Here is a human speaking to this session: the only answer to "did a
+	// human ask for this, here?".
+	Here Origin = "here"
+	// Elsewhere is a human speaking to another session of the hierarchy:
+	// context about intent, never an instruction to this session.
+	Elsewhere Origin = "elsewhere"
+)
+
+// PlacedMessage is a message with its origin for one viewing session.
+type PlacedMessage struct {
+	HumanMessage
+	Origin Origin
+}
+
+// SessionHumanMessages is the record gathered across a session's whole
+// hierarchy, as seen from that session.
+type SessionHumanMessages struct {
+	SessionID int64
+	// Messages are newest first (occurred_at, then id).
+	Messages []PlacedMessage
+	// HereCount and ElsewhereCount are always both stated.
+	HereCount      int
+	ElsewhereCount int
+	// Truncated means the hierarchy walk was cut by a bound: the elsewhere
+	// count is then a floor, not a total.
+	Truncated bool
+}
+
+// GatherHumanMessages places messages (authored anywhere in the hierarchy
+// of sessionID) relative to sessionID and orders them newest first.
+// truncated says whether the walk that chose the sessions was cut short.
+func GatherHumanMessages(sessionID int64, messages []HumanMessage, truncated bool) SessionHumanMessages {
+	out := SessionHumanMessages{SessionID: sessionID, Truncated: truncated, Messages: make([]PlacedMessage, 0, len(messages))}
+	for _, m := range messages {
+		pm := PlacedMessage{HumanMessage: m, Origin: Elsewhere}
+		if m.AuthoredInSessionID == sessionID {
+			pm.Origin = Here
+			out.HereCount++
+		} else {
+			out.ElsewhereCount++
+		}
+		out.Messages = append(out.Messages, pm)
+	}
+	slices.SortStableFunc(out.Messages, func(a, b PlacedMessage) int {
+		if c := b.OccurredAt.Compare(a.OccurredAt); c != 0 {
+			return c
+		}
+		switch {
+		case a.ID > b.ID:
+			return -1
+		case a.ID < b.ID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// HumanMessageHere answers "did a human speak to this session?" directly.
+// Elsewhere records never count: false when only they exist.
+func (s SessionHumanMessages) HumanMessageHere() bool { return s.HereCount > 0 }
+
+// Any reports whether anybody in the hierarchy has a record.
+func (s SessionHumanMessages) Any() bool { return s.HereCount+s.ElsewhereCount > 0 }

@@ -1,0 +1,101 @@
+package domain_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+)
+
+func msg(id, session int64, at int64) domain.HumanMessage {
+	return domain.HumanMessage{ID: id, Author: "tadasant", Provenance: domain.WebUIFollowUp, AuthoredInSessionID: session,
+		Content: "message " + string(rune('a'+id%26)), OccurredAt: time.Unix(at, 0).UTC()}
+}
+
+func TestHumanMessageValidate(t *testing.T) {
+	t.Parallel()
+	valid := msg(0, 5, 10)
+	tests := []struct {
+		name   string
+		modify func(*domain.HumanMessage)
+		field  string
+	}{
+		{"valid", func(*domain.HumanMessage) {}, ""},
+		{"slack with permalink", func(m *domain.HumanMessage) {
+			m.Provenance, m.SlackPermalink = domain.SlackChannelMessage, "https://x.slack.com/archives/C1/p1"
+		}, ""},
+		{"no author", func(m *domain.HumanMessage) { m.Author = "" }, "author"},
+		{"unknown provenance", func(m *domain.HumanMessage) { m.Provenance = "mcp.follow_up" }, "provenance"},
+		{"no session", func(m *domain.HumanMessage) { m.AuthoredInSessionID = 0 }, "authored_in_session_id"},
+		{"blank content", func(m *domain.HumanMessage) { m.Content = " \n" }, "content"},
+		{"too long", func(m *domain.HumanMessage) { m.Content = strings.Repeat("x", domain.MaxHumanMessageLength+1) }, "content"},
+		{"permalink on web UI", func(m *domain.HumanMessage) { m.SlackPermalink = "https://x" }, "slack_permalink"},
+		{"permalink not https", func(m *domain.HumanMessage) {
+			m.Provenance, m.SlackPermalink = domain.SlackDM, "javascript:alert(1)"
+		}, "slack_permalink"},
+		{"no time", func(m *domain.HumanMessage) { m.OccurredAt = time.Time{} }, "occurred_at"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m := valid
+			tt.modify(&m)
+			err := m.Validate()
+			if tt.field == "" {
+				require.NoError(t, err)
+				return
+			}
+			var ve *domain.ValidationError
+			require.ErrorAs(t, err, &ve)
+			require.Equal(t, tt.field, ve.Field)
+		})
+	}
+}
+
+func TestParseProvenance(t *testing.T) {
+	t.Parallel()
+	for _, p := range domain.Provenances {
+		got, err := domain.ParseProvenance(string(p))
+		require.NoError(t, err)
+		require.Equal(t, p, got)
+		require.NotEqual(t, p.WebUI(), p.Slack())
+	}
+	_, err := domain.ParseProvenance("github.comment")
+	require.Error(t, err)
+}
+
+func TestGatherHumanMessagesHereAndElsewhere(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name            string
+		msgs            []domain.HumanMessage
+		truncated       bool
+		here, elsewhere int
+		wantHere        bool
+	}{
+		{"none", nil, false, 0, 0, false},
+		{"only elsewhere", []domain.HumanMessage{msg(1, 1, 1), msg(2, 3, 2)}, false, 0, 2, false},
+		{"here and elsewhere", []domain.HumanMessage{msg(1, 1, 1), msg(2, 2, 2), msg(3, 2, 3)}, false, 2, 1, true},
+		{"truncated", []domain.HumanMessage{msg(1, 1, 1)}, true, 0, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := domain.GatherHumanMessages(2, tt.msgs, tt.truncated)
+			require.Equal(t, tt.here, got.HereCount)
+			require.Equal(t, tt.elsewhere, got.ElsewhereCount)
+			require.Equal(t, tt.wantHere, got.HumanMessageHere())
+			require.Equal(t, tt.truncated, got.Truncated)
+			require.Len(t, got.Messages, len(tt.msgs))
+			for i, m := range got.Messages {
+				if i > 0 {
+					require.False(t, m.OccurredAt.After(got.Messages[i-1].OccurredAt), "newest first")
+				}
+				require.Equal(t, m.AuthoredInSessionID == 2, m.Origin == domain.Here)
+			}
+		})
+	}
+}

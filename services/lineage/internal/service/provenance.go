@@ -1,0 +1,31 @@
+package service
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/grpc"
+
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
+	"github.com/zimmerhq/zimmer/services/lineage/internal/grpcapi"
+	"github.com/zimmerhq/zimmer/services/lineage/internal/store"
+)
+
+// registerProvenance serves the ProvenanceService (the users roster and
+// human messages) on gs, walking hierarchies with hierarchy. adminUser is
+// ZIMMER_ADMIN_USER; empty means the default, tadasant.
+func registerProvenance(gs *grpc.Server, pool *pgxpool.Pool, logger *slog.Logger, hierarchy app.HierarchyWalker, adminUser string) {
+	repo := store.NewProvenance(pool)
+	now := time.Now
+	provenance := app.NewGetSessionProvenance(hierarchy, repo, repo)
+	lineagev1.RegisterProvenanceServiceServer(gs, grpcapi.NewProvenance(logger, grpcapi.ProvenanceUseCases{
+		ListUsers:            app.NewListUsers(repo),
+		CreateUser:           app.NewCreateUser(repo),
+		UpdateUser:           app.NewUpdateUser(repo),
+		RecordHumanMessage:   app.NewRecordHumanMessage(repo, repo, adminUser, now),
+		GetSessionProvenance: provenance,
+		GetPromptBlocks:      app.NewGetPromptBlocks(provenance, now),
+	}))
+}

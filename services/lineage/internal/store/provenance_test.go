@@ -1,0 +1,152 @@
+package store
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+	"github.com/zimmerhq/zimmer/services/platform/pgtest"
+)
+
+func TestRosterSeeded(t *testing.T) {
+	t.Parallel()
+	repo := NewProvenance(pgtest.DB(t, testSets...))
+
+	users, err := repo.ListUsers(t.Context())
+	require.NoError(t, err)
+	require.Len(t, users, 2)
+	for i, want := range []struct{ key, name string }{{"juliehazz", "Julie"}, {"tadasant", "Tadas"}} {
+		require.Equal(t, want.key, users[i].Key)
+		require.Equal(t, want.name, users[i].DisplayName)
+		require.Empty(t, users[i].Email, "the spec's addresses are redacted; a deployment fills them in")
+		require.Empty(t, users[i].SlackUserIDs, "Slack IDs are deployment configuration")
+		require.Empty(t, users[i].Notes)
+	}
+	admin, ok := domain.NewRoster(users).Admin("")
+	require.True(t, ok)
+	require.Equal(t, "tadasant", admin.Key)
+}
+
+func TestUsersCreateUpdateAndSlackCollision(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.DB(t, testSets...)
+	repo := NewProvenance(pool)
+
+	ids := []string{"U1", "U2"}
+	tadas, err := repo.UpdateUser(ctx, "tadasant", domain.UserPatch{SlackUserIDs: &ids, Notes: strp("final say")}.Apply)
+	require.NoError(t, err)
+	require.Equal(t, []string{"U1", "U2"}, tadas.SlackUserIDs)
+	require.Equal(t, "final say", tadas.Notes)
+
+	// Another user cannot take one of them, on create or on update.
+	_, err = repo.CreateUser(ctx, domain.User{Key: "sam", DisplayName: "Sam", SlackUserIDs: []string{"U3", "U2"}})
+	var taken *domain.SlackIDTakenError
+	require.ErrorAs(t, err, &taken)
+	require.Equal(t, domain.SlackIDTakenError{SlackUserID: "U2", Owner: "tadasant"}, *taken)
+	require.ErrorIs(t, err, domain.ErrConflict)
+
+	_, err = repo.UpdateUser(ctx, "juliehazz", domain.UserPatch{SlackUserIDs: &[]string{"U1"}}.Apply)
+	require.ErrorAs(t, err, &taken)
+	require.Equal(t, "tadasant", taken.Owner)
+
+	// The refused create wrote nothing.
+	users, err := repo.ListUsers(ctx)
+	require.NoError(t, err)
+	require.Len(t, users, 2)
+
+	// The database enforces it too, whoever writes.
+	_, err = pool.Exec(ctx, `INSERT INTO user_slack_ids (slack_user_id, user_key) VALUES ('U1', 'juliehazz')`)
+	require.Equal(t, pgdb.CodeUniqueViolation, pgdb.Code(err))
+
+	// Moving an ID: free it first, then claim it.
+	_, err = repo.UpdateUser(ctx, "tadasant", domain.UserPatch{SlackUserIDs: &[]string{"U2"}}.Apply)
+	require.NoError(t, err)
+	julie, err := repo.UpdateUser(ctx, "juliehazz", domain.UserPatch{SlackUserIDs: &[]string{"U1"}, Email: strp("julie@example.com")}.Apply)
+	require.NoError(t, err)
+	require.Equal(t, []string{"U1"}, julie.SlackUserIDs)
+	require.Equal(t, "julie@example.com", julie.Email)
+
+	sam, err := repo.CreateUser(ctx, domain.User{Key: "sam", DisplayName: "Sam", SlackUserIDs: []string{"U3"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"U3"}, sam.SlackUserIDs)
+	_, err = repo.CreateUser(ctx, domain.User{Key: "sam", DisplayName: "Other"})
+	require.ErrorIs(t, err, domain.ErrAlreadyExists)
+
+	// The key never changes, whatever the edit does.
+	got, err := repo.UpdateUser(ctx, "sam", func(u *domain.User) error { u.Key = "renamed"; return nil })
+	require.NoError(t, err)
+	require.Equal(t, "sam", got.Key)
+	_, err = repo.UpdateUser(ctx, "nobody", func(*domain.User) error { return nil })
+	require.ErrorIs(t, err, domain.ErrNotFound)
+}
+
+func TestHumanMessagesAreImmutable(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.DB(t, testSets...)
+	repo := NewProvenance(pool)
+
+	m, err := repo.RecordHumanMessage(ctx, domain.HumanMessage{Author: "tadasant", Provenance: domain.WebUIFollowUp,
+		AuthoredInSessionID: 7, Content: "ship it", OccurredAt: time.Unix(100, 0)})
+	require.NoError(t, err)
+	require.Positive(t, m.ID)
+	require.False(t, m.RecordedAt.IsZero())
+
+	for _, sql := range []string{
+		`UPDATE human_messages SET content = 'do not ship it'`,
+		`UPDATE human_messages SET author = 'juliehazz' WHERE id = $1`,
+		`DELETE FROM human_messages WHERE id = $1`,
+		`DELETE FROM human_messages`,
+		`TRUNCATE human_messages`,
+	} {
+		args := []any{}
+		if strings.Contains(sql, "$1") {
+			args = append(args, m.ID)
+		}
+		_, err := pool.Exec(ctx, sql, args...)
+		require.ErrorContains(t, err, "human_messages are immutable evidence", sql)
+	}
+
+	// The provenance kinds are the database's to enforce as well.
+	_, err = pool.Exec(ctx, `INSERT INTO human_messages (author, provenance, authored_in_session_id, content, occurred_at)
+		VALUES ('tadasant', 'mcp.follow_up', 7, 'x', now())`)
+	require.Equal(t, "23514", pgdb.Code(err))
+
+	// A session's hard delete leaves the record as evidence naming it.
+	_, err = pool.Exec(ctx, `INSERT INTO session_nodes (session_id, title, agent_root, status, genesis, scheduling_class, session_updated_at)
+		VALUES (7, 't', 'a', 'waiting', 'api', 'priority', now())`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `DELETE FROM session_nodes WHERE session_id = 7`)
+	require.NoError(t, err)
+
+	got, err := repo.HumanMessagesIn(ctx, []int64{7})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, "ship it", got[0].Content)
+	require.Equal(t, "tadasant", got[0].Author)
+}
+
+func TestHumanMessagesIn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	repo := NewProvenance(pgtest.DB(t, testSets...))
+	for i, s := range []int64{1, 2, 3, 2} {
+		_, err := repo.RecordHumanMessage(ctx, domain.HumanMessage{Author: "gone-user", Provenance: domain.SlackDM,
+			AuthoredInSessionID: s, Content: "m", SlackPermalink: "https://x/p", OccurredAt: time.Unix(int64(100+i), 0)})
+		require.NoError(t, err)
+	}
+	got, err := repo.HumanMessagesIn(ctx, []int64{2, 3, 99})
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	require.Equal(t, []int64{2, 3, 2}, []int64{got[0].AuthoredInSessionID, got[1].AuthoredInSessionID, got[2].AuthoredInSessionID})
+	require.True(t, got[0].OccurredAt.After(got[1].OccurredAt), "newest first")
+	require.Equal(t, "gone-user", got[0].Author, "an author key is stored verbatim, resolving or not")
+	require.Equal(t, "https://x/p", got[0].SlackPermalink)
+}
+
+func strp(s string) *string { return &s }
