@@ -112,6 +112,60 @@ func TestEndToEnd(t *testing.T) {
 		}, 20*time.Second, 100*time.Millisecond)
 	})
 
+	t.Run("Lifecycle", func(t *testing.T) {
+		ctx := context.Background()
+		code, body := api.do(t, "POST", "/api/v1/sessions", `{"prompt":"p","git_root":"g","slug":"life"}`)
+		require.Equal(t, http.StatusCreated, code, body)
+		// Starting belongs to the runner: internal gRPC.
+		_, err := lifecycle.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{SessionId: "life", Event: "start"})
+		require.NoError(t, err)
+
+		code, body = api.do(t, "POST", "/api/v1/sessions/life/pause", `{}`)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"status":"needs_input"`)
+		code, body = api.do(t, "POST", "/api/v1/sessions/life/pause", `{}`)
+		require.Equal(t, http.StatusUnprocessableEntity, code, body)
+		require.Contains(t, body, `"error":"cannot pause session`)
+		code, body = api.do(t, "POST", "/api/v1/sessions/life/sleep", `{}`)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"status":"waiting"`)
+
+		code, body = api.do(t, "POST", "/api/v1/sessions/life/archive", `{"force":true}`)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"trash_after"`)
+		code, body = api.do(t, "GET", "/api/v1/sessions/life/timeline", "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, "Session moved to trash by a caller of the REST API")
+		code, body = api.do(t, "POST", "/api/v1/sessions/life/unarchive", `{}`)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"status":"waiting"`, "back to where it was archived from")
+
+		code, body = api.do(t, "PATCH", "/api/v1/sessions/life", `{"title":"Renamed","heartbeat_interval_seconds":120}`)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"heartbeat_interval_seconds":120`)
+		code, body = api.do(t, "PATCH", "/api/v1/sessions/life", `{"heartbeat_interval_seconds":5}`)
+		require.Equal(t, http.StatusBadRequest, code, body)
+		require.Contains(t, body, "heartbeat_interval_seconds")
+
+		code, body = api.do(t, "GET", "/api/v1/sessions/life/events", "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"name":"drain_enqueued_messages_after_pause"`)
+
+		code, body = api.do(t, "POST", "/api/v1/sessions/bulk_archive", `{"session_ids":["life","no-such-session"]}`)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"archived_count":1`)
+		require.Contains(t, body, `"session_id":"no-such-session"`)
+
+		code, body = api.do(t, "GET", "/api/v1/settings", "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"provenance_via_mcp_enabled":true`)
+
+		code, _ = api.do(t, "DELETE", "/api/v1/sessions/life", "")
+		require.Equal(t, http.StatusNoContent, code)
+		code, _ = api.do(t, "GET", "/api/v1/sessions/life", "")
+		require.Equal(t, http.StatusNotFound, code)
+	})
+
 	t.Run("MCP", func(t *testing.T) {
 		ctx := context.Background()
 		c, err := mcpclient.NewStreamableHttpClient("http://"+s.addr["gateway"]+"/mcp",
@@ -147,6 +201,25 @@ func TestEndToEnd(t *testing.T) {
 		res, err = c.CallTool(ctx, call)
 		require.NoError(t, err)
 		require.False(t, res.IsError, "%+v", res.Content)
+
+		created, ok := res.StructuredContent.(map[string]any)
+		require.True(t, ok, "structured content: %T", res.StructuredContent)
+		agentID := created["session"].(map[string]any)["id"]
+		_, err = lifecycle.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{SessionId: fmt.Sprint(agentID), Event: "start"})
+		require.NoError(t, err)
+		call.Params.Name = "action_session"
+		call.Params.Arguments = map[string]any{"action": "archive", "session_id": fmt.Sprint(agentID), "acting_session_id": parentID, "force": true}
+		res, err = c.CallTool(ctx, call)
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%+v", res.Content)
+		code, body := api.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%v/timeline", agentID), "")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, fmt.Sprintf("Session moved to trash by session #%d via the MCP API", parentID))
+		call.Params.Arguments = map[string]any{"action": "archive", "session_id": fmt.Sprint(agentID)}
+		res, err = c.CallTool(ctx, call)
+		require.NoError(t, err)
+		require.True(t, res.IsError, "archiving an archived session is refused")
+		require.Contains(t, text(res), "it is archived")
 
 		call.Params.Name = "get_session"
 		call.Params.Arguments = map[string]any{"session_id": "999999"}
@@ -199,7 +272,8 @@ func TestEndToEnd(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond)
 		sessions := s.queryInt(t, "lifecycle", `SELECT count(*) FROM sessions`)
 		require.Equal(t, sessions, s.queryInt(t, "lineage", `SELECT count(*) FROM session_nodes`), "one node per session")
-		require.Equal(t, sessions, s.queryInt(t, "lineage", `SELECT count(*) FROM inbox_events`), "each event applied once")
+		require.Equal(t, s.queryInt(t, "lifecycle", `SELECT count(*) FROM outbox_messages WHERE subscriber = 'lineage'`),
+			s.queryInt(t, "lineage", `SELECT count(*) FROM inbox_events`), "each event applied once")
 		node, err := lineage.GetSessionNode(ctx, &lineagev1.GetSessionNodeRequest{SessionId: parentID})
 		require.NoError(t, err)
 		require.Len(t, node.GetNode().GetSpawnChildIds(), 3, "REST-, gRPC- and MCP-created children, each once")

@@ -30,6 +30,13 @@ type Config struct {
 	// present one; the gateway presents the first to the services. Empty
 	// leaves the gateway open (development only).
 	APIKeys string `env:"ZIMMER_API_KEYS"`
+
+	// SupervisorUser and SupervisorPassword are ZIMMER_SUPERVISOR_USER and
+	// ZIMMER_SUPERVISOR_PASSWORD: the HTTP Basic credentials of the
+	// operator-only /supervisor surface (the users roster), separate from
+	// the fleet keys. Unset, the surface answers 503.
+	SupervisorUser     string `env:"ZIMMER_SUPERVISOR_USER"`
+	SupervisorPassword string `env:"ZIMMER_SUPERVISOR_PASSWORD"`
 }
 
 // Service is one backend the gateway dials.
@@ -74,6 +81,9 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return fmt.Errorf("GATEWAY_HTTP_ADDR %q: want host:port, e.g. 127.0.0.1:8080", c.HTTPAddr)
 	}
+	if (c.SupervisorUser == "") != (c.SupervisorPassword == "") {
+		return fmt.Errorf("ZIMMER_SUPERVISOR_USER and ZIMMER_SUPERVISOR_PASSWORD: set both, or neither to disable /supervisor")
+	}
 	for _, s := range c.Services() {
 		if _, _, err := net.SplitHostPort(s.Addr); err != nil {
 			return fmt.Errorf("GATEWAY_%s_ADDR %q: want host:port", strings.ToUpper(s.Name), s.Addr)
@@ -92,5 +102,6 @@ func (c Config) LogValue() slog.Value {
 		attrs = append(attrs, slog.String(s.Name+"_addr", s.Addr))
 	}
 	attrs = append(attrs, slog.Bool("api_keys_set", c.FirstAPIKey() != ""))
+	attrs = append(attrs, slog.Bool("supervisor_enabled", c.SupervisorUser != "" && c.SupervisorPassword != ""))
 	return slog.GroupValue(attrs...)
 }

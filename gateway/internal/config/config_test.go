@@ -63,3 +63,20 @@ func TestLoadRejectsBadAddresses(t *testing.T) {
 	_, err = config.Load(context.Background(), env(map[string]string{"GATEWAY_RUNNER_ADDR": "runner"}))
 	require.ErrorContains(t, err, "GATEWAY_RUNNER_ADDR")
 }
+
+func TestLoadSupervisorCredentials(t *testing.T) {
+	t.Parallel()
+
+	cfg, err := config.Load(context.Background(), env(map[string]string{
+		"ZIMMER_SUPERVISOR_USER": "operator", "ZIMMER_SUPERVISOR_PASSWORD": "s3cret-pass",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, "operator", cfg.SupervisorUser)
+	require.Equal(t, "s3cret-pass", cfg.SupervisorPassword)
+	logged := fmt.Sprint(slog.AnyValue(cfg).Resolve())
+	require.NotContains(t, logged, "s3cret-pass", "the password is redacted")
+	require.Contains(t, logged, "supervisor_enabled=true")
+
+	_, err = config.Load(context.Background(), env(map[string]string{"ZIMMER_SUPERVISOR_USER": "operator"}))
+	require.ErrorContains(t, err, "set both")
+}

@@ -17,12 +17,14 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 )
 
 // tools holds the tool handlers' dependencies.
 type tools struct {
-	lifecycle lifecyclev1.LifecycleServiceClient
-	logger    *slog.Logger
+	lifecycle  lifecyclev1.LifecycleServiceClient
+	provenance lineagev1.ProvenanceServiceClient
+	logger     *slog.Logger
 }
 
 var startSessionArgs = []string{
@@ -104,7 +106,13 @@ func (t *tools) getSession(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	if err != nil {
 		return t.failure(ctx, ToolGetSession, err), nil
 	}
-	return t.sessionResult(ctx, "", resp.GetSession(), resp), nil
+	res := t.sessionResult(ctx, "", resp.GetSession(), resp)
+	if !res.IsError {
+		// Always, not behind a flag: the empty record is the most
+		// important reading, and must not look like a forgotten option.
+		appendText(res, "\n"+t.provenanceSections(ctx, resp.GetSession().GetId()))
+	}
+	return res, nil
 }
 
 // failure reports a service error as a tool error the model can act on.

@@ -21,9 +21,11 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
+	"github.com/zimmerhq/zimmer/gateway/internal/supervisor"
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	"github.com/zimmerhq/zimmer/gateway/openapi"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 )
@@ -60,7 +62,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	}
 
 	var targets []health.Target
-	var lifecycleConn *grpc.ClientConn
+	var lifecycleConn, lineageConn *grpc.ClientConn
 	for _, svc := range cfg.Services() {
 		conn, err := grpcclient.Dial(svc.Addr, cfg.FirstAPIKey())
 		if err != nil {
@@ -68,17 +70,25 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 		}
 		s.conns = append(s.conns, conn)
 		targets = append(targets, health.Target{Name: svc.Name, Conn: conn})
-		if svc.Name == "lifecycle" {
+		switch svc.Name {
+		case "lifecycle":
 			lifecycleConn = conn
+		case "lineage":
+			lineageConn = conn
 		}
 	}
 	lifecycle := lifecyclev1.NewLifecycleServiceClient(lifecycleConn)
+	provenance := lineagev1.NewProvenanceServiceClient(lineageConn)
+	supervisorCreds := supervisor.Credentials{User: cfg.SupervisorUser, Password: cfg.SupervisorPassword}
+	if !supervisorCreds.Enabled() {
+		logger.Warn("ZIMMER_SUPERVISOR_USER/ZIMMER_SUPERVISOR_PASSWORD unset: /supervisor answers 503")
+	}
 
 	api, err := rest.NewHandler(ctx, lifecycle, logger)
 	if err != nil {
 		return nil, err
 	}
-	s.mcp = mcp.NewHandler(lifecycle, logger, mcp.Options{Version: version(), AnyHost: keys.Enabled()})
+	s.mcp = mcp.NewHandler(lifecycle, logger, mcp.Options{Version: version(), AnyHost: keys.Enabled(), Provenance: provenance})
 	doc, err := wirejson.OpenAPI(openapi.Spec)
 	if err != nil {
 		return nil, err
@@ -88,6 +98,11 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	mux.Handle("/healthz", health.NewChecker(targets, HealthTimeout, logger))
 	mux.Handle("/openapi.json", openAPIHandler(doc))
 	mux.Handle("/api/v1/", auth.Require(keys, api))
+	// More specific than /api/v1/, so it wins over grpc-gateway's route for
+	// the same path: the session composed with its provenance.
+	mux.Handle(rest.SessionDetailPattern, auth.Require(keys, rest.NewSessionDetail(lifecycle, provenance, logger)))
+	// Operator-only, behind its own Basic realm: never the fleet key.
+	mux.Handle("/supervisor/", supervisor.NewHandler(provenance, supervisorCreds, logger))
 	mux.Handle("/mcp", auth.Require(keys, s.mcp))
 	mux.Handle("/mcp/", auth.Require(keys, s.mcp))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,147 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
+	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
+	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+)
+
+// SessionDetailPattern is the one route the session detail composition
+// answers; it takes precedence over grpc-gateway's route for the same path
+// (the server registers it on its own mux, more specific than /api/v1/).
+const SessionDetailPattern = "GET /api/v1/sessions/{id}"
+
+// LineageTimeout bounds the provenance half of the composition, so a slow
+// lineage cannot hold up the session itself.
+const LineageTimeout = 5 * time.Second
+
+// DegradedHeader is set when lineage could not be asked: session_hierarchy
+// and human_messages are then null — unknown — which a client must never
+// read as "no human asked for this".
+const DegradedHeader = "X-Zimmer-Degraded"
+
+// NewSessionDetail answers GET /api/v1/sessions/{id} with
+// {"session", "session_hierarchy", "human_messages"}: the session from
+// lifecycle, and from lineage the hierarchy and the human messages gathered
+// across it (a bare array, each with its origin). The last two are top-level
+// keys, never inside session, so session has one shape on every response.
+//
+// Lifecycle failing fails the request, in the API's error format. Lineage
+// failing does not: the answer is 200 with both lineage keys null and the
+// DegradedHeader naming lineage, because the session itself is known and a
+// detail page without provenance beats no page; null (not [] or {}) keeps
+// "unknown" distinguishable from "nobody said anything".
+func NewSessionDetail(lifecycle lifecyclev1.LifecycleServiceClient, provenance lineagev1.ProvenanceServiceClient, logger *slog.Logger) http.Handler {
+	return &sessionDetail{lifecycle: lifecycle, provenance: provenance, logger: logger, marshaler: wirejson.NewMarshaler()}
+}
+
+type sessionDetail struct {
+	lifecycle  lifecyclev1.LifecycleServiceClient
+	provenance lineagev1.ProvenanceServiceClient
+	logger     *slog.Logger
+	marshaler  *wirejson.Marshaler
+}
+
+// HumanMessageJSON is one entry of human_messages.
+type HumanMessageJSON struct {
+	ID                  int64   `json:"id"`
+	Origin              string  `json:"origin"`
+	Author              string  `json:"author"`
+	AuthorDisplayName   *string `json:"author_display_name"`
+	EntryPoint          string  `json:"entry_point"`
+	AuthoredInSessionID int64   `json:"authored_in_session_id"`
+	Content             string  `json:"content"`
+	SlackPermalink      *string `json:"slack_permalink"`
+	OccurredAt          string  `json:"occurred_at"`
+}
+
+func (h *sessionDetail) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), CallTimeout)
+	defer cancel()
+	got, err := h.lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: r.PathValue("id")})
+	if err != nil {
+		p := grpcerr.From("lifecycle", err)
+		if p.Internal() {
+			h.logger.ErrorContext(ctx, "service call failed", "backend", "lifecycle", "method", r.Method, "path", r.URL.Path, "code", p.Code.String(), "error", err)
+		}
+		jsonhttp.WriteError(w, p.HTTPStatus, p.Message)
+		return
+	}
+	session, err := h.marshaler.Marshal(got.GetSession())
+	if err != nil {
+		h.logger.ErrorContext(ctx, "render session as JSON", "error", err)
+		jsonhttp.WriteError(w, http.StatusInternalServerError, "internal error")
+		return
+	}
+
+	hierarchy, messages := json.RawMessage("null"), json.RawMessage("null")
+	lctx, lcancel := context.WithTimeout(ctx, LineageTimeout)
+	defer lcancel()
+	prov, err := h.provenance.GetSessionProvenance(lctx, &lineagev1.GetSessionProvenanceRequest{SessionId: got.GetSession().GetId()})
+	if err == nil {
+		hierarchy, err = h.marshaler.Marshal(prov.GetSessionHierarchy())
+	}
+	if err == nil {
+		messages, err = encode(HumanMessagesJSON(prov.GetHumanMessages()))
+	}
+	if err != nil {
+		hierarchy, messages = json.RawMessage("null"), json.RawMessage("null")
+		h.logger.WarnContext(ctx, "session detail without provenance: lineage failed", "session_id", got.GetSession().GetId(), "error", err)
+		w.Header().Set(DegradedHeader, "lineage: session_hierarchy and human_messages are unknown (null), not empty")
+	}
+
+	body, err := encode(struct {
+		Session          json.RawMessage `json:"session"`
+		SessionHierarchy json.RawMessage `json:"session_hierarchy"`
+		HumanMessages    json.RawMessage `json:"human_messages"`
+	}{session, hierarchy, messages})
+	if err != nil {
+		h.logger.ErrorContext(ctx, "render session detail as JSON", "error", err)
+		jsonhttp.WriteError(w, http.StatusInternalServerError, "internal error")
+		return
+	}
+	jsonhttp.WriteRaw(w, http.StatusOK, body)
+}
+
+// HumanMessagesJSON is the REST form of msgs; never nil, so an empty record
+// is [].
+func HumanMessagesJSON(msgs []*lineagev1.HumanMessage) []HumanMessageJSON {
+	out := make([]HumanMessageJSON, 0, len(msgs))
+	for _, m := range msgs {
+		j := HumanMessageJSON{
+			ID: m.GetId(), Origin: m.GetOrigin(), Author: m.GetAuthor(), EntryPoint: m.GetProvenance(),
+			AuthoredInSessionID: m.GetAuthoredInSessionId(), Content: m.GetContent(),
+		}
+		if n := m.GetAuthorDisplayName(); n != "" {
+			j.AuthorDisplayName = &n
+		}
+		if l := m.GetSlackPermalink(); l != "" {
+			j.SlackPermalink = &l
+		}
+		if m.GetOccurredAt() != nil {
+			j.OccurredAt = m.GetOccurredAt().AsTime().UTC().Format(time.RFC3339Nano)
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// encode is compact JSON without HTML escaping, as protojson writes it.
+func encode(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
