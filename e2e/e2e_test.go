@@ -112,6 +112,56 @@ func TestEndToEnd(t *testing.T) {
 		}, 20*time.Second, 100*time.Millisecond)
 	})
 
+	t.Run("Lineage", func(t *testing.T) {
+		ctx := context.Background()
+		ids := map[string]int64{}
+		for _, slug := range []string{"senior", "junior"} {
+			resp, err := lifecycle.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: "p", GitRoot: "g", Slug: slug, Title: slug})
+			require.NoError(t, err)
+			ids[slug] = resp.GetSession().GetId()
+		}
+		record := func(acting, target int64) lineagev1.UncleEdgeOutcome {
+			var out lineagev1.UncleEdgeOutcome
+			require.Eventually(t, func() bool { // both nodes must have reached lineage
+				resp, err := lineage.RecordUncleEdge(ctx, &lineagev1.RecordUncleEdgeRequest{ActingSessionId: acting, TargetSessionId: target, EntryPoint: "e2e"})
+				if err != nil {
+					return false
+				}
+				out = resp.GetOutcome()
+				return out != lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_REFUSED_UNKNOWN_SESSION
+			}, 20*time.Second, 100*time.Millisecond)
+			return out
+		}
+		require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN, record(ids["senior"], ids["junior"]))
+		require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_INVERTED, record(ids["junior"], ids["senior"]),
+			"the newer act of inspection supersedes the older one")
+
+		code, body := api.do(t, "GET", "/api/v1/sessions/senior", "")
+		require.Equal(t, http.StatusOK, code, body)
+		var detail struct {
+			Session          map[string]any
+			SessionHierarchy struct {
+				Nodes []struct {
+					ID              int64   `json:"id"`
+					UncleSessionIDs []int64 `json:"uncle_session_ids"`
+					Current         bool    `json:"current"`
+				} `json:"nodes"`
+			} `json:"session_hierarchy"`
+			HumanMessages []any `json:"human_messages"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &detail))
+		require.NotNil(t, detail.HumanMessages, "a known-empty record is [], not null")
+		var found bool
+		for _, n := range detail.SessionHierarchy.Nodes {
+			if n.ID == ids["senior"] {
+				require.True(t, n.Current)
+				require.Equal(t, []int64{ids["junior"]}, n.UncleSessionIDs)
+				found = true
+			}
+		}
+		require.True(t, found, body)
+	})
+
 	t.Run("Lifecycle", func(t *testing.T) {
 		ctx := context.Background()
 		code, body := api.do(t, "POST", "/api/v1/sessions", `{"prompt":"p","git_root":"g","slug":"life"}`)
@@ -215,6 +265,16 @@ func TestEndToEnd(t *testing.T) {
 		code, body := api.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%v/timeline", agentID), "")
 		require.Equal(t, http.StatusOK, code)
 		require.Contains(t, body, fmt.Sprintf("Session moved to trash by session #%d via the MCP API", parentID))
+		call.Params.Name = "get_session"
+		call.Params.Arguments = map[string]any{"session_id": fmt.Sprint(agentID), "include_logs": true}
+		res, err = c.CallTool(ctx, call)
+		require.NoError(t, err)
+		require.Contains(t, text(res), "### Timeline")
+		require.Contains(t, text(res), "[transition] [State Machine] waiting → running (start)")
+		require.Contains(t, text(res), "### Session Hierarchy")
+		require.Contains(t, text(res), "### Human Messages")
+
+		call.Params.Name = "action_session"
 		call.Params.Arguments = map[string]any{"action": "archive", "session_id": fmt.Sprint(agentID)}
 		res, err = c.CallTool(ctx, call)
 		require.NoError(t, err)

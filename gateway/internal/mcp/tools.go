@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"google.golang.org/protobuf/proto"
@@ -63,6 +64,7 @@ func getSessionTool() mcpgo.Tool {
 		mcpgo.WithToolTitle("Get a session"),
 		mcpgo.WithDescription("Show one session: its status and fields as markdown, followed by the full session as JSON."),
 		mcpgo.WithString("session_id", mcpgo.Required(), mcpgo.Description(`The session's numeric id (e.g. "42") or its slug.`)),
+		mcpgo.WithBoolean("include_logs", mcpgo.Description("Also show the session's timeline: every transition, warning and refusal.")),
 		mcpgo.WithReadOnlyHintAnnotation(true),
 		mcpgo.WithOpenWorldHintAnnotation(false),
 	)
@@ -97,8 +99,9 @@ func (t *tools) startSession(ctx context.Context, req mcpgo.CallToolRequest) (*m
 }
 
 func (t *tools) getSession(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	a := newArgs(req, []string{"session_id"})
+	a := newArgs(req, []string{"session_id", "include_logs"})
 	ref := a.ref("session_id")
+	withLogs := a.boolean("include_logs")
 	if res := a.problem(); res != nil {
 		return res, nil
 	}
@@ -112,7 +115,27 @@ func (t *tools) getSession(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		// important reading, and must not look like a forgotten option.
 		appendText(res, "\n"+t.provenanceSections(ctx, resp.GetSession().GetId()))
 	}
+	if withLogs && !res.IsError {
+		appendText(res, "\n"+t.timelineSection(ctx, ref))
+	}
 	return res, nil
+}
+
+// timelineSection renders the session's timeline, oldest first.
+func (t *tools) timelineSection(ctx context.Context, ref string) string {
+	tl, err := t.lifecycle.GetSessionTimeline(ctx, &lifecyclev1.GetSessionTimelineRequest{SessionId: ref})
+	if err != nil {
+		return "### Timeline\n\nUnavailable: " + grpcerr.From("lifecycle", err).Message
+	}
+	var b strings.Builder
+	b.WriteString("### Timeline\n\n")
+	if len(tl.GetTimeline()) == 0 {
+		b.WriteString("No entries yet.\n")
+	}
+	for _, l := range tl.GetTimeline() {
+		fmt.Fprintf(&b, "- %s [%s] %s\n", l.GetCreatedAt().AsTime().UTC().Format(time.RFC3339), l.GetKind(), l.GetMessage())
+	}
+	return b.String()
 }
 
 // failure reports a service error as a tool error the model can act on.
