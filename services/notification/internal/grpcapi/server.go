@@ -1,24 +1,118 @@
-// Package grpcapi serves zimmer.notification.v1.NotificationService. The service
-// declares no methods yet; they arrive with the notification's use cases.
+// Package grpcapi serves zimmer.notification.v1.NotificationService over the
+// app use cases.
 package grpcapi
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
+	"github.com/zimmerhq/zimmer/services/notification/internal/app"
+	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
 )
 
 // Server implements notificationv1.NotificationServiceServer. The embedded
-// UnimplementedNotificationServiceServer answers methods not written yet
-// with codes.Unimplemented.
+// UnimplementedNotificationServiceServer answers methods added to the proto
+// before they are written here with codes.Unimplemented.
 type Server struct {
 	notificationv1.UnimplementedNotificationServiceServer
+	alerts app.Alerts
+	logger *slog.Logger
 }
 
 var _ notificationv1.NotificationServiceServer = (*Server)(nil)
 
-// NewServer returns the notification API.
-func NewServer() *Server { return &Server{} }
+// NewServer returns the notification API over the use cases.
+func NewServer(alerts app.Alerts, logger *slog.Logger) *Server {
+	return &Server{alerts: alerts, logger: logger}
+}
 
 // Register adds the service to g.
 func (s *Server) Register(g *grpc.Server) { notificationv1.RegisterNotificationServiceServer(g, s) }
+
+// RaiseAlert implements notificationv1.NotificationServiceServer.
+func (s *Server) RaiseAlert(ctx context.Context, req *notificationv1.RaiseAlertRequest) (*notificationv1.RaiseAlertResponse, error) {
+	r := domain.Raise{DedupKey: req.GetDedupKey(), Summary: req.GetSummary()}
+	if d := req.GetDetails(); d != nil {
+		r.Details = d.AsMap()
+		r.DetailsBytes = proto.Size(d)
+	}
+	a, paged, err := s.alerts.Raise.Handle(ctx, r)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	msg, err := alertMessage(a)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &notificationv1.RaiseAlertResponse{Alert: msg, Paged: paged}, nil
+}
+
+// ListAlerts implements notificationv1.NotificationServiceServer.
+func (s *Server) ListAlerts(ctx context.Context, req *notificationv1.ListAlertsRequest) (*notificationv1.ListAlertsResponse, error) {
+	alerts, err := s.alerts.List.Handle(ctx, int(req.GetPageSize()))
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	resp := &notificationv1.ListAlertsResponse{Alerts: make([]*notificationv1.Alert, 0, len(alerts))}
+	for _, a := range alerts {
+		msg, err := alertMessage(a)
+		if err != nil {
+			return nil, s.toStatus(ctx, err)
+		}
+		resp.Alerts = append(resp.Alerts, msg)
+	}
+	return resp, nil
+}
+
+func alertMessage(a domain.Alert) (*notificationv1.Alert, error) {
+	details, err := structpb.NewStruct(a.Details)
+	if err != nil {
+		return nil, fmt.Errorf("encode details of alert %d: %w", a.ID, err)
+	}
+	return &notificationv1.Alert{
+		Id:          a.ID,
+		DedupKey:    a.DedupKey,
+		Summary:     a.Summary,
+		Details:     details,
+		Occurrences: a.Occurrences,
+		FirstSeenAt: timestamppb.New(a.FirstSeenAt),
+		LastSeenAt:  timestamppb.New(a.LastSeenAt),
+		DedupUntil:  timestamppb.New(a.DedupUntil),
+	}, nil
+}
+
+// toStatus is the only mapping from errors to gRPC codes. Unexpected errors
+// are logged and answered with "internal error": their text may carry
+// details a caller must not see.
+func (s *Server) toStatus(ctx context.Context, err error) error {
+	var verr *domain.ValidationError
+	switch {
+	case errors.As(err, &verr):
+		st := status.New(codes.InvalidArgument, verr.Error())
+		br := &errdetails.BadRequest{}
+		for _, v := range verr.Violations {
+			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Reason})
+		}
+		if withDetails, derr := st.WithDetails(br); derr == nil {
+			st = withDetails
+		}
+		return st.Err()
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "request canceled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	}
+	s.logger.ErrorContext(ctx, "internal error", "error", err)
+	return status.Error(codes.Internal, "internal error")
+}

@@ -6,7 +6,11 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/zimmerhq/zimmer/services/notification/internal/app"
+	"github.com/zimmerhq/zimmer/services/notification/internal/config"
+	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
 	"github.com/zimmerhq/zimmer/services/notification/internal/grpcapi"
+	"github.com/zimmerhq/zimmer/services/notification/internal/pager"
 	"github.com/zimmerhq/zimmer/services/notification/internal/store"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
@@ -26,16 +30,22 @@ var MigrationSets = []pgdb.MigrationSet{inbox.Migrations, outbox.Migrations, sto
 // adapters registered on it.
 type Service struct {
 	*host.Host
+	Alerts app.Alerts
 }
 
 // New migrates the database, opens the pool, listens for gRPC, connects the
 // Temporal worker when cfg names a server, and registers the notification API. Run
-// starts it; Close releases it.
-func New(ctx context.Context, cfg host.Config, logger *slog.Logger) (*Service, error) {
-	h, err := host.New(ctx, Name, cfg, logger, MigrationSets...)
+// starts it; Close releases it. An AlertDedupWindow of zero means
+// domain.DefaultDedupWindow.
+func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service, error) {
+	h, err := host.New(ctx, Name, cfg.Config, logger, MigrationSets...)
 	if err != nil {
 		return nil, err
 	}
-	grpcapi.NewServer().Register(h.GRPC.Server)
-	return &Service{Host: h}, nil
+	svc := &Service{
+		Host:   h,
+		Alerts: app.NewAlerts(store.NewAlerts(h.Pool), pager.Log{Logger: logger}, domain.SystemClock{}, cfg.AlertDedupWindow),
+	}
+	grpcapi.NewServer(svc.Alerts, logger).Register(h.GRPC.Server)
+	return svc, nil
 }

@@ -1,19 +1,41 @@
 package service_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
+	"github.com/zimmerhq/zimmer/services/notification/internal/config"
 	"github.com/zimmerhq/zimmer/services/notification/internal/service"
+	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 )
+
+// testConfig is the service's configuration under test: a fresh database,
+// no Temporal, the default dedup window.
+func testConfig(t *testing.T) config.Config {
+	t.Helper()
+	return config.Config{Config: servicetest.Config(t, service.MigrationSets...)}
+}
 
 // The component test: the real service on a fresh database, without
 // Temporal, served on a free port and stopped by cancelling its context.
 func TestServiceServesUntilCancelled(t *testing.T) {
 	t.Parallel()
-	svc := servicetest.New(t, service.New, servicetest.Config(t, service.MigrationSets...))
+	svc := servicetest.New(t, service.New, testConfig(t))
 	require.Nil(t, svc.Temporal, "no Temporal address, no worker")
 
 	stop := servicetest.RunInBackground(t, svc.Run)
@@ -26,10 +48,123 @@ func TestServiceServesUntilCancelled(t *testing.T) {
 func TestServiceWorkerPollsItsTaskQueue(t *testing.T) {
 	t.Parallel()
 	temporalAddr := servicetest.TemporalAddress(t)
-	cfg := servicetest.Config(t, service.MigrationSets...)
+	cfg := testConfig(t)
 	cfg.TemporalAddress = temporalAddr
 	svc := servicetest.New(t, service.New, cfg)
 
 	servicetest.RunInBackground(t, svc.Run)
 	servicetest.AssertWorkerAnswers(t, svc.Temporal, "notification")
+}
+
+// logBuffer is an io.Writer the service logs to while the test reads it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// pages returns the paging log lines (alert=true) written so far.
+func (b *logBuffer) pages(t *testing.T) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var pages []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	for sc.Scan() {
+		var line map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &line))
+		if line["alert"] == true {
+			pages = append(pages, line)
+		}
+	}
+	return pages
+}
+
+func TestAlertsOverGRPC(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.APIKeys = "test-key"
+	logs := &logBuffer{}
+	svc, err := service.New(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)))
+	require.NoError(t, err)
+	t.Cleanup(svc.Close)
+	servicetest.RunInBackground(t, svc.Run)
+	conn, err := grpcclient.Dial(svc.Addr(), "test-key")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	client := notificationv1.NewNotificationServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), servicetest.Timeout)
+	defer cancel()
+
+	details, err := structpb.NewStruct(map[string]any{"error": "connection refused", "session_id": 42})
+	require.NoError(t, err)
+	first, err := client.RaiseAlert(ctx, &notificationv1.RaiseAlertRequest{
+		DedupKey: "cleanup_running_job", Summary: "cleanup_running_job failed", Details: details,
+	})
+	require.NoError(t, err)
+	require.True(t, first.GetPaged())
+	a := first.GetAlert()
+	require.Positive(t, a.GetId())
+	require.Equal(t, "cleanup_running_job", a.GetDedupKey())
+	require.Equal(t, "cleanup_running_job failed", a.GetSummary())
+	require.Equal(t, details.AsMap(), a.GetDetails().AsMap())
+	require.EqualValues(t, 1, a.GetOccurrences())
+	require.Equal(t, a.GetFirstSeenAt().AsTime().Add(15*time.Minute), a.GetDedupUntil().AsTime(), "the default window")
+
+	repeat, err := client.RaiseAlert(ctx, &notificationv1.RaiseAlertRequest{DedupKey: "cleanup_running_job", Summary: "again"})
+	require.NoError(t, err)
+	require.False(t, repeat.GetPaged())
+	require.Equal(t, a.GetId(), repeat.GetAlert().GetId())
+	require.EqualValues(t, 2, repeat.GetAlert().GetOccurrences())
+
+	other, err := client.RaiseAlert(ctx, &notificationv1.RaiseAlertRequest{DedupKey: "set_archived_at", Summary: "archive failed"})
+	require.NoError(t, err)
+	require.True(t, other.GetPaged())
+
+	pages := logs.pages(t)
+	require.Len(t, pages, 2, "one page per opened alert, none for the repeat")
+	require.Equal(t, "ERROR", pages[0]["level"])
+	require.Equal(t, "cleanup_running_job", pages[0]["dedup_key"])
+	require.Equal(t, "cleanup_running_job failed", pages[0]["summary"])
+	require.Equal(t, "set_archived_at", pages[1]["dedup_key"])
+
+	list, err := client.ListAlerts(ctx, &notificationv1.ListAlertsRequest{})
+	require.NoError(t, err)
+	var keys []string
+	for _, a := range list.GetAlerts() {
+		keys = append(keys, a.GetDedupKey())
+	}
+	require.Equal(t, []string{"set_archived_at", "cleanup_running_job"}, keys, "newest first")
+	require.EqualValues(t, 2, list.GetAlerts()[1].GetOccurrences())
+
+	_, err = client.RaiseAlert(ctx, &notificationv1.RaiseAlertRequest{})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	var fields []string
+	for _, d := range status.Convert(err).Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				fields = append(fields, v.GetField())
+			}
+		}
+	}
+	require.Equal(t, []string{"dedup_key", "summary"}, fields)
+
+	_, err = client.ListAlerts(ctx, &notificationv1.ListAlertsRequest{PageSize: -1})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+
+	_, err = notificationv1.NewNotificationServiceClient(mustDial(t, svc.Addr(), "")).ListAlerts(ctx, &notificationv1.ListAlertsRequest{})
+	require.Equal(t, codes.Unauthenticated, status.Code(err), "alerts need an API key like every call")
+}
+
+func mustDial(t *testing.T, addr, key string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpcclient.Dial(addr, key)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }

@@ -1,5 +1,4 @@
-// Package store keeps notifications and alerts in Postgres. For now it
-// holds the schema; repositories arrive with the notification use cases.
+// Package store keeps notifications and alerts in Postgres.
 package store
 
 import (

@@ -9,7 +9,9 @@ package notificationv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
+	sync "sync"
 	unsafe "unsafe"
 )
 
@@ -20,20 +22,269 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type RaiseAlertRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. Raises with the same key inside the window are one page.
+	DedupKey string `protobuf:"bytes,1,opt,name=dedup_key,json=dedupKey,proto3" json:"dedup_key,omitempty"`
+	// Required. One line an operator reads first.
+	Summary string `protobuf:"bytes,2,opt,name=summary,proto3" json:"summary,omitempty"`
+	// Optional context (error text, ids); at most 64 KiB encoded.
+	Details       *structpb.Struct `protobuf:"bytes,3,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaiseAlertRequest) Reset() {
+	*x = RaiseAlertRequest{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaiseAlertRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaiseAlertRequest) ProtoMessage() {}
+
+func (x *RaiseAlertRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaiseAlertRequest.ProtoReflect.Descriptor instead.
+func (*RaiseAlertRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RaiseAlertRequest) GetDedupKey() string {
+	if x != nil {
+		return x.DedupKey
+	}
+	return ""
+}
+
+func (x *RaiseAlertRequest) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *RaiseAlertRequest) GetDetails() *structpb.Struct {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+type RaiseAlertResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The opened alert, or the open alert this raise was counted on.
+	Alert *Alert `protobuf:"bytes,1,opt,name=alert,proto3" json:"alert,omitempty"`
+	// True when this raise opened the alert and paged; false when it was a
+	// repeat inside the open alert's window.
+	Paged         bool `protobuf:"varint,2,opt,name=paged,proto3" json:"paged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaiseAlertResponse) Reset() {
+	*x = RaiseAlertResponse{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaiseAlertResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaiseAlertResponse) ProtoMessage() {}
+
+func (x *RaiseAlertResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaiseAlertResponse.ProtoReflect.Descriptor instead.
+func (*RaiseAlertResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RaiseAlertResponse) GetAlert() *Alert {
+	if x != nil {
+		return x.Alert
+	}
+	return nil
+}
+
+func (x *RaiseAlertResponse) GetPaged() bool {
+	if x != nil {
+		return x.Paged
+	}
+	return false
+}
+
+type ListAlertsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many alerts to return: 0 means 50; at most 500.
+	PageSize      int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAlertsRequest) Reset() {
+	*x = ListAlertsRequest{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAlertsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAlertsRequest) ProtoMessage() {}
+
+func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAlertsRequest.ProtoReflect.Descriptor instead.
+func (*ListAlertsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListAlertsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+type ListAlertsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Alerts        []*Alert               `protobuf:"bytes,1,rep,name=alerts,proto3" json:"alerts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAlertsResponse) Reset() {
+	*x = ListAlertsResponse{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAlertsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAlertsResponse) ProtoMessage() {}
+
+func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAlertsResponse.ProtoReflect.Descriptor instead.
+func (*ListAlertsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ListAlertsResponse) GetAlerts() []*Alert {
+	if x != nil {
+		return x.Alerts
+	}
+	return nil
+}
+
 var File_zimmer_notification_v1_notification_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_notification_v1_notification_service_proto_rawDesc = "" +
 	"\n" +
-	"1zimmer/notification/v1/notification_service.proto\x12\x16zimmer.notification.v12\x15\n" +
-	"\x13NotificationServiceBLZJgithub.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1;notificationv1b\x06proto3"
+	"1zimmer/notification/v1/notification_service.proto\x12\x16zimmer.notification.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\"zimmer/notification/v1/alert.proto\"}\n" +
+	"\x11RaiseAlertRequest\x12\x1b\n" +
+	"\tdedup_key\x18\x01 \x01(\tR\bdedupKey\x12\x18\n" +
+	"\asummary\x18\x02 \x01(\tR\asummary\x121\n" +
+	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"_\n" +
+	"\x12RaiseAlertResponse\x123\n" +
+	"\x05alert\x18\x01 \x01(\v2\x1d.zimmer.notification.v1.AlertR\x05alert\x12\x14\n" +
+	"\x05paged\x18\x02 \x01(\bR\x05paged\"0\n" +
+	"\x11ListAlertsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\"K\n" +
+	"\x12ListAlertsResponse\x125\n" +
+	"\x06alerts\x18\x01 \x03(\v2\x1d.zimmer.notification.v1.AlertR\x06alerts2\xdf\x01\n" +
+	"\x13NotificationService\x12c\n" +
+	"\n" +
+	"RaiseAlert\x12).zimmer.notification.v1.RaiseAlertRequest\x1a*.zimmer.notification.v1.RaiseAlertResponse\x12c\n" +
+	"\n" +
+	"ListAlerts\x12).zimmer.notification.v1.ListAlertsRequest\x1a*.zimmer.notification.v1.ListAlertsResponseBLZJgithub.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1;notificationv1b\x06proto3"
 
-var file_zimmer_notification_v1_notification_service_proto_goTypes = []any{}
+var (
+	file_zimmer_notification_v1_notification_service_proto_rawDescOnce sync.Once
+	file_zimmer_notification_v1_notification_service_proto_rawDescData []byte
+)
+
+func file_zimmer_notification_v1_notification_service_proto_rawDescGZIP() []byte {
+	file_zimmer_notification_v1_notification_service_proto_rawDescOnce.Do(func() {
+		file_zimmer_notification_v1_notification_service_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_zimmer_notification_v1_notification_service_proto_rawDesc), len(file_zimmer_notification_v1_notification_service_proto_rawDesc)))
+	})
+	return file_zimmer_notification_v1_notification_service_proto_rawDescData
+}
+
+var file_zimmer_notification_v1_notification_service_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_zimmer_notification_v1_notification_service_proto_goTypes = []any{
+	(*RaiseAlertRequest)(nil),  // 0: zimmer.notification.v1.RaiseAlertRequest
+	(*RaiseAlertResponse)(nil), // 1: zimmer.notification.v1.RaiseAlertResponse
+	(*ListAlertsRequest)(nil),  // 2: zimmer.notification.v1.ListAlertsRequest
+	(*ListAlertsResponse)(nil), // 3: zimmer.notification.v1.ListAlertsResponse
+	(*structpb.Struct)(nil),    // 4: google.protobuf.Struct
+	(*Alert)(nil),              // 5: zimmer.notification.v1.Alert
+}
 var file_zimmer_notification_v1_notification_service_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	4, // 0: zimmer.notification.v1.RaiseAlertRequest.details:type_name -> google.protobuf.Struct
+	5, // 1: zimmer.notification.v1.RaiseAlertResponse.alert:type_name -> zimmer.notification.v1.Alert
+	5, // 2: zimmer.notification.v1.ListAlertsResponse.alerts:type_name -> zimmer.notification.v1.Alert
+	0, // 3: zimmer.notification.v1.NotificationService.RaiseAlert:input_type -> zimmer.notification.v1.RaiseAlertRequest
+	2, // 4: zimmer.notification.v1.NotificationService.ListAlerts:input_type -> zimmer.notification.v1.ListAlertsRequest
+	1, // 5: zimmer.notification.v1.NotificationService.RaiseAlert:output_type -> zimmer.notification.v1.RaiseAlertResponse
+	3, // 6: zimmer.notification.v1.NotificationService.ListAlerts:output_type -> zimmer.notification.v1.ListAlertsResponse
+	5, // [5:7] is the sub-list for method output_type
+	3, // [3:5] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_notification_v1_notification_service_proto_init() }
@@ -41,18 +292,20 @@ func file_zimmer_notification_v1_notification_service_proto_init() {
 	if File_zimmer_notification_v1_notification_service_proto != nil {
 		return
 	}
+	file_zimmer_notification_v1_alert_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_notification_v1_notification_service_proto_rawDesc), len(file_zimmer_notification_v1_notification_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   0,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_zimmer_notification_v1_notification_service_proto_goTypes,
 		DependencyIndexes: file_zimmer_notification_v1_notification_service_proto_depIdxs,
+		MessageInfos:      file_zimmer_notification_v1_notification_service_proto_msgTypes,
 	}.Build()
 	File_zimmer_notification_v1_notification_service_proto = out.File
 	file_zimmer_notification_v1_notification_service_proto_goTypes = nil

@@ -7,7 +7,10 @@
 package notificationv1
 
 import (
+	context "context"
 	grpc "google.golang.org/grpc"
+	codes "google.golang.org/grpc/codes"
+	status "google.golang.org/grpc/status"
 )
 
 // This is a compile-time assertion to ensure that this generated file
@@ -15,14 +18,28 @@ import (
 // Requires gRPC-Go v1.64.0 or later.
 const _ = grpc.SupportPackageIsVersion9
 
+const (
+	NotificationService_RaiseAlert_FullMethodName = "/zimmer.notification.v1.NotificationService/RaiseAlert"
+	NotificationService_ListAlerts_FullMethodName = "/zimmer.notification.v1.NotificationService/ListAlerts"
+)
+
 // NotificationServiceClient is the client API for NotificationService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // NotificationService owns notifications and operational alerts.
-// Its methods arrive with the issue that builds the context; the service is
-// declared now so the server, its health and reflection are wired from day one.
+// Notifications arrive with the issue that builds them; operational alerts
+// are here. Every method is internal (no HTTP mapping).
 type NotificationServiceClient interface {
+	// RaiseAlert pages an operator about something that needs a human (a
+	// swallowed side effect that left state inconsistent, a stuck poller),
+	// at most once per dedup window per dedup_key. A raise while an alert of
+	// the same key is open counts on that alert and does not page. Safe to
+	// call concurrently: of many simultaneous raises of one key exactly one
+	// pages. InvalidArgument when dedup_key or summary is empty or too long.
+	RaiseAlert(ctx context.Context, in *RaiseAlertRequest, opts ...grpc.CallOption) (*RaiseAlertResponse, error)
+	// ListAlerts returns the most recently opened alerts, newest first.
+	ListAlerts(ctx context.Context, in *ListAlertsRequest, opts ...grpc.CallOption) (*ListAlertsResponse, error)
 }
 
 type notificationServiceClient struct {
@@ -33,14 +50,43 @@ func NewNotificationServiceClient(cc grpc.ClientConnInterface) NotificationServi
 	return &notificationServiceClient{cc}
 }
 
+func (c *notificationServiceClient) RaiseAlert(ctx context.Context, in *RaiseAlertRequest, opts ...grpc.CallOption) (*RaiseAlertResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RaiseAlertResponse)
+	err := c.cc.Invoke(ctx, NotificationService_RaiseAlert_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *notificationServiceClient) ListAlerts(ctx context.Context, in *ListAlertsRequest, opts ...grpc.CallOption) (*ListAlertsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAlertsResponse)
+	err := c.cc.Invoke(ctx, NotificationService_ListAlerts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NotificationServiceServer is the server API for NotificationService service.
 // All implementations must embed UnimplementedNotificationServiceServer
 // for forward compatibility.
 //
 // NotificationService owns notifications and operational alerts.
-// Its methods arrive with the issue that builds the context; the service is
-// declared now so the server, its health and reflection are wired from day one.
+// Notifications arrive with the issue that builds them; operational alerts
+// are here. Every method is internal (no HTTP mapping).
 type NotificationServiceServer interface {
+	// RaiseAlert pages an operator about something that needs a human (a
+	// swallowed side effect that left state inconsistent, a stuck poller),
+	// at most once per dedup window per dedup_key. A raise while an alert of
+	// the same key is open counts on that alert and does not page. Safe to
+	// call concurrently: of many simultaneous raises of one key exactly one
+	// pages. InvalidArgument when dedup_key or summary is empty or too long.
+	RaiseAlert(context.Context, *RaiseAlertRequest) (*RaiseAlertResponse, error)
+	// ListAlerts returns the most recently opened alerts, newest first.
+	ListAlerts(context.Context, *ListAlertsRequest) (*ListAlertsResponse, error)
 	mustEmbedUnimplementedNotificationServiceServer()
 }
 
@@ -51,6 +97,12 @@ type NotificationServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedNotificationServiceServer struct{}
 
+func (UnimplementedNotificationServiceServer) RaiseAlert(context.Context, *RaiseAlertRequest) (*RaiseAlertResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RaiseAlert not implemented")
+}
+func (UnimplementedNotificationServiceServer) ListAlerts(context.Context, *ListAlertsRequest) (*ListAlertsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAlerts not implemented")
+}
 func (UnimplementedNotificationServiceServer) mustEmbedUnimplementedNotificationServiceServer() {}
 func (UnimplementedNotificationServiceServer) testEmbeddedByValue()                             {}
 
@@ -72,13 +124,58 @@ func RegisterNotificationServiceServer(s grpc.ServiceRegistrar, srv Notification
 	s.RegisterService(&NotificationService_ServiceDesc, srv)
 }
 
+func _NotificationService_RaiseAlert_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RaiseAlertRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NotificationServiceServer).RaiseAlert(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NotificationService_RaiseAlert_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NotificationServiceServer).RaiseAlert(ctx, req.(*RaiseAlertRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NotificationService_ListAlerts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAlertsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NotificationServiceServer).ListAlerts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NotificationService_ListAlerts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NotificationServiceServer).ListAlerts(ctx, req.(*ListAlertsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NotificationService_ServiceDesc is the grpc.ServiceDesc for NotificationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var NotificationService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "zimmer.notification.v1.NotificationService",
 	HandlerType: (*NotificationServiceServer)(nil),
-	Methods:     []grpc.MethodDesc{},
-	Streams:     []grpc.StreamDesc{},
-	Metadata:    "zimmer/notification/v1/notification_service.proto",
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "RaiseAlert",
+			Handler:    _NotificationService_RaiseAlert_Handler,
+		},
+		{
+			MethodName: "ListAlerts",
+			Handler:    _NotificationService_ListAlerts_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "zimmer/notification/v1/notification_service.proto",
 }

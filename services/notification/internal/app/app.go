@@ -1,0 +1,84 @@
+// Package app holds the notification use cases. Each is a small type
+// depending only on domain ports, so it runs the same against Postgres or a
+// fake.
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
+)
+
+// AlertRepository stores operational alerts.
+type AlertRepository interface {
+	// Raise records fresh as a new alert (opened is true) unless a recorded
+	// alert absorbs it (domain.Alert.Absorbs), in which case it counts the
+	// repeat on that alert (domain.Alert.Repeat at fresh.FirstSeenAt) and
+	// returns it. Concurrent raises of one key open at most one alert.
+	Raise(ctx context.Context, fresh domain.Alert) (alert domain.Alert, opened bool, err error)
+	// List returns up to limit alerts, the most recently opened first.
+	List(ctx context.Context, limit int) ([]domain.Alert, error)
+}
+
+// Pager tells an operator about a newly opened alert. It is called after
+// the alert is committed and cannot fail the raise: a sink whose delivery
+// can fail makes it durable itself (an outbox), since a retried raise would
+// be counted as a repeat and never page.
+type Pager interface {
+	Page(ctx context.Context, a domain.Alert)
+}
+
+// RaiseAlert opens and pages an alert, or counts a repeat on the open one.
+type RaiseAlert struct {
+	Repo  AlertRepository
+	Pager Pager
+	Clock domain.Clock
+	// Window is how long an opened alert absorbs repeats of its key.
+	Window time.Duration
+}
+
+// Handle validates r and raises it; paged says whether it opened an alert.
+func (uc RaiseAlert) Handle(ctx context.Context, r domain.Raise) (alert domain.Alert, paged bool, err error) {
+	if err := r.Validate(); err != nil {
+		return domain.Alert{}, false, err
+	}
+	alert, paged, err = uc.Repo.Raise(ctx, r.Open(uc.Clock.Now(), uc.Window))
+	if err != nil {
+		return domain.Alert{}, false, err
+	}
+	if paged {
+		uc.Pager.Page(ctx, alert)
+	}
+	return alert, paged, nil
+}
+
+// ListAlerts lists alerts for operators, newest first.
+type ListAlerts struct{ Repo AlertRepository }
+
+// Handle validates the page size and lists one page.
+func (uc ListAlerts) Handle(ctx context.Context, pageSize int) ([]domain.Alert, error) {
+	limit, err := domain.PageSize(pageSize)
+	if err != nil {
+		return nil, err
+	}
+	return uc.Repo.List(ctx, limit)
+}
+
+// Alerts bundles the alert use cases the transport adapters call.
+type Alerts struct {
+	Raise RaiseAlert
+	List  ListAlerts
+}
+
+// NewAlerts wires the alert use cases. A window of zero or less means
+// domain.DefaultDedupWindow.
+func NewAlerts(repo AlertRepository, pager Pager, clock domain.Clock, window time.Duration) Alerts {
+	if window <= 0 {
+		window = domain.DefaultDedupWindow
+	}
+	return Alerts{
+		Raise: RaiseAlert{Repo: repo, Pager: pager, Clock: clock, Window: window},
+		List:  ListAlerts{Repo: repo},
+	}
+}

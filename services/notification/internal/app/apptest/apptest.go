@@ -1,0 +1,96 @@
+// Package apptest holds in-memory fakes of the app ports, for tests of the
+// use cases and for the repository contract test that holds the Postgres
+// store to the same behaviour.
+package apptest
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/zimmerhq/zimmer/services/notification/internal/app"
+	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
+)
+
+// Alerts is an in-memory app.AlertRepository. One mutex stands in for the
+// database's exclusion constraint; the decision is domain.Dedup.
+type Alerts struct {
+	mu     sync.Mutex
+	alerts []domain.Alert
+}
+
+var _ app.AlertRepository = (*Alerts)(nil)
+
+// Raise implements app.AlertRepository.
+func (f *Alerts) Raise(_ context.Context, fresh domain.Alert) (domain.Alert, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, opened := domain.Dedup(f.alerts, fresh)
+	if opened {
+		a.ID = int64(len(f.alerts) + 1)
+		f.alerts = append(f.alerts, a)
+		return a, true, nil
+	}
+	f.alerts[a.ID-1] = a
+	return a, false, nil
+}
+
+// List implements app.AlertRepository.
+func (f *Alerts) List(_ context.Context, limit int) ([]domain.Alert, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := slices.Clone(f.alerts)
+	slices.SortStableFunc(out, func(a, b domain.Alert) int {
+		if c := b.FirstSeenAt.Compare(a.FirstSeenAt); c != 0 {
+			return c
+		}
+		return int(b.ID - a.ID)
+	})
+	return out[:min(limit, len(out))], nil
+}
+
+// Pager records the alerts it was asked to page.
+type Pager struct {
+	mu    sync.Mutex
+	pages []domain.Alert
+}
+
+var _ app.Pager = (*Pager)(nil)
+
+// Page implements app.Pager.
+func (p *Pager) Page(_ context.Context, a domain.Alert) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pages = append(p.pages, a)
+}
+
+// Pages returns what was paged, in order.
+func (p *Pager) Pages() []domain.Alert {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.pages)
+}
+
+// Clock is a domain.Clock that stands still until told to move.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock stopped at now.
+func NewClock(now time.Time) *Clock { return &Clock{now: now} }
+
+// Now implements domain.Clock.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}

@@ -1,0 +1,36 @@
+package config_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/notification/internal/config"
+)
+
+func TestLoadAlertDedupWindow(t *testing.T) {
+	t.Parallel()
+	load := func(window string) (config.Config, error) {
+		return config.Load(context.Background(), func(k string) string {
+			if k == "NOTIFICATION_ALERT_DEDUP_WINDOW" {
+				return window
+			}
+			return ""
+		})
+	}
+	cfg, err := load("")
+	require.NoError(t, err)
+	require.Equal(t, 15*time.Minute, cfg.AlertDedupWindow, "the default")
+	require.Equal(t, "127.0.0.1:9105", cfg.GRPCAddr)
+
+	cfg, err = load("90s")
+	require.NoError(t, err)
+	require.Equal(t, 90*time.Second, cfg.AlertDedupWindow)
+
+	for _, bad := range []string{"0s", "-1m", "soon"} {
+		_, err := load(bad)
+		require.Error(t, err, "window %q", bad)
+	}
+}

@@ -1,0 +1,1 @@
+DROP INDEX alerts_newest_first;
