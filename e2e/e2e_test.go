@@ -325,10 +325,10 @@ func TestEndToEnd(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond, "the edge arrives after the restart")
 
 		// Force a redelivery of every event: lineage keeps one row per session.
-		_, err = s.exec(t, "lifecycle", `UPDATE outbox_messages SET delivered_at = NULL`)
+		_, err = s.exec(t, "lifecycle", `UPDATE outbox_messages SET delivered_at = NULL WHERE subscriber = 'lineage'`)
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
-			return s.queryInt(t, "lifecycle", `SELECT count(*) FROM outbox_messages WHERE delivered_at IS NULL`) == 0
+			return s.queryInt(t, "lifecycle", `SELECT count(*) FROM outbox_messages WHERE subscriber = 'lineage' AND delivered_at IS NULL`) == 0
 		}, 30*time.Second, 100*time.Millisecond)
 		sessions := s.queryInt(t, "lifecycle", `SELECT count(*) FROM sessions`)
 		require.Equal(t, sessions, s.queryInt(t, "lineage", `SELECT count(*) FROM session_nodes`), "one node per session")

@@ -42,6 +42,12 @@ type Event struct {
 	Payload      []byte // protobuf-encoded
 }
 
+// Addressed is an event with the subscribers it goes to.
+type Addressed struct {
+	Event       Event
+	Subscribers []string
+}
+
 // Message is one event addressed to one subscriber.
 type Message struct {
 	Event
@@ -81,6 +87,12 @@ type Relay struct {
 	Subscriber string
 	Deliver    DeliverFunc
 	Logger     *slog.Logger
+
+	// OnFailure, when set, hears of every failed delivery after it was
+	// recorded, with the attempts made so far: the place to escalate a
+	// message that keeps failing. It runs inside the relay's round, so it
+	// must be quick and bound its own I/O.
+	OnFailure func(ctx context.Context, m Message, attempts int, err error)
 
 	// PollInterval bounds how long a message waits when a notification is
 	// missed (default 1s). Backoff is the first retry delay, doubled per
@@ -177,6 +189,9 @@ func (r *Relay) deliverOne(ctx context.Context, tx pgx.Tx, m Message) error {
 		WHERE id = $1`, m.Seq, derr.Error(), fmt.Sprintf("%d milliseconds", delay.Milliseconds()))
 	if err != nil {
 		return fmt.Errorf("record failed delivery of outbox message %d: %w", m.Seq, err)
+	}
+	if r.OnFailure != nil {
+		r.OnFailure(ctx, m, m.Attempts+1, derr)
 	}
 	return nil
 }

@@ -114,10 +114,13 @@ func TestFailedDeliveryIsRetriedWithBackoffAndSubscribersAreIndependent(t *testi
 	pool := pgtest.DB(t, outbox.Migrations)
 	enqueue(t, pool, []string{"up", "down"}, 1)
 
-	var calls atomic.Int64
+	var calls, heard atomic.Int64
 	down := &outbox.Relay{Pool: pool, Subscriber: "down", Backoff: time.Hour, Deliver: func(context.Context, outbox.Message) error {
 		calls.Add(1)
 		return errors.New("consumer unavailable")
+	}, OnFailure: func(_ context.Context, _ outbox.Message, attempts int, err error) {
+		heard.Add(int64(attempts))
+		require.EqualError(t, err, "consumer unavailable")
 	}}
 	_, err := down.DeliverPending(context.Background())
 	require.NoError(t, err, "a failed delivery is recorded, not returned")
@@ -125,6 +128,7 @@ func TestFailedDeliveryIsRetriedWithBackoffAndSubscribersAreIndependent(t *testi
 	require.NoError(t, err)
 	require.Zero(t, n, "not due again until the backoff passes")
 	require.EqualValues(t, 1, calls.Load())
+	require.EqualValues(t, 1, heard.Load(), "the failure hook heard of attempt 1")
 
 	var lastErr string
 	var attempts int

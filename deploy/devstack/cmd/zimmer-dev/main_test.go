@@ -25,10 +25,11 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	common := map[string]string{"TEMPORAL_ADDRESS": "127.0.0.1:7233"}
 	got := e.serviceEnv(services[0], "postgres://local/zimmer_lifecycle", addrs, common)
 	require.Equal(t, map[string]string{
-		"LIFECYCLE_DATABASE_URL": "postgres://elsewhere/db",
-		"LIFECYCLE_GRPC_ADDR":    "127.0.0.1:9101",
-		"LIFECYCLE_LINEAGE_ADDR": "127.0.0.1:9202",
-		"TEMPORAL_ADDRESS":       "127.0.0.1:7233",
+		"LIFECYCLE_DATABASE_URL":      "postgres://elsewhere/db",
+		"LIFECYCLE_GRPC_ADDR":         "127.0.0.1:9101",
+		"LIFECYCLE_LINEAGE_ADDR":      "127.0.0.1:9202",
+		"LIFECYCLE_NOTIFICATION_ADDR": "127.0.0.1:9105",
+		"TEMPORAL_ADDRESS":            "127.0.0.1:7233",
 	}, got)
 
 	gw := e.gatewayEnv(addrs, ":8080", common)

@@ -293,6 +293,7 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 	}
 	if s.name == "lifecycle" {
 		m["LIFECYCLE_LINEAGE_ADDR"] = addrs["lineage"]
+		m["LIFECYCLE_NOTIFICATION_ADDR"] = addrs["notification"]
 	}
 	for k, v := range common {
 		m[k] = v

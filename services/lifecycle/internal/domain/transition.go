@@ -93,6 +93,36 @@ const (
 	EffectRecordFlags           = "record_experimental_setting_flags"
 )
 
+// Contexts that own effects.
+const (
+	OwnerNotification = "notification"
+	OwnerQueue        = "queue"
+	OwnerRunner       = "runner"
+	// OwnerTriggers is the wake-up and trigger machinery (Temporal-timed);
+	// record_experimental_setting_flags has no owner: lifecycle does it in
+	// the transition's own transaction.
+	OwnerTriggers = "triggers"
+)
+
+var effectOwners = map[string]string{
+	EffectFireTriggers:          OwnerTriggers,
+	EffectCancelWakes:           OwnerTriggers,
+	EffectCleanupWatchers:       OwnerTriggers,
+	EffectNeedsInputPush:        OwnerNotification,
+	EffectFailurePush:           OwnerNotification,
+	EffectMarkNotificationStale: OwnerNotification,
+	EffectDismissNotifications:  OwnerNotification,
+	EffectDrain:                 OwnerQueue,
+	EffectDeferredCleanup:       OwnerRunner,
+	EffectInference:             OwnerRunner,
+	EffectStatusSummary:         OwnerRunner,
+	EffectHarvestFork:           OwnerRunner,
+}
+
+// Owner is the context that carries the effect out, or "" when lifecycle
+// does it itself inside the transition.
+func (e Effect) Owner() string { return effectOwners[e.Name] }
+
 var alertingEffects = map[string]bool{
 	EffectFireTriggers:    true,
 	EffectCancelWakes:     true,

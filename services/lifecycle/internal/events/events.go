@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
@@ -27,48 +28,84 @@ const (
 	TopicSessionDeleted = "lifecycle.session_deleted"
 )
 
-// Encode implements store.EventEncoder.
-func Encode(e domain.Fact) (outbox.Event, []string, error) {
-	switch e := e.(type) {
+// TopicEffectPrefix starts the topic of every effect: the topic is the
+// prefix and the effect's name.
+const TopicEffectPrefix = "lifecycle.effect."
+
+// Encode implements store.EventEncoder: a fact becomes the announcement
+// lineage keeps its read model with and, for a transition, one event per
+// side effect addressed to the context that owns it.
+func Encode(f domain.Fact) ([]outbox.Addressed, error) {
+	switch f := f.(type) {
 	case domain.SessionCreated:
-		s, err := wire.Session(e.Session)
+		s, err := wire.Session(f.Session)
 		if err != nil {
-			return outbox.Event{}, nil, err
+			return nil, err
 		}
-		return build(TopicSessionCreated, e.Session, &lifecyclev1.SessionEvent{
+		return one(build(TopicSessionCreated, f.Session, &lifecyclev1.SessionEvent{
 			Payload: &lifecyclev1.SessionEvent_Created{Created: &lifecyclev1.SessionCreated{Session: s}},
-		}, SubscriberLineage)
+		}, SubscriberLineage))
 	case domain.SessionTransitioned:
-		s, err := wire.Session(e.Session)
+		s, err := wire.Session(f.Session)
 		if err != nil {
-			return outbox.Event{}, nil, err
+			return nil, err
 		}
-		return build(TopicSessionUpdated, e.Session, &lifecyclev1.SessionEvent{
+		updated, err := build(TopicSessionUpdated, f.Session, &lifecyclev1.SessionEvent{
 			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s}},
 		}, SubscriberLineage)
+		if err != nil {
+			return nil, err
+		}
+		out := []outbox.Addressed{updated}
+		for _, e := range f.Outcome.Effects {
+			if e.Owner() == "" {
+				continue
+			}
+			payload, err := structpb.NewStruct(e.Payload)
+			if err != nil {
+				return nil, fmt.Errorf("encode payload of %s: %w", e.Name, err)
+			}
+			a, err := build(TopicEffectPrefix+e.Name, f.Session, &lifecyclev1.SessionEvent{
+				Payload: &lifecyclev1.SessionEvent_Effect{Effect: &lifecyclev1.SessionEffect{
+					Name: e.Name, Alerting: e.Alerting(), Payload: payload, Session: s,
+				}},
+			}, e.Owner())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, a)
+		}
+		return out, nil
 	case domain.SessionDeleted:
-		return build(TopicSessionDeleted, domain.Session{ID: e.SessionID, UpdatedAt: time.Now().UTC()}, &lifecyclev1.SessionEvent{
-			Payload: &lifecyclev1.SessionEvent_Deleted{Deleted: &lifecyclev1.SessionDeleted{SessionId: e.SessionID}},
-		}, SubscriberLineage)
+		return one(build(TopicSessionDeleted, domain.Session{ID: f.SessionID, UpdatedAt: time.Now().UTC()}, &lifecyclev1.SessionEvent{
+			Payload: &lifecyclev1.SessionEvent_Deleted{Deleted: &lifecyclev1.SessionDeleted{SessionId: f.SessionID}},
+		}, SubscriberLineage))
 	default:
-		return outbox.Event{}, nil, fmt.Errorf("no encoding for event %T", e)
+		return nil, fmt.Errorf("no encoding for %T", f)
 	}
 }
 
-func build(topic string, s domain.Session, msg *lifecyclev1.SessionEvent, subscribers ...string) (outbox.Event, []string, error) {
+func one(a outbox.Addressed, err error) ([]outbox.Addressed, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []outbox.Addressed{a}, nil
+}
+
+func build(topic string, s domain.Session, msg *lifecyclev1.SessionEvent, subscribers ...string) (outbox.Addressed, error) {
 	msg.EventId = uuid.NewString()
 	msg.SessionId = s.ID
 	msg.OccurredAt = timestamppb.New(s.UpdatedAt)
 	payload, err := proto.Marshal(msg)
 	if err != nil {
-		return outbox.Event{}, nil, fmt.Errorf("marshal %s: %w", topic, err)
+		return outbox.Addressed{}, fmt.Errorf("marshal %s: %w", topic, err)
 	}
-	return outbox.Event{
+	return outbox.Addressed{Event: outbox.Event{
 		ID:           msg.EventId,
 		Topic:        topic,
 		AggregateKey: strconv.FormatInt(s.ID, 10),
 		Payload:      payload,
-	}, subscribers, nil
+	}, Subscribers: subscribers}, nil
 }
 
 // Decode reads an outbox payload back into the event message.

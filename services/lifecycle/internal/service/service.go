@@ -7,7 +7,11 @@ import (
 	"log/slog"
 	"strings"
 
+	"google.golang.org/grpc"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/clients"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
@@ -47,25 +51,63 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	svc := &Service{Host: h, Sessions: app.NewSessions(repo, domain.SystemClock{}, cfg.TrashRetention)}
 	grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).Register(h.GRPC.Server)
 
-	if cfg.LineageAddr != "" {
-		conn, err := grpcclient.Dial(cfg.LineageAddr, firstKey(cfg.APIKeys))
+	if cfg.AlertAfterAttempts <= 0 {
+		cfg.AlertAfterAttempts = 3
+	}
+	reporter := clients.FailureReporter{Alerts: clients.LogAlerts{Logger: logger}, After: cfg.AlertAfterAttempts, Logger: logger}
+	if cfg.NotificationAddr != "" {
+		conn, err := svc.dial(cfg.NotificationAddr, cfg.APIKeys)
 		if err != nil {
 			h.Close()
 			return nil, err
 		}
-		svc.LineageRelay = &outbox.Relay{
-			Pool:         h.Pool,
-			Subscriber:   events.SubscriberLineage,
-			Deliver:      clients.LineageDeliverer{Client: lineagev1.NewLineageServiceClient(conn)}.Deliver,
-			Logger:       logger,
-			PollInterval: cfg.RelayPollInterval,
+		reporter.Alerts = clients.NotificationAlerts{Client: notificationv1.NewNotificationServiceClient(conn)}
+	}
+	if cfg.LineageAddr != "" {
+		conn, err := svc.dial(cfg.LineageAddr, cfg.APIKeys)
+		if err != nil {
+			h.Close()
+			return nil, err
 		}
-		h.Go(func(ctx context.Context) error {
-			defer conn.Close()
-			return svc.LineageRelay.Run(ctx)
-		})
+		svc.LineageRelay = svc.relay(events.SubscriberLineage, clients.LineageDeliverer{Client: lineagev1.NewLineageServiceClient(conn)}.Deliver, cfg, reporter)
+	}
+	for owner, addr := range cfg.EffectConsumers {
+		conn, err := svc.dial(addr, cfg.APIKeys)
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		svc.relay(owner, clients.ConsumerDeliverer{Client: lifecyclev1.NewSessionEventConsumerServiceClient(conn)}.Deliver, cfg, reporter)
 	}
 	return svc, nil
+}
+
+// dial connects to another context; the connection closes when the
+// service stops.
+func (s *Service) dial(addr, keys string) (*grpc.ClientConn, error) {
+	conn, err := grpcclient.Dial(addr, firstKey(keys))
+	if err != nil {
+		return nil, err
+	}
+	s.Go(func(ctx context.Context) error {
+		<-ctx.Done()
+		return conn.Close()
+	})
+	return conn, nil
+}
+
+// relay runs an outbox relay for one subscriber for the life of the service.
+func (s *Service) relay(subscriber string, deliver outbox.DeliverFunc, cfg config.Config, reporter clients.FailureReporter) *outbox.Relay {
+	r := &outbox.Relay{
+		Pool:         s.Pool,
+		Subscriber:   subscriber,
+		Deliver:      deliver,
+		OnFailure:    reporter.OnFailure,
+		Logger:       s.Logger,
+		PollInterval: cfg.RelayPollInterval,
+	}
+	s.Go(r.Run)
+	return r
 }
 
 func firstKey(csv string) string {

@@ -265,7 +265,7 @@ func TestEveryTransitionEventIsDeliveredExactlyOnceAcrossRelayRestart(t *testing
 		require.NoError(t, err, ev)
 	}
 	var events int
-	require.NoError(t, b.svc.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE delivered_at IS NULL`).Scan(&events))
+	require.NoError(t, b.svc.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE subscriber = 'lineage' AND delivered_at IS NULL`).Scan(&events))
 	require.Equal(t, 9, events, "one created and one updated per transition, all pending")
 
 	lineage.mu.Lock()
@@ -275,16 +275,16 @@ func TestEveryTransitionEventIsDeliveredExactlyOnceAcrossRelayRestart(t *testing
 	// would: everything is handed over a second time.
 	require.Eventually(t, func() bool {
 		var pending int
-		require.NoError(t, b.svc.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE delivered_at IS NULL`).Scan(&pending))
+		require.NoError(t, b.svc.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE subscriber = 'lineage' AND delivered_at IS NULL`).Scan(&pending))
 		return pending == 0
 	}, 30*time.Second, 20*time.Millisecond)
-	_, err = b.svc.Pool.Exec(ctx, `UPDATE outbox_messages SET delivered_at = NULL, next_attempt_at = now()`)
+	_, err = b.svc.Pool.Exec(ctx, `UPDATE outbox_messages SET delivered_at = NULL, next_attempt_at = now() WHERE subscriber = 'lineage'`)
 	require.NoError(t, err)
 	_, err = b.svc.LineageRelay.DeliverPending(ctx)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		var pending int
-		require.NoError(t, b.svc.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE delivered_at IS NULL`).Scan(&pending))
+		require.NoError(t, b.svc.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE subscriber = 'lineage' AND delivered_at IS NULL`).Scan(&pending))
 		return pending == 0
 	}, 30*time.Second, 20*time.Millisecond)
 

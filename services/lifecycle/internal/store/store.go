@@ -27,10 +27,10 @@ var migrations embed.FS
 // Migrations is the lifecycle schema.
 var Migrations = pgdb.MigrationSet{Name: "lifecycle", FS: pgdb.MigrationsDir(migrations)}
 
-// EventEncoder turns a domain event into an outbox event and the
-// subscribers it is addressed to. Encoding is a wire concern, so the store
-// takes it from the composition root.
-type EventEncoder func(domain.Fact) (outbox.Event, []string, error)
+// EventEncoder turns a fact into outbox events, each with the subscribers it
+// is addressed to. Encoding is a wire concern, so the store takes it from
+// the composition root.
+type EventEncoder func(domain.Fact) ([]outbox.Addressed, error)
 
 // Sessions is the Postgres SessionRepository.
 type Sessions struct {
@@ -104,13 +104,15 @@ func (s *Sessions) Create(ctx context.Context, parentID *int64,
 }
 
 func (s *Sessions) record(ctx context.Context, tx pgx.Tx, events []domain.Fact) error {
-	for _, e := range events {
-		evt, subscribers, err := s.encode(e)
+	for _, f := range events {
+		encoded, err := s.encode(f)
 		if err != nil {
-			return fmt.Errorf("encode %T: %w", e, err)
+			return fmt.Errorf("encode %T: %w", f, err)
 		}
-		if _, err := outbox.Enqueue(ctx, tx, subscribers, evt); err != nil {
-			return err
+		for _, a := range encoded {
+			if _, err := outbox.Enqueue(ctx, tx, a.Subscribers, a.Event); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ package lifecyclev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -36,6 +37,7 @@ type SessionEvent struct {
 	//	*SessionEvent_Created
 	//	*SessionEvent_Updated
 	//	*SessionEvent_Deleted
+	//	*SessionEvent_Effect
 	Payload       isSessionEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -126,6 +128,15 @@ func (x *SessionEvent) GetDeleted() *SessionDeleted {
 	return nil
 }
 
+func (x *SessionEvent) GetEffect() *SessionEffect {
+	if x != nil {
+		if x, ok := x.Payload.(*SessionEvent_Effect); ok {
+			return x.Effect
+		}
+	}
+	return nil
+}
+
 type isSessionEvent_Payload interface {
 	isSessionEvent_Payload()
 }
@@ -142,11 +153,17 @@ type SessionEvent_Deleted struct {
 	Deleted *SessionDeleted `protobuf:"bytes,12,opt,name=deleted,proto3,oneof"`
 }
 
+type SessionEvent_Effect struct {
+	Effect *SessionEffect `protobuf:"bytes,13,opt,name=effect,proto3,oneof"`
+}
+
 func (*SessionEvent_Created) isSessionEvent_Payload() {}
 
 func (*SessionEvent_Updated) isSessionEvent_Payload() {}
 
 func (*SessionEvent_Deleted) isSessionEvent_Payload() {}
+
+func (*SessionEvent_Effect) isSessionEvent_Payload() {}
 
 // SessionCreated carries the new session as it was committed.
 type SessionCreated struct {
@@ -286,11 +303,87 @@ func (x *SessionDeleted) GetSessionId() int64 {
 	return 0
 }
 
+// SessionEffect is a side effect a transition requested of another context
+// (a push, a drain, a trigger firing), recorded in the transition's own
+// transaction and delivered at least once to the context that owns it.
+type SessionEffect struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The spec's callback name, e.g. "drain_enqueued_messages_after_pause";
+	// also the dedup key of the alert its failure raises.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Whether a failure to carry it out raises an alert rather than only
+	// being logged.
+	Alerting bool             `protobuf:"varint,2,opt,name=alerting,proto3" json:"alerting,omitempty"`
+	Payload  *structpb.Struct `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
+	// The session as the transition left it.
+	Session       *Session `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEffect) Reset() {
+	*x = SessionEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEffect) ProtoMessage() {}
+
+func (x *SessionEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEffect.ProtoReflect.Descriptor instead.
+func (*SessionEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SessionEffect) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SessionEffect) GetAlerting() bool {
+	if x != nil {
+		return x.Alerting
+	}
+	return false
+}
+
+func (x *SessionEffect) GetPayload() *structpb.Struct {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 var File_zimmer_lifecycle_v1_event_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x1fzimmer/lifecycle/v1/event.proto\x12\x13zimmer.lifecycle.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!zimmer/lifecycle/v1/session.proto\"\xd3\x02\n" +
+	"\x1fzimmer/lifecycle/v1/event.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!zimmer/lifecycle/v1/session.proto\"\x91\x03\n" +
 	"\fSessionEvent\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1d\n" +
 	"\n" +
@@ -300,7 +393,8 @@ const file_zimmer_lifecycle_v1_event_proto_rawDesc = "" +
 	"\acreated\x18\n" +
 	" \x01(\v2#.zimmer.lifecycle.v1.SessionCreatedH\x00R\acreated\x12?\n" +
 	"\aupdated\x18\v \x01(\v2#.zimmer.lifecycle.v1.SessionUpdatedH\x00R\aupdated\x12?\n" +
-	"\adeleted\x18\f \x01(\v2#.zimmer.lifecycle.v1.SessionDeletedH\x00R\adeletedB\t\n" +
+	"\adeleted\x18\f \x01(\v2#.zimmer.lifecycle.v1.SessionDeletedH\x00R\adeleted\x12<\n" +
+	"\x06effect\x18\r \x01(\v2\".zimmer.lifecycle.v1.SessionEffectH\x00R\x06effectB\t\n" +
 	"\apayload\"H\n" +
 	"\x0eSessionCreated\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"H\n" +
@@ -308,7 +402,12 @@ const file_zimmer_lifecycle_v1_event_proto_rawDesc = "" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"/\n" +
 	"\x0eSessionDeleted\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\x03R\tsessionIdBFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
+	"session_id\x18\x01 \x01(\x03R\tsessionId\"\xaa\x01\n" +
+	"\rSessionEffect\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\balerting\x18\x02 \x01(\bR\balerting\x121\n" +
+	"\apayload\x18\x03 \x01(\v2\x17.google.protobuf.StructR\apayload\x126\n" +
+	"\asession\x18\x04 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asessionBFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
 
 var (
 	file_zimmer_lifecycle_v1_event_proto_rawDescOnce sync.Once
@@ -322,27 +421,32 @@ func file_zimmer_lifecycle_v1_event_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_event_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_zimmer_lifecycle_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_zimmer_lifecycle_v1_event_proto_goTypes = []any{
 	(*SessionEvent)(nil),          // 0: zimmer.lifecycle.v1.SessionEvent
 	(*SessionCreated)(nil),        // 1: zimmer.lifecycle.v1.SessionCreated
 	(*SessionUpdated)(nil),        // 2: zimmer.lifecycle.v1.SessionUpdated
 	(*SessionDeleted)(nil),        // 3: zimmer.lifecycle.v1.SessionDeleted
-	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
-	(*Session)(nil),               // 5: zimmer.lifecycle.v1.Session
+	(*SessionEffect)(nil),         // 4: zimmer.lifecycle.v1.SessionEffect
+	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
+	(*Session)(nil),               // 6: zimmer.lifecycle.v1.Session
+	(*structpb.Struct)(nil),       // 7: google.protobuf.Struct
 }
 var file_zimmer_lifecycle_v1_event_proto_depIdxs = []int32{
-	4, // 0: zimmer.lifecycle.v1.SessionEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	5, // 0: zimmer.lifecycle.v1.SessionEvent.occurred_at:type_name -> google.protobuf.Timestamp
 	1, // 1: zimmer.lifecycle.v1.SessionEvent.created:type_name -> zimmer.lifecycle.v1.SessionCreated
 	2, // 2: zimmer.lifecycle.v1.SessionEvent.updated:type_name -> zimmer.lifecycle.v1.SessionUpdated
 	3, // 3: zimmer.lifecycle.v1.SessionEvent.deleted:type_name -> zimmer.lifecycle.v1.SessionDeleted
-	5, // 4: zimmer.lifecycle.v1.SessionCreated.session:type_name -> zimmer.lifecycle.v1.Session
-	5, // 5: zimmer.lifecycle.v1.SessionUpdated.session:type_name -> zimmer.lifecycle.v1.Session
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	4, // 4: zimmer.lifecycle.v1.SessionEvent.effect:type_name -> zimmer.lifecycle.v1.SessionEffect
+	6, // 5: zimmer.lifecycle.v1.SessionCreated.session:type_name -> zimmer.lifecycle.v1.Session
+	6, // 6: zimmer.lifecycle.v1.SessionUpdated.session:type_name -> zimmer.lifecycle.v1.Session
+	7, // 7: zimmer.lifecycle.v1.SessionEffect.payload:type_name -> google.protobuf.Struct
+	6, // 8: zimmer.lifecycle.v1.SessionEffect.session:type_name -> zimmer.lifecycle.v1.Session
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_event_proto_init() }
@@ -355,6 +459,7 @@ func file_zimmer_lifecycle_v1_event_proto_init() {
 		(*SessionEvent_Created)(nil),
 		(*SessionEvent_Updated)(nil),
 		(*SessionEvent_Deleted)(nil),
+		(*SessionEvent_Effect)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -362,7 +467,7 @@ func file_zimmer_lifecycle_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_event_proto_rawDesc), len(file_zimmer_lifecycle_v1_event_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -781,3 +781,118 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "zimmer/lifecycle/v1/lifecycle_service.proto",
 }
+
+const (
+	SessionEventConsumerService_ConsumeSessionEvent_FullMethodName = "/zimmer.lifecycle.v1.SessionEventConsumerService/ConsumeSessionEvent"
+)
+
+// SessionEventConsumerServiceClient is the client API for SessionEventConsumerService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// SessionEventConsumerService is implemented by every context that consumes
+// lifecycle's events (the owners of effects: notification, queue, runner,
+// triggers). Delivery is at least once; a consumer deduplicates on
+// event_id.
+type SessionEventConsumerServiceClient interface {
+	// ConsumeSessionEvent applies one event.
+	ConsumeSessionEvent(ctx context.Context, in *ConsumeSessionEventRequest, opts ...grpc.CallOption) (*ConsumeSessionEventResponse, error)
+}
+
+type sessionEventConsumerServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewSessionEventConsumerServiceClient(cc grpc.ClientConnInterface) SessionEventConsumerServiceClient {
+	return &sessionEventConsumerServiceClient{cc}
+}
+
+func (c *sessionEventConsumerServiceClient) ConsumeSessionEvent(ctx context.Context, in *ConsumeSessionEventRequest, opts ...grpc.CallOption) (*ConsumeSessionEventResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConsumeSessionEventResponse)
+	err := c.cc.Invoke(ctx, SessionEventConsumerService_ConsumeSessionEvent_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SessionEventConsumerServiceServer is the server API for SessionEventConsumerService service.
+// All implementations must embed UnimplementedSessionEventConsumerServiceServer
+// for forward compatibility.
+//
+// SessionEventConsumerService is implemented by every context that consumes
+// lifecycle's events (the owners of effects: notification, queue, runner,
+// triggers). Delivery is at least once; a consumer deduplicates on
+// event_id.
+type SessionEventConsumerServiceServer interface {
+	// ConsumeSessionEvent applies one event.
+	ConsumeSessionEvent(context.Context, *ConsumeSessionEventRequest) (*ConsumeSessionEventResponse, error)
+	mustEmbedUnimplementedSessionEventConsumerServiceServer()
+}
+
+// UnimplementedSessionEventConsumerServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedSessionEventConsumerServiceServer struct{}
+
+func (UnimplementedSessionEventConsumerServiceServer) ConsumeSessionEvent(context.Context, *ConsumeSessionEventRequest) (*ConsumeSessionEventResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ConsumeSessionEvent not implemented")
+}
+func (UnimplementedSessionEventConsumerServiceServer) mustEmbedUnimplementedSessionEventConsumerServiceServer() {
+}
+func (UnimplementedSessionEventConsumerServiceServer) testEmbeddedByValue() {}
+
+// UnsafeSessionEventConsumerServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to SessionEventConsumerServiceServer will
+// result in compilation errors.
+type UnsafeSessionEventConsumerServiceServer interface {
+	mustEmbedUnimplementedSessionEventConsumerServiceServer()
+}
+
+func RegisterSessionEventConsumerServiceServer(s grpc.ServiceRegistrar, srv SessionEventConsumerServiceServer) {
+	// If the following call panics, it indicates UnimplementedSessionEventConsumerServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&SessionEventConsumerService_ServiceDesc, srv)
+}
+
+func _SessionEventConsumerService_ConsumeSessionEvent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConsumeSessionEventRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionEventConsumerServiceServer).ConsumeSessionEvent(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionEventConsumerService_ConsumeSessionEvent_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionEventConsumerServiceServer).ConsumeSessionEvent(ctx, req.(*ConsumeSessionEventRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// SessionEventConsumerService_ServiceDesc is the grpc.ServiceDesc for SessionEventConsumerService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var SessionEventConsumerService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "zimmer.lifecycle.v1.SessionEventConsumerService",
+	HandlerType: (*SessionEventConsumerServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ConsumeSessionEvent",
+			Handler:    _SessionEventConsumerService_ConsumeSessionEvent_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "zimmer/lifecycle/v1/lifecycle_service.proto",
+}
