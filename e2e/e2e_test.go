@@ -189,6 +189,12 @@ func TestEndToEnd(t *testing.T) {
 		code, body = api.do(t, "POST", "/api/v1/sessions/life/unarchive", `{}`)
 		require.Equal(t, http.StatusOK, code, body)
 		require.Contains(t, body, `"status":"waiting"`, "back to where it was archived from")
+		code, body = api.do(t, "POST", "/api/v1/sessions/life/fail", `{"failure_reason":"operator gave up"}`)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"failure_reason":"operator gave up"`)
+		code, body = api.do(t, "POST", "/api/v1/sessions/life/restart", `{}`)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"status":"running"`)
 
 		code, body = api.do(t, "PATCH", "/api/v1/sessions/life", `{"title":"Renamed","heartbeat_interval_seconds":120}`)
 		require.Equal(t, http.StatusOK, code, body)

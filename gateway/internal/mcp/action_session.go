@@ -17,9 +17,9 @@ const ToolActionSession = "action_session"
 
 // The actions action_session supports so far; follow_up and the queue,
 // notes, title and heartbeat actions arrive with their contexts.
-var sessionActions = []string{"pause", "sleep", "archive", "bulk_archive", "unarchive", "restart"}
+var sessionActions = []string{"pause", "sleep", "archive", "bulk_archive", "unarchive", "restart", "fail"}
 
-var actionSessionArgs = []string{"action", "session_id", "session_ids", "force", "acting_session_id"}
+var actionSessionArgs = []string{"action", "session_id", "session_ids", "force", "acting_session_id", "failure_reason"}
 
 func actionSessionTool() mcpgo.Tool {
 	return mcpgo.NewTool(ToolActionSession,
@@ -27,13 +27,15 @@ func actionSessionTool() mcpgo.Tool {
 		mcpgo.WithDescription("Change a session's lifecycle. pause: stop a running turn (→ needs_input). "+
 			"sleep: a needs_input session goes to waiting; a running one sleeps when its turn ends. "+
 			"archive: move to the trash (restorable for 4 days). bulk_archive: archive session_ids, each on its own. "+
-			"unarchive: restore to the state chosen from the session's history. restart: re-run a failed or idle session. "+
+			"unarchive: restore to the state chosen from the session's history. restart: re-run a failed or idle session (a deliberate resume). "+
+			"fail: mark a session that will not recover as failed, with failure_reason. "+
 			"A refused action says which state the session is in and which states allow it."),
 		mcpgo.WithString("action", mcpgo.Required(), mcpgo.Enum(sessionActions...)),
 		mcpgo.WithString("session_id", mcpgo.Description(`The session's numeric id or slug (every action but bulk_archive).`)),
 		mcpgo.WithArray("session_ids", mcpgo.WithStringItems(), mcpgo.Description("bulk_archive: the ids or slugs to archive.")),
 		mcpgo.WithBoolean("force", mcpgo.Description("archive, bulk_archive: archive even over undelivered queued messages, "+
 			"discarding them. Not the recommended path: only after reading the messages and deciding to throw them away.")),
+		mcpgo.WithString("failure_reason", mcpgo.Description("fail: why the session failed.")),
 		mcpgo.WithInteger("acting_session_id", mcpgo.Description("Your own session id, when you are a session: it is named on the target's timeline.")),
 		mcpgo.WithDestructiveHintAnnotation(true),
 		mcpgo.WithOpenWorldHintAnnotation(false),
@@ -45,6 +47,7 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 	action := a.str("action")
 	acting := a.int64("acting_session_id")
 	force := a.boolean("force")
+	reason := a.str("failure_reason")
 	var ref string
 	if action != "bulk_archive" {
 		ref = a.ref("session_id")
@@ -78,6 +81,10 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 	case "restart":
 		var r *lifecyclev1.RestartSessionResponse
 		r, err = t.lifecycle.RestartSession(ctx, &lifecyclev1.RestartSessionRequest{SessionId: ref, ActingSessionId: acting})
+		resp, message = r, r.GetMessage()
+	case "fail":
+		var r *lifecyclev1.FailSessionResponse
+		r, err = t.lifecycle.FailSession(ctx, &lifecyclev1.FailSessionRequest{SessionId: ref, ActingSessionId: acting, FailureReason: reason})
 		resp, message = r, r.GetMessage()
 	case "bulk_archive":
 		return t.bulkArchive(ctx, req, acting, force), nil

@@ -176,3 +176,13 @@ func (s *Server) BulkArchiveSessions(ctx context.Context, req *lifecyclev1.BulkA
 	}
 	return resp, nil
 }
+
+// FailSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) FailSession(ctx context.Context, req *lifecyclev1.FailSessionRequest) (*lifecyclev1.FailSessionResponse, error) {
+	sess, msg, _, err := s.transition(ctx, req.GetSessionId(), app.Verb(domain.EventFail),
+		domain.Command{Actor: actor(ctx, req.ActingSessionId), FailureReason: req.GetFailureReason()})
+	if err != nil {
+		return nil, err
+	}
+	return &lifecyclev1.FailSessionResponse{Session: sess, Message: msg}, nil
+}

@@ -33,6 +33,7 @@ const (
 	LifecycleService_BulkArchiveSessions_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/BulkArchiveSessions"
 	LifecycleService_UnarchiveSession_FullMethodName    = "/zimmer.lifecycle.v1.LifecycleService/UnarchiveSession"
 	LifecycleService_RestartSession_FullMethodName      = "/zimmer.lifecycle.v1.LifecycleService/RestartSession"
+	LifecycleService_FailSession_FullMethodName         = "/zimmer.lifecycle.v1.LifecycleService/FailSession"
 	LifecycleService_GetSessionTimeline_FullMethodName  = "/zimmer.lifecycle.v1.LifecycleService/GetSessionTimeline"
 	LifecycleService_ListSessionEvents_FullMethodName   = "/zimmer.lifecycle.v1.LifecycleService/ListSessionEvents"
 	LifecycleService_TransitionSession_FullMethodName   = "/zimmer.lifecycle.v1.LifecycleService/TransitionSession"
@@ -77,6 +78,9 @@ type LifecycleServiceClient interface {
 	UnarchiveSession(ctx context.Context, in *UnarchiveSessionRequest, opts ...grpc.CallOption) (*UnarchiveSessionResponse, error)
 	// RestartSession re-runs a failed or idle session (a deliberate resume).
 	RestartSession(ctx context.Context, in *RestartSessionRequest, opts ...grpc.CallOption) (*RestartSessionResponse, error)
+	// FailSession marks a session failed: the operator's way to stop a
+	// session that will not recover (the runner fails sessions itself).
+	FailSession(ctx context.Context, in *FailSessionRequest, opts ...grpc.CallOption) (*FailSessionResponse, error)
 	// GetSessionTimeline returns the session's timeline, oldest first.
 	GetSessionTimeline(ctx context.Context, in *GetSessionTimelineRequest, opts ...grpc.CallOption) (*GetSessionTimelineResponse, error)
 	// ListSessionEvents returns the session's event stream: each transition
@@ -236,6 +240,16 @@ func (c *lifecycleServiceClient) RestartSession(ctx context.Context, in *Restart
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) FailSession(ctx context.Context, in *FailSessionRequest, opts ...grpc.CallOption) (*FailSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FailSessionResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_FailSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *lifecycleServiceClient) GetSessionTimeline(ctx context.Context, in *GetSessionTimelineRequest, opts ...grpc.CallOption) (*GetSessionTimelineResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetSessionTimelineResponse)
@@ -305,6 +319,9 @@ type LifecycleServiceServer interface {
 	UnarchiveSession(context.Context, *UnarchiveSessionRequest) (*UnarchiveSessionResponse, error)
 	// RestartSession re-runs a failed or idle session (a deliberate resume).
 	RestartSession(context.Context, *RestartSessionRequest) (*RestartSessionResponse, error)
+	// FailSession marks a session failed: the operator's way to stop a
+	// session that will not recover (the runner fails sessions itself).
+	FailSession(context.Context, *FailSessionRequest) (*FailSessionResponse, error)
 	// GetSessionTimeline returns the session's timeline, oldest first.
 	GetSessionTimeline(context.Context, *GetSessionTimelineRequest) (*GetSessionTimelineResponse, error)
 	// ListSessionEvents returns the session's event stream: each transition
@@ -365,6 +382,9 @@ func (UnimplementedLifecycleServiceServer) UnarchiveSession(context.Context, *Un
 }
 func (UnimplementedLifecycleServiceServer) RestartSession(context.Context, *RestartSessionRequest) (*RestartSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RestartSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) FailSession(context.Context, *FailSessionRequest) (*FailSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FailSession not implemented")
 }
 func (UnimplementedLifecycleServiceServer) GetSessionTimeline(context.Context, *GetSessionTimelineRequest) (*GetSessionTimelineResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSessionTimeline not implemented")
@@ -648,6 +668,24 @@ func _LifecycleService_RestartSession_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_FailSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FailSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).FailSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_FailSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).FailSession(ctx, req.(*FailSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _LifecycleService_GetSessionTimeline_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetSessionTimelineRequest)
 	if err := dec(in); err != nil {
@@ -764,6 +802,10 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RestartSession",
 			Handler:    _LifecycleService_RestartSession_Handler,
+		},
+		{
+			MethodName: "FailSession",
+			Handler:    _LifecycleService_FailSession_Handler,
 		},
 		{
 			MethodName: "GetSessionTimeline",
