@@ -1,5 +1,7 @@
 // Package platform is the small shared kit every Zimmer service is built from:
 // start-up (host), logging (slogx), configuration (envcfg), Postgres (pgdb,
-// pgtest), event delivery (outbox, inbox), gRPC plumbing (grpcserver,
-// grpcclient, apikey) and Temporal (temporalx). It holds no domain code.
+// pgtest), event delivery (outbox, inbox), request validation errors
+// (validation, stdlib-only so domain packages may use it), gRPC plumbing
+// (grpcserver, grpcclient, grpcstatus, apikey) and Temporal (temporalx). It
+// holds no domain code.
 package platform

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // SessionRepository stores sessions. Writes record their domain events in
@@ -155,7 +156,7 @@ func (uc TransitionSession) Handle(ctx context.Context, ref string, verb Verb, c
 	}
 	if verb != VerbSleep && verb != VerbUnarchive && verb != VerbRestart {
 		if _, err := domain.ParseEvent(string(verb)); err != nil {
-			return domain.Outcome{}, &domain.ValidationError{Violations: []domain.FieldViolation{{Field: "event", Reason: err.Error()}}}
+			return domain.Outcome{}, &validation.Error{Violations: []validation.FieldViolation{{Field: "event", Reason: err.Error()}}}
 		}
 	}
 	return uc.Repo.Transition(ctx, r, func(s domain.Session, wakes domain.Wakes) (domain.Outcome, error) {

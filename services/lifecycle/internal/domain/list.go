@@ -1,5 +1,7 @@
 package domain
 
+import "github.com/zimmerhq/zimmer/services/platform/validation"
+
 // Page sizes for lists.
 const (
 	DefaultPerPage = 25
@@ -30,7 +32,7 @@ type ListRequest struct {
 
 // Filter validates the request and applies defaults.
 func (r ListRequest) Filter() (ListFilter, error) {
-	var vs violations
+	var vs validation.Violations
 	f := ListFilter{
 		Query:           r.Query,
 		AgentRoot:       r.AgentRoot,
@@ -43,7 +45,7 @@ func (r ListRequest) Filter() (ListFilter, error) {
 	for _, w := range r.Statuses {
 		s, err := ParseStatus(w)
 		if err != nil {
-			vs.add("status", "%s", err)
+			vs.Add("status", "%s", err)
 			continue
 		}
 		if !seen[s] {
@@ -55,20 +57,20 @@ func (r ListRequest) Filter() (ListFilter, error) {
 	case f.Page == 0:
 		f.Page = 1
 	case f.Page < 0:
-		vs.add("page", "must be 1 or more")
+		vs.Add("page", "must be 1 or more")
 	}
 	switch {
 	case f.PerPage == 0:
 		f.PerPage = DefaultPerPage
 	case f.PerPage < 0 || f.PerPage > MaxPerPage:
-		vs.add("per_page", "must be between 1 and %d", MaxPerPage)
+		vs.Add("per_page", "must be between 1 and %d", MaxPerPage)
 	}
 	switch f.SchedulingClass {
 	case "", SchedulingPriority, SchedulingSpot:
 	default:
-		vs.add("scheduling_class", "%q is not a scheduling class; use %q or %q", f.SchedulingClass, SchedulingPriority, SchedulingSpot)
+		vs.Add("scheduling_class", "%q is not a scheduling class; use %q or %q", f.SchedulingClass, SchedulingPriority, SchedulingSpot)
 	}
-	return f, vs.err()
+	return f, vs.Err()
 }
 
 // Page is one page of sessions and the size of the whole result.

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Heartbeat interval bounds, in seconds.
@@ -30,31 +32,31 @@ type Patch struct {
 
 // Validate checks the patch and reports every problem at once.
 func (p Patch) Validate() error {
-	var vs violations
+	var vs validation.Violations
 	if p.Title != nil && utf8.RuneCountInString(*p.Title) > MaxTitleChars {
-		vs.add("title", "is longer than %d characters", MaxTitleChars)
+		vs.Add("title", "is longer than %d characters", MaxTitleChars)
 	}
 	if p.Slug != nil && *p.Slug != "" {
 		if err := ValidateSlug(*p.Slug); err != nil {
-			vs.add("slug", "%s", err)
+			vs.Add("slug", "%s", err)
 		}
 	}
 	if p.Goal != nil && utf8.RuneCountInString(*p.Goal) > MaxGoalChars {
-		vs.add("goal", "is longer than %d characters", MaxGoalChars)
+		vs.Add("goal", "is longer than %d characters", MaxGoalChars)
 	}
 	if p.SchedulingClass != nil && *p.SchedulingClass != SchedulingPriority && *p.SchedulingClass != SchedulingSpot {
-		vs.add("scheduling_class", "%q is not a scheduling class; use %q or %q", *p.SchedulingClass, SchedulingPriority, SchedulingSpot)
+		vs.Add("scheduling_class", "%q is not a scheduling class; use %q or %q", *p.SchedulingClass, SchedulingPriority, SchedulingSpot)
 	}
 	if p.MetadataBytes > MaxMetadataBytes {
-		vs.add("custom_metadata", "is %d bytes encoded; the limit is %d", p.MetadataBytes, MaxMetadataBytes)
+		vs.Add("custom_metadata", "is %d bytes encoded; the limit is %d", p.MetadataBytes, MaxMetadataBytes)
 	}
 	if i := p.HeartbeatIntervalSeconds; i != nil && (*i < MinHeartbeatSeconds || *i > MaxHeartbeatSeconds) {
-		vs.add("heartbeat_interval_seconds", "is %d; use %d to %d seconds", *i, MinHeartbeatSeconds, MaxHeartbeatSeconds)
+		vs.Add("heartbeat_interval_seconds", "is %d; use %d to %d seconds", *i, MinHeartbeatSeconds, MaxHeartbeatSeconds)
 	}
 	if p.empty() {
-		vs.add("body", "changes nothing; send at least one of title, slug, goal, scheduling_class, precedence, custom_metadata, heartbeat_enabled, heartbeat_interval_seconds")
+		vs.Add("body", "changes nothing; send at least one of title, slug, goal, scheduling_class, precedence, custom_metadata, heartbeat_enabled, heartbeat_interval_seconds")
 	}
-	return vs.err()
+	return vs.Err()
 }
 
 func (p Patch) empty() bool {

@@ -1,5 +1,6 @@
 // Package domain holds the lifecycle context's rules: sessions, their states
-// and what a valid request looks like. It imports only the standard library.
+// and what a valid request looks like. It imports only the standard library
+// and the platform's validation error.
 package domain
 
 import (
@@ -8,6 +9,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Limits on what a caller may send.
@@ -88,39 +91,39 @@ var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 // Validate checks everything that can be checked without storage and
 // reports every problem at once.
 func (n NewSession) Validate() error {
-	var vs violations
+	var vs validation.Violations
 	switch c := utf8.RuneCountInString(n.Prompt); {
 	case c == 0:
-		vs.add("prompt", "is required: say what the agent should do")
+		vs.Add("prompt", "is required: say what the agent should do")
 	case c > MaxPromptChars:
-		vs.add("prompt", "is %d characters; the limit is %d — shorten it or attach the detail as a file in the repository", c, MaxPromptChars)
+		vs.Add("prompt", "is %d characters; the limit is %d — shorten it or attach the detail as a file in the repository", c, MaxPromptChars)
 	}
 	if n.GitRoot == "" {
-		vs.add("git_root", "is required: the repository the session's clone is made from")
+		vs.Add("git_root", "is required: the repository the session's clone is made from")
 	}
 	if c := utf8.RuneCountInString(n.Goal); c > MaxGoalChars {
-		vs.add("goal", "is %d characters; the limit is %d", c, MaxGoalChars)
+		vs.Add("goal", "is %d characters; the limit is %d", c, MaxGoalChars)
 	}
 	if c := utf8.RuneCountInString(n.Title); c > MaxTitleChars {
-		vs.add("title", "is %d characters; the limit is %d", c, MaxTitleChars)
+		vs.Add("title", "is %d characters; the limit is %d", c, MaxTitleChars)
 	}
 	if n.Slug != "" {
 		if err := ValidateSlug(n.Slug); err != nil {
-			vs.add("slug", "%s", err)
+			vs.Add("slug", "%s", err)
 		}
 	}
 	if n.ParentSessionID != nil && *n.ParentSessionID <= 0 {
-		vs.add("parent_session_id", "must be the positive id of an existing session, or omitted")
+		vs.Add("parent_session_id", "must be the positive id of an existing session, or omitted")
 	}
 	switch n.SchedulingClass {
 	case "", SchedulingPriority, SchedulingSpot:
 	default:
-		vs.add("scheduling_class", "%q is not a scheduling class; use %q or %q", n.SchedulingClass, SchedulingPriority, SchedulingSpot)
+		vs.Add("scheduling_class", "%q is not a scheduling class; use %q or %q", n.SchedulingClass, SchedulingPriority, SchedulingSpot)
 	}
 	if n.MetadataBytes > MaxMetadataBytes {
-		vs.add("custom_metadata", "is %d bytes encoded; the limit is %d", n.MetadataBytes, MaxMetadataBytes)
+		vs.Add("custom_metadata", "is %d bytes encoded; the limit is %d", n.MetadataBytes, MaxMetadataBytes)
 	}
-	return vs.err()
+	return vs.Err()
 }
 
 // ValidateSlug checks a slug's shape. A slug is never all digits, so a
@@ -142,7 +145,7 @@ func ValidateSlug(s string) error {
 // caller's: it is inherited down the spawn edge, else "api".
 func (n NewSession) Build(parent *Session, now time.Time) (Session, error) {
 	if n.ParentSessionID != nil && (parent == nil || parent.ID != *n.ParentSessionID) {
-		return Session{}, &ValidationError{Violations: []FieldViolation{{
+		return Session{}, &validation.Error{Violations: []validation.FieldViolation{{
 			Field:  "parent_session_id",
 			Reason: fmt.Sprintf("no session %d exists; pass the id of an existing session or omit it", *n.ParentSessionID),
 		}}}
@@ -192,12 +195,12 @@ type SessionRef struct {
 // ParseSessionRef reads "123" as an id and anything else as a slug.
 func ParseSessionRef(s string) (SessionRef, error) {
 	if s == "" {
-		return SessionRef{}, &ValidationError{Violations: []FieldViolation{{Field: "session_id", Reason: "is required: a numeric id or a slug"}}}
+		return SessionRef{}, &validation.Error{Violations: []validation.FieldViolation{{Field: "session_id", Reason: "is required: a numeric id or a slug"}}}
 	}
 	if isDigits(s) {
 		id, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || id <= 0 {
-			return SessionRef{}, &ValidationError{Violations: []FieldViolation{{Field: "session_id", Reason: fmt.Sprintf("%q is not a valid id", s)}}}
+			return SessionRef{}, &validation.Error{Violations: []validation.FieldViolation{{Field: "session_id", Reason: fmt.Sprintf("%q is not a valid id", s)}}}
 		}
 		return SessionRef{ID: id}, nil
 	}

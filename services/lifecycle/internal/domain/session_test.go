@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -49,7 +50,7 @@ func TestNewSessionValidate(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var verr *domain.ValidationError
+			var verr *validation.Error
 			require.ErrorAs(t, err, &verr)
 			var got []string
 			for _, v := range verr.Violations {
@@ -81,7 +82,7 @@ func TestBuildInheritsGenesisAndDefaults(t *testing.T) {
 	require.Equal(t, "web_ui", child.Genesis, "genesis comes down the spawn edge")
 
 	_, err = n.Build(nil, now)
-	var verr *domain.ValidationError
+	var verr *validation.Error
 	require.ErrorAs(t, err, &verr, "a parent that does not exist is the caller's error")
 	require.Equal(t, "parent_session_id", verr.Violations[0].Field)
 	require.Contains(t, err.Error(), "no session 7 exists")
@@ -132,7 +133,7 @@ func TestListRequestFilter(t *testing.T) {
 	require.Equal(t, []domain.Status{domain.StatusWaiting, domain.StatusRunning}, f.Statuses)
 
 	_, err = domain.ListRequest{Statuses: []string{"nope"}, Page: -1, PerPage: 1000, SchedulingClass: "x"}.Filter()
-	var verr *domain.ValidationError
+	var verr *validation.Error
 	require.ErrorAs(t, err, &verr)
 	require.Len(t, verr.Violations, 4)
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -16,6 +15,8 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
+	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Server implements lifecyclev1.LifecycleServiceServer.
@@ -116,21 +117,13 @@ func (s *Server) ListSessions(ctx context.Context, req *lifecyclev1.ListSessions
 // details a caller must not see.
 func (s *Server) toStatus(ctx context.Context, err error) error {
 	var (
-		verr *domain.ValidationError
+		verr *validation.Error
 		nf   *domain.NotFoundError
 		terr *domain.TransitionError
 	)
 	switch {
 	case errors.As(err, &verr):
-		st := status.New(codes.InvalidArgument, verr.Error())
-		br := &errdetails.BadRequest{}
-		for _, v := range verr.Violations {
-			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Reason})
-		}
-		if withDetails, derr := st.WithDetails(br); derr == nil {
-			st = withDetails
-		}
-		return st.Err()
+		return grpcstatus.InvalidArgument(verr)
 	case errors.As(err, &terr):
 		// A valid request the session's state refuses: REST answers 422.
 		return status.Error(codes.FailedPrecondition, terr.Error())

@@ -13,6 +13,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // actor is who made the call: the surface the gateway declared and the
@@ -161,7 +162,7 @@ const MaxBulkArchive = 500
 func (s *Server) BulkArchiveSessions(ctx context.Context, req *lifecyclev1.BulkArchiveSessionsRequest) (*lifecyclev1.BulkArchiveSessionsResponse, error) {
 	ids := req.GetSessionIds()
 	if len(ids) == 0 || len(ids) > MaxBulkArchive {
-		return nil, s.toStatus(ctx, &domain.ValidationError{Violations: []domain.FieldViolation{{
+		return nil, s.toStatus(ctx, &validation.Error{Violations: []validation.FieldViolation{{
 			Field: "session_ids", Reason: fmt.Sprintf("give between 1 and %d ids or slugs", MaxBulkArchive),
 		}}})
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 type fixedClock struct{ t time.Time }
@@ -83,7 +84,7 @@ func TestRefusedCreateWritesNothing(t *testing.T) {
 
 	unknown := int64(999)
 	_, err = b.sessions.Create.Handle(ctx, domain.NewSession{Prompt: "p", GitRoot: "g", ParentSessionID: &unknown})
-	var verr *domain.ValidationError
+	var verr *validation.Error
 	require.ErrorAs(t, err, &verr)
 	require.Equal(t, "parent_session_id", verr.Violations[0].Field)
 

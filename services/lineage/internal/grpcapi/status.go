@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // toStatus is the one mapping from errors to gRPC codes. Only errors meant
@@ -20,13 +21,8 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 	case errors.Is(err, domain.ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
 	case errors.As(err, &invalid):
-		st := status.New(codes.InvalidArgument, invalid.Error())
-		if detailed, derr := st.WithDetails(&errdetails.BadRequest{
-			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: invalid.Field, Description: invalid.Reason}},
-		}); derr == nil {
-			st = detailed
-		}
-		return st.Err()
+		// Lineage words its one-field error "invalid f: r"; the status keeps that.
+		return grpcstatus.BadRequest(invalid.Error(), validation.FieldViolation{Field: invalid.Field, Reason: invalid.Reason})
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):

@@ -1,11 +1,13 @@
 // Package domain holds the notification context's rules: operational alerts,
 // what a valid raise looks like and when a raise pages. It imports only the
-// standard library.
+// standard library and the platform's validation error.
 package domain
 
 import (
 	"time"
 	"unicode/utf8"
+
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Limits on what a raiser may send.
@@ -44,23 +46,23 @@ type Raise struct {
 
 // Validate checks the raise and reports every problem at once.
 func (r Raise) Validate() error {
-	var vs violations
+	var vs validation.Violations
 	switch c := utf8.RuneCountInString(r.DedupKey); {
 	case c == 0:
-		vs.add("dedup_key", "is required: name what repeats collapse on, e.g. the failing callback")
+		vs.Add("dedup_key", "is required: name what repeats collapse on, e.g. the failing callback")
 	case c > MaxDedupKeyChars:
-		vs.add("dedup_key", "is %d characters; the limit is %d", c, MaxDedupKeyChars)
+		vs.Add("dedup_key", "is %d characters; the limit is %d", c, MaxDedupKeyChars)
 	}
 	switch c := utf8.RuneCountInString(r.Summary); {
 	case c == 0:
-		vs.add("summary", "is required: one line saying what needs an operator")
+		vs.Add("summary", "is required: one line saying what needs an operator")
 	case c > MaxSummaryChars:
-		vs.add("summary", "is %d characters; the limit is %d — put the rest in details", c, MaxSummaryChars)
+		vs.Add("summary", "is %d characters; the limit is %d — put the rest in details", c, MaxSummaryChars)
 	}
 	if r.DetailsBytes > MaxDetailsBytes {
-		vs.add("details", "is %d bytes encoded; the limit is %d", r.DetailsBytes, MaxDetailsBytes)
+		vs.Add("details", "is %d bytes encoded; the limit is %d", r.DetailsBytes, MaxDetailsBytes)
 	}
-	return vs.err()
+	return vs.Err()
 }
 
 // Open is the alert a raise at now opens when nothing absorbs it: seen once,
@@ -132,9 +134,9 @@ func PageSize(n int) (int, error) {
 	case n == 0:
 		return DefaultPageSize, nil
 	case n < 0 || n > MaxPageSize:
-		var vs violations
-		vs.add("page_size", "is %d; use 1 to %d, or 0 for %d", n, MaxPageSize, DefaultPageSize)
-		return 0, vs.err()
+		var vs validation.Violations
+		vs.Add("page_size", "is %d; use 1 to %d, or 0 for %d", n, MaxPageSize, DefaultPageSize)
+		return 0, vs.Err()
 	}
 	return n, nil
 }

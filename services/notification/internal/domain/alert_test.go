@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 var t0 = time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)
@@ -37,7 +38,7 @@ func TestRaiseValidate(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var verr *domain.ValidationError
+			var verr *validation.Error
 			require.True(t, errors.As(err, &verr), "got %v", err)
 			var fields []string
 			for _, v := range verr.Violations {
@@ -109,7 +110,7 @@ func TestPageSize(t *testing.T) {
 	}
 	for _, in := range []int{-1, domain.MaxPageSize + 1} {
 		_, err := domain.PageSize(in)
-		var verr *domain.ValidationError
+		var verr *validation.Error
 		require.True(t, errors.As(err, &verr), "page size %d", in)
 		require.Equal(t, "page_size", verr.Violations[0].Field)
 	}

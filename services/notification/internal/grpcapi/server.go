@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -19,6 +18,8 @@ import (
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Server implements notificationv1.NotificationServiceServer. The embedded
@@ -96,18 +97,10 @@ func alertMessage(a domain.Alert) (*notificationv1.Alert, error) {
 // are logged and answered with "internal error": their text may carry
 // details a caller must not see.
 func (s *Server) toStatus(ctx context.Context, err error) error {
-	var verr *domain.ValidationError
+	var verr *validation.Error
 	switch {
 	case errors.As(err, &verr):
-		st := status.New(codes.InvalidArgument, verr.Error())
-		br := &errdetails.BadRequest{}
-		for _, v := range verr.Violations {
-			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Reason})
-		}
-		if withDetails, derr := st.WithDetails(br); derr == nil {
-			st = withDetails
-		}
-		return st.Err()
+		return grpcstatus.InvalidArgument(verr)
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):

@@ -15,6 +15,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
 	"github.com/zimmerhq/zimmer/services/notification/internal/store"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 const window = 15 * time.Minute
@@ -228,7 +229,7 @@ func TestInvalidRaisesStoreAndPageNothing(t *testing.T) {
 			{domain.Raise{DedupKey: strings.Repeat("k", domain.MaxDedupKeyChars+1), Summary: "s"}, []string{"dedup_key"}},
 		} {
 			_, _, err := b.alerts.Raise.Handle(context.Background(), tc.raise)
-			var verr *domain.ValidationError
+			var verr *validation.Error
 			require.True(t, errors.As(err, &verr), "got %v", err)
 			var fields []string
 			for _, v := range verr.Violations {
@@ -256,7 +257,7 @@ func TestListIsNewestFirstAndLimited(t *testing.T) {
 
 		for _, size := range []int{-1, domain.MaxPageSize + 1} {
 			_, err := b.alerts.List.Handle(context.Background(), size)
-			var verr *domain.ValidationError
+			var verr *validation.Error
 			require.True(t, errors.As(err, &verr), "page_size %d: got %v", size, err)
 			require.Equal(t, "page_size", verr.Violations[0].Field)
 		}
