@@ -58,23 +58,33 @@ type Message struct {
 // Enqueue records evt for every subscriber within tx. The event id is
 // returned (and generated if evt.ID is empty).
 func Enqueue(ctx context.Context, tx pgx.Tx, subscribers []string, evt Event) (string, error) {
+	var b pgx.Batch
+	id := Queue(&b, subscribers, evt)
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return "", fmt.Errorf("enqueue event %s: %w", evt.Topic, err)
+	}
+	return id, nil
+}
+
+// Queue adds the statements that record evt for every subscriber to b, so
+// a producer writes its change and its events in one round trip; b must be
+// sent inside the change's transaction. It returns the event id.
+func Queue(b *pgx.Batch, subscribers []string, evt Event) string {
 	if evt.ID == "" {
 		evt.ID = uuid.NewString()
 	}
 	for _, sub := range subscribers {
-		if _, err := tx.Exec(ctx, `
+		b.Queue(`
 			INSERT INTO outbox_messages (event_id, subscriber, topic, aggregate_key, payload)
 			VALUES ($1, $2, $3, $4, $5)`,
-			evt.ID, sub, evt.Topic, evt.AggregateKey, evt.Payload); err != nil {
-			return "", fmt.Errorf("enqueue event %s for %s: %w", evt.Topic, sub, err)
-		}
+			evt.ID, sub, evt.Topic, evt.AggregateKey, evt.Payload)
 	}
 	if len(subscribers) > 0 {
-		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, notifyChannel); err != nil {
-			return "", fmt.Errorf("notify relays: %w", err)
-		}
+		// Delivered at commit; identical notifications in one transaction
+		// collapse into one.
+		b.Queue(`SELECT pg_notify($1, '')`, notifyChannel)
 	}
-	return evt.ID, nil
+	return evt.ID
 }
 
 // DeliverFunc hands one message to its subscriber. A nil error means the

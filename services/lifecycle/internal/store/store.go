@@ -94,28 +94,17 @@ func (s *Sessions) Create(ctx context.Context, parentID *int64,
 		if err != nil {
 			return interpretWrite(err, sess)
 		}
-		if err := s.record(ctx, tx, announce(sess)); err != nil {
+		var w writes
+		if err := w.announce(s.encode, announce(sess)...); err != nil {
+			return err
+		}
+		if err := w.send(ctx, tx); err != nil {
 			return err
 		}
 		created = sess
 		return nil
 	})
 	return created, err
-}
-
-func (s *Sessions) record(ctx context.Context, tx pgx.Tx, events []domain.Fact) error {
-	for _, f := range events {
-		encoded, err := s.encode(f)
-		if err != nil {
-			return fmt.Errorf("encode %T: %w", f, err)
-		}
-		for _, a := range encoded {
-			if _, err := outbox.Enqueue(ctx, tx, a.Subscribers, a.Event); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // Get implements app.SessionRepository.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
@@ -24,31 +23,29 @@ func (s *Sessions) Transition(ctx context.Context, ref domain.SessionRef,
 		refused *domain.TransitionError
 	)
 	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		cur, err := s.lock(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-		wakes, err := armedWakes(ctx, tx, cur.ID)
+		cur, wakes, err := s.lockWithWakes(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
 		if out, err = decide(cur, wakes); err != nil {
 			return err
 		}
-		if err := s.save(ctx, tx, out.Session); err != nil {
-			return err
-		}
 		if hasEffect(out, domain.EffectRecordFlags) {
 			s.recordFlags(ctx, tx, out.Session)
 		}
-		if err := writeTimeline(ctx, tx, cur.ID, out.Session.UpdatedAt, out.Timeline); err != nil {
-			return err
-		}
-		if err := writeStream(ctx, tx, out); err != nil {
-			return err
-		}
 		out.Session.Version = cur.Version + 1
-		return s.record(ctx, tx, []domain.Fact{domain.SessionTransitioned{Session: out.Session, Outcome: out}})
+		var w writes
+		if err := w.save(out.Session); err != nil {
+			return err
+		}
+		w.timeline(cur.ID, out.Session.UpdatedAt, out.Timeline)
+		if err := w.stream(out); err != nil {
+			return err
+		}
+		if err := w.announce(s.encode, domain.SessionTransitioned{Session: out.Session, Outcome: out}); err != nil {
+			return err
+		}
+		return w.send(ctx, tx)
 	})
 	if errors.As(err, &refused) {
 		// The refusal changed nothing; saying so on the timeline is what
@@ -61,32 +58,32 @@ func (s *Sessions) Transition(ctx context.Context, ref domain.SessionRef,
 	return out, err
 }
 
-func (s *Sessions) lock(ctx context.Context, tx pgx.Tx, ref domain.SessionRef) (domain.Session, error) {
-	var row pgx.Row
+// lockWithWakes locks the session's row and counts its armed wake-ups in
+// one round trip.
+func (s *Sessions) lockWithWakes(ctx context.Context, tx pgx.Tx, ref domain.SessionRef) (domain.Session, domain.Wakes, error) {
+	where, arg := "id = $1", any(ref.ID)
 	if ref.Slug != "" {
-		row = tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE slug = $1 FOR UPDATE`, ref.Slug)
-	} else {
-		row = tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1 FOR UPDATE`, ref.ID)
+		where, arg = "slug = $1", ref.Slug
 	}
-	sess, err := scanSession(row)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return domain.Session{}, &domain.NotFoundError{Ref: ref}
-	}
-	if err != nil {
-		return domain.Session{}, fmt.Errorf("lock session %s: %w", ref, err)
-	}
-	return sess, nil
-}
-
-func armedWakes(ctx context.Context, tx pgx.Tx, sessionID int64) (domain.Wakes, error) {
-	var w domain.Wakes
-	err := tx.QueryRow(ctx, `
+	var b pgx.Batch
+	b.Queue(`SELECT `+sessionColumns+` FROM sessions WHERE `+where+` FOR UPDATE`, arg)
+	b.Queue(`
 		SELECT count(*) FILTER (WHERE kind = 'one_time'), count(*) FILTER (WHERE kind = 'session_state')
-		FROM wake_triggers WHERE session_id = $1`, sessionID).Scan(&w.OneTime, &w.Watchers)
-	if err != nil {
-		return domain.Wakes{}, fmt.Errorf("read wakes of session %d: %w", sessionID, err)
+		FROM wake_triggers WHERE session_id = (SELECT id FROM sessions WHERE `+where+`)`, arg)
+	br := tx.SendBatch(ctx, &b)
+	defer br.Close()
+	sess, err := scanSession(br.QueryRow())
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Session{}, domain.Wakes{}, &domain.NotFoundError{Ref: ref}
 	}
-	return w, nil
+	if err != nil {
+		return domain.Session{}, domain.Wakes{}, fmt.Errorf("lock session %s: %w", ref, err)
+	}
+	var w domain.Wakes
+	if err := br.QueryRow().Scan(&w.OneTime, &w.Watchers); err != nil {
+		return domain.Session{}, domain.Wakes{}, fmt.Errorf("read wakes of session %d: %w", sess.ID, err)
+	}
+	return sess, w, nil
 }
 
 func writeTimeline(ctx context.Context, db pgdb.DBTX, sessionID int64, at time.Time, lines []domain.TimelineEntry) error {
@@ -95,30 +92,6 @@ func writeTimeline(ctx context.Context, db pgdb.DBTX, sessionID int64, at time.T
 			`INSERT INTO session_timeline (session_id, kind, message, created_at) VALUES ($1, $2, $3, $4)`,
 			sessionID, l.Kind, l.Message, at); err != nil {
 			return fmt.Errorf("write timeline of session %d: %w", sessionID, err)
-		}
-	}
-	return nil
-}
-
-func writeStream(ctx context.Context, tx pgx.Tx, out domain.Outcome) error {
-	sess := out.Session
-	applied := make([]string, len(out.Applied))
-	for i, e := range out.Applied {
-		applied[i] = string(e)
-	}
-	entries := []domain.Effect{{Name: "transition", Payload: map[string]any{
-		"from": out.From.String(), "to": sess.Status.String(), "events": applied,
-	}}}
-	for _, e := range append(entries, out.Effects...) {
-		payload, err := json.Marshal(e.Payload)
-		if err != nil {
-			return fmt.Errorf("encode effect %s: %w", e.Name, err)
-		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO session_events (event_id, session_id, name, alerting, payload, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`,
-			uuid.NewString(), sess.ID, e.Name, e.Alerting(), payload, sess.UpdatedAt); err != nil {
-			return fmt.Errorf("record effect %s of session %d: %w", e.Name, sess.ID, err)
 		}
 	}
 	return nil

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -12,31 +11,6 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 )
 
-// save writes every mutable column of sess.
-func (s *Sessions) save(ctx context.Context, tx pgx.Tx, sess domain.Session) error {
-	markers, err := json.Marshal(sess.Markers)
-	if err != nil {
-		return fmt.Errorf("encode markers: %w", err)
-	}
-	md, err := json.Marshal(sess.CustomMetadata)
-	if err != nil {
-		return fmt.Errorf("encode custom_metadata: %w", err)
-	}
-	_, err = tx.Exec(ctx, `
-		UPDATE sessions SET status = $2, markers = $3, elapsed_since = $4, archived_at = $5,
-			archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1,
-			title = $9, slug = NULLIF($10, ''), goal = $11, scheduling_class = $12, precedence = $13,
-			custom_metadata = $14, heartbeat_enabled = $15, heartbeat_interval_seconds = $16
-		WHERE id = $1`,
-		sess.ID, sess.Status, markers, sess.ElapsedSince, sess.ArchivedAt, sess.ArchivedFrom,
-		sess.TrashAfter, sess.UpdatedAt, sess.Title, sess.Slug, sess.Goal, sess.SchedulingClass,
-		sess.Precedence, md, sess.HeartbeatEnabled, sess.HeartbeatIntervalSeconds)
-	if err != nil {
-		return interpretWrite(err, sess)
-	}
-	return nil
-}
-
 // Update implements app.SessionRepository: it locks the session, applies
 // change and saves the result with its timeline note and announcement.
 func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
@@ -44,7 +18,7 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 ) (domain.Session, error) {
 	var updated domain.Session
 	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		cur, err := s.lock(ctx, tx, ref)
+		cur, _, err := s.lockWithWakes(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
@@ -52,15 +26,20 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 		if err != nil {
 			return err
 		}
-		if err := s.save(ctx, tx, next); err != nil {
-			return err
-		}
-		if err := writeTimeline(ctx, tx, cur.ID, next.UpdatedAt, []domain.TimelineEntry{note}); err != nil {
-			return err
-		}
 		next.Version = cur.Version + 1
+		var w writes
+		if err := w.save(next); err != nil {
+			return err
+		}
+		w.timeline(cur.ID, next.UpdatedAt, []domain.TimelineEntry{note})
+		if err := w.announce(s.encode, domain.SessionTransitioned{Session: next}); err != nil {
+			return err
+		}
+		if err := w.send(ctx, tx); err != nil {
+			return err
+		}
 		updated = next
-		return s.record(ctx, tx, []domain.Fact{domain.SessionTransitioned{Session: next}})
+		return nil
 	})
 	return updated, err
 }
@@ -69,14 +48,17 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 // flags go with it; children keep existing with no recorded parent.
 func (s *Sessions) Delete(ctx context.Context, ref domain.SessionRef) error {
 	return pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		cur, err := s.lock(ctx, tx, ref)
+		cur, _, err := s.lockWithWakes(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, cur.ID); err != nil {
-			return fmt.Errorf("delete session %d: %w", cur.ID, err)
+		var w writes
+		w.queue(func(err error) error { return fmt.Errorf("delete session %d: %w", cur.ID, err) },
+			`DELETE FROM sessions WHERE id = $1`, cur.ID)
+		if err := w.announce(s.encode, domain.SessionDeleted{SessionID: cur.ID}); err != nil {
+			return err
 		}
-		return s.record(ctx, tx, []domain.Fact{domain.SessionDeleted{SessionID: cur.ID}})
+		return w.send(ctx, tx)
 	})
 }
 
