@@ -1,0 +1,15 @@
+package e2e_test
+
+import (
+	"os"
+	"testing"
+)
+
+// TestMain removes the binaries the tests built, once every test is done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
