@@ -79,3 +79,70 @@ func hasString(members []member, key, want string) bool {
 	}
 	return false
 }
+
+// The helpers below read small documents whole; OpenAPI runs once, at start-up.
+
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+func parseObject(raw json.RawMessage) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, err
+	}
+	var members []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("object key %v is not a string", tok)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		members = append(members, member{key, v})
+	}
+	return members, expectDelim(dec, '}')
+}
+
+func parseArray(raw json.RawMessage) ([]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := expectDelim(dec, '['); err != nil {
+		return nil, err
+	}
+	var elems []json.RawMessage
+	for dec.More() {
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		elems = append(elems, v)
+	}
+	return elems, expectDelim(dec, ']')
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %q, got %v", want, tok)
+	}
+	return nil
+}
+
+// writeString writes s as a JSON string without HTML escaping, as protojson
+// does.
+func writeString(out *bytes.Buffer, s string) {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)           // a string always encodes
+	out.Truncate(out.Len() - 1) // Encode's newline
+}

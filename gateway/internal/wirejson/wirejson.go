@@ -11,6 +11,7 @@ package wirejson
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -42,6 +43,9 @@ func NewMarshaler() *Marshaler {
 
 // Marshal encodes v; proto messages get the numeric 64-bit integers, other
 // values are JSONPb's.
+//
+// It runs protojson once and rewrites its output in a single pass (see
+// walker), so the cost is protojson's plus one linear scan.
 func (m *Marshaler) Marshal(v any) ([]byte, error) {
 	msg, ok := v.(proto.Message)
 	if !ok {
@@ -51,16 +55,17 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := walker{resolver: m.resolver(), emitUnpopulated: m.EmitUnpopulated}
-	var out bytes.Buffer
-	if err := w.message(&out, b, msg.ProtoReflect().Descriptor()); err != nil {
-		return nil, fmt.Errorf("render %s as JSON: %w", msg.ProtoReflect().Descriptor().FullName(), err)
+	md := msg.ProtoReflect().Descriptor()
+	w := walker{
+		in:              scanner{in: b},
+		out:             bytes.NewBuffer(make([]byte, 0, len(b)+len(b)/8)),
+		resolver:        m.resolver(),
+		emitUnpopulated: m.EmitUnpopulated,
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, out.Bytes()); err != nil {
-		return nil, fmt.Errorf("render %s as JSON: %w", msg.ProtoReflect().Descriptor().FullName(), err)
+	if err := w.message(md); err != nil {
+		return nil, fmt.Errorf("render %s as JSON: %w", md.FullName(), err)
 	}
-	return compact.Bytes(), nil
+	return w.out.Bytes(), nil
 }
 
 // NewEncoder returns an encoder that writes Marshal's output and the
@@ -79,203 +84,300 @@ func (m *Marshaler) NewEncoder(w io.Writer) runtime.Encoder {
 	})
 }
 
-func (m *Marshaler) resolver() interface {
+type resolver interface {
 	FindMessageByURL(url string) (protoreflect.MessageType, error)
-} {
+}
+
+func (m *Marshaler) resolver() resolver {
 	if m.MarshalOptions.Resolver != nil {
 		return m.MarshalOptions.Resolver
 	}
 	return protoregistry.GlobalTypes
 }
 
-// walker re-emits protojson output guided by the message descriptor,
-// rewriting 64-bit integer strings as numbers. Everything else is copied as
-// protojson wrote it, in the order it wrote it.
+// walker re-emits protojson output guided by the message descriptor, in one
+// pass over the bytes: it reads a value with in and writes it, compacted, to
+// out, rewriting 64-bit integer strings as numbers and adding null for unset
+// proto3 optional fields. Everything else is copied as protojson wrote it,
+// in the order it wrote it.
 type walker struct {
-	resolver interface {
-		FindMessageByURL(url string) (protoreflect.MessageType, error)
-	}
+	in              scanner
+	out             *bytes.Buffer
+	resolver        resolver
 	emitUnpopulated bool
 }
 
-// message writes raw, the JSON of a message of type md.
-func (w walker) message(out *bytes.Buffer, raw json.RawMessage, md protoreflect.MessageDescriptor) error {
-	if isNull(raw) {
-		out.Write(raw)
-		return nil
+// message writes the next value, the JSON of a message of type md.
+func (w *walker) message(md protoreflect.MessageDescriptor) error {
+	if w.in.peek() == 'n' { // null
+		return w.copyValue()
 	}
 	switch md.FullName() {
 	case "google.protobuf.Int64Value", "google.protobuf.UInt64Value":
-		return w.scalar(out, raw, md.Fields().ByNumber(1))
+		return w.scalar(md.Fields().ByNumber(1))
 	case "google.protobuf.Any":
-		return w.any(out, raw)
+		return w.any()
 	}
 	if hasSpecialJSON(md) {
-		out.Write(raw)
-		return nil
-	}
-	members, err := parseObject(raw)
-	if err != nil {
-		return err
+		return w.copyValue()
 	}
 	fields := md.Fields()
-	written := make([]bool, len(members))
+	// protojson writes fields in declaration order, then extensions. next
+	// is the declaration index of the first field not yet reached: the
+	// unset proto3 optional fields (which protojson omits) before it have
+	// been written as null.
+	next := 0
 	first := true
-	emit := func(key string, fn func() error) error {
+	sep := func() {
 		if !first {
-			out.WriteByte(',')
+			w.out.WriteByte(',')
 		}
 		first = false
-		writeString(out, key)
-		out.WriteByte(':')
-		return fn()
 	}
-	out.WriteByte('{')
-	// Fields in declaration order, as protojson writes them, with unset
-	// proto3 optional fields (which protojson omits) as null.
-	for i := range fields.Len() {
-		fd := fields.Get(i)
-		idx := findMember(members, fd)
-		if idx < 0 {
-			if w.emitUnpopulated && isSyntheticOptional(fd) {
-				if err := emit(string(fd.Name()), func() error { out.WriteString("null"); return nil }); err != nil {
-					return err
-				}
+	nullsUpTo := func(end int) {
+		for ; next < end; next++ {
+			if fd := fields.Get(next); w.emitUnpopulated && isSyntheticOptional(fd) {
+				sep()
+				w.out.WriteByte('"')
+				w.out.WriteString(string(fd.Name()))
+				w.out.WriteString(`":null`)
 			}
-			continue
 		}
-		written[idx] = true
-		if err := emit(members[idx].key, func() error { return w.field(out, members[idx].value, fd) }); err != nil {
+	}
+	w.out.WriteByte('{')
+	err := w.in.members(func(key []byte) error {
+		fd := fieldFor(fields, key, next)
+		if fd == nil { // an extension: after all fields, copied as is
+			nullsUpTo(fields.Len())
+			sep()
+			w.writeKey(key)
+			return w.copyValue()
+		}
+		if i := fd.Index(); i >= next {
+			nullsUpTo(i)
+			next = i + 1
+		}
+		sep()
+		w.writeKey(key)
+		if err := w.field(fd); err != nil {
 			return fmt.Errorf("field %s: %w", fd.Name(), err)
 		}
-	}
-	// Anything else protojson wrote (extensions) is copied as is.
-	for i, m := range members {
-		if written[i] {
-			continue
-		}
-		if err := emit(m.key, func() error { out.Write(m.value); return nil }); err != nil {
-			return err
-		}
-	}
-	out.WriteByte('}')
-	return nil
-}
-
-// field writes the value of fd: a map, a list or a singular value.
-func (w walker) field(out *bytes.Buffer, raw json.RawMessage, fd protoreflect.FieldDescriptor) error {
-	switch {
-	case isNull(raw):
-		out.Write(raw)
 		return nil
-	case fd.IsMap():
-		members, err := parseObject(raw)
-		if err != nil {
-			return err
-		}
-		out.WriteByte('{')
-		for i, m := range members {
-			if i > 0 {
-				out.WriteByte(',')
-			}
-			writeString(out, m.key) // map keys are strings in JSON, 64-bit or not
-			out.WriteByte(':')
-			if err := w.scalar(out, m.value, fd.MapValue()); err != nil {
-				return err
-			}
-		}
-		out.WriteByte('}')
-		return nil
-	case fd.IsList():
-		elems, err := parseArray(raw)
-		if err != nil {
-			return err
-		}
-		out.WriteByte('[')
-		for i, e := range elems {
-			if i > 0 {
-				out.WriteByte(',')
-			}
-			if err := w.scalar(out, e, fd); err != nil {
-				return err
-			}
-		}
-		out.WriteByte(']')
-		return nil
-	default:
-		return w.scalar(out, raw, fd)
-	}
-}
-
-// scalar writes one value of fd's kind (a list element, a map value or a
-// singular field).
-func (w walker) scalar(out *bytes.Buffer, raw json.RawMessage, fd protoreflect.FieldDescriptor) error {
-	switch fd.Kind() {
-	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
-		return writeInteger(out, raw, func(s string) error { _, err := strconv.ParseInt(s, 10, 64); return err })
-	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		return writeInteger(out, raw, func(s string) error { _, err := strconv.ParseUint(s, 10, 64); return err })
-	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return w.message(out, raw, fd.Message())
-	default:
-		out.Write(raw)
-		return nil
-	}
-}
-
-// any writes a google.protobuf.Any: {"@type": url, ...fields} or, for types
-// with a special JSON form, {"@type": url, "value": ...}.
-func (w walker) any(out *bytes.Buffer, raw json.RawMessage) error {
-	members, err := parseObject(raw)
+	})
 	if err != nil {
 		return err
 	}
-	var md protoreflect.MessageDescriptor
-	for _, m := range members {
-		if m.key != "@type" {
-			continue
-		}
-		var url string
-		if err := json.Unmarshal(m.value, &url); err == nil {
-			if mt, err := w.resolver.FindMessageByURL(url); err == nil {
-				md = mt.Descriptor()
+	nullsUpTo(fields.Len())
+	w.out.WriteByte('}')
+	return nil
+}
+
+// field writes the next value, that of fd: a map, a list or a singular
+// value.
+func (w *walker) field(fd protoreflect.FieldDescriptor) error {
+	switch {
+	case w.in.peek() == 'n': // null
+		return w.copyValue()
+	case fd.IsMap():
+		w.out.WriteByte('{')
+		first := true
+		err := w.in.members(func(key []byte) error {
+			if !first {
+				w.out.WriteByte(',')
 			}
+			first = false
+			w.writeKey(key) // map keys are strings in JSON, 64-bit or not
+			return w.scalar(fd.MapValue())
+		})
+		w.out.WriteByte('}')
+		return err
+	case fd.IsList():
+		w.out.WriteByte('[')
+		first := true
+		err := w.in.elements(func() error {
+			if !first {
+				w.out.WriteByte(',')
+			}
+			first = false
+			return w.scalar(fd)
+		})
+		w.out.WriteByte(']')
+		return err
+	default:
+		return w.scalar(fd)
+	}
+}
+
+// scalar writes the next value, one value of fd's kind (a list element, a
+// map value or a singular field).
+func (w *walker) scalar(fd protoreflect.FieldDescriptor) error {
+	switch fd.Kind() {
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return w.integer(true)
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return w.integer(false)
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return w.message(fd.Message())
+	default:
+		return w.copyValue()
+	}
+}
+
+// integer writes the next value, a 64-bit integer protojson wrote as a
+// string, as a number.
+func (w *walker) integer(signed bool) error {
+	if w.in.peek() != '"' { // already a number (or null)
+		return w.copyValue()
+	}
+	raw, err := w.in.str()
+	if err != nil {
+		return err
+	}
+	digits := raw[1 : len(raw)-1]
+	if bytes.IndexByte(raw, '\\') >= 0 { // never from protojson, but decode it
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return err
 		}
+		digits = []byte(s)
+	}
+	// Checked, so that only an integer is ever written unquoted. The
+	// conversions to string do not allocate: strconv does not keep them.
+	if signed {
+		_, err = strconv.ParseInt(string(digits), 10, 64)
+	} else {
+		_, err = strconv.ParseUint(string(digits), 10, 64)
+	}
+	if err != nil {
+		return fmt.Errorf("64-bit integer %q: %w", digits, err)
+	}
+	w.out.Write(digits)
+	return nil
+}
+
+// any writes the next value, a google.protobuf.Any: {"@type": url,
+// ...fields} or, for types with a special JSON form, {"@type": url,
+// "value": ...}.
+func (w *walker) any() error {
+	md, err := w.anyType()
+	if err != nil {
+		return err
 	}
 	if md == nil { // unresolvable: protojson could not have written it either
-		out.Write(raw)
-		return nil
+		return w.copyValue()
 	}
-	special := hasSpecialJSON(md) || md.FullName() == "google.protobuf.Int64Value" || md.FullName() == "google.protobuf.UInt64Value"
+	special := hasSpecialJSON(md) // includes the 64-bit wrappers
 	fields := md.Fields()
-	out.WriteByte('{')
-	for i, m := range members {
-		if i > 0 {
-			out.WriteByte(',')
+	first := true
+	w.out.WriteByte('{')
+	err = w.in.members(func(key []byte) error {
+		if !first {
+			w.out.WriteByte(',')
 		}
-		writeString(out, m.key)
-		out.WriteByte(':')
+		first = false
+		w.writeKey(key)
+		name := keyName(key)
 		switch {
-		case m.key == "@type":
-			out.Write(m.value)
-		case special && m.key == "value":
-			if err := w.message(out, m.value, md); err != nil {
+		case name == "@type":
+			return w.copyValue()
+		case special && name == "value":
+			return w.message(md)
+		case !special:
+			if fd := lookupField(fields, name); fd != nil {
+				return w.field(fd)
+			}
+		}
+		return w.copyValue()
+	})
+	w.out.WriteByte('}')
+	return err
+}
+
+// anyType resolves the "@type" of the Any object that is the next value,
+// without consuming it; nil if it has none or it is not resolvable.
+func (w *walker) anyType() (protoreflect.MessageDescriptor, error) {
+	ahead := w.in // a copy: reading ahead leaves w.in where it is
+	var url string
+	err := ahead.members(func(key []byte) error {
+		if keyName(key) == "@type" && ahead.peek() == '"' {
+			raw, err := ahead.str()
+			if err != nil {
 				return err
 			}
-		case !special:
-			if fd := lookupField(fields, m.key); fd != nil {
-				if err := w.field(out, m.value, fd); err != nil {
-					return err
-				}
-				continue
+			if json.Unmarshal(raw, &url) != nil {
+				url = "" // unresolvable, like any unknown type
 			}
-			out.Write(m.value)
-		default:
-			out.Write(m.value)
+			return nil
+		}
+		_, err := ahead.skip()
+		return err
+	})
+	if err != nil || url == "" {
+		return nil, err
+	}
+	mt, err := w.resolver.FindMessageByURL(url)
+	if err != nil { // unresolvable: not an error, the Any is copied as is
+		return nil, nil
+	}
+	return mt.Descriptor(), nil
+}
+
+// copyValue writes the next value unchanged but for whitespace.
+func (w *walker) copyValue() error {
+	raw, err := w.in.skip()
+	if err != nil {
+		return err
+	}
+	if raw[0] == '{' || raw[0] == '[' {
+		return json.Compact(w.out, raw)
+	}
+	w.out.Write(raw)
+	return nil
+}
+
+// writeKey writes raw, an object key as protojson wrote it (quotes
+// included), followed by the colon. Keys are written as encoding/json
+// writes them: protojson's bytes for plain ASCII, re-encoded otherwise.
+func (w *walker) writeKey(raw []byte) {
+	plain := true
+	for _, c := range raw[1 : len(raw)-1] {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			plain = false
+			break
 		}
 	}
-	out.WriteByte('}')
-	return nil
+	if plain {
+		w.out.Write(raw)
+	} else {
+		writeString(w.out, keyName(raw))
+	}
+	w.out.WriteByte(':')
+}
+
+// keyName decodes raw, an object key (quotes included).
+func keyName(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return string(raw) // matches no field
+	}
+	return s
+}
+
+// fieldFor returns the field of the object key raw (quotes included), by
+// proto or JSON name; nil for extensions. protojson writes fields in
+// declaration order, so it first looks from index from on, which is
+// cheap and does not allocate.
+func fieldFor(fields protoreflect.FieldDescriptors, raw []byte, from int) protoreflect.FieldDescriptor {
+	name := raw[1 : len(raw)-1]
+	for i := from; i < fields.Len(); i++ {
+		if fd := fields.Get(i); string(name) == string(fd.Name()) || string(name) == fd.JSONName() {
+			return fd
+		}
+	}
+	return lookupField(fields, keyName(raw))
 }
 
 // hasSpecialJSON reports whether protojson writes md in a form of its own
@@ -299,36 +401,6 @@ func isSyntheticOptional(fd protoreflect.FieldDescriptor) bool {
 	return o != nil && o.IsSynthetic()
 }
 
-func writeInteger(out *bytes.Buffer, raw json.RawMessage, valid func(string) error) error {
-	if len(raw) == 0 || raw[0] != '"' {
-		out.Write(raw) // already a number
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return err
-	}
-	if err := valid(s); err != nil {
-		return fmt.Errorf("64-bit integer %q: %w", s, err)
-	}
-	out.WriteString(s)
-	return nil
-}
-
-type member struct {
-	key   string
-	value json.RawMessage
-}
-
-func findMember(members []member, fd protoreflect.FieldDescriptor) int {
-	for i, m := range members {
-		if m.key == string(fd.Name()) || m.key == fd.JSONName() {
-			return i
-		}
-	}
-	return -1
-}
-
 func lookupField(fields protoreflect.FieldDescriptors, key string) protoreflect.FieldDescriptor {
 	if fd := fields.ByName(protoreflect.Name(key)); fd != nil {
 		return fd
@@ -336,66 +408,162 @@ func lookupField(fields protoreflect.FieldDescriptors, key string) protoreflect.
 	return fields.ByJSONName(key)
 }
 
-func parseObject(raw json.RawMessage) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := expectDelim(dec, '{'); err != nil {
-		return nil, err
-	}
-	var members []member
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return nil, fmt.Errorf("object key %v is not a string", tok)
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		members = append(members, member{key, v})
-	}
-	return members, expectDelim(dec, '}')
+// scanner reads JSON that protojson wrote. It trusts its input to be valid
+// JSON and does not validate it fully, but reports truncated or misplaced
+// input as an error rather than misreading it silently.
+type scanner struct {
+	in  []byte
+	pos int
 }
 
-func parseArray(raw json.RawMessage) ([]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := expectDelim(dec, '['); err != nil {
-		return nil, err
-	}
-	var elems []json.RawMessage
-	for dec.More() {
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
+var errSyntax = errors.New("malformed JSON")
+
+// peek returns the next byte that is not whitespace, 0 at the end.
+func (s *scanner) peek() byte {
+	for s.pos < len(s.in) {
+		switch c := s.in[s.pos]; c {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return c
 		}
-		elems = append(elems, v)
 	}
-	return elems, expectDelim(dec, ']')
+	return 0
 }
 
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
+// expect consumes the next byte, which must be c.
+func (s *scanner) expect(c byte) error {
+	if s.peek() != c {
+		return fmt.Errorf("%w: want %q at offset %d", errSyntax, c, s.pos)
 	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		return fmt.Errorf("want %q, got %v", want, tok)
-	}
+	s.pos++
 	return nil
 }
 
-func isNull(raw json.RawMessage) bool {
-	return string(bytes.TrimSpace(raw)) == "null"
+// str consumes the next value, a string, and returns it quotes included.
+func (s *scanner) str() ([]byte, error) {
+	if err := s.expect('"'); err != nil {
+		return nil, err
+	}
+	start := s.pos - 1
+	for s.pos < len(s.in) {
+		switch s.in[s.pos] {
+		case '\\':
+			s.pos += 2
+		case '"':
+			s.pos++
+			return s.in[start:s.pos], nil
+		default:
+			s.pos++
+		}
+	}
+	return nil, fmt.Errorf("%w: unterminated string", errSyntax)
 }
 
-// writeString writes s as a JSON string without HTML escaping, as protojson
-// does.
-func writeString(out *bytes.Buffer, s string) {
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)           // a string always encodes
-	out.Truncate(out.Len() - 1) // Encode's newline
+// skip consumes the next value and returns its bytes (with any whitespace
+// protojson put inside it).
+func (s *scanner) skip() ([]byte, error) {
+	if s.peek() == 0 {
+		return nil, fmt.Errorf("%w: unexpected end", errSyntax)
+	}
+	start := s.pos
+	depth := 0
+	for {
+		switch s.peek() {
+		case 0:
+			return nil, fmt.Errorf("%w: unexpected end", errSyntax)
+		case '{', '[':
+			depth++
+			s.pos++
+		case '}', ']':
+			depth--
+			s.pos++
+		case ',', ':':
+			if depth == 0 {
+				return nil, fmt.Errorf("%w: unexpected %q at offset %d", errSyntax, s.in[s.pos], s.pos)
+			}
+			s.pos++
+		case '"':
+			if _, err := s.str(); err != nil {
+				return nil, err
+			}
+		default: // number, true, false, null
+			n := s.pos
+			for s.pos < len(s.in) && !isDelim(s.in[s.pos]) {
+				s.pos++
+			}
+			if s.pos == n {
+				return nil, fmt.Errorf("%w: unexpected %q at offset %d", errSyntax, s.in[s.pos], s.pos)
+			}
+		}
+		if depth <= 0 {
+			if depth < 0 {
+				return nil, fmt.Errorf("%w: unbalanced at offset %d", errSyntax, s.pos)
+			}
+			return s.in[start:s.pos], nil
+		}
+	}
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case ',', ':', '{', '}', '[', ']', '"', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
+
+// members consumes the next value, an object, calling member with each key
+// (quotes included) and the scanner at its value, which member must consume.
+func (s *scanner) members(member func(key []byte) error) error {
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	if s.peek() == '}' {
+		s.pos++
+		return nil
+	}
+	for {
+		key, err := s.str()
+		if err != nil {
+			return err
+		}
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		if err := member(key); err != nil {
+			return err
+		}
+		if s.peek() == '}' {
+			s.pos++
+			return nil
+		}
+		if err := s.expect(','); err != nil {
+			return err
+		}
+	}
+}
+
+// elements consumes the next value, an array, calling elem with the scanner
+// at each element, which elem must consume.
+func (s *scanner) elements(elem func() error) error {
+	if err := s.expect('['); err != nil {
+		return err
+	}
+	if s.peek() == ']' {
+		s.pos++
+		return nil
+	}
+	for {
+		if err := elem(); err != nil {
+			return err
+		}
+		if s.peek() == ']' {
+			s.pos++
+			return nil
+		}
+		if err := s.expect(','); err != nil {
+			return err
+		}
+	}
 }

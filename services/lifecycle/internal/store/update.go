@@ -18,7 +18,7 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 ) (domain.Session, error) {
 	var updated domain.Session
 	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		cur, _, err := s.lockWithWakes(ctx, tx, ref)
+		cur, _, err := lockWithWakes(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
@@ -48,7 +48,7 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 // flags go with it; children keep existing with no recorded parent.
 func (s *Sessions) Delete(ctx context.Context, ref domain.SessionRef) error {
 	return pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		cur, _, err := s.lockWithWakes(ctx, tx, ref)
+		cur, _, err := lockWithWakes(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
@@ -95,33 +95,29 @@ func (s *Sessions) UpdateSettings(ctx context.Context, provenanceViaMCP *bool) (
 	return s.Settings(ctx)
 }
 
-// recordFlags writes the settings this session is about to run with. It is
-// bookkeeping: under a savepoint, so a failure rolls back only itself and
-// never the transition, and is logged rather than returned.
-func (s *Sessions) recordFlags(ctx context.Context, tx pgx.Tx, sess domain.Session) {
-	err := func() error {
-		sp, err := tx.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer sp.Rollback(ctx) //nolint:errcheck // a no-op after commit
-		st, err := readSettings(ctx, sp)
-		if err != nil {
-			return err
-		}
-		if _, err := sp.Exec(ctx, `
-			INSERT INTO session_experimental_flags (session_id, setting, start_value, end_value, started_at, ended_at)
-			VALUES ($1, $2, to_jsonb($3::boolean), to_jsonb($3::boolean), $4, $4)
-			ON CONFLICT (session_id, setting) DO UPDATE SET end_value = EXCLUDED.end_value, ended_at = EXCLUDED.ended_at`,
-			sess.ID, settingProvenanceViaMCP, st.ProvenanceViaMCPEnabled, sess.UpdatedAt); err != nil {
-			return err
-		}
-		return sp.Commit(ctx)
-	}()
-	if err != nil {
-		s.logger.WarnContext(ctx, "record experimental setting flags failed; the transition goes on",
-			"session_id", sess.ID, "effect", domain.EffectRecordFlags, "error", err)
+// recordFlags writes the settings this session is about to run with, in
+// one round trip. It is bookkeeping: under a savepoint, so a failure rolls
+// back only itself and never the transition, and is logged rather than
+// returned.
+func (s *Sessions) recordFlags(ctx context.Context, conn *pgx.Conn, sess domain.Session) {
+	var b pgx.Batch
+	b.Queue(`SAVEPOINT record_flags`)
+	b.Queue(`
+		INSERT INTO session_experimental_flags (session_id, setting, start_value, end_value, started_at, ended_at)
+		SELECT $1, $2, v, v, $4, $4
+		FROM (SELECT COALESCE((SELECT value FROM app_settings WHERE key = $2), to_jsonb($3::boolean)) AS v) setting
+		ON CONFLICT (session_id, setting) DO UPDATE SET end_value = EXCLUDED.end_value, ended_at = EXCLUDED.ended_at`,
+		sess.ID, settingProvenanceViaMCP, domain.DefaultSettings.ProvenanceViaMCPEnabled, sess.UpdatedAt)
+	b.Queue(`RELEASE SAVEPOINT record_flags`)
+	err := conn.SendBatch(ctx, &b).Close()
+	if err == nil {
+		return
 	}
+	if _, rbErr := conn.Exec(ctx, `ROLLBACK TO SAVEPOINT record_flags`); rbErr != nil {
+		err = errors.Join(err, rbErr)
+	}
+	s.logger.WarnContext(ctx, "record experimental setting flags failed; the transition goes on",
+		"session_id", sess.ID, "effect", domain.EffectRecordFlags, "error", err)
 }
 
 func hasEffect(out domain.Outcome, name string) bool {

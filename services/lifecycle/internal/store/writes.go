@@ -26,12 +26,12 @@ func (w *writes) queue(wrap func(error) error, sql string, args ...any) {
 	w.wrap = append(w.wrap, wrap)
 }
 
-// send runs the batch in tx, reporting the first failure.
-func (w *writes) send(ctx context.Context, tx pgx.Tx) error {
+// send runs the batch, reporting the first failure.
+func (w *writes) send(ctx context.Context, db batcher) error {
 	if w.b.Len() == 0 {
 		return nil
 	}
-	br := tx.SendBatch(ctx, &w.b)
+	br := db.SendBatch(ctx, &w.b)
 	for i := range w.b.Len() {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()

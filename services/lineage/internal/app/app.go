@@ -50,6 +50,14 @@ type GraphReader interface {
 	HierarchyNodes(ctx context.Context, ids []int64) ([]domain.HierarchyNode, error)
 }
 
+// HierarchySnapshotter is a GraphReader that can read, in one round trip,
+// everything a walk of one session will ask for. GetHierarchy walks over
+// the snapshot when its reader offers one; the snapshot asks the reader for
+// anything it lacks, so the walk is the same either way.
+type HierarchySnapshotter interface {
+	HierarchySnapshot(ctx context.Context, sessionID int64) (GraphReader, error)
+}
+
 // UncleEdgeRecorder serialises uncle-edge writes. Record runs decide in a
 // transaction that no other Record interleaves with, and commits its writes
 // only when decide returns a decision with Commit set.

@@ -39,7 +39,14 @@ func (uc GetHierarchy) Handle(ctx context.Context, sessionID int64) (domain.Hier
 	if sessionID <= 0 {
 		return domain.Hierarchy{}, &domain.ValidationError{Field: "session_id", Reason: "must be a positive session id"}
 	}
-	self, err := uc.graph.HierarchyNodes(ctx, []int64{sessionID})
+	graph := uc.graph
+	var err error
+	if s, ok := graph.(HierarchySnapshotter); ok {
+		if graph, err = s.HierarchySnapshot(ctx, sessionID); err != nil {
+			return domain.Hierarchy{}, fmt.Errorf("get hierarchy of %d: %w", sessionID, err)
+		}
+	}
+	self, err := graph.HierarchyNodes(ctx, []int64{sessionID})
 	if err != nil {
 		return domain.Hierarchy{}, fmt.Errorf("get hierarchy of %d: %w", sessionID, err)
 	}
@@ -47,11 +54,11 @@ func (uc GetHierarchy) Handle(ctx context.Context, sessionID int64) (domain.Hier
 		return domain.Hierarchy{}, domain.SessionNotKnown(sessionID)
 	}
 
-	up, err := uc.walkUp(ctx, sessionID)
+	up, err := walkUp(ctx, graph, sessionID)
 	if err != nil {
 		return domain.Hierarchy{}, fmt.Errorf("walk up from %d: %w", sessionID, err)
 	}
-	down, err := uc.walkDown(ctx, up.roots)
+	down, err := walkDown(ctx, graph, up.roots)
 	if err != nil {
 		return domain.Hierarchy{}, fmt.Errorf("walk down to %d: %w", sessionID, err)
 	}
@@ -73,7 +80,7 @@ func (uc GetHierarchy) Handle(ctx context.Context, sessionID int64) (domain.Hier
 	if cut {
 		ids = append(ids, sessionID)
 	}
-	nodes, err := uc.graph.HierarchyNodes(ctx, ids)
+	nodes, err := graph.HierarchyNodes(ctx, ids)
 	if err != nil {
 		return domain.Hierarchy{}, fmt.Errorf("load hierarchy of %d: %w", sessionID, err)
 	}
@@ -129,7 +136,7 @@ type upWalk struct {
 	truncated bool
 }
 
-func (uc GetHierarchy) walkUp(ctx context.Context, sessionID int64) (upWalk, error) {
+func walkUp(ctx context.Context, graph GraphReader, sessionID int64) (upWalk, error) {
 	w := upWalk{dist: map[int64]int{sessionID: 0}}
 	spawnParent := map[int64]int64{}
 	hasSenior := map[int64]bool{}
@@ -137,7 +144,7 @@ func (uc GetHierarchy) walkUp(ctx context.Context, sessionID int64) (upWalk, err
 	// The query at level MaxDepth only detects truncation: seniors found
 	// there are not added.
 	for depth := 1; len(frontier) > 0; depth++ {
-		edges, err := uc.graph.UpEdges(ctx, frontier)
+		edges, err := graph.UpEdges(ctx, frontier)
 		if err != nil {
 			return upWalk{}, err
 		}
@@ -191,14 +198,14 @@ type downWalk struct {
 	truncated bool
 }
 
-func (uc GetHierarchy) walkDown(ctx context.Context, roots []int64) (downWalk, error) {
+func walkDown(ctx context.Context, graph GraphReader, roots []int64) (downWalk, error) {
 	w := downWalk{depth: map[int64]int{}, via: map[int64]int64{}}
 	for _, r := range roots {
 		w.depth[r] = 0
 	}
 	frontier := slices.Clone(roots)
 	for depth := 1; len(frontier) > 0; depth++ {
-		edges, err := uc.graph.DownEdges(ctx, frontier)
+		edges, err := graph.DownEdges(ctx, frontier)
 		if err != nil {
 			return downWalk{}, err
 		}

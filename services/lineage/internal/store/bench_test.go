@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
 )
 
@@ -57,7 +58,8 @@ func BenchmarkReachability(b *testing.B) {
 // BenchmarkHierarchy walks a hierarchy at both bounds (a spawn chain nine
 // sessions long, 20 leaves on each of its first eight, asked about from the
 // bottom: 8 levels up, 150 sessions down) and a lone session, in one run so
-// that their ratio is measured on the same machine state.
+// that their ratio is measured on the same machine state. Each runs level by
+// level over the store and over HierarchySnapshot.
 func BenchmarkHierarchy(b *testing.B) {
 	g := setupGraph(b)
 	var nodes []spawn
@@ -89,6 +91,18 @@ func BenchmarkHierarchy(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := g.hierarchy.Handle(ctx, bc.id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// The same walk over HierarchySnapshot: one statement.
+		b.Run(bc.name+" snapshot", func(b *testing.B) {
+			for b.Loop() {
+				snap, err := g.store.HierarchySnapshot(ctx, bc.id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := app.NewGetHierarchy(snap).Handle(ctx, bc.id); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -93,6 +94,247 @@ func (s *Store) HierarchyNodes(ctx context.Context, ids []int64) ([]domain.Hiera
 		return nil, fmt.Errorf("load %d hierarchy nodes: %w", len(ids), err)
 	}
 	return nodes, nil
+}
+
+// snapshotSQL runs the whole hierarchy walk of $1 in one statement and
+// returns every session it admits, with the edges the walk reads around
+// each: the spawn parent (and whether lineage holds it), the uncles, the
+// spawn children and the juniors.
+//
+// Each recursive CTE yields one row per level, carrying the level's
+// frontier and every session seen so far, so a session is admitted once,
+// at its shallowest depth. A level admits at most $3 minus those seen, in
+// GetHierarchy's admission order: by the first edge that reaches each new
+// session, edges ordered by the frontier session's id, spawn before uncle,
+// then the new session's id. $2 is the depth bound. The walk down starts
+// from the roots of the walk up: the origin (the spawn chain's root among
+// the sessions reached) and the sessions reached with no senior among them.
+//
+// The cut, the roots and the order of the outline are still GetHierarchy's
+// to decide: the snapshot only answers its queries, and a session this
+// statement did not admit is read level by level, as before.
+const snapshotSQL = `
+	WITH RECURSIVE
+	up(depth, frontier, seen) AS (
+		SELECT 0, ARRAY[n.session_id], ARRAY[n.session_id]
+		FROM session_nodes n WHERE n.session_id = $1
+		UNION ALL
+		SELECT up.depth + 1, nxt.ids, up.seen || nxt.ids
+		FROM up CROSS JOIN LATERAL (
+			SELECT array_agg(c.id) FROM (
+				SELECT d.id, d.junior, d.kind FROM (
+					SELECT DISTINCT ON (e.id) e.id, e.junior, e.kind FROM (
+						SELECT n.spawn_parent_id, n.session_id, 1
+						FROM session_nodes n JOIN session_nodes p ON p.session_id = n.spawn_parent_id
+						WHERE n.session_id = ANY(up.frontier)
+						UNION ALL
+						SELECT l.uncle_session_id, l.session_id, 2
+						FROM session_uncle_links l WHERE l.session_id = ANY(up.frontier)
+					) e(id, junior, kind)
+					WHERE e.id <> ALL(up.seen)
+					ORDER BY e.id, e.junior, e.kind
+				) d
+				ORDER BY d.junior, d.kind, d.id
+				LIMIT $3 - cardinality(up.seen)
+			) c
+		) nxt(ids)
+		WHERE up.depth < $2 AND cardinality(up.seen) < $3 AND nxt.ids IS NOT NULL
+	),
+	up_seen(ids) AS (SELECT seen FROM up ORDER BY depth DESC LIMIT 1),
+	origin(id, path) AS (
+		SELECT $1::bigint, ARRAY[$1::bigint] FROM up_seen
+		UNION ALL
+		SELECT p.id, o.path || p.id
+		FROM origin o CROSS JOIN up_seen u
+		CROSS JOIN LATERAL (SELECT n.spawn_parent_id FROM session_nodes n WHERE n.session_id = o.id) p(id)
+		WHERE p.id = ANY(u.ids) AND p.id <> ALL(o.path)
+	),
+	roots(ids) AS (
+		SELECT array_agg(r.id) FROM up_seen u CROSS JOIN unnest(u.ids) r(id)
+		WHERE r.id = (SELECT id FROM origin ORDER BY cardinality(path) DESC LIMIT 1)
+		OR NOT EXISTS (SELECT 1 FROM session_nodes n WHERE n.session_id = r.id AND n.spawn_parent_id = ANY(u.ids))
+		AND NOT EXISTS (SELECT 1 FROM session_uncle_links l WHERE l.session_id = r.id AND l.uncle_session_id = ANY(u.ids))
+	),
+	down(depth, frontier, seen) AS (
+		SELECT 0, ids, ids FROM roots WHERE ids IS NOT NULL
+		UNION ALL
+		SELECT down.depth + 1, nxt.ids, down.seen || nxt.ids
+		FROM down CROSS JOIN LATERAL (
+			SELECT array_agg(c.id) FROM (
+				SELECT d.id, d.senior, d.kind FROM (
+					SELECT DISTINCT ON (e.id) e.id, e.senior, e.kind FROM (
+						SELECT n.session_id, n.spawn_parent_id, 1
+						FROM session_nodes n WHERE n.spawn_parent_id = ANY(down.frontier)
+						UNION ALL
+						SELECT l.session_id, l.uncle_session_id, 2
+						FROM session_uncle_links l WHERE l.uncle_session_id = ANY(down.frontier)
+					) e(id, senior, kind)
+					WHERE e.id <> ALL(down.seen)
+					ORDER BY e.id, e.senior, e.kind
+				) d
+				ORDER BY d.senior, d.kind, d.id
+				LIMIT $3 - cardinality(down.seen)
+			) c
+		) nxt(ids)
+		WHERE down.depth < $2 AND cardinality(down.seen) < $3 AND nxt.ids IS NOT NULL
+	),
+	walked(id) AS (
+		SELECT unnest(ids) FROM up_seen
+		UNION
+		SELECT unnest(seen) FROM (SELECT seen FROM down ORDER BY depth DESC LIMIT 1) d
+	),
+	children(id, ids) AS (
+		SELECT c.spawn_parent_id, array_agg(c.session_id ORDER BY c.session_id)
+		FROM session_nodes c WHERE c.spawn_parent_id IN (SELECT id FROM walked) GROUP BY 1
+	),
+	uncles(id, ids) AS (
+		SELECT l.session_id, array_agg(l.uncle_session_id ORDER BY l.uncle_session_id)
+		FROM session_uncle_links l WHERE l.session_id IN (SELECT id FROM walked) GROUP BY 1
+	),
+	juniors(id, ids) AS (
+		SELECT l.uncle_session_id, array_agg(l.session_id ORDER BY l.session_id)
+		FROM session_uncle_links l WHERE l.uncle_session_id IN (SELECT id FROM walked) GROUP BY 1
+	)
+	SELECT n.session_id, n.title, n.agent_root, n.status, n.genesis, n.scheduling_class, n.spawn_parent_id,
+		p.session_id IS NOT NULL, coalesce(u.ids, '{}'), coalesce(c.ids, '{}'), coalesce(j.ids, '{}')
+	FROM walked w
+	JOIN session_nodes n ON n.session_id = w.id
+	LEFT JOIN session_nodes p ON p.session_id = n.spawn_parent_id
+	LEFT JOIN uncles u ON u.id = n.session_id
+	LEFT JOIN children c ON c.id = n.session_id
+	LEFT JOIN juniors j ON j.id = n.session_id`
+
+// HierarchySnapshot reads, in one statement, everything GetHierarchy's walk
+// of sessionID will ask for, and returns a GraphReader that answers from it.
+// Handle over the snapshot returns what it returns over the store, in one
+// round trip rather than one per level; should the walk ask about a session
+// the snapshot lacks, the snapshot asks the store. The snapshot serves one
+// walk of sessionID and is then dropped.
+func (s *Store) HierarchySnapshot(ctx context.Context, sessionID int64) (app.GraphReader, error) {
+	return snapshotHierarchy(ctx, s.pool, s, sessionID)
+}
+
+// snapNode is one session of a snapshot with the edges around it.
+type snapNode struct {
+	node        domain.HierarchyNode
+	parentKnown bool
+	children    []int64 // spawn children
+	juniors     []int64 // the sessions it is uncle of
+}
+
+type hierarchySnapshot struct {
+	nodes    map[int64]snapNode
+	absent   int64 // the session asked about, when lineage holds no node for it
+	fallback app.GraphReader
+}
+
+var _ app.GraphReader = (*hierarchySnapshot)(nil)
+
+func snapshotHierarchy(ctx context.Context, db pgdb.DBTX, fallback app.GraphReader, sessionID int64) (*hierarchySnapshot, error) {
+	rows, err := db.Query(ctx, snapshotSQL, sessionID, domain.MaxDepth, domain.MaxNodes)
+	if err != nil {
+		return nil, fmt.Errorf("read hierarchy of %d: %w", sessionID, err)
+	}
+	nodes, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (snapNode, error) {
+		var n snapNode
+		err := row.Scan(&n.node.ID, &n.node.Title, &n.node.AgentRoot, &n.node.Status, &n.node.Genesis,
+			&n.node.SchedulingClass, &n.node.ParentID, &n.parentKnown, &n.node.UncleIDs, &n.children, &n.juniors)
+		if len(n.node.UncleIDs) == 0 {
+			n.node.UncleIDs = nil
+		}
+		return n, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read hierarchy of %d: %w", sessionID, err)
+	}
+	snap := &hierarchySnapshot{nodes: make(map[int64]snapNode, len(nodes)), fallback: fallback}
+	for _, n := range nodes {
+		snap.nodes[n.node.ID] = n
+	}
+	if len(nodes) == 0 {
+		snap.absent = sessionID
+	}
+	return snap, nil
+}
+
+// UpEdges implements app.GraphReader.
+func (s *hierarchySnapshot) UpEdges(ctx context.Context, ids []int64) ([]domain.Edge, error) {
+	var edges []domain.Edge
+	var missing []int64
+	for _, id := range ids {
+		n, ok := s.nodes[id]
+		if !ok {
+			missing = append(missing, id)
+			continue
+		}
+		if n.parentKnown {
+			edges = append(edges, domain.Edge{SeniorID: *n.node.ParentID, JuniorID: id, Kind: domain.EdgeSpawn})
+		}
+		for _, u := range n.node.UncleIDs {
+			edges = append(edges, domain.Edge{SeniorID: u, JuniorID: id, Kind: domain.EdgeUncle})
+		}
+	}
+	return s.withFallback(ctx, edges, missing, s.fallback.UpEdges)
+}
+
+// DownEdges implements app.GraphReader.
+func (s *hierarchySnapshot) DownEdges(ctx context.Context, ids []int64) ([]domain.Edge, error) {
+	var edges []domain.Edge
+	var missing []int64
+	for _, id := range ids {
+		n, ok := s.nodes[id]
+		if !ok {
+			missing = append(missing, id)
+			continue
+		}
+		for _, c := range n.children {
+			edges = append(edges, domain.Edge{SeniorID: id, JuniorID: c, Kind: domain.EdgeSpawn})
+		}
+		for _, j := range n.juniors {
+			edges = append(edges, domain.Edge{SeniorID: id, JuniorID: j, Kind: domain.EdgeUncle})
+		}
+	}
+	return s.withFallback(ctx, edges, missing, s.fallback.DownEdges)
+}
+
+func (s *hierarchySnapshot) withFallback(ctx context.Context, edges []domain.Edge, missing []int64,
+	read func(context.Context, []int64) ([]domain.Edge, error),
+) ([]domain.Edge, error) {
+	if len(missing) == 0 {
+		return edges, nil
+	}
+	more, err := read(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	return append(edges, more...), nil
+}
+
+// HierarchyNodes implements app.GraphReader.
+func (s *hierarchySnapshot) HierarchyNodes(ctx context.Context, ids []int64) ([]domain.HierarchyNode, error) {
+	nodes := make([]domain.HierarchyNode, 0, len(ids))
+	var missing []int64
+	done := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		if done[id] {
+			continue
+		}
+		done[id] = true
+		if n, ok := s.nodes[id]; ok {
+			n.node.UncleIDs = slices.Clone(n.node.UncleIDs)
+			nodes = append(nodes, n.node)
+		} else if id != s.absent {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return nodes, nil
+	}
+	more, err := s.fallback.HierarchyNodes(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	return append(nodes, more...), nil
 }
 
 // uncleLockKey is the one advisory lock every uncle-edge write takes.

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -247,4 +249,166 @@ func TestSessionEventsFeedTheGraph(t *testing.T) {
 	_, err = b.store.Get(ctx, 2)
 	require.ErrorIs(t, err, domain.ErrNotFound)
 	require.Equal(t, domain.UncleRefusedUnknownSession, b.mustRecord(t, 4, 2))
+}
+
+// TestHierarchySnapshotMatchesWalk walks every session of random graphs
+// twice, level by level over the store and over a one-statement snapshot,
+// and requires the same hierarchy with no query past the snapshot. The
+// graphs have spawn chains deeper than MaxDepth, routers whose subtrees
+// pass MaxNodes, sessions with dozens of uncles (the cap of the walk up),
+// parents lineage never heard of, and uncle links written straight to the
+// table, cycles included.
+func TestHierarchySnapshotMatchesWalk(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, 7))
+			b := setupGraph(t)
+			const sessions = 300
+			var nodes []spawn
+			var routers []int64
+			for id := int64(1); id <= sessions; id++ {
+				var parent int64
+				switch r := rng.IntN(20); {
+				case id == 1 || r == 0:
+				case r == 1:
+					parent = 90_000 + id // never heard of
+				case r < 8 && len(routers) > 0:
+					parent = routers[rng.IntN(len(routers))]
+				default:
+					parent = max(1, id-1-rng.Int64N(3))
+				}
+				if rng.IntN(15) == 0 {
+					routers = append(routers, id)
+				}
+				nodes = append(nodes, spawn{id, parent})
+			}
+			b.seed(t, nodes...)
+			var links [][2]int64
+			for range sessions / 3 {
+				links = append(links, [2]int64{1 + rng.Int64N(sessions), 1 + rng.Int64N(sessions)})
+			}
+			for range 3 { // hubs: many uncles each
+				junior := 1 + rng.Int64N(sessions)
+				for range 40 + rng.IntN(40) {
+					links = append(links, [2]int64{1 + rng.Int64N(sessions), junior})
+				}
+			}
+			b.linkMany(t, links...)
+
+			ids := make([]int64, 0, sessions+1)
+			for id := int64(1); id <= sessions; id++ {
+				ids = append(ids, id)
+			}
+			truncated := requireSnapshotMatches(t, b, append(ids, 999_999)...)
+			require.NotZero(t, truncated, "the bounds are exercised")
+		})
+	}
+}
+
+// TestHierarchySnapshotBounds covers each bound of the walk through the
+// snapshot, on fixed graphs: the cap up (a session with 200 uncles), the
+// cap down with the session asked about cut, and both depth bounds.
+func TestHierarchySnapshotBounds(t *testing.T) {
+	t.Parallel()
+	b := setupGraph(t)
+	nodes := []spawn{{1, 0}, {2, 1}}
+	var links [][2]int64
+	for id := int64(1000); id < 1200; id++ { // 200 uncles of 2, each with a parent
+		nodes = append(nodes, spawn{id, 5000 + id%7}, spawn{5000 + id%7, 0})
+		links = append(links, [2]int64{id, 2})
+	}
+	for id := int64(10); id <= 300; id++ { // a router with 290 children and a chain below
+		parent := int64(10)
+		if id > 10 && id >= 292 {
+			parent = id - 1
+		}
+		if id == 10 {
+			parent = 0
+		}
+		nodes = append(nodes, spawn{id, parent})
+	}
+	b.seed(t, dedupe(nodes)...)
+	b.linkMany(t, links...)
+
+	h, err := b.hierarchy.Handle(t.Context(), 2)
+	require.NoError(t, err)
+	require.True(t, h.Truncated, "the walk up hits MaxNodes")
+	requireSnapshotMatches(t, b, 1, 2, 1000, 1199, 5000, 10, 11, 291, 292, 296, 300)
+}
+
+func dedupe(nodes []spawn) []spawn {
+	seen := map[int64]bool{}
+	return slices.DeleteFunc(nodes, func(n spawn) bool {
+		if seen[n.id] {
+			return true
+		}
+		seen[n.id] = true
+		return false
+	})
+}
+
+// requireSnapshotMatches walks each of ids over the store and over its
+// snapshot, requires the same outcome and that the snapshot answered every
+// query itself; it returns how many of the hierarchies were truncated.
+func requireSnapshotMatches(t *testing.T, b graphBundle, ids ...int64) (truncated int) {
+	t.Helper()
+	ctx := t.Context()
+	perLevel := app.NewGetHierarchy(struct{ app.GraphReader }{b.store}) // the store's methods, no snapshot
+	for _, id := range ids {
+		want, wantErr := perLevel.Handle(ctx, id)
+		fallback := &countingReader{GraphReader: b.store}
+		snap, err := snapshotHierarchy(ctx, b.pool, fallback, id)
+		require.NoError(t, err)
+		got, gotErr := app.NewGetHierarchy(snap).Handle(ctx, id)
+		if wantErr != nil {
+			require.ErrorIs(t, wantErr, domain.ErrNotFound)
+			require.ErrorIs(t, gotErr, domain.ErrNotFound, "session %d", id)
+		} else {
+			require.NoError(t, gotErr, "session %d", id)
+		}
+		require.Equal(t, want, got, "session %d", id)
+		require.Zero(t, fallback.calls(), "session %d: a query past the snapshot", id)
+		if want.Truncated {
+			truncated++
+		}
+	}
+	return truncated
+}
+
+// TestHierarchySnapshotFallsBack: a snapshot asked about sessions it does
+// not hold reads them from the store, so the walk is right whatever it
+// holds.
+func TestHierarchySnapshotFallsBack(t *testing.T) {
+	t.Parallel()
+	b := setupGraph(t)
+	b.seed(t, spawn{1, 0}, spawn{2, 1}, spawn{3, 2}, spawn{10, 0}, spawn{11, 10})
+	b.link(t, [2]int64{11, 3})
+	fallback := &countingReader{GraphReader: b.store}
+	snap, err := snapshotHierarchy(t.Context(), b.pool, fallback, 10) // holds 10 and 11 only
+	require.NoError(t, err)
+	perLevel := app.NewGetHierarchy(struct{ app.GraphReader }{b.store})
+	for _, id := range []int64{3, 2, 999} {
+		want, wantErr := perLevel.Handle(t.Context(), id)
+		got, gotErr := app.NewGetHierarchy(snap).Handle(t.Context(), id)
+		require.Equal(t, wantErr, gotErr)
+		require.Equal(t, want, got)
+	}
+	require.NotZero(t, fallback.calls())
+}
+
+// linkMany writes uncle edges in one statement, bypassing the rules and
+// skipping self-loops and repeats.
+func (b graphBundle) linkMany(t testing.TB, edges ...[2]int64) {
+	t.Helper()
+	uncles, juniors := make([]int64, len(edges)), make([]int64, len(edges))
+	for i, e := range edges {
+		uncles[i], juniors[i] = e[0], e[1]
+	}
+	_, err := b.pool.Exec(context.Background(), `
+		INSERT INTO session_uncle_links (uncle_session_id, session_id, entry_point)
+		SELECT u, j, 'test' FROM unnest($1::bigint[], $2::bigint[]) AS e(u, j) WHERE u <> j
+		ON CONFLICT DO NOTHING`, uncles, juniors)
+	require.NoError(t, err)
 }
