@@ -96,3 +96,25 @@ func RunInBackground(t testing.TB, run func(context.Context) error) (stop func()
 	t.Cleanup(stop)
 	return stop
 }
+
+// AssertServesUntilCancelled is every service's component test: built
+// without Temporal (so no worker), h serves fullServiceName with health and
+// reflection, owns tables (plus the platform's inbox and outbox), and stops
+// cleanly when its context ends.
+func AssertServesUntilCancelled(t testing.TB, h *host.Host, fullServiceName string, tables ...string) {
+	t.Helper()
+	require.Nil(t, h.Temporal, "no Temporal address, no worker")
+	stop := RunInBackground(t, h.Run)
+	AssertServing(t, h.Addr(), fullServiceName)
+	AssertTables(t, h.Pool, append(tables, "inbox_events", "outbox_messages")...)
+	stop()
+	AssertStopped(t, h.Addr())
+}
+
+// AssertWorkerPolls runs h (built with a Temporal address) and requires its
+// worker to answer the probe on service's task queue.
+func AssertWorkerPolls(t testing.TB, h *host.Host, service string) {
+	t.Helper()
+	RunInBackground(t, h.Run)
+	AssertWorkerAnswers(t, h.Temporal, service)
+}

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
-	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 )
 
 // Transition implements app.SessionRepository. The row lock serializes
@@ -37,7 +35,9 @@ func (s *Sessions) Transition(ctx context.Context, ref domain.SessionRef,
 		// The refusal changed nothing; saying so on the timeline is what
 		// lets "why didn't my pause work?" be answered from the session.
 		line := domain.TimelineEntry{Kind: domain.TimelineRefusal, Message: "[State Machine] refused: " + refused.Error()}
-		if werr := writeTimeline(ctx, s.pool, refused.SessionID, s.clock.Now(), []domain.TimelineEntry{line}); werr != nil {
+		var w writes
+		w.timeline(refused.SessionID, s.clock.Now(), []domain.TimelineEntry{line})
+		if werr := w.send(ctx, s.pool); werr != nil {
 			return domain.Outcome{}, errors.Join(err, werr)
 		}
 	}
@@ -123,17 +123,6 @@ func lockWithWakes(ctx context.Context, db batcher, ref domain.SessionRef, befor
 		return domain.Session{}, domain.Wakes{}, fmt.Errorf("read wakes of session %d: %w", sess.ID, err)
 	}
 	return sess, w, nil
-}
-
-func writeTimeline(ctx context.Context, db pgdb.DBTX, sessionID int64, at time.Time, lines []domain.TimelineEntry) error {
-	for _, l := range lines {
-		if _, err := db.Exec(ctx,
-			`INSERT INTO session_timeline (session_id, kind, message, created_at) VALUES ($1, $2, $3, $4)`,
-			sessionID, l.Kind, l.Message, at); err != nil {
-			return fmt.Errorf("write timeline of session %d: %w", sessionID, err)
-		}
-	}
-	return nil
 }
 
 // Timeline implements app.SessionRepository.

@@ -36,13 +36,7 @@ func setup(t *testing.T) lineagev1.LineageServiceClient {
 func TestServiceServesUntilCancelled(t *testing.T) {
 	t.Parallel()
 	svc := servicetest.New(t, service.New, servicetest.Config(t, service.MigrationSets...))
-	require.Nil(t, svc.Temporal, "no Temporal address, no worker")
-
-	stop := servicetest.RunInBackground(t, svc.Run)
-	servicetest.AssertServing(t, svc.Addr(), "zimmer.lineage.v1.LineageService")
-	servicetest.AssertTables(t, svc.Pool, "session_nodes", "inbox_events", "outbox_messages")
-	stop()
-	servicetest.AssertStopped(t, svc.Addr())
+	servicetest.AssertServesUntilCancelled(t, svc.Host, "zimmer.lineage.v1.LineageService", "session_nodes")
 }
 
 func TestServiceWorkerPollsItsTaskQueue(t *testing.T) {
@@ -50,10 +44,7 @@ func TestServiceWorkerPollsItsTaskQueue(t *testing.T) {
 	temporalAddr := servicetest.TemporalAddress(t)
 	cfg := servicetest.Config(t, service.MigrationSets...)
 	cfg.TemporalAddress = temporalAddr
-	svc := servicetest.New(t, service.New, cfg)
-
-	servicetest.RunInBackground(t, svc.Run)
-	servicetest.AssertWorkerAnswers(t, svc.Temporal, "lineage")
+	servicetest.AssertWorkerPolls(t, servicetest.New(t, service.New, cfg).Host, "lineage")
 }
 
 func created(eventID string, s *lifecyclev1.Session) *lineagev1.ApplySessionEventRequest {

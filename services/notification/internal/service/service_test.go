@@ -36,13 +36,7 @@ func testConfig(t *testing.T) config.Config {
 func TestServiceServesUntilCancelled(t *testing.T) {
 	t.Parallel()
 	svc := servicetest.New(t, service.New, testConfig(t))
-	require.Nil(t, svc.Temporal, "no Temporal address, no worker")
-
-	stop := servicetest.RunInBackground(t, svc.Run)
-	servicetest.AssertServing(t, svc.Addr(), "zimmer.notification.v1.NotificationService")
-	servicetest.AssertTables(t, svc.Pool, "notifications", "alerts", "inbox_events", "outbox_messages")
-	stop()
-	servicetest.AssertStopped(t, svc.Addr())
+	servicetest.AssertServesUntilCancelled(t, svc.Host, "zimmer.notification.v1.NotificationService", "notifications", "alerts")
 }
 
 func TestServiceWorkerPollsItsTaskQueue(t *testing.T) {
@@ -50,10 +44,7 @@ func TestServiceWorkerPollsItsTaskQueue(t *testing.T) {
 	temporalAddr := servicetest.TemporalAddress(t)
 	cfg := testConfig(t)
 	cfg.TemporalAddress = temporalAddr
-	svc := servicetest.New(t, service.New, cfg)
-
-	servicetest.RunInBackground(t, svc.Run)
-	servicetest.AssertWorkerAnswers(t, svc.Temporal, "notification")
+	servicetest.AssertWorkerPolls(t, servicetest.New(t, service.New, cfg).Host, "notification")
 }
 
 // logBuffer is an io.Writer the service logs to while the test reads it.

@@ -3,8 +3,6 @@ package service_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 	"github.com/zimmerhq/zimmer/services/queue/internal/service"
 )
@@ -14,13 +12,7 @@ import (
 func TestServiceServesUntilCancelled(t *testing.T) {
 	t.Parallel()
 	svc := servicetest.New(t, service.New, servicetest.Config(t, service.MigrationSets...))
-	require.Nil(t, svc.Temporal, "no Temporal address, no worker")
-
-	stop := servicetest.RunInBackground(t, svc.Run)
-	servicetest.AssertServing(t, svc.Addr(), "zimmer.queue.v1.QueueService")
-	servicetest.AssertTables(t, svc.Pool, "enqueued_messages", "inbox_events", "outbox_messages")
-	stop()
-	servicetest.AssertStopped(t, svc.Addr())
+	servicetest.AssertServesUntilCancelled(t, svc.Host, "zimmer.queue.v1.QueueService", "enqueued_messages")
 }
 
 func TestServiceWorkerPollsItsTaskQueue(t *testing.T) {
@@ -28,8 +20,5 @@ func TestServiceWorkerPollsItsTaskQueue(t *testing.T) {
 	temporalAddr := servicetest.TemporalAddress(t)
 	cfg := servicetest.Config(t, service.MigrationSets...)
 	cfg.TemporalAddress = temporalAddr
-	svc := servicetest.New(t, service.New, cfg)
-
-	servicetest.RunInBackground(t, svc.Run)
-	servicetest.AssertWorkerAnswers(t, svc.Temporal, "queue")
+	servicetest.AssertWorkerPolls(t, servicetest.New(t, service.New, cfg).Host, "queue")
 }
