@@ -85,7 +85,10 @@ func inTxOnce(ctx context.Context, db TxBeginner, iso pgx.TxIsoLevel, fn func(pg
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after commit
+	// Roll back even when ctx is what ended the work: with a cancelled
+	// context pgx drops the connection instead, and the transaction's row
+	// locks would outlive the call until the server notices.
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after commit
 	if err := fn(tx); err != nil {
 		return err
 	}
