@@ -1181,8 +1181,9 @@ func (x *ListSessionEventsResponse) GetEvents() []*StreamEvent {
 }
 
 type TransitionSessionRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// One of the machine's events (start, pause, resume, sleep,
 	// block_on_elicitation, unblock_from_elicitation, fail, archive,
 	// unarchive_to_waiting, unarchive_to_failed, unarchive_to_needs_input).
@@ -1194,9 +1195,12 @@ type TransitionSessionRequest struct {
 	// start, resume: the job that owns the agent process.
 	RunningJobId string `protobuf:"bytes,5,opt,name=running_job_id,json=runningJobId,proto3" json:"running_job_id,omitempty"`
 	// pause: who paused.
-	PausedBy      string `protobuf:"bytes,6,opt,name=paused_by,json=pausedBy,proto3" json:"paused_by,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PausedBy string `protobuf:"bytes,6,opt,name=paused_by,json=pausedBy,proto3" json:"paused_by,omitempty"`
+	// The session making the call, when the caller is one (self-declared); an
+	// archive names it on the archive line.
+	ActingSessionId *int64 `protobuf:"varint,7,opt,name=acting_session_id,json=actingSessionId,proto3,oneof" json:"acting_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TransitionSessionRequest) Reset() {
@@ -1271,10 +1275,18 @@ func (x *TransitionSessionRequest) GetPausedBy() string {
 	return ""
 }
 
+func (x *TransitionSessionRequest) GetActingSessionId() int64 {
+	if x != nil && x.ActingSessionId != nil {
+		return *x.ActingSessionId
+	}
+	return 0
+}
+
 type TransitionSessionResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// What happened, in words.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1504,8 +1516,10 @@ type UpdateSessionRequest struct {
 	HeartbeatEnabled *bool            `protobuf:"varint,8,opt,name=heartbeat_enabled,json=heartbeatEnabled,proto3,oneof" json:"heartbeat_enabled,omitempty"`
 	// 30 to 86,400.
 	HeartbeatIntervalSeconds *int32 `protobuf:"varint,9,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3,oneof" json:"heartbeat_interval_seconds,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// At most 50,000 characters; "" clears them.
+	Notes         *string `protobuf:"bytes,10,opt,name=notes,proto3,oneof" json:"notes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateSessionRequest) Reset() {
@@ -1599,6 +1613,13 @@ func (x *UpdateSessionRequest) GetHeartbeatIntervalSeconds() int32 {
 		return *x.HeartbeatIntervalSeconds
 	}
 	return 0
+}
+
+func (x *UpdateSessionRequest) GetNotes() string {
+	if x != nil && x.Notes != nil {
+		return *x.Notes
+	}
+	return ""
 }
 
 type UpdateSessionResponse struct {
@@ -2345,7 +2366,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"U\n" +
 	"\x19ListSessionEventsResponse\x128\n" +
-	"\x06events\x18\x01 \x03(\v2 .zimmer.lifecycle.v1.StreamEventR\x06events\"\xe2\x01\n" +
+	"\x06events\x18\x01 \x03(\v2 .zimmer.lifecycle.v1.StreamEventR\x06events\"\xa9\x02\n" +
 	"\x18TransitionSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -2353,7 +2374,9 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x0efailure_reason\x18\x03 \x01(\tR\rfailureReason\x12'\n" +
 	"\x0fsystem_recovery\x18\x04 \x01(\bR\x0esystemRecovery\x12$\n" +
 	"\x0erunning_job_id\x18\x05 \x01(\tR\frunningJobId\x12\x1b\n" +
-	"\tpaused_by\x18\x06 \x01(\tR\bpausedBy\"m\n" +
+	"\tpaused_by\x18\x06 \x01(\tR\bpausedBy\x12/\n" +
+	"\x11acting_session_id\x18\a \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01B\x14\n" +
+	"\x12_acting_session_id\"m\n" +
 	"\x19TransitionSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\x9a\x01\n" +
@@ -2369,7 +2392,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x10BulkArchiveError\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\x83\x04\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xa8\x04\n" +
 	"\x14UpdateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
@@ -2382,14 +2405,17 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"precedence\x88\x01\x01\x12@\n" +
 	"\x0fcustom_metadata\x18\a \x01(\v2\x17.google.protobuf.StructR\x0ecustomMetadata\x120\n" +
 	"\x11heartbeat_enabled\x18\b \x01(\bH\x05R\x10heartbeatEnabled\x88\x01\x01\x12A\n" +
-	"\x1aheartbeat_interval_seconds\x18\t \x01(\x05H\x06R\x18heartbeatIntervalSeconds\x88\x01\x01B\b\n" +
+	"\x1aheartbeat_interval_seconds\x18\t \x01(\x05H\x06R\x18heartbeatIntervalSeconds\x88\x01\x01\x12\x19\n" +
+	"\x05notes\x18\n" +
+	" \x01(\tH\aR\x05notes\x88\x01\x01B\b\n" +
 	"\x06_titleB\a\n" +
 	"\x05_slugB\a\n" +
 	"\x05_goalB\x13\n" +
 	"\x11_scheduling_classB\r\n" +
 	"\v_precedenceB\x14\n" +
 	"\x12_heartbeat_enabledB\x1d\n" +
-	"\x1b_heartbeat_interval_seconds\"O\n" +
+	"\x1b_heartbeat_interval_secondsB\b\n" +
+	"\x06_notes\"O\n" +
 	"\x15UpdateSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"\xab\x01\n" +
 	"\x1aSetSessionHeartbeatRequest\x12\x1d\n" +
@@ -2428,7 +2454,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x12_acting_session_id\"g\n" +
 	"\x13FailSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage2\xf9\x14\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage2\xaf\x15\n" +
 	"\x10LifecycleService\x12\x83\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x84\x01\n" +
 	"\n" +
@@ -2447,8 +2473,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x0eRestartSession\x12*.zimmer.lifecycle.v1.RestartSessionRequest\x1a+.zimmer.lifecycle.v1.RestartSessionResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/restart\x12\x8f\x01\n" +
 	"\vFailSession\x12'.zimmer.lifecycle.v1.FailSessionRequest\x1a(.zimmer.lifecycle.v1.FailSessionResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/api/v1/sessions/{session_id}/fail\x12\xa5\x01\n" +
 	"\x12GetSessionTimeline\x12..zimmer.lifecycle.v1.GetSessionTimelineRequest\x1a/.zimmer.lifecycle.v1.GetSessionTimelineResponse\".\x82\xd3\xe4\x93\x02(\x12&/api/v1/sessions/{session_id}/timeline\x12\xa0\x01\n" +
-	"\x11ListSessionEvents\x12-.zimmer.lifecycle.v1.ListSessionEventsRequest\x1a..zimmer.lifecycle.v1.ListSessionEventsResponse\",\x82\xd3\xe4\x93\x02&\x12$/api/v1/sessions/{session_id}/events\x12r\n" +
-	"\x11TransitionSession\x12-.zimmer.lifecycle.v1.TransitionSessionRequest\x1a..zimmer.lifecycle.v1.TransitionSessionResponse2\x97\x01\n" +
+	"\x11ListSessionEvents\x12-.zimmer.lifecycle.v1.ListSessionEventsRequest\x1a..zimmer.lifecycle.v1.ListSessionEventsResponse\",\x82\xd3\xe4\x93\x02&\x12$/api/v1/sessions/{session_id}/events\x12\xa7\x01\n" +
+	"\x11TransitionSession\x12-.zimmer.lifecycle.v1.TransitionSessionRequest\x1a..zimmer.lifecycle.v1.TransitionSessionResponse\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/api/v1/sessions/{session_id}/transition2\x97\x01\n" +
 	"\x1bSessionEventConsumerService\x12x\n" +
 	"\x13ConsumeSessionEvent\x12/.zimmer.lifecycle.v1.ConsumeSessionEventRequest\x1a0.zimmer.lifecycle.v1.ConsumeSessionEventResponseBFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
 
@@ -2595,6 +2621,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[10].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[12].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[20].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[22].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27].OneofWrappers = []any{}

@@ -86,9 +86,15 @@ type LifecycleServiceClient interface {
 	// ListSessionEvents returns the session's event stream: each transition
 	// and the side effects it requested, oldest first.
 	ListSessionEvents(ctx context.Context, in *ListSessionEventsRequest, opts ...grpc.CallOption) (*ListSessionEventsResponse, error)
-	// TransitionSession fires any event of the state machine. Internal: the
-	// runner and recovery paths drive start, pause, resume, fail and the
-	// elicitation pair through it.
+	// TransitionSession fires one event of the state machine, exactly as the
+	// machine states it: the machine's low-level driver, for harnesses,
+	// operators and the runner and recovery paths (start, resume with
+	// system_recovery, the elicitation pair). It chooses nothing: sleep on a
+	// running session is refused rather than deferred, and unarchive names
+	// its target. The named verbs (pause, sleep, archive, unarchive, restart,
+	// fail) remain the recommended routes. A refusal is FailedPrecondition
+	// (REST 422) naming the event and the state; an unknown event is
+	// InvalidArgument (REST 400) listing the events.
 	TransitionSession(ctx context.Context, in *TransitionSessionRequest, opts ...grpc.CallOption) (*TransitionSessionResponse, error)
 }
 
@@ -327,9 +333,15 @@ type LifecycleServiceServer interface {
 	// ListSessionEvents returns the session's event stream: each transition
 	// and the side effects it requested, oldest first.
 	ListSessionEvents(context.Context, *ListSessionEventsRequest) (*ListSessionEventsResponse, error)
-	// TransitionSession fires any event of the state machine. Internal: the
-	// runner and recovery paths drive start, pause, resume, fail and the
-	// elicitation pair through it.
+	// TransitionSession fires one event of the state machine, exactly as the
+	// machine states it: the machine's low-level driver, for harnesses,
+	// operators and the runner and recovery paths (start, resume with
+	// system_recovery, the elicitation pair). It chooses nothing: sleep on a
+	// running session is refused rather than deferred, and unarchive names
+	// its target. The named verbs (pause, sleep, archive, unarchive, restart,
+	// fail) remain the recommended routes. A refusal is FailedPrecondition
+	// (REST 422) naming the event and the state; an unknown event is
+	// InvalidArgument (REST 400) listing the events.
 	TransitionSession(context.Context, *TransitionSessionRequest) (*TransitionSessionResponse, error)
 	mustEmbedUnimplementedLifecycleServiceServer()
 }

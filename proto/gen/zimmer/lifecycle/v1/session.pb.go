@@ -70,8 +70,12 @@ type Session struct {
 	Version                  int64 `protobuf:"varint,26,opt,name=version,proto3" json:"version,omitempty"`
 	HeartbeatEnabled         bool  `protobuf:"varint,27,opt,name=heartbeat_enabled,json=heartbeatEnabled,proto3" json:"heartbeat_enabled,omitempty"`
 	HeartbeatIntervalSeconds int32 `protobuf:"varint,28,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3" json:"heartbeat_interval_seconds,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// Free-form notes, shown to the agent as <session-notes>; at most 50,000
+	// characters. Edited with UpdateSession (MCP: action_session
+	// update_notes), never set at creation.
+	Notes         string `protobuf:"bytes,29,opt,name=notes,proto3" json:"notes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -298,6 +302,13 @@ func (x *Session) GetHeartbeatIntervalSeconds() int32 {
 		return x.HeartbeatIntervalSeconds
 	}
 	return 0
+}
+
+func (x *Session) GetNotes() string {
+	if x != nil {
+		return x.Notes
+	}
+	return ""
 }
 
 // TimelineLine is one line of a session's timeline.
@@ -531,7 +542,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd0\b\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe6\b\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -568,7 +579,8 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\x11needs_input_count\x18\x19 \x01(\x03R\x0fneedsInputCount\x12\x18\n" +
 	"\aversion\x18\x1a \x01(\x03R\aversion\x12+\n" +
 	"\x11heartbeat_enabled\x18\x1b \x01(\bR\x10heartbeatEnabled\x12<\n" +
-	"\x1aheartbeat_interval_seconds\x18\x1c \x01(\x05R\x18heartbeatIntervalSecondsB\x14\n" +
+	"\x1aheartbeat_interval_seconds\x18\x1c \x01(\x05R\x18heartbeatIntervalSeconds\x12\x14\n" +
+	"\x05notes\x18\x1d \x01(\tR\x05notesB\x14\n" +
 	"\x12_parent_session_id\"\x87\x01\n" +
 	"\fTimelineLine\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
