@@ -20,6 +20,7 @@ type Patch struct {
 	Title           *string
 	Slug            *string // "" removes it
 	Goal            *string
+	Notes           *string // "" clears them
 	SchedulingClass *string
 	Precedence      *int32
 	// CustomMetadata is merged into the stored object; a nil value removes
@@ -44,6 +45,9 @@ func (p Patch) Validate() error {
 	if p.Goal != nil && utf8.RuneCountInString(*p.Goal) > MaxGoalChars {
 		vs.Add("goal", "is longer than %d characters", MaxGoalChars)
 	}
+	if p.Notes != nil && utf8.RuneCountInString(*p.Notes) > MaxNotesChars {
+		vs.Add("notes", "is longer than %d characters; keep the notes short and put the detail in the repository", MaxNotesChars)
+	}
 	if p.SchedulingClass != nil && *p.SchedulingClass != SchedulingPriority && *p.SchedulingClass != SchedulingSpot {
 		vs.Add("scheduling_class", "%q is not a scheduling class; use %q or %q", *p.SchedulingClass, SchedulingPriority, SchedulingSpot)
 	}
@@ -54,13 +58,13 @@ func (p Patch) Validate() error {
 		vs.Add("heartbeat_interval_seconds", "is %d; use %d to %d seconds", *i, MinHeartbeatSeconds, MaxHeartbeatSeconds)
 	}
 	if p.empty() {
-		vs.Add("body", "changes nothing; send at least one of title, slug, goal, scheduling_class, precedence, custom_metadata, heartbeat_enabled, heartbeat_interval_seconds")
+		vs.Add("body", "changes nothing; send at least one of title, slug, goal, notes, scheduling_class, precedence, custom_metadata, heartbeat_enabled, heartbeat_interval_seconds")
 	}
 	return vs.Err()
 }
 
 func (p Patch) empty() bool {
-	return p.Title == nil && p.Slug == nil && p.Goal == nil && p.SchedulingClass == nil && p.Precedence == nil &&
+	return p.Title == nil && p.Slug == nil && p.Goal == nil && p.Notes == nil && p.SchedulingClass == nil && p.Precedence == nil &&
 		p.CustomMetadata == nil && p.HeartbeatEnabled == nil && p.HeartbeatIntervalSeconds == nil
 }
 
@@ -77,6 +81,7 @@ func (p Patch) Apply(s Session, now time.Time) (Session, TimelineEntry) {
 	set("title", &s.Title, p.Title)
 	set("slug", &s.Slug, p.Slug)
 	set("goal", &s.Goal, p.Goal)
+	set("notes", &s.Notes, p.Notes)
 	set("scheduling_class", &s.SchedulingClass, p.SchedulingClass)
 	if p.Precedence != nil && s.Precedence != *p.Precedence {
 		s.Precedence = *p.Precedence

@@ -17,6 +17,7 @@ import (
 const (
 	MaxPromptChars   = 500_000
 	MaxGoalChars     = 50_000
+	MaxNotesChars    = 50_000
 	MaxTitleChars    = 500
 	MaxSlugChars     = 100
 	MaxMetadataBytes = 256 << 10
@@ -40,6 +41,7 @@ type Session struct {
 	Title           string
 	Prompt          string
 	Goal            string
+	Notes           string // free-form, the agent's <session-notes>; edited, never set at creation
 	AgentRoot       string
 	AgentRuntime    string
 	GitRoot         string

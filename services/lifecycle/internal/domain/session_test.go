@@ -140,3 +140,52 @@ func TestListRequestFilter(t *testing.T) {
 	require.Equal(t, 3, domain.Page{TotalCount: 51, PerPage: 25}.TotalPages())
 	require.Equal(t, 0, domain.Page{TotalCount: 0, PerPage: 25}.TotalPages())
 }
+
+func TestPatchValidateAndApply(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	before := domain.Session{ID: 1, Title: "Old", Notes: "old notes", Goal: "g", CustomMetadata: map[string]any{}}
+
+	tests := []struct {
+		name   string
+		patch  domain.Patch
+		fields []string // the fields a refusal names; none means valid
+		want   func(*domain.Session)
+		note   string
+	}{
+		{name: "empty", patch: domain.Patch{}, fields: []string{"body"}},
+		{name: "notes at the limit", patch: domain.Patch{Notes: ptr(strings.Repeat("é", domain.MaxNotesChars))},
+			want: func(s *domain.Session) { s.Notes = strings.Repeat("é", domain.MaxNotesChars) }, note: "[Session] updated notes"},
+		{name: "notes over the limit", patch: domain.Patch{Notes: ptr(strings.Repeat("a", domain.MaxNotesChars+1))}, fields: []string{"notes"}},
+		{name: "notes cleared", patch: domain.Patch{Notes: ptr("")},
+			want: func(s *domain.Session) { s.Notes = "" }, note: "[Session] updated notes"},
+		{name: "title and notes", patch: domain.Patch{Title: ptr("New"), Notes: ptr("n")},
+			want: func(s *domain.Session) { s.Title, s.Notes = "New", "n" }, note: "[Session] updated title, notes"},
+		{name: "same notes", patch: domain.Patch{Notes: ptr("old notes")},
+			want: func(*domain.Session) {}, note: "[Session] update changed nothing"},
+		{name: "heartbeat out of range", patch: domain.Patch{HeartbeatIntervalSeconds: ptr(int32(29))}, fields: []string{"heartbeat_interval_seconds"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.patch.Validate()
+			if len(tt.fields) > 0 {
+				var verr *validation.Error
+				require.ErrorAs(t, err, &verr)
+				var got []string
+				for _, v := range verr.Violations {
+					got = append(got, v.Field)
+				}
+				require.Empty(t, cmp.Diff(tt.fields, got), "(-want +got)")
+				return
+			}
+			require.NoError(t, err)
+			got, note := tt.patch.Apply(before, now)
+			want := before
+			tt.want(&want)
+			want.UpdatedAt = now
+			require.Empty(t, cmp.Diff(want, got), "(-want +got)")
+			require.Equal(t, domain.TimelineEntry{Kind: domain.TimelineNote, Message: tt.note}, note)
+		})
+	}
+}

@@ -16,6 +16,7 @@ func (s *Server) UpdateSession(ctx context.Context, req *lifecyclev1.UpdateSessi
 		Title:                    req.Title,
 		Slug:                     req.Slug,
 		Goal:                     req.Goal,
+		Notes:                    req.Notes,
 		SchedulingClass:          req.SchedulingClass,
 		Precedence:               req.Precedence,
 		HeartbeatEnabled:         req.HeartbeatEnabled,

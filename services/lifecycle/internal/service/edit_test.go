@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -66,6 +67,46 @@ func TestUpdateSession(t *testing.T) {
 	after, err := b.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: id})
 	require.NoError(t, err)
 	require.Equal(t, hb.GetSession().GetVersion(), after.GetSession().GetVersion(), "refused patches wrote nothing")
+}
+
+func TestUpdateSessionNotes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+	s := b.create(t, &lifecyclev1.CreateSessionRequest{})
+	id := fmt.Sprint(s.GetId())
+	require.Empty(t, s.GetNotes(), "a new session has no notes")
+
+	resp, err := b.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: id, Notes: ptr("tried X; Y next\n- ask about Z")})
+	require.NoError(t, err)
+	require.Equal(t, "tried X; Y next\n- ask about Z", resp.GetSession().GetNotes())
+	require.Empty(t, resp.GetSession().GetTitle(), "left-out fields are kept")
+
+	// Notes are a column like any other: a transition keeps them.
+	_, err = b.fire(t, s.GetId(), "start")
+	require.NoError(t, err)
+	got, err := b.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: id})
+	require.NoError(t, err)
+	require.Equal(t, "tried X; Y next\n- ask about Z", got.GetSession().GetNotes())
+
+	_, err = b.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: id, Notes: ptr(strings.Repeat("n", 50_001))})
+	st := status.Convert(err)
+	require.Equal(t, codes.InvalidArgument, st.Code())
+	require.Equal(t, "notes: is longer than 50000 characters; keep the notes short and put the detail in the repository", st.Message())
+
+	resp, err = b.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: id, Notes: ptr("")})
+	require.NoError(t, err)
+	require.Empty(t, resp.GetSession().GetNotes(), `"" clears them`)
+
+	var lines []string
+	for _, l := range b.timeline(t, s.GetId()) {
+		lines = append(lines, l.GetKind()+": "+l.GetMessage())
+	}
+	require.Equal(t, []string{
+		"note: [Session] updated notes",
+		"transition: [State Machine] waiting → running (start)",
+		"note: [Session] updated notes",
+	}, lines)
 }
 
 func TestDeleteSession(t *testing.T) {

@@ -51,7 +51,7 @@ func NewSessions(pool *pgxpool.Pool, encode EventEncoder, clock domain.Clock, lo
 const sessionColumns = `id, COALESCE(slug, ''), status, title, prompt, goal, agent_root, agent_runtime,
 	git_root, branch, subdirectory, parent_session_id, genesis, scheduling_class, precedence,
 	custom_metadata, created_at, updated_at, markers, elapsed_since, archived_at, archived_from,
-	trash_after, version, heartbeat_enabled, heartbeat_interval_seconds`
+	trash_after, version, heartbeat_enabled, heartbeat_interval_seconds, notes`
 
 // Create implements app.SessionRepository.
 func (s *Sessions) Create(ctx context.Context, parentID *int64,
@@ -83,13 +83,13 @@ func (s *Sessions) Create(ctx context.Context, parentID *int64,
 		err = tx.QueryRow(ctx, `
 			INSERT INTO sessions (slug, status, title, prompt, goal, agent_root, agent_runtime, git_root,
 				branch, subdirectory, parent_session_id, genesis, scheduling_class, precedence,
-				custom_metadata, created_at, updated_at, heartbeat_enabled, heartbeat_interval_seconds)
-			VALUES (NULLIF($1, ''), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+				custom_metadata, created_at, updated_at, heartbeat_enabled, heartbeat_interval_seconds, notes)
+			VALUES (NULLIF($1, ''), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 			RETURNING id`,
 			sess.Slug, sess.Status, sess.Title, sess.Prompt, sess.Goal, sess.AgentRoot, sess.AgentRuntime,
 			sess.GitRoot, sess.Branch, sess.Subdirectory, sess.ParentSessionID, sess.Genesis,
 			sess.SchedulingClass, sess.Precedence, md, sess.CreatedAt, sess.UpdatedAt,
-			sess.HeartbeatEnabled, sess.HeartbeatIntervalSeconds,
+			sess.HeartbeatEnabled, sess.HeartbeatIntervalSeconds, sess.Notes,
 		).Scan(&sess.ID)
 		if err != nil {
 			return interpretWrite(err, sess)
@@ -199,7 +199,7 @@ func scanSession(row pgx.Row, extra ...any) (domain.Session, error) {
 		&s.AgentRuntime, &s.GitRoot, &s.Branch, &s.Subdirectory, &s.ParentSessionID, &s.Genesis,
 		&s.SchedulingClass, &s.Precedence, &md, &s.CreatedAt, &s.UpdatedAt, &mk, &s.ElapsedSince,
 		&s.ArchivedAt, &s.ArchivedFrom, &s.TrashAfter, &s.Version, &s.HeartbeatEnabled,
-		&s.HeartbeatIntervalSeconds}, extra...)
+		&s.HeartbeatIntervalSeconds, &s.Notes}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return domain.Session{}, err
 	}

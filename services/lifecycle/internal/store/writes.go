@@ -58,11 +58,11 @@ func (w *writes) save(sess domain.Session) error {
 		UPDATE sessions SET status = $2, markers = $3, elapsed_since = $4, archived_at = $5,
 			archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1,
 			title = $9, slug = NULLIF($10, ''), goal = $11, scheduling_class = $12, precedence = $13,
-			custom_metadata = $14, heartbeat_enabled = $15, heartbeat_interval_seconds = $16
+			custom_metadata = $14, heartbeat_enabled = $15, heartbeat_interval_seconds = $16, notes = $17
 		WHERE id = $1`,
 		sess.ID, sess.Status, markers, sess.ElapsedSince, sess.ArchivedAt, sess.ArchivedFrom,
 		sess.TrashAfter, sess.UpdatedAt, sess.Title, sess.Slug, sess.Goal, sess.SchedulingClass,
-		sess.Precedence, md, sess.HeartbeatEnabled, sess.HeartbeatIntervalSeconds)
+		sess.Precedence, md, sess.HeartbeatEnabled, sess.HeartbeatIntervalSeconds, sess.Notes)
 	return nil
 }
 

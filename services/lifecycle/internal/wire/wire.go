@@ -26,6 +26,7 @@ func Session(s domain.Session) (*lifecyclev1.Session, error) {
 		Title:                    s.Title,
 		Prompt:                   s.Prompt,
 		Goal:                     s.Goal,
+		Notes:                    s.Notes,
 		AgentRoot:                s.AgentRoot,
 		AgentRuntime:             s.AgentRuntime,
 		GitRoot:                  s.GitRoot,
