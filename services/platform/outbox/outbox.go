@@ -11,9 +11,9 @@ package outbox
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,10 +29,6 @@ var migrations embed.FS
 // Migrations is the outbox table's migration set; every producing service
 // applies it.
 var Migrations = pgdb.MigrationSet{Name: "outbox", FS: pgdb.MigrationsDir(migrations)}
-
-// notifyChannel wakes relays as soon as a producing transaction commits;
-// polling is the fallback, not the mechanism.
-const notifyChannel = "outbox_messages"
 
 // Event is one fact to announce.
 type Event struct {
@@ -66,25 +62,103 @@ func Enqueue(ctx context.Context, tx pgx.Tx, subscribers []string, evt Event) (s
 	return id, nil
 }
 
-// Queue adds the statements that record evt for every subscriber to b, so
+// Queue adds the statement that records evt for every subscriber to b, so
 // a producer writes its change and its events in one round trip; b must be
 // sent inside the change's transaction. It returns the event id.
 func Queue(b *pgx.Batch, subscribers []string, evt Event) string {
-	if evt.ID == "" {
-		evt.ID = uuid.NewString()
+	var r Rows
+	id := r.Add(Addressed{Event: evt, Subscribers: subscribers})
+	if r.Len() > 0 {
+		b.Queue(r.InsertSQL("", 1), r.Args()...)
 	}
-	for _, sub := range subscribers {
-		b.Queue(`
-			INSERT INTO outbox_messages (event_id, subscriber, topic, aggregate_key, payload)
-			VALUES ($1, $2, $3, $4, $5)`,
-			evt.ID, sub, evt.Topic, evt.AggregateKey, evt.Payload)
+	return id
+}
+
+// Rows is a set of events to record, as the column arrays of one INSERT …
+// SELECT FROM unnest: however many events a change announces, recording
+// them costs one statement, and it can ride inside the producer's own
+// statement as a data-modifying CTE.
+type Rows struct {
+	eventIDs, subscribers, topics, keys []string
+	payloads                            [][]byte
+}
+
+// Add records a for each of its subscribers, generating the event id when
+// empty, and returns the id.
+func (r *Rows) Add(a Addressed) string {
+	if a.Event.ID == "" {
+		a.Event.ID = uuid.NewString()
 	}
-	if len(subscribers) > 0 {
-		// Delivered at commit; identical notifications in one transaction
-		// collapse into one.
-		b.Queue(`SELECT pg_notify($1, '')`, notifyChannel)
+	for _, sub := range a.Subscribers {
+		r.eventIDs = append(r.eventIDs, a.Event.ID)
+		r.subscribers = append(r.subscribers, sub)
+		r.topics = append(r.topics, a.Event.Topic)
+		r.keys = append(r.keys, a.Event.AggregateKey)
+		r.payloads = append(r.payloads, a.Event.Payload)
 	}
-	return evt.ID
+	return a.Event.ID
+}
+
+// Len is the number of rows (event × subscriber) recorded.
+func (r *Rows) Len() int { return len(r.eventIDs) }
+
+// Args are the statement arguments InsertSQL numbers from its first.
+func (r *Rows) Args() []any {
+	return []any{r.eventIDs, r.subscribers, r.topics, r.keys, r.payloads}
+}
+
+// InsertSQL is the INSERT that records the rows, taking Args as $first to
+// $first+4. When gate names a relation (e.g. a CTE that returns a row only
+// if the producer's change applied), the rows are written once per row of
+// gate, so none are written when the change did not apply. Rows keep the
+// order they were added in.
+func (r *Rows) InsertSQL(gate string, first int) string {
+	from := ""
+	if gate != "" {
+		from = gate + ", "
+	}
+	return fmt.Sprintf(`
+		INSERT INTO outbox_messages (event_id, subscriber, topic, aggregate_key, payload)
+		SELECT m.event_id, m.subscriber, m.topic, m.aggregate_key, m.payload
+		FROM %sunnest($%d::uuid[], $%d::text[], $%d::text[], $%d::text[], $%d::bytea[])
+			WITH ORDINALITY AS m(event_id, subscriber, topic, aggregate_key, payload, n)
+		ORDER BY m.n`, from, first, first+1, first+2, first+3, first+4)
+}
+
+// Signal wakes a process's relays when its producers have committed. It
+// replaces NOTIFY inside the transaction, which Postgres serializes across
+// every committing transaction: the producer calls Notify after its commit,
+// and a relay in another process finds the rows on its next poll.
+type Signal struct {
+	mu      sync.Mutex
+	waiters []chan struct{}
+}
+
+// Notify wakes every relay listening on s; it never blocks. A nil Signal
+// does nothing.
+func (s *Signal) Notify() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.waiters {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *Signal) listen() <-chan struct{} {
+	w := make(chan struct{}, 1)
+	if s == nil {
+		return w
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiters = append(s.waiters, w)
+	return w
 }
 
 // DeliverFunc hands one message to its subscriber. A nil error means the
@@ -98,14 +172,18 @@ type Relay struct {
 	Deliver    DeliverFunc
 	Logger     *slog.Logger
 
+	// Signal, when set, wakes the relay as soon as a producer in this
+	// process commits; otherwise it finds new messages by polling.
+	Signal *Signal
+
 	// OnFailure, when set, hears of every failed delivery after it was
 	// recorded, with the attempts made so far: the place to escalate a
 	// message that keeps failing. It runs inside the relay's round, so it
 	// must be quick and bound its own I/O.
 	OnFailure func(ctx context.Context, m Message, attempts int, err error)
 
-	// PollInterval bounds how long a message waits when a notification is
-	// missed (default 1s). Backoff is the first retry delay, doubled per
+	// PollInterval bounds how long a message waits when no Signal
+	// announces it (a producer in another process) (default 1s). Backoff is the first retry delay, doubled per
 	// attempt up to MaxBackoff (defaults 500ms and 1m). BatchSize caps the
 	// messages claimed per round (default 100).
 	PollInterval time.Duration
@@ -117,8 +195,7 @@ type Relay struct {
 // Run delivers until ctx is done.
 func (r *Relay) Run(ctx context.Context) error {
 	r.defaults()
-	wake := make(chan struct{}, 1)
-	go r.listen(ctx, wake)
+	wake := r.Signal.listen()
 	ticker := time.NewTicker(r.PollInterval)
 	defer ticker.Stop()
 	for {
@@ -215,42 +292,6 @@ func (r *Relay) backoff(attempts int) time.Duration {
 		}
 	}
 	return d
-}
-
-// listen forwards commit notifications to wake; on connection loss it
-// reconnects, with the poll ticker covering the gap.
-func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
-	for ctx.Err() == nil {
-		err := r.listenOnce(ctx, wake)
-		if err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-			r.Logger.Warn("outbox listener lost; polling until it reconnects", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(r.PollInterval):
-		}
-	}
-}
-
-func (r *Relay) listenOnce(ctx context.Context, wake chan<- struct{}) error {
-	conn, err := r.Pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		return err
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+notifyChannel) //nolint:errcheck // best effort before release
-	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
-			return err
-		}
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
 }
 
 func (r *Relay) defaults() {

@@ -152,13 +152,15 @@ func TestRunDeliversPromptlyAndConcurrentRelaysNeverDoubleDeliver(t *testing.T) 
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	signal := &outbox.Signal{}
 	for range 3 {
-		r := &outbox.Relay{Pool: pool, Subscriber: "a", Deliver: c.deliver, PollInterval: time.Hour, BatchSize: 5}
+		r := &outbox.Relay{Pool: pool, Subscriber: "a", Deliver: c.deliver, Signal: signal, PollInterval: time.Hour, BatchSize: 5}
 		wg.Go(func() { assert.NoError(t, r.Run(ctx)) }) // assert: require may not stop a test from another goroutine
 	}
-	// A long poll interval means only commit notifications can wake the relays.
+	// A long poll interval means only the signal can wake the relays.
 	time.Sleep(200 * time.Millisecond)
 	enqueue(t, pool, []string{"a"}, 40)
+	signal.Notify()
 	require.Eventually(t, func() bool { return pending(t, pool, "a") == 0 }, 10*time.Second, 20*time.Millisecond)
 	cancel()
 	wg.Wait()

@@ -10,6 +10,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrAlreadyExists means a unique property (a slug) is taken.
 	ErrAlreadyExists = errors.New("already exists")
+	// ErrConflict means the session kept changing under a request; retrying
+	// it is safe.
+	ErrConflict = errors.New("conflict")
 )
 
 // NotFoundError says which session could not be found.

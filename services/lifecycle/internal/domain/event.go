@@ -14,5 +14,9 @@ type SessionTransitioned struct {
 	Outcome Outcome
 }
 
+// SessionEdited announces a change of the session's editable fields.
+type SessionEdited struct{ Session Session }
+
 func (SessionCreated) isFact()      {}
 func (SessionTransitioned) isFact() {}
+func (SessionEdited) isFact()       {}

@@ -32,9 +32,21 @@ const (
 // prefix and the effect's name.
 const TopicEffectPrefix = "lifecycle.effect."
 
-// Encode implements store.EventEncoder: a fact becomes the announcement
-// lineage keeps its read model with and, for a transition, one event per
-// side effect addressed to the context that owns it.
+// Codec implements store.Codec.
+type Codec struct{}
+
+// Encode turns a fact into outbox events.
+func (Codec) Encode(f domain.Fact) ([]outbox.Addressed, error) { return Encode(f) }
+
+// Stream reads a recorded event back as stream entries.
+func (Codec) Stream(topic string, payload []byte) ([]domain.StreamEvent, error) {
+	return Stream(topic, payload)
+}
+
+// Encode turns a fact into the announcement lineage keeps its read model
+// with and, for a transition, one event per side effect addressed to the
+// context that owns it. The announcement of a transition says what was
+// applied, so it doubles as the transition's entry in the event stream.
 func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 	switch f := f.(type) {
 	case domain.SessionCreated:
@@ -45,13 +57,30 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 		return one(build(TopicSessionCreated, f.Session, &lifecyclev1.SessionEvent{
 			Payload: &lifecyclev1.SessionEvent_Created{Created: &lifecyclev1.SessionCreated{Session: s}},
 		}, SubscriberLineage))
+	case domain.SessionEdited:
+		s, err := wire.Session(f.Session)
+		if err != nil {
+			return nil, err
+		}
+		return one(build(TopicSessionUpdated, f.Session, &lifecyclev1.SessionEvent{
+			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s}},
+		}, SubscriberLineage))
 	case domain.SessionTransitioned:
 		s, err := wire.Session(f.Session)
 		if err != nil {
 			return nil, err
 		}
+		t := &lifecyclev1.Transition{From: f.Outcome.From.String(), To: f.Session.Status.String()}
+		for _, e := range f.Outcome.Applied {
+			t.Events = append(t.Events, string(e))
+		}
+		for _, e := range f.Outcome.Effects {
+			if e.Owner() == "" {
+				t.LocalEffects = append(t.LocalEffects, e.Name)
+			}
+		}
 		updated, err := build(TopicSessionUpdated, f.Session, &lifecyclev1.SessionEvent{
-			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s}},
+			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s, Transition: t}},
 		}, SubscriberLineage)
 		if err != nil {
 			return nil, err
@@ -82,6 +111,44 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 		}, SubscriberLineage))
 	default:
 		return nil, fmt.Errorf("no encoding for %T", f)
+	}
+}
+
+// Stream reads a recorded event back as entries of the session's event
+// stream: a transition's announcement becomes its "transition" entry (from,
+// to, the events applied) followed by the effects it carried out in its own
+// transaction, and an effect becomes an entry of its own. Other events
+// (creation, edits, deletion) are not part of the stream.
+func Stream(_ string, payload []byte) ([]domain.StreamEvent, error) {
+	msg, err := Decode(payload)
+	if err != nil {
+		return nil, err
+	}
+	at := msg.GetOccurredAt().AsTime().UTC()
+	switch p := msg.GetPayload().(type) {
+	case *lifecyclev1.SessionEvent_Updated:
+		t := p.Updated.GetTransition()
+		if t == nil {
+			return nil, nil
+		}
+		events := make([]any, len(t.GetEvents()))
+		for i, e := range t.GetEvents() {
+			events[i] = e
+		}
+		out := []domain.StreamEvent{{Name: "transition", CreatedAt: at, Payload: map[string]any{
+			"from": t.GetFrom(), "to": t.GetTo(), "events": events,
+		}}}
+		for _, name := range t.GetLocalEffects() {
+			out = append(out, domain.StreamEvent{Name: name, CreatedAt: at, Payload: map[string]any{}})
+		}
+		return out, nil
+	case *lifecyclev1.SessionEvent_Effect:
+		return []domain.StreamEvent{{
+			Name: p.Effect.GetName(), Alerting: p.Effect.GetAlerting(), CreatedAt: at,
+			Payload: p.Effect.GetPayload().AsMap(),
+		}}, nil
+	default:
+		return nil, nil
 	}
 }
 

@@ -39,6 +39,8 @@ type Service struct {
 	// LineageRelay delivers session events to lineage; nil when no lineage
 	// address is configured.
 	LineageRelay *outbox.Relay
+
+	signal *outbox.Signal
 }
 
 // New assembles the service; Run starts it.
@@ -47,8 +49,11 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	if err != nil {
 		return nil, err
 	}
-	repo := store.NewSessions(h.Pool, events.Encode, domain.SystemClock{}, logger)
-	svc := &Service{Host: h, Sessions: app.NewSessions(repo, domain.SystemClock{}, cfg.TrashRetention)}
+	// Commits wake this process's relays directly; relays in other
+	// processes find the messages by polling.
+	signal := &outbox.Signal{}
+	repo := store.NewSessions(h.Pool, events.Codec{}, signal, domain.SystemClock{}, logger)
+	svc := &Service{Host: h, signal: signal, Sessions: app.NewSessions(repo, domain.SystemClock{}, cfg.TrashRetention)}
 	grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).Register(h.GRPC.Server)
 
 	if cfg.AlertAfterAttempts <= 0 {
@@ -102,6 +107,7 @@ func (s *Service) relay(subscriber string, deliver outbox.DeliverFunc, cfg confi
 		Pool:         s.Pool,
 		Subscriber:   subscriber,
 		Deliver:      deliver,
+		Signal:       s.signal,
 		OnFailure:    reporter.OnFailure,
 		Logger:       s.Logger,
 		PollInterval: cfg.RelayPollInterval,

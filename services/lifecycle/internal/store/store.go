@@ -27,25 +27,37 @@ var migrations embed.FS
 // Migrations is the lifecycle schema.
 var Migrations = pgdb.MigrationSet{Name: "lifecycle", FS: pgdb.MigrationsDir(migrations)}
 
-// EventEncoder turns a fact into outbox events, each with the subscribers it
-// is addressed to. Encoding is a wire concern, so the store takes it from
-// the composition root.
-type EventEncoder func(domain.Fact) ([]outbox.Addressed, error)
+// Codec is the wire side of the store's events, which the store takes from
+// the composition root: Encode turns a fact into outbox events, each with
+// the subscribers it is addressed to; Stream reads one recorded outbox event
+// back as entries of the session's event stream (none for an event that is
+// not part of it).
+type Codec interface {
+	Encode(domain.Fact) ([]outbox.Addressed, error)
+	Stream(topic string, payload []byte) ([]domain.StreamEvent, error)
+}
 
 // Sessions is the Postgres SessionRepository.
 type Sessions struct {
 	pool   *pgxpool.Pool
-	encode EventEncoder
+	codec  Codec
+	signal *outbox.Signal
 	clock  domain.Clock
 	logger *slog.Logger
+	cache  *stateCache
+	locks  sessionLocks
 }
 
 var _ app.SessionRepository = (*Sessions)(nil)
 
-// NewSessions returns a repository over pool.
-// Bookkeeping whose failure must not stop a transition is logged to logger.
-func NewSessions(pool *pgxpool.Pool, encode EventEncoder, clock domain.Clock, logger *slog.Logger) *Sessions {
-	return &Sessions{pool: pool, encode: encode, clock: clock, logger: logger}
+// cachedSessions bounds the state cache; a miss costs one read.
+const cachedSessions = 10_000
+
+// NewSessions returns a repository over pool. signal is notified after
+// every commit that recorded outbox events (nil: relays poll). Bookkeeping
+// whose failure must not stop a transition is logged to logger.
+func NewSessions(pool *pgxpool.Pool, codec Codec, signal *outbox.Signal, clock domain.Clock, logger *slog.Logger) *Sessions {
+	return &Sessions{pool: pool, codec: codec, signal: signal, clock: clock, logger: logger, cache: newStateCache(cachedSessions)}
 }
 
 const sessionColumns = `id, COALESCE(slug, ''), status, title, prompt, goal, agent_root, agent_runtime,
@@ -95,7 +107,7 @@ func (s *Sessions) Create(ctx context.Context, parentID *int64,
 			return interpretWrite(err, sess)
 		}
 		var w writes
-		if err := w.announce(s.encode, announce(sess)...); err != nil {
+		if err := w.announce(s.codec.Encode, announce(sess)...); err != nil {
 			return err
 		}
 		if err := w.send(ctx, tx); err != nil {
@@ -104,6 +116,10 @@ func (s *Sessions) Create(ctx context.Context, parentID *int64,
 		created = sess
 		return nil
 	})
+	if err == nil {
+		s.signal.Notify()
+		s.cache.put(decided{session: created}) // nothing can be armed yet
+	}
 	return created, err
 }
 

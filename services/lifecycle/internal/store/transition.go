@@ -2,86 +2,202 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/outbox"
 )
 
-// Transition implements app.SessionRepository. The row lock serializes
-// transitions of one session; other sessions are never blocked.
+// Transition implements app.SessionRepository.
 //
-// A transition's cost is round trips, so it takes two: BEGIN travels with
-// the lock and the wake count, COMMIT with every write (start and resume add
-// one for the experimental flags, which must be able to fail alone).
+// A transition's cost is round trips, so the common case takes one. The
+// state it decides from comes from this process's cache, and the outcome is
+// written by one statement conditional on the version it was decided from:
+// the row, its timeline and its outbox events, or nothing. A miss, or an
+// entry another writer made stale, costs one plain read and a retry. In this
+// process transitions of one session queue on a lock; across processes the
+// version check serializes them. Sessions never wait on one another.
 func (s *Sessions) Transition(ctx context.Context, ref domain.SessionRef,
 	decide func(domain.Session, domain.Wakes) (domain.Outcome, error),
 ) (domain.Outcome, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return domain.Outcome{}, fmt.Errorf("acquire a connection: %w", err)
+	for range maxTransitionAttempts {
+		out, err := s.transition(ctx, ref, decide)
+		if !errors.Is(err, errStale) {
+			return out, err
+		}
 	}
-	out, err := s.transition(ctx, conn.Conn(), ref, decide)
-	// Released before anything else touches the pool: holding it while
-	// waiting for a second connection would deadlock a saturated pool. A
-	// connection released inside a transaction is destroyed by the pool, so
-	// even a failed ROLLBACK cannot leak an open transaction.
-	conn.Release()
+	return domain.Outcome{}, fmt.Errorf("session %s kept changing under %d attempts; retry: %w",
+		ref, maxTransitionAttempts, domain.ErrConflict)
+}
+
+// maxTransitionAttempts bounds the re-reads of one transition: only writes
+// from other processes can make it retry, and they are rare.
+const maxTransitionAttempts = 8
+
+// errStale reports that the version a decision was made from had moved.
+var errStale = errors.New("session changed since it was read")
+
+func (s *Sessions) transition(ctx context.Context, ref domain.SessionRef,
+	decide func(domain.Session, domain.Wakes) (domain.Outcome, error),
+) (domain.Outcome, error) {
+	id, known := s.cache.id(ref)
+	var read *decided
+	if !known {
+		d, err := s.read(ctx, ref)
+		if err != nil {
+			return domain.Outcome{}, err
+		}
+		id, read = d.session.ID, &d
+	}
+	unlock := s.locks.lock(id)
+	defer unlock()
+
+	cur, ok := s.cache.get(id)
+	if !ok {
+		if read == nil {
+			d, err := s.read(ctx, ref)
+			if err != nil {
+				return domain.Outcome{}, err
+			}
+			read = &d
+		}
+		cur = *read
+	}
+	out, err := decide(cur.session, cur.wakes)
 	var refused *domain.TransitionError
 	if errors.As(err, &refused) {
 		// The refusal changed nothing; saying so on the timeline is what
-		// lets "why didn't my pause work?" be answered from the session.
-		line := domain.TimelineEntry{Kind: domain.TimelineRefusal, Message: "[State Machine] refused: " + refused.Error()}
-		var w writes
-		w.timeline(refused.SessionID, s.clock.Now(), []domain.TimelineEntry{line})
-		if werr := w.send(ctx, s.pool); werr != nil {
-			return domain.Outcome{}, errors.Join(err, werr)
+		// lets "why didn't my pause work?" be answered from the session. It
+		// is written only if the refusal was decided from the current state.
+		if werr := s.writeRefusal(ctx, cur.session, refused); werr != nil {
+			return domain.Outcome{}, werr
 		}
+		return domain.Outcome{}, err
 	}
-	return out, err
-}
-
-func (s *Sessions) transition(ctx context.Context, conn *pgx.Conn, ref domain.SessionRef,
-	decide func(domain.Session, domain.Wakes) (domain.Outcome, error),
-) (out domain.Outcome, err error) {
-	defer func() {
-		if err != nil && conn.PgConn().TxStatus() != 'I' {
-			// Roll back even when the request was cancelled mid-way.
-			if _, rbErr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rbErr != nil {
-				err = errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
-			}
-		}
-	}()
-	cur, wakes, err := lockWithWakes(ctx, conn, ref, "BEGIN ISOLATION LEVEL READ COMMITTED")
 	if err != nil {
 		return domain.Outcome{}, err
 	}
-	if out, err = decide(cur, wakes); err != nil {
+	out.Session.Version = cur.session.Version + 1
+	flags := hasEffect(out, domain.EffectRecordFlags)
+	err = s.writeTransition(ctx, cur.session.Version, out, flags)
+	if err != nil && flags && !errors.Is(err, errStale) && ctx.Err() == nil {
+		// Recording the flags is bookkeeping: its failure never stops the
+		// transition, so the outcome is written again without it.
+		s.logger.WarnContext(ctx, "record experimental setting flags failed; the transition goes on",
+			"session_id", id, "effect", domain.EffectRecordFlags, "error", err)
+		err = s.writeTransition(ctx, cur.session.Version, out, false)
+	}
+	if err != nil {
+		s.cache.forget(id)
 		return domain.Outcome{}, err
 	}
-	if hasEffect(out, domain.EffectRecordFlags) {
-		s.recordFlags(ctx, conn, out.Session)
-	}
-	out.Session.Version = cur.Version + 1
-	var w writes
-	if err := w.save(out.Session); err != nil {
-		return domain.Outcome{}, err
-	}
-	w.timeline(cur.ID, out.Session.UpdatedAt, out.Timeline)
-	if err := w.stream(out); err != nil {
-		return domain.Outcome{}, err
-	}
-	if err := w.announce(s.encode, domain.SessionTransitioned{Session: out.Session, Outcome: out}); err != nil {
-		return domain.Outcome{}, err
-	}
-	w.queue(func(err error) error { return fmt.Errorf("commit transition of session %d: %w", cur.ID, err) }, "COMMIT")
-	if err := w.send(ctx, conn); err != nil {
-		return domain.Outcome{}, err
-	}
+	s.cache.put(decided{session: out.Session, wakes: cur.wakes})
+	s.signal.Notify()
 	return out, nil
+}
+
+// read loads a session and counts its armed wake-ups in one statement, and
+// remembers them.
+func (s *Sessions) read(ctx context.Context, ref domain.SessionRef) (decided, error) {
+	where, arg := "id = $1", any(ref.ID)
+	if ref.Slug != "" {
+		where, arg = "slug = $1", ref.Slug
+	}
+	var d decided
+	var err error
+	d.session, err = scanSession(s.pool.QueryRow(ctx, `
+		SELECT `+sessionColumns+`,
+			(SELECT count(*) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.kind = 'one_time'),
+			(SELECT count(*) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.kind = 'session_state')
+		FROM sessions WHERE `+where, arg), &d.wakes.OneTime, &d.wakes.Watchers)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return decided{}, &domain.NotFoundError{Ref: ref}
+	}
+	if err != nil {
+		return decided{}, fmt.Errorf("read session %s: %w", ref, err)
+	}
+	s.cache.put(d)
+	return d, nil
+}
+
+func (s *Sessions) writeRefusal(ctx context.Context, cur domain.Session, refused *domain.TransitionError) error {
+	tag, err := s.pool.Exec(ctx, `
+		INSERT INTO session_timeline (session_id, kind, message, created_at)
+		SELECT id, $3, $4, $5 FROM sessions WHERE id = $1 AND version = $2`,
+		cur.ID, cur.Version, domain.TimelineRefusal, "[State Machine] refused: "+refused.Error(), s.clock.Now())
+	switch {
+	case err != nil:
+		return fmt.Errorf("write refusal of session %d: %w", cur.ID, err)
+	case tag.RowsAffected() == 0:
+		s.cache.forget(cur.ID)
+		return errStale
+	}
+	return nil
+}
+
+// writeTransition writes out in one statement, applied only while the
+// session is still at version expect: the row, the timeline lines, the
+// outbox events and, with flags, the experimental-setting flags.
+func (s *Sessions) writeTransition(ctx context.Context, expect int64, out domain.Outcome, flags bool) error {
+	sess := out.Session
+	args, err := sessionArgs(sess)
+	if err != nil {
+		return err
+	}
+	args = append(args, expect)
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	kinds, messages := make([]string, len(out.Timeline)), make([]string, len(out.Timeline))
+	for i, l := range out.Timeline {
+		kinds[i], messages[i] = string(l.Kind), l.Message
+	}
+	sql := `WITH s AS (
+		UPDATE sessions SET ` + sessionSet + `
+		WHERE id = $1 AND version = $` + fmt.Sprint(len(args)) + `
+		RETURNING id)`
+	if len(out.Timeline) > 0 {
+		sql += `, timeline AS (
+		INSERT INTO session_timeline (session_id, kind, message, created_at)
+		SELECT s.id, l.kind, l.message, ` + arg(sess.UpdatedAt) + ` FROM s, unnest(` + arg(kinds) + `::text[], ` + arg(messages) + `::text[])
+			WITH ORDINALITY AS l(kind, message, n)
+		ORDER BY l.n)`
+	}
+	encoded, err := s.codec.Encode(domain.SessionTransitioned{Session: sess, Outcome: out})
+	if err != nil {
+		return fmt.Errorf("encode transition of session %d: %w", sess.ID, err)
+	}
+	var rows outbox.Rows
+	for _, a := range encoded {
+		rows.Add(a)
+	}
+	if rows.Len() > 0 {
+		first := len(args) + 1
+		args = append(args, rows.Args()...)
+		sql += `, events AS (` + rows.InsertSQL("s", first) + `)`
+	}
+	if flags {
+		key, def, at := arg(settingProvenanceViaMCP), arg(domain.DefaultSettings.ProvenanceViaMCPEnabled), arg(sess.UpdatedAt)
+		sql += `, flags AS (
+		INSERT INTO session_experimental_flags (session_id, setting, start_value, end_value, started_at, ended_at)
+		SELECT s.id, ` + key + `, v, v, ` + at + `, ` + at + `
+		FROM s, (SELECT COALESCE((SELECT value FROM app_settings WHERE key = ` + key + `), to_jsonb(` + def + `::boolean)) AS v) setting
+		ON CONFLICT (session_id, setting) DO UPDATE SET end_value = EXCLUDED.end_value, ended_at = EXCLUDED.ended_at)`
+	}
+	sql += ` SELECT count(*) FROM s`
+	var applied int
+	if err := s.pool.QueryRow(ctx, sql, args...).Scan(&applied); err != nil {
+		return fmt.Errorf("write transition of session %d: %w", sess.ID, err)
+	}
+	if applied == 0 {
+		return errStale
+	}
+	return nil
 }
 
 // batcher sends pipelined statements; pgx.Tx and *pgx.Conn both do.
@@ -144,27 +260,43 @@ func (s *Sessions) Timeline(ctx context.Context, ref domain.SessionRef) ([]domai
 	})
 }
 
-// Events implements app.SessionRepository.
+// Events implements app.SessionRepository. The stream is read from the
+// outbox, which holds every event the session's transitions sent, so it
+// shows exactly what other contexts were told.
 func (s *Sessions) Events(ctx context.Context, ref domain.SessionRef) ([]domain.StreamEvent, error) {
 	sess, err := s.Get(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
+	// One row per subscriber: the stream lists each event once.
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, event_id::text, name, alerting, payload, created_at
-		FROM session_events WHERE session_id = $1 ORDER BY id`, sess.ID)
+		SELECT id, event_id::text, topic, payload FROM (
+			SELECT DISTINCT ON (event_id) id, event_id, topic, payload
+			FROM outbox_messages WHERE aggregate_key = $1
+			ORDER BY event_id, id
+		) events ORDER BY id`, strconv.FormatInt(sess.ID, 10))
 	if err != nil {
 		return nil, fmt.Errorf("read events of session %d: %w", sess.ID, err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.StreamEvent, error) {
-		var (
-			e       domain.StreamEvent
-			payload []byte
-		)
-		if err := r.Scan(&e.ID, &e.EventID, &e.Name, &e.Alerting, &payload, &e.CreatedAt); err != nil {
-			return e, err
+	var (
+		stream       []domain.StreamEvent
+		seq          int64
+		eventID, tpc string
+		payload      []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&seq, &eventID, &tpc, &payload}, func() error {
+		entries, err := s.codec.Stream(tpc, payload)
+		if err != nil {
+			return fmt.Errorf("read event %s of session %d: %w", eventID, sess.ID, err)
 		}
-		e.CreatedAt = e.CreatedAt.UTC()
-		return e, json.Unmarshal(payload, &e.Payload)
+		for _, e := range entries {
+			e.ID, e.EventID = seq, eventID
+			stream = append(stream, e)
+		}
+		return nil
 	})
+	if err != nil {
+		return nil, fmt.Errorf("read events of session %d: %w", sess.ID, err)
+	}
+	return stream, nil
 }

@@ -16,9 +16,9 @@ import (
 func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 	change func(domain.Session) (domain.Session, domain.TimelineEntry, error),
 ) (domain.Session, error) {
-	var updated domain.Session
+	var updated decided
 	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		cur, _, err := lockWithWakes(ctx, tx, ref)
+		cur, wakes, err := lockWithWakes(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
@@ -32,34 +32,47 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 			return err
 		}
 		w.timeline(cur.ID, next.UpdatedAt, []domain.TimelineEntry{note})
-		if err := w.announce(s.encode, domain.SessionTransitioned{Session: next}); err != nil {
+		if err := w.announce(s.codec.Encode, domain.SessionEdited{Session: next}); err != nil {
 			return err
 		}
 		if err := w.send(ctx, tx); err != nil {
 			return err
 		}
-		updated = next
+		updated = decided{session: next, wakes: wakes}
 		return nil
 	})
-	return updated, err
+	if err != nil {
+		return domain.Session{}, err
+	}
+	s.signal.Notify()
+	s.cache.put(updated)
+	return updated.session, nil
 }
 
-// Delete implements app.SessionRepository. Its timeline, event stream and
-// flags go with it; children keep existing with no recorded parent.
+// Delete implements app.SessionRepository. Its timeline and flags go with
+// it; children keep existing with no recorded parent.
 func (s *Sessions) Delete(ctx context.Context, ref domain.SessionRef) error {
-	return pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
+	var id int64
+	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
 		cur, _, err := lockWithWakes(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
+		id = cur.ID
 		var w writes
 		w.queue(func(err error) error { return fmt.Errorf("delete session %d: %w", cur.ID, err) },
 			`DELETE FROM sessions WHERE id = $1`, cur.ID)
-		if err := w.announce(s.encode, domain.SessionDeleted{SessionID: cur.ID}); err != nil {
+		if err := w.announce(s.codec.Encode, domain.SessionDeleted{SessionID: cur.ID}); err != nil {
 			return err
 		}
 		return w.send(ctx, tx)
 	})
+	if err != nil {
+		return err
+	}
+	s.signal.Notify()
+	s.cache.forget(id)
+	return nil
 }
 
 const settingProvenanceViaMCP = "provenance_via_mcp_enabled"
@@ -93,31 +106,6 @@ func (s *Sessions) UpdateSettings(ctx context.Context, provenanceViaMCP *bool) (
 		}
 	}
 	return s.Settings(ctx)
-}
-
-// recordFlags writes the settings this session is about to run with, in
-// one round trip. It is bookkeeping: under a savepoint, so a failure rolls
-// back only itself and never the transition, and is logged rather than
-// returned.
-func (s *Sessions) recordFlags(ctx context.Context, conn *pgx.Conn, sess domain.Session) {
-	var b pgx.Batch
-	b.Queue(`SAVEPOINT record_flags`)
-	b.Queue(`
-		INSERT INTO session_experimental_flags (session_id, setting, start_value, end_value, started_at, ended_at)
-		SELECT $1, $2, v, v, $4, $4
-		FROM (SELECT COALESCE((SELECT value FROM app_settings WHERE key = $2), to_jsonb($3::boolean)) AS v) setting
-		ON CONFLICT (session_id, setting) DO UPDATE SET end_value = EXCLUDED.end_value, ended_at = EXCLUDED.ended_at`,
-		sess.ID, settingProvenanceViaMCP, domain.DefaultSettings.ProvenanceViaMCPEnabled, sess.UpdatedAt)
-	b.Queue(`RELEASE SAVEPOINT record_flags`)
-	err := conn.SendBatch(ctx, &b).Close()
-	if err == nil {
-		return
-	}
-	if _, rbErr := conn.Exec(ctx, `ROLLBACK TO SAVEPOINT record_flags`); rbErr != nil {
-		err = errors.Join(err, rbErr)
-	}
-	s.logger.WarnContext(ctx, "record experimental setting flags failed; the transition goes on",
-		"session_id", sess.ID, "effect", domain.EffectRecordFlags, "error", err)
 }
 
 func hasEffect(out domain.Outcome, name string) bool {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
@@ -46,24 +45,33 @@ func (w *writes) send(ctx context.Context, db batcher) error {
 
 // save queues the update of every mutable column of sess.
 func (w *writes) save(sess domain.Session) error {
+	args, err := sessionArgs(sess)
+	if err != nil {
+		return err
+	}
+	w.queue(func(err error) error { return interpretWrite(err, sess) },
+		`UPDATE sessions SET `+sessionSet+` WHERE id = $1`, args...)
+	return nil
+}
+
+// sessionSet assigns every mutable column from sessionArgs ($1 is the id).
+const sessionSet = `status = $2, markers = $3, elapsed_since = $4, archived_at = $5,
+	archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1,
+	title = $9, slug = NULLIF($10, ''), goal = $11, scheduling_class = $12, precedence = $13,
+	custom_metadata = $14, heartbeat_enabled = $15, heartbeat_interval_seconds = $16, notes = $17`
+
+func sessionArgs(sess domain.Session) ([]any, error) {
 	markers, err := json.Marshal(sess.Markers)
 	if err != nil {
-		return fmt.Errorf("encode markers: %w", err)
+		return nil, fmt.Errorf("encode markers: %w", err)
 	}
 	md, err := json.Marshal(sess.CustomMetadata)
 	if err != nil {
-		return fmt.Errorf("encode custom_metadata: %w", err)
+		return nil, fmt.Errorf("encode custom_metadata: %w", err)
 	}
-	w.queue(func(err error) error { return interpretWrite(err, sess) }, `
-		UPDATE sessions SET status = $2, markers = $3, elapsed_since = $4, archived_at = $5,
-			archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1,
-			title = $9, slug = NULLIF($10, ''), goal = $11, scheduling_class = $12, precedence = $13,
-			custom_metadata = $14, heartbeat_enabled = $15, heartbeat_interval_seconds = $16, notes = $17
-		WHERE id = $1`,
-		sess.ID, sess.Status, markers, sess.ElapsedSince, sess.ArchivedAt, sess.ArchivedFrom,
+	return []any{sess.ID, sess.Status, markers, sess.ElapsedSince, sess.ArchivedAt, sess.ArchivedFrom,
 		sess.TrashAfter, sess.UpdatedAt, sess.Title, sess.Slug, sess.Goal, sess.SchedulingClass,
-		sess.Precedence, md, sess.HeartbeatEnabled, sess.HeartbeatIntervalSeconds, sess.Notes)
-	return nil
+		sess.Precedence, md, sess.HeartbeatEnabled, sess.HeartbeatIntervalSeconds, sess.Notes}, nil
 }
 
 func (w *writes) timeline(sessionID int64, at time.Time, lines []domain.TimelineEntry) {
@@ -74,32 +82,8 @@ func (w *writes) timeline(sessionID int64, at time.Time, lines []domain.Timeline
 	}
 }
 
-// stream queues the session's event-stream entries for an outcome: the
-// transition itself, then each effect it requested.
-func (w *writes) stream(out domain.Outcome) error {
-	sess := out.Session
-	applied := make([]string, len(out.Applied))
-	for i, e := range out.Applied {
-		applied[i] = string(e)
-	}
-	entries := []domain.Effect{{Name: "transition", Payload: map[string]any{
-		"from": out.From.String(), "to": sess.Status.String(), "events": applied,
-	}}}
-	for _, e := range append(entries, out.Effects...) {
-		payload, err := json.Marshal(e.Payload)
-		if err != nil {
-			return fmt.Errorf("encode effect %s: %w", e.Name, err)
-		}
-		w.queue(func(err error) error { return fmt.Errorf("record effect %s of session %d: %w", e.Name, sess.ID, err) }, `
-			INSERT INTO session_events (event_id, session_id, name, alerting, payload, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`,
-			uuid.NewString(), sess.ID, e.Name, e.Alerting(), payload, sess.UpdatedAt)
-	}
-	return nil
-}
-
 // announce queues the outbox events of facts.
-func (w *writes) announce(encode EventEncoder, facts ...domain.Fact) error {
+func (w *writes) announce(encode func(domain.Fact) ([]outbox.Addressed, error), facts ...domain.Fact) error {
 	for _, f := range facts {
 		encoded, err := encode(f)
 		if err != nil {

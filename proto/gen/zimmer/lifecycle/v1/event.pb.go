@@ -214,8 +214,11 @@ func (x *SessionCreated) GetSession() *Session {
 // (a transition, a patch). Consumers keep the newest snapshot by updated_at,
 // so redelivered or reordered updates are harmless.
 type SessionUpdated struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// Set when a transition made the change (unset for an edit). It is also
+	// the transition's entry in the session's event stream.
+	Transition    *Transition `protobuf:"bytes,2,opt,name=transition,proto3" json:"transition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -257,6 +260,87 @@ func (x *SessionUpdated) GetSession() *Session {
 	return nil
 }
 
+func (x *SessionUpdated) GetTransition() *Transition {
+	if x != nil {
+		return x.Transition
+	}
+	return nil
+}
+
+// Transition is an applied change of the state machine.
+type Transition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Statuses before and after, as the spec's words.
+	From string `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To   string `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	// The machine events applied, in order (a deferred sleep applies none; a
+	// pause that executes a pending sleep applies two).
+	Events []string `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
+	// Effects carried out inside the transition's own transaction (e.g.
+	// record_experimental_setting_flags), which no other context receives.
+	LocalEffects  []string `protobuf:"bytes,4,rep,name=local_effects,json=localEffects,proto3" json:"local_effects,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Transition) Reset() {
+	*x = Transition{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Transition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Transition) ProtoMessage() {}
+
+func (x *Transition) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Transition.ProtoReflect.Descriptor instead.
+func (*Transition) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Transition) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *Transition) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *Transition) GetEvents() []string {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *Transition) GetLocalEffects() []string {
+	if x != nil {
+		return x.LocalEffects
+	}
+	return nil
+}
+
 // SessionDeleted announces a hard delete; consumers drop what they hold for
 // the session.
 type SessionDeleted struct {
@@ -268,7 +352,7 @@ type SessionDeleted struct {
 
 func (x *SessionDeleted) Reset() {
 	*x = SessionDeleted{}
-	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -280,7 +364,7 @@ func (x *SessionDeleted) String() string {
 func (*SessionDeleted) ProtoMessage() {}
 
 func (x *SessionDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -293,7 +377,7 @@ func (x *SessionDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionDeleted.ProtoReflect.Descriptor instead.
 func (*SessionDeleted) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SessionDeleted) GetSessionId() int64 {
@@ -323,7 +407,7 @@ type SessionEffect struct {
 
 func (x *SessionEffect) Reset() {
 	*x = SessionEffect{}
-	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -335,7 +419,7 @@ func (x *SessionEffect) String() string {
 func (*SessionEffect) ProtoMessage() {}
 
 func (x *SessionEffect) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -348,7 +432,7 @@ func (x *SessionEffect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEffect.ProtoReflect.Descriptor instead.
 func (*SessionEffect) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SessionEffect) GetName() string {
@@ -397,9 +481,18 @@ const file_zimmer_lifecycle_v1_event_proto_rawDesc = "" +
 	"\x06effect\x18\r \x01(\v2\".zimmer.lifecycle.v1.SessionEffectH\x00R\x06effectB\t\n" +
 	"\apayload\"H\n" +
 	"\x0eSessionCreated\x126\n" +
-	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"H\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"\x89\x01\n" +
 	"\x0eSessionUpdated\x126\n" +
-	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"/\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12?\n" +
+	"\n" +
+	"transition\x18\x02 \x01(\v2\x1f.zimmer.lifecycle.v1.TransitionR\n" +
+	"transition\"m\n" +
+	"\n" +
+	"Transition\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x12\x16\n" +
+	"\x06events\x18\x03 \x03(\tR\x06events\x12#\n" +
+	"\rlocal_effects\x18\x04 \x03(\tR\flocalEffects\"/\n" +
 	"\x0eSessionDeleted\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\"\xaa\x01\n" +
@@ -421,32 +514,34 @@ func file_zimmer_lifecycle_v1_event_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_event_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_zimmer_lifecycle_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_zimmer_lifecycle_v1_event_proto_goTypes = []any{
 	(*SessionEvent)(nil),          // 0: zimmer.lifecycle.v1.SessionEvent
 	(*SessionCreated)(nil),        // 1: zimmer.lifecycle.v1.SessionCreated
 	(*SessionUpdated)(nil),        // 2: zimmer.lifecycle.v1.SessionUpdated
-	(*SessionDeleted)(nil),        // 3: zimmer.lifecycle.v1.SessionDeleted
-	(*SessionEffect)(nil),         // 4: zimmer.lifecycle.v1.SessionEffect
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
-	(*Session)(nil),               // 6: zimmer.lifecycle.v1.Session
-	(*structpb.Struct)(nil),       // 7: google.protobuf.Struct
+	(*Transition)(nil),            // 3: zimmer.lifecycle.v1.Transition
+	(*SessionDeleted)(nil),        // 4: zimmer.lifecycle.v1.SessionDeleted
+	(*SessionEffect)(nil),         // 5: zimmer.lifecycle.v1.SessionEffect
+	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
+	(*Session)(nil),               // 7: zimmer.lifecycle.v1.Session
+	(*structpb.Struct)(nil),       // 8: google.protobuf.Struct
 }
 var file_zimmer_lifecycle_v1_event_proto_depIdxs = []int32{
-	5, // 0: zimmer.lifecycle.v1.SessionEvent.occurred_at:type_name -> google.protobuf.Timestamp
-	1, // 1: zimmer.lifecycle.v1.SessionEvent.created:type_name -> zimmer.lifecycle.v1.SessionCreated
-	2, // 2: zimmer.lifecycle.v1.SessionEvent.updated:type_name -> zimmer.lifecycle.v1.SessionUpdated
-	3, // 3: zimmer.lifecycle.v1.SessionEvent.deleted:type_name -> zimmer.lifecycle.v1.SessionDeleted
-	4, // 4: zimmer.lifecycle.v1.SessionEvent.effect:type_name -> zimmer.lifecycle.v1.SessionEffect
-	6, // 5: zimmer.lifecycle.v1.SessionCreated.session:type_name -> zimmer.lifecycle.v1.Session
-	6, // 6: zimmer.lifecycle.v1.SessionUpdated.session:type_name -> zimmer.lifecycle.v1.Session
-	7, // 7: zimmer.lifecycle.v1.SessionEffect.payload:type_name -> google.protobuf.Struct
-	6, // 8: zimmer.lifecycle.v1.SessionEffect.session:type_name -> zimmer.lifecycle.v1.Session
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	6,  // 0: zimmer.lifecycle.v1.SessionEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	1,  // 1: zimmer.lifecycle.v1.SessionEvent.created:type_name -> zimmer.lifecycle.v1.SessionCreated
+	2,  // 2: zimmer.lifecycle.v1.SessionEvent.updated:type_name -> zimmer.lifecycle.v1.SessionUpdated
+	4,  // 3: zimmer.lifecycle.v1.SessionEvent.deleted:type_name -> zimmer.lifecycle.v1.SessionDeleted
+	5,  // 4: zimmer.lifecycle.v1.SessionEvent.effect:type_name -> zimmer.lifecycle.v1.SessionEffect
+	7,  // 5: zimmer.lifecycle.v1.SessionCreated.session:type_name -> zimmer.lifecycle.v1.Session
+	7,  // 6: zimmer.lifecycle.v1.SessionUpdated.session:type_name -> zimmer.lifecycle.v1.Session
+	3,  // 7: zimmer.lifecycle.v1.SessionUpdated.transition:type_name -> zimmer.lifecycle.v1.Transition
+	8,  // 8: zimmer.lifecycle.v1.SessionEffect.payload:type_name -> google.protobuf.Struct
+	7,  // 9: zimmer.lifecycle.v1.SessionEffect.session:type_name -> zimmer.lifecycle.v1.Session
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_event_proto_init() }
@@ -467,7 +562,7 @@ func file_zimmer_lifecycle_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_event_proto_rawDesc), len(file_zimmer_lifecycle_v1_event_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,138 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/store"
+	"github.com/zimmerhq/zimmer/services/platform/slogx"
+)
+
+// replica is another process's repository over the same database: its own
+// state cache and locks, so only the version check keeps the two apart.
+func (b testBundle) replica() app.Sessions {
+	clock := domain.SystemClock{}
+	return app.NewSessions(store.NewSessions(b.pool, events.Codec{}, nil, clock, slogx.Discard()), clock, app.DefaultTrashRetention)
+}
+
+func fire(t *testing.T, s app.Sessions, id int64, e domain.Event, cmd domain.Command) (domain.Outcome, error) {
+	t.Helper()
+	return s.Transition.Handle(context.Background(), strconv.FormatInt(id, 10), app.Verb(e), cmd)
+}
+
+// TestStaleStateIsNeverWritten: a process decides from what it last saw,
+// so another process's write must make it re-read rather than apply or
+// refuse from a state that is gone.
+func TestStaleStateIsNeverWritten(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a, other := b.sessions, b.replica()
+	ctx := context.Background()
+	s, err := a.Create.Handle(ctx, domain.NewSession{Prompt: "p", GitRoot: "g", Slug: "stale"})
+	require.NoError(t, err)
+	_, err = fire(t, a, s.ID, domain.EventStart, domain.Command{})
+	require.NoError(t, err)
+
+	// The other process pauses it; a still remembers it running.
+	_, err = fire(t, other, s.ID, domain.EventPause, domain.Command{})
+	require.NoError(t, err)
+
+	_, err = fire(t, a, s.ID, domain.EventBlockOnElicitation, domain.Command{})
+	var refused *domain.TransitionError
+	require.ErrorAs(t, err, &refused, "block needs running; the session is needs_input now")
+	require.Equal(t, domain.StatusNeedsInput, refused.From, "the refusal names the current state, not the remembered one")
+
+	// A wake-up armed behind a's back changes what a system-recovery
+	// resume decides, so it must be seen.
+	_, err = b.pool.Exec(ctx, `INSERT INTO wake_triggers (session_id, kind, fire_at) VALUES ($1, 'one_time', now() + interval '1 hour')`, s.ID)
+	require.NoError(t, err)
+	out, err := a.Transition.Handle(ctx, "stale", app.Verb(domain.EventResume), domain.Command{SystemRecovery: true})
+	require.NoError(t, err)
+	require.True(t, out.Session.Markers.PendingSleep, "the armed one-time wake was read")
+
+	got, err := a.Get.Handle(ctx, "stale")
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusRunning, got.Status)
+	require.EqualValues(t, 1+3+1, got.Version, "created, three transitions, one wake armed")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM session_timeline WHERE session_id = $1 AND kind = 'refusal'`, s.ID))
+}
+
+// TestTwoProcessesRacingOneSession fires random events at one session from
+// two processes at once. Every success is one committed version, and every
+// applied event left exactly one timeline line and one stream entry.
+func TestTwoProcessesRacingOneSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	procs := []app.Sessions{b.sessions, b.replica()}
+	ctx := context.Background()
+	s, err := procs[0].Create.Handle(ctx, domain.NewSession{Prompt: "p", GitRoot: "g"})
+	require.NoError(t, err)
+	evs := []domain.Event{domain.EventStart, domain.EventPause, domain.EventResume, domain.EventFail,
+		domain.EventArchive, domain.EventUnarchiveToWaiting, domain.EventBlockOnElicitation, domain.EventUnblockFromElicitation}
+
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		applied  int
+		failures []error
+	)
+	for i := range 60 {
+		wg.Go(func() {
+			ev := evs[rand.IntN(len(evs))]
+			out, err := fire(t, procs[i%2], s.ID, ev, domain.Command{})
+			mu.Lock()
+			defer mu.Unlock()
+			var refused *domain.TransitionError
+			switch {
+			case err == nil:
+				applied += len(out.Applied)
+			case !errors.As(err, &refused):
+				failures = append(failures, fmt.Errorf("%s: %w", ev, err))
+			}
+		})
+	}
+	wg.Wait()
+	assert.Empty(t, failures, "only refusals may fail")
+
+	got, err := procs[1].Get.Handle(ctx, strconv.FormatInt(s.ID, 10))
+	require.NoError(t, err)
+	require.EqualValues(t, 1+applied, got.Version, "one committed version per applied event")
+	require.Equal(t, applied, b.count(t, `SELECT count(*) FROM session_timeline WHERE session_id = $1 AND kind = 'transition'`, s.ID))
+	stream, err := procs[0].History.Events(ctx, strconv.FormatInt(s.ID, 10))
+	require.NoError(t, err)
+	var transitions int
+	for _, e := range stream {
+		if e.Name == "transition" {
+			transitions++
+		}
+	}
+	require.Equal(t, applied, transitions)
+}
+
+// TestFlagsFailureNeverStopsTheTransition: recording the experimental
+// flags is bookkeeping.
+func TestFlagsFailureNeverStopsTheTransition(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, `ALTER TABLE session_experimental_flags ADD CONSTRAINT refuse_all CHECK (false)`)
+	require.NoError(t, err)
+	s, err := b.sessions.Create.Handle(ctx, domain.NewSession{Prompt: "p", GitRoot: "g"})
+	require.NoError(t, err)
+	out, err := fire(t, b.sessions, s.ID, domain.EventStart, domain.Command{})
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusRunning, out.Session.Status)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM session_experimental_flags WHERE session_id = $1`, s.ID))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM session_timeline WHERE session_id = $1`, s.ID))
+}
