@@ -160,7 +160,7 @@ func (uc TransitionSession) Handle(ctx context.Context, ref string, verb Verb, c
 		}
 	}
 	return uc.Repo.Transition(ctx, r, func(s domain.Session, wakes domain.Wakes) (domain.Outcome, error) {
-		env := domain.Env{Now: uc.Clock.Now(), Wakes: wakes, TrashRetention: uc.TrashRetention}
+		env := uc.env(wakes)
 		switch verb {
 		case VerbSleep:
 			return domain.Sleep(s, cmd, env)
@@ -173,6 +173,30 @@ func (uc TransitionSession) Handle(ctx context.Context, ref string, verb Verb, c
 		}
 		return domain.Apply(s, cmd, env)
 	})
+}
+
+// Fire applies one of the machine's events exactly as the machine states
+// it: nothing is chosen or deferred, so sleep on a running session is
+// refused rather than deferred, and an unarchive names its target. It is
+// the machine's low-level driver; the verbs above are what callers should
+// prefer.
+func (uc TransitionSession) Fire(ctx context.Context, ref string, event string, cmd domain.Command) (domain.Outcome, error) {
+	r, err := domain.ParseSessionRef(ref)
+	if err != nil {
+		return domain.Outcome{}, err
+	}
+	e, err := domain.ParseEvent(event)
+	if err != nil {
+		return domain.Outcome{}, &validation.Error{Violations: []validation.FieldViolation{{Field: "event", Reason: err.Error()}}}
+	}
+	cmd.Event = e
+	return uc.Repo.Transition(ctx, r, func(s domain.Session, wakes domain.Wakes) (domain.Outcome, error) {
+		return domain.Apply(s, cmd, uc.env(wakes))
+	})
+}
+
+func (uc TransitionSession) env(wakes domain.Wakes) domain.Env {
+	return domain.Env{Now: uc.Clock.Now(), Wakes: wakes, TrashRetention: uc.TrashRetention}
 }
 
 // SessionHistory reads a session's timeline and event stream.

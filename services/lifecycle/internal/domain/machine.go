@@ -60,6 +60,9 @@ func ParseEvent(name string) (Event, error) {
 		for i, ev := range Events {
 			names[i] = string(ev)
 		}
+		if name == "" {
+			return "", fmt.Errorf("is required: one of %s", strings.Join(names, ", "))
+		}
 		return "", fmt.Errorf("unknown event %q; use one of %s", name, strings.Join(names, ", "))
 	}
 	return e, nil

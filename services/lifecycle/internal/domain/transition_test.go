@@ -102,6 +102,9 @@ func TestGuards(t *testing.T) {
 
 	_, err = domain.ParseEvent("explode")
 	require.ErrorContains(t, err, "use one of start, pause")
+	_, err = domain.ParseEvent("")
+	require.EqualError(t, err, "is required: one of start, pause, resume, sleep, block_on_elicitation, unblock_from_elicitation, "+
+		"fail, archive, unarchive_to_waiting, unarchive_to_failed, unarchive_to_needs_input")
 }
 
 func TestPausePerformsTheEightStepsInOrder(t *testing.T) {

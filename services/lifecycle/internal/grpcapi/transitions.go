@@ -106,19 +106,26 @@ func (s *Server) RestartSession(ctx context.Context, req *lifecyclev1.RestartSes
 	return &lifecyclev1.RestartSessionResponse{Session: sess, Message: msg}, nil
 }
 
-// TransitionSession implements lifecyclev1.LifecycleServiceServer.
+// TransitionSession implements lifecyclev1.LifecycleServiceServer: the
+// machine's raw event, for harnesses and operators (REST
+// POST /sessions/{id}/transition, MCP action_session transition) as well as
+// the runner and recovery paths.
 func (s *Server) TransitionSession(ctx context.Context, req *lifecyclev1.TransitionSessionRequest) (*lifecyclev1.TransitionSessionResponse, error) {
-	sess, msg, _, err := s.transition(ctx, req.GetSessionId(), app.Verb(req.GetEvent()), domain.Command{
-		Actor:          actor(ctx, nil),
+	out, err := s.sessions.Transition.Fire(ctx, req.GetSessionId(), req.GetEvent(), domain.Command{
+		Actor:          actor(ctx, req.ActingSessionId),
 		FailureReason:  req.GetFailureReason(),
 		SystemRecovery: req.GetSystemRecovery(),
 		RunningJobID:   req.GetRunningJobId(),
 		PausedBy:       req.GetPausedBy(),
 	})
 	if err != nil {
-		return nil, err
+		return nil, s.toStatus(ctx, err)
 	}
-	return &lifecyclev1.TransitionSessionResponse{Session: sess, Message: msg}, nil
+	sess, err := wire.Session(out.Session)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.TransitionSessionResponse{Session: sess, Message: describe(out)}, nil
 }
 
 // GetSessionTimeline implements lifecyclev1.LifecycleServiceServer.

@@ -120,6 +120,80 @@ func TestTransitionsOverGRPC(t *testing.T) {
 	}, names)
 }
 
+// TestTransitionSessionFiresTheRawEvent: the public low-level driver applies
+// exactly the machine's event — no verb semantics — names the acting session
+// on the archive line like the named verbs, and says what it refused.
+func TestTransitionSessionFiresTheRawEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+	s := b.create(t, &lifecyclev1.CreateSessionRequest{Slug: "raw"})
+	id := s.GetId()
+	acting := int64(77)
+	transition := func(ctx context.Context, req *lifecyclev1.TransitionSessionRequest) (*lifecyclev1.TransitionSessionResponse, error) {
+		req.SessionId = "raw"
+		return b.client.TransitionSession(ctx, req)
+	}
+
+	resp, err := transition(ctx, &lifecyclev1.TransitionSessionRequest{Event: "start", RunningJobId: "job-1"})
+	require.NoError(t, err)
+	require.Equal(t, "running", resp.GetSession().GetStatus())
+	require.Equal(t, fmt.Sprintf("Session %d: waiting → running.", id), resp.GetMessage())
+
+	// sleep is the machine's event: only from needs_input. The sleep verb
+	// would have deferred it instead.
+	_, err = transition(ctx, &lifecyclev1.TransitionSessionRequest{Event: "sleep"})
+	require.Equal(t, codes.FailedPrecondition, status.Code(err))
+	require.Equal(t, fmt.Sprintf("cannot sleep session %d: it is running, and sleep is only possible from needs_input", id), status.Convert(err).Message())
+	got, err := b.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: "raw"})
+	require.NoError(t, err)
+	require.False(t, got.GetSession().GetPendingSleep(), "nothing deferred")
+
+	resp, err = transition(ctx, &lifecyclev1.TransitionSessionRequest{Event: "pause", PausedBy: "harness"})
+	require.NoError(t, err)
+	require.Equal(t, "harness", resp.GetSession().GetPausedBy())
+	resp, err = transition(ctx, &lifecyclev1.TransitionSessionRequest{Event: "sleep"})
+	require.NoError(t, err)
+	require.Equal(t, "waiting", resp.GetSession().GetStatus())
+
+	// The archive line names the surface and the acting session.
+	resp, err = transition(surface.Outgoing(ctx, surface.REST), &lifecyclev1.TransitionSessionRequest{Event: "archive", ActingSessionId: &acting})
+	require.NoError(t, err)
+	require.Equal(t, "archived", resp.GetSession().GetStatus())
+	// unarchive names its target: back to failed although it was archived
+	// from waiting.
+	resp, err = transition(ctx, &lifecyclev1.TransitionSessionRequest{Event: "unarchive_to_failed"})
+	require.NoError(t, err)
+	require.Equal(t, "failed", resp.GetSession().GetStatus())
+	_, err = transition(surface.Outgoing(ctx, surface.MCPSelf), &lifecyclev1.TransitionSessionRequest{Event: "archive", ActingSessionId: &id})
+	require.NoError(t, err)
+
+	// Unknown events, the verbs among them, are the caller's error and name
+	// every event; nothing is written.
+	for _, ev := range []string{"explode", "restart", "unarchive", ""} {
+		_, err = transition(ctx, &lifecyclev1.TransitionSessionRequest{Event: ev})
+		st := status.Convert(err)
+		require.Equal(t, codes.InvalidArgument, st.Code(), ev)
+		require.Contains(t, st.Message(), "event: ", ev)
+		require.Contains(t, st.Message(), "start, pause, resume, sleep, block_on_elicitation, unblock_from_elicitation, fail, archive, "+
+			"unarchive_to_waiting, unarchive_to_failed, unarchive_to_needs_input", ev)
+	}
+
+	var lines []string
+	for _, l := range b.timeline(t, id) {
+		lines = append(lines, l.GetKind()+": "+l.GetMessage())
+	}
+	require.Equal(t, []string{
+		"transition: [State Machine] waiting → running (start)",
+		fmt.Sprintf("refusal: [State Machine] refused: cannot sleep session %d: it is running, and sleep is only possible from needs_input", id),
+		"transition: [State Machine] running → needs_input (pause)",
+		"transition: [State Machine] needs_input → waiting (sleep)",
+		"transition: [State Machine] Session moved to trash by session #77 via the REST API",
+		"transition: [State Machine] archived → failed (unarchive_to_failed)",
+		fmt.Sprintf("transition: [State Machine] Session moved to trash by session #%d via the self-session MCP server", id),
+	}, lines)
+}
+
 func TestSleepDefersOnARunningSession(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
@@ -164,8 +238,8 @@ func TestConcurrentConflictingTransitions(t *testing.T) {
 	b := setup(t, "")
 	s := b.create(t, &lifecyclev1.CreateSessionRequest{})
 	other := b.create(t, &lifecyclev1.CreateSessionRequest{})
-	// "sleep" on a running session defers without a transition: it must
-	// not count as one.
+	// The raw "sleep" is refused on a running session (only the sleep verb
+	// defers), so it never commits anything without a transition.
 	events := []string{"start", "pause", "resume", "sleep", "fail", "archive", "unarchive_to_waiting", "unarchive_to_needs_input", "block_on_elicitation", "unblock_from_elicitation"}
 
 	var (
