@@ -58,7 +58,7 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 			Payload: &lifecyclev1.SessionEvent_Created{Created: &lifecyclev1.SessionCreated{Session: s}},
 		}, SubscriberLineage))
 	case domain.SessionEdited:
-		s, err := wire.Session(f.Session)
+		s, err := withoutPrompt(f.Session)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +66,7 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s}},
 		}, SubscriberLineage))
 	case domain.SessionTransitioned:
-		s, err := wire.Session(f.Session)
+		s, err := withoutPrompt(f.Session)
 		if err != nil {
 			return nil, err
 		}
@@ -150,6 +150,14 @@ func Stream(_ string, payload []byte) ([]domain.StreamEvent, error) {
 	default:
 		return nil, nil
 	}
+}
+
+// withoutPrompt is the snapshot every event after creation carries: the
+// prompt never changes and can be half a megabyte, and a transition sends
+// one event per effect.
+func withoutPrompt(s domain.Session) (*lifecyclev1.Session, error) {
+	s.Prompt = ""
+	return wire.Session(s)
 }
 
 func one(a outbox.Addressed, err error) ([]outbox.Addressed, error) {

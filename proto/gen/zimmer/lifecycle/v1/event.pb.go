@@ -211,8 +211,9 @@ func (x *SessionCreated) GetSession() *Session {
 }
 
 // SessionUpdated carries the session as it was committed after any change
-// (a transition, a patch). Consumers keep the newest snapshot by updated_at,
-// so redelivered or reordered updates are harmless.
+// (a transition, a patch), without its prompt, which never changes.
+// Consumers keep the newest snapshot by updated_at, so redelivered or
+// reordered updates are harmless.
 type SessionUpdated struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
@@ -399,7 +400,8 @@ type SessionEffect struct {
 	// being logged.
 	Alerting bool             `protobuf:"varint,2,opt,name=alerting,proto3" json:"alerting,omitempty"`
 	Payload  *structpb.Struct `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
-	// The session as the transition left it.
+	// The session as the transition left it, without its prompt (up to
+	// 500,000 characters, and no effect needs it; GetSession has it).
 	Session       *Session `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
