@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
 // Server implements lifecyclev1.LifecycleServiceServer over a map.
@@ -35,12 +37,22 @@ type Server struct {
 	fail     error
 	lastList *lifecyclev1.ListSessionsRequest
 	now      time.Time
+	calls    []Call
+	archived map[int64]string // session → the status archive left
+}
+
+// Call is one state-changing call the fake received.
+type Call struct {
+	Method  string // e.g. "ArchiveSession"
+	Surface string // the surface the gateway declared (platform/surface)
+	Request proto.Message
 }
 
 // New returns an empty fake; ids start at 1.
 func New() *Server {
 	return &Server{
 		sessions: map[int64]*lifecyclev1.Session{},
+		archived: map[int64]string{},
 		now:      time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 	}
 }
@@ -60,6 +72,13 @@ func (s *Server) SetStatus(id int64, st string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sessions[id].Status = st
+}
+
+// Calls are the state-changing calls received so far, oldest first.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
 }
 
 // LastList is the last ListSessions request received.
@@ -144,6 +163,8 @@ func (s *Server) CreateSession(_ context.Context, req *lifecyclev1.CreateSession
 		CustomMetadata:  md,
 		CreatedAt:       timestamppb.New(s.now),
 		UpdatedAt:       timestamppb.New(s.now),
+
+		HeartbeatIntervalSeconds: 60,
 	}
 	s.sessions[sess.Id] = sess
 	return &lifecyclev1.CreateSessionResponse{Session: proto.CloneOf(sess)}, nil
@@ -156,13 +177,21 @@ func (s *Server) GetSession(_ context.Context, req *lifecyclev1.GetSessionReques
 	if s.fail != nil {
 		return nil, s.fail
 	}
-	ref := req.GetSessionId()
+	sess, err := s.find(req.GetSessionId())
+	if err != nil {
+		return nil, err
+	}
+	return &lifecyclev1.GetSessionResponse{Session: proto.CloneOf(sess)}, nil
+}
+
+// find resolves an id or slug as the real service does. Callers hold mu.
+func (s *Server) find(ref string) (*lifecyclev1.Session, error) {
 	if ref == "" {
 		return nil, invalid([]*errdetails.BadRequest_FieldViolation{{Field: "session_id", Description: "is required: a numeric id or a slug"}})
 	}
 	for _, sess := range s.sessions {
 		if strconv.FormatInt(sess.GetId(), 10) == ref || (sess.GetSlug() != "" && sess.GetSlug() == ref) {
-			return &lifecyclev1.GetSessionResponse{Session: proto.CloneOf(sess)}, nil
+			return sess, nil
 		}
 	}
 	shown := strconv.Quote(ref)
@@ -170,6 +199,191 @@ func (s *Server) GetSession(_ context.Context, req *lifecyclev1.GetSessionReques
 		shown = "#" + ref
 	}
 	return nil, status.Errorf(codes.NotFound, "session %s not found; check the id or slug (GET /api/v1/sessions lists sessions)", shown)
+}
+
+// record notes a state-changing call and answers the configured failure,
+// if any. Callers hold mu.
+func (s *Server) record(ctx context.Context, method string, req proto.Message) error {
+	s.calls = append(s.calls, Call{Method: method, Surface: surface.Incoming(ctx), Request: proto.Clone(req)})
+	return s.fail
+}
+
+// UpdateSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) UpdateSession(ctx context.Context, req *lifecyclev1.UpdateSessionRequest) (*lifecyclev1.UpdateSessionResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.record(ctx, "UpdateSession", req); err != nil {
+		return nil, err
+	}
+	var vs []*errdetails.BadRequest_FieldViolation
+	if req.Title != nil && utf8.RuneCountInString(req.GetTitle()) > 500 {
+		vs = append(vs, &errdetails.BadRequest_FieldViolation{Field: "title", Description: "is longer than 500 characters"})
+	}
+	if req.Notes != nil && utf8.RuneCountInString(req.GetNotes()) > 50_000 {
+		vs = append(vs, &errdetails.BadRequest_FieldViolation{Field: "notes", Description: "is longer than 50000 characters; keep the notes short and put the detail in the repository"})
+	}
+	if req.Title == nil && req.Notes == nil && req.HeartbeatEnabled == nil && req.HeartbeatIntervalSeconds == nil {
+		vs = append(vs, &errdetails.BadRequest_FieldViolation{Field: "body", Description: "changes nothing; send at least one of title, notes, heartbeat_enabled, heartbeat_interval_seconds"})
+	}
+	if len(vs) > 0 {
+		return nil, invalid(vs)
+	}
+	sess, err := s.update(req.GetSessionId(), req.HeartbeatEnabled, req.HeartbeatIntervalSeconds)
+	if err != nil {
+		return nil, err
+	}
+	if req.Title != nil {
+		sess.Title = req.GetTitle()
+	}
+	if req.Notes != nil {
+		sess.Notes = req.GetNotes()
+	}
+	return &lifecyclev1.UpdateSessionResponse{Session: proto.CloneOf(sess)}, nil
+}
+
+// SetSessionHeartbeat implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) SetSessionHeartbeat(ctx context.Context, req *lifecyclev1.SetSessionHeartbeatRequest) (*lifecyclev1.SetSessionHeartbeatResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.record(ctx, "SetSessionHeartbeat", req); err != nil {
+		return nil, err
+	}
+	sess, err := s.update(req.GetSessionId(), req.Enabled, req.IntervalSeconds)
+	if err != nil {
+		return nil, err
+	}
+	return &lifecyclev1.SetSessionHeartbeatResponse{Session: proto.CloneOf(sess)}, nil
+}
+
+// update applies the heartbeat fields (validated as the real service
+// does) and bumps the session's version. Callers hold mu.
+func (s *Server) update(ref string, enabled *bool, interval *int32) (*lifecyclev1.Session, error) {
+	if interval != nil && (*interval < 30 || *interval > 86_400) {
+		return nil, invalid([]*errdetails.BadRequest_FieldViolation{{
+			Field: "heartbeat_interval_seconds", Description: fmt.Sprintf("is %d; use 30 to 86400 seconds", *interval),
+		}})
+	}
+	sess, err := s.find(ref)
+	if err != nil {
+		return nil, err
+	}
+	if enabled != nil {
+		sess.HeartbeatEnabled = *enabled
+	}
+	if interval != nil {
+		sess.HeartbeatIntervalSeconds = *interval
+	}
+	sess.Version++
+	return sess, nil
+}
+
+// machine is the lifecycle state machine: each event's from-states and
+// target, as the real service's.
+var machine = map[string]struct {
+	from []string
+	to   string
+}{
+	"start":                    {[]string{"waiting"}, "running"},
+	"pause":                    {[]string{"running"}, "needs_input"},
+	"resume":                   {[]string{"waiting", "needs_input", "failed"}, "running"},
+	"sleep":                    {[]string{"needs_input"}, "waiting"},
+	"block_on_elicitation":     {[]string{"running"}, "needs_input"},
+	"unblock_from_elicitation": {[]string{"needs_input"}, "running"},
+	"fail":                     {[]string{"waiting", "running", "needs_input"}, "failed"},
+	"archive":                  {[]string{"waiting", "running", "needs_input", "failed"}, "archived"},
+	"unarchive_to_waiting":     {[]string{"archived"}, "waiting"},
+	"unarchive_to_failed":      {[]string{"archived"}, "failed"},
+	"unarchive_to_needs_input": {[]string{"archived"}, "needs_input"},
+}
+
+// Events are the machine's events in the real service's order.
+var Events = []string{
+	"start", "pause", "resume", "sleep", "block_on_elicitation", "unblock_from_elicitation", "fail", "archive",
+	"unarchive_to_waiting", "unarchive_to_failed", "unarchive_to_needs_input",
+}
+
+// fire applies event to the session ref names, refusing it as the real
+// service does. Callers hold mu.
+func (s *Server) fire(ref, event string) (*lifecyclev1.Session, string, error) {
+	edge, ok := machine[event]
+	if !ok {
+		return nil, "", invalid([]*errdetails.BadRequest_FieldViolation{{
+			Field: "event", Description: fmt.Sprintf("unknown event %q; use one of %s", event, strings.Join(Events, ", ")),
+		}})
+	}
+	sess, err := s.find(ref)
+	if err != nil {
+		return nil, "", err
+	}
+	from := sess.GetStatus()
+	if !slices.Contains(edge.from, from) {
+		return nil, "", status.Errorf(codes.FailedPrecondition, "cannot %s session %d: it is %s, and %s is only possible from %s",
+			event, sess.GetId(), from, event, strings.Join(edge.from, " or "))
+	}
+	sess.Status = edge.to
+	sess.Version++
+	switch event {
+	case "archive":
+		s.archived[sess.GetId()] = from
+		sess.ArchivedAt = timestamppb.New(s.now)
+		sess.TrashAfter = timestamppb.New(s.now.Add(96 * time.Hour))
+	case "unarchive_to_waiting", "unarchive_to_failed", "unarchive_to_needs_input":
+		sess.ArchivedAt, sess.TrashAfter = nil, nil
+	}
+	return sess, fmt.Sprintf("Session %d: %s → %s.", sess.GetId(), from, sess.GetStatus()), nil
+}
+
+// PauseSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) PauseSession(ctx context.Context, req *lifecyclev1.PauseSessionRequest) (*lifecyclev1.PauseSessionResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.record(ctx, "PauseSession", req); err != nil {
+		return nil, err
+	}
+	sess, msg, err := s.fire(req.GetSessionId(), "pause")
+	if err != nil {
+		return nil, err
+	}
+	sess.PausedBy = "user"
+	return &lifecyclev1.PauseSessionResponse{Session: proto.CloneOf(sess), Message: msg}, nil
+}
+
+// ArchiveSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) ArchiveSession(ctx context.Context, req *lifecyclev1.ArchiveSessionRequest) (*lifecyclev1.ArchiveSessionResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.record(ctx, "ArchiveSession", req); err != nil {
+		return nil, err
+	}
+	sess, _, err := s.fire(req.GetSessionId(), "archive")
+	if err != nil {
+		return nil, err
+	}
+	return &lifecyclev1.ArchiveSessionResponse{
+		Session:    proto.CloneOf(sess),
+		Message:    fmt.Sprintf("Session %d moved to trash; restorable until %s.", sess.GetId(), sess.GetTrashAfter().AsTime().Format("2006-01-02 15:04 MST")),
+		TrashAfter: sess.GetTrashAfter(),
+	}, nil
+}
+
+// TransitionSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) TransitionSession(ctx context.Context, req *lifecyclev1.TransitionSessionRequest) (*lifecyclev1.TransitionSessionResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.record(ctx, "TransitionSession", req); err != nil {
+		return nil, err
+	}
+	sess, msg, err := s.fire(req.GetSessionId(), req.GetEvent())
+	if err != nil {
+		return nil, err
+	}
+	switch req.GetEvent() {
+	case "pause":
+		sess.PausedBy = req.GetPausedBy()
+	case "fail":
+		sess.FailureReason = req.GetFailureReason()
+	}
+	return &lifecyclev1.TransitionSessionResponse{Session: proto.CloneOf(sess), Message: msg}, nil
 }
 
 // ListSessions implements lifecyclev1.LifecycleServiceServer.
