@@ -27,11 +27,21 @@ const (
 // gets every group.
 var Groups = map[string][]string{
 	"sessions":     {ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession},
-	"self_session": {ToolGetSession, ToolGetSessionProvenance},
+	"self_session": {ToolGetSession, ToolGetSessionProvenance, ToolActionSession},
+}
+
+// groupActions narrows action_session in a group that offers only some of
+// its actions. A selection that includes a group offering action_session
+// whole (sessions) gets it whole; one that reaches it only through narrowed
+// groups gets the same tool name with only their actions, and its calls
+// declare the self-session surface (the archive line names it).
+var groupActions = map[string][]string{
+	"self_session": SelfSessionActions,
 }
 
 const instructions = `Zimmer runs AI coding-agent sessions. A session is addressed by its numeric id or its slug. ` +
-	`start_session creates one (it starts in the "waiting" status); get_session shows one.`
+	`start_session creates one (it starts in the "waiting" status); get_session shows one; ` +
+	`action_session changes its lifecycle, title, notes or heartbeat.`
 
 // Handler is the /mcp endpoint. Authentication is the caller's (the server
 // wraps this handler).
@@ -74,7 +84,7 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 	srv.AddTool(startSessionTool(), t.startSession)
 	srv.AddTool(getSessionTool(), t.getSession)
 	srv.AddTool(getSessionProvenanceTool(), t.getSessionProvenance)
-	srv.AddTool(actionSessionTool(), t.actionSession)
+	srv.AddTool(actionSessionTool(nil), t.actionSession)
 
 	return &Handler{http: mcpserver.NewStreamableHTTPServer(srv,
 		mcpserver.WithHTTPContextFunc(withSelection),
@@ -95,6 +105,9 @@ func (h *Handler) Shutdown(ctx context.Context) error { return h.http.Shutdown(c
 type selection struct {
 	tools   map[string]bool // nil: every tool
 	unknown []string        // groups named but not known, dropped
+	// actions are the action_session actions offered when only narrowed
+	// groups select it (see groupActions); nil: every action.
+	actions []string
 }
 
 type selectionKey struct{}
@@ -118,6 +131,7 @@ func parseSelection(params []string) selection {
 		return selection{}
 	}
 	sel := selection{tools: map[string]bool{}}
+	whole := false
 	for _, n := range names {
 		tools, ok := Groups[n]
 		if !ok {
@@ -129,6 +143,21 @@ func parseSelection(params []string) selection {
 		for _, t := range tools {
 			sel.tools[t] = true
 		}
+		if !slices.Contains(tools, ToolActionSession) {
+			continue
+		}
+		narrowed, ok := groupActions[n]
+		if !ok {
+			whole = true
+		}
+		for _, a := range narrowed {
+			if !slices.Contains(sel.actions, a) {
+				sel.actions = append(sel.actions, a)
+			}
+		}
+	}
+	if whole {
+		sel.actions = nil
 	}
 	return sel
 }
@@ -138,6 +167,9 @@ func selectionFrom(ctx context.Context) selection {
 	return sel
 }
 
+// filterTools keeps the selected tools, with action_session narrowed to the
+// selection's actions when only narrowed groups select it. A call is checked
+// against the same filter, and the handler refuses the actions left out.
 func filterTools(ctx context.Context, tools []mcpgo.Tool) []mcpgo.Tool {
 	sel := selectionFrom(ctx)
 	if sel.tools == nil {
@@ -145,9 +177,13 @@ func filterTools(ctx context.Context, tools []mcpgo.Tool) []mcpgo.Tool {
 	}
 	kept := tools[:0:0]
 	for _, t := range tools {
-		if sel.tools[t.Name] {
-			kept = append(kept, t)
+		if !sel.tools[t.Name] {
+			continue
 		}
+		if t.Name == ToolActionSession && sel.actions != nil {
+			t = actionSessionTool(sel.actions)
+		}
+		kept = append(kept, t)
 	}
 	return kept
 }

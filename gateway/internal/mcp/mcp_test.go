@@ -113,9 +113,9 @@ func TestToolGroups(t *testing.T) {
 		{"/", []string{"action_session", "get_session", "get_session_provenance", "start_session"}},
 		{"/?tool_groups=", []string{"action_session", "get_session", "get_session_provenance", "start_session"}},
 		{"/?tool_groups=sessions", []string{"action_session", "get_session", "get_session_provenance", "start_session"}},
-		{"/?tool_groups=self_session", []string{"get_session", "get_session_provenance"}},
+		{"/?tool_groups=self_session", []string{"action_session", "get_session", "get_session_provenance"}},
 		{"/?tool_groups=self_session&tool_groups=sessions", []string{"action_session", "get_session", "get_session_provenance", "start_session"}},
-		{"/?tool_groups=self_session,bogus", []string{"get_session", "get_session_provenance"}},
+		{"/?tool_groups=self_session,bogus", []string{"action_session", "get_session", "get_session_provenance"}},
 		{"/?tool_groups=bogus", []string{}},
 	}
 	for _, tt := range tests {
@@ -135,7 +135,7 @@ func TestToolGroupsInEveryProtocolVersion(t *testing.T) {
 	for _, version := range []string{mcpgo.LATEST_PROTOCOL_VERSION, mcpgo.LATEST_LEGACY_PROTOCOL_VERSION} {
 		c := b.connectVersion(t, "/?tool_groups=self_session", version)
 		require.Equal(t, version, c.ProtocolVersion())
-		require.Equal(t, []string{"get_session", "get_session_provenance"}, toolNames(t, c), version)
+		require.Equal(t, []string{"action_session", "get_session", "get_session_provenance"}, toolNames(t, c), version)
 		res := call(t, c, "get_session", map[string]any{"session_id": "404"})
 		require.True(t, res.IsError, version)
 		require.Contains(t, textOf(res), "not found", version)

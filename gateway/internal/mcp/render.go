@@ -10,13 +10,13 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 )
 
-// quoteLimit bounds how much of the prompt and goal the markdown quotes;
-// the JSON always carries them whole.
+// quoteLimit bounds how much of the prompt, goal and notes the markdown
+// quotes; the JSON always carries them whole.
 const quoteLimit = 2000
 
 // renderSession is s as markdown for a model to read: a header, the fields
-// as a bullet list, the prompt and goal quoted, then js (the JSON the REST
-// API would answer) in a fenced block.
+// as a bullet list, the prompt, goal and notes quoted, then js (the JSON the
+// REST API would answer) in a fenced block.
 func renderSession(s *lifecyclev1.Session, js []byte) string {
 	var b strings.Builder
 	title := s.GetTitle()
@@ -52,6 +52,7 @@ func renderSession(s *lifecyclev1.Session, js []byte) string {
 
 	quote(&b, "Prompt", s.GetPrompt())
 	quote(&b, "Goal", s.GetGoal())
+	quote(&b, "Notes", s.GetNotes())
 
 	b.WriteString("\n### JSON\n\n```json\n")
 	b.Write(js)

@@ -1,0 +1,266 @@
+package mcp_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/platform/surface"
+)
+
+var (
+	allActions = []string{"pause", "sleep", "archive", "bulk_archive", "unarchive", "restart", "fail",
+		"update_title", "update_notes", "set_heartbeat", "transition"}
+	selfActions = []string{"update_notes", "update_title", "set_heartbeat", "archive"}
+)
+
+// actionSessionSchema is action_session as tools/list shows it: its action
+// enum and its argument names.
+func actionSessionSchema(t *testing.T, c *client.Client) (actions, args []string) {
+	t.Helper()
+	res, err := c.ListTools(t.Context(), mcpgo.ListToolsRequest{})
+	require.NoError(t, err)
+	for _, tool := range res.Tools {
+		if tool.Name != "action_session" {
+			continue
+		}
+		raw, err := json.Marshal(tool.InputSchema)
+		require.NoError(t, err)
+		var schema struct {
+			Properties map[string]struct {
+				Enum []string `json:"enum"`
+			} `json:"properties"`
+			Required []string `json:"required"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &schema))
+		require.Equal(t, []string{"action"}, schema.Required)
+		for name := range schema.Properties {
+			args = append(args, name)
+		}
+		return schema.Properties["action"].Enum, args
+	}
+	t.Fatal("action_session is not listed")
+	return nil, nil
+}
+
+// lastCall is the fake's last state-changing call.
+func lastCall(t *testing.T, fake *lifecyclefake.Server) lifecyclefake.Call {
+	t.Helper()
+	calls := fake.Calls()
+	require.NotEmpty(t, calls)
+	return calls[len(calls)-1]
+}
+
+func startSession(t *testing.T, c *client.Client) {
+	t.Helper()
+	res := call(t, c, "start_session", map[string]any{"prompt": "p", "git_root": "/g"})
+	require.False(t, res.IsError, textOf(res))
+}
+
+func TestActionSessionEditsTitleNotesAndHeartbeat(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.connect(t, "/?tool_groups=sessions")
+	startSession(t, c)
+
+	res := call(t, c, "action_session", map[string]any{"action": "update_title", "session_id": "1", "title": "Flaky test"})
+	require.False(t, res.IsError, textOf(res))
+	require.True(t, strings.HasPrefix(textOf(res), "Session 1: title updated.\n\n## Session #1 — Flaky test\n"), textOf(res))
+
+	res = call(t, c, "action_session", map[string]any{"action": "update_notes", "session_id": 1, "notes": "tried X\nnext: Y"})
+	require.False(t, res.IsError, textOf(res))
+	require.Contains(t, textOf(res), "Session 1: notes updated.")
+	require.Contains(t, textOf(res), "### Notes\n\n> tried X\n> next: Y\n")
+	require.Contains(t, textOf(res), `"notes":"tried X\nnext: Y"`)
+	require.True(t, proto.Equal(&lifecyclev1.UpdateSessionRequest{SessionId: "1", Notes: proto.String("tried X\nnext: Y")}, lastCall(t, b.fake).Request),
+		"only notes are sent: the other fields are kept")
+
+	res = call(t, c, "action_session", map[string]any{"action": "update_notes", "session_id": "1", "notes": ""})
+	require.False(t, res.IsError, textOf(res))
+	require.NotContains(t, textOf(res), "### Notes", `"" clears them`)
+
+	res = call(t, c, "action_session", map[string]any{"action": "set_heartbeat", "session_id": "1", "enabled": true, "interval_seconds": 120})
+	require.False(t, res.IsError, textOf(res))
+	require.Contains(t, textOf(res), "Session 1: heartbeat on, every 120 s.")
+	res = call(t, c, "action_session", map[string]any{"action": "set_heartbeat", "session_id": "1", "enabled": false})
+	require.False(t, res.IsError, textOf(res))
+	require.Contains(t, textOf(res), "Session 1: heartbeat off (interval 120 s when on).", "left-out fields are kept")
+
+	for _, got := range b.fake.Calls() {
+		require.Equal(t, surface.MCP, got.Surface, got.Method)
+	}
+
+	tests := []struct {
+		name string
+		args map[string]any
+		want string // the whole tool error text
+	}{
+		{
+			name: "title missing", args: map[string]any{"action": "update_title", "session_id": "1"},
+			want: `invalid arguments: update_title needs title ("" clears it)`,
+		},
+		{
+			name: "notes not a string", args: map[string]any{"action": "update_notes", "session_id": "1", "notes": 5},
+			want: "invalid arguments: notes must be a string",
+		},
+		{
+			name: "notes too long", args: map[string]any{"action": "update_notes", "session_id": "1", "notes": strings.Repeat("n", 50_001)},
+			want: "notes: is longer than 50000 characters; keep the notes short and put the detail in the repository",
+		},
+		{
+			name: "interval out of range", args: map[string]any{"action": "set_heartbeat", "session_id": "1", "interval_seconds": 10},
+			want: "invalid arguments: interval_seconds must be an integer between 30 and 86400, got 10",
+		},
+		{
+			name: "heartbeat with nothing to set", args: map[string]any{"action": "set_heartbeat", "session_id": "1"},
+			want: "invalid arguments: set_heartbeat needs enabled (true or false), interval_seconds (30 to 86400) or both",
+		},
+		{
+			name: "enabled not a boolean", args: map[string]any{"action": "set_heartbeat", "session_id": "1", "enabled": "yes"},
+			want: "invalid arguments: enabled must be true or false",
+		},
+		{
+			name: "unknown session", args: map[string]any{"action": "update_title", "session_id": "9", "title": "x"},
+			want: "session #9 not found; check the id or slug (GET /api/v1/sessions lists sessions)",
+		},
+		{
+			name: "missing action", args: map[string]any{"session_id": "1"},
+			want: "action is required; use one of " + strings.Join(allActions, ", "),
+		},
+		{
+			name: "unknown action", args: map[string]any{"action": "follow_up", "session_id": "1"},
+			want: `unknown action "follow_up"; use one of ` + strings.Join(allActions, ", "),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res := call(t, c, "action_session", tt.args)
+			require.True(t, res.IsError, textOf(res))
+			require.Equal(t, tt.want, textOf(res))
+		})
+	}
+}
+
+func TestActionSessionTransition(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.connect(t, "/?tool_groups=sessions")
+	startSession(t, c)
+
+	res := call(t, c, "action_session", map[string]any{"action": "transition", "session_id": "1", "event": "start", "running_job_id": "job-1"})
+	require.False(t, res.IsError, textOf(res))
+	require.True(t, strings.HasPrefix(textOf(res), "Session 1: waiting → running.\n\n"), textOf(res))
+	require.Contains(t, textOf(res), "- **status:** running\n")
+
+	res = call(t, c, "action_session", map[string]any{
+		"action": "transition", "session_id": "1", "event": "pause", "paused_by": "harness", "acting_session_id": 7,
+	})
+	require.False(t, res.IsError, textOf(res))
+	got := lastCall(t, b.fake)
+	require.Equal(t, surface.MCP, got.Surface)
+	require.True(t, proto.Equal(&lifecyclev1.TransitionSessionRequest{
+		SessionId: "1", Event: "pause", PausedBy: "harness", ActingSessionId: proto.Int64(7),
+	}, got.Request), "%v", got.Request)
+
+	tests := []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{
+			name: "refused", args: map[string]any{"event": "pause"},
+			want: "cannot pause session 1: it is needs_input, and pause is only possible from running",
+		},
+		{
+			name: "unknown event", args: map[string]any{"event": "restart"},
+			want: `event: unknown event "restart"; use one of ` + strings.Join(lifecyclefake.Events, ", "),
+		},
+		{
+			name: "missing event", args: map[string]any{},
+			want: "invalid arguments: transition needs event, one of " + strings.Join(lifecyclefake.Events, ", "),
+		},
+		{
+			name: "system_recovery not a boolean", args: map[string]any{"event": "resume", "system_recovery": "yes"},
+			want: "invalid arguments: system_recovery must be true or false",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.args["action"], tt.args["session_id"] = "transition", "1"
+			res := call(t, c, "action_session", tt.args)
+			require.True(t, res.IsError, textOf(res))
+			require.Equal(t, tt.want, textOf(res))
+		})
+	}
+}
+
+func TestSelfSessionNarrowsActionSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	full := b.connect(t, "/?tool_groups=sessions")
+	self := b.connect(t, "/?tool_groups=self_session")
+	startSession(t, full)
+	startSession(t, full)
+	res := call(t, full, "action_session", map[string]any{"action": "transition", "session_id": "1", "event": "start"})
+	require.False(t, res.IsError, textOf(res))
+
+	// Listed: the same tool name, only the self-session actions and their
+	// arguments.
+	actions, args := actionSessionSchema(t, self)
+	require.Equal(t, selfActions, actions)
+	require.ElementsMatch(t, []string{"action", "session_id", "title", "notes", "enabled", "interval_seconds", "force", "acting_session_id"}, args)
+	for path, want := range map[string][]string{
+		"/":                                   allActions,
+		"/?tool_groups=sessions":              allActions,
+		"/?tool_groups=self_session,sessions": allActions,
+	} {
+		actions, args := actionSessionSchema(t, b.connect(t, path))
+		require.Equal(t, want, actions, path)
+		require.Subset(t, args, []string{"session_ids", "event", "failure_reason", "system_recovery", "running_job_id", "paused_by"}, path)
+	}
+
+	// Refused: every other action, before anything reaches lifecycle.
+	before := len(b.fake.Calls())
+	for _, action := range []string{"pause", "transition", "bulk_archive", "unarchive", "fail"} {
+		res := call(t, self, "action_session", map[string]any{"action": action, "session_id": "1"})
+		require.True(t, res.IsError, action)
+		require.Equal(t, `action "`+action+`" is not available on the self-session MCP server (tool_groups=self_session), which offers only `+
+			"update_notes, update_title, set_heartbeat, archive; a session acts on others through the sessions tool group (tool_groups=sessions)", textOf(res))
+	}
+	res = call(t, self, "action_session", map[string]any{"action": "explode", "session_id": "1"})
+	require.Equal(t, `unknown action "explode"; use one of update_notes, update_title, set_heartbeat, archive`, textOf(res))
+	res = call(t, self, "action_session", map[string]any{"action": "archive", "session_ids": []any{"1"}})
+	require.True(t, res.IsError)
+	require.Contains(t, textOf(res), `unknown argument "session_ids" (accepted: action, session_id, notes, title, enabled, interval_seconds, force, acting_session_id)`)
+	require.Len(t, b.fake.Calls(), before, "no refused call reached lifecycle")
+	got, err := b.fake.GetSession(t.Context(), &lifecyclev1.GetSessionRequest{SessionId: "1"})
+	require.NoError(t, err)
+	require.Equal(t, "running", got.GetSession().GetStatus())
+
+	// Allowed: the edits and archive, declared as the self-session surface
+	// so the archive line names it.
+	res = call(t, self, "action_session", map[string]any{"action": "update_notes", "session_id": "1", "notes": "n"})
+	require.False(t, res.IsError, textOf(res))
+	require.Equal(t, surface.MCPSelf, lastCall(t, b.fake).Surface)
+	res = call(t, self, "action_session", map[string]any{"action": "archive", "session_id": "1", "acting_session_id": 1, "force": true})
+	require.False(t, res.IsError, textOf(res))
+	require.Contains(t, textOf(res), "- **status:** archived\n")
+	archive := lastCall(t, b.fake)
+	require.Equal(t, "ArchiveSession", archive.Method)
+	require.Equal(t, surface.MCPSelf, archive.Surface)
+	require.True(t, proto.Equal(&lifecyclev1.ArchiveSessionRequest{SessionId: "1", ActingSessionId: proto.Int64(1), Force: true}, archive.Request))
+
+	// The same archive through the full group is an MCP API call.
+	res = call(t, full, "action_session", map[string]any{"action": "archive", "session_id": "2"})
+	require.False(t, res.IsError, textOf(res))
+	require.Equal(t, surface.MCP, lastCall(t, b.fake).Surface)
+}
