@@ -84,9 +84,18 @@ func TestEveryStateEventPair(t *testing.T) {
 					}
 				}
 				require.Equal(t, len(out.Applied), lines, "one timeline line per applied transition")
+				// The store writes a transition's own columns and no others.
+				require.Empty(t, cmp.Diff(withoutLifecycleColumns(s), withoutLifecycleColumns(out.Session)),
+					"a transition changed a column it does not own")
 			})
 		}
 	}
+}
+
+func withoutLifecycleColumns(s domain.Session) domain.Session {
+	s.Status, s.Markers, s.UpdatedAt = 0, domain.Markers{}, time.Time{}
+	s.ElapsedSince, s.ArchivedAt, s.ArchivedFrom, s.TrashAfter = nil, nil, nil, nil
+	return s
 }
 
 func TestGuards(t *testing.T) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -144,11 +145,14 @@ func (s *Sessions) writeRefusal(ctx context.Context, cur domain.Session, refused
 // outbox events and, with flags, the experimental-setting flags.
 func (s *Sessions) writeTransition(ctx context.Context, expect int64, out domain.Outcome, flags bool) error {
 	sess := out.Session
-	args, err := sessionArgs(sess)
+	markers, err := json.Marshal(sess.Markers)
 	if err != nil {
-		return err
+		return fmt.Errorf("encode markers: %w", err)
 	}
-	args = append(args, expect)
+	// A transition changes only its own columns; the editable ones belong
+	// to edits (and the version check keeps the two from crossing).
+	args := []any{sess.ID, sess.Status, markers, sess.ElapsedSince, sess.ArchivedAt, sess.ArchivedFrom,
+		sess.TrashAfter, sess.UpdatedAt, expect}
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
@@ -158,8 +162,9 @@ func (s *Sessions) writeTransition(ctx context.Context, expect int64, out domain
 		kinds[i], messages[i] = string(l.Kind), l.Message
 	}
 	sql := `WITH s AS (
-		UPDATE sessions SET ` + sessionSet + `
-		WHERE id = $1 AND version = $` + fmt.Sprint(len(args)) + `
+		UPDATE sessions SET status = $2, markers = $3, elapsed_since = $4, archived_at = $5,
+			archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1
+		WHERE id = $1 AND version = $9
 		RETURNING id)`
 	if len(out.Timeline) > 0 {
 		sql += `, timeline AS (
