@@ -294,6 +294,10 @@ func TestEndToEnd(t *testing.T) {
 		require.True(t, res.IsError, "an unknown session is a tool error")
 	})
 
+	// Every row of the state machine, through each public surface.
+	t.Run("MachineOverREST", func(t *testing.T) { machineOverREST(t, api) })
+	t.Run("MachineOverMCP", func(t *testing.T) { machineOverMCP(t, s, api) })
+
 	t.Run("TemporalWorkers", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
