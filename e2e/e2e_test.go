@@ -166,7 +166,7 @@ func TestEndToEnd(t *testing.T) {
 		ctx := context.Background()
 		code, body := api.do(t, "POST", "/api/v1/sessions", `{"prompt":"p","git_root":"g","slug":"life"}`)
 		require.Equal(t, http.StatusCreated, code, body)
-		// Starting belongs to the runner: internal gRPC.
+		// Starting belongs to the runner, which calls TransitionSession over gRPC.
 		_, err := lifecycle.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{SessionId: "life", Event: "start"})
 		require.NoError(t, err)
 
