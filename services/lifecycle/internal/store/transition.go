@@ -39,6 +39,15 @@ func (s *Sessions) Transition(ctx context.Context, ref domain.SessionRef,
 // from other processes can make it retry, and they are rare.
 const maxTransitionAttempts = 8
 
+func hasEffect(out domain.Outcome, name string) bool {
+	for _, e := range out.Effects {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // errStale reports that the version a decision was made from had moved.
 var errStale = errors.New("session changed since it was read")
 
@@ -104,24 +113,45 @@ func (s *Sessions) transition(ctx context.Context, ref domain.SessionRef,
 // read loads a session and counts its armed wake-ups in one statement, and
 // remembers them.
 func (s *Sessions) read(ctx context.Context, ref domain.SessionRef) (decided, error) {
-	where, arg := "id = $1", any(ref.ID)
-	if ref.Slug != "" {
-		where, arg = "slug = $1", ref.Slug
+	d, err := scanDecided(ref, s.pool.QueryRow(ctx, selectDecided(ref, ""), refArg(ref)))
+	if err != nil {
+		return decided{}, err
 	}
-	var d decided
-	var err error
-	d.session, err = scanSession(s.pool.QueryRow(ctx, `
-		SELECT `+sessionColumns+`,
+	s.cache.put(d)
+	return d, nil
+}
+
+// selectDecided is the statement that reads what a transition decides from,
+// with lock appended (e.g. "FOR UPDATE").
+func selectDecided(ref domain.SessionRef, lock string) string {
+	where := "id = $1"
+	if ref.Slug != "" {
+		where = "slug = $1"
+	}
+	return `SELECT ` + sessionColumns + `,
 			(SELECT count(*) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.kind = 'one_time'),
 			(SELECT count(*) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.kind = 'session_state')
-		FROM sessions WHERE `+where, arg), &d.wakes.OneTime, &d.wakes.Watchers)
+		FROM sessions WHERE ` + where + ` ` + lock
+}
+
+// refArg is the value selectDecided's $1 takes.
+func refArg(ref domain.SessionRef) any {
+	if ref.Slug != "" {
+		return ref.Slug
+	}
+	return ref.ID
+}
+
+func scanDecided(ref domain.SessionRef, row pgx.Row) (decided, error) {
+	var d decided
+	var err error
+	d.session, err = scanSession(row, &d.wakes.OneTime, &d.wakes.Watchers)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return decided{}, &domain.NotFoundError{Ref: ref}
 	}
 	if err != nil {
 		return decided{}, fmt.Errorf("read session %s: %w", ref, err)
 	}
-	s.cache.put(d)
 	return d, nil
 }
 
@@ -203,47 +233,6 @@ func (s *Sessions) writeTransition(ctx context.Context, expect int64, out domain
 		return errStale
 	}
 	return nil
-}
-
-// batcher sends pipelined statements; pgx.Tx and *pgx.Conn both do.
-type batcher interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
-
-// lockWithWakes locks the session's row and counts its armed wake-ups in
-// one round trip, after the statements in before (e.g. BEGIN).
-func lockWithWakes(ctx context.Context, db batcher, ref domain.SessionRef, before ...string) (domain.Session, domain.Wakes, error) {
-	where, arg := "id = $1", any(ref.ID)
-	if ref.Slug != "" {
-		where, arg = "slug = $1", ref.Slug
-	}
-	var b pgx.Batch
-	for _, stmt := range before {
-		b.Queue(stmt)
-	}
-	b.Queue(`SELECT `+sessionColumns+` FROM sessions WHERE `+where+` FOR UPDATE`, arg)
-	b.Queue(`
-		SELECT count(*) FILTER (WHERE kind = 'one_time'), count(*) FILTER (WHERE kind = 'session_state')
-		FROM wake_triggers WHERE session_id = (SELECT id FROM sessions WHERE `+where+`)`, arg)
-	br := db.SendBatch(ctx, &b)
-	defer br.Close()
-	for _, stmt := range before {
-		if _, err := br.Exec(); err != nil {
-			return domain.Session{}, domain.Wakes{}, fmt.Errorf("%s: %w", stmt, err)
-		}
-	}
-	sess, err := scanSession(br.QueryRow())
-	if errors.Is(err, pgx.ErrNoRows) {
-		return domain.Session{}, domain.Wakes{}, &domain.NotFoundError{Ref: ref}
-	}
-	if err != nil {
-		return domain.Session{}, domain.Wakes{}, fmt.Errorf("lock session %s: %w", ref, err)
-	}
-	var w domain.Wakes
-	if err := br.QueryRow().Scan(&w.OneTime, &w.Watchers); err != nil {
-		return domain.Session{}, domain.Wakes{}, fmt.Errorf("read wakes of session %d: %w", sess.ID, err)
-	}
-	return sess, w, nil
 }
 
 // Timeline implements app.SessionRepository.

@@ -18,10 +18,11 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 ) (domain.Session, error) {
 	var updated decided
 	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		cur, wakes, err := lockWithWakes(ctx, tx, ref)
+		locked, err := scanDecided(ref, tx.QueryRow(ctx, selectDecided(ref, "FOR UPDATE"), refArg(ref)))
 		if err != nil {
 			return err
 		}
+		cur := locked.session
 		next, note, err := change(cur)
 		if err != nil {
 			return err
@@ -38,7 +39,7 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 		if err := w.send(ctx, tx); err != nil {
 			return err
 		}
-		updated = decided{session: next, wakes: wakes}
+		updated = decided{session: next, wakes: locked.wakes}
 		return nil
 	})
 	if err != nil {
@@ -54,15 +55,15 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 func (s *Sessions) Delete(ctx context.Context, ref domain.SessionRef) error {
 	var id int64
 	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		cur, _, err := lockWithWakes(ctx, tx, ref)
+		locked, err := scanDecided(ref, tx.QueryRow(ctx, selectDecided(ref, "FOR UPDATE"), refArg(ref)))
 		if err != nil {
 			return err
 		}
-		id = cur.ID
+		id = locked.session.ID
 		var w writes
-		w.queue(func(err error) error { return fmt.Errorf("delete session %d: %w", cur.ID, err) },
-			`DELETE FROM sessions WHERE id = $1`, cur.ID)
-		if err := w.announce(s.codec.Encode, domain.SessionDeleted{SessionID: cur.ID}); err != nil {
+		w.queue(func(err error) error { return fmt.Errorf("delete session %d: %w", id, err) },
+			`DELETE FROM sessions WHERE id = $1`, id)
+		if err := w.announce(s.codec.Encode, domain.SessionDeleted{SessionID: id}); err != nil {
 			return err
 		}
 		return w.send(ctx, tx)
@@ -106,13 +107,4 @@ func (s *Sessions) UpdateSettings(ctx context.Context, provenanceViaMCP *bool) (
 		}
 	}
 	return s.Settings(ctx)
-}
-
-func hasEffect(out domain.Outcome, name string) bool {
-	for _, e := range out.Effects {
-		if e.Name == name {
-			return true
-		}
-	}
-	return false
 }

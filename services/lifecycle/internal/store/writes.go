@@ -26,11 +26,11 @@ func (w *writes) queue(wrap func(error) error, sql string, args ...any) {
 }
 
 // send runs the batch, reporting the first failure.
-func (w *writes) send(ctx context.Context, db batcher) error {
+func (w *writes) send(ctx context.Context, tx pgx.Tx) error {
 	if w.b.Len() == 0 {
 		return nil
 	}
-	br := db.SendBatch(ctx, &w.b)
+	br := tx.SendBatch(ctx, &w.b)
 	for i := range w.b.Len() {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
