@@ -1,7 +1,8 @@
 // Package outbox delivers a service's events to other contexts at least once.
 //
-// A producer writes its events with Enqueue inside the transaction that makes
-// the change, so the change and the promise to announce it commit together.
+// A producer writes its events inside the transaction that makes the change
+// (Enqueue, Queue, or Rows inside its own statement), so the change and the
+// promise to announce it commit together, and then notifies its Signal.
 // A Relay per subscriber then hands pending messages to a Deliver function,
 // marking each delivered only after the hand-off succeeded: a crash between
 // the two redelivers the message, never loses it. Consumers therefore apply
