@@ -277,36 +277,43 @@ func (s *Server) update(ref string, enabled *bool, interval *int32) (*lifecyclev
 	return sess, nil
 }
 
-// machine is the lifecycle state machine: each event's from-states and
-// target, as the real service's.
-var machine = map[string]struct {
-	from []string
-	to   string
-}{
-	"start":                    {[]string{"waiting"}, "running"},
-	"pause":                    {[]string{"running"}, "needs_input"},
-	"resume":                   {[]string{"waiting", "needs_input", "failed"}, "running"},
-	"sleep":                    {[]string{"needs_input"}, "waiting"},
-	"block_on_elicitation":     {[]string{"running"}, "needs_input"},
-	"unblock_from_elicitation": {[]string{"needs_input"}, "running"},
-	"fail":                     {[]string{"waiting", "running", "needs_input"}, "failed"},
-	"archive":                  {[]string{"waiting", "running", "needs_input", "failed"}, "archived"},
-	"unarchive_to_waiting":     {[]string{"archived"}, "waiting"},
-	"unarchive_to_failed":      {[]string{"archived"}, "failed"},
-	"unarchive_to_needs_input": {[]string{"archived"}, "needs_input"},
+// edge is one event of the machine: its from-states and its target.
+type edge struct {
+	event string
+	from  []string
+	to    string
+}
+
+// machine is the lifecycle state machine, in the real service's order:
+// each event's from-states and target.
+var machine = []edge{
+	{"start", []string{"waiting"}, "running"},
+	{"pause", []string{"running"}, "needs_input"},
+	{"resume", []string{"waiting", "needs_input", "failed"}, "running"},
+	{"sleep", []string{"needs_input"}, "waiting"},
+	{"block_on_elicitation", []string{"running"}, "needs_input"},
+	{"unblock_from_elicitation", []string{"needs_input"}, "running"},
+	{"fail", []string{"waiting", "running", "needs_input"}, "failed"},
+	{"archive", []string{"waiting", "running", "needs_input", "failed"}, "archived"},
+	{"unarchive_to_waiting", []string{"archived"}, "waiting"},
+	{"unarchive_to_failed", []string{"archived"}, "failed"},
+	{"unarchive_to_needs_input", []string{"archived"}, "needs_input"},
 }
 
 // Events are the machine's events in the real service's order.
-var Events = []string{
-	"start", "pause", "resume", "sleep", "block_on_elicitation", "unblock_from_elicitation", "fail", "archive",
-	"unarchive_to_waiting", "unarchive_to_failed", "unarchive_to_needs_input",
-}
+var Events = func() []string {
+	names := make([]string, len(machine))
+	for i, e := range machine {
+		names[i] = e.event
+	}
+	return names
+}()
 
 // fire applies event to the session ref names, refusing it as the real
 // service does. Callers hold mu.
 func (s *Server) fire(ref, event string) (*lifecyclev1.Session, string, error) {
-	edge, ok := machine[event]
-	if !ok {
+	i := slices.IndexFunc(machine, func(e edge) bool { return e.event == event })
+	if i < 0 {
 		return nil, "", invalid([]*errdetails.BadRequest_FieldViolation{{
 			Field: "event", Description: fmt.Sprintf("unknown event %q; use one of %s", event, strings.Join(Events, ", ")),
 		}})
@@ -315,12 +322,12 @@ func (s *Server) fire(ref, event string) (*lifecyclev1.Session, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	from := sess.GetStatus()
-	if !slices.Contains(edge.from, from) {
+	e, from := machine[i], sess.GetStatus()
+	if !slices.Contains(e.from, from) {
 		return nil, "", status.Errorf(codes.FailedPrecondition, "cannot %s session %d: it is %s, and %s is only possible from %s",
-			event, sess.GetId(), from, event, strings.Join(edge.from, " or "))
+			event, sess.GetId(), from, event, strings.Join(e.from, " or "))
 	}
-	sess.Status = edge.to
+	sess.Status = e.to
 	sess.Version++
 	switch event {
 	case "archive":

@@ -63,31 +63,28 @@ const (
 // actionArg is one argument of action_session: its schema and what it
 // means; the description names the actions that read it.
 type actionArg struct {
+	name string
 	with func(name string, opts ...mcpgo.PropertyOption) mcpgo.ToolOption
 	doc  string
 	opts []mcpgo.PropertyOption
 }
 
-var actionArgs = map[string]actionArg{
-	"session_id":  {mcpgo.WithString, `the session's numeric id or slug.`, nil},
-	"session_ids": {mcpgo.WithArray, "the ids or slugs to archive.", []mcpgo.PropertyOption{mcpgo.WithStringItems()}},
-	"force": {mcpgo.WithBoolean, "archive even over undelivered queued messages, discarding them. Not the recommended path: " +
+// actionArgs are the arguments, in the order the tool's schema lists them.
+var actionArgs = []actionArg{
+	{"session_id", mcpgo.WithString, `the session's numeric id or slug.`, nil},
+	{"session_ids", mcpgo.WithArray, "the ids or slugs to archive.", []mcpgo.PropertyOption{mcpgo.WithStringItems()}},
+	{"title", mcpgo.WithString, `the new title, at most 500 characters ("" clears it).`, nil},
+	{"notes", mcpgo.WithString, `the notes, replacing the old ones; at most 50,000 characters ("" clears them).`, nil},
+	{"enabled", mcpgo.WithBoolean, "true turns the heartbeat nudge on, false off.", nil},
+	{"interval_seconds", mcpgo.WithInteger, "seconds between heartbeat nudges, 30 to 86,400 (a new session has 60).",
+		[]mcpgo.PropertyOption{mcpgo.Min(minHeartbeatSeconds), mcpgo.Max(maxHeartbeatSeconds)}},
+	{"event", mcpgo.WithString, "the state-machine event to fire.", []mcpgo.PropertyOption{mcpgo.Enum(machineEvents...)}},
+	{"force", mcpgo.WithBoolean, "archive even over undelivered queued messages, discarding them. Not the recommended path: " +
 		"only after reading the messages and deciding to throw them away.", nil},
-	"failure_reason":   {mcpgo.WithString, "why the session failed (for transition, with event fail).", nil},
-	"title":            {mcpgo.WithString, `the new title, at most 500 characters ("" clears it).`, nil},
-	"notes":            {mcpgo.WithString, `the notes, replacing the old ones; at most 50,000 characters ("" clears them).`, nil},
-	"enabled":          {mcpgo.WithBoolean, "true turns the heartbeat nudge on, false off.", nil},
-	"interval_seconds": {mcpgo.WithInteger, "seconds between heartbeat nudges, 30 to 86,400 (a new session has 60).", []mcpgo.PropertyOption{mcpgo.Min(minHeartbeatSeconds), mcpgo.Max(maxHeartbeatSeconds)}},
-	"event":            {mcpgo.WithString, "the state-machine event to fire.", []mcpgo.PropertyOption{mcpgo.Enum(machineEvents...)}},
-	"system_recovery":  {mcpgo.WithBoolean, "a recovery path's resume, which keeps pending wake-ups (with event resume).", nil},
-	"running_job_id":   {mcpgo.WithString, "the job that owns the agent process (with event start or resume).", nil},
-	"paused_by":        {mcpgo.WithString, "who paused (with event pause).", nil},
-}
-
-// argOrder is the order the tool's schema lists the arguments in.
-var argOrder = []string{
-	"session_id", "session_ids", "title", "notes", "enabled", "interval_seconds", "event", "force", "failure_reason",
-	"system_recovery", "running_job_id", "paused_by",
+	{"failure_reason", mcpgo.WithString, "why the session failed (for transition, with event fail).", nil},
+	{"system_recovery", mcpgo.WithBoolean, "a recovery path's resume, which keeps pending wake-ups (with event resume).", nil},
+	{"running_job_id", mcpgo.WithString, "the job that owns the agent process (with event start or resume).", nil},
+	{"paused_by", mcpgo.WithString, "who paused (with event pause).", nil},
 }
 
 func findAction(name string) (sessionAction, bool) {
@@ -130,15 +127,14 @@ func actionSessionTool(names []string) mcpgo.Tool {
 		mcpgo.WithDescription(doc.String()),
 		mcpgo.WithString("action", mcpgo.Required(), mcpgo.Enum(names...)),
 	}
-	for _, name := range argOrder {
-		users := usedBy[name]
+	for _, arg := range actionArgs {
+		users := usedBy[arg.name]
 		if len(users) == 0 {
 			continue
 		}
-		arg := actionArgs[name]
 		desc := readBy(users, names) + arg.doc
 		props := append([]mcpgo.PropertyOption{mcpgo.Description(strings.ToUpper(desc[:1]) + desc[1:])}, arg.opts...)
-		opts = append(opts, arg.with(name, props...))
+		opts = append(opts, arg.with(arg.name, props...))
 	}
 	opts = append(opts,
 		mcpgo.WithInteger("acting_session_id", mcpgo.Description("Your own session id, when you are a session: it is named on the target's timeline.")),

@@ -148,16 +148,15 @@ type TransitionSession struct {
 	TrashRetention time.Duration
 }
 
-// Handle parses ref and applies verb with the details in cmd.
+// Handle parses ref and applies verb with the details in cmd: a command
+// chooses its event from the session; any other verb is a raw event (Fire).
 func (uc TransitionSession) Handle(ctx context.Context, ref string, verb Verb, cmd domain.Command) (domain.Outcome, error) {
+	if verb != VerbSleep && verb != VerbUnarchive && verb != VerbRestart {
+		return uc.Fire(ctx, ref, string(verb), cmd)
+	}
 	r, err := domain.ParseSessionRef(ref)
 	if err != nil {
 		return domain.Outcome{}, err
-	}
-	if verb != VerbSleep && verb != VerbUnarchive && verb != VerbRestart {
-		if _, err := domain.ParseEvent(string(verb)); err != nil {
-			return domain.Outcome{}, &validation.Error{Violations: []validation.FieldViolation{{Field: "event", Reason: err.Error()}}}
-		}
 	}
 	return uc.Repo.Transition(ctx, r, func(s domain.Session, wakes domain.Wakes) (domain.Outcome, error) {
 		env := uc.env(wakes)
@@ -166,10 +165,8 @@ func (uc TransitionSession) Handle(ctx context.Context, ref string, verb Verb, c
 			return domain.Sleep(s, cmd, env)
 		case VerbUnarchive:
 			cmd.Event = domain.UnarchiveEvent(s)
-		case VerbRestart:
+		default: // VerbRestart
 			cmd.Event = domain.EventResume
-		default:
-			cmd.Event = domain.Event(verb)
 		}
 		return domain.Apply(s, cmd, env)
 	})

@@ -62,9 +62,7 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 		if err != nil {
 			return nil, err
 		}
-		return one(build(TopicSessionUpdated, f.Session, &lifecyclev1.SessionEvent{
-			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s}},
-		}, SubscriberLineage))
+		return one(updated(f.Session, s, nil))
 	case domain.SessionTransitioned:
 		s, err := withoutPrompt(f.Session)
 		if err != nil {
@@ -74,20 +72,10 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 		for _, e := range f.Outcome.Applied {
 			t.Events = append(t.Events, string(e))
 		}
+		var effects []outbox.Addressed
 		for _, e := range f.Outcome.Effects {
 			if e.Owner() == "" {
 				t.LocalEffects = append(t.LocalEffects, e.Name)
-			}
-		}
-		updated, err := build(TopicSessionUpdated, f.Session, &lifecyclev1.SessionEvent{
-			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s, Transition: t}},
-		}, SubscriberLineage)
-		if err != nil {
-			return nil, err
-		}
-		out := []outbox.Addressed{updated}
-		for _, e := range f.Outcome.Effects {
-			if e.Owner() == "" {
 				continue
 			}
 			payload, err := structpb.NewStruct(e.Payload)
@@ -102,9 +90,13 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, a)
+			effects = append(effects, a)
 		}
-		return out, nil
+		announced, err := updated(f.Session, s, t)
+		if err != nil {
+			return nil, err
+		}
+		return append([]outbox.Addressed{announced}, effects...), nil
 	case domain.SessionDeleted:
 		return one(build(TopicSessionDeleted, domain.Session{ID: f.SessionID, UpdatedAt: time.Now().UTC()}, &lifecyclev1.SessionEvent{
 			Payload: &lifecyclev1.SessionEvent_Deleted{Deleted: &lifecyclev1.SessionDeleted{SessionId: f.SessionID}},
@@ -150,6 +142,14 @@ func Stream(_ string, payload []byte) ([]domain.StreamEvent, error) {
 	default:
 		return nil, nil
 	}
+}
+
+// updated is the SessionUpdated announcement lineage receives; t is set
+// when a transition made the change.
+func updated(sess domain.Session, s *lifecyclev1.Session, t *lifecyclev1.Transition) (outbox.Addressed, error) {
+	return build(TopicSessionUpdated, sess, &lifecyclev1.SessionEvent{
+		Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s, Transition: t}},
+	}, SubscriberLineage)
 }
 
 // withoutPrompt is the snapshot every event after creation carries: the

@@ -112,12 +112,18 @@ func TestTwoProcessesRacingOneSession(t *testing.T) {
 	stream, err := procs[0].History.Events(ctx, strconv.FormatInt(s.ID, 10))
 	require.NoError(t, err)
 	var transitions int
+	last := domain.StatusWaiting.String()
 	for _, e := range stream {
 		if e.Name == "transition" {
 			transitions++
+			// A decision from a stale state would start where the
+			// previous transition did not end.
+			require.Equal(t, last, e.Payload["from"], "transition %d starts where the one before it ended", transitions)
+			last = e.Payload["to"].(string)
 		}
 	}
 	require.Equal(t, applied, transitions)
+	require.Equal(t, got.Status.String(), last)
 }
 
 // TestFlagsFailureNeverStopsTheTransition: recording the experimental

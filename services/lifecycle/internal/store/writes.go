@@ -45,33 +45,24 @@ func (w *writes) send(ctx context.Context, tx pgx.Tx) error {
 
 // save queues the update of every mutable column of sess.
 func (w *writes) save(sess domain.Session) error {
-	args, err := sessionArgs(sess)
-	if err != nil {
-		return err
-	}
-	w.queue(func(err error) error { return interpretWrite(err, sess) },
-		`UPDATE sessions SET `+sessionSet+` WHERE id = $1`, args...)
-	return nil
-}
-
-// sessionSet assigns every mutable column from sessionArgs ($1 is the id).
-const sessionSet = `status = $2, markers = $3, elapsed_since = $4, archived_at = $5,
-	archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1,
-	title = $9, slug = NULLIF($10, ''), goal = $11, scheduling_class = $12, precedence = $13,
-	custom_metadata = $14, heartbeat_enabled = $15, heartbeat_interval_seconds = $16, notes = $17`
-
-func sessionArgs(sess domain.Session) ([]any, error) {
 	markers, err := json.Marshal(sess.Markers)
 	if err != nil {
-		return nil, fmt.Errorf("encode markers: %w", err)
+		return fmt.Errorf("encode markers: %w", err)
 	}
 	md, err := json.Marshal(sess.CustomMetadata)
 	if err != nil {
-		return nil, fmt.Errorf("encode custom_metadata: %w", err)
+		return fmt.Errorf("encode custom_metadata: %w", err)
 	}
-	return []any{sess.ID, sess.Status, markers, sess.ElapsedSince, sess.ArchivedAt, sess.ArchivedFrom,
+	w.queue(func(err error) error { return interpretWrite(err, sess) }, `
+		UPDATE sessions SET status = $2, markers = $3, elapsed_since = $4, archived_at = $5,
+			archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1,
+			title = $9, slug = NULLIF($10, ''), goal = $11, scheduling_class = $12, precedence = $13,
+			custom_metadata = $14, heartbeat_enabled = $15, heartbeat_interval_seconds = $16, notes = $17
+		WHERE id = $1`,
+		sess.ID, sess.Status, markers, sess.ElapsedSince, sess.ArchivedAt, sess.ArchivedFrom,
 		sess.TrashAfter, sess.UpdatedAt, sess.Title, sess.Slug, sess.Goal, sess.SchedulingClass,
-		sess.Precedence, md, sess.HeartbeatEnabled, sess.HeartbeatIntervalSeconds, sess.Notes}, nil
+		sess.Precedence, md, sess.HeartbeatEnabled, sess.HeartbeatIntervalSeconds, sess.Notes)
+	return nil
 }
 
 func (w *writes) timeline(sessionID int64, at time.Time, lines []domain.TimelineEntry) {
