@@ -1,7 +1,8 @@
 // Package platform is the small shared kit every Zimmer service is built from:
 // start-up (host), logging (slogx), configuration (envcfg), Postgres (pgdb,
 // pgtest), event delivery (outbox, inbox), request validation errors
-// (validation, stdlib-only so domain packages may use it), gRPC plumbing
+// (validation, stdlib-only so domain packages may use it), the time (clock,
+// stdlib-only too), gRPC plumbing
 // (grpcserver, grpcclient, grpcstatus, apikey) and Temporal (temporalx). It
 // holds no domain code.
 package platform
