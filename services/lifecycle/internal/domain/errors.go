@@ -15,11 +15,13 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
-// NotFoundError says which session could not be found.
+// NotFoundError says which session could not be found, and what to do about
+// it in the domain's words. Naming the route that lists sessions is for the
+// surface that has routes (the gateway), not for the domain.
 type NotFoundError struct{ Ref SessionRef }
 
 func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("session %s not found; check the id or slug (GET /api/v1/sessions lists sessions)", e.Ref)
+	return fmt.Sprintf("session %s not found; check the id or slug (listing sessions shows both)", e.Ref)
 }
 
 func (e *NotFoundError) Unwrap() error { return ErrNotFound }
