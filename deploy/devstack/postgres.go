@@ -37,8 +37,50 @@ type PostgresOptions struct {
 	// BinDir holds initdb and pg_ctl; empty means DefaultPostgresBinDir or the newest
 	// /usr/lib/postgresql/*/bin.
 	BinDir string
+	// Durability is Durable unless set: only a cluster whose data is thrown away
+	// (make test's) may trade crash safety for speed.
+	Durability Durability
 	// Progress receives human-readable progress lines; nil discards them.
 	Progress io.Writer
+}
+
+// Durability says whether a cluster survives a crash of the machine with every
+// acknowledged commit. It is passed to the server on every start (command-line
+// settings outrank postgresql.conf), so an existing cluster gets it too.
+type Durability int
+
+const (
+	// Durable is Postgres's default: fsync, synchronous_commit and
+	// full_page_writes on. The zero value, for clusters that hold real data
+	// (make run's .data/postgres).
+	Durable Durability = iota
+	// Disposable turns fsync, synchronous_commit and full_page_writes off: a
+	// crash may lose or corrupt data, which is fine for a cluster recreated on
+	// every run (make test's .data/test-pg) and several times faster.
+	Disposable
+)
+
+func (d Durability) String() string {
+	if d == Disposable {
+		return "disposable"
+	}
+	return "durable"
+}
+
+// durabilitySettings are the server settings a Durability fixes, in SHOW order.
+var durabilitySettings = []string{"fsync", "synchronous_commit", "full_page_writes"}
+
+// serverOptions is the postgres command line (pg_ctl -o) stating the durability.
+func (d Durability) serverOptions() string {
+	value := "on"
+	if d == Disposable {
+		value = "off"
+	}
+	opts := make([]string, len(durabilitySettings))
+	for i, name := range durabilitySettings {
+		opts[i] = fmt.Sprintf("-c %s=%s", name, value)
+	}
+	return strings.Join(opts, " ")
 }
 
 // Postgres is a running Postgres server: either a private cluster managed with
@@ -48,6 +90,7 @@ type Postgres struct {
 	dataDir  string // empty for an external server
 	binDir   string
 	port     int
+	durable  Durability
 	started  bool // this process started the server (as opposed to reusing it)
 	cred     *syscall.Credential
 }
@@ -64,8 +107,9 @@ func ConnectPostgres(ctx context.Context, adminURL string) (*Postgres, error) {
 
 // StartPostgres initialises (once) and starts a private cluster listening only on
 // 127.0.0.1, with its unix socket inside the data directory, trust auth and
-// fsync=off (dev and test data is disposable; speed matters more). A cluster
-// already running from the same directory is reused.
+// the asked Durability. A cluster already running from the same directory is
+// reused; when Durable is asked and it runs without fsync (started by an older
+// zimmer-dev, or as Disposable), it is restarted durable first.
 func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error) {
 	progress := opts.Progress
 	if progress == nil {
@@ -81,16 +125,19 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 			return nil, err
 		}
 	}
-	p := &Postgres{dataDir: dir, binDir: binDir}
+	p := &Postgres{dataDir: dir, binDir: binDir, durable: opts.Durability}
 	if p.cred, err = postgresCredential(); err != nil {
 		return nil, err
 	}
 
 	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(progress, "postgres: initialising cluster in %s\n", dir)
+		fmt.Fprintf(progress, "postgres: initialising %s cluster in %s\n", opts.Durability, dir)
 		if err := p.initdb(ctx, opts.Port); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.dropLegacySettings(); err != nil {
+		return nil, err
 	}
 	b, err := os.ReadFile(filepath.Join(dir, portFile))
 	if err != nil {
@@ -101,25 +148,135 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 	}
 	p.adminURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p.port)
 
-	if p.Running(ctx) {
-		fmt.Fprintf(progress, "postgres: reusing running cluster on 127.0.0.1:%d\n", p.port)
-	} else {
-		fmt.Fprintf(progress, "postgres: starting on 127.0.0.1:%d\n", p.port)
-		// pg_ctl detaches the postmaster (setsid) and sends its output to -l, so
-		// it survives us on purpose and never holds our pipes open.
-		_, err := p.pgctl(ctx, "start", "-D", dir, "-l", p.LogFile(), "-w", "-t", "60", "-s")
-		if err != nil {
-			// A cancelled or timed-out pg_ctl may leave a postmaster behind that
-			// only we know about.
-			_ = p.Stop()
-			return nil, fmt.Errorf("start postgres: %w%s", err, indent(TailFile(p.LogFile(), 15)))
+	if !p.Running(ctx) {
+		fmt.Fprintf(progress, "postgres: starting %s on 127.0.0.1:%d\n", opts.Durability, p.port)
+		if err := p.start(ctx); err != nil {
+			return nil, err
 		}
 		p.started = true
+	} else {
+		fmt.Fprintf(progress, "postgres: reusing running cluster on 127.0.0.1:%d\n", p.port)
 	}
-	if err := p.ping(ctx); err != nil {
+	settings, err := p.durabilitySettings(ctx)
+	if err != nil {
 		return nil, err
 	}
+	if opts.Durability == Durable && !allOn(settings) {
+		// Started by an older zimmer-dev (or as Disposable): its data is real
+		// now, so a restart is worth the dropped connections. It stays
+		// "reused": whoever started it keeps owning its lifetime.
+		fmt.Fprintf(progress, "postgres: running cluster is not durable (%s); restarting it durable\n", settings)
+		if err := p.Stop(); err != nil {
+			return nil, err
+		}
+		if err := p.start(ctx); err != nil {
+			return nil, err
+		}
+		if settings, err = p.durabilitySettings(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Durability == Durable && !allOn(settings) {
+		return nil, fmt.Errorf("postgres in %s is still not durable after a restart (%s)", dir, settings)
+	}
 	return p, nil
+}
+
+// start runs the postmaster with the cluster's durability on its command line.
+func (p *Postgres) start(ctx context.Context) error {
+	// pg_ctl detaches the postmaster (setsid) and sends its output to -l, so
+	// it survives us on purpose and never holds our pipes open.
+	_, err := p.pgctl(ctx, "start", "-D", p.dataDir, "-l", p.LogFile(), "-w", "-t", "60", "-s",
+		"-o", p.durable.serverOptions())
+	if err != nil {
+		// A cancelled or timed-out pg_ctl may leave a postmaster behind that
+		// only we know about.
+		_ = p.Stop()
+		return fmt.Errorf("start postgres: %w%s", err, indent(TailFile(p.LogFile(), 15)))
+	}
+	return nil
+}
+
+// settingValues are SHOW results by setting name.
+type settingValues map[string]string
+
+func (s settingValues) String() string {
+	parts := make([]string, len(durabilitySettings))
+	for i, name := range durabilitySettings {
+		parts[i] = name + "=" + s[name]
+	}
+	return strings.Join(parts, " ")
+}
+
+func allOn(s settingValues) bool {
+	for _, name := range durabilitySettings {
+		if s[name] != "on" {
+			return false
+		}
+	}
+	return true
+}
+
+// durabilitySettings reads what the running server actually does, which is
+// what matters, wherever it was set.
+func (p *Postgres) durabilitySettings(ctx context.Context) (settingValues, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.adminURL)
+	if err != nil {
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	s := settingValues{}
+	for _, name := range durabilitySettings {
+		var v string
+		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v); err != nil {
+			return nil, fmt.Errorf("read postgres setting %s: %w", name, err)
+		}
+		s[name] = v
+	}
+	return s, nil
+}
+
+// legacyConfLines are what zimmer-dev once appended to postgresql.conf, mapped
+// to their replacement ("" drops the line). Durability now comes with each
+// start; removing them also keeps a cluster started by hand with pg_ctl durable.
+var legacyConfLines = map[string]string{
+	"# Added by zimmer devstack: private, loopback-only, disposable cluster.": confHeader,
+	"fsync = off":              "",
+	"synchronous_commit = off": "",
+	"full_page_writes = off":   "",
+}
+
+const confHeader = "# Added by zimmer devstack: private, loopback-only cluster; durability is set at each start (pg_ctl -o)."
+
+// dropLegacySettings rewrites postgresql.conf without legacyConfLines.
+func (p *Postgres) dropLegacySettings() error {
+	path := filepath.Join(p.dataDir, "postgresql.conf")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read postgresql.conf: %w", err)
+	}
+	var kept []string
+	changed := false
+	for line := range strings.SplitSeq(string(b), "\n") {
+		replacement, legacy := legacyConfLines[strings.TrimSpace(line)]
+		switch {
+		case !legacy:
+			kept = append(kept, line)
+		case replacement != "":
+			kept = append(kept, replacement)
+		}
+		changed = changed || legacy
+	}
+	if !changed {
+		return nil
+	}
+	// WriteFile keeps the existing file's owner and mode.
+	if err := os.WriteFile(path, []byte(strings.Join(kept, "\n")), 0o600); err != nil {
+		return fmt.Errorf("rewrite postgresql.conf without fsync=off: %w", err)
+	}
+	return nil
 }
 
 func (p *Postgres) initdb(ctx context.Context, port int) error {
@@ -142,22 +299,20 @@ func (p *Postgres) initdb(ctx context.Context, port int) error {
 			return err
 		}
 	}
-	_, err := p.exec(ctx, filepath.Join(p.binDir, "initdb"),
-		"-D", p.dataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C",
-		"--no-sync", "--no-instructions")
-	if err != nil {
+	args := []string{"-D", p.dataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions"}
+	if p.durable == Disposable {
+		args = append(args, "--no-sync")
+	}
+	if _, err := p.exec(ctx, filepath.Join(p.binDir, "initdb"), args...); err != nil {
 		return fmt.Errorf("initdb: %w", err)
 	}
 	conf := fmt.Sprintf(`
-# Added by zimmer devstack: private, loopback-only, disposable cluster.
+%s
 listen_addresses = '127.0.0.1'
 port = %d
 unix_socket_directories = '%s'
 max_connections = 200
-fsync = off
-synchronous_commit = off
-full_page_writes = off
-`, port, p.dataDir)
+`, confHeader, port, p.dataDir)
 	f, err := os.OpenFile(filepath.Join(p.dataDir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err

@@ -218,7 +218,10 @@ func (e *env) startRunPostgres(ctx context.Context) (*devstack.Postgres, error) 
 		e.say("postgres: using external server from ZIMMER_DATABASE_URL")
 		pg, err = devstack.ConnectPostgres(ctx, url)
 	} else {
-		pg, err = devstack.StartPostgres(ctx, devstack.PostgresOptions{DataDir: e.pgDataDir(), Progress: e.progress()})
+		// It holds the user's real sessions: every acknowledged commit must survive a crash.
+		pg, err = devstack.StartPostgres(ctx, devstack.PostgresOptions{
+			DataDir: e.pgDataDir(), Durability: devstack.Durable, Progress: e.progress(),
+		})
 	}
 	if err != nil {
 		return nil, err

@@ -155,7 +155,8 @@ func (e *env) testPostgres(ctx context.Context) (url string, stop func(), err er
 	if err := os.RemoveAll(dir); err != nil {
 		return "", nil, err
 	}
-	pg, err := devstack.StartPostgres(ctx, devstack.PostgresOptions{DataDir: dir, Progress: e.progress()})
+	// Thrown away after every run, so it may trade crash safety for speed.
+	pg, err := devstack.StartPostgres(ctx, devstack.PostgresOptions{DataDir: dir, Durability: devstack.Disposable, Progress: e.progress()})
 	if err != nil {
 		return "", nil, err
 	}
