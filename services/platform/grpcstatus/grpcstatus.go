@@ -1,8 +1,12 @@
 // Package grpcstatus maps the platform's shared errors to gRPC statuses, so
-// every service answers them alike.
+// every service answers them alike. A service's toStatus asks Common first,
+// then maps its own domain errors, and logs anything left as Internal.
 package grpcstatus
 
 import (
+	"context"
+	"errors"
+
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -10,20 +14,32 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
-// InvalidArgument is the status for a request that failed validation: code
-// InvalidArgument, the error's text as message and an errdetails.BadRequest
-// listing every violation (the gateway names the fields from it).
-func InvalidArgument(err *validation.Error) error {
-	return BadRequest(err.Error(), err.Violations...)
+// Common maps the errors every service shares: a *validation.Error anywhere
+// in err's chain to InvalidArgument, and the context's cancellation and
+// deadline to Canceled and DeadlineExceeded. ok is false for any other
+// error, which is the service's to map.
+func Common(err error) (st error, ok bool) {
+	var verr *validation.Error
+	switch {
+	case errors.As(err, &verr):
+		return InvalidArgument(verr), true
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "request canceled"), true
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded"), true
+	}
+	return nil, false
 }
 
-// BadRequest is InvalidArgument with a message of the caller's choosing, for
-// a service whose validation error is worded differently. The details are
-// left off only if they cannot be encoded; the code and message stay.
-func BadRequest(msg string, violations ...validation.FieldViolation) error {
-	st := status.New(codes.InvalidArgument, msg)
+// InvalidArgument is the status for a request that failed validation: code
+// InvalidArgument, the error's text as message and an errdetails.BadRequest
+// listing every violation (the gateway names the fields from it). The
+// details are left off only if they cannot be encoded; the code and message
+// stay.
+func InvalidArgument(err *validation.Error) error {
+	st := status.New(codes.InvalidArgument, err.Error())
 	br := &errdetails.BadRequest{}
-	for _, v := range violations {
+	for _, v := range err.Violations {
 		br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Reason})
 	}
 	if withDetails, derr := st.WithDetails(br); derr == nil {

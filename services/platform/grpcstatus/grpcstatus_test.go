@@ -1,6 +1,9 @@
 package grpcstatus_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -38,12 +41,41 @@ func TestInvalidArgument(t *testing.T) {
 	}
 }
 
-func TestBadRequestKeepsMessage(t *testing.T) {
-	st := status.Convert(grpcstatus.BadRequest("invalid f: r", validation.FieldViolation{Field: "f", Reason: "r"}))
-	if st.Code() != codes.InvalidArgument || st.Message() != "invalid f: r" {
-		t.Fatalf("status = %v %q, want InvalidArgument %q", st.Code(), st.Message(), "invalid f: r")
+func TestCommon(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		err     error
+		ok      bool
+		code    codes.Code
+		message string
+	}{
+		{"validation, wrapped", fmt.Errorf("apply: %w", validation.Invalid("f", "r")), true, codes.InvalidArgument, "f: r"},
+		{"canceled", fmt.Errorf("query: %w", context.Canceled), true, codes.Canceled, "request canceled"},
+		{"deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), true, codes.DeadlineExceeded, "deadline exceeded"},
+		{"anything else is the service's", errors.New("relation x does not exist"), false, codes.OK, ""},
 	}
-	if got := fieldViolations(t, st); len(got) != 1 || got["f"] != "r" {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err, ok := grpcstatus.Common(tt.err)
+			if ok != tt.ok {
+				t.Fatalf("ok = %v, want %v", ok, tt.ok)
+			}
+			if !ok {
+				if err != nil {
+					t.Fatalf("status = %v, want nil when not ok", err)
+				}
+				return
+			}
+			st := status.Convert(err)
+			if st.Code() != tt.code || st.Message() != tt.message {
+				t.Fatalf("status = %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.message)
+			}
+		})
+	}
+	err, _ := grpcstatus.Common(validation.Invalid("f", "r"))
+	if got := fieldViolations(t, status.Convert(err)); len(got) != 1 || got["f"] != "r" {
 		t.Fatalf("field violations = %v, want f: r", got)
 	}
 }

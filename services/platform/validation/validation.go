@@ -29,6 +29,24 @@ func (e *Error) Error() string {
 	return strings.Join(parts, "; ")
 }
 
+// Invalid is the Error for a request refused on one field, for checks that
+// stop at the first problem; the reason is fmt.Sprintf(format, args...).
+func Invalid(field, format string, args ...any) *Error {
+	return &Error{Violations: []FieldViolation{{Field: field, Reason: fmt.Sprintf(format, args...)}}}
+}
+
+// Nested returns e with every field moved under parent: a check of one part
+// of a request names its fields from that part ("id"), and the caller that
+// checked the whole request says where the part sits ("event.created.session"
+// gives "event.created.session.id").
+func (e *Error) Nested(parent string) *Error {
+	out := &Error{Violations: make([]FieldViolation, len(e.Violations))}
+	for i, v := range e.Violations {
+		out.Violations[i] = FieldViolation{Field: parent + "." + v.Field, Reason: v.Reason}
+	}
+	return out
+}
+
 // Violations accumulates FieldViolations while a request is checked.
 type Violations []FieldViolation
 

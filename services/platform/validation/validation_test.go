@@ -35,3 +35,32 @@ func TestViolations(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
+
+func TestInvalid(t *testing.T) {
+	t.Parallel()
+	err := validation.Invalid("entry_point", "longer than %d bytes", 100)
+	if len(err.Violations) != 1 || err.Violations[0] != (validation.FieldViolation{Field: "entry_point", Reason: "longer than 100 bytes"}) {
+		t.Fatalf("violations = %v, want one for entry_point", err.Violations)
+	}
+	if got, want := err.Error(), "entry_point: longer than 100 bytes"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestNested(t *testing.T) {
+	t.Parallel()
+	var vs validation.Violations
+	vs.Add("id", "must be a positive session id")
+	vs.Add("updated_at", "missing")
+	var verr *validation.Error
+	if !errors.As(vs.Err(), &verr) {
+		t.Fatalf("Err() = %T, want *validation.Error", vs.Err())
+	}
+	nested := verr.Nested("event.created.session")
+	if got, want := nested.Error(), "event.created.session.id: must be a positive session id; event.created.session.updated_at: missing"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if verr.Violations[0].Field != "id" {
+		t.Errorf("Nested changed the original: %v", verr.Violations)
+	}
+}

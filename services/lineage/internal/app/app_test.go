@@ -9,6 +9,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app/apptest"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 type testBundle struct {
@@ -72,9 +73,10 @@ func TestApplySessionEventValidation(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			applied, err := b.apply.Handle(t.Context(), tt.event())
-			var ve *domain.ValidationError
+			var ve *validation.Error
 			require.ErrorAs(t, err, &ve)
-			require.Equal(t, tt.field, ve.Field)
+			require.Len(t, ve.Violations, 1)
+			require.Equal(t, tt.field, ve.Violations[0].Field)
 			require.False(t, applied)
 		})
 	}
@@ -110,7 +112,7 @@ func TestGetSessionNode(t *testing.T) {
 	require.EqualError(t, err, "session 9 is not known to lineage yet")
 
 	_, err = b.get.Handle(ctx, 0)
-	var ve *domain.ValidationError
+	var ve *validation.Error
 	require.ErrorAs(t, err, &ve)
 }
 
@@ -150,7 +152,8 @@ func TestApplySessionEventUpdatedAndDeleted(t *testing.T) {
 	require.ErrorIs(t, err, domain.ErrNotFound, "deletion is final")
 
 	_, err = b.apply.Handle(ctx, app.SessionEvent{ID: ids[3], Deleted: true})
-	var ve *domain.ValidationError
+	var ve *validation.Error
 	require.ErrorAs(t, err, &ve)
-	require.Equal(t, "event.deleted.session_id", ve.Field)
+	require.Len(t, ve.Violations, 1)
+	require.Equal(t, "event.deleted.session_id", ve.Violations[0].Field)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Inbox topics of lifecycle's events, matching the topics lifecycle's outbox
@@ -54,9 +55,9 @@ func NewApplySessionEvent(repo NodeRepository) ApplySessionEvent {
 func (uc ApplySessionEvent) Handle(ctx context.Context, ev SessionEvent) (applied bool, err error) {
 	switch {
 	case ev.ID == "":
-		return false, &domain.ValidationError{Field: "event.event_id", Reason: "missing; it is the idempotency key"}
+		return false, validation.Invalid("event.event_id", "missing; it is the idempotency key")
 	case uuid.Validate(ev.ID) != nil:
-		return false, &domain.ValidationError{Field: "event.event_id", Reason: "must be a UUID"}
+		return false, validation.Invalid("event.event_id", "must be a UUID")
 	}
 
 	var (
@@ -72,25 +73,22 @@ func (uc ApplySessionEvent) Handle(ctx context.Context, ev SessionEvent) (applie
 		}
 		n := *node
 		// Name the field as the caller sent it: event.<payload>.session.<field>.
-		var invalid *domain.ValidationError
+		var invalid *validation.Error
 		if errors.As(n.Validate(), &invalid) {
-			return false, &domain.ValidationError{Field: "event." + payload + "." + invalid.Field, Reason: invalid.Reason}
+			return false, invalid.Nested("event." + payload)
 		}
 		if ev.SessionID != 0 && ev.SessionID != n.SessionID {
-			return false, &domain.ValidationError{
-				Field:  "event.session_id",
-				Reason: fmt.Sprintf("is %d but the %s session is %d", ev.SessionID, payload, n.SessionID),
-			}
+			return false, validation.Invalid("event.session_id", "is %d but the %s session is %d", ev.SessionID, payload, n.SessionID)
 		}
 		apply = func(ctx context.Context, w NodeWriter) error { return w.Save(ctx, n) }
 	case ev.Deleted:
 		if ev.SessionID <= 0 {
-			return false, &domain.ValidationError{Field: "event.deleted.session_id", Reason: "must be a positive session id"}
+			return false, validation.Invalid("event.deleted.session_id", "must be a positive session id")
 		}
 		topic = TopicSessionDeleted
 		apply = func(ctx context.Context, w NodeWriter) error { return w.Delete(ctx, ev.SessionID) }
 	default:
-		return false, &domain.ValidationError{Field: "event.payload", Reason: "missing or unknown to lineage; want created, updated or deleted"}
+		return false, validation.Invalid("event.payload", "missing or unknown to lineage; want created, updated or deleted")
 	}
 
 	applied, err = uc.repo.ApplyEvent(ctx, ev.ID, topic, apply)

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // GetHierarchy walks the lineage graph around one session: up to every root
@@ -37,7 +38,7 @@ func NewGetHierarchy(graph GraphReader) GetHierarchy { return GetHierarchy{graph
 // appended last, at its shallowest depth from a root.
 func (uc GetHierarchy) Handle(ctx context.Context, sessionID int64) (domain.Hierarchy, error) {
 	if sessionID <= 0 {
-		return domain.Hierarchy{}, &domain.ValidationError{Field: "session_id", Reason: "must be a positive session id"}
+		return domain.Hierarchy{}, validation.Invalid("session_id", "must be a positive session id")
 	}
 	graph := uc.graph
 	var err error

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // SessionNode is a node with its direct spawn edges.
@@ -24,7 +25,7 @@ func NewGetSessionNode(repo NodeRepository) GetSessionNode { return GetSessionNo
 // is domain.ErrNotFound.
 func (uc GetSessionNode) Handle(ctx context.Context, id int64) (SessionNode, error) {
 	if id <= 0 {
-		return SessionNode{}, &domain.ValidationError{Field: "session_id", Reason: "must be a positive session id"}
+		return SessionNode{}, validation.Invalid("session_id", "must be a positive session id")
 	}
 	n, err := uc.repo.Get(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Actor is who an input boundary established spoke. Exactly one is set.
@@ -63,11 +64,11 @@ func (uc RecordHumanMessage) Handle(ctx context.Context, in RecordHumanMessageIn
 	}
 	switch {
 	case in.Actor.WebUIAdmin == (in.Actor.SlackUserID != ""):
-		return RecordOutcome{}, &domain.ValidationError{Field: "actor", Reason: "exactly one of web_ui_admin and slack_user_id"}
+		return RecordOutcome{}, validation.Invalid("actor", "exactly one of web_ui_admin and slack_user_id")
 	case in.Provenance.WebUI() && !in.Actor.WebUIAdmin:
-		return RecordOutcome{}, &domain.ValidationError{Field: "actor", Reason: fmt.Sprintf("%s is authored by the web UI's admin; set web_ui_admin", in.Provenance)}
+		return RecordOutcome{}, validation.Invalid("actor", "%s is authored by the web UI's admin; set web_ui_admin", in.Provenance)
 	case in.Provenance.Slack() && in.Actor.SlackUserID == "":
-		return RecordOutcome{}, &domain.ValidationError{Field: "actor", Reason: fmt.Sprintf("%s is authored by a Slack user; set slack_user_id", in.Provenance)}
+		return RecordOutcome{}, validation.Invalid("actor", "%s is authored by a Slack user; set slack_user_id", in.Provenance)
 	}
 	users, err := uc.users.ListUsers(ctx)
 	if err != nil {
@@ -131,7 +132,7 @@ func NewGetSessionProvenance(hierarchy HierarchyWalker, users UserRepository, me
 // the answer must not depend on event delivery.
 func (uc GetSessionProvenance) Handle(ctx context.Context, sessionID int64) (domain.SessionProvenance, error) {
 	if sessionID <= 0 {
-		return domain.SessionProvenance{}, &domain.ValidationError{Field: "session_id", Reason: "must be a positive session id"}
+		return domain.SessionProvenance{}, validation.Invalid("session_id", "must be a positive session id")
 	}
 	h, err := uc.hierarchy.Handle(ctx, sessionID)
 	if errors.Is(err, domain.ErrNotFound) {

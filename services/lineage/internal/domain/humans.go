@@ -1,11 +1,12 @@
 package domain
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // MaxHumanMessageLength bounds a recorded message, as a prompt is bounded.
@@ -42,7 +43,7 @@ func ParseProvenance(s string) (Provenance, error) {
 		for i, p := range Provenances {
 			names[i] = string(p)
 		}
-		return "", &ValidationError{Field: "provenance", Reason: fmt.Sprintf("%q is not one of %s", s, strings.Join(names, ", "))}
+		return "", validation.Invalid("provenance", "%q is not one of %s", s, strings.Join(names, ", "))
 	}
 	return p, nil
 }
@@ -73,27 +74,27 @@ type HumanMessage struct {
 
 // Validate reports the first field that makes m unfit to record.
 func (m HumanMessage) Validate() error {
-	if err := ValidateUserKey(m.Author); err != nil {
-		return &ValidationError{Field: "author", Reason: err.(*ValidationError).Reason} //nolint:errorlint // ValidateUserKey returns exactly this type
+	if err := validateUserKey("author", m.Author); err != nil {
+		return err
 	}
 	if _, err := ParseProvenance(string(m.Provenance)); err != nil {
 		return err
 	}
 	switch {
 	case m.AuthoredInSessionID <= 0:
-		return &ValidationError{Field: "authored_in_session_id", Reason: "must be a positive session id"}
+		return validation.Invalid("authored_in_session_id", "must be a positive session id")
 	case strings.TrimSpace(m.Content) == "":
-		return &ValidationError{Field: "content", Reason: "required"}
+		return validation.Invalid("content", "required")
 	case len(m.Content) > MaxHumanMessageLength*4 || utf8.RuneCountInString(m.Content) > MaxHumanMessageLength:
-		return &ValidationError{Field: "content", Reason: fmt.Sprintf("at most %d characters", MaxHumanMessageLength)}
+		return validation.Invalid("content", "at most %d characters", MaxHumanMessageLength)
 	case !utf8.ValidString(m.Content):
-		return &ValidationError{Field: "content", Reason: "must be valid UTF-8"}
+		return validation.Invalid("content", "must be valid UTF-8")
 	case m.SlackPermalink != "" && !m.Provenance.Slack():
-		return &ValidationError{Field: "slack_permalink", Reason: "only a Slack message has a permalink"}
+		return validation.Invalid("slack_permalink", "only a Slack message has a permalink")
 	case m.SlackPermalink != "" && !strings.HasPrefix(m.SlackPermalink, "https://"):
-		return &ValidationError{Field: "slack_permalink", Reason: "must be an https:// URL"}
+		return validation.Invalid("slack_permalink", "must be an https:// URL")
 	case m.OccurredAt.IsZero():
-		return &ValidationError{Field: "occurred_at", Reason: "required"}
+		return validation.Invalid("occurred_at", "required")
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 func msg(id, session int64, at int64) domain.HumanMessage {
@@ -48,9 +49,10 @@ func TestHumanMessageValidate(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var ve *domain.ValidationError
+			var ve *validation.Error
 			require.ErrorAs(t, err, &ve)
-			require.Equal(t, tt.field, ve.Field)
+			require.Len(t, ve.Violations, 1)
+			require.Equal(t, tt.field, ve.Violations[0].Field)
 		})
 	}
 }

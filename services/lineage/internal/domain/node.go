@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Node is lineage's copy of one session: what the graph renders and walks.
@@ -37,13 +39,13 @@ func (n Node) SpawnParentID() *int64 { return SpawnParent(n.ParentSessionID, n.R
 func (n Node) Validate() error {
 	switch {
 	case n.SessionID <= 0:
-		return &ValidationError{Field: "session.id", Reason: "must be a positive session id"}
+		return validation.Invalid("session.id", "must be a positive session id")
 	case n.ParentSessionID != nil && *n.ParentSessionID <= 0:
-		return &ValidationError{Field: "session.parent_session_id", Reason: "must be a positive session id when set"}
+		return validation.Invalid("session.parent_session_id", "must be a positive session id when set")
 	case n.ParentSessionID != nil && *n.ParentSessionID == n.SessionID:
-		return &ValidationError{Field: "session.parent_session_id", Reason: "a session cannot spawn itself"}
+		return validation.Invalid("session.parent_session_id", "a session cannot spawn itself")
 	case n.UpdatedAt.IsZero():
-		return &ValidationError{Field: "session.updated_at", Reason: "missing; it orders snapshots of the session"}
+		return validation.Invalid("session.updated_at", "missing; it orders snapshots of the session")
 	}
 	return nil
 }

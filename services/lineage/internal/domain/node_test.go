@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 func ptr(v int64) *int64 { return &v }
@@ -101,9 +102,10 @@ func TestNodeValidate(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var ve *domain.ValidationError
+			var ve *validation.Error
 			require.ErrorAs(t, err, &ve)
-			require.Equal(t, tt.field, ve.Field)
+			require.Len(t, ve.Violations, 1)
+			require.Equal(t, tt.field, ve.Violations[0].Field)
 		})
 	}
 }

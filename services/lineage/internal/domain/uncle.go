@@ -3,6 +3,8 @@ package domain
 import (
 	"context"
 	"fmt"
+
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // EdgeKind tells the two kinds of lineage edge apart.
@@ -39,13 +41,13 @@ const MaxEntryPointLength = 100
 func (e UncleEdge) Validate() error {
 	switch {
 	case e.UncleSessionID <= 0:
-		return &ValidationError{Field: "acting_session_id", Reason: "must be a positive session id"}
+		return validation.Invalid("acting_session_id", "must be a positive session id")
 	case e.SessionID <= 0:
-		return &ValidationError{Field: "target_session_id", Reason: "must be a positive session id"}
+		return validation.Invalid("target_session_id", "must be a positive session id")
 	case e.EntryPoint == "":
-		return &ValidationError{Field: "entry_point", Reason: "missing; it names the path that recorded the edge"}
+		return validation.Invalid("entry_point", "missing; it names the path that recorded the edge")
 	case len(e.EntryPoint) > MaxEntryPointLength:
-		return &ValidationError{Field: "entry_point", Reason: fmt.Sprintf("longer than %d bytes", MaxEntryPointLength)}
+		return validation.Invalid("entry_point", "longer than %d bytes", MaxEntryPointLength)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // DefaultAdminUser is the admin's key when ZIMMER_ADMIN_USER is unset: the
@@ -108,33 +110,39 @@ func (u User) Validate() error {
 	}
 	switch {
 	case u.DisplayName == "":
-		return &ValidationError{Field: "display_name", Reason: "required"}
+		return validation.Invalid("display_name", "required")
 	case utf8.RuneCountInString(u.DisplayName) > MaxDisplayNameLength:
-		return &ValidationError{Field: "display_name", Reason: fmt.Sprintf("at most %d characters", MaxDisplayNameLength)}
+		return validation.Invalid("display_name", "at most %d characters", MaxDisplayNameLength)
 	case len(u.Email) > MaxEmailLength:
-		return &ValidationError{Field: "email", Reason: fmt.Sprintf("at most %d characters", MaxEmailLength)}
+		return validation.Invalid("email", "at most %d characters", MaxEmailLength)
 	case u.Email != "" && (strings.Count(u.Email, "@") != 1 || strings.ContainsAny(u.Email, " \t\r\n<>")):
-		return &ValidationError{Field: "email", Reason: "must be an address like name@example.com, or empty"}
+		return validation.Invalid("email", "must be an address like name@example.com, or empty")
 	case utf8.RuneCountInString(u.Notes) > MaxNotesLength:
-		return &ValidationError{Field: "notes", Reason: fmt.Sprintf("at most %d characters", MaxNotesLength)}
+		return validation.Invalid("notes", "at most %d characters", MaxNotesLength)
 	case len(u.SlackUserIDs) > MaxSlackIDsPerUser:
-		return &ValidationError{Field: "slack_user_ids", Reason: fmt.Sprintf("at most %d IDs", MaxSlackIDsPerUser)}
+		return validation.Invalid("slack_user_ids", "at most %d IDs", MaxSlackIDsPerUser)
 	}
 	for i, id := range u.SlackUserIDs {
 		if !slackIDPattern.MatchString(id) {
-			return &ValidationError{Field: "slack_user_ids", Reason: fmt.Sprintf("%q is not a Slack user ID (uppercase letters and digits, e.g. U012AB3CD)", id)}
+			return validation.Invalid("slack_user_ids", "%q is not a Slack user ID (uppercase letters and digits, e.g. U012AB3CD)", id)
 		}
 		if slices.Contains(u.SlackUserIDs[:i], id) {
-			return &ValidationError{Field: "slack_user_ids", Reason: fmt.Sprintf("%q is listed twice", id)}
+			return validation.Invalid("slack_user_ids", "%q is listed twice", id)
 		}
 	}
 	return nil
 }
 
+// userKeyShape says what a roster key must look like, wherever one is refused.
+const userKeyShape = "must be 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
+
 // ValidateUserKey checks the shape of a roster key.
-func ValidateUserKey(key string) error {
+func ValidateUserKey(key string) error { return validateUserKey("key", key) }
+
+// validateUserKey checks the shape of a roster key sent as field.
+func validateUserKey(field, key string) error {
 	if !userKeyPattern.MatchString(key) {
-		return &ValidationError{Field: "key", Reason: "must be 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"}
+		return validation.Invalid(field, userKeyShape)
 	}
 	return nil
 }

@@ -3,13 +3,13 @@ package grpcapi
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Server implements lineagev1.LineageServiceServer.
@@ -67,21 +67,21 @@ func (s *Server) GetSessionNode(ctx context.Context, req *lineagev1.GetSessionNo
 // wire shape makes unreadable; the use case validates the rest.
 func sessionEventFromProto(e *lifecyclev1.SessionEvent) (app.SessionEvent, error) {
 	if e == nil {
-		return app.SessionEvent{}, &domain.ValidationError{Field: "event", Reason: "missing"}
+		return app.SessionEvent{}, validation.Invalid("event", "missing")
 	}
 	ev := app.SessionEvent{ID: e.GetEventId(), SessionID: e.GetSessionId()}
 	switch p := e.GetPayload().(type) {
 	case *lifecyclev1.SessionEvent_Created:
 		s := p.Created.GetSession()
 		if s == nil {
-			return app.SessionEvent{}, &domain.ValidationError{Field: "event.created.session", Reason: "missing"}
+			return app.SessionEvent{}, validation.Invalid("event.created.session", "missing")
 		}
 		n := nodeFromProto(s)
 		ev.Created = &n
 	case *lifecyclev1.SessionEvent_Updated:
 		s := p.Updated.GetSession()
 		if s == nil {
-			return app.SessionEvent{}, &domain.ValidationError{Field: "event.updated.session", Reason: "missing"}
+			return app.SessionEvent{}, validation.Invalid("event.updated.session", "missing")
 		}
 		n := nodeFromProto(s)
 		ev.Updated = &n
@@ -91,10 +91,7 @@ func sessionEventFromProto(e *lifecyclev1.SessionEvent) (app.SessionEvent, error
 		case id == 0:
 			id = e.GetSessionId()
 		case e.GetSessionId() != 0 && e.GetSessionId() != id:
-			return app.SessionEvent{}, &domain.ValidationError{
-				Field:  "event.session_id",
-				Reason: fmt.Sprintf("is %d but the deleted session is %d", e.GetSessionId(), id),
-			}
+			return app.SessionEvent{}, validation.Invalid("event.session_id", "is %d but the deleted session is %d", e.GetSessionId(), id)
 		}
 		ev.SessionID, ev.Deleted = id, true
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app/apptest"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 func newServer(repo app.NodeRepository, logs *bytes.Buffer) *Server {
@@ -116,7 +117,7 @@ func TestToStatus(t *testing.T) {
 		logged  bool
 	}{
 		{"not found keeps its message", domain.SessionNotKnown(4), codes.NotFound, "session 4 is not known to lineage yet", false},
-		{"validation", fmt.Errorf("apply: %w", &domain.ValidationError{Field: "f", Reason: "r"}), codes.InvalidArgument, "invalid f: r", false},
+		{"validation", fmt.Errorf("apply: %w", validation.Invalid("f", "r")), codes.InvalidArgument, "f: r", false},
 		{"canceled", fmt.Errorf("query: %w", context.Canceled), codes.Canceled, "request canceled", false},
 		{"deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), codes.DeadlineExceeded, "deadline exceeded", false},
 		{"anything else is internal and logged", fmt.Errorf("get session node 4: %w", secret), codes.Internal, "internal error", true},

@@ -15,6 +15,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // graphBundle is a store on its own database with the graph use cases.
@@ -165,7 +166,7 @@ func TestRecordUncleEdgeValidation(t *testing.T) {
 		{UncleSessionID: 1, SessionID: 2},
 	} {
 		_, err := b.record.Handle(t.Context(), e)
-		var ve *domain.ValidationError
+		var ve *validation.Error
 		require.ErrorAs(t, err, &ve, "%+v", e)
 	}
 }

@@ -4,7 +4,6 @@ package grpcapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
 	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
-	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Server implements notificationv1.NotificationServiceServer. The embedded
@@ -93,18 +91,13 @@ func alertMessage(a domain.Alert) (*notificationv1.Alert, error) {
 	}, nil
 }
 
-// toStatus is the only mapping from errors to gRPC codes. Unexpected errors
-// are logged and answered with "internal error": their text may carry
-// details a caller must not see.
+// toStatus is the only mapping from errors to gRPC codes: notification has
+// no errors of its own beyond those every service shares, which grpcstatus
+// maps. Unexpected errors are logged and answered with "internal error":
+// their text may carry details a caller must not see.
 func (s *Server) toStatus(ctx context.Context, err error) error {
-	var verr *validation.Error
-	switch {
-	case errors.As(err, &verr):
-		return grpcstatus.InvalidArgument(verr)
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, "request canceled")
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	if st, ok := grpcstatus.Common(err); ok {
+		return st
 	}
 	s.logger.ErrorContext(ctx, "internal error", "error", err)
 	return status.Error(codes.Internal, "internal error")
