@@ -1,6 +1,6 @@
-// Package app holds the notification use cases. Each is a small type
-// depending only on domain ports, so it runs the same against Postgres or a
-// fake.
+// Package app holds the notification use cases and the ports they declare.
+// Each is a small type depending only on those ports, so it runs the same
+// against Postgres or a fake.
 package app
 
 import (
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
 )
 
 // AlertRepository stores operational alerts.
@@ -33,7 +34,7 @@ type Pager interface {
 type RaiseAlert struct {
 	Repo  AlertRepository
 	Pager Pager
-	Clock domain.Clock
+	Clock clock.Clock
 	// Window is how long an opened alert absorbs repeats of its key.
 	Window time.Duration
 }
@@ -73,12 +74,12 @@ type Alerts struct {
 
 // NewAlerts wires the alert use cases. A window of zero or less means
 // domain.DefaultDedupWindow.
-func NewAlerts(repo AlertRepository, pager Pager, clock domain.Clock, window time.Duration) Alerts {
+func NewAlerts(repo AlertRepository, pager Pager, clk clock.Clock, window time.Duration) Alerts {
 	if window <= 0 {
 		window = domain.DefaultDedupWindow
 	}
 	return Alerts{
-		Raise: RaiseAlert{Repo: repo, Pager: pager, Clock: clock, Window: window},
+		Raise: RaiseAlert{Repo: repo, Pager: pager, Clock: clk, Window: window},
 		List:  ListAlerts{Repo: repo},
 	}
 }

@@ -8,10 +8,10 @@ import (
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/config"
-	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
 	"github.com/zimmerhq/zimmer/services/notification/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/notification/internal/pager"
 	"github.com/zimmerhq/zimmer/services/notification/internal/store"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
@@ -44,7 +44,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	}
 	svc := &Service{
 		Host:   h,
-		Alerts: app.NewAlerts(store.NewAlerts(h.Pool), pager.Log{Logger: logger}, domain.SystemClock{}, cfg.AlertDedupWindow),
+		Alerts: app.NewAlerts(store.NewAlerts(h.Pool), pager.Log{Logger: logger}, clock.System{}, cfg.AlertDedupWindow),
 	}
 	grpcapi.NewServer(svc.Alerts, logger).Register(h.GRPC.Server)
 	return svc, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/notification/internal/app/apptest"
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
 	"github.com/zimmerhq/zimmer/services/notification/internal/store"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
@@ -33,7 +34,7 @@ var repositories = map[string]func(t *testing.T) app.AlertRepository{
 type testBundle struct {
 	alerts app.Alerts
 	pager  *apptest.Pager
-	clock  *apptest.Clock
+	clock  *clock.Stub
 }
 
 func (b testBundle) raise(t *testing.T, key, summary string) (domain.Alert, bool) {
@@ -57,7 +58,7 @@ func forEachRepository(t *testing.T, test func(t *testing.T, b testBundle)) {
 	for name, newRepo := range repositories {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := testBundle{pager: &apptest.Pager{}, clock: apptest.NewClock(t0)}
+			b := testBundle{pager: &apptest.Pager{}, clock: clock.NewStub(t0)}
 			b.alerts = app.NewAlerts(newRepo(t), b.pager, b.clock, window)
 			test(t, b)
 		})

@@ -7,7 +7,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
@@ -70,27 +69,4 @@ func (p *Pager) Pages() []domain.Alert {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.pages)
-}
-
-// Clock is a domain.Clock that stands still until told to move.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewClock returns a clock stopped at now.
-func NewClock(now time.Time) *Clock { return &Clock{now: now} }
-
-// Now implements domain.Clock.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Set moves the clock to t.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
 }
