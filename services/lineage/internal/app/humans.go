@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
@@ -48,13 +49,13 @@ type RecordHumanMessage struct {
 	users    UserRepository
 	messages HumanMessageRepository
 	admin    string
-	now      NowFunc
+	clock    clock.Clock
 }
 
 // NewRecordHumanMessage returns the use case; adminKey is ZIMMER_ADMIN_USER
 // (empty: domain.DefaultAdminUser).
-func NewRecordHumanMessage(users UserRepository, messages HumanMessageRepository, adminKey string, now NowFunc) RecordHumanMessage {
-	return RecordHumanMessage{users: users, messages: messages, admin: adminKey, now: now}
+func NewRecordHumanMessage(users UserRepository, messages HumanMessageRepository, adminKey string, clk clock.Clock) RecordHumanMessage {
+	return RecordHumanMessage{users: users, messages: messages, admin: adminKey, clock: clk}
 }
 
 // Handle records in, or reports why it did not.
@@ -93,7 +94,7 @@ func (uc RecordHumanMessage) Handle(ctx context.Context, in RecordHumanMessageIn
 		OccurredAt:          in.OccurredAt,
 	}
 	if m.OccurredAt.IsZero() {
-		m.OccurredAt = uc.now()
+		m.OccurredAt = uc.clock.Now()
 	}
 	if err := m.Validate(); err != nil {
 		return RecordOutcome{}, err
@@ -155,12 +156,12 @@ func (uc GetSessionProvenance) Handle(ctx context.Context, sessionID int64) (dom
 // GetPromptBlocks renders the blocks appended to a session's prompt.
 type GetPromptBlocks struct {
 	provenance GetSessionProvenance
-	now        NowFunc
+	clock      clock.Clock
 }
 
 // NewGetPromptBlocks returns the use case.
-func NewGetPromptBlocks(provenance GetSessionProvenance, now NowFunc) GetPromptBlocks {
-	return GetPromptBlocks{provenance: provenance, now: now}
+func NewGetPromptBlocks(provenance GetSessionProvenance, clk clock.Clock) GetPromptBlocks {
+	return GetPromptBlocks{provenance: provenance, clock: clk}
 }
 
 // Handle renders sessionID's blocks; viaMCP is the provenance_via_mcp_enabled
@@ -170,5 +171,5 @@ func (uc GetPromptBlocks) Handle(ctx context.Context, sessionID int64, viaMCP bo
 	if err != nil {
 		return domain.PromptBlocks{}, err
 	}
-	return domain.RenderPromptBlocks(p, uc.now(), viaMCP), nil
+	return domain.RenderPromptBlocks(p, uc.clock.Now(), viaMCP), nil
 }

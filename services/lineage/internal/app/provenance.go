@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"time"
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
 )
@@ -34,6 +33,3 @@ type HumanMessageRepository interface {
 type HierarchyWalker interface {
 	Handle(ctx context.Context, sessionID int64) (domain.Hierarchy, error)
 }
-
-// NowFunc is the clock; domain code never reads the time itself.
-type NowFunc func() time.Time

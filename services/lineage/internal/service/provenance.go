@@ -2,7 +2,6 @@ package service
 
 import (
 	"log/slog"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/grpc"
@@ -11,6 +10,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/store"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
 )
 
 // registerProvenance serves the ProvenanceService (the users roster and
@@ -18,7 +18,7 @@ import (
 // ZIMMER_ADMIN_USER; empty means the default, tadasant.
 func registerProvenance(gs *grpc.Server, pool *pgxpool.Pool, logger *slog.Logger, hierarchy app.HierarchyWalker, adminUser string) {
 	repo := store.NewProvenance(pool)
-	now := time.Now
+	now := clock.System{}
 	provenance := app.NewGetSessionProvenance(hierarchy, repo, repo)
 	lineagev1.RegisterProvenanceServiceServer(gs, grpcapi.NewProvenance(logger, grpcapi.ProvenanceUseCases{
 		ListUsers:            app.NewListUsers(repo),
