@@ -18,14 +18,14 @@ import (
 // ZIMMER_ADMIN_USER; empty means the default, tadasant.
 func registerProvenance(gs *grpc.Server, pool *pgxpool.Pool, logger *slog.Logger, hierarchy app.HierarchyWalker, adminUser string) {
 	repo := store.NewProvenance(pool)
-	now := clock.System{}
+	clk := clock.System{}
 	provenance := app.NewGetSessionProvenance(hierarchy, repo, repo)
 	lineagev1.RegisterProvenanceServiceServer(gs, grpcapi.NewProvenance(logger, grpcapi.ProvenanceUseCases{
 		ListUsers:            app.NewListUsers(repo),
 		CreateUser:           app.NewCreateUser(repo),
 		UpdateUser:           app.NewUpdateUser(repo),
-		RecordHumanMessage:   app.NewRecordHumanMessage(repo, repo, adminUser, now),
+		RecordHumanMessage:   app.NewRecordHumanMessage(repo, repo, adminUser, clk),
 		GetSessionProvenance: provenance,
-		GetPromptBlocks:      app.NewGetPromptBlocks(provenance, now),
+		GetPromptBlocks:      app.NewGetPromptBlocks(provenance, clk),
 	}))
 }
