@@ -1,11 +1,14 @@
 package domain
 
-import "github.com/zimmerhq/zimmer/services/platform/validation"
+import (
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
+)
 
-// Page sizes for lists.
+// Page sizes for lists: rules' sizes.
 const (
-	DefaultPerPage = 25
-	MaxPerPage     = 100
+	DefaultPerPage = rules.DefaultPerPage
+	MaxPerPage     = rules.MaxPerPage
 )
 
 // ListFilter selects sessions. No statuses means every status.

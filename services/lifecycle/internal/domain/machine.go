@@ -4,66 +4,67 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // Event names a transition of the state machine.
 type Event string
 
-// The events, exactly the spec's machine.
+// The events: rules' table, typed.
 const (
-	EventStart                  Event = "start"
-	EventPause                  Event = "pause"
-	EventResume                 Event = "resume"
-	EventSleep                  Event = "sleep"
-	EventBlockOnElicitation     Event = "block_on_elicitation"
-	EventUnblockFromElicitation Event = "unblock_from_elicitation"
-	EventFail                   Event = "fail"
-	EventArchive                Event = "archive"
-	EventUnarchiveToWaiting     Event = "unarchive_to_waiting"
-	EventUnarchiveToFailed      Event = "unarchive_to_failed"
-	EventUnarchiveToNeedsInput  Event = "unarchive_to_needs_input"
+	EventStart                  Event = rules.EventStart
+	EventPause                  Event = rules.EventPause
+	EventResume                 Event = rules.EventResume
+	EventSleep                  Event = rules.EventSleep
+	EventBlockOnElicitation     Event = rules.EventBlockOnElicitation
+	EventUnblockFromElicitation Event = rules.EventUnblockFromElicitation
+	EventFail                   Event = rules.EventFail
+	EventArchive                Event = rules.EventArchive
+	EventUnarchiveToWaiting     Event = rules.EventUnarchiveToWaiting
+	EventUnarchiveToFailed      Event = rules.EventUnarchiveToFailed
+	EventUnarchiveToNeedsInput  Event = rules.EventUnarchiveToNeedsInput
 )
 
 type edge struct {
-	from []Status
-	to   Status
+	from   []Status
+	to     Status
+	guards []string
 }
 
-// machine is the whole state machine: every event, the states it may fire
-// from and the state it leads to. Guards live in guard.
-var machine = map[Event]edge{
-	EventStart:                  {from: []Status{StatusWaiting}, to: StatusRunning},
-	EventPause:                  {from: []Status{StatusRunning}, to: StatusNeedsInput},
-	EventResume:                 {from: []Status{StatusWaiting, StatusNeedsInput, StatusFailed}, to: StatusRunning},
-	EventSleep:                  {from: []Status{StatusNeedsInput}, to: StatusWaiting},
-	EventBlockOnElicitation:     {from: []Status{StatusRunning}, to: StatusNeedsInput},
-	EventUnblockFromElicitation: {from: []Status{StatusNeedsInput}, to: StatusRunning},
-	EventFail:                   {from: []Status{StatusWaiting, StatusRunning, StatusNeedsInput}, to: StatusFailed},
-	EventArchive:                {from: []Status{StatusWaiting, StatusRunning, StatusNeedsInput, StatusFailed}, to: StatusArchived},
-	EventUnarchiveToWaiting:     {from: []Status{StatusArchived}, to: StatusWaiting},
-	EventUnarchiveToFailed:      {from: []Status{StatusArchived}, to: StatusFailed},
-	EventUnarchiveToNeedsInput:  {from: []Status{StatusArchived}, to: StatusNeedsInput},
-}
+// machine is rules.Machine typed: every event, the states it may fire from,
+// the state it leads to and the guards it must pass.
+var machine = func() map[Event]edge {
+	m := map[Event]edge{}
+	for _, t := range rules.Machine() {
+		e := edge{to: mustParseStatus(t.To), guards: t.Guards}
+		for _, w := range t.From {
+			e.from = append(e.from, mustParseStatus(w))
+		}
+		m[Event(t.Event)] = e
+	}
+	return m
+}()
 
-// Events lists every event in a stable order.
-var Events = []Event{
-	EventStart, EventPause, EventResume, EventSleep, EventBlockOnElicitation,
-	EventUnblockFromElicitation, EventFail, EventArchive, EventUnarchiveToWaiting,
-	EventUnarchiveToFailed, EventUnarchiveToNeedsInput,
-}
+// Events lists every event in the spec's order.
+var Events = func() []Event {
+	names := rules.Events()
+	out := make([]Event, len(names))
+	for i, n := range names {
+		out[i] = Event(n)
+	}
+	return out
+}()
 
 // ParseEvent reads an event name.
 func ParseEvent(name string) (Event, error) {
 	e := Event(name)
 	if _, ok := machine[e]; !ok {
-		names := make([]string, len(Events))
-		for i, ev := range Events {
-			names[i] = string(ev)
-		}
+		names := strings.Join(rules.Events(), ", ")
 		if name == "" {
-			return "", fmt.Errorf("is required: one of %s", strings.Join(names, ", "))
+			return "", fmt.Errorf("is required: one of %s", names)
 		}
-		return "", fmt.Errorf("unknown event %q; use one of %s", name, strings.Join(names, ", "))
+		return "", fmt.Errorf("unknown event %q; use one of %s", name, names)
 	}
 	return e, nil
 }
@@ -73,6 +74,33 @@ func (e Event) Target() Status { return machine[e].to }
 
 // AllowedFrom reports whether the event may fire from s (before guards).
 func (e Event) AllowedFrom(s Status) bool { return slices.Contains(machine[e].from, s) }
+
+// guardChecks implement rules' guards by name: each returns why it refuses
+// the session, or "".
+var guardChecks = map[string]func(Session) string{
+	rules.GuardHasGitRoot: func(s Session) string {
+		if strings.TrimSpace(s.GitRoot) == "" {
+			return "it has no git_root to clone; set one before starting it"
+		}
+		return ""
+	},
+	rules.GuardBlockedOnElicitation: func(s Session) string {
+		if !s.Markers.BlockedOnElicitation {
+			return "it is not blocked on an elicitation (it is needs_input for another reason); resume it instead"
+		}
+		return ""
+	},
+}
+
+// guard returns why an event the state allows is still refused, or "".
+func guard(s Session, e Event) string {
+	for _, name := range machine[e].guards {
+		if reason := guardChecks[name](s); reason != "" {
+			return reason
+		}
+	}
+	return ""
+}
 
 // TransitionError says which event was refused in which state, and why.
 type TransitionError struct {

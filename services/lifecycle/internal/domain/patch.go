@@ -5,14 +5,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
-// Heartbeat interval bounds, in seconds.
+// Heartbeat interval bounds, in seconds: rules' bounds.
 const (
-	MinHeartbeatSeconds     = 30
-	MaxHeartbeatSeconds     = 86_400
-	DefaultHeartbeatSeconds = 60
+	MinHeartbeatSeconds     = rules.MinHeartbeatSeconds
+	MaxHeartbeatSeconds     = rules.MaxHeartbeatSeconds
+	DefaultHeartbeatSeconds = rules.DefaultHeartbeatSeconds
 )
 
 // Patch changes a session's editable fields; nil means keep.

@@ -1,6 +1,7 @@
 // Package domain holds the lifecycle context's rules: sessions, their states
-// and what a valid request looks like. It imports only the standard library
-// and the platform's validation error.
+// and what a valid request looks like. It imports only the standard library,
+// the platform's validation error and the published rules its machine and
+// limits are built from (services/lifecycle/rules).
 package domain
 
 import (
@@ -10,27 +11,28 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
-// Limits on what a caller may send.
+// Limits on what a caller may send: rules' limits.
 const (
-	MaxPromptChars   = 500_000
-	MaxGoalChars     = 50_000
-	MaxNotesChars    = 50_000
-	MaxTitleChars    = 500
-	MaxSlugChars     = 100
-	MaxMetadataBytes = 256 << 10
+	MaxPromptChars   = rules.MaxPromptChars
+	MaxGoalChars     = rules.MaxGoalChars
+	MaxNotesChars    = rules.MaxNotesChars
+	MaxTitleChars    = rules.MaxTitleChars
+	MaxSlugChars     = rules.MaxSlugChars
+	MaxMetadataBytes = rules.MaxMetadataBytes
 )
 
 // Genesis values. A session inherits its parent's genesis; a session with no
 // parent started through the API has GenesisAPI.
 const GenesisAPI = "api"
 
-// Scheduling classes.
+// Scheduling classes: rules' classes.
 const (
-	SchedulingPriority = "priority"
-	SchedulingSpot     = "spot"
+	SchedulingPriority = rules.SchedulingPriority
+	SchedulingSpot     = rules.SchedulingSpot
 )
 
 // Session is the lifecycle aggregate.
@@ -88,7 +90,7 @@ type NewSession struct {
 	MetadataBytes int
 }
 
-var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+var slugPattern = regexp.MustCompile(rules.SlugPattern)
 
 // Validate checks everything that can be checked without storage and
 // reports every problem at once.

@@ -3,10 +3,13 @@ package domain
 import (
 	"fmt"
 	"strings"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // Status is a session's lifecycle state. The integer values are
-// load-bearing: they are the values the spec's data has always stored.
+// load-bearing: they are the values the spec's data has always stored. The
+// words are rules' status words.
 type Status int16
 
 const (
@@ -17,16 +20,24 @@ const (
 	StatusFailed     Status = 4
 )
 
-// Statuses lists every status in the order the spec presents them.
-var Statuses = []Status{StatusWaiting, StatusRunning, StatusNeedsInput, StatusFailed, StatusArchived}
-
+// statusWords gives each stored integer its word.
 var statusWords = map[Status]string{
-	StatusRunning:    "running",
-	StatusWaiting:    "waiting",
-	StatusNeedsInput: "needs_input",
-	StatusArchived:   "archived",
-	StatusFailed:     "failed",
+	StatusRunning:    rules.StatusRunning,
+	StatusWaiting:    rules.StatusWaiting,
+	StatusNeedsInput: rules.StatusNeedsInput,
+	StatusArchived:   rules.StatusArchived,
+	StatusFailed:     rules.StatusFailed,
 }
+
+// Statuses lists every status in the order the spec presents them.
+var Statuses = func() []Status {
+	words := rules.Statuses()
+	out := make([]Status, len(words))
+	for i, w := range words {
+		out[i] = mustParseStatus(w)
+	}
+	return out
+}()
 
 // String returns the spec's word for the status.
 func (s Status) String() string {
@@ -43,9 +54,14 @@ func ParseStatus(word string) (Status, error) {
 			return s, nil
 		}
 	}
-	words := make([]string, len(Statuses))
-	for i, s := range Statuses {
-		words[i] = s.String()
+	return 0, fmt.Errorf("unknown status %q; use one of %s", word, strings.Join(rules.Statuses(), ", "))
+}
+
+// mustParseStatus reads a word of rules' own table, which always parses.
+func mustParseStatus(word string) Status {
+	s, err := ParseStatus(word)
+	if err != nil {
+		panic(fmt.Sprintf("rules names a status the domain has no integer for: %v", err))
 	}
-	return 0, fmt.Errorf("unknown status %q; use one of %s", word, strings.Join(words, ", "))
+	return s
 }

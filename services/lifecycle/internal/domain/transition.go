@@ -209,21 +209,6 @@ func Apply(s Session, cmd Command, env Env) (Outcome, error) {
 	return t.out, nil
 }
 
-// guard returns why an event the state allows is still refused, or "".
-func guard(s Session, e Event) string {
-	switch e {
-	case EventStart:
-		if strings.TrimSpace(s.GitRoot) == "" {
-			return "it has no git_root to clone; set one before starting it"
-		}
-	case EventUnblockFromElicitation:
-		if !s.Markers.BlockedOnElicitation {
-			return "it is not blocked on an elicitation (it is needs_input for another reason); resume it instead"
-		}
-	}
-	return ""
-}
-
 // UnarchiveEvent chooses the unarchive target from the session's history:
 // back to where it was archived from, except that a session archived while
 // running comes back as needs_input — its process is gone.
