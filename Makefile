@@ -81,6 +81,10 @@ $(BIN)/buf:
 proto: $(BIN)/buf ## Generate Go code and OpenAPI from proto/
 	$(BIN)/buf generate
 
+.PHONY: docs
+docs: ## Regenerate docs/state-machine.md from the lifecycle rules table
+	cd services/lifecycle && go generate ./rules
+
 .PHONY: proto-lint
 proto-lint: $(BIN)/buf ## Lint the protos
 	$(BIN)/buf lint

@@ -8,6 +8,8 @@ package rules
 
 import "slices"
 
+//go:generate go run ./gendoc ../../../docs/state-machine.md
+
 // The status words: a session's state as every surface spells it.
 const (
 	StatusWaiting    = "waiting"
