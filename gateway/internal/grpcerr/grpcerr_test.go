@@ -33,6 +33,12 @@ func TestFrom(t *testing.T) {
 		{status.Error(codes.Unknown, "boom"), http.StatusInternalServerError, "internal error"},
 		{status.Error(codes.DataLoss, "boom"), http.StatusInternalServerError, "internal error"},
 		{errors.New("not a status"), http.StatusInternalServerError, "internal error"},
+		{status.Error(codes.Canceled, "context canceled"), 499, "request canceled"},
+		{status.Error(codes.PermissionDenied, "not yours"), http.StatusForbidden, "not yours"},
+		{status.Error(codes.OutOfRange, "page 9 of 2"), http.StatusBadRequest, "page 9 of 2"},
+		{status.Error(codes.ResourceExhausted, ""), http.StatusTooManyRequests, "too many requests; retry later"},
+		{status.Error(codes.Unimplemented, "unknown method"), http.StatusNotImplemented, "the lifecycle service does not implement this call yet"},
+		{status.Error(codes.NotFound, ""), http.StatusNotFound, "not found"},
 	}
 	for _, tt := range tests {
 		p := grpcerr.From("lifecycle", tt.err)
