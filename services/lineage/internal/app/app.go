@@ -58,9 +58,28 @@ type HierarchySnapshotter interface {
 	HierarchySnapshot(ctx context.Context, sessionID int64) (GraphReader, error)
 }
 
-// UncleEdgeRecorder serialises uncle-edge writes. Record runs decide in a
-// transaction that no other Record interleaves with, and commits its writes
-// only when decide returns a decision with Commit set.
+// UncleEdgeRecorder serialises uncle-edge writes. Record runs fn in a
+// transaction that no other Record interleaves with, and commits what fn
+// wrote when fn returns nil.
 type UncleEdgeRecorder interface {
-	Record(ctx context.Context, decide func(context.Context, domain.UncleGraph) (domain.UncleDecision, error)) (domain.UncleDecision, error)
+	Record(ctx context.Context, fn func(context.Context, UncleGraph) error) error
+}
+
+// UncleGraph is the graph inside Record's transaction: the reads the
+// uncle-edge rules (domain.DecideUncleEdge) are decided from, and the two
+// writes that carry a decision out.
+type UncleGraph interface {
+	// Missing returns those of ids that lineage holds no node for, in order.
+	Missing(ctx context.Context, ids ...int64) ([]int64, error)
+	// Reaches answers whether from reaches to going down (spawn parent to
+	// child, uncle to junior) over at most budget visited sessions.
+	Reaches(ctx context.Context, from, to int64, budget int) (domain.Reach, error)
+	// ReachesIndirectly is Reaches not counting the uncle edge from → to.
+	ReachesIndirectly(ctx context.Context, from, to int64, budget int) (domain.Reach, error)
+	// SpawnAncestor answers whether ancestor is on the spawn chain above of.
+	SpawnAncestor(ctx context.Context, ancestor, of int64, budget int) (domain.Reach, error)
+	// HasUncleEdge reports whether uncle is recorded as junior's uncle.
+	HasUncleEdge(ctx context.Context, uncle, junior int64) (bool, error)
+	DeleteUncleEdge(ctx context.Context, uncle, junior int64) error
+	InsertUncleEdge(ctx context.Context, e domain.UncleEdge) error
 }

@@ -19,15 +19,30 @@ func NewRecordUncleEdge(edges UncleEdgeRecorder) RecordUncleEdge {
 	return RecordUncleEdge{edges: edges}
 }
 
-// Handle applies domain.DecideUncleEdge to e under the recorder's lock. A
-// refusal is an outcome, not an error; errors are invalid input and
-// failures of the store.
+// Handle reads what the rules need to know about e's two sessions, lets
+// domain.DecideUncleEdge decide, and makes the decision's writes, all under
+// the recorder's lock. A refusal is an outcome, not an error; errors are
+// invalid input and failures of the store.
 func (uc RecordUncleEdge) Handle(ctx context.Context, e domain.UncleEdge) (domain.UncleDecision, error) {
 	if err := e.Validate(); err != nil {
 		return domain.UncleDecision{}, err
 	}
-	d, err := uc.edges.Record(ctx, func(ctx context.Context, g domain.UncleGraph) (domain.UncleDecision, error) {
-		return domain.DecideUncleEdge(ctx, g, e)
+	var d domain.UncleDecision
+	err := uc.edges.Record(ctx, func(ctx context.Context, g UncleGraph) error {
+		facts, err := readUncleFacts(ctx, g, e.UncleSessionID, e.SessionID)
+		if err != nil {
+			return err
+		}
+		d = domain.DecideUncleEdge(e, facts)
+		if d.DeleteInverse {
+			if err := g.DeleteUncleEdge(ctx, e.SessionID, e.UncleSessionID); err != nil {
+				return err
+			}
+		}
+		if d.Insert {
+			return g.InsertUncleEdge(ctx, e)
+		}
+		return nil
 	})
 	if errors.Is(err, domain.ErrNotFound) {
 		// A session deleted between the check and the write.
@@ -40,4 +55,31 @@ func (uc RecordUncleEdge) Handle(ctx context.Context, e domain.UncleEdge) (domai
 		return domain.UncleDecision{}, fmt.Errorf("record uncle edge %d → %d: %w", e.UncleSessionID, e.SessionID, err)
 	}
 	return d, nil
+}
+
+// readUncleFacts reads every fact the rules decide from, for acting a and
+// target b. It reads them all rather than stopping at the first rule that
+// applies: the rules stay in one place, and the price, at most three
+// budgeted searches on a path taken a handful of times a minute, is small.
+func readUncleFacts(ctx context.Context, g UncleGraph, a, b int64) (domain.UncleFacts, error) {
+	var (
+		f   domain.UncleFacts
+		err error
+	)
+	if f.Missing, err = g.Missing(ctx, a, b); err != nil {
+		return f, err
+	}
+	if f.ActingReachesTarget, err = g.Reaches(ctx, a, b, domain.ReachabilityBudget); err != nil {
+		return f, err
+	}
+	if f.TargetSpawnedActing, err = g.SpawnAncestor(ctx, b, a, domain.ReachabilityBudget); err != nil {
+		return f, err
+	}
+	if f.TargetIsUncle, err = g.HasUncleEdge(ctx, b, a); err != nil {
+		return f, err
+	}
+	if f.TargetReachesActing, err = g.ReachesIndirectly(ctx, b, a, domain.ReachabilityBudget); err != nil {
+		return f, err
+	}
+	return f, nil
 }

@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/zimmerhq/zimmer/services/platform/validation"
@@ -66,23 +65,6 @@ const (
 	ReachUnknown
 )
 
-// UncleGraph is what the uncle-edge rules read and write. Implementations
-// run every call of one DecideUncleEdge inside one transaction that no other
-// uncle-edge write interleaves with.
-type UncleGraph interface {
-	// Missing returns those of ids that lineage holds no node for.
-	Missing(ctx context.Context, ids ...int64) ([]int64, error)
-	// Reaches answers whether from reaches to going down (spawn parent to
-	// child, uncle to junior) over at most budget visited sessions.
-	Reaches(ctx context.Context, from, to int64, budget int) (Reach, error)
-	// SpawnAncestor answers whether ancestor is on the spawn chain above of.
-	SpawnAncestor(ctx context.Context, ancestor, of int64, budget int) (Reach, error)
-	// HasUncleEdge reports whether uncle is recorded as junior's uncle.
-	HasUncleEdge(ctx context.Context, uncle, junior int64) (bool, error)
-	DeleteUncleEdge(ctx context.Context, uncle, junior int64) error
-	InsertUncleEdge(ctx context.Context, e UncleEdge) error
-}
-
 // UncleOutcome is what recording an uncle edge did.
 type UncleOutcome int
 
@@ -121,24 +103,47 @@ func (o UncleOutcome) String() string {
 	return fmt.Sprintf("UncleOutcome(%d)", int(o))
 }
 
-// UncleDecision is the outcome and a sentence for the caller's log.
+// UncleFacts is what the uncle-edge rules need to know about the graph, for
+// the acting session A and the target B. The app reads them under the
+// uncle-edge lock and holds it until the decision's writes commit, so they
+// are still true when the decision is carried out.
+type UncleFacts struct {
+	// Missing are those of A and B that lineage holds no node for, A first.
+	Missing []int64
+	// ActingReachesTarget: A reaches B going down (spawn parent to child,
+	// uncle to junior).
+	ActingReachesTarget Reach
+	// TargetSpawnedActing: B is on the spawn chain above A.
+	TargetSpawnedActing Reach
+	// TargetIsUncle: the uncle edge B → A is recorded.
+	TargetIsUncle bool
+	// TargetReachesActing: B reaches A going down by some path other than
+	// the uncle edge B → A, i.e. whether B would still be senior to A were
+	// that edge inverted.
+	TargetReachesActing Reach
+}
+
+// UncleDecision is the outcome, a sentence for the caller's log, and the
+// writes that carry it out.
 type UncleDecision struct {
 	Outcome UncleOutcome
 	Message string
-	// Commit is false when the writes made on the way must be rolled back:
-	// an inversion whose re-check found the target still senior.
-	Commit bool
+	// DeleteInverse: delete the uncle edge B → A.
+	DeleteInverse bool
+	// Insert: insert the uncle edge A → B.
+	Insert bool
 }
 
 // DecideUncleEdge applies the rules for "A (acting) queues or interrupts B
-// (target)" and makes the writes they call for:
+// (target)" to what f says of the graph:
 //
 //	A is B                              nothing
+//	A or B unknown to lineage           refused
 //	A already reaches B going down      nothing
 //	B is A's spawn ancestor             nothing; the spawn edge is history
 //	an uncle edge B → A exists          inverted: B → A deleted, A → B written,
 //	                                    unless B still reaches A by a longer
-//	                                    path, which refuses and rolls back
+//	                                    path, which refuses
 //	B reaches A two or more hops away   refused
 //	otherwise                           A → B written
 //
@@ -150,72 +155,28 @@ type UncleDecision struct {
 // ReachabilityBudget proves nothing, so it refuses (UncleRefusedBudgetExhausted)
 // rather than risk a cycle; "A already reaches B" running out only means the
 // edge may be redundant, so that one falls through to the other checks.
-func DecideUncleEdge(ctx context.Context, g UncleGraph, e UncleEdge) (UncleDecision, error) {
+func DecideUncleEdge(e UncleEdge, f UncleFacts) UncleDecision {
 	a, b := e.UncleSessionID, e.SessionID
-	nothing := func(o UncleOutcome, format string, args ...any) (UncleDecision, error) {
-		return UncleDecision{Outcome: o, Message: fmt.Sprintf(format, args...), Commit: true}, nil
-	}
-	if a == b {
-		return nothing(UncleNothingSelf, "session %d messaging itself says nothing about lineage", a)
-	}
-	missing, err := g.Missing(ctx, a, b)
-	if err != nil {
-		return UncleDecision{}, err
-	}
-	if len(missing) > 0 {
-		return nothing(UncleRefusedUnknownSession, "session %d is not known to lineage yet; no uncle edge recorded", missing[0])
-	}
-
-	down, err := g.Reaches(ctx, a, b, ReachabilityBudget)
-	if err != nil {
-		return UncleDecision{}, err
-	}
-	if down == Reachable {
-		return nothing(UncleNothingAlreadyReachable, "session %d already reaches session %d going down; the graph already says so", a, b)
-	}
-
-	spawn, err := g.SpawnAncestor(ctx, b, a, ReachabilityBudget)
-	if err != nil {
-		return UncleDecision{}, err
-	}
-	if spawn == Reachable {
-		return nothing(UncleNothingSpawnAncestor, "session %d spawned session %d's line; the spawn edge stays as recorded", b, a)
-	}
-
-	inverse, err := g.HasUncleEdge(ctx, b, a)
-	if err != nil {
-		return UncleDecision{}, err
-	}
-	if inverse {
-		if err := g.DeleteUncleEdge(ctx, b, a); err != nil {
-			return UncleDecision{}, err
-		}
-	}
-
-	up, err := g.Reaches(ctx, b, a, ReachabilityBudget)
-	if err != nil {
-		return UncleDecision{}, err
+	nothing := func(o UncleOutcome, format string, args ...any) UncleDecision {
+		return UncleDecision{Outcome: o, Message: fmt.Sprintf(format, args...)}
 	}
 	switch {
-	case up == Reachable && inverse:
-		return UncleDecision{
-			Outcome: UncleRefusedSenior,
-			Message: fmt.Sprintf("session %d is still senior to session %d by a longer path; the inversion was rolled back", b, a),
-		}, nil
-	case up == Reachable:
+	case a == b:
+		return nothing(UncleNothingSelf, "session %d messaging itself says nothing about lineage", a)
+	case len(f.Missing) > 0:
+		return nothing(UncleRefusedUnknownSession, "session %d is not known to lineage yet; no uncle edge recorded", f.Missing[0])
+	case f.ActingReachesTarget == Reachable:
+		return nothing(UncleNothingAlreadyReachable, "session %d already reaches session %d going down; the graph already says so", a, b)
+	case f.TargetSpawnedActing == Reachable:
+		return nothing(UncleNothingSpawnAncestor, "session %d spawned session %d's line; the spawn edge stays as recorded", b, a)
+	case f.TargetReachesActing == Reachable && f.TargetIsUncle:
+		return nothing(UncleRefusedSenior, "session %d is still senior to session %d by a longer path; the inversion was rolled back", b, a)
+	case f.TargetReachesActing == Reachable:
 		return nothing(UncleRefusedSenior, "session %d is senior to session %d two or more hops away; only a direct uncle edge inverts", b, a)
-	case up == ReachUnknown:
-		return UncleDecision{
-			Outcome: UncleRefusedBudgetExhausted,
-			Message: fmt.Sprintf("could not rule out that session %d is senior to session %d within %d sessions; refused rather than risk a cycle", b, a, ReachabilityBudget),
-		}, nil
+	case f.TargetReachesActing == ReachUnknown:
+		return nothing(UncleRefusedBudgetExhausted, "could not rule out that session %d is senior to session %d within %d sessions; refused rather than risk a cycle", b, a, ReachabilityBudget)
+	case f.TargetIsUncle:
+		return UncleDecision{Outcome: UncleInverted, Message: fmt.Sprintf("uncle edge %d → %d replaced by %d → %d", b, a, a, b), DeleteInverse: true, Insert: true}
 	}
-
-	if err := g.InsertUncleEdge(ctx, e); err != nil {
-		return UncleDecision{}, err
-	}
-	if inverse {
-		return UncleDecision{Outcome: UncleInverted, Message: fmt.Sprintf("uncle edge %d → %d replaced by %d → %d", b, a, a, b), Commit: true}, nil
-	}
-	return UncleDecision{Outcome: UncleWritten, Message: fmt.Sprintf("uncle edge %d → %d written", a, b), Commit: true}, nil
+	return UncleDecision{Outcome: UncleWritten, Message: fmt.Sprintf("uncle edge %d → %d written", a, b), Insert: true}
 }

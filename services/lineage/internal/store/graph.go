@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -16,7 +15,7 @@ import (
 var (
 	_ app.GraphReader       = (*Store)(nil)
 	_ app.UncleEdgeRecorder = (*Store)(nil)
-	_ domain.UncleGraph     = uncleGraph{}
+	_ app.UncleGraph        = uncleGraph{}
 )
 
 // upEdgesSQL: the spawn parents (known nodes only: a parent lineage never
@@ -349,46 +348,32 @@ func (s *hierarchySnapshot) HierarchyNodes(ctx context.Context, ids []int64) ([]
 //
 // The cost is acceptable: uncle edges are written when a session queues or
 // interrupts another, a handful a minute across the fleet, and one write
-// holds the lock for at most three budgeted searches (tens of
-// milliseconds at the worst). Readers never take it. Spawn edges arrive by
+// holds the lock for three budgeted searches (tens of milliseconds at the
+// worst). Readers never take it. Spawn edges arrive by
 // events and do not take it either: they are history, recorded as they
 // happened; the walks' visited guards are the backstop against a spawn
 // record that contradicts the uncle edges.
 const uncleLockKey int64 = 0x6c696e656167650a // "lineage\n"
 
-var errRollback = errors.New("roll back the uncle edge decision")
-
-// Record implements app.UncleEdgeRecorder.
-func (s *Store) Record(ctx context.Context, decide func(context.Context, domain.UncleGraph) (domain.UncleDecision, error)) (domain.UncleDecision, error) {
-	var d domain.UncleDecision
+// Record implements app.UncleEdgeRecorder. A foreign key violation means a
+// session was deleted between fn's reads and its write: ErrNotFound.
+func (s *Store) Record(ctx context.Context, fn func(context.Context, app.UncleGraph) error) error {
 	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, uncleLockKey); err != nil {
 			return fmt.Errorf("take the uncle edge lock: %w", err)
 		}
-		var err error
-		if d, err = decide(ctx, uncleGraph{db: tx}); err != nil {
-			return err
-		}
-		if !d.Commit {
-			return errRollback
-		}
-		return nil
+		return fn(ctx, uncleGraph{db: tx})
 	})
-	switch {
-	case errors.Is(err, errRollback):
-		return d, nil
-	case pgdb.Code(err) == pgdb.CodeForeignKeyViolation:
-		return domain.UncleDecision{}, fmt.Errorf("write uncle edge: %w", domain.ErrNotFound)
-	case err != nil:
-		return domain.UncleDecision{}, err
+	if pgdb.Code(err) == pgdb.CodeForeignKeyViolation {
+		return fmt.Errorf("write uncle edge: %w", domain.ErrNotFound)
 	}
-	return d, nil
+	return err
 }
 
-// uncleGraph is domain.UncleGraph inside Record's transaction.
+// uncleGraph is app.UncleGraph inside Record's transaction.
 type uncleGraph struct{ db pgdb.DBTX }
 
-// Missing implements domain.UncleGraph.
+// Missing implements app.UncleGraph.
 func (g uncleGraph) Missing(ctx context.Context, ids ...int64) ([]int64, error) {
 	rows, err := g.db.Query(ctx, `
 		SELECT id FROM unnest($1::bigint[]) WITH ORDINALITY AS u(id, ord)
@@ -412,6 +397,9 @@ func (g uncleGraph) Missing(ctx context.Context, ids ...int64) ([]int64, error) 
 //
 // Up rather than down because up fans out less: a session has one spawn
 // parent and a few uncles, while a router has hundreds of children.
+//
+// With $4 true the search leaves out the uncle edge $2 → $1, the one
+// ReachesIndirectly does not count.
 const reachSQL = `
 	WITH RECURSIVE up(id) AS (
 		SELECT $1::bigint
@@ -420,7 +408,8 @@ const reachSQL = `
 			SELECT n.spawn_parent_id FROM session_nodes n
 			WHERE n.session_id = up.id AND n.spawn_parent_id IS NOT NULL
 			UNION ALL
-			SELECT l.uncle_session_id FROM session_uncle_links l WHERE l.session_id = up.id
+			SELECT l.uncle_session_id FROM session_uncle_links l
+			WHERE l.session_id = up.id AND NOT ($4::bool AND l.session_id = $1 AND l.uncle_session_id = $2)
 		) s(id)
 		WHERE up.id <> $2
 	)
@@ -436,25 +425,31 @@ const spawnReachSQL = `
 	)
 	SELECT count(*), coalesce(bool_or(id = $2), false) FROM (SELECT id FROM up LIMIT $3) v`
 
-// Reaches implements domain.UncleGraph.
+// Reaches implements app.UncleGraph.
 func (g uncleGraph) Reaches(ctx context.Context, from, to int64, budget int) (domain.Reach, error) {
-	return reach(ctx, g.db, reachSQL, from, to, budget)
+	return reach(ctx, g.db, reachSQL, from, to, budget, false)
 }
 
-// SpawnAncestor implements domain.UncleGraph.
+// ReachesIndirectly implements app.UncleGraph.
+func (g uncleGraph) ReachesIndirectly(ctx context.Context, from, to int64, budget int) (domain.Reach, error) {
+	return reach(ctx, g.db, reachSQL, from, to, budget, true)
+}
+
+// SpawnAncestor implements app.UncleGraph.
 func (g uncleGraph) SpawnAncestor(ctx context.Context, ancestor, of int64, budget int) (domain.Reach, error) {
 	return reach(ctx, g.db, spawnReachSQL, ancestor, of, budget)
 }
 
-// reach runs a search up from to for from. It asks for one session more
-// than the budget: producing it means the budget ran out before the search
-// did.
-func reach(ctx context.Context, db pgdb.DBTX, sql string, from, to int64, budget int) (domain.Reach, error) {
+// reach runs a search up from to for from; more are sql's parameters after
+// the first three. It asks for one session more than the budget: producing
+// it means the budget ran out before the search did.
+func reach(ctx context.Context, db pgdb.DBTX, sql string, from, to int64, budget int, more ...any) (domain.Reach, error) {
 	var (
 		visited int
 		found   bool
 	)
-	if err := db.QueryRow(ctx, sql, to, from, budget+1).Scan(&visited, &found); err != nil {
+	args := append([]any{to, from, budget + 1}, more...)
+	if err := db.QueryRow(ctx, sql, args...).Scan(&visited, &found); err != nil {
 		return 0, fmt.Errorf("search for a path %d → %d: %w", from, to, err)
 	}
 	switch {
@@ -466,7 +461,7 @@ func reach(ctx context.Context, db pgdb.DBTX, sql string, from, to int64, budget
 	return domain.Unreachable, nil
 }
 
-// HasUncleEdge implements domain.UncleGraph.
+// HasUncleEdge implements app.UncleGraph.
 func (g uncleGraph) HasUncleEdge(ctx context.Context, uncle, junior int64) (bool, error) {
 	var ok bool
 	err := g.db.QueryRow(ctx, `
@@ -478,7 +473,7 @@ func (g uncleGraph) HasUncleEdge(ctx context.Context, uncle, junior int64) (bool
 	return ok, nil
 }
 
-// DeleteUncleEdge implements domain.UncleGraph.
+// DeleteUncleEdge implements app.UncleGraph.
 func (g uncleGraph) DeleteUncleEdge(ctx context.Context, uncle, junior int64) error {
 	_, err := g.db.Exec(ctx, `DELETE FROM session_uncle_links WHERE session_id = $1 AND uncle_session_id = $2`, junior, uncle)
 	if err != nil {
@@ -487,7 +482,7 @@ func (g uncleGraph) DeleteUncleEdge(ctx context.Context, uncle, junior int64) er
 	return nil
 }
 
-// InsertUncleEdge implements domain.UncleGraph.
+// InsertUncleEdge implements app.UncleGraph.
 func (g uncleGraph) InsertUncleEdge(ctx context.Context, e domain.UncleEdge) error {
 	_, err := g.db.Exec(ctx, `
 		INSERT INTO session_uncle_links (session_id, uncle_session_id, entry_point) VALUES ($1, $2, $3)`,
