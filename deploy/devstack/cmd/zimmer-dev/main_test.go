@@ -2,10 +2,15 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/deploy/devstack"
 )
 
 func testEnv(vars map[string]string) *env {
@@ -61,4 +66,36 @@ func TestPrintBox(t *testing.T) {
 	for _, l := range lines[1:] {
 		require.Equal(t, len([]rune(lines[0])), len([]rune(l)), "all box lines have the same width")
 	}
+}
+
+func TestCrashLine(t *testing.T) {
+	t.Parallel()
+	exit2 := exec.Command("sh", "-c", "exit 2").Run()
+	require.Equal(t, "lineage exited (exit status 2); restarting in 1s (restart 2)",
+		crashLine(devstack.Crash{Name: "lineage", Pid: 42, Err: exit2, Restart: 2, Delay: time.Second}))
+	require.Equal(t, "gateway exited (exit status 0); restarting in 250ms (restart 1)",
+		crashLine(devstack.Crash{Name: "gateway", Pid: 42, Restart: 1, Delay: 250 * time.Millisecond}))
+	require.Equal(t, "queue could not be started (no binary); restarting in 500ms (restart 2)",
+		crashLine(devstack.Crash{Name: "queue", Err: errors.New("no binary"), Restart: 2, Delay: 500 * time.Millisecond}))
+	require.Equal(t, "runner exited (exit status 2); not restarting: it keeps crashing (more than 5 restarts within 1m0s)",
+		crashLine(devstack.Crash{Name: "runner", Pid: 42, Err: exit2, Restart: 5, GiveUp: true}))
+}
+
+func TestDeadLetterWatchPrintsChangesThatAreNotZero(t *testing.T) {
+	t.Parallel()
+	w := newDeadLetterWatch()
+	const url = "postgres://x/zimmer_lifecycle"
+	require.Empty(t, w.observe("lifecycle", url, 0, nil), "none: nothing to say")
+	line := w.observe("lifecycle", url, 3, nil)
+	require.Contains(t, line, "lifecycle: 3 outbox messages could not be delivered (dead letters); see outbox_messages.last_error")
+	require.Contains(t, line, "psql '"+url+"'")
+	require.Empty(t, w.observe("lifecycle", url, 3, nil), "unchanged: said already")
+	require.Contains(t, w.observe("lineage", url, 1, nil), "lineage: 1 outbox message could not", "counted per service")
+	require.Contains(t, w.observe("lifecycle", url, 4, nil), "lifecycle: 4 outbox messages")
+	require.Empty(t, w.observe("lifecycle", url, 0, nil), "cleared: nothing to say")
+	require.Contains(t, w.observe("lifecycle", url, 4, nil), "lifecycle: 4", "back after being cleared")
+
+	boom := errors.New("connect: refused")
+	require.Equal(t, "queue: cannot count dead letters: connect: refused", w.observe("queue", url, 0, boom))
+	require.Empty(t, w.observe("queue", url, 0, boom), "the same error once")
 }

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -51,7 +50,9 @@ func databases() []string {
 const readyTimeout = 90 * time.Second
 
 // runStack is `make run`: everything on one machine, in the foreground until
-// Ctrl-C or until a component dies.
+// Ctrl-C. A service or the gateway that crashes is restarted (see
+// devstack.DefaultRestartPolicy); the stack stops when one keeps crashing or
+// the Temporal dev server dies.
 func (e *env) runStack(ctx context.Context) (err error) {
 	// Two supervisors on one data folder would fight over ports and clusters.
 	unlock, err := devstack.Lock(filepath.Join(e.dataDir, "run.lock"), false)
@@ -117,22 +118,27 @@ func (e *env) runStack(ctx context.Context) (err error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return err
 	}
-	var procs []*devstack.Process
-	cleanups = append(cleanups, func() { stopAll(procs) })
+	// Stopped before Temporal and Postgres: the gateway first, then the services.
+	var svcs []*devstack.Supervisor
+	var gw *devstack.Supervisor
+	cleanups = append(cleanups, func() { e.stopSupervised(gw, svcs) })
 	firstKey, _, _ := strings.Cut(apiKeys, ",")
 	md := metadata.Pairs("x-api-key", firstKey)
 
+	dbURLs := make(map[string]string, len(services))
 	for _, s := range services {
-		p, err := e.startComponent(s, logDir, e.serviceEnv(s, pg.DatabaseURL("zimmer_"+s.name), addrs, common))
+		vars := e.serviceEnv(s, pg.DatabaseURL("zimmer_"+s.name), addrs, common)
+		dbURLs[s.name] = vars[envName(s.name, "DATABASE_URL")]
+		sup, err := e.superviseComponent(s, logDir, vars)
 		if err != nil {
 			return err
 		}
-		procs = append(procs, p)
+		svcs = append(svcs, sup)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for i, s := range services {
 		g.Go(func() error {
-			return waitReady(gctx, procs[i], logDir, func(ctx context.Context) error {
+			return waitReady(gctx, svcs[i], func(ctx context.Context) error {
 				return devstack.WaitGRPCServing(ctx, addrs[s.name], md)
 			})
 		})
@@ -142,13 +148,11 @@ func (e *env) runStack(ctx context.Context) (err error) {
 	}
 	e.say("services ready")
 
-	gw, err := e.startComponent(gateway, logDir, e.gatewayEnv(addrs, httpAddr, common))
-	if err != nil {
+	if gw, err = e.superviseComponent(gateway, logDir, e.gatewayEnv(addrs, httpAddr, common)); err != nil {
 		return err
 	}
-	procs = append(procs, gw)
 	base := "http://" + dialable(httpAddr)
-	if err := waitReady(ctx, gw, logDir, func(ctx context.Context) error {
+	if err := waitReady(ctx, gw, func(ctx context.Context) error {
 		return devstack.WaitHTTPOK(ctx, base+"/healthz")
 	}); err != nil {
 		return err
@@ -167,11 +171,16 @@ func (e *env) runStack(ctx context.Context) (err error) {
 	// Outside the box so that it can be copied as is.
 	fmt.Fprintf(e.out, "Try:\n  curl -H \"X-API-Key: %s\" %s/api/v1/sessions\n\nCtrl-C stops everything.\n\n", firstKey, base)
 
-	// Run until interrupted or until any component dies: a half-running stack
-	// only hides the real failure.
-	exited := make(chan *devstack.Process, len(procs))
-	for _, p := range procs {
-		go func() { <-p.Done(); exited <- p }()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go e.watchDeadLetters(watchCtx, dbURLs, deadLetterInterval)
+
+	// Run until interrupted, or until a component keeps crashing: a stack
+	// with a piece missing for good only hides the real failure.
+	all := append([]*devstack.Supervisor{gw}, svcs...)
+	ended := make(chan *devstack.Supervisor, len(all))
+	for _, s := range all {
+		go func() { <-s.Done(); ended <- s }()
 	}
 	select {
 	case <-ctx.Done():
@@ -180,8 +189,8 @@ func (e *env) runStack(ctx context.Context) (err error) {
 	case <-tmp.Done():
 		return fmt.Errorf("temporal dev server exited unexpectedly; see %s%s",
 			filepath.Join(logDir, "temporal.log"), tail(filepath.Join(logDir, "temporal.log")))
-	case p := <-exited:
-		return fmt.Errorf("%s exited unexpectedly (%v); last log lines:%s", p.Name, p.Err(), tail(logFile(logDir, p.Name)))
+	case s := <-ended:
+		return fmt.Errorf("%w; stopping the stack (log %s)", s.Err(), logFile(logDir, s.Name()))
 	}
 }
 
@@ -325,9 +334,14 @@ func (e *env) withCallerEnv(m map[string]string) map[string]string {
 }
 
 // startComponent starts bin/<name> with its output in <logDir>/<name>.log and a
-// compact copy on the terminal.
-func (e *env) startComponent(c component, logDir string, vars map[string]string) (*devstack.Process, error) {
-	f, err := os.Create(logFile(logDir, c.name))
+// compact copy on the terminal. A restart appends to the log, after the lines
+// that tell why the previous run died.
+func (e *env) startComponent(c component, logDir string, vars map[string]string, restart bool) (*devstack.Process, error) {
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if restart {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(logFile(logDir, c.name), flags, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -350,34 +364,25 @@ func (e *env) startComponent(c component, logDir string, vars map[string]string)
 	return p, nil
 }
 
-// waitReady runs check until it succeeds, failing early, with the last log
-// lines, when the process exits first.
-func waitReady(ctx context.Context, p *devstack.Process, logDir string, check func(context.Context) error) error {
+// waitReady runs check until it succeeds, failing early when the component
+// keeps crashing (its supervisor gives up) before it is ready.
+func waitReady(ctx context.Context, sup *devstack.Supervisor, check func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	go func() {
 		select {
-		case <-p.Done():
+		case <-sup.Done():
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
 	if err := check(ctx); err != nil {
-		if p.Exited() {
-			return fmt.Errorf("%s exited during start-up (%v); last log lines:%s", p.Name, p.Err(), tail(logFile(logDir, p.Name)))
+		if gaveUp := sup.Err(); gaveUp != nil {
+			return fmt.Errorf("%w during start-up", gaveUp)
 		}
-		return fmt.Errorf("%s not ready: %w", p.Name, err)
+		return fmt.Errorf("%s not ready: %w", sup.Name(), err)
 	}
 	return nil
-}
-
-// stopAll stops processes concurrently; each gets SIGTERM, then SIGKILL after the grace period.
-func stopAll(procs []*devstack.Process) {
-	var wg sync.WaitGroup
-	for _, p := range procs {
-		wg.Go(func() { _ = p.Stop(devstack.DefaultGrace) })
-	}
-	wg.Wait()
 }
 
 // checkFree fails when a listen address is taken, typically by a stack left
