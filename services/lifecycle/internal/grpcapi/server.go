@@ -16,7 +16,6 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
 	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
-	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Server implements lifecyclev1.LifecycleServiceServer.
@@ -116,14 +115,14 @@ func (s *Server) ListSessions(ctx context.Context, req *lifecyclev1.ListSessions
 // are logged and answered with "internal error": their text may carry
 // details a caller must not see.
 func (s *Server) toStatus(ctx context.Context, err error) error {
+	if st, ok := grpcstatus.Common(err); ok {
+		return st
+	}
 	var (
-		verr *validation.Error
 		nf   *domain.NotFoundError
 		terr *domain.TransitionError
 	)
 	switch {
-	case errors.As(err, &verr):
-		return grpcstatus.InvalidArgument(verr)
 	case errors.As(err, &terr):
 		// A valid request the session's state refuses: REST answers 422.
 		return status.Error(codes.FailedPrecondition, terr.Error())
@@ -135,10 +134,6 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, domain.ErrConflict):
 		return status.Error(codes.Aborted, err.Error())
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, "request canceled")
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
 	}
 	s.logger.ErrorContext(ctx, "internal error", "error", err)
 	return status.Error(codes.Internal, "internal error")
