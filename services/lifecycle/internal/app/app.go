@@ -4,44 +4,77 @@ package app
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
-// SessionRepository stores sessions. Writes record their domain events in
-// the same transaction (the outbox), so a change is never committed without
-// its announcement.
+// SessionRepository stores sessions. Every write has one shape: in one
+// transaction it locks what the decision reads, lets a pure function decide,
+// and writes everything decided — the row, its timeline lines, its event
+// stream and its announcements (the outbox) — in one batch, so a change never
+// commits without its announcement.
 type SessionRepository interface {
-	// Create locks the parent (when parentID is set) so it cannot be
-	// deleted mid-create, passes it to build (nil when absent or unknown),
-	// inserts the built session and records announce(created).
+	// Create locks the parent (when parentID is set) FOR KEY SHARE, so it
+	// cannot be deleted mid-create but can still change, passes it to build
+	// (nil when absent or unknown), and inserts the built session with its
+	// SessionCreated announcement.
 	Create(ctx context.Context, parentID *int64,
-		build func(parent *domain.Session) (domain.Session, error),
-		announce func(created domain.Session) []domain.Fact,
-	) (domain.Session, error)
+		build func(parent *domain.Session) (domain.Session, error)) (domain.Session, error)
+	// Update locks the session FOR UPDATE, passes it and its armed wake-ups
+	// to decide, and writes the Change decided. It returns the change as
+	// committed (with the session's new version). Concurrent updates of one
+	// session queue on the row lock; other sessions are never blocked. When
+	// the change is a refusal, its timeline line is committed and the
+	// refusal is returned as the error.
+	Update(ctx context.Context, ref domain.SessionRef,
+		decide func(domain.Session, domain.Wakes) (Change, error)) (Change, error)
 	// Get returns the session a reference names, or a *domain.NotFoundError.
 	Get(ctx context.Context, ref domain.SessionRef) (domain.Session, error)
 	// List returns one page of the sessions matching f, newest first.
 	List(ctx context.Context, f domain.ListFilter) (domain.Page, error)
-	// Transition locks the session, passes it and its armed wake-ups to
-	// decide and persists the outcome — state, timeline, event stream and
-	// announcements — in one transaction. When decide refuses with a
-	// *domain.TransitionError, the refusal is written to the timeline and
-	// nothing else changes.
-	Transition(ctx context.Context, ref domain.SessionRef,
-		decide func(domain.Session, domain.Wakes) (domain.Outcome, error)) (domain.Outcome, error)
 	// Timeline returns the session's timeline, oldest first.
 	Timeline(ctx context.Context, ref domain.SessionRef) ([]domain.TimelineLine, error)
 	// Events returns the session's event stream, oldest first.
 	Events(ctx context.Context, ref domain.SessionRef) ([]domain.StreamEvent, error)
-	// Update locks the session and saves change's result with its timeline
-	// note and announcement.
-	Update(ctx context.Context, ref domain.SessionRef,
-		change func(domain.Session) (domain.Session, domain.TimelineEntry, error)) (domain.Session, error)
-	// Delete removes the session for good and announces it.
-	Delete(ctx context.Context, ref domain.SessionRef) error
+}
+
+// Change is what one decision writes under the session's lock. Exactly one
+// field is set.
+type Change struct {
+	// Transitioned is a state-machine outcome. It writes the columns a
+	// transition owns (status, markers, the clock, the archive columns,
+	// updated_at — never the editable ones), its timeline lines, its stream
+	// entries, the SessionUpdated announcement and one event per effect an
+	// owning context carries out, and, when the outcome asks for them, the
+	// experimental-setting flags, whose failure never stops the transition.
+	Transitioned *domain.Outcome
+	// Edited is a patch applied: it writes the editable columns and the note
+	// naming what changed, and announces SessionEdited.
+	Edited *Edit
+	// Deleted removes the session for good (its timeline, stream and flags
+	// go with it; children keep existing with no recorded parent) and
+	// announces SessionDeleted.
+	Deleted bool
+	// Refused is a transition the machine refused: nothing changes but a
+	// refusal line on the timeline, which is what lets "why didn't my pause
+	// work?" be answered from the session.
+	Refused *Refusal
+}
+
+// Edit is a session with its editable fields changed and the timeline note
+// naming them.
+type Edit struct {
+	Session domain.Session
+	Note    domain.TimelineEntry
+}
+
+// Refusal is a refused transition and when it was refused.
+type Refusal struct {
+	Err *domain.TransitionError
+	At  time.Time
 }
 
 // SettingsRepository stores the experimental settings.
@@ -66,10 +99,14 @@ func (uc UpdateSession) Handle(ctx context.Context, ref string, p domain.Patch) 
 	if err := p.Validate(); err != nil {
 		return domain.Session{}, err
 	}
-	return uc.Repo.Update(ctx, r, func(s domain.Session) (domain.Session, domain.TimelineEntry, error) {
+	c, err := uc.Repo.Update(ctx, r, func(s domain.Session, _ domain.Wakes) (Change, error) {
 		next, note := p.Apply(s, uc.Clock.Now())
-		return next, note, nil
+		return Change{Edited: &Edit{Session: next, Note: note}}, nil
 	})
+	if err != nil {
+		return domain.Session{}, err
+	}
+	return c.Edited.Session, nil
 }
 
 // DeleteSession hard-deletes a session.
@@ -81,7 +118,10 @@ func (uc DeleteSession) Handle(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	return uc.Repo.Delete(ctx, r)
+	_, err = uc.Repo.Update(ctx, r, func(domain.Session, domain.Wakes) (Change, error) {
+		return Change{Deleted: true}, nil
+	})
+	return err
 }
 
 // CreateSession creates a session in the waiting state.
@@ -96,11 +136,7 @@ func (uc CreateSession) Handle(ctx context.Context, n domain.NewSession) (domain
 		return domain.Session{}, err
 	}
 	return uc.Repo.Create(ctx, n.ParentSessionID,
-		func(parent *domain.Session) (domain.Session, error) { return n.Build(parent, uc.Clock.Now()) },
-		func(created domain.Session) []domain.Fact {
-			return []domain.Fact{domain.SessionCreated{Session: created}}
-		},
-	)
+		func(parent *domain.Session) (domain.Session, error) { return n.Build(parent, uc.Clock.Now()) })
 }
 
 // GetSession reads one session by id or slug.
@@ -158,8 +194,7 @@ func (uc TransitionSession) Handle(ctx context.Context, ref string, verb Verb, c
 	if err != nil {
 		return domain.Outcome{}, err
 	}
-	return uc.Repo.Transition(ctx, r, func(s domain.Session, wakes domain.Wakes) (domain.Outcome, error) {
-		env := uc.env(wakes)
+	return uc.apply(ctx, r, func(s domain.Session, env domain.Env) (domain.Outcome, error) {
 		switch verb {
 		case VerbSleep:
 			return domain.Sleep(s, cmd, env)
@@ -187,13 +222,32 @@ func (uc TransitionSession) Fire(ctx context.Context, ref string, event string, 
 		return domain.Outcome{}, &validation.Error{Violations: []validation.FieldViolation{{Field: "event", Reason: err.Error()}}}
 	}
 	cmd.Event = e
-	return uc.Repo.Transition(ctx, r, func(s domain.Session, wakes domain.Wakes) (domain.Outcome, error) {
-		return domain.Apply(s, cmd, uc.env(wakes))
+	return uc.apply(ctx, r, func(s domain.Session, env domain.Env) (domain.Outcome, error) {
+		return domain.Apply(s, cmd, env)
 	})
 }
 
-func (uc TransitionSession) env(wakes domain.Wakes) domain.Env {
-	return domain.Env{Now: uc.Clock.Now(), Wakes: wakes, TrashRetention: uc.TrashRetention}
+// apply decides under the session's lock, from the session, its armed
+// wake-ups and the time, and writes the outcome, or the refusal.
+func (uc TransitionSession) apply(ctx context.Context, r domain.SessionRef,
+	decide func(domain.Session, domain.Env) (domain.Outcome, error),
+) (domain.Outcome, error) {
+	c, err := uc.Repo.Update(ctx, r, func(s domain.Session, wakes domain.Wakes) (Change, error) {
+		env := domain.Env{Now: uc.Clock.Now(), Wakes: wakes, TrashRetention: uc.TrashRetention}
+		out, err := decide(s, env)
+		var refused *domain.TransitionError
+		if errors.As(err, &refused) {
+			return Change{Refused: &Refusal{Err: refused, At: env.Now}}, nil
+		}
+		if err != nil {
+			return Change{}, err
+		}
+		return Change{Transitioned: &out}, nil
+	})
+	if err != nil {
+		return domain.Outcome{}, err
+	}
+	return *c.Transitioned, nil
 }
 
 // SessionHistory reads a session's timeline and event stream.

@@ -10,18 +10,18 @@ import (
 // Markers are a session's lifecycle bookkeeping: the spec's metadata
 // markers, typed.
 type Markers struct {
-	PausedBy                 string `json:"paused_by,omitempty"`
-	PendingSleep             bool   `json:"pending_sleep,omitempty"`
-	PendingSleepRequiresWake bool   `json:"pending_sleep_requires_wake,omitempty"`
-	BlockedOnElicitation     bool   `json:"blocked_on_elicitation,omitempty"`
-	LostElicitation          string `json:"lost_elicitation,omitempty"`
-	MCPFailure               string `json:"mcp_failure,omitempty"`
-	AuthOutageReason         string `json:"auth_outage_reason,omitempty"`
-	DrainAttempts            int    `json:"drain_attempts,omitempty"`
-	NeedsInputCount          int64  `json:"needs_input_count,omitempty"`
-	PRURLWarned              bool   `json:"pr_url_warned,omitempty"`
-	RunningJobID             string `json:"running_job_id,omitempty"`
-	FailureReason            string `json:"failure_reason,omitempty"`
+	PausedBy                 string
+	PendingSleep             bool
+	PendingSleepRequiresWake bool
+	BlockedOnElicitation     bool
+	LostElicitation          string
+	MCPFailure               string
+	AuthOutageReason         string
+	DrainAttempts            int
+	NeedsInputCount          int64
+	PRURLWarned              bool
+	RunningJobID             string
+	FailureReason            string
 }
 
 // StatusSummaryForkKey marks, in custom_metadata, Zimmer's own throwaway

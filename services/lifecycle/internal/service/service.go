@@ -52,7 +52,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	// Commits wake this process's relays directly; relays in other
 	// processes find the messages by polling.
 	signal := &outbox.Signal{}
-	repo := store.NewSessions(h.Pool, events.Codec{}, signal, domain.SystemClock{}, logger)
+	repo := store.NewSessions(h.Pool, events.Codec{}, signal, logger)
 	svc := &Service{Host: h, signal: signal, Sessions: app.NewSessions(repo, domain.SystemClock{}, cfg.TrashRetention)}
 	grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).Register(h.GRPC.Server)
 

@@ -55,7 +55,7 @@ func BenchmarkTransition(b *testing.B) {
 	trips := &roundTrips{}
 	pool := openCounted(b, pgtest.NewDatabase(b, inbox.Migrations, outbox.Migrations, store.Migrations), trips)
 	clock := domain.SystemClock{}
-	sessions := app.NewSessions(store.NewSessions(pool, events.Codec{}, nil, clock, slogx.Discard()), clock, app.DefaultTrashRetention)
+	sessions := app.NewSessions(store.NewSessions(pool, events.Codec{}, nil, slogx.Discard()), clock, app.DefaultTrashRetention)
 
 	// newSessions creates n titled sessions (an untitled one would add an
 	// inference effect to every pause) and, when running is set, starts them.

@@ -29,9 +29,9 @@ var Migrations = pgdb.MigrationSet{Name: "lifecycle", FS: pgdb.MigrationsDir(mig
 
 // Codec is the wire side of the store's events, which the store takes from
 // the composition root: Encode turns a fact into outbox events, each with
-// the subscribers it is addressed to; Stream reads one recorded outbox event
-// back as entries of the session's event stream (none for an event that is
-// not part of it).
+// the subscribers it is addressed to; Stream reads one of those events back
+// as the entries it adds to the session's event stream (none for an event
+// that is not part of it).
 type Codec interface {
 	Encode(domain.Fact) ([]outbox.Addressed, error)
 	Stream(topic string, payload []byte) ([]domain.StreamEvent, error)
@@ -42,86 +42,22 @@ type Sessions struct {
 	pool   *pgxpool.Pool
 	codec  Codec
 	signal *outbox.Signal
-	clock  domain.Clock
 	logger *slog.Logger
-	cache  *stateCache
-	locks  sessionLocks
 }
 
 var _ app.SessionRepository = (*Sessions)(nil)
 
-// cachedSessions bounds the state cache; a miss costs one read.
-const cachedSessions = 10_000
-
 // NewSessions returns a repository over pool. signal is notified after
 // every commit that recorded outbox events (nil: relays poll). Bookkeeping
 // whose failure must not stop a transition is logged to logger.
-func NewSessions(pool *pgxpool.Pool, codec Codec, signal *outbox.Signal, clock domain.Clock, logger *slog.Logger) *Sessions {
-	return &Sessions{pool: pool, codec: codec, signal: signal, clock: clock, logger: logger, cache: newStateCache(cachedSessions)}
+func NewSessions(pool *pgxpool.Pool, codec Codec, signal *outbox.Signal, logger *slog.Logger) *Sessions {
+	return &Sessions{pool: pool, codec: codec, signal: signal, logger: logger}
 }
 
 const sessionColumns = `id, COALESCE(slug, ''), status, title, prompt, goal, agent_root, agent_runtime,
 	git_root, branch, subdirectory, parent_session_id, genesis, scheduling_class, precedence,
 	custom_metadata, created_at, updated_at, markers, elapsed_since, archived_at, archived_from,
 	trash_after, version, heartbeat_enabled, heartbeat_interval_seconds, notes`
-
-// Create implements app.SessionRepository.
-func (s *Sessions) Create(ctx context.Context, parentID *int64,
-	build func(parent *domain.Session) (domain.Session, error),
-	announce func(domain.Session) []domain.Fact,
-) (domain.Session, error) {
-	var created domain.Session
-	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		var parent *domain.Session
-		if parentID != nil {
-			// FOR KEY SHARE: the parent cannot be deleted until we commit,
-			// but its own updates are not blocked.
-			p, err := scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1 FOR KEY SHARE`, *parentID))
-			switch {
-			case err == nil:
-				parent = &p
-			case !errors.Is(err, pgx.ErrNoRows):
-				return fmt.Errorf("load parent session %d: %w", *parentID, err)
-			}
-		}
-		sess, err := build(parent)
-		if err != nil {
-			return err
-		}
-		md, err := json.Marshal(sess.CustomMetadata)
-		if err != nil {
-			return fmt.Errorf("encode custom_metadata: %w", err)
-		}
-		err = tx.QueryRow(ctx, `
-			INSERT INTO sessions (slug, status, title, prompt, goal, agent_root, agent_runtime, git_root,
-				branch, subdirectory, parent_session_id, genesis, scheduling_class, precedence,
-				custom_metadata, created_at, updated_at, heartbeat_enabled, heartbeat_interval_seconds, notes)
-			VALUES (NULLIF($1, ''), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
-			RETURNING id`,
-			sess.Slug, sess.Status, sess.Title, sess.Prompt, sess.Goal, sess.AgentRoot, sess.AgentRuntime,
-			sess.GitRoot, sess.Branch, sess.Subdirectory, sess.ParentSessionID, sess.Genesis,
-			sess.SchedulingClass, sess.Precedence, md, sess.CreatedAt, sess.UpdatedAt,
-			sess.HeartbeatEnabled, sess.HeartbeatIntervalSeconds, sess.Notes,
-		).Scan(&sess.ID)
-		if err != nil {
-			return interpretWrite(err, sess)
-		}
-		var w writes
-		if err := w.announce(s.codec.Encode, announce(sess)...); err != nil {
-			return err
-		}
-		if err := w.send(ctx, tx); err != nil {
-			return err
-		}
-		created = sess
-		return nil
-	})
-	if err == nil {
-		s.signal.Notify()
-		s.cache.put(decided{session: created}) // nothing can be armed yet
-	}
-	return created, err
-}
 
 // Get implements app.SessionRepository.
 func (s *Sessions) Get(ctx context.Context, ref domain.SessionRef) (domain.Session, error) {
@@ -222,7 +158,8 @@ func scanSession(row pgx.Row, extra ...any) (domain.Session, error) {
 	if err := json.Unmarshal(md, &s.CustomMetadata); err != nil {
 		return domain.Session{}, fmt.Errorf("decode custom_metadata of session %d: %w", s.ID, err)
 	}
-	if err := json.Unmarshal(mk, &s.Markers); err != nil {
+	var err error
+	if s.Markers, err = decodeMarkers(mk); err != nil {
 		return domain.Session{}, fmt.Errorf("decode markers of session %d: %w", s.ID, err)
 	}
 	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
@@ -234,8 +171,9 @@ func scanSession(row pgx.Row, extra ...any) (domain.Session, error) {
 	return s, nil
 }
 
-// interpretWrite turns constraint violations into domain errors, once.
-func interpretWrite(err error, s domain.Session) error {
+// interpretWrite turns constraint violations of op (e.g. "insert session")
+// into domain errors, once.
+func interpretWrite(op string, err error, s domain.Session) error {
 	switch pgdb.Code(err) {
 	case pgdb.CodeUniqueViolation:
 		if strings.Contains(pgdb.ConstraintName(err), "slug") {
@@ -244,9 +182,9 @@ func interpretWrite(err error, s domain.Session) error {
 	case pgdb.CodeForeignKeyViolation:
 		// The parent was checked under FOR KEY SHARE, so this cannot happen
 		// unless that invariant breaks; say so rather than guess.
-		return fmt.Errorf("insert session: parent %v vanished: %w", s.ParentSessionID, err)
+		return fmt.Errorf("%s: parent %v vanished: %w", op, s.ParentSessionID, err)
 	}
-	return fmt.Errorf("insert session: %w", err)
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 func escapeLike(s string) string {

@@ -33,7 +33,7 @@ func setup(t *testing.T) testBundle {
 	t.Helper()
 	pool := pgtest.DB(t, inbox.Migrations, outbox.Migrations, store.Migrations)
 	clock := fixedClock{time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
-	repo := store.NewSessions(pool, events.Codec{}, nil, clock, slogx.Discard())
+	repo := store.NewSessions(pool, events.Codec{}, nil, slogx.Discard())
 	return testBundle{pool: pool, sessions: app.NewSessions(repo, clock, app.DefaultTrashRetention)}
 }
 

@@ -19,11 +19,11 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 )
 
-// replica is another process's repository over the same database: its own
-// state cache and locks, so only the version check keeps the two apart.
+// replica is another process's repository over the same database: only
+// Postgres (the session's row lock) keeps the two apart.
 func (b testBundle) replica() app.Sessions {
 	clock := domain.SystemClock{}
-	return app.NewSessions(store.NewSessions(b.pool, events.Codec{}, nil, clock, slogx.Discard()), clock, app.DefaultTrashRetention)
+	return app.NewSessions(store.NewSessions(b.pool, events.Codec{}, nil, slogx.Discard()), clock, app.DefaultTrashRetention)
 }
 
 func fire(t *testing.T, s app.Sessions, id int64, e domain.Event, cmd domain.Command) (domain.Outcome, error) {
@@ -31,9 +31,9 @@ func fire(t *testing.T, s app.Sessions, id int64, e domain.Event, cmd domain.Com
 	return s.Transition.Handle(context.Background(), strconv.FormatInt(id, 10), app.Verb(e), cmd)
 }
 
-// TestStaleStateIsNeverWritten: a process decides from what it last saw,
-// so another process's write must make it re-read rather than apply or
-// refuse from a state that is gone.
+// TestStaleStateIsNeverWritten: a process decides from the state under the
+// row lock, so another process's write, or a wake-up armed behind its back,
+// is always seen: it never applies or refuses from a state that is gone.
 func TestStaleStateIsNeverWritten(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -141,4 +141,42 @@ func TestFlagsFailureNeverStopsTheTransition(t *testing.T) {
 	require.Equal(t, domain.StatusRunning, out.Session.Status)
 	require.Zero(t, b.count(t, `SELECT count(*) FROM session_experimental_flags WHERE session_id = $1`, s.ID))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM session_timeline WHERE session_id = $1`, s.ID))
+}
+
+// TestStreamOutlivesTheOutbox: the event stream is written with the
+// transition into its own table, so it reads the same once the outbox has
+// been pruned of the delivered events.
+func TestStreamOutlivesTheOutbox(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	s, err := b.sessions.Create.Handle(ctx, domain.NewSession{Prompt: "p", GitRoot: "g", Title: "t"})
+	require.NoError(t, err)
+	ref := strconv.FormatInt(s.ID, 10)
+	_, err = fire(t, b.sessions, s.ID, domain.EventStart, domain.Command{})
+	require.NoError(t, err)
+	_, err = fire(t, b.sessions, s.ID, domain.EventPause, domain.Command{})
+	require.NoError(t, err)
+
+	before, err := b.sessions.History.Events(ctx, ref)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range before {
+		names = append(names, e.Name)
+	}
+	require.Equal(t, []string{
+		"transition", domain.EffectRecordFlags,
+		"transition", domain.EffectFireTriggers, domain.EffectNeedsInputPush, domain.EffectStatusSummary, domain.EffectDrain,
+	}, names)
+	require.Equal(t, map[string]any{"from": "running", "to": "needs_input", "events": []any{"pause"}}, before[2].Payload)
+	require.Equal(t, map[string]any{"needs_input_count": float64(1)}, before[4].Payload)
+	require.True(t, before[3].Alerting, "firing triggers alerts on failure")
+	require.Equal(t, before[0].EventID, before[1].EventID, "an effect lifecycle carries out itself rides on its transition's event")
+	require.NotEqual(t, before[2].EventID, before[3].EventID, "an owned effect has its own event")
+
+	_, err = b.pool.Exec(ctx, `DELETE FROM outbox_messages`)
+	require.NoError(t, err)
+	after, err := b.sessions.History.Events(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
 }

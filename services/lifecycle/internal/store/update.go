@@ -7,72 +7,194 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 )
 
-// Update implements app.SessionRepository: it locks the session, applies
-// change and saves the result with its timeline note and announcement.
-func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
-	change func(domain.Session) (domain.Session, domain.TimelineEntry, error),
+// Create implements app.SessionRepository: BEGIN, the session's id and the
+// parent's lock in one round trip; the row and its announcement with COMMIT
+// in the other.
+func (s *Sessions) Create(ctx context.Context, parentID *int64,
+	build func(parent *domain.Session) (domain.Session, error),
 ) (domain.Session, error) {
-	var updated decided
-	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		locked, err := scanDecided(ref, tx.QueryRow(ctx, selectDecided(ref, "FOR UPDATE"), refArg(ref)))
+	var created domain.Session
+	err := s.inTx(ctx, func(conn *pgx.Conn) error {
+		var (
+			id     int64
+			parent *domain.Session
+		)
+		err := read(ctx, conn, func(b *pgx.Batch) {
+			// The id is drawn first so the announcement, written in the same
+			// batch as the row, can carry it.
+			b.Queue(`SELECT nextval('sessions_id_seq')`)
+			if parentID != nil {
+				// FOR KEY SHARE: the parent cannot be deleted until we
+				// commit, but its own updates are not blocked.
+				b.Queue(`SELECT `+sessionColumns+` FROM sessions WHERE id = $1 FOR KEY SHARE`, *parentID)
+			}
+		}, func(br pgx.BatchResults) error {
+			if err := br.QueryRow().Scan(&id); err != nil {
+				return fmt.Errorf("draw a session id: %w", err)
+			}
+			if parentID == nil {
+				return nil
+			}
+			p, err := scanSession(br.QueryRow())
+			switch {
+			case err == nil:
+				parent = &p
+			case !errors.Is(err, pgx.ErrNoRows):
+				return fmt.Errorf("load parent session %d: %w", *parentID, err)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		cur := locked.session
-		next, note, err := change(cur)
+		sess, err := build(parent)
 		if err != nil {
 			return err
 		}
-		next.Version = cur.Version + 1
+		sess.ID = id
 		var w writes
-		if err := w.save(next); err != nil {
+		if err := w.insert(sess); err != nil {
 			return err
 		}
-		w.timeline(cur.ID, next.UpdatedAt, []domain.TimelineEntry{note})
-		if err := w.announce(s.codec.Encode, domain.SessionEdited{Session: next}); err != nil {
+		if _, err := w.announce(s.codec, domain.SessionCreated{Session: sess}); err != nil {
 			return err
 		}
-		if err := w.send(ctx, tx); err != nil {
+		if err := w.commit(ctx, conn, s.logger); err != nil {
 			return err
 		}
-		updated = decided{session: next, wakes: locked.wakes}
+		created = sess
 		return nil
 	})
 	if err != nil {
 		return domain.Session{}, err
 	}
 	s.signal.Notify()
-	s.cache.put(updated)
-	return updated.session, nil
+	return created, nil
 }
 
-// Delete implements app.SessionRepository. Its timeline and flags go with
-// it; children keep existing with no recorded parent.
-func (s *Sessions) Delete(ctx context.Context, ref domain.SessionRef) error {
-	var id int64
-	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		locked, err := scanDecided(ref, tx.QueryRow(ctx, selectDecided(ref, "FOR UPDATE"), refArg(ref)))
+// Queries that lock a session for a decision, with its armed wake-ups
+// counted under the lock: a wake-up being armed for it (which takes a key
+// share on the row) waits for the decision to commit.
+const (
+	lockedColumns = sessionColumns + `,
+		(SELECT count(*) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.kind = 'one_time'),
+		(SELECT count(*) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.kind = 'session_state')`
+	lockByID   = `SELECT ` + lockedColumns + ` FROM sessions WHERE id = $1 FOR UPDATE`
+	lockBySlug = `SELECT ` + lockedColumns + ` FROM sessions WHERE slug = $1 FOR UPDATE`
+)
+
+// Update implements app.SessionRepository: BEGIN and the lock in one round
+// trip; the decided writes with COMMIT in the other.
+func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
+	decide func(domain.Session, domain.Wakes) (app.Change, error),
+) (app.Change, error) {
+	var committed app.Change
+	err := s.inTx(ctx, func(conn *pgx.Conn) error {
+		var (
+			cur   domain.Session
+			wakes domain.Wakes
+		)
+		err := read(ctx, conn, func(b *pgx.Batch) {
+			if ref.Slug != "" {
+				b.Queue(lockBySlug, ref.Slug)
+			} else {
+				b.Queue(lockByID, ref.ID)
+			}
+		}, func(br pgx.BatchResults) error {
+			var err error
+			cur, err = scanSession(br.QueryRow(), &wakes.OneTime, &wakes.Watchers)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return &domain.NotFoundError{Ref: ref}
+			}
+			if err != nil {
+				return fmt.Errorf("lock session %s: %w", ref, err)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		id = locked.session.ID
-		var w writes
-		w.queue(func(err error) error { return fmt.Errorf("delete session %d: %w", id, err) },
-			`DELETE FROM sessions WHERE id = $1`, id)
-		if err := w.announce(s.codec.Encode, domain.SessionDeleted{SessionID: id}); err != nil {
+		c, err := decide(cur, wakes)
+		if err != nil {
 			return err
 		}
-		return w.send(ctx, tx)
+		var w writes
+		if err := s.plan(&w, cur, &c); err != nil {
+			return err
+		}
+		if err := w.commit(ctx, conn, s.logger); err != nil {
+			return err
+		}
+		committed = c
+		return nil
 	})
-	if err != nil {
-		return err
+	switch {
+	case err != nil:
+		return app.Change{}, err
+	case committed.Refused != nil:
+		return app.Change{}, committed.Refused.Err
 	}
 	s.signal.Notify()
-	s.cache.forget(id)
+	return committed, nil
+}
+
+// plan queues the writes of c, decided from cur, and sets the new version
+// on the session it carries.
+func (s *Sessions) plan(w *writes, cur domain.Session, c *app.Change) error {
+	set := 0
+	for _, ok := range []bool{c.Transitioned != nil, c.Edited != nil, c.Deleted, c.Refused != nil} {
+		if ok {
+			set++
+		}
+	}
+	if set != 1 {
+		return fmt.Errorf("change of session %d sets %d kinds of change; exactly one is expected", cur.ID, set)
+	}
+	switch {
+	case c.Transitioned != nil:
+		out := c.Transitioned
+		out.Session.Version = cur.Version + 1
+		if err := w.transition(cur.ID, out.Session); err != nil {
+			return err
+		}
+		w.timeline(cur.ID, out.Session.UpdatedAt, out.Timeline...)
+		announced, err := w.announce(s.codec, domain.SessionTransitioned{Session: out.Session, Outcome: *out})
+		if err != nil {
+			return err
+		}
+		if err := w.stream(s.codec, cur.ID, announced); err != nil {
+			return err
+		}
+		for _, e := range out.Effects {
+			if e.Name == domain.EffectRecordFlags {
+				w.flags(cur.ID, out.Session.UpdatedAt)
+				break
+			}
+		}
+	case c.Edited != nil:
+		c.Edited.Session.Version = cur.Version + 1
+		if err := w.edit(cur.ID, c.Edited.Session); err != nil {
+			return err
+		}
+		w.timeline(cur.ID, c.Edited.Session.UpdatedAt, c.Edited.Note)
+		if _, err := w.announce(s.codec, domain.SessionEdited{Session: c.Edited.Session}); err != nil {
+			return err
+		}
+	case c.Deleted:
+		w.delete(cur.ID)
+		if _, err := w.announce(s.codec, domain.SessionDeleted{SessionID: cur.ID}); err != nil {
+			return err
+		}
+	case c.Refused != nil:
+		w.timeline(cur.ID, c.Refused.At, domain.TimelineEntry{
+			Kind: domain.TimelineRefusal, Message: "[State Machine] refused: " + c.Refused.Err.Error(),
+		})
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,12 +13,16 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
 )
 
-// writes collects a change's statements — the row, its timeline, its event
-// stream, its outbox events — and sends them in one round trip: a
-// transition's cost is round trips, not rows.
+// writes collects everything one decision writes — the row, its timeline
+// lines, its event stream, its outbox events and, last, the experimental
+// flags — and commits them in one round trip.
 type writes struct {
 	b    pgx.Batch
 	wrap []func(error) error // how each statement's error is reported
+	// flagsAt is the index of the savepoint before the flags, or 0: their
+	// failure is rolled back to alone, so it never stops the transition.
+	flagsAt   int
+	sessionID int64 // for the flags' warning
 }
 
 func (w *writes) queue(wrap func(error) error, sql string, args ...any) {
@@ -25,68 +30,138 @@ func (w *writes) queue(wrap func(error) error, sql string, args ...any) {
 	w.wrap = append(w.wrap, wrap)
 }
 
-// send runs the batch, reporting the first failure.
-func (w *writes) send(ctx context.Context, tx pgx.Tx) error {
-	if w.b.Len() == 0 {
-		return nil
-	}
-	br := tx.SendBatch(ctx, &w.b)
+// commit sends the writes and COMMIT in one batch. If only the flags fail,
+// the transaction rolls back to the savepoint before them, the failure is
+// logged, and the rest commits.
+func (w *writes) commit(ctx context.Context, conn *pgx.Conn, logger *slog.Logger) error {
+	w.queue(func(err error) error { return fmt.Errorf("commit transaction: %w", err) }, "COMMIT")
+	br := conn.SendBatch(ctx, &w.b)
 	for i := range w.b.Len() {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			if i < len(w.wrap) && w.wrap[i] != nil {
+			if flags := w.flagsAt > 0 && i == w.flagsAt+1; !flags || ctx.Err() != nil {
 				return w.wrap[i](err)
 			}
-			return err
+			logger.WarnContext(ctx, "record experimental setting flags failed; the transition goes on",
+				"session_id", w.sessionID, "effect", domain.EffectRecordFlags, "error", err)
+			// The simple protocol: the failed batch's statements are not
+			// prepared again until the transaction is over.
+			if _, err := conn.PgConn().Exec(ctx, "ROLLBACK TO SAVEPOINT record_flags; COMMIT").ReadAll(); err != nil {
+				return fmt.Errorf("commit transaction without its flags: %w", err)
+			}
+			return nil
 		}
 	}
 	return br.Close()
 }
 
-// save queues the update of every mutable column of sess.
-func (w *writes) save(sess domain.Session) error {
-	markers, err := json.Marshal(sess.Markers)
+// transition queues the columns a transition owns — never the editable
+// ones, which belong to edits.
+func (w *writes) transition(id int64, s domain.Session) error {
+	markers, err := encodeMarkers(s.Markers)
 	if err != nil {
-		return fmt.Errorf("encode markers: %w", err)
+		return fmt.Errorf("encode markers of session %d: %w", id, err)
 	}
-	md, err := json.Marshal(sess.CustomMetadata)
+	w.queue(func(err error) error { return fmt.Errorf("write transition of session %d: %w", id, err) }, `
+		UPDATE sessions SET status = $2, markers = $3, elapsed_since = $4, archived_at = $5,
+			archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1
+		WHERE id = $1`,
+		id, s.Status, markers, s.ElapsedSince, s.ArchivedAt, s.ArchivedFrom, s.TrashAfter, s.UpdatedAt)
+	return nil
+}
+
+// edit queues the editable columns.
+func (w *writes) edit(id int64, s domain.Session) error {
+	md, err := json.Marshal(s.CustomMetadata)
+	if err != nil {
+		return fmt.Errorf("encode custom_metadata of session %d: %w", id, err)
+	}
+	w.queue(func(err error) error { return interpretWrite("update session", err, s) }, `
+		UPDATE sessions SET title = $2, slug = NULLIF($3, ''), goal = $4, notes = $5,
+			scheduling_class = $6, precedence = $7, custom_metadata = $8, heartbeat_enabled = $9,
+			heartbeat_interval_seconds = $10, updated_at = $11, version = version + 1
+		WHERE id = $1`,
+		id, s.Title, s.Slug, s.Goal, s.Notes, s.SchedulingClass, s.Precedence, md,
+		s.HeartbeatEnabled, s.HeartbeatIntervalSeconds, s.UpdatedAt)
+	return nil
+}
+
+// insert queues a new session's row, its id already reserved.
+func (w *writes) insert(s domain.Session) error {
+	md, err := json.Marshal(s.CustomMetadata)
 	if err != nil {
 		return fmt.Errorf("encode custom_metadata: %w", err)
 	}
-	w.queue(func(err error) error { return interpretWrite(err, sess) }, `
-		UPDATE sessions SET status = $2, markers = $3, elapsed_since = $4, archived_at = $5,
-			archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1,
-			title = $9, slug = NULLIF($10, ''), goal = $11, scheduling_class = $12, precedence = $13,
-			custom_metadata = $14, heartbeat_enabled = $15, heartbeat_interval_seconds = $16, notes = $17
-		WHERE id = $1`,
-		sess.ID, sess.Status, markers, sess.ElapsedSince, sess.ArchivedAt, sess.ArchivedFrom,
-		sess.TrashAfter, sess.UpdatedAt, sess.Title, sess.Slug, sess.Goal, sess.SchedulingClass,
-		sess.Precedence, md, sess.HeartbeatEnabled, sess.HeartbeatIntervalSeconds, sess.Notes)
+	w.queue(func(err error) error { return interpretWrite("insert session", err, s) }, `
+		INSERT INTO sessions (id, slug, status, title, prompt, goal, agent_root, agent_runtime, git_root,
+			branch, subdirectory, parent_session_id, genesis, scheduling_class, precedence,
+			custom_metadata, created_at, updated_at, heartbeat_enabled, heartbeat_interval_seconds, notes)
+		VALUES ($1, NULLIF($2, ''), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+		s.ID, s.Slug, s.Status, s.Title, s.Prompt, s.Goal, s.AgentRoot, s.AgentRuntime,
+		s.GitRoot, s.Branch, s.Subdirectory, s.ParentSessionID, s.Genesis,
+		s.SchedulingClass, s.Precedence, md, s.CreatedAt, s.UpdatedAt,
+		s.HeartbeatEnabled, s.HeartbeatIntervalSeconds, s.Notes)
 	return nil
 }
 
-func (w *writes) timeline(sessionID int64, at time.Time, lines []domain.TimelineEntry) {
+func (w *writes) delete(id int64) {
+	w.queue(func(err error) error { return fmt.Errorf("delete session %d: %w", id, err) },
+		`DELETE FROM sessions WHERE id = $1`, id)
+}
+
+func (w *writes) timeline(id int64, at time.Time, lines ...domain.TimelineEntry) {
 	for _, l := range lines {
-		w.queue(func(err error) error { return fmt.Errorf("write timeline of session %d: %w", sessionID, err) },
+		w.queue(func(err error) error { return fmt.Errorf("write timeline of session %d: %w", id, err) },
 			`INSERT INTO session_timeline (session_id, kind, message, created_at) VALUES ($1, $2, $3, $4)`,
-			sessionID, l.Kind, l.Message, at)
+			id, l.Kind, l.Message, at)
 	}
 }
 
-// announce queues the outbox events of facts.
-func (w *writes) announce(encode func(domain.Fact) ([]outbox.Addressed, error), facts ...domain.Fact) error {
-	for _, f := range facts {
-		encoded, err := encode(f)
-		if err != nil {
-			return fmt.Errorf("encode %T: %w", f, err)
+// announce queues the outbox events of f and returns them.
+func (w *writes) announce(codec Codec, f domain.Fact) ([]outbox.Addressed, error) {
+	encoded, err := codec.Encode(f)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", f, err)
+	}
+	for _, a := range encoded {
+		before := w.b.Len()
+		outbox.Queue(&w.b, a.Subscribers, a.Event)
+		for range w.b.Len() - before {
+			w.wrap = append(w.wrap, func(err error) error { return fmt.Errorf("enqueue %s: %w", a.Event.Topic, err) })
 		}
-		for _, a := range encoded {
-			before := w.b.Len()
-			outbox.Queue(&w.b, a.Subscribers, a.Event)
-			for range w.b.Len() - before {
-				w.wrap = append(w.wrap, func(err error) error { return fmt.Errorf("enqueue %s: %w", a.Event.Topic, err) })
-			}
+	}
+	return encoded, nil
+}
+
+// stream queues the session's event-stream entries for the events a
+// transition announced: the stream shows exactly what other contexts were
+// told, each entry under the id of the event that carries it.
+func (w *writes) stream(codec Codec, id int64, announced []outbox.Addressed) error {
+	for _, a := range announced {
+		entries, err := codec.Stream(a.Event.Topic, a.Event.Payload)
+		if err != nil {
+			return fmt.Errorf("read back event %s of session %d: %w", a.Event.Topic, id, err)
+		}
+		for _, e := range entries {
+			w.queue(func(err error) error { return fmt.Errorf("write event %s of session %d: %w", e.Name, id, err) }, `
+				INSERT INTO session_events (session_id, event_id, name, alerting, payload, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6)`,
+				id, a.Event.ID, e.Name, e.Alerting, e.Payload, e.CreatedAt)
 		}
 	}
 	return nil
+}
+
+// flags queues, behind a savepoint, the experimental settings a start or
+// resume ran with: the first fixes the start-of-life value, every later one
+// moves the end-of-life value. It must come last.
+func (w *writes) flags(id int64, at time.Time) {
+	w.flagsAt, w.sessionID = w.b.Len(), id
+	w.queue(func(err error) error { return fmt.Errorf("savepoint before the flags: %w", err) }, "SAVEPOINT record_flags")
+	w.queue(func(err error) error { return fmt.Errorf("record flags of session %d: %w", id, err) }, `
+		INSERT INTO session_experimental_flags (session_id, setting, start_value, end_value, started_at, ended_at)
+		SELECT $1, $2, v, v, $4, $4
+		FROM (SELECT COALESCE((SELECT value FROM app_settings WHERE key = $2), to_jsonb($3::boolean)) AS v) setting
+		ON CONFLICT (session_id, setting) DO UPDATE SET end_value = EXCLUDED.end_value, ended_at = EXCLUDED.ended_at`,
+		id, settingProvenanceViaMCP, domain.DefaultSettings.ProvenanceViaMCPEnabled, at)
 }
