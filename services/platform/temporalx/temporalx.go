@@ -1,13 +1,16 @@
-// Package temporalx connects a service to Temporal and runs its worker.
+// Package temporalx connects a service to Temporal, runs its worker and
+// keeps its schedules.
 package temporalx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -63,4 +66,36 @@ func Probe(ctx context.Context, c client.Client, service, workflowID string) (st
 		return "", fmt.Errorf("probe %s: %w", TaskQueue(service), err)
 	}
 	return got, nil
+}
+
+// EnsureSchedule creates the schedule opts describes, or, when one with its
+// id exists (another replica, or an earlier start), makes its spec, action
+// and policies what opts says, so a changed configuration takes effect on
+// the next start. The schedule's state is left alone: an operator's pause
+// in the Web UI survives restarts.
+func EnsureSchedule(ctx context.Context, c client.Client, opts client.ScheduleOptions) error {
+	_, err := c.ScheduleClient().Create(ctx, opts)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return fmt.Errorf("create schedule %s: %w", opts.ID, err)
+	}
+	err = c.ScheduleClient().GetHandle(ctx, opts.ID).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			s := in.Description.Schedule
+			s.Spec = &opts.Spec
+			s.Action = opts.Action
+			s.Policy = &client.SchedulePolicies{
+				Overlap:        opts.Overlap,
+				CatchupWindow:  opts.CatchupWindow,
+				PauseOnFailure: opts.PauseOnFailure,
+			}
+			return &client.ScheduleUpdate{Schedule: &s}, nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("update schedule %s: %w", opts.ID, err)
+	}
+	return nil
 }
