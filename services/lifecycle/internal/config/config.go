@@ -18,19 +18,18 @@ const Port = 9101
 // Config is the lifecycle service's configuration.
 type Config struct {
 	host.Config
-	// LineageAddr is LIFECYCLE_LINEAGE_ADDR: where session events are
-	// delivered. Empty disables delivery (events wait in the outbox).
-	LineageAddr string
 	// RelayPollInterval is LIFECYCLE_RELAY_POLL_INTERVAL: the longest an
 	// event waits when a commit notification is missed.
 	RelayPollInterval time.Duration
 	// TrashRetention is LIFECYCLE_TRASH_RETENTION: how long an archived
 	// session stays restorable (the spec's 4 days).
 	TrashRetention time.Duration
-	// EffectConsumers is LIFECYCLE_EFFECT_CONSUMERS: "owner=host:port,…" for
-	// each context that consumes its effects (notification, queue, runner,
-	// triggers). An owner not listed keeps its effects in the outbox until
-	// it is.
+	// EffectConsumers is LIFECYCLE_EFFECT_CONSUMERS: "subscriber=host:port,…"
+	// for each context that consumes lifecycle's events through
+	// SessionEventConsumerService: lineage (the session announcements) and
+	// the owners of effects (notification, queue, runner, triggers). A
+	// subscriber not listed keeps its events in the outbox until it is. The
+	// default lists lineage at its default address.
 	EffectConsumers map[string]string
 	// NotificationAddr is LIFECYCLE_NOTIFICATION_ADDR: where alerts about
 	// failing effects are raised. Empty: they are logged at error level.
@@ -38,6 +37,13 @@ type Config struct {
 	// AlertAfterAttempts is LIFECYCLE_ALERT_AFTER_ATTEMPTS: failed deliveries
 	// of an alerting effect before it pages.
 	AlertAfterAttempts int
+	// DeadAfterAttempts is LIFECYCLE_DEAD_AFTER_ATTEMPTS: permanent delivery
+	// failures after which an event is parked as dead (a refusal,
+	// InvalidArgument, parks it at once; transient failures never do).
+	DeadAfterAttempts int
+	// OutboxRetention is LIFECYCLE_OUTBOX_RETENTION: how long a delivered
+	// event stays in the outbox before the retention schedule deletes it.
+	OutboxRetention time.Duration
 }
 
 // Load reads LIFECYCLE_* and the shared variables.
@@ -47,12 +53,13 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	var env struct {
-		LineageAddr       string        `env:"LIFECYCLE_LINEAGE_ADDR, default=127.0.0.1:9102"`
 		RelayPollInterval time.Duration `env:"LIFECYCLE_RELAY_POLL_INTERVAL, default=1s"`
 		TrashRetention    time.Duration `env:"LIFECYCLE_TRASH_RETENTION, default=96h"`
-		EffectConsumers   string        `env:"LIFECYCLE_EFFECT_CONSUMERS"`
+		EffectConsumers   string        `env:"LIFECYCLE_EFFECT_CONSUMERS, default=lineage=127.0.0.1:9102"`
 		NotificationAddr  string        `env:"LIFECYCLE_NOTIFICATION_ADDR, default=127.0.0.1:9105"`
 		AlertAfter        int           `env:"LIFECYCLE_ALERT_AFTER_ATTEMPTS, default=3"`
+		DeadAfter         int           `env:"LIFECYCLE_DEAD_AFTER_ATTEMPTS, default=20"`
+		OutboxRetention   time.Duration `env:"LIFECYCLE_OUTBOX_RETENTION, default=24h"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
@@ -67,14 +74,21 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if env.AlertAfter < 1 {
 		return Config{}, fmt.Errorf("LIFECYCLE_ALERT_AFTER_ATTEMPTS must be 1 or more, got %d", env.AlertAfter)
 	}
+	if env.DeadAfter < 1 {
+		return Config{}, fmt.Errorf("LIFECYCLE_DEAD_AFTER_ATTEMPTS must be 1 or more, got %d", env.DeadAfter)
+	}
+	if env.OutboxRetention <= 0 {
+		return Config{}, fmt.Errorf("LIFECYCLE_OUTBOX_RETENTION must be positive, got %s", env.OutboxRetention)
+	}
 	return Config{
 		Config:             base,
-		LineageAddr:        env.LineageAddr,
 		RelayPollInterval:  env.RelayPollInterval,
 		TrashRetention:     env.TrashRetention,
 		EffectConsumers:    consumers,
 		NotificationAddr:   env.NotificationAddr,
 		AlertAfterAttempts: env.AlertAfter,
+		DeadAfterAttempts:  env.DeadAfter,
+		OutboxRetention:    env.OutboxRetention,
 	}, nil
 }
 
@@ -86,7 +100,7 @@ func parseConsumers(csv string) (map[string]string, error) {
 		}
 		owner, addr, ok := strings.Cut(pair, "=")
 		if !ok || owner == "" || addr == "" {
-			return nil, fmt.Errorf("LIFECYCLE_EFFECT_CONSUMERS: %q is not owner=host:port", pair)
+			return nil, fmt.Errorf("LIFECYCLE_EFFECT_CONSUMERS: %q is not subscriber=host:port", pair)
 		}
 		out[strings.TrimSpace(owner)] = strings.TrimSpace(addr)
 	}
@@ -97,10 +111,11 @@ func parseConsumers(csv string) (map[string]string, error) {
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Any("host", c.Config),
-		slog.String("lineage_addr", c.LineageAddr),
 		slog.Duration("relay_poll_interval", c.RelayPollInterval),
 		slog.Duration("trash_retention", c.TrashRetention),
 		slog.Any("effect_consumers", c.EffectConsumers),
 		slog.String("notification_addr", c.NotificationAddr),
+		slog.Int("dead_after_attempts", c.DeadAfterAttempts),
+		slog.Duration("outbox_retention", c.OutboxRetention),
 	)
 }

@@ -31,6 +31,8 @@ type fakeContext struct {
 	notificationv1.UnimplementedNotificationServiceServer
 	mu       sync.Mutex
 	down     bool
+	refuse   bool // answer InvalidArgument, as a consumer does to an event it can never apply
+	calls    int
 	consumed map[string]string // event id → effect name
 	alerts   []string          // dedup keys raised
 }
@@ -38,8 +40,12 @@ type fakeContext struct {
 func (f *fakeContext) ConsumeSessionEvent(_ context.Context, req *lifecyclev1.ConsumeSessionEventRequest) (*lifecyclev1.ConsumeSessionEventResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls++
 	if f.down {
 		return nil, status.Error(codes.Unavailable, "consumer down")
+	}
+	if f.refuse {
+		return nil, status.Error(codes.InvalidArgument, "invalid event.created.session.title: too long")
 	}
 	id := req.GetEvent().GetEventId()
 	if _, ok := f.consumed[id]; ok {
@@ -159,3 +165,45 @@ func validSession(i int) domain.NewSession {
 func verb(ev string) app.Verb { return app.Verb(ev) }
 
 func command() domain.Command { return domain.Command{} }
+
+// TestARefusedEventIsParkedDeadAndPagesOnce: a consumer that answers
+// InvalidArgument will never take the event, so it is not retried: the
+// outbox row is parked as dead with the consumer's error, and one alert,
+// keyed by subscriber and topic, says so.
+func TestARefusedEventIsParkedDeadAndPagesOnce(t *testing.T) {
+	t.Parallel()
+	lineage, addr := startFakeContext(t)
+	lineage.down, lineage.refuse = false, true
+	cfg := config.Config{
+		Config: host.Config{
+			GRPCAddr:    "127.0.0.1:0",
+			DatabaseURL: pgtest.NewDatabase(t, service.MigrationSets...),
+		},
+		RelayPollInterval: 20 * time.Millisecond,
+		EffectConsumers:   map[string]string{"lineage": addr},
+		NotificationAddr:  addr,
+	}
+	svc, err := service.New(context.Background(), cfg, slogx.Discard())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done); svc.Close() })
+
+	_, err = svc.Sessions.Create.Handle(context.Background(), validSession(0))
+	require.NoError(t, err)
+
+	var lastError string
+	require.Eventually(t, func() bool {
+		err := svc.Pool.QueryRow(context.Background(),
+			`SELECT last_error FROM outbox_messages WHERE subscriber = 'lineage' AND dead_at IS NOT NULL`).Scan(&lastError)
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "the refused event is parked as dead")
+	require.Contains(t, lastError, "too long", "with the consumer's error")
+
+	time.Sleep(10 * cfg.RelayPollInterval) // rounds in which a retry would show
+	lineage.mu.Lock()
+	defer lineage.mu.Unlock()
+	require.Equal(t, 1, lineage.calls, "never retried")
+	require.Equal(t, []string{"outbox_dead_letter/lineage/lifecycle.session_created"}, lineage.alerts, "one page")
+}

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
-	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/clients"
@@ -23,6 +22,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
+	"github.com/zimmerhq/zimmer/services/platform/outbox/retention"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 )
 
@@ -36,9 +36,9 @@ var MigrationSets = []pgdb.MigrationSet{inbox.Migrations, outbox.Migrations, sto
 type Service struct {
 	*host.Host
 	Sessions app.Sessions
-	// LineageRelay delivers session events to lineage; nil when no lineage
-	// address is configured.
-	LineageRelay *outbox.Relay
+	// Relays deliver lifecycle's events, one per subscriber listed in
+	// LIFECYCLE_EFFECT_CONSUMERS, each through SessionEventConsumerService.
+	Relays map[string]*outbox.Relay
 
 	signal *outbox.Signal
 }
@@ -68,21 +68,21 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		}
 		reporter.Alerts = clients.NotificationAlerts{Client: notificationv1.NewNotificationServiceClient(conn)}
 	}
-	if cfg.LineageAddr != "" {
-		conn, err := svc.dial(cfg.LineageAddr, cfg.APIKeys)
-		if err != nil {
-			h.Close()
-			return nil, err
-		}
-		svc.LineageRelay = svc.relay(events.SubscriberLineage, clients.LineageDeliverer{Client: lineagev1.NewLineageServiceClient(conn)}.Deliver, cfg, reporter)
-	}
-	for owner, addr := range cfg.EffectConsumers {
+	svc.Relays = map[string]*outbox.Relay{}
+	for subscriber, addr := range cfg.EffectConsumers {
 		conn, err := svc.dial(addr, cfg.APIKeys)
 		if err != nil {
 			h.Close()
 			return nil, err
 		}
-		svc.relay(owner, clients.ConsumerDeliverer{Client: lifecyclev1.NewSessionEventConsumerServiceClient(conn)}.Deliver, cfg, reporter)
+		deliver := clients.ConsumerDeliverer{Client: lifecyclev1.NewSessionEventConsumerServiceClient(conn)}.Deliver
+		svc.Relays[subscriber] = svc.relay(subscriber, deliver, cfg, reporter)
+	}
+	if h.Temporal != nil {
+		if err := retention.Setup(ctx, h.Temporal, h.Worker, h.Pool, Name, cfg.OutboxRetention); err != nil {
+			h.Close()
+			return nil, err
+		}
 	}
 	return svc, nil
 }
@@ -109,8 +109,10 @@ func (s *Service) relay(subscriber string, deliver outbox.DeliverFunc, cfg confi
 		Deliver:      deliver,
 		Signal:       s.signal,
 		OnFailure:    reporter.OnFailure,
+		OnDead:       reporter.OnDead,
 		Logger:       s.Logger,
 		PollInterval: cfg.RelayPollInterval,
+		DeadAfter:    cfg.DeadAfterAttempts,
 	}
 	s.Go(r.Run)
 	return r

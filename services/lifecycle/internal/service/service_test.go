@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -18,13 +19,15 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
-	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/service"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/host"
+	"github.com/zimmerhq/zimmer/services/platform/outbox/retention"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
+	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
+	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 )
 
 const testKey = "test-key"
@@ -32,7 +35,7 @@ const testKey = "test-key"
 // fakeLineage is an idempotent consumer: it records each spawn edge once per
 // event id, as the real lineage service does with its inbox.
 type fakeLineage struct {
-	lineagev1.UnimplementedLineageServiceServer
+	lifecyclev1.UnimplementedSessionEventConsumerServiceServer
 	mu         sync.Mutex
 	deliveries int
 	edges      map[string][2]int64 // event id → (child, parent), for created events
@@ -40,7 +43,7 @@ type fakeLineage struct {
 	fail       bool
 }
 
-func (f *fakeLineage) ApplySessionEvent(_ context.Context, req *lineagev1.ApplySessionEventRequest) (*lineagev1.ApplySessionEventResponse, error) {
+func (f *fakeLineage) ConsumeSessionEvent(_ context.Context, req *lifecyclev1.ConsumeSessionEventRequest) (*lifecyclev1.ConsumeSessionEventResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.deliveries++
@@ -49,13 +52,13 @@ func (f *fakeLineage) ApplySessionEvent(_ context.Context, req *lineagev1.ApplyS
 	}
 	id := req.GetEvent().GetEventId()
 	if f.applied[id] > 0 {
-		return &lineagev1.ApplySessionEventResponse{Applied: false}, nil
+		return &lifecyclev1.ConsumeSessionEventResponse{Applied: false}, nil
 	}
 	f.applied[id]++
 	if s := req.GetEvent().GetCreated().GetSession(); s != nil {
 		f.edges[id] = [2]int64{s.GetId(), s.GetParentSessionId()}
 	}
-	return &lineagev1.ApplySessionEventResponse{Applied: true}, nil
+	return &lifecyclev1.ConsumeSessionEventResponse{Applied: true}, nil
 }
 
 func (f *fakeLineage) snapshot() (deliveries int, edges [][2]int64) {
@@ -73,7 +76,7 @@ func startFakeLineage(t *testing.T) (*fakeLineage, string) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := grpc.NewServer()
-	lineagev1.RegisterLineageServiceServer(srv, f)
+	lifecyclev1.RegisterSessionEventConsumerServiceServer(srv, f)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	return f, lis.Addr().String()
@@ -88,13 +91,17 @@ type testBundle struct {
 
 func setup(t *testing.T, lineageAddr string) testBundle {
 	t.Helper()
+	consumers := map[string]string{}
+	if lineageAddr != "" {
+		consumers["lineage"] = lineageAddr
+	}
 	cfg := config.Config{
 		Config: host.Config{
 			GRPCAddr:    "127.0.0.1:0",
 			DatabaseURL: pgtest.NewDatabase(t, service.MigrationSets...),
 			APIKeys:     testKey,
 		},
-		LineageAddr:       lineageAddr,
+		EffectConsumers:   consumers,
 		RelayPollInterval: 50 * time.Millisecond,
 	}
 	svc, err := service.New(context.Background(), cfg, slogx.Discard())
@@ -237,7 +244,7 @@ func TestCreatedEventReachesLineageExactlyOnceAcrossRelayCrash(t *testing.T) {
 	require.NoError(t, err)
 	// The running relay (or this direct round, whichever claims first)
 	// delivers both again.
-	_, err = b.svc.LineageRelay.DeliverPending(ctx)
+	_, err = b.svc.Relays["lineage"].DeliverPending(ctx)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		deliveries, _ := lineage.snapshot()
@@ -280,7 +287,7 @@ func TestEveryTransitionEventIsDeliveredExactlyOnceAcrossRelayRestart(t *testing
 	}, 30*time.Second, 20*time.Millisecond)
 	_, err = b.svc.Pool.Exec(ctx, `UPDATE outbox_messages SET delivered_at = NULL, next_attempt_at = now() WHERE subscriber = 'lineage'`)
 	require.NoError(t, err)
-	_, err = b.svc.LineageRelay.DeliverPending(ctx)
+	_, err = b.svc.Relays["lineage"].DeliverPending(ctx)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		var pending int
@@ -294,4 +301,28 @@ func TestEveryTransitionEventIsDeliveredExactlyOnceAcrossRelayRestart(t *testing
 	for id, n := range lineage.applied {
 		require.Equal(t, 1, n, id)
 	}
+}
+
+// TestWorkerPollsAndSchedulesOutboxRetention: with Temporal, the service's
+// worker answers on zimmer-lifecycle and the retention schedule
+// (lifecycle-outbox-retention) prunes on that queue with the configured
+// retention.
+func TestWorkerPollsAndSchedulesOutboxRetention(t *testing.T) {
+	t.Parallel()
+	temporalAddr := servicetest.TemporalAddress(t)
+	cfg := config.Config{
+		Config:          servicetest.Config(t, service.MigrationSets...),
+		OutboxRetention: 24 * time.Hour,
+	}
+	cfg.TemporalAddress = temporalAddr
+	svc := servicetest.New(t, service.New, cfg)
+	servicetest.AssertWorkerPolls(t, svc.Host, service.Name)
+
+	desc, err := svc.Temporal.ScheduleClient().GetHandle(t.Context(), retention.ScheduleID(service.Name)).Describe(t.Context())
+	require.NoError(t, err)
+	action, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+	require.True(t, ok)
+	require.Equal(t, temporalx.TaskQueue(service.Name), action.TaskQueue)
+	require.Equal(t, retention.WorkflowName, action.Workflow)
+	require.Equal(t, time.Hour, desc.Schedule.Spec.Intervals[0].Every)
 }

@@ -1,3 +1,4 @@
+// Package clients holds lifecycle's outbound adapters to other contexts.
 package clients
 
 import (
@@ -16,7 +17,9 @@ import (
 )
 
 // ConsumerDeliverer hands lifecycle events to a context that implements
-// SessionEventConsumerService (the owners of effects).
+// SessionEventConsumerService: the one delivery contract of every
+// subscriber, lineage and the owners of effects alike. It reports the
+// consumer's status as is; the relay classifies it (outbox.Relay).
 type ConsumerDeliverer struct {
 	Client lifecyclev1.SessionEventConsumerServiceClient
 }
@@ -25,10 +28,11 @@ type ConsumerDeliverer struct {
 func (d ConsumerDeliverer) Deliver(ctx context.Context, m outbox.Message) error {
 	evt, err := events.Decode(m.Payload)
 	if err != nil {
-		return err
+		// No retry makes a stored payload decode.
+		return outbox.Reject(err)
 	}
 	if _, err := d.Client.ConsumeSessionEvent(ctx, &lifecyclev1.ConsumeSessionEventRequest{Event: evt}); err != nil {
-		return fmt.Errorf("deliver %s %s: %w", m.Topic, m.ID, err)
+		return fmt.Errorf("deliver %s %s to %s: %w", m.Topic, m.ID, m.Subscriber, err)
 	}
 	return nil
 }
@@ -71,6 +75,23 @@ func (r FailureReporter) OnFailure(ctx context.Context, m outbox.Message, attemp
 	if err != nil {
 		r.Logger.ErrorContext(ctx, "could not raise alert for a failing side effect",
 			"effect", name, "session_id", evt.GetSessionId(), "alert_error", err, "error", derr)
+	}
+}
+
+// OnDead implements outbox.Relay.OnDead: a message parked as dead always
+// pages, whatever its topic, since nothing will retry it. The key names the
+// subscriber and the topic, so a consumer that refuses a whole kind of
+// event is one page, counted by notification, not one per session.
+func (r FailureReporter) OnDead(ctx context.Context, m outbox.Message, derr error) {
+	key := "outbox_dead_letter/" + m.Subscriber + "/" + m.Topic
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := r.Alerts.RaiseAlert(ctx, key,
+		fmt.Sprintf("lifecycle event %s for %s was parked as dead after %d attempts: %v", m.Topic, m.Subscriber, m.Attempts+1, derr),
+		map[string]any{"subscriber": m.Subscriber, "topic": m.Topic, "event_id": m.ID, "session_id": m.AggregateKey, "attempts": m.Attempts + 1, "error": derr.Error()})
+	if err != nil {
+		r.Logger.ErrorContext(ctx, "could not raise alert for a dead outbox message",
+			"subscriber", m.Subscriber, "topic", m.Topic, "event_id", m.ID, "alert_error", err, "error", derr)
 	}
 }
 

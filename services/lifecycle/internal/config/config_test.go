@@ -1,0 +1,54 @@
+package config_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
+)
+
+func load(t *testing.T, env map[string]string) (config.Config, error) {
+	t.Helper()
+	return config.Load(context.Background(), func(k string) string { return env[k] })
+}
+
+func TestDefaultsDeliverToLineageAndKeepADayOfDeliveries(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(t, nil)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"lineage": "127.0.0.1:9102"}, cfg.EffectConsumers,
+		"lineage is one more consumer, listed by default")
+	require.Equal(t, 24*time.Hour, cfg.OutboxRetention)
+	require.Equal(t, 20, cfg.DeadAfterAttempts)
+	require.Equal(t, 3, cfg.AlertAfterAttempts)
+}
+
+func TestConsumersAreOneList(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(t, map[string]string{
+		"LIFECYCLE_EFFECT_CONSUMERS":     " lineage=10.0.0.2:9102, queue=10.0.0.3:9103 ",
+		"LIFECYCLE_OUTBOX_RETENTION":     "2h",
+		"LIFECYCLE_DEAD_AFTER_ATTEMPTS":  "5",
+		"LIFECYCLE_ALERT_AFTER_ATTEMPTS": "2",
+	})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"lineage": "10.0.0.2:9102", "queue": "10.0.0.3:9103"}, cfg.EffectConsumers)
+	require.Equal(t, 2*time.Hour, cfg.OutboxRetention)
+	require.Equal(t, 5, cfg.DeadAfterAttempts)
+}
+
+func TestBadValuesFailFast(t *testing.T) {
+	t.Parallel()
+	for name, env := range map[string]map[string]string{
+		"consumer without address": {"LIFECYCLE_EFFECT_CONSUMERS": "lineage"},
+		"zero retention":           {"LIFECYCLE_OUTBOX_RETENTION": "0s"},
+		"negative retention":       {"LIFECYCLE_OUTBOX_RETENTION": "-1h"},
+		"never dead":               {"LIFECYCLE_DEAD_AFTER_ATTEMPTS": "-1"},
+	} {
+		_, err := load(t, env)
+		require.Error(t, err, name)
+	}
+}
