@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -344,6 +345,16 @@ func (e *env) startComponent(c component, logDir string, vars map[string]string,
 	f, err := os.OpenFile(logFile(logDir, c.name), flags, 0o644)
 	if err != nil {
 		return nil, err
+	}
+	if restart {
+		// In the log's own shape, so that a tail shows where the new run begins.
+		mark, _ := json.Marshal(struct {
+			Time    time.Time `json:"time"`
+			Level   string    `json:"level"`
+			Msg     string    `json:"msg"`
+			Service string    `json:"service"`
+		}{time.Now(), "INFO", "zimmer-dev: starting again after a crash", c.name})
+		_, _ = f.Write(append(mark, '\n'))
 	}
 	w := io.MultiWriter(f, newLogTail(c.name, 12, e.out))
 	cmd := exec.Command(filepath.Join(e.root, "bin", c.name))

@@ -25,8 +25,17 @@ func (e *env) superviseComponent(c component, logDir string, vars map[string]str
 		return e.startComponent(c, logDir, vars, starts > 1)
 	}
 	return devstack.Supervise(c.name, start, devstack.DefaultRestartPolicy, func(cr devstack.Crash) {
-		e.say("%s; last log lines:%s", crashLine(cr), indentLines(devstack.TailFile(logFile(logDir, c.name), crashLogLines)))
+		e.say("%s; last log lines:%s", crashLine(cr), indentLines(compactLines(devstack.TailFile(logFile(logDir, c.name), crashLogLines))))
 	})
+}
+
+// compactLines renders each JSON log line as the terminal copy does.
+func compactLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = compactLogLine([]byte(l))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // crashLine says what happened and what the supervisor does about it, e.g.
