@@ -80,6 +80,7 @@ $(BIN)/buf:
 .PHONY: proto
 proto: $(BIN)/buf ## Generate Go code and OpenAPI from proto/
 	$(BIN)/buf generate
+	go run ./gateway/cmd/openapi-finish gateway/openapi/zimmer.swagger.json
 
 .PHONY: docs
 docs: ## Regenerate docs/state-machine.md from the lifecycle rules table

@@ -12,7 +12,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261026165753-2ffab32bce7e // indirect
 )
 
@@ -21,7 +20,9 @@ require (
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/stretchr/testify v1.12.1
 	github.com/zimmerhq/zimmer/proto/gen v0.0.0
+	github.com/zimmerhq/zimmer/services/lifecycle v0.0.0
 	github.com/zimmerhq/zimmer/services/platform v0.0.0
+	golang.org/x/text v0.43.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
@@ -29,5 +30,6 @@ require (
 
 replace (
 	github.com/zimmerhq/zimmer/proto/gen => ../proto/gen
+	github.com/zimmerhq/zimmer/services/lifecycle => ../services/lifecycle
 	github.com/zimmerhq/zimmer/services/platform => ../services/platform
 )

@@ -1,6 +1,6 @@
 // Package openapi embeds the OpenAPI document `make proto` generates from the
-// protos' HTTP annotations, so the gateway serves the contract it was built
-// with.
+// protos' HTTP annotations and finishes (gateway/internal/openapidoc), so the
+// gateway serves, byte for byte, the contract it was built with.
 package openapi
 
 import _ "embed"

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
 	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
@@ -110,14 +111,26 @@ func (m *marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 	})
 }
 
-// successStatus answers 201 for creates and 204 for deletes.
+// successStatuses are the statuses a successful call answers other than
+// 200, by response message. `make proto` documents them from here.
+var successStatuses = map[protoreflect.FullName]int{
+	(&lifecyclev1.CreateSessionResponse{}).ProtoReflect().Descriptor().FullName(): http.StatusCreated,
+	// 204 carries no body: net/http drops the "{}" the gateway writes.
+	(&lifecyclev1.DeleteSessionResponse{}).ProtoReflect().Descriptor().FullName(): http.StatusNoContent,
+}
+
+// SuccessStatus is the status a call whose response is the message named
+// answers: 201 for creates, 204 for deletes, 200 otherwise.
+func SuccessStatus(response protoreflect.FullName) int {
+	if st, ok := successStatuses[response]; ok {
+		return st
+	}
+	return http.StatusOK
+}
+
 func successStatus(_ context.Context, w http.ResponseWriter, resp proto.Message) error {
-	switch resp.(type) {
-	case *lifecyclev1.CreateSessionResponse:
-		w.WriteHeader(http.StatusCreated)
-	case *lifecyclev1.DeleteSessionResponse:
-		// 204 carries no body: net/http drops the "{}" the gateway writes.
-		w.WriteHeader(http.StatusNoContent)
+	if st := SuccessStatus(resp.ProtoReflect().Descriptor().FullName()); st != http.StatusOK {
+		w.WriteHeader(st)
 	}
 	return nil
 }

@@ -51,17 +51,28 @@ type sessionDetail struct {
 	marshaler  *wirejson.Marshaler
 }
 
+// SessionDetailJSON is the body of GET /api/v1/sessions/{id}. `make proto`
+// documents the route from this type (gateway/internal/openapidoc), so the
+// published contract is the shape written here.
+type SessionDetailJSON struct {
+	Session *lifecyclev1.Session `json:"session" doc:"The session, as every other route answers it."`
+	// Nil (null) when lineage could not be asked: unknown, not empty.
+	SessionHierarchy *lineagev1.SessionHierarchy `json:"session_hierarchy" nullable:"true" doc:"The sessions this one came from, its siblings and uncles. Null when lineage could not be asked (the X-Zimmer-Degraded header says so): unknown, not empty."`
+	// Nil (null) when unknown; empty ([]) when nobody said anything.
+	HumanMessages []HumanMessageJSON `json:"human_messages" nullable:"true" doc:"The human messages recorded anywhere in the hierarchy, each with its origin: here (said to this session) or elsewhere (context from another session of the hierarchy). [] when there are none; null when lineage could not be asked: unknown, not empty."`
+}
+
 // HumanMessageJSON is one entry of human_messages.
 type HumanMessageJSON struct {
 	ID                  int64   `json:"id"`
-	Origin              string  `json:"origin"`
-	Author              string  `json:"author"`
-	AuthorDisplayName   *string `json:"author_display_name"`
-	EntryPoint          string  `json:"entry_point"`
+	Origin              string  `json:"origin" doc:"here: a human said it to this session; elsewhere: to another session of the hierarchy."`
+	Author              string  `json:"author" doc:"The roster key of the human who wrote it."`
+	AuthorDisplayName   *string `json:"author_display_name" doc:"The author's name, or null when the key no longer resolves."`
+	EntryPoint          string  `json:"entry_point" doc:"Where the message entered Zimmer, e.g. web_ui.follow_up or slack.dm."`
 	AuthoredInSessionID int64   `json:"authored_in_session_id"`
 	Content             string  `json:"content"`
 	SlackPermalink      *string `json:"slack_permalink"`
-	OccurredAt          string  `json:"occurred_at"`
+	OccurredAt          string  `json:"occurred_at" doc:"RFC 3339."`
 }
 
 func (h *sessionDetail) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -76,40 +87,51 @@ func (h *sessionDetail) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.WriteError(w, p.HTTPStatus, p.Message)
 		return
 	}
-	session, err := h.marshaler.Marshal(got.GetSession())
-	if err != nil {
-		h.logger.ErrorContext(ctx, "render session as JSON", "error", err)
-		jsonhttp.WriteError(w, http.StatusInternalServerError, "internal error")
-		return
-	}
-
-	hierarchy, messages := json.RawMessage("null"), json.RawMessage("null")
+	detail := SessionDetailJSON{Session: got.GetSession()}
 	lctx, lcancel := context.WithTimeout(ctx, LineageTimeout)
 	defer lcancel()
 	prov, err := h.provenance.GetSessionProvenance(lctx, &lineagev1.GetSessionProvenanceRequest{SessionId: got.GetSession().GetId()})
-	if err == nil {
-		hierarchy, err = h.marshaler.Marshal(prov.GetSessionHierarchy())
-	}
-	if err == nil {
-		messages, err = encode(HumanMessagesJSON(prov.GetHumanMessages()))
-	}
 	if err != nil {
-		hierarchy, messages = json.RawMessage("null"), json.RawMessage("null")
 		h.logger.WarnContext(ctx, "session detail without provenance: lineage failed", "session_id", got.GetSession().GetId(), "error", err)
 		w.Header().Set(DegradedHeader, "lineage: session_hierarchy and human_messages are unknown (null), not empty")
+	} else {
+		detail.SessionHierarchy = prov.GetSessionHierarchy()
+		if detail.SessionHierarchy == nil { // known: lineage answered
+			detail.SessionHierarchy = &lineagev1.SessionHierarchy{}
+		}
+		detail.HumanMessages = HumanMessagesJSON(prov.GetHumanMessages())
 	}
-
-	body, err := encode(struct {
-		Session          json.RawMessage `json:"session"`
-		SessionHierarchy json.RawMessage `json:"session_hierarchy"`
-		HumanMessages    json.RawMessage `json:"human_messages"`
-	}{session, hierarchy, messages})
+	body, err := detail.encode(h.marshaler)
 	if err != nil {
 		h.logger.ErrorContext(ctx, "render session detail as JSON", "error", err)
 		jsonhttp.WriteError(w, http.StatusInternalServerError, "internal error")
 		return
 	}
 	jsonhttp.WriteRaw(w, http.StatusOK, body)
+}
+
+// encode writes d, its proto messages with m (numeric ids, as every route).
+func (d SessionDetailJSON) encode(m *wirejson.Marshaler) ([]byte, error) {
+	session, err := m.Marshal(d.Session)
+	if err != nil {
+		return nil, err
+	}
+	hierarchy, messages := json.RawMessage("null"), json.RawMessage("null")
+	if d.SessionHierarchy != nil {
+		if hierarchy, err = m.Marshal(d.SessionHierarchy); err != nil {
+			return nil, err
+		}
+	}
+	if d.HumanMessages != nil {
+		if messages, err = encode(d.HumanMessages); err != nil {
+			return nil, err
+		}
+	}
+	return encode(struct {
+		Session          json.RawMessage `json:"session"`
+		SessionHierarchy json.RawMessage `json:"session_hierarchy"`
+		HumanMessages    json.RawMessage `json:"human_messages"`
+	}{session, hierarchy, messages}) // d's keys, each value already encoded
 }
 
 // HumanMessagesJSON is the REST form of msgs; never nil, so an empty record

@@ -22,7 +22,6 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	"github.com/zimmerhq/zimmer/gateway/internal/supervisor"
-	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	"github.com/zimmerhq/zimmer/gateway/openapi"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
@@ -89,14 +88,10 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 		return nil, err
 	}
 	s.mcp = mcp.NewHandler(lifecycle, logger, mcp.Options{Version: version(), AnyHost: keys.Enabled(), Provenance: provenance})
-	doc, err := wirejson.OpenAPI(openapi.Spec)
-	if err != nil {
-		return nil, err
-	}
 
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", health.NewChecker(targets, HealthTimeout, logger))
-	mux.Handle("/openapi.json", openAPIHandler(doc))
+	mux.Handle("/openapi.json", openAPIHandler(openapi.Spec))
 	mux.Handle("/api/v1/", auth.Require(keys, api))
 	// More specific than /api/v1/, so it wins over grpc-gateway's route for
 	// the same path: the session composed with its provenance.

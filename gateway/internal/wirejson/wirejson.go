@@ -567,3 +567,12 @@ func (s *scanner) elements(elem func() error) error {
 		}
 	}
 }
+
+// writeString writes s as a JSON string without HTML escaping, as protojson
+// does.
+func writeString(out *bytes.Buffer, s string) {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)           // a string always encodes
+	out.Truncate(out.Len() - 1) // Encode's newline
+}

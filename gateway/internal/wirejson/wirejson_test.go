@@ -213,21 +213,3 @@ func TestDecodeIsProtojson(t *testing.T) {
 	err := m.NewDecoder(strings.NewReader(`{"prompt":"p","nope":1}`)).Decode(&lifecyclev1.CreateSessionRequest{})
 	require.ErrorContains(t, err, `unknown field "nope"`)
 }
-
-func TestOpenAPIDescribesIntegers(t *testing.T) {
-	t.Parallel()
-
-	doc := []byte(`{"definitions":{"v1Session":{"type":"object","properties":{
-		"id":{"type":"string","format":"int64"},
-		"ids":{"type":"array","items":{"type":"string","format":"uint64"}},
-		"title":{"type":"string"},
-		"precedence":{"type":"integer","format":"int32"}}}}}`)
-	out, err := wirejson.OpenAPI(doc)
-	require.NoError(t, err)
-	require.JSONEq(t, `{"definitions":{"v1Session":{"type":"object","properties":{
-		"id":{"type":"integer","format":"int64"},
-		"ids":{"type":"array","items":{"type":"integer","format":"uint64"}},
-		"title":{"type":"string"},
-		"precedence":{"type":"integer","format":"int32"}}}}}`, string(out))
-	require.Less(t, strings.Index(string(out), `"id"`), strings.Index(string(out), `"title"`), "order kept")
-}

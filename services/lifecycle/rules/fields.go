@@ -15,6 +15,9 @@ const (
 // reference reads unambiguously as an id or a slug.
 const SlugPattern = `^[a-z0-9][a-z0-9-]*$`
 
+// SlugShape says what SlugPattern and the all-digits rule allow, in words.
+const SlugShape = "lowercase letters, digits and dashes, not all digits"
+
 // Heartbeat interval bounds and the interval a new session gets, in
 // seconds.
 const (

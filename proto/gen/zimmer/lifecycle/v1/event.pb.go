@@ -400,8 +400,8 @@ type SessionEffect struct {
 	// being logged.
 	Alerting bool             `protobuf:"varint,2,opt,name=alerting,proto3" json:"alerting,omitempty"`
 	Payload  *structpb.Struct `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
-	// The session as the transition left it, without its prompt (up to
-	// 500,000 characters, and no effect needs it; GetSession has it).
+	// The session as the transition left it, without its prompt (it can be
+	// long, and no effect needs it; GetSession has it).
 	Session       *Session `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -26,22 +26,21 @@ const (
 
 type CreateSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The task for the agent. Required; at most 500,000 characters.
+	// The task for the agent. Required.
 	Prompt string `protobuf:"bytes,1,opt,name=prompt,proto3" json:"prompt,omitempty"`
 	// The repository the session's clone is made from. Required.
 	GitRoot      string `protobuf:"bytes,2,opt,name=git_root,json=gitRoot,proto3" json:"git_root,omitempty"`
 	Branch       string `protobuf:"bytes,3,opt,name=branch,proto3" json:"branch,omitempty"`
 	Subdirectory string `protobuf:"bytes,4,opt,name=subdirectory,proto3" json:"subdirectory,omitempty"`
 	Title        string `protobuf:"bytes,5,opt,name=title,proto3" json:"title,omitempty"`
-	// Optional handle: lowercase letters, digits and dashes, not all digits.
+	// Optional handle that addresses the session like its id.
 	Slug string `protobuf:"bytes,6,opt,name=slug,proto3" json:"slug,omitempty"`
-	// At most 50,000 characters.
+	// What done looks like.
 	Goal         string `protobuf:"bytes,7,opt,name=goal,proto3" json:"goal,omitempty"`
 	AgentRoot    string `protobuf:"bytes,8,opt,name=agent_root,json=agentRoot,proto3" json:"agent_root,omitempty"`
 	AgentRuntime string `protobuf:"bytes,9,opt,name=agent_runtime,json=agentRuntime,proto3" json:"agent_runtime,omitempty"`
 	// The spawning session; the new session inherits its genesis.
-	ParentSessionId *int64 `protobuf:"varint,10,opt,name=parent_session_id,json=parentSessionId,proto3,oneof" json:"parent_session_id,omitempty"`
-	// "priority" (default) or "spot".
+	ParentSessionId *int64           `protobuf:"varint,10,opt,name=parent_session_id,json=parentSessionId,proto3,oneof" json:"parent_session_id,omitempty"`
 	SchedulingClass string           `protobuf:"bytes,11,opt,name=scheduling_class,json=schedulingClass,proto3" json:"scheduling_class,omitempty"`
 	Precedence      int32            `protobuf:"varint,12,opt,name=precedence,proto3" json:"precedence,omitempty"`
 	CustomMetadata  *structpb.Struct `protobuf:"bytes,13,opt,name=custom_metadata,json=customMetadata,proto3" json:"custom_metadata,omitempty"`
@@ -314,7 +313,7 @@ type ListSessionsRequest struct {
 	SchedulingClass string `protobuf:"bytes,5,opt,name=scheduling_class,json=schedulingClass,proto3" json:"scheduling_class,omitempty"`
 	// 1-based page number; default 1.
 	Page int32 `protobuf:"varint,6,opt,name=page,proto3" json:"page,omitempty"`
-	// Page size; default 25, at most 100.
+	// Page size.
 	PerPage       int32 `protobuf:"varint,7,opt,name=per_page,json=perPage,proto3" json:"per_page,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1184,9 +1183,7 @@ type TransitionSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Numeric id or slug.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// One of the machine's events (start, pause, resume, sleep,
-	// block_on_elicitation, unblock_from_elicitation, fail, archive,
-	// unarchive_to_waiting, unarchive_to_failed, unarchive_to_needs_input).
+	// One of the state machine's events (services/lifecycle/rules).
 	Event string `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
 	// fail: why.
 	FailureReason string `protobuf:"bytes,3,opt,name=failure_reason,json=failureReason,proto3" json:"failure_reason,omitempty"`
@@ -1512,11 +1509,10 @@ type UpdateSessionRequest struct {
 	SchedulingClass *string `protobuf:"bytes,5,opt,name=scheduling_class,json=schedulingClass,proto3,oneof" json:"scheduling_class,omitempty"`
 	Precedence      *int32  `protobuf:"varint,6,opt,name=precedence,proto3,oneof" json:"precedence,omitempty"`
 	// Merged into the stored object: a key set to null is removed.
-	CustomMetadata   *structpb.Struct `protobuf:"bytes,7,opt,name=custom_metadata,json=customMetadata,proto3" json:"custom_metadata,omitempty"`
-	HeartbeatEnabled *bool            `protobuf:"varint,8,opt,name=heartbeat_enabled,json=heartbeatEnabled,proto3,oneof" json:"heartbeat_enabled,omitempty"`
-	// 30 to 86,400.
-	HeartbeatIntervalSeconds *int32 `protobuf:"varint,9,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3,oneof" json:"heartbeat_interval_seconds,omitempty"`
-	// At most 50,000 characters; "" clears them.
+	CustomMetadata           *structpb.Struct `protobuf:"bytes,7,opt,name=custom_metadata,json=customMetadata,proto3" json:"custom_metadata,omitempty"`
+	HeartbeatEnabled         *bool            `protobuf:"varint,8,opt,name=heartbeat_enabled,json=heartbeatEnabled,proto3,oneof" json:"heartbeat_enabled,omitempty"`
+	HeartbeatIntervalSeconds *int32           `protobuf:"varint,9,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3,oneof" json:"heartbeat_interval_seconds,omitempty"`
+	// "" clears them.
 	Notes         *string `protobuf:"bytes,10,opt,name=notes,proto3,oneof" json:"notes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1667,11 +1663,10 @@ func (x *UpdateSessionResponse) GetSession() *Session {
 }
 
 type SetSessionHeartbeatRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Enabled   *bool                  `protobuf:"varint,2,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
-	// 30 to 86,400; default 60.
-	IntervalSeconds *int32 `protobuf:"varint,3,opt,name=interval_seconds,json=intervalSeconds,proto3,oneof" json:"interval_seconds,omitempty"`
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	SessionId       string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Enabled         *bool                  `protobuf:"varint,2,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
+	IntervalSeconds *int32                 `protobuf:"varint,3,opt,name=interval_seconds,json=intervalSeconds,proto3,oneof" json:"interval_seconds,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }

@@ -26,14 +26,13 @@ const (
 // Session is one task handed to Zimmer: a working directory, an agent process
 // per turn and a strict lifecycle.
 //
-// status carries the spec's own words ("waiting", "running", "needs_input",
-// "failed", "archived") on every surface, gRPC included, so REST, gRPC and MCP
-// share one vocabulary and a status filter reads the same everywhere.
+// status carries the spec's own status words (services/lifecycle/rules) on
+// every surface, gRPC included, so REST, gRPC and MCP share one vocabulary
+// and a status filter reads the same everywhere.
 type Session struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	// Optional human-friendly handle; never all digits, so it cannot be
-	// mistaken for an id.
+	// Optional human-friendly handle, which addresses the session like its id.
 	Slug         string `protobuf:"bytes,2,opt,name=slug,proto3" json:"slug,omitempty"`
 	Status       string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
 	Title        string `protobuf:"bytes,4,opt,name=title,proto3" json:"title,omitempty"`
@@ -48,8 +47,7 @@ type Session struct {
 	ParentSessionId *int64 `protobuf:"varint,12,opt,name=parent_session_id,json=parentSessionId,proto3,oneof" json:"parent_session_id,omitempty"`
 	// Where this line of work came from; inherited from the parent, "api"
 	// otherwise. Never supplied by a caller.
-	Genesis string `protobuf:"bytes,13,opt,name=genesis,proto3" json:"genesis,omitempty"`
-	// "priority" or "spot".
+	Genesis         string                 `protobuf:"bytes,13,opt,name=genesis,proto3" json:"genesis,omitempty"`
 	SchedulingClass string                 `protobuf:"bytes,14,opt,name=scheduling_class,json=schedulingClass,proto3" json:"scheduling_class,omitempty"`
 	Precedence      int32                  `protobuf:"varint,15,opt,name=precedence,proto3" json:"precedence,omitempty"`
 	CustomMetadata  *structpb.Struct       `protobuf:"bytes,16,opt,name=custom_metadata,json=customMetadata,proto3" json:"custom_metadata,omitempty"`
@@ -70,9 +68,8 @@ type Session struct {
 	Version                  int64 `protobuf:"varint,26,opt,name=version,proto3" json:"version,omitempty"`
 	HeartbeatEnabled         bool  `protobuf:"varint,27,opt,name=heartbeat_enabled,json=heartbeatEnabled,proto3" json:"heartbeat_enabled,omitempty"`
 	HeartbeatIntervalSeconds int32 `protobuf:"varint,28,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3" json:"heartbeat_interval_seconds,omitempty"`
-	// Free-form notes, shown to the agent as <session-notes>; at most 50,000
-	// characters. Edited with UpdateSession (MCP: action_session
-	// update_notes), never set at creation.
+	// Free-form notes, shown to the agent as <session-notes>. Edited with
+	// UpdateSession (MCP: action_session update_notes), never set at creation.
 	Notes         string `protobuf:"bytes,29,opt,name=notes,proto3" json:"notes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

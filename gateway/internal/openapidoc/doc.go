@@ -1,0 +1,171 @@
+// Package openapidoc finishes, at `make proto` time, the OpenAPI (Swagger
+// 2.0) document protoc-gen-openapiv2 generates from the protos' HTTP
+// annotations into the contract the gateway keeps, so the gateway serves
+// the committed bytes as they are:
+//
+//   - 64-bit integers are integers: the gateway's JSON (wirejson) sends
+//     them as numbers, not protojson's strings;
+//   - errors are the gateway's {"error": "..."} (jsonhttp.Error), not a
+//     google.rpc.Status;
+//   - a create answers 201 and a delete 204 with no body
+//     (rest.SuccessStatus);
+//   - GET /api/v1/sessions/{session_id} answers the session composed with
+//     its provenance (rest.SessionDetailJSON), not GetSessionResponse;
+//   - the lifecycle rules (services/lifecycle/rules) give the state
+//     machine's events, the status words and the field limits as schema
+//     keywords and sentences.
+//
+// Finish is idempotent: finishing a finished document changes nothing.
+package openapidoc
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
+	"github.com/zimmerhq/zimmer/gateway/internal/rest"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+)
+
+// Finish returns raw, the generated document, finished.
+func Finish(raw []byte) ([]byte, error) {
+	v, err := parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("read the OpenAPI document: %w", err)
+	}
+	root, ok := v.(*object)
+	if !ok || root.obj("paths") == nil || root.obj("definitions") == nil {
+		return nil, fmt.Errorf("not an OpenAPI 2.0 document with paths and definitions")
+	}
+	d := &document{root: root, paths: root.obj("paths"), defs: root.obj("definitions")}
+	for _, step := range []func() error{d.integers, d.errorResponses, d.successStatuses, d.sessionDetail, d.rules} {
+		if err := step(); err != nil {
+			return nil, fmt.Errorf("finish the OpenAPI document: %w", err)
+		}
+	}
+	d.prune()
+	return encode(root)
+}
+
+type document struct {
+	root, paths, defs *object
+}
+
+// operations calls visit with every operation, its path and its method.
+func (d *document) operations(visit func(path, method string, op *object) error) error {
+	for _, path := range d.paths.keys {
+		item := d.paths.obj(path)
+		for _, method := range item.keys {
+			if err := visit(path, method, item.obj(method)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// operation returns the operation at path and method, or an error naming
+// it: a route the finishing relies on that the protos no longer have.
+func (d *document) operation(path, method string) (*object, error) {
+	if op := d.paths.obj(path).obj(method); op != nil {
+		return op, nil
+	}
+	return nil, fmt.Errorf("no operation %s %s in the generated document", strings.ToUpper(method), path)
+}
+
+// integers describes 64-bit integers as the gateway sends them: numbers.
+func (d *document) integers() error {
+	walk(d.root, func(o *object) {
+		if o.str("type") == "string" && (o.str("format") == "int64" || o.str("format") == "uint64") {
+			o.set("type", "integer")
+		}
+	})
+	return nil
+}
+
+// errorResponses documents every failure as the gateway writes it.
+func (d *document) errorResponses() error {
+	ref, err := d.define(reflect.TypeFor[jsonhttp.Error]())
+	if err != nil {
+		return err
+	}
+	return d.operations(func(_, _ string, op *object) error {
+		op.obj("responses").set("default", newObject().
+			set("description", "The request failed; error says what was wrong and what to do.").
+			set("schema", ref))
+		return nil
+	})
+}
+
+// successStatuses documents the statuses rest.SuccessStatus answers other
+// than 200.
+func (d *document) successStatuses() error {
+	return d.operations(func(path, method string, op *object) error {
+		md, err := methodOf(op.str("operationId"))
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", strings.ToUpper(method), path, err)
+		}
+		status := rest.SuccessStatus(md.Output().FullName())
+		responses := op.obj("responses")
+		if status == 200 || responses.obj("200") == nil {
+			return nil
+		}
+		responses.rename("200", fmt.Sprint(status))
+		if status == 204 {
+			responses.set("204", newObject().set("description", "Done; the response has no body."))
+		}
+		return nil
+	})
+}
+
+// methodOf finds the RPC an operation id ("LifecycleService_GetSession")
+// names among the zimmer services.
+func methodOf(operationID string) (protoreflect.MethodDescriptor, error) {
+	_ = lifecyclev1.File_zimmer_lifecycle_v1_lifecycle_service_proto // the REST routes' service is registered
+	service, method, ok := strings.Cut(operationID, "_")
+	if !ok {
+		return nil, fmt.Errorf("operation id %q is not Service_Method", operationID)
+	}
+	var found protoreflect.MethodDescriptor
+	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		if !strings.HasPrefix(string(fd.Package()), "zimmer.") {
+			return true
+		}
+		if sd := fd.Services().ByName(protoreflect.Name(service)); sd != nil {
+			found = sd.Methods().ByName(protoreflect.Name(method))
+		}
+		return found == nil
+	})
+	if found == nil {
+		return nil, fmt.Errorf("no RPC %s.%s in the zimmer protos", service, method)
+	}
+	return found, nil
+}
+
+// prune drops the definitions nothing refers to any more (google.rpc.Status
+// and protobuf.Any, once errors are the gateway's own).
+func (d *document) prune() {
+	for {
+		used := map[string]bool{}
+		walk(d.paths, func(o *object) { used[o.str("$ref")] = true })
+		for _, name := range d.defs.keys {
+			walk(d.defs.obj(name), func(o *object) { used[o.str("$ref")] = true })
+		}
+		removed := false
+		for _, name := range append([]string(nil), d.defs.keys...) {
+			if !used[definitionRef(name)] {
+				d.defs.remove(name)
+				removed = true
+			}
+		}
+		if !removed {
+			return
+		}
+	}
+}
+
+func definitionRef(name string) string { return "#/definitions/" + name }
