@@ -11,14 +11,6 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
-// Inbox topics of lifecycle's events, matching the topics lifecycle's outbox
-// uses.
-const (
-	TopicSessionCreated = "lifecycle.session_created"
-	TopicSessionUpdated = "lifecycle.session_updated"
-	TopicSessionDeleted = "lifecycle.session_deleted"
-)
-
 // SessionEvent is one lifecycle event, translated from the wire. At most one
 // of Created, Updated and Deleted is set; none when the payload is missing
 // or one lineage does not know.
@@ -60,16 +52,19 @@ func (uc ApplySessionEvent) Handle(ctx context.Context, ev SessionEvent) (applie
 		return false, validation.Invalid("event.event_id", "must be a UUID")
 	}
 
+	// payload names the event's kind as SessionEvent's payload does; the
+	// inbox records it as the event's topic. Lineage reads lifecycle's
+	// events by their payload, so it keeps no copy of lifecycle's topics.
 	var (
-		topic string
-		apply func(context.Context, NodeWriter) error
+		payload string
+		apply   func(context.Context, NodeWriter) error
 	)
 	switch {
 	case ev.Created != nil || ev.Updated != nil:
-		payload, node := "created", ev.Created
-		topic = TopicSessionCreated
+		node := ev.Created
+		payload = "created"
 		if node == nil {
-			payload, node, topic = "updated", ev.Updated, TopicSessionUpdated
+			payload, node = "updated", ev.Updated
 		}
 		n := *node
 		// Name the field as the caller sent it: event.<payload>.session.<field>.
@@ -85,13 +80,13 @@ func (uc ApplySessionEvent) Handle(ctx context.Context, ev SessionEvent) (applie
 		if ev.SessionID <= 0 {
 			return false, validation.Invalid("event.deleted.session_id", "must be a positive session id")
 		}
-		topic = TopicSessionDeleted
+		payload = "deleted"
 		apply = func(ctx context.Context, w NodeWriter) error { return w.Delete(ctx, ev.SessionID) }
 	default:
 		return false, validation.Invalid("event.payload", "missing or unknown to lineage; want created, updated or deleted")
 	}
 
-	applied, err = uc.repo.ApplyEvent(ctx, ev.ID, topic, apply)
+	applied, err = uc.repo.ApplyEvent(ctx, ev.ID, payload, apply)
 	if err != nil {
 		return false, fmt.Errorf("apply event %s: %w", ev.ID, err)
 	}

@@ -25,11 +25,15 @@ import (
 )
 
 func newServer(repo app.NodeRepository, logs *bytes.Buffer) *Server {
-	return New(slog.New(slog.NewJSONHandler(logs, nil)), app.NewApplySessionEvent(repo), app.NewGetSessionNode(repo), app.GetHierarchy{}, app.RecordUncleEdge{})
+	return New(slog.New(slog.NewJSONHandler(logs, nil)), app.NewGetSessionNode(repo), app.GetHierarchy{}, app.RecordUncleEdge{})
 }
 
-func createdEvent(id string, s *lifecyclev1.Session) *lineagev1.ApplySessionEventRequest {
-	return &lineagev1.ApplySessionEventRequest{Event: &lifecyclev1.SessionEvent{
+func newConsumer(repo app.NodeRepository, logs *bytes.Buffer) *Consumer {
+	return NewConsumer(slog.New(slog.NewJSONHandler(logs, nil)), app.NewApplySessionEvent(repo))
+}
+
+func createdEvent(id string, s *lifecyclev1.Session) *lifecyclev1.ConsumeSessionEventRequest {
+	return &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{
 		EventId: id, SessionId: s.GetId(),
 		Payload: &lifecyclev1.SessionEvent_Created{Created: &lifecyclev1.SessionCreated{Session: s}},
 	}}
@@ -38,7 +42,8 @@ func createdEvent(id string, s *lifecyclev1.Session) *lineagev1.ApplySessionEven
 func TestApplyAndGetTranslateTheWire(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	srv := newServer(apptest.NewNodes(), &bytes.Buffer{})
+	repo := apptest.NewNodes()
+	srv, consumer := newServer(repo, &bytes.Buffer{}), newConsumer(repo, &bytes.Buffer{})
 
 	meta, err := structpb.NewStruct(map[string]any{"router_session_id": "10"})
 	require.NoError(t, err)
@@ -46,11 +51,11 @@ func TestApplyAndGetTranslateTheWire(t *testing.T) {
 		Id: 11, Title: "worker", AgentRoot: "zimmer", Status: "running", Genesis: "web_ui",
 		SchedulingClass: "spot", CustomMetadata: meta, UpdatedAt: timestamppb.New(time.Unix(100, 0)),
 	}
-	resp, err := srv.ApplySessionEvent(ctx, createdEvent("00000000-0000-4000-8000-000000000011", child))
+	resp, err := consumer.ConsumeSessionEvent(ctx, createdEvent("00000000-0000-4000-8000-000000000011", child))
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
 	parent := &lifecyclev1.Session{Id: 10, Title: "router", UpdatedAt: timestamppb.New(time.Unix(100, 0))}
-	_, err = srv.ApplySessionEvent(ctx, createdEvent("00000000-0000-4000-8000-000000000010", parent))
+	_, err = consumer.ConsumeSessionEvent(ctx, createdEvent("00000000-0000-4000-8000-000000000010", parent))
 	require.NoError(t, err)
 
 	got, err := srv.GetSessionNode(ctx, &lineagev1.GetSessionNodeRequest{SessionId: 11})
@@ -74,19 +79,23 @@ func TestWireValidation(t *testing.T) {
 	valid := &lifecyclev1.Session{Id: 1, UpdatedAt: timestamppb.Now()}
 	tests := []struct {
 		name  string
-		req   *lineagev1.ApplySessionEventRequest
+		req   *lifecyclev1.ConsumeSessionEventRequest
 		field string
 	}{
-		{"no event", &lineagev1.ApplySessionEventRequest{}, "event"},
+		{"no event", &lifecyclev1.ConsumeSessionEventRequest{}, "event"},
 		{"no event id", createdEvent("", valid), "event.event_id"},
-		{"no payload", &lineagev1.ApplySessionEventRequest{Event: &lifecyclev1.SessionEvent{EventId: "00000000-0000-4000-8000-000000000001"}}, "event.payload"},
+		{"no payload", &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{EventId: "00000000-0000-4000-8000-000000000001"}}, "event.payload"},
 		{"created without session", createdEvent("00000000-0000-4000-8000-000000000001", nil), "event.created.session"},
+		{"an effect, which lineage does not own", &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{
+			EventId: "00000000-0000-4000-8000-000000000001",
+			Payload: &lifecyclev1.SessionEvent_Effect{Effect: &lifecyclev1.SessionEffect{Name: "push"}},
+		}}, "event.payload"},
 		{"session without updated_at", createdEvent("00000000-0000-4000-8000-000000000001", &lifecyclev1.Session{Id: 1}), "event.created.session.updated_at"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := newServer(apptest.NewNodes(), &bytes.Buffer{}).ApplySessionEvent(t.Context(), tt.req)
+			_, err := newConsumer(apptest.NewNodes(), &bytes.Buffer{}).ConsumeSessionEvent(t.Context(), tt.req)
 			require.Equal(t, codes.InvalidArgument, status.Code(err), err)
 			require.Contains(t, status.Convert(err).Message(), tt.field)
 			require.Equal(t, tt.field, badRequestField(t, err))

@@ -21,7 +21,7 @@ func TestSessionHierarchyOverGRPC(t *testing.T) {
 	ctx := t.Context()
 
 	router := int64(101)
-	for _, e := range []*lineagev1.ApplySessionEventRequest{
+	for _, e := range []*lifecyclev1.ConsumeSessionEventRequest{
 		created("6b0e7a4e-0000-4000-8000-000000000101", &lifecyclev1.Session{
 			Id: 101, Title: "Add spot vs priority classification", AgentRoot: "zimmer-router",
 			Status: "running", Genesis: "web_ui", SchedulingClass: "priority",
@@ -34,7 +34,7 @@ func TestSessionHierarchyOverGRPC(t *testing.T) {
 			Id: 201, Title: "Review", AgentRoot: "zimmer", Status: "waiting", Genesis: "api", SchedulingClass: "spot",
 		}),
 	} {
-		_, err := client.ApplySessionEvent(ctx, e)
+		_, err := client.ConsumeSessionEvent(ctx, e)
 		require.NoError(t, err)
 	}
 
@@ -74,7 +74,7 @@ func TestSessionHierarchyOverGRPC(t *testing.T) {
 		require.Contains(t, node, key)
 	}
 
-	_, err = client.ApplySessionEvent(ctx, &lineagev1.ApplySessionEventRequest{Event: &lifecyclev1.SessionEvent{
+	_, err = client.ConsumeSessionEvent(ctx, &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{
 		EventId: "6b0e7a4e-0000-4000-8000-000000000999", SessionId: 201,
 		Payload: &lifecyclev1.SessionEvent_Deleted{Deleted: &lifecyclev1.SessionDeleted{SessionId: 201}},
 	}})

@@ -20,7 +20,7 @@ import (
 )
 
 type provenanceBundle struct {
-	lineage    lineagev1.LineageServiceClient
+	lineage    lineageClient
 	provenance lineagev1.ProvenanceServiceClient
 }
 
@@ -34,7 +34,7 @@ func setupProvenance(t *testing.T, admin string) provenanceBundle {
 	conn, err := grpcclient.Dial(svc.Addr(), "")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	return provenanceBundle{lineagev1.NewLineageServiceClient(conn), lineagev1.NewProvenanceServiceClient(conn)}
+	return provenanceBundle{newLineageClient(conn), lineagev1.NewProvenanceServiceClient(conn)}
 }
 
 // tree applies #101 (router) → #102, #103.
@@ -46,7 +46,7 @@ func (b provenanceBundle) tree(t *testing.T) {
 		{Id: 102, Title: "Worker", AgentRoot: "zimmer", ParentSessionId: &parent},
 		{Id: 103, Title: "Other worker", AgentRoot: "zimmer", ParentSessionId: &parent},
 	} {
-		_, err := b.lineage.ApplySessionEvent(t.Context(), created("5b0e7a4e-0000-4000-8000-00000000010"+string(rune('1'+i)), s))
+		_, err := b.lineage.ConsumeSessionEvent(t.Context(), created("5b0e7a4e-0000-4000-8000-00000000010"+string(rune('1'+i)), s))
 		require.NoError(t, err)
 	}
 }

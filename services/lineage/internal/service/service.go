@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/config"
@@ -47,11 +48,13 @@ func NewWithAdmin(ctx context.Context, cfg host.Config, logger *slog.Logger, adm
 	}
 	repo := store.New(h.Pool)
 	lineagev1.RegisterLineageServiceServer(h.GRPC, grpcapi.New(logger,
-		app.NewApplySessionEvent(repo),
 		app.NewGetSessionNode(repo),
 		app.NewGetHierarchy(repo),
 		app.NewRecordUncleEdge(repo),
 	))
+	// Lifecycle's events arrive through the contract every subscriber
+	// implements.
+	lifecyclev1.RegisterSessionEventConsumerServiceServer(h.GRPC, grpcapi.NewConsumer(logger, app.NewApplySessionEvent(repo)))
 	registerProvenance(h.GRPC.Server, h.Pool, logger, app.NewGetHierarchy(repo), adminUser)
 	return &Service{Host: h}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -20,16 +21,28 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 )
 
+// lineageClient is lineage's gRPC surface as its callers use it: the
+// LineageService, and the SessionEventConsumerService lifecycle delivers
+// its events through.
+type lineageClient struct {
+	lineagev1.LineageServiceClient
+	lifecyclev1.SessionEventConsumerServiceClient
+}
+
+func newLineageClient(conn grpc.ClientConnInterface) lineageClient {
+	return lineageClient{lineagev1.NewLineageServiceClient(conn), lifecyclev1.NewSessionEventConsumerServiceClient(conn)}
+}
+
 // setup runs the whole service on a fresh database, without Temporal, and
 // returns a client of its real gRPC server.
-func setup(t *testing.T) lineagev1.LineageServiceClient {
+func setup(t *testing.T) lineageClient {
 	t.Helper()
 	svc := servicetest.New(t, service.New, servicetest.Config(t, service.MigrationSets...))
 	servicetest.RunInBackground(t, svc.Run)
 	conn, err := grpcclient.Dial(svc.Addr(), "")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	return lineagev1.NewLineageServiceClient(conn)
+	return newLineageClient(conn)
 }
 
 // The service serves its API, owns its schema and stops cleanly.
@@ -47,11 +60,11 @@ func TestServiceWorkerPollsItsTaskQueue(t *testing.T) {
 	servicetest.AssertWorkerPolls(t, servicetest.New(t, service.New, cfg).Host, "lineage")
 }
 
-func created(eventID string, s *lifecyclev1.Session) *lineagev1.ApplySessionEventRequest {
+func created(eventID string, s *lifecyclev1.Session) *lifecyclev1.ConsumeSessionEventRequest {
 	if s.UpdatedAt == nil {
 		s.UpdatedAt = timestamppb.New(time.Unix(1_700_000_000, 0))
 	}
-	return &lineagev1.ApplySessionEventRequest{Event: &lifecyclev1.SessionEvent{
+	return &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{
 		EventId: eventID, SessionId: s.GetId(), OccurredAt: s.UpdatedAt,
 		Payload: &lifecyclev1.SessionEvent_Created{Created: &lifecyclev1.SessionCreated{Session: s}},
 	}}
@@ -67,7 +80,7 @@ func TestSessionNodeFromEvents(t *testing.T) {
 	legacy, err := structpb.NewStruct(map[string]any{"router_session_id": 101})
 	require.NoError(t, err)
 	parent := int64(101)
-	events := []*lineagev1.ApplySessionEventRequest{
+	events := []*lifecyclev1.ConsumeSessionEventRequest{
 		created("5b0e7a4e-0000-4000-8000-000000000103", &lifecyclev1.Session{Id: 103, Title: "helper", CustomMetadata: legacy}),
 		created("5b0e7a4e-0000-4000-8000-000000000101", &lifecyclev1.Session{
 			Id: 101, Title: "Add spot vs priority classification", AgentRoot: "zimmer-router",
@@ -76,11 +89,11 @@ func TestSessionNodeFromEvents(t *testing.T) {
 		created("5b0e7a4e-0000-4000-8000-000000000102", &lifecyclev1.Session{Id: 102, Title: "Implement the genesis column", ParentSessionId: &parent}),
 	}
 	for _, e := range events {
-		resp, err := client.ApplySessionEvent(ctx, e)
+		resp, err := client.ConsumeSessionEvent(ctx, e)
 		require.NoError(t, err)
 		require.True(t, resp.GetApplied())
 	}
-	resp, err := client.ApplySessionEvent(ctx, events[0])
+	resp, err := client.ConsumeSessionEvent(ctx, events[0])
 	require.NoError(t, err)
 	require.False(t, resp.GetApplied(), "a redelivery is recognised")
 
@@ -114,7 +127,7 @@ func TestConcurrentRedeliveryAppliesOnce(t *testing.T) {
 	for range deliveries {
 		wg.Go(func() {
 			<-start
-			resp, err := client.ApplySessionEvent(ctx, req)
+			resp, err := client.ConsumeSessionEvent(ctx, req)
 			if !assert.NoError(t, err) { // require must not be called off the test goroutine
 				return
 			}
@@ -141,11 +154,11 @@ func TestErrorsThroughGRPC(t *testing.T) {
 	require.Equal(t, codes.NotFound, status.Code(err))
 	require.Equal(t, "session 42 is not known to lineage yet", status.Convert(err).Message())
 
-	_, err = client.ApplySessionEvent(ctx, created("", &lifecyclev1.Session{Id: 1}))
+	_, err = client.ConsumeSessionEvent(ctx, created("", &lifecyclev1.Session{Id: 1}))
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
 	require.Contains(t, status.Convert(err).Message(), "event.event_id")
 
-	_, err = client.ApplySessionEvent(ctx, &lineagev1.ApplySessionEventRequest{Event: &lifecyclev1.SessionEvent{
+	_, err = client.ConsumeSessionEvent(ctx, &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{
 		EventId: "9d7c3b1a-0000-4000-8000-000000000002", SessionId: 1,
 	}})
 	require.Equal(t, codes.InvalidArgument, status.Code(err))

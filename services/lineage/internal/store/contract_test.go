@@ -48,7 +48,7 @@ var contractCases = []struct {
 		require.True(t, mustApply(t, repo, evt1, n))
 
 		calls := 0
-		applied, err := repo.ApplyEvent(ctx, evt1, app.TopicSessionCreated, func(context.Context, app.NodeWriter) error {
+		applied, err := repo.ApplyEvent(ctx, evt1, "created", func(context.Context, app.NodeWriter) error {
 			calls++
 			return nil
 		})
@@ -63,7 +63,7 @@ var contractCases = []struct {
 	{"a failed apply leaves no claim and no writes", func(t *testing.T, repo app.NodeRepository) {
 		ctx := t.Context()
 		boom := errors.New("boom")
-		_, err := repo.ApplyEvent(ctx, evt1, app.TopicSessionCreated, func(ctx context.Context, w app.NodeWriter) error {
+		_, err := repo.ApplyEvent(ctx, evt1, "created", func(ctx context.Context, w app.NodeWriter) error {
 			require.NoError(t, w.Save(ctx, node(1, at(1))))
 			return boom
 		})
@@ -125,7 +125,7 @@ const (
 
 func mustApply(t *testing.T, repo app.NodeRepository, eventID string, n domain.Node) bool {
 	t.Helper()
-	applied, err := repo.ApplyEvent(t.Context(), eventID, app.TopicSessionCreated, func(ctx context.Context, w app.NodeWriter) error {
+	applied, err := repo.ApplyEvent(t.Context(), eventID, "created", func(ctx context.Context, w app.NodeWriter) error {
 		return w.Save(ctx, n)
 	})
 	require.NoError(t, err)

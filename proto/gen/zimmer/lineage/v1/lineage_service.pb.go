@@ -7,7 +7,6 @@
 package lineagev1
 
 import (
-	v1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -22,95 +21,6 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-type ApplySessionEventRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Event         *v1.SessionEvent       `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ApplySessionEventRequest) Reset() {
-	*x = ApplySessionEventRequest{}
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ApplySessionEventRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ApplySessionEventRequest) ProtoMessage() {}
-
-func (x *ApplySessionEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ApplySessionEventRequest.ProtoReflect.Descriptor instead.
-func (*ApplySessionEventRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{0}
-}
-
-func (x *ApplySessionEventRequest) GetEvent() *v1.SessionEvent {
-	if x != nil {
-		return x.Event
-	}
-	return nil
-}
-
-type ApplySessionEventResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// False when the event had already been applied (a redelivery).
-	Applied       bool `protobuf:"varint,1,opt,name=applied,proto3" json:"applied,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ApplySessionEventResponse) Reset() {
-	*x = ApplySessionEventResponse{}
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ApplySessionEventResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ApplySessionEventResponse) ProtoMessage() {}
-
-func (x *ApplySessionEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[1]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ApplySessionEventResponse.ProtoReflect.Descriptor instead.
-func (*ApplySessionEventResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *ApplySessionEventResponse) GetApplied() bool {
-	if x != nil {
-		return x.Applied
-	}
-	return false
-}
-
 type GetSessionNodeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -120,7 +30,7 @@ type GetSessionNodeRequest struct {
 
 func (x *GetSessionNodeRequest) Reset() {
 	*x = GetSessionNodeRequest{}
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[2]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -132,7 +42,7 @@ func (x *GetSessionNodeRequest) String() string {
 func (*GetSessionNodeRequest) ProtoMessage() {}
 
 func (x *GetSessionNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[2]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -145,7 +55,7 @@ func (x *GetSessionNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionNodeRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{2}
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *GetSessionNodeRequest) GetSessionId() int64 {
@@ -164,7 +74,7 @@ type GetSessionNodeResponse struct {
 
 func (x *GetSessionNodeResponse) Reset() {
 	*x = GetSessionNodeResponse{}
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[3]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -176,7 +86,7 @@ func (x *GetSessionNodeResponse) String() string {
 func (*GetSessionNodeResponse) ProtoMessage() {}
 
 func (x *GetSessionNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[3]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -189,7 +99,7 @@ func (x *GetSessionNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionNodeResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *GetSessionNodeResponse) GetNode() *SessionNode {
@@ -217,7 +127,7 @@ type SessionNode struct {
 
 func (x *SessionNode) Reset() {
 	*x = SessionNode{}
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[4]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -229,7 +139,7 @@ func (x *SessionNode) String() string {
 func (*SessionNode) ProtoMessage() {}
 
 func (x *SessionNode) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[4]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -242,7 +152,7 @@ func (x *SessionNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionNode.ProtoReflect.Descriptor instead.
 func (*SessionNode) Descriptor() ([]byte, []int) {
-	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SessionNode) GetSessionId() int64 {
@@ -310,7 +220,7 @@ type GetSessionHierarchyRequest struct {
 
 func (x *GetSessionHierarchyRequest) Reset() {
 	*x = GetSessionHierarchyRequest{}
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[5]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -322,7 +232,7 @@ func (x *GetSessionHierarchyRequest) String() string {
 func (*GetSessionHierarchyRequest) ProtoMessage() {}
 
 func (x *GetSessionHierarchyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[5]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -335,7 +245,7 @@ func (x *GetSessionHierarchyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionHierarchyRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionHierarchyRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetSessionHierarchyRequest) GetSessionId() int64 {
@@ -354,7 +264,7 @@ type GetSessionHierarchyResponse struct {
 
 func (x *GetSessionHierarchyResponse) Reset() {
 	*x = GetSessionHierarchyResponse{}
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[6]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +276,7 @@ func (x *GetSessionHierarchyResponse) String() string {
 func (*GetSessionHierarchyResponse) ProtoMessage() {}
 
 func (x *GetSessionHierarchyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[6]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +289,7 @@ func (x *GetSessionHierarchyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionHierarchyResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionHierarchyResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{6}
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetSessionHierarchyResponse) GetSessionHierarchy() *SessionHierarchy {
@@ -403,7 +313,7 @@ type RecordUncleEdgeRequest struct {
 
 func (x *RecordUncleEdgeRequest) Reset() {
 	*x = RecordUncleEdgeRequest{}
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[7]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +325,7 @@ func (x *RecordUncleEdgeRequest) String() string {
 func (*RecordUncleEdgeRequest) ProtoMessage() {}
 
 func (x *RecordUncleEdgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[7]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +338,7 @@ func (x *RecordUncleEdgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordUncleEdgeRequest.ProtoReflect.Descriptor instead.
 func (*RecordUncleEdgeRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{7}
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RecordUncleEdgeRequest) GetActingSessionId() int64 {
@@ -463,7 +373,7 @@ type RecordUncleEdgeResponse struct {
 
 func (x *RecordUncleEdgeResponse) Reset() {
 	*x = RecordUncleEdgeResponse{}
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[8]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +385,7 @@ func (x *RecordUncleEdgeResponse) String() string {
 func (*RecordUncleEdgeResponse) ProtoMessage() {}
 
 func (x *RecordUncleEdgeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[8]
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +398,7 @@ func (x *RecordUncleEdgeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordUncleEdgeResponse.ProtoReflect.Descriptor instead.
 func (*RecordUncleEdgeResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{8}
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RecordUncleEdgeResponse) GetOutcome() UncleEdgeOutcome {
@@ -509,11 +419,7 @@ var File_zimmer_lineage_v1_lineage_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lineage_v1_lineage_service_proto_rawDesc = "" +
 	"\n" +
-	"'zimmer/lineage/v1/lineage_service.proto\x12\x11zimmer.lineage.v1\x1a\x1fzimmer/lifecycle/v1/event.proto\x1a!zimmer/lineage/v1/hierarchy.proto\"S\n" +
-	"\x18ApplySessionEventRequest\x127\n" +
-	"\x05event\x18\x01 \x01(\v2!.zimmer.lifecycle.v1.SessionEventR\x05event\"5\n" +
-	"\x19ApplySessionEventResponse\x12\x18\n" +
-	"\aapplied\x18\x01 \x01(\bR\aapplied\"6\n" +
+	"'zimmer/lineage/v1/lineage_service.proto\x12\x11zimmer.lineage.v1\x1a!zimmer/lineage/v1/hierarchy.proto\"6\n" +
 	"\x15GetSessionNodeRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\"L\n" +
@@ -543,9 +449,8 @@ const file_zimmer_lineage_v1_lineage_service_proto_rawDesc = "" +
 	"entryPoint\"r\n" +
 	"\x17RecordUncleEdgeResponse\x12=\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2#.zimmer.lineage.v1.UncleEdgeOutcomeR\aoutcome\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage2\xc7\x03\n" +
-	"\x0eLineageService\x12n\n" +
-	"\x11ApplySessionEvent\x12+.zimmer.lineage.v1.ApplySessionEventRequest\x1a,.zimmer.lineage.v1.ApplySessionEventResponse\x12e\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage2\xd7\x02\n" +
+	"\x0eLineageService\x12e\n" +
 	"\x0eGetSessionNode\x12(.zimmer.lineage.v1.GetSessionNodeRequest\x1a).zimmer.lineage.v1.GetSessionNodeResponse\x12t\n" +
 	"\x13GetSessionHierarchy\x12-.zimmer.lineage.v1.GetSessionHierarchyRequest\x1a..zimmer.lineage.v1.GetSessionHierarchyResponse\x12h\n" +
 	"\x0fRecordUncleEdge\x12).zimmer.lineage.v1.RecordUncleEdgeRequest\x1a*.zimmer.lineage.v1.RecordUncleEdgeResponseBBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
@@ -562,39 +467,33 @@ func file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_lineage_v1_lineage_service_proto_rawDescData
 }
 
-var file_zimmer_lineage_v1_lineage_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_zimmer_lineage_v1_lineage_service_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_zimmer_lineage_v1_lineage_service_proto_goTypes = []any{
-	(*ApplySessionEventRequest)(nil),    // 0: zimmer.lineage.v1.ApplySessionEventRequest
-	(*ApplySessionEventResponse)(nil),   // 1: zimmer.lineage.v1.ApplySessionEventResponse
-	(*GetSessionNodeRequest)(nil),       // 2: zimmer.lineage.v1.GetSessionNodeRequest
-	(*GetSessionNodeResponse)(nil),      // 3: zimmer.lineage.v1.GetSessionNodeResponse
-	(*SessionNode)(nil),                 // 4: zimmer.lineage.v1.SessionNode
-	(*GetSessionHierarchyRequest)(nil),  // 5: zimmer.lineage.v1.GetSessionHierarchyRequest
-	(*GetSessionHierarchyResponse)(nil), // 6: zimmer.lineage.v1.GetSessionHierarchyResponse
-	(*RecordUncleEdgeRequest)(nil),      // 7: zimmer.lineage.v1.RecordUncleEdgeRequest
-	(*RecordUncleEdgeResponse)(nil),     // 8: zimmer.lineage.v1.RecordUncleEdgeResponse
-	(*v1.SessionEvent)(nil),             // 9: zimmer.lifecycle.v1.SessionEvent
-	(*SessionHierarchy)(nil),            // 10: zimmer.lineage.v1.SessionHierarchy
-	(UncleEdgeOutcome)(0),               // 11: zimmer.lineage.v1.UncleEdgeOutcome
+	(*GetSessionNodeRequest)(nil),       // 0: zimmer.lineage.v1.GetSessionNodeRequest
+	(*GetSessionNodeResponse)(nil),      // 1: zimmer.lineage.v1.GetSessionNodeResponse
+	(*SessionNode)(nil),                 // 2: zimmer.lineage.v1.SessionNode
+	(*GetSessionHierarchyRequest)(nil),  // 3: zimmer.lineage.v1.GetSessionHierarchyRequest
+	(*GetSessionHierarchyResponse)(nil), // 4: zimmer.lineage.v1.GetSessionHierarchyResponse
+	(*RecordUncleEdgeRequest)(nil),      // 5: zimmer.lineage.v1.RecordUncleEdgeRequest
+	(*RecordUncleEdgeResponse)(nil),     // 6: zimmer.lineage.v1.RecordUncleEdgeResponse
+	(*SessionHierarchy)(nil),            // 7: zimmer.lineage.v1.SessionHierarchy
+	(UncleEdgeOutcome)(0),               // 8: zimmer.lineage.v1.UncleEdgeOutcome
 }
 var file_zimmer_lineage_v1_lineage_service_proto_depIdxs = []int32{
-	9,  // 0: zimmer.lineage.v1.ApplySessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	4,  // 1: zimmer.lineage.v1.GetSessionNodeResponse.node:type_name -> zimmer.lineage.v1.SessionNode
-	10, // 2: zimmer.lineage.v1.GetSessionHierarchyResponse.session_hierarchy:type_name -> zimmer.lineage.v1.SessionHierarchy
-	11, // 3: zimmer.lineage.v1.RecordUncleEdgeResponse.outcome:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
-	0,  // 4: zimmer.lineage.v1.LineageService.ApplySessionEvent:input_type -> zimmer.lineage.v1.ApplySessionEventRequest
-	2,  // 5: zimmer.lineage.v1.LineageService.GetSessionNode:input_type -> zimmer.lineage.v1.GetSessionNodeRequest
-	5,  // 6: zimmer.lineage.v1.LineageService.GetSessionHierarchy:input_type -> zimmer.lineage.v1.GetSessionHierarchyRequest
-	7,  // 7: zimmer.lineage.v1.LineageService.RecordUncleEdge:input_type -> zimmer.lineage.v1.RecordUncleEdgeRequest
-	1,  // 8: zimmer.lineage.v1.LineageService.ApplySessionEvent:output_type -> zimmer.lineage.v1.ApplySessionEventResponse
-	3,  // 9: zimmer.lineage.v1.LineageService.GetSessionNode:output_type -> zimmer.lineage.v1.GetSessionNodeResponse
-	6,  // 10: zimmer.lineage.v1.LineageService.GetSessionHierarchy:output_type -> zimmer.lineage.v1.GetSessionHierarchyResponse
-	8,  // 11: zimmer.lineage.v1.LineageService.RecordUncleEdge:output_type -> zimmer.lineage.v1.RecordUncleEdgeResponse
-	8,  // [8:12] is the sub-list for method output_type
-	4,  // [4:8] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	2, // 0: zimmer.lineage.v1.GetSessionNodeResponse.node:type_name -> zimmer.lineage.v1.SessionNode
+	7, // 1: zimmer.lineage.v1.GetSessionHierarchyResponse.session_hierarchy:type_name -> zimmer.lineage.v1.SessionHierarchy
+	8, // 2: zimmer.lineage.v1.RecordUncleEdgeResponse.outcome:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
+	0, // 3: zimmer.lineage.v1.LineageService.GetSessionNode:input_type -> zimmer.lineage.v1.GetSessionNodeRequest
+	3, // 4: zimmer.lineage.v1.LineageService.GetSessionHierarchy:input_type -> zimmer.lineage.v1.GetSessionHierarchyRequest
+	5, // 5: zimmer.lineage.v1.LineageService.RecordUncleEdge:input_type -> zimmer.lineage.v1.RecordUncleEdgeRequest
+	1, // 6: zimmer.lineage.v1.LineageService.GetSessionNode:output_type -> zimmer.lineage.v1.GetSessionNodeResponse
+	4, // 7: zimmer.lineage.v1.LineageService.GetSessionHierarchy:output_type -> zimmer.lineage.v1.GetSessionHierarchyResponse
+	6, // 8: zimmer.lineage.v1.LineageService.RecordUncleEdge:output_type -> zimmer.lineage.v1.RecordUncleEdgeResponse
+	6, // [6:9] is the sub-list for method output_type
+	3, // [3:6] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lineage_v1_lineage_service_proto_init() }
@@ -603,14 +502,14 @@ func file_zimmer_lineage_v1_lineage_service_proto_init() {
 		return
 	}
 	file_zimmer_lineage_v1_hierarchy_proto_init()
-	file_zimmer_lineage_v1_lineage_service_proto_msgTypes[4].OneofWrappers = []any{}
+	file_zimmer_lineage_v1_lineage_service_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lineage_v1_lineage_service_proto_rawDesc), len(file_zimmer_lineage_v1_lineage_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,7 +19,6 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	LineageService_ApplySessionEvent_FullMethodName   = "/zimmer.lineage.v1.LineageService/ApplySessionEvent"
 	LineageService_GetSessionNode_FullMethodName      = "/zimmer.lineage.v1.LineageService/GetSessionNode"
 	LineageService_GetSessionHierarchy_FullMethodName = "/zimmer.lineage.v1.LineageService/GetSessionHierarchy"
 	LineageService_RecordUncleEdge_FullMethodName     = "/zimmer.lineage.v1.LineageService/RecordUncleEdge"
@@ -31,10 +30,11 @@ const (
 //
 // LineageService owns the lineage graph (spawn and uncle edges) and the
 // provenance of human messages.
+//
+// Lineage's read model is fed by lifecycle's events, which it consumes
+// through zimmer.lifecycle.v1.SessionEventConsumerService like every other
+// subscriber.
 type LineageServiceClient interface {
-	// ApplySessionEvent feeds lineage's read model from lifecycle's events.
-	// Internal: delivery is at least once, so it is idempotent by event_id.
-	ApplySessionEvent(ctx context.Context, in *ApplySessionEventRequest, opts ...grpc.CallOption) (*ApplySessionEventResponse, error)
 	// GetSessionNode returns what lineage knows of one session: its node and
 	// its direct spawn edges.
 	GetSessionNode(ctx context.Context, in *GetSessionNodeRequest, opts ...grpc.CallOption) (*GetSessionNodeResponse, error)
@@ -55,16 +55,6 @@ type lineageServiceClient struct {
 
 func NewLineageServiceClient(cc grpc.ClientConnInterface) LineageServiceClient {
 	return &lineageServiceClient{cc}
-}
-
-func (c *lineageServiceClient) ApplySessionEvent(ctx context.Context, in *ApplySessionEventRequest, opts ...grpc.CallOption) (*ApplySessionEventResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ApplySessionEventResponse)
-	err := c.cc.Invoke(ctx, LineageService_ApplySessionEvent_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func (c *lineageServiceClient) GetSessionNode(ctx context.Context, in *GetSessionNodeRequest, opts ...grpc.CallOption) (*GetSessionNodeResponse, error) {
@@ -103,10 +93,11 @@ func (c *lineageServiceClient) RecordUncleEdge(ctx context.Context, in *RecordUn
 //
 // LineageService owns the lineage graph (spawn and uncle edges) and the
 // provenance of human messages.
+//
+// Lineage's read model is fed by lifecycle's events, which it consumes
+// through zimmer.lifecycle.v1.SessionEventConsumerService like every other
+// subscriber.
 type LineageServiceServer interface {
-	// ApplySessionEvent feeds lineage's read model from lifecycle's events.
-	// Internal: delivery is at least once, so it is idempotent by event_id.
-	ApplySessionEvent(context.Context, *ApplySessionEventRequest) (*ApplySessionEventResponse, error)
 	// GetSessionNode returns what lineage knows of one session: its node and
 	// its direct spawn edges.
 	GetSessionNode(context.Context, *GetSessionNodeRequest) (*GetSessionNodeResponse, error)
@@ -129,9 +120,6 @@ type LineageServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedLineageServiceServer struct{}
 
-func (UnimplementedLineageServiceServer) ApplySessionEvent(context.Context, *ApplySessionEventRequest) (*ApplySessionEventResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method ApplySessionEvent not implemented")
-}
 func (UnimplementedLineageServiceServer) GetSessionNode(context.Context, *GetSessionNodeRequest) (*GetSessionNodeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSessionNode not implemented")
 }
@@ -160,24 +148,6 @@ func RegisterLineageServiceServer(s grpc.ServiceRegistrar, srv LineageServiceSer
 		t.testEmbeddedByValue()
 	}
 	s.RegisterService(&LineageService_ServiceDesc, srv)
-}
-
-func _LineageService_ApplySessionEvent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ApplySessionEventRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(LineageServiceServer).ApplySessionEvent(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: LineageService_ApplySessionEvent_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(LineageServiceServer).ApplySessionEvent(ctx, req.(*ApplySessionEventRequest))
-	}
-	return interceptor(ctx, in, info, handler)
 }
 
 func _LineageService_GetSessionNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -241,10 +211,6 @@ var LineageService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "zimmer.lineage.v1.LineageService",
 	HandlerType: (*LineageServiceServer)(nil),
 	Methods: []grpc.MethodDesc{
-		{
-			MethodName: "ApplySessionEvent",
-			Handler:    _LineageService_ApplySessionEvent_Handler,
-		},
 		{
 			MethodName: "GetSessionNode",
 			Handler:    _LineageService_GetSessionNode_Handler,
