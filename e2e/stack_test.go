@@ -102,7 +102,7 @@ func (s *stack) env(name string) []string {
 		up+"_LOG_LEVEL=debug",
 	)
 	if name == "lifecycle" {
-		env = append(env, "LIFECYCLE_LINEAGE_ADDR="+s.addr["lineage"], "LIFECYCLE_NOTIFICATION_ADDR="+s.addr["notification"],
+		env = append(env, "LIFECYCLE_EFFECT_CONSUMERS=lineage="+s.addr["lineage"], "LIFECYCLE_NOTIFICATION_ADDR="+s.addr["notification"],
 			"LIFECYCLE_RELAY_POLL_INTERVAL=100ms")
 	}
 	return env

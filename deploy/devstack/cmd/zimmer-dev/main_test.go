@@ -32,7 +32,7 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"LIFECYCLE_DATABASE_URL":      "postgres://elsewhere/db",
 		"LIFECYCLE_GRPC_ADDR":         "127.0.0.1:9101",
-		"LIFECYCLE_LINEAGE_ADDR":      "127.0.0.1:9202",
+		"LIFECYCLE_EFFECT_CONSUMERS":  "lineage=127.0.0.1:9202",
 		"LIFECYCLE_NOTIFICATION_ADDR": "127.0.0.1:9105",
 		"TEMPORAL_ADDRESS":            "127.0.0.1:7233",
 	}, got)

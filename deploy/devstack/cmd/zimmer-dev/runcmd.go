@@ -305,7 +305,7 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 		envName(s.name, "GRPC_ADDR"):    addrs[s.name],
 	}
 	if s.name == "lifecycle" {
-		m["LIFECYCLE_LINEAGE_ADDR"] = addrs["lineage"]
+		m["LIFECYCLE_EFFECT_CONSUMERS"] = "lineage=" + addrs["lineage"]
 		m["LIFECYCLE_NOTIFICATION_ADDR"] = addrs["notification"]
 	}
 	for k, v := range common {
