@@ -7,9 +7,11 @@ import (
 	"strings"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
@@ -17,48 +19,39 @@ import (
 const ToolActionSession = "action_session"
 
 // sessionAction is one action of action_session: what it does, for the
-// tool's description, and the arguments it reads besides action and
-// acting_session_id.
+// tool's description, the request it sends and the arguments it reads
+// besides action and acting_session_id, each a field of that request.
 type sessionAction struct {
-	name string
-	doc  string
-	args []string
+	name    string
+	doc     string
+	request proto.Message
+	args    []string
 }
 
 // sessionActions are action_session's actions, in the order the tool lists
 // them. follow_up and the queue's actions arrive with the queue.
 var sessionActions = []sessionAction{
-	{"pause", "stop a running turn (→ needs_input).", []string{"session_id"}},
-	{"sleep", "a needs_input session goes to waiting; a running one sleeps when its turn ends.", []string{"session_id"}},
-	{"archive", "move to the trash (restorable for 4 days).", []string{"session_id", "force"}},
-	{"bulk_archive", "archive session_ids, each on its own.", []string{"session_ids", "force"}},
-	{"unarchive", "restore to the state chosen from the session's history.", []string{"session_id"}},
-	{"restart", "re-run a failed or idle session (a deliberate resume).", []string{"session_id"}},
-	{"fail", "mark a session that will not recover as failed, with failure_reason.", []string{"session_id", "failure_reason"}},
-	{"update_title", "set the session's title.", []string{"session_id", "title"}},
-	{"update_notes", "replace the session's notes, its free-form memory (shown to its agent as <session-notes>).", []string{"session_id", "notes"}},
-	{"set_heartbeat", "turn the heartbeat nudge on or off (enabled) and set its interval_seconds; give either or both.", []string{"session_id", "enabled", "interval_seconds"}},
+	{"pause", "stop a running turn (→ needs_input).", &lifecyclev1.PauseSessionRequest{}, []string{"session_id"}},
+	{"sleep", "a needs_input session goes to waiting; a running one sleeps when its turn ends.", &lifecyclev1.SleepSessionRequest{}, []string{"session_id"}},
+	{"archive", "move to the trash (restorable for 4 days).", &lifecyclev1.ArchiveSessionRequest{}, []string{"session_id", "force"}},
+	{"bulk_archive", "archive session_ids, each on its own.", &lifecyclev1.BulkArchiveSessionsRequest{}, []string{"session_ids", "force"}},
+	{"unarchive", "restore to the state chosen from the session's history.", &lifecyclev1.UnarchiveSessionRequest{}, []string{"session_id"}},
+	{"restart", "re-run a failed or idle session (a deliberate resume).", &lifecyclev1.RestartSessionRequest{}, []string{"session_id"}},
+	{"fail", "mark a session that will not recover as failed, with failure_reason.", &lifecyclev1.FailSessionRequest{}, []string{"session_id", "failure_reason"}},
+	{"update_title", "set the session's title.", &lifecyclev1.UpdateSessionRequest{}, []string{"session_id", "title"}},
+	{"update_notes", "replace the session's notes, its free-form memory (shown to its agent as <session-notes>).",
+		&lifecyclev1.UpdateSessionRequest{}, []string{"session_id", "notes"}},
+	{"set_heartbeat", "turn the heartbeat nudge on or off (enabled) and set its interval_seconds; give either or both.",
+		&lifecyclev1.SetSessionHeartbeatRequest{}, []string{"session_id", "enabled", "interval_seconds"}},
 	{"transition", "fire one event of the state machine as the machine states it, with event and the options it reads: the low-level driver " +
 		"for harnesses and operators. Prefer the named actions; this one chooses nothing (sleep on a running session is refused, " +
-		"unarchive names its target).", []string{"session_id", "event", "failure_reason", "system_recovery", "running_job_id", "paused_by"}},
+		"unarchive names its target).", &lifecyclev1.TransitionSessionRequest{},
+		[]string{"session_id", "event", "failure_reason", "system_recovery", "running_job_id", "paused_by"}},
 }
 
 // SelfSessionActions are the actions action_session keeps in the
 // self_session group: a session may edit and archive itself, nothing more.
 var SelfSessionActions = []string{"update_notes", "update_title", "set_heartbeat", "archive"}
-
-// machineEvents are the lifecycle state machine's events (the service
-// validates them; the list gives the model an enum).
-var machineEvents = []string{
-	"start", "pause", "resume", "sleep", "block_on_elicitation", "unblock_from_elicitation", "fail", "archive",
-	"unarchive_to_waiting", "unarchive_to_failed", "unarchive_to_needs_input",
-}
-
-// Heartbeat interval bounds, as the lifecycle service's.
-const (
-	minHeartbeatSeconds = 30
-	maxHeartbeatSeconds = 86_400
-)
 
 // actionArg is one argument of action_session: its schema and what it
 // means; the description names the actions that read it.
@@ -73,18 +66,30 @@ type actionArg struct {
 var actionArgs = []actionArg{
 	{"session_id", mcpgo.WithString, `the session's numeric id or slug.`, nil},
 	{"session_ids", mcpgo.WithArray, "the ids or slugs to archive.", []mcpgo.PropertyOption{mcpgo.WithStringItems()}},
-	{"title", mcpgo.WithString, `the new title, at most 500 characters ("" clears it).`, nil},
-	{"notes", mcpgo.WithString, `the notes, replacing the old ones; at most 50,000 characters ("" clears them).`, nil},
+	{"title", mcpgo.WithString, counts.Sprintf(`the new title, at most %d characters ("" clears it).`, rules.MaxTitleChars), nil},
+	{"notes", mcpgo.WithString, counts.Sprintf(`the notes, replacing the old ones; at most %d characters ("" clears them).`, rules.MaxNotesChars), nil},
 	{"enabled", mcpgo.WithBoolean, "true turns the heartbeat nudge on, false off.", nil},
-	{"interval_seconds", mcpgo.WithInteger, "seconds between heartbeat nudges, 30 to 86,400 (a new session has 60).",
-		[]mcpgo.PropertyOption{mcpgo.Min(minHeartbeatSeconds), mcpgo.Max(maxHeartbeatSeconds)}},
-	{"event", mcpgo.WithString, "the state-machine event to fire.", []mcpgo.PropertyOption{mcpgo.Enum(machineEvents...)}},
+	{"interval_seconds", mcpgo.WithInteger, counts.Sprintf("seconds between heartbeat nudges, %d to %d (a new session has %d).",
+		rules.MinHeartbeatSeconds, rules.MaxHeartbeatSeconds, rules.DefaultHeartbeatSeconds),
+		[]mcpgo.PropertyOption{mcpgo.Min(rules.MinHeartbeatSeconds), mcpgo.Max(rules.MaxHeartbeatSeconds)}},
+	{"event", mcpgo.WithString, eventDoc(), []mcpgo.PropertyOption{mcpgo.Enum(rules.Events()...)}},
 	{"force", mcpgo.WithBoolean, "archive even over undelivered queued messages, discarding them. Not the recommended path: " +
 		"only after reading the messages and deciding to throw them away.", nil},
 	{"failure_reason", mcpgo.WithString, "why the session failed (for transition, with event fail).", nil},
 	{"system_recovery", mcpgo.WithBoolean, "a recovery path's resume, which keeps pending wake-ups (with event resume).", nil},
 	{"running_job_id", mcpgo.WithString, "the job that owns the agent process (with event start or resume).", nil},
 	{"paused_by", mcpgo.WithString, "who paused (with event pause).", nil},
+}
+
+// eventDoc describes the event argument from the state machine's table:
+// each event, the states it fires from and leads to, and what it means.
+func eventDoc() string {
+	var b strings.Builder
+	b.WriteString("the state-machine event to fire; each fires only from the states named:")
+	for _, t := range rules.Machine() {
+		fmt.Fprintf(&b, " %s (%s → %s) %s", t.Event, strings.Join(t.From, ", "), t.To, t.Doc)
+	}
+	return b.String()
 }
 
 func findAction(name string) (sessionAction, bool) {
@@ -183,61 +188,80 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 	} else {
 		via = surface.MCPSelf
 	}
-	action, ok := req.GetArguments()["action"].(string)
-	if raw := req.GetArguments()["action"]; !ok && raw != nil {
-		action = fmt.Sprint(raw)
-	}
+	a := readArgs(req, acceptedArgs(offered))
+	action := a.word("action")
 	if !slices.Contains(offered, action) {
 		return mcpgo.NewToolResultError(refuseAction(action, offered, sel.actions != nil)), nil
 	}
-	a := newArgs(req, acceptedArgs(offered))
-	acting := a.int64("acting_session_id")
-	var ref string
-	if action != "bulk_archive" {
-		ref = a.ref("session_id")
-	}
+	def, _ := findAction(action)
+	names := append(slices.Clone(def.args), "acting_session_id")
 	ctx = surface.Outgoing(ctx, via)
 	var (
-		resp    interface{ GetSession() *lifecyclev1.Session }
+		resp    sessionResponse
 		message string
 		err     error
 	)
 	switch action {
-	case "pause", "sleep", "unarchive", "restart", "archive", "fail":
-		force, reason := a.boolean("force"), a.str("failure_reason")
-		if res := a.problem(); res != nil {
+	case "pause":
+		in := &lifecyclev1.PauseSessionRequest{}
+		if res := a.decode(in, names); res != nil {
 			return res, nil
 		}
-		resp, message, err = t.verb(ctx, action, ref, acting, force, reason)
+		resp, message, err = send(ctx, in, t.lifecycle.PauseSession)
+	case "sleep":
+		in := &lifecyclev1.SleepSessionRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		resp, message, err = send(ctx, in, t.lifecycle.SleepSession)
+	case "archive":
+		in := &lifecyclev1.ArchiveSessionRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		resp, message, err = send(ctx, in, t.lifecycle.ArchiveSession)
+	case "unarchive":
+		in := &lifecyclev1.UnarchiveSessionRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		resp, message, err = send(ctx, in, t.lifecycle.UnarchiveSession)
+	case "restart":
+		in := &lifecyclev1.RestartSessionRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		resp, message, err = send(ctx, in, t.lifecycle.RestartSession)
+	case "fail":
+		in := &lifecyclev1.FailSessionRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		resp, message, err = send(ctx, in, t.lifecycle.FailSession)
 	case "bulk_archive":
-		force := a.boolean("force")
-		if res := a.problem(); res != nil {
+		in := &lifecyclev1.BulkArchiveSessionsRequest{}
+		if res := a.decode(in, names); res != nil {
 			return res, nil
 		}
-		return t.bulkArchive(ctx, req, acting, force), nil
+		return t.bulkArchive(ctx, in), nil
 	case "update_title", "update_notes":
 		field := strings.TrimPrefix(action, "update_")
-		v := a.required(field, action)
-		if res := a.problem(); res != nil {
-			return res, nil
+		if !a.has(field) {
+			a.problems = append(a.problems, fmt.Sprintf("%s needs %s (\"\" clears it)", action, field))
 		}
-		in := &lifecyclev1.UpdateSessionRequest{SessionId: ref}
-		if field == "title" {
-			in.Title = &v
-		} else {
-			in.Notes = &v
+		in := &lifecyclev1.UpdateSessionRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
 		}
 		var r *lifecyclev1.UpdateSessionResponse
 		r, err = t.lifecycle.UpdateSession(ctx, in)
 		resp, message = r, fmt.Sprintf("Session %d: %s updated.", r.GetSession().GetId(), field)
 	case "set_heartbeat":
-		in := &lifecyclev1.SetSessionHeartbeatRequest{SessionId: ref, Enabled: a.optBoolean("enabled")}
-		if n, ok := a.integer("interval_seconds", minHeartbeatSeconds, maxHeartbeatSeconds); ok {
-			in.IntervalSeconds = proto.Int32(int32(n))
-		}
+		in := &lifecyclev1.SetSessionHeartbeatRequest{}
+		a.into(in, names...)
 		if in.Enabled == nil && in.IntervalSeconds == nil && len(a.problems) == 0 {
 			a.problems = append(a.problems, fmt.Sprintf("set_heartbeat needs enabled (true or false), interval_seconds (%d to %d) or both",
-				minHeartbeatSeconds, maxHeartbeatSeconds))
+				rules.MinHeartbeatSeconds, rules.MaxHeartbeatSeconds))
 		}
 		if res := a.problem(); res != nil {
 			return res, nil
@@ -246,29 +270,42 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 		r, err = t.lifecycle.SetSessionHeartbeat(ctx, in)
 		resp, message = r, heartbeatMessage(r.GetSession())
 	case "transition":
-		in := &lifecyclev1.TransitionSessionRequest{
-			SessionId:       ref,
-			Event:           a.str("event"),
-			FailureReason:   a.str("failure_reason"),
-			SystemRecovery:  a.boolean("system_recovery"),
-			RunningJobId:    a.str("running_job_id"),
-			PausedBy:        a.str("paused_by"),
-			ActingSessionId: acting,
-		}
-		if in.Event == "" && len(a.problems) == 0 {
-			a.problems = append(a.problems, "transition needs event, one of "+strings.Join(machineEvents, ", "))
+		in := &lifecyclev1.TransitionSessionRequest{}
+		a.into(in, names...)
+		if in.GetEvent() == "" && len(a.problems) == 0 {
+			a.problems = append(a.problems, "transition needs event, one of "+strings.Join(rules.Events(), ", "))
 		}
 		if res := a.problem(); res != nil {
 			return res, nil
 		}
-		var r *lifecyclev1.TransitionSessionResponse
-		r, err = t.lifecycle.TransitionSession(ctx, in)
-		resp, message = r, r.GetMessage()
+		resp, message, err = send(ctx, in, t.lifecycle.TransitionSession)
 	}
 	if err != nil {
 		return t.failure(ctx, ToolActionSession, err), nil
 	}
-	return t.sessionResult(ctx, message, resp.GetSession(), resp.(proto.Message)), nil
+	return t.sessionResult(ctx, message, resp.GetSession(), resp), nil
+}
+
+// sessionResponse is a response carrying the session the call left.
+type sessionResponse interface {
+	proto.Message
+	GetSession() *lifecyclev1.Session
+}
+
+// send calls rpc with in; its response says what happened in words.
+func send[Req proto.Message, Resp interface {
+	sessionResponse
+	GetMessage() string
+}](ctx context.Context, in Req, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (sessionResponse, string, error) {
+	r, err := rpc(ctx, in)
+	return r, r.GetMessage(), err
+}
+
+// decode decodes the named arguments into in, returning the tool error for
+// every problem found so far, nil without any.
+func (a *args) decode(in proto.Message, names []string) *mcpgo.CallToolResult {
+	a.into(in, names...)
+	return a.problem()
 }
 
 // refuseAction says why action is not offered, and what to do instead.
@@ -319,56 +356,15 @@ func heartbeatMessage(s *lifecyclev1.Session) string {
 	return fmt.Sprintf("Session %d: heartbeat on, every %d s.", s.GetId(), s.GetHeartbeatIntervalSeconds())
 }
 
-func (t *tools) bulkArchive(ctx context.Context, req mcpgo.CallToolRequest, acting *int64, force bool) *mcpgo.CallToolResult {
-	raw, _ := req.GetArguments()["session_ids"].([]any)
-	ids := make([]string, 0, len(raw))
-	for _, v := range raw {
-		switch x := v.(type) {
-		case string:
-			ids = append(ids, x)
-		case float64:
-			ids = append(ids, fmt.Sprint(int64(x)))
-		default:
-			return mcpgo.NewToolResultError(fmt.Sprintf("session_ids must be ids or slugs, got %v", v))
-		}
-	}
-	resp, err := t.lifecycle.BulkArchiveSessions(ctx, &lifecyclev1.BulkArchiveSessionsRequest{SessionIds: ids, Force: force, ActingSessionId: acting})
+func (t *tools) bulkArchive(ctx context.Context, in *lifecyclev1.BulkArchiveSessionsRequest) *mcpgo.CallToolResult {
+	resp, err := t.lifecycle.BulkArchiveSessions(ctx, in)
 	if err != nil {
 		return t.failure(ctx, ToolActionSession, err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Archived %d of %d sessions.", resp.GetArchivedCount(), len(ids))
+	fmt.Fprintf(&b, "Archived %d of %d sessions.", resp.GetArchivedCount(), len(in.GetSessionIds()))
 	for _, e := range resp.GetErrors() {
 		fmt.Fprintf(&b, "\n- %s: %s", e.GetSessionId(), e.GetError())
 	}
 	return mcpgo.NewToolResultText(b.String())
-}
-
-func (a *args) boolean(name string) bool {
-	b := a.optBoolean(name)
-	return b != nil && *b
-}
-
-// optBoolean reads a boolean that may be left out (nil).
-func (a *args) optBoolean(name string) *bool {
-	v, ok := a.m[name]
-	if !ok || v == nil {
-		return nil
-	}
-	b, ok := v.(bool)
-	if !ok {
-		a.problems = append(a.problems, fmt.Sprintf("%s must be true or false", name))
-		return nil
-	}
-	return &b
-}
-
-// required reads a string action needs; "" is a value (it clears the
-// field), leaving it out is a problem.
-func (a *args) required(name, action string) string {
-	if v, ok := a.m[name]; !ok || v == nil {
-		a.problems = append(a.problems, fmt.Sprintf("%s needs %s (\"\" clears it)", action, name))
-		return ""
-	}
-	return a.str(name)
 }

@@ -31,13 +31,14 @@ func getSessionProvenanceTool() mcpgo.Tool {
 }
 
 func (t *tools) getSessionProvenance(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	a := newArgs(req, []string{"session_id"})
-	ref := a.ref("session_id")
+	in := &lifecyclev1.GetSessionRequest{}
+	a := readArgs(req, fieldNames(in))
+	a.into(in, fieldNames(in)...)
 	if res := a.problem(); res != nil {
 		return res, nil
 	}
 	// Lifecycle resolves a slug and says whether the session exists.
-	s, err := t.lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: ref})
+	s, err := t.lifecycle.GetSession(ctx, in)
 	if err != nil {
 		return t.failure(ctx, ToolGetSessionProvenance, err), nil
 	}

@@ -5,20 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // tools holds the tool handlers' dependencies.
@@ -28,10 +27,16 @@ type tools struct {
 	logger     *slog.Logger
 }
 
-var startSessionArgs = []string{
-	"prompt", "git_root", "branch", "subdirectory", "title", "slug", "goal", "agent_root",
-	"agent_runtime", "parent_session_id", "scheduling_class", "precedence", "custom_metadata",
-}
+// counts writes numbers in descriptions as people read them (500,000).
+var counts = message.NewPrinter(language.English)
+
+// startSessionArgs are start_session's arguments: CreateSessionRequest's
+// fields, the same as POST /api/v1/sessions takes.
+var startSessionArgs = fieldNames(&lifecyclev1.CreateSessionRequest{})
+
+// getSessionArgs are get_session's: GetSessionRequest's fields and
+// include_logs, which the gateway handles.
+var getSessionArgs = append(fieldNames(&lifecyclev1.GetSessionRequest{}), "include_logs")
 
 func startSessionTool() mcpgo.Tool {
 	return mcpgo.NewTool(ToolStartSession,
@@ -39,17 +44,18 @@ func startSessionTool() mcpgo.Tool {
 		mcpgo.WithDescription("Start a new Zimmer session: an agent works on `prompt` in a clone of `git_root`. "+
 			"The session starts in the \"waiting\" status; the result shows it with its numeric id. "+
 			"Same parameters as POST /api/v1/sessions."),
-		mcpgo.WithString("prompt", mcpgo.Required(), mcpgo.Description("The task for the agent; at most 500,000 characters.")),
+		mcpgo.WithString("prompt", mcpgo.Required(), mcpgo.Description(counts.Sprintf("The task for the agent; at most %d characters.", rules.MaxPromptChars))),
 		mcpgo.WithString("git_root", mcpgo.Required(), mcpgo.Description("The repository the session's clone is made from.")),
 		mcpgo.WithString("branch", mcpgo.Description("The branch to work on.")),
 		mcpgo.WithString("subdirectory", mcpgo.Description("The directory inside the repository to work in.")),
 		mcpgo.WithString("title", mcpgo.Description("A short human-readable title.")),
-		mcpgo.WithString("slug", mcpgo.Description("Optional handle that addresses the session like its id: lowercase letters, digits and dashes, not all digits.")),
-		mcpgo.WithString("goal", mcpgo.Description("What done looks like; at most 50,000 characters.")),
+		mcpgo.WithString("slug", mcpgo.Description("Optional handle that addresses the session like its id: "+rules.SlugShape+".")),
+		mcpgo.WithString("goal", mcpgo.Description(counts.Sprintf("What done looks like; at most %d characters.", rules.MaxGoalChars))),
 		mcpgo.WithString("agent_root", mcpgo.Description("The agent configuration root to run.")),
 		mcpgo.WithString("agent_runtime", mcpgo.Description("The agent runtime to run.")),
 		mcpgo.WithInteger("parent_session_id", mcpgo.Description("Id of the session spawning this one; the new session inherits its genesis.")),
-		mcpgo.WithString("scheduling_class", mcpgo.Enum("priority", "spot"), mcpgo.Description(`"priority" (default) or "spot".`)),
+		mcpgo.WithString("scheduling_class", mcpgo.Enum(rules.SchedulingClasses()...),
+			mcpgo.Description(fmt.Sprintf("%q (default) or %q.", rules.SchedulingPriority, rules.SchedulingSpot))),
 		mcpgo.WithInteger("precedence", mcpgo.Description("Ordering among sessions of the same scheduling class.")),
 		mcpgo.WithObject("custom_metadata", mcpgo.Description("A free-form JSON object stored with the session.")),
 		mcpgo.WithReadOnlyHintAnnotation(false),
@@ -71,22 +77,9 @@ func getSessionTool() mcpgo.Tool {
 }
 
 func (t *tools) startSession(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	a := newArgs(req, startSessionArgs)
-	in := &lifecyclev1.CreateSessionRequest{
-		Prompt:          a.str("prompt"),
-		GitRoot:         a.str("git_root"),
-		Branch:          a.str("branch"),
-		Subdirectory:    a.str("subdirectory"),
-		Title:           a.str("title"),
-		Slug:            a.str("slug"),
-		Goal:            a.str("goal"),
-		AgentRoot:       a.str("agent_root"),
-		AgentRuntime:    a.str("agent_runtime"),
-		ParentSessionId: a.int64("parent_session_id"),
-		SchedulingClass: a.str("scheduling_class"),
-		Precedence:      a.int32("precedence"),
-		CustomMetadata:  a.object("custom_metadata"),
-	}
+	a := readArgs(req, startSessionArgs)
+	in := &lifecyclev1.CreateSessionRequest{}
+	a.into(in, startSessionArgs...)
 	if res := a.problem(); res != nil {
 		return res, nil
 	}
@@ -99,13 +92,15 @@ func (t *tools) startSession(ctx context.Context, req mcpgo.CallToolRequest) (*m
 }
 
 func (t *tools) getSession(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	a := newArgs(req, []string{"session_id", "include_logs"})
-	ref := a.ref("session_id")
-	withLogs := a.boolean("include_logs")
+	a := readArgs(req, getSessionArgs)
+	in := &lifecyclev1.GetSessionRequest{}
+	a.into(in, getSessionArgs...)
+	withLogs := a.flag("include_logs")
 	if res := a.problem(); res != nil {
 		return res, nil
 	}
-	resp, err := t.lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: ref})
+	ref := in.GetSessionId()
+	resp, err := t.lifecycle.GetSession(ctx, in)
 	if err != nil {
 		return t.failure(ctx, ToolGetSession, err), nil
 	}
@@ -160,130 +155,4 @@ func (t *tools) sessionResult(ctx context.Context, lead string, s *lifecyclev1.S
 		text = lead + "\n\n" + text
 	}
 	return mcpgo.NewToolResultStructured(json.RawMessage(body), text)
-}
-
-// args reads a tool call's arguments, collecting every problem so the model
-// can fix them in one retry.
-type args struct {
-	m        map[string]any
-	problems []string
-}
-
-func newArgs(req mcpgo.CallToolRequest, accepted []string) *args {
-	a := &args{m: req.GetArguments()}
-	var unknown []string
-	for k := range a.m {
-		if !slices.Contains(accepted, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	slices.Sort(unknown)
-	for _, k := range unknown {
-		a.problems = append(a.problems, fmt.Sprintf("unknown argument %q (accepted: %s)", k, strings.Join(accepted, ", ")))
-	}
-	return a
-}
-
-// problem is the tool error for the collected problems, nil without any.
-func (a *args) problem() *mcpgo.CallToolResult {
-	if len(a.problems) == 0 {
-		return nil
-	}
-	return mcpgo.NewToolResultError("invalid arguments: " + strings.Join(a.problems, "; "))
-}
-
-func (a *args) str(name string) string {
-	v, ok := a.m[name]
-	if !ok || v == nil {
-		return ""
-	}
-	s, ok := v.(string)
-	if !ok {
-		a.problems = append(a.problems, fmt.Sprintf("%s must be a string", name))
-	}
-	return s
-}
-
-// integer reads a whole number in [lo, hi], given as a JSON number or a
-// string of digits.
-func (a *args) integer(name string, lo, hi int64) (int64, bool) {
-	v, ok := a.m[name]
-	if !ok || v == nil {
-		return 0, false
-	}
-	bad := func() (int64, bool) {
-		a.problems = append(a.problems, fmt.Sprintf("%s must be an integer between %d and %d, got %v", name, lo, hi, v))
-		return 0, false
-	}
-	switch x := v.(type) {
-	case string:
-		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
-		if err != nil || n < lo || n > hi {
-			return bad()
-		}
-		return n, true
-	case json.Number:
-		n, err := x.Int64()
-		if err != nil || n < lo || n > hi {
-			return bad()
-		}
-		return n, true
-	case float64:
-		// float64(hi)+1 is exact for the bounds used here (2^31, 2^63).
-		if x != math.Trunc(x) || x < float64(lo) || x >= float64(hi)+1 {
-			return bad()
-		}
-		return int64(x), true
-	default:
-		return bad()
-	}
-}
-
-func (a *args) int64(name string) *int64 {
-	n, ok := a.integer(name, math.MinInt64, math.MaxInt64)
-	if !ok {
-		return nil
-	}
-	return &n
-}
-
-func (a *args) int32(name string) int32 {
-	n, _ := a.integer(name, math.MinInt32, math.MaxInt32)
-	return int32(n)
-}
-
-func (a *args) object(name string) *structpb.Struct {
-	v, ok := a.m[name]
-	if !ok || v == nil {
-		return nil
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		a.problems = append(a.problems, fmt.Sprintf("%s must be a JSON object", name))
-		return nil
-	}
-	s, err := structpb.NewStruct(obj)
-	if err != nil {
-		a.problems = append(a.problems, fmt.Sprintf("%s: %v", name, err))
-		return nil
-	}
-	return s
-}
-
-// ref reads a session reference: a slug, or an id as a string or a number.
-func (a *args) ref(name string) string {
-	v, ok := a.m[name]
-	if !ok || v == nil {
-		return "" // the service says it is required
-	}
-	switch x := v.(type) {
-	case string:
-		return strings.TrimSpace(x)
-	case float64, json.Number:
-		n, _ := a.integer(name, 1, math.MaxInt64)
-		return strconv.FormatInt(n, 10)
-	default:
-		a.problems = append(a.problems, fmt.Sprintf("%s must be a numeric id or a slug", name))
-		return ""
-	}
 }

@@ -1,0 +1,272 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+)
+
+// args are a tool call's arguments as the client sent them (JSON, by name)
+// and the problems found reading them, collected so the model can fix them
+// all in one retry. A tool's request message is its field list: arguments
+// are decoded into it with protojson, and a problem is worded from the
+// field's descriptor.
+type args struct {
+	raw      map[string]json.RawMessage
+	problems []string
+}
+
+// argBounds narrow an integer argument beyond its proto type; the schema
+// states the same bounds (mcpgo.Min, mcpgo.Max).
+var argBounds = map[string][2]int64{
+	"interval_seconds": {rules.MinHeartbeatSeconds, rules.MaxHeartbeatSeconds},
+}
+
+// refArgs are the arguments naming sessions: a slug, or an id as a string
+// or a number. They are strings in the protos; a number is written as one.
+var refArgs = []string{"session_id", "session_ids"}
+
+// readArgs reads req's arguments. Anything not in accepted is a problem
+// naming what is; null is the same as leaving an argument out.
+func readArgs(req mcpgo.CallToolRequest, accepted []string) *args {
+	a := &args{raw: map[string]json.RawMessage{}}
+	var body []byte
+	switch v := req.GetRawArguments().(type) {
+	case json.RawMessage:
+		body = v
+	case nil:
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			a.problems = append(a.problems, "the arguments are not JSON")
+			return a
+		}
+		body = b
+	}
+	if len(bytes.TrimSpace(body)) > 0 && !bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		if err := json.Unmarshal(body, &a.raw); err != nil {
+			a.problems = append(a.problems, "the arguments must be a JSON object")
+			return a
+		}
+	}
+	var unknown []string
+	for k, v := range a.raw {
+		if string(v) == "null" {
+			delete(a.raw, k)
+			continue
+		}
+		if !slices.Contains(accepted, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		a.problems = append(a.problems, fmt.Sprintf("unknown argument %q (accepted: %s)", k, strings.Join(accepted, ", ")))
+	}
+	for _, name := range refArgs {
+		a.normalizeRef(name)
+	}
+	return a
+}
+
+// fieldNames are msg's fields, in declaration order: the arguments of a
+// tool that takes a request message whole.
+func fieldNames(msg proto.Message) []string {
+	fields := msg.ProtoReflect().Descriptor().Fields()
+	names := make([]string, fields.Len())
+	for i := range fields.Len() {
+		names[i] = string(fields.Get(i).Name())
+	}
+	return names
+}
+
+// has reports whether the argument was given.
+func (a *args) has(name string) bool {
+	_, ok := a.raw[name]
+	return ok
+}
+
+// into decodes the arguments among names that are fields of msg into msg
+// (merged into what msg holds). Arguments the call accepted but msg
+// has no field for (an action that does not read them) are left alone.
+func (a *args) into(msg proto.Message, names ...string) {
+	fields := msg.ProtoReflect().Descriptor().Fields()
+	picked := map[string]json.RawMessage{}
+	for _, n := range names {
+		if v, ok := a.raw[n]; ok && fields.ByName(protoreflect.Name(n)) != nil {
+			picked[n] = v
+		}
+	}
+	body, err := json.Marshal(picked)
+	if err != nil {
+		a.problems = append(a.problems, "the arguments are not JSON")
+		return
+	}
+	decoded := msg.ProtoReflect().New().Interface()
+	if err := protojson.Unmarshal(body, decoded); err != nil {
+		// Find which arguments protojson refused, one at a time, in the
+		// message's order.
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			v, ok := picked[string(fd.Name())]
+			if !ok {
+				continue
+			}
+			one, _ := json.Marshal(map[string]json.RawMessage{string(fd.Name()): v})
+			if protojson.Unmarshal(one, msg.ProtoReflect().New().Interface()) != nil {
+				a.problems = append(a.problems, refusal(fd, v))
+			}
+		}
+		return
+	}
+	proto.Merge(msg, decoded)
+	for name, bounds := range argBounds {
+		fd := fields.ByName(protoreflect.Name(name))
+		if v, ok := picked[name]; ok && fd != nil {
+			if n := msg.ProtoReflect().Get(fd).Int(); n < bounds[0] || n > bounds[1] {
+				a.problems = append(a.problems, outOfRange(name, bounds[0], bounds[1], v))
+			}
+		}
+	}
+}
+
+// refusal says what an argument protojson refused should have been.
+func refusal(fd protoreflect.FieldDescriptor, v json.RawMessage) string {
+	name := string(fd.Name())
+	switch {
+	case fd.IsList():
+		return fmt.Sprintf("%s must be a list", name)
+	case fd.Kind() == protoreflect.StringKind:
+		return name + " must be a string"
+	case fd.Kind() == protoreflect.BoolKind:
+		return name + " must be true or false"
+	case fd.Kind() == protoreflect.Int32Kind:
+		lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
+		if b, ok := argBounds[name]; ok {
+			lo, hi = b[0], b[1]
+		}
+		return outOfRange(name, lo, hi, v)
+	case fd.Kind() == protoreflect.Int64Kind:
+		return outOfRange(name, math.MinInt64, math.MaxInt64, v)
+	case fd.Message() != nil && fd.Message().FullName() == "google.protobuf.Struct":
+		return name + " must be a JSON object"
+	default:
+		return fmt.Sprintf("%s is not a valid %s", name, fd.Kind())
+	}
+}
+
+func outOfRange(name string, lo, hi int64, v json.RawMessage) string {
+	return fmt.Sprintf("%s must be an integer between %d and %d, got %s", name, lo, hi, v)
+}
+
+// normalizeRef rewrites the session reference(s) in argument name as the
+// strings the protos take: a slug trimmed, an id given as a number as its
+// digits.
+func (a *args) normalizeRef(name string) {
+	v, ok := a.raw[name]
+	if !ok {
+		return
+	}
+	if name == "session_ids" {
+		var list []json.RawMessage
+		if json.Unmarshal(v, &list) != nil {
+			return // not a list: decoding says so
+		}
+		refs := make([]string, 0, len(list))
+		for _, e := range list {
+			ref, ok := refString(e)
+			if !ok {
+				a.problems = append(a.problems, fmt.Sprintf("session_ids must be ids or slugs, got %s", e))
+				return
+			}
+			refs = append(refs, ref)
+		}
+		a.raw[name], _ = json.Marshal(refs)
+		return
+	}
+	ref, ok := refString(v)
+	if !ok {
+		if isNumber(v) {
+			a.problems = append(a.problems, outOfRange(name, 1, math.MaxInt64, v))
+		} else {
+			a.problems = append(a.problems, name+" must be a numeric id or a slug")
+		}
+		delete(a.raw, name)
+		return
+	}
+	a.raw[name], _ = json.Marshal(ref)
+}
+
+// refString reads a session reference: a string (trimmed) or a positive
+// whole number.
+func refString(v json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return strings.TrimSpace(s), true
+	}
+	if !isNumber(v) {
+		return "", false
+	}
+	if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+		return strconv.FormatInt(n, 10), n >= 1
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	// float64(MaxInt64) rounds up to 2^63, hence <.
+	if err != nil || f != math.Trunc(f) || f < 1 || f >= math.MaxInt64 {
+		return "", false
+	}
+	return strconv.FormatInt(int64(f), 10), true
+}
+
+// isNumber reports whether v is a JSON number (not a string of digits).
+func isNumber(v json.RawMessage) bool {
+	var n json.Number
+	return len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') && json.Unmarshal(v, &n) == nil
+}
+
+// flag reads a boolean the gateway itself handles (no request message has
+// it).
+func (a *args) flag(name string) bool {
+	v, ok := a.raw[name]
+	if !ok {
+		return false
+	}
+	var b bool
+	if json.Unmarshal(v, &b) != nil {
+		a.problems = append(a.problems, name+" must be true or false")
+	}
+	return b
+}
+
+// word reads a string the gateway itself handles, "" when absent; anything
+// else is reported as its JSON.
+func (a *args) word(name string) string {
+	v, ok := a.raw[name]
+	if !ok {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return string(v)
+	}
+	return s
+}
+
+// problem is the tool error for the collected problems, nil without any.
+func (a *args) problem() *mcpgo.CallToolResult {
+	if len(a.problems) == 0 {
+		return nil
+	}
+	return mcpgo.NewToolResultError("invalid arguments: " + strings.Join(a.problems, "; "))
+}
