@@ -414,8 +414,10 @@ func StopPostgresAt(dataDir string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
 		return nil // no cluster, nothing runs
+	} else if err != nil {
+		return fmt.Errorf("look for a cluster in %s: %w", dir, err)
 	}
 	binDir, err := findPostgresBinDir()
 	if err != nil {

@@ -42,7 +42,7 @@ func WaitGRPCServing(ctx context.Context, addr string, md metadata.MD) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for gRPC health on %s: %w (last: %v)", addr, ctx.Err(), last)
+			return fmt.Errorf("wait for gRPC health on %s: %w (last: %w)", addr, ctx.Err(), last)
 		case <-time.After(pollInterval):
 		}
 	}
@@ -68,7 +68,7 @@ func WaitHTTPOK(ctx context.Context, url string) error {
 		last = err
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for %s: %w (last: %v)", url, ctx.Err(), last)
+			return fmt.Errorf("wait for %s: %w (last: %w)", url, ctx.Err(), last)
 		case <-time.After(pollInterval):
 		}
 	}

@@ -70,13 +70,14 @@ func TestSupervisorRestartsWithBackoffThenGivesUp(t *testing.T) {
 	crashes, starts, _ := log.snapshot()
 	require.Len(t, crashes, 6, "five restarts, then the sixth crash gives up")
 	require.Len(t, starts, 6, "the first start and five restarts")
-	wantDelays := []time.Duration{20, 40, 80, 80, 80} // ms: doubling, capped at MaxBackoff
+	ms := time.Millisecond
+	wantDelays := []time.Duration{20 * ms, 40 * ms, 80 * ms, 80 * ms, 80 * ms} // doubling, capped at MaxBackoff
 	for i, c := range crashes[:5] {
 		require.Equal(t, "fake", c.Name)
 		require.Equal(t, "exit status 3", c.ExitText())
 		require.NotZero(t, c.Pid)
 		require.Equal(t, i+1, c.Restart)
-		require.Equal(t, wantDelays[i]*time.Millisecond, c.Delay)
+		require.Equal(t, wantDelays[i], c.Delay)
 		require.False(t, c.GiveUp)
 		require.GreaterOrEqual(t, starts[i+1].Sub(starts[i]), c.Delay, "restart %d waited its back-off", i+1)
 	}

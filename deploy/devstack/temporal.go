@@ -136,7 +136,11 @@ func (t *Temporal) waitReady(ctx context.Context, bin, namespace string, timeout
 	}()
 	for {
 		if t.proc.Exited() {
-			return fmt.Errorf("temporal dev server exited during start-up: %v", t.proc.Err())
+			exitErr := t.proc.Err()
+			if exitErr == nil {
+				exitErr = errors.New("exit status 0")
+			}
+			return fmt.Errorf("temporal dev server exited during start-up: %w", exitErr)
 		}
 		if conn, err := net.DialTimeout("tcp", t.address, time.Second); err == nil {
 			_ = conn.Close()
