@@ -25,7 +25,11 @@ func (e *env) superviseComponent(c component, logDir string, vars map[string]str
 		return e.startComponent(c, logDir, vars, starts > 1)
 	}
 	return devstack.Supervise(c.name, start, devstack.DefaultRestartPolicy, func(cr devstack.Crash) {
-		e.say("%s; last log lines:%s", crashLine(cr), indentLines(compactLines(devstack.TailFile(logFile(logDir, c.name), crashLogLines))))
+		line := crashLine(cr)
+		if tail := devstack.TailFile(logFile(logDir, c.name), crashLogLines); tail != "" {
+			line += "; last log lines:" + indentLines(compactLines(tail))
+		}
+		e.say("%s", line)
 	})
 }
 
