@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
@@ -87,7 +88,7 @@ type SettingsRepository interface {
 // UpdateSession patches a session's editable fields.
 type UpdateSession struct {
 	Repo  SessionRepository
-	Clock domain.Clock
+	Clock clock.Clock
 }
 
 // Handle validates the patch and applies it under the session's lock.
@@ -127,7 +128,7 @@ func (uc DeleteSession) Handle(ctx context.Context, ref string) error {
 // CreateSession creates a session in the waiting state.
 type CreateSession struct {
 	Repo  SessionRepository
-	Clock domain.Clock
+	Clock clock.Clock
 }
 
 // Handle validates n, creates the session and announces it.
@@ -180,7 +181,7 @@ const (
 // TransitionSession applies a verb to one session.
 type TransitionSession struct {
 	Repo           SessionRepository
-	Clock          domain.Clock
+	Clock          clock.Clock
 	TrashRetention time.Duration
 }
 
@@ -286,17 +287,17 @@ type Sessions struct {
 const DefaultTrashRetention = 4 * 24 * time.Hour
 
 // NewSessions wires the use cases over one repository and clock.
-func NewSessions(repo SessionRepository, clock domain.Clock, trashRetention time.Duration) Sessions {
+func NewSessions(repo SessionRepository, clk clock.Clock, trashRetention time.Duration) Sessions {
 	if trashRetention <= 0 {
 		trashRetention = DefaultTrashRetention
 	}
 	return Sessions{
-		Create:     CreateSession{Repo: repo, Clock: clock},
+		Create:     CreateSession{Repo: repo, Clock: clk},
 		Get:        GetSession{Repo: repo},
 		List:       ListSessions{Repo: repo},
-		Transition: TransitionSession{Repo: repo, Clock: clock, TrashRetention: trashRetention},
+		Transition: TransitionSession{Repo: repo, Clock: clk, TrashRetention: trashRetention},
 		History:    SessionHistory{Repo: repo},
-		Update:     UpdateSession{Repo: repo, Clock: clock},
+		Update:     UpdateSession{Repo: repo, Clock: clk},
 		Delete:     DeleteSession{Repo: repo},
 	}
 }

@@ -14,10 +14,10 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/clients"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
-	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/store"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
@@ -53,7 +53,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	// processes find the messages by polling.
 	signal := &outbox.Signal{}
 	repo := store.NewSessions(h.Pool, events.Codec{}, signal, logger)
-	svc := &Service{Host: h, signal: signal, Sessions: app.NewSessions(repo, domain.SystemClock{}, cfg.TrashRetention)}
+	svc := &Service{Host: h, signal: signal, Sessions: app.NewSessions(repo, clock.System{}, cfg.TrashRetention)}
 	grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).Register(h.GRPC.Server)
 
 	if cfg.AlertAfterAttempts <= 0 {

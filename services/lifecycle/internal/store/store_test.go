@@ -13,16 +13,13 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/store"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
-
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
 
 type testBundle struct {
 	pool     *pgxpool.Pool
@@ -32,9 +29,9 @@ type testBundle struct {
 func setup(t *testing.T) testBundle {
 	t.Helper()
 	pool := pgtest.DB(t, inbox.Migrations, outbox.Migrations, store.Migrations)
-	clock := fixedClock{time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	repo := store.NewSessions(pool, events.Codec{}, nil, slogx.Discard())
-	return testBundle{pool: pool, sessions: app.NewSessions(repo, clock, app.DefaultTrashRetention)}
+	now := clock.NewStub(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	return testBundle{pool: pool, sessions: app.NewSessions(repo, now, app.DefaultTrashRetention)}
 }
 
 func (b testBundle) count(t *testing.T, query string, args ...any) int {

@@ -16,14 +16,14 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/store"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 )
 
 // replica is another process's repository over the same database: only
 // Postgres (the session's row lock) keeps the two apart.
 func (b testBundle) replica() app.Sessions {
-	clock := domain.SystemClock{}
-	return app.NewSessions(store.NewSessions(b.pool, events.Codec{}, nil, slogx.Discard()), clock, app.DefaultTrashRetention)
+	return app.NewSessions(store.NewSessions(b.pool, events.Codec{}, nil, slogx.Discard()), clock.System{}, app.DefaultTrashRetention)
 }
 
 func fire(t *testing.T, s app.Sessions, id int64, e domain.Event, cmd domain.Command) (domain.Outcome, error) {
