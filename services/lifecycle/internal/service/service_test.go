@@ -83,10 +83,9 @@ func startFakeLineage(t *testing.T) (*fakeLineage, string) {
 }
 
 type testBundle struct {
-	client  lifecyclev1.LifecycleServiceClient
-	conn    *grpc.ClientConn
-	svc     *service.Service
-	lineage *fakeLineage
+	client lifecyclev1.LifecycleServiceClient
+	conn   *grpc.ClientConn
+	svc    *service.Service
 }
 
 func setup(t *testing.T, lineageAddr string) testBundle {
