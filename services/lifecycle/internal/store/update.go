@@ -30,7 +30,8 @@ func (s *Sessions) Create(ctx context.Context, parentID *int64,
 			b.Queue(`SELECT nextval('sessions_id_seq')`)
 			if parentID != nil {
 				// FOR KEY SHARE: the parent cannot be deleted until we
-				// commit, but its own updates are not blocked.
+				// commit; a transition or edit of it (FOR UPDATE) waits
+				// only for this commit.
 				b.Queue(`SELECT `+sessionColumns+` FROM sessions WHERE id = $1 FOR KEY SHARE`, *parentID)
 			}
 		}, func(br pgx.BatchResults) error {

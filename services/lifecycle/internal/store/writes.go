@@ -44,8 +44,9 @@ func (w *writes) commit(ctx context.Context, conn *pgx.Conn, logger *slog.Logger
 			}
 			logger.WarnContext(ctx, "record experimental setting flags failed; the transition goes on",
 				"session_id", w.sessionID, "effect", domain.EffectRecordFlags, "error", err)
-			// The simple protocol: the failed batch's statements are not
-			// prepared again until the transaction is over.
+			// By the simple protocol: after a failed batch pgx forgets the
+			// batch's prepared statements but drops them only once the
+			// transaction is over, so preparing COMMIT again would collide.
 			if _, err := conn.PgConn().Exec(ctx, "ROLLBACK TO SAVEPOINT record_flags; COMMIT").ReadAll(); err != nil {
 				return fmt.Errorf("commit transaction without its flags: %w", err)
 			}
