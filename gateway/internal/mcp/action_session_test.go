@@ -2,16 +2,20 @@ package mcp_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
@@ -50,7 +54,7 @@ func actionSessionSchema(t *testing.T, c *client.Client) (actions, args []string
 	return nil, nil
 }
 
-// lastCall is the fake's last state-changing call.
+// lastCall is the fake's last call.
 func lastCall(t *testing.T, fake *lifecyclefake.Server) lifecyclefake.Call {
 	t.Helper()
 	calls := fake.Calls()
@@ -58,22 +62,21 @@ func lastCall(t *testing.T, fake *lifecyclefake.Server) lifecyclefake.Call {
 	return calls[len(calls)-1]
 }
 
-func startSession(t *testing.T, c *client.Client) {
-	t.Helper()
-	res := call(t, c, "start_session", map[string]any{"prompt": "p", "git_root": "/g"})
-	require.False(t, res.IsError, textOf(res))
-}
-
 func TestActionSessionEditsTitleNotesAndHeartbeat(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	c := b.connect(t, "/?tool_groups=sessions")
-	startSession(t, c)
+	updated := func(s *lifecyclev1.Session) {
+		b.fake.Answer("UpdateSession", &lifecyclev1.UpdateSessionResponse{Session: s}, nil)
+	}
 
+	updated(&lifecyclev1.Session{Id: 1, Status: "waiting", Title: "Flaky test"})
 	res := call(t, c, "action_session", map[string]any{"action": "update_title", "session_id": "1", "title": "Flaky test"})
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "Session 1: title updated.\n\n## Session #1 — Flaky test\n"), textOf(res))
+	require.True(t, proto.Equal(&lifecyclev1.UpdateSessionRequest{SessionId: "1", Title: proto.String("Flaky test")}, lastCall(t, b.fake).Request))
 
+	updated(&lifecyclev1.Session{Id: 1, Status: "waiting", Title: "Flaky test", Notes: "tried X\nnext: Y"})
 	res = call(t, c, "action_session", map[string]any{"action": "update_notes", "session_id": 1, "notes": "tried X\nnext: Y"})
 	require.False(t, res.IsError, textOf(res))
 	require.Contains(t, textOf(res), "Session 1: notes updated.")
@@ -82,16 +85,27 @@ func TestActionSessionEditsTitleNotesAndHeartbeat(t *testing.T) {
 	require.True(t, proto.Equal(&lifecyclev1.UpdateSessionRequest{SessionId: "1", Notes: proto.String("tried X\nnext: Y")}, lastCall(t, b.fake).Request),
 		"only notes are sent: the other fields are kept")
 
+	updated(&lifecyclev1.Session{Id: 1, Status: "waiting", Title: "Flaky test"})
 	res = call(t, c, "action_session", map[string]any{"action": "update_notes", "session_id": "1", "notes": ""})
 	require.False(t, res.IsError, textOf(res))
 	require.NotContains(t, textOf(res), "### Notes", `"" clears them`)
+	require.True(t, proto.Equal(&lifecyclev1.UpdateSessionRequest{SessionId: "1", Notes: proto.String("")}, lastCall(t, b.fake).Request),
+		`"" is sent, not left out`)
 
+	b.fake.Answer("SetSessionHeartbeat", &lifecyclev1.SetSessionHeartbeatResponse{Session: &lifecyclev1.Session{
+		Id: 1, HeartbeatEnabled: true, HeartbeatIntervalSeconds: 120,
+	}}, nil)
 	res = call(t, c, "action_session", map[string]any{"action": "set_heartbeat", "session_id": "1", "enabled": true, "interval_seconds": 120})
 	require.False(t, res.IsError, textOf(res))
 	require.Contains(t, textOf(res), "Session 1: heartbeat on, every 120 s.")
+	b.fake.Answer("SetSessionHeartbeat", &lifecyclev1.SetSessionHeartbeatResponse{Session: &lifecyclev1.Session{
+		Id: 1, HeartbeatEnabled: false, HeartbeatIntervalSeconds: 120,
+	}}, nil)
 	res = call(t, c, "action_session", map[string]any{"action": "set_heartbeat", "session_id": "1", "enabled": false})
 	require.False(t, res.IsError, textOf(res))
 	require.Contains(t, textOf(res), "Session 1: heartbeat off (interval 120 s when on).", "left-out fields are kept")
+	require.True(t, proto.Equal(&lifecyclev1.SetSessionHeartbeatRequest{SessionId: "1", Enabled: proto.Bool(false)}, lastCall(t, b.fake).Request),
+		"the interval left out is not sent, so lifecycle keeps it")
 
 	for _, got := range b.fake.Calls() {
 		require.Equal(t, surface.MCP, got.Surface, got.Method)
@@ -100,6 +114,7 @@ func TestActionSessionEditsTitleNotesAndHeartbeat(t *testing.T) {
 	tests := []struct {
 		name string
 		args map[string]any
+		fail error  // what lifecycle answers, if the call reaches it
 		want string // the whole tool error text
 	}{
 		{
@@ -112,6 +127,7 @@ func TestActionSessionEditsTitleNotesAndHeartbeat(t *testing.T) {
 		},
 		{
 			name: "notes too long", args: map[string]any{"action": "update_notes", "session_id": "1", "notes": strings.Repeat("n", 50_001)},
+			fail: invalid("notes", "is longer than 50000 characters; keep the notes short and put the detail in the repository"),
 			want: "notes: is longer than 50000 characters; keep the notes short and put the detail in the repository",
 		},
 		{
@@ -128,6 +144,7 @@ func TestActionSessionEditsTitleNotesAndHeartbeat(t *testing.T) {
 		},
 		{
 			name: "unknown session", args: map[string]any{"action": "update_title", "session_id": "9", "title": "x"},
+			fail: notFound("#9"),
 			want: "session #9 not found; check the id or slug (GET /api/v1/sessions lists sessions)",
 		},
 		{
@@ -142,9 +159,14 @@ func TestActionSessionEditsTitleNotesAndHeartbeat(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			res := call(t, c, "action_session", tt.args)
+			b := setup(t)
+			b.fake.FailWith(tt.fail)
+			res := call(t, b.connect(t, "/?tool_groups=sessions"), "action_session", tt.args)
 			require.True(t, res.IsError, textOf(res))
 			require.Equal(t, tt.want, textOf(res))
+			if tt.fail == nil {
+				require.Empty(t, b.fake.Calls(), "refused before lifecycle was called")
+			}
 		})
 	}
 }
@@ -153,13 +175,19 @@ func TestActionSessionTransition(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	c := b.connect(t, "/?tool_groups=sessions")
-	startSession(t, c)
 
+	b.fake.Answer("TransitionSession", &lifecyclev1.TransitionSessionResponse{
+		Session: &lifecyclev1.Session{Id: 1, Status: "running"}, Message: "Session 1: waiting → running.",
+	}, nil)
 	res := call(t, c, "action_session", map[string]any{"action": "transition", "session_id": "1", "event": "start", "running_job_id": "job-1"})
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "Session 1: waiting → running.\n\n"), textOf(res))
 	require.Contains(t, textOf(res), "- **status:** running\n")
+	require.True(t, proto.Equal(&lifecyclev1.TransitionSessionRequest{SessionId: "1", Event: "start", RunningJobId: "job-1"}, lastCall(t, b.fake).Request))
 
+	b.fake.Answer("TransitionSession", &lifecyclev1.TransitionSessionResponse{
+		Session: &lifecyclev1.Session{Id: 1, Status: "needs_input", PausedBy: "harness"}, Message: "Session 1: running → needs_input.",
+	}, nil)
 	res = call(t, c, "action_session", map[string]any{
 		"action": "transition", "session_id": "1", "event": "pause", "paused_by": "harness", "acting_session_id": 7,
 	})
@@ -170,6 +198,14 @@ func TestActionSessionTransition(t *testing.T) {
 		SessionId: "1", Event: "pause", PausedBy: "harness", ActingSessionId: proto.Int64(7),
 	}, got.Request), "%v", got.Request)
 
+	// What lifecycle answers a second pause (the session is needs_input
+	// now) and an event it does not know.
+	b.fake.Handle("TransitionSession", func(m proto.Message) (proto.Message, error) {
+		if event := m.(*lifecyclev1.TransitionSessionRequest).GetEvent(); event != "pause" {
+			return nil, invalid("event", fmt.Sprintf("unknown event %q; use one of %s", event, strings.Join(rules.Events(), ", ")))
+		}
+		return nil, status.Error(codes.FailedPrecondition, "cannot pause session 1: it is needs_input, and pause is only possible from running")
+	})
 	tests := []struct {
 		name string
 		args map[string]any
@@ -181,11 +217,11 @@ func TestActionSessionTransition(t *testing.T) {
 		},
 		{
 			name: "unknown event", args: map[string]any{"event": "restart"},
-			want: `event: unknown event "restart"; use one of ` + strings.Join(lifecyclefake.Events, ", "),
+			want: `event: unknown event "restart"; use one of ` + strings.Join(rules.Events(), ", "),
 		},
 		{
 			name: "missing event", args: map[string]any{},
-			want: "invalid arguments: transition needs event, one of " + strings.Join(lifecyclefake.Events, ", "),
+			want: "invalid arguments: transition needs event, one of " + strings.Join(rules.Events(), ", "),
 		},
 		{
 			name: "system_recovery not a boolean", args: map[string]any{"event": "resume", "system_recovery": "yes"},
@@ -208,10 +244,6 @@ func TestSelfSessionNarrowsActionSession(t *testing.T) {
 	b := setup(t)
 	full := b.connect(t, "/?tool_groups=sessions")
 	self := b.connect(t, "/?tool_groups=self_session")
-	startSession(t, full)
-	startSession(t, full)
-	res := call(t, full, "action_session", map[string]any{"action": "transition", "session_id": "1", "event": "start"})
-	require.False(t, res.IsError, textOf(res))
 
 	// Listed: the same tool name, only the self-session actions and their
 	// arguments.
@@ -236,21 +268,19 @@ func TestSelfSessionNarrowsActionSession(t *testing.T) {
 		require.Equal(t, `action "`+action+`" is not available on the self-session MCP server (tool_groups=self_session), which offers only `+
 			"update_notes, update_title, set_heartbeat, archive; a session acts on others through the sessions tool group (tool_groups=sessions)", textOf(res))
 	}
-	res = call(t, self, "action_session", map[string]any{"action": "explode", "session_id": "1"})
+	res := call(t, self, "action_session", map[string]any{"action": "explode", "session_id": "1"})
 	require.Equal(t, `unknown action "explode"; use one of update_notes, update_title, set_heartbeat, archive`, textOf(res))
 	res = call(t, self, "action_session", map[string]any{"action": "archive", "session_ids": []any{"1"}})
 	require.True(t, res.IsError)
 	require.Contains(t, textOf(res), `unknown argument "session_ids" (accepted: action, session_id, notes, title, enabled, interval_seconds, force, acting_session_id)`)
 	require.Len(t, b.fake.Calls(), before, "no refused call reached lifecycle")
-	got, err := b.fake.GetSession(t.Context(), &lifecyclev1.GetSessionRequest{SessionId: "1"})
-	require.NoError(t, err)
-	require.Equal(t, "running", got.GetSession().GetStatus())
 
 	// Allowed: the edits and archive, declared as the self-session surface
 	// so the archive line names it.
 	res = call(t, self, "action_session", map[string]any{"action": "update_notes", "session_id": "1", "notes": "n"})
 	require.False(t, res.IsError, textOf(res))
 	require.Equal(t, surface.MCPSelf, lastCall(t, b.fake).Surface)
+	b.fake.Answer("ArchiveSession", &lifecyclev1.ArchiveSessionResponse{Session: &lifecyclev1.Session{Id: 1, Status: "archived"}}, nil)
 	res = call(t, self, "action_session", map[string]any{"action": "archive", "session_id": "1", "acting_session_id": 1, "force": true})
 	require.False(t, res.IsError, textOf(res))
 	require.Contains(t, textOf(res), "- **status:** archived\n")

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"slices"
@@ -15,12 +16,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
+	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 const testKey = "test-key"
@@ -32,7 +38,8 @@ type testBundle struct {
 }
 
 // setup serves the MCP handler over HTTP in front of the fake lifecycle
-// service on a real gRPC server.
+// service (which records calls and answers what a test sets up) on a real
+// gRPC server.
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	fake := lifecyclefake.New()
@@ -68,6 +75,22 @@ func (b *testBundle) connectVersion(t *testing.T, path, version string) *client.
 	_, err = c.Initialize(t.Context(), req)
 	require.NoError(t, err)
 	return c
+}
+
+// invalid is the InvalidArgument lifecycle answers for a request it
+// refuses field by field (field, reason, field, reason, ...), built as the
+// services build it.
+func invalid(fieldReasons ...string) error {
+	verr := &validation.Error{}
+	for i := 0; i+1 < len(fieldReasons); i += 2 {
+		verr.Violations = append(verr.Violations, validation.FieldViolation{Field: fieldReasons[i], Reason: fieldReasons[i+1]})
+	}
+	return grpcstatus.InvalidArgument(verr)
+}
+
+// notFound is lifecycle's answer for a reference it does not know.
+func notFound(shown string) error {
+	return status.Errorf(codes.NotFound, "session %s not found; check the id or slug (GET /api/v1/sessions lists sessions)", shown)
 }
 
 func toolNames(t *testing.T, c *client.Client) []string {
@@ -131,6 +154,7 @@ func TestToolGroups(t *testing.T) {
 func TestToolGroupsInEveryProtocolVersion(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	b.fake.Answer("GetSession", nil, notFound("#404"))
 
 	for _, version := range []string{mcpgo.LATEST_PROTOCOL_VERSION, mcpgo.LATEST_LEGACY_PROTOCOL_VERSION} {
 		c := b.connectVersion(t, "/?tool_groups=self_session", version)
@@ -163,15 +187,35 @@ func TestToolOutsideGroupCannotBeCalled(t *testing.T) {
 	if err == nil { // a tool error result is as good as a protocol error
 		require.True(t, res.IsError, textOf(res))
 	}
-	_, gerr := b.fake.GetSession(t.Context(), &lifecyclev1.GetSessionRequest{SessionId: "1"})
-	require.Equal(t, codes.NotFound, status.Code(gerr), "no session was created")
+	require.Empty(t, b.fake.Calls("CreateSession"), "no session was created")
 }
 
 func TestStartThenGetSession(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	c := b.connect(t, "/?tool_groups=sessions")
+	// What lifecycle answers: #1 as created from the first call, #2 (its
+	// child) from the second.
+	metadata, err := structpb.NewStruct(map[string]any{"ticket": "Z-1"})
+	require.NoError(t, err)
+	flaky := &lifecyclev1.Session{
+		Id: 1, Status: "waiting", Title: "Flaky test", Slug: "flaky", Prompt: "fix the flaky test\nin CI", GitRoot: "/src/zimmer",
+		Branch: "main", Genesis: "api", SchedulingClass: "spot", Precedence: 2, CustomMetadata: metadata,
+		CreatedAt: timestamppb.New(lifecyclefake.Now), UpdatedAt: timestamppb.New(lifecyclefake.Now),
+	}
+	child := &lifecyclev1.Session{Id: 2, Status: "waiting", Prompt: "child", GitRoot: "/g", ParentSessionId: proto.Int64(1)}
+	b.fake.Handle("GetSession", func(m proto.Message) (proto.Message, error) {
+		switch ref := m.(*lifecyclev1.GetSessionRequest).GetSessionId(); ref {
+		case "1", "flaky":
+			return &lifecyclev1.GetSessionResponse{Session: flaky}, nil
+		case "2":
+			return &lifecyclev1.GetSessionResponse{Session: child}, nil
+		default:
+			return nil, notFound("#" + ref)
+		}
+	})
 
+	b.fake.Answer("CreateSession", &lifecyclev1.CreateSessionResponse{Session: flaky}, nil)
 	res := call(t, c, "start_session", map[string]any{
 		"prompt": "fix the flaky test\nin CI", "git_root": "/src/zimmer", "title": "Flaky test",
 		"slug": "flaky", "branch": "main", "precedence": 2, "scheduling_class": "spot",
@@ -180,13 +224,20 @@ func TestStartThenGetSession(t *testing.T) {
 	require.False(t, res.IsError, textOf(res))
 	text := textOf(res)
 	require.True(t, strings.HasPrefix(text, "Started session #1 (status waiting).\n\n## Session #1 — Flaky test\n"), text)
+	require.True(t, proto.Equal(&lifecyclev1.CreateSessionRequest{
+		Prompt: "fix the flaky test\nin CI", GitRoot: "/src/zimmer", Title: "Flaky test", Slug: "flaky", Branch: "main",
+		Precedence: 2, SchedulingClass: "spot", CustomMetadata: metadata,
+	}, lastCall(t, b.fake).Request), "the arguments reach lifecycle as the request message")
 
+	b.fake.Answer("CreateSession", &lifecyclev1.CreateSessionResponse{Session: child}, nil)
 	parent := call(t, c, "start_session", map[string]any{"prompt": "child", "git_root": "/g", "parent_session_id": 1})
 	require.False(t, parent.IsError, textOf(parent))
+	require.Equal(t, int64(1), lastCall(t, b.fake).Request.(*lifecyclev1.CreateSessionRequest).GetParentSessionId())
 
 	for _, ref := range []any{"1", "flaky", 1} {
 		res = call(t, c, "get_session", map[string]any{"session_id": ref})
 		require.False(t, res.IsError, textOf(res))
+		require.Equal(t, fmt.Sprint(ref), lastCall(t, b.fake).Request.(*lifecyclev1.GetSessionRequest).GetSessionId(), "an id or a slug, as a string")
 		text = textOf(res)
 		require.True(t, strings.HasPrefix(text, "## Session #1 — Flaky test\n\n"), text)
 		for _, want := range []string{
@@ -228,23 +279,25 @@ func TestToolErrors(t *testing.T) {
 		name string
 		tool string
 		args map[string]any
-		fail error
+		fail error  // what lifecycle answers, if the call reaches it
 		want string // the whole tool error text
 	}{
 		{
-			name: "unknown session", tool: "get_session", args: map[string]any{"session_id": "999"},
+			name: "unknown session", tool: "get_session", args: map[string]any{"session_id": "999"}, fail: notFound("#999"),
 			want: "session #999 not found; check the id or slug (GET /api/v1/sessions lists sessions)",
 		},
 		{
-			name: "unknown slug", tool: "get_session", args: map[string]any{"session_id": "nope"},
+			name: "unknown slug", tool: "get_session", args: map[string]any{"session_id": "nope"}, fail: notFound(`"nope"`),
 			want: `session "nope" not found; check the id or slug (GET /api/v1/sessions lists sessions)`,
 		},
 		{
 			name: "missing session_id", tool: "get_session", args: map[string]any{},
+			fail: invalid("session_id", "is required: a numeric id or a slug"),
 			want: "session_id: is required: a numeric id or a slug",
 		},
 		{
 			name: "missing prompt", tool: "start_session", args: map[string]any{"git_root": "/g"},
+			fail: invalid("prompt", "is required: say what the agent should do"),
 			want: "prompt: is required: say what the agent should do",
 		},
 		{

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
@@ -45,6 +46,15 @@ func TestGetSessionHasProvenanceSections(t *testing.T) {
 	t.Parallel()
 	b, lineage := setupWithLineage(t)
 	c := b.connect(t, "/")
+	// Lifecycle knows #1, slug worker, and nothing else.
+	b.fake.Handle("GetSession", func(m proto.Message) (proto.Message, error) {
+		switch ref := m.(*lifecyclev1.GetSessionRequest).GetSessionId(); ref {
+		case "1", "worker":
+			return &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{Id: 1, Slug: "worker"}}, nil
+		default:
+			return nil, notFound("#" + ref)
+		}
+	})
 	res := call(t, c, mcp.ToolStartSession, map[string]any{"prompt": "p", "git_root": "/r", "slug": "worker"})
 	require.False(t, res.IsError, textOf(res))
 	lineage.SetProvenance(1, &lineagev1.GetSessionProvenanceResponse{HereCount: 1, HumanMessageHere: true, Markdown: sections})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/config"
@@ -21,6 +22,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	"github.com/zimmerhq/zimmer/gateway/internal/server"
 	"github.com/zimmerhq/zimmer/gateway/internal/supervisor"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 )
@@ -83,10 +85,23 @@ func (b *provenanceBundle) supervise(t *testing.T, method, path, body string) re
 func TestSessionDetailComposesProvenance(t *testing.T) {
 	t.Parallel()
 	b := setupProvenance(t, provenanceOpts{})
-	router := b.create(t, `{"prompt": "route", "git_root": "/r", "title": "Router", "slug": "the-router"}`)
-	routerID, _ := router["id"].(json.Number).Int64()
-	worker := b.create(t, `{"prompt": "work", "git_root": "/r", "parent_session_id": `+router["id"].(json.Number).String()+`}`)
-	workerID, _ := worker["id"].(json.Number).Int64()
+	// What lifecycle knows: the router (#1, slug the-router) and the worker
+	// it spawned (#2).
+	routerID, workerID := int64(1), int64(2)
+	b.fake.Handle("GetSession", func(m proto.Message) (proto.Message, error) {
+		switch ref := m.(*lifecyclev1.GetSessionRequest).GetSessionId(); ref {
+		case "1", "the-router":
+			return &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{
+				Id: routerID, Slug: "the-router", Title: "Router", Prompt: "route", GitRoot: "/r", Status: "waiting",
+			}}, nil
+		case "2":
+			return &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{
+				Id: workerID, Prompt: "work", GitRoot: "/r", ParentSessionId: &routerID, Status: "waiting",
+			}}, nil
+		default:
+			return nil, notFound("#" + ref)
+		}
+	})
 
 	b.lineage.SetProvenance(routerID, &lineagev1.GetSessionProvenanceResponse{
 		SessionHierarchy: &lineagev1.SessionHierarchy{
@@ -104,18 +119,18 @@ func TestSessionDetailComposesProvenance(t *testing.T) {
 		},
 	})
 
-	for _, ref := range []string{router["id"].(json.Number).String(), "the-router"} {
+	for _, ref := range []string{"1", "the-router"} {
 		resp := b.call(t, http.MethodGet, "/api/v1/sessions/"+ref, "")
 		require.Equal(t, http.StatusOK, resp.status, string(resp.body))
 		require.Empty(t, resp.header.Get(rest.DegradedHeader))
 		got := resp.json(t)
 		require.Len(t, got, 3, "session, session_hierarchy and human_messages, side by side")
 		session := got["session"].(map[string]any)
-		require.Equal(t, json.Number(router["id"].(json.Number).String()), session["id"], "ids are numbers")
+		require.Equal(t, json.Number("1"), session["id"], "ids are numbers")
 		require.NotContains(t, session, "session_hierarchy", "never inside session")
 
 		h := got["session_hierarchy"].(map[string]any)
-		require.Equal(t, json.Number(router["id"].(json.Number).String()), h["origin_session_id"])
+		require.Equal(t, json.Number("1"), h["origin_session_id"])
 		require.Equal(t, false, h["truncated"])
 		nodes := h["nodes"].([]any)
 		require.Len(t, nodes, 2)
@@ -132,7 +147,7 @@ func TestSessionDetailComposesProvenance(t *testing.T) {
 		require.Equal(t, "juliehazz", m0["author"])
 		require.Equal(t, "Julie", m0["author_display_name"])
 		require.Equal(t, "slack.dm", m0["entry_point"])
-		require.Equal(t, json.Number(worker["id"].(json.Number).String()), m0["authored_in_session_id"])
+		require.Equal(t, json.Number("2"), m0["authored_in_session_id"])
 		require.Equal(t, "<b>keep</b> it", m0["content"])
 		require.Equal(t, "2026-01-02T03:04:05Z", m0["occurred_at"])
 		require.Contains(t, string(resp.body), `"<b>keep</b> it"`, "no HTML escaping, as protojson")
@@ -140,7 +155,7 @@ func TestSessionDetailComposesProvenance(t *testing.T) {
 	}
 
 	// A session with no record: [] (known empty), not null.
-	got := b.call(t, http.MethodGet, "/api/v1/sessions/"+worker["id"].(json.Number).String(), "").json(t)
+	got := b.call(t, http.MethodGet, "/api/v1/sessions/2", "").json(t)
 	require.Equal(t, []any{}, got["human_messages"])
 
 	// Errors keep the API's format, and the other routes still reach

@@ -17,12 +17,18 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/config"
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/server"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 const (
@@ -40,8 +46,9 @@ type setupOpts struct {
 }
 
 // setup runs the gateway's real handler against the fake lifecycle service
-// and health-only servers for the other four, each a real gRPC server on
-// 127.0.0.1 requiring testKey, as the services' own interceptor does.
+// (which records calls and answers what a test sets up) and health-only
+// servers for the other four, each a real gRPC server on 127.0.0.1
+// requiring testKey, as the services' own interceptor does.
 func setup(t *testing.T, opts setupOpts) *testBundle {
 	t.Helper()
 	fake := lifecyclefake.New()
@@ -130,6 +137,30 @@ func (b *testBundle) create(t *testing.T, body string) map[string]any {
 	return resp.json(t)["session"].(map[string]any)
 }
 
+// invalid is the InvalidArgument lifecycle answers for a request it
+// refuses field by field (field, reason, field, reason, ...), built as the
+// services build it.
+func invalid(fieldReasons ...string) error {
+	verr := &validation.Error{}
+	for i := 0; i+1 < len(fieldReasons); i += 2 {
+		verr.Violations = append(verr.Violations, validation.FieldViolation{Field: fieldReasons[i], Reason: fieldReasons[i+1]})
+	}
+	return grpcstatus.InvalidArgument(verr)
+}
+
+// notFound is lifecycle's answer for a reference it does not know.
+func notFound(shown string) error {
+	return status.Errorf(codes.NotFound, "session %s not found; check the id or slug (GET /api/v1/sessions lists sessions)", shown)
+}
+
+// lastRequest is the request of the fake's last call of method.
+func (b *testBundle) lastRequest(t *testing.T, method string) proto.Message {
+	t.Helper()
+	calls := b.fake.Calls(method)
+	require.NotEmpty(t, calls, "no %s call reached lifecycle", method)
+	return calls[len(calls)-1].Request
+}
+
 func TestAuth(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
@@ -166,6 +197,13 @@ func TestAuth(t *testing.T) {
 func TestCreateSession(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
+	metadata, err := structpb.NewStruct(map[string]any{"ticket": "Z-1", "n": 2})
+	require.NoError(t, err)
+	b.fake.Answer("CreateSession", &lifecyclev1.CreateSessionResponse{Session: &lifecyclev1.Session{
+		Id: 1, Status: "waiting", Title: "Flaky", Slug: "flaky", Prompt: "fix the flaky test", GitRoot: "/src/zimmer",
+		Genesis: "api", SchedulingClass: "priority", Precedence: 3, CustomMetadata: metadata,
+		CreatedAt: timestamppb.New(lifecyclefake.Now), UpdatedAt: timestamppb.New(lifecyclefake.Now),
+	}}, nil)
 
 	resp := b.call(t, http.MethodPost, "/api/v1/sessions", `{
 		"prompt": "fix the flaky test", "git_root": "/src/zimmer", "title": "Flaky",
@@ -173,6 +211,9 @@ func TestCreateSession(t *testing.T) {
 	}`)
 	require.Equal(t, http.StatusCreated, resp.status, string(resp.body))
 	require.Equal(t, "application/json", resp.header.Get("Content-Type"))
+	require.True(t, proto.Equal(&lifecyclev1.CreateSessionRequest{
+		Prompt: "fix the flaky test", GitRoot: "/src/zimmer", Title: "Flaky", Slug: "flaky", Precedence: 3, CustomMetadata: metadata,
+	}, b.lastRequest(t, "CreateSession")), "the body reaches lifecycle as sent")
 	body := resp.json(t)
 	require.Len(t, body, 1)
 	s := body["session"].(map[string]any)
@@ -195,7 +236,11 @@ func TestCreateSession(t *testing.T) {
 	}
 
 	// A child: parent_session_id accepted and answered as a number.
+	b.fake.Answer("CreateSession", &lifecyclev1.CreateSessionResponse{Session: &lifecyclev1.Session{
+		Id: 2, Status: "waiting", Prompt: "p", GitRoot: "/g", ParentSessionId: proto.Int64(1),
+	}}, nil)
 	child := b.create(t, `{"prompt": "p", "git_root": "/g", "parent_session_id": 1}`)
+	require.Equal(t, int64(1), b.lastRequest(t, "CreateSession").(*lifecyclev1.CreateSessionRequest).GetParentSessionId())
 	require.Equal(t, json.Number("2"), child["id"])
 	require.Equal(t, json.Number("1"), child["parent_session_id"])
 }
@@ -203,11 +248,12 @@ func TestCreateSession(t *testing.T) {
 func TestGetSession(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
-	b.create(t, `{"prompt": "p", "git_root": "/g", "slug": "by-slug"}`)
+	b.fake.Answer("GetSession", &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{Id: 1, Slug: "by-slug"}}, nil)
 
 	for _, ref := range []string{"1", "by-slug"} {
 		resp := b.call(t, http.MethodGet, "/api/v1/sessions/"+ref, "")
 		require.Equal(t, http.StatusOK, resp.status, string(resp.body))
+		require.Equal(t, ref, b.lastRequest(t, "GetSession").(*lifecyclev1.GetSessionRequest).GetSessionId())
 		s := resp.json(t)["session"].(map[string]any)
 		require.Equal(t, json.Number("1"), s["id"])
 		require.Equal(t, "by-slug", s["slug"])
@@ -217,17 +263,30 @@ func TestGetSession(t *testing.T) {
 func TestListSessions(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
-	for range 4 {
-		b.create(t, `{"prompt": "p", "git_root": "/g"}`)
-	}
-	b.fake.SetStatus(1, "running")
-	b.fake.SetStatus(2, "failed")
-	b.fake.SetStatus(3, "needs_input")
+	// What lifecycle answers: of four sessions, #4 (waiting) and #1
+	// (running) match, newest first; page 2 of one per page is #1; nothing
+	// is archived.
+	b.fake.Handle("ListSessions", func(m proto.Message) (proto.Message, error) {
+		req := m.(*lifecyclev1.ListSessionsRequest)
+		switch {
+		case len(req.GetStatus()) == 1 && req.GetStatus()[0] == "archived":
+			return &lifecyclev1.ListSessionsResponse{Pagination: &lifecyclev1.Pagination{Page: 1, PerPage: 25}}, nil
+		case req.GetPage() == 2:
+			return &lifecyclev1.ListSessionsResponse{
+				Sessions:   []*lifecyclev1.Session{{Id: 1, Status: "running"}},
+				Pagination: &lifecyclev1.Pagination{Page: 2, PerPage: 1, TotalCount: 2, TotalPages: 2},
+			}, nil
+		}
+		return &lifecyclev1.ListSessionsResponse{
+			Sessions:   []*lifecyclev1.Session{{Id: 4, Status: "waiting"}, {Id: 1, Status: "running"}},
+			Pagination: &lifecyclev1.Pagination{Page: 1, PerPage: 10, TotalCount: 2, TotalPages: 1},
+		}, nil
+	})
 
 	resp := b.call(t, http.MethodGet, "/api/v1/sessions?status=waiting&status=running&page=1&per_page=10&q=flaky", "")
 	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
 
-	req := b.fake.LastList()
+	req := b.lastRequest(t, "ListSessions").(*lifecyclev1.ListSessionsRequest)
 	require.Equal(t, []string{"waiting", "running"}, req.GetStatus(), "repeated status reaches the service")
 	require.Equal(t, int32(1), req.GetPage())
 	require.Equal(t, int32(10), req.GetPerPage())
@@ -261,7 +320,7 @@ func TestErrors(t *testing.T) {
 
 	tests := []struct {
 		name       string
-		fail       error // the fake's failure, if any
+		fail       error // what lifecycle answers, if the call reaches it
 		method     string
 		path       string
 		body       string
@@ -270,7 +329,7 @@ func TestErrors(t *testing.T) {
 		wantPrefix bool
 	}{
 		{
-			name: "not found", method: http.MethodGet, path: "/api/v1/sessions/999",
+			name: "not found", method: http.MethodGet, path: "/api/v1/sessions/999", fail: notFound("#999"),
 			wantStatus: http.StatusNotFound,
 			wantError:  "session #999 not found; check the id or slug (GET /api/v1/sessions lists sessions)",
 		},
@@ -292,11 +351,13 @@ func TestErrors(t *testing.T) {
 		},
 		{
 			name: "missing prompt (the service's validation)", method: http.MethodPost, path: "/api/v1/sessions",
-			body:       `{"git_root": "/g"}`,
+			body: `{"git_root": "/g"}`, fail: invalid("prompt", "is required: say what the agent should do"),
 			wantStatus: http.StatusBadRequest, wantError: "prompt: is required: say what the agent should do",
 		},
 		{
 			name: "empty body (the service's validation)", method: http.MethodPost, path: "/api/v1/sessions",
+			fail: invalid("prompt", "is required: say what the agent should do",
+				"git_root", "is required: the repository the session's clone is made from"),
 			wantStatus: http.StatusBadRequest,
 			wantError:  "prompt: is required: say what the agent should do; git_root: is required: the repository the session's clone is made from",
 		},

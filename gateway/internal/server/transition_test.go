@@ -7,16 +7,37 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
 func TestTransitionRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
+	// What lifecycle answers for each event this test fires at session 1,
+	// which it has just created (waiting).
+	b.fake.Handle("TransitionSession", func(m proto.Message) (proto.Message, error) {
+		req := m.(*lifecyclev1.TransitionSessionRequest)
+		switch req.GetEvent() {
+		case "start":
+			return &lifecyclev1.TransitionSessionResponse{
+				Session: &lifecyclev1.Session{Id: 1, Slug: "raw", Status: "running"}, Message: "Session 1: waiting → running.",
+			}, nil
+		case "fail":
+			return &lifecyclev1.TransitionSessionResponse{
+				Session: &lifecyclev1.Session{Id: 1, Slug: "raw", Status: "failed", FailureReason: req.GetFailureReason()},
+				Message: "Session 1: running → failed.",
+			}, nil
+		case "pause":
+			return nil, status.Error(codes.FailedPrecondition, "cannot pause session 1: it is failed, and pause is only possible from running")
+		}
+		return nil, invalid("event", `unknown event "`+req.GetEvent()+`"; use one of `+strings.Join(rules.Events(), ", "))
+	})
 	b.create(t, `{"prompt": "p", "git_root": "/g", "slug": "raw"}`)
 
 	resp := b.call(t, http.MethodPost, "/api/v1/sessions/raw/transition", `{"event": "start", "running_job_id": "job-1"}`)
@@ -24,6 +45,8 @@ func TestTransitionRoute(t *testing.T) {
 	body := resp.json(t)
 	require.Equal(t, "Session 1: waiting → running.", body["message"])
 	require.Equal(t, "running", body["session"].(map[string]any)["status"])
+	require.True(t, proto.Equal(&lifecyclev1.TransitionSessionRequest{SessionId: "raw", Event: "start", RunningJobId: "job-1"},
+		b.lastRequest(t, "TransitionSession")))
 
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/1/transition",
 		`{"event": "fail", "failure_reason": "gave up", "acting_session_id": 9, "system_recovery": false, "paused_by": ""}`)
@@ -44,31 +67,42 @@ func TestTransitionRoute(t *testing.T) {
 	// An unknown event is 400 naming the valid ones.
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/1/transition", `{"event": "restart"}`)
 	require.Equal(t, http.StatusBadRequest, resp.status, string(resp.body))
-	require.Equal(t, `event: unknown event "restart"; use one of `+strings.Join(lifecyclefake.Events, ", "), resp.errorText(t))
+	require.Equal(t, `event: unknown event "restart"; use one of `+strings.Join(rules.Events(), ", "), resp.errorText(t))
 
+	before := len(b.fake.Calls())
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/1/transition", `{"event": "resume", "force": true}`)
 	require.Equal(t, http.StatusBadRequest, resp.status, string(resp.body))
 	require.Contains(t, resp.errorText(t), `unknown field "force"`)
 	resp = b.call(t, http.MethodGet, "/api/v1/sessions/1/transition", "")
 	require.Equal(t, http.StatusMethodNotAllowed, resp.status, string(resp.body))
+	require.Len(t, b.fake.Calls(), before, "neither reached lifecycle")
 }
 
 func TestPatchNotes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	b.create(t, `{"prompt": "p", "git_root": "/g"}`)
+	noted := &lifecyclev1.Session{Id: 1, Status: "waiting", Notes: "tried X; Y next"}
 
+	b.fake.Answer("UpdateSession", &lifecyclev1.UpdateSessionResponse{Session: noted}, nil)
 	resp := b.call(t, http.MethodPatch, "/api/v1/sessions/1", `{"notes": "tried X; Y next"}`)
 	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
+	require.True(t, proto.Equal(&lifecyclev1.UpdateSessionRequest{SessionId: "1", Notes: proto.String("tried X; Y next")},
+		b.lastRequest(t, "UpdateSession")), "only the notes are sent")
 	s := resp.json(t)["session"].(map[string]any)
 	require.Equal(t, "tried X; Y next", s["notes"])
+	b.fake.Answer("GetSession", &lifecyclev1.GetSessionResponse{Session: noted}, nil)
 	resp = b.call(t, http.MethodGet, "/api/v1/sessions/1", "")
 	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
 	var got struct{ Session struct{ Notes string } }
 	require.NoError(t, json.Unmarshal(resp.body, &got))
 	require.Equal(t, "tried X; Y next", got.Session.Notes)
 
-	resp = b.call(t, http.MethodPatch, "/api/v1/sessions/1", `{"notes": "`+strings.Repeat("n", 50_001)+`"}`)
+	long := strings.Repeat("n", rules.MaxNotesChars+1)
+	b.fake.Answer("UpdateSession", nil, invalid("notes",
+		"is longer than 50000 characters; keep the notes short and put the detail in the repository"))
+	resp = b.call(t, http.MethodPatch, "/api/v1/sessions/1", `{"notes": "`+long+`"}`)
 	require.Equal(t, http.StatusBadRequest, resp.status, string(resp.body))
 	require.True(t, strings.HasPrefix(resp.errorText(t), "notes: is longer than 50000 characters"), string(resp.body))
+	require.Equal(t, long, b.lastRequest(t, "UpdateSession").(*lifecyclev1.UpdateSessionRequest).GetNotes(), "sent whole: lifecycle judges")
 }

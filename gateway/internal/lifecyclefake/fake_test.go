@@ -1,0 +1,51 @@
+package lifecyclefake_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
+	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
+)
+
+// Every RPC of the service is recorded and answered, so a new RPC cannot
+// fall through to Unimplemented unnoticed.
+func TestEveryMethodIsRecordedAndAnswered(t *testing.T) {
+	t.Parallel()
+	fake := lifecyclefake.New()
+	conn, err := grpcclient.Dial(grpctest.Serve(t, "k", fake.Register), "k")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+
+	sd := lifecyclev1.File_zimmer_lifecycle_v1_lifecycle_service_proto.Services().ByName("LifecycleService")
+	methods := sd.Methods()
+	newMessage := func(md protoreflect.MessageDescriptor) proto.Message {
+		mt, err := protoregistry.GlobalTypes.FindMessageByName(md.FullName())
+		require.NoError(t, err)
+		return mt.New().Interface()
+	}
+	for i := range methods.Len() {
+		m := methods.Get(i)
+		resp := newMessage(m.Output())
+		err := conn.Invoke(t.Context(), "/"+string(sd.FullName())+"/"+string(m.Name()), newMessage(m.Input()), resp)
+		require.NoError(t, err, m.Name())
+		if fd := m.Output().Fields().ByName("session"); fd != nil {
+			require.True(t, proto.Equal(lifecyclefake.Session(), resp.ProtoReflect().Get(fd).Message().Interface()), m.Name())
+		}
+	}
+	require.Len(t, fake.Calls(), methods.Len())
+
+	fake.Answer("GetSession", nil, status.Error(codes.NotFound, "no such session"))
+	_, err = lifecyclev1.NewLifecycleServiceClient(conn).GetSession(t.Context(), &lifecyclev1.GetSessionRequest{SessionId: "9"})
+	require.Equal(t, codes.NotFound, status.Code(err))
+	calls := fake.Calls("GetSession")
+	require.True(t, proto.Equal(&lifecyclev1.GetSessionRequest{SessionId: "9"}, calls[len(calls)-1].Request))
+}
