@@ -121,7 +121,7 @@ func Supervise(name string, start func() (*Process, error), policy RestartPolicy
 		name: name, startFn: start, onCrash: onCrash, state: restartState{policy: policy},
 		stop: make(chan struct{}), done: make(chan struct{}), current: p,
 	}
-	go s.loop(p)
+	go s.loop(p, time.Now())
 	return s, nil
 }
 
@@ -164,11 +164,11 @@ func (s *Supervisor) Stop(grace time.Duration) {
 	<-s.done
 }
 
-func (s *Supervisor) loop(p *Process) {
+// loop watches p, started at started, and what replaces it.
+func (s *Supervisor) loop(p *Process, started time.Time) {
 	defer close(s.done)
 	var startErr error // why p is nil
 	for {
-		started := time.Now()
 		crash := Crash{Name: s.name, Err: startErr}
 		if p != nil {
 			crash.Pid = p.Pid()
@@ -201,7 +201,9 @@ func (s *Supervisor) loop(p *Process) {
 		case <-s.stop:
 			return
 		}
-		if p, startErr = s.startFn(); startErr != nil {
+		p, startErr = s.startFn()
+		started = time.Now()
+		if startErr != nil {
 			p = nil
 		}
 		s.setCurrent(p)

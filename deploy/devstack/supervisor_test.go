@@ -92,7 +92,7 @@ func TestSupervisorStableRunResetsBackoff(t *testing.T) {
 		InitialBackoff: 10 * time.Millisecond, MaxBackoff: time.Second,
 		StableAfter: 100 * time.Millisecond, MaxRestarts: 100, Window: time.Minute,
 	}
-	sup, err := Supervise("fake", log.starter("sleep 0.15; exit 1"), policy, log.record)
+	sup, err := Supervise("fake", log.starter("sleep 0.3; exit 1"), policy, log.record)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { c, _, _ := log.snapshot(); return len(c) >= 3 }, 10*time.Second, 10*time.Millisecond)
 	sup.Stop(time.Second)
