@@ -11,7 +11,8 @@ type UserRepository interface {
 	// ListUsers returns every user in key order.
 	ListUsers(ctx context.Context) ([]domain.User, error)
 	// CreateUser stores u: a *domain.UserExistsError when the key is taken,
-	// a *domain.SlackIDTakenError when one of its Slack IDs is.
+	// a *domain.SlackIDTakenError when one of its Slack IDs is, a
+	// *domain.EmailTakenError when its email is (compared ignoring case).
 	CreateUser(ctx context.Context, u domain.User) (domain.User, error)
 	// UpdateUser loads key's row for update, lets edit change it and stores
 	// the result in the same transaction; errors as CreateUser, and

@@ -87,12 +87,15 @@ func (p UserPatch) Empty() bool {
 	return p.DisplayName == nil && p.Email == nil && p.SlackUserIDs == nil && p.Notes == nil
 }
 
-// Normalize trims what an operator's form typically pads and sorts the
-// Slack IDs, so equal rosters compare equal.
+// Normalize reads what an operator typed the way they meant it, so that it
+// is stored one way and equal rosters compare equal: every field trimmed;
+// the email lower-cased, because addresses are compared ignoring case;
+// Slack IDs with blanks dropped, a repeat merged rather than refused, and
+// sorted.
 func (u *User) Normalize() {
 	u.Key = strings.TrimSpace(u.Key)
 	u.DisplayName = strings.TrimSpace(u.DisplayName)
-	u.Email = strings.TrimSpace(u.Email)
+	u.Email = strings.ToLower(strings.TrimSpace(u.Email))
 	ids := make([]string, 0, len(u.SlackUserIDs))
 	for _, id := range u.SlackUserIDs {
 		if id = strings.TrimSpace(id); id != "" {
@@ -100,7 +103,7 @@ func (u *User) Normalize() {
 		}
 	}
 	slices.Sort(ids)
-	u.SlackUserIDs = ids
+	u.SlackUserIDs = slices.Compact(ids)
 }
 
 // Validate reports the first field that makes u unusable as a roster row.
@@ -163,6 +166,23 @@ func (e *SlackIDTakenError) Error() string {
 }
 
 func (e *SlackIDTakenError) Unwrap() error { return ErrConflict }
+
+// EmailTakenError is the ErrConflict of an email address (compared ignoring
+// case) that already belongs to another user.
+type EmailTakenError struct {
+	Email string
+	// Owner is the user holding it, when known.
+	Owner string
+}
+
+func (e *EmailTakenError) Error() string {
+	if e.Owner == "" {
+		return fmt.Sprintf("email %s already belongs to another user; addresses are compared ignoring case", e.Email)
+	}
+	return fmt.Sprintf("email %s already belongs to user %q; addresses are compared ignoring case", e.Email, e.Owner)
+}
+
+func (e *EmailTakenError) Unwrap() error { return ErrConflict }
 
 // UserExistsError is the ErrAlreadyExists of a roster key in use.
 type UserExistsError struct{ Key string }

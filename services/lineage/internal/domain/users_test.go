@@ -56,6 +56,23 @@ func TestUserPatchKeepsKeyAndNormalizes(t *testing.T) {
 	require.True(t, domain.UserPatch{}.Empty())
 }
 
+// What an operator types is stored the way it was meant: trimmed, blanks
+// dropped, a repeated Slack ID merged rather than refused, the email
+// lower-cased.
+func TestUserNormalize(t *testing.T) {
+	t.Parallel()
+	u := domain.User{Key: " sam ", DisplayName: " Sam ", Email: "  Sam@Example.COM ", SlackUserIDs: []string{" U9 ", "", "W2", "U9", "  "}}
+	u.Normalize()
+	require.Equal(t, domain.User{Key: "sam", DisplayName: "Sam", Email: "sam@example.com", SlackUserIDs: []string{"U9", "W2"}}, u)
+	require.NoError(t, u.Validate())
+
+	ids := []string{"U1", " U1", "U1 "}
+	julie := domain.User{Key: "juliehazz", DisplayName: "Julie"}
+	require.NoError(t, domain.UserPatch{SlackUserIDs: &ids, Email: strp("JULIE@example.com ")}.Apply(&julie))
+	require.Equal(t, []string{"U1"}, julie.SlackUserIDs)
+	require.Equal(t, "julie@example.com", julie.Email)
+}
+
 func TestRosterResolution(t *testing.T) {
 	t.Parallel()
 	roster := domain.NewRoster([]domain.User{
@@ -88,6 +105,9 @@ func TestUserErrors(t *testing.T) {
 	require.ErrorIs(t, &domain.SlackIDTakenError{SlackUserID: "U1", Owner: "tadasant"}, domain.ErrConflict)
 	require.EqualError(t, &domain.SlackIDTakenError{SlackUserID: "U1", Owner: "tadasant"},
 		`slack user ID U1 already belongs to user "tadasant"; remove it there first`)
+	require.ErrorIs(t, &domain.EmailTakenError{Email: "j@example.com", Owner: "juliehazz"}, domain.ErrConflict)
+	require.EqualError(t, &domain.EmailTakenError{Email: "j@example.com", Owner: "juliehazz"},
+		`email j@example.com already belongs to user "juliehazz"; addresses are compared ignoring case`)
 	require.ErrorIs(t, &domain.UserExistsError{Key: "x"}, domain.ErrAlreadyExists)
 	require.ErrorIs(t, domain.UserNotFound("x"), domain.ErrNotFound)
 }

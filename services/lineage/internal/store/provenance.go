@@ -50,12 +50,12 @@ func (p *Provenance) ListUsers(ctx context.Context) ([]domain.User, error) {
 func (p *Provenance) CreateUser(ctx context.Context, u domain.User) (domain.User, error) {
 	var out domain.User
 	err := pgdb.InTx(ctx, p.db, pgx.ReadCommitted, func(tx pgx.Tx) error {
+		if err := checkEmailFree(ctx, tx, u.Key, u.Email); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO users (key, display_name, email, notes) VALUES ($1, $2, NULLIF($3, ''), $4)`,
 			u.Key, u.DisplayName, u.Email, u.Notes); err != nil {
-			if pgdb.Code(err) == pgdb.CodeUniqueViolation {
-				return &domain.UserExistsError{Key: u.Key}
-			}
-			return err
+			return userWriteError(err, u)
 		}
 		if err := setSlackIDs(ctx, tx, u.Key, u.SlackUserIDs); err != nil {
 			return err
@@ -84,9 +84,12 @@ func (p *Provenance) UpdateUser(ctx context.Context, key string, edit func(*doma
 			return err
 		}
 		u.Key = key // immutable, whatever edit did
+		if err := checkEmailFree(ctx, tx, key, u.Email); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `UPDATE users SET display_name = $2, email = NULLIF($3, ''), notes = $4, updated_at = now() WHERE key = $1`,
 			key, u.DisplayName, u.Email, u.Notes); err != nil {
-			return err
+			return userWriteError(err, u)
 		}
 		if err := setSlackIDs(ctx, tx, key, u.SlackUserIDs); err != nil {
 			return err
@@ -95,6 +98,39 @@ func (p *Provenance) UpdateUser(ctx context.Context, key string, edit func(*doma
 		return err
 	})
 	return out, err
+}
+
+// emailIndex is the unique index that keeps one email address, compared
+// ignoring case, to one user.
+const emailIndex = "users_email_lower"
+
+// checkEmailFree refuses an email address (compared ignoring case) another
+// user holds, naming that user. The unique index settles a race between
+// two writers that both found it free (userWriteError).
+func checkEmailFree(ctx context.Context, tx pgx.Tx, key, email string) error {
+	if email == "" {
+		return nil
+	}
+	var owner string
+	err := tx.QueryRow(ctx, `SELECT key FROM users WHERE lower(email) = lower($1) AND key <> $2 ORDER BY key LIMIT 1`, email, key).Scan(&owner)
+	switch {
+	case err == nil:
+		return &domain.EmailTakenError{Email: email, Owner: owner}
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	}
+	return err
+}
+
+// userWriteError translates the unique violations of a write of u's row.
+func userWriteError(err error, u domain.User) error {
+	if pgdb.Code(err) != pgdb.CodeUniqueViolation {
+		return err
+	}
+	if pgdb.ConstraintName(err) == emailIndex {
+		return &domain.EmailTakenError{Email: u.Email}
+	}
+	return &domain.UserExistsError{Key: u.Key}
 }
 
 // setSlackIDs makes ids key's Slack IDs, refusing any another user holds.
@@ -153,7 +189,8 @@ func (p *Provenance) RecordHumanMessage(ctx context.Context, m domain.HumanMessa
 }
 
 // HumanMessagesIn implements app.HumanMessageRepository, newest first, on
-// human_messages_session.
+// human_messages_session. The order they are shown in is the domain's
+// (GatherHumanMessages), not this one.
 func (p *Provenance) HumanMessagesIn(ctx context.Context, sessionIDs []int64) ([]domain.HumanMessage, error) {
 	rows, err := p.db.Query(ctx, `SELECT `+humanMessageColumns+` FROM human_messages
 		WHERE authored_in_session_id = ANY($1) ORDER BY occurred_at DESC, id DESC`, sessionIDs)

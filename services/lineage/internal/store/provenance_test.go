@@ -85,6 +85,81 @@ func TestUsersCreateUpdateAndSlackCollision(t *testing.T) {
 	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
+// One email address belongs to one user, compared ignoring case: the store
+// names the holder, and the database refuses it whoever writes.
+func TestUserEmailUniqueIgnoringCase(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.DB(t, testSets...)
+	repo := NewProvenance(pool)
+
+	_, err := repo.UpdateUser(ctx, "juliehazz", domain.UserPatch{Email: strp("julie@example.com")}.Apply)
+	require.NoError(t, err)
+
+	var taken *domain.EmailTakenError
+	_, err = repo.CreateUser(ctx, domain.User{Key: "sam", DisplayName: "Sam", Email: "JULIE@example.com"})
+	require.ErrorAs(t, err, &taken)
+	require.Equal(t, domain.EmailTakenError{Email: "JULIE@example.com", Owner: "juliehazz"}, *taken)
+	require.ErrorIs(t, err, domain.ErrConflict)
+	_, err = repo.UpdateUser(ctx, "tadasant", func(u *domain.User) error { u.Email = "Julie@Example.COM"; return nil })
+	require.ErrorAs(t, err, &taken)
+	require.Equal(t, "juliehazz", taken.Owner)
+
+	// The holder keeps it through its own edits; the refusals wrote nothing.
+	_, err = repo.UpdateUser(ctx, "juliehazz", domain.UserPatch{Email: strp("julie@example.com"), Notes: strp("UI")}.Apply)
+	require.NoError(t, err)
+	users, err := repo.ListUsers(ctx)
+	require.NoError(t, err)
+	require.Len(t, users, 2)
+	require.Empty(t, users[1].Email, "tadasant")
+
+	_, err = pool.Exec(ctx, `UPDATE users SET email = 'JULIE@EXAMPLE.COM' WHERE key = 'tadasant'`)
+	require.Equal(t, pgdb.CodeUniqueViolation, pgdb.Code(err))
+	require.Equal(t, emailIndex, pgdb.ConstraintName(err))
+	require.Equal(t, &domain.EmailTakenError{Email: "x@y"}, userWriteError(err, domain.User{Email: "x@y"}), "a lost race is named too")
+	_, err = pool.Exec(ctx, `INSERT INTO users (key, display_name) VALUES ('a', 'A'), ('b', 'B')`)
+	require.NoError(t, err, "any number of users have no email")
+}
+
+// The migration that makes emails unique brings rows written before it in
+// line: trimmed and lower-cased, and a duplicate cleared from every user but
+// the first created.
+func TestEmailMigrationNormalisesExistingRows(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.DB(t, testSets...)
+	up, err := migrations.ReadFile("migrations/0004_user_email_ignoring_case.up.sql")
+	require.NoError(t, err)
+	down, err := migrations.ReadFile("migrations/0004_user_email_ignoring_case.down.sql")
+	require.NoError(t, err)
+
+	_, err = pool.Exec(ctx, string(down))
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `
+		UPDATE users SET email = ' Julie@Example.com ', created_at = '2026-01-01' WHERE key = 'juliehazz';
+		UPDATE users SET email = 'TADAS@example.com' WHERE key = 'tadasant';
+		INSERT INTO users (key, display_name, email, created_at) VALUES
+			('sam', 'Sam', 'julie@EXAMPLE.com', '2026-02-01'), ('blank', 'Blank', '   ', now())`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, string(up))
+	require.NoError(t, err)
+
+	emails := map[string]*string{}
+	rows, err := pool.Query(ctx, `SELECT key, email FROM users`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var key string
+		var email *string
+		require.NoError(t, rows.Scan(&key, &email))
+		emails[key] = email
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, strp("julie@example.com"), emails["juliehazz"], "the first created keeps it")
+	require.Nil(t, emails["sam"], "the later duplicate is cleared")
+	require.Equal(t, strp("tadas@example.com"), emails["tadasant"])
+	require.Nil(t, emails["blank"])
+}
+
 func TestHumanMessagesAreImmutable(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
