@@ -1,5 +1,11 @@
 package domain
 
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
+
 // Bounds of a hierarchy walk and of the reachability check that guards
 // uncle edges. The walk is bounded twice, by depth and by node count, in
 // both directions; the reachability check only by the sessions it visits,
@@ -55,6 +61,36 @@ type HierarchyNode struct {
 	UncleIDs []int64
 	// Current marks the session the hierarchy was asked about.
 	Current bool
+}
+
+// Label names n wherever a hierarchy is rendered: its title on one line,
+// or "Session #N" when it has none, so that an untitled session is never
+// an empty line.
+func (n HierarchyNode) Label() string { return SessionLabel(n.ID, n.Title) }
+
+// SessionLabel names session id titled title on one line: the title, or
+// "Session #id" when the title shows nothing (empty, blank, or only
+// invisible characters).
+func SessionLabel(id int64, title string) string {
+	t := oneLine(title)
+	if strings.IndexFunc(t, visible) >= 0 {
+		return t
+	}
+	return fmt.Sprintf("Session #%d", id)
+}
+
+func visible(r rune) bool {
+	return !unicode.IsSpace(r) && !unicode.IsControl(r) && !unicode.Is(unicode.Cf, r)
+}
+
+// Node returns the node of session id, if the hierarchy holds it.
+func (h Hierarchy) Node(id int64) (HierarchyNode, bool) {
+	for _, n := range h.Nodes {
+		if n.ID == id {
+			return n, true
+		}
+	}
+	return HierarchyNode{}, false
 }
 
 // SessionIDs returns the id of every node, in node order.

@@ -35,6 +35,10 @@ func TestOutline(t *testing.T) {
 			"- #1 [zimmer] {web_ui · priority} t ← this session\n"},
 		{"title cannot forge a line", domain.Hierarchy{Nodes: []domain.HierarchyNode{n(1, 0, func(x *domain.HierarchyNode) { x.Title = "a\n- #9 [x] forged\r\n" })}},
 			"- #1 [zimmer] {web_ui · priority} a - #9 [x] forged\n"},
+		{"untitled: named by its id", domain.Hierarchy{Nodes: []domain.HierarchyNode{n(7, 0, func(x *domain.HierarchyNode) { x.Title, x.Current = "", true })}},
+			"- #7 [zimmer] {web_ui · priority} Session #7 ← this session\n"},
+		{"blank title: named by its id", domain.Hierarchy{Nodes: []domain.HierarchyNode{n(7, 0, func(x *domain.HierarchyNode) { x.Title = " \n\t " })}},
+			"- #7 [zimmer] {web_ui · priority} Session #7\n"},
 		{"no genesis or class", domain.Hierarchy{Nodes: []domain.HierarchyNode{n(1, 0, func(x *domain.HierarchyNode) { x.Genesis, x.SchedulingClass = "", "" })}},
 			"- #1 [zimmer] t\n"},
 		{"class only", domain.Hierarchy{Nodes: []domain.HierarchyNode{n(1, 0, func(x *domain.HierarchyNode) { x.Genesis = "" })}},
@@ -64,6 +68,14 @@ func TestOutline(t *testing.T) {
 			require.Equal(t, tt.want, tt.h.Outline())
 		})
 	}
+}
+
+func TestSessionLabel(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "Router", domain.HierarchyNode{ID: 3, Title: "Router"}.Label())
+	require.Equal(t, "Session #3", domain.HierarchyNode{ID: 3}.Label())
+	require.Equal(t, "Session #3", domain.SessionLabel(3, "\u2028 "))
+	require.Equal(t, "a b", domain.SessionLabel(3, "a\nb"))
 }
 
 func TestUncleEdgeValidate(t *testing.T) {

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -48,13 +49,40 @@ func ParseProvenance(s string) (Provenance, error) {
 	return p, nil
 }
 
+// Channel is the medium a human message arrived through: the part of its
+// provenance before the dot.
+type Channel string
+
+// The channels that record.
+const (
+	ChannelWebUI Channel = "web_ui"
+	ChannelSlack Channel = "slack"
+)
+
+// Label is the channel's name for a reader.
+func (c Channel) Label() string {
+	switch c {
+	case ChannelWebUI:
+		return "Web UI"
+	case ChannelSlack:
+		return "Slack"
+	}
+	return string(c)
+}
+
+// Channel is the medium p arrived through.
+func (p Provenance) Channel() Channel {
+	c, _, _ := strings.Cut(string(p), ".")
+	return Channel(c)
+}
+
 // WebUI reports whether p is a web-UI boundary, where the author is the
 // admin (Zimmer has no login and one human reaches the UI).
-func (p Provenance) WebUI() bool { return strings.HasPrefix(string(p), "web_ui.") }
+func (p Provenance) WebUI() bool { return p.Channel() == ChannelWebUI }
 
 // Slack reports whether p is a Slack boundary, where the author is resolved
 // from the Slack user ID.
-func (p Provenance) Slack() bool { return strings.HasPrefix(string(p), "slack.") }
+func (p Provenance) Slack() bool { return p.Channel() == ChannelSlack }
 
 // HumanMessage is one message a named human authored, attached to the
 // session it was said in. Immutable: there is no way to edit or delete one.
@@ -121,7 +149,8 @@ type PlacedMessage struct {
 // hierarchy, as seen from that session.
 type SessionHumanMessages struct {
 	SessionID int64
-	// Messages are newest first (occurred_at, then id).
+	// Messages are in the order they were said — occurred_at, then id —
+	// oldest first, so that a conversation reads the way it happened.
 	Messages []PlacedMessage
 	// HereCount and ElsewhereCount are always both stated.
 	HereCount      int
@@ -132,8 +161,9 @@ type SessionHumanMessages struct {
 }
 
 // GatherHumanMessages places messages (authored anywhere in the hierarchy
-// of sessionID) relative to sessionID and orders them newest first.
-// truncated says whether the walk that chose the sessions was cut short.
+// of sessionID) relative to sessionID and puts them in the order they were
+// said. truncated says whether the walk that chose the sessions was cut
+// short.
 func GatherHumanMessages(sessionID int64, messages []HumanMessage, truncated bool) SessionHumanMessages {
 	out := SessionHumanMessages{SessionID: sessionID, Truncated: truncated, Messages: make([]PlacedMessage, 0, len(messages))}
 	for _, m := range messages {
@@ -147,16 +177,7 @@ func GatherHumanMessages(sessionID int64, messages []HumanMessage, truncated boo
 		out.Messages = append(out.Messages, pm)
 	}
 	slices.SortStableFunc(out.Messages, func(a, b PlacedMessage) int {
-		if c := b.OccurredAt.Compare(a.OccurredAt); c != 0 {
-			return c
-		}
-		switch {
-		case a.ID > b.ID:
-			return -1
-		case a.ID < b.ID:
-			return 1
-		}
-		return 0
+		return cmp.Or(a.OccurredAt.Compare(b.OccurredAt), cmp.Compare(a.ID, b.ID))
 	})
 	return out
 }

@@ -69,6 +69,34 @@ func TestParseProvenance(t *testing.T) {
 	require.Error(t, err)
 }
 
+func TestProvenanceChannel(t *testing.T) {
+	t.Parallel()
+	for _, p := range domain.Provenances {
+		want := domain.ChannelSlack
+		if p.WebUI() {
+			want = domain.ChannelWebUI
+		}
+		require.Equal(t, want, p.Channel(), p)
+	}
+	require.Equal(t, "Web UI", domain.ChannelWebUI.Label())
+	require.Equal(t, "Slack", domain.ChannelSlack.Label())
+}
+
+// Messages said at the same instant keep the order they were recorded in.
+func TestGatherHumanMessagesOrdersTiesByID(t *testing.T) {
+	t.Parallel()
+	at := time.Unix(1_700_000_000, 0)
+	got := domain.GatherHumanMessages(2, []domain.HumanMessage{
+		{ID: 9, AuthoredInSessionID: 2, OccurredAt: at}, {ID: 3, AuthoredInSessionID: 1, OccurredAt: at},
+		{ID: 5, AuthoredInSessionID: 2, OccurredAt: at.Add(-time.Second)},
+	}, false)
+	var ids []int64
+	for _, m := range got.Messages {
+		ids = append(ids, m.ID)
+	}
+	require.Equal(t, []int64{5, 3, 9}, ids)
+}
+
 func TestGatherHumanMessagesHereAndElsewhere(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -94,7 +122,7 @@ func TestGatherHumanMessagesHereAndElsewhere(t *testing.T) {
 			require.Len(t, got.Messages, len(tt.msgs))
 			for i, m := range got.Messages {
 				if i > 0 {
-					require.False(t, m.OccurredAt.After(got.Messages[i-1].OccurredAt), "newest first")
+					require.False(t, m.OccurredAt.Before(got.Messages[i-1].OccurredAt), "oldest first: in the order they were said")
 				}
 				require.Equal(t, m.AuthoredInSessionID == 2, m.Origin == domain.Here)
 			}

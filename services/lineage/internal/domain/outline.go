@@ -27,8 +27,9 @@ const CurrentMarker = " ← this session"
 // line at the level in between. A truncated hierarchy ends with a last line
 // "… " + TruncationReason.
 //
-// Titles are flattened to one line so that no title can start a line of
-// its own; quoting for a prompt is the caller's concern.
+// Each session is named by its Label: the title flattened to one line, so
+// that no title can start a line of its own, or "Session #N" when it has
+// none; quoting for a prompt is the caller's concern.
 func (h Hierarchy) Outline() string {
 	var b strings.Builder
 	var stack []int64 // stack[d] is the last node rendered at depth d
@@ -50,7 +51,7 @@ func (h Hierarchy) Outline() string {
 		if pill := genesisPill(n.Genesis, n.SchedulingClass); pill != "" {
 			fmt.Fprintf(&b, " {%s}", pill)
 		}
-		fmt.Fprintf(&b, " %s", oneLine(n.Title))
+		fmt.Fprintf(&b, " %s", n.Label())
 		if n.ParentID != nil && *n.ParentID != under {
 			fmt.Fprintf(&b, " (spawned by #%d)", *n.ParentID)
 		}

@@ -8,10 +8,7 @@ func provenanceOutline(h Hierarchy) string {
 	safe := h
 	safe.Nodes = make([]HierarchyNode, len(h.Nodes))
 	for i, n := range h.Nodes {
-		n.Title = SanitizeInline(n.Title)
-		if n.Title == "" {
-			n.Title = "(untitled)"
-		}
+		n.Title = SanitizeInline(n.Title) // empty: the outline labels it "Session #N"
 		n.AgentRoot = SanitizeInline(n.AgentRoot)
 		n.Status = SanitizeInline(n.Status)
 		n.Genesis = SanitizeInline(n.Genesis)

@@ -156,7 +156,7 @@ func structural(line string) bool {
 	for _, prefix := range []string{
 		"<session-hierarchy>", "</session-hierarchy>", "<human-messages>", "</human-messages>", "<people>", "</people>",
 		"### Session Hierarchy", "### Human Messages", "### People", "Session #", "Truncated: ", "Current time: ",
-		"Authored in this session: ", "Only ", "To read ", "No human-authored ", "- #", "  - #",
+		"Authored in this session: ", "Only ", "To read ", "No human-authored ", "How to read the outline: ", "- #", "  - #",
 		"- [here] ", "- [elsewhere] ", "- Notes on ", "  >", "… ",
 	} {
 		if strings.HasPrefix(line, prefix) {

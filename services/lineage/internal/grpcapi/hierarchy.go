@@ -38,6 +38,7 @@ func HierarchyToProto(h domain.Hierarchy) *lineagev1.SessionHierarchy {
 			Current:         n.Current,
 			Genesis:         n.Genesis,
 			SchedulingClass: n.SchedulingClass,
+			Label:           n.Label(),
 		})
 	}
 	return out

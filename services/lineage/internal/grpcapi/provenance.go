@@ -108,7 +108,7 @@ func (s *ProvenanceServer) RecordHumanMessage(ctx context.Context, req *lineagev
 	}
 	resp := &lineagev1.RecordHumanMessageResponse{Recorded: out.Recorded, NotRecordedReason: out.NotRecordedReason}
 	if out.Recorded {
-		resp.Message = humanMessageToProto(domain.PlacedMessage{HumanMessage: out.Message}, nil)
+		resp.Message = humanMessageToProto(domain.PlacedMessage{HumanMessage: out.Message}, nil, "")
 	}
 	return resp, nil
 }
@@ -119,17 +119,19 @@ func (s *ProvenanceServer) GetSessionProvenance(ctx context.Context, req *lineag
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
+	shown := p.Shown()
 	resp := &lineagev1.GetSessionProvenanceResponse{
 		SessionHierarchy:      HierarchyToProto(p.Hierarchy),
-		HumanMessages:         make([]*lineagev1.HumanMessage, 0, len(p.Messages.Messages)),
+		HumanMessages:         make([]*lineagev1.HumanMessage, 0, len(shown)),
+		OlderCount:            int32(p.NotShown()),              //nolint:gosec // bounded by the rows of one hierarchy
 		HereCount:             int32(p.Messages.HereCount),      //nolint:gosec // bounded by the rows of one hierarchy
 		ElsewhereCount:        int32(p.Messages.ElsewhereCount), //nolint:gosec // same
 		ElsewhereCountIsFloor: p.Messages.Truncated,
 		HumanMessageHere:      p.Messages.HumanMessageHere(),
 		Markdown:              domain.RenderProvenanceSections(p),
 	}
-	for _, m := range p.Messages.Messages {
-		resp.HumanMessages = append(resp.HumanMessages, humanMessageToProto(m, p.Roster))
+	for _, m := range shown {
+		resp.HumanMessages = append(resp.HumanMessages, humanMessageToProto(m, p.Roster, p.AuthoredInLabel(m.HumanMessage)))
 	}
 	for _, u := range p.People() {
 		resp.People = append(resp.People, userToProto(u))
@@ -153,9 +155,14 @@ func userToProto(u domain.User) *lineagev1.User {
 	}
 }
 
-func humanMessageToProto(m domain.PlacedMessage, roster domain.Roster) *lineagev1.HumanMessage {
+// humanMessageToProto is the wire form of m, its author named by roster and
+// the session it was said in by authoredIn (empty when no hierarchy was
+// walked).
+func humanMessageToProto(m domain.PlacedMessage, roster domain.Roster, authoredIn string) *lineagev1.HumanMessage {
 	out := &lineagev1.HumanMessage{
-		Id: m.ID, Author: m.Author, Provenance: string(m.Provenance), AuthoredInSessionId: m.AuthoredInSessionID,
+		Id: m.ID, Author: m.Author, Provenance: string(m.Provenance),
+		Channel: string(m.Provenance.Channel()), ChannelLabel: m.Provenance.Channel().Label(),
+		AuthoredInSessionId: m.AuthoredInSessionID, AuthoredInLabel: authoredIn,
 		Content: m.Content, SlackPermalink: m.SlackPermalink, OccurredAt: timestamp(m.OccurredAt), Origin: string(m.Origin),
 	}
 	if u, ok := roster[m.Author]; ok {

@@ -119,8 +119,14 @@ func TestProvenanceThroughGRPC(t *testing.T) {
 		require.Len(t, p.GetSessionHierarchy().GetNodes(), 3)
 		require.Equal(t, int64(101), p.GetSessionHierarchy().GetOriginSessionId())
 		require.Len(t, p.GetHumanMessages(), 2)
-		require.Equal(t, "juliehazz", p.GetHumanMessages()[0].GetAuthor(), "newest first")
-		require.Equal(t, "Julie", p.GetHumanMessages()[0].GetAuthorDisplayName())
+		// Oldest first: the conversation in the order it was said.
+		first, last := p.GetHumanMessages()[0], p.GetHumanMessages()[1]
+		require.Equal(t, "tadasant", first.GetAuthor(), "oldest first")
+		require.Equal(t, "juliehazz", last.GetAuthor())
+		require.Equal(t, "Julie", last.GetAuthorDisplayName())
+		require.Equal(t, []string{"web_ui", "Web UI", "Router"}, []string{first.GetChannel(), first.GetChannelLabel(), first.GetAuthoredInLabel()})
+		require.Equal(t, []string{"slack", "Slack", "Worker"}, []string{last.GetChannel(), last.GetChannelLabel(), last.GetAuthoredInLabel()})
+		require.Zero(t, p.GetOlderCount())
 		require.Contains(t, p.GetMarkdown(), "### Session Hierarchy")
 		require.Contains(t, p.GetMarkdown(), "### Human Messages")
 		require.Contains(t, p.GetMarkdown(), "### People")

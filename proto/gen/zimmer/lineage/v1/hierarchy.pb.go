@@ -214,8 +214,11 @@ type HierarchyNode struct {
 	Current         bool   `protobuf:"varint,8,opt,name=current,proto3" json:"current,omitempty"`
 	Genesis         string `protobuf:"bytes,9,opt,name=genesis,proto3" json:"genesis,omitempty"`
 	SchedulingClass string `protobuf:"bytes,10,opt,name=scheduling_class,json=schedulingClass,proto3" json:"scheduling_class,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// What every rendering names the session: its title on one line, or
+	// "Session #<id>" when it has none. title stays as recorded.
+	Label         string `protobuf:"bytes,11,opt,name=label,proto3" json:"label,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HierarchyNode) Reset() {
@@ -318,6 +321,13 @@ func (x *HierarchyNode) GetSchedulingClass() string {
 	return ""
 }
 
+func (x *HierarchyNode) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
 var File_zimmer_lineage_v1_hierarchy_proto protoreflect.FileDescriptor
 
 const file_zimmer_lineage_v1_hierarchy_proto_rawDesc = "" +
@@ -329,7 +339,7 @@ const file_zimmer_lineage_v1_hierarchy_proto_rawDesc = "" +
 	"\ttruncated\x18\x03 \x01(\bR\ttruncated\x12+\n" +
 	"\x11truncation_reason\x18\x04 \x01(\tR\x10truncationReason\x126\n" +
 	"\x05nodes\x18\x05 \x03(\v2 .zimmer.lineage.v1.HierarchyNodeR\x05nodes\x12\x18\n" +
-	"\aoutline\x18\x06 \x01(\tR\aoutline\"\xd4\x02\n" +
+	"\aoutline\x18\x06 \x01(\tR\aoutline\"\xea\x02\n" +
 	"\rHierarchyNode\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x1d\n" +
@@ -342,7 +352,8 @@ const file_zimmer_lineage_v1_hierarchy_proto_rawDesc = "" +
 	"\acurrent\x18\b \x01(\bR\acurrent\x12\x18\n" +
 	"\agenesis\x18\t \x01(\tR\agenesis\x12)\n" +
 	"\x10scheduling_class\x18\n" +
-	" \x01(\tR\x0fschedulingClassB\x14\n" +
+	" \x01(\tR\x0fschedulingClass\x12\x14\n" +
+	"\x05label\x18\v \x01(\tR\x05labelB\x14\n" +
 	"\x12_parent_session_id*\x85\x03\n" +
 	"\x10UncleEdgeOutcome\x12\"\n" +
 	"\x1eUNCLE_EDGE_OUTCOME_UNSPECIFIED\x10\x00\x12\x1e\n" +

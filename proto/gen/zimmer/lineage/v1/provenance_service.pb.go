@@ -457,11 +457,18 @@ type HumanMessage struct {
 	// The input boundary: web_ui.new_session, web_ui.quick_prompt,
 	// web_ui.chat_bubble, web_ui.follow_up, web_ui.enqueued_message,
 	// slack.channel_message or slack.dm.
-	Provenance          string                 `protobuf:"bytes,4,opt,name=provenance,proto3" json:"provenance,omitempty"`
-	AuthoredInSessionId int64                  `protobuf:"varint,5,opt,name=authored_in_session_id,json=authoredInSessionId,proto3" json:"authored_in_session_id,omitempty"`
-	Content             string                 `protobuf:"bytes,6,opt,name=content,proto3" json:"content,omitempty"`
-	SlackPermalink      string                 `protobuf:"bytes,7,opt,name=slack_permalink,json=slackPermalink,proto3" json:"slack_permalink,omitempty"`
-	OccurredAt          *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
+	Provenance string `protobuf:"bytes,4,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	// The medium the provenance belongs to: "web_ui" or "slack".
+	Channel string `protobuf:"bytes,10,opt,name=channel,proto3" json:"channel,omitempty"`
+	// The channel's name for a reader: "Web UI" or "Slack".
+	ChannelLabel        string `protobuf:"bytes,11,opt,name=channel_label,json=channelLabel,proto3" json:"channel_label,omitempty"`
+	AuthoredInSessionId int64  `protobuf:"varint,5,opt,name=authored_in_session_id,json=authoredInSessionId,proto3" json:"authored_in_session_id,omitempty"`
+	// What the hierarchy names the session it was said in: its title, or
+	// "Session #<id>" when it has none. Empty on RecordHumanMessage.
+	AuthoredInLabel string                 `protobuf:"bytes,12,opt,name=authored_in_label,json=authoredInLabel,proto3" json:"authored_in_label,omitempty"`
+	Content         string                 `protobuf:"bytes,6,opt,name=content,proto3" json:"content,omitempty"`
+	SlackPermalink  string                 `protobuf:"bytes,7,opt,name=slack_permalink,json=slackPermalink,proto3" json:"slack_permalink,omitempty"`
+	OccurredAt      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
 	// Relative to the session asked about: "here" or "elsewhere"; empty on
 	// RecordHumanMessage.
 	Origin        string `protobuf:"bytes,9,opt,name=origin,proto3" json:"origin,omitempty"`
@@ -527,11 +534,32 @@ func (x *HumanMessage) GetProvenance() string {
 	return ""
 }
 
+func (x *HumanMessage) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *HumanMessage) GetChannelLabel() string {
+	if x != nil {
+		return x.ChannelLabel
+	}
+	return ""
+}
+
 func (x *HumanMessage) GetAuthoredInSessionId() int64 {
 	if x != nil {
 		return x.AuthoredInSessionId
 	}
 	return 0
+}
+
+func (x *HumanMessage) GetAuthoredInLabel() string {
+	if x != nil {
+		return x.AuthoredInLabel
+	}
+	return ""
 }
 
 func (x *HumanMessage) GetContent() string {
@@ -797,10 +825,14 @@ func (x *GetSessionProvenanceRequest) GetSessionId() int64 {
 type GetSessionProvenanceResponse struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	SessionHierarchy *SessionHierarchy      `protobuf:"bytes,1,opt,name=session_hierarchy,json=sessionHierarchy,proto3" json:"session_hierarchy,omitempty"`
-	// Newest first, every one in the hierarchy.
-	HumanMessages  []*HumanMessage `protobuf:"bytes,2,rep,name=human_messages,json=humanMessages,proto3" json:"human_messages,omitempty"`
-	HereCount      int32           `protobuf:"varint,3,opt,name=here_count,json=hereCount,proto3" json:"here_count,omitempty"`
-	ElsewhereCount int32           `protobuf:"varint,4,opt,name=elsewhere_count,json=elsewhereCount,proto3" json:"elsewhere_count,omitempty"`
+	// The newest 25 messages of the hierarchy, oldest first: the
+	// conversation in the order it was said. Older ones are counted in
+	// older_count, never dropped silently.
+	HumanMessages []*HumanMessage `protobuf:"bytes,2,rep,name=human_messages,json=humanMessages,proto3" json:"human_messages,omitempty"`
+	// How many messages, all older than human_messages, are not listed.
+	OlderCount     int32 `protobuf:"varint,9,opt,name=older_count,json=olderCount,proto3" json:"older_count,omitempty"`
+	HereCount      int32 `protobuf:"varint,3,opt,name=here_count,json=hereCount,proto3" json:"here_count,omitempty"`
+	ElsewhereCount int32 `protobuf:"varint,4,opt,name=elsewhere_count,json=elsewhereCount,proto3" json:"elsewhere_count,omitempty"`
 	// True when the hierarchy walk was truncated: elsewhere_count is a floor.
 	ElsewhereCountIsFloor bool `protobuf:"varint,5,opt,name=elsewhere_count_is_floor,json=elsewhereCountIsFloor,proto3" json:"elsewhere_count_is_floor,omitempty"`
 	// human_message_here answers "did a human speak to this session?"; false
@@ -856,6 +888,13 @@ func (x *GetSessionProvenanceResponse) GetHumanMessages() []*HumanMessage {
 		return x.HumanMessages
 	}
 	return nil
+}
+
+func (x *GetSessionProvenanceResponse) GetOlderCount() int32 {
+	if x != nil {
+		return x.OlderCount
+	}
+	return 0
 }
 
 func (x *GetSessionProvenanceResponse) GetHereCount() int32 {
@@ -1054,15 +1093,19 @@ const file_zimmer_lineage_v1_provenance_service_proto_rawDesc = "" +
 	"\x06_emailB\b\n" +
 	"\x06_notes\"A\n" +
 	"\x12UpdateUserResponse\x12+\n" +
-	"\x04user\x18\x01 \x01(\v2\x17.zimmer.lineage.v1.UserR\x04user\"\xd3\x02\n" +
+	"\x04user\x18\x01 \x01(\v2\x17.zimmer.lineage.v1.UserR\x04user\"\xbe\x03\n" +
 	"\fHumanMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x16\n" +
 	"\x06author\x18\x02 \x01(\tR\x06author\x12.\n" +
 	"\x13author_display_name\x18\x03 \x01(\tR\x11authorDisplayName\x12\x1e\n" +
 	"\n" +
 	"provenance\x18\x04 \x01(\tR\n" +
-	"provenance\x123\n" +
-	"\x16authored_in_session_id\x18\x05 \x01(\x03R\x13authoredInSessionId\x12\x18\n" +
+	"provenance\x12\x18\n" +
+	"\achannel\x18\n" +
+	" \x01(\tR\achannel\x12#\n" +
+	"\rchannel_label\x18\v \x01(\tR\fchannelLabel\x123\n" +
+	"\x16authored_in_session_id\x18\x05 \x01(\x03R\x13authoredInSessionId\x12*\n" +
+	"\x11authored_in_label\x18\f \x01(\tR\x0fauthoredInLabel\x12\x18\n" +
 	"\acontent\x18\x06 \x01(\tR\acontent\x12'\n" +
 	"\x0fslack_permalink\x18\a \x01(\tR\x0eslackPermalink\x12;\n" +
 	"\voccurred_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -1087,10 +1130,12 @@ const file_zimmer_lineage_v1_provenance_service_proto_rawDesc = "" +
 	"\x13not_recorded_reason\x18\x03 \x01(\tR\x11notRecordedReason\"<\n" +
 	"\x1bGetSessionProvenanceRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\x03R\tsessionId\"\xb4\x03\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\"\xd5\x03\n" +
 	"\x1cGetSessionProvenanceResponse\x12P\n" +
 	"\x11session_hierarchy\x18\x01 \x01(\v2#.zimmer.lineage.v1.SessionHierarchyR\x10sessionHierarchy\x12F\n" +
-	"\x0ehuman_messages\x18\x02 \x03(\v2\x1f.zimmer.lineage.v1.HumanMessageR\rhumanMessages\x12\x1d\n" +
+	"\x0ehuman_messages\x18\x02 \x03(\v2\x1f.zimmer.lineage.v1.HumanMessageR\rhumanMessages\x12\x1f\n" +
+	"\volder_count\x18\t \x01(\x05R\n" +
+	"olderCount\x12\x1d\n" +
 	"\n" +
 	"here_count\x18\x03 \x01(\x05R\thereCount\x12'\n" +
 	"\x0felsewhere_count\x18\x04 \x01(\x05R\x0eelsewhereCount\x127\n" +

@@ -42,11 +42,15 @@ const (
 type ProvenanceServiceClient interface {
 	// ListUsers returns the roster, in key order.
 	ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error)
-	// CreateUser adds a human. AlreadyExists when the key is taken; Aborted
-	// when one of the Slack user IDs belongs to another user.
+	// CreateUser adds a human. What the operator typed is normalised: every
+	// field trimmed, blank Slack IDs dropped and repeats merged, the email
+	// lower-cased. AlreadyExists when the key is taken; Aborted when one of
+	// the Slack user IDs, or the email (compared ignoring case), belongs to
+	// another user.
 	CreateUser(ctx context.Context, in *CreateUserRequest, opts ...grpc.CallOption) (*CreateUserResponse, error)
-	// UpdateUser edits a human's display name, email, Slack IDs or notes.
-	// The key is immutable: renaming would orphan the human's messages.
+	// UpdateUser edits a human's display name, email, Slack IDs or notes,
+	// normalised and refused as CreateUser's. The key is immutable: renaming
+	// would orphan the human's messages.
 	UpdateUser(ctx context.Context, in *UpdateUserRequest, opts ...grpc.CallOption) (*UpdateUserResponse, error)
 	// RecordHumanMessage appends a message an input boundary established a
 	// human authored. The author is resolved from the actor, never named by
@@ -146,11 +150,15 @@ func (c *provenanceServiceClient) GetPromptBlocks(ctx context.Context, in *GetPr
 type ProvenanceServiceServer interface {
 	// ListUsers returns the roster, in key order.
 	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
-	// CreateUser adds a human. AlreadyExists when the key is taken; Aborted
-	// when one of the Slack user IDs belongs to another user.
+	// CreateUser adds a human. What the operator typed is normalised: every
+	// field trimmed, blank Slack IDs dropped and repeats merged, the email
+	// lower-cased. AlreadyExists when the key is taken; Aborted when one of
+	// the Slack user IDs, or the email (compared ignoring case), belongs to
+	// another user.
 	CreateUser(context.Context, *CreateUserRequest) (*CreateUserResponse, error)
-	// UpdateUser edits a human's display name, email, Slack IDs or notes.
-	// The key is immutable: renaming would orphan the human's messages.
+	// UpdateUser edits a human's display name, email, Slack IDs or notes,
+	// normalised and refused as CreateUser's. The key is immutable: renaming
+	// would orphan the human's messages.
 	UpdateUser(context.Context, *UpdateUserRequest) (*UpdateUserResponse, error)
 	// RecordHumanMessage appends a message an input boundary established a
 	// human authored. The author is resolved from the actor, never named by
