@@ -4,16 +4,37 @@ package grpcclient
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
+// reconnect is how a connection comes back after the service it reaches
+// restarts. gRPC's default waits up to 120 s between attempts, so a caller
+// kept answering "unavailable" for seconds after the service was back; a
+// dial to a peer on loopback or a private network is cheap, so retrying it
+// at most every second costs nothing and bounds that window to a second.
+var reconnect = grpc.ConnectParams{
+	Backoff: backoff.Config{
+		BaseDelay:  50 * time.Millisecond,
+		Multiplier: 1.6,
+		Jitter:     0.2,
+		MaxDelay:   time.Second,
+	},
+	MinConnectTimeout: 5 * time.Second,
+}
+
 // Dial returns a lazily-connecting client for addr that presents apiKey (when
-// not empty) on every call. Services talk over loopback or a private network;
+// not empty) on every call and reconnects within a second of the peer
+// coming back. Services talk over loopback or a private network;
 // transport security is the deployment's concern (see deploy/README.md).
 func Dial(addr, apiKey string) (*grpc.ClientConn, error) {
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(reconnect),
+	}
 	if apiKey != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(keyCredentials(apiKey)))
 	}

@@ -11,13 +11,15 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Common maps the errors every service shares: a *validation.Error anywhere
-// in err's chain to InvalidArgument, and the context's cancellation and
-// deadline to Canceled and DeadlineExceeded. ok is false for any other
-// error, which is the service's to map.
+// in err's chain to InvalidArgument, the context's cancellation and
+// deadline to Canceled and DeadlineExceeded, and a database that cannot be
+// reached to Unavailable (retryable: REST 503, "retry shortly"). ok is false
+// for any other error, which is the service's to map.
 func Common(err error) (st error, ok bool) {
 	var verr *validation.Error
 	switch {
@@ -27,6 +29,8 @@ func Common(err error) (st error, ok bool) {
 		return status.Error(codes.Canceled, "request canceled"), true
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded"), true
+	case pgdb.Unavailable(err):
+		return status.Error(codes.Unavailable, "the database is unavailable; retry shortly"), true
 	}
 	return nil, false
 }

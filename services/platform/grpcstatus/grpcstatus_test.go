@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -53,6 +54,8 @@ func TestCommon(t *testing.T) {
 		{"validation, wrapped", fmt.Errorf("apply: %w", validation.Invalid("f", "r")), true, codes.InvalidArgument, "f: r"},
 		{"canceled", fmt.Errorf("query: %w", context.Canceled), true, codes.Canceled, "request canceled"},
 		{"deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), true, codes.DeadlineExceeded, "deadline exceeded"},
+		{"database unreachable", fmt.Errorf("read session: %w", &pgconn.ConnectError{}), true, codes.Unavailable, "the database is unavailable; retry shortly"},
+		{"database shutting down", fmt.Errorf("read session: %w", &pgconn.PgError{Code: "57P01"}), true, codes.Unavailable, "the database is unavailable; retry shortly"},
 		{"anything else is the service's", errors.New("relation x does not exist"), false, codes.OK, ""},
 	}
 	for _, tt := range tests {

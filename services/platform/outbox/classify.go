@@ -21,12 +21,20 @@ const (
 	// rejected: the subscriber says the message itself is invalid; parked
 	// as dead at once.
 	rejected
+	// unreachable: the subscriber is not there (gRPC Unavailable: down,
+	// restarting, not yet started). Retried within PollInterval, so a
+	// backlog flows within a second of the subscriber coming back, and the
+	// round stops: the rest of the batch waits untouched instead of each
+	// message failing in turn, so an outage costs one probe per poll.
+	unreachable
 )
 
 func (c failureClass) String() string {
 	switch c {
 	case permanentFailure:
 		return "permanent"
+	case unreachable:
+		return "unreachable"
 	case rejected:
 		return "rejected"
 	default:
@@ -67,7 +75,9 @@ func classify(err error) failureClass {
 	switch st.Code() {
 	case codes.InvalidArgument:
 		return rejected
-	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted, codes.Canceled:
+	case codes.Unavailable:
+		return unreachable
+	case codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted, codes.Canceled:
 		return transient
 	default:
 		return permanentFailure

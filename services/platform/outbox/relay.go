@@ -97,11 +97,11 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	for {
 		for {
-			n, err := r.DeliverPending(ctx)
+			n, stopped, err := r.round(ctx)
 			if err != nil && ctx.Err() == nil {
 				r.Logger.Error("outbox relay round failed", "subscriber", r.Subscriber, "error", err)
 			}
-			if n < r.BatchSize || err != nil {
+			if n < r.BatchSize || stopped || err != nil {
 				break
 			}
 		}
@@ -119,29 +119,45 @@ func (r *Relay) Run(ctx context.Context) error {
 // how many messages it claimed. Messages it claimed but did not hand over
 // (the lease ran short, or ctx ended) are released, due again at once.
 func (r *Relay) DeliverPending(ctx context.Context) (int, error) {
+	n, _, err := r.round(ctx)
+	return n, err
+}
+
+// round is DeliverPending, also reporting whether it stopped early because
+// the subscriber is unreachable (the rest of the batch was released).
+func (r *Relay) round(ctx context.Context) (claimedN int, stopped bool, err error) {
 	r.defaults()
 	if err := r.validate(); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	// Read before the claim, so this relay's idea of the lease's end is never
 	// later than the database's.
 	leaseEnds := time.Now().Add(r.Lease)
 	msgs, lease, err := r.claim(ctx)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	for i, m := range msgs {
 		if ctx.Err() != nil || time.Until(leaseEnds) < r.DeliveryTimeout {
 			r.release(ctx, lease, msgs[i:])
-			return len(msgs), ctx.Err()
+			return len(msgs), false, ctx.Err()
 		}
-		if err := r.deliverOne(ctx, lease, m); err != nil {
+		err := r.deliverOne(ctx, lease, m)
+		if errors.Is(err, errUnreachable) {
+			r.release(ctx, lease, msgs[i+1:])
+			return len(msgs), true, nil
+		}
+		if err != nil {
 			r.release(ctx, lease, msgs[i:])
-			return len(msgs), err
+			return len(msgs), false, err
 		}
 	}
-	return len(msgs), nil
+	return len(msgs), false, nil
 }
+
+// errUnreachable ends a round after a failure of class unreachable was
+// recorded: delivering the rest of the batch now would only fail in turn.
+var errUnreachable = errors.New("subscriber unreachable")
 
 // claim leases up to BatchSize due messages in one autocommit statement and
 // returns them in id order with the lease: the next_attempt_at they now
@@ -216,6 +232,9 @@ func (r *Relay) recordFailure(ctx context.Context, lease time.Time, m claimed, d
 	}
 	dead := class == rejected || (class == permanentFailure && m.permanentFailures+1 >= r.DeadAfter)
 	delay := r.backoff(m.Attempts)
+	if class == unreachable {
+		delay = min(delay, r.PollInterval)
+	}
 	tag, err := r.Pool.Exec(ctx, `
 		UPDATE outbox_messages
 		SET attempts = attempts + 1, permanent_failures = permanent_failures + $3, last_error = $4,
@@ -241,6 +260,9 @@ func (r *Relay) recordFailure(ctx context.Context, lease time.Time, m claimed, d
 	}
 	if dead && r.OnDead != nil {
 		r.OnDead(ctx, m.Message, derr)
+	}
+	if class == unreachable {
+		return errUnreachable
 	}
 	return nil
 }

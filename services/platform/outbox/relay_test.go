@@ -317,3 +317,47 @@ func TestPruneDeletesOnlyDeliveredMessagesPastTheCutoff(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 }
+
+// TestAnUnreachableSubscriberCostsOneProbeAndIsRetriedWithinAPoll: while the
+// subscriber is down, a round tries one message and leaves the rest of the
+// batch untouched; the failed one is due again within PollInterval whatever
+// the backoff, so the backlog flows as soon as the subscriber is back.
+func TestAnUnreachableSubscriberCostsOneProbeAndIsRetriedWithinAPoll(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t, outbox.Migrations)
+	ids := enqueue(t, pool, []string{"a"}, 5)
+	var calls atomic.Int64
+	var down atomic.Bool
+	down.Store(true)
+	r := &outbox.Relay{Pool: pool, Subscriber: "a", PollInterval: 200 * time.Millisecond,
+		Backoff: time.Hour, MaxBackoff: time.Hour,
+		Deliver: func(context.Context, outbox.Message) error {
+			calls.Add(1)
+			if down.Load() {
+				return status.Error(codes.Unavailable, "connection refused")
+			}
+			return nil
+		}}
+
+	_, err := r.DeliverPending(context.Background())
+	require.NoError(t, err, "an unreachable subscriber is recorded, not an error of the round")
+	require.EqualValues(t, 1, calls.Load(), "one probe, not one failure per message")
+	first := readRow(t, pool, ids[0])
+	require.Equal(t, 1, first.Attempts)
+	require.Zero(t, first.PermanentFailures, "unreachable is never a step towards dead")
+	for _, id := range ids[1:] {
+		got := readRow(t, pool, id)
+		require.Zero(t, got.Attempts, "the rest of the batch was not tried")
+		require.True(t, got.Due, "and was released, due at once")
+	}
+
+	down.Store(false)
+	time.Sleep(300 * time.Millisecond) // past PollInterval, far short of Backoff
+	for range 2 {
+		_, err = r.DeliverPending(context.Background())
+		require.NoError(t, err)
+	}
+	for _, id := range ids {
+		require.True(t, readRow(t, pool, id).Delivered, "every message delivered once the subscriber is back")
+	}
+}
