@@ -59,20 +59,29 @@ type SessionDetailJSON struct {
 	// Nil (null) when lineage could not be asked: unknown, not empty.
 	SessionHierarchy *lineagev1.SessionHierarchy `json:"session_hierarchy" nullable:"true" doc:"The sessions this one came from, its siblings and uncles. Null when lineage could not be asked (the X-Zimmer-Degraded header says so): unknown, not empty."`
 	// Nil (null) when unknown; empty ([]) when nobody said anything.
-	HumanMessages []HumanMessageJSON `json:"human_messages" nullable:"true" doc:"The human messages recorded anywhere in the hierarchy, each with its origin: here (said to this session) or elsewhere (context from another session of the hierarchy). [] when there are none; null when lineage could not be asked: unknown, not empty."`
+	HumanMessages []HumanMessageJSON `json:"human_messages" nullable:"true" doc:"The newest 25 human messages recorded anywhere in the hierarchy, oldest first (the conversation in the order it was said), each with its origin: here (said to this session) or elsewhere (context from another session of the hierarchy). [] when there are none; null when lineage could not be asked: unknown, not empty."`
 }
 
 // HumanMessageJSON is one entry of human_messages.
 type HumanMessageJSON struct {
-	ID                  int64   `json:"id"`
-	Origin              string  `json:"origin" doc:"here: a human said it to this session; elsewhere: to another session of the hierarchy."`
-	Author              string  `json:"author" doc:"The roster key of the human who wrote it."`
-	AuthorDisplayName   *string `json:"author_display_name" doc:"The author's name, or null when the key no longer resolves."`
-	EntryPoint          string  `json:"entry_point" doc:"Where the message entered Zimmer, e.g. web_ui.follow_up or slack.dm."`
-	AuthoredInSessionID int64   `json:"authored_in_session_id"`
-	Content             string  `json:"content"`
-	SlackPermalink      *string `json:"slack_permalink"`
-	OccurredAt          string  `json:"occurred_at" doc:"RFC 3339."`
+	ID                  int64          `json:"id"`
+	Origin              string         `json:"origin" doc:"here: a human said it to this session; elsewhere: to another session of the hierarchy."`
+	Author              string         `json:"author" doc:"The roster key of the human who wrote it."`
+	AuthorDisplayName   *string        `json:"author_display_name" doc:"The author's name, or null when the key no longer resolves."`
+	EntryPoint          string         `json:"entry_point" doc:"Where the message entered Zimmer, e.g. web_ui.follow_up or slack.dm."`
+	Channel             string         `json:"channel" doc:"The medium it arrived through: web_ui or slack."`
+	ChannelLabel        string         `json:"channel_label" doc:"The channel's name for a reader: Web UI or Slack."`
+	AuthoredInSessionID int64          `json:"authored_in_session_id"`
+	AuthoredIn          AuthoredInJSON `json:"authored_in" doc:"The session it was said in, named as the hierarchy names it."`
+	Content             string         `json:"content"`
+	SlackPermalink      *string        `json:"slack_permalink"`
+	OccurredAt          string         `json:"occurred_at" doc:"RFC 3339."`
+}
+
+// AuthoredInJSON is the session a human message was said in.
+type AuthoredInJSON struct {
+	ID    int64  `json:"id"`
+	Label string `json:"label" doc:"The session's title, or Session #<id> when it has none."`
 }
 
 func (h *sessionDetail) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -134,14 +143,17 @@ func (d SessionDetailJSON) encode(m *wirejson.Marshaler) ([]byte, error) {
 	}{session, hierarchy, messages}) // d's keys, each value already encoded
 }
 
-// HumanMessagesJSON is the REST form of msgs; never nil, so an empty record
-// is [].
+// HumanMessagesJSON is the REST form of msgs, in lineage's order (which
+// chooses and orders what every surface shows); never nil, so an empty
+// record is [].
 func HumanMessagesJSON(msgs []*lineagev1.HumanMessage) []HumanMessageJSON {
 	out := make([]HumanMessageJSON, 0, len(msgs))
 	for _, m := range msgs {
 		j := HumanMessageJSON{
 			ID: m.GetId(), Origin: m.GetOrigin(), Author: m.GetAuthor(), EntryPoint: m.GetProvenance(),
+			Channel: m.GetChannel(), ChannelLabel: m.GetChannelLabel(),
 			AuthoredInSessionID: m.GetAuthoredInSessionId(), Content: m.GetContent(),
+			AuthoredIn: AuthoredInJSON{ID: m.GetAuthoredInSessionId(), Label: m.GetAuthoredInLabel()},
 		}
 		if n := m.GetAuthorDisplayName(); n != "" {
 			j.AuthorDisplayName = &n

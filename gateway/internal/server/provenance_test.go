@@ -113,6 +113,7 @@ func TestSessionDetailComposesProvenance(t *testing.T) {
 		},
 		HumanMessages: []*lineagev1.HumanMessage{
 			{Id: 2, Origin: "elsewhere", Author: "juliehazz", AuthorDisplayName: "Julie", Provenance: "slack.dm", AuthoredInSessionId: workerID,
+				Channel: "slack", ChannelLabel: "Slack", AuthoredInLabel: "Session #2",
 				Content: "<b>keep</b> it", SlackPermalink: "https://x/p", OccurredAt: timestamppb.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))},
 			{Id: 1, Origin: "here", Author: "gone", Provenance: "web_ui.new_session", AuthoredInSessionId: routerID,
 				Content: "route it", OccurredAt: timestamppb.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))},
@@ -148,6 +149,9 @@ func TestSessionDetailComposesProvenance(t *testing.T) {
 		require.Equal(t, "Julie", m0["author_display_name"])
 		require.Equal(t, "slack.dm", m0["entry_point"])
 		require.Equal(t, json.Number("2"), m0["authored_in_session_id"])
+		require.Equal(t, "slack", m0["channel"])
+		require.Equal(t, "Slack", m0["channel_label"])
+		require.Equal(t, map[string]any{"id": json.Number("2"), "label": "Session #2"}, m0["authored_in"], "where it was said, named as the hierarchy names it")
 		require.Equal(t, "<b>keep</b> it", m0["content"])
 		require.Equal(t, "2026-01-02T03:04:05Z", m0["occurred_at"])
 		require.Contains(t, string(resp.body), `"<b>keep</b> it"`, "no HTML escaping, as protojson")
