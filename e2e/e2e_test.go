@@ -78,6 +78,7 @@ func TestEndToEnd(t *testing.T) {
 		code, body = api.do(t, "GET", "/api/v1/sessions/424242", "")
 		require.Equal(t, http.StatusNotFound, code, body)
 		code, body = api.do(t, "GET", "/api/v1/sessions", "")
+		require.Equal(t, http.StatusOK, code, body)
 		require.Contains(t, body, `"total_count":1`, "refused creates wrote nothing")
 
 		code, body = (restClient{base: api.base}).do(t, "GET", "/openapi.json", "")

@@ -152,7 +152,7 @@ func (s *stack) interrupt(name string) error {
 		return err
 	case <-time.After(20 * time.Second):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		<-done //nolint:errcheck // killed: its exit status says nothing more than the error below
 		return fmt.Errorf("%s ignored SIGINT for 20s and was killed", name)
 	}
 }
@@ -220,7 +220,7 @@ func buildBinaries(t *testing.T) string {
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out.String())
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out.String())
 		}
 		binDir = dir
 	})
