@@ -58,7 +58,7 @@ func TestCreateWritesSessionAndOutboxTogether(t *testing.T) {
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM outbox_messages WHERE topic = $1 AND subscriber = $2`, events.TopicSessionCreated, events.SubscriberLineage))
 
 	var payload []byte
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT payload FROM outbox_messages WHERE aggregate_key = $1`, "2").Scan(&payload))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT payload FROM outbox_messages WHERE topic = $1 ORDER BY id DESC LIMIT 1`, events.TopicSessionCreated).Scan(&payload))
 	evt, err := events.Decode(payload)
 	require.NoError(t, err)
 	require.Equal(t, child.ID, evt.GetSessionId())
