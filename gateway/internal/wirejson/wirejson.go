@@ -121,6 +121,12 @@ func (w *walker) message(md protoreflect.MessageDescriptor) error {
 	if hasSpecialJSON(md) {
 		return w.copyValue()
 	}
+	return w.fields(md, false)
+}
+
+// fields writes the next value, an object of md's fields; in an Any
+// (packed), its "@type" member is copied first.
+func (w *walker) fields(md protoreflect.MessageDescriptor, packed bool) error {
 	fields := md.Fields()
 	// protojson writes fields in declaration order, then extensions. next
 	// is the declaration index of the first field not yet reached: the
@@ -146,6 +152,11 @@ func (w *walker) message(md protoreflect.MessageDescriptor) error {
 	}
 	w.out.WriteByte('{')
 	err := w.in.members(func(key []byte) error {
+		if packed && keyName(key) == "@type" {
+			sep()
+			w.writeKey(key)
+			return w.copyValue()
+		}
 		fd := fieldFor(fields, key, next)
 		if fd == nil { // an extension: after all fields, copied as is
 			nullsUpTo(fields.Len())
@@ -266,9 +277,10 @@ func (w *walker) any() error {
 	if md == nil { // unresolvable: protojson could not have written it either
 		return w.copyValue()
 	}
-	special := hasSpecialJSON(md) // includes the 64-bit wrappers
-	fields := md.Fields()
-	first := true
+	if !hasSpecialJSON(md) { // the packed message's fields beside @type
+		return w.fields(md, true)
+	}
+	first := true // {"@type": url, "value": ...}; the 64-bit wrappers too
 	w.out.WriteByte('{')
 	err = w.in.members(func(key []byte) error {
 		if !first {
@@ -276,16 +288,8 @@ func (w *walker) any() error {
 		}
 		first = false
 		w.writeKey(key)
-		name := keyName(key)
-		switch {
-		case name == "@type":
-			return w.copyValue()
-		case special && name == "value":
+		if keyName(key) == "value" {
 			return w.message(md)
-		case !special:
-			if fd := lookupField(fields, name); fd != nil {
-				return w.field(fd)
-			}
 		}
 		return w.copyValue()
 	})

@@ -70,7 +70,7 @@ message_type {
 }
 `
 
-func outerDescriptor(t *testing.T) protoreflect.MessageDescriptor {
+func outerDescriptor(t testing.TB) protoreflect.MessageDescriptor {
 	t.Helper()
 	var fdp descriptorpb.FileDescriptorProto
 	require.NoError(t, prototext.Unmarshal([]byte(testFile), &fdp))
