@@ -346,3 +346,19 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// A session id given as a JSON number reaches lifecycle digit for digit,
+// even beyond 2^53, where a float64 would round it.
+func TestNumericSessionIDKeepsEveryDigit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.connect(t, "/")
+
+	res := call(t, c, "get_session", map[string]any{"session_id": json.Number("9007199254740993")})
+	require.False(t, res.IsError, textOf(res))
+	require.Equal(t, "9007199254740993", lastCall(t, b.fake).Request.(*lifecyclev1.GetSessionRequest).GetSessionId())
+
+	res = call(t, c, "get_session", map[string]any{"session_id": 0})
+	require.True(t, res.IsError)
+	require.Equal(t, "invalid arguments: session_id must be an integer between 1 and 9223372036854775807, got 0", textOf(res))
+}

@@ -63,7 +63,8 @@ type Session struct {
 	ArchivedAt   *time.Time
 	ArchivedFrom *Status    // the state archive left: picks the unarchive target
 	TrashAfter   *time.Time // restorable until then
-	// Version increases with every committed change (optimistic readers).
+	// Version increases with every committed change, so a reader can tell
+	// whether the session it holds is still current.
 	Version int64
 
 	HeartbeatEnabled         bool
