@@ -87,7 +87,7 @@ func eventDoc() string {
 	var b strings.Builder
 	b.WriteString("the state-machine event to fire; each fires only from the states named:")
 	for _, t := range rules.Machine() {
-		fmt.Fprintf(&b, " %s (%s → %s) %s", t.Event, strings.Join(t.From, ", "), t.To, t.Doc)
+		fmt.Fprintf(&b, " %s (%s → %s): %s", t.Event, strings.Join(t.From, ", "), t.To, t.Doc)
 	}
 	return b.String()
 }

@@ -15,6 +15,7 @@ import (
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // Tool names.
@@ -40,7 +41,7 @@ var groupActions = map[string][]string{
 }
 
 const instructions = `Zimmer runs AI coding-agent sessions. A session is addressed by its numeric id or its slug. ` +
-	`start_session creates one (it starts in the "waiting" status); get_session shows one; ` +
+	`start_session creates one (it starts in the "` + rules.StatusWaiting + `" status); get_session shows one; ` +
 	`action_session changes its lifecycle, title, notes or heartbeat.`
 
 // Handler is the /mcp endpoint. Authentication is the caller's (the server

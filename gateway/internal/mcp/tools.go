@@ -42,7 +42,7 @@ func startSessionTool() mcpgo.Tool {
 	return mcpgo.NewTool(ToolStartSession,
 		mcpgo.WithToolTitle("Start a session"),
 		mcpgo.WithDescription("Start a new Zimmer session: an agent works on `prompt` in a clone of `git_root`. "+
-			"The session starts in the \"waiting\" status; the result shows it with its numeric id. "+
+			"The session starts in the \""+rules.StatusWaiting+"\" status; the result shows it with its numeric id. "+
 			"Same parameters as POST /api/v1/sessions."),
 		mcpgo.WithString("prompt", mcpgo.Required(), mcpgo.Description(counts.Sprintf("The task for the agent; at most %d characters.", rules.MaxPromptChars))),
 		mcpgo.WithString("git_root", mcpgo.Required(), mcpgo.Description("The repository the session's clone is made from.")),

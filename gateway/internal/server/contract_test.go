@@ -59,7 +59,9 @@ func TestEveryRouteAnswersWhatTheContractSays(t *testing.T) {
 		for path, ops := range doc.Paths {
 			for method, op := range ops {
 				body := ""
-				if slices.ContainsFunc(op.Parameters, func(p struct{ In string `json:"in"` }) bool { return p.In == "body" }) {
+				if slices.ContainsFunc(op.Parameters, func(p struct {
+					In string `json:"in"`
+				}) bool { return p.In == "body" }) {
 					body = "{}"
 				}
 				name := fmt.Sprintf("%s %s (lifecycle failing: %v)", strings.ToUpper(method), path, fail)
