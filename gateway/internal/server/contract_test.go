@@ -25,11 +25,13 @@ type openAPIDoc struct {
 		Responses map[string]struct {
 			Schema map[string]any `json:"schema"`
 		} `json:"responses"`
-		Parameters []struct {
-			In string `json:"in"`
-		} `json:"parameters"`
+		Parameters []openAPIParam `json:"parameters"`
 	} `json:"paths"`
 	Definitions map[string]map[string]any `json:"definitions"`
+}
+
+type openAPIParam struct {
+	In string `json:"in"`
 }
 
 // TestEveryRouteAnswersWhatTheContractSays walks every operation of the
@@ -59,9 +61,7 @@ func TestEveryRouteAnswersWhatTheContractSays(t *testing.T) {
 		for path, ops := range doc.Paths {
 			for method, op := range ops {
 				body := ""
-				if slices.ContainsFunc(op.Parameters, func(p struct {
-					In string `json:"in"`
-				}) bool { return p.In == "body" }) {
+				if slices.ContainsFunc(op.Parameters, func(p openAPIParam) bool { return p.In == "body" }) {
 					body = "{}"
 				}
 				name := fmt.Sprintf("%s %s (lifecycle failing: %v)", strings.ToUpper(method), path, fail)
