@@ -7,6 +7,7 @@ require (
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/stretchr/testify v1.12.1
 	github.com/zimmerhq/zimmer/proto/gen v0.0.0
+	github.com/zimmerhq/zimmer/services/lifecycle v0.0.0
 	github.com/zimmerhq/zimmer/services/platform v0.0.0
 	google.golang.org/grpc v1.85.0
 )
@@ -46,5 +47,6 @@ require (
 
 replace (
 	github.com/zimmerhq/zimmer/proto/gen => ../proto/gen
+	github.com/zimmerhq/zimmer/services/lifecycle => ../services/lifecycle
 	github.com/zimmerhq/zimmer/services/platform => ../services/platform
 )

@@ -14,24 +14,21 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
-// machine is the lifecycle state machine as the spec states it: each
-// event's from-states. Every (event, from) pair is a row the walks below
-// must drive.
-var machine = map[string][]string{
-	"start":                    {"waiting"},
-	"pause":                    {"running"},
-	"resume":                   {"waiting", "needs_input", "failed"},
-	"sleep":                    {"needs_input"},
-	"block_on_elicitation":     {"running"},
-	"unblock_from_elicitation": {"needs_input"},
-	"fail":                     {"waiting", "running", "needs_input"},
-	"archive":                  {"waiting", "running", "needs_input", "failed"},
-	"unarchive_to_waiting":     {"archived"},
-	"unarchive_to_failed":      {"archived"},
-	"unarchive_to_needs_input": {"archived"},
-}
+// machine is the lifecycle state machine's table (services/lifecycle/rules):
+// each event's from-states. Every (event, from) pair is a row the walks
+// below must drive; the walks themselves, with the status each step leads
+// to, are written out by hand, so they check the machine rather than copy it.
+var machine = func() map[string][]string {
+	m := map[string][]string{}
+	for _, t := range rules.Machine() {
+		m[t.Event] = t.From
+	}
+	return m
+}()
 
 // step is one event of a walk: the options sent with it, the status it
 // leads to and, for an archive, who the archive line names.
