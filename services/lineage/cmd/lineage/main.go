@@ -23,7 +23,7 @@ var command = host.Command[config.Config]{
 	Load:       config.Load,
 	Migrations: service.MigrationSets,
 	New: func(ctx context.Context, cfg config.Config, logger *slog.Logger) (host.Service, error) {
-		return service.NewWithAdmin(ctx, cfg.Config, logger, cfg.AdminUser)
+		return service.NewFromConfig(ctx, cfg, logger)
 	},
 }
 

@@ -66,8 +66,8 @@ type UncleEdgeRecorder interface {
 }
 
 // UncleGraph is the graph inside Record's transaction: the reads the
-// uncle-edge rules (domain.DecideUncleEdge) are decided from, and the two
-// writes that carry a decision out.
+// uncle-edge rules (domain.DecideUncleEdge) are decided from, the two
+// writes that carry a decision out, and the announcement of what changed.
 type UncleGraph interface {
 	// Missing returns those of ids that lineage holds no node for, in order.
 	Missing(ctx context.Context, ids ...int64) ([]int64, error)
@@ -82,4 +82,8 @@ type UncleGraph interface {
 	HasUncleEdge(ctx context.Context, uncle, junior int64) (bool, error)
 	DeleteUncleEdge(ctx context.Context, uncle, junior int64) error
 	InsertUncleEdge(ctx context.Context, e domain.UncleEdge) error
+	// Announce records c in the outbox, in the transaction that makes the
+	// change, for lifecycle to write c's lines on the sessions' timelines:
+	// the change and its announcement commit together or not at all.
+	Announce(ctx context.Context, c domain.UncleEdgeChanged) error
 }

@@ -6,22 +6,29 @@ import (
 	"fmt"
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
 )
 
 // RecordUncleEdge is the one writer of uncle edges: "acting queued or
 // interrupted target". Callers record about a delivery that already
 // happened, so they log a failure and carry on; nothing here gates the
 // delivery.
-type RecordUncleEdge struct{ edges UncleEdgeRecorder }
+type RecordUncleEdge struct {
+	edges UncleEdgeRecorder
+	clock clock.Clock
+}
 
-// NewRecordUncleEdge returns the use case over edges.
-func NewRecordUncleEdge(edges UncleEdgeRecorder) RecordUncleEdge {
-	return RecordUncleEdge{edges: edges}
+// NewRecordUncleEdge returns the use case over edges; clk dates the
+// announcements.
+func NewRecordUncleEdge(edges UncleEdgeRecorder, clk clock.Clock) RecordUncleEdge {
+	return RecordUncleEdge{edges: edges, clock: clk}
 }
 
 // Handle reads what the rules need to know about e's two sessions, lets
 // domain.DecideUncleEdge decide, and makes the decision's writes, all under
-// the recorder's lock. A refusal is an outcome, not an error; errors are
+// the recorder's lock. A decision that changed the graph (an edge written
+// or inverted) is announced in the same transaction, so both sessions'
+// timelines say so. A refusal is an outcome, not an error; errors are
 // invalid input and failures of the store.
 func (uc RecordUncleEdge) Handle(ctx context.Context, e domain.UncleEdge) (domain.UncleDecision, error) {
 	if err := e.Validate(); err != nil {
@@ -40,7 +47,12 @@ func (uc RecordUncleEdge) Handle(ctx context.Context, e domain.UncleEdge) (domai
 			}
 		}
 		if d.Insert {
-			return g.InsertUncleEdge(ctx, e)
+			if err := g.InsertUncleEdge(ctx, e); err != nil {
+				return err
+			}
+		}
+		if c, changed := d.Changed(e, uc.clock.Now()); changed {
+			return g.Announce(ctx, c)
 		}
 		return nil
 	})

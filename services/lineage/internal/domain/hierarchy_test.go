@@ -91,6 +91,10 @@ func TestUncleEdgeValidate(t *testing.T) {
 		{"no target", domain.UncleEdge{UncleSessionID: 1, EntryPoint: "x"}, "target_session_id"},
 		{"no entry point", domain.UncleEdge{SessionID: 1, UncleSessionID: 2}, "entry_point"},
 		{"long entry point", domain.UncleEdge{SessionID: 1, UncleSessionID: 2, EntryPoint: string(make([]byte, 101))}, "entry_point"},
+		// The entry point is written into both sessions' timeline lines.
+		{"NUL in the entry point", domain.UncleEdge{SessionID: 1, UncleSessionID: 2, EntryPoint: "rest\x00follow_up"}, "entry_point"},
+		{"a line break forging a line", domain.UncleEdge{SessionID: 1, UncleSessionID: 2, EntryPoint: "x\n[State Machine] y"}, "entry_point"},
+		{"invalid UTF-8 entry point", domain.UncleEdge{SessionID: 1, UncleSessionID: 2, EntryPoint: "rest.\xff"}, "entry_point"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

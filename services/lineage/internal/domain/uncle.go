@@ -2,6 +2,9 @@ package domain
 
 import (
 	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
@@ -47,6 +50,9 @@ func (e UncleEdge) Validate() error {
 		return validation.Invalid("entry_point", "missing; it names the path that recorded the edge")
 	case len(e.EntryPoint) > MaxEntryPointLength:
 		return validation.Invalid("entry_point", "longer than %d bytes", MaxEntryPointLength)
+	case !utf8.ValidString(e.EntryPoint) || strings.ContainsFunc(e.EntryPoint, unicode.IsControl):
+		// It is stored, and written into both sessions' timeline lines.
+		return validation.Invalid("entry_point", "must be UTF-8 text without control characters")
 	}
 	return nil
 }

@@ -5,16 +5,21 @@ package service
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
+	"github.com/zimmerhq/zimmer/services/lineage/internal/clients"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/config"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/store"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
+	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
+	"github.com/zimmerhq/zimmer/services/platform/outbox/retention"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 )
 
@@ -23,14 +28,17 @@ const Name = config.Service
 
 // MigrationSets is the lineage database's schema, in order: the inbox that
 // makes lifecycle's events idempotent, the outbox for the events lineage
-// will publish, and its own tables.
+// publishes, and its own tables.
 var MigrationSets = []pgdb.MigrationSet{inbox.Migrations, outbox.Migrations, store.Migrations}
 
 // Service is a runnable lineage: the host (Run, Close, Addr; a Temporal
-// worker when configured, with nothing of lineage's registered yet) with
-// the lineage API on its gRPC server.
+// worker when configured, running the outbox retention schedule) with the
+// lineage API on its gRPC server and a relay per consumer of its events.
 type Service struct {
 	*host.Host
+	// Relays deliver lineage's events, one per subscriber listed in
+	// LINEAGE_EVENT_CONSUMERS, each through LineageEventConsumerService.
+	Relays map[string]*outbox.Relay
 }
 
 // New is NewWithAdmin with the default admin (ZIMMER_ADMIN_USER unset).
@@ -38,23 +46,71 @@ func New(ctx context.Context, cfg host.Config, logger *slog.Logger) (*Service, e
 	return NewWithAdmin(ctx, cfg, logger, "")
 }
 
-// NewWithAdmin migrates the database, opens the pool and registers the gRPC
-// APIs; adminUser is ZIMMER_ADMIN_USER, the roster key web-UI messages are
-// attributed to.
+// NewWithAdmin is NewFromConfig with adminUser as ZIMMER_ADMIN_USER, the
+// roster key web-UI messages are attributed to, and no consumers of
+// lineage's events: they wait in the outbox.
 func NewWithAdmin(ctx context.Context, cfg host.Config, logger *slog.Logger, adminUser string) (*Service, error) {
-	h, err := host.New(ctx, Name, cfg, logger, MigrationSets...)
+	return NewFromConfig(ctx, config.Config{Config: cfg, AdminUser: adminUser}, logger)
+}
+
+// NewFromConfig migrates the database, opens the pool, registers the gRPC
+// APIs and starts a relay for each consumer in cfg.EventConsumers.
+func NewFromConfig(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service, error) {
+	h, err := host.New(ctx, Name, cfg.Config, logger, MigrationSets...)
 	if err != nil {
 		return nil, err
 	}
-	repo := store.New(h.Pool)
+	svc := &Service{Host: h, Relays: map[string]*outbox.Relay{}}
+	// Commits wake this process's relays directly; relays in other
+	// processes find the messages by polling.
+	signal := &outbox.Signal{}
+	repo := store.New(h.Pool).WithSignal(signal)
 	lineagev1.RegisterLineageServiceServer(h.GRPC, grpcapi.New(logger,
 		app.NewGetSessionNode(repo),
 		app.NewGetHierarchy(repo),
-		app.NewRecordUncleEdge(repo),
+		app.NewRecordUncleEdge(repo, clock.System{}),
 	))
 	// Lifecycle's events arrive through the contract every subscriber
 	// implements.
 	lifecyclev1.RegisterSessionEventConsumerServiceServer(h.GRPC, grpcapi.NewConsumer(logger, app.NewApplySessionEvent(repo)))
-	registerProvenance(h.GRPC.Server, h.Pool, logger, app.NewGetHierarchy(repo), adminUser)
-	return &Service{Host: h}, nil
+	registerProvenance(h.GRPC.Server, h.Pool, logger, app.NewGetHierarchy(repo), cfg.AdminUser)
+
+	for subscriber, addr := range cfg.EventConsumers {
+		conn, err := grpcclient.Dial(addr, firstKey(cfg.APIKeys))
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		h.Go(func(ctx context.Context) error {
+			<-ctx.Done()
+			return conn.Close()
+		})
+		r := &outbox.Relay{
+			Pool:       h.Pool,
+			Subscriber: subscriber,
+			Deliver:    clients.ConsumerDeliverer{Client: lineagev1.NewLineageEventConsumerServiceClient(conn)}.Deliver,
+			Signal:     signal,
+			// The relay logs every failure, and a message parked as dead
+			// at error level; make run counts dead letters per database.
+			Logger: logger,
+		}
+		h.Go(r.Run)
+		svc.Relays[subscriber] = r
+	}
+	if h.Temporal != nil {
+		keep := cfg.OutboxRetention
+		if keep <= 0 {
+			keep = config.DefaultOutboxRetention
+		}
+		if err := retention.Setup(ctx, h.Temporal, h.Worker, h.Pool, Name, keep); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
+	return svc, nil
+}
+
+func firstKey(csv string) string {
+	k, _, _ := strings.Cut(csv, ",")
+	return strings.TrimSpace(k)
 }

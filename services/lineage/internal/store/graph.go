@@ -9,13 +9,15 @@ import (
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lineage/internal/events"
+	"github.com/zimmerhq/zimmer/services/platform/outbox"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 )
 
 var (
 	_ app.GraphReader       = (*Store)(nil)
 	_ app.UncleEdgeRecorder = (*Store)(nil)
-	_ app.UncleGraph        = uncleGraph{}
+	_ app.UncleGraph        = (*uncleGraph)(nil)
 )
 
 // upEdgesSQL: the spawn parents (known nodes only: a parent lineage never
@@ -356,25 +358,51 @@ func (s *hierarchySnapshot) HierarchyNodes(ctx context.Context, ids []int64) ([]
 const uncleLockKey int64 = 0x6c696e656167650a // "lineage\n"
 
 // Record implements app.UncleEdgeRecorder. A foreign key violation means a
-// session was deleted between fn's reads and its write: ErrNotFound.
+// session was deleted between fn's reads and its write: ErrNotFound. After
+// a commit that announced a change, it wakes this process's relays.
 func (s *Store) Record(ctx context.Context, fn func(context.Context, app.UncleGraph) error) error {
+	var g *uncleGraph
 	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, uncleLockKey); err != nil {
 			return fmt.Errorf("take the uncle edge lock: %w", err)
 		}
-		return fn(ctx, uncleGraph{db: tx})
+		g = &uncleGraph{db: tx}
+		return fn(ctx, g)
 	})
 	if pgdb.Code(err) == pgdb.CodeForeignKeyViolation {
 		return fmt.Errorf("write uncle edge: %w", domain.ErrNotFound)
+	}
+	if err == nil && g.announced {
+		s.signal.Notify()
 	}
 	return err
 }
 
 // uncleGraph is app.UncleGraph inside Record's transaction.
-type uncleGraph struct{ db pgdb.DBTX }
+type uncleGraph struct {
+	db pgdb.DBTX
+	// announced: the transaction recorded an outbox event.
+	announced bool
+}
+
+// Announce implements app.UncleGraph: the event rides in the transaction
+// that changed the graph, so it exists exactly when the change does.
+func (g *uncleGraph) Announce(ctx context.Context, c domain.UncleEdgeChanged) error {
+	a, err := events.EncodeUncleEdgeChanged(c)
+	if err != nil {
+		return err
+	}
+	var rows outbox.Rows
+	rows.Add(a)
+	if _, err := g.db.Exec(ctx, rows.InsertSQL("", 1), rows.Args()...); err != nil {
+		return fmt.Errorf("enqueue %s: %w", a.Event.Topic, err)
+	}
+	g.announced = true
+	return nil
+}
 
 // Missing implements app.UncleGraph.
-func (g uncleGraph) Missing(ctx context.Context, ids ...int64) ([]int64, error) {
+func (g *uncleGraph) Missing(ctx context.Context, ids ...int64) ([]int64, error) {
 	rows, err := g.db.Query(ctx, `
 		SELECT id FROM unnest($1::bigint[]) WITH ORDINALITY AS u(id, ord)
 		WHERE NOT EXISTS (SELECT 1 FROM session_nodes WHERE session_id = u.id)
@@ -426,17 +454,17 @@ const spawnReachSQL = `
 	SELECT count(*), coalesce(bool_or(id = $2), false) FROM (SELECT id FROM up LIMIT $3) v`
 
 // Reaches implements app.UncleGraph.
-func (g uncleGraph) Reaches(ctx context.Context, from, to int64, budget int) (domain.Reach, error) {
+func (g *uncleGraph) Reaches(ctx context.Context, from, to int64, budget int) (domain.Reach, error) {
 	return reach(ctx, g.db, reachSQL, from, to, budget, false)
 }
 
 // ReachesIndirectly implements app.UncleGraph.
-func (g uncleGraph) ReachesIndirectly(ctx context.Context, from, to int64, budget int) (domain.Reach, error) {
+func (g *uncleGraph) ReachesIndirectly(ctx context.Context, from, to int64, budget int) (domain.Reach, error) {
 	return reach(ctx, g.db, reachSQL, from, to, budget, true)
 }
 
 // SpawnAncestor implements app.UncleGraph.
-func (g uncleGraph) SpawnAncestor(ctx context.Context, ancestor, of int64, budget int) (domain.Reach, error) {
+func (g *uncleGraph) SpawnAncestor(ctx context.Context, ancestor, of int64, budget int) (domain.Reach, error) {
 	return reach(ctx, g.db, spawnReachSQL, ancestor, of, budget)
 }
 
@@ -462,7 +490,7 @@ func reach(ctx context.Context, db pgdb.DBTX, sql string, from, to int64, budget
 }
 
 // HasUncleEdge implements app.UncleGraph.
-func (g uncleGraph) HasUncleEdge(ctx context.Context, uncle, junior int64) (bool, error) {
+func (g *uncleGraph) HasUncleEdge(ctx context.Context, uncle, junior int64) (bool, error) {
 	var ok bool
 	err := g.db.QueryRow(ctx, `
 		SELECT EXISTS (SELECT 1 FROM session_uncle_links WHERE session_id = $1 AND uncle_session_id = $2)`,
@@ -474,7 +502,7 @@ func (g uncleGraph) HasUncleEdge(ctx context.Context, uncle, junior int64) (bool
 }
 
 // DeleteUncleEdge implements app.UncleGraph.
-func (g uncleGraph) DeleteUncleEdge(ctx context.Context, uncle, junior int64) error {
+func (g *uncleGraph) DeleteUncleEdge(ctx context.Context, uncle, junior int64) error {
 	_, err := g.db.Exec(ctx, `DELETE FROM session_uncle_links WHERE session_id = $1 AND uncle_session_id = $2`, junior, uncle)
 	if err != nil {
 		return fmt.Errorf("delete uncle edge %d → %d: %w", uncle, junior, err)
@@ -483,7 +511,7 @@ func (g uncleGraph) DeleteUncleEdge(ctx context.Context, uncle, junior int64) er
 }
 
 // InsertUncleEdge implements app.UncleGraph.
-func (g uncleGraph) InsertUncleEdge(ctx context.Context, e domain.UncleEdge) error {
+func (g *uncleGraph) InsertUncleEdge(ctx context.Context, e domain.UncleEdge) error {
 	_, err := g.db.Exec(ctx, `
 		INSERT INTO session_uncle_links (session_id, uncle_session_id, entry_point) VALUES ($1, $2, $3)`,
 		e.SessionID, e.UncleSessionID, e.EntryPoint)

@@ -2,21 +2,29 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lineage/internal/events"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
+
+// recordedAt is when the graph tests record their uncle edges.
+var recordedAt = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // graphBundle is a store on its own database with the graph use cases.
 type graphBundle struct {
@@ -33,7 +41,7 @@ func setupGraph(t testing.TB) graphBundle {
 	s := New(pool)
 	return graphBundle{
 		pool: pool, store: s,
-		record:    app.NewRecordUncleEdge(s),
+		record:    app.NewRecordUncleEdge(s, clock.NewStub(recordedAt)),
 		hierarchy: app.NewGetHierarchy(s),
 		apply:     app.NewApplySessionEvent(s),
 	}
@@ -153,8 +161,115 @@ func TestRecordUncleEdgeRules(t *testing.T) {
 			b.link(t, tt.uncles...)
 			require.Equal(t, tt.want, b.mustRecord(t, tt.acting, tt.target))
 			require.Equal(t, tt.wantEdges, b.uncleEdges(t))
+			// Only a change of the graph reaches the timelines.
+			changed := tt.want == domain.UncleWritten || tt.want == domain.UncleInverted
+			require.Len(t, b.announced(t), map[bool]int{true: 1, false: 0}[changed])
 		})
 	}
+}
+
+// announced decodes every event in the outbox, oldest first, checking
+// each is addressed to lifecycle alone.
+func (b graphBundle) announced(t testing.TB) []*lineagev1.UncleEdgeChanged {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `
+		SELECT event_id::text, subscriber, topic, aggregate_key, payload FROM outbox_messages ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []*lineagev1.UncleEdgeChanged
+	for rows.Next() {
+		var (
+			id, subscriber, topic, key string
+			payload                    []byte
+		)
+		require.NoError(t, rows.Scan(&id, &subscriber, &topic, &key, &payload))
+		require.Equal(t, "lifecycle", subscriber)
+		require.Equal(t, "lineage.uncle_edge_changed", topic)
+		evt, err := events.Decode(payload)
+		require.NoError(t, err)
+		require.Equal(t, id, evt.GetEventId(), "the row and its payload carry one id")
+		require.Equal(t, fmt.Sprint(evt.GetUncleEdgeChanged().GetTargetSessionId()), key)
+		require.True(t, evt.GetOccurredAt().AsTime().Equal(recordedAt))
+		out = append(out, evt.GetUncleEdgeChanged())
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestRecordUncleEdgeAnnouncesBothTimelines: an edge written and then
+// inverted each put one event in the outbox, carrying the line for each
+// of the two sessions with the entry point that caused it; a refusal
+// announces nothing.
+func TestRecordUncleEdgeAnnouncesBothTimelines(t *testing.T) {
+	t.Parallel()
+	b := setupGraph(t)
+	b.seed(t, spawn{1, 0}, spawn{2, 0})
+	ctx := t.Context()
+
+	d, err := b.record.Handle(ctx, domain.UncleEdge{UncleSessionID: 1, SessionID: 2, EntryPoint: "rest.follow_up"})
+	require.NoError(t, err)
+	require.Equal(t, domain.UncleWritten, d.Outcome)
+	d, err = b.record.Handle(ctx, domain.UncleEdge{UncleSessionID: 2, SessionID: 1, EntryPoint: "mcp.manage_enqueued_messages.interrupt"})
+	require.NoError(t, err)
+	require.Equal(t, domain.UncleInverted, d.Outcome)
+	for _, e := range []domain.UncleEdge{
+		{UncleSessionID: 2, SessionID: 1, EntryPoint: "rest.follow_up"}, // already reaches
+		{UncleSessionID: 1, SessionID: 1, EntryPoint: "rest.follow_up"}, // self
+		{UncleSessionID: 1, SessionID: 9, EntryPoint: "rest.follow_up"}, // unknown
+	} {
+		d, err := b.record.Handle(ctx, e)
+		require.NoError(t, err)
+		require.NotContains(t, []domain.UncleOutcome{domain.UncleWritten, domain.UncleInverted}, d.Outcome)
+	}
+
+	got := b.announced(t)
+	require.Len(t, got, 2, "one event per change, none for the outcomes that changed nothing")
+	written, inverted := got[0], got[1]
+	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN, written.GetOutcome())
+	require.Equal(t, []int64{1, 2, 1, 2}, []int64{written.GetActingSessionId(), written.GetTargetSessionId(),
+		written.GetLines()[0].GetSessionId(), written.GetLines()[1].GetSessionId()})
+	require.Equal(t, "rest.follow_up", written.GetEntryPoint())
+	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_INVERTED, inverted.GetOutcome())
+	require.Equal(t, []int64{2, 1}, []int64{inverted.GetLines()[0].GetSessionId(), inverted.GetLines()[1].GetSessionId()})
+	for _, evt := range got {
+		require.Len(t, evt.GetLines(), 2)
+		for _, l := range evt.GetLines() {
+			require.Equal(t, "note", l.GetKind())
+			require.Contains(t, l.GetMessage(), "via "+evt.GetEntryPoint())
+		}
+	}
+	require.Contains(t, inverted.GetLines()[1].GetMessage(), "uncle edge #1 → #2 replaced by #2 → #1")
+}
+
+// TestRecordUncleEdgeAnnouncementRollsBackWithTheChange: the announcement
+// rides in Record's transaction, so a write that fails after it leaves
+// neither the edge nor the event.
+func TestRecordUncleEdgeAnnouncementRollsBackWithTheChange(t *testing.T) {
+	t.Parallel()
+	b := setupGraph(t)
+	b.seed(t, spawn{1, 0}, spawn{2, 0})
+	e := domain.UncleEdge{UncleSessionID: 1, SessionID: 2, EntryPoint: "rest.follow_up"}
+	changed, ok := domain.UncleDecision{Outcome: domain.UncleWritten}.Changed(e, recordedAt)
+	require.True(t, ok)
+	failure := errors.New("the write after the announcement failed")
+	err := b.store.Record(t.Context(), func(ctx context.Context, g app.UncleGraph) error {
+		require.NoError(t, g.InsertUncleEdge(ctx, e))
+		require.NoError(t, g.Announce(ctx, changed))
+		return failure
+	})
+	require.ErrorIs(t, err, failure)
+	require.Empty(t, b.uncleEdges(t))
+	require.Empty(t, b.announced(t))
+
+	// The same writes committed leave both.
+	require.NoError(t, b.store.Record(t.Context(), func(ctx context.Context, g app.UncleGraph) error {
+		if err := g.InsertUncleEdge(ctx, e); err != nil {
+			return err
+		}
+		return g.Announce(ctx, changed)
+	}))
+	require.Equal(t, [][2]int64{{1, 2}}, b.uncleEdges(t))
+	require.Len(t, b.announced(t), 1)
 }
 
 func TestRecordUncleEdgeValidation(t *testing.T) {

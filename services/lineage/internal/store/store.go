@@ -13,6 +13,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
+	"github.com/zimmerhq/zimmer/services/platform/outbox"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 )
 
@@ -26,12 +27,22 @@ var Migrations = pgdb.MigrationSet{Name: "lineage", FS: pgdb.MigrationsDir(migra
 type Store struct {
 	nodes
 	pool *pgxpool.Pool
+	// signal wakes this process's outbox relays after a commit that
+	// recorded an event; nil: they find it by polling.
+	signal *outbox.Signal
 }
 
 var _ app.NodeRepository = (*Store)(nil)
 
 // New returns a store on pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{nodes: nodes{db: pool}, pool: pool} }
+
+// WithSignal makes s notify signal after every commit that recorded an
+// outbox event, and returns s.
+func (s *Store) WithSignal(signal *outbox.Signal) *Store {
+	s.signal = signal
+	return s
+}
 
 // ApplyEvent implements app.NodeRepository. Read committed suffices: the
 // inbox insert of a concurrent duplicate waits for the first transaction and
