@@ -65,14 +65,17 @@ func TestEndToEnd(t *testing.T) {
 		code, _ = (restClient{base: api.base, bearer: s.apiKey}).do(t, "GET", "/api/v1/sessions", "")
 		require.Equal(t, http.StatusOK, code, "Authorization: Bearer is accepted")
 
-		for _, tt := range []struct{ body, field string }{
-			{`{"prompt": `, "malformed JSON"},
-			{`{"title":"x"}`, "prompt"},
-			{`{"prompt":"p","git_root":"g","parent_session_id":987654}`, "parent_session_id"},
-			{fmt.Sprintf(`{"prompt":%q,"git_root":"g"}`, strings.Repeat("x", 500_001)), "prompt"},
+		for _, tt := range []struct {
+			body, field string
+			status      int // malformed 400; well-formed but refused 422
+		}{
+			{`{"prompt": `, "malformed JSON", http.StatusBadRequest},
+			{`{"title":"x"}`, "prompt", http.StatusUnprocessableEntity},
+			{`{"prompt":"p","git_root":"g","parent_session_id":987654}`, "parent_session_id", http.StatusUnprocessableEntity},
+			{fmt.Sprintf(`{"prompt":%q,"git_root":"g"}`, strings.Repeat("x", 500_001)), "prompt", http.StatusUnprocessableEntity},
 		} {
 			code, body = api.do(t, "POST", "/api/v1/sessions", tt.body)
-			require.Equal(t, http.StatusBadRequest, code, body)
+			require.Equal(t, tt.status, code, body)
 			require.Contains(t, body, tt.field)
 		}
 		code, body = api.do(t, "GET", "/api/v1/sessions/424242", "")
@@ -176,7 +179,7 @@ func TestEndToEnd(t *testing.T) {
 		require.Contains(t, body, `"status":"needs_input"`)
 		code, body = api.do(t, "POST", "/api/v1/sessions/life/pause", `{}`)
 		require.Equal(t, http.StatusUnprocessableEntity, code, body)
-		require.Contains(t, body, `"error":"cannot pause session`)
+		require.Contains(t, body, `"error":"Cannot pause","message":"cannot pause session`)
 		code, body = api.do(t, "POST", "/api/v1/sessions/life/sleep", `{}`)
 		require.Equal(t, http.StatusOK, code, body)
 		require.Contains(t, body, `"status":"waiting"`)
@@ -201,7 +204,7 @@ func TestEndToEnd(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, body)
 		require.Contains(t, body, `"heartbeat_interval_seconds":120`)
 		code, body = api.do(t, "PATCH", "/api/v1/sessions/life", `{"heartbeat_interval_seconds":5}`)
-		require.Equal(t, http.StatusBadRequest, code, body)
+		require.Equal(t, http.StatusUnprocessableEntity, code, body)
 		require.Contains(t, body, "heartbeat_interval_seconds")
 
 		code, body = api.do(t, "GET", "/api/v1/sessions/life/events", "")

@@ -215,7 +215,7 @@ func machineOverREST(t *testing.T, api restClient) {
 	// An unknown event is the caller's error, naming the events.
 	for _, ev := range []string{"explode", "restart", ""} {
 		code, resp := api.do(t, "POST", fmt.Sprintf("/api/v1/sessions/%d/transition", id), fmt.Sprintf(`{"event":%q}`, ev))
-		require.Equal(t, http.StatusBadRequest, code, resp)
+		require.Equal(t, http.StatusUnprocessableEntity, code, resp)
 		require.Contains(t, resp, "start, pause, resume, sleep, block_on_elicitation, unblock_from_elicitation, fail, archive, "+
 			"unarchive_to_waiting, unarchive_to_failed, unarchive_to_needs_input")
 	}

@@ -29,7 +29,8 @@ func TestRequire(t *testing.T) {
 	h := auth.Require(apikey.Parse("k1,k2"), ok)
 	w := serve(h)
 	require.Equal(t, http.StatusUnauthorized, w.Code)
-	require.JSONEq(t, `{"error":"missing or invalid API key: send it as X-API-Key or Authorization: Bearer"}`, w.Body.String())
+	require.JSONEq(t, `{"error":"Unauthorized","message":"missing or invalid API key: send it as X-API-Key or Authorization: Bearer",
+		"messages":["missing or invalid API key: send it as X-API-Key or Authorization: Bearer"]}`, w.Body.String())
 	require.Equal(t, `Bearer realm="zimmer"`, w.Header().Get("WWW-Authenticate"))
 	require.Equal(t, http.StatusUnauthorized, serve(h, "X-API-Key", "k3").Code)
 	require.Equal(t, http.StatusNoContent, serve(h, "X-API-Key", "k2").Code)

@@ -21,7 +21,7 @@ func TestFrom(t *testing.T) {
 		wantStatus int
 		wantMsg    string
 	}{
-		{status.Error(codes.InvalidArgument, "prompt: is required"), http.StatusBadRequest, "prompt: is required"},
+		{status.Error(codes.InvalidArgument, "prompt: is required"), http.StatusUnprocessableEntity, "prompt: is required"},
 		{status.Error(codes.Unauthenticated, "missing key"), http.StatusUnauthorized, "missing key"},
 		{status.Error(codes.NotFound, "session #9 not found"), http.StatusNotFound, "session #9 not found"},
 		{status.Error(codes.AlreadyExists, "slug taken"), http.StatusConflict, "slug taken"},
@@ -35,8 +35,9 @@ func TestFrom(t *testing.T) {
 		{errors.New("not a status"), http.StatusInternalServerError, "internal error"},
 		{status.Error(codes.Canceled, "context canceled"), 499, "request canceled"},
 		{status.Error(codes.PermissionDenied, "not yours"), http.StatusForbidden, "not yours"},
-		{status.Error(codes.OutOfRange, "page 9 of 2"), http.StatusBadRequest, "page 9 of 2"},
-		{status.Error(codes.ResourceExhausted, ""), http.StatusTooManyRequests, "too many requests; retry later"},
+		{status.Error(codes.OutOfRange, "page 9 of 2"), http.StatusUnprocessableEntity, "page 9 of 2"},
+		{status.Error(codes.ResourceExhausted, ""), http.StatusTooManyRequests,
+			"the lifecycle service could not handle a request or an answer this large, or is overloaded; ask for less (e.g. a smaller per_page) or retry later"},
 		{status.Error(codes.Unimplemented, "unknown method"), http.StatusNotImplemented, "the lifecycle service does not implement this call yet"},
 		{status.Error(codes.NotFound, ""), http.StatusNotFound, "not found"},
 	}

@@ -1,5 +1,7 @@
 // Package jsonhttp writes the gateway's JSON responses, errors included, in
-// the one shape every surface uses: {"error": "what was wrong and what to do"}.
+// the one shape every surface uses, the original system's:
+// {"error": kind, "message": what was wrong and what to do, "messages": [one
+// entry per problem]}.
 package jsonhttp
 
 import (
@@ -11,7 +13,8 @@ import (
 func Write(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		status, body = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+		status, body = http.StatusInternalServerError,
+			[]byte(`{"error":"Internal error","message":"internal error","messages":["internal error"]}`)
 	}
 	WriteRaw(w, status, body)
 }
@@ -24,12 +27,73 @@ func WriteRaw(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// Error is the body of every error response.
+// Error is the body of every error response. `make proto` documents it in
+// the OpenAPI document from these fields and their doc tags.
 type Error struct {
-	Error string `json:"error"`
+	Error string `json:"error" doc:"The kind of failure, e.g. \"Validation failed\", \"Malformed JSON\", \"Not found\", \"Cannot trash\", \"Cannot restore\"."`
+	// Message is the whole explanation, every problem included.
+	Message string `json:"message" doc:"What was wrong and what to do about it."`
+	// Messages has one entry per problem: each field that failed
+	// validation, or the message alone.
+	Messages []string `json:"messages" doc:"One entry per problem, e.g. each field that failed validation; never empty."`
 }
 
-// WriteError answers status with {"error": msg}.
-func WriteError(w http.ResponseWriter, status int, msg string) {
-	Write(w, status, Error{Error: msg})
+// The kinds of failure the gateway names beyond a status's words (see
+// Kind).
+const (
+	// KindValidation is a well-formed request whose values a rule refuses
+	// (422).
+	KindValidation = "Validation failed"
+	// KindMalformedJSON is a body that is not the JSON object the route
+	// takes (400).
+	KindMalformedJSON = "Malformed JSON"
+)
+
+// kinds are the statuses' words as the error kind, in the original's
+// sentence case.
+var kinds = map[int]string{
+	http.StatusBadRequest:            "Bad request",
+	http.StatusUnauthorized:          "Unauthorized",
+	http.StatusForbidden:             "Forbidden",
+	http.StatusNotFound:              "Not found",
+	http.StatusMethodNotAllowed:      "Method not allowed",
+	http.StatusConflict:              "Conflict",
+	http.StatusRequestEntityTooLarge: "Request too large",
+	http.StatusUnprocessableEntity:   "Unprocessable",
+	http.StatusTooManyRequests:       "Too many requests",
+	499:                              "Request canceled", // grpc-gateway's status for Canceled
+	http.StatusInternalServerError:   "Internal error",
+	http.StatusNotImplemented:        "Not implemented",
+	http.StatusServiceUnavailable:    "Service unavailable",
+	http.StatusGatewayTimeout:        "Timeout",
+}
+
+// Kind is the kind of failure status names when nothing more specific is
+// known.
+func Kind(status int) string {
+	if k, ok := kinds[status]; ok {
+		return k
+	}
+	if t := http.StatusText(status); t != "" {
+		return t
+	}
+	return "Error"
+}
+
+// WriteError answers status with message, the status's words as its kind.
+func WriteError(w http.ResponseWriter, status int, message string) {
+	WriteProblem(w, status, "", message)
+}
+
+// WriteProblem answers status with an error of kind (Kind(status) when
+// empty), message and one entry per problem in messages (message alone when
+// none are given).
+func WriteProblem(w http.ResponseWriter, status int, kind, message string, messages ...string) {
+	if kind == "" {
+		kind = Kind(status)
+	}
+	if len(messages) == 0 {
+		messages = []string{message}
+	}
+	Write(w, status, Error{Error: kind, Message: message, Messages: messages})
 }

@@ -186,6 +186,10 @@ func (a *args) normalizeRef(name string) {
 		refs := make([]string, 0, len(list))
 		for _, e := range list {
 			ref, ok := refString(e)
+			if ok && strings.ContainsRune(ref, 0) {
+				a.problems = append(a.problems, "session_ids contains a NUL character, which no id or slug holds; remove it")
+				return
+			}
 			if !ok {
 				a.problems = append(a.problems, fmt.Sprintf("session_ids must be ids or slugs, got %s", e))
 				return
@@ -196,6 +200,11 @@ func (a *args) normalizeRef(name string) {
 		return
 	}
 	ref, ok := refString(v)
+	if ok && strings.ContainsRune(ref, 0) {
+		a.problems = append(a.problems, name+" contains a NUL character, which no id or slug holds; remove it")
+		delete(a.raw, name)
+		return
+	}
 	if !ok {
 		if isNumber(v) {
 			a.problems = append(a.problems, outOfRange(name, 1, math.MaxInt64, v))

@@ -5,8 +5,8 @@
 //
 //   - 64-bit integers are integers: the gateway's JSON (wirejson) sends
 //     them as numbers, not protojson's strings;
-//   - errors are the gateway's {"error": "..."} (jsonhttp.Error), not a
-//     google.rpc.Status;
+//   - errors are the gateway's {"error": kind, "message": ..., "messages":
+//     [...]} (jsonhttp.Error), not a google.rpc.Status;
 //   - a create answers 201 and a delete 204 with no body
 //     (rest.SuccessStatus);
 //   - GET /api/v1/sessions/{session_id} answers the session composed with
@@ -95,7 +95,9 @@ func (d *document) errorResponses() error {
 	}
 	return d.operations(func(_, _ string, op *object) error {
 		op.obj("responses").set("default", newObject().
-			set("description", "The request failed; error says what was wrong and what to do.").
+			set("description", "The request failed: error names the kind of failure, message says what was wrong and what to do, "+
+				"messages lists each problem. Malformed JSON or a parameter that cannot be read is 400; a well-formed request a rule "+
+				"refuses (Validation failed) or the session's state refuses (Cannot trash, Cannot restore, ...) is 422.").
 			set("schema", ref))
 		return nil
 	})

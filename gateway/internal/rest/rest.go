@@ -1,6 +1,7 @@
 // Package rest serves the REST API (/api/v1/...): grpc-gateway's reverse
 // proxy over the services' generated clients, with the gateway's JSON
-// (wirejson), its error shape ({"error": "..."}) and status codes.
+// (wirejson), its error shape (jsonhttp.Error: {"error", "message",
+// "messages"}) and status codes.
 package rest
 
 import (
@@ -9,13 +10,21 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -37,9 +46,9 @@ const (
 // bodyExample is the shape a malformed body should have had.
 const bodyExample = `{"prompt": "...", "git_root": "..."}`
 
-// NewHandler returns the REST API over the lifecycle service's client.
+// NewHandler returns the REST API over the lifecycle service's connection.
 // Authentication is the caller's (the server wraps this handler).
-func NewHandler(ctx context.Context, lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logger) (http.Handler, error) {
+func NewHandler(ctx context.Context, lifecycle grpc.ClientConnInterface, logger *slog.Logger) (http.Handler, error) {
 	h := &handler{logger: logger}
 	none := func(string) (string, bool) { return "", false }
 	h.mux = runtime.NewServeMux(
@@ -47,6 +56,7 @@ func NewHandler(ctx context.Context, lifecycle lifecyclev1.LifecycleServiceClien
 		runtime.WithErrorHandler(h.serviceError),
 		runtime.WithRoutingErrorHandler(h.routingError),
 		runtime.WithForwardResponseOption(successStatus),
+		runtime.WithMiddlewares(checkParams),
 		// Tells lifecycle which surface a call came through (the archive
 		// line names it). Client headers are never forwarded, so a caller
 		// cannot claim another surface.
@@ -63,7 +73,8 @@ func NewHandler(ctx context.Context, lifecycle lifecyclev1.LifecycleServiceClien
 		runtime.WithDisablePathLengthFallback(),
 		runtime.WithDisableHTTPMethodOverride(),
 	)
-	if err := lifecyclev1.RegisterLifecycleServiceHandlerClient(ctx, h.mux, lifecycle); err != nil {
+	client := lifecyclev1.NewLifecycleServiceClient(reachingConn{lifecycle})
+	if err := lifecyclev1.RegisterLifecycleServiceHandlerClient(ctx, h.mux, client); err != nil {
 		return nil, fmt.Errorf("register lifecycle REST routes: %w", err)
 	}
 	return h, nil
@@ -83,7 +94,74 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del("Authorization")
 	r.Header.Del("X-Api-Key")
 	r.Body = &trackedBody{ReadCloser: http.MaxBytesReader(w, r.Body, MaxBodyBytes)}
+	r = r.WithContext(context.WithValue(r.Context(), reachedKey{}, new(atomic.Bool)))
 	h.mux.ServeHTTP(w, r)
+}
+
+// reachedKey marks a request's context with whether a call of it reached
+// the service (see reachingConn).
+type reachedKey struct{}
+
+// reachingConn records, on the request's context, that a call was sent: an
+// error that comes back from the service is the service's (a rule it
+// refused: 422), while grpc-gateway reports a parameter it could not parse
+// with the same InvalidArgument before calling anything (malformed: 400).
+type reachingConn struct{ grpc.ClientConnInterface }
+
+func (c reachingConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	if reached, ok := ctx.Value(reachedKey{}).(*atomic.Bool); ok {
+		reached.Store(true)
+	}
+	return c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
+}
+
+func reachedService(ctx context.Context) bool {
+	reached, ok := ctx.Value(reachedKey{}).(*atomic.Bool)
+	return ok && reached.Load()
+}
+
+// checkParams refuses, before grpc-gateway parses them, path and query
+// parameters that no service could take: text that is not UTF-8 (%FF, or
+// %ED%A0%80, an encoded surrogate) or holds a NUL. gRPC cannot even send
+// such a string (proto strings are UTF-8), and Postgres cannot store a
+// NUL; both are the caller's error, named.
+func checkParams(next runtime.HandlerFunc) runtime.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, pathParams map[string]string) {
+		names := slices.Sorted(maps.Keys(pathParams))
+		for _, name := range names {
+			if msg := BadParam("path parameter", name, pathParams[name]); msg != "" {
+				jsonhttp.WriteError(w, http.StatusBadRequest, msg)
+				return
+			}
+		}
+		query, _ := url.ParseQuery(r.URL.RawQuery) // grpc-gateway reports a malformed query itself
+		for _, name := range slices.Sorted(maps.Keys(query)) {
+			if msg := BadParam("query parameter name", name, name); msg != "" {
+				jsonhttp.WriteError(w, http.StatusBadRequest, msg)
+				return
+			}
+			for _, v := range query[name] {
+				if msg := BadParam("query parameter", name, v); msg != "" {
+					jsonhttp.WriteError(w, http.StatusBadRequest, msg)
+					return
+				}
+			}
+		}
+		next(w, r, pathParams)
+	}
+}
+
+// BadParam says what is wrong with a parameter's value ("" when nothing
+// is): a what ("path parameter", "query parameter") named name.
+func BadParam(what, name, value string) string {
+	shown := strconv.QuoteToASCII(name)
+	switch {
+	case !utf8.ValidString(value):
+		return fmt.Sprintf("%s %s is not valid UTF-8; percent-encode the UTF-8 bytes of the text (e.g. %%C3%%A9 for é)", what, shown)
+	case strings.ContainsRune(value, 0):
+		return fmt.Sprintf("%s %s contains a NUL character (%%00), which no value may hold; remove it", what, shown)
+	}
+	return ""
 }
 
 // trackedBody records why decoding the request body failed, so the error
@@ -145,7 +223,7 @@ func (h *handler) serviceError(ctx context.Context, _ *runtime.ServeMux, _ runti
 				fmt.Sprintf("request body too large: the limit is %d bytes; shorten the prompt or goal", tooLarge.Limit))
 			return
 		}
-		jsonhttp.WriteError(w, http.StatusBadRequest,
+		jsonhttp.WriteProblem(w, http.StatusBadRequest, jsonhttp.KindMalformedJSON,
 			fmt.Sprintf("malformed JSON body: %s; send a JSON object, e.g. %s", decodeDetail(tb.decodeErr), bodyExample))
 		return
 	}
@@ -154,16 +232,22 @@ func (h *handler) serviceError(ctx context.Context, _ *runtime.ServeMux, _ runti
 		jsonhttp.WriteError(w, httpErr.HTTPStatus, fmt.Sprintf("bad request path %s: %v", r.URL.Path, httpErr.Err))
 		return
 	}
-	service := serviceName(ctx)
-	p := grpcerr.From(service, err)
+	if st, ok := status.FromError(err); ok && st.Code() == codes.InvalidArgument && !reachedService(r.Context()) {
+		// grpc-gateway could not parse a path or query parameter (its own
+		// words, e.g. `parsing field "page": ...`).
+		jsonhttp.WriteError(w, http.StatusBadRequest, st.Message())
+		return
+	}
+	method, _ := runtime.RPCMethod(ctx)
+	p := grpcerr.FromCall(method, err)
 	switch {
 	case p.Internal():
-		h.logger.ErrorContext(ctx, "service call failed", "backend", service, "method", r.Method, "path", r.URL.Path, "code", p.Code.String(), "error", err)
+		h.logger.ErrorContext(ctx, "service call failed", "rpc", method, "method", r.Method, "path", r.URL.Path, "code", p.Code.String(), "error", err)
 	case p.Code == codes.Unauthenticated:
 		h.logger.ErrorContext(ctx, "service rejected the gateway's API key; give the gateway and the services the same ZIMMER_API_KEYS",
-			"backend", service, "error", err)
+			"rpc", method, "error", err)
 	}
-	jsonhttp.WriteError(w, p.HTTPStatus, p.Message)
+	jsonhttp.WriteProblem(w, p.HTTPStatus, p.Kind, p.Message, p.Messages...)
 }
 
 func (h *handler) routingError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, status int) {
@@ -182,20 +266,6 @@ func (h *handler) routingError(_ context.Context, _ *runtime.ServeMux, _ runtime
 // NoRouteMessage is the 404 text for a request no route matches.
 func NoRouteMessage(r *http.Request) string {
 	return fmt.Sprintf("no route %s %s; see /openapi.json", r.Method, r.URL.Path)
-}
-
-// serviceName names the context a routed call went to, from its gRPC
-// method ("/zimmer.lifecycle.v1.LifecycleService/GetSession" → "lifecycle").
-func serviceName(ctx context.Context) string {
-	method, ok := runtime.RPCMethod(ctx)
-	if !ok {
-		return "backend"
-	}
-	parts := strings.Split(strings.TrimPrefix(method, "/"), ".")
-	if len(parts) >= 3 && parts[0] == "zimmer" {
-		return parts[1]
-	}
-	return "backend"
 }
 
 // decodeDetail trims protojson's "proto: " prefix from a decode error.

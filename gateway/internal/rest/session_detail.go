@@ -87,13 +87,18 @@ type AuthoredInJSON struct {
 func (h *sessionDetail) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), CallTimeout)
 	defer cancel()
-	got, err := h.lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: r.PathValue("id")})
+	ref := r.PathValue("id")
+	if msg := BadParam("path parameter", "session_id", ref); msg != "" {
+		jsonhttp.WriteError(w, http.StatusBadRequest, msg)
+		return
+	}
+	got, err := h.lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: ref})
 	if err != nil {
-		p := grpcerr.From("lifecycle", err)
+		p := grpcerr.FromCall(lifecyclev1.LifecycleService_GetSession_FullMethodName, err)
 		if p.Internal() {
 			h.logger.ErrorContext(ctx, "service call failed", "backend", "lifecycle", "method", r.Method, "path", r.URL.Path, "code", p.Code.String(), "error", err)
 		}
-		jsonhttp.WriteError(w, p.HTTPStatus, p.Message)
+		jsonhttp.WriteProblem(w, p.HTTPStatus, p.Kind, p.Message, p.Messages...)
 		return
 	}
 	detail := SessionDetailJSON{Session: got.GetSession()}

@@ -248,7 +248,7 @@ func TestSupervisorUsers(t *testing.T) {
 	require.Contains(t, resp.errorText(t), `slack user ID U1 already belongs to user "sam"`)
 
 	resp = b.supervise(t, http.MethodPatch, "/supervisor/users/juliehazz", `{"key": "julie"}`)
-	require.Equal(t, http.StatusBadRequest, resp.status)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.status)
 	require.Contains(t, resp.errorText(t), "key is immutable")
 
 	resp = b.supervise(t, http.MethodPost, "/supervisor/users", `{"key": "x", "display_name": "X", "role": "admin"}`)

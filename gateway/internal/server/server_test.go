@@ -93,13 +93,32 @@ func (r response) json(t *testing.T) map[string]any {
 	return m
 }
 
+// errorText checks the body is the API's error shape, exactly {"error":
+// kind, "message": explanation, "messages": [one per problem]}, and returns
+// the message.
 func (r response) errorText(t *testing.T) string {
 	t.Helper()
-	m := r.json(t)
-	require.Len(t, m, 1, "error bodies are exactly {\"error\": ...}: %s", r.body)
-	msg, ok := m["error"].(string)
-	require.True(t, ok, string(r.body))
+	msg, _, _ := r.problem(t)
 	return msg
+}
+
+// problem is the error body's message, kind and messages.
+func (r response) problem(t *testing.T) (message, kind string, messages []string) {
+	t.Helper()
+	m := r.json(t)
+	require.Len(t, m, 3, "error bodies are exactly {\"error\", \"message\", \"messages\"}: %s", r.body)
+	kind, ok := m["error"].(string)
+	require.True(t, ok && kind != "", "error names the kind: %s", r.body)
+	message, ok = m["message"].(string)
+	require.True(t, ok, string(r.body))
+	list, ok := m["messages"].([]any)
+	require.True(t, ok && len(list) > 0, "messages lists at least one problem: %s", r.body)
+	for _, e := range list {
+		text, ok := e.(string)
+		require.True(t, ok, string(r.body))
+		messages = append(messages, text)
+	}
+	return message, kind, messages
 }
 
 func (b *testBundle) do(t *testing.T, method, path, body string, header ...string) response {
@@ -352,13 +371,13 @@ func TestErrors(t *testing.T) {
 		{
 			name: "missing prompt (the service's validation)", method: http.MethodPost, path: "/api/v1/sessions",
 			body: `{"git_root": "/g"}`, fail: invalid("prompt", "is required: say what the agent should do"),
-			wantStatus: http.StatusBadRequest, wantError: "prompt: is required: say what the agent should do",
+			wantStatus: http.StatusUnprocessableEntity, wantError: "prompt: is required: say what the agent should do",
 		},
 		{
 			name: "empty body (the service's validation)", method: http.MethodPost, path: "/api/v1/sessions",
 			fail: invalid("prompt", "is required: say what the agent should do",
 				"git_root", "is required: the repository the session's clone is made from"),
-			wantStatus: http.StatusBadRequest,
+			wantStatus: http.StatusUnprocessableEntity,
 			wantError:  "prompt: is required: say what the agent should do; git_root: is required: the repository the session's clone is made from",
 		},
 		{

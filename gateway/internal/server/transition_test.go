@@ -64,9 +64,9 @@ func TestTransitionRoute(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, resp.status, string(resp.body))
 	require.Equal(t, "cannot pause session 1: it is failed, and pause is only possible from running", resp.errorText(t))
 
-	// An unknown event is 400 naming the valid ones.
+	// An unknown event is 422 naming the valid ones.
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/1/transition", `{"event": "restart"}`)
-	require.Equal(t, http.StatusBadRequest, resp.status, string(resp.body))
+	require.Equal(t, http.StatusUnprocessableEntity, resp.status, string(resp.body))
 	require.Equal(t, `event: unknown event "restart"; use one of `+strings.Join(rules.Events(), ", "), resp.errorText(t))
 
 	before := len(b.fake.Calls())
@@ -102,7 +102,7 @@ func TestPatchNotes(t *testing.T) {
 	b.fake.Answer("UpdateSession", nil, invalid("notes",
 		"is longer than 50000 characters; keep the notes short and put the detail in the repository"))
 	resp = b.call(t, http.MethodPatch, "/api/v1/sessions/1", `{"notes": "`+long+`"}`)
-	require.Equal(t, http.StatusBadRequest, resp.status, string(resp.body))
+	require.Equal(t, http.StatusUnprocessableEntity, resp.status, string(resp.body))
 	require.True(t, strings.HasPrefix(resp.errorText(t), "notes: is longer than 50000 characters"), string(resp.body))
 	require.Equal(t, long, b.lastRequest(t, "UpdateSession").(*lifecyclev1.UpdateSessionRequest).GetNotes(), "sent whole: lifecycle judges")
 }

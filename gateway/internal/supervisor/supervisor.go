@@ -21,6 +21,7 @@ import (
 
 	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
 	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
+	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 )
 
@@ -171,8 +172,13 @@ func (h *handler) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.PathValue("key")
+	if msg := rest.BadParam("path parameter", "key", key); msg != "" {
+		jsonhttp.WriteError(w, http.StatusBadRequest, msg)
+		return
+	}
 	if in.Key != nil && *in.Key != key {
-		jsonhttp.WriteError(w, http.StatusBadRequest, "key is immutable: renaming would orphan every message the human authored; create a new user instead")
+		jsonhttp.WriteProblem(w, http.StatusUnprocessableEntity, jsonhttp.KindValidation,
+			"key is immutable: renaming would orphan every message the human authored; create a new user instead")
 		return
 	}
 	req := &lineagev1.UpdateUserRequest{Key: key, DisplayName: in.DisplayName, Email: in.Email, Notes: in.Notes}
@@ -207,7 +213,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any, example string) bool 
 	case errors.As(err, &tooLarge):
 		jsonhttp.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large: the limit is %d bytes", tooLarge.Limit))
 	default:
-		jsonhttp.WriteError(w, http.StatusBadRequest, fmt.Sprintf("malformed JSON body: %v; send e.g. %s", err, example))
+		jsonhttp.WriteProblem(w, http.StatusBadRequest, jsonhttp.KindMalformedJSON, fmt.Sprintf("malformed JSON body: %v; send e.g. %s", err, example))
 	}
 	return false
 }
@@ -217,5 +223,5 @@ func (h *handler) fail(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if p.Internal() {
 		h.logger.ErrorContext(ctx, "supervisor call failed", "method", r.Method, "path", r.URL.Path, "code", p.Code.String(), "error", err)
 	}
-	jsonhttp.WriteError(w, p.HTTPStatus, p.Message)
+	jsonhttp.WriteProblem(w, p.HTTPStatus, p.Kind, p.Message, p.Messages...)
 }
