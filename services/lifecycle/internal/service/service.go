@@ -55,6 +55,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	repo := store.NewSessions(h.Pool, events.Codec{}, signal, logger)
 	svc := &Service{Host: h, signal: signal, Sessions: app.NewSessions(repo, clock.System{}, cfg.TrashRetention)}
 	grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).Register(h.GRPC.Server)
+	// Lineage's events carry lines for the sessions' timelines, which
+	// lifecycle owns (uncle edges recorded or inverted).
+	grpcapi.NewLineageConsumer(app.AppendExternalTimelineLines{Repo: repo, Clock: clock.System{}}, logger).Register(h.GRPC.Server)
 
 	if cfg.AlertAfterAttempts <= 0 {
 		cfg.AlertAfterAttempts = 3
