@@ -1,14 +1,49 @@
 package rules
 
-// Limits on what a caller may send. Lengths are in characters (runes),
-// custom_metadata in bytes of its JSON encoding.
+// Limits on what a caller may send. Lengths are in characters (runes);
+// custom_metadata is measured in bytes of its JSON encoding and in levels of
+// nesting. Every string a caller sends must also be valid UTF-8 without NUL
+// characters (U+0000), which Postgres cannot store. Every string field has a
+// limit, so that no session is too large to read back or to list.
 const (
-	MaxPromptChars   = 500_000
-	MaxGoalChars     = 50_000
-	MaxNotesChars    = 50_000
-	MaxTitleChars    = 500
-	MaxSlugChars     = 100
-	MaxMetadataBytes = 256 << 10
+	MaxPromptChars        = 500_000
+	MaxGoalChars          = 50_000
+	MaxNotesChars         = 50_000
+	MaxTitleChars         = 500
+	MaxSlugChars          = 100
+	MaxGitRootChars       = 2_048 // a URL or a path
+	MaxBranchChars        = 255
+	MaxSubdirectoryChars  = 1_024
+	MaxAgentRootChars     = 1_024
+	MaxAgentRuntimeChars  = 100
+	MaxFailureReasonChars = 10_000
+	MaxPausedByChars      = 100
+	MaxRunningJobIDChars  = 255
+	MaxMetadataBytes      = 256 << 10
+	// MaxMetadataDepth bounds how deeply custom_metadata nests: the object
+	// itself is level 1, and each object or array inside another adds one.
+	// Deeper values are refused whole, as are bigger ones: one row must
+	// never be too deep for a reader (a protobuf decoder stops at 10,000
+	// message levels, and each JSON level costs about three).
+	MaxMetadataDepth = 32
+)
+
+// Limits on a list request's filters, which are matched against the fields
+// above.
+const (
+	MaxQueryChars   = 1_000
+	MaxGenesisChars = 100
+)
+
+// ListPreviewChars is how much of each long free-text field (prompt, goal,
+// notes, failure_reason) a listed session carries; a longer one is cut and
+// ends in PreviewEllipsis. A list never carries custom_metadata. Reading the
+// session by its id gives everything whole. This keeps a page of the largest
+// valid sessions small: whole, one page of 100 could be hundreds of
+// megabytes.
+const (
+	ListPreviewChars = 200
+	PreviewEllipsis  = "…"
 )
 
 // SlugPattern is a slug's shape. A slug is also never all digits, so that a
@@ -32,7 +67,8 @@ const (
 	MaxPerPage     = 100
 )
 
-// Scheduling classes; a session created without one is priority.
+// Scheduling classes; a session created without one inherits its parent's,
+// and one without a parent is priority.
 const (
 	SchedulingPriority = "priority"
 	SchedulingSpot     = "spot"

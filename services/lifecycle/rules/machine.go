@@ -119,6 +119,15 @@ var machine = []Transition{
 	},
 }
 
+// RestoreEvent is the event the named unarchive verb (REST
+// POST /sessions/{id}/unarchive, MCP action_session unarchive) fires: a
+// restored session lands in needs_input, ready for its next message,
+// whatever state it was archived from, as the original's restore did.
+// Choosing the target from the session's history belongs to an undo inside
+// a few seconds of the archive (an operator console action, not built yet).
+// The raw unarchive_to_* events keep their targets.
+const RestoreEvent = EventUnarchiveToNeedsInput
+
 // Machine returns the state machine's rows, in the spec's order. The result
 // is a copy: changing it changes nothing.
 func Machine() []Transition {

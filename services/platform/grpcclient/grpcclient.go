@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/zimmerhq/zimmer/services/platform/grpcserver"
 )
 
 // reconnect is how a connection comes back after the service it reaches
@@ -27,13 +29,18 @@ var reconnect = grpc.ConnectParams{
 }
 
 // Dial returns a lazily-connecting client for addr that presents apiKey (when
-// not empty) on every call and reconnects within a second of the peer
+// not empty) on every call, carries messages as large as the servers take
+// (grpcserver.MaxMessageBytes) and reconnects within a second of the peer
 // coming back. Services talk over loopback or a private network;
 // transport security is the deployment's concern (see deploy/README.md).
 func Dial(addr, apiKey string) (*grpc.ClientConn, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(reconnect),
+		grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(grpcserver.MaxMessageBytes),
+			grpc.MaxCallSendMsgSize(grpcserver.MaxMessageBytes),
+		),
 	}
 	if apiKey != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(keyCredentials(apiKey)))

@@ -24,6 +24,16 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
 )
 
+// MaxMessageBytes bounds one gRPC message, received or sent, on every
+// server and client (grpcclient). gRPC's default of 4 MiB is smaller than
+// valid traffic: a session at every limit is about 4 MB (a 500,000-character
+// prompt of 4-byte characters is 2 MB, and custom_metadata's 256 KiB of JSON
+// can grow fivefold as protobuf), and the gateway forwards request bodies of
+// up to 8 MiB, which protobuf may grow as much. A request the transport
+// refused would answer with gRPC's own text instead of the service's
+// refusal naming the field, so the bound is set above all of that.
+const MaxMessageBytes = 64 << 20
+
 // Server is a gRPC server with its health service.
 type Server struct {
 	*grpc.Server
@@ -36,11 +46,15 @@ type Server struct {
 // reflection must present one of them.
 func New(logger *slog.Logger, keys apikey.Set) *Server {
 	s := &Server{
-		Server: grpc.NewServer(grpc.ChainUnaryInterceptor(
-			logUnary(logger),
-			recoverUnary(logger),
-			authUnary(keys),
-		)),
+		Server: grpc.NewServer(
+			grpc.ChainUnaryInterceptor(
+				logUnary(logger),
+				recoverUnary(logger),
+				authUnary(keys),
+			),
+			grpc.MaxRecvMsgSize(MaxMessageBytes),
+			grpc.MaxSendMsgSize(MaxMessageBytes),
+		),
 		Health: health.NewServer(),
 		logger: logger,
 	}

@@ -101,7 +101,10 @@ func (uc UpdateSession) Handle(ctx context.Context, ref string, p domain.Patch) 
 		return domain.Session{}, err
 	}
 	c, err := uc.Repo.Update(ctx, r, func(s domain.Session, _ domain.Wakes) (Change, error) {
-		next, note := p.Apply(s, uc.Clock.Now())
+		next, note, err := p.Apply(s, uc.Clock.Now())
+		if err != nil {
+			return Change{}, err
+		}
 		return Change{Edited: &Edit{Session: next, Note: note}}, nil
 	})
 	if err != nil {
@@ -172,7 +175,8 @@ type Verb string
 const (
 	// VerbSleep sleeps a needs_input session now and defers a running one's.
 	VerbSleep Verb = "sleep"
-	// VerbUnarchive restores to the state chosen from the session's history.
+	// VerbUnarchive is the restore: the session lands in needs_input,
+	// whatever state it was archived from (domain.EventRestore).
 	VerbUnarchive Verb = "unarchive"
 	// VerbRestart re-runs a failed or idle session: a deliberate resume.
 	VerbRestart Verb = "restart"
@@ -195,12 +199,15 @@ func (uc TransitionSession) Handle(ctx context.Context, ref string, verb Verb, c
 	if err != nil {
 		return domain.Outcome{}, err
 	}
+	if err := cmd.Validate(); err != nil {
+		return domain.Outcome{}, err
+	}
 	return uc.apply(ctx, r, func(s domain.Session, env domain.Env) (domain.Outcome, error) {
 		switch verb {
 		case VerbSleep:
 			return domain.Sleep(s, cmd, env)
 		case VerbUnarchive:
-			cmd.Event = domain.UnarchiveEvent(s)
+			cmd.Event = domain.EventRestore
 		default: // VerbRestart
 			cmd.Event = domain.EventResume
 		}
@@ -221,6 +228,9 @@ func (uc TransitionSession) Fire(ctx context.Context, ref string, event string, 
 	e, err := domain.ParseEvent(event)
 	if err != nil {
 		return domain.Outcome{}, &validation.Error{Violations: []validation.FieldViolation{{Field: "event", Reason: err.Error()}}}
+	}
+	if err := cmd.Validate(); err != nil {
+		return domain.Outcome{}, err
 	}
 	cmd.Event = e
 	return uc.apply(ctx, r, func(s domain.Session, env domain.Env) (domain.Outcome, error) {

@@ -28,10 +28,21 @@ type Actor struct {
 	SessionID int64
 	// Sweep names a system sweep, e.g. "stale-session sweep (untouched for 7 days)".
 	Sweep string
+	// Bulk marks an action taken on many sessions in one request (bulk
+	// archive), which the line says: it is a different act from singling
+	// the session out.
+	Bulk bool
 }
 
 // Phrase says who the actor is, for a timeline line.
 func (a Actor) Phrase() string {
+	if a.Bulk {
+		return a.who() + " (bulk)"
+	}
+	return a.who()
+}
+
+func (a Actor) who() string {
 	switch a.Kind {
 	case ActorWebUI:
 		return "a user in the web UI"
@@ -49,7 +60,10 @@ func (a Actor) Phrase() string {
 		if a.SessionID > 0 {
 			return fmt.Sprintf("session #%d via the self-session MCP server", a.SessionID)
 		}
-		return "a session via the self-session MCP server"
+		// The self-session server narrows the actions, not the session
+		// they aim at: without a declaration nothing says which session
+		// called.
+		return "an undeclared caller via the self-session MCP server"
 	case ActorSweep:
 		return "Zimmer's " + a.Sweep
 	default:

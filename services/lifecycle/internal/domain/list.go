@@ -68,12 +68,22 @@ func (r ListRequest) Filter() (ListFilter, error) {
 	case f.PerPage < 0 || f.PerPage > MaxPerPage:
 		vs.Add("per_page", "must be between 1 and %d", MaxPerPage)
 	}
-	switch f.SchedulingClass {
-	case "", SchedulingPriority, SchedulingSpot:
-	default:
-		vs.Add("scheduling_class", "%q is not a scheduling class; use %q or %q", f.SchedulingClass, SchedulingPriority, SchedulingSpot)
-	}
+	checkSchedulingClass(&vs, f.SchedulingClass, true)
+	checkText(&vs, "q", f.Query, MaxQueryChars, "")
+	checkText(&vs, "agent_root", f.AgentRoot, MaxAgentRootChars, "")
+	checkText(&vs, "genesis", f.Genesis, MaxGenesisChars, "")
 	return f, vs.Err()
+}
+
+// Summary is s as a list shows it: its long free text (prompt, goal, notes,
+// failure_reason) cut to previews and no custom_metadata, so that a page of
+// the largest valid sessions stays a few megabytes. Reading the session by
+// id gives everything whole.
+func (s Session) Summary() Session {
+	s.Prompt, s.Goal, s.Notes = Preview(s.Prompt), Preview(s.Goal), Preview(s.Notes)
+	s.Markers.FailureReason = Preview(s.Markers.FailureReason)
+	s.CustomMetadata = nil
+	return s
 }
 
 // Page is one page of sessions and the size of the whole result.

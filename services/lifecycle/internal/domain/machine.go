@@ -26,6 +26,11 @@ const (
 	EventUnarchiveToNeedsInput  Event = rules.EventUnarchiveToNeedsInput
 )
 
+// EventRestore is the event the named unarchive verb fires: rules'
+// RestoreEvent. A restored session lands in needs_input whatever state it
+// was archived from.
+const EventRestore Event = rules.RestoreEvent
+
 type edge struct {
 	from   []Status
 	to     Status

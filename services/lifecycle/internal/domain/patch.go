@@ -3,7 +3,6 @@ package domain
 import (
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
@@ -27,7 +26,6 @@ type Patch struct {
 	// CustomMetadata is merged into the stored object; a nil value removes
 	// its key.
 	CustomMetadata           map[string]any
-	MetadataBytes            int
 	HeartbeatEnabled         *bool
 	HeartbeatIntervalSeconds *int32
 }
@@ -35,26 +33,24 @@ type Patch struct {
 // Validate checks the patch and reports every problem at once.
 func (p Patch) Validate() error {
 	var vs validation.Violations
-	if p.Title != nil && utf8.RuneCountInString(*p.Title) > MaxTitleChars {
-		vs.Add("title", "is longer than %d characters", MaxTitleChars)
+	if p.Title != nil {
+		checkText(&vs, "title", *p.Title, MaxTitleChars, "")
 	}
 	if p.Slug != nil && *p.Slug != "" {
 		if err := ValidateSlug(*p.Slug); err != nil {
 			vs.Add("slug", "%s", err)
 		}
 	}
-	if p.Goal != nil && utf8.RuneCountInString(*p.Goal) > MaxGoalChars {
-		vs.Add("goal", "is longer than %d characters", MaxGoalChars)
+	if p.Goal != nil {
+		checkText(&vs, "goal", *p.Goal, MaxGoalChars, "")
 	}
-	if p.Notes != nil && utf8.RuneCountInString(*p.Notes) > MaxNotesChars {
-		vs.Add("notes", "is longer than %d characters; keep the notes short and put the detail in the repository", MaxNotesChars)
+	if p.Notes != nil {
+		checkText(&vs, "notes", *p.Notes, MaxNotesChars, "keep the notes short and put the detail in the repository")
 	}
-	if p.SchedulingClass != nil && *p.SchedulingClass != SchedulingPriority && *p.SchedulingClass != SchedulingSpot {
-		vs.Add("scheduling_class", "%q is not a scheduling class; use %q or %q", *p.SchedulingClass, SchedulingPriority, SchedulingSpot)
+	if p.SchedulingClass != nil {
+		checkSchedulingClass(&vs, *p.SchedulingClass, false)
 	}
-	if p.MetadataBytes > MaxMetadataBytes {
-		vs.Add("custom_metadata", "is %d bytes encoded; the limit is %d", p.MetadataBytes, MaxMetadataBytes)
-	}
+	checkMetadata(&vs, p.CustomMetadata)
 	if i := p.HeartbeatIntervalSeconds; i != nil && (*i < MinHeartbeatSeconds || *i > MaxHeartbeatSeconds) {
 		vs.Add("heartbeat_interval_seconds", "is %d; use %d to %d seconds", *i, MinHeartbeatSeconds, MaxHeartbeatSeconds)
 	}
@@ -70,8 +66,9 @@ func (p Patch) empty() bool {
 }
 
 // Apply returns s with the patch applied and a timeline note naming what
-// changed.
-func (p Patch) Apply(s Session, now time.Time) (Session, TimelineEntry) {
+// changed. custom_metadata is merged into what is stored, so only here can
+// the merged object be measured: one too large to store is refused.
+func (p Patch) Apply(s Session, now time.Time) (Session, TimelineEntry, error) {
 	var changed []string
 	set := func(name string, dst *string, v *string) {
 		if v != nil && *dst != *v {
@@ -100,6 +97,10 @@ func (p Patch) Apply(s Session, now time.Time) (Session, TimelineEntry) {
 				md[k] = v
 			}
 		}
+		if n := metadataBytes(md); n > MaxMetadataBytes {
+			return Session{}, TimelineEntry{}, validation.Invalid("custom_metadata",
+				"merged into the session's, would be %d bytes as JSON; the limit is %d — remove keys (set them to null) or send less", n, MaxMetadataBytes)
+		}
 		s.CustomMetadata = md
 		changed = append(changed, "custom_metadata")
 	}
@@ -116,7 +117,7 @@ func (p Patch) Apply(s Session, now time.Time) (Session, TimelineEntry) {
 	if len(changed) == 0 {
 		msg = "[Session] update changed nothing"
 	}
-	return s, TimelineEntry{Kind: TimelineNote, Message: msg}
+	return s, TimelineEntry{Kind: TimelineNote, Message: msg}, nil
 }
 
 // Settings are the experimental settings.

@@ -8,21 +8,11 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
-)
-
-// Limits on what a caller may send: rules' limits.
-const (
-	MaxPromptChars   = rules.MaxPromptChars
-	MaxGoalChars     = rules.MaxGoalChars
-	MaxNotesChars    = rules.MaxNotesChars
-	MaxTitleChars    = rules.MaxTitleChars
-	MaxSlugChars     = rules.MaxSlugChars
-	MaxMetadataBytes = rules.MaxMetadataBytes
 )
 
 // Genesis values. A session inherits its parent's genesis; a session with no
@@ -61,7 +51,7 @@ type Session struct {
 	Markers      Markers
 	ElapsedSince *time.Time // the elapsed-time clock, reset by start and resume
 	ArchivedAt   *time.Time
-	ArchivedFrom *Status    // the state archive left: picks the unarchive target
+	ArchivedFrom *Status    // the state archive left, for an undo (a restore always lands in needs_input)
 	TrashAfter   *time.Time // restorable until then
 	// Version increases with every committed change, so a reader can tell
 	// whether the session it holds is still current.
@@ -86,49 +76,53 @@ type NewSession struct {
 	SchedulingClass string
 	Precedence      int32
 	CustomMetadata  map[string]any
-	// MetadataBytes is the encoded size of CustomMetadata, measured by the
-	// adapter that decoded it.
-	MetadataBytes int
 }
 
 var slugPattern = regexp.MustCompile(rules.SlugPattern)
 
 // Validate checks everything that can be checked without storage and
-// reports every problem at once.
+// reports every problem at once. prompt is optional: a session can be
+// created to clone its repository and wait for its first message.
 func (n NewSession) Validate() error {
 	var vs validation.Violations
-	switch c := utf8.RuneCountInString(n.Prompt); {
-	case c == 0:
-		vs.Add("prompt", "is required: say what the agent should do")
-	case c > MaxPromptChars:
-		vs.Add("prompt", "is %d characters; the limit is %d — shorten it or attach the detail as a file in the repository", c, MaxPromptChars)
+	checkText(&vs, "prompt", n.Prompt, MaxPromptChars, "shorten it or attach the detail as a file in the repository")
+	if textProblem(n.GitRoot) == "" && strings.TrimSpace(n.GitRoot) == "" {
+		vs.Add("git_root", "is required and not blank: the repository the session's clone is made from")
+	} else {
+		checkText(&vs, "git_root", n.GitRoot, MaxGitRootChars, "")
 	}
-	if n.GitRoot == "" {
-		vs.Add("git_root", "is required: the repository the session's clone is made from")
-	}
-	if c := utf8.RuneCountInString(n.Goal); c > MaxGoalChars {
-		vs.Add("goal", "is %d characters; the limit is %d", c, MaxGoalChars)
-	}
-	if c := utf8.RuneCountInString(n.Title); c > MaxTitleChars {
-		vs.Add("title", "is %d characters; the limit is %d", c, MaxTitleChars)
-	}
+	checkText(&vs, "branch", n.Branch, MaxBranchChars, "")
+	checkText(&vs, "subdirectory", n.Subdirectory, MaxSubdirectoryChars, "")
+	checkText(&vs, "title", n.Title, MaxTitleChars, "")
 	if n.Slug != "" {
 		if err := ValidateSlug(n.Slug); err != nil {
 			vs.Add("slug", "%s", err)
 		}
 	}
+	checkText(&vs, "goal", n.Goal, MaxGoalChars, "")
+	checkText(&vs, "agent_root", n.AgentRoot, MaxAgentRootChars, "")
+	checkText(&vs, "agent_runtime", n.AgentRuntime, MaxAgentRuntimeChars, "")
 	if n.ParentSessionID != nil && *n.ParentSessionID <= 0 {
 		vs.Add("parent_session_id", "must be the positive id of an existing session, or omitted")
 	}
-	switch n.SchedulingClass {
-	case "", SchedulingPriority, SchedulingSpot:
-	default:
-		vs.Add("scheduling_class", "%q is not a scheduling class; use %q or %q", n.SchedulingClass, SchedulingPriority, SchedulingSpot)
-	}
-	if n.MetadataBytes > MaxMetadataBytes {
-		vs.Add("custom_metadata", "is %d bytes encoded; the limit is %d", n.MetadataBytes, MaxMetadataBytes)
-	}
+	checkSchedulingClass(&vs, n.SchedulingClass, true)
+	checkMetadata(&vs, n.CustomMetadata)
 	return vs.Err()
+}
+
+// checkSchedulingClass records a scheduling class that is not one; empty is
+// one when optional.
+func checkSchedulingClass(vs *validation.Violations, class string, optional bool) {
+	switch class {
+	case SchedulingPriority, SchedulingSpot:
+	case "":
+		if optional {
+			return
+		}
+		fallthrough
+	default:
+		vs.Add("scheduling_class", "%s is not a scheduling class; use %q or %q", strconv.QuoteToASCII(cut(class, 40)), SchedulingPriority, SchedulingSpot)
+	}
 }
 
 // ValidateSlug checks a slug's shape. A slug is never all digits, so a
@@ -138,7 +132,7 @@ func ValidateSlug(s string) error {
 	case len(s) > MaxSlugChars:
 		return fmt.Errorf("is longer than %d characters", MaxSlugChars)
 	case !slugPattern.MatchString(s):
-		return fmt.Errorf("%q must be lowercase letters, digits and dashes, starting with a letter or digit", s)
+		return fmt.Errorf("%s must be lowercase letters, digits and dashes, starting with a letter or digit", strconv.QuoteToASCII(s))
 	case isDigits(s):
 		return fmt.Errorf("%q is all digits and would read as an id; add a letter", s)
 	}
@@ -147,7 +141,8 @@ func ValidateSlug(s string) error {
 
 // Build makes the session to insert from a validated request, its parent
 // (nil when it has none) and the current time. Genesis is never the
-// caller's: it is inherited down the spawn edge, else "api".
+// caller's: it is inherited down the spawn edge, else "api". A scheduling
+// class not given is inherited the same way, else priority.
 func (n NewSession) Build(parent *Session, now time.Time) (Session, error) {
 	if n.ParentSessionID != nil && (parent == nil || parent.ID != *n.ParentSessionID) {
 		return Session{}, &validation.Error{Violations: []validation.FieldViolation{{
@@ -155,13 +150,12 @@ func (n NewSession) Build(parent *Session, now time.Time) (Session, error) {
 			Reason: fmt.Sprintf("no session %d exists; pass the id of an existing session or omit it", *n.ParentSessionID),
 		}}}
 	}
-	genesis := GenesisAPI
+	genesis, class := GenesisAPI, SchedulingPriority
 	if parent != nil {
-		genesis = parent.Genesis
+		genesis, class = parent.Genesis, parent.SchedulingClass
 	}
-	class := n.SchedulingClass
-	if class == "" {
-		class = SchedulingPriority
+	if n.SchedulingClass != "" {
+		class = n.SchedulingClass
 	}
 	md := n.CustomMetadata
 	if md == nil {
@@ -201,6 +195,9 @@ type SessionRef struct {
 func ParseSessionRef(s string) (SessionRef, error) {
 	if s == "" {
 		return SessionRef{}, &validation.Error{Violations: []validation.FieldViolation{{Field: "session_id", Reason: "is required: a numeric id or a slug"}}}
+	}
+	if p := textProblem(s); p != "" {
+		return SessionRef{}, validation.Invalid("session_id", "%s: give a numeric id or a slug", p)
 	}
 	if isDigits(s) {
 		id, err := strconv.ParseInt(s, 10, 64)

@@ -28,7 +28,11 @@ func TestNewSessionValidate(t *testing.T) {
 		fields []string // the fields named, in order; none means valid
 	}{
 		{name: "minimal", edit: func(*domain.NewSession) {}},
-		{name: "missing prompt and git_root", edit: func(n *domain.NewSession) { n.Prompt, n.GitRoot = "", "" }, fields: []string{"prompt", "git_root"}},
+		// prompt is optional (issue 9, item 9): a session can be created to
+		// clone and wait for its first message. It used to be required.
+		{name: "no prompt", edit: func(n *domain.NewSession) { n.Prompt = "" }},
+		{name: "missing git_root", edit: func(n *domain.NewSession) { n.GitRoot = "" }, fields: []string{"git_root"}},
+		{name: "blank git_root", edit: func(n *domain.NewSession) { n.GitRoot = " \t\n " }, fields: []string{"git_root"}},
 		{name: "prompt at the limit", edit: func(n *domain.NewSession) { n.Prompt = strings.Repeat("é", domain.MaxPromptChars) }},
 		{name: "prompt over the limit", edit: func(n *domain.NewSession) { n.Prompt = strings.Repeat("a", domain.MaxPromptChars+1) }, fields: []string{"prompt"}},
 		{name: "goal over the limit", edit: func(n *domain.NewSession) { n.Goal = strings.Repeat("a", domain.MaxGoalChars+1) }, fields: []string{"goal"}},
@@ -38,7 +42,9 @@ func TestNewSessionValidate(t *testing.T) {
 		{name: "non-positive parent", edit: func(n *domain.NewSession) { n.ParentSessionID = ptr(int64(0)) }, fields: []string{"parent_session_id"}},
 		{name: "unknown scheduling class", edit: func(n *domain.NewSession) { n.SchedulingClass = "urgent" }, fields: []string{"scheduling_class"}},
 		{name: "spot", edit: func(n *domain.NewSession) { n.SchedulingClass = domain.SchedulingSpot }},
-		{name: "metadata too large", edit: func(n *domain.NewSession) { n.MetadataBytes = domain.MaxMetadataBytes + 1 }, fields: []string{"custom_metadata"}},
+		{name: "metadata too large", edit: func(n *domain.NewSession) {
+			n.CustomMetadata = map[string]any{"k": strings.Repeat("a", domain.MaxMetadataBytes)}
+		}, fields: []string{"custom_metadata"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,12 +80,18 @@ func TestBuildInheritsGenesisAndDefaults(t *testing.T) {
 	require.NotNil(t, root.CustomMetadata)
 	require.Equal(t, now, root.CreatedAt)
 
-	parent := domain.Session{ID: 7, Genesis: "web_ui"}
+	parent := domain.Session{ID: 7, Genesis: "web_ui", SchedulingClass: domain.SchedulingSpot}
 	n := valid()
 	n.ParentSessionID = ptr(int64(7))
 	child, err := n.Build(&parent, now)
 	require.NoError(t, err)
 	require.Equal(t, "web_ui", child.Genesis, "genesis comes down the spawn edge")
+	require.Equal(t, domain.SchedulingSpot, child.SchedulingClass, "so does a scheduling class not given")
+	n.SchedulingClass = domain.SchedulingPriority
+	child, err = n.Build(&parent, now)
+	require.NoError(t, err)
+	require.Equal(t, domain.SchedulingPriority, child.SchedulingClass, "one given is kept")
+	n.SchedulingClass = ""
 
 	_, err = n.Build(nil, now)
 	var verr *validation.Error
@@ -180,7 +192,8 @@ func TestPatchValidateAndApply(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			got, note := tt.patch.Apply(before, now)
+			got, note, err := tt.patch.Apply(before, now)
+			require.NoError(t, err)
 			want := before
 			tt.want(&want)
 			want.UpdatedAt = now

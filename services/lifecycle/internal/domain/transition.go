@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Markers are a session's lifecycle bookkeeping: the spec's metadata
@@ -44,6 +46,15 @@ type Command struct {
 	// RunningJobID names the job that owns the agent process; set by start
 	// and resume.
 	RunningJobID string
+}
+
+// Validate checks the details a caller sent with the command.
+func (c Command) Validate() error {
+	var vs validation.Violations
+	checkText(&vs, "failure_reason", c.FailureReason, MaxFailureReasonChars, "say why in a sentence and leave the detail in the logs")
+	checkText(&vs, "paused_by", c.PausedBy, MaxPausedByChars, "")
+	checkText(&vs, "running_job_id", c.RunningJobID, MaxRunningJobIDChars, "")
+	return vs.Err()
 }
 
 // Wakes are the wake-ups armed for a session when a transition runs.
@@ -207,23 +218,6 @@ func Apply(s Session, cmd Command, env Env) (Outcome, error) {
 	t.s.UpdatedAt = env.Now
 	t.out.Session = t.s
 	return t.out, nil
-}
-
-// UnarchiveEvent chooses the unarchive target from the session's history:
-// back to where it was archived from, except that a session archived while
-// running comes back as needs_input — its process is gone.
-func UnarchiveEvent(s Session) Event {
-	if s.ArchivedFrom == nil {
-		return EventUnarchiveToNeedsInput
-	}
-	switch *s.ArchivedFrom {
-	case StatusWaiting:
-		return EventUnarchiveToWaiting
-	case StatusFailed:
-		return EventUnarchiveToFailed
-	default:
-		return EventUnarchiveToNeedsInput
-	}
 }
 
 type transition struct {

@@ -256,19 +256,23 @@ func TestArchiveAndUnarchive(t *testing.T) {
 	require.Equal(t, "[State Machine] Session moved to trash by session #5225 via the MCP API — 1 tracked pull request had not reached a terminal state, so no merge notification will be delivered for it: https://github.com/acme/app/pull/2",
 		out.Timeline[0].Message)
 
-	require.Equal(t, domain.EventUnarchiveToFailed, domain.UnarchiveEvent(a))
-	back, err := domain.Apply(a, domain.Command{Event: domain.UnarchiveEvent(a)}, env())
+	back, err := domain.Apply(a, domain.Command{Event: domain.EventUnarchiveToFailed}, env())
 	require.NoError(t, err)
-	require.Equal(t, domain.StatusFailed, back.Session.Status)
+	require.Equal(t, domain.StatusFailed, back.Session.Status, "the raw event keeps its target")
 	require.Nil(t, back.Session.TrashAfter, "unarchive clears the trash expiry")
+	require.Nil(t, back.Session.ArchivedFrom)
 
-	for from, want := range map[domain.Status]domain.Event{
-		domain.StatusWaiting: domain.EventUnarchiveToWaiting, domain.StatusRunning: domain.EventUnarchiveToNeedsInput,
-		domain.StatusNeedsInput: domain.EventUnarchiveToNeedsInput, domain.StatusFailed: domain.EventUnarchiveToFailed,
-	} {
+	// The restore (the named unarchive verb) lands in needs_input from
+	// wherever the session was archived (issue 9, item 13); it used to
+	// choose from archived_from.
+	require.Equal(t, domain.EventUnarchiveToNeedsInput, domain.EventRestore)
+	for _, from := range []domain.Status{domain.StatusWaiting, domain.StatusRunning, domain.StatusNeedsInput, domain.StatusFailed} {
 		out, err := domain.Apply(session(from), domain.Command{Event: domain.EventArchive}, env())
 		require.NoError(t, err)
-		require.Equal(t, want, domain.UnarchiveEvent(out.Session), "archived from %s", from)
+		require.Equal(t, from, *out.Session.ArchivedFrom, "kept for an undo")
+		back, err := domain.Apply(out.Session, domain.Command{Event: domain.EventRestore}, env())
+		require.NoError(t, err)
+		require.Equal(t, domain.StatusNeedsInput, back.Session.Status, "archived from %s", from)
 	}
 }
 
@@ -284,6 +288,11 @@ func TestArchiveLineNamesTheActorNeverInferred(t *testing.T) {
 		{domain.Actor{Kind: domain.ActorMCP}, "by an undeclared MCP API caller"},
 		{domain.Actor{Kind: domain.ActorMCP, SessionID: 7}, "by session #7 via the MCP API"},
 		{domain.Actor{Kind: domain.ActorSelfSessionMCP, SessionID: 7}, "by session #7 via the self-session MCP server"},
+		{domain.Actor{Kind: domain.ActorSelfSessionMCP}, "by an undeclared caller via the self-session MCP server"},
+		{domain.Actor{Kind: domain.ActorMCP, SessionID: 7, Bulk: true}, "by session #7 via the MCP API (bulk)"},
+		{domain.Actor{Kind: domain.ActorMCP, Bulk: true}, "by an undeclared MCP API caller (bulk)"},
+		{domain.Actor{Kind: domain.ActorREST, Bulk: true}, "by a caller of the REST API (bulk)"},
+		{domain.Actor{Kind: domain.ActorREST, SessionID: 7, Bulk: true}, "by session #7 via the REST API (bulk)"},
 		{domain.Actor{Kind: domain.ActorSweep, Sweep: "stale-session sweep (untouched for 7 days)"}, "by Zimmer's stale-session sweep (untouched for 7 days)"},
 	} {
 		require.Equal(t, "[State Machine] Session moved to trash "+tt.want, domain.ArchiveLine(tt.actor, nil))

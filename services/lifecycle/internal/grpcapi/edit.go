@@ -3,8 +3,6 @@ package grpcapi
 import (
 	"context"
 
-	"google.golang.org/protobuf/proto"
-
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
@@ -24,7 +22,6 @@ func (s *Server) UpdateSession(ctx context.Context, req *lifecyclev1.UpdateSessi
 	}
 	if md := req.GetCustomMetadata(); md != nil {
 		p.CustomMetadata = md.AsMap()
-		p.MetadataBytes = proto.Size(md)
 	}
 	sess, err := s.update(ctx, req.GetSessionId(), p)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
@@ -52,7 +51,6 @@ func (s *Server) CreateSession(ctx context.Context, req *lifecyclev1.CreateSessi
 	}
 	if md := req.GetCustomMetadata(); md != nil {
 		n.CustomMetadata = md.AsMap()
-		n.MetadataBytes = proto.Size(md)
 	}
 	sess, err := s.sessions.Create.Handle(ctx, n)
 	if err != nil {
@@ -102,7 +100,7 @@ func (s *Server) ListSessions(ctx context.Context, req *lifecyclev1.ListSessions
 		},
 	}
 	for _, sess := range page.Sessions {
-		msg, err := wire.Session(sess)
+		msg, err := wire.Session(sess.Summary())
 		if err != nil {
 			return nil, s.toStatus(ctx, err)
 		}

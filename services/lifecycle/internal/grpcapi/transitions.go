@@ -175,6 +175,7 @@ func (s *Server) BulkArchiveSessions(ctx context.Context, req *lifecyclev1.BulkA
 	}
 	resp := &lifecyclev1.BulkArchiveSessionsResponse{Errors: []*lifecyclev1.BulkArchiveError{}}
 	who := actor(ctx, req.ActingSessionId)
+	who.Bulk = true
 	for _, ref := range ids {
 		if _, err := s.sessions.Transition.Handle(ctx, ref, app.Verb(domain.EventArchive), domain.Command{Actor: who}); err != nil {
 			resp.Errors = append(resp.Errors, &lifecyclev1.BulkArchiveError{SessionId: ref, Error: status.Convert(s.toStatus(ctx, err)).Message()})

@@ -189,7 +189,13 @@ func TestBadInputNamesTheFieldAndWritesNothing(t *testing.T) {
 		code   codes.Code
 		fields []string
 	}{
-		{"missing prompt and git_root", &lifecyclev1.CreateSessionRequest{}, codes.InvalidArgument, []string{"prompt", "git_root"}},
+		// prompt is optional since issue 9 (item 9); git_root stays required.
+		{"missing git_root", &lifecyclev1.CreateSessionRequest{}, codes.InvalidArgument, []string{"git_root"}},
+		{"blank git_root", &lifecyclev1.CreateSessionRequest{Prompt: "p", GitRoot: "   "}, codes.InvalidArgument, []string{"git_root"}},
+		{"NUL in title and branch", &lifecyclev1.CreateSessionRequest{GitRoot: "g", Title: "a\x00", Branch: "\x00"}, codes.InvalidArgument, []string{"branch", "title"}},
+		{"git_root too long", &lifecyclev1.CreateSessionRequest{GitRoot: strings.Repeat("g", 2_049)}, codes.InvalidArgument, []string{"git_root"}},
+		{"metadata too deep", &lifecyclev1.CreateSessionRequest{GitRoot: "g", CustomMetadata: deepStruct(t, 33)}, codes.InvalidArgument, []string{"custom_metadata"}},
+		{"NUL in a metadata key", &lifecyclev1.CreateSessionRequest{GitRoot: "g", CustomMetadata: mustStruct(t, map[string]any{"k\x00": 1})}, codes.InvalidArgument, []string{"custom_metadata"}},
 		{"prompt too long", &lifecyclev1.CreateSessionRequest{Prompt: strings.Repeat("x", 500_001), GitRoot: "g"}, codes.InvalidArgument, []string{"prompt"}},
 		{"unknown parent", &lifecyclev1.CreateSessionRequest{Prompt: "p", GitRoot: "g", ParentSessionId: &unknown}, codes.InvalidArgument, []string{"parent_session_id"}},
 	}

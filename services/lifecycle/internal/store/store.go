@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 )
@@ -54,10 +56,30 @@ func NewSessions(pool *pgxpool.Pool, codec Codec, signal *outbox.Signal, logger 
 	return &Sessions{pool: pool, codec: codec, signal: signal, logger: logger}
 }
 
-const sessionColumns = `id, COALESCE(slug, ''), status, title, prompt, goal, agent_root, agent_runtime,
-	git_root, branch, subdirectory, parent_session_id, genesis, scheduling_class, precedence,
-	custom_metadata, created_at, updated_at, markers, elapsed_since, archived_at, archived_from,
-	trash_after, version, heartbeat_enabled, heartbeat_interval_seconds, notes`
+// columns are a session's columns in the order scanSession reads them.
+var columns = []string{"id", "COALESCE(slug, '')", "status", "title", "prompt", "goal", "agent_root", "agent_runtime",
+	"git_root", "branch", "subdirectory", "parent_session_id", "genesis", "scheduling_class", "precedence",
+	"custom_metadata", "created_at", "updated_at", "markers", "elapsed_since", "archived_at", "archived_from",
+	"trash_after", "version", "heartbeat_enabled", "heartbeat_interval_seconds", "notes"}
+
+var sessionColumns = strings.Join(columns, ", ")
+
+// listColumns are the columns as a list reads them: the long free text only
+// as long as a preview can be (a character more, so the domain sees the
+// cut) and no custom_metadata, so a page of the largest sessions is never
+// loaded whole (see domain.Session.Summary).
+var listColumns = func() string {
+	cols := slices.Clone(columns)
+	for i, c := range cols {
+		switch c {
+		case "prompt", "goal", "notes":
+			cols[i] = fmt.Sprintf("left(%s, %d)", c, rules.ListPreviewChars+1)
+		case "custom_metadata":
+			cols[i] = "'null'::jsonb"
+		}
+	}
+	return strings.Join(cols, ", ")
+}()
 
 // Get implements app.SessionRepository.
 func (s *Sessions) Get(ctx context.Context, ref domain.SessionRef) (domain.Session, error) {
@@ -107,7 +129,7 @@ func (s *Sessions) List(ctx context.Context, f domain.ListFilter) (domain.Page, 
 	if f.SchedulingClass != "" {
 		where = append(where, "scheduling_class = "+arg(f.SchedulingClass))
 	}
-	q := `SELECT ` + sessionColumns + `, count(*) OVER () FROM sessions`
+	q := `SELECT ` + listColumns + `, count(*) OVER () FROM sessions`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}

@@ -81,7 +81,7 @@ func (s *Sessions) Create(ctx context.Context, parentID *int64,
 // Queries that lock a session for a decision, with its armed wake-ups
 // counted under the lock: a wake-up being armed for it (which takes a key
 // share on the row) waits for the decision to commit.
-const (
+var (
 	lockedColumns = sessionColumns + `,
 		(SELECT count(*) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.kind = 'one_time'),
 		(SELECT count(*) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.kind = 'session_state')`

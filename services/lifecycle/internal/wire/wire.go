@@ -13,11 +13,16 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 )
 
-// Session converts a domain session to its message.
+// Session converts a domain session to its message. A session without
+// custom_metadata (a list's summary) has none in the message either, rather
+// than an empty object that would claim it is empty.
 func Session(s domain.Session) (*lifecyclev1.Session, error) {
-	md, err := structpb.NewStruct(s.CustomMetadata)
-	if err != nil {
-		return nil, fmt.Errorf("encode custom_metadata of session %d: %w", s.ID, err)
+	var md *structpb.Struct
+	if s.CustomMetadata != nil {
+		var err error
+		if md, err = structpb.NewStruct(s.CustomMetadata); err != nil {
+			return nil, fmt.Errorf("encode custom_metadata of session %d: %w", s.ID, err)
+		}
 	}
 	return &lifecyclev1.Session{
 		Id:                       s.ID,

@@ -56,6 +56,10 @@ func render() string {
 		p("| `%s` | %s | `%s` | %s | %s |\n", t.Event, codeList(t.From), t.To, guards, t.Doc)
 	}
 
+	p("\nThe named verb `unarchive` (REST `POST /api/v1/sessions/{id}/unarchive`, MCP `action_session`\n")
+	p("`unarchive`) is the restore: it fires `%s`, whatever state the session was archived from,\n", rules.RestoreEvent)
+	p("so a restored session waits for its next message. The raw events above keep their targets.\n")
+
 	p("\n## Guards\n\n| guard | requires |\n|---|---|\n")
 	for _, g := range rules.Guards() {
 		p("| `%s` | %s |\n", g.Name, g.Doc)
