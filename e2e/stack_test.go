@@ -105,6 +105,9 @@ func (s *stack) env(name string) []string {
 		env = append(env, "LIFECYCLE_EFFECT_CONSUMERS=lineage="+s.addr["lineage"], "LIFECYCLE_NOTIFICATION_ADDR="+s.addr["notification"],
 			"LIFECYCLE_RELAY_POLL_INTERVAL=100ms")
 	}
+	if name == "lineage" {
+		env = append(env, "LINEAGE_EVENT_CONSUMERS=lifecycle="+s.addr["lifecycle"])
+	}
 	return env
 }
 

@@ -308,6 +308,9 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 		m["LIFECYCLE_EFFECT_CONSUMERS"] = "lineage=" + addrs["lineage"]
 		m["LIFECYCLE_NOTIFICATION_ADDR"] = addrs["notification"]
 	}
+	if s.name == "lineage" {
+		m["LINEAGE_EVENT_CONSUMERS"] = "lifecycle=" + addrs["lifecycle"]
+	}
 	for k, v := range common {
 		m[k] = v
 	}

@@ -1,0 +1,101 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
+)
+
+// TestUncleEdgeOutcomesOnBothTimelines records uncle edges through
+// lineage's gRPC API, the only way a caller reaches RecordUncleEdge until
+// the follow-up and queue paths call it, and reads both sessions'
+// timelines over REST: an edge written and a seniority inversion each put
+// their sentence, naming the entry point that caused it, on both; an
+// outcome that changes nothing puts none on either.
+func TestUncleEdgeOutcomesOnBothTimelines(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
+	ctx := context.Background()
+	conn, err := grpcclient.Dial(s.addr["lineage"], s.apiKey)
+	require.NoError(t, err)
+	defer conn.Close()
+	lineage := lineagev1.NewLineageServiceClient(conn)
+
+	senior := createREST(t, api, `{"prompt":"route","git_root":"g","title":"Router"}`)
+	junior := createREST(t, api, `{"prompt":"work","git_root":"g","title":"Worker"}`)
+	other := createREST(t, api, `{"prompt":"review","git_root":"g","title":"Reviewer"}`)
+
+	record := func(acting, target int64, entryPoint string) lineagev1.UncleEdgeOutcome {
+		t.Helper()
+		var out lineagev1.UncleEdgeOutcome
+		require.Eventually(t, func() bool { // both nodes must have reached lineage
+			resp, err := lineage.RecordUncleEdge(ctx, &lineagev1.RecordUncleEdgeRequest{
+				ActingSessionId: acting, TargetSessionId: target, EntryPoint: entryPoint,
+			})
+			if err != nil {
+				return false
+			}
+			out = resp.GetOutcome()
+			return out != lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_REFUSED_UNKNOWN_SESSION
+		}, 20*time.Second, 100*time.Millisecond)
+		return out
+	}
+	// lineageLines are the session's timeline notes lineage wrote.
+	lineageLines := func(id int64) []string {
+		var out []string
+		for _, m := range timeline(t, api, id, "note") {
+			if strings.HasPrefix(m, "[Lineage]") {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	waitLines := func(id int64, n int) []string {
+		t.Helper()
+		var got []string
+		require.Eventually(t, func() bool {
+			got = lineageLines(id)
+			return len(got) >= n
+		}, 20*time.Second, 100*time.Millisecond, "session %d's timeline never got %d lineage lines: %q", id, n, got)
+		require.Len(t, got, n, "session %d", id)
+		return got
+	}
+
+	// Written: senior queued junior.
+	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN, record(senior, junior, "mcp.action_session.follow_up"))
+	require.Equal(t, []string{fmt.Sprintf(
+		"[Lineage] This session is now an uncle of session #%d: it queued or interrupted that session via mcp.action_session.follow_up", junior,
+	)}, waitLines(senior, 1))
+	require.Equal(t, []string{fmt.Sprintf(
+		"[Lineage] Session #%d is now an uncle of this session: it queued or interrupted this session via mcp.action_session.follow_up", senior,
+	)}, waitLines(junior, 1))
+
+	// Inverted: junior interrupted senior back.
+	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_INVERTED, record(junior, senior, "rest.enqueued_messages.interrupt"))
+	swap := fmt.Sprintf("uncle edge #%d → #%d replaced by #%d → #%d", senior, junior, junior, senior)
+	require.Equal(t, fmt.Sprintf(
+		"[Lineage] Seniority inverted: session #%d queued or interrupted this session via rest.enqueued_messages.interrupt and is now its uncle (%s)", junior, swap,
+	), waitLines(senior, 2)[1])
+	require.Equal(t, fmt.Sprintf(
+		"[Lineage] Seniority inverted: this session queued or interrupted session #%d via rest.enqueued_messages.interrupt and is now its uncle (%s)", senior, swap,
+	), waitLines(junior, 2)[1])
+
+	// Nothing: the edge is already recorded, and a session messaging
+	// itself says nothing about lineage. Lineage delivers in order, so once
+	// a later change's lines arrive, any line these had made would have.
+	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_NOTHING_ALREADY_REACHABLE, record(junior, senior, "rest.follow_up"))
+	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_NOTHING_SELF, record(senior, senior, "rest.follow_up"))
+	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN, record(other, junior, "mcp.manage_enqueued_messages.send_now"))
+	waitLines(other, 1)
+	require.Len(t, waitLines(junior, 3), 3)
+	require.Contains(t, lineageLines(junior)[2], fmt.Sprintf("Session #%d is now an uncle", other))
+	require.Len(t, lineageLines(senior), 2, "the outcomes that changed nothing wrote nothing")
+}
