@@ -35,7 +35,7 @@ var sessionActions = []sessionAction{
 	{"sleep", "a needs_input session goes to waiting; a running one sleeps when its turn ends.", &lifecyclev1.SleepSessionRequest{}, []string{"session_id"}},
 	{"archive", "move to the trash (restorable for 4 days).", &lifecyclev1.ArchiveSessionRequest{}, []string{"session_id", "force"}},
 	{"bulk_archive", "archive session_ids, each on its own.", &lifecyclev1.BulkArchiveSessionsRequest{}, []string{"session_ids", "force"}},
-	{"unarchive", "restore to the state chosen from the session's history.", &lifecyclev1.UnarchiveSessionRequest{}, []string{"session_id"}},
+	{"unarchive", "restore: the session lands in needs_input, ready for its next message, whatever state it was archived from.", &lifecyclev1.UnarchiveSessionRequest{}, []string{"session_id"}},
 	{"restart", "re-run a failed or idle session (a deliberate resume).", &lifecyclev1.RestartSessionRequest{}, []string{"session_id"}},
 	{"fail", "mark a session that will not recover as failed, with failure_reason.", &lifecyclev1.FailSessionRequest{}, []string{"session_id", "failure_reason"}},
 	{"update_title", "set the session's title.", &lifecyclev1.UpdateSessionRequest{}, []string{"session_id", "title"}},

@@ -141,7 +141,7 @@ func status() constraint {
 func schedulingClass() constraint {
 	return func(s *object) {
 		enum(s, rules.SchedulingClasses())
-		describe(s, fmt.Sprintf("One of %s (the default for a new session) or %s.", rules.SchedulingPriority, rules.SchedulingSpot))
+		describe(s, fmt.Sprintf("One of %s or %s; a session created without one takes its parent's, else %[1]s.", rules.SchedulingPriority, rules.SchedulingSpot))
 	}
 }
 

@@ -26,9 +26,10 @@ const (
 
 type CreateSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The task for the agent. Required.
+	// The task for the agent. Optional: a session created without one clones
+	// its repository and waits for its first message.
 	Prompt string `protobuf:"bytes,1,opt,name=prompt,proto3" json:"prompt,omitempty"`
-	// The repository the session's clone is made from. Required.
+	// The repository the session's clone is made from. Required, not blank.
 	GitRoot      string `protobuf:"bytes,2,opt,name=git_root,json=gitRoot,proto3" json:"git_root,omitempty"`
 	Branch       string `protobuf:"bytes,3,opt,name=branch,proto3" json:"branch,omitempty"`
 	Subdirectory string `protobuf:"bytes,4,opt,name=subdirectory,proto3" json:"subdirectory,omitempty"`
@@ -399,9 +400,13 @@ func (x *ListSessionsRequest) GetPerPage() int32 {
 }
 
 type ListSessionsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Sessions      []*Session             `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
-	Pagination    *Pagination            `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Each session as a summary: prompt, goal, notes and failure_reason are
+	// previews of at most 200 characters, ending in "…" when cut, and
+	// custom_metadata is left out, so a page stays small however large its
+	// sessions are. GetSession returns a session whole.
+	Sessions      []*Session  `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	Pagination    *Pagination `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

@@ -74,7 +74,9 @@ type LifecycleServiceClient interface {
 	// BulkArchiveSessions archives several sessions; a refusal of one is
 	// reported in errors and the batch continues.
 	BulkArchiveSessions(ctx context.Context, in *BulkArchiveSessionsRequest, opts ...grpc.CallOption) (*BulkArchiveSessionsResponse, error)
-	// UnarchiveSession restores a session to the state chosen from its history.
+	// UnarchiveSession restores a session: it lands in needs_input, ready for
+	// its next message, whatever state it was archived from (the raw
+	// unarchive_to_* events of TransitionSession keep their targets).
 	UnarchiveSession(ctx context.Context, in *UnarchiveSessionRequest, opts ...grpc.CallOption) (*UnarchiveSessionResponse, error)
 	// RestartSession re-runs a failed or idle session (a deliberate resume).
 	RestartSession(ctx context.Context, in *RestartSessionRequest, opts ...grpc.CallOption) (*RestartSessionResponse, error)
@@ -321,7 +323,9 @@ type LifecycleServiceServer interface {
 	// BulkArchiveSessions archives several sessions; a refusal of one is
 	// reported in errors and the batch continues.
 	BulkArchiveSessions(context.Context, *BulkArchiveSessionsRequest) (*BulkArchiveSessionsResponse, error)
-	// UnarchiveSession restores a session to the state chosen from its history.
+	// UnarchiveSession restores a session: it lands in needs_input, ready for
+	// its next message, whatever state it was archived from (the raw
+	// unarchive_to_* events of TransitionSession keep their targets).
 	UnarchiveSession(context.Context, *UnarchiveSessionRequest) (*UnarchiveSessionResponse, error)
 	// RestartSession re-runs a failed or idle session (a deliberate resume).
 	RestartSession(context.Context, *RestartSessionRequest) (*RestartSessionResponse, error)
