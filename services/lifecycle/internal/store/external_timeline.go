@@ -46,7 +46,7 @@ func (s *Sessions) AppendExternalLines(ctx context.Context, eventID, topic strin
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("apply event %s: %w", eventID, err)
+		return false, err
 	}
 	return applied, nil
 }
