@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
 )
@@ -30,6 +31,13 @@ type Config struct {
 	// present one; the gateway presents the first to the services. Empty
 	// leaves the gateway open (development only).
 	APIKeys string `env:"ZIMMER_API_KEYS"`
+
+	// MCPSessionTTL is GATEWAY_MCP_SESSION_TTL: an MCP session ends after
+	// this long without a request, and its client must initialize again.
+	MCPSessionTTL time.Duration `env:"GATEWAY_MCP_SESSION_TTL, default=1h"`
+	// MCPMaxSessions is GATEWAY_MCP_MAX_SESSIONS: at most this many MCP
+	// sessions are open; opening one more ends the one idle longest.
+	MCPMaxSessions int `env:"GATEWAY_MCP_MAX_SESSIONS, default=1000"`
 
 	// SupervisorUser and SupervisorPassword are ZIMMER_SUPERVISOR_USER and
 	// ZIMMER_SUPERVISOR_PASSWORD: the HTTP Basic credentials of the
@@ -81,6 +89,12 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return fmt.Errorf("GATEWAY_HTTP_ADDR %q: want host:port, e.g. 127.0.0.1:8080", c.HTTPAddr)
 	}
+	if c.MCPSessionTTL < time.Second {
+		return fmt.Errorf("GATEWAY_MCP_SESSION_TTL %s: want a duration of at least 1s, e.g. 1h", c.MCPSessionTTL)
+	}
+	if c.MCPMaxSessions < 1 {
+		return fmt.Errorf("GATEWAY_MCP_MAX_SESSIONS %d: want at least 1, e.g. 1000", c.MCPMaxSessions)
+	}
 	if (c.SupervisorUser == "") != (c.SupervisorPassword == "") {
 		return fmt.Errorf("ZIMMER_SUPERVISOR_USER and ZIMMER_SUPERVISOR_PASSWORD: set both, or neither to disable /supervisor")
 	}
@@ -101,6 +115,7 @@ func (c Config) LogValue() slog.Value {
 	for _, s := range c.Services() {
 		attrs = append(attrs, slog.String(s.Name+"_addr", s.Addr))
 	}
+	attrs = append(attrs, slog.Duration("mcp_session_ttl", c.MCPSessionTTL), slog.Int("mcp_max_sessions", c.MCPMaxSessions))
 	attrs = append(attrs, slog.Bool("api_keys_set", c.FirstAPIKey() != ""))
 	attrs = append(attrs, slog.Bool("supervisor_enabled", c.SupervisorUser != "" && c.SupervisorPassword != ""))
 	return slog.GroupValue(attrs...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -30,6 +31,24 @@ func TestLoadDefaults(t *testing.T) {
 		{Name: "notification", Addr: "127.0.0.1:9105"},
 	}, cfg.Services())
 	require.Empty(t, cfg.FirstAPIKey())
+	require.Equal(t, time.Hour, cfg.MCPSessionTTL)
+	require.Equal(t, 1000, cfg.MCPMaxSessions)
+}
+
+func TestLoadMCPSessionLimits(t *testing.T) {
+	t.Parallel()
+
+	cfg, err := config.Load(context.Background(), env(map[string]string{
+		"GATEWAY_MCP_SESSION_TTL": "15m", "GATEWAY_MCP_MAX_SESSIONS": "50",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, 15*time.Minute, cfg.MCPSessionTTL)
+	require.Equal(t, 50, cfg.MCPMaxSessions)
+
+	_, err = config.Load(context.Background(), env(map[string]string{"GATEWAY_MCP_SESSION_TTL": "10ms"}))
+	require.ErrorContains(t, err, "GATEWAY_MCP_SESSION_TTL")
+	_, err = config.Load(context.Background(), env(map[string]string{"GATEWAY_MCP_MAX_SESSIONS": "-1"}))
+	require.ErrorContains(t, err, "GATEWAY_MCP_MAX_SESSIONS")
 }
 
 func TestLoadOverrides(t *testing.T) {

@@ -4,15 +4,23 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
+	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
@@ -47,7 +55,12 @@ const instructions = `Zimmer runs AI coding-agent sessions. A session is address
 // Handler is the /mcp endpoint. Authentication is the caller's (the server
 // wraps this handler).
 type Handler struct {
-	http *mcpserver.StreamableHTTPServer
+	http     *mcpserver.StreamableHTTPServer
+	sessions *sessions
+	logger   *slog.Logger
+	// registered counts the sessions mcp-go holds state for: registered
+	// at initialize, unregistered when they end.
+	registered atomic.Int64
 }
 
 // Options tunes the handler.
@@ -63,14 +76,30 @@ type Options struct {
 	// and human-message sections, and get_session_provenance. Only its read
 	// methods are called; no tool records or edits a human message.
 	Provenance lineagev1.ProvenanceServiceClient
+	// SessionTTL ends a session after this long without a request
+	// (DefaultSessionTTL when zero).
+	SessionTTL time.Duration
+	// MaxSessions bounds the open sessions: opening one more ends the one
+	// idle longest (DefaultMaxSessions when zero).
+	MaxSessions int
 }
 
 // NewHandler returns the MCP endpoint over the lifecycle service's client.
 func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logger, opts Options) *Handler {
 	t := &tools{lifecycle: lifecycle, provenance: opts.Provenance, logger: logger}
+	h := &Handler{logger: logger}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = DefaultSessionTTL
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	h.sessions = newSessions(opts.SessionTTL, opts.MaxSessions, h.release)
 	hooks := &mcpserver.Hooks{}
 	hooks.AddBeforeInitialize(func(ctx context.Context, _ any, _ *mcpgo.InitializeRequest) { warnUnknownGroups(ctx, logger) })
 	hooks.AddBeforeDiscover(func(ctx context.Context, _ any, _ *mcpgo.DiscoverRequest) { warnUnknownGroups(ctx, logger) })
+	hooks.AddOnRegisterSession(func(context.Context, mcpserver.ClientSession) { h.registered.Add(1) })
+	hooks.AddOnUnregisterSession(func(context.Context, mcpserver.ClientSession) { h.registered.Add(-1) })
 
 	srv := mcpserver.NewMCPServer("zimmer", opts.Version,
 		mcpserver.WithInstructions(instructions),
@@ -87,20 +116,91 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 	srv.AddTool(getSessionProvenanceTool(), t.getSessionProvenance)
 	srv.AddTool(actionSessionTool(nil), t.actionSession)
 
-	return &Handler{http: mcpserver.NewStreamableHTTPServer(srv,
+	h.http = mcpserver.NewStreamableHTTPServer(srv,
 		mcpserver.WithHTTPContextFunc(withSelection),
 		// No server-initiated messages exist yet: a GET stream would only
 		// hold a connection open.
 		mcpserver.WithDisableStreaming(true),
 		mcpserver.WithStreamableHTTPLogger(logger),
 		mcpserver.WithDisableLocalhostProtection(opts.AnyHost),
-	)}
+		// Sessions end: idle ones after SessionTTL (mcp-go's sweeper frees
+		// their state), the idlest when MaxSessions are open.
+		mcpserver.WithSessionIdManager(h.sessions),
+		mcpserver.WithSessionIdleTTL(opts.SessionTTL),
+	)
+	return h
 }
 
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.http.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, rest.MaxBodyBytes)
+	if id := r.Header.Get(mcpserver.HeaderKeySessionID); id != "" && r.Method == http.MethodPost &&
+		!mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			jsonhttp.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large or unreadable: the limit is %d bytes", rest.MaxBodyBytes))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &msg) // mcp-go answers a body that is not JSON-RPC
+		if msg.Method != string(mcpgo.MethodInitialize) && h.sessions.check(id) != nil {
+			h.sessionGone(w, msg.ID)
+			return
+		}
+	}
+	h.http.ServeHTTP(w, r)
+}
+
+// sessionGone answers a request of a session that is not open: 404, which
+// the MCP transport defines as "start a new session", with a JSON-RPC error
+// saying so in words.
+func (h *Handler) sessionGone(w http.ResponseWriter, id json.RawMessage) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	jsonhttp.Write(w, http.StatusNotFound, map[string]any{
+		"jsonrpc": mcpgo.JSONRPC_VERSION,
+		"id":      id,
+		"error":   map[string]any{"code": sessionNotFoundCode, "message": h.sessions.goneMessage()},
+	})
+}
+
+// sessionNotFoundCode is the JSON-RPC error code MCP servers answer an
+// unknown session with (the reference SDKs' "Session not found").
+const sessionNotFoundCode = -32001
+
+// release frees mcp-go's state of a session ended to stay under
+// MaxSessions, through the transport's own termination path (a client's
+// DELETE): mcp-go offers no other way to end one session.
+func (h *Handler) release(id string) {
+	if n := h.sessions.evictedTotal(); n == 1 || n%1000 == 0 {
+		h.logger.Warn("MCP sessions at their cap: closing the idlest to open new ones; clients of closed sessions must initialize again "+
+			"(raise GATEWAY_MCP_MAX_SESSIONS if this is normal load)", "closed_total", n)
+	}
+	r, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, "/mcp", http.NoBody)
+	if err != nil {
+		h.logger.Error("close an MCP session", "error", err)
+		return
+	}
+	r.Header.Set(mcpserver.HeaderKeySessionID, id)
+	h.http.ServeHTTP(discard{header: http.Header{}}, r)
+}
+
+// OpenSessions is how many sessions mcp-go holds state for.
+func (h *Handler) OpenSessions() int { return int(h.registered.Load()) }
 
 // Shutdown ends the open MCP sessions.
 func (h *Handler) Shutdown(ctx context.Context) error { return h.http.Shutdown(ctx) }
+
+// discard is a ResponseWriter for the gateway's own requests to mcp-go.
+type discard struct{ header http.Header }
+
+func (d discard) Header() http.Header         { return d.header }
+func (d discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d discard) WriteHeader(int)             {}
 
 // selection is the tool set a request's tool_groups parameter selects.
 type selection struct {

@@ -87,7 +87,10 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	if err != nil {
 		return nil, err
 	}
-	s.mcp = mcp.NewHandler(lifecycle, logger, mcp.Options{Version: version(), AnyHost: keys.Enabled(), Provenance: provenance})
+	s.mcp = mcp.NewHandler(lifecycle, logger, mcp.Options{
+		Version: version(), AnyHost: keys.Enabled(), Provenance: provenance,
+		SessionTTL: cfg.MCPSessionTTL, MaxSessions: cfg.MCPMaxSessions,
+	})
 
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", health.NewChecker(targets, HealthTimeout, logger))

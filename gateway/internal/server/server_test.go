@@ -42,7 +42,8 @@ type testBundle struct {
 }
 
 type setupOpts struct {
-	downService string // a service whose address has nothing listening
+	downService    string // a service whose address has nothing listening
+	mcpMaxSessions int    // GATEWAY_MCP_MAX_SESSIONS; 0 for the default
 }
 
 // setup runs the gateway's real handler against the fake lifecycle service
@@ -67,6 +68,7 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 		RunnerAddr:       addr("runner", nil),
 		NotificationAddr: addr("notification", nil),
 		APIKeys:          testKey + "," + otherKey,
+		MCPMaxSessions:   opts.mcpMaxSessions,
 	}
 	srv, err := server.New(context.Background(), cfg, slogx.Discard())
 	require.NoError(t, err)
@@ -586,4 +588,30 @@ func textOf(res *mcpgo.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// The gateway's MCP sessions are bounded as configured: opening one past
+// GATEWAY_MCP_MAX_SESSIONS closes the idlest, whose client is told to
+// initialize again.
+func TestMCPSessionCapFromConfig(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{mcpMaxSessions: 1})
+
+	initialize := func() string {
+		init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		resp := b.do(t, http.MethodPost, "/mcp", init, "X-API-Key", testKey, "Accept", "application/json, text/event-stream")
+		require.Equal(t, http.StatusOK, resp.status, string(resp.body))
+		return resp.header.Get("Mcp-Session-Id")
+	}
+	list := func(session string) response {
+		return b.do(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "X-API-Key", testKey,
+			"Accept", "application/json, text/event-stream", "Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18")
+	}
+	first := initialize()
+	require.Equal(t, http.StatusOK, list(first).status)
+	second := initialize()
+	resp := list(first)
+	require.Equal(t, http.StatusNotFound, resp.status, string(resp.body))
+	require.Contains(t, string(resp.body), "send initialize again")
+	require.Equal(t, http.StatusOK, list(second).status)
 }
