@@ -65,7 +65,9 @@ type actionArg struct {
 // actionArgs are the arguments, in the order the tool's schema lists them.
 var actionArgs = []actionArg{
 	{"session_id", mcpgo.WithString, `the session's numeric id or slug.`, nil},
-	{"session_ids", mcpgo.WithArray, "the ids or slugs to archive.", []mcpgo.PropertyOption{mcpgo.WithStringItems()}},
+	{"session_ids", mcpgo.WithArray, "the ids (numbers or strings) or slugs to archive.", []mcpgo.PropertyOption{mcpgo.Items(map[string]any{
+		"anyOf": []any{map[string]any{"type": "integer", "minimum": 1}, map[string]any{"type": "string"}},
+	})}},
 	{"title", mcpgo.WithString, counts.Sprintf(`the new title, at most %d characters ("" clears it).`, rules.MaxTitleChars), nil},
 	{"notes", mcpgo.WithString, counts.Sprintf(`the notes, replacing the old ones; at most %d characters ("" clears them).`, rules.MaxNotesChars), nil},
 	{"enabled", mcpgo.WithBoolean, "true turns the heartbeat nudge on, false off.", nil},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/sessionref"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
@@ -185,7 +185,7 @@ func (a *args) normalizeRef(name string) {
 		}
 		refs := make([]string, 0, len(list))
 		for _, e := range list {
-			ref, ok := refString(e)
+			ref, ok := sessionref.Parse(e)
 			if ok && strings.ContainsRune(ref, 0) {
 				a.problems = append(a.problems, "session_ids contains a NUL character, which no id or slug holds; remove it")
 				return
@@ -199,14 +199,14 @@ func (a *args) normalizeRef(name string) {
 		a.raw[name], _ = json.Marshal(refs)
 		return
 	}
-	ref, ok := refString(v)
+	ref, ok := sessionref.Parse(v)
 	if ok && strings.ContainsRune(ref, 0) {
 		a.problems = append(a.problems, name+" contains a NUL character, which no id or slug holds; remove it")
 		delete(a.raw, name)
 		return
 	}
 	if !ok {
-		if isNumber(v) {
+		if sessionref.IsNumber(v) {
 			a.problems = append(a.problems, outOfRange(name, 1, math.MaxInt64, v))
 		} else {
 			a.problems = append(a.problems, name+" must be a numeric id or a slug")
@@ -215,33 +215,6 @@ func (a *args) normalizeRef(name string) {
 		return
 	}
 	a.raw[name], _ = json.Marshal(ref)
-}
-
-// refString reads a session reference: a string (trimmed) or a positive
-// whole number.
-func refString(v json.RawMessage) (string, bool) {
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return strings.TrimSpace(s), true
-	}
-	if !isNumber(v) {
-		return "", false
-	}
-	if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-		return strconv.FormatInt(n, 10), n >= 1
-	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	// float64(MaxInt64) rounds up to 2^63, hence <.
-	if err != nil || f != math.Trunc(f) || f < 1 || f >= math.MaxInt64 {
-		return "", false
-	}
-	return strconv.FormatInt(int64(f), 10), true
-}
-
-// isNumber reports whether v is a JSON number (not a string of digits).
-func isNumber(v json.RawMessage) bool {
-	var n json.Number
-	return len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') && json.Unmarshal(v, &n) == nil
 }
 
 // flag reads a boolean the gateway itself handles (no request message has

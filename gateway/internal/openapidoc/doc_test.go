@@ -2,6 +2,7 @@ package openapidoc
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -83,7 +84,10 @@ func TestDocumentCarriesTheRules(t *testing.T) {
 
 	for _, p := range doc.Paths["/api/v1/sessions"]["get"]["parameters"].([]any) {
 		if p := p.(map[string]any); p["name"] == "per_page" {
-			require.EqualValues(t, rules.MaxPerPage, p["maximum"])
+			// Clamped, not refused (issue 9): no maximum a client would
+			// refuse on; the sentence states the range.
+			require.NotContains(t, p, "maximum")
+			require.Contains(t, p["description"], fmt.Sprintf("outside 1 to %d is clamped", rules.MaxPerPage))
 			require.EqualValues(t, rules.DefaultPerPage, p["default"])
 		}
 	}

@@ -37,6 +37,7 @@ var fieldRules = []struct {
 	{"LifecycleServiceUpdateSessionBody", "heartbeat_interval_seconds", []constraint{heartbeatInterval()}},
 	{"LifecycleServiceSetSessionHeartbeatBody", "interval_seconds", []constraint{heartbeatInterval()}},
 	{"LifecycleServiceTransitionSessionBody", "event", []constraint{event()}},
+	{"v1BulkArchiveSessionsRequest", "session_ids", []constraint{sessionRefs()}},
 	{"v1Session", "status", []constraint{status()}},
 	{"v1Session", "slug", []constraint{slug()}},
 	{"v1Session", "scheduling_class", []constraint{schedulingClass()}},
@@ -158,12 +159,20 @@ func minimum(n int) constraint {
 	return func(s *object) { s.set("minimum", n) }
 }
 
+// perPage documents rules.PerPage: any integer is taken, clamped, so the
+// schema states no minimum or maximum a client would refuse on.
 func perPage() constraint {
 	return func(s *object) {
-		s.set("minimum", 1)
-		s.set("maximum", rules.MaxPerPage)
 		s.set("default", rules.DefaultPerPage)
-		describe(s, fmt.Sprintf("Default %d, at most %d.", rules.DefaultPerPage, rules.MaxPerPage))
+		describe(s, fmt.Sprintf("Default %d; a value outside 1 to %d is clamped to that range.", rules.DefaultPerPage, rules.MaxPerPage))
+	}
+}
+
+// sessionRefs documents a list of session references (sessionref):
+// Swagger 2.0 has no "integer or string", so a sentence says it.
+func sessionRefs() constraint {
+	return func(s *object) {
+		describe(s, "Each an id, as a JSON number or a string of digits, or a slug.")
 	}
 }
 

@@ -5,6 +5,7 @@
 package rest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -30,6 +32,7 @@ import (
 
 	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
 	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
+	"github.com/zimmerhq/zimmer/gateway/internal/sessionref"
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
@@ -170,6 +173,7 @@ func BadParam(what, name, value string) string {
 type trackedBody struct {
 	io.ReadCloser
 	decodeErr error
+	fields    protoreflect.FieldDescriptors // of the message being decoded
 }
 
 // marshaler is wirejson's, with decode failures recorded on the body.
@@ -178,15 +182,47 @@ type marshaler struct {
 }
 
 func (m *marshaler) NewDecoder(r io.Reader) runtime.Decoder {
-	dec := m.Marshaler.NewDecoder(r)
 	tb, _ := r.(*trackedBody)
 	return runtime.DecoderFunc(func(v any) error {
-		err := dec.Decode(v)
+		err := m.decode(r, v)
 		if err != nil && !errors.Is(err, io.EOF) && tb != nil { // EOF: empty body, which is fine
 			tb.decodeErr = err
+			if msg, ok := v.(proto.Message); ok {
+				tb.fields = msg.ProtoReflect().Descriptor().Fields()
+			}
 		}
 		return err
 	})
+}
+
+// refLists are the body fields listing session references, each a slug
+// or an id, as a string or a number (sessionref), as MCP takes them too.
+var refLists = []protoreflect.Name{"session_ids"}
+
+// decode is wirejson's decoding, with the ids in refLists given as numbers
+// written as the strings the protos take.
+func (m *marshaler) decode(r io.Reader, v any) error {
+	msg, ok := v.(proto.Message)
+	var names []string
+	if ok {
+		fields := msg.ProtoReflect().Descriptor().Fields()
+		for _, name := range refLists {
+			if fd := fields.ByName(name); fd != nil && fd.IsList() && fd.Kind() == protoreflect.StringKind {
+				names = append(names, string(name))
+			}
+		}
+	}
+	if len(names) == 0 {
+		return m.Marshaler.NewDecoder(r).Decode(v)
+	}
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return io.EOF
+	}
+	return m.Marshaler.Unmarshal(sessionref.NumbersAsStrings(body, names...), v)
 }
 
 // successStatuses are the statuses a successful call answers other than
@@ -224,7 +260,7 @@ func (h *handler) serviceError(ctx context.Context, _ *runtime.ServeMux, _ runti
 			return
 		}
 		jsonhttp.WriteProblem(w, http.StatusBadRequest, jsonhttp.KindMalformedJSON,
-			fmt.Sprintf("malformed JSON body: %s; send a JSON object, e.g. %s", decodeDetail(tb.decodeErr), bodyExample))
+			fmt.Sprintf("malformed JSON body: %s; send a JSON object, e.g. %s", decodeDetail(tb.decodeErr, tb.fields), bodyExample))
 		return
 	}
 	var httpErr *runtime.HTTPStatusError
@@ -268,7 +304,23 @@ func NoRouteMessage(r *http.Request) string {
 	return fmt.Sprintf("no route %s %s; see /openapi.json", r.Method, r.URL.Path)
 }
 
-// decodeDetail trims protojson's "proto: " prefix from a decode error.
-func decodeDetail(err error) string {
-	return strings.TrimPrefix(strings.TrimSpace(err.Error()), "proto: ")
+// decodeDetail is a decode error in the API's words: protojson's "proto:"
+// prefix trimmed (it follows it with a space or, to discourage matching, a
+// non-breaking one), and the fields it names by their JSON names
+// ("sessionIds") named as the API does ("session_ids").
+func decodeDetail(err error, fields protoreflect.FieldDescriptors) string {
+	text := strings.TrimSpace(err.Error())
+	if rest, ok := strings.CutPrefix(text, "proto:"); ok {
+		text = strings.TrimLeftFunc(rest, unicode.IsSpace)
+	}
+	if fields == nil {
+		return text
+	}
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if json := fd.JSONName(); json != string(fd.Name()) {
+			text = strings.ReplaceAll(text, "field "+json+":", "field "+string(fd.Name())+":")
+		}
+	}
+	return text
 }

@@ -20,7 +20,7 @@ func TestAnswersLargerThanGRPCsDefaultReachTheCaller(t *testing.T) {
 	b := setup(t, setupOpts{})
 	prompt := strings.Repeat("😀", rules.MaxPromptChars) // 4 bytes each: 2 MB
 	notes := strings.Repeat("𝄞", rules.MaxPromptChars)  // 2 MB more
-	goal := strings.Repeat("€", rules.MaxPromptChars)    // 1.5 MB more
+	goal := strings.Repeat("€", rules.MaxPromptChars)   // 1.5 MB more
 	b.fake.Answer("GetSession", &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{
 		Id: 1, Status: "waiting", Prompt: prompt, Notes: notes, Goal: goal,
 	}}, nil)

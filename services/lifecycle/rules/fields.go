@@ -67,6 +67,16 @@ const (
 	MaxPerPage     = 100
 )
 
+// PerPage is the page size a list answers for the one requested: the
+// default when none is given (0), otherwise the request clamped to
+// 1..MaxPerPage, as the original system did, rather than refused.
+func PerPage(requested int) int {
+	if requested == 0 {
+		return DefaultPerPage
+	}
+	return min(max(requested, 1), MaxPerPage)
+}
+
 // Scheduling classes; a session created without one inherits its parent's,
 // and one without a parent is priority.
 const (

@@ -62,12 +62,7 @@ func (r ListRequest) Filter() (ListFilter, error) {
 	case f.Page < 0:
 		vs.Add("page", "must be 1 or more")
 	}
-	switch {
-	case f.PerPage == 0:
-		f.PerPage = DefaultPerPage
-	case f.PerPage < 0 || f.PerPage > MaxPerPage:
-		vs.Add("per_page", "must be between 1 and %d", MaxPerPage)
-	}
+	f.PerPage = rules.PerPage(f.PerPage)
 	checkSchedulingClass(&vs, f.SchedulingClass, true)
 	checkText(&vs, "q", f.Query, MaxQueryChars, "")
 	checkText(&vs, "agent_root", f.AgentRoot, MaxAgentRootChars, "")
