@@ -35,7 +35,7 @@ const (
 // Groups maps each tool group to its tools. A request without tool_groups
 // gets every group.
 var Groups = map[string][]string{
-	"sessions":     {ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession},
+	"sessions":     {ToolQuickSearchSessions, ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession},
 	"self_session": {ToolGetSession, ToolGetSessionProvenance, ToolActionSession},
 }
 
@@ -49,6 +49,7 @@ var groupActions = map[string][]string{
 }
 
 const instructions = `Zimmer runs AI coding-agent sessions. A session is addressed by its numeric id or its slug. ` +
+	`quick_search_sessions finds sessions by text and status; ` +
 	`start_session creates one (it starts in the "` + rules.StatusWaiting + `" status); get_session shows one; ` +
 	`action_session changes its lifecycle, title, notes or heartbeat.`
 
@@ -111,6 +112,7 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 		mcpserver.WithRecovery(),
 		mcpserver.WithLogger(logger),
 	)
+	srv.AddTool(quickSearchSessionsTool(), t.quickSearchSessions)
 	srv.AddTool(startSessionTool(), t.startSession)
 	srv.AddTool(getSessionTool(), t.getSession)
 	srv.AddTool(getSessionProvenanceTool(), t.getSessionProvenance)

@@ -14,7 +14,7 @@ const (
 // ListFilter selects sessions. No statuses means every status.
 type ListFilter struct {
 	Statuses        []Status
-	Query           string // free text over title and prompt
+	Query           string // free text over title, prompt, slug and notes
 	AgentRoot       string
 	Genesis         string
 	SchedulingClass string

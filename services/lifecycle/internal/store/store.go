@@ -118,7 +118,7 @@ func (s *Sessions) List(ctx context.Context, f domain.ListFilter) (domain.Page, 
 	}
 	if f.Query != "" {
 		p := arg("%" + escapeLike(f.Query) + "%")
-		where = append(where, "(title ILIKE "+p+" OR prompt ILIKE "+p+")")
+		where = append(where, "(title ILIKE "+p+" OR prompt ILIKE "+p+" OR slug ILIKE "+p+" OR notes ILIKE "+p+")")
 	}
 	if f.AgentRoot != "" {
 		where = append(where, "agent_root = "+arg(f.AgentRoot))
