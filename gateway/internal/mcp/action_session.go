@@ -326,31 +326,6 @@ func refuseAction(action string, offered []string, narrowed bool) string {
 	}
 }
 
-// verb calls the lifecycle route named by a lifecycle action.
-func (t *tools) verb(ctx context.Context, action, ref string, acting *int64, force bool, reason string,
-) (interface{ GetSession() *lifecyclev1.Session }, string, error) {
-	switch action {
-	case "pause":
-		r, err := t.lifecycle.PauseSession(ctx, &lifecyclev1.PauseSessionRequest{SessionId: ref, ActingSessionId: acting})
-		return r, r.GetMessage(), err
-	case "sleep":
-		r, err := t.lifecycle.SleepSession(ctx, &lifecyclev1.SleepSessionRequest{SessionId: ref, ActingSessionId: acting})
-		return r, r.GetMessage(), err
-	case "archive":
-		r, err := t.lifecycle.ArchiveSession(ctx, &lifecyclev1.ArchiveSessionRequest{SessionId: ref, ActingSessionId: acting, Force: force})
-		return r, r.GetMessage(), err
-	case "unarchive":
-		r, err := t.lifecycle.UnarchiveSession(ctx, &lifecyclev1.UnarchiveSessionRequest{SessionId: ref, ActingSessionId: acting})
-		return r, r.GetMessage(), err
-	case "restart":
-		r, err := t.lifecycle.RestartSession(ctx, &lifecyclev1.RestartSessionRequest{SessionId: ref, ActingSessionId: acting})
-		return r, r.GetMessage(), err
-	default: // fail
-		r, err := t.lifecycle.FailSession(ctx, &lifecyclev1.FailSessionRequest{SessionId: ref, ActingSessionId: acting, FailureReason: reason})
-		return r, r.GetMessage(), err
-	}
-}
-
 func heartbeatMessage(s *lifecyclev1.Session) string {
 	if !s.GetHeartbeatEnabled() {
 		return fmt.Sprintf("Session %d: heartbeat off (interval %d s when on).", s.GetId(), s.GetHeartbeatIntervalSeconds())

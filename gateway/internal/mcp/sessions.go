@@ -110,13 +110,6 @@ func (s *sessions) checkLocked(id string) error {
 	return nil
 }
 
-// open is how many sessions are open.
-func (s *sessions) open() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.lastSeen)
-}
-
 // evictedTotal is how many sessions were ended to stay under max.
 func (s *sessions) evictedTotal() int {
 	s.mu.Lock()

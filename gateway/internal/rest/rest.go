@@ -222,7 +222,7 @@ func (m *marshaler) decode(r io.Reader, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return io.EOF
 	}
-	return m.Marshaler.Unmarshal(sessionref.NumbersAsStrings(body, names...), v)
+	return m.Unmarshal(sessionref.NumbersAsStrings(body, names...), v)
 }
 
 // successStatuses are the statuses a successful call answers other than

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -38,9 +37,8 @@ type provenanceBundle struct {
 }
 
 type provenanceOpts struct {
-	lineageDown   bool
-	noSupervisor  bool
-	extraRegister func(*grpc.Server)
+	lineageDown  bool
+	noSupervisor bool
 }
 
 // setupProvenance is setup with the fake lineage ProvenanceService and the

@@ -319,11 +319,10 @@ func (w *walker) anyType() (protoreflect.MessageDescriptor, error) {
 	if err != nil || url == "" {
 		return nil, err
 	}
-	mt, err := w.resolver.FindMessageByURL(url)
-	if err != nil { // unresolvable: not an error, the Any is copied as is
-		return nil, nil
+	if mt, err := w.resolver.FindMessageByURL(url); err == nil {
+		return mt.Descriptor(), nil
 	}
-	return mt.Descriptor(), nil
+	return nil, nil // unresolvable: not an error, the Any is copied as is
 }
 
 // copyValue writes the next value unchanged but for whitespace.
