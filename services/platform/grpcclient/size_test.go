@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
@@ -17,24 +19,34 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 )
 
-// echo is a one-method service that answers what it was sent.
+// echo is a test service: Echo answers what it was sent; Accept decodes a
+// google.protobuf.Value and answers nothing.
 var echo = grpc.ServiceDesc{
 	ServiceName: "test.Echo",
 	HandlerType: (*any)(nil),
-	Methods: []grpc.MethodDesc{{
-		MethodName: "Echo",
-		Handler: func(_ any, ctx context.Context, dec func(any) error, in grpc.UnaryServerInterceptor) (any, error) {
-			msg := new(wrapperspb.BytesValue)
-			if err := dec(msg); err != nil {
-				return nil, err
+	Methods: []grpc.MethodDesc{
+		{MethodName: "Echo", Handler: handler("Echo", func() proto.Message { return new(wrapperspb.BytesValue) }, false)},
+		{MethodName: "Accept", Handler: handler("Accept", func() proto.Message { return new(structpb.Value) }, true)},
+	},
+}
+
+func handler(name string, newMsg func() proto.Message, empty bool) grpc.MethodHandler {
+	return func(_ any, ctx context.Context, dec func(any) error, in grpc.UnaryServerInterceptor) (any, error) {
+		msg := newMsg()
+		if err := dec(msg); err != nil {
+			return nil, err
+		}
+		h := func(context.Context, any) (any, error) {
+			if empty {
+				return new(wrapperspb.BytesValue), nil
 			}
-			h := func(context.Context, any) (any, error) { return msg, nil }
-			if in == nil {
-				return h(ctx, msg)
-			}
-			return in(ctx, msg, &grpc.UnaryServerInfo{FullMethod: "/test.Echo/Echo"}, h)
-		},
-	}},
+			return msg, nil
+		}
+		if in == nil {
+			return h(ctx, msg)
+		}
+		return in(ctx, msg, &grpc.UnaryServerInfo{FullMethod: "/test.Echo/" + name}, h)
+	}
 }
 
 // A server and a client built by the platform carry messages well beyond
@@ -62,4 +74,13 @@ func TestCarriesMessagesUpToTheBound(t *testing.T) {
 
 	err = conn.Invoke(ctx, "/test.Echo/Echo", wrapperspb.Bytes(make([]byte, grpcserver.MaxMessageBytes)), out)
 	require.Equal(t, codes.ResourceExhausted, status.Code(err), "beyond the bound: %v", err)
+
+	// A JSON object 4,000 levels deep, as the gateway's JSON decoder lets
+	// through, is 12,000 message levels: protobuf's default limit of 10,000
+	// would fail it as Internal before the service could refuse it.
+	deep := structpb.NewStructValue(&structpb.Struct{})
+	for range 4_000 {
+		deep = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"n": deep}})
+	}
+	require.NoError(t, conn.Invoke(ctx, "/test.Echo/Accept", deep, out), "decoded, for the service to judge")
 }

@@ -15,11 +15,15 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	grpcproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
 )
@@ -33,6 +37,16 @@ import (
 // refused would answer with gRPC's own text instead of the service's
 // refusal naming the field, so the bound is set above all of that.
 const MaxMessageBytes = 64 << 20
+
+// MaxRecursion is how many levels of nested messages a request may have and
+// still be decoded, so that the service, not the transport, refuses what
+// nests too deeply, naming the field. Protobuf stops at 10,000 by default,
+// and that is fewer than the gateway lets through: its JSON decoder
+// (protojson) also stops at 10,000 but counts about two levels for each
+// level of a JSON object inside google.protobuf.Struct, where the binary
+// form counts three, so a body the gateway accepted failed to decode here
+// and answered Internal.
+const MaxRecursion = 1 << 15
 
 // Server is a gRPC server with its health service.
 type Server struct {
@@ -54,6 +68,7 @@ func New(logger *slog.Logger, keys apikey.Set) *Server {
 			),
 			grpc.MaxRecvMsgSize(MaxMessageBytes),
 			grpc.MaxSendMsgSize(MaxMessageBytes),
+			grpc.ForceServerCodecV2(deepCodec{encoding.GetCodecV2(grpcproto.Name)}),
 		),
 		Health: health.NewServer(),
 		logger: logger,
@@ -62,6 +77,19 @@ func New(logger *slog.Logger, keys apikey.Set) *Server {
 	healthpb.RegisterHealthServer(s.Server, s.Health)
 	reflection.Register(s.Server)
 	return s
+}
+
+// deepCodec is gRPC's protobuf codec, decoding up to MaxRecursion levels.
+type deepCodec struct{ encoding.CodecV2 }
+
+func (c deepCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return c.CodecV2.Unmarshal(data, v)
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	return proto.UnmarshalOptions{RecursionLimit: MaxRecursion}.Unmarshal(buf.ReadOnlyData(), m)
 }
 
 // Listen opens a TCP listener; "127.0.0.1:0" picks a free port.
