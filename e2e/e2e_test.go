@@ -70,7 +70,7 @@ func TestEndToEnd(t *testing.T) {
 			status      int // malformed 400; well-formed but refused 422
 		}{
 			{`{"prompt": `, "malformed JSON", http.StatusBadRequest},
-			{`{"title":"x"}`, "prompt", http.StatusUnprocessableEntity},
+			{`{"title":"x"}`, "git_root", http.StatusUnprocessableEntity}, // prompt is optional since issue 9 (item 9)
 			{`{"prompt":"p","git_root":"g","parent_session_id":987654}`, "parent_session_id", http.StatusUnprocessableEntity},
 			{fmt.Sprintf(`{"prompt":%q,"git_root":"g"}`, strings.Repeat("x", 500_001)), "prompt", http.StatusUnprocessableEntity},
 		} {
@@ -192,7 +192,7 @@ func TestEndToEnd(t *testing.T) {
 		require.Contains(t, body, "Session moved to trash by a caller of the REST API")
 		code, body = api.do(t, "POST", "/api/v1/sessions/life/unarchive", `{}`)
 		require.Equal(t, http.StatusOK, code, body)
-		require.Contains(t, body, `"status":"waiting"`, "back to where it was archived from")
+		require.Contains(t, body, `"status":"needs_input"`, "the restore lands in needs_input (issue 9, item 13)")
 		code, body = api.do(t, "POST", "/api/v1/sessions/life/fail", `{"failure_reason":"operator gave up"}`)
 		require.Equal(t, http.StatusOK, code, body)
 		require.Contains(t, body, `"failure_reason":"operator gave up"`)
