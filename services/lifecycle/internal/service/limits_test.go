@@ -64,13 +64,11 @@ func TestLargestValidSessionTravelsThroughGRPC(t *testing.T) {
 	b := setup(t, "")
 	ctx := context.Background()
 
-	var ids []string
 	for _, slug := range []string{"largest-1", "largest-2"} {
 		req := largestCreate(t, slug)
 		created, err := b.client.CreateSession(ctx, req)
 		require.NoError(t, err)
 		id := fmt.Sprint(created.GetSession().GetId())
-		ids = append(ids, id)
 		notes := wide(rules.MaxNotesChars)
 		_, err = b.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: id, Notes: &notes})
 		require.NoError(t, err)
