@@ -106,7 +106,7 @@ func TestEndToEnd(t *testing.T) {
 		got, err := lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: fmt.Sprint(child.GetSession().GetId())})
 		require.NoError(t, err)
 		require.Equal(t, parentID, got.GetSession().GetParentSessionId())
-		_, err = lifecycle.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{GitRoot: "g"})
+		_, err = lifecycle.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: "build"}) // git_root is required; prompt is not (issue 9)
 		require.Equal(t, codes.InvalidArgument, status.Code(err))
 
 		// The created event reaches lineage, which records the spawn edge.
