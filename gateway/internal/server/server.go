@@ -150,8 +150,12 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	return nil
 }
 
-// Close releases the service connections.
+// Close releases the service connections and stops the MCP session
+// sweeper.
 func (s *Server) Close() {
+	if s.mcp != nil {
+		_ = s.mcp.Shutdown(context.Background())
+	}
 	for _, c := range s.conns {
 		_ = c.Close()
 	}
