@@ -96,14 +96,16 @@ func TestBadInputIsRefusedWhole(t *testing.T) {
 		}
 
 		mcp := mcpConnect(t, s, "?tool_groups=sessions")
-		var deep any = map[string]any{}
-		for range 3_332 {
-			deep = map[string]any{"n": deep}
-		}
 		before = db.sessions(t)
-		res := callTool(t, mcp, "start_session", map[string]any{"prompt": "p", "git_root": "g", "custom_metadata": deep})
-		require.True(t, res.IsError, text(res))
-		require.Contains(t, text(res), "custom_metadata")
+		for _, levels := range []int{rules.MaxMetadataDepth + 1, 3_333, 9_000} {
+			var deep any = map[string]any{}
+			for range levels - 1 {
+				deep = map[string]any{"n": deep}
+			}
+			res := callTool(t, mcp, "start_session", map[string]any{"prompt": "p", "git_root": "g", "custom_metadata": deep})
+			require.True(t, res.IsError, "%d levels: %s", levels, text(res))
+			require.Contains(t, text(res), "custom_metadata", "%d levels", levels)
+		}
 		require.Equal(t, before, db.sessions(t), "MCP wrote nothing either")
 
 		code, body = api.do(t, "GET", "/api/v1/sessions?per_page=100", "")
