@@ -28,6 +28,11 @@ var fieldRules = []struct {
 	{"v1CreateSessionRequest", "goal", []constraint{maxChars(rules.MaxGoalChars)}},
 	{"v1CreateSessionRequest", "scheduling_class", []constraint{schedulingClass()}},
 	{"v1CreateSessionRequest", "custom_metadata", []constraint{maxMetadata()}},
+	{"v1CreateSessionRequest", "git_root", []constraint{maxChars(rules.MaxGitRootChars)}},
+	{"v1CreateSessionRequest", "branch", []constraint{maxChars(rules.MaxBranchChars)}},
+	{"v1CreateSessionRequest", "subdirectory", []constraint{maxChars(rules.MaxSubdirectoryChars)}},
+	{"v1CreateSessionRequest", "agent_root", []constraint{maxChars(rules.MaxAgentRootChars)}},
+	{"v1CreateSessionRequest", "agent_runtime", []constraint{maxChars(rules.MaxAgentRuntimeChars)}},
 	{"LifecycleServiceUpdateSessionBody", "title", []constraint{maxChars(rules.MaxTitleChars)}},
 	{"LifecycleServiceUpdateSessionBody", "slug", []constraint{slug()}},
 	{"LifecycleServiceUpdateSessionBody", "goal", []constraint{maxChars(rules.MaxGoalChars)}},
@@ -37,6 +42,9 @@ var fieldRules = []struct {
 	{"LifecycleServiceUpdateSessionBody", "heartbeat_interval_seconds", []constraint{heartbeatInterval()}},
 	{"LifecycleServiceSetSessionHeartbeatBody", "interval_seconds", []constraint{heartbeatInterval()}},
 	{"LifecycleServiceTransitionSessionBody", "event", []constraint{event()}},
+	{"LifecycleServiceTransitionSessionBody", "failure_reason", []constraint{maxChars(rules.MaxFailureReasonChars)}},
+	{"LifecycleServiceTransitionSessionBody", "paused_by", []constraint{maxChars(rules.MaxPausedByChars)}},
+	{"LifecycleServiceTransitionSessionBody", "running_job_id", []constraint{maxChars(rules.MaxRunningJobIDChars)}},
 	{"v1BulkArchiveSessionsRequest", "session_ids", []constraint{sessionRefs()}},
 	{"v1Session", "status", []constraint{status()}},
 	{"v1Session", "slug", []constraint{slug()}},
@@ -54,6 +62,8 @@ var paramRules = []struct {
 	{"get", "/api/v1/sessions", "scheduling_class", []constraint{schedulingClass()}},
 	{"get", "/api/v1/sessions", "page", []constraint{minimum(1)}},
 	{"get", "/api/v1/sessions", "per_page", []constraint{perPage()}},
+	{"get", "/api/v1/sessions", "q", []constraint{maxChars(rules.MaxQueryChars)}},
+	{"get", "/api/v1/sessions", "genesis", []constraint{maxChars(rules.MaxGenesisChars)}},
 }
 
 // rules applies fieldRules and paramRules.
@@ -112,7 +122,8 @@ func maxChars(n int) constraint {
 
 func maxMetadata() constraint {
 	return func(s *object) {
-		describe(s, printer.Sprintf("At most %d bytes as JSON.", rules.MaxMetadataBytes))
+		describe(s, printer.Sprintf("At most %d bytes as JSON, nested at most %d levels deep.",
+			rules.MaxMetadataBytes, rules.MaxMetadataDepth))
 	}
 }
 
