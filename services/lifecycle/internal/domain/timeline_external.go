@@ -2,7 +2,6 @@ package domain
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
@@ -32,13 +31,10 @@ func (l ExternalTimelineLine) Validate() error {
 	if l.Entry.Kind != TimelineNote && l.Entry.Kind != TimelineWarning {
 		vs.Add("kind", "is %q; another context may write %q or %q", l.Entry.Kind, TimelineNote, TimelineWarning)
 	}
-	switch m := l.Entry.Message; {
-	case strings.TrimSpace(m) == "":
+	if strings.TrimSpace(l.Entry.Message) == "" {
 		vs.Add("message", "missing; a line says something")
-	case !utf8.ValidString(m) || strings.IndexByte(m, 0) >= 0:
-		vs.Add("message", "must be UTF-8 text without NUL")
-	case utf8.RuneCountInString(m) > MaxExternalTimelineLineChars:
-		vs.Add("message", "is %d characters; the limit is %d", utf8.RuneCountInString(m), MaxExternalTimelineLineChars)
+	} else {
+		checkText(&vs, "message", l.Entry.Message, MaxExternalTimelineLineChars, "")
 	}
 	return vs.Err()
 }
