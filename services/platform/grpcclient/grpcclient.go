@@ -28,12 +28,39 @@ var reconnect = grpc.ConnectParams{
 	MinConnectTimeout: 5 * time.Second,
 }
 
-// Dial returns a lazily-connecting client for addr that presents apiKey (when
-// not empty) on every call, carries messages as large as the servers take
+// Identity is who a connection's calls present themselves as.
+type Identity struct {
+	metadata map[string]string
+}
+
+// AsService is a Zimmer service named name (lifecycle, gateway, …) proving
+// it is one with the deployment's internal token (ZIMMER_INTERNAL_TOKEN).
+// Internal methods accept only such callers; a call that also forwards a
+// client's principal (principal.Outgoing on its context) is authorized as
+// that client.
+func AsService(name, internalToken string) Identity {
+	return Identity{metadata: map[string]string{
+		grpcserver.InternalTokenKey: internalToken,
+		grpcserver.ServiceKey:       name,
+	}}
+}
+
+// WithKey is a client presenting an operator or admin key (a tool, a test).
+func WithKey(apiKey string) Identity {
+	return Identity{metadata: map[string]string{"x-api-key": apiKey}}
+}
+
+// Anonymous presents nothing: enough for health and reflection only.
+func Anonymous() Identity { return Identity{} }
+
+// Dial returns a lazily-connecting client for addr whose every call
+// presents id, carries messages as large as the servers take
 // (grpcserver.MaxMessageBytes) and reconnects within a second of the peer
-// coming back. Services talk over loopback or a private network;
-// transport security is the deployment's concern (see deploy/README.md).
-func Dial(addr, apiKey string) (*grpc.ClientConn, error) {
+// coming back. A principal the caller put on a call's context with
+// principal.Outgoing travels with that call. Services talk over loopback
+// or a private network; transport security is the deployment's concern
+// (see deploy/README.md and docs/security.md).
+func Dial(addr string, id Identity) (*grpc.ClientConn, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(reconnect),
@@ -42,8 +69,8 @@ func Dial(addr, apiKey string) (*grpc.ClientConn, error) {
 			grpc.MaxCallSendMsgSize(grpcserver.MaxMessageBytes),
 		),
 	}
-	if apiKey != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(keyCredentials(apiKey)))
+	if len(id.metadata) > 0 {
+		opts = append(opts, grpc.WithPerRPCCredentials(callCredentials(id.metadata)))
 	}
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
@@ -52,10 +79,10 @@ func Dial(addr, apiKey string) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
-type keyCredentials string
+type callCredentials map[string]string
 
-func (k keyCredentials) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"x-api-key": string(k)}, nil
+func (c callCredentials) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return c, nil
 }
 
-func (keyCredentials) RequireTransportSecurity() bool { return false }
+func (callCredentials) RequireTransportSecurity() bool { return false }

@@ -26,7 +26,7 @@ func TestReconnectsWithinASecondOfThePeerReturning(t *testing.T) {
 	addr := ln.Addr().String()
 	stop := serve(t, ln)
 
-	conn, err := grpcclient.Dial(addr, "")
+	conn, err := grpcclient.Dial(addr, grpcclient.Anonymous())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	client := healthpb.NewHealthClient(conn)

@@ -1,6 +1,7 @@
 // Package grpcserver builds the gRPC server every service runs: one logging
-// interceptor, API-key authentication, panic recovery, the standard health
-// service and reflection.
+// interceptor, authentication and authorization by each method's access
+// class (auth.go), panic recovery, the standard health service and
+// reflection.
 package grpcserver
 
 import (
@@ -20,12 +21,9 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/mem"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/zimmerhq/zimmer/services/platform/apikey"
 )
 
 // MaxMessageBytes bounds one gRPC message, received or sent, on every
@@ -56,16 +54,19 @@ type Server struct {
 }
 
 // New returns a server whose health reports NOT_SERVING until the caller
-// marks it serving. When keys is enabled every call except health and
-// reflection must present one of them.
-func New(logger *slog.Logger, keys apikey.Set) *Server {
+// marks it serving. Every call except health and reflection is
+// authenticated and authorized by auth and its method's access class; the
+// handler finds the effective principal with principal.FromContext.
+func New(logger *slog.Logger, auth Auth) *Server {
+	authz := NewAuthorizer(auth)
 	s := &Server{
 		Server: grpc.NewServer(
 			grpc.ChainUnaryInterceptor(
 				logUnary(logger),
 				recoverUnary(logger),
-				authUnary(keys),
+				authUnary(authz),
 			),
+			grpc.ChainStreamInterceptor(authStream(authz)),
 			grpc.MaxRecvMsgSize(MaxMessageBytes),
 			grpc.MaxSendMsgSize(MaxMessageBytes),
 			grpc.ForceServerCodecV2(deepCodec{encoding.GetCodecV2(grpcproto.Name)}),
@@ -158,31 +159,4 @@ func recoverUnary(logger *slog.Logger) grpc.UnaryServerInterceptor {
 		}()
 		return h(ctx, req)
 	}
-}
-
-func authUnary(keys apikey.Set) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if !keys.Enabled() || exempt(info.FullMethod) {
-			return h(ctx, req)
-		}
-		if !keys.Valid(keyFromMetadata(ctx)) {
-			return nil, status.Error(codes.Unauthenticated, "missing or invalid API key: send one of ZIMMER_API_KEYS as x-api-key or authorization: Bearer metadata")
-		}
-		return h(ctx, req)
-	}
-}
-
-func exempt(method string) bool {
-	return strings.HasPrefix(method, "/grpc.health.") || strings.HasPrefix(method, "/grpc.reflection.")
-}
-
-func keyFromMetadata(ctx context.Context) string {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get("x-api-key"); len(v) > 0 {
-		return v[0]
-	}
-	if v := md.Get("authorization"); len(v) > 0 {
-		return apikey.BearerToken(v[0])
-	}
-	return ""
 }

@@ -3,7 +3,6 @@ package grpcserver_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -16,37 +15,26 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/grpcserver"
-	"github.com/zimmerhq/zimmer/services/platform/slogx"
 )
 
-// echo is a test service: Echo answers what it was sent; Accept decodes a
-// google.protobuf.Value and answers nothing.
+// echo is a test service of public methods: Echo answers what it was
+// sent; Accept decodes a google.protobuf.Value and answers nothing.
 var echo = grpc.ServiceDesc{
-	ServiceName: "test.Echo",
+	ServiceName: "sizetest.Echo",
 	HandlerType: (*any)(nil),
 	Methods: []grpc.MethodDesc{
-		{MethodName: "Echo", Handler: handler("Echo", func() proto.Message { return new(wrapperspb.BytesValue) }, false)},
-		{MethodName: "Accept", Handler: handler("Accept", func() proto.Message { return new(structpb.Value) }, true)},
+		unaryMethod("sizetest.Echo", "Echo", func() proto.Message { return new(wrapperspb.BytesValue) },
+			func(_ context.Context, m proto.Message) (proto.Message, error) { return m, nil }),
+		unaryMethod("sizetest.Echo", "Accept", func() proto.Message { return new(structpb.Value) },
+			func(context.Context, proto.Message) (proto.Message, error) { return new(wrapperspb.BytesValue), nil }),
 	},
 }
 
-func handler(name string, newMsg func() proto.Message, empty bool) grpc.MethodHandler {
-	return func(_ any, ctx context.Context, dec func(any) error, in grpc.UnaryServerInterceptor) (any, error) {
-		msg := newMsg()
-		if err := dec(msg); err != nil {
-			return nil, err
-		}
-		h := func(context.Context, any) (any, error) {
-			if empty {
-				return new(wrapperspb.BytesValue), nil
-			}
-			return msg, nil
-		}
-		if in == nil {
-			return h(ctx, msg)
-		}
-		return in(ctx, msg, &grpc.UnaryServerInfo{FullMethod: "/test.Echo/" + name}, h)
-	}
+func init() {
+	registerFixture("sizetest", "Echo", []fixtureMethod{
+		{"Echo", "google.protobuf.BytesValue", "google.protobuf.BytesValue", public("")},
+		{"Accept", "google.protobuf.Value", "google.protobuf.BytesValue", public("")},
+	})
 }
 
 // A server and a client built by the platform carry messages well beyond
@@ -54,27 +42,22 @@ func handler(name string, newMsg func() proto.Message, empty bool) grpc.MethodHa
 // session is about 4 MB and must never be refused by the transport.
 func TestCarriesMessagesUpToTheBound(t *testing.T) {
 	t.Parallel()
-	srv := grpcserver.New(slogx.Discard(), apikey.Parse(""))
-	srv.RegisterService(&echo, struct{}{})
-	lis, err := grpcserver.Listen("127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, lis, time.Second) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	const key = "size-test-key"
+	addr := serve(t, grpcserver.Auth{Operators: apikey.Parse(key)}, &echo)
+	ctx := t.Context()
 
-	conn, err := grpcclient.Dial(lis.Addr().String(), "")
+	conn, err := grpcclient.Dial(addr, grpcclient.WithKey(key))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 
 	big := wrapperspb.Bytes(make([]byte, 5<<20))
 	out := new(wrapperspb.BytesValue)
-	require.NoError(t, conn.Invoke(ctx, "/test.Echo/Echo", big, out))
+	require.NoError(t, conn.Invoke(ctx, "/sizetest.Echo/Echo", big, out))
 	require.Len(t, out.GetValue(), 5<<20)
 
 	// Beyond the bound the client refuses to send (the server would refuse
 	// to receive).
-	err = conn.Invoke(ctx, "/test.Echo/Echo", wrapperspb.Bytes(make([]byte, grpcserver.MaxMessageBytes)), out)
+	err = conn.Invoke(ctx, "/sizetest.Echo/Echo", wrapperspb.Bytes(make([]byte, grpcserver.MaxMessageBytes)), out)
 	require.Equal(t, codes.ResourceExhausted, status.Code(err), "beyond the bound: %v", err)
 
 	// A JSON object 4,000 levels deep, as the gateway's JSON decoder lets
@@ -84,5 +67,5 @@ func TestCarriesMessagesUpToTheBound(t *testing.T) {
 	for range 4_000 {
 		deep = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"n": deep}})
 	}
-	require.NoError(t, conn.Invoke(ctx, "/test.Echo/Accept", deep, out), "decoded, for the service to judge")
+	require.NoError(t, conn.Invoke(ctx, "/sizetest.Echo/Accept", deep, out), "decoded, for the service to judge")
 }

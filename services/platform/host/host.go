@@ -15,11 +15,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
+	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/grpcserver"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
@@ -37,8 +39,15 @@ type Config struct {
 	// tests), which the environment cannot ask for: make run needs one.
 	TemporalAddress   string
 	TemporalNamespace string
-	// APIKeys is ZIMMER_API_KEYS; when set every non-health call needs one.
+	// APIKeys is ZIMMER_API_KEYS: operator keys, the public API.
 	APIKeys string
+	// AdminAPIKeys is ZIMMER_ADMIN_API_KEYS: admin keys, the public and the
+	// admin methods (docs/security.md).
+	AdminAPIKeys string
+	// InternalToken is ZIMMER_INTERNAL_TOKEN: the service identity this
+	// service presents on its calls to the others and accepts on their
+	// calls to it. Never given to a client.
+	InternalToken string
 	// ShutdownGrace bounds a graceful stop.
 	ShutdownGrace time.Duration
 }
@@ -55,10 +64,12 @@ func LoadConfig(ctx context.Context, getenv func(string) string, service string,
 		TemporalAddress   string `env:"TEMPORAL_ADDRESS, default=127.0.0.1:7233"`
 		TemporalNamespace string `env:"TEMPORAL_NAMESPACE, default=default"`
 		APIKeys           string `env:"ZIMMER_API_KEYS"`
+		AdminAPIKeys      string `env:"ZIMMER_ADMIN_API_KEYS"`
+		InternalToken     string `env:"ZIMMER_INTERNAL_TOKEN"`
 	}
 	prefixed := func(k string) string {
 		switch k {
-		case "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "ZIMMER_API_KEYS":
+		case "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "ZIMMER_API_KEYS", "ZIMMER_ADMIN_API_KEYS", "ZIMMER_INTERNAL_TOKEN":
 			return getenv(k)
 		}
 		return getenv(prefix + k)
@@ -73,6 +84,8 @@ func LoadConfig(ctx context.Context, getenv func(string) string, service string,
 		TemporalAddress:   env.TemporalAddress,
 		TemporalNamespace: env.TemporalNamespace,
 		APIKeys:           env.APIKeys,
+		AdminAPIKeys:      env.AdminAPIKeys,
+		InternalToken:     env.InternalToken,
 		ShutdownGrace:     10 * time.Second,
 	}
 	if cfg.GRPCAddr == "" {
@@ -107,6 +120,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("temporal_address", c.TemporalAddress),
 		slog.String("temporal_namespace", c.TemporalNamespace),
 		slog.Bool("api_keys_set", c.APIKeys != ""),
+		slog.Bool("admin_api_keys_set", c.AdminAPIKeys != ""),
+		slog.Bool("internal_token_set", c.InternalToken != ""),
 	)
 }
 
@@ -122,6 +137,7 @@ type Host struct {
 
 	listener net.Listener
 	loops    []func(context.Context) error
+	conns    []*grpc.ClientConn
 }
 
 // New opens the database, applies migrations, listens for gRPC and, when
@@ -146,7 +162,11 @@ func New(ctx context.Context, name string, cfg Config, logger *slog.Logger, migr
 	if h.listener, err = grpcserver.Listen(cfg.GRPCAddr); err != nil {
 		return nil, err
 	}
-	h.GRPC = grpcserver.New(logger, apikey.Parse(cfg.APIKeys))
+	h.GRPC = grpcserver.New(logger, cfg.Auth())
+	if cfg.InternalToken == "" {
+		logger.Warn("ZIMMER_INTERNAL_TOKEN is empty: no caller can prove it is a Zimmer service, so this service's " +
+			"internal methods refuse everyone and its calls to other services' internal methods are refused")
+	}
 	if cfg.TemporalAddress != "" {
 		if h.Temporal, err = temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, logger); err != nil {
 			return nil, err
@@ -155,6 +175,27 @@ func New(ctx context.Context, name string, cfg Config, logger *slog.Logger, migr
 	}
 	logger.Info("service ready to run", "config", cfg)
 	return h, nil
+}
+
+// Auth is who the service's gRPC server lets in.
+func (c Config) Auth() grpcserver.Auth {
+	return grpcserver.Auth{
+		Operators:     apikey.Parse(c.APIKeys),
+		Admins:        apikey.Parse(c.AdminAPIKeys),
+		InternalToken: c.InternalToken,
+	}
+}
+
+// Dial connects to another Zimmer service at addr as this service (its name
+// and ZIMMER_INTERNAL_TOKEN on every call). The connection closes with the
+// host.
+func (h *Host) Dial(addr string) (*grpc.ClientConn, error) {
+	conn, err := grpcclient.Dial(addr, grpcclient.AsService(h.Name, h.Config.InternalToken))
+	if err != nil {
+		return nil, err
+	}
+	h.conns = append(h.conns, conn)
+	return conn, nil
 }
 
 // Addr is the address the gRPC server listens on.
@@ -187,6 +228,10 @@ func (h *Host) Run(ctx context.Context) error {
 // Close releases the pool and the Temporal client. Call it after Run returns
 // (or when New's caller gives up before running).
 func (h *Host) Close() {
+	for _, c := range h.conns {
+		_ = c.Close()
+	}
+	h.conns = nil
 	if h.Temporal != nil {
 		h.Temporal.Close()
 	}

@@ -83,8 +83,33 @@ func reflect(t testing.TB, stream reflectionpb.ServerReflection_ServerReflection
 
 func dial(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
-	conn, err := grpcclient.Dial(addr, "")
+	return Dial(t, addr, grpcclient.Anonymous())
+}
+
+// Dial connects to addr as id and closes the connection when the test ends.
+func Dial(t testing.TB, addr string, id grpcclient.Identity) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpcclient.Dial(addr, id)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
+}
+
+// DialAsService connects to addr as a Zimmer service named name, with the
+// InternalToken every Config carries: what internal methods need.
+func DialAsService(t testing.TB, addr, name string) *grpc.ClientConn {
+	t.Helper()
+	return Dial(t, addr, grpcclient.AsService(name, InternalToken))
+}
+
+// DialOperator connects to addr with OperatorKey: the public API.
+func DialOperator(t testing.TB, addr string) *grpc.ClientConn {
+	t.Helper()
+	return Dial(t, addr, grpcclient.WithKey(OperatorKey))
+}
+
+// DialAdmin connects to addr with AdminKey: the public and admin methods.
+func DialAdmin(t testing.TB, addr string) *grpc.ClientConn {
+	t.Helper()
+	return Dial(t, addr, grpcclient.WithKey(AdminKey))
 }

@@ -30,16 +30,28 @@ import (
 // service answers in milliseconds.
 const Timeout = 30 * time.Second
 
+// The credentials every Config carries, as `make run` wires them: an
+// operator key, an admin key and the internal token (docs/security.md).
+// Dial with DialOperator, DialAdmin or DialAsService.
+const (
+	OperatorKey   = "test-operator-key-0123456789"
+	AdminKey      = "test-admin-key-0123456789"
+	InternalToken = "test-internal-token-0123456789"
+)
+
 // Config is the configuration of a service under test: gRPC on a free
 // loopback port, a fresh database migrated with sets (pgtest.NewDatabase,
-// dropped when the test ends) and no Temporal worker. Set TemporalAddress
-// (from TemporalAddress) to run one.
+// dropped when the test ends), the test credentials and no Temporal
+// worker. Set TemporalAddress (from TemporalAddress) to run one.
 func Config(t testing.TB, sets ...pgdb.MigrationSet) host.Config {
 	t.Helper()
 	return host.Config{
 		GRPCAddr:          "127.0.0.1:0",
 		DatabaseURL:       pgtest.NewDatabase(t, sets...),
 		TemporalNamespace: "default",
+		APIKeys:           OperatorKey,
+		AdminAPIKeys:      AdminKey,
+		InternalToken:     InternalToken,
 		ShutdownGrace:     5 * time.Second,
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/zimmerhq/zimmer/services/platform/apikey"
 	"github.com/zimmerhq/zimmer/services/platform/grpcserver"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
@@ -45,7 +44,7 @@ func TestTemporalAddressSkipsUnlessRequired(t *testing.T) {
 // reflection, and its health service is itself a registered service.
 func TestAssertServingThenStopped(t *testing.T) {
 	t.Parallel()
-	srv := grpcserver.New(slogx.Discard(), apikey.Parse(""))
+	srv := grpcserver.New(slogx.Discard(), grpcserver.Auth{})
 	lis, err := grpcserver.Listen("127.0.0.1:0")
 	require.NoError(t, err)
 	addr := lis.Addr().String()

@@ -5,9 +5,6 @@ package service
 import (
 	"context"
 	"log/slog"
-	"strings"
-
-	"google.golang.org/grpc"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
@@ -18,7 +15,6 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/store"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
-	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
@@ -64,7 +60,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	}
 	reporter := clients.FailureReporter{Alerts: clients.LogAlerts{Logger: logger}, After: cfg.AlertAfterAttempts, Logger: logger}
 	if cfg.NotificationAddr != "" {
-		conn, err := svc.dial(cfg.NotificationAddr, cfg.APIKeys)
+		conn, err := h.Dial(cfg.NotificationAddr)
 		if err != nil {
 			h.Close()
 			return nil, err
@@ -73,7 +69,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	}
 	svc.Relays = map[string]*outbox.Relay{}
 	for subscriber, addr := range cfg.EffectConsumers {
-		conn, err := svc.dial(addr, cfg.APIKeys)
+		conn, err := h.Dial(addr)
 		if err != nil {
 			h.Close()
 			return nil, err
@@ -88,20 +84,6 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		}
 	}
 	return svc, nil
-}
-
-// dial connects to another context; the connection closes when the
-// service stops.
-func (s *Service) dial(addr, keys string) (*grpc.ClientConn, error) {
-	conn, err := grpcclient.Dial(addr, firstKey(keys))
-	if err != nil {
-		return nil, err
-	}
-	s.Go(func(ctx context.Context) error {
-		<-ctx.Done()
-		return conn.Close()
-	})
-	return conn, nil
 }
 
 // relay runs an outbox relay for one subscriber for the life of the service.
@@ -119,9 +101,4 @@ func (s *Service) relay(subscriber string, deliver outbox.DeliverFunc, cfg confi
 	}
 	s.Go(r.Run)
 	return r
-}
-
-func firstKey(csv string) string {
-	k, _, _ := strings.Cut(csv, ",")
-	return strings.TrimSpace(k)
 }

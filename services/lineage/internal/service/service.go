@@ -5,7 +5,6 @@ package service
 import (
 	"context"
 	"log/slog"
-	"strings"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
@@ -15,7 +14,6 @@ import (
 	"github.com/zimmerhq/zimmer/services/lineage/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/store"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
-	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
@@ -76,15 +74,11 @@ func NewFromConfig(ctx context.Context, cfg config.Config, logger *slog.Logger) 
 	registerProvenance(h.GRPC.Server, h.Pool, logger, app.NewGetHierarchy(repo), cfg.AdminUser)
 
 	for subscriber, addr := range cfg.EventConsumers {
-		conn, err := grpcclient.Dial(addr, firstKey(cfg.APIKeys))
+		conn, err := h.Dial(addr)
 		if err != nil {
 			h.Close()
 			return nil, err
 		}
-		h.Go(func(ctx context.Context) error {
-			<-ctx.Done()
-			return conn.Close()
-		})
 		r := &outbox.Relay{
 			Pool:       h.Pool,
 			Subscriber: subscriber,
@@ -108,9 +102,4 @@ func NewFromConfig(ctx context.Context, cfg config.Config, logger *slog.Logger) 
 		}
 	}
 	return svc, nil
-}
-
-func firstKey(csv string) string {
-	k, _, _ := strings.Cut(csv, ",")
-	return strings.TrimSpace(k)
 }

@@ -7,6 +7,7 @@
 package lifecyclev1
 
 import (
+	_ "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -45,8 +46,13 @@ type CreateSessionRequest struct {
 	SchedulingClass string           `protobuf:"bytes,11,opt,name=scheduling_class,json=schedulingClass,proto3" json:"scheduling_class,omitempty"`
 	Precedence      int32            `protobuf:"varint,12,opt,name=precedence,proto3" json:"precedence,omitempty"`
 	CustomMetadata  *structpb.Struct `protobuf:"bytes,13,opt,name=custom_metadata,json=customMetadata,proto3" json:"custom_metadata,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The MCP tool groups the session's credentials open: "self_session"
+	// (every credential has it: its own session's tools) and "sessions"
+	// (read every session, start children of its own). None means
+	// ["sessions"]. Fixed at creation.
+	McpToolGroups []string `protobuf:"bytes,14,rep,name=mcp_tool_groups,json=mcpToolGroups,proto3" json:"mcp_tool_groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateSessionRequest) Reset() {
@@ -166,6 +172,13 @@ func (x *CreateSessionRequest) GetPrecedence() int32 {
 func (x *CreateSessionRequest) GetCustomMetadata() *structpb.Struct {
 	if x != nil {
 		return x.CustomMetadata
+	}
+	return nil
+}
+
+func (x *CreateSessionRequest) GetMcpToolGroups() []string {
+	if x != nil {
+		return x.McpToolGroups
 	}
 	return nil
 }
@@ -1504,6 +1517,446 @@ func (x *BulkArchiveError) GetError() string {
 	return ""
 }
 
+type MintSessionCredentialRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MintSessionCredentialRequest) Reset() {
+	*x = MintSessionCredentialRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MintSessionCredentialRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MintSessionCredentialRequest) ProtoMessage() {}
+
+func (x *MintSessionCredentialRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MintSessionCredentialRequest.ProtoReflect.Descriptor instead.
+func (*MintSessionCredentialRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *MintSessionCredentialRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type MintSessionCredentialResponse struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Credential    *MintedSessionCredential `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MintSessionCredentialResponse) Reset() {
+	*x = MintSessionCredentialResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MintSessionCredentialResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MintSessionCredentialResponse) ProtoMessage() {}
+
+func (x *MintSessionCredentialResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MintSessionCredentialResponse.ProtoReflect.Descriptor instead.
+func (*MintSessionCredentialResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *MintSessionCredentialResponse) GetCredential() *MintedSessionCredential {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
+// MintedSessionCredential is a new credential with its token, which is
+// shown this once: store it where the session's agent reads it.
+type MintedSessionCredential struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The credential's id, for revoking it; not a secret.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The secret: "zsc_" and 43 characters. Send it as X-API-Key or
+	// Authorization: Bearer to the gateway's REST API and /mcp.
+	Token string `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	// What it may do: always "self" (its own session's self_session tools),
+	// plus "sessions.read" and "sessions.start" when the session's
+	// mcp_tool_groups include "sessions".
+	Scopes        []string               `protobuf:"bytes,3,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MintedSessionCredential) Reset() {
+	*x = MintedSessionCredential{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MintedSessionCredential) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MintedSessionCredential) ProtoMessage() {}
+
+func (x *MintedSessionCredential) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MintedSessionCredential.ProtoReflect.Descriptor instead.
+func (*MintedSessionCredential) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *MintedSessionCredential) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *MintedSessionCredential) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *MintedSessionCredential) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *MintedSessionCredential) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type RevokeSessionCredentialRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug of the session the credential belongs to.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The id the mint answered.
+	CredentialId  string `protobuf:"bytes,2,opt,name=credential_id,json=credentialId,proto3" json:"credential_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeSessionCredentialRequest) Reset() {
+	*x = RevokeSessionCredentialRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeSessionCredentialRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeSessionCredentialRequest) ProtoMessage() {}
+
+func (x *RevokeSessionCredentialRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeSessionCredentialRequest.ProtoReflect.Descriptor instead.
+func (*RevokeSessionCredentialRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RevokeSessionCredentialRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RevokeSessionCredentialRequest) GetCredentialId() string {
+	if x != nil {
+		return x.CredentialId
+	}
+	return ""
+}
+
+type RevokeSessionCredentialResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Credential    *SessionCredential     `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeSessionCredentialResponse) Reset() {
+	*x = RevokeSessionCredentialResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeSessionCredentialResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeSessionCredentialResponse) ProtoMessage() {}
+
+func (x *RevokeSessionCredentialResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeSessionCredentialResponse.ProtoReflect.Descriptor instead.
+func (*RevokeSessionCredentialResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RevokeSessionCredentialResponse) GetCredential() *SessionCredential {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
+// SessionCredential is a credential as lifecycle keeps it: never the token.
+type SessionCredential struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	SessionId int64                  `protobuf:"varint,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Scopes    []string               `protobuf:"bytes,3,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Set once the credential is revoked, with why (what a later caller is
+	// told).
+	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	RevokedReason string                 `protobuf:"bytes,6,opt,name=revoked_reason,json=revokedReason,proto3" json:"revoked_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionCredential) Reset() {
+	*x = SessionCredential{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionCredential) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionCredential) ProtoMessage() {}
+
+func (x *SessionCredential) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionCredential.ProtoReflect.Descriptor instead.
+func (*SessionCredential) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SessionCredential) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SessionCredential) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *SessionCredential) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *SessionCredential) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *SessionCredential) GetRevokedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return nil
+}
+
+func (x *SessionCredential) GetRevokedReason() string {
+	if x != nil {
+		return x.RevokedReason
+	}
+	return ""
+}
+
+type AuthenticateSessionCredentialRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token a client presented.
+	Token         string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateSessionCredentialRequest) Reset() {
+	*x = AuthenticateSessionCredentialRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateSessionCredentialRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateSessionCredentialRequest) ProtoMessage() {}
+
+func (x *AuthenticateSessionCredentialRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateSessionCredentialRequest.ProtoReflect.Descriptor instead.
+func (*AuthenticateSessionCredentialRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *AuthenticateSessionCredentialRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+type AuthenticateSessionCredentialResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The live credential the token is: its id, session and scopes.
+	Credential    *SessionCredential `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateSessionCredentialResponse) Reset() {
+	*x = AuthenticateSessionCredentialResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateSessionCredentialResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateSessionCredentialResponse) ProtoMessage() {}
+
+func (x *AuthenticateSessionCredentialResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateSessionCredentialResponse.ProtoReflect.Descriptor instead.
+func (*AuthenticateSessionCredentialResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *AuthenticateSessionCredentialResponse) GetCredential() *SessionCredential {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
 type UpdateSessionRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -1525,7 +1978,7 @@ type UpdateSessionRequest struct {
 
 func (x *UpdateSessionRequest) Reset() {
 	*x = UpdateSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1990,7 @@ func (x *UpdateSessionRequest) String() string {
 func (*UpdateSessionRequest) ProtoMessage() {}
 
 func (x *UpdateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +2003,7 @@ func (x *UpdateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSessionRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{25}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdateSessionRequest) GetSessionId() string {
@@ -1632,7 +2085,7 @@ type UpdateSessionResponse struct {
 
 func (x *UpdateSessionResponse) Reset() {
 	*x = UpdateSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +2097,7 @@ func (x *UpdateSessionResponse) String() string {
 func (*UpdateSessionResponse) ProtoMessage() {}
 
 func (x *UpdateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +2110,7 @@ func (x *UpdateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSessionResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{26}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpdateSessionResponse) GetSession() *Session {
@@ -1678,7 +2131,7 @@ type SetSessionHeartbeatRequest struct {
 
 func (x *SetSessionHeartbeatRequest) Reset() {
 	*x = SetSessionHeartbeatRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +2143,7 @@ func (x *SetSessionHeartbeatRequest) String() string {
 func (*SetSessionHeartbeatRequest) ProtoMessage() {}
 
 func (x *SetSessionHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +2156,7 @@ func (x *SetSessionHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*SetSessionHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{27}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SetSessionHeartbeatRequest) GetSessionId() string {
@@ -1736,7 +2189,7 @@ type SetSessionHeartbeatResponse struct {
 
 func (x *SetSessionHeartbeatResponse) Reset() {
 	*x = SetSessionHeartbeatResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +2201,7 @@ func (x *SetSessionHeartbeatResponse) String() string {
 func (*SetSessionHeartbeatResponse) ProtoMessage() {}
 
 func (x *SetSessionHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +2214,7 @@ func (x *SetSessionHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*SetSessionHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{28}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SetSessionHeartbeatResponse) GetSession() *Session {
@@ -1780,7 +2233,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +2245,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +2258,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{29}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1823,7 +2276,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +2288,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +2301,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{30}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{38}
 }
 
 // Settings are the experimental settings; each session records the values
@@ -1864,7 +2317,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +2329,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +2342,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{31}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Settings) GetProvenanceViaMcpEnabled() bool {
@@ -1907,7 +2360,7 @@ type GetSettingsRequest struct {
 
 func (x *GetSettingsRequest) Reset() {
 	*x = GetSettingsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2372,7 @@ func (x *GetSettingsRequest) String() string {
 func (*GetSettingsRequest) ProtoMessage() {}
 
 func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2385,7 @@ func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsRequest.ProtoReflect.Descriptor instead.
 func (*GetSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{32}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{40}
 }
 
 type GetSettingsResponse struct {
@@ -1944,7 +2397,7 @@ type GetSettingsResponse struct {
 
 func (x *GetSettingsResponse) Reset() {
 	*x = GetSettingsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2409,7 @@ func (x *GetSettingsResponse) String() string {
 func (*GetSettingsResponse) ProtoMessage() {}
 
 func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2422,7 @@ func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsResponse.ProtoReflect.Descriptor instead.
 func (*GetSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{33}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetSettingsResponse) GetSettings() *Settings {
@@ -1988,7 +2441,7 @@ type UpdateSettingsRequest struct {
 
 func (x *UpdateSettingsRequest) Reset() {
 	*x = UpdateSettingsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2453,7 @@ func (x *UpdateSettingsRequest) String() string {
 func (*UpdateSettingsRequest) ProtoMessage() {}
 
 func (x *UpdateSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2466,7 @@ func (x *UpdateSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSettingsRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{34}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *UpdateSettingsRequest) GetProvenanceViaMcpEnabled() bool {
@@ -2032,7 +2485,7 @@ type UpdateSettingsResponse struct {
 
 func (x *UpdateSettingsResponse) Reset() {
 	*x = UpdateSettingsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2044,7 +2497,7 @@ func (x *UpdateSettingsResponse) String() string {
 func (*UpdateSettingsResponse) ProtoMessage() {}
 
 func (x *UpdateSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2057,7 +2510,7 @@ func (x *UpdateSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSettingsResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{35}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *UpdateSettingsResponse) GetSettings() *Settings {
@@ -2076,7 +2529,7 @@ type ConsumeSessionEventRequest struct {
 
 func (x *ConsumeSessionEventRequest) Reset() {
 	*x = ConsumeSessionEventRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2088,7 +2541,7 @@ func (x *ConsumeSessionEventRequest) String() string {
 func (*ConsumeSessionEventRequest) ProtoMessage() {}
 
 func (x *ConsumeSessionEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2101,7 +2554,7 @@ func (x *ConsumeSessionEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumeSessionEventRequest.ProtoReflect.Descriptor instead.
 func (*ConsumeSessionEventRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{36}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ConsumeSessionEventRequest) GetEvent() *SessionEvent {
@@ -2121,7 +2574,7 @@ type ConsumeSessionEventResponse struct {
 
 func (x *ConsumeSessionEventResponse) Reset() {
 	*x = ConsumeSessionEventResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[37]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2133,7 +2586,7 @@ func (x *ConsumeSessionEventResponse) String() string {
 func (*ConsumeSessionEventResponse) ProtoMessage() {}
 
 func (x *ConsumeSessionEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[37]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2146,7 +2599,7 @@ func (x *ConsumeSessionEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumeSessionEventResponse.ProtoReflect.Descriptor instead.
 func (*ConsumeSessionEventResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{37}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ConsumeSessionEventResponse) GetApplied() bool {
@@ -2168,7 +2621,7 @@ type FailSessionRequest struct {
 
 func (x *FailSessionRequest) Reset() {
 	*x = FailSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2180,7 +2633,7 @@ func (x *FailSessionRequest) String() string {
 func (*FailSessionRequest) ProtoMessage() {}
 
 func (x *FailSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2193,7 +2646,7 @@ func (x *FailSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailSessionRequest.ProtoReflect.Descriptor instead.
 func (*FailSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{38}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *FailSessionRequest) GetSessionId() string {
@@ -2227,7 +2680,7 @@ type FailSessionResponse struct {
 
 func (x *FailSessionResponse) Reset() {
 	*x = FailSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[39]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2692,7 @@ func (x *FailSessionResponse) String() string {
 func (*FailSessionResponse) ProtoMessage() {}
 
 func (x *FailSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[39]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2705,7 @@ func (x *FailSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailSessionResponse.ProtoReflect.Descriptor instead.
 func (*FailSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{39}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *FailSessionResponse) GetSession() *Session {
@@ -2273,7 +2726,7 @@ var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
-	"+zimmer/lifecycle/v1/lifecycle_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fzimmer/lifecycle/v1/event.proto\x1a!zimmer/lifecycle/v1/session.proto\"\xdb\x03\n" +
+	"+zimmer/lifecycle/v1/lifecycle_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a\x1fzimmer/lifecycle/v1/event.proto\x1a!zimmer/lifecycle/v1/session.proto\"\x83\x04\n" +
 	"\x14CreateSessionRequest\x12\x16\n" +
 	"\x06prompt\x18\x01 \x01(\tR\x06prompt\x12\x19\n" +
 	"\bgit_root\x18\x02 \x01(\tR\agitRoot\x12\x16\n" +
@@ -2291,7 +2744,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
 	"precedence\x18\f \x01(\x05R\n" +
 	"precedence\x12@\n" +
-	"\x0fcustom_metadata\x18\r \x01(\v2\x17.google.protobuf.StructR\x0ecustomMetadataB\x14\n" +
+	"\x0fcustom_metadata\x18\r \x01(\v2\x17.google.protobuf.StructR\x0ecustomMetadata\x12&\n" +
+	"\x0fmcp_tool_groups\x18\x0e \x03(\tR\rmcpToolGroupsB\x14\n" +
 	"\x12_parent_session_id\"O\n" +
 	"\x15CreateSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"2\n" +
@@ -2392,7 +2846,44 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x10BulkArchiveError\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\xa8\x04\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"=\n" +
+	"\x1cMintSessionCredentialRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"m\n" +
+	"\x1dMintSessionCredentialResponse\x12L\n" +
+	"\n" +
+	"credential\x18\x01 \x01(\v2,.zimmer.lifecycle.v1.MintedSessionCredentialR\n" +
+	"credential\"\x92\x01\n" +
+	"\x17MintedSessionCredential\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\x12\x16\n" +
+	"\x06scopes\x18\x03 \x03(\tR\x06scopes\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"d\n" +
+	"\x1eRevokeSessionCredentialRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12#\n" +
+	"\rcredential_id\x18\x02 \x01(\tR\fcredentialId\"i\n" +
+	"\x1fRevokeSessionCredentialResponse\x12F\n" +
+	"\n" +
+	"credential\x18\x01 \x01(\v2&.zimmer.lifecycle.v1.SessionCredentialR\n" +
+	"credential\"\xf7\x01\n" +
+	"\x11SessionCredential\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\x03R\tsessionId\x12\x16\n" +
+	"\x06scopes\x18\x03 \x03(\tR\x06scopes\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"revoked_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12%\n" +
+	"\x0erevoked_reason\x18\x06 \x01(\tR\rrevokedReason\"<\n" +
+	"$AuthenticateSessionCredentialRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\"o\n" +
+	"%AuthenticateSessionCredentialResponse\x12F\n" +
+	"\n" +
+	"credential\x18\x01 \x01(\v2&.zimmer.lifecycle.v1.SessionCredentialR\n" +
+	"credential\"\xa8\x04\n" +
 	"\x14UpdateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
@@ -2454,29 +2945,32 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x12_acting_session_id\"g\n" +
 	"\x13FailSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage2\xaf\x15\n" +
-	"\x10LifecycleService\x12\x83\x01\n" +
-	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x84\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage2\x8e\x1b\n" +
+	"\x10LifecycleService\x12\x99\x01\n" +
+	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
-	"GetSession\x12&.zimmer.lifecycle.v1.GetSessionRequest\x1a'.zimmer.lifecycle.v1.GetSessionResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/api/v1/sessions/{session_id}\x12}\n" +
-	"\fListSessions\x12(.zimmer.lifecycle.v1.ListSessionsRequest\x1a).zimmer.lifecycle.v1.ListSessionsResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/sessions\x12\x90\x01\n" +
-	"\rUpdateSession\x12).zimmer.lifecycle.v1.UpdateSessionRequest\x1a*.zimmer.lifecycle.v1.UpdateSessionResponse\"(\x82\xd3\xe4\x93\x02\":\x01*2\x1d/api/v1/sessions/{session_id}\x12\xac\x01\n" +
-	"\x13SetSessionHeartbeat\x12/.zimmer.lifecycle.v1.SetSessionHeartbeatRequest\x1a0.zimmer.lifecycle.v1.SetSessionHeartbeatResponse\"2\x82\xd3\xe4\x93\x02,:\x01*2'/api/v1/sessions/{session_id}/heartbeat\x12\x8d\x01\n" +
-	"\rDeleteSession\x12).zimmer.lifecycle.v1.DeleteSessionRequest\x1a*.zimmer.lifecycle.v1.DeleteSessionResponse\"%\x82\xd3\xe4\x93\x02\x1f*\x1d/api/v1/sessions/{session_id}\x12z\n" +
-	"\vGetSettings\x12'.zimmer.lifecycle.v1.GetSettingsRequest\x1a(.zimmer.lifecycle.v1.GetSettingsResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/settings\x12\x86\x01\n" +
-	"\x0eUpdateSettings\x12*.zimmer.lifecycle.v1.UpdateSettingsRequest\x1a+.zimmer.lifecycle.v1.UpdateSettingsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*2\x10/api/v1/settings\x12\x93\x01\n" +
-	"\fPauseSession\x12(.zimmer.lifecycle.v1.PauseSessionRequest\x1a).zimmer.lifecycle.v1.PauseSessionResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/pause\x12\x93\x01\n" +
-	"\fSleepSession\x12(.zimmer.lifecycle.v1.SleepSessionRequest\x1a).zimmer.lifecycle.v1.SleepSessionResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/sleep\x12\x9b\x01\n" +
-	"\x0eArchiveSession\x12*.zimmer.lifecycle.v1.ArchiveSessionRequest\x1a+.zimmer.lifecycle.v1.ArchiveSessionResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/archive\x12\xa2\x01\n" +
-	"\x13BulkArchiveSessions\x12/.zimmer.lifecycle.v1.BulkArchiveSessionsRequest\x1a0.zimmer.lifecycle.v1.BulkArchiveSessionsResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/api/v1/sessions/bulk_archive\x12\xa3\x01\n" +
-	"\x10UnarchiveSession\x12,.zimmer.lifecycle.v1.UnarchiveSessionRequest\x1a-.zimmer.lifecycle.v1.UnarchiveSessionResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/api/v1/sessions/{session_id}/unarchive\x12\x9b\x01\n" +
-	"\x0eRestartSession\x12*.zimmer.lifecycle.v1.RestartSessionRequest\x1a+.zimmer.lifecycle.v1.RestartSessionResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/restart\x12\x8f\x01\n" +
-	"\vFailSession\x12'.zimmer.lifecycle.v1.FailSessionRequest\x1a(.zimmer.lifecycle.v1.FailSessionResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/api/v1/sessions/{session_id}/fail\x12\xa5\x01\n" +
-	"\x12GetSessionTimeline\x12..zimmer.lifecycle.v1.GetSessionTimelineRequest\x1a/.zimmer.lifecycle.v1.GetSessionTimelineResponse\".\x82\xd3\xe4\x93\x02(\x12&/api/v1/sessions/{session_id}/timeline\x12\xa0\x01\n" +
-	"\x11ListSessionEvents\x12-.zimmer.lifecycle.v1.ListSessionEventsRequest\x1a..zimmer.lifecycle.v1.ListSessionEventsResponse\",\x82\xd3\xe4\x93\x02&\x12$/api/v1/sessions/{session_id}/events\x12\xa7\x01\n" +
-	"\x11TransitionSession\x12-.zimmer.lifecycle.v1.TransitionSessionRequest\x1a..zimmer.lifecycle.v1.TransitionSessionResponse\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/api/v1/sessions/{session_id}/transition2\x97\x01\n" +
-	"\x1bSessionEventConsumerService\x12x\n" +
-	"\x13ConsumeSessionEvent\x12/.zimmer.lifecycle.v1.ConsumeSessionEventRequest\x1a0.zimmer.lifecycle.v1.ConsumeSessionEventResponseBFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
+	"GetSession\x12&.zimmer.lifecycle.v1.GetSessionRequest\x1a'.zimmer.lifecycle.v1.GetSessionResponse\"1\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02\x1f\x12\x1d/api/v1/sessions/{session_id}\x12\x92\x01\n" +
+	"\fListSessions\x12(.zimmer.lifecycle.v1.ListSessionsRequest\x1a).zimmer.lifecycle.v1.ListSessionsResponse\"-\xea\xe0\x18\x11\b\x01\x12\rsessions.read\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/sessions\x12\x9c\x01\n" +
+	"\rUpdateSession\x12).zimmer.lifecycle.v1.UpdateSessionRequest\x1a*.zimmer.lifecycle.v1.UpdateSessionResponse\"4\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02\":\x01*2\x1d/api/v1/sessions/{session_id}\x12\xb8\x01\n" +
+	"\x13SetSessionHeartbeat\x12/.zimmer.lifecycle.v1.SetSessionHeartbeatRequest\x1a0.zimmer.lifecycle.v1.SetSessionHeartbeatResponse\">\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02,:\x01*2'/api/v1/sessions/{session_id}/heartbeat\x12\x93\x01\n" +
+	"\rDeleteSession\x12).zimmer.lifecycle.v1.DeleteSessionRequest\x1a*.zimmer.lifecycle.v1.DeleteSessionResponse\"+\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x1f*\x1d/api/v1/sessions/{session_id}\x12\x80\x01\n" +
+	"\vGetSettings\x12'.zimmer.lifecycle.v1.GetSettingsRequest\x1a(.zimmer.lifecycle.v1.GetSettingsResponse\"\x1e\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/settings\x12\x8c\x01\n" +
+	"\x0eUpdateSettings\x12*.zimmer.lifecycle.v1.UpdateSettingsRequest\x1a+.zimmer.lifecycle.v1.UpdateSettingsResponse\"!\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x15:\x01*2\x10/api/v1/settings\x12\x99\x01\n" +
+	"\fPauseSession\x12(.zimmer.lifecycle.v1.PauseSessionRequest\x1a).zimmer.lifecycle.v1.PauseSessionResponse\"4\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/pause\x12\x99\x01\n" +
+	"\fSleepSession\x12(.zimmer.lifecycle.v1.SleepSessionRequest\x1a).zimmer.lifecycle.v1.SleepSessionResponse\"4\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/sleep\x12\xa7\x01\n" +
+	"\x0eArchiveSession\x12*.zimmer.lifecycle.v1.ArchiveSessionRequest\x1a+.zimmer.lifecycle.v1.ArchiveSessionResponse\"<\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/archive\x12\xa8\x01\n" +
+	"\x13BulkArchiveSessions\x12/.zimmer.lifecycle.v1.BulkArchiveSessionsRequest\x1a0.zimmer.lifecycle.v1.BulkArchiveSessionsResponse\".\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/api/v1/sessions/bulk_archive\x12\xa9\x01\n" +
+	"\x10UnarchiveSession\x12,.zimmer.lifecycle.v1.UnarchiveSessionRequest\x1a-.zimmer.lifecycle.v1.UnarchiveSessionResponse\"8\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02,:\x01*\"'/api/v1/sessions/{session_id}/unarchive\x12\xa1\x01\n" +
+	"\x0eRestartSession\x12*.zimmer.lifecycle.v1.RestartSessionRequest\x1a+.zimmer.lifecycle.v1.RestartSessionResponse\"6\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/restart\x12\x95\x01\n" +
+	"\vFailSession\x12'.zimmer.lifecycle.v1.FailSessionRequest\x1a(.zimmer.lifecycle.v1.FailSessionResponse\"3\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02':\x01*\"\"/api/v1/sessions/{session_id}/fail\x12\xb1\x01\n" +
+	"\x12GetSessionTimeline\x12..zimmer.lifecycle.v1.GetSessionTimelineRequest\x1a/.zimmer.lifecycle.v1.GetSessionTimelineResponse\":\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02(\x12&/api/v1/sessions/{session_id}/timeline\x12\xac\x01\n" +
+	"\x11ListSessionEvents\x12-.zimmer.lifecycle.v1.ListSessionEventsRequest\x1a..zimmer.lifecycle.v1.ListSessionEventsResponse\"8\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02&\x12$/api/v1/sessions/{session_id}/events\x12\xad\x01\n" +
+	"\x11TransitionSession\x12-.zimmer.lifecycle.v1.TransitionSessionRequest\x1a..zimmer.lifecycle.v1.TransitionSessionResponse\"9\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02-:\x01*\"(/api/v1/sessions/{session_id}/transition\x12\xba\x01\n" +
+	"\x15MintSessionCredential\x121.zimmer.lifecycle.v1.MintSessionCredentialRequest\x1a2.zimmer.lifecycle.v1.MintSessionCredentialResponse\":\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02.:\x01*\")/api/v1/sessions/{session_id}/credentials\x12\xcd\x01\n" +
+	"\x17RevokeSessionCredential\x123.zimmer.lifecycle.v1.RevokeSessionCredentialRequest\x1a4.zimmer.lifecycle.v1.RevokeSessionCredentialResponse\"G\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02;*9/api/v1/sessions/{session_id}/credentials/{credential_id}\x12\x9e\x01\n" +
+	"\x1dAuthenticateSessionCredential\x129.zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest\x1a:.zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse\"\x06\xea\xe0\x18\x02\b\x032\xa0\x01\n" +
+	"\x1bSessionEventConsumerService\x12\x80\x01\n" +
+	"\x13ConsumeSessionEvent\x12/.zimmer.lifecycle.v1.ConsumeSessionEventRequest\x1a0.zimmer.lifecycle.v1.ConsumeSessionEventResponse\"\x06\xea\xe0\x18\x02\b\x03BFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
 
 var (
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescOnce sync.Once
@@ -2490,122 +2984,142 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
-	(*CreateSessionRequest)(nil),        // 0: zimmer.lifecycle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),       // 1: zimmer.lifecycle.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),           // 2: zimmer.lifecycle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),          // 3: zimmer.lifecycle.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),         // 4: zimmer.lifecycle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),        // 5: zimmer.lifecycle.v1.ListSessionsResponse
-	(*PauseSessionRequest)(nil),         // 6: zimmer.lifecycle.v1.PauseSessionRequest
-	(*PauseSessionResponse)(nil),        // 7: zimmer.lifecycle.v1.PauseSessionResponse
-	(*SleepSessionRequest)(nil),         // 8: zimmer.lifecycle.v1.SleepSessionRequest
-	(*SleepSessionResponse)(nil),        // 9: zimmer.lifecycle.v1.SleepSessionResponse
-	(*UnarchiveSessionRequest)(nil),     // 10: zimmer.lifecycle.v1.UnarchiveSessionRequest
-	(*UnarchiveSessionResponse)(nil),    // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse
-	(*RestartSessionRequest)(nil),       // 12: zimmer.lifecycle.v1.RestartSessionRequest
-	(*RestartSessionResponse)(nil),      // 13: zimmer.lifecycle.v1.RestartSessionResponse
-	(*ArchiveSessionRequest)(nil),       // 14: zimmer.lifecycle.v1.ArchiveSessionRequest
-	(*ArchiveSessionResponse)(nil),      // 15: zimmer.lifecycle.v1.ArchiveSessionResponse
-	(*GetSessionTimelineRequest)(nil),   // 16: zimmer.lifecycle.v1.GetSessionTimelineRequest
-	(*GetSessionTimelineResponse)(nil),  // 17: zimmer.lifecycle.v1.GetSessionTimelineResponse
-	(*ListSessionEventsRequest)(nil),    // 18: zimmer.lifecycle.v1.ListSessionEventsRequest
-	(*ListSessionEventsResponse)(nil),   // 19: zimmer.lifecycle.v1.ListSessionEventsResponse
-	(*TransitionSessionRequest)(nil),    // 20: zimmer.lifecycle.v1.TransitionSessionRequest
-	(*TransitionSessionResponse)(nil),   // 21: zimmer.lifecycle.v1.TransitionSessionResponse
-	(*BulkArchiveSessionsRequest)(nil),  // 22: zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	(*BulkArchiveSessionsResponse)(nil), // 23: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	(*BulkArchiveError)(nil),            // 24: zimmer.lifecycle.v1.BulkArchiveError
-	(*UpdateSessionRequest)(nil),        // 25: zimmer.lifecycle.v1.UpdateSessionRequest
-	(*UpdateSessionResponse)(nil),       // 26: zimmer.lifecycle.v1.UpdateSessionResponse
-	(*SetSessionHeartbeatRequest)(nil),  // 27: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	(*SetSessionHeartbeatResponse)(nil), // 28: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	(*DeleteSessionRequest)(nil),        // 29: zimmer.lifecycle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),       // 30: zimmer.lifecycle.v1.DeleteSessionResponse
-	(*Settings)(nil),                    // 31: zimmer.lifecycle.v1.Settings
-	(*GetSettingsRequest)(nil),          // 32: zimmer.lifecycle.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),         // 33: zimmer.lifecycle.v1.GetSettingsResponse
-	(*UpdateSettingsRequest)(nil),       // 34: zimmer.lifecycle.v1.UpdateSettingsRequest
-	(*UpdateSettingsResponse)(nil),      // 35: zimmer.lifecycle.v1.UpdateSettingsResponse
-	(*ConsumeSessionEventRequest)(nil),  // 36: zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	(*ConsumeSessionEventResponse)(nil), // 37: zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	(*FailSessionRequest)(nil),          // 38: zimmer.lifecycle.v1.FailSessionRequest
-	(*FailSessionResponse)(nil),         // 39: zimmer.lifecycle.v1.FailSessionResponse
-	(*structpb.Struct)(nil),             // 40: google.protobuf.Struct
-	(*Session)(nil),                     // 41: zimmer.lifecycle.v1.Session
-	(*Pagination)(nil),                  // 42: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),       // 43: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                // 44: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                 // 45: zimmer.lifecycle.v1.StreamEvent
-	(*SessionEvent)(nil),                // 46: zimmer.lifecycle.v1.SessionEvent
+	(*CreateSessionRequest)(nil),                  // 0: zimmer.lifecycle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),                 // 1: zimmer.lifecycle.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),                     // 2: zimmer.lifecycle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),                    // 3: zimmer.lifecycle.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),                   // 4: zimmer.lifecycle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),                  // 5: zimmer.lifecycle.v1.ListSessionsResponse
+	(*PauseSessionRequest)(nil),                   // 6: zimmer.lifecycle.v1.PauseSessionRequest
+	(*PauseSessionResponse)(nil),                  // 7: zimmer.lifecycle.v1.PauseSessionResponse
+	(*SleepSessionRequest)(nil),                   // 8: zimmer.lifecycle.v1.SleepSessionRequest
+	(*SleepSessionResponse)(nil),                  // 9: zimmer.lifecycle.v1.SleepSessionResponse
+	(*UnarchiveSessionRequest)(nil),               // 10: zimmer.lifecycle.v1.UnarchiveSessionRequest
+	(*UnarchiveSessionResponse)(nil),              // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse
+	(*RestartSessionRequest)(nil),                 // 12: zimmer.lifecycle.v1.RestartSessionRequest
+	(*RestartSessionResponse)(nil),                // 13: zimmer.lifecycle.v1.RestartSessionResponse
+	(*ArchiveSessionRequest)(nil),                 // 14: zimmer.lifecycle.v1.ArchiveSessionRequest
+	(*ArchiveSessionResponse)(nil),                // 15: zimmer.lifecycle.v1.ArchiveSessionResponse
+	(*GetSessionTimelineRequest)(nil),             // 16: zimmer.lifecycle.v1.GetSessionTimelineRequest
+	(*GetSessionTimelineResponse)(nil),            // 17: zimmer.lifecycle.v1.GetSessionTimelineResponse
+	(*ListSessionEventsRequest)(nil),              // 18: zimmer.lifecycle.v1.ListSessionEventsRequest
+	(*ListSessionEventsResponse)(nil),             // 19: zimmer.lifecycle.v1.ListSessionEventsResponse
+	(*TransitionSessionRequest)(nil),              // 20: zimmer.lifecycle.v1.TransitionSessionRequest
+	(*TransitionSessionResponse)(nil),             // 21: zimmer.lifecycle.v1.TransitionSessionResponse
+	(*BulkArchiveSessionsRequest)(nil),            // 22: zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	(*BulkArchiveSessionsResponse)(nil),           // 23: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	(*BulkArchiveError)(nil),                      // 24: zimmer.lifecycle.v1.BulkArchiveError
+	(*MintSessionCredentialRequest)(nil),          // 25: zimmer.lifecycle.v1.MintSessionCredentialRequest
+	(*MintSessionCredentialResponse)(nil),         // 26: zimmer.lifecycle.v1.MintSessionCredentialResponse
+	(*MintedSessionCredential)(nil),               // 27: zimmer.lifecycle.v1.MintedSessionCredential
+	(*RevokeSessionCredentialRequest)(nil),        // 28: zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	(*RevokeSessionCredentialResponse)(nil),       // 29: zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	(*SessionCredential)(nil),                     // 30: zimmer.lifecycle.v1.SessionCredential
+	(*AuthenticateSessionCredentialRequest)(nil),  // 31: zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	(*AuthenticateSessionCredentialResponse)(nil), // 32: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	(*UpdateSessionRequest)(nil),                  // 33: zimmer.lifecycle.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil),                 // 34: zimmer.lifecycle.v1.UpdateSessionResponse
+	(*SetSessionHeartbeatRequest)(nil),            // 35: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	(*SetSessionHeartbeatResponse)(nil),           // 36: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	(*DeleteSessionRequest)(nil),                  // 37: zimmer.lifecycle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),                 // 38: zimmer.lifecycle.v1.DeleteSessionResponse
+	(*Settings)(nil),                              // 39: zimmer.lifecycle.v1.Settings
+	(*GetSettingsRequest)(nil),                    // 40: zimmer.lifecycle.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),                   // 41: zimmer.lifecycle.v1.GetSettingsResponse
+	(*UpdateSettingsRequest)(nil),                 // 42: zimmer.lifecycle.v1.UpdateSettingsRequest
+	(*UpdateSettingsResponse)(nil),                // 43: zimmer.lifecycle.v1.UpdateSettingsResponse
+	(*ConsumeSessionEventRequest)(nil),            // 44: zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	(*ConsumeSessionEventResponse)(nil),           // 45: zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	(*FailSessionRequest)(nil),                    // 46: zimmer.lifecycle.v1.FailSessionRequest
+	(*FailSessionResponse)(nil),                   // 47: zimmer.lifecycle.v1.FailSessionResponse
+	(*structpb.Struct)(nil),                       // 48: google.protobuf.Struct
+	(*Session)(nil),                               // 49: zimmer.lifecycle.v1.Session
+	(*Pagination)(nil),                            // 50: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 51: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 52: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 53: zimmer.lifecycle.v1.StreamEvent
+	(*SessionEvent)(nil),                          // 54: zimmer.lifecycle.v1.SessionEvent
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	40, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	41, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	41, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	41, // 3: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	42, // 4: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	41, // 5: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	41, // 6: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	41, // 7: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	41, // 8: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	41, // 9: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	43, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	44, // 11: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	45, // 12: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	41, // 13: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	48, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	49, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	49, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	49, // 3: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	50, // 4: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	49, // 5: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	49, // 6: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	49, // 7: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	49, // 8: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	49, // 9: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	51, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	52, // 11: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	53, // 12: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	49, // 13: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	24, // 14: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	40, // 15: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	41, // 16: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	41, // 17: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	31, // 18: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	31, // 19: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	46, // 20: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	41, // 21: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	0,  // 22: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	2,  // 23: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	4,  // 24: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	25, // 25: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	27, // 26: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	29, // 27: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	32, // 28: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	34, // 29: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	6,  // 30: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	8,  // 31: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	14, // 32: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	22, // 33: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	10, // 34: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	12, // 35: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	38, // 36: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	16, // 37: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	18, // 38: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	20, // 39: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	36, // 40: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	1,  // 41: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	3,  // 42: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	5,  // 43: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	26, // 44: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	28, // 45: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	30, // 46: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	33, // 47: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	35, // 48: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	7,  // 49: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	9,  // 50: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	15, // 51: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	23, // 52: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	11, // 53: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	13, // 54: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	39, // 55: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	17, // 56: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	19, // 57: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	21, // 58: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	37, // 59: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	41, // [41:60] is the sub-list for method output_type
-	22, // [22:41] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	27, // 15: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
+	51, // 16: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	30, // 17: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	51, // 18: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	51, // 19: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	30, // 20: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	48, // 21: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	49, // 22: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	49, // 23: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	39, // 24: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	39, // 25: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	54, // 26: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	49, // 27: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	0,  // 28: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	2,  // 29: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	4,  // 30: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	33, // 31: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	35, // 32: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	37, // 33: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	40, // 34: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	42, // 35: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	6,  // 36: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	8,  // 37: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	14, // 38: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	22, // 39: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	10, // 40: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	12, // 41: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	46, // 42: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	16, // 43: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	18, // 44: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	20, // 45: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	25, // 46: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	28, // 47: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	31, // 48: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	44, // 49: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	1,  // 50: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	3,  // 51: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	5,  // 52: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	34, // 53: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	36, // 54: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	38, // 55: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	41, // 56: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	43, // 57: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	7,  // 58: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	9,  // 59: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	15, // 60: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	23, // 61: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	11, // 62: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	13, // 63: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	47, // 64: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	17, // 65: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	19, // 66: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	21, // 67: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	26, // 68: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	29, // 69: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	32, // 70: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	45, // 71: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	50, // [50:72] is the sub-list for method output_type
+	28, // [28:50] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -2623,17 +3137,17 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[20].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[22].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[42].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[46].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   40,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -19,24 +19,27 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	LifecycleService_CreateSession_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/CreateSession"
-	LifecycleService_GetSession_FullMethodName          = "/zimmer.lifecycle.v1.LifecycleService/GetSession"
-	LifecycleService_ListSessions_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/ListSessions"
-	LifecycleService_UpdateSession_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/UpdateSession"
-	LifecycleService_SetSessionHeartbeat_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/SetSessionHeartbeat"
-	LifecycleService_DeleteSession_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/DeleteSession"
-	LifecycleService_GetSettings_FullMethodName         = "/zimmer.lifecycle.v1.LifecycleService/GetSettings"
-	LifecycleService_UpdateSettings_FullMethodName      = "/zimmer.lifecycle.v1.LifecycleService/UpdateSettings"
-	LifecycleService_PauseSession_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/PauseSession"
-	LifecycleService_SleepSession_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/SleepSession"
-	LifecycleService_ArchiveSession_FullMethodName      = "/zimmer.lifecycle.v1.LifecycleService/ArchiveSession"
-	LifecycleService_BulkArchiveSessions_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/BulkArchiveSessions"
-	LifecycleService_UnarchiveSession_FullMethodName    = "/zimmer.lifecycle.v1.LifecycleService/UnarchiveSession"
-	LifecycleService_RestartSession_FullMethodName      = "/zimmer.lifecycle.v1.LifecycleService/RestartSession"
-	LifecycleService_FailSession_FullMethodName         = "/zimmer.lifecycle.v1.LifecycleService/FailSession"
-	LifecycleService_GetSessionTimeline_FullMethodName  = "/zimmer.lifecycle.v1.LifecycleService/GetSessionTimeline"
-	LifecycleService_ListSessionEvents_FullMethodName   = "/zimmer.lifecycle.v1.LifecycleService/ListSessionEvents"
-	LifecycleService_TransitionSession_FullMethodName   = "/zimmer.lifecycle.v1.LifecycleService/TransitionSession"
+	LifecycleService_CreateSession_FullMethodName                 = "/zimmer.lifecycle.v1.LifecycleService/CreateSession"
+	LifecycleService_GetSession_FullMethodName                    = "/zimmer.lifecycle.v1.LifecycleService/GetSession"
+	LifecycleService_ListSessions_FullMethodName                  = "/zimmer.lifecycle.v1.LifecycleService/ListSessions"
+	LifecycleService_UpdateSession_FullMethodName                 = "/zimmer.lifecycle.v1.LifecycleService/UpdateSession"
+	LifecycleService_SetSessionHeartbeat_FullMethodName           = "/zimmer.lifecycle.v1.LifecycleService/SetSessionHeartbeat"
+	LifecycleService_DeleteSession_FullMethodName                 = "/zimmer.lifecycle.v1.LifecycleService/DeleteSession"
+	LifecycleService_GetSettings_FullMethodName                   = "/zimmer.lifecycle.v1.LifecycleService/GetSettings"
+	LifecycleService_UpdateSettings_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/UpdateSettings"
+	LifecycleService_PauseSession_FullMethodName                  = "/zimmer.lifecycle.v1.LifecycleService/PauseSession"
+	LifecycleService_SleepSession_FullMethodName                  = "/zimmer.lifecycle.v1.LifecycleService/SleepSession"
+	LifecycleService_ArchiveSession_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/ArchiveSession"
+	LifecycleService_BulkArchiveSessions_FullMethodName           = "/zimmer.lifecycle.v1.LifecycleService/BulkArchiveSessions"
+	LifecycleService_UnarchiveSession_FullMethodName              = "/zimmer.lifecycle.v1.LifecycleService/UnarchiveSession"
+	LifecycleService_RestartSession_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/RestartSession"
+	LifecycleService_FailSession_FullMethodName                   = "/zimmer.lifecycle.v1.LifecycleService/FailSession"
+	LifecycleService_GetSessionTimeline_FullMethodName            = "/zimmer.lifecycle.v1.LifecycleService/GetSessionTimeline"
+	LifecycleService_ListSessionEvents_FullMethodName             = "/zimmer.lifecycle.v1.LifecycleService/ListSessionEvents"
+	LifecycleService_TransitionSession_FullMethodName             = "/zimmer.lifecycle.v1.LifecycleService/TransitionSession"
+	LifecycleService_MintSessionCredential_FullMethodName         = "/zimmer.lifecycle.v1.LifecycleService/MintSessionCredential"
+	LifecycleService_RevokeSessionCredential_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/RevokeSessionCredential"
+	LifecycleService_AuthenticateSessionCredential_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/AuthenticateSessionCredential"
 )
 
 // LifecycleServiceClient is the client API for LifecycleService service.
@@ -58,7 +61,8 @@ type LifecycleServiceClient interface {
 	// SetSessionHeartbeat turns the heartbeat nudge on or off and sets its
 	// interval.
 	SetSessionHeartbeat(ctx context.Context, in *SetSessionHeartbeatRequest, opts ...grpc.CallOption) (*SetSessionHeartbeatResponse, error)
-	// DeleteSession deletes a session for good (REST answers 204).
+	// DeleteSession deletes a session for good (REST answers 204). Admin
+	// keys only (ZIMMER_ADMIN_API_KEYS).
 	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
 	// GetSettings returns the experimental settings.
 	GetSettings(ctx context.Context, in *GetSettingsRequest, opts ...grpc.CallOption) (*GetSettingsResponse, error)
@@ -96,8 +100,27 @@ type LifecycleServiceClient interface {
 	// its target. The named verbs (pause, sleep, archive, unarchive, restart,
 	// fail) remain the recommended routes. A refusal is FailedPrecondition
 	// (REST 422) naming the event and the state; an unknown event is
-	// InvalidArgument (REST 400) listing the events.
+	// InvalidArgument (REST 400) listing the events. Admin keys only
+	// (ZIMMER_ADMIN_API_KEYS); the services (the runner) call it as
+	// themselves.
 	TransitionSession(ctx context.Context, in *TransitionSessionRequest, opts ...grpc.CallOption) (*TransitionSessionResponse, error)
+	// MintSessionCredential mints a credential for a session's agent: an
+	// opaque token that acts only as that session, within the scopes its
+	// mcp_tool_groups grant. The token is in this answer only (lifecycle
+	// keeps its SHA-256); an archived session gets none. Admin keys only.
+	MintSessionCredential(ctx context.Context, in *MintSessionCredentialRequest, opts ...grpc.CallOption) (*MintSessionCredentialResponse, error)
+	// RevokeSessionCredential revokes one of a session's credentials: every
+	// later call with it is refused (REST 401) naming who revoked it.
+	// Revoking a revoked credential changes nothing and answers it as it is.
+	// Archive and delete revoke a session's credentials themselves. Admin
+	// keys only.
+	RevokeSessionCredential(ctx context.Context, in *RevokeSessionCredentialRequest, opts ...grpc.CallOption) (*RevokeSessionCredentialResponse, error)
+	// AuthenticateSessionCredential resolves a session credential's token to
+	// the credential: the gateway's lookup for each request presenting one.
+	// An unknown or revoked token is Unauthenticated, naming why ("credential
+	// revoked: session #12 was archived"). Internal: only a Zimmer service
+	// may ask.
+	AuthenticateSessionCredential(ctx context.Context, in *AuthenticateSessionCredentialRequest, opts ...grpc.CallOption) (*AuthenticateSessionCredentialResponse, error)
 }
 
 type lifecycleServiceClient struct {
@@ -288,6 +311,36 @@ func (c *lifecycleServiceClient) TransitionSession(ctx context.Context, in *Tran
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) MintSessionCredential(ctx context.Context, in *MintSessionCredentialRequest, opts ...grpc.CallOption) (*MintSessionCredentialResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MintSessionCredentialResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_MintSessionCredential_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) RevokeSessionCredential(ctx context.Context, in *RevokeSessionCredentialRequest, opts ...grpc.CallOption) (*RevokeSessionCredentialResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeSessionCredentialResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_RevokeSessionCredential_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) AuthenticateSessionCredential(ctx context.Context, in *AuthenticateSessionCredentialRequest, opts ...grpc.CallOption) (*AuthenticateSessionCredentialResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthenticateSessionCredentialResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_AuthenticateSessionCredential_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LifecycleServiceServer is the server API for LifecycleService service.
 // All implementations must embed UnimplementedLifecycleServiceServer
 // for forward compatibility.
@@ -307,7 +360,8 @@ type LifecycleServiceServer interface {
 	// SetSessionHeartbeat turns the heartbeat nudge on or off and sets its
 	// interval.
 	SetSessionHeartbeat(context.Context, *SetSessionHeartbeatRequest) (*SetSessionHeartbeatResponse, error)
-	// DeleteSession deletes a session for good (REST answers 204).
+	// DeleteSession deletes a session for good (REST answers 204). Admin
+	// keys only (ZIMMER_ADMIN_API_KEYS).
 	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
 	// GetSettings returns the experimental settings.
 	GetSettings(context.Context, *GetSettingsRequest) (*GetSettingsResponse, error)
@@ -345,8 +399,27 @@ type LifecycleServiceServer interface {
 	// its target. The named verbs (pause, sleep, archive, unarchive, restart,
 	// fail) remain the recommended routes. A refusal is FailedPrecondition
 	// (REST 422) naming the event and the state; an unknown event is
-	// InvalidArgument (REST 400) listing the events.
+	// InvalidArgument (REST 400) listing the events. Admin keys only
+	// (ZIMMER_ADMIN_API_KEYS); the services (the runner) call it as
+	// themselves.
 	TransitionSession(context.Context, *TransitionSessionRequest) (*TransitionSessionResponse, error)
+	// MintSessionCredential mints a credential for a session's agent: an
+	// opaque token that acts only as that session, within the scopes its
+	// mcp_tool_groups grant. The token is in this answer only (lifecycle
+	// keeps its SHA-256); an archived session gets none. Admin keys only.
+	MintSessionCredential(context.Context, *MintSessionCredentialRequest) (*MintSessionCredentialResponse, error)
+	// RevokeSessionCredential revokes one of a session's credentials: every
+	// later call with it is refused (REST 401) naming who revoked it.
+	// Revoking a revoked credential changes nothing and answers it as it is.
+	// Archive and delete revoke a session's credentials themselves. Admin
+	// keys only.
+	RevokeSessionCredential(context.Context, *RevokeSessionCredentialRequest) (*RevokeSessionCredentialResponse, error)
+	// AuthenticateSessionCredential resolves a session credential's token to
+	// the credential: the gateway's lookup for each request presenting one.
+	// An unknown or revoked token is Unauthenticated, naming why ("credential
+	// revoked: session #12 was archived"). Internal: only a Zimmer service
+	// may ask.
+	AuthenticateSessionCredential(context.Context, *AuthenticateSessionCredentialRequest) (*AuthenticateSessionCredentialResponse, error)
 	mustEmbedUnimplementedLifecycleServiceServer()
 }
 
@@ -410,6 +483,15 @@ func (UnimplementedLifecycleServiceServer) ListSessionEvents(context.Context, *L
 }
 func (UnimplementedLifecycleServiceServer) TransitionSession(context.Context, *TransitionSessionRequest) (*TransitionSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TransitionSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) MintSessionCredential(context.Context, *MintSessionCredentialRequest) (*MintSessionCredentialResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MintSessionCredential not implemented")
+}
+func (UnimplementedLifecycleServiceServer) RevokeSessionCredential(context.Context, *RevokeSessionCredentialRequest) (*RevokeSessionCredentialResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeSessionCredential not implemented")
+}
+func (UnimplementedLifecycleServiceServer) AuthenticateSessionCredential(context.Context, *AuthenticateSessionCredentialRequest) (*AuthenticateSessionCredentialResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AuthenticateSessionCredential not implemented")
 }
 func (UnimplementedLifecycleServiceServer) mustEmbedUnimplementedLifecycleServiceServer() {}
 func (UnimplementedLifecycleServiceServer) testEmbeddedByValue()                          {}
@@ -756,6 +838,60 @@ func _LifecycleService_TransitionSession_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_MintSessionCredential_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MintSessionCredentialRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).MintSessionCredential(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_MintSessionCredential_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).MintSessionCredential(ctx, req.(*MintSessionCredentialRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_RevokeSessionCredential_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeSessionCredentialRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).RevokeSessionCredential(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_RevokeSessionCredential_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).RevokeSessionCredential(ctx, req.(*RevokeSessionCredentialRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_AuthenticateSessionCredential_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AuthenticateSessionCredentialRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).AuthenticateSessionCredential(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_AuthenticateSessionCredential_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).AuthenticateSessionCredential(ctx, req.(*AuthenticateSessionCredentialRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LifecycleService_ServiceDesc is the grpc.ServiceDesc for LifecycleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -834,6 +970,18 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TransitionSession",
 			Handler:    _LifecycleService_TransitionSession_Handler,
+		},
+		{
+			MethodName: "MintSessionCredential",
+			Handler:    _LifecycleService_MintSessionCredential_Handler,
+		},
+		{
+			MethodName: "RevokeSessionCredential",
+			Handler:    _LifecycleService_RevokeSessionCredential_Handler,
+		},
+		{
+			MethodName: "AuthenticateSessionCredential",
+			Handler:    _LifecycleService_AuthenticateSessionCredential_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -70,7 +70,10 @@ type Session struct {
 	HeartbeatIntervalSeconds int32 `protobuf:"varint,28,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3" json:"heartbeat_interval_seconds,omitempty"`
 	// Free-form notes, shown to the agent as <session-notes>. Edited with
 	// UpdateSession (MCP: action_session update_notes), never set at creation.
-	Notes         string `protobuf:"bytes,29,opt,name=notes,proto3" json:"notes,omitempty"`
+	Notes string `protobuf:"bytes,29,opt,name=notes,proto3" json:"notes,omitempty"`
+	// The MCP tool groups it was created with, which decide what its
+	// credentials may do.
+	McpToolGroups []string `protobuf:"bytes,30,rep,name=mcp_tool_groups,json=mcpToolGroups,proto3" json:"mcp_tool_groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -308,6 +311,13 @@ func (x *Session) GetNotes() string {
 	return ""
 }
 
+func (x *Session) GetMcpToolGroups() []string {
+	if x != nil {
+		return x.McpToolGroups
+	}
+	return nil
+}
+
 // TimelineLine is one line of a session's timeline.
 type TimelineLine struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -539,7 +549,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe6\b\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\t\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -577,7 +587,8 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\aversion\x18\x1a \x01(\x03R\aversion\x12+\n" +
 	"\x11heartbeat_enabled\x18\x1b \x01(\bR\x10heartbeatEnabled\x12<\n" +
 	"\x1aheartbeat_interval_seconds\x18\x1c \x01(\x05R\x18heartbeatIntervalSeconds\x12\x14\n" +
-	"\x05notes\x18\x1d \x01(\tR\x05notesB\x14\n" +
+	"\x05notes\x18\x1d \x01(\tR\x05notes\x12&\n" +
+	"\x0fmcp_tool_groups\x18\x1e \x03(\tR\rmcpToolGroupsB\x14\n" +
 	"\x12_parent_session_id\"\x87\x01\n" +
 	"\fTimelineLine\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +

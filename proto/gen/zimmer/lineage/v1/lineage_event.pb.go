@@ -7,6 +7,7 @@
 package lineagev1
 
 import (
+	_ "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -351,7 +352,7 @@ var File_zimmer_lineage_v1_lineage_event_proto protoreflect.FileDescriptor
 
 const file_zimmer_lineage_v1_lineage_event_proto_rawDesc = "" +
 	"\n" +
-	"%zimmer/lineage/v1/lineage_event.proto\x12\x11zimmer.lineage.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!zimmer/lineage/v1/hierarchy.proto\"S\n" +
+	"%zimmer/lineage/v1/lineage_event.proto\x12\x11zimmer.lineage.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a!zimmer/lineage/v1/hierarchy.proto\"S\n" +
 	"\x1aConsumeLineageEventRequest\x125\n" +
 	"\x05event\x18\x01 \x01(\v2\x1f.zimmer.lineage.v1.LineageEventR\x05event\"7\n" +
 	"\x1bConsumeLineageEventResponse\x12\x18\n" +
@@ -374,9 +375,9 @@ const file_zimmer_lineage_v1_lineage_event_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage2\x93\x01\n" +
-	"\x1bLineageEventConsumerService\x12t\n" +
-	"\x13ConsumeLineageEvent\x12-.zimmer.lineage.v1.ConsumeLineageEventRequest\x1a..zimmer.lineage.v1.ConsumeLineageEventResponseBBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
+	"\amessage\x18\x03 \x01(\tR\amessage2\x9b\x01\n" +
+	"\x1bLineageEventConsumerService\x12|\n" +
+	"\x13ConsumeLineageEvent\x12-.zimmer.lineage.v1.ConsumeLineageEventRequest\x1a..zimmer.lineage.v1.ConsumeLineageEventResponse\"\x06\xea\xe0\x18\x02\b\x03BBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
 
 var (
 	file_zimmer_lineage_v1_lineage_event_proto_rawDescOnce sync.Once

@@ -7,6 +7,7 @@
 package lineagev1
 
 import (
+	_ "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -419,7 +420,7 @@ var File_zimmer_lineage_v1_lineage_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lineage_v1_lineage_service_proto_rawDesc = "" +
 	"\n" +
-	"'zimmer/lineage/v1/lineage_service.proto\x12\x11zimmer.lineage.v1\x1a!zimmer/lineage/v1/hierarchy.proto\"6\n" +
+	"'zimmer/lineage/v1/lineage_service.proto\x12\x11zimmer.lineage.v1\x1a\x1dzimmer/access/v1/access.proto\x1a!zimmer/lineage/v1/hierarchy.proto\"6\n" +
 	"\x15GetSessionNodeRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\"L\n" +
@@ -449,11 +450,11 @@ const file_zimmer_lineage_v1_lineage_service_proto_rawDesc = "" +
 	"entryPoint\"r\n" +
 	"\x17RecordUncleEdgeResponse\x12=\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2#.zimmer.lineage.v1.UncleEdgeOutcomeR\aoutcome\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage2\xd7\x02\n" +
-	"\x0eLineageService\x12e\n" +
-	"\x0eGetSessionNode\x12(.zimmer.lineage.v1.GetSessionNodeRequest\x1a).zimmer.lineage.v1.GetSessionNodeResponse\x12t\n" +
-	"\x13GetSessionHierarchy\x12-.zimmer.lineage.v1.GetSessionHierarchyRequest\x1a..zimmer.lineage.v1.GetSessionHierarchyResponse\x12h\n" +
-	"\x0fRecordUncleEdge\x12).zimmer.lineage.v1.RecordUncleEdgeRequest\x1a*.zimmer.lineage.v1.RecordUncleEdgeResponseBBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
+	"\amessage\x18\x02 \x01(\tR\amessage2\x8e\x03\n" +
+	"\x0eLineageService\x12|\n" +
+	"\x0eGetSessionNode\x12(.zimmer.lineage.v1.GetSessionNodeRequest\x1a).zimmer.lineage.v1.GetSessionNodeResponse\"\x15\xea\xe0\x18\x11\b\x01\x12\rsessions.read\x12\x8b\x01\n" +
+	"\x13GetSessionHierarchy\x12-.zimmer.lineage.v1.GetSessionHierarchyRequest\x1a..zimmer.lineage.v1.GetSessionHierarchyResponse\"\x15\xea\xe0\x18\x11\b\x01\x12\rsessions.read\x12p\n" +
+	"\x0fRecordUncleEdge\x12).zimmer.lineage.v1.RecordUncleEdgeRequest\x1a*.zimmer.lineage.v1.RecordUncleEdgeResponse\"\x06\xea\xe0\x18\x02\b\x03BBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
 
 var (
 	file_zimmer_lineage_v1_lineage_service_proto_rawDescOnce sync.Once

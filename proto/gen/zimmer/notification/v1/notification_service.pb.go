@@ -7,6 +7,7 @@
 package notificationv1
 
 import (
+	_ "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
@@ -233,7 +234,7 @@ var File_zimmer_notification_v1_notification_service_proto protoreflect.FileDesc
 
 const file_zimmer_notification_v1_notification_service_proto_rawDesc = "" +
 	"\n" +
-	"1zimmer/notification/v1/notification_service.proto\x12\x16zimmer.notification.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\"zimmer/notification/v1/alert.proto\"}\n" +
+	"1zimmer/notification/v1/notification_service.proto\x12\x16zimmer.notification.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dzimmer/access/v1/access.proto\x1a\"zimmer/notification/v1/alert.proto\"}\n" +
 	"\x11RaiseAlertRequest\x12\x1b\n" +
 	"\tdedup_key\x18\x01 \x01(\tR\bdedupKey\x12\x18\n" +
 	"\asummary\x18\x02 \x01(\tR\asummary\x121\n" +
@@ -244,12 +245,12 @@ const file_zimmer_notification_v1_notification_service_proto_rawDesc = "" +
 	"\x11ListAlertsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\"K\n" +
 	"\x12ListAlertsResponse\x125\n" +
-	"\x06alerts\x18\x01 \x03(\v2\x1d.zimmer.notification.v1.AlertR\x06alerts2\xdf\x01\n" +
-	"\x13NotificationService\x12c\n" +
+	"\x06alerts\x18\x01 \x03(\v2\x1d.zimmer.notification.v1.AlertR\x06alerts2\xef\x01\n" +
+	"\x13NotificationService\x12k\n" +
 	"\n" +
-	"RaiseAlert\x12).zimmer.notification.v1.RaiseAlertRequest\x1a*.zimmer.notification.v1.RaiseAlertResponse\x12c\n" +
+	"RaiseAlert\x12).zimmer.notification.v1.RaiseAlertRequest\x1a*.zimmer.notification.v1.RaiseAlertResponse\"\x06\xea\xe0\x18\x02\b\x03\x12k\n" +
 	"\n" +
-	"ListAlerts\x12).zimmer.notification.v1.ListAlertsRequest\x1a*.zimmer.notification.v1.ListAlertsResponseBLZJgithub.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1;notificationv1b\x06proto3"
+	"ListAlerts\x12).zimmer.notification.v1.ListAlertsRequest\x1a*.zimmer.notification.v1.ListAlertsResponse\"\x06\xea\xe0\x18\x02\b\x01BLZJgithub.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1;notificationv1b\x06proto3"
 
 var (
 	file_zimmer_notification_v1_notification_service_proto_rawDescOnce sync.Once
