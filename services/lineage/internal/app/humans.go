@@ -13,7 +13,9 @@ import (
 
 // Actor is who an input boundary established spoke. Exactly one is set.
 // There is no way to name an author directly: the author is resolved here,
-// from the actor, never from the message's text or a caller's claim.
+// from the actor, never from the message's text or a caller's claim. The
+// transport takes the actor only from a boundary it verified
+// (platform/boundary), never from a request field.
 type Actor struct {
 	// WebUIAdmin: the request came through the web UI, which one human —
 	// the admin, ZIMMER_ADMIN_USER — reaches.
@@ -65,11 +67,11 @@ func (uc RecordHumanMessage) Handle(ctx context.Context, in RecordHumanMessageIn
 	}
 	switch {
 	case in.Actor.WebUIAdmin == (in.Actor.SlackUserID != ""):
-		return RecordOutcome{}, validation.Invalid("actor", "exactly one of web_ui_admin and slack_user_id")
+		return RecordOutcome{}, validation.Invalid("actor", "exactly one of the web UI's admin and a Slack user")
 	case in.Provenance.WebUI() && !in.Actor.WebUIAdmin:
-		return RecordOutcome{}, validation.Invalid("actor", "%s is authored by the web UI's admin; set web_ui_admin", in.Provenance)
+		return RecordOutcome{}, validation.Invalid("provenance", "%s is authored by the web UI's admin, but the boundary established a Slack user", in.Provenance)
 	case in.Provenance.Slack() && in.Actor.SlackUserID == "":
-		return RecordOutcome{}, validation.Invalid("actor", "%s is authored by a Slack user; set slack_user_id", in.Provenance)
+		return RecordOutcome{}, validation.Invalid("provenance", "%s is authored by a Slack user, but the boundary established the web UI's admin", in.Provenance)
 	}
 	users, err := uc.users.ListUsers(ctx)
 	if err != nil {

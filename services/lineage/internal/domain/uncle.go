@@ -34,6 +34,10 @@ type UncleEdge struct {
 	// EntryPoint names the path that recorded the edge, e.g.
 	// "mcp.action_session.follow_up".
 	EntryPoint string
+	// RecordedBy is who made the call, as an audit line names a principal
+	// ("session #12's credential", "operator key …abcd"): said on both
+	// timeline lines, never stored with the edge. Empty names no one.
+	RecordedBy string
 }
 
 // MaxEntryPointLength bounds UncleEdge.EntryPoint.

@@ -47,6 +47,20 @@ func (d UncleDecision) Changed(e UncleEdge, at time.Time) (UncleEdgeChanged, boo
 		Edge:    e,
 		Outcome: d.Outcome,
 		At:      at,
-		Lines:   []TimelineLine{{SessionID: a, Message: acting}, {SessionID: b, Message: target}},
+		Lines: []TimelineLine{
+			{SessionID: a, Message: Attributed(acting, e.RecordedBy)},
+			{SessionID: b, Message: Attributed(target, e.RecordedBy)},
+		},
 	}, true
+}
+
+// Attributed is line naming the principal that made the call writing it,
+// e.g. "… (by session #12's credential)": every line a call writes says
+// who made it. by is a principal's description, never a secret; empty
+// leaves the line as it is rather than guess.
+func Attributed(line, by string) string {
+	if by == "" {
+		return line
+	}
+	return line + " (by " + by + ")"
 }

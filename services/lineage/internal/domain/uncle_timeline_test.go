@@ -44,6 +44,14 @@ func TestUncleEdgeChangedLines(t *testing.T) {
 		})
 	}
 
+	// The call's principal is named on both lines, after the sentence.
+	by := e
+	by.RecordedBy = "session #7's credential"
+	got, ok := domain.UncleDecision{Outcome: domain.UncleWritten}.Changed(by, at)
+	require.True(t, ok)
+	require.Equal(t, tests[0].acting+" (by session #7's credential)", got.Lines[0].Message)
+	require.Equal(t, tests[0].target+" (by session #7's credential)", got.Lines[1].Message)
+
 	for _, o := range []domain.UncleOutcome{
 		domain.UncleNothingSelf, domain.UncleNothingAlreadyReachable, domain.UncleNothingSpawnAncestor,
 		domain.UncleRefusedSenior, domain.UncleRefusedUnknownSession, domain.UncleRefusedBudgetExhausted,

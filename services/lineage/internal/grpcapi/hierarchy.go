@@ -50,6 +50,7 @@ func (s *Server) RecordUncleEdge(ctx context.Context, req *lineagev1.RecordUncle
 		SessionID:      req.GetTargetSessionId(),
 		UncleSessionID: req.GetActingSessionId(),
 		EntryPoint:     req.GetEntryPoint(),
+		RecordedBy:     auditBy(ctx),
 	})
 	if err != nil {
 		return nil, s.toStatus(ctx, err)

@@ -13,6 +13,7 @@ import (
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/boundary"
 )
 
 // ProvenanceUseCases are the use cases behind ProvenanceServer.
@@ -47,12 +48,17 @@ func (s *ProvenanceServer) toStatus(ctx context.Context, err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, domain.ErrConflict):
 		return status.Error(codes.Aborted, err.Error())
+	case isForbidden(err), errors.Is(err, boundary.ErrNoBoundary):
+		return status.Error(codes.PermissionDenied, err.Error())
 	}
 	return s.errors.toStatus(ctx, err)
 }
 
 // ListUsers implements lineagev1.ProvenanceServiceServer.
 func (s *ProvenanceServer) ListUsers(ctx context.Context, _ *lineagev1.ListUsersRequest) (*lineagev1.ListUsersResponse, error) {
+	if err := serviceItself(ctx, "ListUsers"); err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
 	users, err := s.uc.ListUsers.Handle(ctx)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
@@ -66,6 +72,9 @@ func (s *ProvenanceServer) ListUsers(ctx context.Context, _ *lineagev1.ListUsers
 
 // CreateUser implements lineagev1.ProvenanceServiceServer.
 func (s *ProvenanceServer) CreateUser(ctx context.Context, req *lineagev1.CreateUserRequest) (*lineagev1.CreateUserResponse, error) {
+	if err := serviceItself(ctx, "CreateUser"); err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
 	u, err := s.uc.CreateUser.Handle(ctx, domain.User{
 		Key: req.GetKey(), DisplayName: req.GetDisplayName(), Email: req.GetEmail(),
 		SlackUserIDs: req.GetSlackUserIds(), Notes: req.GetNotes(),
@@ -78,6 +87,9 @@ func (s *ProvenanceServer) CreateUser(ctx context.Context, req *lineagev1.Create
 
 // UpdateUser implements lineagev1.ProvenanceServiceServer.
 func (s *ProvenanceServer) UpdateUser(ctx context.Context, req *lineagev1.UpdateUserRequest) (*lineagev1.UpdateUserResponse, error) {
+	if err := serviceItself(ctx, "UpdateUser"); err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
 	patch := domain.UserPatch{DisplayName: req.DisplayName, Email: req.Email, Notes: req.Notes}
 	if req.GetSetSlackUserIds() {
 		ids := req.GetSlackUserIds()
@@ -90,10 +102,16 @@ func (s *ProvenanceServer) UpdateUser(ctx context.Context, req *lineagev1.Update
 	return &lineagev1.UpdateUserResponse{User: userToProto(u)}, nil
 }
 
-// RecordHumanMessage implements lineagev1.ProvenanceServiceServer.
+// RecordHumanMessage implements lineagev1.ProvenanceServiceServer. The
+// actor is the boundary's, verified (boundary.Verified): a call that
+// establishes none records nothing and is refused.
 func (s *ProvenanceServer) RecordHumanMessage(ctx context.Context, req *lineagev1.RecordHumanMessageRequest) (*lineagev1.RecordHumanMessageResponse, error) {
+	actor, err := boundary.Verified(ctx)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
 	in := app.RecordHumanMessageInput{
-		Actor:               app.Actor{WebUIAdmin: req.GetWebUiAdmin(), SlackUserID: req.GetSlackUserId()},
+		Actor:               app.Actor{WebUIAdmin: actor.Kind == boundary.WebUIAdmin, SlackUserID: actor.SlackUserID},
 		Provenance:          domain.Provenance(req.GetProvenance()),
 		AuthoredInSessionID: req.GetAuthoredInSessionId(),
 		Content:             req.GetContent(),
@@ -115,6 +133,9 @@ func (s *ProvenanceServer) RecordHumanMessage(ctx context.Context, req *lineagev
 
 // GetSessionProvenance implements lineagev1.ProvenanceServiceServer.
 func (s *ProvenanceServer) GetSessionProvenance(ctx context.Context, req *lineagev1.GetSessionProvenanceRequest) (*lineagev1.GetSessionProvenanceResponse, error) {
+	if err := mayRead(ctx, req.GetSessionId()); err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
 	p, err := s.uc.GetSessionProvenance.Handle(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, s.toStatus(ctx, err)

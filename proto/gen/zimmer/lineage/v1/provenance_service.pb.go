@@ -7,6 +7,7 @@
 package lineagev1
 
 import (
+	_ "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -590,19 +591,16 @@ func (x *HumanMessage) GetOrigin() string {
 	return ""
 }
 
+// RecordHumanMessageRequest is what was said and where. Who said it is not
+// here: a request field would let any caller of the method assert a human
+// (see RecordHumanMessage).
 type RecordHumanMessageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Who the input boundary established spoke.
-	//
-	// Types that are valid to be assigned to Actor:
-	//
-	//	*RecordHumanMessageRequest_WebUiAdmin
-	//	*RecordHumanMessageRequest_SlackUserId
-	Actor               isRecordHumanMessageRequest_Actor `protobuf_oneof:"actor"`
-	Provenance          string                            `protobuf:"bytes,3,opt,name=provenance,proto3" json:"provenance,omitempty"`
-	AuthoredInSessionId int64                             `protobuf:"varint,4,opt,name=authored_in_session_id,json=authoredInSessionId,proto3" json:"authored_in_session_id,omitempty"`
-	Content             string                            `protobuf:"bytes,5,opt,name=content,proto3" json:"content,omitempty"`
-	SlackPermalink      string                            `protobuf:"bytes,6,opt,name=slack_permalink,json=slackPermalink,proto3" json:"slack_permalink,omitempty"`
+	// web_ui.* needs a web UI admin actor, slack.* a Slack user.
+	Provenance          string `protobuf:"bytes,3,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	AuthoredInSessionId int64  `protobuf:"varint,4,opt,name=authored_in_session_id,json=authoredInSessionId,proto3" json:"authored_in_session_id,omitempty"`
+	Content             string `protobuf:"bytes,5,opt,name=content,proto3" json:"content,omitempty"`
+	SlackPermalink      string `protobuf:"bytes,6,opt,name=slack_permalink,json=slackPermalink,proto3" json:"slack_permalink,omitempty"`
 	// Defaults to now.
 	OccurredAt    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -639,31 +637,6 @@ func (*RecordHumanMessageRequest) Descriptor() ([]byte, []int) {
 	return file_zimmer_lineage_v1_provenance_service_proto_rawDescGZIP(), []int{8}
 }
 
-func (x *RecordHumanMessageRequest) GetActor() isRecordHumanMessageRequest_Actor {
-	if x != nil {
-		return x.Actor
-	}
-	return nil
-}
-
-func (x *RecordHumanMessageRequest) GetWebUiAdmin() bool {
-	if x != nil {
-		if x, ok := x.Actor.(*RecordHumanMessageRequest_WebUiAdmin); ok {
-			return x.WebUiAdmin
-		}
-	}
-	return false
-}
-
-func (x *RecordHumanMessageRequest) GetSlackUserId() string {
-	if x != nil {
-		if x, ok := x.Actor.(*RecordHumanMessageRequest_SlackUserId); ok {
-			return x.SlackUserId
-		}
-	}
-	return ""
-}
-
 func (x *RecordHumanMessageRequest) GetProvenance() string {
 	if x != nil {
 		return x.Provenance
@@ -698,24 +671,6 @@ func (x *RecordHumanMessageRequest) GetOccurredAt() *timestamppb.Timestamp {
 	}
 	return nil
 }
-
-type isRecordHumanMessageRequest_Actor interface {
-	isRecordHumanMessageRequest_Actor()
-}
-
-type RecordHumanMessageRequest_WebUiAdmin struct {
-	// The web UI, which one human (ZIMMER_ADMIN_USER) reaches.
-	WebUiAdmin bool `protobuf:"varint,1,opt,name=web_ui_admin,json=webUiAdmin,proto3,oneof"`
-}
-
-type RecordHumanMessageRequest_SlackUserId struct {
-	// The Slack user who sent the message.
-	SlackUserId string `protobuf:"bytes,2,opt,name=slack_user_id,json=slackUserId,proto3,oneof"`
-}
-
-func (*RecordHumanMessageRequest_WebUiAdmin) isRecordHumanMessageRequest_Actor() {}
-
-func (*RecordHumanMessageRequest_SlackUserId) isRecordHumanMessageRequest_Actor() {}
 
 type RecordHumanMessageResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1060,7 +1015,7 @@ var File_zimmer_lineage_v1_provenance_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lineage_v1_provenance_service_proto_rawDesc = "" +
 	"\n" +
-	"*zimmer/lineage/v1/provenance_service.proto\x12\x11zimmer.lineage.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!zimmer/lineage/v1/hierarchy.proto\"\x83\x02\n" +
+	"*zimmer/lineage/v1/provenance_service.proto\x12\x11zimmer.lineage.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a!zimmer/lineage/v1/hierarchy.proto\"\x83\x02\n" +
 	"\x04User\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12\x14\n" +
@@ -1110,11 +1065,8 @@ const file_zimmer_lineage_v1_provenance_service_proto_rawDesc = "" +
 	"\x0fslack_permalink\x18\a \x01(\tR\x0eslackPermalink\x12;\n" +
 	"\voccurred_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"occurredAt\x12\x16\n" +
-	"\x06origin\x18\t \x01(\tR\x06origin\"\xc3\x02\n" +
-	"\x19RecordHumanMessageRequest\x12\"\n" +
-	"\fweb_ui_admin\x18\x01 \x01(\bH\x00R\n" +
-	"webUiAdmin\x12$\n" +
-	"\rslack_user_id\x18\x02 \x01(\tH\x00R\vslackUserId\x12\x1e\n" +
+	"\x06origin\x18\t \x01(\tR\x06origin\"\x99\x02\n" +
+	"\x19RecordHumanMessageRequest\x12\x1e\n" +
 	"\n" +
 	"provenance\x18\x03 \x01(\tR\n" +
 	"provenance\x123\n" +
@@ -1122,8 +1074,7 @@ const file_zimmer_lineage_v1_provenance_service_proto_rawDesc = "" +
 	"\acontent\x18\x05 \x01(\tR\acontent\x12'\n" +
 	"\x0fslack_permalink\x18\x06 \x01(\tR\x0eslackPermalink\x12;\n" +
 	"\voccurred_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"occurredAtB\a\n" +
-	"\x05actor\"\xa3\x01\n" +
+	"occurredAtJ\x04\b\x01\x10\x02J\x04\b\x02\x10\x03R\fweb_ui_adminR\rslack_user_id\"\xa3\x01\n" +
 	"\x1aRecordHumanMessageResponse\x12\x1a\n" +
 	"\brecorded\x18\x01 \x01(\bR\brecorded\x129\n" +
 	"\amessage\x18\x02 \x01(\v2\x1f.zimmer.lineage.v1.HumanMessageR\amessage\x12.\n" +
@@ -1150,16 +1101,16 @@ const file_zimmer_lineage_v1_provenance_service_proto_rawDesc = "" +
 	"\x17GetPromptBlocksResponse\x12+\n" +
 	"\x11session_hierarchy\x18\x01 \x01(\tR\x10sessionHierarchy\x12%\n" +
 	"\x0ehuman_messages\x18\x02 \x01(\tR\rhumanMessages\x12\x12\n" +
-	"\x04text\x18\x03 \x01(\tR\x04text2\xf7\x04\n" +
-	"\x11ProvenanceService\x12V\n" +
-	"\tListUsers\x12#.zimmer.lineage.v1.ListUsersRequest\x1a$.zimmer.lineage.v1.ListUsersResponse\x12Y\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text2\xae\x05\n" +
+	"\x11ProvenanceService\x12^\n" +
+	"\tListUsers\x12#.zimmer.lineage.v1.ListUsersRequest\x1a$.zimmer.lineage.v1.ListUsersResponse\"\x06\xea\xe0\x18\x02\b\x03\x12a\n" +
 	"\n" +
-	"CreateUser\x12$.zimmer.lineage.v1.CreateUserRequest\x1a%.zimmer.lineage.v1.CreateUserResponse\x12Y\n" +
+	"CreateUser\x12$.zimmer.lineage.v1.CreateUserRequest\x1a%.zimmer.lineage.v1.CreateUserResponse\"\x06\xea\xe0\x18\x02\b\x03\x12a\n" +
 	"\n" +
-	"UpdateUser\x12$.zimmer.lineage.v1.UpdateUserRequest\x1a%.zimmer.lineage.v1.UpdateUserResponse\x12q\n" +
-	"\x12RecordHumanMessage\x12,.zimmer.lineage.v1.RecordHumanMessageRequest\x1a-.zimmer.lineage.v1.RecordHumanMessageResponse\x12w\n" +
-	"\x14GetSessionProvenance\x12..zimmer.lineage.v1.GetSessionProvenanceRequest\x1a/.zimmer.lineage.v1.GetSessionProvenanceResponse\x12h\n" +
-	"\x0fGetPromptBlocks\x12).zimmer.lineage.v1.GetPromptBlocksRequest\x1a*.zimmer.lineage.v1.GetPromptBlocksResponseBBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
+	"UpdateUser\x12$.zimmer.lineage.v1.UpdateUserRequest\x1a%.zimmer.lineage.v1.UpdateUserResponse\"\x06\xea\xe0\x18\x02\b\x03\x12y\n" +
+	"\x12RecordHumanMessage\x12,.zimmer.lineage.v1.RecordHumanMessageRequest\x1a-.zimmer.lineage.v1.RecordHumanMessageResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x85\x01\n" +
+	"\x14GetSessionProvenance\x12..zimmer.lineage.v1.GetSessionProvenanceRequest\x1a/.zimmer.lineage.v1.GetSessionProvenanceResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04self\x12p\n" +
+	"\x0fGetPromptBlocks\x12).zimmer.lineage.v1.GetPromptBlocksRequest\x1a*.zimmer.lineage.v1.GetPromptBlocksResponse\"\x06\xea\xe0\x18\x02\b\x03BBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
 
 var (
 	file_zimmer_lineage_v1_provenance_service_proto_rawDescOnce sync.Once
@@ -1230,10 +1181,6 @@ func file_zimmer_lineage_v1_provenance_service_proto_init() {
 	}
 	file_zimmer_lineage_v1_hierarchy_proto_init()
 	file_zimmer_lineage_v1_provenance_service_proto_msgTypes[5].OneofWrappers = []any{}
-	file_zimmer_lineage_v1_provenance_service_proto_msgTypes[8].OneofWrappers = []any{
-		(*RecordHumanMessageRequest_WebUiAdmin)(nil),
-		(*RecordHumanMessageRequest_SlackUserId)(nil),
-	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

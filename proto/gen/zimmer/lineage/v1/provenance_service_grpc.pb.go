@@ -34,13 +34,19 @@ const (
 // ProvenanceService owns who counts as a human (the users roster) and what
 // they said (human messages), and renders both with the session hierarchy.
 //
-// Every method is internal: none carries a google.api.http annotation, so
-// the gateway's generated REST routes never reach them. The gateway calls
-// the roster methods only from the operator's supervisor surface (HTTP
-// Basic) and the read methods to compose its responses; nothing public can
-// record a human message.
+// No method carries a google.api.http annotation, so the gateway's
+// generated REST routes never reach them. The roster and human-message
+// methods are internal (zimmer.access.v1): only a Zimmer service calls
+// them, and lineage further requires it to call as itself, never relaying
+// a client — the gateway's supervisor (HTTP Basic) for the roster, a human
+// input boundary for a message. The gateway reads provenance on its
+// clients' behalf to compose their responses; nothing public can record a
+// human message or change who counts as one.
 type ProvenanceServiceClient interface {
-	// ListUsers returns the roster, in key order.
+	// ListUsers returns the roster, in key order. The roster methods are
+	// internal: the operator reaches them through the gateway's supervisor
+	// (HTTP Basic), which calls them as the gateway; lineage refuses a
+	// service relaying a client's principal.
 	ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error)
 	// CreateUser adds a human. What the operator typed is normalised: every
 	// field trimmed, blank Slack IDs dropped and repeats merged, the email
@@ -53,17 +59,22 @@ type ProvenanceServiceClient interface {
 	// would orphan the human's messages.
 	UpdateUser(ctx context.Context, in *UpdateUserRequest, opts ...grpc.CallOption) (*UpdateUserResponse, error)
 	// RecordHumanMessage appends a message an input boundary established a
-	// human authored. The author is resolved from the actor, never named by
-	// the caller; an actor that resolves to nobody records nothing. There is
-	// no method to edit or delete one.
+	// human authored. The actor is never a request field: it is the
+	// boundary's verified actor, in the call's x-zimmer-boundary-actor
+	// metadata, believed only from a Zimmer service calling as itself
+	// (PermissionDenied otherwise, and when there is none). The author is
+	// resolved from the actor; an actor that resolves to nobody records
+	// nothing. There is no method to edit or delete one.
 	RecordHumanMessage(ctx context.Context, in *RecordHumanMessageRequest, opts ...grpc.CallOption) (*RecordHumanMessageResponse, error)
 	// GetSessionProvenance returns a session's hierarchy, the human messages
 	// authored anywhere in it, and the markdown sections get_session and
 	// get_session_provenance show ("### Session Hierarchy", "### Human
-	// Messages", "### People").
+	// Messages", "### People"). A session credential reads its own session's,
+	// or any session's with the sessions.read scope.
 	GetSessionProvenance(ctx context.Context, in *GetSessionProvenanceRequest, opts ...grpc.CallOption) (*GetSessionProvenanceResponse, error)
 	// GetPromptBlocks renders the <session-hierarchy> and <human-messages>
-	// blocks appended to a session's prompt on every turn.
+	// blocks appended to a session's prompt on every turn: internal, for the
+	// runner that builds the prompt.
 	GetPromptBlocks(ctx context.Context, in *GetPromptBlocksRequest, opts ...grpc.CallOption) (*GetPromptBlocksResponse, error)
 }
 
@@ -142,13 +153,19 @@ func (c *provenanceServiceClient) GetPromptBlocks(ctx context.Context, in *GetPr
 // ProvenanceService owns who counts as a human (the users roster) and what
 // they said (human messages), and renders both with the session hierarchy.
 //
-// Every method is internal: none carries a google.api.http annotation, so
-// the gateway's generated REST routes never reach them. The gateway calls
-// the roster methods only from the operator's supervisor surface (HTTP
-// Basic) and the read methods to compose its responses; nothing public can
-// record a human message.
+// No method carries a google.api.http annotation, so the gateway's
+// generated REST routes never reach them. The roster and human-message
+// methods are internal (zimmer.access.v1): only a Zimmer service calls
+// them, and lineage further requires it to call as itself, never relaying
+// a client — the gateway's supervisor (HTTP Basic) for the roster, a human
+// input boundary for a message. The gateway reads provenance on its
+// clients' behalf to compose their responses; nothing public can record a
+// human message or change who counts as one.
 type ProvenanceServiceServer interface {
-	// ListUsers returns the roster, in key order.
+	// ListUsers returns the roster, in key order. The roster methods are
+	// internal: the operator reaches them through the gateway's supervisor
+	// (HTTP Basic), which calls them as the gateway; lineage refuses a
+	// service relaying a client's principal.
 	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
 	// CreateUser adds a human. What the operator typed is normalised: every
 	// field trimmed, blank Slack IDs dropped and repeats merged, the email
@@ -161,17 +178,22 @@ type ProvenanceServiceServer interface {
 	// would orphan the human's messages.
 	UpdateUser(context.Context, *UpdateUserRequest) (*UpdateUserResponse, error)
 	// RecordHumanMessage appends a message an input boundary established a
-	// human authored. The author is resolved from the actor, never named by
-	// the caller; an actor that resolves to nobody records nothing. There is
-	// no method to edit or delete one.
+	// human authored. The actor is never a request field: it is the
+	// boundary's verified actor, in the call's x-zimmer-boundary-actor
+	// metadata, believed only from a Zimmer service calling as itself
+	// (PermissionDenied otherwise, and when there is none). The author is
+	// resolved from the actor; an actor that resolves to nobody records
+	// nothing. There is no method to edit or delete one.
 	RecordHumanMessage(context.Context, *RecordHumanMessageRequest) (*RecordHumanMessageResponse, error)
 	// GetSessionProvenance returns a session's hierarchy, the human messages
 	// authored anywhere in it, and the markdown sections get_session and
 	// get_session_provenance show ("### Session Hierarchy", "### Human
-	// Messages", "### People").
+	// Messages", "### People"). A session credential reads its own session's,
+	// or any session's with the sessions.read scope.
 	GetSessionProvenance(context.Context, *GetSessionProvenanceRequest) (*GetSessionProvenanceResponse, error)
 	// GetPromptBlocks renders the <session-hierarchy> and <human-messages>
-	// blocks appended to a session's prompt on every turn.
+	// blocks appended to a session's prompt on every turn: internal, for the
+	// runner that builds the prompt.
 	GetPromptBlocks(context.Context, *GetPromptBlocksRequest) (*GetPromptBlocksResponse, error)
 	mustEmbedUnimplementedProvenanceServiceServer()
 }
