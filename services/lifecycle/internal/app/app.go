@@ -72,10 +72,12 @@ type Edit struct {
 	Note    domain.TimelineEntry
 }
 
-// Refusal is a refused transition and when it was refused.
+// Refusal is a refused transition, when it was refused and who asked
+// (domain.RefusalLine names them).
 type Refusal struct {
 	Err *domain.TransitionError
 	At  time.Time
+	By  string
 }
 
 // SettingsRepository stores the experimental settings.
@@ -91,8 +93,9 @@ type UpdateSession struct {
 	Clock clock.Clock
 }
 
-// Handle validates the patch and applies it under the session's lock.
-func (uc UpdateSession) Handle(ctx context.Context, ref string, p domain.Patch) (domain.Session, error) {
+// Handle validates the patch and applies it under the session's lock; by
+// is the principal making the call, named on the note (domain.Attributed).
+func (uc UpdateSession) Handle(ctx context.Context, ref string, p domain.Patch, by string) (domain.Session, error) {
 	r, err := domain.ParseSessionRef(ref)
 	if err != nil {
 		return domain.Session{}, err
@@ -101,7 +104,7 @@ func (uc UpdateSession) Handle(ctx context.Context, ref string, p domain.Patch) 
 		return domain.Session{}, err
 	}
 	c, err := uc.Repo.Update(ctx, r, func(s domain.Session, _ domain.Wakes) (Change, error) {
-		next, note, err := p.Apply(s, uc.Clock.Now())
+		next, note, err := p.Apply(s, uc.Clock.Now(), by)
 		if err != nil {
 			return Change{}, err
 		}
@@ -202,7 +205,7 @@ func (uc TransitionSession) Handle(ctx context.Context, ref string, verb Verb, c
 	if err := cmd.Validate(); err != nil {
 		return domain.Outcome{}, err
 	}
-	return uc.apply(ctx, r, func(s domain.Session, env domain.Env) (domain.Outcome, error) {
+	return uc.apply(ctx, r, cmd.Actor.By, func(s domain.Session, env domain.Env) (domain.Outcome, error) {
 		switch verb {
 		case VerbSleep:
 			return domain.Sleep(s, cmd, env)
@@ -233,14 +236,15 @@ func (uc TransitionSession) Fire(ctx context.Context, ref string, event string, 
 		return domain.Outcome{}, err
 	}
 	cmd.Event = e
-	return uc.apply(ctx, r, func(s domain.Session, env domain.Env) (domain.Outcome, error) {
+	return uc.apply(ctx, r, cmd.Actor.By, func(s domain.Session, env domain.Env) (domain.Outcome, error) {
 		return domain.Apply(s, cmd, env)
 	})
 }
 
 // apply decides under the session's lock, from the session, its armed
-// wake-ups and the time, and writes the outcome, or the refusal.
-func (uc TransitionSession) apply(ctx context.Context, r domain.SessionRef,
+// wake-ups and the time, and writes the outcome, or the refusal naming by,
+// the principal that asked.
+func (uc TransitionSession) apply(ctx context.Context, r domain.SessionRef, by string,
 	decide func(domain.Session, domain.Env) (domain.Outcome, error),
 ) (domain.Outcome, error) {
 	c, err := uc.Repo.Update(ctx, r, func(s domain.Session, wakes domain.Wakes) (Change, error) {
@@ -248,7 +252,7 @@ func (uc TransitionSession) apply(ctx context.Context, r domain.SessionRef,
 		out, err := decide(s, env)
 		var refused *domain.TransitionError
 		if errors.As(err, &refused) {
-			return Change{Refused: &Refusal{Err: refused, At: env.Now}}, nil
+			return Change{Refused: &Refusal{Err: refused, At: env.Now, By: by}}, nil
 		}
 		if err != nil {
 			return Change{}, err

@@ -32,6 +32,12 @@ type Actor struct {
 	// archive), which the line says: it is a different act from singling
 	// the session out.
 	Bulk bool
+	// By is the principal that made the call, as an audit line names it
+	// ("operator key …abcd", "session #12's credential", "the runner"),
+	// never a secret. Every timeline line the call writes ends naming it
+	// (Attributed). Empty for Zimmer's own acts (a sweep), which the line
+	// already names.
+	By string
 }
 
 // Phrase says who the actor is, for a timeline line.
@@ -84,4 +90,22 @@ func ArchiveLine(a Actor, unresolvedPRs []string) string {
 			n, strings.Join(unresolvedPRs, ", "))
 	}
 	return line
+}
+
+// Attributed is line ending with the principal that made the call writing
+// it — "… (by operator key …abcd)" — so that every line a call writes
+// says who made it. The principal trails the line, so each line reads
+// first as the spec words it. Empty by leaves line as it is rather than
+// guess.
+func Attributed(line, by string) string {
+	if by == "" {
+		return line
+	}
+	return line + " (by " + by + ")"
+}
+
+// RefusalLine is the timeline line of a refused transition: what was
+// refused and why, and who asked.
+func RefusalLine(err *TransitionError, by string) TimelineEntry {
+	return TimelineEntry{Kind: TimelineRefusal, Message: Attributed("[State Machine] refused: "+err.Error(), by)}
 }

@@ -149,12 +149,12 @@ func TestPatchRefusesMergedMetadataTooLarge(t *testing.T) {
 	s := domain.Session{ID: 1, CustomMetadata: map[string]any{"a": half}}
 	p := domain.Patch{CustomMetadata: map[string]any{"b": half}}
 	require.NoError(t, p.Validate(), "the patch alone fits")
-	_, _, err := p.Apply(s, time.Now())
+	_, _, err := p.Apply(s, time.Now(), "")
 	require.Equal(t, []string{"custom_metadata"}, refusedFields(t, err))
 	require.Contains(t, err.Error(), "merged into the session's")
 
 	p = domain.Patch{CustomMetadata: map[string]any{"a": nil, "b": half}}
-	got, _, err := p.Apply(s, time.Now())
+	got, _, err := p.Apply(s, time.Now(), "")
 	require.NoError(t, err, "replacing a key frees its room")
 	require.Equal(t, map[string]any{"b": half}, got.CustomMetadata)
 }
@@ -339,7 +339,7 @@ func FuzzPatchValidate(f *testing.F) {
 		}
 		require.NoError(t, err)
 		stored := domain.Session{ID: 1, Title: "t", CustomMetadata: map[string]any{"kept": true}}
-		got, _, err := p.Apply(stored, time.Now())
+		got, _, err := p.Apply(stored, time.Now(), "")
 		if err != nil {
 			checkRefusal(t, err, "custom_metadata")
 			require.ErrorContains(t, err, "merged into the session's")

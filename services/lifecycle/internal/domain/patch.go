@@ -66,9 +66,10 @@ func (p Patch) empty() bool {
 }
 
 // Apply returns s with the patch applied and a timeline note naming what
-// changed. custom_metadata is merged into what is stored, so only here can
-// the merged object be measured: one too large to store is refused.
-func (p Patch) Apply(s Session, now time.Time) (Session, TimelineEntry, error) {
+// changed and, when by is set, the principal that changed it (Attributed).
+// custom_metadata is merged into what is stored, so only here can the
+// merged object be measured: one too large to store is refused.
+func (p Patch) Apply(s Session, now time.Time, by string) (Session, TimelineEntry, error) {
 	var changed []string
 	set := func(name string, dst *string, v *string) {
 		if v != nil && *dst != *v {
@@ -117,7 +118,7 @@ func (p Patch) Apply(s Session, now time.Time) (Session, TimelineEntry, error) {
 	if len(changed) == 0 {
 		msg = "[Session] update changed nothing"
 	}
-	return s, TimelineEntry{Kind: TimelineNote, Message: msg}, nil
+	return s, TimelineEntry{Kind: TimelineNote, Message: Attributed(msg, by)}, nil
 }
 
 // Settings are the experimental settings.

@@ -192,7 +192,7 @@ func TestPatchValidateAndApply(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			got, note, err := tt.patch.Apply(before, now)
+			got, note, err := tt.patch.Apply(before, now, "")
 			require.NoError(t, err)
 			want := before
 			tt.want(&want)

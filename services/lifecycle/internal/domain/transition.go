@@ -186,7 +186,7 @@ func Apply(s Session, cmd Command, env Env) (Outcome, error) {
 	if reason := guard(s, e); reason != "" {
 		return Outcome{}, &TransitionError{SessionID: s.ID, Event: e, From: s.Status, Reason: reason}
 	}
-	t := &transition{s: s, env: env, out: Outcome{From: s.Status}}
+	t := &transition{s: s, env: env, out: Outcome{From: s.Status}, by: cmd.Actor.By}
 	t.fire(e)
 	switch e {
 	case EventStart:
@@ -224,6 +224,7 @@ type transition struct {
 	s   Session
 	env Env
 	out Outcome
+	by  string // the call's principal, named on every line (Attributed)
 }
 
 func (t *transition) fire(e Event) {
@@ -244,7 +245,7 @@ func (t *transition) effect(name string, payload map[string]any) {
 }
 
 func (t *transition) log(kind TimelineKind, msg string) {
-	t.out.Timeline = append(t.out.Timeline, TimelineEntry{Kind: kind, Message: msg})
+	t.out.Timeline = append(t.out.Timeline, TimelineEntry{Kind: kind, Message: Attributed(msg, t.by)})
 }
 
 func (t *transition) isFork() bool {
@@ -424,6 +425,6 @@ func Sleep(s Session, cmd Command, env Env) (Outcome, error) {
 	return Outcome{
 		Session:  s,
 		From:     StatusRunning,
-		Timeline: []TimelineEntry{{Kind: TimelineNote, Message: "[State Machine] sleep deferred: the session will go to waiting when its turn ends"}},
+		Timeline: []TimelineEntry{{Kind: TimelineNote, Message: Attributed("[State Machine] sleep deferred: the session will go to waiting when its turn ends", cmd.Actor.By)}},
 	}, nil
 }

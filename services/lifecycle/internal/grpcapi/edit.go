@@ -40,7 +40,7 @@ func (s *Server) SetSessionHeartbeat(ctx context.Context, req *lifecyclev1.SetSe
 }
 
 func (s *Server) update(ctx context.Context, ref string, p domain.Patch) (*lifecyclev1.Session, error) {
-	sess, err := s.sessions.Update.Handle(ctx, ref, p)
+	sess, err := s.sessions.Update.Handle(ctx, ref, p, auditBy(ctx))
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}

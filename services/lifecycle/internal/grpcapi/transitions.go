@@ -12,14 +12,16 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
+	"github.com/zimmerhq/zimmer/services/platform/principal"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
-// actor is who made the call: the surface the gateway declared and the
-// acting session the caller declared.
+// actor is who made the call: the surface the gateway declared, the
+// acting session the caller declared, and the principal the call
+// authenticated as, which every timeline line it writes names.
 func actor(ctx context.Context, acting *int64) domain.Actor {
-	a := domain.Actor{}
+	a := domain.Actor{By: auditBy(ctx)}
 	if acting != nil {
 		a.SessionID = *acting
 	}
@@ -34,6 +36,16 @@ func actor(ctx context.Context, acting *int64) domain.Actor {
 		a.Kind = domain.ActorWebUI
 	}
 	return a
+}
+
+// auditBy is the call's effective principal as an audit line names it
+// (principal.Describe: "operator key …abcd", "session #12's credential",
+// "the runner"), never a secret; empty when the call carries none.
+func auditBy(ctx context.Context) string {
+	if p, ok := principal.FromContext(ctx); ok {
+		return p.Describe()
+	}
+	return ""
 }
 
 // transition applies verb and renders the resulting session.
