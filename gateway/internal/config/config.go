@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zimmerhq/zimmer/services/platform/apikey"
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
 )
 
@@ -27,10 +28,16 @@ type Config struct {
 	RunnerAddr       string `env:"GATEWAY_RUNNER_ADDR, default=127.0.0.1:9104"`
 	NotificationAddr string `env:"GATEWAY_NOTIFICATION_ADDR, default=127.0.0.1:9105"`
 
-	// APIKeys is ZIMMER_API_KEYS: comma-separated fleet keys. Callers must
-	// present one; the gateway presents the first to the services. Empty
-	// leaves the gateway open (development only).
-	APIKeys string `env:"ZIMMER_API_KEYS"`
+	// APIKeys is ZIMMER_API_KEYS: comma-separated operator keys, the public
+	// API. AdminAPIKeys is ZIMMER_ADMIN_API_KEYS: admin keys, also the
+	// admin methods (transition, hard delete, session credentials). With
+	// neither set the gateway is open (development only).
+	APIKeys      string `env:"ZIMMER_API_KEYS"`
+	AdminAPIKeys string `env:"ZIMMER_ADMIN_API_KEYS"`
+	// InternalToken is ZIMMER_INTERNAL_TOKEN: the services' identity, which
+	// the gateway presents on every call, forwarding its client's
+	// principal. Never accepted from an HTTP client.
+	InternalToken string `env:"ZIMMER_INTERNAL_TOKEN"`
 
 	// MCPSessionTTL is GATEWAY_MCP_SESSION_TTL: an MCP session ends after
 	// this long without a request, and its client must initialize again.
@@ -73,17 +80,6 @@ func (c Config) Services() []Service {
 	}
 }
 
-// FirstAPIKey is the key the gateway presents to the services, or "" when
-// none is configured.
-func (c Config) FirstAPIKey() string {
-	for k := range strings.SplitSeq(c.APIKeys, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			return k
-		}
-	}
-	return ""
-}
-
 // Validate fails fast on values that cannot work.
 func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
@@ -116,7 +112,9 @@ func (c Config) LogValue() slog.Value {
 		attrs = append(attrs, slog.String(s.Name+"_addr", s.Addr))
 	}
 	attrs = append(attrs, slog.Duration("mcp_session_ttl", c.MCPSessionTTL), slog.Int("mcp_max_sessions", c.MCPMaxSessions))
-	attrs = append(attrs, slog.Bool("api_keys_set", c.FirstAPIKey() != ""))
+	attrs = append(attrs, slog.Bool("api_keys_set", apikey.Parse(c.APIKeys).Enabled()),
+		slog.Bool("admin_api_keys_set", apikey.Parse(c.AdminAPIKeys).Enabled()),
+		slog.Bool("internal_token_set", c.InternalToken != ""))
 	attrs = append(attrs, slog.Bool("supervisor_enabled", c.SupervisorUser != "" && c.SupervisorPassword != ""))
 	return slog.GroupValue(attrs...)
 }

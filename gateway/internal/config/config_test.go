@@ -30,7 +30,9 @@ func TestLoadDefaults(t *testing.T) {
 		{Name: "runner", Addr: "127.0.0.1:9104"},
 		{Name: "notification", Addr: "127.0.0.1:9105"},
 	}, cfg.Services())
-	require.Empty(t, cfg.FirstAPIKey())
+	require.Empty(t, cfg.APIKeys)
+	require.Empty(t, cfg.AdminAPIKeys)
+	require.Empty(t, cfg.InternalToken)
 	require.Equal(t, time.Hour, cfg.MCPSessionTTL)
 	require.Equal(t, 1000, cfg.MCPMaxSessions)
 }
@@ -60,6 +62,8 @@ func TestLoadOverrides(t *testing.T) {
 		"GATEWAY_LIFECYCLE_ADDR": "lifecycle:1",
 		"GATEWAY_QUEUE_ADDR":     "queue:3",
 		"ZIMMER_API_KEYS":        " , first-key ,second-key",
+		"ZIMMER_ADMIN_API_KEYS":  "admin-key",
+		"ZIMMER_INTERNAL_TOKEN":  "internal-token-value",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, "0.0.0.0:9000", cfg.HTTPAddr)
@@ -67,11 +71,17 @@ func TestLoadOverrides(t *testing.T) {
 	require.Equal(t, "lifecycle:1", cfg.LifecycleAddr)
 	require.Equal(t, "queue:3", cfg.QueueAddr)
 	require.Equal(t, "127.0.0.1:9102", cfg.LineageAddr)
-	require.Equal(t, "first-key", cfg.FirstAPIKey())
+	require.Equal(t, " , first-key ,second-key", cfg.APIKeys)
+	require.Equal(t, "admin-key", cfg.AdminAPIKeys)
+	require.Equal(t, "internal-token-value", cfg.InternalToken)
 
 	logged := fmt.Sprint(slog.AnyValue(cfg).Resolve())
-	require.NotContains(t, logged, "first-key", "keys are redacted")
+	for _, secret := range []string{"first-key", "admin-key", "internal-token-value"} {
+		require.NotContains(t, logged, secret, "keys and the token are redacted")
+	}
 	require.Contains(t, logged, "api_keys_set=true")
+	require.Contains(t, logged, "admin_api_keys_set=true")
+	require.Contains(t, logged, "internal_token_set=true")
 }
 
 func TestLoadRejectsBadAddresses(t *testing.T) {

@@ -13,7 +13,6 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
-	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 )
 
 // Every RPC of the service is recorded and answered, so a new RPC cannot
@@ -21,9 +20,8 @@ import (
 func TestEveryMethodIsRecordedAndAnswered(t *testing.T) {
 	t.Parallel()
 	fake := lifecyclefake.New()
-	conn, err := grpcclient.Dial(grpctest.Serve(t, "k", fake.Register), "k")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
+	// As a service: every method, the admin ones too, reaches the fake.
+	conn := grpctest.DialAsService(t, grpctest.Serve(t, fake.Register))
 
 	sd := lifecyclev1.File_zimmer_lifecycle_v1_lifecycle_service_proto.Services().ByName("LifecycleService")
 	methods := sd.Methods()
@@ -44,7 +42,7 @@ func TestEveryMethodIsRecordedAndAnswered(t *testing.T) {
 	require.Len(t, fake.Calls(), methods.Len())
 
 	fake.Answer("GetSession", nil, status.Error(codes.NotFound, "no such session"))
-	_, err = lifecyclev1.NewLifecycleServiceClient(conn).GetSession(t.Context(), &lifecyclev1.GetSessionRequest{SessionId: "9"})
+	_, err := lifecyclev1.NewLifecycleServiceClient(conn).GetSession(t.Context(), &lifecyclev1.GetSessionRequest{SessionId: "9"})
 	require.Equal(t, codes.NotFound, status.Code(err))
 	calls := fake.Calls("GetSession")
 	require.True(t, proto.Equal(&lifecyclev1.GetSessionRequest{SessionId: "9"}, calls[len(calls)-1].Request))

@@ -24,7 +24,6 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
-	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
@@ -43,10 +42,7 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	fake := lifecyclefake.New()
-	addr := grpctest.Serve(t, testKey, fake.Register)
-	conn, err := grpcclient.Dial(addr, testKey)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := grpctest.DialAsService(t, grpctest.Serve(t, fake.Register))
 
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))

@@ -18,7 +18,6 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
-	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 )
 
@@ -27,10 +26,8 @@ import (
 func setupWithLineage(t *testing.T) (*testBundle, *lineagefake.Server) {
 	t.Helper()
 	fake, lineage := lifecyclefake.New(), lineagefake.New()
-	addr := grpctest.Serve(t, testKey, func(g *grpc.Server) { fake.Register(g); lineage.Register(g) })
-	conn, err := grpcclient.Dial(addr, testKey)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
+	addr := grpctest.Serve(t, func(g *grpc.Server) { fake.Register(g); lineage.Register(g) })
+	conn := grpctest.DialAsService(t, addr)
 	h := mcp.NewHandler(lifecyclev1.NewLifecycleServiceClient(conn), slogx.Discard(), mcp.Options{
 		Version: "test", Provenance: lineagev1.NewProvenanceServiceClient(conn),
 	})

@@ -18,7 +18,6 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
-	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 )
 
@@ -32,9 +31,7 @@ type sessionsBundle struct {
 func setupSessions(t *testing.T, ttl time.Duration, maxOpen int) *sessionsBundle {
 	t.Helper()
 	fake := lifecyclefake.New()
-	conn, err := grpcclient.Dial(grpctest.Serve(t, testKey, fake.Register), testKey)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := grpctest.DialAsService(t, grpctest.Serve(t, fake.Register))
 	h := mcp.NewHandler(lifecyclev1.NewLifecycleServiceClient(conn), slogx.Discard(),
 		mcp.Options{Version: "test", SessionTTL: ttl, MaxSessions: maxOpen})
 	t.Cleanup(func() { _ = h.Shutdown(t.Context()) })

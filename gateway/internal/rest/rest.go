@@ -92,8 +92,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), CallTimeout)
 	defer cancel()
 	r = r.Clone(ctx)
-	// The caller's key stays here: grpc-gateway would forward Authorization
-	// to the service, which sees the gateway's own key instead.
+	// The caller's key stays here: the service sees the gateway's identity
+	// and the principal the key authenticated as (auth.ForwardPrincipal).
 	r.Header.Del("Authorization")
 	r.Header.Del("X-Api-Key")
 	r.Body = &trackedBody{ReadCloser: http.MaxBytesReader(w, r.Body, MaxBodyBytes)}
@@ -280,7 +280,7 @@ func (h *handler) serviceError(ctx context.Context, _ *runtime.ServeMux, _ runti
 	case p.Internal():
 		h.logger.ErrorContext(ctx, "service call failed", "rpc", method, "method", r.Method, "path", r.URL.Path, "code", p.Code.String(), "error", err)
 	case p.Code == codes.Unauthenticated:
-		h.logger.ErrorContext(ctx, "service rejected the gateway's API key; give the gateway and the services the same ZIMMER_API_KEYS",
+		h.logger.ErrorContext(ctx, "service rejected the gateway's identity; give the gateway and the services the same ZIMMER_INTERNAL_TOKEN",
 			"rpc", method, "error", err)
 	}
 	jsonhttp.WriteProblem(w, p.HTTPStatus, p.Kind, p.Message, p.Messages...)

@@ -46,19 +46,21 @@ type provenanceOpts struct {
 func setupProvenance(t *testing.T, opts provenanceOpts) *provenanceBundle {
 	t.Helper()
 	fake, lineage := lifecyclefake.New(), lineagefake.New()
-	lineageAddr := grpctest.Serve(t, testKey, lineage.Register)
+	lineageAddr := grpctest.Serve(t, lineage.Register)
 	if opts.lineageDown {
 		lineageAddr = grpctest.DeadAddr(t)
 	}
 	cfg := config.Config{
 		HTTPAddr:         "127.0.0.1:0",
 		LogLevel:         "info",
-		LifecycleAddr:    grpctest.Serve(t, testKey, fake.Register),
+		LifecycleAddr:    grpctest.Serve(t, fake.Register),
 		LineageAddr:      lineageAddr,
-		QueueAddr:        grpctest.Serve(t, testKey, nil),
-		RunnerAddr:       grpctest.Serve(t, testKey, nil),
-		NotificationAddr: grpctest.Serve(t, testKey, nil),
+		QueueAddr:        grpctest.Serve(t, nil),
+		RunnerAddr:       grpctest.Serve(t, nil),
+		NotificationAddr: grpctest.Serve(t, nil),
 		APIKeys:          testKey + "," + otherKey,
+		AdminAPIKeys:     adminKey,
+		InternalToken:    grpctest.InternalToken,
 	}
 	if !opts.noSupervisor {
 		cfg.SupervisorUser, cfg.SupervisorPassword = supervisorUser, supervisorPass

@@ -54,16 +54,23 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 		}
 	}()
 
-	keys := apikey.Parse(cfg.APIKeys)
-	if !keys.Enabled() {
-		logger.Warn("ZIMMER_API_KEYS is empty: /api/v1 and /mcp accept every request WITHOUT a key; " +
-			"development only, never expose this gateway")
+	authn := &auth.Authenticator{Operators: apikey.Parse(cfg.APIKeys), Admins: apikey.Parse(cfg.AdminAPIKeys)}
+	if authn.Open() {
+		logger.Warn("ZIMMER_API_KEYS and ZIMMER_ADMIN_API_KEYS are empty: /api/v1 and /mcp accept every request WITHOUT a key, " +
+			"as an admin; development only, never expose this gateway")
+	}
+	if cfg.InternalToken == "" {
+		logger.Warn("ZIMMER_INTERNAL_TOKEN is empty: the services cannot tell the gateway from a client and refuse what it " +
+			"forwards; set the token the services have")
 	}
 
 	var targets []health.Target
 	var lifecycleConn, lineageConn *grpc.ClientConn
 	for _, svc := range cfg.Services() {
-		conn, err := grpcclient.Dial(svc.Addr, cfg.FirstAPIKey())
+		// As the gateway, forwarding the principal of the request each
+		// call is made for.
+		conn, err := grpcclient.Dial(svc.Addr, grpcclient.AsService("gateway", cfg.InternalToken),
+			grpc.WithChainUnaryInterceptor(auth.ForwardPrincipal))
 		if err != nil {
 			return nil, fmt.Errorf("dial %s service: %w", svc.Name, err)
 		}
@@ -88,21 +95,22 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 		return nil, err
 	}
 	s.mcp = mcp.NewHandler(lifecycle, logger, mcp.Options{
-		Version: version(), AnyHost: keys.Enabled(), Provenance: provenance,
+		Version: version(), AnyHost: !authn.Open(), Provenance: provenance,
 		SessionTTL: cfg.MCPSessionTTL, MaxSessions: cfg.MCPMaxSessions,
 	})
 
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", health.NewChecker(targets, HealthTimeout, logger))
 	mux.Handle("/openapi.json", openAPIHandler(openapi.Spec))
-	mux.Handle("/api/v1/", auth.Require(keys, api))
+	mux.Handle("/api/v1/", auth.Require(authn, api))
 	// More specific than /api/v1/, so it wins over grpc-gateway's route for
 	// the same path: the session composed with its provenance.
-	mux.Handle(rest.SessionDetailPattern, auth.Require(keys, rest.NewSessionDetail(lifecycle, provenance, logger)))
-	// Operator-only, behind its own Basic realm: never the fleet key.
+	mux.Handle(rest.SessionDetailPattern, auth.Require(authn, rest.NewSessionDetail(lifecycle, provenance, logger)))
+	// Operator-only, behind its own Basic realm: never the fleet key. Its
+	// calls carry no client principal: they are the gateway's own.
 	mux.Handle("/supervisor/", supervisor.NewHandler(provenance, supervisorCreds, logger))
-	mux.Handle("/mcp", auth.Require(keys, s.mcp))
-	mux.Handle("/mcp/", auth.Require(keys, s.mcp))
+	mux.Handle("/mcp", auth.Require(authn, s.mcp))
+	mux.Handle("/mcp/", auth.Require(authn, s.mcp))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.WriteError(w, http.StatusNotFound, rest.NoRouteMessage(r))
 	})

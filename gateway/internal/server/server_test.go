@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/auth"
 	"github.com/zimmerhq/zimmer/gateway/internal/config"
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
@@ -31,9 +32,11 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
+// The gateway's keys: two operator keys and an admin key.
 const (
 	testKey  = "test-key"
 	otherKey = "other-key"
+	adminKey = "admin-key"
 )
 
 type testBundle struct {
@@ -57,7 +60,7 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 		if name == opts.downService {
 			return grpctest.DeadAddr(t)
 		}
-		return grpctest.Serve(t, testKey, register)
+		return grpctest.Serve(t, register)
 	}
 	cfg := config.Config{
 		HTTPAddr:         "127.0.0.1:0",
@@ -68,6 +71,8 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 		RunnerAddr:       addr("runner", nil),
 		NotificationAddr: addr("notification", nil),
 		APIKeys:          testKey + "," + otherKey,
+		AdminAPIKeys:     adminKey,
+		InternalToken:    grpctest.InternalToken,
 		MCPMaxSessions:   opts.mcpMaxSessions,
 	}
 	srv, err := server.New(context.Background(), cfg, slogx.Discard())
@@ -151,6 +156,13 @@ func (b *testBundle) call(t *testing.T, method, path, body string) response {
 	return b.do(t, method, path, body, "X-API-Key", testKey)
 }
 
+// admin is call with the admin key: the admin methods (transition, hard
+// delete) need it.
+func (b *testBundle) admin(t *testing.T, method, path, body string) response {
+	t.Helper()
+	return b.do(t, method, path, body, "X-API-Key", adminKey)
+}
+
 func (b *testBundle) create(t *testing.T, body string) map[string]any {
 	t.Helper()
 	resp := b.call(t, http.MethodPost, "/api/v1/sessions", body)
@@ -205,7 +217,7 @@ func TestAuth(t *testing.T) {
 			resp := b.do(t, http.MethodGet, "/api/v1/sessions", "", tt.header...)
 			require.Equal(t, tt.wantStatus, resp.status, string(resp.body))
 			if tt.wantStatus == http.StatusUnauthorized {
-				require.Equal(t, "missing or invalid API key: send it as X-API-Key or Authorization: Bearer", resp.errorText(t))
+				require.Equal(t, auth.Message, resp.errorText(t))
 			}
 		})
 	}
@@ -503,7 +515,7 @@ func TestMCPRequiresKey(t *testing.T) {
 	for _, path := range []string{"/mcp", "/mcp?tool_groups=sessions"} {
 		resp := b.do(t, http.MethodPost, path, init)
 		require.Equal(t, http.StatusUnauthorized, resp.status, string(resp.body))
-		require.Equal(t, "missing or invalid API key: send it as X-API-Key or Authorization: Bearer", resp.errorText(t))
+		require.Equal(t, auth.Message, resp.errorText(t))
 	}
 
 	_, err := mcpClient(t, b.url+"/mcp", "wrong")

@@ -40,7 +40,15 @@ func TestTransitionRoute(t *testing.T) {
 	})
 	b.create(t, `{"prompt": "p", "git_root": "/g", "slug": "raw"}`)
 
-	resp := b.call(t, http.MethodPost, "/api/v1/sessions/raw/transition", `{"event": "start", "running_job_id": "job-1"}`)
+	// The low-level driver needs the admin scope: an operator key is 403,
+	// naming it, and lifecycle never hears of the call.
+	before := len(b.fake.Calls())
+	resp := b.call(t, http.MethodPost, "/api/v1/sessions/raw/transition", `{"event": "start"}`)
+	require.Equal(t, http.StatusForbidden, resp.status, string(resp.body))
+	require.Equal(t, "TransitionSession needs an admin key (ZIMMER_ADMIN_API_KEYS); this operator key lacks the admin scope", resp.errorText(t))
+	require.Len(t, b.fake.Calls(), before)
+
+	resp = b.admin(t, http.MethodPost, "/api/v1/sessions/raw/transition", `{"event": "start", "running_job_id": "job-1"}`)
 	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
 	body := resp.json(t)
 	require.Equal(t, "Session 1: waiting → running.", body["message"])
@@ -48,7 +56,7 @@ func TestTransitionRoute(t *testing.T) {
 	require.True(t, proto.Equal(&lifecyclev1.TransitionSessionRequest{SessionId: "raw", Event: "start", RunningJobId: "job-1"},
 		b.lastRequest(t, "TransitionSession")))
 
-	resp = b.call(t, http.MethodPost, "/api/v1/sessions/1/transition",
+	resp = b.admin(t, http.MethodPost, "/api/v1/sessions/1/transition",
 		`{"event": "fail", "failure_reason": "gave up", "acting_session_id": 9, "system_recovery": false, "paused_by": ""}`)
 	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
 	require.Equal(t, "gave up", resp.json(t)["session"].(map[string]any)["failure_reason"])
@@ -60,17 +68,17 @@ func TestTransitionRoute(t *testing.T) {
 	}, last.Request), "%v", last.Request)
 
 	// A refusal is 422 naming the event and the state.
-	resp = b.call(t, http.MethodPost, "/api/v1/sessions/1/transition", `{"event": "pause"}`)
+	resp = b.admin(t, http.MethodPost, "/api/v1/sessions/1/transition", `{"event": "pause"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.status, string(resp.body))
 	require.Equal(t, "cannot pause session 1: it is failed, and pause is only possible from running", resp.errorText(t))
 
 	// An unknown event is 422 naming the valid ones.
-	resp = b.call(t, http.MethodPost, "/api/v1/sessions/1/transition", `{"event": "restart"}`)
+	resp = b.admin(t, http.MethodPost, "/api/v1/sessions/1/transition", `{"event": "restart"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.status, string(resp.body))
 	require.Equal(t, `event: unknown event "restart"; use one of `+strings.Join(rules.Events(), ", "), resp.errorText(t))
 
-	before := len(b.fake.Calls())
-	resp = b.call(t, http.MethodPost, "/api/v1/sessions/1/transition", `{"event": "resume", "force": true}`)
+	before = len(b.fake.Calls())
+	resp = b.admin(t, http.MethodPost, "/api/v1/sessions/1/transition", `{"event": "resume", "force": true}`)
 	require.Equal(t, http.StatusBadRequest, resp.status, string(resp.body))
 	require.Contains(t, resp.errorText(t), `unknown field "force"`)
 	resp = b.call(t, http.MethodGet, "/api/v1/sessions/1/transition", "")

@@ -59,8 +59,9 @@ func Anonymous() Identity { return Identity{} }
 // coming back. A principal the caller put on a call's context with
 // principal.Outgoing travels with that call. Services talk over loopback
 // or a private network; transport security is the deployment's concern
-// (see deploy/README.md and docs/security.md).
-func Dial(addr string, id Identity) (*grpc.ClientConn, error) {
+// (see deploy/README.md and docs/security.md). extra adds to the options,
+// e.g. the gateway's interceptor forwarding its client's principal.
+func Dial(addr string, id Identity, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(reconnect),
@@ -72,7 +73,7 @@ func Dial(addr string, id Identity) (*grpc.ClientConn, error) {
 	if len(id.metadata) > 0 {
 		opts = append(opts, grpc.WithPerRPCCredentials(callCredentials(id.metadata)))
 	}
-	conn, err := grpc.NewClient(addr, opts...)
+	conn, err := grpc.NewClient(addr, append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
