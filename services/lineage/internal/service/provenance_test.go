@@ -9,19 +9,26 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/service"
-	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
+	"github.com/zimmerhq/zimmer/services/platform/boundary"
 	"github.com/zimmerhq/zimmer/services/platform/host"
+	"github.com/zimmerhq/zimmer/services/platform/principal"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 )
 
 type provenanceBundle struct {
-	lineage    lineageClient
+	lineage lineageClient
+	// provenance calls as the gateway acting for itself: what its
+	// supervisor and its human boundaries do.
 	provenance lineagev1.ProvenanceServiceClient
+	// operator and admin call with a client's key, as any tool could.
+	operator, admin lineagev1.ProvenanceServiceClient
 }
 
 func setupProvenance(t *testing.T, admin string) provenanceBundle {
@@ -31,11 +38,28 @@ func setupProvenance(t *testing.T, admin string) provenanceBundle {
 	}
 	svc := servicetest.New(t, newFunc, servicetest.Config(t, service.MigrationSets...))
 	servicetest.RunInBackground(t, svc.Run)
-	conn, err := grpcclient.Dial(svc.Addr(), "")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	return provenanceBundle{newLineageClient(conn), lineagev1.NewProvenanceServiceClient(conn)}
+	gateway := servicetest.DialAsService(t, svc.Addr(), "gateway")
+	return provenanceBundle{
+		lineage:    newLineageClient(gateway),
+		provenance: lineagev1.NewProvenanceServiceClient(gateway),
+		operator:   lineagev1.NewProvenanceServiceClient(servicetest.DialOperator(t, svc.Addr())),
+		admin:      lineagev1.NewProvenanceServiceClient(servicetest.DialAdmin(t, svc.Addr())),
+	}
 }
+
+// said is ctx as a human input boundary sends a message: the actor it
+// established, in the call's metadata.
+func said(t *testing.T, ctx context.Context, a boundary.Actor) context.Context {
+	t.Helper()
+	ctx, err := boundary.Outgoing(ctx, a)
+	require.NoError(t, err)
+	return ctx
+}
+
+var (
+	webUIAdmin = boundary.Actor{Kind: boundary.WebUIAdmin}
+	slackU42   = boundary.Actor{Kind: boundary.SlackUser, SlackUserID: "U42"}
+)
 
 // tree applies #101 (router) → #102, #103.
 func (b provenanceBundle) tree(t *testing.T) {
@@ -58,8 +82,7 @@ func TestProvenanceThroughGRPC(t *testing.T) {
 	b.tree(t)
 
 	// The web UI's admin is tadasant by default.
-	rec, err := b.provenance.RecordHumanMessage(ctx, &lineagev1.RecordHumanMessageRequest{
-		Actor:      &lineagev1.RecordHumanMessageRequest_WebUiAdmin{WebUiAdmin: true},
+	rec, err := b.provenance.RecordHumanMessage(said(t, ctx, webUIAdmin), &lineagev1.RecordHumanMessageRequest{
 		Provenance: "web_ui.new_session", AuthoredInSessionId: 101, Content: "Classify sessions.",
 		OccurredAt: timestamppb.New(time.Unix(1_700_000_100, 0)),
 	})
@@ -69,11 +92,10 @@ func TestProvenanceThroughGRPC(t *testing.T) {
 
 	// A Slack ID on no row records nothing.
 	slack := &lineagev1.RecordHumanMessageRequest{
-		Actor:      &lineagev1.RecordHumanMessageRequest_SlackUserId{SlackUserId: "U42"},
 		Provenance: "slack.dm", AuthoredInSessionId: 102, Content: "Keep it nullable.",
 		SlackPermalink: "https://acme.slack.com/archives/D1/p1", OccurredAt: timestamppb.New(time.Unix(1_700_000_200, 0)),
 	}
-	rec, err = b.provenance.RecordHumanMessage(ctx, slack)
+	rec, err = b.provenance.RecordHumanMessage(said(t, ctx, slackU42), slack)
 	require.NoError(t, err)
 	require.False(t, rec.GetRecorded())
 	require.Contains(t, rec.GetNotRecordedReason(), "U42 belongs to nobody")
@@ -81,7 +103,7 @@ func TestProvenanceThroughGRPC(t *testing.T) {
 	// Map it at the roster, then it records, attributed to Julie.
 	_, err = b.provenance.UpdateUser(ctx, &lineagev1.UpdateUserRequest{Key: "juliehazz", SlackUserIds: []string{"U42"}, SetSlackUserIds: true, Notes: ptrTo("Owns the UI.")})
 	require.NoError(t, err)
-	rec, err = b.provenance.RecordHumanMessage(ctx, slack)
+	rec, err = b.provenance.RecordHumanMessage(said(t, ctx, slackU42), slack)
 	require.NoError(t, err)
 	require.True(t, rec.GetRecorded())
 	require.Equal(t, "juliehazz", rec.GetMessage().GetAuthor())
@@ -94,11 +116,11 @@ func TestProvenanceThroughGRPC(t *testing.T) {
 	require.Equal(t, codes.AlreadyExists, status.Code(err))
 
 	// Provenance must match the actor.
-	_, err = b.provenance.RecordHumanMessage(ctx, &lineagev1.RecordHumanMessageRequest{
-		Actor:      &lineagev1.RecordHumanMessageRequest_WebUiAdmin{WebUiAdmin: true},
+	_, err = b.provenance.RecordHumanMessage(said(t, ctx, webUIAdmin), &lineagev1.RecordHumanMessageRequest{
 		Provenance: "slack.dm", AuthoredInSessionId: 102, Content: "x",
 	})
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	require.Contains(t, status.Convert(err).Message(), "slack.dm is authored by a Slack user, but the boundary established the web UI's admin")
 
 	// Here and elsewhere, from each session.
 	for _, tt := range []struct {
@@ -155,8 +177,7 @@ func TestProvenanceThroughGRPC(t *testing.T) {
 func TestAdminNamingNobodyRecordsNothing(t *testing.T) {
 	t.Parallel()
 	b := setupProvenance(t, "tadasnat")
-	rec, err := b.provenance.RecordHumanMessage(t.Context(), &lineagev1.RecordHumanMessageRequest{
-		Actor:      &lineagev1.RecordHumanMessageRequest_WebUiAdmin{WebUiAdmin: true},
+	rec, err := b.provenance.RecordHumanMessage(said(t, t.Context(), webUIAdmin), &lineagev1.RecordHumanMessageRequest{
 		Provenance: "web_ui.follow_up", AuthoredInSessionId: 5, Content: "do it",
 	})
 	require.NoError(t, err)
@@ -168,3 +189,120 @@ func TestAdminNamingNobodyRecordsNothing(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestNoClientCanAssertAHuman probes every way a caller other than a human
+// boundary might create a human message or change who counts as one: an
+// operator or admin key on the methods directly, the boundary's metadata
+// sent by a client, the gateway relaying a client, the removed actor
+// fields sent anyway. Each is refused with PermissionDenied naming what is
+// needed, and nothing is recorded.
+func TestNoClientCanAssertAHuman(t *testing.T) {
+	t.Parallel()
+	b := setupProvenance(t, "")
+	ctx := t.Context()
+	b.tree(t)
+	msg := &lineagev1.RecordHumanMessageRequest{Provenance: "web_ui.follow_up", AuthoredInSessionId: 102, Content: "I authorize this"}
+	refused := func(t *testing.T, err error, want string) {
+		t.Helper()
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+		require.Contains(t, status.Convert(err).Message(), want)
+	}
+
+	// A client key, alone or claiming the boundary's metadata itself.
+	for name, c := range map[string]lineagev1.ProvenanceServiceClient{"operator key": b.operator, "admin key": b.admin} {
+		t.Run(name, func(t *testing.T) {
+			_, err := c.RecordHumanMessage(ctx, msg)
+			refused(t, err, "RecordHumanMessage is internal to Zimmer's services; no client key may call it")
+			_, err = c.RecordHumanMessage(said(t, ctx, webUIAdmin), msg)
+			refused(t, err, "no client key may call it")
+			_, err = c.CreateUser(ctx, &lineagev1.CreateUserRequest{Key: "mallory", DisplayName: "M", SlackUserIds: []string{"U666"}})
+			refused(t, err, "CreateUser is internal to Zimmer's services")
+			_, err = c.UpdateUser(ctx, &lineagev1.UpdateUserRequest{Key: "tadasant", SlackUserIds: []string{"U666"}, SetSlackUserIds: true})
+			refused(t, err, "UpdateUser is internal")
+			_, err = c.ListUsers(ctx, &lineagev1.ListUsersRequest{})
+			refused(t, err, "ListUsers is internal")
+			_, err = c.GetPromptBlocks(ctx, &lineagev1.GetPromptBlocksRequest{SessionId: 102})
+			refused(t, err, "GetPromptBlocks is internal")
+		})
+	}
+
+	// A service with no boundary actor: nothing established who spoke.
+	_, err := b.provenance.RecordHumanMessage(ctx, msg)
+	refused(t, err, "no input boundary established a human actor: the gateway sent no x-zimmer-boundary-actor")
+
+	// The gateway relaying a client (its REST and MCP calls) is the
+	// client, whatever metadata rides along.
+	for _, client := range []principal.Principal{
+		{Kind: principal.Operator, KeyHint: "abcd"},
+		{Kind: principal.Admin, KeyHint: "wxyz"},
+		{Kind: principal.Session, SessionID: 102, CredentialID: "c1", Scopes: []string{principal.ScopeSelf}},
+	} {
+		relayed, err := principal.Outgoing(said(t, ctx, webUIAdmin), client)
+		require.NoError(t, err)
+		_, err = b.provenance.RecordHumanMessage(relayed, msg)
+		refused(t, err, "the call is made by "+client.Describe())
+		_, err = b.provenance.CreateUser(relayed, &lineagev1.CreateUserRequest{Key: "mallory", DisplayName: "M", SlackUserIds: []string{"U666"}})
+		refused(t, err, "CreateUser is the roster's, reached only through the operator's supervisor (HTTP Basic); "+client.Describe()+" may not call it")
+		_, err = b.provenance.UpdateUser(relayed, &lineagev1.UpdateUserRequest{Key: "tadasant", Notes: ptrTo("forged")})
+		refused(t, err, "may not call it")
+	}
+
+	// The actor fields are gone from the request...
+	fields := msg.ProtoReflect().Descriptor().Fields()
+	for _, name := range []protoreflect.Name{"web_ui_admin", "slack_user_id", "author", "actor"} {
+		require.Nil(t, fields.ByName(name), "RecordHumanMessageRequest.%s", name)
+	}
+	// ...and their old numbers, sent anyway, assert nothing: a Slack
+	// actor on no row, with web_ui_admin: true (field 1) smuggled in,
+	// records nothing and is not taken for the admin.
+	smuggled := &lineagev1.RecordHumanMessageRequest{Provenance: "slack.dm", AuthoredInSessionId: 102, Content: "x"}
+	unknown := protowire.AppendTag(nil, 1, protowire.VarintType)
+	unknown = protowire.AppendVarint(unknown, 1)
+	smuggled.ProtoReflect().SetUnknown(unknown)
+	rec, err := b.provenance.RecordHumanMessage(said(t, ctx, boundary.Actor{Kind: boundary.SlackUser, SlackUserID: "U999"}), smuggled)
+	require.NoError(t, err)
+	require.False(t, rec.GetRecorded())
+	smuggled.Provenance = "web_ui.follow_up"
+	_, err = b.provenance.RecordHumanMessage(said(t, ctx, boundary.Actor{Kind: boundary.SlackUser, SlackUserID: "U999"}), smuggled)
+	require.Equal(t, codes.InvalidArgument, status.Code(err), "web_ui.* needs the admin, whatever field 1 says")
+
+	// Nothing was recorded, and the roster is as shipped.
+	p, err := b.provenance.GetSessionProvenance(ctx, &lineagev1.GetSessionProvenanceRequest{SessionId: 102})
+	require.NoError(t, err)
+	require.Empty(t, p.GetHumanMessages())
+	users, err := b.provenance.ListUsers(ctx, &lineagev1.ListUsersRequest{})
+	require.NoError(t, err)
+	require.Len(t, users.GetUsers(), 2)
+	for _, u := range users.GetUsers() {
+		require.Empty(t, u.GetSlackUserIds(), u.GetKey())
+		require.Empty(t, u.GetNotes(), u.GetKey())
+	}
+}
+
+// A session credential (relayed by the gateway) reads its own session's
+// provenance, and another's only with the sessions.read scope.
+func TestSessionCredentialReadsItsOwnProvenance(t *testing.T) {
+	t.Parallel()
+	b := setupProvenance(t, "")
+	ctx := t.Context()
+	b.tree(t)
+	as := func(p principal.Principal) context.Context {
+		t.Helper()
+		out, err := principal.Outgoing(ctx, p)
+		require.NoError(t, err)
+		return out
+	}
+	self := as(principal.Principal{Kind: principal.Session, SessionID: 102, CredentialID: "c1", Scopes: []string{principal.ScopeSelf}})
+	_, err := b.provenance.GetSessionProvenance(self, &lineagev1.GetSessionProvenanceRequest{SessionId: 102})
+	require.NoError(t, err)
+	_, err = b.provenance.GetSessionProvenance(self, &lineagev1.GetSessionProvenanceRequest{SessionId: 101})
+	require.Equal(t, codes.PermissionDenied, status.Code(err))
+	require.Equal(t, `session #102's credential reads only its own session's provenance (session #102) without the "sessions.read" scope; it asked about session #101`,
+		status.Convert(err).Message())
+
+	reader := as(principal.Principal{Kind: principal.Session, SessionID: 102, CredentialID: "c2", Scopes: []string{principal.ScopeSelf, principal.ScopeSessionsRead}})
+	_, err = b.provenance.GetSessionProvenance(reader, &lineagev1.GetSessionProvenanceRequest{SessionId: 101})
+	require.NoError(t, err)
+	_, err = b.operator.GetSessionProvenance(ctx, &lineagev1.GetSessionProvenanceRequest{SessionId: 101})
+	require.NoError(t, err, "an operator key reads any session's")
+}

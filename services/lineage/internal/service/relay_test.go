@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/config"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/service"
-	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
+	"github.com/zimmerhq/zimmer/services/platform/principal"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 )
 
@@ -60,10 +61,7 @@ func TestRelayDeliversUncleEdgeChangesToTheListedConsumers(t *testing.T) {
 	svc := servicetest.New(t, service.NewFromConfig, cfg)
 	require.Contains(t, svc.Relays, "lifecycle")
 	servicetest.RunInBackground(t, svc.Run)
-	conn, err := grpcclient.Dial(svc.Addr(), "")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	client := newLineageClient(conn)
+	client := newLineageClient(servicetest.DialAsService(t, svc.Addr(), "lifecycle"))
 	ctx := t.Context()
 
 	for _, id := range []int64{31, 32} {
@@ -74,7 +72,11 @@ func TestRelayDeliversUncleEdgeChangesToTheListedConsumers(t *testing.T) {
 	rec, err := client.RecordUncleEdge(ctx, &lineagev1.RecordUncleEdgeRequest{ActingSessionId: 31, TargetSessionId: 31, EntryPoint: "rest.follow_up"})
 	require.NoError(t, err)
 	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_NOTHING_SELF, rec.GetOutcome())
-	rec, err = client.RecordUncleEdge(ctx, &lineagev1.RecordUncleEdgeRequest{ActingSessionId: 31, TargetSessionId: 32, EntryPoint: "rest.follow_up"})
+	// Recorded for a client the gateway relays: session #31's agent, with
+	// its credential.
+	asSession31, err := principal.Outgoing(ctx, principal.Principal{Kind: principal.Session, SessionID: 31, CredentialID: "c31", Scopes: []string{principal.ScopeSelf}})
+	require.NoError(t, err)
+	rec, err = client.RecordUncleEdge(asSession31, &lineagev1.RecordUncleEdgeRequest{ActingSessionId: 31, TargetSessionId: 32, EntryPoint: "rest.follow_up"})
 	require.NoError(t, err)
 	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN, rec.GetOutcome())
 
@@ -88,6 +90,9 @@ func TestRelayDeliversUncleEdgeChangesToTheListedConsumers(t *testing.T) {
 	require.Equal(t, int64(32), got.GetLines()[1].GetSessionId())
 	require.Contains(t, got.GetLines()[1].GetMessage(), "Session #31 is now an uncle of this session")
 	require.Contains(t, got.GetLines()[1].GetMessage(), "via rest.follow_up")
+	for _, l := range got.GetLines() {
+		require.True(t, strings.HasSuffix(l.GetMessage(), " (by session #31's credential)"), "each line names who made the call: %s", l.GetMessage())
+	}
 	require.Never(t, func() bool { return len(consumer.received()) > 1 }, 300*time.Millisecond, 20*time.Millisecond,
 		"the self-addressed call changed nothing and sent nothing")
 }

@@ -17,7 +17,6 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/service"
-	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 )
 
@@ -34,15 +33,13 @@ func newLineageClient(conn grpc.ClientConnInterface) lineageClient {
 }
 
 // setup runs the whole service on a fresh database, without Temporal, and
-// returns a client of its real gRPC server.
+// returns a client of its real gRPC server calling as lifecycle, the
+// service that delivers its events.
 func setup(t *testing.T) lineageClient {
 	t.Helper()
 	svc := servicetest.New(t, service.New, servicetest.Config(t, service.MigrationSets...))
 	servicetest.RunInBackground(t, svc.Run)
-	conn, err := grpcclient.Dial(svc.Addr(), "")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	return newLineageClient(conn)
+	return newLineageClient(servicetest.DialAsService(t, svc.Addr(), "lifecycle"))
 }
 
 // The service serves its API, owns its schema and stops cleanly.
