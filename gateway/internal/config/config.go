@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/testboundary"
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
 )
@@ -52,6 +53,11 @@ type Config struct {
 	// the fleet keys. Unset, the surface answers 503.
 	SupervisorUser     string `env:"ZIMMER_SUPERVISOR_USER"`
 	SupervisorPassword string `env:"ZIMMER_SUPERVISOR_PASSWORD"`
+
+	// TestBoundaryToken is GATEWAY_TEST_BOUNDARY_TOKEN: it enables the
+	// test-only human boundary (package testboundary) and is the token it
+	// demands. Only a gateway built with the testboundary tag accepts it.
+	TestBoundaryToken string `env:"GATEWAY_TEST_BOUNDARY_TOKEN"`
 }
 
 // Service is one backend the gateway dials.
@@ -94,6 +100,9 @@ func (c Config) Validate() error {
 	if (c.SupervisorUser == "") != (c.SupervisorPassword == "") {
 		return fmt.Errorf("ZIMMER_SUPERVISOR_USER and ZIMMER_SUPERVISOR_PASSWORD: set both, or neither to disable /supervisor")
 	}
+	if err := testboundary.Validate(c.TestBoundaryToken); err != nil {
+		return err
+	}
 	for _, s := range c.Services() {
 		if _, _, err := net.SplitHostPort(s.Addr); err != nil {
 			return fmt.Errorf("GATEWAY_%s_ADDR %q: want host:port", strings.ToUpper(s.Name), s.Addr)
@@ -115,6 +124,7 @@ func (c Config) LogValue() slog.Value {
 	attrs = append(attrs, slog.Bool("api_keys_set", apikey.Parse(c.APIKeys).Enabled()),
 		slog.Bool("admin_api_keys_set", apikey.Parse(c.AdminAPIKeys).Enabled()),
 		slog.Bool("internal_token_set", c.InternalToken != ""))
-	attrs = append(attrs, slog.Bool("supervisor_enabled", c.SupervisorUser != "" && c.SupervisorPassword != ""))
+	attrs = append(attrs, slog.Bool("supervisor_enabled", c.SupervisorUser != "" && c.SupervisorPassword != ""),
+		slog.Bool("test_boundary_enabled", c.TestBoundaryToken != ""))
 	return slog.GroupValue(attrs...)
 }

@@ -6,6 +6,9 @@ package jsonhttp
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 )
 
@@ -96,4 +99,29 @@ func WriteProblem(w http.ResponseWriter, status int, kind, message string, messa
 		messages = []string{message}
 	}
 	Write(w, status, Error{Error: kind, Message: message, Messages: messages})
+}
+
+// Decode reads r's body, at most maxBytes, as one JSON object into v,
+// refusing unknown fields and trailing data. When it cannot, it answers 400
+// Malformed JSON (413 when too large) itself, naming example as what to
+// send, and returns false.
+func Decode(w http.ResponseWriter, r *http.Request, v any, maxBytes int64, example string) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBytes))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, extra := dec.Token(); !errors.Is(extra, io.EOF) {
+			err = errors.New("trailing data after the JSON object")
+		}
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &tooLarge):
+		WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large: the limit is %d bytes", tooLarge.Limit))
+	default:
+		WriteProblem(w, http.StatusBadRequest, KindMalformedJSON, fmt.Sprintf("malformed JSON body: %v; send e.g. %s", err, example))
+	}
+	return false
 }

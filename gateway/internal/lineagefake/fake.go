@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	"github.com/zimmerhq/zimmer/services/platform/boundary"
 )
 
 // WriteMethods are the ProvenanceService methods that change state.
@@ -28,6 +29,14 @@ type Server struct {
 	provenance map[int64]*lineagev1.GetSessionProvenanceResponse
 	users      []*lineagev1.User
 	fail       error
+	recorded   []Recorded
+}
+
+// Recorded is a human message the fake recorded, with the actor the
+// boundary established.
+type Recorded struct {
+	Actor   boundary.Actor
+	Request *lineagev1.RecordHumanMessageRequest
 }
 
 // New returns a fake holding the seeded roster.
@@ -147,13 +156,44 @@ func (s *Server) taken(other *lineagev1.User, key string, ids []string) error {
 	return nil
 }
 
-// RecordHumanMessage implements lineagev1.ProvenanceServiceServer; the
-// gateway must never call it, and tests count that it does not.
-func (s *Server) RecordHumanMessage(context.Context, *lineagev1.RecordHumanMessageRequest) (*lineagev1.RecordHumanMessageResponse, error) {
+// RecordHumanMessage implements lineagev1.ProvenanceServiceServer as
+// lineage does: only with a boundary's verified actor (boundary.Verified).
+// No public surface of the gateway may call it, and tests count that none
+// does; only the test boundary does.
+func (s *Server) RecordHumanMessage(ctx context.Context, req *lineagev1.RecordHumanMessageRequest) (*lineagev1.RecordHumanMessageResponse, error) {
 	if err := s.enter("RecordHumanMessage"); err != nil {
 		return nil, err
 	}
-	return &lineagev1.RecordHumanMessageResponse{Recorded: true}, nil
+	actor, err := boundary.Verified(ctx)
+	if err != nil {
+		return nil, status.Error(codes.PermissionDenied, err.Error())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	author := "tadasant" // the default admin
+	if actor.Kind == boundary.SlackUser {
+		author = ""
+		for _, u := range s.users {
+			if slices.Contains(u.GetSlackUserIds(), actor.SlackUserID) {
+				author = u.GetKey()
+			}
+		}
+		if author == "" {
+			return &lineagev1.RecordHumanMessageResponse{NotRecordedReason: "slack user " + actor.SlackUserID + " belongs to nobody in the users roster"}, nil
+		}
+	}
+	s.recorded = append(s.recorded, Recorded{Actor: actor, Request: req})
+	return &lineagev1.RecordHumanMessageResponse{Recorded: true, Message: &lineagev1.HumanMessage{
+		Id: int64(len(s.recorded)), Author: author, Provenance: req.GetProvenance(),
+		AuthoredInSessionId: req.GetAuthoredInSessionId(), Content: req.GetContent(),
+	}}, nil
+}
+
+// Recorded returns the messages recorded, oldest first.
+func (s *Server) Recorded() []Recorded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.recorded)
 }
 
 // GetSessionProvenance implements lineagev1.ProvenanceServiceServer: the

@@ -22,6 +22,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	"github.com/zimmerhq/zimmer/gateway/internal/supervisor"
+	"github.com/zimmerhq/zimmer/gateway/internal/testboundary"
 	"github.com/zimmerhq/zimmer/gateway/openapi"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
@@ -109,6 +110,15 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	// Operator-only, behind its own Basic realm: never the fleet key. Its
 	// calls carry no client principal: they are the gateway's own.
 	mux.Handle("/supervisor/", supervisor.NewHandler(provenance, supervisorCreds, logger))
+	if cfg.TestBoundaryToken != "" {
+		// Test builds only: a stand-in for the web UI and Slack, behind its
+		// own token, calling lineage as the gateway.
+		if err := testboundary.Validate(cfg.TestBoundaryToken); err != nil {
+			return nil, err
+		}
+		logger.Warn("GATEWAY_TEST_BOUNDARY_TOKEN set: serving the test-only human boundary", "route", testboundary.Route)
+		mux.Handle(testboundary.Route, testboundary.NewHandler(provenance, cfg.TestBoundaryToken, logger))
+	}
 	mux.Handle("/mcp", auth.Require(authn, s.mcp))
 	mux.Handle("/mcp/", auth.Require(authn, s.mcp))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -1,19 +1,27 @@
 // Package supervisor serves the operator-only surface (/supervisor/...):
 // today the users roster. It sits behind its own HTTP Basic realm, never
-// the fleet API key: the roster is the authority on who counts as a human,
-// so an agent holding the fleet key must not be able to add a Slack ID or
-// edit a person and so manufacture human authorship. There are no human
-// message routes here, and none anywhere else that write one.
+// an API key or a session credential: the roster is the authority on who
+// counts as a human, so nothing an agent holds may add a Slack ID or edit
+// a person and so manufacture human authorship.
+//
+// The roster's gRPC methods are internal (docs/security.md): the
+// supervisor calls them as the gateway itself, with the internal token and
+// no forwarded principal (its requests carry none), and lineage refuses
+// them to anyone else, the gateway relaying a client included.
+//
+// There are no human message routes here, and none anywhere else a
+// production build serves (package testboundary is enabled in test builds
+// only). A message is recorded by the boundary the human spoke through, as
+// it delivers what they said (the web UI's new session or follow-up,
+// Slack); an operator typing "Tadas said X" into a form would be a create
+// path for evidence, which the spec forbids on every surface.
 package supervisor
 
 import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -195,27 +203,9 @@ func (h *handler) update(w http.ResponseWriter, r *http.Request) {
 	jsonhttp.Write(w, http.StatusOK, map[string]any{"user": fromProto(resp.GetUser())})
 }
 
-// decode reads a JSON object into v, refusing unknown fields, and answers
-// 400 (or 413) itself when it cannot.
+// decode reads a roster edit into v, or answers 400 (or 413) itself.
 func decode(w http.ResponseWriter, r *http.Request, v any, example string) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		if _, extra := dec.Token(); !errors.Is(extra, io.EOF) {
-			err = errors.New("trailing data after the JSON object")
-		}
-	}
-	var tooLarge *http.MaxBytesError
-	switch {
-	case err == nil:
-		return true
-	case errors.As(err, &tooLarge):
-		jsonhttp.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large: the limit is %d bytes", tooLarge.Limit))
-	default:
-		jsonhttp.WriteProblem(w, http.StatusBadRequest, jsonhttp.KindMalformedJSON, fmt.Sprintf("malformed JSON body: %v; send e.g. %s", err, example))
-	}
-	return false
+	return jsonhttp.Decode(w, r, v, MaxBodyBytes, example)
 }
 
 func (h *handler) fail(ctx context.Context, w http.ResponseWriter, r *http.Request, err error) {
