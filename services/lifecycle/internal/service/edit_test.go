@@ -116,7 +116,15 @@ func TestDeleteSession(t *testing.T) {
 	parent := b.create(t, &lifecyclev1.CreateSessionRequest{})
 	child := b.create(t, &lifecyclev1.CreateSessionRequest{Prompt: "c", GitRoot: "g", ParentSessionId: ptr(parent.GetId())})
 
-	_, err := b.client.DeleteSession(ctx, &lifecyclev1.DeleteSessionRequest{SessionId: fmt.Sprint(parent.GetId())})
+	// Hard delete is an admin method: an operator key is refused, naming
+	// the scope it lacks, and the session stays.
+	_, err := b.operator.DeleteSession(ctx, &lifecyclev1.DeleteSessionRequest{SessionId: fmt.Sprint(parent.GetId())})
+	require.Equal(t, codes.PermissionDenied, status.Code(err))
+	require.Contains(t, status.Convert(err).Message(), "DeleteSession needs an admin key (ZIMMER_ADMIN_API_KEYS)")
+	_, err = b.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: fmt.Sprint(parent.GetId())})
+	require.NoError(t, err)
+
+	_, err = b.client.DeleteSession(ctx, &lifecyclev1.DeleteSessionRequest{SessionId: fmt.Sprint(parent.GetId())})
 	require.NoError(t, err)
 	_, err = b.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: fmt.Sprint(parent.GetId())})
 	require.Equal(t, codes.NotFound, status.Code(err))

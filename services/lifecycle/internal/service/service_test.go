@@ -30,8 +30,6 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 )
 
-const testKey = "test-key"
-
 // fakeLineage is an idempotent consumer: it records each spawn edge once per
 // event id, as the real lineage service does with its inbox.
 type fakeLineage struct {
@@ -83,9 +81,15 @@ func startFakeLineage(t *testing.T) (*fakeLineage, string) {
 }
 
 type testBundle struct {
-	client lifecyclev1.LifecycleServiceClient
-	conn   *grpc.ClientConn
-	svc    *service.Service
+	// client calls with an admin key (conn), as a harness driving the
+	// machine (TransitionSession) does; operator with an operator key,
+	// which the admin methods refuse; lineage as the lineage service (its
+	// event consumer is internal).
+	client   lifecyclev1.LifecycleServiceClient
+	operator lifecyclev1.LifecycleServiceClient
+	conn     *grpc.ClientConn
+	lineage  *grpc.ClientConn
+	svc      *service.Service
 }
 
 func setup(t *testing.T, lineageAddr string) testBundle {
@@ -98,7 +102,11 @@ func setup(t *testing.T, lineageAddr string) testBundle {
 		Config: host.Config{
 			GRPCAddr:    "127.0.0.1:0",
 			DatabaseURL: pgtest.NewDatabase(t, service.MigrationSets...),
-			APIKeys:     testKey,
+			// The credentials make run wires: an operator key, an
+			// admin key and the services' internal token.
+			APIKeys:       servicetest.OperatorKey,
+			AdminAPIKeys:  servicetest.AdminKey,
+			InternalToken: servicetest.InternalToken,
 		},
 		EffectConsumers:   consumers,
 		RelayPollInterval: 50 * time.Millisecond,
@@ -113,10 +121,12 @@ func setup(t *testing.T, lineageAddr string) testBundle {
 		require.NoError(t, <-done)
 		svc.Close()
 	})
-	conn, err := grpcclient.Dial(svc.Addr(), testKey)
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	return testBundle{client: lifecyclev1.NewLifecycleServiceClient(conn), conn: conn, svc: svc}
+	conn := servicetest.DialAdmin(t, svc.Addr())
+	return testBundle{
+		client: lifecyclev1.NewLifecycleServiceClient(conn), conn: conn, svc: svc,
+		operator: lifecyclev1.NewLifecycleServiceClient(servicetest.DialOperator(t, svc.Addr())),
+		lineage:  servicetest.DialAsService(t, svc.Addr(), "lineage"),
+	}
 }
 
 func TestServesHealthAndRequiresKey(t *testing.T) {
@@ -128,11 +138,11 @@ func TestServesHealthAndRequiresKey(t *testing.T) {
 		return err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING
 	}, 5*time.Second, 20*time.Millisecond)
 
-	for _, key := range []string{"", "wrong"} {
-		conn, err := grpcclient.Dial(b.svc.Addr(), key)
+	for _, id := range []grpcclient.Identity{grpcclient.Anonymous(), grpcclient.WithKey("wrong")} {
+		conn, err := grpcclient.Dial(b.svc.Addr(), id)
 		require.NoError(t, err)
 		_, err = lifecyclev1.NewLifecycleServiceClient(conn).ListSessions(context.Background(), &lifecyclev1.ListSessionsRequest{})
-		require.Equal(t, codes.Unauthenticated, status.Code(err), "key %q", key)
+		require.Equal(t, codes.Unauthenticated, status.Code(err), "identity %v", id)
 		resp, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
 		require.NoError(t, err, "health is open")
 		require.Equal(t, healthpb.HealthCheckResponse_SERVING, resp.GetStatus())

@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -79,16 +78,14 @@ func (b *logBuffer) pages(t *testing.T) []map[string]any {
 func TestAlertsOverGRPC(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
-	cfg.APIKeys = "test-key"
 	logs := &logBuffer{}
 	svc, err := service.New(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)))
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)
 	servicetest.RunInBackground(t, svc.Run)
-	conn, err := grpcclient.Dial(svc.Addr(), "test-key")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	client := notificationv1.NewNotificationServiceClient(conn)
+	// RaiseAlert is internal: the services (lifecycle's relays) raise
+	// alerts, calling as themselves.
+	client := notificationv1.NewNotificationServiceClient(servicetest.DialAsService(t, svc.Addr(), "lifecycle"))
 	ctx, cancel := context.WithTimeout(context.Background(), servicetest.Timeout)
 	defer cancel()
 
@@ -148,14 +145,14 @@ func TestAlertsOverGRPC(t *testing.T) {
 	_, err = client.ListAlerts(ctx, &notificationv1.ListAlertsRequest{PageSize: -1})
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
 
-	_, err = notificationv1.NewNotificationServiceClient(mustDial(t, svc.Addr(), "")).ListAlerts(ctx, &notificationv1.ListAlertsRequest{})
-	require.Equal(t, codes.Unauthenticated, status.Code(err), "alerts need an API key like every call")
-}
+	_, err = notificationv1.NewNotificationServiceClient(servicetest.Dial(t, svc.Addr(), grpcclient.Anonymous())).ListAlerts(ctx, &notificationv1.ListAlertsRequest{})
+	require.Equal(t, codes.Unauthenticated, status.Code(err), "alerts need credentials like every call")
 
-func mustDial(t *testing.T, addr, key string) *grpc.ClientConn {
-	t.Helper()
-	conn, err := grpcclient.Dial(addr, key)
+	// An operator key reads the alerts but may not raise one (a page).
+	operator := notificationv1.NewNotificationServiceClient(servicetest.DialOperator(t, svc.Addr()))
+	_, err = operator.ListAlerts(ctx, &notificationv1.ListAlertsRequest{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	return conn
+	_, err = operator.RaiseAlert(ctx, &notificationv1.RaiseAlertRequest{DedupKey: "fake", Summary: "a page"})
+	require.Equal(t, codes.PermissionDenied, status.Code(err))
+	require.Contains(t, status.Convert(err).Message(), "RaiseAlert is internal to Zimmer's services; no client key may call it")
 }
