@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +100,47 @@ func TestDeadLetterWatchPrintsChangesThatAreNotZero(t *testing.T) {
 	boom := errors.New("connect: refused")
 	require.Equal(t, "queue: cannot count dead letters: connect: refused", w.observe("queue", url, 0, boom))
 	require.Empty(t, w.observe("queue", url, 0, boom), "the same error once")
+}
+
+// make run generates the API key and the internal token once into the data
+// folder, owner-only; the key is both an operator and an admin key, the
+// token is never printed, and what the caller sets wins.
+func TestRunGeneratesTheKeyAndTheInternalTokenOnce(t *testing.T) {
+	t.Parallel()
+	e := testEnv(nil)
+	e.dataDir = t.TempDir()
+	operator, admin, err := e.apiKeys()
+	require.NoError(t, err)
+	require.Len(t, operator, 64)
+	require.Equal(t, operator, admin, "the key make run prints opens the admin methods too")
+	token, err := e.internalToken()
+	require.NoError(t, err)
+	require.Len(t, token, 64)
+	require.NotEqual(t, operator, token)
+	for _, name := range []string{"api-key", "internal-token"} {
+		fi, err := os.Stat(filepath.Join(e.dataDir, name))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), name)
+	}
+	printed := e.out.(*bytes.Buffer).String()
+	require.NotContains(t, printed, token, "the internal token is never printed")
+	require.Contains(t, printed, "generated internal token in ")
+
+	again, _, err := e.apiKeys()
+	require.NoError(t, err)
+	require.Equal(t, operator, again, "generated once")
+	tokenAgain, err := e.internalToken()
+	require.NoError(t, err)
+	require.Equal(t, token, tokenAgain, "generated once")
+
+	set := testEnv(map[string]string{"ZIMMER_API_KEYS": "op1,op2", "ZIMMER_INTERNAL_TOKEN": "mine"})
+	set.dataDir = t.TempDir()
+	operator, admin, err = set.apiKeys()
+	require.NoError(t, err)
+	require.Equal(t, "op1,op2", operator)
+	require.Empty(t, admin, "a caller's operator keys are not made admin keys")
+	token, err = set.internalToken()
+	require.NoError(t, err)
+	require.Equal(t, "mine", token)
+	require.NoFileExists(t, filepath.Join(set.dataDir, "internal-token"))
 }

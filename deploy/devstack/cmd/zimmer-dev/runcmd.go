@@ -105,14 +105,23 @@ func (e *env) runStack(ctx context.Context) (err error) {
 	}
 	cleanups = append(cleanups, func() { _ = tmp.Stop() })
 
-	apiKeys, err := e.apiKeys()
+	apiKeys, adminKeys, err := e.apiKeys()
 	if err != nil {
 		return err
 	}
+	internalToken, err := e.internalToken()
+	if err != nil {
+		return err
+	}
+	// The same variables for the services and the gateway: the keys the
+	// gateway and the services accept, and the token that tells a Zimmer
+	// service from a client (docs/security.md). Never printed.
 	common := map[string]string{
-		"TEMPORAL_ADDRESS":   tmp.Address(),
-		"TEMPORAL_NAMESPACE": "default",
-		"ZIMMER_API_KEYS":    apiKeys,
+		"TEMPORAL_ADDRESS":      tmp.Address(),
+		"TEMPORAL_NAMESPACE":    "default",
+		"ZIMMER_API_KEYS":       apiKeys,
+		"ZIMMER_ADMIN_API_KEYS": adminKeys,
+		"ZIMMER_INTERNAL_TOKEN": internalToken,
 	}
 
 	logDir := filepath.Join(e.dataDir, "logs")
@@ -277,25 +286,59 @@ func (e *env) startRunTemporal(ctx context.Context) (*devstack.Temporal, error) 
 	return t, nil
 }
 
-// apiKeys returns ZIMMER_API_KEYS, or a key generated once and kept in the data folder.
-func (e *env) apiKeys() (string, error) {
+// apiKeys returns ZIMMER_API_KEYS and ZIMMER_ADMIN_API_KEYS. Unset, both
+// are the key generated once into the data folder (api-key): the key make
+// run prints opens the whole API, the admin methods too. Keys the caller
+// sets are used as given; an operator key the caller chose is not made an
+// admin key.
+func (e *env) apiKeys() (operator, admin string, err error) {
+	admin = e.getenv("ZIMMER_ADMIN_API_KEYS")
 	if keys := e.getenv("ZIMMER_API_KEYS"); keys != "" {
-		return keys, nil
+		return keys, admin, nil
 	}
-	path := filepath.Join(e.dataDir, "api-key")
+	key, err := e.secret("api-key", "API key")
+	if err != nil {
+		return "", "", err
+	}
+	if admin == "" {
+		admin = key
+	}
+	return key, admin, nil
+}
+
+// internalToken returns ZIMMER_INTERNAL_TOKEN, or a token generated once
+// into the data folder (internal-token, mode 0600). Only the services and
+// the gateway get it; it is never printed and no client needs it.
+func (e *env) internalToken() (string, error) {
+	if t := e.getenv("ZIMMER_INTERNAL_TOKEN"); t != "" {
+		return t, nil
+	}
+	return e.secret("internal-token", "internal token")
+}
+
+// secret returns the secret kept in the data folder's file name, generating
+// 32 random bytes (hex) into it, readable by the owner only, the first time.
+func (e *env) secret(name, what string) (string, error) {
+	path := filepath.Join(e.dataDir, name)
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		if err := os.Chmod(path, 0o600); err != nil {
+			return "", fmt.Errorf("keep %s owner-only: %w", path, err)
+		}
 		return strings.TrimSpace(string(b)), nil
 	}
 	buf := make([]byte, 32)
 	if _, err := rand.Read(buf); err != nil {
 		return "", err
 	}
-	key := hex.EncodeToString(buf)
-	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("store api key: %w", err)
+	value := hex.EncodeToString(buf)
+	if err := os.MkdirAll(e.dataDir, 0o755); err != nil {
+		return "", err
 	}
-	e.say("generated API key in %s", path)
-	return key, nil
+	if err := os.WriteFile(path, []byte(value+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("store %s: %w", what, err)
+	}
+	e.say("generated %s in %s", what, path)
+	return value, nil
 }
 
 // serviceEnv is the environment of one service; values set by the caller win.
