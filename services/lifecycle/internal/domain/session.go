@@ -59,6 +59,11 @@ type Session struct {
 
 	HeartbeatEnabled         bool
 	HeartbeatIntervalSeconds int32
+
+	// MCPToolGroups are the MCP tool groups the session was created with:
+	// they decide the scopes of its credentials (rules.ToolGroupScopes).
+	// Fixed at creation.
+	MCPToolGroups []string
 }
 
 // NewSession is what a caller asks for when creating a session.
@@ -76,6 +81,8 @@ type NewSession struct {
 	SchedulingClass string
 	Precedence      int32
 	CustomMetadata  map[string]any
+	// MCPToolGroups: none means rules.DefaultToolGroups.
+	MCPToolGroups []string
 }
 
 var slugPattern = regexp.MustCompile(rules.SlugPattern)
@@ -107,6 +114,7 @@ func (n NewSession) Validate() error {
 	}
 	checkSchedulingClass(&vs, n.SchedulingClass, true)
 	checkMetadata(&vs, n.CustomMetadata)
+	ValidateToolGroups(&vs, n.MCPToolGroups)
 	return vs.Err()
 }
 
@@ -182,6 +190,7 @@ func (n NewSession) Build(parent *Session, now time.Time) (Session, error) {
 		Version:         1,
 
 		HeartbeatIntervalSeconds: DefaultHeartbeatSeconds,
+		MCPToolGroups:            NormalizeToolGroups(n.MCPToolGroups),
 	}, nil
 }
 

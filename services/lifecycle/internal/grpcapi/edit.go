@@ -40,6 +40,15 @@ func (s *Server) SetSessionHeartbeat(ctx context.Context, req *lifecyclev1.SetSe
 }
 
 func (s *Server) update(ctx context.Context, ref string, p domain.Patch) (*lifecyclev1.Session, error) {
+	ref, err := s.ownRef(ctx, ref)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	if caller, ok := sessionCaller(ctx); ok {
+		if err := p.SelfEditable(caller.SessionID); err != nil {
+			return nil, s.toStatus(ctx, err)
+		}
+	}
 	sess, err := s.sessions.Update.Handle(ctx, ref, p, auditBy(ctx))
 	if err != nil {
 		return nil, s.toStatus(ctx, err)

@@ -20,9 +20,10 @@ import (
 // Server implements lifecyclev1.LifecycleServiceServer.
 type Server struct {
 	lifecyclev1.UnimplementedLifecycleServiceServer
-	sessions app.Sessions
-	settings app.ExperimentalSettings
-	logger   *slog.Logger
+	sessions    app.Sessions
+	settings    app.ExperimentalSettings
+	credentials app.Credentials
+	logger      *slog.Logger
 }
 
 // NewServer returns the API over the use cases.
@@ -35,6 +36,10 @@ func (s *Server) Register(g *grpc.Server) { lifecyclev1.RegisterLifecycleService
 
 // CreateSession implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) CreateSession(ctx context.Context, req *lifecyclev1.CreateSessionRequest) (*lifecyclev1.CreateSessionResponse, error) {
+	parent, err := childOf(ctx, req.ParentSessionId)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
 	n := domain.NewSession{
 		Prompt:          req.GetPrompt(),
 		GitRoot:         req.GetGitRoot(),
@@ -45,9 +50,10 @@ func (s *Server) CreateSession(ctx context.Context, req *lifecyclev1.CreateSessi
 		Goal:            req.GetGoal(),
 		AgentRoot:       req.GetAgentRoot(),
 		AgentRuntime:    req.GetAgentRuntime(),
-		ParentSessionID: req.ParentSessionId,
+		ParentSessionID: parent,
 		SchedulingClass: req.GetSchedulingClass(),
 		Precedence:      req.GetPrecedence(),
+		MCPToolGroups:   req.GetMcpToolGroups(),
 	}
 	if md := req.GetCustomMetadata(); md != nil {
 		n.CustomMetadata = md.AsMap()
@@ -66,6 +72,9 @@ func (s *Server) CreateSession(ctx context.Context, req *lifecyclev1.CreateSessi
 // GetSession implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) GetSession(ctx context.Context, req *lifecyclev1.GetSessionRequest) (*lifecyclev1.GetSessionResponse, error) {
 	sess, err := s.sessions.Get.Handle(ctx, req.GetSessionId())
+	if err == nil {
+		err = mayRead(ctx, sess)
+	}
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
@@ -132,6 +141,12 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, domain.ErrConflict):
 		return status.Error(codes.Aborted, err.Error())
+	case errors.Is(err, domain.ErrUnauthenticated):
+		return status.Error(codes.Unauthenticated, err.Error())
+	case errors.Is(err, domain.ErrForbidden):
+		return status.Error(codes.PermissionDenied, err.Error())
+	case errors.Is(err, domain.ErrPrecondition):
+		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	s.logger.ErrorContext(ctx, "internal error", "error", err)
 	return status.Error(codes.Internal, "internal error")

@@ -89,7 +89,15 @@ func (s *Server) SleepSession(ctx context.Context, req *lifecyclev1.SleepSession
 
 // ArchiveSession implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) ArchiveSession(ctx context.Context, req *lifecyclev1.ArchiveSessionRequest) (*lifecyclev1.ArchiveSessionResponse, error) {
-	sess, _, out, err := s.transition(ctx, req.GetSessionId(), app.Verb(domain.EventArchive), domain.Command{Actor: actor(ctx, req.ActingSessionId)})
+	ref, err := s.ownRef(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	acting, err := actingSession(ctx, req.ActingSessionId)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	sess, _, out, err := s.transition(ctx, ref, app.Verb(domain.EventArchive), domain.Command{Actor: actor(ctx, acting)})
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +150,11 @@ func (s *Server) TransitionSession(ctx context.Context, req *lifecyclev1.Transit
 
 // GetSessionTimeline implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) GetSessionTimeline(ctx context.Context, req *lifecyclev1.GetSessionTimelineRequest) (*lifecyclev1.GetSessionTimelineResponse, error) {
-	lines, err := s.sessions.History.Timeline(ctx, req.GetSessionId())
+	ref, err := s.readableRef(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	lines, err := s.sessions.History.Timeline(ctx, ref)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
@@ -155,7 +167,11 @@ func (s *Server) GetSessionTimeline(ctx context.Context, req *lifecyclev1.GetSes
 
 // ListSessionEvents implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) ListSessionEvents(ctx context.Context, req *lifecyclev1.ListSessionEventsRequest) (*lifecyclev1.ListSessionEventsResponse, error) {
-	events, err := s.sessions.History.Events(ctx, req.GetSessionId())
+	ref, err := s.readableRef(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	events, err := s.sessions.History.Events(ctx, ref)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}

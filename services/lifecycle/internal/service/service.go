@@ -32,6 +32,8 @@ var MigrationSets = []pgdb.MigrationSet{inbox.Migrations, outbox.Migrations, sto
 type Service struct {
 	*host.Host
 	Sessions app.Sessions
+	// Credentials mint, revoke and authenticate session credentials.
+	Credentials app.Credentials
 	// Relays deliver lifecycle's events, one per subscriber listed in
 	// LIFECYCLE_EFFECT_CONSUMERS, each through SessionEventConsumerService.
 	Relays map[string]*outbox.Relay
@@ -49,8 +51,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	// processes find the messages by polling.
 	signal := &outbox.Signal{}
 	repo := store.NewSessions(h.Pool, events.Codec{}, signal, logger)
-	svc := &Service{Host: h, signal: signal, Sessions: app.NewSessions(repo, clock.System{}, cfg.TrashRetention)}
-	grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).Register(h.GRPC.Server)
+	svc := &Service{Host: h, signal: signal, Sessions: app.NewSessions(repo, clock.System{}, cfg.TrashRetention),
+		Credentials: app.NewCredentials(repo, clock.System{})}
+	grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).WithCredentials(svc.Credentials).Register(h.GRPC.Server)
 	// Lineage's events carry lines for the sessions' timelines, which
 	// lifecycle owns (uncle edges recorded or inverted).
 	grpcapi.NewLineageConsumer(app.AppendExternalTimelineLines{Repo: repo, Clock: clock.System{}}, logger).Register(h.GRPC.Server)

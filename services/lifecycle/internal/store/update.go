@@ -19,6 +19,7 @@ func (s *Sessions) Create(ctx context.Context, parentID *int64,
 	build func(parent *domain.Session) (domain.Session, error),
 ) (domain.Session, error) {
 	var created domain.Session
+	guard := guardOf(ctx)
 	err := s.inTx(ctx, func(conn *pgx.Conn) error {
 		var (
 			id     int64
@@ -34,21 +35,21 @@ func (s *Sessions) Create(ctx context.Context, parentID *int64,
 				// only for this commit.
 				b.Queue(`SELECT `+sessionColumns+` FROM sessions WHERE id = $1 FOR KEY SHARE`, *parentID)
 			}
+			guard.queue(b)
 		}, func(br pgx.BatchResults) error {
 			if err := br.QueryRow().Scan(&id); err != nil {
 				return fmt.Errorf("draw a session id: %w", err)
 			}
-			if parentID == nil {
-				return nil
+			if parentID != nil {
+				p, err := scanSession(br.QueryRow())
+				switch {
+				case err == nil:
+					parent = &p
+				case !errors.Is(err, pgx.ErrNoRows):
+					return fmt.Errorf("load parent session %d: %w", *parentID, err)
+				}
 			}
-			p, err := scanSession(br.QueryRow())
-			switch {
-			case err == nil:
-				parent = &p
-			case !errors.Is(err, pgx.ErrNoRows):
-				return fmt.Errorf("load parent session %d: %w", *parentID, err)
-			}
-			return nil
+			return guard.check(br)
 		})
 		if err != nil {
 			return err
@@ -95,6 +96,7 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 	decide func(domain.Session, domain.Wakes) (app.Change, error),
 ) (app.Change, error) {
 	var committed app.Change
+	guard := guardOf(ctx)
 	err := s.inTx(ctx, func(conn *pgx.Conn) error {
 		var (
 			cur   domain.Session
@@ -106,6 +108,8 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 			} else {
 				b.Queue(lockByID, ref.ID)
 			}
+			// After the session's lock, as revocation takes them.
+			guard.queue(b)
 		}, func(br pgx.BatchResults) error {
 			var err error
 			cur, err = scanSession(br.QueryRow(), &wakes.OneTime, &wakes.Watchers)
@@ -115,7 +119,7 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 			if err != nil {
 				return fmt.Errorf("lock session %s: %w", ref, err)
 			}
-			return nil
+			return guard.check(br)
 		})
 		if err != nil {
 			return err
@@ -164,6 +168,11 @@ func (s *Sessions) plan(w *writes, cur domain.Session, c *app.Change) error {
 			return err
 		}
 		w.timeline(cur.ID, out.Session.UpdatedAt, out.Timeline...)
+		if out.Session.Status == domain.StatusArchived && cur.Status != domain.StatusArchived {
+			// An archived session's agent acts no more: its credentials
+			// end with the archive (and stay revoked if it is restored).
+			w.revokeAll(cur.ID, out.Session.UpdatedAt, domain.RevokedByArchive(cur.ID))
+		}
 		announced, err := w.announce(s.codec, domain.SessionTransitioned{Session: out.Session, Outcome: *out})
 		if err != nil {
 			return err
@@ -188,13 +197,13 @@ func (s *Sessions) plan(w *writes, cur domain.Session, c *app.Change) error {
 		}
 	case c.Deleted:
 		w.delete(cur.ID)
+		// The credentials are kept, revoked, so a later call is told why.
+		w.revokeAllOfDeleted(cur.ID, domain.RevokedByDelete(cur.ID))
 		if _, err := w.announce(s.codec, domain.SessionDeleted{SessionID: cur.ID}); err != nil {
 			return err
 		}
 	case c.Refused != nil:
-		w.timeline(cur.ID, c.Refused.At, domain.TimelineEntry{
-			Kind: domain.TimelineRefusal, Message: "[State Machine] refused: " + c.Refused.Err.Error(),
-		})
+		w.timeline(cur.ID, c.Refused.At, domain.RefusalLine(c.Refused.Err, c.Refused.By))
 	}
 	return nil
 }

@@ -96,12 +96,12 @@ func (w *writes) insert(s domain.Session) error {
 	w.queue(func(err error) error { return interpretWrite("insert session", err, s) }, `
 		INSERT INTO sessions (id, slug, status, title, prompt, goal, agent_root, agent_runtime, git_root,
 			branch, subdirectory, parent_session_id, genesis, scheduling_class, precedence,
-			custom_metadata, created_at, updated_at, heartbeat_enabled, heartbeat_interval_seconds, notes)
-		VALUES ($1, NULLIF($2, ''), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+			custom_metadata, created_at, updated_at, heartbeat_enabled, heartbeat_interval_seconds, notes, mcp_tool_groups)
+		VALUES ($1, NULLIF($2, ''), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
 		s.ID, s.Slug, s.Status, s.Title, s.Prompt, s.Goal, s.AgentRoot, s.AgentRuntime,
 		s.GitRoot, s.Branch, s.Subdirectory, s.ParentSessionID, s.Genesis,
 		s.SchedulingClass, s.Precedence, md, s.CreatedAt, s.UpdatedAt,
-		s.HeartbeatEnabled, s.HeartbeatIntervalSeconds, s.Notes)
+		s.HeartbeatEnabled, s.HeartbeatIntervalSeconds, s.Notes, s.MCPToolGroups)
 	return nil
 }
 

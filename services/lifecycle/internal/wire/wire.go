@@ -54,6 +54,7 @@ func Session(s domain.Session) (*lifecyclev1.Session, error) {
 		Version:                  s.Version,
 		HeartbeatEnabled:         s.HeartbeatEnabled,
 		HeartbeatIntervalSeconds: s.HeartbeatIntervalSeconds,
+		McpToolGroups:            s.MCPToolGroups,
 	}, nil
 }
 

@@ -1,0 +1,133 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
+)
+
+// CredentialRepository stores session credentials. Mint and revoke lock
+// the session FOR UPDATE first, as archive and delete do (which revoke
+// every credential of the session in their own write), so the four never
+// interleave: a mint racing an archive either comes first and is revoked
+// by it, or sees the session archived.
+//
+// Every write a session credential makes (SessionRepository's Create and
+// Update) reads its credential FOR SHARE in the same transaction and is
+// refused when it is revoked; revoking updates that row, so no write of a
+// credential commits after its revocation does.
+type CredentialRepository interface {
+	// MintCredential locks the session, passes it to decide and inserts the
+	// credential decided (its token's digest, never the token) with the
+	// timeline line decided.
+	MintCredential(ctx context.Context, ref domain.SessionRef,
+		decide func(domain.Session) (domain.MintedCredential, domain.TimelineEntry, error)) (domain.MintedCredential, error)
+	// RevokeCredential locks the session and its credential id, passes both
+	// to decide and, when decide revoked a live credential, writes the
+	// revocation and its timeline line (domain.CredentialRevokedLine). A
+	// credential id the session does not have is ErrNotFound.
+	RevokeCredential(ctx context.Context, ref domain.SessionRef, id string,
+		decide func(domain.Session, domain.Credential) (domain.Credential, error)) (domain.Credential, error)
+	// CredentialByDigest returns the credential whose token has digest, or
+	// domain.UnknownCredential().
+	CredentialByDigest(ctx context.Context, digest []byte) (domain.Credential, error)
+}
+
+// MintSessionCredential mints a credential for a session's agent.
+type MintSessionCredential struct {
+	Repo  CredentialRepository
+	Clock clock.Clock
+	// Random is where tokens come from: crypto/rand when nil.
+	Random io.Reader
+}
+
+// Handle mints a credential for the session ref names; by describes the
+// caller for the timeline ("admin key …abcd").
+func (uc MintSessionCredential) Handle(ctx context.Context, ref, by string) (domain.MintedCredential, error) {
+	r, err := domain.ParseSessionRef(ref)
+	if err != nil {
+		return domain.MintedCredential{}, err
+	}
+	random := uc.Random
+	if random == nil {
+		random = rand.Reader
+	}
+	secret := make([]byte, domain.CredentialSecretBytes)
+	if _, err := io.ReadFull(random, secret); err != nil {
+		return domain.MintedCredential{}, fmt.Errorf("draw a credential's secret: %w", err)
+	}
+	id := uuid.NewString()
+	return uc.Repo.MintCredential(ctx, r, func(s domain.Session) (domain.MintedCredential, domain.TimelineEntry, error) {
+		c, err := domain.MintCredential(s, id, secret, uc.Clock.Now())
+		if err != nil {
+			return domain.MintedCredential{}, domain.TimelineEntry{}, err
+		}
+		return c, domain.CredentialMintedLine(c.Credential, by), nil
+	})
+}
+
+// RevokeSessionCredential revokes one credential of a session.
+type RevokeSessionCredential struct {
+	Repo  CredentialRepository
+	Clock clock.Clock
+}
+
+// Handle revokes credential id of the session ref names; by describes the
+// caller, and is what a later caller with the credential is told.
+func (uc RevokeSessionCredential) Handle(ctx context.Context, ref, id, by string) (domain.Credential, error) {
+	r, err := domain.ParseSessionRef(ref)
+	if err != nil {
+		return domain.Credential{}, err
+	}
+	if err := domain.ParseCredentialID(id); err != nil {
+		return domain.Credential{}, err
+	}
+	return uc.Repo.RevokeCredential(ctx, r, strings.ToLower(id), func(_ domain.Session, c domain.Credential) (domain.Credential, error) {
+		return c.Revoke(domain.RevokedBy(by), uc.Clock.Now()), nil
+	})
+}
+
+// AuthenticateSessionCredential resolves a presented token to its live
+// credential: the gateway asks for each request that presents one.
+type AuthenticateSessionCredential struct{ Repo CredentialRepository }
+
+// Handle returns the live credential token is, or a *domain.CredentialError
+// saying why it opens nothing.
+func (uc AuthenticateSessionCredential) Handle(ctx context.Context, token string) (domain.Credential, error) {
+	if !strings.HasPrefix(token, rules.SessionCredentialPrefix) {
+		return domain.Credential{}, domain.UnknownCredential()
+	}
+	c, err := uc.Repo.CredentialByDigest(ctx, domain.TokenDigest(token))
+	if err != nil {
+		return domain.Credential{}, err
+	}
+	if err := c.Usable(); err != nil {
+		return domain.Credential{}, err
+	}
+	return c, nil
+}
+
+// Credentials bundles the credential use cases.
+type Credentials struct {
+	Mint         MintSessionCredential
+	Revoke       RevokeSessionCredential
+	Authenticate AuthenticateSessionCredential
+}
+
+// NewCredentials wires the credential use cases over one repository and
+// clock.
+func NewCredentials(repo CredentialRepository, clk clock.Clock) Credentials {
+	return Credentials{
+		Mint:         MintSessionCredential{Repo: repo, Clock: clk},
+		Revoke:       RevokeSessionCredential{Repo: repo, Clock: clk},
+		Authenticate: AuthenticateSessionCredential{Repo: repo},
+	}
+}

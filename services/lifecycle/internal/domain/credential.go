@@ -1,0 +1,248 @@
+package domain
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
+)
+
+// Credential is a session credential as lifecycle keeps it: minted per
+// session for its agent, acting only as that session within its scopes.
+// The token itself is never stored, only its SHA-256 digest, so it exists
+// in clear only in the answer to its mint.
+type Credential struct {
+	ID        string // a UUID, safe to show and log
+	SessionID int64
+	Scopes    []string
+	CreatedAt time.Time
+	// RevokedAt and RevokedReason are set once, when the credential stops
+	// opening anything: revoked by an admin, or its session archived or
+	// deleted.
+	RevokedAt     *time.Time
+	RevokedReason string
+}
+
+// MintedCredential is a new credential with its token: the only time the
+// token is known.
+type MintedCredential struct {
+	Credential
+	Token string
+}
+
+// CredentialSecretBytes is how many random bytes a token carries.
+const CredentialSecretBytes = 32
+
+// TokenDigest is what lifecycle stores of a token and looks it up by.
+func TokenDigest(token string) []byte {
+	d := sha256.Sum256([]byte(token))
+	return d[:]
+}
+
+// MintCredential decides a new credential for s: its scopes are the ones
+// s's tool groups grant (rules.ToolGroupScopes), its token the prefix and
+// secret. An archived session gets none: archive revokes its credentials,
+// and a new one would open nothing it may still do.
+func MintCredential(s Session, id string, secret []byte, now time.Time) (MintedCredential, error) {
+	if len(secret) != CredentialSecretBytes {
+		return MintedCredential{}, fmt.Errorf("mint a credential: the secret has %d bytes, want %d", len(secret), CredentialSecretBytes)
+	}
+	if s.Status == StatusArchived {
+		return MintedCredential{}, &PreconditionError{Reason: fmt.Sprintf(
+			"session #%d is archived, and archiving revoked its credentials; restore it (unarchive) before minting one", s.ID)}
+	}
+	return MintedCredential{
+		Credential: Credential{ID: id, SessionID: s.ID, Scopes: rules.ToolGroupScopes(s.MCPToolGroups), CreatedAt: now},
+		Token:      rules.SessionCredentialPrefix + base64.RawURLEncoding.EncodeToString(secret),
+	}, nil
+}
+
+// Usable is nil for a live credential, else the error every call with it
+// meets, naming why it stopped.
+func (c Credential) Usable() error {
+	if c.RevokedAt == nil {
+		return nil
+	}
+	return &CredentialError{Reason: "credential revoked: " + c.RevokedReason}
+}
+
+// Revoke revokes a live credential for reason; a revoked one keeps its
+// first revocation, so revoking is idempotent and the reason a caller is
+// told never changes.
+func (c Credential) Revoke(reason string, now time.Time) Credential {
+	if c.RevokedAt == nil {
+		c.RevokedAt, c.RevokedReason = &now, reason
+	}
+	return c
+}
+
+// RevokedByArchive is the reason archive revokes with, as a later caller
+// is told it ("credential revoked: session #12 was archived").
+func RevokedByArchive(sessionID int64) string {
+	return fmt.Sprintf("session #%d was archived", sessionID)
+}
+
+// RevokedByDelete is the reason hard delete revokes with.
+func RevokedByDelete(sessionID int64) string {
+	return fmt.Sprintf("session #%d was deleted", sessionID)
+}
+
+// RevokedBy is the reason an explicit revocation gives: who revoked it.
+func RevokedBy(who string) string { return who + " revoked it" }
+
+// credentialRevoked is the timeline line of a revocation: the id, and the
+// reason every later call with the credential is told.
+const credentialRevoked = "[Credentials] session credential %s revoked: %s"
+
+// CredentialMintedLine is the timeline line of a mint: the credential's id
+// and scopes and who minted it, never its token.
+func CredentialMintedLine(c Credential, by string) TimelineEntry {
+	return TimelineEntry{Kind: TimelineNote, Message: Attributed(fmt.Sprintf("[Credentials] session credential %s minted (scopes: %s)",
+		c.ID, strings.Join(c.Scopes, ", ")), by)}
+}
+
+// CredentialRevokedLine is the timeline line of a revoked credential. Its
+// reason names the principal (RevokedBy) or the archive that revoked it,
+// whose own line names its principal.
+func CredentialRevokedLine(c Credential) TimelineEntry {
+	return TimelineEntry{Kind: TimelineNote, Message: fmt.Sprintf(credentialRevoked, c.ID, c.RevokedReason)}
+}
+
+// CredentialRevokedTemplate is CredentialRevokedLine for reason with the
+// id left as Postgres format()'s %s: archive and delete learn which
+// credentials they revoke only as they revoke them, in the same statement.
+func CredentialRevokedTemplate(reason string) string {
+	return fmt.Sprintf(credentialRevoked, "%s", strings.ReplaceAll(reason, "%", "%%"))
+}
+
+// ParseCredentialID checks a credential id a caller sent.
+func ParseCredentialID(id string) error {
+	if id == "" {
+		return validation.Invalid("credential_id", "is required: the id the mint answered")
+	}
+	if !uuidShape(id) {
+		return validation.Invalid("credential_id", "%s is not a credential id; give the id the mint answered (a UUID)", strconv.QuoteToASCII(cut(id, 40)))
+	}
+	return nil
+}
+
+// uuidShape reports whether s is written as a UUID (8-4-4-4-12 hex).
+func uuidShape(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, r := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if r != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ValidateToolGroups checks the groups a session is created with: each
+// one rules knows.
+func ValidateToolGroups(vs *validation.Violations, groups []string) {
+	for i, g := range groups {
+		if !slices.Contains(rules.ToolGroups(), g) {
+			vs.Add(fmt.Sprintf("mcp_tool_groups[%d]", i), "%s is not a tool group; use %s",
+				strconv.QuoteToASCII(cut(g, 40)), strings.Join(rules.ToolGroups(), " or "))
+		}
+	}
+}
+
+// NormalizeToolGroups is groups as a session keeps them: each once, in
+// rules' order; the default when none are named.
+func NormalizeToolGroups(groups []string) []string {
+	if len(groups) == 0 {
+		return rules.DefaultToolGroups()
+	}
+	out := []string{}
+	for _, g := range rules.ToolGroups() {
+		if slices.Contains(groups, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// SelfEditable checks a patch a session credential sends about its own
+// session: the fields its self_session tools edit (title, notes,
+// heartbeat), nothing that would move it ahead of others or rename it
+// (scheduling_class, precedence, slug, goal, custom_metadata), which stay
+// with operator keys.
+func (p Patch) SelfEditable(sessionID int64) error {
+	var others []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"slug", p.Slug != nil}, {"goal", p.Goal != nil}, {"scheduling_class", p.SchedulingClass != nil},
+		{"precedence", p.Precedence != nil}, {"custom_metadata", p.CustomMetadata != nil},
+	} {
+		if f.set {
+			others = append(others, f.name)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	return &ForbiddenError{Reason: fmt.Sprintf(
+		"session #%d's credential may edit only its title, notes and heartbeat; %s need an operator key", sessionID, strings.Join(others, ", "))}
+}
+
+// Errors of who may do what. The transports map them: ErrUnauthenticated
+// to Unauthenticated (REST 401), ErrForbidden to PermissionDenied (403),
+// ErrPrecondition to FailedPrecondition (422).
+var (
+	ErrUnauthenticated = errors.New("unauthenticated")
+	ErrForbidden       = errors.New("forbidden")
+	ErrPrecondition    = errors.New("failed precondition")
+)
+
+// CredentialError says why a session credential opens nothing: unknown,
+// or revoked and why.
+type CredentialError struct{ Reason string }
+
+func (e *CredentialError) Error() string { return e.Reason }
+
+func (e *CredentialError) Unwrap() error { return ErrUnauthenticated }
+
+// UnknownCredential is the error of a token no credential has.
+func UnknownCredential() *CredentialError {
+	return &CredentialError{Reason: "unknown session credential: no credential was minted with this token"}
+}
+
+// ForbiddenError says what the caller may not do, and what would.
+type ForbiddenError struct{ Reason string }
+
+func (e *ForbiddenError) Error() string { return e.Reason }
+
+func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
+
+// NotYourSession is the refusal of a session credential acting on
+// another session.
+func NotYourSession(own int64, target SessionRef) *ForbiddenError {
+	return &ForbiddenError{Reason: fmt.Sprintf(
+		"session #%d's credential may act only on its own session, not on session %s; that needs an operator key", own, target)}
+}
+
+// PreconditionError is a valid request the state of things refuses.
+type PreconditionError struct{ Reason string }
+
+func (e *PreconditionError) Error() string { return e.Reason }
+
+func (e *PreconditionError) Unwrap() error { return ErrPrecondition }
