@@ -1,0 +1,172 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
+	"github.com/zimmerhq/zimmer/gateway/openapi"
+	accessv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
+	"github.com/zimmerhq/zimmer/services/platform/grpcserver"
+)
+
+// adminOperations are the REST operations an operator key may not call:
+// the machine's low-level driver and hard delete (and whatever else the
+// access classes make admin; the walk below derives those and requires
+// these among them).
+var adminOperations = []string{"LifecycleService_DeleteSession", "LifecycleService_TransitionSession"}
+
+// actionArgs are arguments each action of action_session is called with in
+// the walk; an action missing here fails the walk, so a new one is walked.
+var actionArgs = map[string]map[string]any{
+	"pause":         {"session_id": "1"},
+	"sleep":         {"session_id": "1"},
+	"archive":       {"session_id": "1"},
+	"bulk_archive":  {"session_ids": []any{1}},
+	"unarchive":     {"session_id": "1"},
+	"restart":       {"session_id": "1"},
+	"fail":          {"session_id": "1", "failure_reason": "walked"},
+	"update_title":  {"session_id": "1", "title": "walked"},
+	"update_notes":  {"session_id": "1", "notes": "walked"},
+	"set_heartbeat": {"session_id": "1", "enabled": true},
+	"transition":    {"session_id": "1", "event": "start"},
+}
+
+// toolArgs are the other tools' arguments in the walk.
+var toolArgs = map[string]map[string]any{
+	mcp.ToolQuickSearchSessions:  {"q": "walked"},
+	mcp.ToolStartSession:         {"prompt": "walked", "git_root": "/r"},
+	mcp.ToolGetSession:           {"session_id": "1"},
+	mcp.ToolGetSessionProvenance: {"session_id": "1"},
+}
+
+// TestEachKeyReachesExactlyItsRoutesAndTools extends
+// TestNoPublicSurfaceWritesHumanMessages's walk with who may do what: every
+// REST route of the OpenAPI document and every MCP tool (each action of
+// action_session) is called with an operator key and with an admin key.
+// The admin key reaches every one; the operator key every one but the
+// admin methods, which answer 403 (a tool error over MCP) naming the admin
+// scope, and never reach lifecycle.
+func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+		} `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(openapi.Spec, &doc))
+	param := regexp.MustCompile(`\{[^}]+\}`)
+	type route struct{ method, path, rpc string }
+	var routes []route
+	var admin []string
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			svc, rpc, ok := strings.Cut(op.OperationID, "_")
+			require.True(t, ok, "%s %s: operation %q", method, path, op.OperationID)
+			routes = append(routes, route{strings.ToUpper(method), param.ReplaceAllString(path, "1"), rpc})
+			if grpcserver.Access("/zimmer.lifecycle.v1."+svc+"/"+rpc).GetClass() == accessv1.Class_CLASS_ADMIN {
+				admin = append(admin, op.OperationID)
+			}
+		}
+	}
+	for _, op := range adminOperations {
+		require.Contains(t, admin, op)
+	}
+
+	for _, key := range []struct {
+		name, key string
+		admin     bool
+	}{{"operator key", testKey, false}, {"admin key", adminKey, true}} {
+		t.Run(key.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupProvenance(t, provenanceOpts{})
+			var refusedREST, refusedTools []string
+			for _, r := range routes {
+				before := len(b.fake.Calls(r.rpc))
+				resp := b.do(t, r.method, r.path, "{}", "X-API-Key", key.key)
+				reached := len(b.fake.Calls(r.rpc)) > before
+				if resp.status == http.StatusForbidden {
+					require.False(t, reached, "%s %s: refused, yet it reached lifecycle", r.method, r.path)
+					require.Equal(t, r.rpc+" needs an admin key (ZIMMER_ADMIN_API_KEYS); this operator key lacks the admin scope", resp.errorText(t))
+					refusedREST = append(refusedREST, "LifecycleService_"+r.rpc)
+					continue
+				}
+				require.True(t, reached, "%s %s answered %d without reaching lifecycle: %s", r.method, r.path, resp.status, resp.body)
+			}
+
+			c, err := mcpClient(t, b.url+"/mcp", key.key)
+			require.NoError(t, err)
+			list, err := c.ListTools(t.Context(), mcpgo.ListToolsRequest{})
+			require.NoError(t, err)
+			var walked []string
+			for _, tool := range list.Tools {
+				calls := map[string]map[string]any{tool.Name: toolArgs[tool.Name]}
+				if tool.Name == mcp.ToolActionSession {
+					calls = map[string]map[string]any{}
+					for _, action := range actionEnum(t, tool) {
+						args, ok := actionArgs[action]
+						require.True(t, ok, "action %s: give it arguments in actionArgs", action)
+						with := map[string]any{"action": action}
+						for k, v := range args {
+							with[k] = v
+						}
+						calls[tool.Name+" "+action] = with
+					}
+				} else {
+					require.NotNil(t, toolArgs[tool.Name], "tool %s: give it arguments in toolArgs", tool.Name)
+				}
+				for name, args := range calls {
+					walked = append(walked, name)
+					before := len(b.fake.Calls())
+					res, err := c.CallTool(t.Context(), callRequest(tool.Name, args))
+					require.NoError(t, err, name)
+					reached := len(b.fake.Calls()) > before
+					if res.IsError && strings.Contains(textOf(res), "needs an admin key (ZIMMER_ADMIN_API_KEYS)") {
+						require.False(t, reached, "%s: refused, yet it reached lifecycle", name)
+						refusedTools = append(refusedTools, name)
+						continue
+					}
+					require.True(t, reached, "%s: %s", name, textOf(res))
+					require.False(t, res.IsError, "%s: %s", name, textOf(res))
+				}
+			}
+			require.Len(t, walked, len(toolArgs)+len(actionArgs), "every tool and action walked: %v", walked)
+
+			slices.Sort(refusedREST)
+			slices.Sort(admin)
+			slices.Sort(refusedTools)
+			if key.admin {
+				require.Empty(t, refusedREST, "an admin key reaches every route")
+				require.Empty(t, refusedTools, "an admin key reaches every tool")
+				return
+			}
+			require.Equal(t, admin, refusedREST, "an operator key reaches exactly the non-admin routes")
+			require.Equal(t, []string{mcp.ToolActionSession + " transition"}, refusedTools, "and every tool but the driver")
+		})
+	}
+}
+
+// actionEnum is the action argument's enum in tool's input schema.
+func actionEnum(t *testing.T, tool mcpgo.Tool) []string {
+	t.Helper()
+	prop, ok := tool.InputSchema.Properties["action"].(map[string]any)
+	require.True(t, ok, "action_session has an action argument")
+	var names []string
+	switch enum := prop["enum"].(type) {
+	case []string:
+		names = enum
+	case []any:
+		for _, e := range enum {
+			names = append(names, e.(string))
+		}
+	}
+	require.NotEmpty(t, names)
+	return names
+}
