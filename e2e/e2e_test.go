@@ -89,14 +89,11 @@ func TestEndToEnd(t *testing.T) {
 		require.Contains(t, body, "/api/v1/sessions")
 	})
 
-	lifecycleConn, err := grpcclient.Dial(s.addr["lifecycle"], s.apiKey)
-	require.NoError(t, err)
-	defer lifecycleConn.Close()
-	lifecycle := lifecyclev1.NewLifecycleServiceClient(lifecycleConn)
-	lineageConn, err := grpcclient.Dial(s.addr["lineage"], s.apiKey)
-	require.NoError(t, err)
-	defer lineageConn.Close()
-	lineage := lineagev1.NewLineageServiceClient(lineageConn)
+	// The harness drives the machine with make run's key (an admin key),
+	// and records uncle edges as the queue would: RecordUncleEdge is
+	// internal.
+	lifecycle := lifecyclev1.NewLifecycleServiceClient(s.dial("lifecycle", s.asAdmin()))
+	lineage := lineagev1.NewLineageServiceClient(s.dial("lineage", s.asService("queue")))
 
 	t.Run("gRPC", func(t *testing.T) {
 		ctx := context.Background()

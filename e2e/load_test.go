@@ -59,14 +59,8 @@ func TestSessionDetailLatency(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
 
-	lifecycleConn, err := grpcclient.Dial(s.addr["lifecycle"], s.apiKey)
-	require.NoError(t, err)
-	defer lifecycleConn.Close()
-	lifecycle := lifecyclev1.NewLifecycleServiceClient(lifecycleConn)
-	lineageConn, err := grpcclient.Dial(s.addr["lineage"], s.apiKey)
-	require.NoError(t, err)
-	defer lineageConn.Close()
-	provenance := lineagev1.NewProvenanceServiceClient(lineageConn)
+	lifecycle := lifecyclev1.NewLifecycleServiceClient(s.dial("lifecycle", s.asAdmin()))
+	provenance := lineagev1.NewProvenanceServiceClient(s.dial("lineage", s.asAdmin()))
 
 	t0 := time.Now()
 	lone, bound, total := buildBoundTree(t, lifecycle)

@@ -32,10 +32,9 @@ func TestProvenance(t *testing.T) {
 	s := newStack(t)
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
 	ctx := context.Background()
-	conn, err := grpcclient.Dial(s.addr["lineage"], s.apiKey)
-	require.NoError(t, err)
-	defer conn.Close()
-	provenance := lineagev1.NewProvenanceServiceClient(conn)
+	// The roster and human messages are internal: this test records them
+	// as the gateway's boundaries do, as a Zimmer service.
+	provenance := lineagev1.NewProvenanceServiceClient(s.dial("lineage", s.asService("gateway")))
 
 	router := createREST(t, api, `{"prompt":"route","git_root":"g","title":"Router","slug":"prov-router"}`)
 	worker := createREST(t, api, fmt.Sprintf(`{"prompt":"work","git_root":"g","parent_session_id":%d}`, router))
@@ -92,7 +91,7 @@ func TestProvenance(t *testing.T) {
 
 	// Julie's Slack ID, set here too so that what follows does not depend
 	// on the roster test passing.
-	_, err = provenance.UpdateUser(ctx, &lineagev1.UpdateUserRequest{Key: "juliehazz", SlackUserIds: []string{"U42"}, SetSlackUserIds: true})
+	_, err := provenance.UpdateUser(ctx, &lineagev1.UpdateUserRequest{Key: "juliehazz", SlackUserIds: []string{"U42"}, SetSlackUserIds: true})
 	require.NoError(t, err)
 
 	// 26 messages from the web UI's admin, alternating between the two

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
@@ -29,11 +30,17 @@ var services = []string{"lifecycle", "lineage", "queue", "runner", "notification
 // gateway, built from this checkout, on free loopback ports, each with its
 // own database on the test Postgres and the test Temporal dev server.
 type stack struct {
-	t        *testing.T
-	bin      string
-	logs     string
-	apiKey   string
-	temporal string
+	t    *testing.T
+	bin  string
+	logs string
+	// apiKey is what make run generates: an operator key that is also an
+	// admin key. operatorKey is an operator key only. internalToken is the
+	// services' identity (ZIMMER_INTERNAL_TOKEN), given to the services
+	// and the gateway, never to a client.
+	apiKey        string
+	operatorKey   string
+	internalToken string
+	temporal      string
 	dbURL    map[string]string // service → database URL
 	addr     map[string]string // service or "gateway" → address
 	procs    map[string]*exec.Cmd
@@ -59,8 +66,10 @@ func newStack(t *testing.T) *stack {
 		t:        t,
 		bin:      buildBinaries(t),
 		logs:     t.TempDir(),
-		apiKey:   "e2e-" + fmt.Sprint(time.Now().UnixNano()),
-		temporal: temporalAddress(t),
+		apiKey:        "e2e-" + fmt.Sprint(time.Now().UnixNano()),
+		operatorKey:   "e2e-operator-" + fmt.Sprint(time.Now().UnixNano()),
+		internalToken: "e2e-internal-" + fmt.Sprint(time.Now().UnixNano()),
+		temporal:      temporalAddress(t),
 		dbURL:    map[string]string{},
 		addr:     map[string]string{},
 		procs:    map[string]*exec.Cmd{},
@@ -86,7 +95,10 @@ func (s *stack) env(name string) []string {
 	env := append(os.Environ(),
 		"TEMPORAL_ADDRESS="+s.temporal,
 		"TEMPORAL_NAMESPACE=default",
-		"ZIMMER_API_KEYS="+s.apiKey,
+		// As make run wires them (docs/security.md).
+		"ZIMMER_API_KEYS="+s.apiKey+","+s.operatorKey,
+		"ZIMMER_ADMIN_API_KEYS="+s.apiKey,
+		"ZIMMER_INTERNAL_TOKEN="+s.internalToken,
 	)
 	if name == "gateway" {
 		env = append(env, "GATEWAY_HTTP_ADDR="+s.addr["gateway"])
@@ -182,7 +194,7 @@ func (s *stack) stopAll() {
 
 func (s *stack) waitHealthy(svc string) {
 	s.t.Helper()
-	conn, err := grpcclient.Dial(s.addr[svc], "")
+	conn, err := grpcclient.Dial(s.addr[svc], grpcclient.Anonymous())
 	require.NoError(s.t, err)
 	defer conn.Close()
 	require.Eventually(s.t, func() bool {
@@ -191,6 +203,25 @@ func (s *stack) waitHealthy(svc string) {
 		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 		return err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING
 	}, 60*time.Second, 100*time.Millisecond, "%s never became healthy", svc)
+}
+
+// dial connects to a service's gRPC address as id; the connection closes
+// when the test ends.
+func (s *stack) dial(svc string, id grpcclient.Identity) *grpc.ClientConn {
+	s.t.Helper()
+	conn, err := grpcclient.Dial(s.addr[svc], id)
+	require.NoError(s.t, err)
+	s.t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// asAdmin, asOperator and asService are the identities a direct gRPC
+// caller can present: make run's key (an admin key), an operator key, or
+// a Zimmer service's name with the internal token.
+func (s *stack) asAdmin() grpcclient.Identity    { return grpcclient.WithKey(s.apiKey) }
+func (s *stack) asOperator() grpcclient.Identity { return grpcclient.WithKey(s.operatorKey) }
+func (s *stack) asService(name string) grpcclient.Identity {
+	return grpcclient.AsService(name, s.internalToken)
 }
 
 func (s *stack) waitGateway() {

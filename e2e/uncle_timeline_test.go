@@ -24,10 +24,8 @@ func TestUncleEdgeOutcomesOnBothTimelines(t *testing.T) {
 	s := newStack(t)
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
 	ctx := context.Background()
-	conn, err := grpcclient.Dial(s.addr["lineage"], s.apiKey)
-	require.NoError(t, err)
-	defer conn.Close()
-	lineage := lineagev1.NewLineageServiceClient(conn)
+	// Uncle edges are recorded by the queue and interrupt paths: internal.
+	lineage := lineagev1.NewLineageServiceClient(s.dial("lineage", s.asService("queue")))
 
 	senior := createREST(t, api, `{"prompt":"route","git_root":"g","title":"Router"}`)
 	junior := createREST(t, api, `{"prompt":"work","git_root":"g","title":"Worker"}`)
