@@ -41,10 +41,10 @@ type stack struct {
 	operatorKey   string
 	internalToken string
 	temporal      string
-	dbURL    map[string]string // service → database URL
-	addr     map[string]string // service or "gateway" → address
-	procs    map[string]*exec.Cmd
-	mu       sync.Mutex
+	dbURL         map[string]string // service → database URL
+	addr          map[string]string // service or "gateway" → address
+	procs         map[string]*exec.Cmd
+	mu            sync.Mutex
 }
 
 func temporalAddress(t *testing.T) string {
@@ -63,16 +63,16 @@ func newStack(t *testing.T) *stack {
 	t.Helper()
 	admin := pgtest.AdminURL(t)
 	s := &stack{
-		t:        t,
-		bin:      buildBinaries(t),
-		logs:     t.TempDir(),
+		t:             t,
+		bin:           buildBinaries(t),
+		logs:          t.TempDir(),
 		apiKey:        "e2e-" + fmt.Sprint(time.Now().UnixNano()),
 		operatorKey:   "e2e-operator-" + fmt.Sprint(time.Now().UnixNano()),
 		internalToken: "e2e-internal-" + fmt.Sprint(time.Now().UnixNano()),
 		temporal:      temporalAddress(t),
-		dbURL:    map[string]string{},
-		addr:     map[string]string{},
-		procs:    map[string]*exec.Cmd{},
+		dbURL:         map[string]string{},
+		addr:          map[string]string{},
+		procs:         map[string]*exec.Cmd{},
 	}
 	for _, svc := range services {
 		s.dbURL[svc] = createDatabase(t, admin, fmt.Sprintf("e2e_%s_%d", svc, time.Now().UnixNano()))
