@@ -27,7 +27,7 @@ func main() {
 // run is main with its dependencies passed in: it serves until ctx is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) > 0 {
-		return fmt.Errorf("unexpected arguments %q; usage: gateway (configured by GATEWAY_* and ZIMMER_API_KEYS)", args)
+		return fmt.Errorf("unexpected arguments %q; usage: gateway (configured by GATEWAY_*, ZIMMER_API_KEYS, ZIMMER_ADMIN_API_KEYS and ZIMMER_INTERNAL_TOKEN)", args)
 	}
 	cfg, err := config.Load(ctx, getenv)
 	if err != nil {
