@@ -102,11 +102,11 @@ func TestUpdateSessionNotes(t *testing.T) {
 	for _, l := range b.timeline(t, s.GetId()) {
 		lines = append(lines, l.GetKind()+": "+l.GetMessage())
 	}
-	require.Equal(t, []string{
+	require.Equal(t, byAdmin(
 		"note: [Session] updated notes",
 		"transition: [State Machine] waiting → running (start)",
 		"note: [Session] updated notes",
-	}, lines)
+	), lines)
 }
 
 func TestDeleteSession(t *testing.T) {

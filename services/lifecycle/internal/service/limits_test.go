@@ -239,12 +239,12 @@ func TestRestoreAndBulkArchiveLines(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 1, resp.GetArchivedCount())
 		lines := b.timeline(t, s.GetId())
-		require.Equal(t, "[State Machine] Session moved to trash "+tt.line, lines[len(lines)-1].GetMessage())
+		require.Equal(t, byAdmin("[State Machine] Session moved to trash "+tt.line), []string{lines[len(lines)-1].GetMessage()})
 	}
 
 	s := b.create(t, &lifecyclev1.CreateSessionRequest{})
 	_, err := b.client.ArchiveSession(surface.Outgoing(ctx, surface.MCPSelf), &lifecyclev1.ArchiveSessionRequest{SessionId: fmt.Sprint(s.GetId())})
 	require.NoError(t, err)
 	lines := b.timeline(t, s.GetId())
-	require.Equal(t, "[State Machine] Session moved to trash by an undeclared caller via the self-session MCP server", lines[len(lines)-1].GetMessage())
+	require.Equal(t, byAdmin("[State Machine] Session moved to trash by an undeclared caller via the self-session MCP server"), []string{lines[len(lines)-1].GetMessage()})
 }

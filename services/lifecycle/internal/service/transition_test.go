@@ -97,14 +97,14 @@ func TestTransitionsOverGRPC(t *testing.T) {
 	for _, l := range b.timeline(t, s.GetId()) {
 		lines = append(lines, l.GetKind()+": "+l.GetMessage())
 	}
-	require.Equal(t, []string{
+	require.Equal(t, byAdmin(
 		"transition: [State Machine] waiting → running (start)",
 		"transition: [State Machine] running → needs_input (pause)",
 		"warning: [State Machine] goal mentions a pull request but no PR URL was recorded for this session yet",
 		"refusal: [State Machine] refused: cannot pause session 1: it is needs_input, and pause is only possible from running",
 		"transition: [State Machine] Session moved to trash by session #5225 via the MCP API",
 		"transition: [State Machine] archived → needs_input (unarchive_to_needs_input)",
-	}, lines)
+	), lines)
 
 	var names []string
 	for _, e := range b.events(t, s.GetId()) {
@@ -183,7 +183,7 @@ func TestTransitionSessionFiresTheRawEvent(t *testing.T) {
 	for _, l := range b.timeline(t, id) {
 		lines = append(lines, l.GetKind()+": "+l.GetMessage())
 	}
-	require.Equal(t, []string{
+	require.Equal(t, byAdmin(
 		"transition: [State Machine] waiting → running (start)",
 		fmt.Sprintf("refusal: [State Machine] refused: cannot sleep session %d: it is running, and sleep is only possible from needs_input", id),
 		"transition: [State Machine] running → needs_input (pause)",
@@ -191,7 +191,7 @@ func TestTransitionSessionFiresTheRawEvent(t *testing.T) {
 		"transition: [State Machine] Session moved to trash by session #77 via the REST API",
 		"transition: [State Machine] archived → failed (unarchive_to_failed)",
 		fmt.Sprintf("transition: [State Machine] Session moved to trash by session #%d via the self-session MCP server", id),
-	}, lines)
+	), lines)
 }
 
 func TestSleepDefersOnARunningSession(t *testing.T) {
