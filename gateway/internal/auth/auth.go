@@ -6,11 +6,14 @@ package auth
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
@@ -38,6 +41,9 @@ type Authenticator struct {
 	Admins    apikey.Set
 	// Sessions resolves session credentials; nil refuses them.
 	Sessions SessionResolver
+	// Logger logs session credentials that could not be checked (nil: not
+	// logged).
+	Logger *slog.Logger
 }
 
 // Open reports whether no key is configured: the gateway then lets every
@@ -74,6 +80,11 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (princip
 func Require(a *Authenticator, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := a.Authenticate(r.Context(), apikey.FromRequest(r))
+		var unchecked *ResolveError
+		if errors.As(err, &unchecked) {
+			a.unchecked(w, r, unchecked)
+			return
+		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="zimmer"`)
 			jsonhttp.WriteError(w, http.StatusUnauthorized, err.Error())
@@ -81,6 +92,25 @@ func Require(a *Authenticator, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
 	})
+}
+
+// unchecked answers a request whose session credential could not be
+// checked: retry shortly when lifecycle is unavailable, an internal error
+// (logged) otherwise.
+func (a *Authenticator) unchecked(w http.ResponseWriter, r *http.Request, err *ResolveError) {
+	switch status.Code(err.Err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		jsonhttp.WriteError(w, http.StatusServiceUnavailable, "the session credential could not be checked: the lifecycle service is unavailable; retry shortly")
+		return
+	case codes.Canceled:
+		jsonhttp.WriteError(w, http.StatusServiceUnavailable, "request canceled")
+		return
+	}
+	if a.Logger != nil {
+		a.Logger.ErrorContext(r.Context(), "lifecycle refused to check a session credential for the gateway; "+
+			"give the gateway the services' ZIMMER_INTERNAL_TOKEN", "error", err)
+	}
+	jsonhttp.WriteError(w, http.StatusInternalServerError, "internal error")
 }
 
 // ForwardPrincipal is the gateway's client interceptor: a call whose context

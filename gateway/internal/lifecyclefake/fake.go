@@ -219,3 +219,18 @@ func (s *Server) ListSessionEvents(ctx context.Context, req *lifecyclev1.ListSes
 func (s *Server) TransitionSession(ctx context.Context, req *lifecyclev1.TransitionSessionRequest) (*lifecyclev1.TransitionSessionResponse, error) {
 	return answer[*lifecyclev1.TransitionSessionResponse](ctx, s, "TransitionSession", req)
 }
+
+// MintSessionCredential implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) MintSessionCredential(ctx context.Context, req *lifecyclev1.MintSessionCredentialRequest) (*lifecyclev1.MintSessionCredentialResponse, error) {
+	return answer[*lifecyclev1.MintSessionCredentialResponse](ctx, s, "MintSessionCredential", req)
+}
+
+// RevokeSessionCredential implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) RevokeSessionCredential(ctx context.Context, req *lifecyclev1.RevokeSessionCredentialRequest) (*lifecyclev1.RevokeSessionCredentialResponse, error) {
+	return answer[*lifecyclev1.RevokeSessionCredentialResponse](ctx, s, "RevokeSessionCredential", req)
+}
+
+// AuthenticateSessionCredential implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) AuthenticateSessionCredential(ctx context.Context, req *lifecyclev1.AuthenticateSessionCredentialRequest) (*lifecyclev1.AuthenticateSessionCredentialResponse, error) {
+	return answer[*lifecyclev1.AuthenticateSessionCredentialResponse](ctx, s, "AuthenticateSessionCredential", req)
+}

@@ -191,8 +191,17 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 		via = surface.MCPSelf
 	}
 	a := readArgs(req, acceptedArgs(offered))
+	if sel.session != 0 {
+		if res := a.actAs(sel.session); res != nil {
+			return res, nil
+		}
+	}
 	action := a.word("action")
 	if !slices.Contains(offered, action) {
+		if _, known := findAction(action); known && sel.session != 0 {
+			return mcpgo.NewToolResultError(fmt.Sprintf("action %q is not open to a session credential, which offers only %s about its own session; "+
+				"acting on a session's lifecycle otherwise needs an operator key", action, strings.Join(offered, ", "))), nil
+		}
 		return mcpgo.NewToolResultError(refuseAction(action, offered, sel.actions != nil)), nil
 	}
 	def, _ := findAction(action)

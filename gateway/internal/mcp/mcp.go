@@ -24,6 +24,7 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/platform/principal"
 )
 
 // Tool names.
@@ -211,13 +212,21 @@ type selection struct {
 	// actions are the action_session actions offered when only narrowed
 	// groups select it (see groupActions); nil: every action.
 	actions []string
+	// session is the session a session credential acts as (0 for keys):
+	// its selection is its credential's, and acting_session_id is its own.
+	session int64
 }
 
 type selectionKey struct{}
 
 // withSelection reads tool_groups (comma-separated, possibly repeated) into
 // the request context. No parameter, or an empty one, selects every group.
+// A session credential's selection is its scopes', whatever tool_groups
+// asks (credentialSelection).
 func withSelection(ctx context.Context, r *http.Request) context.Context {
+	if p, ok := principal.FromContext(r.Context()); ok && p.Kind == principal.Session {
+		return context.WithValue(ctx, selectionKey{}, credentialSelection(p))
+	}
 	return context.WithValue(ctx, selectionKey{}, parseSelection(r.URL.Query()["tool_groups"]))
 }
 

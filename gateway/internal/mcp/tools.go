@@ -58,6 +58,10 @@ func startSessionTool() mcpgo.Tool {
 			mcpgo.Description(fmt.Sprintf("%q (default) or %q.", rules.SchedulingPriority, rules.SchedulingSpot))),
 		mcpgo.WithInteger("precedence", mcpgo.Description("Ordering among sessions of the same scheduling class.")),
 		mcpgo.WithObject("custom_metadata", mcpgo.Description("A free-form JSON object stored with the session.")),
+		mcpgo.WithArray("mcp_tool_groups", mcpgo.Items(map[string]any{"type": "string", "enum": rules.ToolGroups()}),
+			mcpgo.Description("The MCP tool groups the session's credentials open: \""+rules.ToolGroupSelfSession+"\" (its own session's tools; every "+
+				"credential has them) and \""+rules.ToolGroupSessions+"\" (read every session, start children of its own). Default [\""+
+				rules.ToolGroupSessions+"\"].")),
 		mcpgo.WithReadOnlyHintAnnotation(false),
 		mcpgo.WithDestructiveHintAnnotation(false),
 		mcpgo.WithIdempotentHintAnnotation(false),

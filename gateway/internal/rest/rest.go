@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/auth"
 	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
 	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
 	"github.com/zimmerhq/zimmer/gateway/internal/sessionref"
@@ -229,6 +230,8 @@ func (m *marshaler) decode(r io.Reader, v any) error {
 // 200, by response message. `make proto` documents them from here.
 var successStatuses = map[protoreflect.FullName]int{
 	(&lifecyclev1.CreateSessionResponse{}).ProtoReflect().Descriptor().FullName(): http.StatusCreated,
+	// A credential is created: its token is in this answer only.
+	(&lifecyclev1.MintSessionCredentialResponse{}).ProtoReflect().Descriptor().FullName(): http.StatusCreated,
 	// 204 carries no body: net/http drops the "{}" the gateway writes.
 	(&lifecyclev1.DeleteSessionResponse{}).ProtoReflect().Descriptor().FullName(): http.StatusNoContent,
 }
@@ -279,7 +282,7 @@ func (h *handler) serviceError(ctx context.Context, _ *runtime.ServeMux, _ runti
 	switch {
 	case p.Internal():
 		h.logger.ErrorContext(ctx, "service call failed", "rpc", method, "method", r.Method, "path", r.URL.Path, "code", p.Code.String(), "error", err)
-	case p.Code == codes.Unauthenticated:
+	case p.Code == codes.Unauthenticated && !auth.CredentialRefused(err):
 		h.logger.ErrorContext(ctx, "service rejected the gateway's identity; give the gateway and the services the same ZIMMER_INTERNAL_TOKEN",
 			"rpc", method, "error", err)
 	}

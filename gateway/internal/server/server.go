@@ -85,6 +85,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 		}
 	}
 	lifecycle := lifecyclev1.NewLifecycleServiceClient(lifecycleConn)
+	authn.Sessions, authn.Logger = auth.LifecycleSessions(lifecycle), logger
 	provenance := lineagev1.NewProvenanceServiceClient(lineageConn)
 	supervisorCreds := supervisor.Credentials{User: cfg.SupervisorUser, Password: cfg.SupervisorPassword}
 	if !supervisorCreds.Enabled() {

@@ -59,3 +59,9 @@ func ToolGroupScopes(groups []string) []string {
 // tells one from an API key without a lookup (grpcserver.SessionTokenPrefix
 // spells the same; a lifecycle test holds the two together).
 const SessionCredentialPrefix = "zsc_"
+
+// CredentialRefusedReason is the google.rpc.ErrorInfo reason lifecycle
+// attaches when it refuses a session credential (Unauthenticated: unknown,
+// or revoked and why), so a surface tells a refused credential from its
+// own call failing.
+const CredentialRefusedReason = "SESSION_CREDENTIAL_REFUSED"

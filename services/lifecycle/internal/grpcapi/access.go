@@ -6,9 +6,13 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
 )
 
@@ -110,6 +114,18 @@ func childOf(ctx context.Context, declared *int64) (*int64, error) {
 	}
 	own := p.SessionID
 	return &own, nil
+}
+
+// credentialRefused is the status of a refused session credential:
+// Unauthenticated in lifecycle's words, marked with an ErrorInfo so the
+// gateway tells it from a failure of its own call (a misconfigured
+// internal token is Unauthenticated too).
+func credentialRefused(err error) error {
+	st := status.New(codes.Unauthenticated, err.Error())
+	if marked, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: rules.CredentialRefusedReason, Domain: "lifecycle.zimmer"}); derr == nil {
+		st = marked
+	}
+	return st.Err()
 }
 
 func timestampOrNil(t *time.Time) *timestamppb.Timestamp {

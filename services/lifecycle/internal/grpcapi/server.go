@@ -142,7 +142,7 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 	case errors.Is(err, domain.ErrConflict):
 		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, domain.ErrUnauthenticated):
-		return status.Error(codes.Unauthenticated, err.Error())
+		return credentialRefused(err)
 	case errors.Is(err, domain.ErrForbidden):
 		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, domain.ErrPrecondition):
