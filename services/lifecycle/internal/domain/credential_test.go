@@ -97,7 +97,7 @@ func TestCredentialLinesNameTheCredentialNeverTheToken(t *testing.T) {
 	require.Equal(t, "[Credentials] session credential "+credentialID+" minted (scopes: self, sessions.read, sessions.start) (by admin key …abcd)", minted.Message)
 	require.NotContains(t, minted.Message, c.Token)
 
-	revoked := domain.CredentialRevokedLine(c.Credential.Revoke(domain.RevokedBy("admin key …abcd"), credentialNow))
+	revoked := domain.CredentialRevokedLine(c.Revoke(domain.RevokedBy("admin key …abcd"), credentialNow))
 	require.Equal(t, "[Credentials] session credential "+credentialID+" revoked: admin key …abcd revoked it", revoked.Message)
 }
 
