@@ -241,18 +241,18 @@ func TestBadInputIsRefusedWhole(t *testing.T) {
 		rest := createREST(t, api, `{"prompt":"p","git_root":"g"}`)
 		code, resp := api.do(t, "POST", "/api/v1/sessions/bulk_archive", fmt.Sprintf(`{"session_ids":["%d"],"force":true}`, rest))
 		require.Equal(t, http.StatusOK, code, resp)
-		require.Equal(t, "[State Machine] Session moved to trash by a caller of the REST API (bulk)", last(timeline(t, api, rest, "transition")))
+		require.Equal(t, "[State Machine] Session moved to trash by a caller of the REST API (bulk)"+adminSuffix(s.apiKey), last(timeline(t, api, rest, "transition")))
 
 		mcp := mcpConnect(t, s, "?tool_groups=sessions")
 		viaMCP := createREST(t, api, `{"prompt":"p","git_root":"g"}`)
 		res := callTool(t, mcp, "action_session", map[string]any{"action": "bulk_archive", "session_ids": []any{fmt.Sprint(viaMCP)}, "acting_session_id": acting, "force": true})
 		require.False(t, res.IsError, text(res))
-		require.Equal(t, fmt.Sprintf("[State Machine] Session moved to trash by session #%d via the MCP API (bulk)", acting), last(timeline(t, api, viaMCP, "transition")))
+		require.Equal(t, fmt.Sprintf("[State Machine] Session moved to trash by session #%d via the MCP API (bulk)", acting)+adminSuffix(s.apiKey), last(timeline(t, api, viaMCP, "transition")))
 
 		self := mcpConnect(t, s, "?tool_groups=self_session")
 		undeclared := createREST(t, api, `{"prompt":"p","git_root":"g"}`)
 		require.Equal(t, "archived", toolSession(t, callTool(t, self, "action_session", map[string]any{"action": "archive", "session_id": undeclared, "force": true}))["status"])
-		require.Equal(t, "[State Machine] Session moved to trash by an undeclared caller via the self-session MCP server", last(timeline(t, api, undeclared, "transition")))
+		require.Equal(t, "[State Machine] Session moved to trash by an undeclared caller via the self-session MCP server"+adminSuffix(s.apiKey), last(timeline(t, api, undeclared, "transition")))
 	})
 
 	t.Run("FuzzBodies", func(t *testing.T) { fuzzBodies(t, api, db) })

@@ -20,7 +20,6 @@ import (
 	"github.com/zimmerhq/zimmer/e2e/load"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
-	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 )
 
 // The tree at the hierarchy bounds (lineage's MaxDepth 8 and MaxNodes 150):

@@ -115,6 +115,7 @@ func driveMachine(t *testing.T, api restClient, id int64, steps []step, fire fir
 		if st.event == "archive" {
 			want = "[State Machine] Session moved to trash by " + st.archive
 		}
+		want += adminSuffix(api.key) // the caller, named after the spec's words
 		lines := timeline(t, api, id, "transition")
 		require.Equal(t, want, lines[len(lines)-1], "step %d", i)
 		from = st.to
@@ -226,7 +227,7 @@ func machineOverREST(t *testing.T, api restClient) {
 	code, resp = api.do(t, "PATCH", fmt.Sprintf("/api/v1/sessions/%d", id), `{"notes":"walked every row"}`)
 	require.Equal(t, http.StatusOK, code, resp)
 	require.Equal(t, "walked every row", getSession(t, api, id)["notes"])
-	require.Contains(t, timeline(t, api, id, "note"), "[Session] updated notes")
+	require.Contains(t, timeline(t, api, id, "note"), "[Session] updated notes"+adminSuffix(api.key))
 }
 
 // mcpConnect opens an initialized MCP client on the gateway.
@@ -325,6 +326,6 @@ func machineOverMCP(t *testing.T, s *stack, api restClient) {
 	archived := toolSession(t, callTool(t, self, "action_session", map[string]any{"action": "archive", "session_id": me, "acting_session_id": me, "force": true}))
 	require.Equal(t, "archived", archived["status"])
 	lines := timeline(t, api, me, "transition")
-	require.Equal(t, fmt.Sprintf("[State Machine] Session moved to trash by session #%d via the self-session MCP server", me), lines[len(lines)-1])
+	require.Equal(t, fmt.Sprintf("[State Machine] Session moved to trash by session #%d via the self-session MCP server", me)+adminSuffix(s.apiKey), lines[len(lines)-1])
 	require.Empty(t, timeline(t, api, me, "refusal"), "refused actions never reached lifecycle")
 }

@@ -15,10 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
-	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 )
 
 // TestProvenance reads the human-message record and the hierarchy the way
@@ -98,22 +96,23 @@ func TestProvenance(t *testing.T) {
 	// sessions a minute apart, then one from Julie on Slack, the newest.
 	base := time.Date(2026, 2, 1, 9, 0, 0, 0, time.UTC)
 	const total = 27
+	// Each is said through a human boundary (the test-only stand-in for the
+	// web UI and Slack), which establishes the actor.
 	for i := 1; i <= total; i++ {
-		req := &lineagev1.RecordHumanMessageRequest{
-			Actor:      &lineagev1.RecordHumanMessageRequest_WebUiAdmin{WebUiAdmin: true},
-			Provenance: "web_ui.follow_up", AuthoredInSessionId: router, Content: fmt.Sprintf("message %02d", i),
-			OccurredAt: timestamppb.New(base.Add(time.Duration(i) * time.Minute)),
+		m := humanMessage{
+			Actor:      webUIAdmin,
+			Provenance: "web_ui.follow_up", AuthoredInSessionID: router, Content: fmt.Sprintf("message %02d", i),
+			OccurredAt: base.Add(time.Duration(i) * time.Minute),
 		}
 		if i%2 == 0 {
-			req.AuthoredInSessionId = worker
+			m.AuthoredInSessionID = worker
 		}
 		if i == total {
-			req.Actor = &lineagev1.RecordHumanMessageRequest_SlackUserId{SlackUserId: "U42"}
-			req.Provenance, req.SlackPermalink = "slack.dm", "https://acme.slack.com/archives/D1/p27"
+			m.Actor = slackUser("U42")
+			m.Provenance, m.SlackPermalink = "slack.dm", "https://acme.slack.com/archives/D1/p27"
 		}
-		rec, err := provenance.RecordHumanMessage(ctx, req)
-		require.NoError(t, err)
-		require.True(t, rec.GetRecorded(), rec.GetNotRecordedReason())
+		rec := s.say(t, m)
+		require.True(t, rec.Recorded, rec.NotRecordedReason)
 	}
 	// The newest 25, oldest first: message 03 … message 27.
 	var want []string

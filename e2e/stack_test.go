@@ -40,6 +40,10 @@ type stack struct {
 	apiKey        string
 	operatorKey   string
 	internalToken string
+	// boundaryToken opens the gateway's test-only human boundary
+	// (GATEWAY_TEST_BOUNDARY_TOKEN; the gateway is built with -tags
+	// testboundary): the one way these tests record what a human said.
+	boundaryToken string
 	temporal      string
 	dbURL         map[string]string // service → database URL
 	addr          map[string]string // service or "gateway" → address
@@ -69,6 +73,7 @@ func newStack(t *testing.T) *stack {
 		apiKey:        "e2e-" + fmt.Sprint(time.Now().UnixNano()),
 		operatorKey:   "e2e-operator-" + fmt.Sprint(time.Now().UnixNano()),
 		internalToken: "e2e-internal-" + fmt.Sprint(time.Now().UnixNano()),
+		boundaryToken: "e2e-boundary-" + fmt.Sprint(time.Now().UnixNano()),
 		temporal:      temporalAddress(t),
 		dbURL:         map[string]string{},
 		addr:          map[string]string{},
@@ -101,7 +106,7 @@ func (s *stack) env(name string) []string {
 		"ZIMMER_INTERNAL_TOKEN="+s.internalToken,
 	)
 	if name == "gateway" {
-		env = append(env, "GATEWAY_HTTP_ADDR="+s.addr["gateway"])
+		env = append(env, "GATEWAY_HTTP_ADDR="+s.addr["gateway"], "GATEWAY_TEST_BOUNDARY_TOKEN="+s.boundaryToken)
 		for _, svc := range services {
 			env = append(env, fmt.Sprintf("GATEWAY_%s_ADDR=%s", strings.ToUpper(svc), s.addr[svc]))
 		}
@@ -236,7 +241,9 @@ func (s *stack) waitGateway() {
 	}, 60*time.Second, 100*time.Millisecond, "gateway /healthz never answered 200")
 }
 
-// buildBinaries builds every command of the system once per test binary.
+// buildBinaries builds every command of the system once per test binary;
+// the gateway with the testboundary tag, so that the stack can serve the
+// test-only human boundary (nothing else differs).
 func buildBinaries(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -249,7 +256,7 @@ func buildBinaries(t *testing.T) string {
 		for _, svc := range services {
 			pkgs = append(pkgs, "./services/"+svc+"/cmd/"+svc)
 		}
-		cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+		cmd := exec.Command("go", append([]string{"build", "-tags", "testboundary", "-o", dir + "/"}, pkgs...)...)
 		cmd.Dir = repoRoot(t)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out

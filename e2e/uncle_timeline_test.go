@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
-	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 )
 
 // TestUncleEdgeOutcomesOnBothTimelines records uncle edges through
@@ -25,7 +24,9 @@ func TestUncleEdgeOutcomesOnBothTimelines(t *testing.T) {
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
 	ctx := context.Background()
 	// Uncle edges are recorded by the queue and interrupt paths: internal.
+	// Every line names the caller (issue 10's audit).
 	lineage := lineagev1.NewLineageServiceClient(s.dial("lineage", s.asService("queue")))
+	const byQueue = " (by the queue)"
 
 	senior := createREST(t, api, `{"prompt":"route","git_root":"g","title":"Router"}`)
 	junior := createREST(t, api, `{"prompt":"work","git_root":"g","title":"Worker"}`)
@@ -70,20 +71,20 @@ func TestUncleEdgeOutcomesOnBothTimelines(t *testing.T) {
 	// Written: senior queued junior.
 	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN, record(senior, junior, "mcp.action_session.follow_up"))
 	require.Equal(t, []string{fmt.Sprintf(
-		"[Lineage] This session is now an uncle of session #%d: it queued or interrupted that session via mcp.action_session.follow_up", junior,
+		"[Lineage] This session is now an uncle of session #%d: it queued or interrupted that session via mcp.action_session.follow_up"+byQueue, junior,
 	)}, waitLines(senior, 1))
 	require.Equal(t, []string{fmt.Sprintf(
-		"[Lineage] Session #%d is now an uncle of this session: it queued or interrupted this session via mcp.action_session.follow_up", senior,
+		"[Lineage] Session #%d is now an uncle of this session: it queued or interrupted this session via mcp.action_session.follow_up"+byQueue, senior,
 	)}, waitLines(junior, 1))
 
 	// Inverted: junior interrupted senior back.
 	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_INVERTED, record(junior, senior, "rest.enqueued_messages.interrupt"))
 	swap := fmt.Sprintf("uncle edge #%d → #%d replaced by #%d → #%d", senior, junior, junior, senior)
 	require.Equal(t, fmt.Sprintf(
-		"[Lineage] Seniority inverted: session #%d queued or interrupted this session via rest.enqueued_messages.interrupt and is now its uncle (%s)", junior, swap,
+		"[Lineage] Seniority inverted: session #%d queued or interrupted this session via rest.enqueued_messages.interrupt and is now its uncle (%s)"+byQueue, junior, swap,
 	), waitLines(senior, 2)[1])
 	require.Equal(t, fmt.Sprintf(
-		"[Lineage] Seniority inverted: this session queued or interrupted session #%d via rest.enqueued_messages.interrupt and is now its uncle (%s)", senior, swap,
+		"[Lineage] Seniority inverted: this session queued or interrupted session #%d via rest.enqueued_messages.interrupt and is now its uncle (%s)"+byQueue, senior, swap,
 	), waitLines(junior, 2)[1])
 
 	// Nothing: the edge is already recorded, and a session messaging
