@@ -226,6 +226,18 @@ func UnknownCredential() *CredentialError {
 	return &CredentialError{Reason: "unknown session credential: no credential was minted with this token"}
 }
 
+// CredentialNotFoundError is a credential id the session does not have.
+type CredentialNotFoundError struct {
+	SessionID int64
+	ID        string
+}
+
+func (e *CredentialNotFoundError) Error() string {
+	return fmt.Sprintf("session #%d has no credential %s; give an id its mint answered", e.SessionID, e.ID)
+}
+
+func (e *CredentialNotFoundError) Unwrap() error { return ErrNotFound }
+
 // ForbiddenError says what the caller may not do, and what would.
 type ForbiddenError struct{ Reason string }
 

@@ -164,7 +164,7 @@ func TestMintAuthenticateAndRevoke(t *testing.T) {
 	_, err = b.admin.RevokeSessionCredential(ctx, &lifecyclev1.RevokeSessionCredentialRequest{
 		SessionId: fmt.Sprint(other.GetId()), CredentialId: c.GetId(),
 	})
-	requireStatus(t, err, codes.NotFound, fmt.Sprintf("session #%d has no credential %s; its mint answered the ids it has: not found", other.GetId(), c.GetId()))
+	requireStatus(t, err, codes.NotFound, fmt.Sprintf("session #%d has no credential %s; give an id its mint answered", other.GetId(), c.GetId()))
 	_, err = b.admin.RevokeSessionCredential(ctx, &lifecyclev1.RevokeSessionCredentialRequest{SessionId: fmt.Sprint(s.GetId()), CredentialId: "42"})
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
 	_, err = b.admin.MintSessionCredential(ctx, &lifecyclev1.MintSessionCredentialRequest{SessionId: "999999"})

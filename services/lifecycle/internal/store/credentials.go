@@ -119,7 +119,7 @@ func (s *Sessions) RevokeCredential(ctx context.Context, ref domain.SessionRef, 
 			}
 			cur, err = scanCredential(br.QueryRow())
 			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("session #%d has no credential %s; its mint answered the ids it has: %w", sess.ID, id, domain.ErrNotFound)
+				return &domain.CredentialNotFoundError{SessionID: sess.ID, ID: id}
 			}
 			if err != nil {
 				return fmt.Errorf("lock credential %s: %w", id, err)
