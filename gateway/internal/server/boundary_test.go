@@ -68,6 +68,13 @@ func TestNoKeyAssertsAHumanByRouteFieldOrHeader(t *testing.T) {
 			b.do(t, method, param.ReplaceAllString(path, "1"), body, append([]string{"X-API-Key", testKey}, forgedHeaders...)...)
 		}
 	}
+	// The internal token is no client credential, in any header.
+	for _, h := range [][]string{{"X-API-Key", grpctest.InternalToken}, {"Authorization", "Bearer " + grpctest.InternalToken}} {
+		for _, path := range []string{"/api/v1/sessions", "/mcp"} {
+			resp := b.do(t, http.MethodGet, path, "", append(h, forgedHeaders...)...)
+			require.Equal(t, http.StatusUnauthorized, resp.status, "%s %s: %s", h[0], path, resp.body)
+		}
+	}
 	// A forged principal does not make an operator key an admin.
 	resp := b.do(t, http.MethodPost, "/api/v1/sessions/1/transition", `{"event": "start"}`, append([]string{"X-API-Key", testKey}, forgedHeaders...)...)
 	require.Equal(t, http.StatusForbidden, resp.status, string(resp.body))
