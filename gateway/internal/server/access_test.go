@@ -11,6 +11,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	"github.com/zimmerhq/zimmer/gateway/openapi"
 	accessv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
@@ -79,6 +80,7 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 	for _, op := range adminOperations {
 		require.Contains(t, admin, op)
 	}
+	slices.Sort(admin) // before the subtests, which read it concurrently
 
 	for _, key := range []struct {
 		name, key string
@@ -140,7 +142,6 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 			require.Len(t, walked, len(toolArgs)+len(actionArgs), "every tool and action walked: %v", walked)
 
 			slices.Sort(refusedREST)
-			slices.Sort(admin)
 			slices.Sort(refusedTools)
 			if key.admin {
 				require.Empty(t, refusedREST, "an admin key reaches every route")
@@ -169,4 +170,35 @@ func actionEnum(t *testing.T, tool mcpgo.Tool) []string {
 	}
 	require.NotEmpty(t, names)
 	return names
+}
+
+// The internal token is the services' alone: the gateway never accepts it
+// from an HTTP client, in any header a client could use, and a client's
+// headers never reach the services as metadata, so neither the token nor a
+// claimed principal rides along with a key to raise it.
+func TestTheGatewayNeverAcceptsTheInternalTokenFromAClient(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	token := grpctest.InternalToken
+	for _, header := range [][]string{
+		{"X-API-Key", token},
+		{"Authorization", "Bearer " + token},
+		{"X-Zimmer-Internal-Token", token, "X-Zimmer-Service", "gateway"},
+		{"Grpc-Metadata-X-Zimmer-Internal-Token", token},
+	} {
+		resp := b.do(t, http.MethodGet, "/api/v1/sessions", "", header...)
+		require.Equal(t, http.StatusUnauthorized, resp.status, "%v: %s", header, resp.body)
+	}
+
+	before := len(b.fake.Calls("TransitionSession"))
+	admin := `{"kind":"admin"}`
+	for _, header := range [][]string{
+		{"X-Zimmer-Internal-Token", token, "X-Zimmer-Principal", admin},
+		{"Grpc-Metadata-X-Zimmer-Internal-Token", token, "Grpc-Metadata-X-Zimmer-Principal", admin},
+	} {
+		resp := b.do(t, http.MethodPost, "/api/v1/sessions/1/transition", `{"event":"start"}`, append([]string{"X-API-Key", testKey}, header...)...)
+		require.Equal(t, http.StatusForbidden, resp.status, "%v: %s", header, resp.body)
+		require.Contains(t, resp.errorText(t), "this operator key lacks the admin scope")
+	}
+	require.Len(t, b.fake.Calls("TransitionSession"), before)
 }
