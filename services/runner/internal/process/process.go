@@ -1,0 +1,302 @@
+package process
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Command is what to run.
+type Command struct {
+	// Path is the program; without a slash it is looked up in the runner's
+	// PATH, as os/exec does.
+	Path string
+	// Args is the full argv, Args[0] included; empty means {Path}.
+	Args []string
+	Dir  string
+	// Env is the child's whole environment; nil means the runner's own.
+	Env []string
+	// Stdin is written to the child's stdin, which is then closed; nil
+	// gives it /dev/null.
+	Stdin []byte
+}
+
+// Options tune one run; the zero value is usable.
+type Options struct {
+	// OnLine receives every output line, in arrival order, from a single
+	// goroutine; nil discards output. It may be slow: see the package doc.
+	OnLine func(Line)
+	// MaxLineBytes cuts longer lines (default 1 MiB).
+	MaxLineBytes int
+	// MaxBufferedBytes bounds the text waiting for OnLine (default 16 MiB).
+	MaxBufferedBytes int
+	// DrainTimeout is how long output may still arrive once the leader was
+	// reaped, from grandchildren holding the pipes (default 1s).
+	DrainTimeout time.Duration
+	// StderrTailLines is how many last stderr lines Exit keeps (default 20).
+	StderrTailLines int
+	// Ladder configures Terminate.
+	Ladder Ladder
+}
+
+const (
+	defaultMaxLineBytes     = 1 << 20
+	defaultMaxBufferedBytes = 16 << 20
+	defaultDrainTimeout     = time.Second
+	defaultStderrTailLines  = 20
+)
+
+func (o Options) withDefaults() Options {
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = defaultMaxLineBytes
+	}
+	if o.MaxBufferedBytes <= 0 {
+		o.MaxBufferedBytes = defaultMaxBufferedBytes
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = defaultDrainTimeout
+	}
+	if o.StderrTailLines == 0 {
+		o.StderrTailLines = defaultStderrTailLines
+	}
+	if o.OnLine == nil {
+		o.OnLine = func(Line) {}
+	}
+	o.Ladder = o.Ladder.withDefaults()
+	return o
+}
+
+// Exit is how the leader ended.
+type Exit struct {
+	Pid int
+	// Code is the exit status, -1 when it died by a signal or is unknown.
+	Code int
+	// Signal is the signal it died by, 0 when it exited.
+	Signal     syscall.Signal
+	CoreDumped bool
+	// SignalSentByUs: Signal is one this package delivered to it (the
+	// ladder). False for an OOM kill, a crash, anyone else's kill.
+	SignalSentByUs bool
+	// StatusKnown is false when something other than this package reaped
+	// the child, so its status is lost.
+	StatusKnown bool
+	// TerminateRequested: Terminate was called before the leader ended.
+	TerminateRequested bool
+	// DroppedLines counts lines never delivered to OnLine (slow consumer).
+	DroppedLines int
+	// OutputCut: the pipes were still open DrainTimeout after the leader
+	// was reaped and reading stopped there.
+	OutputCut bool
+	// StderrTail holds the last stderr lines, oldest first.
+	StderrTail []string
+}
+
+// Signaled reports whether the leader died by a signal.
+func (e Exit) Signaled() bool { return e.Signal != 0 }
+
+func (e Exit) String() string {
+	switch {
+	case !e.StatusKnown:
+		return "ended with an unknown status (reaped elsewhere)"
+	case e.Signaled() && e.SignalSentByUs:
+		return fmt.Sprintf("killed by %s, sent by Zimmer", unix.SignalName(e.Signal))
+	case e.Signaled():
+		return fmt.Sprintf("killed by %s, not sent by Zimmer", unix.SignalName(e.Signal))
+	default:
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+}
+
+// Process is one started command.
+type Process struct {
+	leader *leader
+	opts   Options
+
+	done chan struct{} // closed once the leader is gone and output drained
+	exit Exit
+
+	termOnce sync.Once
+	termDone chan struct{}
+	term     Termination
+	termErr  error
+}
+
+// Start runs cmd in a new process group whose id is its pid.
+func Start(cmd Command, opts Options) (*Process, error) {
+	opts = opts.withDefaults()
+	path := cmd.Path
+	if !strings.Contains(path, "/") {
+		found, err := exec.LookPath(path)
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+		}
+		path = found
+	}
+	argv := cmd.Args
+	if len(argv) == 0 {
+		argv = []string{cmd.Path}
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+
+	var parentEnds, childEnds []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			_ = f.Close()
+		}
+	}
+	stdinChild, stdinParent, err := stdinFiles(cmd.Stdin)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: stdin: %w", cmd.Path, err)
+	}
+	childEnds = append(childEnds, stdinChild)
+	if stdinParent != nil {
+		parentEnds = append(parentEnds, stdinParent)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(append(parentEnds, childEnds...))
+		return nil, fmt.Errorf("start %s: stdout pipe: %w", cmd.Path, err)
+	}
+	parentEnds, childEnds = append(parentEnds, outR), append(childEnds, outW)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(append(parentEnds, childEnds...))
+		return nil, fmt.Errorf("start %s: stderr pipe: %w", cmd.Path, err)
+	}
+	parentEnds, childEnds = append(parentEnds, errR), append(childEnds, errW)
+
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Dir:   cmd.Dir,
+		Env:   env,
+		Files: []uintptr{stdinChild.Fd(), outW.Fd(), errW.Fd()},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	})
+	closeAll(childEnds)
+	if err != nil {
+		closeAll(parentEnds)
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+
+	p := &Process{
+		leader:   newLeader(pid, opts.Ladder.KillFunc),
+		opts:     opts,
+		done:     make(chan struct{}),
+		termDone: make(chan struct{}),
+	}
+	go p.leader.waitExit(opts.Ladder.Poll)
+	if stdinParent != nil {
+		go writeStdin(stdinParent, cmd.Stdin, p.leader.exited)
+	}
+	go p.collect(outR, errR)
+	return p, nil
+}
+
+func stdinFiles(data []byte) (child, parent *os.File, err error) {
+	if data == nil {
+		f, err := os.Open(os.DevNull)
+		return f, nil, err
+	}
+	return os.Pipe()
+}
+
+// writeStdin feeds the child and closes its stdin. A child that never reads
+// would leave the write blocked; closing the pipe once the leader is gone
+// releases it (os.File pipes are pollable, so Close interrupts the Write).
+func writeStdin(w *os.File, data []byte, exited <-chan struct{}) {
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		_, _ = io.Copy(w, bytes.NewReader(data)) // EPIPE: the child stopped reading
+		_ = w.Close()
+	}()
+	select {
+	case <-written:
+	case <-exited:
+		_ = w.Close()
+		<-written
+	}
+}
+
+// collect reads both pipes until EOF, or until DrainTimeout after the leader
+// is gone, delivers every line, then publishes the Exit.
+func (p *Process) collect(outR, errR *os.File) {
+	stderrTail := &tail{n: p.opts.StderrTailLines}
+	queue := newLineQueue(p.opts.MaxBufferedBytes, 2, p.opts.OnLine)
+	var readers sync.WaitGroup
+	read := func(f *os.File, s Stream) {
+		defer readers.Done()
+		defer queue.closeProducer()
+		readLines(f, p.opts.MaxLineBytes, func(text string, truncated bool) {
+			if s == Stderr {
+				stderrTail.add(text)
+			}
+			queue.push(Line{Stream: s, Text: text, Truncated: truncated})
+		})
+	}
+	readers.Add(2)
+	go read(outR, Stdout)
+	go read(errR, Stderr)
+	delivered := make(chan int, 1)
+	go func() { delivered <- queue.deliver() }()
+
+	readersDone := make(chan struct{})
+	go func() { readers.Wait(); close(readersDone) }()
+	cut := false
+	select {
+	case <-readersDone:
+		<-p.leader.exited
+	case <-p.leader.exited:
+		select {
+		case <-readersDone:
+		case <-time.After(p.opts.DrainTimeout):
+			cut = true
+			// Unblocks the readers: a survivor still holds the pipes.
+			_ = outR.SetReadDeadline(time.Now())
+			_ = errR.SetReadDeadline(time.Now())
+			<-readersDone
+		}
+	}
+	_ = outR.Close()
+	_ = errR.Close()
+
+	exit := p.leader.exit()
+	exit.DroppedLines = <-delivered
+	exit.OutputCut = cut
+	exit.StderrTail = stderrTail.snapshot()
+	p.exit = exit
+	close(p.done)
+}
+
+// Pid is the leader's pid, which is also the process group id.
+func (p *Process) Pid() int { return p.leader.pid }
+
+// Done is closed once the process ended and its output was delivered.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait returns how the process ended, once it has and every line was handed
+// to OnLine; ctx only bounds the waiting, it does not stop the process.
+func (p *Process) Wait(ctx context.Context) (Exit, error) {
+	select {
+	case <-p.done:
+		return p.exit, nil
+	case <-ctx.Done():
+		return Exit{}, fmt.Errorf("wait for pid %d: %w", p.leader.pid, ctx.Err())
+	}
+}
+
+// ErrSurvived means the leader was still alive after SIGKILL and its grace
+// (a process stuck in the kernel); the caller must not treat it as ended.
+var ErrSurvived = errors.New("process still alive after SIGKILL")
