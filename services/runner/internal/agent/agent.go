@@ -1,0 +1,327 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Runtime names, as sessions carry them in agent_runtime.
+const (
+	RuntimeClaudeCode = "claude_code"
+	RuntimeCodex      = "codex"
+	RuntimeCommand    = "command"
+	RuntimeDemo       = "demo"
+)
+
+// Environment variables every agent process gets (besides what its runtime
+// adds). The session's credential travels in EnvMCPToken only for runtimes
+// that read it from the environment; it is never put on a command line.
+const (
+	EnvSessionID = "ZIMMER_SESSION_ID"
+	EnvMCPURL    = "ZIMMER_MCP_URL"
+	EnvMCPToken  = "ZIMMER_MCP_TOKEN"
+	EnvWorkdir   = "ZIMMER_WORKDIR"
+)
+
+// MCPServerName is the name Zimmer's MCP server has in every runtime's MCP
+// configuration, so its tools read as mcp__zimmer__<tool> in a transcript.
+const MCPServerName = "zimmer"
+
+// Runtime turns a turn into an agent process and that process's output lines
+// into transcript events. Implementations hold configuration only: Prepare
+// and ParseLine are safe for concurrent use.
+type Runtime interface {
+	// Name is the runtime's agent_runtime value.
+	Name() string
+	// Prepare builds the launch of one turn. It touches nothing: the caller
+	// writes Launch.Files, starts the process and removes the files.
+	Prepare(turn Turn) (Launch, error)
+	// ParseLine turns one line of the agent's stdout (without its newline)
+	// into a transcript event. It never fails: a line it does not understand
+	// is kept as text.
+	ParseLine(line []byte) Event
+}
+
+// Turn is what one agent turn needs.
+type Turn struct {
+	// SessionID is the Zimmer session's id.
+	SessionID int64
+	// RuntimeSessionID is the runtime's own conversation id: the UUID given
+	// to claude's --session-id and --resume, codex's thread id. Codex picks
+	// its own on the first turn and reports it (Event.RuntimeSessionID);
+	// store what a turn reports and pass it back on the next.
+	RuntimeSessionID string
+	// Resume is false on a session's first turn and true on every later one
+	// (follow-ups, restarts, system recoveries after the first turn began).
+	Resume bool
+	// Prompt is the text the agent is given for this turn.
+	Prompt string
+	// Workdir is where the agent works: the clone's subdirectory.
+	Workdir string
+	// StateDir is a runner-owned directory for this session's files (MCP
+	// configuration, prompt file). It must lie outside Workdir: the clone
+	// never receives a credential.
+	StateDir string
+	// Model overrides the runtime's configured model for this turn, if set.
+	Model string
+	// MCP is Zimmer's MCP endpoint and the session's own credential.
+	MCP MCPEndpoint
+}
+
+// MCPEndpoint is where the agent reaches Zimmer's MCP server and the
+// credential it acts with: the session's own, never an operator key.
+type MCPEndpoint struct {
+	// URL is the gateway's /mcp endpoint, e.g. http://127.0.0.1:8080/mcp.
+	URL string
+	// Token is the session credential (zsc_…), sent as Authorization: Bearer.
+	Token string
+}
+
+// Launch is everything needed to start one turn's agent process.
+type Launch struct {
+	// Args is the command line; Args[0] is the program's resolved path.
+	Args []string
+	// Env holds KEY=VALUE pairs added to the agent's environment; see
+	// Environ for the whole environment.
+	Env []string
+	// Dir is the working directory.
+	Dir string
+	// Stdin is written to the process's stdin, which is then closed; nil
+	// means an empty stdin (never the runner's own).
+	Stdin []byte
+	// Files must be written (WriteFiles) before the process starts.
+	Files []File
+}
+
+// File is a file a launch needs, written with mode 0600 under the session's
+// state directory because it may hold the session's credential.
+type File struct {
+	Path     string
+	Contents []byte
+}
+
+// fileMode is the mode of every file a launch writes: the credential inside
+// must be readable by the runner's user only.
+const fileMode fs.FileMode = 0o600
+
+// WriteFiles writes the launch's files, each with mode 0600 whatever existed
+// before, creating their directories with mode 0700. A file is written
+// beside its final path and renamed over it, so a process never reads half a
+// configuration.
+func (l Launch) WriteFiles() error {
+	for _, f := range l.Files {
+		if err := writePrivateFile(f.Path, f.Contents); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveFiles removes the launch's files, so a credential does not outlive
+// the turn on disk. A file already gone is not an error.
+func (l Launch) RemoveFiles() error {
+	var errs []error
+	for _, f := range l.Files {
+		if err := os.Remove(f.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", f.Path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func writePrivateFile(path string, contents []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create directory %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // gone after the rename; only a failed write leaves it
+	if err := tmp.Chmod(fileMode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("chmod %s: %w", tmp.Name(), err)
+	}
+	if _, err := tmp.Write(contents); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// scrubbedPrefixes name the runner's environment that an agent must not
+// inherit: Zimmer's operator and admin keys, the internal token and every
+// service's configuration (database URLs included). The agent gets the
+// session's own credential instead.
+var scrubbedPrefixes = []string{
+	"ZIMMER_", "RUNNER_", "LIFECYCLE_", "LINEAGE_", "QUEUE_", "NOTIFICATION_", "GATEWAY_",
+}
+
+// Environ is the agent's whole environment: base (normally os.Environ())
+// without Zimmer's own variables, then the launch's Env.
+func (l Launch) Environ(base []string) []string {
+	env := make([]string, 0, len(base)+len(l.Env))
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if !scrubbed(name) {
+			env = append(env, kv)
+		}
+	}
+	return append(env, l.Env...)
+}
+
+func scrubbed(name string) bool {
+	for _, p := range scrubbedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Kind classifies a transcript event.
+type Kind string
+
+// Transcript event kinds.
+const (
+	// KindSystem is the runtime talking about itself: start, init, status.
+	KindSystem Kind = "system"
+	// KindUser is a user message echoed by the runtime.
+	KindUser Kind = "user"
+	// KindAssistant is the agent's own text (or reasoning).
+	KindAssistant Kind = "assistant"
+	// KindTool is a tool call or a tool's result.
+	KindTool Kind = "tool"
+	// KindResult is the turn's final line; Event.IsError says how it ended.
+	KindResult Kind = "result"
+	// KindElicitation is an MCP elicitation the agent is blocked on.
+	KindElicitation Kind = "elicitation"
+	// KindError is an error the runtime reported.
+	KindError Kind = "error"
+	// KindText is a line that is not a known event: plain output, or JSON
+	// of a type this package does not know.
+	KindText Kind = "text"
+)
+
+// Event is one transcript line.
+type Event struct {
+	Kind Kind
+	// Type is the runtime's own name for the line ("assistant",
+	// "system/init", "item.completed/command_execution"); empty for text.
+	Type string
+	// Text is a readable rendering, cut to maxTextRunes; Raw keeps all.
+	Text string
+	// Raw is the line exactly as the agent printed it.
+	Raw string
+	// IsError marks a result that ended the turn in error, a failed tool
+	// result and every KindError event.
+	IsError bool
+	// RuntimeSessionID is the runtime's conversation id when the line names
+	// it (claude's init and result lines, codex's thread.started).
+	RuntimeSessionID string
+	// Elicitation is set on KindElicitation events.
+	Elicitation *Elicitation
+}
+
+// Elicitation is what an agent blocked on an MCP elicitation reported.
+type Elicitation struct {
+	// ID identifies the elicitation, if the agent said.
+	ID string
+	// Message is what is asked.
+	Message string
+}
+
+// maxTextRunes bounds Event.Text: a tool result can be a whole file, and the
+// text is a rendering for people; the raw line keeps everything.
+const maxTextRunes = 4000
+
+func clip(s string) string {
+	if utf8.RuneCountInString(s) <= maxTextRunes {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:maxTextRunes]) + "…"
+}
+
+// textEvent keeps a line nobody understood as text.
+func textEvent(line []byte) Event {
+	s := string(line)
+	return Event{Kind: KindText, Text: clip(s), Raw: s}
+}
+
+// resolveProgram finds program on PATH (or checks the path it names), so a
+// missing CLI fails the turn with a reason naming the variable to set.
+func resolveProgram(program, variable string) (string, error) {
+	if program == "" {
+		return "", fmt.Errorf("no program configured: set %s", variable)
+	}
+	path, err := exec.LookPath(program)
+	if err != nil {
+		return "", fmt.Errorf("find %q (set %s to its path or put it on PATH): %w", program, variable, err)
+	}
+	return path, nil
+}
+
+// checkTurn validates what every runtime needs from a turn.
+func checkTurn(turn Turn) error {
+	if turn.Workdir == "" {
+		return errors.New("turn has no workdir")
+	}
+	if turn.StateDir == "" {
+		return errors.New("turn has no state directory")
+	}
+	if turn.MCP.URL == "" {
+		return errors.New("turn has no MCP endpoint URL")
+	}
+	if turn.MCP.Token == "" {
+		return errors.New("turn has no session credential for the MCP endpoint")
+	}
+	inside, err := within(turn.StateDir, turn.Workdir)
+	if err != nil {
+		return err
+	}
+	if inside {
+		return fmt.Errorf("state directory %s lies inside the workdir %s: the clone must never receive the session credential", turn.StateDir, turn.Workdir)
+	}
+	return nil
+}
+
+// within reports whether path is dir or lies below it.
+func within(path, dir string) (bool, error) {
+	absPath, err := filepath.Abs(path)
+	if err != nil {
+		return false, fmt.Errorf("resolve %s: %w", path, err)
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return false, fmt.Errorf("resolve %s: %w", dir, err)
+	}
+	rel, err := filepath.Rel(absDir, absPath)
+	if err != nil {
+		return false, fmt.Errorf("compare %s with %s: %w", path, dir, err)
+	}
+	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))), nil
+}
+
+// baseEnv is the environment every runtime adds.
+func baseEnv(turn Turn) []string {
+	return []string{
+		EnvSessionID + "=" + strconv.FormatInt(turn.SessionID, 10),
+		EnvMCPURL + "=" + turn.MCP.URL,
+		EnvWorkdir + "=" + turn.Workdir,
+	}
+}

@@ -1,0 +1,262 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// This file parses Claude Code's stream-json output (`claude -p
+// --output-format stream-json --verbose`), one JSON object per line, which
+// the demo agent imitates:
+//
+//	{"type":"system","subtype":"init","session_id":"…","model":"…","cwd":"…","mcp_servers":[{"name":"zimmer","status":"connected"}],…}
+//	{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"…"},{"type":"tool_use","id":"toolu_…","name":"Bash","input":{…}}]},"session_id":"…"}
+//	{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_…","content":"…","is_error":false}]},"session_id":"…"}
+//	{"type":"result","subtype":"success","is_error":false,"result":"…","session_id":"…","num_turns":3,…}
+//
+// A result whose subtype is not "success" (error_max_turns,
+// error_during_execution) ended the turn in error even when is_error is
+// false, as the CLI prints it for an API error; is_error true on a
+// "success" (a response cut off at max_tokens) is an error too. The demo
+// agent adds {"type":"elicitation",…} lines. testdata/claude_*.jsonl holds
+// recorded lines of every shape.
+
+// streamLine is the union of the stream-json line fields this package reads.
+type streamLine struct {
+	Type       string          `json:"type"`
+	Subtype    string          `json:"subtype"`
+	SessionID  string          `json:"session_id"`
+	Model      string          `json:"model"`
+	Cwd        string          `json:"cwd"`
+	MCPServers []mcpServerInfo `json:"mcp_servers"`
+	Message    *streamMessage  `json:"message"`
+	IsError    bool            `json:"is_error"`
+	Result     string          `json:"result"`
+	Errors     []string        `json:"errors"`
+	NumTurns   int             `json:"num_turns"`
+	// Elicitation fields (the demo agent's elicitation line).
+	ID      string `json:"id"`
+	Text    string `json:"text"`
+	Request string `json:"request"`
+}
+
+type mcpServerInfo struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+}
+
+type streamMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// contentBlock is one block of a message's content.
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// parseStreamJSON turns one stream-json line into an event.
+func parseStreamJSON(line []byte) Event {
+	var l streamLine
+	if err := json.Unmarshal(line, &l); err != nil || l.Type == "" {
+		return textEvent(line)
+	}
+	raw := string(line)
+	switch l.Type {
+	case "system":
+		return Event{Kind: KindSystem, Type: join("system", l.Subtype), Text: clip(systemText(l)), Raw: raw, RuntimeSessionID: l.SessionID}
+	case "assistant":
+		kind, text := assistantText(l.Message)
+		return Event{Kind: kind, Type: "assistant", Text: clip(text), Raw: raw}
+	case "user":
+		kind, text, isErr := userText(l.Message)
+		return Event{Kind: kind, Type: "user", Text: clip(text), Raw: raw, IsError: isErr}
+	case "result":
+		isErr := l.IsError || l.Subtype != "success"
+		return Event{Kind: KindResult, Type: join("result", l.Subtype), Text: clip(resultText(l, isErr)), Raw: raw, IsError: isErr, RuntimeSessionID: l.SessionID}
+	case "elicitation":
+		msg := firstNonEmpty(l.Text, l.Request, l.Result)
+		return Event{Kind: KindElicitation, Type: "elicitation", Text: clip(msg), Raw: raw, Elicitation: &Elicitation{ID: l.ID, Message: msg}}
+	case "error":
+		return Event{Kind: KindError, Type: "error", Text: clip(firstNonEmpty(l.Text, l.Result, raw)), Raw: raw, IsError: true}
+	default:
+		return textEvent(line)
+	}
+}
+
+func systemText(l streamLine) string {
+	if l.Subtype != "init" {
+		return join("system", l.Subtype)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "session %s started", l.SessionID)
+	if l.Model != "" {
+		fmt.Fprintf(&b, " with %s", l.Model)
+	}
+	if l.Cwd != "" {
+		fmt.Fprintf(&b, " in %s", l.Cwd)
+	}
+	if len(l.MCPServers) > 0 {
+		servers := make([]string, 0, len(l.MCPServers))
+		for _, s := range l.MCPServers {
+			servers = append(servers, s.Name+" "+s.Status)
+		}
+		fmt.Fprintf(&b, "; MCP: %s", strings.Join(servers, ", "))
+	}
+	return b.String()
+}
+
+// assistantText renders an assistant message: its text and thinking, and a
+// line per tool call. A message of tool calls only is a tool event.
+func assistantText(m *streamMessage) (Kind, string) {
+	if m == nil {
+		return KindAssistant, ""
+	}
+	blocks, plain := contentBlocks(m.Content)
+	if blocks == nil {
+		return KindAssistant, plain
+	}
+	var parts []string
+	talked := false
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+			talked = true
+		case "thinking":
+			parts = append(parts, "(thinking) "+b.Thinking)
+			talked = true
+		case "tool_use", "server_tool_use":
+			parts = append(parts, "→ "+b.Name+" "+compactJSON(b.Input))
+		default:
+			parts = append(parts, "("+b.Type+")")
+		}
+	}
+	kind := KindTool
+	if talked || len(blocks) == 0 {
+		kind = KindAssistant
+	}
+	return kind, strings.Join(parts, "\n")
+}
+
+// userText renders a user line: tool results (a tool event, in error when
+// any result is) or the user's own text echoed back.
+func userText(m *streamMessage) (Kind, string, bool) {
+	if m == nil {
+		return KindUser, "", false
+	}
+	blocks, plain := contentBlocks(m.Content)
+	if blocks == nil {
+		return KindUser, plain, false
+	}
+	var parts []string
+	tool, isErr := false, false
+	for _, b := range blocks {
+		switch b.Type {
+		case "tool_result":
+			tool = true
+			isErr = isErr || b.IsError
+			prefix := "← "
+			if b.IsError {
+				prefix = "← error: "
+			}
+			parts = append(parts, prefix+blockContentText(b.Content))
+		case "text":
+			parts = append(parts, b.Text)
+		default:
+			parts = append(parts, "("+b.Type+")")
+		}
+	}
+	if tool {
+		return KindTool, strings.Join(parts, "\n"), isErr
+	}
+	return KindUser, strings.Join(parts, "\n"), false
+}
+
+func resultText(l streamLine, isErr bool) string {
+	if !isErr {
+		return l.Result
+	}
+	reason := firstNonEmpty(l.Subtype, "no subtype")
+	if len(l.Errors) > 0 {
+		reason += ": " + strings.Join(l.Errors, "; ")
+	}
+	if l.Result != "" {
+		reason += ": " + l.Result
+	}
+	return "turn ended in error (" + reason + ")"
+}
+
+// contentBlocks reads message content, which is either a string or a list
+// of blocks: it returns the blocks, or nil and the string.
+func contentBlocks(raw json.RawMessage) ([]contentBlock, string) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return nil, s
+	}
+	var blocks []contentBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, string(raw)
+	}
+	if blocks == nil {
+		blocks = []contentBlock{}
+	}
+	return blocks, ""
+}
+
+// blockContentText renders a tool result's content: a string or a list of
+// text blocks.
+func blockContentText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	blocks, plain := contentBlocks(raw)
+	if blocks == nil {
+		return plain
+	}
+	texts := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		if b.Type == "text" {
+			texts = append(texts, b.Text)
+		} else {
+			texts = append(texts, "("+b.Type+")")
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func join(typ, subtype string) string {
+	if subtype == "" {
+		return typ
+	}
+	return typ + "/" + subtype
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

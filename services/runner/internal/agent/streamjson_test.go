@@ -1,0 +1,99 @@
+package agent_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
+)
+
+func TestClaudeCodeParsesRecordedLines(t *testing.T) {
+	t.Parallel()
+	rt := agent.NewClaudeCode(agent.ClaudeCodeOptions{})
+	lines := readLines(t, "claude_success.jsonl")
+
+	type want struct {
+		kind    agent.Kind
+		typ     string
+		text    string
+		isError bool
+		session string
+	}
+	wants := []want{
+		{agent.KindSystem, "system/init", "session e8889acf-5473-49e2-bd81-4896717df7c7 started with claude-sonnet-4-5-20250929 in /work/clones/42/app; MCP: zimmer connected", false, "e8889acf-5473-49e2-bd81-4896717df7c7"},
+		{agent.KindAssistant, "assistant", "(thinking) The test file needs a header comment.", false, ""},
+		{agent.KindAssistant, "assistant", "I'll add a comment at the top of test-file.txt.", false, ""},
+		{agent.KindTool, "assistant", `→ Bash {"command":"head -1 test-file.txt","description":"Show the first line"}`, false, ""},
+		{agent.KindTool, "user", "← This is a test file for Claude to modify.", false, ""},
+		{agent.KindTool, "assistant", `→ mcp__zimmer__get_session {"session_id":"42"}`, false, ""},
+		{agent.KindTool, "user", "← error: session 42 not found", true, ""},
+		{agent.KindAssistant, "assistant", "Done. The comment is in place.", false, ""},
+		{agent.KindResult, "result/success", "Done. The comment is in place.", false, "e8889acf-5473-49e2-bd81-4896717df7c7"},
+	}
+	require.Len(t, lines, len(wants))
+	for i, line := range lines {
+		ev := rt.ParseLine(line)
+		require.Equal(t, wants[i], want{ev.Kind, ev.Type, ev.Text, ev.IsError, ev.RuntimeSessionID}, "line %d", i+1)
+		require.Equal(t, string(line), ev.Raw, "the raw line is kept")
+	}
+}
+
+func TestStreamJSONLineShapes(t *testing.T) {
+	t.Parallel()
+	rt := agent.NewClaudeCode(agent.ClaudeCodeOptions{})
+	cases := []struct {
+		name    string
+		line    string
+		kind    agent.Kind
+		text    string
+		isError bool
+	}{
+		{"system other subtype", `{"type":"system","subtype":"compact_boundary","session_id":"s"}`, agent.KindSystem, "system/compact_boundary", false},
+		{"assistant string content", `{"type":"assistant","message":{"role":"assistant","content":"plain"}}`, agent.KindAssistant, "plain", false},
+		{"assistant text and tool", `{"type":"assistant","message":{"content":[{"type":"text","text":"Running it."},{"type":"tool_use","name":"Bash","input":{"command":"ls"}}]}}`, agent.KindAssistant, "Running it.\n→ Bash {\"command\":\"ls\"}", false},
+		{"assistant no message", `{"type":"assistant"}`, agent.KindAssistant, "", false},
+		{"assistant unknown block", `{"type":"assistant","message":{"content":[{"type":"redacted_thinking","data":"x"}]}}`, agent.KindTool, "(redacted_thinking)", false},
+		{"user echo", `{"type":"user","message":{"role":"user","content":"do the thing"}}`, agent.KindUser, "do the thing", false},
+		{"user text blocks", `{"type":"user","message":{"role":"user","content":[{"type":"text","text":"do it"}]}}`, agent.KindUser, "do it", false},
+		{"tool result blocks", `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"a"},{"type":"image"}]}]}}`, agent.KindTool, "← a\n(image)", false},
+		{"result success", `{"type":"result","subtype":"success","is_error":false,"result":"ok"}`, agent.KindResult, "ok", false},
+		{"result success but is_error", `{"type":"result","subtype":"success","is_error":true,"result":"cut off at max_tokens"}`, agent.KindResult, "turn ended in error (success: cut off at max_tokens)", true},
+		{"result max turns", `{"type":"result","subtype":"error_max_turns","is_error":false,"num_turns":3}`, agent.KindResult, "turn ended in error (error_max_turns)", true},
+		{"result no subtype", `{"type":"result","is_error":false,"result":"?"}`, agent.KindResult, "turn ended in error (no subtype: ?)", true},
+		{"error line", `{"type":"error","text":"boom"}`, agent.KindError, "boom", true},
+		{"unknown type", `{"type":"stream_event","event":{"type":"content_block_delta"}}`, agent.KindText, `{"type":"stream_event","event":{"type":"content_block_delta"}}`, false},
+		{"no type", `{"hello":"world"}`, agent.KindText, `{"hello":"world"}`, false},
+		{"JSON array", `[1,2,3]`, agent.KindText, `[1,2,3]`, false},
+		{"garbage", `npm WARN deprecated something`, agent.KindText, `npm WARN deprecated something`, false},
+		{"cut JSON", `{"type":"assistant","message":{"content":[{"type":"text","te`, agent.KindText, `{"type":"assistant","message":{"content":[{"type":"text","te`, false},
+		{"empty", ``, agent.KindText, ``, false},
+		{"wrong field types", `{"type":"result","is_error":"yes"}`, agent.KindText, `{"type":"result","is_error":"yes"}`, false},
+		{"invalid UTF-8", "\xff\xfe not text", agent.KindText, "\xff\xfe not text", false},
+	}
+	for _, tc := range cases {
+		ev := rt.ParseLine([]byte(tc.line))
+		require.Equal(t, tc.kind, ev.Kind, tc.name)
+		require.Equal(t, tc.text, ev.Text, tc.name)
+		require.Equal(t, tc.isError, ev.IsError, tc.name)
+		require.Equal(t, tc.line, ev.Raw, tc.name)
+	}
+}
+
+func TestStreamJSONTextIsBounded(t *testing.T) {
+	t.Parallel()
+	rt := agent.NewClaudeCode(agent.ClaudeCodeOptions{})
+	big := strings.Repeat("é", 10000)
+	line := `{"type":"user","message":{"content":[{"type":"tool_result","content":"` + big + `"}]}}`
+	ev := rt.ParseLine([]byte(line))
+	require.Equal(t, agent.KindTool, ev.Kind)
+	require.Less(t, len([]rune(ev.Text)), 4100)
+	require.True(t, strings.HasSuffix(ev.Text, "…"))
+	require.Equal(t, line, ev.Raw, "the raw line keeps everything")
+
+	ev = rt.ParseLine([]byte(big))
+	require.Equal(t, agent.KindText, ev.Kind)
+	require.Less(t, len([]rune(ev.Text)), 4100)
+	require.Equal(t, big, ev.Raw)
+}
