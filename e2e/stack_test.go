@@ -123,7 +123,7 @@ func (s *stack) env(name string) []string {
 			"LIFECYCLE_RELAY_POLL_INTERVAL=100ms")
 	}
 	if name == "lineage" {
-		env = append(env, "LINEAGE_EVENT_CONSUMERS=lifecycle="+s.addr["lifecycle"])
+		env = append(env, "LINEAGE_EVENT_CONSUMERS=lifecycle="+s.addr["lifecycle"], "LINEAGE_NOTIFICATION_ADDR="+s.addr["notification"])
 	}
 	return env
 }

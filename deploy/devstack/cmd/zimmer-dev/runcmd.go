@@ -353,6 +353,7 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 	}
 	if s.name == "lineage" {
 		m["LINEAGE_EVENT_CONSUMERS"] = "lifecycle=" + addrs["lifecycle"]
+		m["LINEAGE_NOTIFICATION_ADDR"] = addrs["notification"]
 	}
 	for k, v := range common {
 		m[k] = v

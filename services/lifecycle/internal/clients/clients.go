@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
-
-	"google.golang.org/protobuf/types/known/structpb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
-	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
+	"github.com/zimmerhq/zimmer/services/platform/alert"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
 )
 
@@ -37,18 +34,13 @@ func (d ConsumerDeliverer) Deliver(ctx context.Context, m outbox.Message) error 
 	return nil
 }
 
-// AlertRaiser pages an operator, deduplicating by key.
-type AlertRaiser interface {
-	RaiseAlert(ctx context.Context, dedupKey, summary string, details map[string]any) error
-}
-
 // FailureReporter escalates effects that keep failing, with the spec's
 // split: an effect whose failure leaves state inconsistent that nothing
 // reconciles raises an alert, deduplicated by the effect's name (a sick
 // dependency fails the same effect for every session, and one page says
 // so); any other effect's failure is only logged, which the relay does.
 type FailureReporter struct {
-	Alerts AlertRaiser
+	Alerts alert.Raiser
 	// After is the number of failed attempts that makes an alert: the first
 	// failures of a flaky hand-off retry quietly.
 	After  int
@@ -67,56 +59,7 @@ func (r FailureReporter) OnFailure(ctx context.Context, m outbox.Message, attemp
 		return
 	}
 	name := evt.GetEffect().GetName()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	err = r.Alerts.RaiseAlert(ctx, name,
+	alert.Raise(ctx, r.Alerts, r.Logger, name,
 		fmt.Sprintf("side effect %s keeps failing (%d attempts): %v", name, attempts, derr),
 		map[string]any{"session_id": evt.GetSessionId(), "event_id": m.ID, "attempts": attempts, "error": derr.Error()})
-	if err != nil {
-		r.Logger.ErrorContext(ctx, "could not raise alert for a failing side effect",
-			"effect", name, "session_id", evt.GetSessionId(), "alert_error", err, "error", derr)
-	}
-}
-
-// OnDead implements outbox.Relay.OnDead: a message parked as dead always
-// pages, whatever its topic, since nothing will retry it. The key names the
-// subscriber and the topic, so a consumer that refuses a whole kind of
-// event is one page, counted by notification, not one per session.
-func (r FailureReporter) OnDead(ctx context.Context, m outbox.Message, derr error) {
-	key := "outbox_dead_letter/" + m.Subscriber + "/" + m.Topic
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	err := r.Alerts.RaiseAlert(ctx, key,
-		fmt.Sprintf("lifecycle event %s for %s was parked as dead after %d attempts: %v", m.Topic, m.Subscriber, m.Attempts+1, derr),
-		map[string]any{"subscriber": m.Subscriber, "topic": m.Topic, "event_id": m.ID, "session_id": m.AggregateKey, "attempts": m.Attempts + 1, "error": derr.Error()})
-	if err != nil {
-		r.Logger.ErrorContext(ctx, "could not raise alert for a dead outbox message",
-			"subscriber", m.Subscriber, "topic", m.Topic, "event_id", m.ID, "alert_error", err, "error", derr)
-	}
-}
-
-// LogAlerts "raises" an alert by logging it at error level: the fallback
-// when no notification service is configured.
-type LogAlerts struct{ Logger *slog.Logger }
-
-// RaiseAlert implements AlertRaiser.
-func (l LogAlerts) RaiseAlert(ctx context.Context, key, summary string, details map[string]any) error {
-	l.Logger.ErrorContext(ctx, summary, "alert", true, "dedup_key", key, "details", details)
-	return nil
-}
-
-// NotificationAlerts raises alerts through the notification context, which
-// deduplicates them by key within its window.
-type NotificationAlerts struct {
-	Client notificationv1.NotificationServiceClient
-}
-
-// RaiseAlert implements AlertRaiser.
-func (n NotificationAlerts) RaiseAlert(ctx context.Context, key, summary string, details map[string]any) error {
-	d, err := structpb.NewStruct(details)
-	if err != nil {
-		return fmt.Errorf("encode alert details: %w", err)
-	}
-	_, err = n.Client.RaiseAlert(ctx, &notificationv1.RaiseAlertRequest{DedupKey: key, Summary: summary, Details: d})
-	return err
 }

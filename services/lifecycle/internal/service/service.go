@@ -14,6 +14,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/store"
+	"github.com/zimmerhq/zimmer/services/platform/alert"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
@@ -61,14 +62,14 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	if cfg.AlertAfterAttempts <= 0 {
 		cfg.AlertAfterAttempts = 3
 	}
-	reporter := clients.FailureReporter{Alerts: clients.LogAlerts{Logger: logger}, After: cfg.AlertAfterAttempts, Logger: logger}
+	reporter := clients.FailureReporter{Alerts: alert.Log{Logger: logger}, After: cfg.AlertAfterAttempts, Logger: logger}
 	if cfg.NotificationAddr != "" {
 		conn, err := h.Dial(cfg.NotificationAddr)
 		if err != nil {
 			h.Close()
 			return nil, err
 		}
-		reporter.Alerts = clients.NotificationAlerts{Client: notificationv1.NewNotificationServiceClient(conn)}
+		reporter.Alerts = alert.Notification{Client: notificationv1.NewNotificationServiceClient(conn)}
 	}
 	svc.Relays = map[string]*outbox.Relay{}
 	for subscriber, addr := range cfg.EffectConsumers {
@@ -97,7 +98,7 @@ func (s *Service) relay(subscriber string, deliver outbox.DeliverFunc, cfg confi
 		Deliver:      deliver,
 		Signal:       s.signal,
 		OnFailure:    reporter.OnFailure,
-		OnDead:       reporter.OnDead,
+		OnDead:       outbox.DeadLetterAlert(Name, reporter.Alerts, s.Logger),
 		Logger:       s.Logger,
 		PollInterval: cfg.RelayPollInterval,
 		DeadAfter:    cfg.DeadAfterAttempts,

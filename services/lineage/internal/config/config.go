@@ -41,6 +41,9 @@ type Config struct {
 	// OutboxRetention is LINEAGE_OUTBOX_RETENTION: how long a delivered
 	// event stays in the outbox before the retention schedule deletes it.
 	OutboxRetention time.Duration
+	// NotificationAddr is LINEAGE_NOTIFICATION_ADDR: where alerts about
+	// events no consumer will take are raised; empty logs them instead.
+	NotificationAddr string
 }
 
 // Load parses and validates the configuration once, in run.
@@ -50,8 +53,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	var env struct {
-		AdminUser       string        `env:"ZIMMER_ADMIN_USER, default=tadasant"`
-		OutboxRetention time.Duration `env:"LINEAGE_OUTBOX_RETENTION, default=24h"`
+		AdminUser        string        `env:"ZIMMER_ADMIN_USER, default=tadasant"`
+		OutboxRetention  time.Duration `env:"LINEAGE_OUTBOX_RETENTION, default=24h"`
+		NotificationAddr string        `env:"LINEAGE_NOTIFICATION_ADDR, default=127.0.0.1:9105"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
@@ -64,10 +68,11 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("LINEAGE_EVENT_CONSUMERS is not subscriber=host:port,…: %w", err)
 	}
 	c := Config{
-		Config:          hc,
-		AdminUser:       strings.TrimSpace(env.AdminUser),
-		EventConsumers:  consumers.M,
-		OutboxRetention: env.OutboxRetention,
+		Config:           hc,
+		AdminUser:        strings.TrimSpace(env.AdminUser),
+		EventConsumers:   consumers.M,
+		OutboxRetention:  env.OutboxRetention,
+		NotificationAddr: env.NotificationAddr,
 	}
 	if err := domain.ValidateUserKey(c.AdminUser); err != nil {
 		return Config{}, fmt.Errorf("ZIMMER_ADMIN_USER %q: %w", c.AdminUser, err)
@@ -86,5 +91,6 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 // LogValue adds the admin to the host's redacted view.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.Any("host", c.Config), slog.String("admin_user", c.AdminUser),
-		slog.Any("event_consumers", c.EventConsumers), slog.Duration("outbox_retention", c.OutboxRetention))
+		slog.Any("event_consumers", c.EventConsumers), slog.Duration("outbox_retention", c.OutboxRetention),
+		slog.String("notification_addr", c.NotificationAddr))
 }

@@ -11,9 +11,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/config"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/service"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
@@ -95,4 +98,75 @@ func TestRelayDeliversUncleEdgeChangesToTheListedConsumers(t *testing.T) {
 	}
 	require.Never(t, func() bool { return len(consumer.received()) > 1 }, 300*time.Millisecond, 20*time.Millisecond,
 		"the self-addressed call changed nothing and sent nothing")
+}
+
+// refusingConsumer refuses every event as invalid, as a consumer does with
+// an event it can never apply.
+type refusingConsumer struct {
+	lineagev1.UnimplementedLineageEventConsumerServiceServer
+}
+
+func (refusingConsumer) ConsumeLineageEvent(context.Context, *lineagev1.ConsumeLineageEventRequest) (*lineagev1.ConsumeLineageEventResponse, error) {
+	return nil, status.Error(codes.InvalidArgument, "cannot apply this event")
+}
+
+// pager is notification's RaiseAlert, keeping the keys it was asked to page.
+type pager struct {
+	notificationv1.UnimplementedNotificationServiceServer
+	mu   sync.Mutex
+	keys []string
+}
+
+func (p *pager) RaiseAlert(_ context.Context, req *notificationv1.RaiseAlertRequest) (*notificationv1.RaiseAlertResponse, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keys = append(p.keys, req.GetDedupKey())
+	return &notificationv1.RaiseAlertResponse{}, nil
+}
+
+func (p *pager) raised() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.keys...)
+}
+
+func serve(t *testing.T, register func(*grpc.Server)) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	gs := grpc.NewServer()
+	register(gs)
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(gs.Stop)
+	return lis.Addr().String()
+}
+
+// TestADeadLetterPages: an event lineage's consumer refuses is parked as
+// dead and raises one alert through notification, as lifecycle's do.
+func TestADeadLetterPages(t *testing.T) {
+	t.Parallel()
+	alerts := &pager{}
+	cfg := config.Config{
+		Config: servicetest.Config(t, service.MigrationSets...),
+		EventConsumers: map[string]string{"lifecycle": serve(t, func(s *grpc.Server) {
+			lineagev1.RegisterLineageEventConsumerServiceServer(s, refusingConsumer{})
+		})},
+		NotificationAddr: serve(t, func(s *grpc.Server) { notificationv1.RegisterNotificationServiceServer(s, alerts) }),
+	}
+	svc := servicetest.New(t, service.NewFromConfig, cfg)
+	servicetest.RunInBackground(t, svc.Run)
+	client := newLineageClient(servicetest.DialAsService(t, svc.Addr(), "lifecycle"))
+	ctx := t.Context()
+	for _, id := range []int64{41, 42} {
+		_, err := client.ConsumeSessionEvent(ctx, created(fmt.Sprintf("6b0e7a4e-0000-4000-8000-0000000000%d", id),
+			&lifecyclev1.Session{Id: id, Title: "t", AgentRoot: "zimmer", Status: "running", Genesis: "api", SchedulingClass: "spot"}))
+		require.NoError(t, err)
+	}
+	rec, err := client.RecordUncleEdge(ctx, &lineagev1.RecordUncleEdgeRequest{ActingSessionId: 41, TargetSessionId: 42, EntryPoint: "rest.follow_up"})
+	require.NoError(t, err)
+	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN, rec.GetOutcome())
+
+	require.Eventually(t, func() bool { return len(alerts.raised()) == 1 }, 5*time.Second, 10*time.Millisecond)
+	require.True(t, strings.HasPrefix(alerts.raised()[0], "outbox_dead_letter/lifecycle/"), alerts.raised()[0])
+	require.Never(t, func() bool { return len(alerts.raised()) > 1 }, 300*time.Millisecond, 20*time.Millisecond, "one page")
 }

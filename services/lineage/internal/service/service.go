@@ -8,11 +8,13 @@ import (
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/app"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/clients"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/config"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/lineage/internal/store"
+	"github.com/zimmerhq/zimmer/services/platform/alert"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
@@ -73,6 +75,15 @@ func NewFromConfig(ctx context.Context, cfg config.Config, logger *slog.Logger) 
 	lifecyclev1.RegisterSessionEventConsumerServiceServer(h.GRPC, grpcapi.NewConsumer(logger, app.NewApplySessionEvent(repo)))
 	registerProvenance(h.GRPC.Server, h.Pool, logger, app.NewGetHierarchy(repo), cfg.AdminUser)
 
+	var alerts alert.Raiser = alert.Log{Logger: logger}
+	if cfg.NotificationAddr != "" && len(cfg.EventConsumers) > 0 {
+		conn, err := h.Dial(cfg.NotificationAddr)
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		alerts = alert.Notification{Client: notificationv1.NewNotificationServiceClient(conn)}
+	}
 	for subscriber, addr := range cfg.EventConsumers {
 		conn, err := h.Dial(addr)
 		if err != nil {
@@ -84,8 +95,9 @@ func NewFromConfig(ctx context.Context, cfg config.Config, logger *slog.Logger) 
 			Subscriber: subscriber,
 			Deliver:    clients.ConsumerDeliverer{Client: lineagev1.NewLineageEventConsumerServiceClient(conn)}.Deliver,
 			Signal:     signal,
-			// The relay logs every failure, and a message parked as dead
-			// at error level; make run counts dead letters per database.
+			// A message parked as dead pages, as lifecycle's do; the relay
+			// logs every failure, and make run counts dead letters.
+			OnDead: outbox.DeadLetterAlert(Name, alerts, logger),
 			Logger: logger,
 		}
 		h.Go(r.Run)
