@@ -18,12 +18,12 @@ import (
 	"github.com/zimmerhq/zimmer/services/runner/internal/service"
 )
 
-var command = host.Command[host.Config]{
+var command = host.Command[config.Config]{
 	Name:       service.Name,
 	Load:       config.Load,
 	Migrations: service.MigrationSets,
-	New: func(ctx context.Context, cfg host.Config, logger *slog.Logger) (host.Service, error) {
-		return service.New(ctx, cfg, logger)
+	New: func(ctx context.Context, cfg config.Config, logger *slog.Logger) (host.Service, error) {
+		return service.New(ctx, cfg.Config, logger)
 	},
 }
 

@@ -1,19 +1,102 @@
 // Package config reads the runner service's configuration:
 // RUNNER_GRPC_ADDR, RUNNER_DATABASE_URL, RUNNER_LOG_LEVEL and the shared
 // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and ZIMMER_API_KEYS (see
-// host.LoadConfig).
+// host.LoadConfig), plus the runner's own RUNNER_NODE and
+// RUNNER_WORKSPACES_DIR.
 package config
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
 
+	"github.com/zimmerhq/zimmer/services/platform/envcfg"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 )
 
 // Port is the runner service's default gRPC port on 127.0.0.1.
 const Port = 9104
 
+// Config is the runner service's configuration.
+type Config struct {
+	host.Config
+	// Node is RUNNER_NODE (default: the hostname): this runner's name among
+	// the runner nodes. A session's clone lives on one node, its turns run
+	// on that node's task queue (zimmer-runner-<node>) and its workspace row
+	// names the node, so the name must stay the same across restarts.
+	Node string
+	// WorkspacesDir is RUNNER_WORKSPACES_DIR, absolute: where the sessions'
+	// clones live, one directory per session. Default:
+	// $ZIMMER_DATA_DIR/workspaces (the data folder of `make run`), else
+	// $XDG_DATA_HOME/zimmer/workspaces, else
+	// ~/.local/share/zimmer/workspaces. Data, not cache: a clone can hold
+	// the only copy of a session's uncommitted work.
+	WorkspacesDir string
+}
+
+// nodeName is what a node may be called: it becomes part of a Temporal task
+// queue name and of log lines, so plain hostname characters only.
+var nodeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
 // Load reads and validates the configuration from getenv.
-func Load(ctx context.Context, getenv func(string) string) (host.Config, error) {
-	return host.LoadConfig(ctx, getenv, "runner", Port)
+func Load(ctx context.Context, getenv func(string) string) (Config, error) {
+	base, err := host.LoadConfig(ctx, getenv, "runner", Port)
+	if err != nil {
+		return Config{}, err
+	}
+	var env struct {
+		Node          string `env:"RUNNER_NODE"`
+		WorkspacesDir string `env:"RUNNER_WORKSPACES_DIR"`
+	}
+	if err := envcfg.Load(ctx, getenv, &env); err != nil {
+		return Config{}, err
+	}
+	cfg := Config{Config: base, Node: env.Node, WorkspacesDir: env.WorkspacesDir}
+	if cfg.Node == "" {
+		if cfg.Node, err = os.Hostname(); err != nil {
+			return Config{}, fmt.Errorf("RUNNER_NODE is unset and the hostname cannot be read: %w", err)
+		}
+	}
+	if !nodeName.MatchString(cfg.Node) {
+		return Config{}, fmt.Errorf("RUNNER_NODE %q: want 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit", cfg.Node)
+	}
+	if cfg.WorkspacesDir == "" {
+		if cfg.WorkspacesDir, err = defaultWorkspacesDir(getenv); err != nil {
+			return Config{}, err
+		}
+	}
+	if cfg.WorkspacesDir, err = filepath.Abs(cfg.WorkspacesDir); err != nil {
+		return Config{}, fmt.Errorf("RUNNER_WORKSPACES_DIR %q: %w", cfg.WorkspacesDir, err)
+	}
+	return cfg, nil
+}
+
+func defaultWorkspacesDir(getenv func(string) string) (string, error) {
+	switch {
+	case getenv("ZIMMER_DATA_DIR") != "":
+		return filepath.Join(getenv("ZIMMER_DATA_DIR"), "workspaces"), nil
+	case getenv("XDG_DATA_HOME") != "":
+		return filepath.Join(getenv("XDG_DATA_HOME"), "zimmer", "workspaces"), nil
+	case getenv("HOME") != "":
+		return filepath.Join(getenv("HOME"), ".local", "share", "zimmer", "workspaces"), nil
+	}
+	// The process's own home: getenv may be a narrow view of it.
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("RUNNER_WORKSPACES_DIR is unset and neither ZIMMER_DATA_DIR, XDG_DATA_HOME nor a home "+
+			"directory says where the data folder is: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "zimmer", "workspaces"), nil
+}
+
+// LogValue keeps secrets out of logs.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Any("host", c.Config),
+		slog.String("node", c.Node),
+		slog.String("workspaces_dir", c.WorkspacesDir),
+	)
 }
