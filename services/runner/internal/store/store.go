@@ -1,5 +1,5 @@
-// Package store keeps the runner's workspaces in Postgres. For now it holds
-// the schema; repositories arrive with the runner's use cases.
+// Package store keeps the runner's own state in Postgres: its schema and
+// the workspaces table behind workspace.Repository.
 package store
 
 import (
