@@ -1,4 +1,4 @@
-// Package process runs one agent command in its own process group, streams
+// Package process (Linux) runs one agent command in its own process group, streams
 // its output lines, reports how it ended, and terminates it with the spec's
 // ladder (session-lifecycle.md, "How a process actually gets terminated").
 //
@@ -31,12 +31,13 @@
 // Options.MaxLineBytes are cut (Line.Truncated) and the rest of the line is
 // discarded. Readers never wait for the consumer: they append to a queue
 // bounded by Options.MaxBufferedBytes, and a single goroutine delivers the
-// queue to Options.OnLine in arrival order. When the consumer falls that far
-// behind, new lines are dropped and counted (Line.DroppedBefore,
-// Exit.DroppedLines) rather than letting the pipe fill and stall the agent
-// in write(2). The last stderr lines are kept on the reading side
-// (Exit.StderrTail), so a slow consumer cannot lose what a failure reason
-// quotes.
+// queue to Options.OnLine in arrival order (across the two pipes, the order
+// they were read in). When the consumer falls that far behind, new lines are
+// dropped and counted (Line.DroppedBefore, Exit.DroppedLines) rather than
+// letting the pipe fill and stall the agent in write(2). The last stderr
+// lines are kept on the reading side (Exit.StderrTail), so a slow consumer
+// cannot lose what a failure reason quotes. Wait returns only after OnLine
+// has returned for the last line, so the turn's end sees all of its output.
 //
 // A grandchild that inherited the pipes can keep them open after the leader
 // ended; reading stops Options.DrainTimeout after the leader is reaped

@@ -25,6 +25,8 @@ type Command struct {
 	Args []string
 	Dir  string
 	// Env is the child's whole environment; nil means the runner's own.
+	// Of duplicate keys the last wins, as with os/exec: callers append
+	// their settings to a base.
 	Env []string
 	// Stdin is written to the child's stdin, which is then closed; nil
 	// gives it /dev/null.
@@ -150,6 +152,7 @@ func Start(cmd Command, opts Options) (*Process, error) {
 	if env == nil {
 		env = os.Environ()
 	}
+	env = dedupEnv(env)
 
 	var parentEnds, childEnds []*os.File
 	closeAll := func(fs []*os.File) {
@@ -300,3 +303,22 @@ func (p *Process) Wait(ctx context.Context) (Exit, error) {
 // ErrSurvived means the leader was still alive after SIGKILL and its grace
 // (a process stuck in the kernel); the caller must not treat it as ended.
 var ErrSurvived = errors.New("process still alive after SIGKILL")
+
+// dedupEnv keeps the last value of each key, in the order keys first appear.
+// Programs disagree on which duplicate getenv returns (Go and glibc take the
+// first), so none is passed on.
+func dedupEnv(env []string) []string {
+	last := make(map[string]int, len(env))
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		last[k] = i
+	}
+	out := make([]string, 0, len(last))
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if last[k] == i {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

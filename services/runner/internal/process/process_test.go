@@ -535,3 +535,15 @@ func TestLivenessFallsBackToSignalZeroOnECHILD(t *testing.T) {
 	require.False(t, l.exit().StatusKnown)
 	require.ErrorIs(t, l.signal(syscall.SIGTERM), errReaped, "a gone pid is never signalled")
 }
+
+func TestEnvLastDuplicateWins(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []string{"B=2", "A=3", "C"}, dedupEnv([]string{"A=1", "B=2", "A=3", "C"}))
+
+	out := newLines()
+	p, err := Start(Command{Path: "sh", Args: []string{"sh", "-c", `echo "$ZIMMER_X"`},
+		Env: []string{"PATH=" + os.Getenv("PATH"), "ZIMMER_X=base", "ZIMMER_X=override"}}, Options{OnLine: out.add})
+	require.NoError(t, err)
+	wait(t, p)
+	require.Equal(t, []string{"override"}, out.texts(Stdout))
+}
