@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -46,7 +47,7 @@ type Runtime interface {
 	// ParseLine turns one line of the agent's stdout (without its newline)
 	// into a transcript event. It never fails: a line it does not understand
 	// is kept as text.
-	ParseLine(line []byte) Event
+	ParseLine(line string) Event
 }
 
 // Turn is what one agent turn needs.
@@ -243,6 +244,8 @@ type Elicitation struct {
 	ID string
 	// Message is what is asked.
 	Message string
+	// Timeout is how long the agent waits for the answer, if it said.
+	Timeout time.Duration
 }
 
 // maxTextRunes bounds Event.Text: a tool result can be a whole file, and the
@@ -258,9 +261,8 @@ func clip(s string) string {
 }
 
 // textEvent keeps a line nobody understood as text.
-func textEvent(line []byte) Event {
-	s := string(line)
-	return Event{Kind: KindText, Text: clip(s), Raw: s}
+func textEvent(line string) Event {
+	return Event{Kind: KindText, Text: clip(line), Raw: line}
 }
 
 // resolveProgram finds program on PATH (or checks the path it names), so a

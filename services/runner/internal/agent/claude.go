@@ -113,7 +113,7 @@ func (c *ClaudeCode) Prepare(turn Turn) (Launch, error) {
 }
 
 // ParseLine implements Runtime.
-func (c *ClaudeCode) ParseLine(line []byte) Event { return parseStreamJSON(line) }
+func (c *ClaudeCode) ParseLine(line string) Event { return parseStreamJSON(line) }
 
 // promptFitsArgument reports whether prompt can be a command line argument
 // of at most limit bytes: an argument is a C string, so a NUL cannot be in it.

@@ -94,12 +94,12 @@ func tomlOverride(key, value string) string {
 //	{"type":"error","message":"…"}
 //
 // testdata/codex_*.jsonl holds recorded lines of every shape.
-func (c *Codex) ParseLine(line []byte) Event {
+func (c *Codex) ParseLine(line string) Event {
 	var l codexLine
-	if err := json.Unmarshal(line, &l); err != nil || l.Type == "" {
+	if err := json.Unmarshal([]byte(line), &l); err != nil || l.Type == "" {
 		return textEvent(line)
 	}
-	raw := string(line)
+	raw := line
 	switch l.Type {
 	case "thread.started":
 		return Event{Kind: KindSystem, Type: l.Type, Text: "thread " + l.ThreadID + " started", Raw: raw, RuntimeSessionID: l.ThreadID}

@@ -135,7 +135,7 @@ func TestCodexParsesRecordedLines(t *testing.T) {
 		for i, line := range lines {
 			ev := rt.ParseLine(line)
 			require.Equal(t, wants[i], want{ev.Kind, ev.Type, ev.Text, ev.IsError}, "%s line %d", file, i+1)
-			require.Equal(t, string(line), ev.Raw)
+			require.Equal(t, line, ev.Raw)
 		}
 	}
 	check("codex_success.jsonl", []want{
@@ -184,7 +184,7 @@ func TestCodexLineShapes(t *testing.T) {
 		{"cut JSON", `{"type":"item.completed","item":{"ty`, agent.KindText, `{"type":"item.completed","item":{"ty`, false},
 	}
 	for _, tc := range cases {
-		ev := rt.ParseLine([]byte(tc.line))
+		ev := rt.ParseLine(tc.line)
 		require.Equal(t, tc.kind, ev.Kind, tc.name)
 		require.Equal(t, tc.text, ev.Text, tc.name)
 		require.Equal(t, tc.isError, ev.IsError, tc.name)

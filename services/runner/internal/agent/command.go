@@ -105,7 +105,7 @@ func (c *Command) Prepare(turn Turn) (Launch, error) {
 }
 
 // ParseLine implements Runtime: every line is text.
-func (c *Command) ParseLine(line []byte) Event { return textEvent(line) }
+func (c *Command) ParseLine(line string) Event { return textEvent(line) }
 
 // splitCommand splits a simple command into its words, removing quotes and
 // backslashes as a POSIX shell would, and refuses anything a shell would

@@ -59,4 +59,4 @@ func (d *Demo) Prepare(turn Turn) (Launch, error) {
 }
 
 // ParseLine implements Runtime: the demo agent speaks stream-json.
-func (d *Demo) ParseLine(line []byte) Event { return parseStreamJSON(line) }
+func (d *Demo) ParseLine(line string) Event { return parseStreamJSON(line) }

@@ -7,12 +7,21 @@
 // process package starts the Launch, and the turn feeds every stdout line
 // to Runtime.ParseLine.
 //
+// The demo agent and the command runtime get their prompt in a file, which
+// keeps stdin free (the demo agent reads elicitation answers there); claude
+// gets a short prompt as its last argument and a long one on stdin; codex
+// always on stdin.
+//
 // # Using a Launch
 //
 //	launch, err := rt.Prepare(turn)
-//	launch.WriteFiles()              // 0600, under turn.StateDir, never in the clone
-//	defer launch.RemoveFiles()       // the credential does not outlive the turn on disk
-//	start launch.Args in launch.Dir with launch.Environ(os.Environ()) and launch.Stdin
+//	err = launch.WriteFiles()  // 0600, under turn.StateDir, never in the clone
+//	defer launch.RemoveFiles() // the credential does not outlive the turn on disk
+//	p, err := process.Start(process.Command{Path: launch.Args[0], Args: launch.Args,
+//		Dir: launch.Dir, Env: launch.Environ(os.Environ()), Stdin: launch.Stdin},
+//		process.Options{OnLine: func(l process.Line) { ev := rt.ParseLine(l.Text); … }})
+//
+// (stderr lines are the caller's: they are not the runtime's protocol.)
 //
 // Environ drops the runner's own variables (ZIMMER_*, RUNNER_* and the
 // other services' prefixes: operator and admin keys, the internal token,
@@ -63,8 +72,9 @@
 //     says sh -c '…' (where the values are in $ZIMMER_PROMPT_FILE,
 //     $ZIMMER_SESSION_ID, $ZIMMER_RUNTIME_SESSION_ID, $ZIMMER_WORKDIR,
 //     $ZIMMER_MCP_CONFIG).
-//   - The demo agent: built as zimmer-demo-agent (make build puts it beside
-//     the runner); on PATH or RUNNER_DEMO_AGENT_PATH.
+//   - The demo agent: `go build ./services/runner/cmd/zimmer-demo-agent`;
+//     on PATH or RUNNER_DEMO_AGENT_PATH. It needs no account, which is why it
+//     is the default.
 //
 // A session keeps the runtime it was created with: the runtime's conversation
 // (claude's session, codex's thread) cannot move to another CLI.

@@ -107,7 +107,7 @@ func run(t *testing.T, rt agent.Runtime, l agent.Launch, env ...string) runResul
 	sc := bufio.NewScanner(&stdout)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		res.events = append(res.events, rt.ParseLine(sc.Bytes()))
+		res.events = append(res.events, rt.ParseLine(sc.Text()))
 	}
 	require.NoError(t, sc.Err())
 	return res
@@ -123,9 +123,9 @@ func kinds(events []agent.Event) []agent.Kind {
 }
 
 // readLines reads a testdata transcript.
-func readLines(t *testing.T, name string) [][]byte {
+func readLines(t *testing.T, name string) []string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", name))
 	require.NoError(t, err)
-	return bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 }

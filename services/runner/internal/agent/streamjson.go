@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // This file parses Claude Code's stream-json output (`claude -p
@@ -36,10 +37,11 @@ type streamLine struct {
 	Result     string          `json:"result"`
 	Errors     []string        `json:"errors"`
 	NumTurns   int             `json:"num_turns"`
-	// Elicitation fields (the demo agent's elicitation line).
-	ID      string `json:"id"`
-	Text    string `json:"text"`
-	Request string `json:"request"`
+	// The demo agent's elicitation line:
+	// {"type":"elicitation","id":"…","text":"…","requested_schema":{…},"timeout_ms":60000,"session_id":"…"}
+	ID        string `json:"id"`
+	Text      string `json:"text"`
+	TimeoutMS int64  `json:"timeout_ms"`
 }
 
 type mcpServerInfo struct {
@@ -65,12 +67,12 @@ type contentBlock struct {
 }
 
 // parseStreamJSON turns one stream-json line into an event.
-func parseStreamJSON(line []byte) Event {
+func parseStreamJSON(line string) Event {
 	var l streamLine
-	if err := json.Unmarshal(line, &l); err != nil || l.Type == "" {
+	if err := json.Unmarshal([]byte(line), &l); err != nil || l.Type == "" {
 		return textEvent(line)
 	}
-	raw := string(line)
+	raw := line
 	switch l.Type {
 	case "system":
 		return Event{Kind: KindSystem, Type: join("system", l.Subtype), Text: clip(systemText(l)), Raw: raw, RuntimeSessionID: l.SessionID}
@@ -84,8 +86,8 @@ func parseStreamJSON(line []byte) Event {
 		isErr := l.IsError || l.Subtype != "success"
 		return Event{Kind: KindResult, Type: join("result", l.Subtype), Text: clip(resultText(l, isErr)), Raw: raw, IsError: isErr, RuntimeSessionID: l.SessionID}
 	case "elicitation":
-		msg := firstNonEmpty(l.Text, l.Request, l.Result)
-		return Event{Kind: KindElicitation, Type: "elicitation", Text: clip(msg), Raw: raw, Elicitation: &Elicitation{ID: l.ID, Message: msg}}
+		e := &Elicitation{ID: l.ID, Message: l.Text, Timeout: time.Duration(l.TimeoutMS) * time.Millisecond}
+		return Event{Kind: KindElicitation, Type: "elicitation", Text: clip(l.Text), Raw: raw, RuntimeSessionID: l.SessionID, Elicitation: e}
 	case "error":
 		return Event{Kind: KindError, Type: "error", Text: clip(firstNonEmpty(l.Text, l.Result, raw)), Raw: raw, IsError: true}
 	default:

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -36,7 +37,7 @@ func TestClaudeCodeParsesRecordedLines(t *testing.T) {
 	for i, line := range lines {
 		ev := rt.ParseLine(line)
 		require.Equal(t, wants[i], want{ev.Kind, ev.Type, ev.Text, ev.IsError, ev.RuntimeSessionID}, "line %d", i+1)
-		require.Equal(t, string(line), ev.Raw, "the raw line is kept")
+		require.Equal(t, line, ev.Raw, "the raw line is kept")
 	}
 }
 
@@ -62,6 +63,8 @@ func TestStreamJSONLineShapes(t *testing.T) {
 		{"result success but is_error", `{"type":"result","subtype":"success","is_error":true,"result":"cut off at max_tokens"}`, agent.KindResult, "turn ended in error (success: cut off at max_tokens)", true},
 		{"result max turns", `{"type":"result","subtype":"error_max_turns","is_error":false,"num_turns":3}`, agent.KindResult, "turn ended in error (error_max_turns)", true},
 		{"result no subtype", `{"type":"result","is_error":false,"result":"?"}`, agent.KindResult, "turn ended in error (no subtype: ?)", true},
+		{"elicitation", `{"type":"elicitation","id":"elicit_demo_3","text":"Deploy to production?","requested_schema":{"type":"object"},"timeout_ms":60000,"session_id":"s"}`, agent.KindElicitation, "Deploy to production?", false},
+		{"elicitation result", `{"type":"system","subtype":"elicitation_result","id":"elicit_demo_3","action":"timeout","session_id":"s"}`, agent.KindSystem, "system/elicitation_result", false},
 		{"error line", `{"type":"error","text":"boom"}`, agent.KindError, "boom", true},
 		{"unknown type", `{"type":"stream_event","event":{"type":"content_block_delta"}}`, agent.KindText, `{"type":"stream_event","event":{"type":"content_block_delta"}}`, false},
 		{"no type", `{"hello":"world"}`, agent.KindText, `{"hello":"world"}`, false},
@@ -73,7 +76,7 @@ func TestStreamJSONLineShapes(t *testing.T) {
 		{"invalid UTF-8", "\xff\xfe not text", agent.KindText, "\xff\xfe not text", false},
 	}
 	for _, tc := range cases {
-		ev := rt.ParseLine([]byte(tc.line))
+		ev := rt.ParseLine(tc.line)
 		require.Equal(t, tc.kind, ev.Kind, tc.name)
 		require.Equal(t, tc.text, ev.Text, tc.name)
 		require.Equal(t, tc.isError, ev.IsError, tc.name)
@@ -81,18 +84,29 @@ func TestStreamJSONLineShapes(t *testing.T) {
 	}
 }
 
+func TestStreamJSONElicitation(t *testing.T) {
+	t.Parallel()
+	ev := agent.NewDemo(agent.DemoOptions{}).ParseLine(`{"type":"elicitation","id":"elicit_demo_3","text":"Deploy?","requested_schema":{"type":"object"},"timeout_ms":1500,"session_id":"s-1"}`)
+	require.Equal(t, agent.KindElicitation, ev.Kind)
+	require.Equal(t, &agent.Elicitation{ID: "elicit_demo_3", Message: "Deploy?", Timeout: 1500 * time.Millisecond}, ev.Elicitation)
+	require.Equal(t, "s-1", ev.RuntimeSessionID)
+
+	ev = agent.NewDemo(agent.DemoOptions{}).ParseLine(`{"type":"assistant","message":{"content":"hi"}}`)
+	require.Nil(t, ev.Elicitation, "only elicitation lines carry one")
+}
+
 func TestStreamJSONTextIsBounded(t *testing.T) {
 	t.Parallel()
 	rt := agent.NewClaudeCode(agent.ClaudeCodeOptions{})
 	big := strings.Repeat("é", 10000)
 	line := `{"type":"user","message":{"content":[{"type":"tool_result","content":"` + big + `"}]}}`
-	ev := rt.ParseLine([]byte(line))
+	ev := rt.ParseLine(line)
 	require.Equal(t, agent.KindTool, ev.Kind)
 	require.Less(t, len([]rune(ev.Text)), 4100)
 	require.True(t, strings.HasSuffix(ev.Text, "…"))
 	require.Equal(t, line, ev.Raw, "the raw line keeps everything")
 
-	ev = rt.ParseLine([]byte(big))
+	ev = rt.ParseLine(big)
 	require.Equal(t, agent.KindText, ev.Kind)
 	require.Less(t, len([]rune(ev.Text)), 4100)
 	require.Equal(t, big, ev.Raw)
