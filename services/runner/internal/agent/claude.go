@@ -64,6 +64,9 @@ func (c *ClaudeCode) Prepare(turn Turn) (Launch, error) {
 	if err := checkTurn(turn); err != nil {
 		return Launch{}, fmt.Errorf("prepare claude_code turn: %w", err)
 	}
+	if strings.TrimSpace(turn.Prompt) == "" {
+		return Launch{}, errors.New("prepare claude_code turn: the prompt is empty, and claude -p needs one")
+	}
 	// Claude refuses a --session-id that is not a UUID; say so before it does.
 	if err := uuid.Validate(turn.RuntimeSessionID); err != nil {
 		return Launch{}, fmt.Errorf("prepare claude_code turn: runtime session id %q is not a UUID: %w", turn.RuntimeSessionID, err)

@@ -256,6 +256,7 @@ func TestClaudeCodeRefusesABadTurn(t *testing.T) {
 		"no MCP URL":        {func(tr *agent.Turn) { tr.MCP.URL = "" }, "no MCP endpoint URL"},
 		"no workdir":        {func(tr *agent.Turn) { tr.Workdir = "" }, "no workdir"},
 		"no state dir":      {func(tr *agent.Turn) { tr.StateDir = "" }, "no state directory"},
+		"empty prompt":      {func(tr *agent.Turn) { tr.Prompt = " \n" }, "the prompt is empty"},
 		"sibling is fine":   {func(tr *agent.Turn) { tr.StateDir = tr.Workdir + "-state" }, ""},
 		"parent is outside": {func(tr *agent.Turn) { tr.StateDir = filepath.Dir(tr.Workdir) + "/state" }, ""},
 	}

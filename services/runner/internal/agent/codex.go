@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -45,8 +46,11 @@ func (c *Codex) Prepare(turn Turn) (Launch, error) {
 	if err := checkTurn(turn); err != nil {
 		return Launch{}, fmt.Errorf("prepare codex turn: %w", err)
 	}
+	if strings.TrimSpace(turn.Prompt) == "" {
+		return Launch{}, errors.New("prepare codex turn: the prompt is empty, and codex exec needs one")
+	}
 	if turn.Resume && turn.RuntimeSessionID == "" {
-		return Launch{}, fmt.Errorf("prepare codex turn: resuming needs the thread id the first turn reported")
+		return Launch{}, errors.New("prepare codex turn: resuming needs the thread id the first turn reported")
 	}
 	program, err := resolveProgram(c.opts.Path, "RUNNER_CODEX_PATH")
 	if err != nil {

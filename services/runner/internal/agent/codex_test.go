@@ -46,6 +46,11 @@ func TestCodexCommandLines(t *testing.T) {
 	_, err = agent.NewCodex(agent.CodexOptions{Path: codex}).Prepare(resume)
 	require.ErrorContains(t, err, "resuming needs the thread id")
 
+	first.Prompt = ""
+	_, err = agent.NewCodex(agent.CodexOptions{Path: codex}).Prepare(first)
+	require.ErrorContains(t, err, "the prompt is empty")
+	first.Prompt = "hi"
+
 	_, err = agent.NewCodex(agent.CodexOptions{Path: "zimmer-no-such-codex"}).Prepare(first)
 	require.ErrorContains(t, err, "RUNNER_CODEX_PATH")
 }
