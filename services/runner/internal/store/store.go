@@ -1,5 +1,6 @@
-// Package store keeps the runner's own state in Postgres: its schema and
-// the workspaces table behind workspace.Repository.
+// Package store keeps the runner's own state in Postgres: its schema, the
+// workspaces table behind workspace.Repository and the turns' transcripts
+// (Transcripts).
 package store
 
 import (

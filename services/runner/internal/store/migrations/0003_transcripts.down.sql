@@ -1,0 +1,2 @@
+DROP TABLE transcript_lines;
+DROP TABLE transcript_turns;

@@ -1,0 +1,259 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
+	"github.com/zimmerhq/zimmer/services/runner/internal/transcript"
+)
+
+// Transcripts keeps turns' transcripts: the transcript_turns and
+// transcript_lines tables, bounded by Limits.
+type Transcripts struct {
+	pool   *pgxpool.Pool
+	limits transcript.Limits
+}
+
+var (
+	_ transcript.Appender = (*Transcripts)(nil)
+	_ transcript.Reader   = (*Transcripts)(nil)
+)
+
+// NewTranscripts returns the transcripts over pool, bounded by limits.
+func NewTranscripts(pool *pgxpool.Pool, limits transcript.Limits) *Transcripts {
+	return &Transcripts{pool: pool, limits: limits}
+}
+
+// Append stores one line of a turn, or counts it when the turn is past its
+// bounds. The turn's row is locked for the decision, so concurrent appends
+// to one turn (an activity retried while its first attempt still runs)
+// take seqs one after the other and never overrun the bounds.
+func (s *Transcripts) Append(ctx context.Context, sessionID int64, turnID string, e agent.Event) error {
+	if turnID == "" {
+		return errors.New("append transcript line: no turn id")
+	}
+	line := s.limits.NewLine(sessionID, turnID, e)
+	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
+		var u transcript.Usage
+		var owner int64
+		err := tx.QueryRow(ctx, `
+			INSERT INTO transcript_turns (turn_id, session_id) VALUES ($1, $2)
+			ON CONFLICT (turn_id) DO UPDATE SET turn_id = EXCLUDED.turn_id
+			RETURNING session_id, stored_lines, stored_bytes, dropped_lines`, turnID, sessionID).
+			Scan(&owner, &u.StoredLines, &u.StoredBytes, &u.DroppedLines)
+		if err != nil {
+			return err
+		}
+		if owner != sessionID {
+			return fmt.Errorf("turn %s belongs to session %d, not %d", turnID, owner, sessionID)
+		}
+		size := transcript.Size(line)
+		switch s.limits.Admit(u, size) {
+		case transcript.Store:
+			_, err = tx.Exec(ctx, `
+				WITH l AS (
+					INSERT INTO transcript_lines (turn_id, session_id, seq, kind, type, text, raw, raw_truncated, is_error)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+				)
+				UPDATE transcript_turns SET stored_lines = stored_lines + 1, stored_bytes = stored_bytes + $10
+				WHERE turn_id = $1`,
+				turnID, sessionID, u.StoredLines+1, line.Kind, line.Type, line.Text, line.Raw, line.RawTruncated, line.IsError, size)
+		case transcript.DropFirst:
+			_, err = tx.Exec(ctx, `
+				WITH l AS (
+					INSERT INTO transcript_lines (turn_id, session_id, seq, kind, text) VALUES ($1, $2, $3, $4, $5)
+				)
+				UPDATE transcript_turns SET dropped_lines = 1 WHERE turn_id = $1`,
+				turnID, sessionID, u.StoredLines+1, transcript.KindDropped, s.limits.DroppedText(1))
+		case transcript.Drop:
+			_, err = tx.Exec(ctx, `
+				WITH t AS (
+					UPDATE transcript_turns SET dropped_lines = dropped_lines + 1 WHERE turn_id = $1
+				)
+				UPDATE transcript_lines SET text = $3 WHERE turn_id = $1 AND seq = $2`,
+				turnID, u.StoredLines+1, s.limits.DroppedText(u.DroppedLines+1))
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("append transcript line of turn %s: %w", turnID, err)
+	}
+	return nil
+}
+
+// EndTurn records how a turn ended (outcome: e.g. "exited 0", "killed by
+// SIGKILL"). A turn that printed nothing gets its row here. Ending an ended
+// turn again keeps the first ending: a retried activity reports the same
+// end twice.
+func (s *Transcripts) EndTurn(ctx context.Context, sessionID int64, turnID, outcome string) error {
+	if turnID == "" || outcome == "" {
+		return errors.New("end transcript turn: a turn id and an outcome are required")
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO transcript_turns (turn_id, session_id, ended_at, outcome) VALUES ($1, $2, now(), $3)
+		ON CONFLICT (turn_id) DO UPDATE SET ended_at = now(), outcome = EXCLUDED.outcome
+		WHERE transcript_turns.ended_at IS NULL AND transcript_turns.session_id = EXCLUDED.session_id`,
+		turnID, sessionID, outcome)
+	if err != nil {
+		return fmt.Errorf("end transcript turn %s: %w", turnID, err)
+	}
+	return nil
+}
+
+const lineColumns = `l.id, l.session_id, l.turn_id, l.seq, l.kind, l.type, l.text, l.raw, l.raw_truncated, l.is_error, l.created_at`
+
+func scanLine(row pgx.Row, extra ...any) (transcript.Line, error) {
+	var l transcript.Line
+	err := row.Scan(append([]any{&l.ID, &l.SessionID, &l.TurnID, &l.Seq, &l.Kind, &l.Type, &l.Text, &l.Raw,
+		&l.RawTruncated, &l.IsError, &l.CreatedAt}, extra...)...)
+	l.CreatedAt = l.CreatedAt.UTC()
+	return l, err
+}
+
+// Page reads a page of a session's transcript, newest turn first and each
+// turn's lines in order; it stops at q.PageSize lines or
+// transcript.MaxPageBytes, whichever comes first (always at least one line).
+func (s *Transcripts) Page(ctx context.Context, q transcript.Query) (transcript.Page, error) {
+	size := q.PageSize
+	if size <= 0 {
+		size = transcript.DefaultPageSize
+	}
+	size = min(size, transcript.MaxPageSize)
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+lineColumns+`, t.position
+		FROM transcript_lines l JOIN transcript_turns t USING (turn_id)
+		WHERE t.session_id = $1 AND ($2 = '' OR t.turn_id = $2)
+		  AND ($3 = 0 OR t.position < $3 OR (t.position = $3 AND l.seq > $4))
+		ORDER BY t.position DESC, l.seq
+		LIMIT $5`, q.SessionID, q.TurnID, q.After.Position, q.After.Seq, size+1)
+	if err != nil {
+		return transcript.Page{}, fmt.Errorf("read transcript of session %d: %w", q.SessionID, err)
+	}
+	var page transcript.Page
+	var positions []int64
+	var bytes int64
+	more := false
+	for rows.Next() {
+		var pos int64
+		l, err := scanLine(rows, &pos)
+		if err != nil {
+			rows.Close()
+			return transcript.Page{}, fmt.Errorf("read transcript of session %d: %w", q.SessionID, err)
+		}
+		bytes += transcript.Size(l)
+		if len(page.Lines) == size || (len(page.Lines) > 0 && bytes > transcript.MaxPageBytes) {
+			more = true
+			break
+		}
+		page.Lines, positions = append(page.Lines, l), append(positions, pos)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return transcript.Page{}, fmt.Errorf("read transcript of session %d: %w", q.SessionID, err)
+	}
+	if more {
+		last := len(page.Lines) - 1
+		page.Next = transcript.Cursor{Position: positions[last], Seq: page.Lines[last].Seq}
+	}
+	var turnIDs []string
+	for _, l := range page.Lines {
+		if len(turnIDs) == 0 || turnIDs[len(turnIDs)-1] != l.TurnID {
+			turnIDs = append(turnIDs, l.TurnID)
+		}
+	}
+	if page.Turns, err = s.turns(ctx, turnIDs); err != nil {
+		return transcript.Page{}, fmt.Errorf("read transcript of session %d: %w", q.SessionID, err)
+	}
+	return page, nil
+}
+
+// turns reads the named turns, newest first.
+func (s *Transcripts) turns(ctx context.Context, ids []string) ([]transcript.Turn, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT turn_id, session_id, started_at, ended_at, outcome, stored_lines, stored_bytes, dropped_lines
+		FROM transcript_turns WHERE turn_id = ANY($1) ORDER BY position DESC`, ids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (transcript.Turn, error) {
+		var t transcript.Turn
+		var ended *time.Time
+		err := row.Scan(&t.TurnID, &t.SessionID, &t.StartedAt, &ended, &t.Outcome, &t.StoredLines, &t.StoredBytes, &t.DroppedLines)
+		t.StartedAt = t.StartedAt.UTC()
+		if ended != nil {
+			t.EndedAt = ended.UTC()
+		}
+		return t, err
+	})
+}
+
+// LinesAfter implements transcript.Reader.
+func (s *Transcripts) LinesAfter(ctx context.Context, sessionID, afterID int64, limit int) ([]transcript.Line, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+lineColumns+` FROM transcript_lines l
+		WHERE l.session_id = $1 AND l.id > $2 ORDER BY l.id LIMIT $3`, sessionID, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read transcript of session %d: %w", sessionID, err)
+	}
+	lines, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (transcript.Line, error) { return scanLine(row) })
+	if err != nil {
+		return nil, fmt.Errorf("read transcript of session %d: %w", sessionID, err)
+	}
+	return lines, nil
+}
+
+// StartOfNewestTurn implements transcript.Reader. A new turn's lines all
+// have higher ids than the previous turn's, so starting before the newest
+// turn's first line shows that turn whole and every turn after it.
+func (s *Transcripts) StartOfNewestTurn(ctx context.Context, sessionID int64) (int64, error) {
+	var first *int64
+	err := s.pool.QueryRow(ctx, `
+		SELECT min(l.id) FROM transcript_lines l
+		WHERE l.turn_id = (SELECT turn_id FROM transcript_turns WHERE session_id = $1 ORDER BY position DESC LIMIT 1)`,
+		sessionID).Scan(&first)
+	if err != nil {
+		return 0, fmt.Errorf("find the newest turn of session %d: %w", sessionID, err)
+	}
+	if first == nil {
+		// No line yet: everything that comes is new; a turn that printed
+		// nothing yet has no lines to skip either.
+		var last *int64
+		if err := s.pool.QueryRow(ctx, `SELECT max(id) FROM transcript_lines WHERE session_id = $1`, sessionID).Scan(&last); err != nil {
+			return 0, fmt.Errorf("find the newest turn of session %d: %w", sessionID, err)
+		}
+		if last == nil {
+			return 0, nil
+		}
+		return *last, nil
+	}
+	return *first - 1, nil
+}
+
+// Prune deletes the turns that ended before cutoff, with their lines, a
+// batch at a time, and returns how many turns went. A running turn is never
+// pruned. The runner's retention schedule calls it.
+func (s *Transcripts) Prune(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, `
+			DELETE FROM transcript_turns WHERE turn_id IN (
+				SELECT turn_id FROM transcript_turns WHERE ended_at < $1 LIMIT $2)`, cutoff, batch)
+		if err != nil {
+			return total, fmt.Errorf("prune transcripts ended before %s: %w", cutoff.Format(time.RFC3339), err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			return total, nil
+		}
+	}
+}
