@@ -1,0 +1,328 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"golang.org/x/sys/unix"
+
+	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
+	"github.com/zimmerhq/zimmer/services/runner/internal/process"
+	"github.com/zimmerhq/zimmer/services/runner/internal/workspace"
+)
+
+// Lifecycle is what the turn needs of the lifecycle service, called as the
+// runner service.
+type Lifecycle interface {
+	// Transition fires one event. A refusal whose session is already where
+	// the event leads (a retried call that had applied) is success; any
+	// other refusal is a *RefusedError.
+	Transition(ctx context.Context, req TransitionRequest) error
+	// MintCredential issues a session credential for one turn's agent.
+	MintCredential(ctx context.Context, sessionID int64) (id, token string, err error)
+	// RevokeCredential revokes it when the turn ends.
+	RevokeCredential(ctx context.Context, sessionID int64, id string) error
+}
+
+// RefusedError is lifecycle refusing a transition for the session's state.
+type RefusedError struct {
+	Event, Status, Message string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("lifecycle refused %s with the session %s: %s", e.Event, e.Status, e.Message)
+}
+
+// Preparer makes a session's clone (workspace.Preparer).
+type Preparer interface {
+	Prepare(ctx context.Context, spec workspace.Spec) (workspace.Workspace, error)
+}
+
+// TranscriptLine is one line of a turn's output, parsed.
+type TranscriptLine struct {
+	SessionID int64
+	TurnID    string
+	// Seq numbers the turn's lines from 1, stdout and stderr together, in
+	// the order they were read.
+	Seq    int
+	Stream string // "stdout" or "stderr"
+	// Event is the parsed stdout line; a stderr line is KindText.
+	Event agent.Event
+	At    time.Time
+}
+
+// TranscriptSink keeps turns' output lines. Append is called for every line
+// in order, from one goroutine; it may be slow (the process package buffers
+// behind it) and its error is logged, never fatal to the turn.
+type TranscriptSink interface {
+	Append(ctx context.Context, line TranscriptLine) error
+}
+
+// NoTranscript discards transcripts.
+type NoTranscript struct{}
+
+// Append implements TranscriptSink.
+func (NoTranscript) Append(context.Context, TranscriptLine) error { return nil }
+
+// DrainHook runs after a turn ended normally and before its pause: the queue
+// delivers a message waiting for the session there (the queue issue).
+type DrainHook interface {
+	BeforePause(ctx context.Context, sessionID int64) error
+}
+
+// NoDrain is the drain hook until the queue exists.
+type NoDrain struct{}
+
+// BeforePause implements DrainHook.
+func (NoDrain) BeforePause(context.Context, int64) error { return nil }
+
+// Signaler sends a signal to a workflow (client.Client's SignalWorkflow).
+type Signaler interface {
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+}
+
+// Activities are the runner's turn activities. Transition and Drain run on
+// any node; PrepareWorkspace and RunTurn on the node holding the clone.
+type Activities struct {
+	Lifecycle Lifecycle
+	Preparer  Preparer
+	Runtimes  *agent.Registry
+	// StateDir holds each session's runner-owned files (prompt, MCP
+	// configuration) in <StateDir>/<id>, outside every clone.
+	StateDir string
+	// MCPURL is the gateway's /mcp endpoint the agents call.
+	MCPURL      string
+	Signaler    Signaler
+	Transcripts TranscriptSink
+	Drain       DrainHook
+	// Process tunes the agent processes (the termination ladder's graces).
+	Process process.Options
+	// HeartbeatInterval is how often RunTurn heartbeats (default 5s; well
+	// inside the workflow's 30s heartbeat timeout).
+	HeartbeatInterval time.Duration
+	Logger            *slog.Logger
+}
+
+// RegisterShared registers the activities any runner node runs, on the
+// shared task queue's worker.
+func (a *Activities) RegisterShared(w worker.Registry) {
+	w.RegisterActivityWithOptions(a.Transition, activity.RegisterOptions{Name: ActivityTransition})
+	w.RegisterActivityWithOptions(a.DrainBeforePause, activity.RegisterOptions{Name: ActivityDrain})
+}
+
+// RegisterNode registers the activities of this node's own task queue.
+func (a *Activities) RegisterNode(w worker.Registry) {
+	w.RegisterActivityWithOptions(a.PrepareWorkspace, activity.RegisterOptions{Name: ActivityPrepareWorkspace})
+	w.RegisterActivityWithOptions(a.RunTurn, activity.RegisterOptions{Name: ActivityRunTurn})
+}
+
+// Transition fires a lifecycle event; a refusal is non-retryable.
+func (a *Activities) Transition(ctx context.Context, req TransitionRequest) error {
+	err := a.Lifecycle.Transition(ctx, req)
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		return temporal.NewNonRetryableApplicationError(refused.Error(), ErrRefused, err)
+	}
+	return err
+}
+
+// DrainBeforePause runs the drain hook.
+func (a *Activities) DrainBeforePause(ctx context.Context, sessionID int64) error {
+	return a.drain().BeforePause(ctx, sessionID)
+}
+
+// PrepareWorkspace makes (or checks) the session's clone on this node. A
+// clone that cannot be made is a non-retryable ErrPrepareFailed carrying
+// the session's failure_reason.
+func (a *Activities) PrepareWorkspace(ctx context.Context, req PrepareRequest) (Workspace, error) {
+	s := req.Session
+	w, err := a.Preparer.Prepare(ctx, workspace.Spec{
+		SessionID: s.ID, GitRoot: s.GitRoot, Branch: s.Branch, Subdirectory: s.Subdirectory,
+	})
+	var perr *workspace.PrepareError
+	if errors.As(err, &perr) && !perr.Retryable {
+		return Workspace{}, temporal.NewNonRetryableApplicationError(perr.Reason, ErrPrepareFailed, err)
+	}
+	if err != nil {
+		return Workspace{}, fmt.Errorf("prepare the clone of session %d: %w", s.ID, err)
+	}
+	return Workspace{Workdir: w.Workdir(), StateDir: filepath.Join(a.StateDir, strconv.FormatInt(s.ID, 10))}, nil
+}
+
+// RunTurn runs one agent process to its end, heartbeating while it lives.
+// Cancelling the activity (or losing its heartbeat) runs the termination
+// ladder. An elicitation the agent blocks on is signalled to the session's
+// workflow, as is its end.
+func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResult, error) {
+	notStarted := func(err error) (TurnResult, error) {
+		return TurnResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTurnNotStarted, err)
+	}
+	rt, err := a.Runtimes.Lookup(req.Session.Runtime)
+	if err != nil {
+		return notStarted(err)
+	}
+	credID, token, err := a.Lifecycle.MintCredential(ctx, req.Session.ID)
+	if err != nil {
+		return TurnResult{}, fmt.Errorf("mint the session's credential: %w", err)
+	}
+	defer a.revoke(ctx, req.Session.ID, credID)
+	launch, err := rt.Prepare(agent.Turn{
+		SessionID: req.Session.ID, RuntimeSessionID: req.RuntimeSessionID, Resume: req.Resume,
+		Prompt: req.Prompt, Workdir: req.Workspace.Workdir, StateDir: req.Workspace.StateDir,
+		MCP: agent.MCPEndpoint{URL: a.MCPURL, Token: token},
+	})
+	if err != nil {
+		return notStarted(err)
+	}
+	if err := launch.WriteFiles(); err != nil {
+		return notStarted(err)
+	}
+	defer func() {
+		if err := launch.RemoveFiles(); err != nil {
+			a.logger().Warn("remove the turn's files", "turn", req.TurnID, "error", err)
+		}
+	}()
+
+	follower := &lineFollower{a: a, ctx: ctx, rt: rt, req: req, workflowID: activity.GetInfo(ctx).WorkflowExecution.ID}
+	opts := a.Process
+	opts.OnLine = follower.line
+	p, err := process.Start(process.Command{
+		Path: launch.Args[0], Args: launch.Args, Dir: launch.Dir,
+		Env: launch.Environ(os.Environ()), Stdin: launch.Stdin,
+	}, opts)
+	if err != nil {
+		return notStarted(err)
+	}
+	interval := a.HeartbeatInterval
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for running := true; running; {
+		select {
+		case <-p.Done():
+			running = false
+		case <-tick.C:
+			activity.RecordHeartbeat(ctx, req.TurnID)
+		case <-ctx.Done():
+			// Cancelled (an interrupt) or the heartbeat timed out: no turn
+			// outlives its activity.
+			if _, err := p.Terminate(context.WithoutCancel(ctx)); err != nil {
+				a.logger().Error("terminate the turn's process", "turn", req.TurnID, "error", err)
+			}
+			<-p.Done()
+			return TurnResult{}, ctx.Err()
+		}
+	}
+	exit, err := p.Wait(ctx)
+	if err != nil {
+		return TurnResult{}, fmt.Errorf("wait for the agent: %w", err)
+	}
+	result := TurnResult{
+		ExitCode: exit.Code, SignalSentByUs: exit.SignalSentByUs, StatusKnown: exit.StatusKnown,
+		StderrTail: exit.StderrTail, RuntimeSessionID: follower.runtimeSessionID,
+	}
+	if exit.Signaled() {
+		result.Signal = unix.SignalName(exit.Signal)
+	}
+	return result, nil
+}
+
+func (a *Activities) revoke(ctx context.Context, sessionID int64, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := a.Lifecycle.RevokeCredential(ctx, sessionID, id); err != nil {
+		a.logger().Warn("revoke the turn's session credential", "session_id", sessionID, "credential_id", id, "error", err)
+	}
+}
+
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger == nil {
+		return slog.Default()
+	}
+	return a.Logger
+}
+
+func (a *Activities) drain() DrainHook {
+	if a.Drain == nil {
+		return NoDrain{}
+	}
+	return a.Drain
+}
+
+func (a *Activities) transcripts() TranscriptSink {
+	if a.Transcripts == nil {
+		return NoTranscript{}
+	}
+	return a.Transcripts
+}
+
+// lineFollower handles a turn's output lines, in order, on the process
+// package's delivery goroutine.
+type lineFollower struct {
+	a   *Activities
+	ctx context.Context
+	rt  agent.Runtime
+	req RunTurnRequest
+	// workflowID is signalled without a run id: the current run is the
+	// one waiting for this turn.
+	workflowID string
+
+	mu               sync.Mutex
+	seq              int
+	blocked          bool
+	runtimeSessionID string
+}
+
+func (f *lineFollower) line(l process.Line) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seq++
+	ev := agent.Event{Kind: agent.KindText, Text: l.Text, Raw: l.Text}
+	if l.Stream == process.Stdout {
+		ev = f.rt.ParseLine(l.Text)
+	}
+	if err := f.a.transcripts().Append(f.ctx, TranscriptLine{
+		SessionID: f.req.Session.ID, TurnID: f.req.TurnID, Seq: f.seq, Stream: l.Stream.String(),
+		Event: ev, At: time.Now().UTC(),
+	}); err != nil {
+		f.a.logger().Warn("keep a transcript line", "turn", f.req.TurnID, "seq", f.seq, "error", err)
+	}
+	if l.Stream != process.Stdout {
+		return
+	}
+	if ev.RuntimeSessionID != "" {
+		f.runtimeSessionID = ev.RuntimeSessionID
+	}
+	switch blocked := ev.Kind == agent.KindElicitation; {
+	case blocked && !f.blocked:
+		msg := ""
+		if ev.Elicitation != nil {
+			msg = ev.Elicitation.Message
+		}
+		f.signal(ElicitationSignal{TurnID: f.req.TurnID, Blocked: true, Message: msg})
+	case !blocked && f.blocked:
+		// The agent printed something else: its elicitation was answered
+		// (or gave up) and it went on.
+		f.signal(ElicitationSignal{TurnID: f.req.TurnID})
+	}
+}
+
+func (f *lineFollower) signal(s ElicitationSignal) {
+	if err := f.a.Signaler.SignalWorkflow(f.ctx, f.workflowID, "", SignalElicitation, s); err != nil {
+		f.a.logger().Error("signal the session's workflow about an elicitation", "turn", f.req.TurnID, "error", err)
+		return
+	}
+	f.blocked = s.Blocked
+}

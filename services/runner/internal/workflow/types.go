@@ -1,0 +1,214 @@
+// Package workflow drives a session's turns on Temporal: one workflow per
+// session (id session-<id>, on the runner's task queue zimmer-runner) takes
+// turn requests by signal and runs them one at a time, each turn an activity
+// (RunTurn) on the task queue of the node holding the session's clone
+// (zimmer-runner-<node>). Lifecycle owns the session's state: the workflow
+// reports every turn's start and end to it through the Transition activity,
+// which calls lifecycle's TransitionSession as the runner service.
+//
+// docs/architecture.md ("Turns") says why it is shaped this way.
+package workflow
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Names registered with the worker. They are part of the workflow's history:
+// renaming one strands the workflows already running.
+const (
+	WorkflowName             = "zimmer.runner.Session"
+	ActivityTransition       = "zimmer.runner.Transition"
+	ActivityPrepareWorkspace = "zimmer.runner.PrepareWorkspace"
+	ActivityRunTurn          = "zimmer.runner.RunTurn"
+	ActivityDrain            = "zimmer.runner.DrainBeforePause"
+
+	// SignalTurn asks for a turn (TurnRequest).
+	SignalTurn = "turn"
+	// SignalElicitation is sent by RunTurn when the agent blocks on an MCP
+	// elicitation and when it goes on (ElicitationSignal).
+	SignalElicitation = "elicitation"
+)
+
+// Error types of the application errors activities return; the workflow
+// routes on them.
+const (
+	// ErrPrepareFailed: the clone cannot be made; the message is the
+	// session's failure_reason. Never retried.
+	ErrPrepareFailed = "PrepareFailed"
+	// ErrTurnNotStarted: the agent process could not be started (unknown
+	// runtime, missing binary); the message says why. Never retried.
+	ErrTurnNotStarted = "TurnNotStarted"
+	// ErrRefused: lifecycle refused the transition and the session is not
+	// where the transition would have put it: someone else moved it (an
+	// archive, a user's pause). Never retried.
+	ErrRefused = "TransitionRefused"
+)
+
+// MaxSignalRecoveries is how many turns in a row that died by a signal
+// Zimmer did not send are resumed with system recovery; the next such death
+// fails the session (the spec's MAX_SIGNAL_DEATH_RETRIES).
+const MaxSignalRecoveries = 3
+
+// DefaultTurnsPerRun is after how many turns a session's workflow continues
+// as new, so its history stays small however long the session lives.
+const DefaultTurnsPerRun = 50
+
+// RecoveryPrompt is appended to the prompt of a turn whose process died by a
+// signal Zimmer did not send, when the turn is run again: the spec's
+// system_recovery(reason:) names the path after the standing text.
+const RecoveryPrompt = "[Zimmer system recovery] Your previous process died by a signal Zimmer did not send (%s); " +
+	"continue where you left off."
+
+// ContinuePrompt is the prompt of a deliberate resume that carries none
+// (restart): the spec's continue nudge.
+const ContinuePrompt = "[Zimmer] Your session was restarted; continue where you left off."
+
+// ID is the workflow id of a session's workflow.
+func ID(sessionID int64) string { return "session-" + strconv.FormatInt(sessionID, 10) }
+
+// TaskQueue is the runner's shared task queue: the session workflows and the
+// Transition and Drain activities, which any node may run.
+const TaskQueue = "zimmer-runner"
+
+// NodeTaskQueue is the task queue of the runner node named node: the
+// activities that touch its disk or its processes (PrepareWorkspace,
+// RunTurn).
+func NodeTaskQueue(node string) string { return "zimmer-runner-" + node }
+
+// Turn kinds.
+const (
+	// KindFirst is the session's first turn: the workflow clones and starts
+	// the session (waiting → running).
+	KindFirst = "first"
+	// KindResume is a turn after a deliberate resume (restart, a
+	// follow-up): lifecycle already moved the session to running.
+	KindResume = "resume"
+)
+
+// TurnRequest asks a session's workflow for a turn.
+type TurnRequest struct {
+	// RequestID identifies the request (the lifecycle event that asked for
+	// it): a request seen before is ignored, so a redelivered event never
+	// runs a second turn.
+	RequestID string
+	Kind      string
+	// Prompt is the turn's prompt; empty on a resume means ContinuePrompt.
+	Prompt string
+	// Session is what the first turn needs to clone and launch.
+	Session SessionSpec
+}
+
+// SessionSpec is what the runner needs to know of a session.
+type SessionSpec struct {
+	ID           int64
+	Runtime      string
+	GitRoot      string
+	Branch       string
+	Subdirectory string
+}
+
+// ElicitationSignal reports that the agent blocked on an elicitation
+// (Blocked) or went on (!Blocked).
+type ElicitationSignal struct {
+	TurnID  string
+	Blocked bool
+	Message string
+}
+
+// State is the workflow's input, carried across continue-as-new.
+type State struct {
+	Session SessionSpec
+	// Node holds the session's clone; its turns run on NodeTaskQueue(Node).
+	Node string
+	// Workspace is set once the clone is ready.
+	Workspace *Workspace
+	// RuntimeSessionID is the runtime's conversation id (claude's UUID,
+	// codex's thread), fixed by the first turn.
+	RuntimeSessionID string
+	// Started: a turn has begun before, so the next one resumes the
+	// runtime's conversation.
+	Started bool
+	// Turns counts every turn the session ran, across runs: the turn ids.
+	Turns int
+	// Pending are requests received and not yet run.
+	Pending []TurnRequest
+	// Seen are the latest request ids (at most maxSeen), for dedup.
+	Seen []string
+	// TurnsPerRun overrides DefaultTurnsPerRun (tests).
+	TurnsPerRun int
+}
+
+const maxSeen = 200
+
+// Workspace is where a session's turns run.
+type Workspace struct {
+	// Workdir is the clone's subdirectory: the agent's working directory.
+	Workdir string
+	// StateDir is the runner's per-session directory (prompt and MCP
+	// files), outside the clone.
+	StateDir string
+}
+
+// TransitionRequest is one call of lifecycle's TransitionSession.
+type TransitionRequest struct {
+	SessionID      int64
+	Event          string
+	RunningJobID   string
+	FailureReason  string
+	SystemRecovery bool
+	PausedBy       string
+}
+
+// Lifecycle events the workflow fires.
+const (
+	EventStart   = "start"
+	EventPause   = "pause"
+	EventResume  = "resume"
+	EventFail    = "fail"
+	EventBlock   = "block_on_elicitation"
+	EventUnblock = "unblock_from_elicitation"
+)
+
+// PrepareRequest asks a node for a session's clone.
+type PrepareRequest struct {
+	Session SessionSpec
+}
+
+// RunTurnRequest is one agent turn.
+type RunTurnRequest struct {
+	Session          SessionSpec
+	TurnID           string
+	Prompt           string
+	Workspace        Workspace
+	RuntimeSessionID string
+	Resume           bool
+}
+
+// TurnResult is how a turn's process ended.
+type TurnResult struct {
+	ExitCode int
+	// Signal names the signal the process died by ("SIGKILL"), "" when it
+	// exited.
+	Signal         string
+	SignalSentByUs bool
+	// StatusKnown is false when the exit status was lost.
+	StatusKnown bool
+	StderrTail  []string
+	// RuntimeSessionID is the conversation id the runtime reported, if any.
+	RuntimeSessionID string
+}
+
+// turnID names a turn: the session's workflow id and the turn's number. It
+// is the session's running_job_id while the turn runs.
+func turnID(sessionID int64, n int) string { return fmt.Sprintf("%s/turn-%d", ID(sessionID), n) }
+
+// Timeouts of the activities; the turn itself has no deadline (an agent may
+// work for hours) but must heartbeat.
+const (
+	turnHeartbeatTimeout = 30 * time.Second
+	turnMaxDuration      = 7 * 24 * time.Hour
+	prepareTimeout       = 30 * time.Minute
+	transitionTimeout    = 30 * time.Second
+)

@@ -1,0 +1,367 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Session is a session's workflow: it runs the turns it is asked for, one at
+// a time, and continues as new every TurnsPerRun turns. It never ends on its
+// own: a session may be restarted at any time, and an idle workflow costs
+// Temporal nothing but a row.
+func Session(ctx workflow.Context, st State) error {
+	turns := workflow.GetSignalChannel(ctx, SignalTurn)
+	elicitations := workflow.GetSignalChannel(ctx, SignalElicitation)
+	perRun := st.TurnsPerRun
+	if perRun <= 0 {
+		perRun = DefaultTurnsPerRun
+	}
+	for ran := 0; ; {
+		receivePending(turns, &st)
+		if len(st.Pending) == 0 {
+			var req TurnRequest
+			turns.Receive(ctx, &req)
+			st.accept(req)
+			continue
+		}
+		req := st.Pending[0]
+		st.Pending = st.Pending[1:]
+		if err := (&turnRunner{st: &st, elicitations: elicitations}).run(ctx, req); err != nil {
+			return err
+		}
+		if ran++; ran >= perRun {
+			// Every signal already delivered rides along in State.Pending;
+			// none is lost to the new run.
+			receivePending(turns, &st)
+			return workflow.NewContinueAsNewError(ctx, WorkflowName, st)
+		}
+	}
+}
+
+func receivePending(turns workflow.ReceiveChannel, st *State) {
+	for {
+		var req TurnRequest
+		if !turns.ReceiveAsync(&req) {
+			return
+		}
+		st.accept(req)
+	}
+}
+
+// accept queues req unless it was seen before, or is a first turn for a
+// session whose first turn already ran (a redelivered creation).
+func (st *State) accept(req TurnRequest) {
+	if req.RequestID != "" {
+		if slices.Contains(st.Seen, req.RequestID) {
+			return
+		}
+		st.Seen = append(st.Seen, req.RequestID)
+		if len(st.Seen) > maxSeen {
+			st.Seen = st.Seen[len(st.Seen)-maxSeen:]
+		}
+	}
+	if req.Kind == KindFirst && (st.Started || slices.ContainsFunc(st.Pending, func(p TurnRequest) bool { return p.Kind == KindFirst })) {
+		return
+	}
+	if st.Session.ID == 0 {
+		st.Session = req.Session
+	}
+	st.Pending = append(st.Pending, req)
+}
+
+// turnRunner runs one requested turn, and the recovery turns a signal death
+// calls for.
+type turnRunner struct {
+	st           *State
+	elicitations workflow.ReceiveChannel
+	blocked      bool
+}
+
+func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) error {
+	st := t.st
+	if st.Workspace == nil {
+		ws, failed, err := t.prepare(ctx)
+		if err != nil {
+			return err
+		}
+		if failed != "" {
+			return t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: failed})
+		}
+		st.Workspace = &ws
+	}
+	st.Turns++
+	id := turnID(st.Session.ID, st.Turns)
+	if req.Kind == KindFirst {
+		err := t.transition(ctx, TransitionRequest{Event: EventStart, RunningJobID: id})
+		if isRefused(err) {
+			// Someone moved the session first (archived, failed): no turn.
+			workflow.GetLogger(ctx).Info("session not started: lifecycle refused start", "turn", id, "error", err)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if st.RuntimeSessionID == "" {
+		encoded := workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.NewString() })
+		if err := encoded.Get(&st.RuntimeSessionID); err != nil {
+			return fmt.Errorf("draw the runtime session id: %w", err)
+		}
+	}
+	prompt := req.Prompt
+	if strings.TrimSpace(prompt) == "" {
+		prompt = ContinuePrompt
+	}
+	for recoveries := 0; ; {
+		result, runErr, err := t.runProcess(ctx, id, prompt)
+		if err != nil {
+			return err
+		}
+		if t.blocked {
+			// The process is gone: nothing is blocked any more.
+			if err := t.endTransition(ctx, TransitionRequest{Event: EventUnblock}); err != nil {
+				return err
+			}
+			t.blocked = false
+		}
+		if runErr != nil {
+			return t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: notRunReason(runErr)})
+		}
+		if result.RuntimeSessionID != "" {
+			st.RuntimeSessionID = result.RuntimeSessionID
+		}
+		switch {
+		case result.StatusKnown && result.Signal == "" && result.ExitCode == 0:
+			if err := t.drain(ctx); err != nil {
+				return err
+			}
+			return t.endTransition(ctx, TransitionRequest{Event: EventPause})
+		case result.Signal != "" && result.SignalSentByUs:
+			// Zimmer stopped it (a pause, an archive): whoever asked owns
+			// the session's state.
+			return nil
+		case result.Signal != "" && recoveries < MaxSignalRecoveries:
+			recoveries++
+			if err := t.endTransition(ctx, TransitionRequest{Event: EventPause}); err != nil {
+				return err
+			}
+			st.Turns++
+			id = turnID(st.Session.ID, st.Turns)
+			err := t.transition(ctx, TransitionRequest{Event: EventResume, SystemRecovery: true, RunningJobID: id})
+			if isRefused(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(prompt, "[Zimmer system recovery]") {
+				prompt += "\n\n" + fmt.Sprintf(RecoveryPrompt, result.Signal)
+			}
+		case result.Signal != "":
+			return t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: fmt.Sprintf(
+				"The agent's process died by %s, which Zimmer did not send, %d times in a row; Zimmer stopped resuming it. %s",
+				result.Signal, MaxSignalRecoveries+1, stderrTail(result.StderrTail))})
+		default:
+			return t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: exitReason(result)})
+		}
+	}
+}
+
+// prepare makes the clone on the session's node. failed is the session's
+// failure_reason when the clone cannot be made.
+func (t *turnRunner) prepare(ctx workflow.Context) (ws Workspace, failed string, err error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           NodeTaskQueue(t.st.Node),
+		StartToCloseTimeout: prepareTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
+			NonRetryableErrorTypes: []string{ErrPrepareFailed},
+		},
+	})
+	err = workflow.ExecuteActivity(actx, ActivityPrepareWorkspace, PrepareRequest{Session: t.st.Session}).Get(ctx, &ws)
+	var appErr *temporal.ApplicationError
+	switch {
+	case err == nil:
+		return ws, "", nil
+	case errors.As(err, &appErr) && appErr.Type() == ErrPrepareFailed:
+		return Workspace{}, appErr.Message(), nil
+	case temporal.IsCanceledError(err):
+		return Workspace{}, "", err
+	default:
+		return Workspace{}, "The runner could not prepare the session's clone after several attempts: " +
+			rootMessage(err) + ". Check the runner's logs and disk, then restart the session.", nil
+	}
+}
+
+// runProcess runs one agent process and follows its elicitations while it
+// lives. runErr is the turn's own failure (it could not start, or the node
+// lost it); err is the workflow's (a transition that cannot be made).
+func (t *turnRunner) runProcess(ctx workflow.Context, id, prompt string) (result TurnResult, runErr, err error) {
+	st := t.st
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           NodeTaskQueue(st.Node),
+		StartToCloseTimeout: turnMaxDuration,
+		HeartbeatTimeout:    turnHeartbeatTimeout,
+		WaitForCancellation: true,
+		// Never re-run by Temporal: a second process could repeat the first
+		// one's side effects. A lost turn is the workflow's to decide.
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	upsertMemo(ctx, map[string]any{"turn": id, "runtime": st.Session.Runtime})
+	fut := workflow.ExecuteActivity(actx, ActivityRunTurn, RunTurnRequest{
+		Session: st.Session, TurnID: id, Prompt: prompt, Workspace: *st.Workspace,
+		RuntimeSessionID: st.RuntimeSessionID, Resume: st.Started,
+	})
+	st.Started = true
+	done := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(fut, func(f workflow.Future) { runErr, done = f.Get(ctx, &result), true })
+	sel.AddReceive(t.elicitations, func(c workflow.ReceiveChannel, _ bool) {
+		var s ElicitationSignal
+		c.Receive(ctx, &s)
+		if err == nil {
+			err = t.elicitation(ctx, id, s)
+		}
+	})
+	for !done && err == nil {
+		sel.Select(ctx)
+	}
+	if err != nil {
+		return result, nil, err
+	}
+	// Signals the activity sent before it completed are all in the history
+	// by now; follow them in order.
+	for {
+		var s ElicitationSignal
+		if !t.elicitations.ReceiveAsync(&s) {
+			break
+		}
+		if err := t.elicitation(ctx, id, s); err != nil {
+			return result, nil, err
+		}
+	}
+	return result, runErr, nil
+}
+
+func (t *turnRunner) elicitation(ctx workflow.Context, id string, s ElicitationSignal) error {
+	if s.TurnID != id || s.Blocked == t.blocked {
+		return nil // another turn's, or no change
+	}
+	event := EventUnblock
+	if s.Blocked {
+		event = EventBlock
+	}
+	if err := t.endTransition(ctx, TransitionRequest{Event: event}); err != nil {
+		return err
+	}
+	t.blocked = s.Blocked
+	return nil
+}
+
+func (t *turnRunner) drain(ctx workflow.Context) error {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           TaskQueue,
+		StartToCloseTimeout: transitionTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+	return workflow.ExecuteActivity(actx, ActivityDrain, t.st.Session.ID).Get(ctx, nil)
+}
+
+// transition fires one lifecycle event, retried until lifecycle answers.
+func (t *turnRunner) transition(ctx workflow.Context, req TransitionRequest) error {
+	req.SessionID = t.st.Session.ID
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           TaskQueue,
+		StartToCloseTimeout: transitionTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			NonRetryableErrorTypes: []string{ErrRefused},
+		},
+	})
+	err := workflow.ExecuteActivity(actx, ActivityTransition, req).Get(ctx, nil)
+	if err == nil {
+		upsertMemo(ctx, map[string]any{"last_event": req.Event})
+	}
+	return err
+}
+
+// endTransition is a transition after which a refusal means someone else
+// already moved the session (archived it mid-turn, say): nothing to do.
+func (t *turnRunner) endTransition(ctx workflow.Context, req TransitionRequest) error {
+	err := t.transition(ctx, req)
+	if isRefused(err) {
+		workflow.GetLogger(ctx).Info("lifecycle refused a turn-end transition; the session moved on",
+			"event", req.Event, "error", err)
+		return nil
+	}
+	return err
+}
+
+func upsertMemo(ctx workflow.Context, memo map[string]any) {
+	if err := workflow.UpsertMemo(ctx, memo); err != nil {
+		workflow.GetLogger(ctx).Warn("upsert memo", "error", err)
+	}
+}
+
+func isRefused(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == ErrRefused
+}
+
+// rootMessage is the innermost error's message: Temporal wraps an activity's
+// error in "activity error (…)".
+func rootMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(u) {
+		err = u
+	}
+	return err.Error()
+}
+
+func notRunReason(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == ErrTurnNotStarted {
+		return "The agent could not be started: " + appErr.Message()
+	}
+	if temporal.IsTimeoutError(err) {
+		return "The runner lost the agent's process (no heartbeat from its node): " + rootMessage(err) +
+			". Restart the session to run a new turn."
+	}
+	return "The agent's turn failed in the runner: " + rootMessage(err) + ". Restart the session to run a new turn."
+}
+
+func exitReason(r TurnResult) string {
+	if !r.StatusKnown {
+		return "The agent's process ended with an unknown status. " + stderrTail(r.StderrTail)
+	}
+	return fmt.Sprintf("The agent exited with code %d. %s", r.ExitCode, stderrTail(r.StderrTail))
+}
+
+// failureTailLines bounds the stderr quoted in a failure_reason: its last
+// lines say what went wrong, the rest is in the transcript.
+const failureTailLines = 5
+
+func stderrTail(lines []string) string {
+	if len(lines) == 0 {
+		return "It wrote nothing on stderr."
+	}
+	if len(lines) > failureTailLines {
+		lines = lines[len(lines)-failureTailLines:]
+	}
+	const maxChars = 1500
+	tail := strings.Join(lines, "\n")
+	if r := []rune(tail); len(r) > maxChars {
+		tail = "…" + string(r[len(r)-maxChars:])
+	}
+	return "Last stderr lines:\n" + tail
+}

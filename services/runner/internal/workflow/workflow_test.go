@@ -1,0 +1,280 @@
+package workflow_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
+)
+
+// harness runs the session workflow under the test suite's mocked clock with
+// every activity mocked, and records the transitions it asks lifecycle for.
+type harness struct {
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+
+	mu          sync.Mutex
+	transitions []rw.TransitionRequest
+	turns       []rw.RunTurnRequest
+	drains      int
+}
+
+const sessionID = 7
+
+var spec = rw.SessionSpec{ID: sessionID, Runtime: "demo", GitRoot: "/repo", Branch: "main"}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
+	h.env.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
+	acts := &rw.Activities{}
+	acts.RegisterShared(h.env)
+	acts.RegisterNode(h.env)
+	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req rw.TransitionRequest) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.transitions = append(h.transitions, req)
+			return nil
+		}).Maybe()
+	h.env.OnActivity(rw.ActivityDrain, mock.Anything, mock.Anything).Return(
+		func(context.Context, int64) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.drains++
+			return nil
+		}).Maybe()
+	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(
+		rw.Workspace{Workdir: "/ws/7", StateDir: "/state/7"}, nil).Maybe()
+	return h
+}
+
+// onTurns answers RunTurn with results, one per call, each after took.
+func (h *harness) onTurns(took time.Duration, results ...rw.TurnResult) {
+	n := 0
+	h.env.OnActivity(rw.ActivityRunTurn, mock.Anything, mock.Anything).After(took).Return(
+		func(_ context.Context, req rw.RunTurnRequest) (rw.TurnResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.turns = append(h.turns, req)
+			require.Less(h.t, n, len(results), "more turns than the test scripted")
+			n++
+			return results[n-1], nil
+		}).Maybe()
+}
+
+// run signals reqs at the start and runs the workflow until it continues as
+// new after turnsPerRun turns.
+func (h *harness) run(turnsPerRun int, reqs ...rw.TurnRequest) {
+	h.t.Helper()
+	h.env.RegisterDelayedCallback(func() {
+		for _, r := range reqs {
+			h.env.SignalWorkflow(rw.SignalTurn, r)
+		}
+	}, 0)
+	h.env.ExecuteWorkflow(rw.WorkflowName, rw.State{Node: "n1", TurnsPerRun: turnsPerRun})
+	require.True(h.t, h.env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.True(h.t, errors.As(h.env.GetWorkflowError(), &can), "want continue-as-new, got %v", h.env.GetWorkflowError())
+}
+
+func (h *harness) events() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]string, len(h.transitions))
+	for i, tr := range h.transitions {
+		out[i] = tr.Event
+	}
+	return out
+}
+
+func first(prompt string) rw.TurnRequest {
+	return rw.TurnRequest{RequestID: "ev-1", Kind: rw.KindFirst, Prompt: prompt, Session: spec}
+}
+
+func exited(code int, stderr ...string) rw.TurnResult {
+	return rw.TurnResult{ExitCode: code, StatusKnown: true, StderrTail: stderr}
+}
+
+func killed(sig string) rw.TurnResult {
+	return rw.TurnResult{ExitCode: -1, Signal: sig, StatusKnown: true, StderrTail: []string{"bye"}}
+}
+
+func TestExitZeroDrainsThenPauses(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Minute, exited(0))
+	h.run(1, first("@demo say hi"))
+
+	require.Equal(t, []string{rw.EventStart, rw.EventPause}, h.events())
+	require.Equal(t, "session-7/turn-1", h.transitions[0].RunningJobID, "the turn's id is the running job")
+	require.Equal(t, int64(sessionID), h.transitions[0].SessionID)
+	require.Equal(t, 1, h.drains, "the drain hook runs before the pause")
+	require.Len(t, h.turns, 1)
+	require.Equal(t, "@demo say hi", h.turns[0].Prompt)
+	require.Equal(t, "/ws/7", h.turns[0].Workspace.Workdir)
+	require.False(t, h.turns[0].Resume)
+	require.NotEmpty(t, h.turns[0].RuntimeSessionID, "the first turn is given the runtime's conversation id")
+}
+
+func TestNonZeroExitFailsNamingTheCodeAndStderr(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Second, exited(3, "warming up", "fatal: no such thing"))
+	h.run(1, first("@demo exit 3"))
+
+	require.Equal(t, []string{rw.EventStart, rw.EventFail}, h.events())
+	reason := h.transitions[1].FailureReason
+	require.Contains(t, reason, "exited with code 3")
+	require.Contains(t, reason, "fatal: no such thing")
+	require.Zero(t, h.drains)
+}
+
+func TestSignalDeathIsRecoveredThreeTimesThenFails(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Second, killed("SIGKILL"), killed("SIGKILL"), killed("SIGKILL"), killed("SIGKILL"))
+	h.run(1, first("@demo signal SIGKILL"))
+
+	require.Equal(t, []string{
+		rw.EventStart,
+		rw.EventPause, rw.EventResume,
+		rw.EventPause, rw.EventResume,
+		rw.EventPause, rw.EventResume,
+		rw.EventFail,
+	}, h.events())
+	for i, job := range []string{"session-7/turn-2", "session-7/turn-3", "session-7/turn-4"} {
+		resume := h.transitions[2+2*i]
+		require.True(t, resume.SystemRecovery, "a signal death is resumed as a system recovery")
+		require.Equal(t, job, resume.RunningJobID)
+	}
+	require.Contains(t, h.transitions[7].FailureReason, "SIGKILL")
+	require.Contains(t, h.transitions[7].FailureReason, "4 times in a row")
+	require.Len(t, h.turns, 4)
+	for _, turn := range h.turns[1:] {
+		require.True(t, turn.Resume)
+		require.Contains(t, turn.Prompt, "@demo signal SIGKILL", "the interrupted turn's prompt is run again")
+		require.Contains(t, turn.Prompt, "[Zimmer system recovery]")
+	}
+	require.Zero(t, h.drains)
+}
+
+func TestSignalDeathRecoveredOnceThenPauses(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Second, killed("SIGSEGV"), exited(0))
+	h.run(1, first("work"))
+
+	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventResume, rw.EventPause}, h.events())
+	require.Equal(t, 1, h.drains)
+}
+
+func TestSignalSentByZimmerLeavesTheStateToWhoeverStoppedIt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	stopped := killed("SIGTERM")
+	stopped.SignalSentByUs = true
+	h.onTurns(time.Second, stopped)
+	h.run(1, first("work"))
+
+	require.Equal(t, []string{rw.EventStart}, h.events())
+}
+
+func TestElicitationBlocksThenUnblocks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Minute, exited(0))
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(rw.SignalElicitation, rw.ElicitationSignal{TurnID: "session-7/turn-1", Blocked: true, Message: "ok?"})
+	}, 10*time.Second)
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(rw.SignalElicitation, rw.ElicitationSignal{TurnID: "session-7/turn-1"})
+	}, 20*time.Second)
+	h.run(1, first("@demo elicit 10s"))
+
+	require.Equal(t, []string{rw.EventStart, rw.EventBlock, rw.EventUnblock, rw.EventPause}, h.events())
+}
+
+func TestProcessEndingWhileBlockedUnblocksBeforeItsEnd(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Minute, exited(2))
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(rw.SignalElicitation, rw.ElicitationSignal{TurnID: "session-7/turn-1", Blocked: true})
+	}, 10*time.Second)
+	h.env.RegisterDelayedCallback(func() {
+		// Another turn's signal changes nothing.
+		h.env.SignalWorkflow(rw.SignalElicitation, rw.ElicitationSignal{TurnID: "session-7/turn-9"})
+	}, 20*time.Second)
+	h.run(1, first("@demo elicit 1h"))
+
+	require.Equal(t, []string{rw.EventStart, rw.EventBlock, rw.EventUnblock, rw.EventFail}, h.events())
+}
+
+func TestCloneFailureFailsTheSessionWithGitsReason(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
+	h.env.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
+	acts := &rw.Activities{}
+	acts.RegisterShared(h.env)
+	acts.RegisterNode(h.env)
+	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req rw.TransitionRequest) error {
+			h.transitions = append(h.transitions, req)
+			return nil
+		})
+	prepares := 0
+	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(
+		func(context.Context, rw.PrepareRequest) (rw.Workspace, error) {
+			prepares++
+			return rw.Workspace{}, temporal.NewNonRetryableApplicationError(
+				"git could not clone /nope: repository not found. Check git_root.", rw.ErrPrepareFailed, nil)
+		})
+	h.run(1, first("hi"))
+
+	require.Equal(t, 1, prepares, "a clone failure that cannot pass by itself is not retried")
+	require.Equal(t, []string{rw.EventFail}, h.events(), "failed from waiting: no start, no turn")
+	require.Equal(t, "git could not clone /nope: repository not found. Check git_root.", h.transitions[0].FailureReason)
+	require.Empty(t, h.turns)
+}
+
+func TestRefusedStartRunsNoTurn(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
+	h.env.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
+	acts := &rw.Activities{}
+	acts.RegisterShared(h.env)
+	acts.RegisterNode(h.env)
+	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(rw.Workspace{Workdir: "/w"}, nil)
+	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
+		temporal.NewNonRetryableApplicationError("lifecycle refused start with the session archived", rw.ErrRefused, nil))
+	h.run(1, first("hi"))
+	require.Empty(t, h.turns)
+}
+
+func TestARedeliveredRequestRunsNoSecondTurn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Second, exited(0), exited(0))
+	restart := rw.TurnRequest{RequestID: "ev-2", Kind: rw.KindResume, Session: spec}
+	h.run(2, first("one"), first("one"), restart, restart)
+
+	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventPause}, h.events(),
+		"a resume's turn needs no start: lifecycle already moved the session")
+	require.Len(t, h.turns, 2)
+	require.Equal(t, rw.ContinuePrompt, h.turns[1].Prompt)
+	require.True(t, h.turns[1].Resume)
+	require.Equal(t, h.turns[0].RuntimeSessionID, h.turns[1].RuntimeSessionID, "one conversation across turns")
+}
