@@ -13,7 +13,6 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/worker"
 	"golang.org/x/sys/unix"
 
 	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
@@ -48,31 +47,20 @@ type Preparer interface {
 	Prepare(ctx context.Context, spec workspace.Spec) (workspace.Workspace, error)
 }
 
-// TranscriptLine is one line of a turn's output, parsed.
-type TranscriptLine struct {
-	SessionID int64
-	TurnID    string
-	// Seq numbers the turn's lines from 1, stdout and stderr together, in
-	// the order they were read.
-	Seq    int
-	Stream string // "stdout" or "stderr"
-	// Event is the parsed stdout line; a stderr line is KindText.
-	Event agent.Event
-	At    time.Time
-}
-
-// TranscriptSink keeps turns' output lines. Append is called for every line
-// in order, from one goroutine; it may be slow (the process package buffers
-// behind it) and its error is logged, never fatal to the turn.
+// TranscriptSink keeps turns' output (the transcript package's Sink): every
+// stdout line parsed by the runtime, every stderr line as KindText with Type
+// "stderr", in the order read, from one goroutine. It may be slow (the
+// process package buffers behind it); its error is logged, never fatal to
+// the turn.
 type TranscriptSink interface {
-	Append(ctx context.Context, line TranscriptLine) error
+	Append(ctx context.Context, sessionID int64, turnID string, e agent.Event) error
 }
 
 // NoTranscript discards transcripts.
 type NoTranscript struct{}
 
 // Append implements TranscriptSink.
-func (NoTranscript) Append(context.Context, TranscriptLine) error { return nil }
+func (NoTranscript) Append(context.Context, int64, string, agent.Event) error { return nil }
 
 // DrainHook runs after a turn ended normally and before its pause: the queue
 // delivers a message waiting for the session there (the queue issue).
@@ -113,15 +101,21 @@ type Activities struct {
 	Logger            *slog.Logger
 }
 
+// ActivityRegistry is where activities are registered: a worker, or the
+// test suite's environments.
+type ActivityRegistry interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
 // RegisterShared registers the activities any runner node runs, on the
 // shared task queue's worker.
-func (a *Activities) RegisterShared(w worker.Registry) {
+func (a *Activities) RegisterShared(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.Transition, activity.RegisterOptions{Name: ActivityTransition})
 	w.RegisterActivityWithOptions(a.DrainBeforePause, activity.RegisterOptions{Name: ActivityDrain})
 }
 
 // RegisterNode registers the activities of this node's own task queue.
-func (a *Activities) RegisterNode(w worker.Registry) {
+func (a *Activities) RegisterNode(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.PrepareWorkspace, activity.RegisterOptions{Name: ActivityPrepareWorkspace})
 	w.RegisterActivityWithOptions(a.RunTurn, activity.RegisterOptions{Name: ActivityRunTurn})
 }
@@ -280,7 +274,6 @@ type lineFollower struct {
 	workflowID string
 
 	mu               sync.Mutex
-	seq              int
 	blocked          bool
 	runtimeSessionID string
 }
@@ -288,16 +281,12 @@ type lineFollower struct {
 func (f *lineFollower) line(l process.Line) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.seq++
-	ev := agent.Event{Kind: agent.KindText, Text: l.Text, Raw: l.Text}
+	ev := agent.Event{Kind: agent.KindText, Type: "stderr", Text: l.Text, Raw: l.Text}
 	if l.Stream == process.Stdout {
 		ev = f.rt.ParseLine(l.Text)
 	}
-	if err := f.a.transcripts().Append(f.ctx, TranscriptLine{
-		SessionID: f.req.Session.ID, TurnID: f.req.TurnID, Seq: f.seq, Stream: l.Stream.String(),
-		Event: ev, At: time.Now().UTC(),
-	}); err != nil {
-		f.a.logger().Warn("keep a transcript line", "turn", f.req.TurnID, "seq", f.seq, "error", err)
+	if err := f.a.transcripts().Append(f.ctx, f.req.Session.ID, f.req.TurnID, ev); err != nil {
+		f.a.logger().Warn("keep a transcript line", "turn", f.req.TurnID, "error", err)
 	}
 	if l.Stream != process.Stdout {
 		return

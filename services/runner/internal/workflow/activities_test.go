@@ -1,0 +1,209 @@
+package workflow_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
+	"github.com/zimmerhq/zimmer/services/runner/internal/process"
+	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
+)
+
+// binDir holds the binaries the tests build; TestMain removes it.
+var binDir string
+
+func TestMain(m *testing.M) {
+	var err error
+	if binDir, err = os.MkdirTemp("", "runner-workflow-test-"); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+// demoAgent builds cmd/zimmer-demo-agent once per test binary.
+var demoAgent = sync.OnceValues(func() (string, error) {
+	dir := binDir
+	bin := filepath.Join(dir, "zimmer-demo-agent")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/zimmerhq/zimmer/services/runner/cmd/zimmer-demo-agent").CombinedOutput()
+	if err != nil {
+		return "", &buildError{out: string(out), err: err}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+type fakeLifecycle struct {
+	mu       sync.Mutex
+	minted   []int64
+	revoked  []string
+	requests []rw.TransitionRequest
+}
+
+func (f *fakeLifecycle) Transition(_ context.Context, req rw.TransitionRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, req)
+	return nil
+}
+
+func (f *fakeLifecycle) MintCredential(_ context.Context, sessionID int64) (string, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.minted = append(f.minted, sessionID)
+	return "cred-1", "zsc_test", nil
+}
+
+func (f *fakeLifecycle) RevokeCredential(_ context.Context, _ int64, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revoked = append(f.revoked, id)
+	return nil
+}
+
+type recordingSignaler struct {
+	mu      sync.Mutex
+	signals []rw.ElicitationSignal
+}
+
+func (s *recordingSignaler) SignalWorkflow(_ context.Context, _, _, name string, arg any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if name == rw.SignalElicitation {
+		s.signals = append(s.signals, arg.(rw.ElicitationSignal))
+	}
+	return nil
+}
+
+type recordingSink struct {
+	mu     sync.Mutex
+	events []agent.Event
+	turns  []string
+}
+
+func (s *recordingSink) Append(_ context.Context, _ int64, turnID string, e agent.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, e)
+	s.turns = append(s.turns, turnID)
+	return nil
+}
+
+type turnFixture struct {
+	acts      *rw.Activities
+	lifecycle *fakeLifecycle
+	signals   *recordingSignaler
+	sink      *recordingSink
+	env       *testsuite.TestActivityEnvironment
+}
+
+func newTurnFixture(t *testing.T) *turnFixture {
+	t.Helper()
+	bin, err := demoAgent()
+	require.NoError(t, err)
+	reg, err := agent.NewRegistry(agent.RuntimeDemo, agent.NewDemo(agent.DemoOptions{Path: bin}))
+	require.NoError(t, err)
+	f := &turnFixture{lifecycle: &fakeLifecycle{}, signals: &recordingSignaler{}, sink: &recordingSink{}}
+	f.acts = &rw.Activities{
+		Lifecycle: f.lifecycle, Runtimes: reg, MCPURL: "http://127.0.0.1:1/mcp",
+		Signaler: f.signals, Transcripts: f.sink, HeartbeatInterval: 50 * time.Millisecond,
+		Process: process.Options{Ladder: process.Ladder{TermGrace: 200 * time.Millisecond, KillGrace: 100 * time.Millisecond, SweepGrace: 100 * time.Millisecond}},
+	}
+	var suite testsuite.WorkflowTestSuite
+	f.env = suite.NewTestActivityEnvironment()
+	f.acts.RegisterNode(f.env)
+	return f
+}
+
+func (f *turnFixture) run(t *testing.T, prompt string) rw.TurnResult {
+	t.Helper()
+	req := rw.RunTurnRequest{
+		Session: rw.SessionSpec{ID: 7, Runtime: "demo"}, TurnID: "session-7/turn-1", Prompt: prompt,
+		Workspace:        rw.Workspace{Workdir: t.TempDir(), StateDir: t.TempDir()},
+		RuntimeSessionID: "4a0c8d55-1111-4222-8333-444455556666",
+	}
+	val, err := f.env.ExecuteActivity(rw.ActivityRunTurn, req)
+	require.NoError(t, err)
+	var result rw.TurnResult
+	require.NoError(t, val.Get(&result))
+	require.Equal(t, []int64{7}, f.lifecycle.minted, "each turn gets the session's own credential")
+	require.Equal(t, []string{"cred-1"}, f.lifecycle.revoked, "and it is revoked when the turn ends")
+	return result
+}
+
+func TestRunTurnExitZeroKeepsTheTranscript(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	result := f.run(t, "@demo say hello from the demo")
+
+	require.True(t, result.StatusKnown)
+	require.Zero(t, result.ExitCode)
+	require.Empty(t, result.Signal)
+	require.Equal(t, "4a0c8d55-1111-4222-8333-444455556666", result.RuntimeSessionID)
+	var said bool
+	for i, e := range f.sink.events {
+		require.Equal(t, "session-7/turn-1", f.sink.turns[i])
+		if e.Kind == agent.KindAssistant && e.Text == "hello from the demo" {
+			said = true
+		}
+	}
+	require.True(t, said, "the agent's words reach the transcript: %+v", f.sink.events)
+	require.Empty(t, f.signals.signals)
+}
+
+func TestRunTurnReportsTheExitCodeAndStderr(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	result := f.run(t, "@demo exit 3")
+
+	require.True(t, result.StatusKnown)
+	require.Equal(t, 3, result.ExitCode)
+	require.NotEmpty(t, result.StderrTail, "the demo agent says why it exits")
+}
+
+func TestRunTurnReportsASignalZimmerDidNotSend(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	result := f.run(t, "@demo signal SIGKILL")
+
+	require.Equal(t, "SIGKILL", result.Signal)
+	require.False(t, result.SignalSentByUs)
+}
+
+func TestRunTurnSignalsAnElicitationAndItsEnd(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	result := f.run(t, "@demo elicit 300ms may I?\n@demo say went on")
+
+	require.Zero(t, result.ExitCode)
+	require.Len(t, f.signals.signals, 2, "%+v", f.signals.signals)
+	require.True(t, f.signals.signals[0].Blocked)
+	require.Equal(t, "session-7/turn-1", f.signals.signals[0].TurnID)
+	require.False(t, f.signals.signals[1].Blocked)
+}
+
+func TestRunTurnRefusesAnUnknownRuntime(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	_, err := f.env.ExecuteActivity(rw.ActivityRunTurn, rw.RunTurnRequest{
+		Session: rw.SessionSpec{ID: 7, Runtime: "nope"}, TurnID: "t",
+		Workspace: rw.Workspace{Workdir: t.TempDir(), StateDir: t.TempDir()},
+	})
+	require.ErrorContains(t, err, `unknown agent runtime "nope"`)
+	require.ErrorContains(t, err, rw.ErrTurnNotStarted)
+}
