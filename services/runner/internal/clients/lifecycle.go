@@ -1,0 +1,93 @@
+// Package clients holds the runner's clients of other Zimmer services.
+package clients
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
+)
+
+// Lifecycle calls the lifecycle service as the runner (the connection
+// carries the internal token): TransitionSession and the session
+// credentials are admin methods a service may call for itself.
+type Lifecycle struct {
+	client lifecyclev1.LifecycleServiceClient
+}
+
+var _ workflow.Lifecycle = (*Lifecycle)(nil)
+
+// NewLifecycle returns the client over conn.
+func NewLifecycle(conn grpc.ClientConnInterface) *Lifecycle {
+	return &Lifecycle{client: lifecyclev1.NewLifecycleServiceClient(conn)}
+}
+
+// arrivals are the statuses each event leaves a session in: a refusal while
+// the session already stands there is a retried call that had applied (the
+// activity's first attempt committed and its answer was lost). A pause may
+// end in waiting when it executed a pending sleep.
+var arrivals = map[string][]string{
+	workflow.EventStart:   {"running"},
+	workflow.EventResume:  {"running"},
+	workflow.EventUnblock: {"running"},
+	workflow.EventPause:   {"needs_input", "waiting"},
+	workflow.EventBlock:   {"needs_input"},
+	workflow.EventFail:    {"failed"},
+}
+
+// Transition implements workflow.Lifecycle.
+func (l *Lifecycle) Transition(ctx context.Context, req workflow.TransitionRequest) error {
+	id := strconv.FormatInt(req.SessionID, 10)
+	_, err := l.client.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{
+		SessionId: id, Event: req.Event, FailureReason: req.FailureReason,
+		SystemRecovery: req.SystemRecovery, RunningJobId: req.RunningJobID, PausedBy: req.PausedBy,
+	})
+	switch status.Code(err) {
+	case codes.OK:
+		return nil
+	case codes.NotFound:
+		return &workflow.RefusedError{Event: req.Event, Status: "gone", Message: status.Convert(err).Message()}
+	case codes.FailedPrecondition:
+	default:
+		return fmt.Errorf("lifecycle %s of session %d: %w", req.Event, req.SessionID, err)
+	}
+	got, getErr := l.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: id})
+	if getErr != nil {
+		return fmt.Errorf("lifecycle refused %s of session %d (%v); reading it back: %w", req.Event, req.SessionID, err, getErr)
+	}
+	s := got.GetSession()
+	if slices.Contains(arrivals[req.Event], s.GetStatus()) &&
+		(req.Event != workflow.EventBlock || s.GetBlockedOnElicitation()) {
+		return nil
+	}
+	return &workflow.RefusedError{Event: req.Event, Status: s.GetStatus(), Message: status.Convert(err).Message()}
+}
+
+// MintCredential implements workflow.Lifecycle.
+func (l *Lifecycle) MintCredential(ctx context.Context, sessionID int64) (string, string, error) {
+	resp, err := l.client.MintSessionCredential(ctx, &lifecyclev1.MintSessionCredentialRequest{
+		SessionId: strconv.FormatInt(sessionID, 10),
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("mint a credential for session %d: %w", sessionID, err)
+	}
+	return resp.GetCredential().GetId(), resp.GetCredential().GetToken(), nil
+}
+
+// RevokeCredential implements workflow.Lifecycle.
+func (l *Lifecycle) RevokeCredential(ctx context.Context, sessionID int64, id string) error {
+	_, err := l.client.RevokeSessionCredential(ctx, &lifecyclev1.RevokeSessionCredentialRequest{
+		SessionId: strconv.FormatInt(sessionID, 10), CredentialId: id,
+	})
+	if err != nil && status.Code(err) != codes.NotFound {
+		return fmt.Errorf("revoke credential %s of session %d: %w", id, sessionID, err)
+	}
+	return nil
+}

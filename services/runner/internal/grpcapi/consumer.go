@@ -1,0 +1,135 @@
+package grpcapi
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
+	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
+)
+
+// TurnStarter is the Temporal client's SignalWithStartWorkflow.
+type TurnStarter interface {
+	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
+		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
+}
+
+// Consumer implements lifecyclev1.SessionEventConsumerServiceServer for the
+// events lifecycle addresses to the runner's turns: a session created, and
+// a deliberate resume (restart) no job owns yet. Each becomes a turn
+// request, signalled to the session's workflow, which is started if it is
+// not running (SignalWithStart): the request and the start are one call, so
+// none is lost between them. Delivery is at least once; the workflow drops
+// a request id it has seen, so a redelivery runs no second turn.
+type Consumer struct {
+	lifecyclev1.UnimplementedSessionEventConsumerServiceServer
+	turns TurnStarter
+	// node is this runner node: a session's first request pins its clone
+	// and turns here.
+	node           string
+	defaultRuntime string
+	logger         *slog.Logger
+}
+
+var _ lifecyclev1.SessionEventConsumerServiceServer = (*Consumer)(nil)
+
+// NewConsumer returns the consumer; defaultRuntime names the runtime of a
+// session created without one (shown in the workflow's memo).
+func NewConsumer(turns TurnStarter, node, defaultRuntime string, logger *slog.Logger) *Consumer {
+	return &Consumer{turns: turns, node: node, defaultRuntime: defaultRuntime, logger: logger}
+}
+
+// Register adds the consumer to g.
+func (c *Consumer) Register(g *grpc.Server) {
+	lifecyclev1.RegisterSessionEventConsumerServiceServer(g, c)
+}
+
+// ConsumeSessionEvent implements lifecyclev1.SessionEventConsumerServiceServer.
+func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.ConsumeSessionEventRequest) (*lifecyclev1.ConsumeSessionEventResponse, error) {
+	turn, ok, err := turnRequest(req.GetEvent())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if !ok {
+		return &lifecyclev1.ConsumeSessionEventResponse{Applied: false}, nil
+	}
+	if turn.Session.Runtime == "" {
+		turn.Session.Runtime = c.defaultRuntime
+	}
+	_, err = c.turns.SignalWithStartWorkflow(ctx, workflow.ID(turn.Session.ID), workflow.SignalTurn, turn,
+		client.StartWorkflowOptions{
+			ID:        workflow.ID(turn.Session.ID),
+			TaskQueue: workflow.TaskQueue,
+			// A session's workflow runs until someone ends it; a new one
+			// may start after that (terminated by an operator, say).
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			Memo: map[string]any{
+				"session_id": turn.Session.ID, "runtime": turn.Session.Runtime, "node": c.node,
+			},
+		},
+		workflow.WorkflowName, workflow.State{Session: turn.Session, Node: c.node})
+	if err != nil {
+		c.logger.Warn("signal-with-start a session's workflow", "session_id", turn.Session.ID, "error", err)
+		// Temporal's trouble is transient for the relay: it retries.
+		return nil, status.Errorf(codes.Unavailable, "hand the turn of session %d to Temporal: %v", turn.Session.ID, err)
+	}
+	return &lifecyclev1.ConsumeSessionEventResponse{Applied: true}, nil
+}
+
+// turnRequest reads the turn an event asks for; ok is false for an event
+// that asks for none.
+func turnRequest(e *lifecyclev1.SessionEvent) (workflow.TurnRequest, bool, error) {
+	if e == nil {
+		return workflow.TurnRequest{}, false, validation.Invalid("event", "missing")
+	}
+	if e.GetEventId() == "" {
+		return workflow.TurnRequest{}, false, validation.Invalid("event.event_id", "missing")
+	}
+	var (
+		s    *lifecyclev1.Session
+		kind string
+	)
+	switch p := e.GetPayload().(type) {
+	case *lifecyclev1.SessionEvent_Created:
+		s, kind = p.Created.GetSession(), workflow.KindFirst
+	case *lifecyclev1.SessionEvent_Updated:
+		t := p.Updated.GetTransition()
+		if t == nil || !slices.Contains(t.GetEvents(), workflow.EventResume) || t.GetTo() != "running" {
+			return workflow.TurnRequest{}, false, nil
+		}
+		s, kind = p.Updated.GetSession(), workflow.KindResume
+	default:
+		return workflow.TurnRequest{}, false, nil
+	}
+	if s == nil || s.GetId() == 0 {
+		return workflow.TurnRequest{}, false, validation.Invalid("event.session", "missing")
+	}
+	req := workflow.TurnRequest{
+		RequestID: e.GetEventId(),
+		Kind:      kind,
+		Session: workflow.SessionSpec{
+			ID: s.GetId(), Runtime: s.GetAgentRuntime(), GitRoot: s.GetGitRoot(),
+			Branch: s.GetBranch(), Subdirectory: s.GetSubdirectory(),
+		},
+	}
+	if kind == workflow.KindFirst {
+		req.Prompt = s.GetPrompt()
+	}
+	return req, true, nil
+}
+
+func toStatus(err error) error {
+	if st, ok := grpcstatus.Common(err); ok {
+		return st
+	}
+	return status.Error(codes.Internal, err.Error())
+}

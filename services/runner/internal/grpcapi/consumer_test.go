@@ -1,0 +1,106 @@
+package grpcapi_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/runner/internal/grpcapi"
+	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
+)
+
+type signalWithStart struct {
+	workflowID, signal string
+	arg                any
+	opts               client.StartWorkflowOptions
+	workflow           any
+	args               []any
+}
+
+type fakeStarter struct {
+	calls []signalWithStart
+	err   error
+}
+
+func (f *fakeStarter) SignalWithStartWorkflow(_ context.Context, workflowID, signalName string, signalArg any,
+	options client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	f.calls = append(f.calls, signalWithStart{workflowID, signalName, signalArg, options, wf, args})
+	return nil, f.err
+}
+
+func consume(t *testing.T, c *grpcapi.Consumer, e *lifecyclev1.SessionEvent) (*lifecyclev1.ConsumeSessionEventResponse, error) {
+	t.Helper()
+	return c.ConsumeSessionEvent(t.Context(), &lifecyclev1.ConsumeSessionEventRequest{Event: e})
+}
+
+func TestCreationSignalsWithStartTheFirstTurn(t *testing.T) {
+	t.Parallel()
+	starter := &fakeStarter{}
+	c := grpcapi.NewConsumer(starter, "n1", "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	resp, err := consume(t, c, &lifecyclev1.SessionEvent{EventId: "ev-1", SessionId: 42, Payload: &lifecyclev1.SessionEvent_Created{
+		Created: &lifecyclev1.SessionCreated{Session: &lifecyclev1.Session{Id: 42, Prompt: "@demo say hi", GitRoot: "/repo", Branch: "main", Subdirectory: "svc"}},
+	}})
+	require.NoError(t, err)
+	require.True(t, resp.GetApplied())
+	require.Len(t, starter.calls, 1)
+	call := starter.calls[0]
+	require.Equal(t, "session-42", call.workflowID)
+	require.Equal(t, workflow.SignalTurn, call.signal)
+	require.Equal(t, workflow.TaskQueue, call.opts.TaskQueue)
+	require.Equal(t, "session-42", call.opts.ID)
+	require.Equal(t, workflow.WorkflowName, call.workflow)
+	spec := workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main", Subdirectory: "svc"}
+	require.Equal(t, workflow.TurnRequest{RequestID: "ev-1", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec}, call.arg)
+	require.Equal(t, []any{workflow.State{Session: spec, Node: "n1"}}, call.args, "the receiving node holds the clone")
+}
+
+func TestADeliberateResumeAsksForAResumeTurn(t *testing.T) {
+	t.Parallel()
+	starter := &fakeStarter{}
+	c := grpcapi.NewConsumer(starter, "n1", "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	updated := func(id string, tr *lifecyclev1.Transition) *lifecyclev1.SessionEvent {
+		return &lifecyclev1.SessionEvent{EventId: id, SessionId: 42, Payload: &lifecyclev1.SessionEvent_Updated{
+			Updated: &lifecyclev1.SessionUpdated{Session: &lifecyclev1.Session{Id: 42, AgentRuntime: "claude_code"}, Transition: tr},
+		}}
+	}
+	resp, err := consume(t, c, updated("ev-2", &lifecyclev1.Transition{From: "needs_input", To: "running", Events: []string{"resume"}}))
+	require.NoError(t, err)
+	require.True(t, resp.GetApplied())
+	require.Len(t, starter.calls, 1)
+	require.Equal(t, workflow.TurnRequest{RequestID: "ev-2", Kind: workflow.KindResume,
+		Session: workflow.SessionSpec{ID: 42, Runtime: "claude_code"}}, starter.calls[0].arg)
+
+	for _, e := range []*lifecyclev1.SessionEvent{
+		updated("ev-3", &lifecyclev1.Transition{From: "running", To: "needs_input", Events: []string{"pause"}}),
+		updated("ev-4", nil),
+		{EventId: "ev-5", SessionId: 42, Payload: &lifecyclev1.SessionEvent_Deleted{Deleted: &lifecyclev1.SessionDeleted{SessionId: 42}}},
+	} {
+		resp, err := consume(t, c, e)
+		require.NoError(t, err)
+		require.False(t, resp.GetApplied(), "no turn for %s", e.GetEventId())
+	}
+	require.Len(t, starter.calls, 1)
+}
+
+func TestUnreadableEventsAreRefusedAndTemporalTroubleIsRetried(t *testing.T) {
+	t.Parallel()
+	starter := &fakeStarter{err: errors.New("connection refused")}
+	c := grpcapi.NewConsumer(starter, "n1", "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	_, err := consume(t, c, &lifecyclev1.SessionEvent{SessionId: 1, Payload: &lifecyclev1.SessionEvent_Created{
+		Created: &lifecyclev1.SessionCreated{Session: &lifecyclev1.Session{Id: 1}}}})
+	require.Equal(t, codes.InvalidArgument, status.Code(err), "an event without an id can never be deduplicated")
+	_, err = consume(t, c, &lifecyclev1.SessionEvent{EventId: "e", Payload: &lifecyclev1.SessionEvent_Created{Created: &lifecyclev1.SessionCreated{}}})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+
+	_, err = consume(t, c, &lifecyclev1.SessionEvent{EventId: "e", Payload: &lifecyclev1.SessionEvent_Created{
+		Created: &lifecyclev1.SessionCreated{Session: &lifecyclev1.Session{Id: 1}}}})
+	require.Equal(t, codes.Unavailable, status.Code(err), "the relay retries a Temporal outage")
+}
