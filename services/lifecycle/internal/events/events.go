@@ -4,6 +4,7 @@ package events
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -19,7 +20,15 @@ import (
 )
 
 // Subscribers of lifecycle events.
-const SubscriberLineage = "lineage"
+const (
+	SubscriberLineage = "lineage"
+	// SubscriberRunnerTurns is the runner's turn consumer: a session's
+	// creation and a resume that no job owns yet (a restart) each ask it for
+	// a turn. It is a subscriber of its own, apart from the effects the
+	// runner owns (domain.OwnerRunner), so those stay queued until the
+	// runner consumes them.
+	SubscriberRunnerTurns = "runner_turns"
+)
 
 // Topics.
 const (
@@ -56,7 +65,7 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 		}
 		return one(build(TopicSessionCreated, f.Session, &lifecyclev1.SessionEvent{
 			Payload: &lifecyclev1.SessionEvent_Created{Created: &lifecyclev1.SessionCreated{Session: s}},
-		}, SubscriberLineage))
+		}, SubscriberLineage, SubscriberRunnerTurns))
 	case domain.SessionEdited:
 		s, err := withoutPrompt(f.Session)
 		if err != nil {
@@ -92,7 +101,13 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 			}
 			effects = append(effects, a)
 		}
-		announced, err := updated(f.Session, s, t)
+		var also []string
+		if slices.Contains(f.Outcome.Applied, domain.EventResume) && f.Session.Markers.RunningJobID == "" {
+			// A resume the runner did not make (it names its turn as the
+			// running job): the runner must run the turn.
+			also = append(also, SubscriberRunnerTurns)
+		}
+		announced, err := updated(f.Session, s, t, also...)
 		if err != nil {
 			return nil, err
 		}
@@ -144,12 +159,12 @@ func Stream(_ string, payload []byte) ([]domain.StreamEvent, error) {
 	}
 }
 
-// updated is the SessionUpdated announcement lineage receives; t is set
-// when a transition made the change.
-func updated(sess domain.Session, s *lifecyclev1.Session, t *lifecyclev1.Transition) (outbox.Addressed, error) {
+// updated is the SessionUpdated announcement lineage (and also) receives;
+// t is set when a transition made the change.
+func updated(sess domain.Session, s *lifecyclev1.Session, t *lifecyclev1.Transition, also ...string) (outbox.Addressed, error) {
 	return build(TopicSessionUpdated, sess, &lifecyclev1.SessionEvent{
 		Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s, Transition: t}},
-	}, SubscriberLineage)
+	}, append([]string{SubscriberLineage}, also...)...)
 }
 
 // withoutPrompt is the snapshot every event after creation carries: the
