@@ -12,9 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
 	"github.com/zimmerhq/zimmer/services/platform/host"
+	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
+	"github.com/zimmerhq/zimmer/services/runner/internal/process"
 )
 
 // Port is the runner service's default gRPC port on 127.0.0.1.
@@ -35,6 +38,18 @@ type Config struct {
 	// ~/.local/share/zimmer/workspaces. Data, not cache: a clone can hold
 	// the only copy of a session's uncommitted work.
 	WorkspacesDir string
+	// LifecycleAddr is RUNNER_LIFECYCLE_ADDR: the lifecycle service the
+	// turns report to (default 127.0.0.1:9101).
+	LifecycleAddr string
+	// MCPURL is RUNNER_MCP_URL: the gateway's MCP endpoint the agents call
+	// with their session credential (default http://127.0.0.1:8080/mcp).
+	MCPURL string
+	// Agents configures the runtimes (RUNNER_DEFAULT_RUNTIME, RUNNER_CLAUDE_*,
+	// RUNNER_CODEX_*, RUNNER_COMMAND_TEMPLATE, RUNNER_DEMO_AGENT_PATH).
+	Agents agent.Config
+	// Ladder is the termination ladder's graces: RUNNER_SIGTERM_GRACE (3s),
+	// RUNNER_SIGKILL_GRACE (1s), RUNNER_SWEEP_GRACE (1s).
+	Ladder process.Ladder
 }
 
 // nodeName is what a node may be called: it becomes part of a Temporal task
@@ -48,13 +63,23 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	var env struct {
-		Node          string `env:"RUNNER_NODE"`
-		WorkspacesDir string `env:"RUNNER_WORKSPACES_DIR"`
+		Node          string        `env:"RUNNER_NODE"`
+		WorkspacesDir string        `env:"RUNNER_WORKSPACES_DIR"`
+		LifecycleAddr string        `env:"RUNNER_LIFECYCLE_ADDR, default=127.0.0.1:9101"`
+		MCPURL        string        `env:"RUNNER_MCP_URL, default=http://127.0.0.1:8080/mcp"`
+		TermGrace     time.Duration `env:"RUNNER_SIGTERM_GRACE, default=3s"`
+		KillGrace     time.Duration `env:"RUNNER_SIGKILL_GRACE, default=1s"`
+		SweepGrace    time.Duration `env:"RUNNER_SWEEP_GRACE, default=1s"`
+		Agents        agent.Config
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
 	}
-	cfg := Config{Config: base, Node: env.Node, WorkspacesDir: env.WorkspacesDir}
+	cfg := Config{
+		Config: base, Node: env.Node, WorkspacesDir: env.WorkspacesDir,
+		LifecycleAddr: env.LifecycleAddr, MCPURL: env.MCPURL, Agents: env.Agents,
+		Ladder: process.Ladder{TermGrace: env.TermGrace, KillGrace: env.KillGrace, SweepGrace: env.SweepGrace},
+	}
 	if cfg.Node == "" {
 		if cfg.Node, err = os.Hostname(); err != nil {
 			return Config{}, fmt.Errorf("RUNNER_NODE is unset and the hostname cannot be read: %w", err)
@@ -98,5 +123,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("host", c.Config),
 		slog.String("node", c.Node),
 		slog.String("workspaces_dir", c.WorkspacesDir),
+		slog.String("lifecycle_addr", c.LifecycleAddr),
+		slog.String("mcp_url", c.MCPURL),
+		slog.String("default_runtime", c.Agents.DefaultRuntime),
 	)
 }

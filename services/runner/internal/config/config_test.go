@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -66,4 +67,25 @@ func TestLoadWorkspacesDir(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(home, ".local", "share", "zimmer", "workspaces"), cfg.WorkspacesDir,
 		"without HOME in getenv, the process's home")
+}
+
+func TestLoadTurnSettings(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(map[string]string{"HOME": "/home/z"})
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9101", cfg.LifecycleAddr)
+	require.Equal(t, "http://127.0.0.1:8080/mcp", cfg.MCPURL)
+	require.Equal(t, "demo", cfg.Agents.DefaultRuntime)
+	require.Equal(t, "zimmer-demo-agent", cfg.Agents.DemoAgentPath)
+	require.Equal(t, 3*time.Second, cfg.Ladder.TermGrace, "the spec's graces")
+	require.Equal(t, time.Second, cfg.Ladder.KillGrace)
+	require.Equal(t, time.Second, cfg.Ladder.SweepGrace)
+
+	cfg, err = load(map[string]string{"HOME": "/home/z", "RUNNER_DEFAULT_RUNTIME": "claude_code",
+		"RUNNER_SIGTERM_GRACE": "500ms", "RUNNER_LIFECYCLE_ADDR": "10.0.0.1:9101", "RUNNER_DEMO_AGENT_PATH": "/opt/demo"})
+	require.NoError(t, err)
+	require.Equal(t, "claude_code", cfg.Agents.DefaultRuntime)
+	require.Equal(t, 500*time.Millisecond, cfg.Ladder.TermGrace)
+	require.Equal(t, "10.0.0.1:9101", cfg.LifecycleAddr)
+	require.Equal(t, "/opt/demo", cfg.Agents.DemoAgentPath)
 }
