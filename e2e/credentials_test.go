@@ -95,6 +95,7 @@ var restAccess = map[string]struct{ sessions, selfOnly expect }{
 	"SetSessionHeartbeat":     {expect{ok, denied}, expect{ok, denied}},
 	"GetSessionTimeline":      {expect{ok, ok}, expect{ok, denied}},
 	"ListSessionEvents":       {expect{ok, ok}, expect{ok, denied}},
+	"GetTranscript":           {expect{ok, ok}, expect{ok, denied}},
 	"ArchiveSession":          {expect{0, denied}, expect{0, denied}},
 	"DeleteSession":           {expect{denied, denied}, expect{denied, denied}},
 	"GetSettings":             {expect{denied, denied}, expect{denied, denied}},

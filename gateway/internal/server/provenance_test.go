@@ -19,6 +19,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/lineagefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
+	"github.com/zimmerhq/zimmer/gateway/internal/runnerfake"
 	"github.com/zimmerhq/zimmer/gateway/internal/server"
 	"github.com/zimmerhq/zimmer/gateway/internal/supervisor"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
@@ -45,7 +46,7 @@ type provenanceOpts struct {
 // supervisor credentials.
 func setupProvenance(t *testing.T, opts provenanceOpts) *provenanceBundle {
 	t.Helper()
-	fake, lineage := lifecyclefake.New(), lineagefake.New()
+	fake, lineage, runner := lifecyclefake.New(), lineagefake.New(), runnerfake.New()
 	lineageAddr := grpctest.Serve(t, lineage.Register)
 	if opts.lineageDown {
 		lineageAddr = grpctest.DeadAddr(t)
@@ -56,7 +57,7 @@ func setupProvenance(t *testing.T, opts provenanceOpts) *provenanceBundle {
 		LifecycleAddr:    grpctest.Serve(t, fake.Register),
 		LineageAddr:      lineageAddr,
 		QueueAddr:        grpctest.Serve(t, nil),
-		RunnerAddr:       grpctest.Serve(t, nil),
+		RunnerAddr:       grpctest.Serve(t, runner.Register),
 		NotificationAddr: grpctest.Serve(t, nil),
 		APIKeys:          testKey + "," + otherKey,
 		AdminAPIKeys:     adminKey,
@@ -70,7 +71,7 @@ func setupProvenance(t *testing.T, opts provenanceOpts) *provenanceBundle {
 	t.Cleanup(srv.Close)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &provenanceBundle{testBundle: &testBundle{url: ts.URL, fake: fake}, lineage: lineage}
+	return &provenanceBundle{testBundle: &testBundle{url: ts.URL, fake: fake, runner: runner}, lineage: lineage}
 }
 
 func basic(user, pass string) string {

@@ -26,6 +26,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/openapi"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 )
@@ -66,12 +67,12 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	}
 
 	var targets []health.Target
-	var lifecycleConn, lineageConn *grpc.ClientConn
+	var lifecycleConn, lineageConn, runnerConn *grpc.ClientConn
 	for _, svc := range cfg.Services() {
 		// As the gateway, forwarding the principal of the request each
 		// call is made for.
 		conn, err := grpcclient.Dial(svc.Addr, grpcclient.AsService("gateway", cfg.InternalToken),
-			grpc.WithChainUnaryInterceptor(auth.ForwardPrincipal))
+			grpc.WithChainUnaryInterceptor(auth.ForwardPrincipal), grpc.WithChainStreamInterceptor(auth.ForwardPrincipalStream))
 		if err != nil {
 			return nil, fmt.Errorf("dial %s service: %w", svc.Name, err)
 		}
@@ -82,6 +83,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 			lifecycleConn = conn
 		case "lineage":
 			lineageConn = conn
+		case "runner":
+			runnerConn = conn
 		}
 	}
 	lifecycle := lifecyclev1.NewLifecycleServiceClient(lifecycleConn)
@@ -108,6 +111,10 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	// More specific than /api/v1/, so it wins over grpc-gateway's route for
 	// the same path: the session composed with its provenance.
 	mux.Handle(rest.SessionDetailPattern, auth.Require(authn, rest.NewSessionDetail(lifecycle, provenance, logger)))
+	// A slug resolved through lifecycle, then the runner's transcript; with
+	// ?follow=true a stream of server-sent events.
+	runner := runnerv1.NewRunnerServiceClient(runnerConn)
+	mux.Handle(rest.TranscriptPattern, auth.Require(authn, rest.NewTranscript(lifecycle, runner, logger)))
 	// Operator-only, behind its own Basic realm: never the fleet key. Its
 	// calls carry no client principal: they are the gateway's own.
 	mux.Handle("/supervisor/", supervisor.NewHandler(provenance, supervisorCreds, logger))

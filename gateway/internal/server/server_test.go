@@ -25,6 +25,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/config"
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
+	"github.com/zimmerhq/zimmer/gateway/internal/runnerfake"
 	"github.com/zimmerhq/zimmer/gateway/internal/server"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
@@ -40,8 +41,9 @@ const (
 )
 
 type testBundle struct {
-	url  string
-	fake *lifecyclefake.Server
+	url    string
+	fake   *lifecyclefake.Server
+	runner *runnerfake.Server
 }
 
 type setupOpts struct {
@@ -55,7 +57,7 @@ type setupOpts struct {
 // requiring testKey, as the services' own interceptor does.
 func setup(t *testing.T, opts setupOpts) *testBundle {
 	t.Helper()
-	fake := lifecyclefake.New()
+	fake, runner := lifecyclefake.New(), runnerfake.New()
 	addr := func(name string, register func(*grpc.Server)) string {
 		if name == opts.downService {
 			return grpctest.DeadAddr(t)
@@ -68,7 +70,7 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 		LifecycleAddr:    addr("lifecycle", fake.Register),
 		LineageAddr:      addr("lineage", nil),
 		QueueAddr:        addr("queue", nil),
-		RunnerAddr:       addr("runner", nil),
+		RunnerAddr:       addr("runner", runner.Register),
 		NotificationAddr: addr("notification", nil),
 		APIKeys:          testKey + "," + otherKey,
 		AdminAPIKeys:     adminKey,
@@ -80,7 +82,7 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 	t.Cleanup(srv.Close)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &testBundle{url: ts.URL, fake: fake}
+	return &testBundle{url: ts.URL, fake: fake, runner: runner}
 }
 
 type response struct {

@@ -13,6 +13,7 @@ import (
 // with codes.Unimplemented.
 type Server struct {
 	runnerv1.UnimplementedRunnerServiceServer
+	transcripts Transcripts // transcripts.go
 }
 
 var _ runnerv1.RunnerServiceServer = (*Server)(nil)

@@ -12,6 +12,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 	"github.com/zimmerhq/zimmer/services/runner/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/runner/internal/store"
+	"github.com/zimmerhq/zimmer/services/runner/internal/transcript"
 )
 
 // Name is the service's name: its log field, Temporal task queue
@@ -26,6 +27,9 @@ var MigrationSets = []pgdb.MigrationSet{inbox.Migrations, outbox.Migrations, sto
 // adapters registered on it.
 type Service struct {
 	*host.Host
+	// Transcripts is the Sink a turn appends its lines to; the transcript
+	// methods' followers in this process hear of each line at once.
+	Transcripts transcript.Recorder
 }
 
 // New migrates the database, opens the pool, listens for gRPC, connects the
@@ -36,6 +40,10 @@ func New(ctx context.Context, cfg host.Config, logger *slog.Logger) (*Service, e
 	if err != nil {
 		return nil, err
 	}
-	grpcapi.NewServer().Register(h.GRPC.Server)
-	return &Service{Host: h}, nil
+	transcripts := store.NewTranscripts(h.Pool, transcript.DefaultLimits)
+	notifier := transcript.NewNotifier()
+	grpcapi.NewServer().
+		WithTranscripts(grpcapi.Transcripts{Store: transcripts, Notifier: notifier, Logger: logger}).
+		Register(h.GRPC.Server)
+	return &Service{Host: h, Transcripts: transcript.Recorder{Store: transcripts, Notifier: notifier}}, nil
 }

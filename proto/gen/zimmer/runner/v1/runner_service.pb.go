@@ -7,9 +7,13 @@
 package runnerv1
 
 import (
+	_ "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
+	sync "sync"
 	unsafe "unsafe"
 )
 
@@ -20,20 +24,585 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type GetTranscriptRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's numeric id. Over REST a slug works too: the gateway
+	// resolves it.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Only this turn's lines (a turn id from turns[].turn_id).
+	Turn string `protobuf:"bytes,2,opt,name=turn,proto3" json:"turn,omitempty"`
+	// Lines per page: default 500, at most 1000.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page; empty for the first.
+	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// REST only: true streams the transcript as server-sent events (each
+	// event a TranscriptLine as JSON) until the client goes away; page_size,
+	// page_token and turn do not apply. Over gRPC call FollowTranscript.
+	Follow bool `protobuf:"varint,5,opt,name=follow,proto3" json:"follow,omitempty"`
+	// With follow: start after this line id instead of at the newest turn's
+	// first line (an SSE client's Last-Event-ID does the same).
+	AfterLineId   int64 `protobuf:"varint,6,opt,name=after_line_id,json=afterLineId,proto3" json:"after_line_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTranscriptRequest) Reset() {
+	*x = GetTranscriptRequest{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTranscriptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTranscriptRequest) ProtoMessage() {}
+
+func (x *GetTranscriptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTranscriptRequest.ProtoReflect.Descriptor instead.
+func (*GetTranscriptRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *GetTranscriptRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *GetTranscriptRequest) GetTurn() string {
+	if x != nil {
+		return x.Turn
+	}
+	return ""
+}
+
+func (x *GetTranscriptRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *GetTranscriptRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *GetTranscriptRequest) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *GetTranscriptRequest) GetAfterLineId() int64 {
+	if x != nil {
+		return x.AfterLineId
+	}
+	return 0
+}
+
+type GetTranscriptResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The turns whose lines are on this page, newest first.
+	Turns []*TranscriptTurn `protobuf:"bytes,1,rep,name=turns,proto3" json:"turns,omitempty"`
+	// The page's lines: newest turn first, each turn's in order.
+	Lines []*TranscriptLine `protobuf:"bytes,2,rep,name=lines,proto3" json:"lines,omitempty"`
+	// Empty when there is nothing more.
+	NextPageToken string `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTranscriptResponse) Reset() {
+	*x = GetTranscriptResponse{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTranscriptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTranscriptResponse) ProtoMessage() {}
+
+func (x *GetTranscriptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTranscriptResponse.ProtoReflect.Descriptor instead.
+func (*GetTranscriptResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *GetTranscriptResponse) GetTurns() []*TranscriptTurn {
+	if x != nil {
+		return x.Turns
+	}
+	return nil
+}
+
+func (x *GetTranscriptResponse) GetLines() []*TranscriptLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *GetTranscriptResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type FollowTranscriptRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's numeric id.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Start after this line id; 0 starts at the newest turn's first line.
+	AfterLineId   int64 `protobuf:"varint,2,opt,name=after_line_id,json=afterLineId,proto3" json:"after_line_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FollowTranscriptRequest) Reset() {
+	*x = FollowTranscriptRequest{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FollowTranscriptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FollowTranscriptRequest) ProtoMessage() {}
+
+func (x *FollowTranscriptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FollowTranscriptRequest.ProtoReflect.Descriptor instead.
+func (*FollowTranscriptRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *FollowTranscriptRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *FollowTranscriptRequest) GetAfterLineId() int64 {
+	if x != nil {
+		return x.AfterLineId
+	}
+	return 0
+}
+
+// FollowTranscriptResponse is one line, as it was appended.
+type FollowTranscriptResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Line          *TranscriptLine        `protobuf:"bytes,1,opt,name=line,proto3" json:"line,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FollowTranscriptResponse) Reset() {
+	*x = FollowTranscriptResponse{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FollowTranscriptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FollowTranscriptResponse) ProtoMessage() {}
+
+func (x *FollowTranscriptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FollowTranscriptResponse.ProtoReflect.Descriptor instead.
+func (*FollowTranscriptResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *FollowTranscriptResponse) GetLine() *TranscriptLine {
+	if x != nil {
+		return x.Line
+	}
+	return nil
+}
+
+// TranscriptTurn is one turn's transcript, without its lines.
+type TranscriptTurn struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	TurnId    string                 `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	SessionId int64                  `protobuf:"varint,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// Unset while the turn runs.
+	EndedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	// How the turn ended, in words; empty while it runs.
+	Outcome string `protobuf:"bytes,5,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// Lines kept (a turn keeps at most 5,000 lines and 8 MiB).
+	StoredLines int32 `protobuf:"varint,6,opt,name=stored_lines,json=storedLines,proto3" json:"stored_lines,omitempty"`
+	// Lines printed past those bounds: counted, not kept; one line of kind
+	// "dropped" stands for them.
+	DroppedLines  int64 `protobuf:"varint,7,opt,name=dropped_lines,json=droppedLines,proto3" json:"dropped_lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TranscriptTurn) Reset() {
+	*x = TranscriptTurn{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TranscriptTurn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TranscriptTurn) ProtoMessage() {}
+
+func (x *TranscriptTurn) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TranscriptTurn.ProtoReflect.Descriptor instead.
+func (*TranscriptTurn) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *TranscriptTurn) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+func (x *TranscriptTurn) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *TranscriptTurn) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *TranscriptTurn) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *TranscriptTurn) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *TranscriptTurn) GetStoredLines() int32 {
+	if x != nil {
+		return x.StoredLines
+	}
+	return 0
+}
+
+func (x *TranscriptTurn) GetDroppedLines() int64 {
+	if x != nil {
+		return x.DroppedLines
+	}
+	return 0
+}
+
+// TranscriptLine is one line an agent printed, as its runtime read it.
+type TranscriptLine struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Orders a session's lines as they were appended; the SSE event id.
+	Id        int64  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	SessionId int64  `protobuf:"varint,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	TurnId    string `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// The line's place in its turn, from 1.
+	Seq int32 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	// system, user, assistant, tool, result, elicitation, error, text, or
+	// dropped (the marker of lines past the turn's bounds).
+	Kind string `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The runtime's own name for the line, e.g. "system/init".
+	Type string `protobuf:"bytes,6,opt,name=type,proto3" json:"type,omitempty"`
+	// A readable rendering (at most 4,000 characters).
+	Text string `protobuf:"bytes,7,opt,name=text,proto3" json:"text,omitempty"`
+	// The line exactly as printed, cut at 64 KiB.
+	Raw string `protobuf:"bytes,8,opt,name=raw,proto3" json:"raw,omitempty"`
+	// raw was cut.
+	RawTruncated bool `protobuf:"varint,9,opt,name=raw_truncated,json=rawTruncated,proto3" json:"raw_truncated,omitempty"`
+	// An error result, a failed tool result or an error event.
+	IsError       bool                   `protobuf:"varint,10,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TranscriptLine) Reset() {
+	*x = TranscriptLine{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TranscriptLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TranscriptLine) ProtoMessage() {}
+
+func (x *TranscriptLine) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TranscriptLine.ProtoReflect.Descriptor instead.
+func (*TranscriptLine) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TranscriptLine) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *TranscriptLine) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *TranscriptLine) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+func (x *TranscriptLine) GetSeq() int32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *TranscriptLine) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TranscriptLine) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *TranscriptLine) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *TranscriptLine) GetRaw() string {
+	if x != nil {
+		return x.Raw
+	}
+	return ""
+}
+
+func (x *TranscriptLine) GetRawTruncated() bool {
+	if x != nil {
+		return x.RawTruncated
+	}
+	return false
+}
+
+func (x *TranscriptLine) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
+}
+
+func (x *TranscriptLine) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
 var File_zimmer_runner_v1_runner_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
-	"%zimmer/runner/v1/runner_service.proto\x12\x10zimmer.runner.v12\x0f\n" +
-	"\rRunnerServiceB@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
+	"%zimmer/runner/v1/runner_service.proto\x12\x10zimmer.runner.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"\xc1\x01\n" +
+	"\x14GetTranscriptRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04turn\x18\x02 \x01(\tR\x04turn\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x16\n" +
+	"\x06follow\x18\x05 \x01(\bR\x06follow\x12\"\n" +
+	"\rafter_line_id\x18\x06 \x01(\x03R\vafterLineId\"\xaf\x01\n" +
+	"\x15GetTranscriptResponse\x126\n" +
+	"\x05turns\x18\x01 \x03(\v2 .zimmer.runner.v1.TranscriptTurnR\x05turns\x126\n" +
+	"\x05lines\x18\x02 \x03(\v2 .zimmer.runner.v1.TranscriptLineR\x05lines\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"\\\n" +
+	"\x17FollowTranscriptRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\"\n" +
+	"\rafter_line_id\x18\x02 \x01(\x03R\vafterLineId\"P\n" +
+	"\x18FollowTranscriptResponse\x124\n" +
+	"\x04line\x18\x01 \x01(\v2 .zimmer.runner.v1.TranscriptLineR\x04line\"\x9c\x02\n" +
+	"\x0eTranscriptTurn\x12\x17\n" +
+	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\x03R\tsessionId\x129\n" +
+	"\n" +
+	"started_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
+	"\bended_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x18\n" +
+	"\aoutcome\x18\x05 \x01(\tR\aoutcome\x12!\n" +
+	"\fstored_lines\x18\x06 \x01(\x05R\vstoredLines\x12#\n" +
+	"\rdropped_lines\x18\a \x01(\x03R\fdroppedLines\"\xb3\x02\n" +
+	"\x0eTranscriptLine\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\x03R\tsessionId\x12\x17\n" +
+	"\aturn_id\x18\x03 \x01(\tR\x06turnId\x12\x10\n" +
+	"\x03seq\x18\x04 \x01(\x05R\x03seq\x12\x12\n" +
+	"\x04kind\x18\x05 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04type\x18\x06 \x01(\tR\x04type\x12\x12\n" +
+	"\x04text\x18\a \x01(\tR\x04text\x12\x10\n" +
+	"\x03raw\x18\b \x01(\tR\x03raw\x12#\n" +
+	"\rraw_truncated\x18\t \x01(\bR\frawTruncated\x12\x19\n" +
+	"\bis_error\x18\n" +
+	" \x01(\bR\aisError\x129\n" +
+	"\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt2\xab\x02\n" +
+	"\rRunnerService\x12\x9e\x01\n" +
+	"\rGetTranscript\x12&.zimmer.runner.v1.GetTranscriptRequest\x1a'.zimmer.runner.v1.GetTranscriptResponse\"<\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02*\x12(/api/v1/sessions/{session_id}/transcript\x12y\n" +
+	"\x10FollowTranscript\x12).zimmer.runner.v1.FollowTranscriptRequest\x1a*.zimmer.runner.v1.FollowTranscriptResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04self0\x01B@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
 
-var file_zimmer_runner_v1_runner_service_proto_goTypes = []any{}
+var (
+	file_zimmer_runner_v1_runner_service_proto_rawDescOnce sync.Once
+	file_zimmer_runner_v1_runner_service_proto_rawDescData []byte
+)
+
+func file_zimmer_runner_v1_runner_service_proto_rawDescGZIP() []byte {
+	file_zimmer_runner_v1_runner_service_proto_rawDescOnce.Do(func() {
+		file_zimmer_runner_v1_runner_service_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_zimmer_runner_v1_runner_service_proto_rawDesc), len(file_zimmer_runner_v1_runner_service_proto_rawDesc)))
+	})
+	return file_zimmer_runner_v1_runner_service_proto_rawDescData
+}
+
+var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_zimmer_runner_v1_runner_service_proto_goTypes = []any{
+	(*GetTranscriptRequest)(nil),     // 0: zimmer.runner.v1.GetTranscriptRequest
+	(*GetTranscriptResponse)(nil),    // 1: zimmer.runner.v1.GetTranscriptResponse
+	(*FollowTranscriptRequest)(nil),  // 2: zimmer.runner.v1.FollowTranscriptRequest
+	(*FollowTranscriptResponse)(nil), // 3: zimmer.runner.v1.FollowTranscriptResponse
+	(*TranscriptTurn)(nil),           // 4: zimmer.runner.v1.TranscriptTurn
+	(*TranscriptLine)(nil),           // 5: zimmer.runner.v1.TranscriptLine
+	(*timestamppb.Timestamp)(nil),    // 6: google.protobuf.Timestamp
+}
 var file_zimmer_runner_v1_runner_service_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	4, // 0: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
+	5, // 1: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
+	5, // 2: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
+	6, // 3: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
+	6, // 4: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
+	6, // 5: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
+	0, // 6: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
+	2, // 7: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
+	1, // 8: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
+	3, // 9: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
+	8, // [8:10] is the sub-list for method output_type
+	6, // [6:8] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_runner_v1_runner_service_proto_init() }
@@ -47,12 +616,13 @@ func file_zimmer_runner_v1_runner_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_runner_v1_runner_service_proto_rawDesc), len(file_zimmer_runner_v1_runner_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   0,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_zimmer_runner_v1_runner_service_proto_goTypes,
 		DependencyIndexes: file_zimmer_runner_v1_runner_service_proto_depIdxs,
+		MessageInfos:      file_zimmer_runner_v1_runner_service_proto_msgTypes,
 	}.Build()
 	File_zimmer_runner_v1_runner_service_proto = out.File
 	file_zimmer_runner_v1_runner_service_proto_goTypes = nil

@@ -7,7 +7,10 @@
 package runnerv1
 
 import (
+	context "context"
 	grpc "google.golang.org/grpc"
+	codes "google.golang.org/grpc/codes"
+	status "google.golang.org/grpc/status"
 )
 
 // This is a compile-time assertion to ensure that this generated file
@@ -15,14 +18,30 @@ import (
 // Requires gRPC-Go v1.64.0 or later.
 const _ = grpc.SupportPackageIsVersion9
 
+const (
+	RunnerService_GetTranscript_FullMethodName    = "/zimmer.runner.v1.RunnerService/GetTranscript"
+	RunnerService_FollowTranscript_FullMethodName = "/zimmer.runner.v1.RunnerService/FollowTranscript"
+)
+
 // RunnerServiceClient is the client API for RunnerService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// RunnerService owns working directories and agent processes.
-// Its methods arrive with the issue that builds the context; the service is
-// declared now so the server, its health and reflection are wired from day one.
+// RunnerService owns working directories, agent processes and what the
+// agents printed: each turn's transcript.
 type RunnerServiceClient interface {
+	// GetTranscript returns a page of a session's transcript: the newest turn
+	// first, each turn's lines in the order the agent printed them. A page
+	// holds at most page_size lines (and 4 MiB); next_page_token continues.
+	// The runner takes numeric session ids (the gateway resolves a slug
+	// through lifecycle first); a session with no transcript, or none the
+	// runner knows, has an empty page.
+	GetTranscript(ctx context.Context, in *GetTranscriptRequest, opts ...grpc.CallOption) (*GetTranscriptResponse, error)
+	// FollowTranscript streams a session's lines as they are appended, from
+	// the newest turn's first line (or after after_line_id), until the caller
+	// goes away. The gateway serves it as server-sent events on
+	// GET /api/v1/sessions/{id}/transcript?follow=true.
+	FollowTranscript(ctx context.Context, in *FollowTranscriptRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FollowTranscriptResponse], error)
 }
 
 type runnerServiceClient struct {
@@ -33,14 +52,54 @@ func NewRunnerServiceClient(cc grpc.ClientConnInterface) RunnerServiceClient {
 	return &runnerServiceClient{cc}
 }
 
+func (c *runnerServiceClient) GetTranscript(ctx context.Context, in *GetTranscriptRequest, opts ...grpc.CallOption) (*GetTranscriptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetTranscriptResponse)
+	err := c.cc.Invoke(ctx, RunnerService_GetTranscript_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runnerServiceClient) FollowTranscript(ctx context.Context, in *FollowTranscriptRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FollowTranscriptResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RunnerService_ServiceDesc.Streams[0], RunnerService_FollowTranscript_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[FollowTranscriptRequest, FollowTranscriptResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RunnerService_FollowTranscriptClient = grpc.ServerStreamingClient[FollowTranscriptResponse]
+
 // RunnerServiceServer is the server API for RunnerService service.
 // All implementations must embed UnimplementedRunnerServiceServer
 // for forward compatibility.
 //
-// RunnerService owns working directories and agent processes.
-// Its methods arrive with the issue that builds the context; the service is
-// declared now so the server, its health and reflection are wired from day one.
+// RunnerService owns working directories, agent processes and what the
+// agents printed: each turn's transcript.
 type RunnerServiceServer interface {
+	// GetTranscript returns a page of a session's transcript: the newest turn
+	// first, each turn's lines in the order the agent printed them. A page
+	// holds at most page_size lines (and 4 MiB); next_page_token continues.
+	// The runner takes numeric session ids (the gateway resolves a slug
+	// through lifecycle first); a session with no transcript, or none the
+	// runner knows, has an empty page.
+	GetTranscript(context.Context, *GetTranscriptRequest) (*GetTranscriptResponse, error)
+	// FollowTranscript streams a session's lines as they are appended, from
+	// the newest turn's first line (or after after_line_id), until the caller
+	// goes away. The gateway serves it as server-sent events on
+	// GET /api/v1/sessions/{id}/transcript?follow=true.
+	FollowTranscript(*FollowTranscriptRequest, grpc.ServerStreamingServer[FollowTranscriptResponse]) error
 	mustEmbedUnimplementedRunnerServiceServer()
 }
 
@@ -51,6 +110,12 @@ type RunnerServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedRunnerServiceServer struct{}
 
+func (UnimplementedRunnerServiceServer) GetTranscript(context.Context, *GetTranscriptRequest) (*GetTranscriptResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTranscript not implemented")
+}
+func (UnimplementedRunnerServiceServer) FollowTranscript(*FollowTranscriptRequest, grpc.ServerStreamingServer[FollowTranscriptResponse]) error {
+	return status.Error(codes.Unimplemented, "method FollowTranscript not implemented")
+}
 func (UnimplementedRunnerServiceServer) mustEmbedUnimplementedRunnerServiceServer() {}
 func (UnimplementedRunnerServiceServer) testEmbeddedByValue()                       {}
 
@@ -72,13 +137,53 @@ func RegisterRunnerServiceServer(s grpc.ServiceRegistrar, srv RunnerServiceServe
 	s.RegisterService(&RunnerService_ServiceDesc, srv)
 }
 
+func _RunnerService_GetTranscript_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTranscriptRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).GetTranscript(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_GetTranscript_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).GetTranscript(ctx, req.(*GetTranscriptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RunnerService_FollowTranscript_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(FollowTranscriptRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RunnerServiceServer).FollowTranscript(m, &grpc.GenericServerStream[FollowTranscriptRequest, FollowTranscriptResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RunnerService_FollowTranscriptServer = grpc.ServerStreamingServer[FollowTranscriptResponse]
+
 // RunnerService_ServiceDesc is the grpc.ServiceDesc for RunnerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var RunnerService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "zimmer.runner.v1.RunnerService",
 	HandlerType: (*RunnerServiceServer)(nil),
-	Methods:     []grpc.MethodDesc{},
-	Streams:     []grpc.StreamDesc{},
-	Metadata:    "zimmer/runner/v1/runner_service.proto",
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "GetTranscript",
+			Handler:    _RunnerService_GetTranscript_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "FollowTranscript",
+			Handler:       _RunnerService_FollowTranscript_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "zimmer/runner/v1/runner_service.proto",
 }
