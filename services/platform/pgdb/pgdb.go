@@ -65,10 +65,9 @@ type TxBeginner interface {
 // rolling back on error. Serialization failures and deadlocks are retried a
 // few times because they say nothing about the request itself.
 func InTx(ctx context.Context, db TxBeginner, iso pgx.TxIsoLevel, fn func(pgx.Tx) error) error {
-	const attempts = 5
 	var err error
-	for i := range attempts {
-		if err = inTxOnce(ctx, db, iso, fn); !retryable(err) {
+	for i := range TxAttempts {
+		if err = inTxOnce(ctx, db, iso, fn); !Retryable(err) {
 			return err
 		}
 		select {
@@ -124,7 +123,14 @@ func ConstraintName(err error) string {
 	return ""
 }
 
-func retryable(err error) bool {
+// TxAttempts bounds how often a transaction that met a serialization
+// failure or a deadlock is tried: neither says anything about the request,
+// but one that keeps meeting them is reported.
+const TxAttempts = 5
+
+// Retryable reports whether a transaction failed only because it met a
+// serialization failure or a deadlock, so running it again may succeed.
+func Retryable(err error) bool {
 	c := Code(err)
 	return c == CodeSerializationFailure || c == CodeDeadlockDetected
 }

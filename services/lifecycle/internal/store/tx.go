@@ -19,20 +19,16 @@ import (
 // nothing stale is ever written and writes of one session queue on its row
 // lock; other sessions never wait.
 
-// txAttempts bounds the retries of a write that met a serialization failure
-// or a deadlock: neither says anything about the request.
-const txAttempts = 5
-
 // inTx runs write in a transaction on a connection of its own, retrying
 // serialization failures and deadlocks; if they persist, the error is a
 // domain.ErrConflict, safe for the caller to retry.
 func (s *Sessions) inTx(ctx context.Context, write func(*pgx.Conn) error) error {
 	for attempt := 1; ; attempt++ {
 		err := s.inTxOnce(ctx, write)
-		if c := pgdb.Code(err); c != pgdb.CodeSerializationFailure && c != pgdb.CodeDeadlockDetected {
+		if !pgdb.Retryable(err) {
 			return err
 		}
-		if attempt == txAttempts {
+		if attempt == pgdb.TxAttempts {
 			return fmt.Errorf("%w after %d attempts: %w", domain.ErrConflict, attempt, err)
 		}
 		select {
