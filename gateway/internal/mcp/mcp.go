@@ -23,6 +23,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
 )
@@ -78,6 +79,9 @@ type Options struct {
 	// and human-message sections, and get_session_provenance. Only its read
 	// methods are called; no tool records or edits a human message.
 	Provenance lineagev1.ProvenanceServiceClient
+	// Runner serves get_session's include_transcript (the last turn's
+	// transcript); without it the section says it is unavailable.
+	Runner runnerv1.RunnerServiceClient
 	// SessionTTL ends a session after this long without a request
 	// (DefaultSessionTTL when zero).
 	SessionTTL time.Duration
@@ -88,7 +92,7 @@ type Options struct {
 
 // NewHandler returns the MCP endpoint over the lifecycle service's client.
 func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logger, opts Options) *Handler {
-	t := &tools{lifecycle: lifecycle, provenance: opts.Provenance, logger: logger}
+	t := &tools{lifecycle: lifecycle, provenance: opts.Provenance, runner: opts.Runner, logger: logger}
 	h := &Handler{logger: logger}
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = DefaultSessionTTL

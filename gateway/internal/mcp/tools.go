@@ -17,6 +17,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
@@ -24,6 +25,7 @@ import (
 type tools struct {
 	lifecycle  lifecyclev1.LifecycleServiceClient
 	provenance lineagev1.ProvenanceServiceClient
+	runner     runnerv1.RunnerServiceClient
 	logger     *slog.Logger
 }
 
@@ -34,9 +36,9 @@ var counts = message.NewPrinter(language.English)
 // fields, the same as POST /api/v1/sessions takes.
 var startSessionArgs = fieldNames(&lifecyclev1.CreateSessionRequest{})
 
-// getSessionArgs are get_session's: GetSessionRequest's fields and
-// include_logs, which the gateway handles.
-var getSessionArgs = append(fieldNames(&lifecyclev1.GetSessionRequest{}), "include_logs")
+// getSessionArgs are get_session's: GetSessionRequest's fields,
+// include_logs and include_transcript, which the gateway handles.
+var getSessionArgs = append(fieldNames(&lifecyclev1.GetSessionRequest{}), "include_logs", "include_transcript")
 
 func startSessionTool() mcpgo.Tool {
 	return mcpgo.NewTool(ToolStartSession,
@@ -75,6 +77,8 @@ func getSessionTool() mcpgo.Tool {
 		mcpgo.WithDescription("Show one session: its status and fields as markdown, followed by the full session as JSON."),
 		mcpgo.WithString("session_id", mcpgo.Required(), mcpgo.Description(`The session's numeric id (e.g. "42") or its slug.`)),
 		mcpgo.WithBoolean("include_logs", mcpgo.Description("Also show the session's timeline: every transition, warning and refusal.")),
+		mcpgo.WithBoolean("include_transcript", mcpgo.Description(counts.Sprintf(
+			"Also show the last turn's transcript: what the agent printed, its first %d lines.", TranscriptLines))),
 		mcpgo.WithReadOnlyHintAnnotation(true),
 		mcpgo.WithOpenWorldHintAnnotation(false),
 	)
@@ -100,6 +104,7 @@ func (t *tools) getSession(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	in := &lifecyclev1.GetSessionRequest{}
 	a.into(in, getSessionArgs...)
 	withLogs := a.flag("include_logs")
+	withTranscript := a.flag("include_transcript")
 	if res := a.problem(); res != nil {
 		return res, nil
 	}
@@ -116,6 +121,9 @@ func (t *tools) getSession(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	}
 	if withLogs && !res.IsError {
 		appendText(res, "\n"+t.timelineSection(ctx, ref))
+	}
+	if withTranscript && !res.IsError {
+		appendText(res, "\n"+t.transcriptSection(ctx, resp.GetSession().GetId()))
 	}
 	return res, nil
 }

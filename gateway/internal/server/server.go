@@ -99,8 +99,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	if err != nil {
 		return nil, err
 	}
+	runner := runnerv1.NewRunnerServiceClient(runnerConn)
 	s.mcp = mcp.NewHandler(lifecycle, logger, mcp.Options{
-		Version: version(), AnyHost: !authn.Open(), Provenance: provenance,
+		Version: version(), AnyHost: !authn.Open(), Provenance: provenance, Runner: runner,
 		SessionTTL: cfg.MCPSessionTTL, MaxSessions: cfg.MCPMaxSessions,
 	})
 
@@ -113,7 +114,6 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	mux.Handle(rest.SessionDetailPattern, auth.Require(authn, rest.NewSessionDetail(lifecycle, provenance, logger)))
 	// A slug resolved through lifecycle, then the runner's transcript; with
 	// ?follow=true a stream of server-sent events.
-	runner := runnerv1.NewRunnerServiceClient(runnerConn)
 	mux.Handle(rest.TranscriptPattern, auth.Require(authn, rest.NewTranscript(lifecycle, runner, logger)))
 	// Operator-only, behind its own Basic realm: never the fleet key. Its
 	// calls carry no client principal: they are the gateway's own.
