@@ -96,7 +96,9 @@ func (s *Server) FollowTranscript(req *runnerv1.FollowTranscriptRequest, stream 
 	}
 	err = transcript.Follow(ctx, s.transcripts.Store, s.transcripts.Notifier, id,
 		transcript.FollowOptions{AfterID: req.GetAfterLineId(), Poll: s.transcripts.Poll},
-		func(l transcript.Line) error { return stream.Send(&runnerv1.FollowTranscriptResponse{Line: lineMessage(l)}) })
+		func(l transcript.Line) error {
+			return stream.Send(&runnerv1.FollowTranscriptResponse{Line: lineMessage(l)})
+		})
 	if err != nil {
 		return s.transcriptStatus(ctx, err)
 	}

@@ -151,9 +151,13 @@ func Follow(ctx context.Context, r Reader, n *Notifier, sessionID int64, opts Fo
 	}
 }
 
+// followErr is err, unless the follower went away: then whatever failed
+// failed because of that, and following simply ended.
 func followErr(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
+	select {
+	case <-ctx.Done():
 		return nil
+	default:
+		return fmt.Errorf("follow transcript: %w", err)
 	}
-	return fmt.Errorf("follow transcript: %w", err)
 }

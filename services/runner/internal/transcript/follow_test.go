@@ -87,7 +87,7 @@ func TestFollowPollsForLinesAnotherProcessAppended(t *testing.T) {
 	t.Parallel()
 	m := &memory{}
 	got, cancel, done := follow(t, m, transcript.NewNotifier(), 20*time.Millisecond)
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
 	require.NoError(t, m.Append(context.Background(), 1, "t", agent.Event{Text: "x"}))
 	require.NoError(t, m.Append(context.Background(), 1, "t", agent.Event{Text: "y"}))
 	receive(t, got, "y") // the first line is before StartOfNewestTurn's answer
