@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -159,7 +160,9 @@ func (h *transcriptHandler) follow(w http.ResponseWriter, r *http.Request, req *
 			event = []byte(": keep-alive\n\n")
 		case got := <-lines:
 			if got.err != nil {
-				if st, _ := status.FromError(got.err); st.Code() == codes.Canceled || ctx.Err() != nil {
+				// The runner ending the stream (it is stopping) ends the
+				// follow as it is: the client reconnects with Last-Event-ID.
+				if st, _ := status.FromError(got.err); errors.Is(got.err, io.EOF) || st.Code() == codes.Canceled || ctx.Err() != nil {
 					return
 				}
 				p := grpcerr.FromCall(runnerv1.RunnerService_FollowTranscript_FullMethodName, got.err)

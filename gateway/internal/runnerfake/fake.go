@@ -108,11 +108,16 @@ func (s *Server) Followed() <-chan struct{} {
 	return s.followed
 }
 
-// Push sends line to every open FollowTranscript stream.
+// Push sends line to every open FollowTranscript stream; nil ends them, as
+// a runner that stops does.
 func (s *Server) Push(line *runnerv1.TranscriptLine) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range s.followers {
+		if line == nil {
+			f <- nil
+			continue
+		}
 		f <- proto.Clone(line).(*runnerv1.TranscriptLine)
 	}
 }
@@ -158,6 +163,9 @@ func (s *Server) FollowTranscript(req *runnerv1.FollowTranscriptRequest, stream 
 		case <-ctx.Done():
 			return nil
 		case l := <-lines:
+			if l == nil {
+				return nil
+			}
 			if err := stream.Send(&runnerv1.FollowTranscriptResponse{Line: l}); err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -136,6 +137,20 @@ func TestTranscriptFollowIsServerSentEvents(t *testing.T) {
 	// The client going away ends the runner's stream too.
 	cancel()
 	require.Eventually(t, func() bool { return b.runner.Followers() == 0 }, 10*time.Second, 10*time.Millisecond)
+}
+
+func TestTranscriptFollowEndsWithTheRunnersStream(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	followed := b.runner.Followed()
+	s := follow(t, t.Context(), b, "/api/v1/sessions/1/transcript?follow=true")
+	<-followed
+	b.runner.Push(runnerfake.Line(1, "last words"))
+	require.Contains(t, s.next(t)["data"], "last words")
+	b.runner.Push(nil) // the runner stops
+	rest, err := io.ReadAll(s.rd)
+	require.NoError(t, err, "the response ends cleanly")
+	require.NotContains(t, string(rest), "event: error", "an ended stream is no failure: the client reconnects")
 }
 
 func TestTranscriptFollowReportsAFailureAsAnEvent(t *testing.T) {
