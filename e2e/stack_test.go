@@ -45,10 +45,18 @@ type stack struct {
 	// testboundary): the one way these tests record what a human said.
 	boundaryToken string
 	temporal      string
-	dbURL         map[string]string // service → database URL
-	addr          map[string]string // service or "gateway" → address
-	procs         map[string]*exec.Cmd
-	mu            sync.Mutex
+	// namespace is the Temporal namespace of the stack: "default", or one
+	// of its own for a stack whose runner runs turns, so that no other
+	// stack's worker (they share the dev server) picks up its sessions.
+	namespace string
+	// turns: lifecycle announces turn requests to the runner
+	// (runner_turns), which runs the demo agent in workspaces.
+	turns      bool
+	workspaces string
+	dbURL      map[string]string // service → database URL
+	addr       map[string]string // service or "gateway" → address
+	procs      map[string]*exec.Cmd
+	mu         sync.Mutex
 }
 
 func temporalAddress(t *testing.T) string {
@@ -63,7 +71,11 @@ func temporalAddress(t *testing.T) string {
 	return a
 }
 
-func newStack(t *testing.T) *stack {
+func newStack(t *testing.T) *stack { t.Helper(); return newStackRunning(t, false) }
+
+// newStackRunning starts a stack; with turns, created sessions really run
+// (in a Temporal namespace of the stack's own, see stack.namespace).
+func newStackRunning(t *testing.T, turns bool) *stack {
 	t.Helper()
 	admin := pgtest.AdminURL(t)
 	s := &stack{
@@ -75,9 +87,15 @@ func newStack(t *testing.T) *stack {
 		internalToken: "e2e-internal-" + fmt.Sprint(time.Now().UnixNano()),
 		boundaryToken: "e2e-boundary-" + fmt.Sprint(time.Now().UnixNano()),
 		temporal:      temporalAddress(t),
+		namespace:     "default",
+		turns:         turns,
+		workspaces:    t.TempDir(),
 		dbURL:         map[string]string{},
 		addr:          map[string]string{},
 		procs:         map[string]*exec.Cmd{},
+	}
+	if turns {
+		s.namespace = createNamespace(t, s.temporal)
 	}
 	for _, svc := range services {
 		s.dbURL[svc] = createDatabase(t, admin, fmt.Sprintf("e2e_%s_%d", svc, time.Now().UnixNano()))
@@ -99,7 +117,7 @@ func newStack(t *testing.T) *stack {
 func (s *stack) env(name string) []string {
 	env := append(os.Environ(),
 		"TEMPORAL_ADDRESS="+s.temporal,
-		"TEMPORAL_NAMESPACE=default",
+		"TEMPORAL_NAMESPACE="+s.namespace,
 		// As make run wires them (docs/security.md).
 		"ZIMMER_API_KEYS="+s.apiKey+","+s.operatorKey,
 		"ZIMMER_ADMIN_API_KEYS="+s.apiKey,
@@ -119,8 +137,17 @@ func (s *stack) env(name string) []string {
 		up+"_LOG_LEVEL=debug",
 	)
 	if name == "lifecycle" {
-		env = append(env, "LIFECYCLE_EFFECT_CONSUMERS=lineage="+s.addr["lineage"], "LIFECYCLE_NOTIFICATION_ADDR="+s.addr["notification"],
+		consumers := "lineage=" + s.addr["lineage"]
+		if s.turns {
+			consumers += ",runner_turns=" + s.addr["runner"]
+		}
+		env = append(env, "LIFECYCLE_EFFECT_CONSUMERS="+consumers, "LIFECYCLE_NOTIFICATION_ADDR="+s.addr["notification"],
 			"LIFECYCLE_RELAY_POLL_INTERVAL=100ms")
+	}
+	if name == "runner" {
+		env = append(env, "RUNNER_DEMO_AGENT_PATH="+filepath.Join(s.bin, "zimmer-demo-agent"),
+			"RUNNER_WORKSPACES_DIR="+s.workspaces, "RUNNER_LIFECYCLE_ADDR="+s.addr["lifecycle"],
+			"RUNNER_MCP_URL=http://"+s.addr["gateway"]+"/mcp", "RUNNER_NODE=e2e-"+filepath.Base(s.workspaces))
 	}
 	if name == "lineage" {
 		env = append(env, "LINEAGE_EVENT_CONSUMERS=lifecycle="+s.addr["lifecycle"], "LINEAGE_NOTIFICATION_ADDR="+s.addr["notification"])
@@ -252,7 +279,7 @@ func buildBinaries(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		pkgs := []string{"./gateway/cmd/gateway"}
+		pkgs := []string{"./gateway/cmd/gateway", "./services/runner/cmd/zimmer-demo-agent"}
 		for _, svc := range services {
 			pkgs = append(pkgs, "./services/"+svc+"/cmd/"+svc)
 		}

@@ -34,10 +34,17 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"LIFECYCLE_DATABASE_URL":      "postgres://elsewhere/db",
 		"LIFECYCLE_GRPC_ADDR":         "127.0.0.1:9101",
-		"LIFECYCLE_EFFECT_CONSUMERS":  "lineage=127.0.0.1:9202",
+		"LIFECYCLE_EFFECT_CONSUMERS":  "lineage=127.0.0.1:9202,runner_turns=127.0.0.1:9104",
 		"LIFECYCLE_NOTIFICATION_ADDR": "127.0.0.1:9105",
 		"TEMPORAL_ADDRESS":            "127.0.0.1:7233",
 	}, got)
+
+	runner := e.serviceEnv(services[3], "postgres://local/zimmer_runner", addrs, common)
+	require.Equal(t, "demo", runner["RUNNER_DEFAULT_RUNTIME"])
+	require.Equal(t, filepath.Join(e.root, "bin", "zimmer-demo-agent"), runner["RUNNER_DEMO_AGENT_PATH"])
+	require.Equal(t, filepath.Join(e.dataDir, "workspaces"), runner["RUNNER_WORKSPACES_DIR"])
+	require.Equal(t, "127.0.0.1:9101", runner["RUNNER_LIFECYCLE_ADDR"])
+	require.Equal(t, "http://127.0.0.1:8080/mcp", runner["RUNNER_MCP_URL"])
 
 	gw := e.gatewayEnv(addrs, ":8080", common)
 	require.Equal(t, ":8080", gw["GATEWAY_HTTP_ADDR"])

@@ -39,6 +39,10 @@ var services = []component{
 
 var gateway = component{"gateway", "./gateway/cmd/gateway", 0}
 
+// tools are built beside the components but not started by the stack: the
+// demo agent is what the runner runs for a session by default.
+var tools = []string{"./services/runner/cmd/zimmer-demo-agent"}
+
 // databases are created for the services, one each: a service owns its database alone.
 func databases() []string {
 	dbs := make([]string, len(services))
@@ -218,6 +222,7 @@ func (e *env) buildAll(ctx context.Context) error {
 	for _, c := range append(services, gateway) {
 		pkgs = append(pkgs, c.pkg)
 	}
+	pkgs = append(pkgs, tools...)
 	bin := filepath.Join(e.root, "bin") + string(filepath.Separator)
 	e.say("building %d binaries into %s", len(pkgs), bin)
 	// One invocation builds all packages in parallel; run from the root so go.work applies.
@@ -348,8 +353,17 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 		envName(s.name, "GRPC_ADDR"):    addrs[s.name],
 	}
 	if s.name == "lifecycle" {
-		m["LIFECYCLE_EFFECT_CONSUMERS"] = "lineage=" + addrs["lineage"]
+		m["LIFECYCLE_EFFECT_CONSUMERS"] = "lineage=" + addrs["lineage"] + ",runner_turns=" + addrs["runner"]
 		m["LIFECYCLE_NOTIFICATION_ADDR"] = addrs["notification"]
+	}
+	if s.name == "runner" {
+		// Sessions run the demo agent unless they name a runtime; clones
+		// live in the data folder; agents reach the gateway's MCP.
+		m["RUNNER_DEFAULT_RUNTIME"] = "demo"
+		m["RUNNER_DEMO_AGENT_PATH"] = filepath.Join(e.root, "bin", "zimmer-demo-agent")
+		m["RUNNER_WORKSPACES_DIR"] = filepath.Join(e.dataDir, "workspaces")
+		m["RUNNER_LIFECYCLE_ADDR"] = dialable(addrs["lifecycle"])
+		m["RUNNER_MCP_URL"] = "http://" + dialable(e.get("GATEWAY_HTTP_ADDR", "127.0.0.1:8080")) + "/mcp"
 	}
 	if s.name == "lineage" {
 		m["LINEAGE_EVENT_CONSUMERS"] = "lifecycle=" + addrs["lifecycle"]

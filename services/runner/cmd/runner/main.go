@@ -23,7 +23,7 @@ var command = host.Command[config.Config]{
 	Load:       config.Load,
 	Migrations: service.MigrationSets,
 	New: func(ctx context.Context, cfg config.Config, logger *slog.Logger) (host.Service, error) {
-		return service.New(ctx, cfg.Config, logger)
+		return service.NewNode(ctx, cfg, logger)
 	},
 }
 

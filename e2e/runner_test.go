@@ -1,0 +1,158 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// createNamespace registers a Temporal namespace of the test's own and waits
+// until it can be used.
+func createNamespace(t *testing.T, address string) string {
+	t.Helper()
+	name := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
+	nc, err := client.NewNamespaceClient(client.Options{HostPort: address})
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.Register(t.Context(), &workflowservice.RegisterNamespaceRequest{
+		Namespace: name, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+	}))
+	c, err := client.Dial(client.Options{HostPort: address, Namespace: name})
+	require.NoError(t, err)
+	defer c.Close()
+	require.Eventually(t, func() bool {
+		_, err := c.DescribeTaskQueue(t.Context(), "zimmer-runner", enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+		return err == nil
+	}, 30*time.Second, 200*time.Millisecond, "namespace %s never became usable", name)
+	return name
+}
+
+// gitRepo makes a one-commit repository to clone.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("demo\n"), 0o644))
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"}, {"add", "README.md"},
+		{"-c", "user.name=e2e", "-c", "user.email=e2e@example.com", "commit", "-q", "-m", "first"},
+	} {
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	return dir
+}
+
+type runnerSession struct {
+	ID            int64  `json:"id"`
+	Status        string `json:"status"`
+	FailureReason string `json:"failure_reason"`
+}
+
+func (c restClient) session(t *testing.T, id int64) runnerSession {
+	t.Helper()
+	code, body := c.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%d", id), "")
+	require.Equal(t, 200, code, body)
+	var got struct{ Session runnerSession }
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	return got.Session
+}
+
+// transitions lists the state machine events the session went through, in
+// order, from its event stream.
+func (c restClient) transitions(t *testing.T, id int64) []string {
+	t.Helper()
+	code, body := c.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%d/events", id), "")
+	require.Equal(t, 200, code, body)
+	var got struct {
+		Events []struct {
+			Name    string
+			Payload struct{ Events []string }
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	var out []string
+	for _, e := range got.Events {
+		if e.Name == "transition" {
+			out = append(out, e.Payload.Events...)
+		}
+	}
+	return out
+}
+
+func (c restClient) createRunning(t *testing.T, repo, prompt string) int64 {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"prompt": prompt, "git_root": repo, "branch": "main"})
+	require.NoError(t, err)
+	code, resp := c.do(t, "POST", "/api/v1/sessions", string(body))
+	require.Equal(t, 201, code, resp)
+	var got struct{ Session runnerSession }
+	require.NoError(t, json.Unmarshal([]byte(resp), &got))
+	require.NotZero(t, got.Session.ID, resp)
+	return got.Session.ID
+}
+
+func (c restClient) waitStatus(t *testing.T, id int64, want string) runnerSession {
+	t.Helper()
+	var last runnerSession
+	require.Eventually(t, func() bool {
+		last = c.session(t, id)
+		return last.Status == want
+	}, 60*time.Second, 100*time.Millisecond, "session %d never reached %s", id, want)
+	return last
+}
+
+// TestSessionsRunTurns: the real binaries, the demo agent, Temporal: a
+// created session is cloned and run, and its turn's end is routed by the
+// spec (exit 0 → needs_input; exit 3 → failed naming the code; a signal
+// Zimmer did not send → recovered three times, then failed).
+func TestSessionsRunTurns(t *testing.T) {
+	t.Parallel()
+	s := newStackRunning(t, true)
+	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
+	repo := gitRepo(t)
+
+	t.Run("exit 0 reaches needs_input", func(t *testing.T) {
+		t.Parallel()
+		id := api.createRunning(t, repo, "@demo say hello from the e2e test")
+		api.waitStatus(t, id, "needs_input")
+		require.Equal(t, []string{"start", "pause"}, api.transitions(t, id))
+		require.DirExists(t, filepath.Join(s.workspaces, fmt.Sprint(id)), "the clone is in RUNNER_WORKSPACES_DIR")
+	})
+
+	t.Run("exit 3 fails with the reason", func(t *testing.T) {
+		t.Parallel()
+		id := api.createRunning(t, repo, "@demo exit 3")
+		got := api.waitStatus(t, id, "failed")
+		require.Contains(t, got.FailureReason, "exited with code 3")
+		require.Equal(t, []string{"start", "fail"}, api.transitions(t, id))
+	})
+
+	t.Run("SIGKILL is recovered three times, then fails", func(t *testing.T) {
+		t.Parallel()
+		id := api.createRunning(t, repo, "@demo signal SIGKILL")
+		got := api.waitStatus(t, id, "failed")
+		require.Contains(t, got.FailureReason, "SIGKILL")
+		require.Contains(t, got.FailureReason, "4 times in a row")
+		require.Equal(t, []string{"start", "pause", "resume", "pause", "resume", "pause", "resume", "fail"},
+			api.transitions(t, id))
+	})
+
+	t.Run("a clone failure fails the session saying what git said", func(t *testing.T) {
+		t.Parallel()
+		id := api.createRunning(t, filepath.Join(repo, "missing"), "@demo say never")
+		got := api.waitStatus(t, id, "failed")
+		require.NotEmpty(t, strings.TrimSpace(got.FailureReason))
+		require.Equal(t, []string{"fail"}, api.transitions(t, id))
+	})
+}
