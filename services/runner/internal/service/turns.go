@@ -15,8 +15,8 @@ import (
 	"github.com/zimmerhq/zimmer/services/runner/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
 	"github.com/zimmerhq/zimmer/services/runner/internal/store"
-	"github.com/zimmerhq/zimmer/services/runner/internal/workspace"
 	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
+	"github.com/zimmerhq/zimmer/services/runner/internal/workspace"
 )
 
 // NewNode is New plus the turns: the session workflows and the shared
