@@ -193,3 +193,41 @@ func TestTranscriptFollowReadsAndEndTurnAndPrune(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 }
+
+// Appends racing on one turn (an activity retried while its first attempt
+// still runs) take seqs one after the other and never overrun the bounds.
+func TestTranscriptConcurrentAppendsKeepSeqsAndBounds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	limits := transcript.Limits{MaxLines: 150, MaxBytes: 1 << 20, MaxRawBytes: 1 << 10}
+	s := newTranscripts(t, limits)
+	errs := make(chan error, 200)
+	for w := range 20 {
+		go func() {
+			for i := range 10 {
+				errs <- s.Append(ctx, 1, "t", say(fmt.Sprintf("%d-%d", w, i)))
+			}
+		}()
+	}
+	for range 200 {
+		require.NoError(t, <-errs)
+	}
+	var lines []transcript.Line
+	q := transcript.Query{SessionID: 1, PageSize: 100}
+	for {
+		page, err := s.Page(ctx, q)
+		require.NoError(t, err)
+		lines = append(lines, page.Lines...)
+		if page.Next.IsZero() {
+			require.EqualValues(t, 150, page.Turns[0].StoredLines)
+			require.EqualValues(t, 50, page.Turns[0].DroppedLines)
+			break
+		}
+		q.After = page.Next
+	}
+	require.Len(t, lines, 151)
+	for i, l := range lines {
+		require.EqualValues(t, i+1, l.Seq)
+	}
+	require.Equal(t, limits.DroppedText(50), lines[150].Text)
+}
