@@ -34,6 +34,10 @@ type Transcripts struct {
 	Notifier *transcript.Notifier
 	Poll     time.Duration
 	Logger   *slog.Logger
+	// Stopping is closed when the service stops: every follow ends then
+	// (cleanly: the client resumes after the last line it got), so an open
+	// follow does not hold the server's graceful stop for its whole grace.
+	Stopping <-chan struct{}
 }
 
 // WithTranscripts serves the transcript methods from t.
@@ -83,9 +87,19 @@ func (s *Server) GetTranscript(ctx context.Context, req *runnerv1.GetTranscriptR
 // FollowTranscript implements runnerv1.RunnerServiceServer: it streams
 // until the caller goes away.
 func (s *Server) FollowTranscript(req *runnerv1.FollowTranscriptRequest, stream grpc.ServerStreamingServer[runnerv1.FollowTranscriptResponse]) error {
-	ctx := stream.Context()
 	if s.transcripts.Store == nil {
 		return status.Error(codes.Unimplemented, "this runner keeps no transcripts")
+	}
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	if stopping := s.transcripts.Stopping; stopping != nil {
+		go func() {
+			select {
+			case <-stopping:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	id, err := readableSession(ctx, req.GetSessionId())
 	if err != nil {

@@ -41,9 +41,10 @@ func New(ctx context.Context, cfg host.Config, logger *slog.Logger) (*Service, e
 		return nil, err
 	}
 	transcripts := store.NewTranscripts(h.Pool, transcript.DefaultLimits)
-	notifier := transcript.NewNotifier()
+	notifier, stopping := transcript.NewNotifier(), make(chan struct{})
+	h.Go(func(ctx context.Context) error { <-ctx.Done(); close(stopping); return nil })
 	grpcapi.NewServer().
-		WithTranscripts(grpcapi.Transcripts{Store: transcripts, Notifier: notifier, Logger: logger}).
+		WithTranscripts(grpcapi.Transcripts{Store: transcripts, Notifier: notifier, Logger: logger, Stopping: stopping}).
 		Register(h.GRPC.Server)
 	return &Service{Host: h, Transcripts: transcript.Recorder{Store: transcripts, Notifier: notifier}}, nil
 }

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -98,6 +99,26 @@ func TestTranscriptMethods(t *testing.T) {
 	cancel()
 	_, err = follow.Recv()
 	requireCode(t, err, codes.Canceled, "")
+}
+
+// A follow ends, cleanly, when the runner stops: it does not hold the
+// graceful stop for the whole shutdown grace.
+func TestTranscriptFollowEndsWhenTheRunnerStops(t *testing.T) {
+	t.Parallel()
+	svc := servicetest.New(t, service.New, servicetest.Config(t, service.MigrationSets...))
+	stop := servicetest.RunInBackground(t, svc.Run)
+	operator := runnerv1.NewRunnerServiceClient(servicetest.DialOperator(t, svc.Addr()))
+	follow, err := operator.FollowTranscript(t.Context(), &runnerv1.FollowTranscriptRequest{SessionId: "7"})
+	require.NoError(t, err)
+	require.NoError(t, svc.Transcripts.Append(context.Background(), 7, "t", agent.Event{Text: "running"}))
+	_, err = follow.Recv()
+	require.NoError(t, err)
+
+	start := time.Now()
+	stop()
+	_, err = follow.Recv()
+	require.ErrorIs(t, err, io.EOF, "the stream ends, it does not fail")
+	require.Less(t, time.Since(start), 4*time.Second, "well within the 5 s shutdown grace")
 }
 
 func lineTexts(lines []*runnerv1.TranscriptLine) []string {
