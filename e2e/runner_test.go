@@ -148,6 +148,24 @@ func TestSessionsRunTurns(t *testing.T) {
 			api.transitions(t, id))
 	})
 
+	for verb, want := range map[string]string{"pause": "needs_input", "archive": "archived"} {
+		t.Run(verb+" during sleep 60s stops the turn", func(t *testing.T) {
+			t.Parallel()
+			id := api.createRunning(t, repo, "@demo sleep 60s")
+			api.waitStatus(t, id, "running")
+			require.Eventually(t, func() bool { return len(turnProcesses(t, s, id)) > 0 }, 20*time.Second, 50*time.Millisecond,
+				"the agent never started")
+			code, body := api.do(t, "POST", fmt.Sprintf("/api/v1/sessions/%d/%s", id, verb), `{}`)
+			require.Equal(t, 200, code, body)
+			// SIGTERM ends the demo agent at once; the ladder's graces bound the rest.
+			require.Eventually(t, func() bool { return len(turnProcesses(t, s, id)) == 0 }, 10*time.Second, 50*time.Millisecond,
+				"the turn's process survived the %s", verb)
+			time.Sleep(500 * time.Millisecond) // the workflow routes the turn's end
+			require.Equal(t, want, api.session(t, id).Status, "the runner does not move a session someone else stopped")
+			require.Equal(t, []string{"start", verb}, api.transitions(t, id))
+		})
+	}
+
 	t.Run("a clone failure fails the session saying what git said", func(t *testing.T) {
 		t.Parallel()
 		id := api.createRunning(t, filepath.Join(repo, "missing"), "@demo say never")
@@ -155,4 +173,24 @@ func TestSessionsRunTurns(t *testing.T) {
 		require.NotEmpty(t, strings.TrimSpace(got.FailureReason))
 		require.Equal(t, []string{"fail"}, api.transitions(t, id))
 	})
+}
+
+// turnProcesses lists the pids whose command line names the session's
+// prompt file: its turn's agent process.
+func turnProcesses(t *testing.T, s *stack, id int64) []string {
+	t.Helper()
+	marker := filepath.Join(s.workspaces, ".state", fmt.Sprint(id)) + string(filepath.Separator)
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue // not a process, or gone
+		}
+		if strings.Contains(string(cmdline), marker) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
 }

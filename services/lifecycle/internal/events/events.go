@@ -24,7 +24,7 @@ const (
 	SubscriberLineage = "lineage"
 	// SubscriberRunnerTurns is the runner's turn consumer: a session's
 	// creation and a resume that no job owns yet (a restart) each ask it for
-	// a turn. It is a subscriber of its own, apart from the effects the
+	// a turn, and a transition out of running may ask it to stop one. It is a subscriber of its own, apart from the effects the
 	// runner owns (domain.OwnerRunner), so those stay queued until the
 	// runner consumes them.
 	SubscriberRunnerTurns = "runner_turns"
@@ -102,9 +102,15 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 			effects = append(effects, a)
 		}
 		var also []string
-		if slices.Contains(f.Outcome.Applied, domain.EventResume) && f.Session.Markers.RunningJobID == "" {
+		switch {
+		case slices.Contains(f.Outcome.Applied, domain.EventResume) && f.Session.Markers.RunningJobID == "":
 			// A resume the runner did not make (it names its turn as the
 			// running job): the runner must run the turn.
+			also = append(also, SubscriberRunnerTurns)
+		case f.Outcome.From == domain.StatusRunning && f.Session.Status != domain.StatusRunning:
+			// The session left running (a user's pause, an archive, or the
+			// runner's own turn end): the runner stops a turn still running
+			// when the session is not running any more.
 			also = append(also, SubscriberRunnerTurns)
 		}
 		announced, err := updated(f.Session, s, t, also...)

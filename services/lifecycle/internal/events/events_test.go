@@ -23,9 +23,10 @@ func subscribersOf(t *testing.T, f domain.Fact, topic string) []string {
 	return nil
 }
 
-// The runner hears of exactly the facts that ask it for a turn: a creation,
-// and a resume no job owns (a restart). Its own recovery resumes name their
-// turn as the running job and must not ask it for another.
+// The runner hears of exactly the facts that ask it for a turn — a creation,
+// and a resume no job owns (a restart; its own recovery resumes name their
+// turn as the running job and must not ask it for another) — and of a
+// session leaving running, which may stop a turn.
 func TestTheRunnerHearsOfCreationsAndUnownedResumes(t *testing.T) {
 	t.Parallel()
 	s := domain.Session{ID: 4, Status: domain.StatusRunning, UpdatedAt: time.Unix(100, 0).UTC()}
@@ -43,5 +44,10 @@ func TestTheRunnerHearsOfCreationsAndUnownedResumes(t *testing.T) {
 
 	paused := domain.SessionTransitioned{Session: domain.Session{ID: 4, Status: domain.StatusNeedsInput, UpdatedAt: s.UpdatedAt},
 		Outcome: domain.Outcome{From: domain.StatusRunning, Applied: []domain.Event{domain.EventPause}}}
-	require.Equal(t, []string{events.SubscriberLineage}, subscribersOf(t, paused, events.TopicSessionUpdated))
+	require.Equal(t, []string{events.SubscriberLineage, events.SubscriberRunnerTurns}, subscribersOf(t, paused, events.TopicSessionUpdated),
+		"leaving running may stop a turn")
+
+	slept := domain.SessionTransitioned{Session: domain.Session{ID: 4, Status: domain.StatusWaiting, UpdatedAt: s.UpdatedAt},
+		Outcome: domain.Outcome{From: domain.StatusNeedsInput, Applied: []domain.Event{domain.EventSleep}}}
+	require.Equal(t, []string{events.SubscriberLineage}, subscribersOf(t, slept, events.TopicSessionUpdated))
 }

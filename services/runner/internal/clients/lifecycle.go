@@ -91,3 +91,15 @@ func (l *Lifecycle) RevokeCredential(ctx context.Context, sessionID int64, id st
 	}
 	return nil
 }
+
+// SessionState implements workflow.Lifecycle.
+func (l *Lifecycle) SessionState(ctx context.Context, sessionID int64) (workflow.SessionState, error) {
+	got, err := l.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: strconv.FormatInt(sessionID, 10)})
+	if status.Code(err) == codes.NotFound {
+		return workflow.SessionState{Status: "deleted"}, nil
+	}
+	if err != nil {
+		return workflow.SessionState{}, fmt.Errorf("read session %d: %w", sessionID, err)
+	}
+	return workflow.SessionState{Status: got.GetSession().GetStatus(), BlockedOnElicitation: got.GetSession().GetBlockedOnElicitation()}, nil
+}

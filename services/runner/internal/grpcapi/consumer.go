@@ -2,10 +2,12 @@ package grpcapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -17,10 +19,12 @@ import (
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
 
-// TurnStarter is the Temporal client's SignalWithStartWorkflow.
+// TurnStarter is the Temporal client's SignalWithStartWorkflow and
+// SignalWorkflow.
 type TurnStarter interface {
 	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
 		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
 }
 
 // Consumer implements lifecyclev1.SessionEventConsumerServiceServer for the
@@ -55,6 +59,9 @@ func (c *Consumer) Register(g *grpc.Server) {
 
 // ConsumeSessionEvent implements lifecyclev1.SessionEventConsumerServiceServer.
 func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.ConsumeSessionEventRequest) (*lifecyclev1.ConsumeSessionEventResponse, error) {
+	if leftRunning(req.GetEvent()) {
+		return c.interrupt(ctx, req.GetEvent())
+	}
 	turn, ok, err := turnRequest(req.GetEvent())
 	if err != nil {
 		return nil, toStatus(err)
@@ -81,6 +88,31 @@ func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.Con
 		c.logger.Warn("signal-with-start a session's workflow", "session_id", turn.Session.ID, "error", err)
 		// Temporal's trouble is transient for the relay: it retries.
 		return nil, status.Errorf(codes.Unavailable, "hand the turn of session %d to Temporal: %v", turn.Session.ID, err)
+	}
+	return &lifecyclev1.ConsumeSessionEventResponse{Applied: true}, nil
+}
+
+// leftRunning: the event announces a transition out of running.
+func leftRunning(e *lifecyclev1.SessionEvent) bool {
+	t := e.GetUpdated().GetTransition()
+	return t != nil && t.GetFrom() == "running" && t.GetTo() != "running"
+}
+
+// interrupt asks the session's workflow to stop its running turn; the
+// workflow stops it only if the session is still not running (this event may
+// be late) and not merely blocked on an elicitation. No workflow, no turn.
+func (c *Consumer) interrupt(ctx context.Context, e *lifecyclev1.SessionEvent) (*lifecyclev1.ConsumeSessionEventResponse, error) {
+	if e.GetEventId() == "" || e.GetSessionId() == 0 {
+		return nil, toStatus(validation.Invalid("event", "an update needs its event_id and session_id"))
+	}
+	err := c.turns.SignalWorkflow(ctx, workflow.ID(e.GetSessionId()), "", workflow.SignalInterrupt,
+		workflow.InterruptRequest{RequestID: e.GetEventId()})
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return &lifecyclev1.ConsumeSessionEventResponse{Applied: false}, nil
+	case err != nil:
+		return nil, status.Errorf(codes.Unavailable, "signal the workflow of session %d: %v", e.GetSessionId(), err)
 	}
 	return &lifecyclev1.ConsumeSessionEventResponse{Applied: true}, nil
 }

@@ -26,8 +26,16 @@ type signalWithStart struct {
 }
 
 type fakeStarter struct {
-	calls []signalWithStart
-	err   error
+	calls      []signalWithStart
+	interrupts []string // workflow ids
+	err        error
+}
+
+func (f *fakeStarter) SignalWorkflow(_ context.Context, workflowID, _, signalName string, _ any) error {
+	if signalName == workflow.SignalInterrupt {
+		f.interrupts = append(f.interrupts, workflowID)
+	}
+	return f.err
 }
 
 func (f *fakeStarter) SignalWithStartWorkflow(_ context.Context, workflowID, signalName string, signalArg any,
@@ -78,8 +86,13 @@ func TestADeliberateResumeAsksForAResumeTurn(t *testing.T) {
 	require.Equal(t, workflow.TurnRequest{RequestID: "ev-2", Kind: workflow.KindResume,
 		Session: workflow.SessionSpec{ID: 42, Runtime: "claude_code"}}, starter.calls[0].arg)
 
+	resp, err = consume(t, c, updated("ev-3", &lifecyclev1.Transition{From: "running", To: "needs_input", Events: []string{"pause"}}))
+	require.NoError(t, err)
+	require.True(t, resp.GetApplied())
+	require.Equal(t, []string{"session-42"}, starter.interrupts, "leaving running may stop the turn")
+
 	for _, e := range []*lifecyclev1.SessionEvent{
-		updated("ev-3", &lifecyclev1.Transition{From: "running", To: "needs_input", Events: []string{"pause"}}),
+		updated("ev-3b", &lifecyclev1.Transition{From: "needs_input", To: "waiting", Events: []string{"sleep"}}),
 		updated("ev-4", nil),
 		{EventId: "ev-5", SessionId: 42, Payload: &lifecyclev1.SessionEvent_Deleted{Deleted: &lifecyclev1.SessionDeleted{SessionId: 42}}},
 	} {

@@ -31,6 +31,8 @@ type Lifecycle interface {
 	MintCredential(ctx context.Context, sessionID int64) (id, token string, err error)
 	// RevokeCredential revokes it when the turn ends.
 	RevokeCredential(ctx context.Context, sessionID int64, id string) error
+	// SessionState reads the session's status.
+	SessionState(ctx context.Context, sessionID int64) (SessionState, error)
 }
 
 // RefusedError is lifecycle refusing a transition for the session's state.
@@ -54,6 +56,12 @@ type Preparer interface {
 // the turn.
 type TranscriptSink interface {
 	Append(ctx context.Context, sessionID int64, turnID string, e agent.Event) error
+}
+
+// TurnEnder is implemented by a TranscriptSink that records how each turn
+// ended ("exit status 0", "killed by SIGKILL, not sent by Zimmer").
+type TurnEnder interface {
+	EndTurn(ctx context.Context, sessionID int64, turnID, outcome string) error
 }
 
 // NoTranscript discards transcripts.
@@ -99,6 +107,9 @@ type Activities struct {
 	// inside the workflow's 30s heartbeat timeout).
 	HeartbeatInterval time.Duration
 	Logger            *slog.Logger
+
+	// running maps a running turn's id to its process, for StopTurn.
+	running sync.Map
 }
 
 // ActivityRegistry is where activities are registered: a worker, or the
@@ -112,12 +123,34 @@ type ActivityRegistry interface {
 func (a *Activities) RegisterShared(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.Transition, activity.RegisterOptions{Name: ActivityTransition})
 	w.RegisterActivityWithOptions(a.DrainBeforePause, activity.RegisterOptions{Name: ActivityDrain})
+	w.RegisterActivityWithOptions(a.SessionState, activity.RegisterOptions{Name: ActivitySessionState})
+}
+
+// SessionState reads the session's status from lifecycle.
+func (a *Activities) SessionState(ctx context.Context, sessionID int64) (SessionState, error) {
+	return a.Lifecycle.SessionState(ctx, sessionID)
 }
 
 // RegisterNode registers the activities of this node's own task queue.
 func (a *Activities) RegisterNode(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.PrepareWorkspace, activity.RegisterOptions{Name: ActivityPrepareWorkspace})
 	w.RegisterActivityWithOptions(a.RunTurn, activity.RegisterOptions{Name: ActivityRunTurn})
+	w.RegisterActivityWithOptions(a.StopTurn, activity.RegisterOptions{Name: ActivityStopTurn})
+}
+
+// StopTurn terminates a turn's process running on this node by the ladder
+// and returns once it is dead; RunTurn then reports a signal Zimmer sent. A
+// turn already over is no error. (Cancelling RunTurn would do the same, but
+// an activity hears of its cancellation only when it next heartbeats.)
+func (a *Activities) StopTurn(ctx context.Context, turnID string) error {
+	p, ok := a.running.Load(turnID)
+	if !ok {
+		return nil
+	}
+	if _, err := p.(*process.Process).Terminate(ctx); err != nil {
+		return fmt.Errorf("terminate turn %s: %w", turnID, err)
+	}
+	return nil
 }
 
 // Transition fires a lifecycle event; a refusal is non-retryable.
@@ -197,6 +230,8 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	if err != nil {
 		return notStarted(err)
 	}
+	a.running.Store(req.TurnID, p)
+	defer a.running.Delete(req.TurnID)
 	interval := a.HeartbeatInterval
 	if interval <= 0 {
 		interval = 5 * time.Second
@@ -216,12 +251,20 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 				a.logger().Error("terminate the turn's process", "turn", req.TurnID, "error", err)
 			}
 			<-p.Done()
+			if ender, ok := a.transcripts().(TurnEnder); ok {
+				_ = ender.EndTurn(context.WithoutCancel(ctx), req.Session.ID, req.TurnID, "stopped by Zimmer")
+			}
 			return TurnResult{}, ctx.Err()
 		}
 	}
 	exit, err := p.Wait(ctx)
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("wait for the agent: %w", err)
+	}
+	if ender, ok := a.transcripts().(TurnEnder); ok {
+		if err := ender.EndTurn(ctx, req.Session.ID, req.TurnID, exit.String()); err != nil {
+			a.logger().Warn("record the turn's end in its transcript", "turn", req.TurnID, "error", err)
+		}
 	}
 	result := TurnResult{
 		ExitCode: exit.Code, SignalSentByUs: exit.SignalSentByUs, StatusKnown: exit.StatusKnown,

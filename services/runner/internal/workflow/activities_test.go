@@ -76,6 +76,10 @@ func (f *fakeLifecycle) RevokeCredential(_ context.Context, _ int64, id string) 
 	return nil
 }
 
+func (f *fakeLifecycle) SessionState(context.Context, int64) (rw.SessionState, error) {
+	return rw.SessionState{Status: "running"}, nil
+}
+
 type recordingSignaler struct {
 	mu      sync.Mutex
 	signals []rw.ElicitationSignal
@@ -206,4 +210,26 @@ func TestRunTurnRefusesAnUnknownRuntime(t *testing.T) {
 	})
 	require.ErrorContains(t, err, `unknown agent runtime "nope"`)
 	require.ErrorContains(t, err, rw.ErrTurnNotStarted)
+}
+
+func TestStopTurnEndsTheProcessByTheLadder(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	done := make(chan rw.TurnResult, 1)
+	go func() { done <- f.run(t, "@demo sleep 60s") }()
+	require.Eventually(t, func() bool {
+		f.sink.mu.Lock()
+		defer f.sink.mu.Unlock()
+		return len(f.sink.events) > 0
+	}, 10*time.Second, 10*time.Millisecond, "the agent never spoke")
+
+	require.NoError(t, f.acts.StopTurn(t.Context(), "session-7/turn-1"))
+	select {
+	case result := <-done:
+		require.Equal(t, "SIGTERM", result.Signal)
+		require.True(t, result.SignalSentByUs, "a stopped turn is not a signal death to recover")
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunTurn did not return after StopTurn")
+	}
+	require.NoError(t, f.acts.StopTurn(t.Context(), "session-7/turn-1"), "a turn already over is no error")
 }

@@ -29,6 +29,13 @@ const (
 	// SignalElicitation is sent by RunTurn when the agent blocks on an MCP
 	// elicitation and when it goes on (ElicitationSignal).
 	SignalElicitation = "elicitation"
+	// SignalInterrupt says the session left running by someone else's hand
+	// (a user's pause, an archive) while a turn may be running
+	// (InterruptRequest).
+	SignalInterrupt = "interrupt"
+
+	ActivitySessionState = "zimmer.runner.SessionState"
+	ActivityStopTurn     = "zimmer.runner.StopTurn"
 )
 
 // Error types of the application errors activities return; the workflow
@@ -115,6 +122,20 @@ type ElicitationSignal struct {
 	TurnID  string
 	Blocked bool
 	Message string
+}
+
+// InterruptRequest asks the workflow to stop the running turn if the
+// session is no longer running (the check is the workflow's: the event may
+// be late, and the session running again by then).
+type InterruptRequest struct {
+	RequestID string
+}
+
+// SessionState is what the workflow reads of a session before stopping its
+// turn.
+type SessionState struct {
+	Status               string
+	BlockedOnElicitation bool
 }
 
 // State is the workflow's input, carried across continue-as-new.

@@ -19,6 +19,7 @@ import (
 func Session(ctx workflow.Context, st State) error {
 	turns := workflow.GetSignalChannel(ctx, SignalTurn)
 	elicitations := workflow.GetSignalChannel(ctx, SignalElicitation)
+	interrupts := workflow.GetSignalChannel(ctx, SignalInterrupt)
 	perRun := st.TurnsPerRun
 	if perRun <= 0 {
 		perRun = DefaultTurnsPerRun
@@ -33,7 +34,7 @@ func Session(ctx workflow.Context, st State) error {
 		}
 		req := st.Pending[0]
 		st.Pending = st.Pending[1:]
-		if err := (&turnRunner{st: &st, elicitations: elicitations}).run(ctx, req); err != nil {
+		if err := (&turnRunner{st: &st, elicitations: elicitations, interrupts: interrupts}).run(ctx, req); err != nil {
 			return err
 		}
 		if ran++; ran >= perRun {
@@ -81,6 +82,7 @@ func (st *State) accept(req TurnRequest) {
 type turnRunner struct {
 	st           *State
 	elicitations workflow.ReceiveChannel
+	interrupts   workflow.ReceiveChannel
 	blocked      bool
 }
 
@@ -130,6 +132,11 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) error {
 				return err
 			}
 			t.blocked = false
+		}
+		if temporal.IsCanceledError(runErr) {
+			// Stopped because someone else moved the session (interrupt):
+			// its state is theirs.
+			return nil
 		}
 		if runErr != nil {
 			return t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: notRunReason(runErr)})
@@ -215,6 +222,8 @@ func (t *turnRunner) runProcess(ctx workflow.Context, id, prompt string) (result
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	upsertMemo(ctx, map[string]any{"turn": id, "runtime": st.Session.Runtime})
+	actx, cancelTurn := workflow.WithCancel(actx)
+	defer cancelTurn()
 	fut := workflow.ExecuteActivity(actx, ActivityRunTurn, RunTurnRequest{
 		Session: st.Session, TurnID: id, Prompt: prompt, Workspace: *st.Workspace,
 		RuntimeSessionID: st.RuntimeSessionID, Resume: st.Started,
@@ -228,6 +237,17 @@ func (t *turnRunner) runProcess(ctx workflow.Context, id, prompt string) (result
 		c.Receive(ctx, &s)
 		if err == nil {
 			err = t.elicitation(ctx, id, s)
+		}
+	})
+	sel.AddReceive(t.interrupts, func(c workflow.ReceiveChannel, _ bool) {
+		var r InterruptRequest
+		c.Receive(ctx, &r)
+		if err == nil && !done {
+			var stop bool
+			if stop, err = t.leftRunning(ctx); stop {
+				workflow.GetLogger(ctx).Info("the session left running: stopping its turn", "turn", id, "request", r.RequestID)
+				err = t.stop(ctx, id, cancelTurn)
+			}
 		}
 	})
 	for !done && err == nil {
@@ -248,6 +268,37 @@ func (t *turnRunner) runProcess(ctx workflow.Context, id, prompt string) (result
 		}
 	}
 	return result, runErr, nil
+}
+
+// stop ends the turn's process on its node at once (StopTurn); should the
+// node not answer, cancelling RunTurn stops it at its next heartbeat.
+func (t *turnRunner) stop(ctx workflow.Context, id string, cancelTurn workflow.CancelFunc) error {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              NodeTaskQueue(t.st.Node),
+		ScheduleToCloseTimeout: time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	if err := workflow.ExecuteActivity(actx, ActivityStopTurn, id).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("stop the turn on its node; cancelling it instead", "turn", id, "error", err)
+		cancelTurn()
+	}
+	return nil
+}
+
+// leftRunning reports whether the session is no longer running by someone
+// else's hand: not running, and not merely blocked on an elicitation (which
+// the process lives through). A late interrupt finds it running again.
+func (t *turnRunner) leftRunning(ctx workflow.Context) (bool, error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           TaskQueue,
+		StartToCloseTimeout: transitionTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+	var s SessionState
+	if err := workflow.ExecuteActivity(actx, ActivitySessionState, t.st.Session.ID).Get(ctx, &s); err != nil {
+		return false, err
+	}
+	return s.Status != "running" && !s.BlockedOnElicitation, nil
 }
 
 func (t *turnRunner) elicitation(ctx workflow.Context, id string, s ElicitationSignal) error {

@@ -278,3 +278,48 @@ func TestARedeliveredRequestRunsNoSecondTurn(t *testing.T) {
 	require.True(t, h.turns[1].Resume)
 	require.Equal(t, h.turns[0].RuntimeSessionID, h.turns[1].RuntimeSessionID, "one conversation across turns")
 }
+
+func TestAnInterruptStopsTheTurnOnlyWhenTheSessionLeftRunning(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		state   rw.SessionState
+		stopped bool
+	}{
+		"paused by a user":         {rw.SessionState{Status: "needs_input"}, true},
+		"archived":                 {rw.SessionState{Status: "archived"}, true},
+		"blocked on elicitation":   {rw.SessionState{Status: "needs_input", BlockedOnElicitation: true}, false},
+		"running again (late one)": {rw.SessionState{Status: "running"}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			// What the node reports: a process the ladder stopped, or one
+			// that went on to exit 0.
+			if tc.stopped {
+				stoppedByUs := killed("SIGTERM")
+				stoppedByUs.SignalSentByUs = true
+				h.onTurns(time.Hour, stoppedByUs)
+			} else {
+				h.onTurns(time.Hour, exited(0))
+			}
+			h.env.OnActivity(rw.ActivitySessionState, mock.Anything, mock.Anything).Return(tc.state, nil)
+			var stops []string
+			h.env.OnActivity(rw.ActivityStopTurn, mock.Anything, mock.Anything).Return(
+				func(_ context.Context, turnID string) error {
+					stops = append(stops, turnID)
+					return nil
+				}).Maybe()
+			h.env.RegisterDelayedCallback(func() {
+				h.env.SignalWorkflow(rw.SignalInterrupt, rw.InterruptRequest{RequestID: "ev-9"})
+			}, time.Minute)
+			h.run(1, first("@demo sleep 60s"))
+			if tc.stopped {
+				require.Equal(t, []string{"session-7/turn-1"}, stops, "the turn is stopped on its node")
+				require.Equal(t, []string{rw.EventStart}, h.events(), "whoever stopped the turn owns the state")
+			} else {
+				require.Empty(t, stops)
+				require.Equal(t, []string{rw.EventStart, rw.EventPause}, h.events())
+			}
+		})
+	}
+}
