@@ -58,6 +58,9 @@ func (n *Notifier) Notify(sessionID int64) {
 // Appender is the store's side of a Sink.
 type Appender interface {
 	Append(ctx context.Context, sessionID int64, turnID string, e agent.Event) error
+	// EndTurn records how a turn ended (its outcome in words); the first
+	// ending recorded stays.
+	EndTurn(ctx context.Context, sessionID int64, turnID, outcome string) error
 }
 
 // Recorder is the Sink a turn uses: the store, then a wake-up for this
@@ -76,6 +79,12 @@ func (r Recorder) Append(ctx context.Context, sessionID int64, turnID string, e 
 	}
 	r.Notifier.Notify(sessionID)
 	return nil
+}
+
+// EndTurn records how the turn ended, e.g. "exited 0" or "killed by
+// SIGKILL", shown with the turn's transcript.
+func (r Recorder) EndTurn(ctx context.Context, sessionID int64, turnID, outcome string) error {
+	return r.Store.EndTurn(ctx, sessionID, turnID, outcome)
 }
 
 // Reader is what following a transcript reads.

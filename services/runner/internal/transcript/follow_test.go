@@ -25,6 +25,8 @@ func (m *memory) Append(_ context.Context, sessionID int64, turnID string, e age
 	return nil
 }
 
+func (m *memory) EndTurn(context.Context, int64, string, string) error { return nil }
+
 func (m *memory) LinesAfter(_ context.Context, sessionID, afterID int64, limit int) ([]transcript.Line, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
