@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,15 @@ func TestSessionsRunTurns(t *testing.T) {
 		api.waitStatus(t, id, "needs_input")
 		require.Equal(t, []string{"start", "pause"}, api.transitions(t, id))
 		require.DirExists(t, filepath.Join(s.workspaces, fmt.Sprint(id)), "the clone is in RUNNER_WORKSPACES_DIR")
+
+		// A follow-up by restart: a deliberate resume, whose turn the runner
+		// runs in the same clone.
+		code, body := api.do(t, "POST", fmt.Sprintf("/api/v1/sessions/%d/restart", id), `{}`)
+		require.Equal(t, 200, code, body)
+		require.Eventually(t, func() bool {
+			return slices.Equal(api.transitions(t, id), []string{"start", "pause", "resume", "pause"})
+		}, 30*time.Second, 100*time.Millisecond, "the restart's turn never ended: %v", api.transitions(t, id))
+		require.Equal(t, "needs_input", api.session(t, id).Status)
 	})
 
 	t.Run("exit 3 fails with the reason", func(t *testing.T) {
