@@ -130,6 +130,18 @@ func TestSessionsRunTurns(t *testing.T) {
 		require.Equal(t, []string{"start", "pause"}, api.transitions(t, id))
 		require.DirExists(t, filepath.Join(s.workspaces, fmt.Sprint(id)), "the clone is in RUNNER_WORKSPACES_DIR")
 
+		// The Web UI finds the session's workflow by its search attributes.
+		tc, err := client.Dial(client.Options{HostPort: s.temporal, Namespace: s.namespace})
+		require.NoError(t, err)
+		defer tc.Close()
+		require.Eventually(t, func() bool {
+			resp, err := tc.ListWorkflow(t.Context(), &workflowservice.ListWorkflowExecutionsRequest{
+				Namespace: s.namespace,
+				Query:     fmt.Sprintf("ZimmerSessionId = %d AND ZimmerStatus = 'needs_input' AND ZimmerRuntime = 'demo'", id),
+			})
+			return err == nil && len(resp.GetExecutions()) == 1 && resp.GetExecutions()[0].GetExecution().GetWorkflowId() == fmt.Sprintf("session-%d", id)
+		}, 20*time.Second, 200*time.Millisecond, "no workflow session-%d with its search attributes", id)
+
 		// A follow-up by restart: a deliberate resume, whose turn the runner
 		// runs in the same clone.
 		code, body := api.do(t, "POST", fmt.Sprintf("/api/v1/sessions/%d/restart", id), `{}`)

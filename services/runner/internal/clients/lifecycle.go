@@ -29,11 +29,11 @@ func NewLifecycle(conn grpc.ClientConnInterface) *Lifecycle {
 	return &Lifecycle{client: lifecyclev1.NewLifecycleServiceClient(conn)}
 }
 
-// arrivals are the statuses each event leaves a session in: a refusal while
-// the session already stands there is a retried call that had applied (the
-// activity's first attempt committed and its answer was lost). A pause may
-// end in waiting when it executed a pending sleep.
-var arrivals = map[string][]string{
+// settled are the statuses each event may leave a session in: a refusal
+// while the session already stands there is a retried call that had applied
+// (the activity's first attempt committed and its answer was lost). A pause
+// may end in waiting when it executed a pending sleep.
+var settled = map[string][]string{
 	workflow.EventStart:   {"running"},
 	workflow.EventResume:  {"running"},
 	workflow.EventUnblock: {"running"},
@@ -63,7 +63,7 @@ func (l *Lifecycle) Transition(ctx context.Context, req workflow.TransitionReque
 		return fmt.Errorf("lifecycle refused %s of session %d (%v); reading it back: %w", req.Event, req.SessionID, err, getErr)
 	}
 	s := got.GetSession()
-	if slices.Contains(arrivals[req.Event], s.GetStatus()) &&
+	if slices.Contains(settled[req.Event], s.GetStatus()) &&
 		(req.Event != workflow.EventBlock || s.GetBlockedOnElicitation()) {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -42,6 +43,9 @@ type Consumer struct {
 	node           string
 	defaultRuntime string
 	logger         *slog.Logger
+	// searchAttributes: the namespace has the session workflows' search
+	// attributes.
+	searchAttributes bool
 }
 
 var _ lifecyclev1.SessionEventConsumerServiceServer = (*Consumer)(nil)
@@ -50,6 +54,13 @@ var _ lifecyclev1.SessionEventConsumerServiceServer = (*Consumer)(nil)
 // session created without one (shown in the workflow's memo).
 func NewConsumer(turns TurnStarter, node, defaultRuntime string, logger *slog.Logger) *Consumer {
 	return &Consumer{turns: turns, node: node, defaultRuntime: defaultRuntime, logger: logger}
+}
+
+// WithSearchAttributes makes the workflows it starts keep their search
+// attributes (the namespace has them).
+func (c *Consumer) WithSearchAttributes() *Consumer {
+	c.searchAttributes = true
+	return c
 }
 
 // Register adds the consumer to g.
@@ -72,18 +83,22 @@ func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.Con
 	if turn.Session.Runtime == "" {
 		turn.Session.Runtime = c.defaultRuntime
 	}
-	_, err = c.turns.SignalWithStartWorkflow(ctx, workflow.ID(turn.Session.ID), workflow.SignalTurn, turn,
-		client.StartWorkflowOptions{
-			ID:        workflow.ID(turn.Session.ID),
-			TaskQueue: workflow.TaskQueue,
-			// A session's workflow runs until someone ends it; a new one
-			// may start after that (terminated by an operator, say).
-			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			Memo: map[string]any{
-				"session_id": turn.Session.ID, "runtime": turn.Session.Runtime, "node": c.node,
-			},
+	opts := client.StartWorkflowOptions{
+		ID:        workflow.ID(turn.Session.ID),
+		TaskQueue: workflow.TaskQueue,
+		// A session's workflow runs until someone ends it; a new one may
+		// start after that (terminated by an operator, say).
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		Memo: map[string]any{
+			"session_id": turn.Session.ID, "runtime": turn.Session.Runtime, "node": c.node,
 		},
-		workflow.WorkflowName, workflow.State{Session: turn.Session, Node: c.node})
+	}
+	if c.searchAttributes {
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
+			workflow.SearchSessionID.ValueSet(turn.Session.ID), workflow.SearchRuntime.ValueSet(turn.Session.Runtime))
+	}
+	_, err = c.turns.SignalWithStartWorkflow(ctx, workflow.ID(turn.Session.ID), workflow.SignalTurn, turn, opts,
+		workflow.WorkflowName, workflow.State{Session: turn.Session, Node: c.node, SearchAttributes: c.searchAttributes})
 	if err != nil {
 		c.logger.Warn("signal-with-start a session's workflow", "session_id", turn.Session.ID, "error", err)
 		// Temporal's trouble is transient for the relay: it retries.

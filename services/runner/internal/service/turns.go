@@ -2,9 +2,15 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
 
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -31,14 +37,14 @@ func NewNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Serv
 	if svc.Temporal == nil {
 		return svc, nil
 	}
-	if err := svc.runTurns(cfg); err != nil {
+	if err := svc.runTurns(ctx, cfg); err != nil {
 		svc.Close()
 		return nil, err
 	}
 	return svc, nil
 }
 
-func (s *Service) runTurns(cfg config.Config) error {
+func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	runtimes, err := agent.NewConfiguredRegistry(cfg.Agents)
 	if err != nil {
 		return err
@@ -77,6 +83,56 @@ func (s *Service) runTurns(cfg config.Config) error {
 		return nil
 	})
 
-	grpcapi.NewConsumer(s.Temporal, cfg.Node, runtimes.Default(), s.Logger).Register(s.GRPC.Server)
+	consumer := grpcapi.NewConsumer(s.Temporal, cfg.Node, runtimes.Default(), s.Logger)
+	if s.registerSearchAttributes(ctx, cfg.TemporalNamespace) {
+		consumer.WithSearchAttributes()
+	}
+	consumer.Register(s.GRPC.Server)
 	return nil
+}
+
+// searchAttributes are the session workflows' search attributes.
+var searchAttributes = map[string]enumspb.IndexedValueType{
+	rw.SearchSessionID.GetName(): enumspb.INDEXED_VALUE_TYPE_INT,
+	rw.SearchStatus.GetName():    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	rw.SearchRuntime.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+}
+
+// registerSearchAttributes adds the session workflows' search attributes to
+// the namespace (the dev server lets any client; a managed cluster may
+// not) and reports whether they are there to use; without them the
+// workflows keep only their memo.
+func (s *Service) registerSearchAttributes(ctx context.Context, namespace string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	ops := s.Temporal.OperatorService()
+	_, err := ops.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: namespace, SearchAttributes: searchAttributes,
+	})
+	var exists *serviceerror.AlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		s.Logger.Warn("session workflows get a memo but no search attributes: registering them failed", "error", err)
+		return false
+	}
+	for {
+		list, err := ops.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+		if err == nil && hasAll(list.GetCustomAttributes()) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			s.Logger.Warn("session workflows get a memo but no search attributes: they never showed up", "error", err)
+			return false
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func hasAll(have map[string]enumspb.IndexedValueType) bool {
+	for name, typ := range searchAttributes {
+		if have[name] != typ {
+			return false
+		}
+	}
+	return true
 }

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"go.temporal.io/sdk/temporal"
 )
 
 // Names registered with the worker. They are part of the workflow's history:
@@ -159,6 +161,26 @@ type State struct {
 	Seen []string
 	// TurnsPerRun overrides DefaultTurnsPerRun (tests).
 	TurnsPerRun int
+	// SearchAttributes: the namespace has ZimmerSessionId, ZimmerStatus and
+	// ZimmerRuntime (the runner registers them at start where Temporal lets
+	// it), so the workflow keeps them current for the Web UI's filters.
+	SearchAttributes bool
+}
+
+// Search attributes of a session's workflow.
+var (
+	SearchSessionID = temporal.NewSearchAttributeKeyInt64("ZimmerSessionId")
+	SearchStatus    = temporal.NewSearchAttributeKeyKeyword("ZimmerStatus")
+	SearchRuntime   = temporal.NewSearchAttributeKeyKeyword("ZimmerRuntime")
+)
+
+// arrivals is the status each event the workflow fires leaves the session
+// in, as the ZimmerStatus search attribute shows it (a pause that executes a
+// pending sleep shows needs_input until the next event: the workflow does not
+// read the session back).
+var arrivals = map[string]string{
+	EventStart: "running", EventResume: "running", EventUnblock: "running",
+	EventPause: "needs_input", EventBlock: "needs_input", EventFail: "failed",
 }
 
 const maxSeen = 200

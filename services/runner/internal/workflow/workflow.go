@@ -24,6 +24,9 @@ func Session(ctx workflow.Context, st State) error {
 	if perRun <= 0 {
 		perRun = DefaultTurnsPerRun
 	}
+	if st.SearchAttributes && st.Session.ID != 0 {
+		upsertSearch(ctx, SearchSessionID.ValueSet(st.Session.ID), SearchRuntime.ValueSet(st.Session.Runtime))
+	}
 	for ran := 0; ; {
 		receivePending(turns, &st)
 		if len(st.Pending) == 0 {
@@ -339,6 +342,9 @@ func (t *turnRunner) transition(ctx workflow.Context, req TransitionRequest) err
 	err := workflow.ExecuteActivity(actx, ActivityTransition, req).Get(ctx, nil)
 	if err == nil {
 		upsertMemo(ctx, map[string]any{"last_event": req.Event})
+		if t.st.SearchAttributes {
+			upsertSearch(ctx, SearchStatus.ValueSet(arrivals[req.Event]))
+		}
 	}
 	return err
 }
@@ -358,6 +364,12 @@ func (t *turnRunner) endTransition(ctx workflow.Context, req TransitionRequest) 
 func upsertMemo(ctx workflow.Context, memo map[string]any) {
 	if err := workflow.UpsertMemo(ctx, memo); err != nil {
 		workflow.GetLogger(ctx).Warn("upsert memo", "error", err)
+	}
+}
+
+func upsertSearch(ctx workflow.Context, updates ...temporal.SearchAttributeUpdate) {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
+		workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
 	}
 }
 
