@@ -188,6 +188,22 @@ func TestSessionsRunTurns(t *testing.T) {
 		})
 	}
 
+	t.Run("a turn ignoring SIGTERM with a grandchild leaves no process after a pause", func(t *testing.T) {
+		t.Parallel()
+		id := api.createRunning(t, repo, "@demo ignore-sigterm\n@demo spawn-grandchild 60s\n@demo sleep 60s")
+		require.Eventually(t, func() bool { return len(turnProcesses(t, s, id)) >= 2 }, 20*time.Second, 50*time.Millisecond,
+			"the agent and its grandchild never both ran")
+		code, body := api.do(t, "POST", fmt.Sprintf("/api/v1/sessions/%d/pause", id), `{}`)
+		require.Equal(t, 200, code, body)
+		stopped := time.Now()
+		require.Eventually(t, func() bool { return len(turnProcesses(t, s, id)) == 0 }, 15*time.Second, 50*time.Millisecond,
+			"a process of the turn survived the ladder")
+		// SIGTERM grace 3s, SIGKILL grace 1s, the sweep after 1s more; the
+		// relay and the workflow add well under a second.
+		require.Less(t, time.Since(stopped), 7*time.Second, "the ladder took longer than its graces")
+		require.Equal(t, "needs_input", api.session(t, id).Status)
+	})
+
 	t.Run("a clone failure fails the session saying what git said", func(t *testing.T) {
 		t.Parallel()
 		id := api.createRunning(t, filepath.Join(repo, "missing"), "@demo say never")
@@ -197,20 +213,21 @@ func TestSessionsRunTurns(t *testing.T) {
 	})
 }
 
-// turnProcesses lists the pids whose command line names the session's
-// prompt file: its turn's agent process.
+// turnProcesses lists the pids of the session's turn: the processes whose
+// environment names its clone as ZIMMER_WORKDIR (the agent and whatever it
+// started, which inherit it).
 func turnProcesses(t *testing.T, s *stack, id int64) []string {
 	t.Helper()
-	marker := filepath.Join(s.workspaces, ".state", fmt.Sprint(id)) + string(filepath.Separator)
+	marker := "ZIMMER_WORKDIR=" + filepath.Join(s.workspaces, fmt.Sprint(id)) + "\x00"
 	entries, err := os.ReadDir("/proc")
 	require.NoError(t, err)
 	var pids []string
 	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		environ, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
 		if err != nil {
-			continue // not a process, or gone
+			continue // not a process, gone, or not ours
 		}
-		if strings.Contains(string(cmdline), marker) {
+		if strings.Contains(string(environ), marker) {
 			pids = append(pids, e.Name())
 		}
 	}
