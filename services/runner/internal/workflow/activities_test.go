@@ -215,8 +215,22 @@ func TestRunTurnRefusesAnUnknownRuntime(t *testing.T) {
 func TestStopTurnEndsTheProcessByTheLadder(t *testing.T) {
 	t.Parallel()
 	f := newTurnFixture(t)
-	done := make(chan rw.TurnResult, 1)
-	go func() { done <- f.run(t, "@demo sleep 60s") }()
+	type outcome struct {
+		result rw.TurnResult
+		err    error
+	}
+	done := make(chan outcome, 1)
+	go func() { // require may not fail the test from here: the result travels back
+		val, err := f.env.ExecuteActivity(rw.ActivityRunTurn, rw.RunTurnRequest{
+			Session: rw.SessionSpec{ID: 7, Runtime: "demo"}, TurnID: "session-7/turn-1", Prompt: "@demo sleep 60s",
+			Workspace: rw.Workspace{Workdir: t.TempDir(), StateDir: t.TempDir()},
+		})
+		var o outcome
+		if o.err = err; err == nil {
+			o.err = val.Get(&o.result)
+		}
+		done <- o
+	}()
 	require.Eventually(t, func() bool {
 		f.sink.mu.Lock()
 		defer f.sink.mu.Unlock()
@@ -225,9 +239,10 @@ func TestStopTurnEndsTheProcessByTheLadder(t *testing.T) {
 
 	require.NoError(t, f.acts.StopTurn(t.Context(), "session-7/turn-1"))
 	select {
-	case result := <-done:
-		require.Equal(t, "SIGTERM", result.Signal)
-		require.True(t, result.SignalSentByUs, "a stopped turn is not a signal death to recover")
+	case o := <-done:
+		require.NoError(t, o.err)
+		require.Equal(t, "SIGTERM", o.result.Signal)
+		require.True(t, o.result.SignalSentByUs, "a stopped turn is not a signal death to recover")
 	case <-time.After(10 * time.Second):
 		t.Fatal("RunTurn did not return after StopTurn")
 	}
