@@ -14,6 +14,7 @@ import (
 type Server struct {
 	runnerv1.UnimplementedRunnerServiceServer
 	transcripts Transcripts // transcripts.go
+	interrupts  Interrupts  // interrupt.go
 }
 
 var _ runnerv1.RunnerServiceServer = (*Server)(nil)

@@ -30,6 +30,9 @@ type Service struct {
 	// Transcripts is the Sink a turn appends its lines to; the transcript
 	// methods' followers in this process hear of each line at once.
 	Transcripts transcript.Recorder
+	// API is the RunnerService registered on the gRPC server; NewNode adds
+	// the methods that need the turns (InterruptTurn) before it serves.
+	API *grpcapi.Server
 }
 
 // New migrates the database, opens the pool, listens for gRPC, connects the
@@ -43,8 +46,8 @@ func New(ctx context.Context, cfg host.Config, logger *slog.Logger) (*Service, e
 	transcripts := store.NewTranscripts(h.Pool, transcript.DefaultLimits)
 	notifier, stopping := transcript.NewNotifier(), make(chan struct{})
 	h.Go(func(ctx context.Context) error { <-ctx.Done(); close(stopping); return nil })
-	grpcapi.NewServer().
-		WithTranscripts(grpcapi.Transcripts{Store: transcripts, Notifier: notifier, Logger: logger, Stopping: stopping}).
-		Register(h.GRPC.Server)
-	return &Service{Host: h, Transcripts: transcript.Recorder{Store: transcripts, Notifier: notifier}}, nil
+	api := grpcapi.NewServer().
+		WithTranscripts(grpcapi.Transcripts{Store: transcripts, Notifier: notifier, Logger: logger, Stopping: stopping})
+	api.Register(h.GRPC.Server)
+	return &Service{Host: h, Transcripts: transcript.Recorder{Store: transcripts, Notifier: notifier}, API: api}, nil
 }

@@ -36,6 +36,11 @@ const (
 	// (InterruptRequest).
 	SignalInterrupt = "interrupt"
 
+	// UpdateInterruptTurn halts the running turn's process and answers once
+	// it is gone (InterruptTurnRequest → InterruptTurnResult); the turn's end
+	// is then not routed. RunnerService.InterruptTurn sends it.
+	UpdateInterruptTurn = "interrupt_turn"
+
 	ActivitySessionState = "zimmer.runner.SessionState"
 	ActivityStopTurn     = "zimmer.runner.StopTurn"
 )
@@ -131,6 +136,21 @@ type ElicitationSignal struct {
 // be late, and the session running again by then).
 type InterruptRequest struct {
 	RequestID string
+}
+
+// InterruptTurnRequest asks the workflow to halt its running turn on
+// purpose (a user's pause, an archive, a queue interrupt): whoever asks owns
+// the session's next state.
+type InterruptTurnRequest struct {
+	Reason string
+}
+
+// InterruptTurnResult answers an InterruptTurnRequest once no process of the
+// turn is left.
+type InterruptTurnResult struct {
+	// Interrupted: a process was running and the ladder ended it.
+	Interrupted bool
+	TurnID      string
 }
 
 // SessionState is what the workflow reads of a session before stopping its

@@ -24,6 +24,18 @@ func Session(ctx workflow.Context, st State) error {
 	if perRun <= 0 {
 		perRun = DefaultTurnsPerRun
 	}
+	// active is the turn being run, for the interrupt update's handler.
+	var active *turnRunner
+	err := workflow.SetUpdateHandler(ctx, UpdateInterruptTurn,
+		func(ctx workflow.Context, req InterruptTurnRequest) (InterruptTurnResult, error) {
+			if active == nil {
+				return InterruptTurnResult{}, nil
+			}
+			return active.interrupt(ctx, req)
+		})
+	if err != nil {
+		return fmt.Errorf("set the %s update handler: %w", UpdateInterruptTurn, err)
+	}
 	if st.SearchAttributes && st.Session.ID != 0 {
 		upsertSearch(ctx, SearchSessionID.ValueSet(st.Session.ID), SearchRuntime.ValueSet(st.Session.Runtime))
 	}
@@ -37,10 +49,17 @@ func Session(ctx workflow.Context, st State) error {
 		}
 		req := st.Pending[0]
 		st.Pending = st.Pending[1:]
-		if err := (&turnRunner{st: &st, elicitations: elicitations, interrupts: interrupts}).run(ctx, req); err != nil {
+		active = &turnRunner{st: &st, elicitations: elicitations, interrupts: interrupts}
+		err := active.run(ctx, req)
+		active = nil
+		if err != nil {
 			return err
 		}
 		if ran++; ran >= perRun {
+			// An interrupt's answer is sent before the run ends.
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
 			// Every signal already delivered rides along in State.Pending;
 			// none is lost to the new run.
 			receivePending(turns, &st)
@@ -87,6 +106,38 @@ type turnRunner struct {
 	elicitations workflow.ReceiveChannel
 	interrupts   workflow.ReceiveChannel
 	blocked      bool
+
+	// interrupted: InterruptTurn halted this turn on purpose; its end is
+	// not routed and no further process is started.
+	interrupted bool
+	// process is the id of the turn whose RunTurn is in flight, "" between
+	// processes; cancelProcess cancels that RunTurn.
+	process       string
+	cancelProcess workflow.CancelFunc
+	stopping      bool
+}
+
+// interrupt is the InterruptTurn update: it marks the turn interrupted,
+// stops its process by the ladder on its node, and answers once RunTurn has
+// returned (the process is gone). Between processes there is nothing to
+// stop: the mark keeps the next one from starting.
+func (t *turnRunner) interrupt(ctx workflow.Context, req InterruptTurnRequest) (InterruptTurnResult, error) {
+	t.interrupted = true
+	id := t.process
+	if id == "" {
+		return InterruptTurnResult{}, nil
+	}
+	workflow.GetLogger(ctx).Info("interrupting the turn", "turn", id, "reason", req.Reason)
+	if !t.stopping {
+		t.stopping = true
+		if err := t.stop(ctx, id, t.cancelProcess); err != nil {
+			return InterruptTurnResult{}, err
+		}
+	}
+	if err := workflow.Await(ctx, func() bool { return t.process != id }); err != nil {
+		return InterruptTurnResult{}, err
+	}
+	return InterruptTurnResult{Interrupted: true, TurnID: id}, nil
 }
 
 func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) error {
@@ -125,6 +176,10 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) error {
 		prompt = ContinuePrompt
 	}
 	for recoveries := 0; ; {
+		if t.interrupted {
+			workflow.GetLogger(ctx).Info("turn interrupted before its process started", "turn", id)
+			return nil
+		}
 		result, runErr, err := t.runProcess(ctx, id, prompt)
 		if err != nil {
 			return err
@@ -135,6 +190,11 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) error {
 				return err
 			}
 			t.blocked = false
+		}
+		if t.interrupted {
+			// Halted on purpose (InterruptTurn): however the process ended,
+			// the session's next state is the interrupter's.
+			return nil
 		}
 		if temporal.IsCanceledError(runErr) {
 			// Stopped because someone else moved the session (interrupt):
@@ -161,6 +221,9 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) error {
 			recoveries++
 			if err := t.endTransition(ctx, TransitionRequest{Event: EventPause}); err != nil {
 				return err
+			}
+			if t.interrupted {
+				return nil // halted on purpose while between processes
 			}
 			st.Turns++
 			id = turnID(st.Session.ID, st.Turns)
@@ -232,9 +295,14 @@ func (t *turnRunner) runProcess(ctx workflow.Context, id, prompt string) (result
 		RuntimeSessionID: st.RuntimeSessionID, Resume: st.Started,
 	})
 	st.Started = true
+	t.process, t.cancelProcess, t.stopping = id, cancelTurn, false
+	defer func() { t.process, t.cancelProcess = "", nil }()
 	done := false
 	sel := workflow.NewSelector(ctx)
-	sel.AddFuture(fut, func(f workflow.Future) { runErr, done = f.Get(ctx, &result), true })
+	sel.AddFuture(fut, func(f workflow.Future) {
+		runErr, done = f.Get(ctx, &result), true
+		t.process = "" // an interrupt waiting for the process answers now
+	})
 	sel.AddReceive(t.elicitations, func(c workflow.ReceiveChannel, _ bool) {
 		var s ElicitationSignal
 		c.Receive(ctx, &s)

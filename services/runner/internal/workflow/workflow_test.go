@@ -323,3 +323,93 @@ func TestAnInterruptStopsTheTurnOnlyWhenTheSessionLeftRunning(t *testing.T) {
 		})
 	}
 }
+
+// interruptAt sends the InterruptTurn update at the mocked time after and
+// records its answer and when it came.
+func (h *harness) interruptAt(after time.Duration) *updateAnswer {
+	a := &updateAnswer{}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.UpdateWorkflow(rw.UpdateInterruptTurn, "", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { a.err = err },
+			OnComplete: func(res any, err error) {
+				a.done, a.at, a.err = true, h.env.Now(), err
+				if r, ok := res.(rw.InterruptTurnResult); ok {
+					a.result = r
+				}
+			},
+		}, rw.InterruptTurnRequest{Reason: "pause"})
+	}, after)
+	return a
+}
+
+type updateAnswer struct {
+	done   bool
+	at     time.Time
+	result rw.InterruptTurnResult
+	err    error
+}
+
+func TestInterruptTurnHaltsTheProcessAndRoutesNoEnd(t *testing.T) {
+	t.Parallel()
+	for name, res := range map[string]rw.TurnResult{
+		// What the node reports once the ladder ran: a death by Zimmer's
+		// signal, or an agent that caught SIGTERM and exited 143 or 0:
+		// none is routed as a failure or a pause.
+		"killed by the ladder":   {ExitCode: -1, Signal: "SIGTERM", SignalSentByUs: true, StatusKnown: true},
+		"exited 143 on SIGTERM":  exited(143, "terminated"),
+		"exited 0 on SIGTERM":    exited(0),
+		"a signal not ours, too": killed("SIGSEGV"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			start := h.env.Now()
+			const processLives = time.Hour // until the ladder's end, in mocked time
+			h.onTurns(processLives, res)
+			var stops []string
+			h.env.OnActivity(rw.ActivityStopTurn, mock.Anything, mock.Anything).Return(
+				func(_ context.Context, turnID string) error {
+					stops = append(stops, turnID)
+					return nil
+				})
+			answer := h.interruptAt(time.Minute)
+			// A second call while the first waits: idempotent, same answer.
+			again := h.interruptAt(2 * time.Minute)
+			h.run(1, first("@demo sleep 60s"))
+
+			require.Equal(t, []string{"session-7/turn-1"}, stops, "the ladder ran once on the turn's node")
+			require.Equal(t, []string{rw.EventStart}, h.events(), "the interrupted turn's end is not routed")
+			require.Zero(t, h.drains)
+			for _, a := range []*updateAnswer{answer, again} {
+				require.NoError(t, a.err)
+				require.True(t, a.done)
+				require.Equal(t, rw.InterruptTurnResult{Interrupted: true, TurnID: "session-7/turn-1"}, a.result)
+				require.False(t, a.at.Before(start.Add(processLives)), "answered only once RunTurn returned (the process gone)")
+			}
+		})
+	}
+}
+
+func TestInterruptTurnWithNoTurnRunningAnswersAtOnceAndSparesTheNextTurn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	start := h.env.Now()
+	h.onTurns(time.Minute, exited(0), exited(0))
+	h.env.OnActivity(rw.ActivityStopTurn, mock.Anything, mock.Anything).Return(
+		func(context.Context, string) error {
+			require.Fail(t, "no turn runs: nothing to stop")
+			return nil
+		}).Maybe()
+	answer := h.interruptAt(10 * time.Minute) // idle between turns
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(rw.SignalTurn, rw.TurnRequest{RequestID: "ev-2", Kind: rw.KindResume, Session: spec})
+	}, 20*time.Minute)
+	h.run(2, first("hello"))
+
+	require.NoError(t, answer.err)
+	require.True(t, answer.done)
+	require.Equal(t, rw.InterruptTurnResult{}, answer.result)
+	require.Equal(t, start.Add(10*time.Minute), answer.at, "answered at once")
+	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventPause}, h.events(),
+		"the next turn runs and ends normally")
+}

@@ -24,6 +24,115 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type InterruptTurnRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's numeric id.
+	SessionId int64 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Why, for the logs and the workflow's history ("pause", "archive",
+	// "queue interrupt").
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InterruptTurnRequest) Reset() {
+	*x = InterruptTurnRequest{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InterruptTurnRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InterruptTurnRequest) ProtoMessage() {}
+
+func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InterruptTurnRequest.ProtoReflect.Descriptor instead.
+func (*InterruptTurnRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *InterruptTurnRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *InterruptTurnRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type InterruptTurnResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A turn's process was running and is gone now; false when none was.
+	Interrupted bool `protobuf:"varint,1,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
+	// The interrupted turn's id (its running_job_id), when one was.
+	TurnId        string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InterruptTurnResponse) Reset() {
+	*x = InterruptTurnResponse{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InterruptTurnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InterruptTurnResponse) ProtoMessage() {}
+
+func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InterruptTurnResponse.ProtoReflect.Descriptor instead.
+func (*InterruptTurnResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *InterruptTurnResponse) GetInterrupted() bool {
+	if x != nil {
+		return x.Interrupted
+	}
+	return false
+}
+
+func (x *InterruptTurnResponse) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
 type GetTranscriptRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session's numeric id. Over REST a slug works too: the gateway
@@ -48,7 +157,7 @@ type GetTranscriptRequest struct {
 
 func (x *GetTranscriptRequest) Reset() {
 	*x = GetTranscriptRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -60,7 +169,7 @@ func (x *GetTranscriptRequest) String() string {
 func (*GetTranscriptRequest) ProtoMessage() {}
 
 func (x *GetTranscriptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -73,7 +182,7 @@ func (x *GetTranscriptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTranscriptRequest.ProtoReflect.Descriptor instead.
 func (*GetTranscriptRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{0}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetTranscriptRequest) GetSessionId() string {
@@ -132,7 +241,7 @@ type GetTranscriptResponse struct {
 
 func (x *GetTranscriptResponse) Reset() {
 	*x = GetTranscriptResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -144,7 +253,7 @@ func (x *GetTranscriptResponse) String() string {
 func (*GetTranscriptResponse) ProtoMessage() {}
 
 func (x *GetTranscriptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -157,7 +266,7 @@ func (x *GetTranscriptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTranscriptResponse.ProtoReflect.Descriptor instead.
 func (*GetTranscriptResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{1}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetTranscriptResponse) GetTurns() []*TranscriptTurn {
@@ -193,7 +302,7 @@ type FollowTranscriptRequest struct {
 
 func (x *FollowTranscriptRequest) Reset() {
 	*x = FollowTranscriptRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -205,7 +314,7 @@ func (x *FollowTranscriptRequest) String() string {
 func (*FollowTranscriptRequest) ProtoMessage() {}
 
 func (x *FollowTranscriptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -218,7 +327,7 @@ func (x *FollowTranscriptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowTranscriptRequest.ProtoReflect.Descriptor instead.
 func (*FollowTranscriptRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{2}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *FollowTranscriptRequest) GetSessionId() string {
@@ -245,7 +354,7 @@ type FollowTranscriptResponse struct {
 
 func (x *FollowTranscriptResponse) Reset() {
 	*x = FollowTranscriptResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -257,7 +366,7 @@ func (x *FollowTranscriptResponse) String() string {
 func (*FollowTranscriptResponse) ProtoMessage() {}
 
 func (x *FollowTranscriptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -270,7 +379,7 @@ func (x *FollowTranscriptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowTranscriptResponse.ProtoReflect.Descriptor instead.
 func (*FollowTranscriptResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *FollowTranscriptResponse) GetLine() *TranscriptLine {
@@ -301,7 +410,7 @@ type TranscriptTurn struct {
 
 func (x *TranscriptTurn) Reset() {
 	*x = TranscriptTurn{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -313,7 +422,7 @@ func (x *TranscriptTurn) String() string {
 func (*TranscriptTurn) ProtoMessage() {}
 
 func (x *TranscriptTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -326,7 +435,7 @@ func (x *TranscriptTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptTurn.ProtoReflect.Descriptor instead.
 func (*TranscriptTurn) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TranscriptTurn) GetTurnId() string {
@@ -407,7 +516,7 @@ type TranscriptLine struct {
 
 func (x *TranscriptLine) Reset() {
 	*x = TranscriptLine{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +528,7 @@ func (x *TranscriptLine) String() string {
 func (*TranscriptLine) ProtoMessage() {}
 
 func (x *TranscriptLine) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +541,7 @@ func (x *TranscriptLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptLine.ProtoReflect.Descriptor instead.
 func (*TranscriptLine) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TranscriptLine) GetId() int64 {
@@ -516,7 +625,14 @@ var File_zimmer_runner_v1_runner_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
-	"%zimmer/runner/v1/runner_service.proto\x12\x10zimmer.runner.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"\xc1\x01\n" +
+	"%zimmer/runner/v1/runner_service.proto\x12\x10zimmer.runner.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"M\n" +
+	"\x14InterruptTurnRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"R\n" +
+	"\x15InterruptTurnResponse\x12 \n" +
+	"\vinterrupted\x18\x01 \x01(\bR\vinterrupted\x12\x17\n" +
+	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"\xc1\x01\n" +
 	"\x14GetTranscriptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -560,10 +676,11 @@ const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\bis_error\x18\n" +
 	" \x01(\bR\aisError\x129\n" +
 	"\n" +
-	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt2\xab\x02\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt2\x95\x03\n" +
 	"\rRunnerService\x12\x9e\x01\n" +
 	"\rGetTranscript\x12&.zimmer.runner.v1.GetTranscriptRequest\x1a'.zimmer.runner.v1.GetTranscriptResponse\"<\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02*\x12(/api/v1/sessions/{session_id}/transcript\x12y\n" +
-	"\x10FollowTranscript\x12).zimmer.runner.v1.FollowTranscriptRequest\x1a*.zimmer.runner.v1.FollowTranscriptResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04self0\x01B@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
+	"\x10FollowTranscript\x12).zimmer.runner.v1.FollowTranscriptRequest\x1a*.zimmer.runner.v1.FollowTranscriptResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04self0\x01\x12h\n" +
+	"\rInterruptTurn\x12&.zimmer.runner.v1.InterruptTurnRequest\x1a'.zimmer.runner.v1.InterruptTurnResponse\"\x06\xea\xe0\x18\x02\b\x03B@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
 
 var (
 	file_zimmer_runner_v1_runner_service_proto_rawDescOnce sync.Once
@@ -577,29 +694,33 @@ func file_zimmer_runner_v1_runner_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_runner_v1_runner_service_proto_rawDescData
 }
 
-var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_zimmer_runner_v1_runner_service_proto_goTypes = []any{
-	(*GetTranscriptRequest)(nil),     // 0: zimmer.runner.v1.GetTranscriptRequest
-	(*GetTranscriptResponse)(nil),    // 1: zimmer.runner.v1.GetTranscriptResponse
-	(*FollowTranscriptRequest)(nil),  // 2: zimmer.runner.v1.FollowTranscriptRequest
-	(*FollowTranscriptResponse)(nil), // 3: zimmer.runner.v1.FollowTranscriptResponse
-	(*TranscriptTurn)(nil),           // 4: zimmer.runner.v1.TranscriptTurn
-	(*TranscriptLine)(nil),           // 5: zimmer.runner.v1.TranscriptLine
-	(*timestamppb.Timestamp)(nil),    // 6: google.protobuf.Timestamp
+	(*InterruptTurnRequest)(nil),     // 0: zimmer.runner.v1.InterruptTurnRequest
+	(*InterruptTurnResponse)(nil),    // 1: zimmer.runner.v1.InterruptTurnResponse
+	(*GetTranscriptRequest)(nil),     // 2: zimmer.runner.v1.GetTranscriptRequest
+	(*GetTranscriptResponse)(nil),    // 3: zimmer.runner.v1.GetTranscriptResponse
+	(*FollowTranscriptRequest)(nil),  // 4: zimmer.runner.v1.FollowTranscriptRequest
+	(*FollowTranscriptResponse)(nil), // 5: zimmer.runner.v1.FollowTranscriptResponse
+	(*TranscriptTurn)(nil),           // 6: zimmer.runner.v1.TranscriptTurn
+	(*TranscriptLine)(nil),           // 7: zimmer.runner.v1.TranscriptLine
+	(*timestamppb.Timestamp)(nil),    // 8: google.protobuf.Timestamp
 }
 var file_zimmer_runner_v1_runner_service_proto_depIdxs = []int32{
-	4, // 0: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
-	5, // 1: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
-	5, // 2: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
-	6, // 3: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
-	6, // 4: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
-	6, // 5: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
-	0, // 6: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
-	2, // 7: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
-	1, // 8: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
-	3, // 9: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
-	8, // [8:10] is the sub-list for method output_type
-	6, // [6:8] is the sub-list for method input_type
+	6, // 0: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
+	7, // 1: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
+	7, // 2: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
+	8, // 3: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
+	8, // 4: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
+	8, // 5: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
+	2, // 6: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
+	4, // 7: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
+	0, // 8: zimmer.runner.v1.RunnerService.InterruptTurn:input_type -> zimmer.runner.v1.InterruptTurnRequest
+	3, // 9: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
+	5, // 10: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
+	1, // 11: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
+	9, // [9:12] is the sub-list for method output_type
+	6, // [6:9] is the sub-list for method input_type
 	6, // [6:6] is the sub-list for extension type_name
 	6, // [6:6] is the sub-list for extension extendee
 	0, // [0:6] is the sub-list for field type_name
@@ -616,7 +737,7 @@ func file_zimmer_runner_v1_runner_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_runner_v1_runner_service_proto_rawDesc), len(file_zimmer_runner_v1_runner_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

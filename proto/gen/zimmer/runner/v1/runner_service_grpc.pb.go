@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	RunnerService_GetTranscript_FullMethodName    = "/zimmer.runner.v1.RunnerService/GetTranscript"
 	RunnerService_FollowTranscript_FullMethodName = "/zimmer.runner.v1.RunnerService/FollowTranscript"
+	RunnerService_InterruptTurn_FullMethodName    = "/zimmer.runner.v1.RunnerService/InterruptTurn"
 )
 
 // RunnerServiceClient is the client API for RunnerService service.
@@ -42,6 +43,14 @@ type RunnerServiceClient interface {
 	// goes away. The gateway serves it as server-sent events on
 	// GET /api/v1/sessions/{id}/transcript?follow=true.
 	FollowTranscript(ctx context.Context, in *FollowTranscriptRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FollowTranscriptResponse], error)
+	// InterruptTurn halts the session's running turn: its agent process is
+	// terminated by the ladder (SIGTERM to the group and the leader, grace,
+	// SIGKILL, sweep) and the answer comes once it is proven gone, or at once
+	// when no turn is running. The session's workflow does not route that
+	// turn's end (no pause, no fail): whoever interrupted it owns the
+	// session's next state. Lifecycle calls it before pausing or archiving a
+	// running session, the queue before delivering an interrupt. Idempotent.
+	InterruptTurn(ctx context.Context, in *InterruptTurnRequest, opts ...grpc.CallOption) (*InterruptTurnResponse, error)
 }
 
 type runnerServiceClient struct {
@@ -81,6 +90,16 @@ func (c *runnerServiceClient) FollowTranscript(ctx context.Context, in *FollowTr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RunnerService_FollowTranscriptClient = grpc.ServerStreamingClient[FollowTranscriptResponse]
 
+func (c *runnerServiceClient) InterruptTurn(ctx context.Context, in *InterruptTurnRequest, opts ...grpc.CallOption) (*InterruptTurnResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InterruptTurnResponse)
+	err := c.cc.Invoke(ctx, RunnerService_InterruptTurn_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunnerServiceServer is the server API for RunnerService service.
 // All implementations must embed UnimplementedRunnerServiceServer
 // for forward compatibility.
@@ -100,6 +119,14 @@ type RunnerServiceServer interface {
 	// goes away. The gateway serves it as server-sent events on
 	// GET /api/v1/sessions/{id}/transcript?follow=true.
 	FollowTranscript(*FollowTranscriptRequest, grpc.ServerStreamingServer[FollowTranscriptResponse]) error
+	// InterruptTurn halts the session's running turn: its agent process is
+	// terminated by the ladder (SIGTERM to the group and the leader, grace,
+	// SIGKILL, sweep) and the answer comes once it is proven gone, or at once
+	// when no turn is running. The session's workflow does not route that
+	// turn's end (no pause, no fail): whoever interrupted it owns the
+	// session's next state. Lifecycle calls it before pausing or archiving a
+	// running session, the queue before delivering an interrupt. Idempotent.
+	InterruptTurn(context.Context, *InterruptTurnRequest) (*InterruptTurnResponse, error)
 	mustEmbedUnimplementedRunnerServiceServer()
 }
 
@@ -115,6 +142,9 @@ func (UnimplementedRunnerServiceServer) GetTranscript(context.Context, *GetTrans
 }
 func (UnimplementedRunnerServiceServer) FollowTranscript(*FollowTranscriptRequest, grpc.ServerStreamingServer[FollowTranscriptResponse]) error {
 	return status.Error(codes.Unimplemented, "method FollowTranscript not implemented")
+}
+func (UnimplementedRunnerServiceServer) InterruptTurn(context.Context, *InterruptTurnRequest) (*InterruptTurnResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InterruptTurn not implemented")
 }
 func (UnimplementedRunnerServiceServer) mustEmbedUnimplementedRunnerServiceServer() {}
 func (UnimplementedRunnerServiceServer) testEmbeddedByValue()                       {}
@@ -166,6 +196,24 @@ func _RunnerService_FollowTranscript_Handler(srv interface{}, stream grpc.Server
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RunnerService_FollowTranscriptServer = grpc.ServerStreamingServer[FollowTranscriptResponse]
 
+func _RunnerService_InterruptTurn_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InterruptTurnRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).InterruptTurn(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_InterruptTurn_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).InterruptTurn(ctx, req.(*InterruptTurnRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunnerService_ServiceDesc is the grpc.ServiceDesc for RunnerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -176,6 +224,10 @@ var RunnerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetTranscript",
 			Handler:    _RunnerService_GetTranscript_Handler,
+		},
+		{
+			MethodName: "InterruptTurn",
+			Handler:    _RunnerService_InterruptTurn_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
