@@ -4,6 +4,8 @@ package envcfg
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
 
 	"github.com/sethvargo/go-envconfig"
 )
@@ -20,7 +22,37 @@ func Load(ctx context.Context, getenv func(string) string, target any) error {
 		}),
 	})
 	if err != nil {
-		return fmt.Errorf("load configuration from environment: %w", err)
+		return fmt.Errorf("load configuration from environment: %s: %w", variableOf(target, err), err)
 	}
 	return nil
+}
+
+// variableOf names the environment variable err is about: go-envconfig
+// reports the Go field ("Retention: time: invalid duration"), which says
+// nothing to the operator who set RUNNER_TRANSCRIPT_RETENTION.
+func variableOf(target any, err error) string {
+	msg := err.Error()
+	name := "a variable"
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+			switch {
+			case key != "" && strings.HasPrefix(msg, prefix+f.Name+": "):
+				name = strings.TrimSpace(key)
+				return
+			case key == "" && strings.HasPrefix(msg, prefix+f.Name+": "):
+				walk(f.Type, prefix+f.Name+": ")
+			}
+		}
+	}
+	walk(reflect.TypeOf(target), "")
+	return name
 }

@@ -10,7 +10,7 @@
 // events idempotently (see package inbox). A message no retry can deliver
 // is parked as dead (dead_at) and an operator hears of it once; delivered
 // messages are deleted after a retention (PruneDelivered, run on a
-// schedule by package outbox/retention).
+// schedule: RetentionPolicy with package retention).
 package outbox
 
 import (

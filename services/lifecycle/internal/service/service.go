@@ -19,8 +19,8 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
-	"github.com/zimmerhq/zimmer/services/platform/outbox/retention"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+	"github.com/zimmerhq/zimmer/services/platform/retention"
 )
 
 // Name is the service's name: its task queue, log field and database suffix.
@@ -82,7 +82,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		svc.Relays[subscriber] = svc.relay(subscriber, deliver, cfg, reporter)
 	}
 	if h.Temporal != nil {
-		if err := retention.Setup(ctx, h.Temporal, h.Worker, h.Pool, Name, cfg.OutboxRetention); err != nil {
+		if err := retention.Setup(ctx, h.Temporal, h.Worker, Name, outbox.RetentionPolicy(h.Pool, cfg.OutboxRetention)); err != nil {
 			h.Close()
 			return nil, err
 		}

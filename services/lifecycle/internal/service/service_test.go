@@ -23,8 +23,8 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/service"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/host"
-	"github.com/zimmerhq/zimmer/services/platform/outbox/retention"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
+	"github.com/zimmerhq/zimmer/services/platform/retention"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
@@ -333,11 +333,11 @@ func TestWorkerPollsAndSchedulesOutboxRetention(t *testing.T) {
 	svc := servicetest.New(t, service.New, cfg)
 	servicetest.AssertWorkerPolls(t, svc.Host, service.Name)
 
-	desc, err := svc.Temporal.ScheduleClient().GetHandle(t.Context(), retention.ScheduleID(service.Name)).Describe(t.Context())
+	desc, err := svc.Temporal.ScheduleClient().GetHandle(t.Context(), retention.ScheduleID(service.Name, "outbox")).Describe(t.Context())
 	require.NoError(t, err)
 	action, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
 	require.True(t, ok)
 	require.Equal(t, temporalx.TaskQueue(service.Name), action.TaskQueue)
-	require.Equal(t, retention.WorkflowName, action.Workflow)
+	require.Equal(t, retention.WorkflowName("outbox"), action.Workflow)
 	require.Equal(t, time.Hour, desc.Schedule.Spec.Intervals[0].Every)
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
-	"github.com/zimmerhq/zimmer/services/platform/outbox/retention"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+	"github.com/zimmerhq/zimmer/services/platform/retention"
 )
 
 // Name is the service's name: its task queue, log field and database suffix.
@@ -108,7 +108,7 @@ func NewFromConfig(ctx context.Context, cfg config.Config, logger *slog.Logger) 
 		if keep <= 0 {
 			keep = config.DefaultOutboxRetention
 		}
-		if err := retention.Setup(ctx, h.Temporal, h.Worker, h.Pool, Name, keep); err != nil {
+		if err := retention.Setup(ctx, h.Temporal, h.Worker, Name, outbox.RetentionPolicy(h.Pool, keep)); err != nil {
 			h.Close()
 			return nil, err
 		}

@@ -60,7 +60,7 @@ func (l *Lifecycle) Transition(ctx context.Context, req workflow.TransitionReque
 	}
 	got, getErr := l.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: id})
 	if getErr != nil {
-		return fmt.Errorf("lifecycle refused %s of session %d (%v); reading it back: %w", req.Event, req.SessionID, err, getErr)
+		return fmt.Errorf("lifecycle refused %s of session %d (%w); reading it back: %w", req.Event, req.SessionID, err, getErr)
 	}
 	s := got.GetSession()
 	if slices.Contains(settled[req.Event], s.GetStatus()) &&

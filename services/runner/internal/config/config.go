@@ -50,6 +50,10 @@ type Config struct {
 	// Ladder is the termination ladder's graces: RUNNER_SIGTERM_GRACE (3s),
 	// RUNNER_SIGKILL_GRACE (1s), RUNNER_SWEEP_GRACE (1s).
 	Ladder process.Ladder
+	// TranscriptRetention is RUNNER_TRANSCRIPT_RETENTION (720h): how long a
+	// finished turn's transcript is kept before the runner-transcripts-
+	// retention schedule deletes it.
+	TranscriptRetention time.Duration
 }
 
 // nodeName is what a node may be called: it becomes part of a Temporal task
@@ -70,6 +74,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		TermGrace     time.Duration `env:"RUNNER_SIGTERM_GRACE, default=3s"`
 		KillGrace     time.Duration `env:"RUNNER_SIGKILL_GRACE, default=1s"`
 		SweepGrace    time.Duration `env:"RUNNER_SWEEP_GRACE, default=1s"`
+		Transcripts   time.Duration `env:"RUNNER_TRANSCRIPT_RETENTION, default=720h"`
 		Agents        agent.Config
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
@@ -78,7 +83,11 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	cfg := Config{
 		Config: base, Node: env.Node, WorkspacesDir: env.WorkspacesDir,
 		LifecycleAddr: env.LifecycleAddr, MCPURL: env.MCPURL, Agents: env.Agents,
-		Ladder: process.Ladder{TermGrace: env.TermGrace, KillGrace: env.KillGrace, SweepGrace: env.SweepGrace},
+		Ladder:              process.Ladder{TermGrace: env.TermGrace, KillGrace: env.KillGrace, SweepGrace: env.SweepGrace},
+		TranscriptRetention: env.Transcripts,
+	}
+	if cfg.TranscriptRetention <= 0 {
+		return Config{}, fmt.Errorf("RUNNER_TRANSCRIPT_RETENTION must be positive, got %s", cfg.TranscriptRetention)
 	}
 	if cfg.Node == "" {
 		if cfg.Node, err = os.Hostname(); err != nil {

@@ -89,3 +89,17 @@ func TestLoadTurnSettings(t *testing.T) {
 	require.Equal(t, "10.0.0.1:9101", cfg.LifecycleAddr)
 	require.Equal(t, "/opt/demo", cfg.Agents.DemoAgentPath)
 }
+
+func TestLoadTranscriptRetention(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(map[string]string{"HOME": "/home/z"})
+	require.NoError(t, err)
+	require.Equal(t, 30*24*time.Hour, cfg.TranscriptRetention, "a month by default")
+	cfg, err = load(map[string]string{"HOME": "/home/z", "RUNNER_TRANSCRIPT_RETENTION": "2h"})
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Hour, cfg.TranscriptRetention)
+	for _, bad := range []string{"0s", "-1h", "soon"} {
+		_, err := load(map[string]string{"HOME": "/home/z", "RUNNER_TRANSCRIPT_RETENTION": bad})
+		require.ErrorContains(t, err, "RUNNER_TRANSCRIPT_RETENTION", bad)
+	}
+}

@@ -15,12 +15,14 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/zimmerhq/zimmer/services/platform/retention"
 	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clients"
 	"github.com/zimmerhq/zimmer/services/runner/internal/config"
 	"github.com/zimmerhq/zimmer/services/runner/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
 	"github.com/zimmerhq/zimmer/services/runner/internal/store"
+	"github.com/zimmerhq/zimmer/services/runner/internal/transcript"
 	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workspace"
 )
@@ -36,6 +38,14 @@ func NewNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Serv
 	}
 	if svc.Temporal == nil {
 		return svc, nil
+	}
+	keep := retention.Policy{Name: "transcripts", Keep: cfg.TranscriptRetention,
+		Prune: func(ctx context.Context, cutoff time.Time) (int64, error) {
+			return store.NewTranscripts(svc.Pool, transcript.DefaultLimits).Prune(ctx, cutoff, 1000)
+		}}
+	if err := retention.Setup(ctx, svc.Temporal, svc.Worker, Name, keep); err != nil {
+		svc.Close()
+		return nil, err
 	}
 	if err := svc.runTurns(ctx, cfg); err != nil {
 		svc.Close()

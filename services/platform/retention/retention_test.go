@@ -17,9 +17,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
-	"github.com/zimmerhq/zimmer/services/platform/outbox/retention"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
+	"github.com/zimmerhq/zimmer/services/platform/retention"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
@@ -30,8 +30,8 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(tlog.NewStructuredLogger(slogx.Discard()))
 	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(retention.Workflow, workflow.RegisterOptions{Name: retention.WorkflowName})
-	env.RegisterActivityWithOptions(retention.Activities{}.PruneDelivered, activity.RegisterOptions{Name: retention.ActivityName})
+	env.RegisterWorkflowWithOptions(retention.Workflow, workflow.RegisterOptions{Name: retention.WorkflowName("outbox")})
+	env.RegisterActivityWithOptions(outbox.RetentionPolicy(nil, time.Hour).Prune, activity.RegisterOptions{Name: retention.ActivityName("outbox")})
 	return env
 }
 
@@ -42,9 +42,9 @@ func TestWorkflowPrunesWhatWasDeliveredBeforeTheRetention(t *testing.T) {
 	env := newEnv(t)
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	env.SetStartTime(start)
-	env.OnActivity(retention.ActivityName, mock.Anything, start.Add(-24*time.Hour)).Return(int64(7), nil).Once()
+	env.OnActivity(retention.ActivityName("outbox"), mock.Anything, start.Add(-24*time.Hour)).Return(int64(7), nil).Once()
 
-	env.ExecuteWorkflow(retention.WorkflowName, retention.Input{Retention: 24 * time.Hour})
+	env.ExecuteWorkflow(retention.WorkflowName("outbox"), retention.Input{Policy: "outbox", Keep: 24 * time.Hour})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	var got retention.Result
@@ -61,10 +61,10 @@ func TestWorkflowRetriesAFailedPrune(t *testing.T) {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	env.SetStartTime(start)
 	cutoff := start.Add(-time.Hour)
-	env.OnActivity(retention.ActivityName, mock.Anything, cutoff).Return(int64(0), errors.New("connection refused")).Once()
-	env.OnActivity(retention.ActivityName, mock.Anything, cutoff).Return(int64(3), nil).Once()
+	env.OnActivity(retention.ActivityName("outbox"), mock.Anything, cutoff).Return(int64(0), errors.New("connection refused")).Once()
+	env.OnActivity(retention.ActivityName("outbox"), mock.Anything, cutoff).Return(int64(3), nil).Once()
 
-	env.ExecuteWorkflow(retention.WorkflowName, retention.Input{Retention: time.Hour})
+	env.ExecuteWorkflow(retention.WorkflowName("outbox"), retention.Input{Policy: "outbox", Keep: time.Hour})
 	require.NoError(t, env.GetWorkflowError())
 	var got retention.Result
 	require.NoError(t, env.GetWorkflowResult(&got))
@@ -76,9 +76,9 @@ func TestWorkflowRetriesAFailedPrune(t *testing.T) {
 func TestWorkflowRefusesANonPositiveRetention(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
-	env.ExecuteWorkflow(retention.WorkflowName, retention.Input{})
+	env.ExecuteWorkflow(retention.WorkflowName("outbox"), retention.Input{Policy: "outbox"})
 	require.ErrorContains(t, env.GetWorkflowError(), "retention must be positive")
-	env.AssertNotCalled(t, retention.ActivityName, mock.Anything, mock.Anything)
+	env.AssertNotCalled(t, retention.ActivityName("outbox"), mock.Anything, mock.Anything)
 }
 
 // TestScheduleLeavesOnlyInFlightAndDeadMessages creates the schedule on the
@@ -114,15 +114,15 @@ func TestScheduleLeavesOnlyInFlightAndDeadMessages(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	w := temporalx.NewWorker(c, service)
-	require.NoError(t, retention.Setup(ctx, c, w, pool, service, 24*time.Hour))
+	require.NoError(t, retention.Setup(ctx, c, w, service, outbox.RetentionPolicy(pool, 24*time.Hour)))
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
-	handle := c.ScheduleClient().GetHandle(ctx, retention.ScheduleID(service))
+	handle := c.ScheduleClient().GetHandle(ctx, retention.ScheduleID(service, "outbox"))
 	t.Cleanup(func() { _ = handle.Delete(context.Background()) })
 
 	// Starting again (another replica, a restart with a new retention)
 	// updates the schedule in place.
-	require.NoError(t, retention.Schedule(ctx, c, service, 24*time.Hour))
+	require.NoError(t, retention.Schedule(ctx, c, service, outbox.RetentionPolicy(pool, 24*time.Hour)))
 	desc, err := handle.Describe(ctx)
 	require.NoError(t, err)
 	require.Equal(t, time.Hour, desc.Schedule.Spec.Intervals[0].Every)
