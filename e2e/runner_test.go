@@ -58,6 +58,7 @@ type runnerSession struct {
 	ID            int64  `json:"id"`
 	Status        string `json:"status"`
 	FailureReason string `json:"failure_reason"`
+	PausedBy      string `json:"paused_by"`
 }
 
 func (c restClient) session(t *testing.T, id int64) runnerSession {
@@ -170,8 +171,11 @@ func TestSessionsRunTurns(t *testing.T) {
 			api.transitions(t, id))
 	})
 
+	// The spec's order: the process is halted first (the ladder), then the
+	// session leaves running; so by the time the verb answers, no process
+	// of the turn is left.
 	for verb, want := range map[string]string{"pause": "needs_input", "archive": "archived"} {
-		t.Run(verb+" during sleep 60s stops the turn", func(t *testing.T) {
+		t.Run(verb+" during sleep 60s halts the turn before it answers", func(t *testing.T) {
 			t.Parallel()
 			id := api.createRunning(t, repo, "@demo sleep 60s")
 			api.waitStatus(t, id, "running")
@@ -179,10 +183,13 @@ func TestSessionsRunTurns(t *testing.T) {
 				"the agent never started")
 			code, body := api.do(t, "POST", fmt.Sprintf("/api/v1/sessions/%d/%s", id, verb), `{}`)
 			require.Equal(t, 200, code, body)
-			// SIGTERM ends the demo agent at once; the ladder's graces bound the rest.
-			require.Eventually(t, func() bool { return len(turnProcesses(t, s, id)) == 0 }, 10*time.Second, 50*time.Millisecond,
-				"the turn's process survived the %s", verb)
-			time.Sleep(500 * time.Millisecond) // the workflow routes the turn's end
+			require.Empty(t, turnProcesses(t, s, id), "the turn's process outlived the %s's answer", verb)
+			got := api.session(t, id)
+			require.Equal(t, want, got.Status)
+			if verb == "pause" {
+				require.Equal(t, "user", got.PausedBy)
+			}
+			time.Sleep(500 * time.Millisecond) // the workflow would route the turn's end now, if it did
 			require.Equal(t, want, api.session(t, id).Status, "the runner does not move a session someone else stopped")
 			require.Equal(t, []string{"start", verb}, api.transitions(t, id))
 		})
@@ -193,15 +200,17 @@ func TestSessionsRunTurns(t *testing.T) {
 		id := api.createRunning(t, repo, "@demo ignore-sigterm\n@demo spawn-grandchild 60s\n@demo sleep 60s")
 		require.Eventually(t, func() bool { return len(turnProcesses(t, s, id)) >= 2 }, 20*time.Second, 50*time.Millisecond,
 			"the agent and its grandchild never both ran")
+		asked := time.Now()
 		code, body := api.do(t, "POST", fmt.Sprintf("/api/v1/sessions/%d/pause", id), `{}`)
 		require.Equal(t, 200, code, body)
-		stopped := time.Now()
-		require.Eventually(t, func() bool { return len(turnProcesses(t, s, id)) == 0 }, 15*time.Second, 50*time.Millisecond,
-			"a process of the turn survived the ladder")
+		require.Empty(t, turnProcesses(t, s, id), "a process of the turn survived the ladder")
 		// SIGTERM grace 3s, SIGKILL grace 1s, the sweep after 1s more; the
-		// relay and the workflow add well under a second.
-		require.Less(t, time.Since(stopped), 7*time.Second, "the ladder took longer than its graces")
-		require.Equal(t, "needs_input", api.session(t, id).Status)
+		// update's round trips add well under a second.
+		require.Less(t, time.Since(asked), 7*time.Second, "the ladder took longer than its graces")
+		got := api.session(t, id)
+		require.Equal(t, "needs_input", got.Status)
+		require.Equal(t, "user", got.PausedBy)
+		require.Equal(t, []string{"start", "pause"}, api.transitions(t, id))
 	})
 
 	t.Run("a clone failure fails the session saying what git said", func(t *testing.T) {

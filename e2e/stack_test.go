@@ -142,7 +142,7 @@ func (s *stack) env(name string) []string {
 			consumers += ",runner_turns=" + s.addr["runner"]
 		}
 		env = append(env, "LIFECYCLE_EFFECT_CONSUMERS="+consumers, "LIFECYCLE_NOTIFICATION_ADDR="+s.addr["notification"],
-			"LIFECYCLE_RELAY_POLL_INTERVAL=100ms")
+			"LIFECYCLE_RELAY_POLL_INTERVAL=100ms", "LIFECYCLE_RUNNER_ADDR="+s.addr["runner"])
 	}
 	if name == "runner" {
 		env = append(env, "RUNNER_DEMO_AGENT_PATH="+filepath.Join(s.bin, "zimmer-demo-agent"),

@@ -36,6 +36,7 @@ func TestServiceEnvCallerWins(t *testing.T) {
 		"LIFECYCLE_GRPC_ADDR":         "127.0.0.1:9101",
 		"LIFECYCLE_EFFECT_CONSUMERS":  "lineage=127.0.0.1:9202,runner_turns=127.0.0.1:9104",
 		"LIFECYCLE_NOTIFICATION_ADDR": "127.0.0.1:9105",
+		"LIFECYCLE_RUNNER_ADDR":       "127.0.0.1:9104",
 		"TEMPORAL_ADDRESS":            "127.0.0.1:7233",
 	}, got)
 

@@ -355,6 +355,8 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 	if s.name == "lifecycle" {
 		m["LIFECYCLE_EFFECT_CONSUMERS"] = "lineage=" + addrs["lineage"] + ",runner_turns=" + addrs["runner"]
 		m["LIFECYCLE_NOTIFICATION_ADDR"] = addrs["notification"]
+		// A pause or an archive of a running session halts its turn there first.
+		m["LIFECYCLE_RUNNER_ADDR"] = dialable(addrs["runner"])
 	}
 	if s.name == "runner" {
 		// Sessions run the demo agent unless they name a runtime; clones

@@ -190,11 +190,17 @@ type TransitionSession struct {
 	Repo           SessionRepository
 	Clock          clock.Clock
 	TrashRetention time.Duration
+	// Turns halts a running session's turn before a pause or an archive
+	// (turns.go); nil when no runner is configured.
+	Turns TurnInterrupter
 }
 
 // Handle parses ref and applies verb with the details in cmd: a command
 // chooses its event from the session; any other verb is a raw event (Fire).
 func (uc TransitionSession) Handle(ctx context.Context, ref string, verb Verb, cmd domain.Command) (domain.Outcome, error) {
+	if err := uc.haltTurnFirst(ctx, ref, verb); err != nil {
+		return domain.Outcome{}, err
+	}
 	if verb != VerbSleep && verb != VerbUnarchive && verb != VerbRestart {
 		return uc.Fire(ctx, ref, string(verb), cmd)
 	}

@@ -44,6 +44,14 @@ type Config struct {
 	// OutboxRetention is LIFECYCLE_OUTBOX_RETENTION: how long a delivered
 	// event stays in the outbox before the retention schedule deletes it.
 	OutboxRetention time.Duration
+	// RunnerAddr is LIFECYCLE_RUNNER_ADDR: the runner whose InterruptTurn
+	// halts a running session's turn before a pause or an archive commits.
+	// "none" (empty here): no runner is asked, where none runs turns.
+	RunnerAddr string
+	// RunnerTimeout is LIFECYCLE_RUNNER_TIMEOUT: how long a pause or an
+	// archive waits for the runner's InterruptTurn (the ladder's graces and
+	// the round trips) before a pause answers Unavailable.
+	RunnerTimeout time.Duration
 }
 
 // Load reads LIFECYCLE_* and the shared variables.
@@ -60,6 +68,8 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		AlertAfter        int           `env:"LIFECYCLE_ALERT_AFTER_ATTEMPTS, default=3"`
 		DeadAfter         int           `env:"LIFECYCLE_DEAD_AFTER_ATTEMPTS, default=20"`
 		OutboxRetention   time.Duration `env:"LIFECYCLE_OUTBOX_RETENTION, default=24h"`
+		RunnerAddr        string        `env:"LIFECYCLE_RUNNER_ADDR, default=127.0.0.1:9104"`
+		RunnerTimeout     time.Duration `env:"LIFECYCLE_RUNNER_TIMEOUT, default=20s"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
@@ -80,6 +90,12 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if env.OutboxRetention <= 0 {
 		return Config{}, fmt.Errorf("LIFECYCLE_OUTBOX_RETENTION must be positive, got %s", env.OutboxRetention)
 	}
+	if env.RunnerAddr == "none" {
+		env.RunnerAddr = ""
+	}
+	if env.RunnerTimeout <= 0 {
+		return Config{}, fmt.Errorf("LIFECYCLE_RUNNER_TIMEOUT must be positive, got %s", env.RunnerTimeout)
+	}
 	return Config{
 		Config:             base,
 		RelayPollInterval:  env.RelayPollInterval,
@@ -89,6 +105,8 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		AlertAfterAttempts: env.AlertAfter,
 		DeadAfterAttempts:  env.DeadAfter,
 		OutboxRetention:    env.OutboxRetention,
+		RunnerAddr:         env.RunnerAddr,
+		RunnerTimeout:      env.RunnerTimeout,
 	}, nil
 }
 
@@ -117,5 +135,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("notification_addr", c.NotificationAddr),
 		slog.Int("dead_after_attempts", c.DeadAfterAttempts),
 		slog.Duration("outbox_retention", c.OutboxRetention),
+		slog.String("runner_addr", c.RunnerAddr),
+		slog.Duration("runner_timeout", c.RunnerTimeout),
 	)
 }

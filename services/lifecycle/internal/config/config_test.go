@@ -47,8 +47,24 @@ func TestBadValuesFailFast(t *testing.T) {
 		"zero retention":           {"LIFECYCLE_OUTBOX_RETENTION": "0s"},
 		"negative retention":       {"LIFECYCLE_OUTBOX_RETENTION": "-1h"},
 		"never dead":               {"LIFECYCLE_DEAD_AFTER_ATTEMPTS": "-1"},
+		"no runner timeout":        {"LIFECYCLE_RUNNER_TIMEOUT": "0s"},
 	} {
 		_, err := load(t, env)
 		require.Error(t, err, name)
 	}
+}
+
+func TestThePauseAsksTheRunnerAtItsDefaultAddress(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(t, nil)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9104", cfg.RunnerAddr)
+	require.Equal(t, 20*time.Second, cfg.RunnerTimeout)
+	cfg, err = load(t, map[string]string{"LIFECYCLE_RUNNER_ADDR": "10.0.0.4:9104", "LIFECYCLE_RUNNER_TIMEOUT": "30s"})
+	require.NoError(t, err)
+	require.Equal(t, "10.0.0.4:9104", cfg.RunnerAddr)
+	require.Equal(t, 30*time.Second, cfg.RunnerTimeout)
+	cfg, err = load(t, map[string]string{"LIFECYCLE_RUNNER_ADDR": "none"})
+	require.NoError(t, err)
+	require.Empty(t, cfg.RunnerAddr, "none: no runner is asked")
 }

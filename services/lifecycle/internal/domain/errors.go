@@ -13,6 +13,9 @@ var (
 	// ErrConflict means the session kept changing under a request; retrying
 	// it is safe.
 	ErrConflict = errors.New("conflict")
+	// ErrUnavailable means a service the request needs did not answer;
+	// retrying it is safe.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // NotFoundError says which session could not be found, and what to do about

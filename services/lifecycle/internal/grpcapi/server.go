@@ -141,6 +141,8 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, domain.ErrConflict):
 		return status.Error(codes.Aborted, err.Error())
+	case errors.Is(err, domain.ErrUnavailable):
+		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, domain.ErrUnauthenticated):
 		return credentialRefused(err)
 	case errors.Is(err, domain.ErrForbidden):

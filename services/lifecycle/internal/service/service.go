@@ -8,6 +8,7 @@ import (
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
+	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/clients"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
@@ -54,6 +55,15 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	repo := store.NewSessions(h.Pool, events.Codec{}, signal, logger)
 	svc := &Service{Host: h, signal: signal, Sessions: app.NewSessions(repo, clock.System{}, cfg.TrashRetention),
 		Credentials: app.NewCredentials(repo, clock.System{})}
+	if cfg.RunnerAddr != "" {
+		// A pause or an archive of a running session halts its turn first.
+		conn, err := h.Dial(cfg.RunnerAddr)
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		svc.Sessions.Transition.Turns = clients.Runner{Client: runnerv1.NewRunnerServiceClient(conn), Timeout: cfg.RunnerTimeout}
+	}
 	grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).WithCredentials(svc.Credentials).Register(h.GRPC.Server)
 	// Lineage's events carry lines for the sessions' timelines, which
 	// lifecycle owns (uncle edges recorded or inverted).

@@ -39,11 +39,12 @@ func (s *Server) WithInterrupts(i Interrupts) *Server {
 // a signal: the caller learns the outcome in the same call, recorded in the
 // workflow's history, without polling). No workflow means no turn.
 func (s *Server) InterruptTurn(ctx context.Context, req *runnerv1.InterruptTurnRequest) (*runnerv1.InterruptTurnResponse, error) {
-	if s.interrupts.Updater == nil {
-		return nil, status.Error(codes.Unavailable, "this runner runs no turns (no Temporal)")
-	}
 	if req.GetSessionId() <= 0 {
 		return nil, toStatus(validation.Invalid("session_id", "must be a session's numeric id"))
+	}
+	if s.interrupts.Updater == nil {
+		// A runner without Temporal runs no turns: none is running.
+		return &runnerv1.InterruptTurnResponse{}, nil
 	}
 	if s.interrupts.Bound > 0 {
 		var cancel context.CancelFunc

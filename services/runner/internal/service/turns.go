@@ -93,6 +93,14 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		return nil
 	})
 
+	l := cfg.Ladder
+	s.API.WithInterrupts(grpcapi.Interrupts{
+		Updater: s.Temporal,
+		// The ladder's graces, and room for Temporal's round trips and the
+		// StopTurn activity's scheduling.
+		Bound: l.TermGrace + l.KillGrace + l.SweepGrace + 10*time.Second,
+	})
+
 	consumer := grpcapi.NewConsumer(s.Temporal, cfg.Node, runtimes.Default(), s.Logger)
 	if s.registerSearchAttributes(ctx, cfg.TemporalNamespace) {
 		consumer.WithSearchAttributes()

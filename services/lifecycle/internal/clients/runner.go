@@ -1,0 +1,29 @@
+package clients
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
+)
+
+// Runner halts turns through the runner's InterruptTurn (app.TurnInterrupter).
+type Runner struct {
+	Client runnerv1.RunnerServiceClient
+	// Timeout bounds one call: the ladder's graces and the round trips.
+	Timeout time.Duration
+}
+
+// InterruptTurn implements app.TurnInterrupter.
+func (r Runner) InterruptTurn(ctx context.Context, sessionID int64, reason string) error {
+	if r.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
+		defer cancel()
+	}
+	if _, err := r.Client.InterruptTurn(ctx, &runnerv1.InterruptTurnRequest{SessionId: sessionID, Reason: reason}); err != nil {
+		return fmt.Errorf("interrupt session %d's turn: %w", sessionID, err)
+	}
+	return nil
+}
