@@ -268,8 +268,8 @@ func TestRunnerSleepingAgents(t *testing.T) {
 	share := cpuShare(t, runnerPid, window)
 	others := windowCPU.shares(t)
 	stillRunning := len(agentProcesses(t, s))
-	t.Logf("while %d agents sleep: runner %.2f %% of one core over %s (goal ≤ 5 %%); the window's CPU by process: %s",
-		stillRunning, share*100, window, others)
+	t.Logf("while %d agents sleep: runner %.2f %% of one core over %s (goal ≤ 5 %%); the window's CPU by process: %s; runner %s",
+		stillRunning, share*100, window, others, procStatus(t, runnerPid, "Threads", "VmRSS"))
 	require.GreaterOrEqual(t, stillRunning, n, "an agent ended during the window")
 	require.Less(t, time.Now(), wakeAt, "the window overran the wake-up: raise ZIMMER_BENCH_RUNNER_SLEEP")
 
@@ -343,6 +343,22 @@ func (m cpuMeter) shares(t *testing.T) string {
 		c, err := load.ProcessCPU(m.pids[name])
 		require.NoError(t, err, name)
 		out = append(out, fmt.Sprintf("%s %.1f %%", name, 100*float64(c-m.before[name])/float64(elapsed)))
+	}
+	return strings.Join(out, ", ")
+}
+
+// procStatus reads the named fields of /proc/<pid>/status, e.g. the
+// process's thread count and resident memory.
+func procStatus(t *testing.T, pid int, fields ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if ok && slices.Contains(fields, name) {
+			out = append(out, name+" "+strings.Join(strings.Fields(value), " "))
+		}
 	}
 	return strings.Join(out, ", ")
 }
