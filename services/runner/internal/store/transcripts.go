@@ -216,27 +216,22 @@ func (s *Transcripts) LinesAfter(ctx context.Context, sessionID, afterID int64, 
 // have higher ids than the previous turn's, so starting before the newest
 // turn's first line shows that turn whole and every turn after it.
 func (s *Transcripts) StartOfNewestTurn(ctx context.Context, sessionID int64) (int64, error) {
-	var first *int64
+	// One statement, so one snapshot: read in two, a line committed between
+	// them ("the newest turn has no line yet", then "the last line is N")
+	// would be skipped by the follower for ever. A turn that printed
+	// nothing yet has no lines to skip: everything after the session's last
+	// line is new.
+	var start int64
 	err := s.pool.QueryRow(ctx, `
-		SELECT min(l.id) FROM transcript_lines l
-		WHERE l.turn_id = (SELECT turn_id FROM transcript_turns WHERE session_id = $1 ORDER BY position DESC LIMIT 1)`,
-		sessionID).Scan(&first)
+		SELECT COALESCE(
+			(SELECT min(l.id) - 1 FROM transcript_lines l
+			 WHERE l.turn_id = (SELECT turn_id FROM transcript_turns WHERE session_id = $1 ORDER BY position DESC LIMIT 1)),
+			(SELECT max(id) FROM transcript_lines WHERE session_id = $1),
+			0)`, sessionID).Scan(&start)
 	if err != nil {
 		return 0, fmt.Errorf("find the newest turn of session %d: %w", sessionID, err)
 	}
-	if first == nil {
-		// No line yet: everything that comes is new; a turn that printed
-		// nothing yet has no lines to skip either.
-		var last *int64
-		if err := s.pool.QueryRow(ctx, `SELECT max(id) FROM transcript_lines WHERE session_id = $1`, sessionID).Scan(&last); err != nil {
-			return 0, fmt.Errorf("find the newest turn of session %d: %w", sessionID, err)
-		}
-		if last == nil {
-			return 0, nil
-		}
-		return *last, nil
-	}
-	return *first - 1, nil
+	return start, nil
 }
 
 // Prune deletes the turns that ended before cutoff, with their lines, a
