@@ -59,6 +59,7 @@ type runnerSession struct {
 	Status        string `json:"status"`
 	FailureReason string `json:"failure_reason"`
 	PausedBy      string `json:"paused_by"`
+	RunningJobID  string `json:"running_job_id"`
 }
 
 func (c restClient) session(t *testing.T, id int64) runnerSession {
@@ -144,13 +145,32 @@ func TestSessionsRunTurns(t *testing.T) {
 		}, 20*time.Second, 200*time.Millisecond, "no workflow session-%d with its search attributes", id)
 
 		// A follow-up by restart: a deliberate resume, whose turn the runner
-		// runs in the same clone.
+		// runs in the same clone, under the job lifecycle named as the
+		// session's running_job_id.
 		code, body := api.do(t, "POST", fmt.Sprintf("/api/v1/sessions/%d/restart", id), `{}`)
 		require.Equal(t, 200, code, body)
+		var restarted struct{ Session runnerSession }
+		require.NoError(t, json.Unmarshal([]byte(body), &restarted), body)
+		require.Equal(t, "running", restarted.Session.Status, body)
+		require.NotEmpty(t, restarted.Session.RunningJobID, "a restart's session names the job of its turn: %s", body)
 		require.Eventually(t, func() bool {
 			return slices.Equal(api.transitions(t, id), []string{"start", "pause", "resume", "pause"})
 		}, 30*time.Second, 100*time.Millisecond, "the restart's turn never ended: %v", api.transitions(t, id))
-		require.Equal(t, "needs_input", api.session(t, id).Status)
+		got := api.session(t, id)
+		require.Equal(t, "needs_input", got.Status)
+		require.Empty(t, got.RunningJobID, "no job owns a paused session")
+		code, body = api.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%d/transcript", id), "")
+		require.Equal(t, 200, code, body)
+		var transcript struct {
+			Turns []struct {
+				TurnID string `json:"turn_id"`
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &transcript), body)
+		require.Len(t, transcript.Turns, 2, body)
+		require.Equal(t, restarted.Session.RunningJobID, transcript.Turns[0].TurnID,
+			"the restart's turn (newest first) ran under the session's running_job_id")
+		require.Equal(t, fmt.Sprintf("session-%d/turn-1", id), transcript.Turns[1].TurnID)
 	})
 
 	t.Run("exit 3 fails with the reason", func(t *testing.T) {

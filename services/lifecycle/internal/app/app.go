@@ -7,6 +7,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
@@ -254,7 +256,7 @@ func (uc TransitionSession) apply(ctx context.Context, r domain.SessionRef, by s
 	decide func(domain.Session, domain.Env) (domain.Outcome, error),
 ) (domain.Outcome, error) {
 	c, err := uc.Repo.Update(ctx, r, func(s domain.Session, wakes domain.Wakes) (Change, error) {
-		env := domain.Env{Now: uc.Clock.Now(), Wakes: wakes, TrashRetention: uc.TrashRetention}
+		env := domain.Env{Now: uc.Clock.Now(), Wakes: wakes, TrashRetention: uc.TrashRetention, FreshJobID: freshJobID()}
 		out, err := decide(s, env)
 		var refused *domain.TransitionError
 		if errors.As(err, &refused) {
@@ -270,6 +272,11 @@ func (uc TransitionSession) apply(ctx context.Context, r domain.SessionRef, by s
 	}
 	return *c.Transitioned, nil
 }
+
+// freshJobID names the job of a resume whose caller named none (a restart):
+// the runner runs that turn under it, so a running session's running_job_id
+// always names its live turn.
+func freshJobID() string { return "resume/" + uuid.NewString() }
 
 // SessionHistory reads a session's timeline and event stream.
 type SessionHistory struct{ Repo SessionRepository }

@@ -71,6 +71,10 @@ type Env struct {
 	Now            time.Time
 	Wakes          Wakes
 	TrashRetention time.Duration // how long an archived session stays restorable (spec: 4 days)
+	// FreshJobID is a job id drawn for this transition: a resume whose
+	// caller names no job is owned by it, and the runner runs its turn under
+	// it (Outcome.AsksForTurn).
+	FreshJobID string
 }
 
 // Effect is a side effect of a transition that belongs to another context
@@ -170,6 +174,11 @@ type Outcome struct {
 	Applied  []Event // pause can apply a deferred sleep after itself
 	Effects  []Effect
 	Timeline []TimelineEntry
+	// AsksForTurn: a resume no running job made (a restart, a raw resume
+	// naming no job), so the runner must run its turn, under the session's
+	// running_job_id. The runner's own resumes name their turn and ask for
+	// none.
+	AsksForTurn bool
 }
 
 // Apply runs cmd against s: the guard, the state change and every piece of
@@ -263,6 +272,10 @@ func (t *transition) resume(cmd Command) {
 	t.clearPendingSleep()
 	m.DrainAttempts = 0
 	m.RunningJobID = cmd.RunningJobID
+	if m.RunningJobID == "" {
+		m.RunningJobID = t.env.FreshJobID
+		t.out.AsksForTurn = true
+	}
 	t.s.ElapsedSince = ptrTime(t.env.Now)
 	t.effect(EffectMarkNotificationStale, nil)
 	if !cmd.SystemRecovery {

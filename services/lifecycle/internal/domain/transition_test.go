@@ -226,6 +226,31 @@ func TestDeliberateAndSystemRecoveryResume(t *testing.T) {
 	require.False(t, out.Session.Markers.PendingSleep, "watchers only: come to rest in needs_input, watchers armed")
 }
 
+// A resume whose caller names no job (a restart) is owned by the job id
+// drawn for it and asks the runner for a turn under it; a resume naming its
+// job (the runner's own recovery) keeps that job and asks for none.
+func TestResumeNamingNoJobTakesTheFreshOneAndAsksForATurn(t *testing.T) {
+	t.Parallel()
+	e := env()
+	e.FreshJobID = "resume/fresh"
+
+	out, err := domain.Apply(session(domain.StatusFailed), domain.Command{Event: domain.EventResume}, e)
+	require.NoError(t, err)
+	require.Equal(t, "resume/fresh", out.Session.Markers.RunningJobID)
+	require.True(t, out.AsksForTurn)
+
+	out, err = domain.Apply(session(domain.StatusNeedsInput),
+		domain.Command{Event: domain.EventResume, SystemRecovery: true, RunningJobID: "session-5/turn-3"}, e)
+	require.NoError(t, err)
+	require.Equal(t, "session-5/turn-3", out.Session.Markers.RunningJobID)
+	require.False(t, out.AsksForTurn)
+
+	out, err = domain.Apply(session(domain.StatusWaiting), domain.Command{Event: domain.EventStart, RunningJobID: "session-5/turn-1"}, e)
+	require.NoError(t, err)
+	require.Equal(t, "session-5/turn-1", out.Session.Markers.RunningJobID)
+	require.False(t, out.AsksForTurn, "a start is the runner's own")
+}
+
 func TestFail(t *testing.T) {
 	t.Parallel()
 	s := session(domain.StatusRunning)

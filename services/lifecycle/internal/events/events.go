@@ -4,7 +4,6 @@ package events
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -23,8 +22,9 @@ import (
 const (
 	SubscriberLineage = "lineage"
 	// SubscriberRunnerTurns is the runner's turn consumer: a session's
-	// creation and a resume that no job owns yet (a restart) each ask it for
-	// a turn, and a transition out of running may ask it to stop one. It is a subscriber of its own, apart from the effects the
+	// creation and a resume whose caller named no job (a restart; lifecycle
+	// draws its job id) each ask it for a turn, and a transition out of
+	// running may ask it to stop one. It is a subscriber of its own, apart from the effects the
 	// runner owns (domain.OwnerRunner), so those stay queued until the
 	// runner consumes them.
 	SubscriberRunnerTurns = "runner_turns"
@@ -103,9 +103,9 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 		}
 		var also []string
 		switch {
-		case slices.Contains(f.Outcome.Applied, domain.EventResume) && f.Session.Markers.RunningJobID == "":
-			// A resume the runner did not make (it names its turn as the
-			// running job): the runner must run the turn.
+		case f.Outcome.AsksForTurn:
+			// A resume no running job made (a restart): the runner runs its
+			// turn under the session's running_job_id.
 			also = append(also, SubscriberRunnerTurns)
 		case f.Outcome.From == domain.StatusRunning && f.Session.Status != domain.StatusRunning:
 			// The session left running (a user's pause, an archive, or the

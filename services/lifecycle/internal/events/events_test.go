@@ -24,9 +24,9 @@ func subscribersOf(t *testing.T, f domain.Fact, topic string) []string {
 }
 
 // The runner hears of exactly the facts that ask it for a turn — a creation,
-// and a resume no job owns (a restart; its own recovery resumes name their
-// turn as the running job and must not ask it for another) — and of a
-// session leaving running, which may stop a turn.
+// and a resume that asks for one (a restart, whose job lifecycle drew; its
+// own recovery resumes name their turn as the running job and must not ask
+// it for another) — and of a session leaving running, which may stop a turn.
 func TestTheRunnerHearsOfCreationsAndUnownedResumes(t *testing.T) {
 	t.Parallel()
 	s := domain.Session{ID: 4, Status: domain.StatusRunning, UpdatedAt: time.Unix(100, 0).UTC()}
@@ -34,11 +34,13 @@ func TestTheRunnerHearsOfCreationsAndUnownedResumes(t *testing.T) {
 		subscribersOf(t, domain.SessionCreated{Session: s}, events.TopicSessionCreated))
 
 	resumed := domain.SessionTransitioned{Session: s, Outcome: domain.Outcome{
-		From: domain.StatusNeedsInput, Applied: []domain.Event{domain.EventResume}}}
+		From: domain.StatusNeedsInput, Applied: []domain.Event{domain.EventResume}, AsksForTurn: true}}
+	resumed.Session.Markers.RunningJobID = "resume/drawn-by-lifecycle"
 	require.Equal(t, []string{events.SubscriberLineage, events.SubscriberRunnerTurns},
 		subscribersOf(t, resumed, events.TopicSessionUpdated))
 
 	owned := resumed
+	owned.Outcome.AsksForTurn = false
 	owned.Session.Markers.RunningJobID = "session-4/turn-2"
 	require.Equal(t, []string{events.SubscriberLineage}, subscribersOf(t, owned, events.TopicSessionUpdated))
 

@@ -120,6 +120,46 @@ func TestTransitionsOverGRPC(t *testing.T) {
 	}, names)
 }
 
+// A restart names no job: lifecycle draws one, shows it as the session's
+// running_job_id and asks the runner's turns for the turn, which runs under
+// it. A resume naming its job (the runner's recovery) asks for none.
+func TestRestartOwnsAFreshJobAndAsksTheRunnerForItsTurn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+	s := b.create(t, &lifecyclev1.CreateSessionRequest{})
+	_, err := b.fire(t, s.GetId(), "fail", func(r *lifecyclev1.TransitionSessionRequest) { r.FailureReason = "crashed" })
+	require.NoError(t, err)
+
+	restarted, err := b.client.RestartSession(ctx, &lifecyclev1.RestartSessionRequest{SessionId: fmt.Sprint(s.GetId())})
+	require.NoError(t, err)
+	job := restarted.GetSession().GetRunningJobId()
+	require.Regexp(t, `^resume/[0-9a-f-]{36}$`, job)
+	got, err := b.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: fmt.Sprint(s.GetId())})
+	require.NoError(t, err)
+	require.Equal(t, job, got.GetSession().GetRunningJobId())
+
+	asked := func() int {
+		var n int
+		require.NoError(t, b.svc.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_messages
+			WHERE subscriber = 'runner_turns' AND topic = 'lifecycle.session_updated' AND aggregate_key = $1`,
+			fmt.Sprint(s.GetId())).Scan(&n))
+		return n
+	}
+	require.Equal(t, 1, asked(), "the restart asks the runner for its turn")
+
+	paused, err := b.fire(t, s.GetId(), "pause")
+	require.NoError(t, err)
+	require.Empty(t, paused.GetRunningJobId(), "no job owns a paused session")
+	require.Equal(t, 2, asked(), "leaving running may stop a turn")
+	recovered, err := b.fire(t, s.GetId(), "resume", func(r *lifecyclev1.TransitionSessionRequest) {
+		r.SystemRecovery, r.RunningJobId = true, "session-1/turn-2"
+	})
+	require.NoError(t, err)
+	require.Equal(t, "session-1/turn-2", recovered.GetRunningJobId())
+	require.Equal(t, 2, asked(), "the runner's own recovery resume asks for no turn")
+}
+
 // TestTransitionSessionFiresTheRawEvent: the public low-level driver applies
 // exactly the machine's event — no verb semantics — names the acting session
 // on the archive line like the named verbs, and says what it refused.

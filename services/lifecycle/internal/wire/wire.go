@@ -55,6 +55,7 @@ func Session(s domain.Session) (*lifecyclev1.Session, error) {
 		HeartbeatEnabled:         s.HeartbeatEnabled,
 		HeartbeatIntervalSeconds: s.HeartbeatIntervalSeconds,
 		McpToolGroups:            s.MCPToolGroups,
+		RunningJobId:             s.Markers.RunningJobID,
 	}, nil
 }
 

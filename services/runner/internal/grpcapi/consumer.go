@@ -30,7 +30,8 @@ type TurnStarter interface {
 
 // Consumer implements lifecyclev1.SessionEventConsumerServiceServer for the
 // events lifecycle addresses to the runner's turns: a session created, and
-// a deliberate resume (restart) no job owns yet. Each becomes a turn
+// a deliberate resume (restart), whose running_job_id lifecycle drew and the
+// turn adopts as its id. Each becomes a turn
 // request, signalled to the session's workflow, which is started if it is
 // not running (SignalWithStart): the request and the start are one call, so
 // none is lost between them. Delivery is at least once; the workflow drops
@@ -170,6 +171,8 @@ func turnRequest(e *lifecyclev1.SessionEvent) (workflow.TurnRequest, bool, error
 	}
 	if kind == workflow.KindFirst {
 		req.Prompt = s.GetPrompt()
+	} else {
+		req.JobID = s.GetRunningJobId()
 	}
 	return req, true, nil
 }

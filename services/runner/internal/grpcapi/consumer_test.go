@@ -79,12 +79,15 @@ func TestADeliberateResumeAsksForAResumeTurn(t *testing.T) {
 			Updated: &lifecyclev1.SessionUpdated{Session: &lifecyclev1.Session{Id: 42, AgentRuntime: "claude_code"}, Transition: tr},
 		}}
 	}
-	resp, err := consume(t, c, updated("ev-2", &lifecyclev1.Transition{From: "needs_input", To: "running", Events: []string{"resume"}}))
+	restarted := updated("ev-2", &lifecyclev1.Transition{From: "needs_input", To: "running", Events: []string{"resume"}})
+	restarted.GetUpdated().GetSession().RunningJobId = "resume/0d5c"
+	resp, err := consume(t, c, restarted)
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
 	require.Len(t, starter.calls, 1)
-	require.Equal(t, workflow.TurnRequest{RequestID: "ev-2", Kind: workflow.KindResume,
-		Session: workflow.SessionSpec{ID: 42, Runtime: "claude_code"}}, starter.calls[0].arg)
+	require.Equal(t, workflow.TurnRequest{RequestID: "ev-2", Kind: workflow.KindResume, JobID: "resume/0d5c",
+		Session: workflow.SessionSpec{ID: 42, Runtime: "claude_code"}}, starter.calls[0].arg,
+		"the turn runs under the job lifecycle drew for the resume")
 
 	resp, err = consume(t, c, updated("ev-3", &lifecyclev1.Transition{From: "running", To: "needs_input", Events: []string{"pause"}}))
 	require.NoError(t, err)

@@ -110,6 +110,10 @@ type TurnRequest struct {
 	Kind      string
 	// Prompt is the turn's prompt; empty on a resume means ContinuePrompt.
 	Prompt string
+	// JobID is a resume's running_job_id, which lifecycle drew for it: the
+	// turn runs under it, so the session's running job names its live turn.
+	// Empty (an older event) means the workflow's own turnID.
+	JobID string
 	// Session is what the first turn needs to clone and launch.
 	Session SessionSpec
 }

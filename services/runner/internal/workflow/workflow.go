@@ -154,6 +154,9 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) error {
 	}
 	st.Turns++
 	id := turnID(st.Session.ID, st.Turns)
+	if req.Kind == KindResume && req.JobID != "" {
+		id = req.JobID // the job lifecycle made the session's running job
+	}
 	if req.Kind == KindFirst {
 		err := t.transition(ctx, TransitionRequest{Event: EventStart, RunningJobID: id})
 		if isRefused(err) {

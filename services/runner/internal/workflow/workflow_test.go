@@ -279,6 +279,24 @@ func TestARedeliveredRequestRunsNoSecondTurn(t *testing.T) {
 	require.Equal(t, h.turns[0].RuntimeSessionID, h.turns[1].RuntimeSessionID, "one conversation across turns")
 }
 
+// A restart's turn runs under the job lifecycle drew for it (the session's
+// running_job_id); a recovery of that turn goes back to the workflow's own
+// turn ids, which it names to lifecycle as it resumes.
+func TestAResumesTurnRunsUnderTheJobLifecycleGaveIt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Second, exited(0), killed("SIGKILL"), exited(0))
+	restart := rw.TurnRequest{RequestID: "ev-2", Kind: rw.KindResume, Session: spec, JobID: "resume/0d5c"}
+	h.run(2, first("one"), restart)
+
+	require.Len(t, h.turns, 3)
+	require.Equal(t, "session-7/turn-1", h.turns[0].TurnID)
+	require.Equal(t, "resume/0d5c", h.turns[1].TurnID, "the restart's turn is the session's running job")
+	require.Equal(t, "session-7/turn-3", h.turns[2].TurnID)
+	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventPause, rw.EventResume, rw.EventPause}, h.events())
+	require.Equal(t, "session-7/turn-3", h.transitions[3].RunningJobID, "the recovery names its own turn")
+}
+
 func TestAnInterruptStopsTheTurnOnlyWhenTheSessionLeftRunning(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {

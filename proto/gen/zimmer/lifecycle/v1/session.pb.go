@@ -74,6 +74,12 @@ type Session struct {
 	// The MCP tool groups it was created with, which decide what its
 	// credentials may do.
 	McpToolGroups []string `protobuf:"bytes,30,rep,name=mcp_tool_groups,json=mcpToolGroups,proto3" json:"mcp_tool_groups,omitempty"`
+	// The job that owns the agent process while the session is running: the
+	// runner's turn id (the turn it started, or a recovery resume's), or the
+	// id lifecycle drew for a resume whose caller named none (a restart), which
+	// the runner adopts as that turn's id. Empty when no job owns it.
+	// Read-only.
+	RunningJobId  string `protobuf:"bytes,31,opt,name=running_job_id,json=runningJobId,proto3" json:"running_job_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -318,6 +324,13 @@ func (x *Session) GetMcpToolGroups() []string {
 	return nil
 }
 
+func (x *Session) GetRunningJobId() string {
+	if x != nil {
+		return x.RunningJobId
+	}
+	return ""
+}
+
 // TimelineLine is one line of a session's timeline.
 type TimelineLine struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -549,7 +562,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\t\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb4\t\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -588,7 +601,8 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\x11heartbeat_enabled\x18\x1b \x01(\bR\x10heartbeatEnabled\x12<\n" +
 	"\x1aheartbeat_interval_seconds\x18\x1c \x01(\x05R\x18heartbeatIntervalSeconds\x12\x14\n" +
 	"\x05notes\x18\x1d \x01(\tR\x05notes\x12&\n" +
-	"\x0fmcp_tool_groups\x18\x1e \x03(\tR\rmcpToolGroupsB\x14\n" +
+	"\x0fmcp_tool_groups\x18\x1e \x03(\tR\rmcpToolGroups\x12$\n" +
+	"\x0erunning_job_id\x18\x1f \x01(\tR\frunningJobIdB\x14\n" +
 	"\x12_parent_session_id\"\x87\x01\n" +
 	"\fTimelineLine\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
