@@ -6,6 +6,7 @@ require (
 	github.com/jackc/pgerrcode v0.0.0-20220416144525-469b46aa5efa
 	github.com/stretchr/testify v1.12.1
 	github.com/zimmerhq/zimmer/proto/gen v0.0.0
+	github.com/zimmerhq/zimmer/services/lifecycle v0.0.0
 	github.com/zimmerhq/zimmer/services/platform v0.0.0
 	google.golang.org/grpc v1.85.0
 )
@@ -42,5 +43,6 @@ require (
 
 replace (
 	github.com/zimmerhq/zimmer/proto/gen => ../../proto/gen
+	github.com/zimmerhq/zimmer/services/lifecycle => ../lifecycle
 	github.com/zimmerhq/zimmer/services/platform => ../platform
 )
