@@ -58,6 +58,14 @@ func TestSchemaRules(t *testing.T) {
 			Setup: insert + `(12, 1, 'caller', 'a'), (12, 2, 'caller', 'b')`,
 			SQL:   `UPDATE enqueued_messages SET position = 3 - position WHERE session_id = 12`,
 		},
+		{
+			Name:     "one idempotency key twice in a session",
+			Setup:    `INSERT INTO enqueued_messages (session_id, position, origin, content, idempotency_key) VALUES (16, 1, 'caller', 'a', 'k')`,
+			SQL:      `INSERT INTO enqueued_messages (session_id, position, origin, content, idempotency_key) VALUES (16, 2, 'caller', 'b', 'k')`,
+			WantCode: pgerrcode.UniqueViolation,
+		},
+		{Name: "content over the limit", SQL: insert + `(17, 1, 'caller', repeat('a', 500001))`, WantCode: pgerrcode.CheckViolation},
+		{Name: "a seal without its holder", SQL: `INSERT INTO session_queues (session_id, sealed_at) VALUES (18, now())`, WantCode: pgerrcode.CheckViolation},
 		{Name: "a reorder over several statements defers the check", Setup: insert + `(15, 1, 'caller', 'a'), (15, 2, 'caller', 'b')`, SQL: reorder},
 		{
 			Name:     "a reorder must not end with two on one position",

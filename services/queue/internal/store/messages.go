@@ -1,0 +1,327 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zimmerhq/zimmer/services/platform/clock"
+	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
+)
+
+var (
+	// ErrSealed: the session's queue is sealed by an archive and accepts
+	// nothing new.
+	ErrSealed = errors.New("the session is being archived or is archived; its queue accepts no messages")
+	// ErrNotFound: no such message in the session's queue.
+	ErrNotFound = errors.New("no such enqueued message")
+	// ErrNotPending: the message has been claimed, sent or retired, and can
+	// no longer be edited, moved or deleted.
+	ErrNotPending = errors.New("the message is no longer pending")
+)
+
+// Messages is the enqueued_messages repository. Every write to one
+// session's queue locks that session's session_queues row first, decides
+// with the domain, then writes, in one transaction; so positions stay
+// 1..n without gaps however many callers write at once.
+type Messages struct {
+	pool  *pgxpool.Pool
+	clock clock.Clock
+}
+
+// NewMessages returns the repository over pool, stamping times from clk.
+func NewMessages(pool *pgxpool.Pool, clk clock.Clock) *Messages {
+	return &Messages{pool: pool, clock: clk}
+}
+
+const messageColumns = `id, session_id, position, status, origin, coalesce(acting_session_id, 0), content,
+	coalesce(goal, ''), coalesce(idempotency_key, ''), created_at, updated_at,
+	claimed_at, sent_at, undelivered_at`
+
+func scanMessage(row pgx.Row) (domain.Message, error) {
+	var (
+		m                          domain.Message
+		claimed, sent, undelivered *time.Time
+	)
+	err := row.Scan(&m.ID, &m.SessionID, &m.Position, &m.Status, &m.Origin, &m.ActingSessionID, &m.Content,
+		&m.Goal, &m.IdempotencyKey, &m.CreatedAt, &m.UpdatedAt, &claimed, &sent, &undelivered)
+	for _, p := range []struct {
+		src *time.Time
+		dst *time.Time
+	}{{claimed, &m.ClaimedAt}, {sent, &m.SentAt}, {undelivered, &m.UndeliveredAt}} {
+		if p.src != nil {
+			*p.dst = p.src.UTC()
+		}
+	}
+	m.CreatedAt, m.UpdatedAt = m.CreatedAt.UTC(), m.UpdatedAt.UTC()
+	return m, err
+}
+
+func collectMessages(rows pgx.Rows, err error) ([]domain.Message, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Message, error) { return scanMessage(r) })
+}
+
+// lockSession takes the session's queue lock in tx (creating its row on
+// first use) with the given row-lock strength, and says whether it is sealed.
+func lockSession(ctx context.Context, tx pgx.Tx, sessionID int64, strength string) (sealedBy string, err error) {
+	if _, err := tx.Exec(ctx, `INSERT INTO session_queues (session_id) VALUES ($1) ON CONFLICT DO NOTHING`, sessionID); err != nil {
+		return "", fmt.Errorf("create session %d's queue: %w", sessionID, err)
+	}
+	var by *string
+	if err := tx.QueryRow(ctx, `SELECT sealed_by FROM session_queues WHERE session_id = $1 `+strength, sessionID).Scan(&by); err != nil {
+		return "", fmt.Errorf("lock session %d's queue: %w", sessionID, err)
+	}
+	if by == nil {
+		return "", nil
+	}
+	return *by, nil
+}
+
+func (s *Messages) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, fn)
+}
+
+// Enqueue validates n and appends it to its session's queue. A create
+// carrying an idempotency key the session has already seen returns the
+// first message and created false, whatever became of it since. A sealed
+// queue refuses with ErrSealed.
+func (s *Messages) Enqueue(ctx context.Context, n domain.NewMessage) (m domain.Message, created bool, err error) {
+	if err := n.Validate(); err != nil {
+		return domain.Message{}, false, err
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		sealedBy, err := lockSession(ctx, tx, n.SessionID, "FOR NO KEY UPDATE")
+		if err != nil {
+			return err
+		}
+		if n.IdempotencyKey != "" {
+			m, err = scanMessage(tx.QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
+				WHERE session_id = $1 AND idempotency_key = $2`, n.SessionID, n.IdempotencyKey))
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("look up idempotency key: %w", err)
+			}
+		}
+		if sealedBy != "" {
+			return ErrSealed
+		}
+		now := s.clock.Now()
+		m, err = scanMessage(tx.QueryRow(ctx, `INSERT INTO enqueued_messages
+				(session_id, position, origin, acting_session_id, content, goal, idempotency_key, created_at, updated_at)
+			SELECT $1, coalesce(max(position), 0) + 1, $2, nullif($3::bigint, 0), $4, nullif($5, ''), nullif($6, ''), $7, $7
+			FROM enqueued_messages WHERE session_id = $1 AND status IN ('pending', 'processing')
+			RETURNING `+messageColumns,
+			n.SessionID, n.Origin, n.ActingSessionID, n.Content, n.Goal, n.IdempotencyKey, now))
+		if err != nil {
+			return fmt.Errorf("insert enqueued message: %w", err)
+		}
+		created = true
+		return nil
+	})
+	if err != nil {
+		return domain.Message{}, false, fmt.Errorf("enqueue for session %d: %w", n.SessionID, err)
+	}
+	return m, created, nil
+}
+
+// List is the session's queue: live messages in delivery order, then the
+// sent and undelivered ones, oldest first.
+func (s *Messages) List(ctx context.Context, sessionID int64) ([]domain.Message, error) {
+	ms, err := collectMessages(s.pool.Query(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
+		WHERE session_id = $1
+		ORDER BY status NOT IN ('pending', 'processing'), CASE WHEN status IN ('pending', 'processing') THEN position END, id`, sessionID))
+	if err != nil {
+		return nil, fmt.Errorf("list session %d's queue: %w", sessionID, err)
+	}
+	return ms, nil
+}
+
+// Update edits a pending message's text and, when position is not 0, moves
+// it there; the rest of the queue keeps its relative order.
+func (s *Messages) Update(ctx context.Context, sessionID, id int64, edit domain.Edit, position int) (domain.Message, error) {
+	if err := edit.Validate(); err != nil {
+		return domain.Message{}, err
+	}
+	var m domain.Message
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := lockSession(ctx, tx, sessionID, "FOR NO KEY UPDATE"); err != nil {
+			return err
+		}
+		pending, err := pendingOrder(ctx, tx, sessionID)
+		if err != nil {
+			return err
+		}
+		if err := checkPending(ctx, tx, sessionID, id, pending); err != nil {
+			return err
+		}
+		now := s.clock.Now()
+		if position != 0 {
+			order, err := domain.Reorder(pending.ids, id, position)
+			if err != nil {
+				return err
+			}
+			if err := renumber(ctx, tx, pending.base, order, now); err != nil {
+				return err
+			}
+		}
+		m, err = scanMessage(tx.QueryRow(ctx, `UPDATE enqueued_messages
+			SET content = coalesce($3, content),
+			    goal = CASE WHEN $4::text IS NULL THEN goal ELSE nullif($4, '') END,
+			    updated_at = $5
+			WHERE session_id = $1 AND id = $2 RETURNING `+messageColumns, sessionID, id, edit.Content, edit.Goal, now))
+		if err != nil {
+			return fmt.Errorf("update message: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return domain.Message{}, fmt.Errorf("update message %d of session %d: %w", id, sessionID, err)
+	}
+	return m, nil
+}
+
+// Delete removes a pending message and closes the gap it leaves.
+func (s *Messages) Delete(ctx context.Context, sessionID, id int64) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := lockSession(ctx, tx, sessionID, "FOR NO KEY UPDATE"); err != nil {
+			return err
+		}
+		pending, err := pendingOrder(ctx, tx, sessionID)
+		if err != nil {
+			return err
+		}
+		if err := checkPending(ctx, tx, sessionID, id, pending); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM enqueued_messages WHERE id = $1`, id); err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+		return closeGaps(ctx, tx, sessionID, s.clock.Now())
+	})
+	if err != nil {
+		return fmt.Errorf("delete message %d of session %d: %w", id, sessionID, err)
+	}
+	return nil
+}
+
+// pending is a session's pending messages in delivery order; base is the
+// position before the first (a message being delivered sits ahead of them).
+type pending struct {
+	ids  []int64
+	base int
+}
+
+func pendingOrder(ctx context.Context, tx pgx.Tx, sessionID int64) (pending, error) {
+	var p pending
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM enqueued_messages WHERE session_id = $1 AND status = 'processing'`,
+		sessionID).Scan(&p.base); err != nil {
+		return p, fmt.Errorf("count messages in delivery: %w", err)
+	}
+	rows, err := tx.Query(ctx, `SELECT id FROM enqueued_messages WHERE session_id = $1 AND status = 'pending' ORDER BY position`, sessionID)
+	if err != nil {
+		return p, fmt.Errorf("read queue order: %w", err)
+	}
+	p.ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return p, fmt.Errorf("read queue order: %w", err)
+	}
+	return p, nil
+}
+
+func checkPending(ctx context.Context, tx pgx.Tx, sessionID, id int64, p pending) error {
+	for _, x := range p.ids {
+		if x == id {
+			return nil
+		}
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM enqueued_messages WHERE session_id = $1 AND id = $2)`,
+		sessionID, id).Scan(&exists); err != nil {
+		return fmt.Errorf("find message: %w", err)
+	}
+	if exists {
+		return ErrNotPending
+	}
+	return ErrNotFound
+}
+
+// renumber writes order's positions (base+1, base+2, ...) in one statement;
+// the exclusion constraint is checked at its end, so positions may swap.
+func renumber(ctx context.Context, tx pgx.Tx, base int, order []int64, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE enqueued_messages m SET position = $1 + o.n, updated_at = $3
+		FROM unnest($2::bigint[]) WITH ORDINALITY AS o(id, n)
+		WHERE m.id = o.id AND m.position <> $1 + o.n`, base, order, now)
+	if err != nil {
+		return fmt.Errorf("renumber queue: %w", err)
+	}
+	return nil
+}
+
+// closeGaps renumbers a session's live messages 1..n in their order.
+func closeGaps(ctx context.Context, tx pgx.Tx, sessionID int64, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE enqueued_messages m SET position = o.n, updated_at = $2
+		FROM (SELECT id, row_number() OVER (ORDER BY position) AS n FROM enqueued_messages
+		      WHERE session_id = $1 AND status IN ('pending', 'processing')) o
+		WHERE m.id = o.id AND m.position <> o.n`, sessionID, now)
+	if err != nil {
+		return fmt.Errorf("close gaps in queue: %w", err)
+	}
+	return nil
+}
+
+// ClaimNext claims the session's first pending message inside tx, the
+// deliverer's own outermost transaction: a delivery that fails rolls tx
+// back and the message is pending again. SKIP LOCKED lets two deliverers
+// never take the same message. It claims nothing (ok false) from a sealed
+// queue. The session row is locked FOR KEY SHARE, so claims do not wait on
+// each other and a seal waits for every claim in flight to end.
+func (s *Messages) ClaimNext(ctx context.Context, tx pgx.Tx, sessionID int64) (m domain.Message, ok bool, err error) {
+	var by *string
+	err = tx.QueryRow(ctx, `SELECT sealed_by FROM session_queues WHERE session_id = $1 FOR KEY SHARE`, sessionID).Scan(&by)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && by != nil) {
+		return domain.Message{}, false, nil // no queue yet, or sealed
+	}
+	if err != nil {
+		return domain.Message{}, false, fmt.Errorf("lock session %d's queue: %w", sessionID, err)
+	}
+	now := s.clock.Now()
+	m, err = scanMessage(tx.QueryRow(ctx, `UPDATE enqueued_messages SET status = 'processing', claimed_at = $2, updated_at = $2
+		WHERE id = (SELECT id FROM enqueued_messages WHERE session_id = $1 AND status = 'pending'
+		            ORDER BY position LIMIT 1 FOR UPDATE SKIP LOCKED)
+		RETURNING `+messageColumns, sessionID, now))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Message{}, false, nil
+	}
+	if err != nil {
+		return domain.Message{}, false, fmt.Errorf("claim from session %d's queue: %w", sessionID, err)
+	}
+	return m, true, nil
+}
+
+// MarkSent records, inside the claiming tx, that the claimed message was
+// delivered; the messages behind it move up.
+func (s *Messages) MarkSent(ctx context.Context, tx pgx.Tx, m domain.Message) error {
+	now := s.clock.Now()
+	tag, err := tx.Exec(ctx, `UPDATE enqueued_messages SET status = 'sent', sent_at = $2, updated_at = $2
+		WHERE id = $1 AND status = 'processing'`, m.ID, now)
+	if err != nil {
+		return fmt.Errorf("mark message %d sent: %w", m.ID, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("mark message %d sent: %w", m.ID, ErrNotPending)
+	}
+	if _, err := lockSession(ctx, tx, m.SessionID, "FOR NO KEY UPDATE"); err != nil {
+		return err
+	}
+	return closeGaps(ctx, tx, m.SessionID, now)
+}

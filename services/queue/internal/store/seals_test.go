@@ -1,0 +1,99 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
+	"github.com/zimmerhq/zimmer/services/queue/internal/store"
+)
+
+func TestSealRefusesEnqueueAndDelivery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, db := newMessages(t)
+	a := enqueue(t, ms, 1, "a")
+	keyed, _, err := ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "k", IdempotencyKey: "k"})
+	require.NoError(t, err)
+
+	sealed, err := ms.Seal(ctx, 1, "archive-1")
+	require.NoError(t, err)
+	require.Equal(t, []int64{a.ID, keyed.ID}, ids(sealed))
+
+	_, _, err = ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "late"})
+	require.ErrorIs(t, err, store.ErrSealed)
+	again, created, err := ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "k", IdempotencyKey: "k"})
+	require.NoError(t, err, "a retry of a message accepted before the seal still answers")
+	require.False(t, created)
+	require.Equal(t, keyed.ID, again.ID)
+
+	require.NoError(t, pgdb.InTx(ctx, db, pgx.ReadCommitted, func(tx pgx.Tx) error {
+		_, ok, err := ms.ClaimNext(ctx, tx, 1)
+		require.NoError(t, err)
+		require.False(t, ok, "a sealed queue delivers nothing")
+		return nil
+	}))
+
+	_, err = ms.Seal(ctx, 1, "archive-2")
+	require.ErrorIs(t, err, store.ErrSealedByAnother)
+	resealed, err := ms.Seal(ctx, 1, "archive-1")
+	require.NoError(t, err)
+	require.Equal(t, ids(sealed), ids(resealed))
+
+	require.NoError(t, ms.Unseal(ctx, 1, "archive-2"), "another attempt's unseal is a no-op")
+	_, _, err = ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "late"})
+	require.ErrorIs(t, err, store.ErrSealed)
+
+	require.NoError(t, ms.Unseal(ctx, 1, "archive-1"))
+	enqueue(t, ms, 1, "after the archive gave up")
+	require.Equal(t, []string{"a", "k", "after the archive gave up"}, live(t, ms, 1))
+}
+
+func TestRetireReturnsExactlyTheLiveMessages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, db := newMessages(t)
+	sent := enqueue(t, ms, 1, "sent")
+	require.NoError(t, pgdb.InTx(ctx, db, pgx.ReadCommitted, func(tx pgx.Tx) error {
+		m, _, err := ms.ClaimNext(ctx, tx, 1)
+		require.NoError(t, err)
+		require.Equal(t, sent.ID, m.ID)
+		return ms.MarkSent(ctx, tx, m)
+	}))
+	b, c := enqueue(t, ms, 1, "b"), enqueue(t, ms, 1, "c")
+	_, err := ms.Update(ctx, 1, c.ID, domain.Edit{}, 1)
+	require.NoError(t, err)
+	other := enqueue(t, ms, 2, "another session's")
+
+	retired, err := ms.Retire(ctx, 1, "archived-event-1")
+	require.NoError(t, err)
+	require.Equal(t, []int64{c.ID, b.ID}, ids(retired), "in queue order")
+	for _, m := range retired {
+		require.Equal(t, domain.StatusUndelivered, m.Status)
+	}
+	again, err := ms.Retire(ctx, 1, "archived-event-1")
+	require.NoError(t, err)
+	require.Empty(t, again, "a redelivered event retires nothing more")
+
+	_, _, err = ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "late"})
+	require.ErrorIs(t, err, store.ErrSealed, "retiring seals")
+	require.Equal(t, []string{"another session's"}, live(t, ms, 2))
+	all, err := ms.List(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, other, all[0])
+
+	require.NoError(t, ms.Unseal(ctx, 1, "archived-event-1"), "unarchive")
+	require.Empty(t, live(t, ms, 1), "unarchive never revives undelivered messages")
+}
+
+func ids(ms []domain.Message) []int64 {
+	out := make([]int64, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
