@@ -8,6 +8,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/zimmerhq/zimmer/proto/gen v0.0.0
 	github.com/zimmerhq/zimmer/services/platform v0.0.0
+	go.temporal.io/sdk v1.51.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
@@ -30,7 +31,6 @@ require (
 	github.com/sethvargo/go-envconfig v1.4.3 // indirect
 	github.com/stretchr/objx v0.5.3 // indirect
 	go.temporal.io/api v1.64.3 // indirect
-	go.temporal.io/sdk v1.51.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect

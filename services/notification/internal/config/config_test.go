@@ -24,6 +24,7 @@ func TestLoadAlertDedupWindow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 15*time.Minute, cfg.AlertDedupWindow, "the default")
 	require.Equal(t, "127.0.0.1:9105", cfg.GRPCAddr)
+	require.Equal(t, []string{"log"}, cfg.Sinks.AlertRoute, "pages go to the log sink by default")
 
 	cfg, err = load("90s")
 	require.NoError(t, err)

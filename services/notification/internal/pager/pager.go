@@ -1,4 +1,7 @@
-// Package pager delivers pages for opened operational alerts.
+// Package pager delivers pages for opened operational alerts: Temporal
+// starts a workflow per page (alert/<id>) that delivers to every sink of the
+// alert route (ZIMMER_ALERT_SINKS), each retried with backoff; Log is the
+// page without Temporal, and the fallback when a workflow cannot start.
 package pager
 
 import (
@@ -10,9 +13,8 @@ import (
 )
 
 // Log pages by logging the alert at ERROR with alert=true, which is what
-// operators watch for today. The real sinks (Slack #eng-alerts, ntfy, a
-// webhook) come with the notification issue and will sit beside or replace
-// this one behind app.Pager.
+// operators watch for: the page when the service runs without Temporal, and
+// Temporal's fallback when it cannot start a page workflow.
 type Log struct{ Logger *slog.Logger }
 
 var _ app.Pager = Log{}

@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
 	"github.com/zimmerhq/zimmer/services/notification/internal/pager"
+	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
 )
 
 func TestLogPagesAtErrorWithTheAlertFields(t *testing.T) {
@@ -34,4 +39,30 @@ func TestLogPagesAtErrorWithTheAlertFields(t *testing.T) {
 	require.Equal(t, "cleanup failed", line["summary"])
 	require.EqualValues(t, 7, line["alert_id"])
 	require.Equal(t, map[string]any{"error": "boom"}, line["details"])
+}
+
+func TestTemporalFallsBackToTheLogWhenTheWorkflowCannotStart(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	c := &mocks.Client{}
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, pager.WorkflowName, mock.Anything).
+		Return(nil, errors.New("connection refused"))
+	p := pager.NewTemporal(c, "notification", []sink.Sink{sink.Log{Logger: logger}}, pager.Log{Logger: logger}, logger)
+
+	p.Page(context.Background(), domain.Alert{ID: 9, DedupKey: "set_archived_at", Summary: "archive failed"})
+
+	opts := c.Calls[0].Arguments.Get(1).(client.StartWorkflowOptions)
+	require.Equal(t, "alert/9", opts.ID)
+	require.Equal(t, "zimmer-notification", opts.TaskQueue)
+	var lines []map[string]any
+	for _, raw := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		var line map[string]any
+		require.NoError(t, json.Unmarshal(raw, &line))
+		lines = append(lines, line)
+	}
+	require.Len(t, lines, 2)
+	require.Contains(t, lines[0]["msg"], "could not start the page workflow")
+	require.Equal(t, true, lines[1]["alert"], "the page went to the log")
+	require.Equal(t, "set_archived_at", lines[1]["dedup_key"])
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/notification/internal/config"
 	"github.com/zimmerhq/zimmer/services/notification/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/notification/internal/pager"
+	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
 	"github.com/zimmerhq/zimmer/services/notification/internal/store"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/host"
@@ -37,14 +38,27 @@ type Service struct {
 // Temporal worker when cfg names a server, and registers the notification API. Run
 // starts it; Close releases it. An AlertDedupWindow of zero means
 // domain.DefaultDedupWindow.
+//
+// With Temporal, an opened alert pages through a workflow delivering to
+// every sink of the alert route (pager.Temporal); without it, or when a
+// workflow cannot start, it pages to the log (pager.Log).
 func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service, error) {
+	routes, err := sink.New(cfg.Sinks, logger)
+	if err != nil {
+		return nil, err
+	}
 	h, err := host.New(ctx, Name, cfg.Config, logger, MigrationSets...)
 	if err != nil {
 		return nil, err
 	}
+	var page app.Pager = pager.Log{Logger: logger}
+	if h.Worker != nil {
+		pager.Register(h.Worker, routes.Alert)
+		page = pager.NewTemporal(h.Temporal, Name, routes.Alert, page, logger)
+	}
 	svc := &Service{
 		Host:   h,
-		Alerts: app.NewAlerts(store.NewAlerts(h.Pool), pager.Log{Logger: logger}, clock.System{}, cfg.AlertDedupWindow),
+		Alerts: app.NewAlerts(store.NewAlerts(h.Pool), page, clock.System{}, cfg.AlertDedupWindow),
 	}
 	grpcapi.NewServer(svc.Alerts, logger).Register(h.GRPC.Server)
 	return svc, nil

@@ -5,7 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -19,15 +23,19 @@ import (
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	"github.com/zimmerhq/zimmer/services/notification/internal/config"
 	"github.com/zimmerhq/zimmer/services/notification/internal/service"
+	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 )
 
 // testConfig is the service's configuration under test: a fresh database,
-// no Temporal, the default dedup window.
+// no Temporal, the default dedup window, pages to the log sink.
 func testConfig(t *testing.T) config.Config {
 	t.Helper()
-	return config.Config{Config: servicetest.Config(t, service.MigrationSets...)}
+	return config.Config{
+		Config: servicetest.Config(t, service.MigrationSets...),
+		Sinks:  sink.Config{PushRoute: []string{"log"}, AlertRoute: []string{"log"}, Timeout: 10 * time.Second},
+	}
 }
 
 // The component test: the real service on a fresh database, without
@@ -155,4 +163,64 @@ func TestAlertsOverGRPC(t *testing.T) {
 	_, err = operator.RaiseAlert(ctx, &notificationv1.RaiseAlertRequest{DedupKey: "fake", Summary: "a page"})
 	require.Equal(t, codes.PermissionDenied, status.Code(err))
 	require.Contains(t, status.Convert(err).Message(), "RaiseAlert is internal to Zimmer's services; no client key may call it")
+}
+
+// A page reaches the alert route's webhook, signed, through the page
+// workflow on the real Temporal dev server; a repeat inside the dedup
+// window pages no one.
+func TestAlertPagesTheWebhookOnceThroughTemporal(t *testing.T) {
+	t.Parallel()
+	secret := []byte("page-secret")
+	type delivery struct {
+		header http.Header
+		body   []byte
+	}
+	deliveries := make(chan delivery, 10)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		deliveries <- delivery{header: r.Header.Clone(), body: body}
+	}))
+	t.Cleanup(receiver.Close)
+
+	cfg := testConfig(t)
+	cfg.TemporalAddress = servicetest.TemporalAddress(t)
+	cfg.Sinks.AlertRoute = []string{"webhook"}
+	cfg.Sinks.WebhookURL = receiver.URL
+	cfg.Sinks.WebhookSecret = string(secret)
+	svc := servicetest.New(t, service.New, cfg)
+	servicetest.RunInBackground(t, svc.Run)
+	client := notificationv1.NewNotificationServiceClient(servicetest.DialAsService(t, svc.Addr(), "lifecycle"))
+	ctx, cancel := context.WithTimeout(context.Background(), servicetest.Timeout)
+	defer cancel()
+
+	key := fmt.Sprintf("page-once-%d", time.Now().UnixNano())
+	first, err := client.RaiseAlert(ctx, &notificationv1.RaiseAlertRequest{DedupKey: key, Summary: "relay is stuck"})
+	require.NoError(t, err)
+	require.True(t, first.GetPaged())
+	repeat, err := client.RaiseAlert(ctx, &notificationv1.RaiseAlertRequest{DedupKey: key, Summary: "relay is stuck"})
+	require.NoError(t, err)
+	require.False(t, repeat.GetPaged())
+
+	var got delivery
+	select {
+	case got = <-deliveries:
+	case <-ctx.Done():
+		t.Fatal("the webhook never received the page")
+	}
+	require.NoError(t, sink.VerifyWebhook(secret, got.header, got.body, time.Now(), time.Minute))
+	var payload sink.WebhookPayload
+	require.NoError(t, json.Unmarshal(got.body, &payload))
+	id := first.GetAlert().GetId()
+	require.Equal(t, sink.KindAlert, payload.Kind)
+	require.Equal(t, "relay is stuck", payload.Title)
+	require.Equal(t, fmt.Sprintf("alert/%d", id), payload.DedupKey)
+
+	// The page workflow, named after the alert, finished: nothing more is
+	// coming, and the repeat started none.
+	require.NoError(t, svc.Temporal.GetWorkflow(ctx, fmt.Sprintf("alert/%d", id), "").Get(ctx, nil))
+	require.Empty(t, deliveries, "the repeat inside the window paged no one")
 }
