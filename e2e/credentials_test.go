@@ -109,17 +109,28 @@ var restAccess = map[string]struct{ sessions, selfOnly expect }{
 	"TransitionSession":       {expect{denied, denied}, expect{denied, denied}},
 	"MintSessionCredential":   {expect{denied, denied}, expect{denied, denied}},
 	"RevokeSessionCredential": {expect{denied, denied}, expect{denied, denied}},
+	// The queue checks the session before the message: on its own session
+	// the walk's message id (noMessage) is unknown, 404.
+	"ListEnqueuedMessages":  {expect{ok, ok}, expect{ok, denied}},
+	"EnqueueMessage":        {expect{ok, denied}, expect{ok, denied}},
+	"UpdateEnqueuedMessage": {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
+	"DeleteEnqueuedMessage": {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
 }
+
+// noMessage is the enqueued-message id the walk names: none has it.
+const noMessage = "999999"
 
 // restBodies are the bodies the walk sends, by operation.
 var restBodies = map[string]string{
-	"CreateSession":       `{"prompt":"a child","git_root":"g"}`,
-	"UpdateSession":       `{"notes":"walked"}`,
-	"SetSessionHeartbeat": `{"enabled":true}`,
-	"UpdateSettings":      `{"provenance_via_mcp_enabled":true}`,
-	"BulkArchiveSessions": `{"session_ids":[%[1]d]}`,
-	"FailSession":         `{"failure_reason":"walked"}`,
-	"TransitionSession":   `{"event":"start"}`,
+	"CreateSession":         `{"prompt":"a child","git_root":"g"}`,
+	"UpdateSession":         `{"notes":"walked"}`,
+	"SetSessionHeartbeat":   `{"enabled":true}`,
+	"UpdateSettings":        `{"provenance_via_mcp_enabled":true}`,
+	"BulkArchiveSessions":   `{"session_ids":[%[1]d]}`,
+	"FailSession":           `{"failure_reason":"walked"}`,
+	"TransitionSession":     `{"event":"start"}`,
+	"EnqueueMessage":        `{"content":"walked"}`,
+	"UpdateEnqueuedMessage": `{"position":1}`,
 }
 
 // TestSessionCredentials drives issue 10's session credentials on the real
@@ -191,6 +202,7 @@ func TestSessionCredentials(t *testing.T) {
 						}
 						p := strings.ReplaceAll(path, "{session_id}", fmt.Sprint(target))
 						p = strings.ReplaceAll(p, "{credential_id}", narrowCred.ID)
+						p = strings.ReplaceAll(p, "{message_id}", noMessage)
 						reqBody := ""
 						if b, ok := restBodies[rpc]; ok {
 							reqBody = fmt.Sprintf(b, target)
@@ -224,6 +236,12 @@ func TestSessionCredentials(t *testing.T) {
 		require.Equal(t, "walked", getSession(t, admin, own)["notes"])
 		require.Equal(t, "walked", getSession(t, admin, narrow)["notes"])
 		require.Empty(t, getSession(t, admin, other)["notes"], "another session is untouched")
+		code, body = admin.do(t, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d/enqueued_messages", own), "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, fmt.Sprintf(`"acting_session_id":%d`, own), "a credential queues as its own session")
+		code, body = admin.do(t, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d/enqueued_messages", other), "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.NotContains(t, body, "walked", "nothing is queued on another session")
 		require.Equal(t, "waiting", getSession(t, admin, other)["status"])
 		require.Contains(t, last(timeline(t, admin, own, "note")), fmt.Sprintf("(by session #%d's credential)", own))
 	})

@@ -149,6 +149,9 @@ func (s *stack) env(name string) []string {
 			"RUNNER_WORKSPACES_DIR="+s.workspaces, "RUNNER_LIFECYCLE_ADDR="+s.addr["lifecycle"],
 			"RUNNER_MCP_URL=http://"+s.addr["gateway"]+"/mcp", "RUNNER_NODE=e2e-"+filepath.Base(s.workspaces))
 	}
+	if name == "queue" {
+		env = append(env, "QUEUE_LIFECYCLE_ADDR="+s.addr["lifecycle"])
+	}
 	if name == "lineage" {
 		env = append(env, "LINEAGE_EVENT_CONSUMERS=lifecycle="+s.addr["lifecycle"], "LINEAGE_NOTIFICATION_ADDR="+s.addr["notification"])
 	}

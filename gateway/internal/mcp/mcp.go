@@ -23,6 +23,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
@@ -37,7 +38,7 @@ const (
 // Groups maps each tool group to its tools. A request without tool_groups
 // gets every group.
 var Groups = map[string][]string{
-	"sessions":     {ToolQuickSearchSessions, ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession},
+	"sessions":     {ToolQuickSearchSessions, ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession, ToolManageEnqueuedMessages},
 	"self_session": {ToolGetSession, ToolGetSessionProvenance, ToolActionSession},
 }
 
@@ -53,7 +54,8 @@ var groupActions = map[string][]string{
 const instructions = `Zimmer runs AI coding-agent sessions. A session is addressed by its numeric id or its slug. ` +
 	`quick_search_sessions finds sessions by text and status; ` +
 	`start_session creates one (it starts in the "` + rules.StatusWaiting + `" status); get_session shows one; ` +
-	`action_session changes its lifecycle, title, notes or heartbeat.`
+	`action_session changes its lifecycle, title, notes or heartbeat; ` +
+	`manage_enqueued_messages lists and edits the messages queued for it.`
 
 // Handler is the /mcp endpoint. Authentication is the caller's (the server
 // wraps this handler).
@@ -82,6 +84,9 @@ type Options struct {
 	// Runner serves get_session's include_transcript (the last turn's
 	// transcript); without it the section says it is unavailable.
 	Runner runnerv1.RunnerServiceClient
+	// Queue serves manage_enqueued_messages; without it the tool says the
+	// queue is not configured.
+	Queue queuev1.QueueServiceClient
 	// SessionTTL ends a session after this long without a request
 	// (DefaultSessionTTL when zero).
 	SessionTTL time.Duration
@@ -92,7 +97,7 @@ type Options struct {
 
 // NewHandler returns the MCP endpoint over the lifecycle service's client.
 func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logger, opts Options) *Handler {
-	t := &tools{lifecycle: lifecycle, provenance: opts.Provenance, runner: opts.Runner, logger: logger}
+	t := &tools{lifecycle: lifecycle, provenance: opts.Provenance, runner: opts.Runner, queue: opts.Queue, logger: logger}
 	h := &Handler{logger: logger}
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = DefaultSessionTTL
@@ -122,6 +127,7 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 	srv.AddTool(getSessionTool(), t.getSession)
 	srv.AddTool(getSessionProvenanceTool(), t.getSessionProvenance)
 	srv.AddTool(actionSessionTool(nil), t.actionSession)
+	srv.AddTool(manageEnqueuedMessagesTool(), t.manageEnqueuedMessages)
 
 	h.http = mcpserver.NewStreamableHTTPServer(srv,
 		mcpserver.WithHTTPContextFunc(withSelection),

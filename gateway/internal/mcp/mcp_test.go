@@ -129,11 +129,11 @@ func TestToolGroups(t *testing.T) {
 		path string
 		want []string
 	}{
-		{"/", []string{"action_session", "get_session", "get_session_provenance", "quick_search_sessions", "start_session"}},
-		{"/?tool_groups=", []string{"action_session", "get_session", "get_session_provenance", "quick_search_sessions", "start_session"}},
-		{"/?tool_groups=sessions", []string{"action_session", "get_session", "get_session_provenance", "quick_search_sessions", "start_session"}},
+		{"/", []string{"action_session", "get_session", "get_session_provenance", "manage_enqueued_messages", "quick_search_sessions", "start_session"}},
+		{"/?tool_groups=", []string{"action_session", "get_session", "get_session_provenance", "manage_enqueued_messages", "quick_search_sessions", "start_session"}},
+		{"/?tool_groups=sessions", []string{"action_session", "get_session", "get_session_provenance", "manage_enqueued_messages", "quick_search_sessions", "start_session"}},
 		{"/?tool_groups=self_session", []string{"action_session", "get_session", "get_session_provenance"}},
-		{"/?tool_groups=self_session&tool_groups=sessions", []string{"action_session", "get_session", "get_session_provenance", "quick_search_sessions", "start_session"}},
+		{"/?tool_groups=self_session&tool_groups=sessions", []string{"action_session", "get_session", "get_session_provenance", "manage_enqueued_messages", "quick_search_sessions", "start_session"}},
 		{"/?tool_groups=self_session,bogus", []string{"action_session", "get_session", "get_session_provenance"}},
 		{"/?tool_groups=bogus", []string{}},
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
@@ -26,6 +27,7 @@ type tools struct {
 	lifecycle  lifecyclev1.LifecycleServiceClient
 	provenance lineagev1.ProvenanceServiceClient
 	runner     runnerv1.RunnerServiceClient
+	queue      queuev1.QueueServiceClient
 	logger     *slog.Logger
 }
 

@@ -36,6 +36,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/sessionref"
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
@@ -50,9 +51,10 @@ const (
 // bodyExample is the shape a malformed body should have had.
 const bodyExample = `{"prompt": "...", "git_root": "..."}`
 
-// NewHandler returns the REST API over the lifecycle service's connection.
-// Authentication is the caller's (the server wraps this handler).
-func NewHandler(ctx context.Context, lifecycle grpc.ClientConnInterface, logger *slog.Logger) (http.Handler, error) {
+// NewHandler returns the REST API over the lifecycle and queue services'
+// connections. Authentication is the caller's (the server wraps this
+// handler).
+func NewHandler(ctx context.Context, lifecycle, queue grpc.ClientConnInterface, logger *slog.Logger) (http.Handler, error) {
 	h := &handler{logger: logger}
 	none := func(string) (string, bool) { return "", false }
 	h.mux = runtime.NewServeMux(
@@ -80,6 +82,11 @@ func NewHandler(ctx context.Context, lifecycle grpc.ClientConnInterface, logger 
 	client := lifecyclev1.NewLifecycleServiceClient(reachingConn{lifecycle})
 	if err := lifecyclev1.RegisterLifecycleServiceHandlerClient(ctx, h.mux, client); err != nil {
 		return nil, fmt.Errorf("register lifecycle REST routes: %w", err)
+	}
+	// The queue resolves a session's slug through lifecycle itself, so its
+	// routes take an id or a slug like lifecycle's.
+	if err := queuev1.RegisterQueueServiceHandlerClient(ctx, h.mux, queuev1.NewQueueServiceClient(reachingConn{queue})); err != nil {
+		return nil, fmt.Errorf("register queue REST routes: %w", err)
 	}
 	return h, nil
 }

@@ -29,6 +29,7 @@ var adminOperations = []string{"LifecycleService_DeleteSession", "LifecycleServi
 var servicePackages = map[string]string{
 	"LifecycleService": "/zimmer.lifecycle.v1.",
 	"RunnerService":    "/zimmer.runner.v1.",
+	"QueueService":     "/zimmer.queue.v1.",
 }
 
 // actionArgs are arguments each action of action_session is called with in
@@ -53,6 +54,8 @@ var toolArgs = map[string]map[string]any{
 	mcp.ToolStartSession:         {"prompt": "walked", "git_root": "/r"},
 	mcp.ToolGetSession:           {"session_id": "1"},
 	mcp.ToolGetSessionProvenance: {"session_id": "1"},
+	// Reaches the queue, not lifecycle.
+	mcp.ToolManageEnqueuedMessages: {"action": "list", "session_id": "1"},
 }
 
 // TestEachKeyReachesExactlyItsRoutesAndTools extends
@@ -100,10 +103,14 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 			var refusedREST, refusedTools []string
 			for _, r := range routes {
 				// A runner route reaches the runner (after lifecycle resolved
-				// the session); every other route, lifecycle.
+				// the session), a queue route the queue; every other route,
+				// lifecycle.
 				calls := func() int { return len(b.fake.Calls(r.rpc)) }
-				if r.service == "RunnerService" {
+				switch r.service {
+				case "RunnerService":
 					calls = func() int { return len(b.runner.Calls(r.rpc)) }
+				case "QueueService":
+					calls = func() int { return len(b.queue.Calls(r.rpc)) }
 				}
 				before := calls()
 				resp := b.do(t, r.method, r.path, "{}", "X-API-Key", key.key)
@@ -140,10 +147,10 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 				}
 				for name, args := range calls {
 					walked = append(walked, name)
-					before := len(b.fake.Calls())
+					before := len(b.fake.Calls()) + len(b.queue.Calls())
 					res, err := c.CallTool(t.Context(), callRequest(tool.Name, args))
 					require.NoError(t, err, name)
-					reached := len(b.fake.Calls()) > before
+					reached := len(b.fake.Calls())+len(b.queue.Calls()) > before
 					if res.IsError && strings.Contains(textOf(res), "needs an admin key (ZIMMER_ADMIN_API_KEYS)") {
 						require.False(t, reached, "%s: refused, yet it reached lifecycle", name)
 						refusedTools = append(refusedTools, name)

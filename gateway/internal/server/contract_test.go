@@ -58,6 +58,8 @@ func TestEveryRouteAnswersWhatTheContractSays(t *testing.T) {
 	walked := 0
 	for _, fail := range []error{nil, status.Error(codes.NotFound, "session #1 not found"), status.Error(codes.Internal, "boom")} {
 		b.fake.FailWith(fail)
+		// A queued message, so the queue's routes answer with one.
+		require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/api/v1/sessions/1/enqueued_messages", `{"content":"walked"}`).status)
 		for path, ops := range doc.Paths {
 			for method, op := range ops {
 				body := ""

@@ -18,6 +18,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/lineagefake"
+	"github.com/zimmerhq/zimmer/gateway/internal/queuefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	"github.com/zimmerhq/zimmer/gateway/internal/runnerfake"
 	"github.com/zimmerhq/zimmer/gateway/internal/server"
@@ -46,7 +47,7 @@ type provenanceOpts struct {
 // supervisor credentials.
 func setupProvenance(t *testing.T, opts provenanceOpts) *provenanceBundle {
 	t.Helper()
-	fake, lineage, runner := lifecyclefake.New(), lineagefake.New(), runnerfake.New()
+	fake, lineage, runner, queue := lifecyclefake.New(), lineagefake.New(), runnerfake.New(), queuefake.New()
 	lineageAddr := grpctest.Serve(t, lineage.Register)
 	if opts.lineageDown {
 		lineageAddr = grpctest.DeadAddr(t)
@@ -56,7 +57,7 @@ func setupProvenance(t *testing.T, opts provenanceOpts) *provenanceBundle {
 		LogLevel:         "info",
 		LifecycleAddr:    grpctest.Serve(t, fake.Register),
 		LineageAddr:      lineageAddr,
-		QueueAddr:        grpctest.Serve(t, nil),
+		QueueAddr:        grpctest.Serve(t, queue.Register),
 		RunnerAddr:       grpctest.Serve(t, runner.Register),
 		NotificationAddr: grpctest.Serve(t, nil),
 		APIKeys:          testKey + "," + otherKey,
@@ -71,7 +72,7 @@ func setupProvenance(t *testing.T, opts provenanceOpts) *provenanceBundle {
 	t.Cleanup(srv.Close)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &provenanceBundle{testBundle: &testBundle{url: ts.URL, fake: fake, runner: runner}, lineage: lineage}
+	return &provenanceBundle{testBundle: &testBundle{url: ts.URL, fake: fake, runner: runner, queue: queue}, lineage: lineage}
 }
 
 func basic(user, pass string) string {

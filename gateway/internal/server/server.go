@@ -26,6 +26,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/openapi"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
@@ -67,7 +68,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	}
 
 	var targets []health.Target
-	var lifecycleConn, lineageConn, runnerConn *grpc.ClientConn
+	var lifecycleConn, lineageConn, queueConn, runnerConn *grpc.ClientConn
 	for _, svc := range cfg.Services() {
 		// As the gateway, forwarding the principal of the request each
 		// call is made for.
@@ -83,6 +84,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 			lifecycleConn = conn
 		case "lineage":
 			lineageConn = conn
+		case "queue":
+			queueConn = conn
 		case "runner":
 			runnerConn = conn
 		}
@@ -95,13 +98,14 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 		logger.Warn("ZIMMER_SUPERVISOR_USER/ZIMMER_SUPERVISOR_PASSWORD unset: /supervisor answers 503")
 	}
 
-	api, err := rest.NewHandler(ctx, lifecycleConn, logger)
+	api, err := rest.NewHandler(ctx, lifecycleConn, queueConn, logger)
 	if err != nil {
 		return nil, err
 	}
 	runner := runnerv1.NewRunnerServiceClient(runnerConn)
 	s.mcp = mcp.NewHandler(lifecycle, logger, mcp.Options{
 		Version: version(), AnyHost: !authn.Open(), Provenance: provenance, Runner: runner,
+		Queue:      queuev1.NewQueueServiceClient(queueConn),
 		SessionTTL: cfg.MCPSessionTTL, MaxSessions: cfg.MCPMaxSessions,
 	})
 

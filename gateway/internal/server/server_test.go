@@ -25,6 +25,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/config"
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
+	"github.com/zimmerhq/zimmer/gateway/internal/queuefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/runnerfake"
 	"github.com/zimmerhq/zimmer/gateway/internal/server"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
@@ -44,6 +45,7 @@ type testBundle struct {
 	url    string
 	fake   *lifecyclefake.Server
 	runner *runnerfake.Server
+	queue  *queuefake.Server
 }
 
 type setupOpts struct {
@@ -57,7 +59,7 @@ type setupOpts struct {
 // requiring testKey, as the services' own interceptor does.
 func setup(t *testing.T, opts setupOpts) *testBundle {
 	t.Helper()
-	fake, runner := lifecyclefake.New(), runnerfake.New()
+	fake, runner, queue := lifecyclefake.New(), runnerfake.New(), queuefake.New()
 	addr := func(name string, register func(*grpc.Server)) string {
 		if name == opts.downService {
 			return grpctest.DeadAddr(t)
@@ -69,7 +71,7 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 		LogLevel:         "info",
 		LifecycleAddr:    addr("lifecycle", fake.Register),
 		LineageAddr:      addr("lineage", nil),
-		QueueAddr:        addr("queue", nil),
+		QueueAddr:        addr("queue", queue.Register),
 		RunnerAddr:       addr("runner", runner.Register),
 		NotificationAddr: addr("notification", nil),
 		APIKeys:          testKey + "," + otherKey,
@@ -82,7 +84,7 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 	t.Cleanup(srv.Close)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &testBundle{url: ts.URL, fake: fake, runner: runner}
+	return &testBundle{url: ts.URL, fake: fake, runner: runner, queue: queue}
 }
 
 type response struct {

@@ -367,6 +367,10 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 		m["RUNNER_LIFECYCLE_ADDR"] = dialable(addrs["lifecycle"])
 		m["RUNNER_MCP_URL"] = "http://" + dialable(e.get("GATEWAY_HTTP_ADDR", "127.0.0.1:8080")) + "/mcp"
 	}
+	if s.name == "queue" {
+		// The queue resolves sessions and their state through lifecycle.
+		m["QUEUE_LIFECYCLE_ADDR"] = dialable(addrs["lifecycle"])
+	}
 	if s.name == "lineage" {
 		m["LINEAGE_EVENT_CONSUMERS"] = "lifecycle=" + addrs["lifecycle"]
 		m["LINEAGE_NOTIFICATION_ADDR"] = addrs["notification"]

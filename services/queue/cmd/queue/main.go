@@ -18,11 +18,11 @@ import (
 	"github.com/zimmerhq/zimmer/services/queue/internal/service"
 )
 
-var command = host.Command[host.Config]{
+var command = host.Command[config.Config]{
 	Name:       service.Name,
 	Load:       config.Load,
 	Migrations: service.MigrationSets,
-	New: func(ctx context.Context, cfg host.Config, logger *slog.Logger) (host.Service, error) {
+	New: func(ctx context.Context, cfg config.Config, logger *slog.Logger) (host.Service, error) {
 		return service.New(ctx, cfg, logger)
 	},
 }

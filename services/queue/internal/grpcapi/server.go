@@ -1,24 +1,126 @@
-// Package grpcapi serves zimmer.queue.v1.QueueService. The service declares
-// no methods yet; they arrive with the queue's use cases.
+// Package grpcapi serves zimmer.queue.v1.QueueService: the enqueued
+// messages of a session (list, enqueue, edit or reorder, delete), over the
+// use cases in app.
 package grpcapi
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
+	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
+	"github.com/zimmerhq/zimmer/services/queue/internal/app"
+	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
+	"github.com/zimmerhq/zimmer/services/queue/internal/store"
 )
 
-// Server implements queuev1.QueueServiceServer. The embedded
-// UnimplementedQueueServiceServer answers methods not written yet with
-// codes.Unimplemented.
+// Server implements queuev1.QueueServiceServer.
 type Server struct {
 	queuev1.UnimplementedQueueServiceServer
+	queue  *app.Queue
+	logger *slog.Logger
 }
 
 var _ queuev1.QueueServiceServer = (*Server)(nil)
 
-// NewServer returns the queue API.
-func NewServer() *Server { return &Server{} }
+// NewServer returns the queue API over the use cases.
+func NewServer(queue *app.Queue, logger *slog.Logger) *Server {
+	return &Server{queue: queue, logger: logger}
+}
 
 // Register adds the service to g.
 func (s *Server) Register(g *grpc.Server) { queuev1.RegisterQueueServiceServer(g, s) }
+
+// ListEnqueuedMessages implements queuev1.QueueServiceServer.
+func (s *Server) ListEnqueuedMessages(ctx context.Context, req *queuev1.ListEnqueuedMessagesRequest) (*queuev1.ListEnqueuedMessagesResponse, error) {
+	ms, err := s.queue.List(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	out := &queuev1.ListEnqueuedMessagesResponse{EnqueuedMessages: make([]*queuev1.EnqueuedMessage, 0, len(ms))}
+	for _, m := range ms {
+		out.EnqueuedMessages = append(out.EnqueuedMessages, toProto(m))
+	}
+	return out, nil
+}
+
+// EnqueueMessage implements queuev1.QueueServiceServer.
+func (s *Server) EnqueueMessage(ctx context.Context, req *queuev1.EnqueueMessageRequest) (*queuev1.EnqueueMessageResponse, error) {
+	m, created, err := s.queue.Enqueue(ctx, app.Enqueue{
+		SessionRef: req.GetSessionId(), Content: req.GetContent(), Goal: req.GetGoal(),
+		ActingSessionID: req.GetActingSessionId(), IdempotencyKey: req.GetIdempotencyKey(),
+	})
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	msg := fmt.Sprintf("Message %d queued for session %d at position %d; it is sent when the session is next idle.", m.ID, m.SessionID, m.Position)
+	if !created {
+		msg = fmt.Sprintf("Message %d was already queued with this idempotency_key; nothing new was queued.", m.ID)
+	}
+	return &queuev1.EnqueueMessageResponse{EnqueuedMessage: toProto(m), Created: created, Message: msg}, nil
+}
+
+// UpdateEnqueuedMessage implements queuev1.QueueServiceServer.
+func (s *Server) UpdateEnqueuedMessage(ctx context.Context, req *queuev1.UpdateEnqueuedMessageRequest) (*queuev1.UpdateEnqueuedMessageResponse, error) {
+	m, err := s.queue.Update(ctx, req.GetSessionId(), req.GetMessageId(),
+		domain.Edit{Content: req.Content, Goal: req.Goal}, int(req.GetPosition()))
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &queuev1.UpdateEnqueuedMessageResponse{EnqueuedMessage: toProto(m)}, nil
+}
+
+// DeleteEnqueuedMessage implements queuev1.QueueServiceServer.
+func (s *Server) DeleteEnqueuedMessage(ctx context.Context, req *queuev1.DeleteEnqueuedMessageRequest) (*queuev1.DeleteEnqueuedMessageResponse, error) {
+	if err := s.queue.Delete(ctx, req.GetSessionId(), req.GetMessageId()); err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &queuev1.DeleteEnqueuedMessageResponse{}, nil
+}
+
+// toStatus maps err to the status its caller acts on; anything unmapped
+// is logged and answered Internal.
+func (s *Server) toStatus(ctx context.Context, err error) error {
+	if st, ok := grpcstatus.Common(err); ok {
+		return st
+	}
+	switch {
+	case errors.Is(err, app.ErrSessionNotFound), errors.Is(err, store.ErrNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, app.ErrForbidden):
+		return status.Error(codes.PermissionDenied, err.Error())
+	case errors.Is(err, app.ErrClosed), errors.Is(err, store.ErrSealed), errors.Is(err, store.ErrNotPending):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case status.Code(err) == codes.Unavailable:
+		return status.Error(codes.Unavailable, "the lifecycle service is unavailable; retry shortly")
+	}
+	s.logger.ErrorContext(ctx, "queue call failed", "error", err)
+	return status.Error(codes.Internal, "internal error; retry, and report it if it persists")
+}
+
+func toProto(m domain.Message) *queuev1.EnqueuedMessage {
+	out := &queuev1.EnqueuedMessage{
+		Id: m.ID, SessionId: m.SessionID, Status: string(m.Status), Origin: string(m.Origin),
+		ActingSessionId: m.ActingSessionID, Content: m.Content, Goal: m.Goal, IdempotencyKey: m.IdempotencyKey,
+		CreatedAt: stamp(m.CreatedAt), UpdatedAt: stamp(m.UpdatedAt), SentAt: stamp(m.SentAt), UndeliveredAt: stamp(m.UndeliveredAt),
+	}
+	if m.Live() {
+		out.Position = int32(m.Position)
+	}
+	return out
+}
+
+func stamp(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}

@@ -6,10 +6,14 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+	"github.com/zimmerhq/zimmer/services/queue/internal/app"
+	"github.com/zimmerhq/zimmer/services/queue/internal/clients"
+	"github.com/zimmerhq/zimmer/services/queue/internal/config"
 	"github.com/zimmerhq/zimmer/services/queue/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/queue/internal/store"
 )
@@ -29,13 +33,20 @@ type Service struct {
 }
 
 // New migrates the database, opens the pool, listens for gRPC, connects the
-// Temporal worker when cfg names a server, and registers the queue API. Run
-// starts it; Close releases it.
-func New(ctx context.Context, cfg host.Config, logger *slog.Logger) (*Service, error) {
-	h, err := host.New(ctx, Name, cfg, logger, MigrationSets...)
+// Temporal worker when cfg names a server, dials lifecycle (lazily: it
+// need not be up yet) and registers the queue API. Run starts it; Close
+// releases it.
+func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service, error) {
+	h, err := host.New(ctx, Name, cfg.Config, logger, MigrationSets...)
 	if err != nil {
 		return nil, err
 	}
-	grpcapi.NewServer().Register(h.GRPC.Server)
+	lifecycle, err := h.Dial(cfg.LifecycleAddr)
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	queue := app.New(clients.NewLifecycle(lifecycle), store.NewMessages(h.Pool, clock.System{}))
+	grpcapi.NewServer(queue, logger).Register(h.GRPC.Server)
 	return &Service{Host: h}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
+	"github.com/zimmerhq/zimmer/services/queue/internal/config"
 	"github.com/zimmerhq/zimmer/services/queue/internal/service"
 )
 
@@ -11,7 +12,7 @@ import (
 // Temporal, served on a free port and stopped by cancelling its context.
 func TestServiceServesUntilCancelled(t *testing.T) {
 	t.Parallel()
-	svc := servicetest.New(t, service.New, servicetest.Config(t, service.MigrationSets...))
+	svc := servicetest.New(t, service.New, config.Config{Config: servicetest.Config(t, service.MigrationSets...)})
 	servicetest.AssertServesUntilCancelled(t, svc.Host, "zimmer.queue.v1.QueueService", "enqueued_messages")
 }
 
@@ -20,5 +21,5 @@ func TestServiceWorkerPollsItsTaskQueue(t *testing.T) {
 	temporalAddr := servicetest.TemporalAddress(t)
 	cfg := servicetest.Config(t, service.MigrationSets...)
 	cfg.TemporalAddress = temporalAddr
-	servicetest.AssertWorkerPolls(t, servicetest.New(t, service.New, cfg).Host, "queue")
+	servicetest.AssertWorkerPolls(t, servicetest.New(t, service.New, config.Config{Config: cfg}).Host, "queue")
 }

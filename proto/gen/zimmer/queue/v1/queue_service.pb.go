@@ -7,9 +7,13 @@
 package queuev1
 
 import (
+	_ "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
+	sync "sync"
 	unsafe "unsafe"
 )
 
@@ -20,20 +24,706 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// EnqueuedMessage is one message queued for a session.
+type EnqueuedMessage struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	SessionId int64                  `protobuf:"varint,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// 1 is delivered first; 0 once the message is sent or undelivered.
+	Position int32 `protobuf:"varint,3,opt,name=position,proto3" json:"position,omitempty"`
+	// pending, processing, sent or undelivered.
+	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// Who wrote it: "caller", or "automated_<notice>" for a notice Zimmer
+	// wrote on its own behalf. No request sets it.
+	Origin string `protobuf:"bytes,5,opt,name=origin,proto3" json:"origin,omitempty"`
+	// The session that queued it; 0 when no session did.
+	ActingSessionId int64  `protobuf:"varint,6,opt,name=acting_session_id,json=actingSessionId,proto3" json:"acting_session_id,omitempty"`
+	Content         string `protobuf:"bytes,7,opt,name=content,proto3" json:"content,omitempty"`
+	// Becomes the session's goal on delivery; "" keeps the session's goal.
+	Goal           string                 `protobuf:"bytes,8,opt,name=goal,proto3" json:"goal,omitempty"`
+	IdempotencyKey string                 `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	CreatedAt      *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	SentAt         *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=sent_at,json=sentAt,proto3" json:"sent_at,omitempty"`
+	UndeliveredAt  *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=undelivered_at,json=undeliveredAt,proto3" json:"undelivered_at,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *EnqueuedMessage) Reset() {
+	*x = EnqueuedMessage{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnqueuedMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnqueuedMessage) ProtoMessage() {}
+
+func (x *EnqueuedMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnqueuedMessage.ProtoReflect.Descriptor instead.
+func (*EnqueuedMessage) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *EnqueuedMessage) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *EnqueuedMessage) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *EnqueuedMessage) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *EnqueuedMessage) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *EnqueuedMessage) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+func (x *EnqueuedMessage) GetActingSessionId() int64 {
+	if x != nil {
+		return x.ActingSessionId
+	}
+	return 0
+}
+
+func (x *EnqueuedMessage) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *EnqueuedMessage) GetGoal() string {
+	if x != nil {
+		return x.Goal
+	}
+	return ""
+}
+
+func (x *EnqueuedMessage) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *EnqueuedMessage) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *EnqueuedMessage) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *EnqueuedMessage) GetSentAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SentAt
+	}
+	return nil
+}
+
+func (x *EnqueuedMessage) GetUndeliveredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UndeliveredAt
+	}
+	return nil
+}
+
+type ListEnqueuedMessagesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEnqueuedMessagesRequest) Reset() {
+	*x = ListEnqueuedMessagesRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEnqueuedMessagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEnqueuedMessagesRequest) ProtoMessage() {}
+
+func (x *ListEnqueuedMessagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEnqueuedMessagesRequest.ProtoReflect.Descriptor instead.
+func (*ListEnqueuedMessagesRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListEnqueuedMessagesRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type ListEnqueuedMessagesResponse struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	EnqueuedMessages []*EnqueuedMessage     `protobuf:"bytes,1,rep,name=enqueued_messages,json=enqueuedMessages,proto3" json:"enqueued_messages,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ListEnqueuedMessagesResponse) Reset() {
+	*x = ListEnqueuedMessagesResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEnqueuedMessagesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEnqueuedMessagesResponse) ProtoMessage() {}
+
+func (x *ListEnqueuedMessagesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEnqueuedMessagesResponse.ProtoReflect.Descriptor instead.
+func (*ListEnqueuedMessagesResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListEnqueuedMessagesResponse) GetEnqueuedMessages() []*EnqueuedMessage {
+	if x != nil {
+		return x.EnqueuedMessages
+	}
+	return nil
+}
+
+type EnqueueMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The prompt of the turn it becomes (≤ 500,000 characters).
+	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// Set on the session when delivered (≤ 50,000 characters).
+	Goal string `protobuf:"bytes,3,opt,name=goal,proto3" json:"goal,omitempty"`
+	// The session queueing it, when a session does; a session credential
+	// always acts as its own session.
+	ActingSessionId int64 `protobuf:"varint,4,opt,name=acting_session_id,json=actingSessionId,proto3" json:"acting_session_id,omitempty"`
+	// A create retried with the same key returns the first message.
+	IdempotencyKey string `protobuf:"bytes,5,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *EnqueueMessageRequest) Reset() {
+	*x = EnqueueMessageRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnqueueMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnqueueMessageRequest) ProtoMessage() {}
+
+func (x *EnqueueMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnqueueMessageRequest.ProtoReflect.Descriptor instead.
+func (*EnqueueMessageRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *EnqueueMessageRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *EnqueueMessageRequest) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *EnqueueMessageRequest) GetGoal() string {
+	if x != nil {
+		return x.Goal
+	}
+	return ""
+}
+
+func (x *EnqueueMessageRequest) GetActingSessionId() int64 {
+	if x != nil {
+		return x.ActingSessionId
+	}
+	return 0
+}
+
+func (x *EnqueueMessageRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+type EnqueueMessageResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	EnqueuedMessage *EnqueuedMessage       `protobuf:"bytes,1,opt,name=enqueued_message,json=enqueuedMessage,proto3" json:"enqueued_message,omitempty"`
+	// False when idempotency_key matched a message queued before.
+	Created       bool   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnqueueMessageResponse) Reset() {
+	*x = EnqueueMessageResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnqueueMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnqueueMessageResponse) ProtoMessage() {}
+
+func (x *EnqueueMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnqueueMessageResponse.ProtoReflect.Descriptor instead.
+func (*EnqueueMessageResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *EnqueueMessageResponse) GetEnqueuedMessage() *EnqueuedMessage {
+	if x != nil {
+		return x.EnqueuedMessage
+	}
+	return nil
+}
+
+func (x *EnqueueMessageResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *EnqueueMessageResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type UpdateEnqueuedMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string  `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	MessageId int64   `protobuf:"varint,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Content   *string `protobuf:"bytes,3,opt,name=content,proto3,oneof" json:"content,omitempty"`
+	Goal      *string `protobuf:"bytes,4,opt,name=goal,proto3,oneof" json:"goal,omitempty"`
+	// Move the message here (1 is delivered first); 0 leaves it in place.
+	Position      int32 `protobuf:"varint,5,opt,name=position,proto3" json:"position,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateEnqueuedMessageRequest) Reset() {
+	*x = UpdateEnqueuedMessageRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateEnqueuedMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateEnqueuedMessageRequest) ProtoMessage() {}
+
+func (x *UpdateEnqueuedMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateEnqueuedMessageRequest.ProtoReflect.Descriptor instead.
+func (*UpdateEnqueuedMessageRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *UpdateEnqueuedMessageRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *UpdateEnqueuedMessageRequest) GetMessageId() int64 {
+	if x != nil {
+		return x.MessageId
+	}
+	return 0
+}
+
+func (x *UpdateEnqueuedMessageRequest) GetContent() string {
+	if x != nil && x.Content != nil {
+		return *x.Content
+	}
+	return ""
+}
+
+func (x *UpdateEnqueuedMessageRequest) GetGoal() string {
+	if x != nil && x.Goal != nil {
+		return *x.Goal
+	}
+	return ""
+}
+
+func (x *UpdateEnqueuedMessageRequest) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+type UpdateEnqueuedMessageResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	EnqueuedMessage *EnqueuedMessage       `protobuf:"bytes,1,opt,name=enqueued_message,json=enqueuedMessage,proto3" json:"enqueued_message,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *UpdateEnqueuedMessageResponse) Reset() {
+	*x = UpdateEnqueuedMessageResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateEnqueuedMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateEnqueuedMessageResponse) ProtoMessage() {}
+
+func (x *UpdateEnqueuedMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateEnqueuedMessageResponse.ProtoReflect.Descriptor instead.
+func (*UpdateEnqueuedMessageResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *UpdateEnqueuedMessageResponse) GetEnqueuedMessage() *EnqueuedMessage {
+	if x != nil {
+		return x.EnqueuedMessage
+	}
+	return nil
+}
+
+type DeleteEnqueuedMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	MessageId     int64  `protobuf:"varint,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteEnqueuedMessageRequest) Reset() {
+	*x = DeleteEnqueuedMessageRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteEnqueuedMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteEnqueuedMessageRequest) ProtoMessage() {}
+
+func (x *DeleteEnqueuedMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteEnqueuedMessageRequest.ProtoReflect.Descriptor instead.
+func (*DeleteEnqueuedMessageRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DeleteEnqueuedMessageRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *DeleteEnqueuedMessageRequest) GetMessageId() int64 {
+	if x != nil {
+		return x.MessageId
+	}
+	return 0
+}
+
+type DeleteEnqueuedMessageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteEnqueuedMessageResponse) Reset() {
+	*x = DeleteEnqueuedMessageResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteEnqueuedMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteEnqueuedMessageResponse) ProtoMessage() {}
+
+func (x *DeleteEnqueuedMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteEnqueuedMessageResponse.ProtoReflect.Descriptor instead.
+func (*DeleteEnqueuedMessageResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{8}
+}
+
 var File_zimmer_queue_v1_queue_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
 	"\n" +
-	"#zimmer/queue/v1/queue_service.proto\x12\x0fzimmer.queue.v12\x0e\n" +
-	"\fQueueServiceB>Z<github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1;queuev1b\x06proto3"
+	"#zimmer/queue/v1/queue_service.proto\x12\x0fzimmer.queue.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"\xfd\x03\n" +
+	"\x0fEnqueuedMessage\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\x03R\tsessionId\x12\x1a\n" +
+	"\bposition\x18\x03 \x01(\x05R\bposition\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x16\n" +
+	"\x06origin\x18\x05 \x01(\tR\x06origin\x12*\n" +
+	"\x11acting_session_id\x18\x06 \x01(\x03R\x0factingSessionId\x12\x18\n" +
+	"\acontent\x18\a \x01(\tR\acontent\x12\x12\n" +
+	"\x04goal\x18\b \x01(\tR\x04goal\x12'\n" +
+	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x129\n" +
+	"\n" +
+	"created_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x123\n" +
+	"\asent_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\x12A\n" +
+	"\x0eundelivered_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\rundeliveredAt\"<\n" +
+	"\x1bListEnqueuedMessagesRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"m\n" +
+	"\x1cListEnqueuedMessagesResponse\x12M\n" +
+	"\x11enqueued_messages\x18\x01 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\xb9\x01\n" +
+	"\x15EnqueueMessageRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\x12\x12\n" +
+	"\x04goal\x18\x03 \x01(\tR\x04goal\x12*\n" +
+	"\x11acting_session_id\x18\x04 \x01(\x03R\x0factingSessionId\x12'\n" +
+	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\"\x99\x01\n" +
+	"\x16EnqueueMessageResponse\x12K\n" +
+	"\x10enqueued_message\x18\x01 \x01(\v2 .zimmer.queue.v1.EnqueuedMessageR\x0fenqueuedMessage\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xc5\x01\n" +
+	"\x1cUpdateEnqueuedMessageRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\x03R\tmessageId\x12\x1d\n" +
+	"\acontent\x18\x03 \x01(\tH\x00R\acontent\x88\x01\x01\x12\x17\n" +
+	"\x04goal\x18\x04 \x01(\tH\x01R\x04goal\x88\x01\x01\x12\x1a\n" +
+	"\bposition\x18\x05 \x01(\x05R\bpositionB\n" +
+	"\n" +
+	"\b_contentB\a\n" +
+	"\x05_goal\"l\n" +
+	"\x1dUpdateEnqueuedMessageResponse\x12K\n" +
+	"\x10enqueued_message\x18\x01 \x01(\v2 .zimmer.queue.v1.EnqueuedMessageR\x0fenqueuedMessage\"\\\n" +
+	"\x1cDeleteEnqueuedMessageRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\x03R\tmessageId\"\x1f\n" +
+	"\x1dDeleteEnqueuedMessageResponse2\x8e\x06\n" +
+	"\fQueueService\x12\xb8\x01\n" +
+	"\x14ListEnqueuedMessages\x12,.zimmer.queue.v1.ListEnqueuedMessagesRequest\x1a-.zimmer.queue.v1.ListEnqueuedMessagesResponse\"C\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x021\x12//api/v1/sessions/{session_id}/enqueued_messages\x12\xa9\x01\n" +
+	"\x0eEnqueueMessage\x12&.zimmer.queue.v1.EnqueueMessageRequest\x1a'.zimmer.queue.v1.EnqueueMessageResponse\"F\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x024:\x01*\"//api/v1/sessions/{session_id}/enqueued_messages\x12\xcb\x01\n" +
+	"\x15UpdateEnqueuedMessage\x12-.zimmer.queue.v1.UpdateEnqueuedMessageRequest\x1a..zimmer.queue.v1.UpdateEnqueuedMessageResponse\"S\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02A:\x01*2</api/v1/sessions/{session_id}/enqueued_messages/{message_id}\x12\xc8\x01\n" +
+	"\x15DeleteEnqueuedMessage\x12-.zimmer.queue.v1.DeleteEnqueuedMessageRequest\x1a..zimmer.queue.v1.DeleteEnqueuedMessageResponse\"P\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02>*</api/v1/sessions/{session_id}/enqueued_messages/{message_id}B>Z<github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1;queuev1b\x06proto3"
 
-var file_zimmer_queue_v1_queue_service_proto_goTypes = []any{}
+var (
+	file_zimmer_queue_v1_queue_service_proto_rawDescOnce sync.Once
+	file_zimmer_queue_v1_queue_service_proto_rawDescData []byte
+)
+
+func file_zimmer_queue_v1_queue_service_proto_rawDescGZIP() []byte {
+	file_zimmer_queue_v1_queue_service_proto_rawDescOnce.Do(func() {
+		file_zimmer_queue_v1_queue_service_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_zimmer_queue_v1_queue_service_proto_rawDesc), len(file_zimmer_queue_v1_queue_service_proto_rawDesc)))
+	})
+	return file_zimmer_queue_v1_queue_service_proto_rawDescData
+}
+
+var file_zimmer_queue_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_zimmer_queue_v1_queue_service_proto_goTypes = []any{
+	(*EnqueuedMessage)(nil),               // 0: zimmer.queue.v1.EnqueuedMessage
+	(*ListEnqueuedMessagesRequest)(nil),   // 1: zimmer.queue.v1.ListEnqueuedMessagesRequest
+	(*ListEnqueuedMessagesResponse)(nil),  // 2: zimmer.queue.v1.ListEnqueuedMessagesResponse
+	(*EnqueueMessageRequest)(nil),         // 3: zimmer.queue.v1.EnqueueMessageRequest
+	(*EnqueueMessageResponse)(nil),        // 4: zimmer.queue.v1.EnqueueMessageResponse
+	(*UpdateEnqueuedMessageRequest)(nil),  // 5: zimmer.queue.v1.UpdateEnqueuedMessageRequest
+	(*UpdateEnqueuedMessageResponse)(nil), // 6: zimmer.queue.v1.UpdateEnqueuedMessageResponse
+	(*DeleteEnqueuedMessageRequest)(nil),  // 7: zimmer.queue.v1.DeleteEnqueuedMessageRequest
+	(*DeleteEnqueuedMessageResponse)(nil), // 8: zimmer.queue.v1.DeleteEnqueuedMessageResponse
+	(*timestamppb.Timestamp)(nil),         // 9: google.protobuf.Timestamp
+}
 var file_zimmer_queue_v1_queue_service_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	9,  // 0: zimmer.queue.v1.EnqueuedMessage.created_at:type_name -> google.protobuf.Timestamp
+	9,  // 1: zimmer.queue.v1.EnqueuedMessage.updated_at:type_name -> google.protobuf.Timestamp
+	9,  // 2: zimmer.queue.v1.EnqueuedMessage.sent_at:type_name -> google.protobuf.Timestamp
+	9,  // 3: zimmer.queue.v1.EnqueuedMessage.undelivered_at:type_name -> google.protobuf.Timestamp
+	0,  // 4: zimmer.queue.v1.ListEnqueuedMessagesResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	0,  // 5: zimmer.queue.v1.EnqueueMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	0,  // 6: zimmer.queue.v1.UpdateEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	1,  // 7: zimmer.queue.v1.QueueService.ListEnqueuedMessages:input_type -> zimmer.queue.v1.ListEnqueuedMessagesRequest
+	3,  // 8: zimmer.queue.v1.QueueService.EnqueueMessage:input_type -> zimmer.queue.v1.EnqueueMessageRequest
+	5,  // 9: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:input_type -> zimmer.queue.v1.UpdateEnqueuedMessageRequest
+	7,  // 10: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:input_type -> zimmer.queue.v1.DeleteEnqueuedMessageRequest
+	2,  // 11: zimmer.queue.v1.QueueService.ListEnqueuedMessages:output_type -> zimmer.queue.v1.ListEnqueuedMessagesResponse
+	4,  // 12: zimmer.queue.v1.QueueService.EnqueueMessage:output_type -> zimmer.queue.v1.EnqueueMessageResponse
+	6,  // 13: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:output_type -> zimmer.queue.v1.UpdateEnqueuedMessageResponse
+	8,  // 14: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:output_type -> zimmer.queue.v1.DeleteEnqueuedMessageResponse
+	11, // [11:15] is the sub-list for method output_type
+	7,  // [7:11] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_queue_v1_queue_service_proto_init() }
@@ -41,18 +731,20 @@ func file_zimmer_queue_v1_queue_service_proto_init() {
 	if File_zimmer_queue_v1_queue_service_proto != nil {
 		return
 	}
+	file_zimmer_queue_v1_queue_service_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_queue_v1_queue_service_proto_rawDesc), len(file_zimmer_queue_v1_queue_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   0,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_zimmer_queue_v1_queue_service_proto_goTypes,
 		DependencyIndexes: file_zimmer_queue_v1_queue_service_proto_depIdxs,
+		MessageInfos:      file_zimmer_queue_v1_queue_service_proto_msgTypes,
 	}.Build()
 	File_zimmer_queue_v1_queue_service_proto = out.File
 	file_zimmer_queue_v1_queue_service_proto_goTypes = nil

@@ -7,7 +7,10 @@
 package queuev1
 
 import (
+	context "context"
 	grpc "google.golang.org/grpc"
+	codes "google.golang.org/grpc/codes"
+	status "google.golang.org/grpc/status"
 )
 
 // This is a compile-time assertion to ensure that this generated file
@@ -15,14 +18,34 @@ import (
 // Requires gRPC-Go v1.64.0 or later.
 const _ = grpc.SupportPackageIsVersion9
 
+const (
+	QueueService_ListEnqueuedMessages_FullMethodName  = "/zimmer.queue.v1.QueueService/ListEnqueuedMessages"
+	QueueService_EnqueueMessage_FullMethodName        = "/zimmer.queue.v1.QueueService/EnqueueMessage"
+	QueueService_UpdateEnqueuedMessage_FullMethodName = "/zimmer.queue.v1.QueueService/UpdateEnqueuedMessage"
+	QueueService_DeleteEnqueuedMessage_FullMethodName = "/zimmer.queue.v1.QueueService/DeleteEnqueuedMessage"
+)
+
 // QueueServiceClient is the client API for QueueService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// QueueService owns the messages queued for sessions (enqueue, claim, drain, retire).
-// Its methods arrive with the issue that builds the context; the service is
-// declared now so the server, its health and reflection are wired from day one.
+// QueueService owns the messages queued for sessions. A session is named
+// by its numeric id or its slug: the queue resolves it through lifecycle,
+// which also says whether it may take messages.
 type QueueServiceClient interface {
+	// ListEnqueuedMessages is a session's queue: pending and processing
+	// messages in delivery order, then the sent and undelivered ones.
+	ListEnqueuedMessages(ctx context.Context, in *ListEnqueuedMessagesRequest, opts ...grpc.CallOption) (*ListEnqueuedMessagesResponse, error)
+	// EnqueueMessage appends a message to a session's queue; refused on an
+	// archived or failed session. A retried create with the same
+	// idempotency_key returns the first message.
+	EnqueueMessage(ctx context.Context, in *EnqueueMessageRequest, opts ...grpc.CallOption) (*EnqueueMessageResponse, error)
+	// UpdateEnqueuedMessage edits a pending message's content or goal and
+	// moves it to position (≥ 1) when given.
+	UpdateEnqueuedMessage(ctx context.Context, in *UpdateEnqueuedMessageRequest, opts ...grpc.CallOption) (*UpdateEnqueuedMessageResponse, error)
+	// DeleteEnqueuedMessage removes a pending message; the ones behind it
+	// move up.
+	DeleteEnqueuedMessage(ctx context.Context, in *DeleteEnqueuedMessageRequest, opts ...grpc.CallOption) (*DeleteEnqueuedMessageResponse, error)
 }
 
 type queueServiceClient struct {
@@ -33,14 +56,67 @@ func NewQueueServiceClient(cc grpc.ClientConnInterface) QueueServiceClient {
 	return &queueServiceClient{cc}
 }
 
+func (c *queueServiceClient) ListEnqueuedMessages(ctx context.Context, in *ListEnqueuedMessagesRequest, opts ...grpc.CallOption) (*ListEnqueuedMessagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListEnqueuedMessagesResponse)
+	err := c.cc.Invoke(ctx, QueueService_ListEnqueuedMessages_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queueServiceClient) EnqueueMessage(ctx context.Context, in *EnqueueMessageRequest, opts ...grpc.CallOption) (*EnqueueMessageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EnqueueMessageResponse)
+	err := c.cc.Invoke(ctx, QueueService_EnqueueMessage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queueServiceClient) UpdateEnqueuedMessage(ctx context.Context, in *UpdateEnqueuedMessageRequest, opts ...grpc.CallOption) (*UpdateEnqueuedMessageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateEnqueuedMessageResponse)
+	err := c.cc.Invoke(ctx, QueueService_UpdateEnqueuedMessage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queueServiceClient) DeleteEnqueuedMessage(ctx context.Context, in *DeleteEnqueuedMessageRequest, opts ...grpc.CallOption) (*DeleteEnqueuedMessageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteEnqueuedMessageResponse)
+	err := c.cc.Invoke(ctx, QueueService_DeleteEnqueuedMessage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // QueueServiceServer is the server API for QueueService service.
 // All implementations must embed UnimplementedQueueServiceServer
 // for forward compatibility.
 //
-// QueueService owns the messages queued for sessions (enqueue, claim, drain, retire).
-// Its methods arrive with the issue that builds the context; the service is
-// declared now so the server, its health and reflection are wired from day one.
+// QueueService owns the messages queued for sessions. A session is named
+// by its numeric id or its slug: the queue resolves it through lifecycle,
+// which also says whether it may take messages.
 type QueueServiceServer interface {
+	// ListEnqueuedMessages is a session's queue: pending and processing
+	// messages in delivery order, then the sent and undelivered ones.
+	ListEnqueuedMessages(context.Context, *ListEnqueuedMessagesRequest) (*ListEnqueuedMessagesResponse, error)
+	// EnqueueMessage appends a message to a session's queue; refused on an
+	// archived or failed session. A retried create with the same
+	// idempotency_key returns the first message.
+	EnqueueMessage(context.Context, *EnqueueMessageRequest) (*EnqueueMessageResponse, error)
+	// UpdateEnqueuedMessage edits a pending message's content or goal and
+	// moves it to position (≥ 1) when given.
+	UpdateEnqueuedMessage(context.Context, *UpdateEnqueuedMessageRequest) (*UpdateEnqueuedMessageResponse, error)
+	// DeleteEnqueuedMessage removes a pending message; the ones behind it
+	// move up.
+	DeleteEnqueuedMessage(context.Context, *DeleteEnqueuedMessageRequest) (*DeleteEnqueuedMessageResponse, error)
 	mustEmbedUnimplementedQueueServiceServer()
 }
 
@@ -51,6 +127,18 @@ type QueueServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedQueueServiceServer struct{}
 
+func (UnimplementedQueueServiceServer) ListEnqueuedMessages(context.Context, *ListEnqueuedMessagesRequest) (*ListEnqueuedMessagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListEnqueuedMessages not implemented")
+}
+func (UnimplementedQueueServiceServer) EnqueueMessage(context.Context, *EnqueueMessageRequest) (*EnqueueMessageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EnqueueMessage not implemented")
+}
+func (UnimplementedQueueServiceServer) UpdateEnqueuedMessage(context.Context, *UpdateEnqueuedMessageRequest) (*UpdateEnqueuedMessageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateEnqueuedMessage not implemented")
+}
+func (UnimplementedQueueServiceServer) DeleteEnqueuedMessage(context.Context, *DeleteEnqueuedMessageRequest) (*DeleteEnqueuedMessageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteEnqueuedMessage not implemented")
+}
 func (UnimplementedQueueServiceServer) mustEmbedUnimplementedQueueServiceServer() {}
 func (UnimplementedQueueServiceServer) testEmbeddedByValue()                      {}
 
@@ -72,13 +160,102 @@ func RegisterQueueServiceServer(s grpc.ServiceRegistrar, srv QueueServiceServer)
 	s.RegisterService(&QueueService_ServiceDesc, srv)
 }
 
+func _QueueService_ListEnqueuedMessages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListEnqueuedMessagesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).ListEnqueuedMessages(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_ListEnqueuedMessages_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).ListEnqueuedMessages(ctx, req.(*ListEnqueuedMessagesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _QueueService_EnqueueMessage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EnqueueMessageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).EnqueueMessage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_EnqueueMessage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).EnqueueMessage(ctx, req.(*EnqueueMessageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _QueueService_UpdateEnqueuedMessage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateEnqueuedMessageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).UpdateEnqueuedMessage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_UpdateEnqueuedMessage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).UpdateEnqueuedMessage(ctx, req.(*UpdateEnqueuedMessageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _QueueService_DeleteEnqueuedMessage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteEnqueuedMessageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).DeleteEnqueuedMessage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_DeleteEnqueuedMessage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).DeleteEnqueuedMessage(ctx, req.(*DeleteEnqueuedMessageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // QueueService_ServiceDesc is the grpc.ServiceDesc for QueueService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var QueueService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "zimmer.queue.v1.QueueService",
 	HandlerType: (*QueueServiceServer)(nil),
-	Methods:     []grpc.MethodDesc{},
-	Streams:     []grpc.StreamDesc{},
-	Metadata:    "zimmer/queue/v1/queue_service.proto",
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ListEnqueuedMessages",
+			Handler:    _QueueService_ListEnqueuedMessages_Handler,
+		},
+		{
+			MethodName: "EnqueueMessage",
+			Handler:    _QueueService_EnqueueMessage_Handler,
+		},
+		{
+			MethodName: "UpdateEnqueuedMessage",
+			Handler:    _QueueService_UpdateEnqueuedMessage_Handler,
+		},
+		{
+			MethodName: "DeleteEnqueuedMessage",
+			Handler:    _QueueService_DeleteEnqueuedMessage_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "zimmer/queue/v1/queue_service.proto",
 }
