@@ -6,6 +6,7 @@ package validation
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // FieldViolation is one problem with one request field.
@@ -61,4 +62,36 @@ func (vs Violations) Err() error {
 		return nil
 	}
 	return &Error{Violations: vs}
+}
+
+// TextProblem says what makes v unstorable text, or "": it must be valid
+// UTF-8 (the wire and the database speak it) and hold no NUL, which
+// Postgres cannot store in text or JSON.
+func TextProblem(v string) string {
+	switch {
+	case !utf8.ValidString(v):
+		return "is not valid UTF-8; send text"
+	case strings.IndexByte(v, 0) >= 0:
+		return `contains a NUL character (\u0000), which cannot be stored; remove it`
+	}
+	return ""
+}
+
+// Text records what is wrong with a string field: unstorable text
+// (TextProblem), or more than limit characters (hint, when set, says what
+// to do then). Every context checks its text fields with it, so the rule
+// and its words are the same everywhere.
+func (vs *Violations) Text(field, v string, limit int, hint string) {
+	if p := TextProblem(v); p != "" {
+		vs.Add(field, "%s", p)
+		return
+	}
+	if len(v) <= limit || utf8.RuneCountInString(v) <= limit { // a rune is at least a byte
+		return
+	}
+	reason := fmt.Sprintf("is longer than %d characters", limit)
+	if hint != "" {
+		reason += "; " + hint
+	}
+	vs.Add(field, "%s", reason)
 }

@@ -64,3 +64,21 @@ func TestNested(t *testing.T) {
 		t.Errorf("Nested changed the original: %v", verr.Violations)
 	}
 }
+
+func TestTextRefusesUnstorableAndLongText(t *testing.T) {
+	t.Parallel()
+	var vs validation.Violations
+	vs.Text("ok", "héllo", 5, "")
+	vs.Text("bad_utf8", "a\xffb", 10, "")
+	vs.Text("nul", "a\x00b", 10, "")
+	vs.Text("long", "héllo!", 5, "shorten it")
+	vs.Text("bytes_not_chars", "ééééé", 5, "") // 10 bytes, 5 characters: fine
+	err := vs.Err()
+	if err == nil {
+		t.Fatal("want violations")
+	}
+	want := `bad_utf8: is not valid UTF-8; send text; nul: contains a NUL character (\u0000), which cannot be stored; remove it; long: is longer than 5 characters; shorten it`
+	if got := err.Error(); got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}

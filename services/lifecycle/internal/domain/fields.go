@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
@@ -33,36 +32,12 @@ const (
 	MaxGenesisChars       = rules.MaxGenesisChars
 )
 
-// textProblem says what makes v unstorable text, or "": it must be valid
-// UTF-8 (the wire and the database speak it) and hold no NUL, which
-// Postgres cannot store in text or JSON.
-func textProblem(v string) string {
-	switch {
-	case !utf8.ValidString(v):
-		return "is not valid UTF-8; send text"
-	case strings.IndexByte(v, 0) >= 0:
-		return `contains a NUL character (\u0000), which cannot be stored; remove it`
-	}
-	return ""
-}
+// textProblem and checkText are platform/validation's text rule, the same
+// in every context.
+func textProblem(v string) string { return validation.TextProblem(v) }
 
-// checkText records what is wrong with a string field: unstorable text, or
-// more than limit characters (hint, when set, says what to do then).
 func checkText(vs *validation.Violations, field, v string, limit int, hint string) {
-	if p := textProblem(v); p != "" {
-		vs.Add(field, "%s", p)
-		return
-	}
-	if len(v) <= limit { // a rune is at least a byte: no need to count
-		return
-	}
-	if utf8.RuneCountInString(v) > limit {
-		reason := fmt.Sprintf("is longer than %d characters", limit)
-		if hint != "" {
-			reason += "; " + hint
-		}
-		vs.Add(field, "%s", reason)
-	}
+	vs.Text(field, v, limit, hint)
 }
 
 // checkMetadata records what is wrong with custom_metadata (as decoded from

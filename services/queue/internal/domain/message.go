@@ -147,18 +147,9 @@ func validOrigin(o Origin) bool {
 	return true
 }
 
-// checkText refuses what Postgres cannot store (invalid UTF-8, NUL) and
-// text longer than limit characters, in the words lifecycle uses.
-func checkText(vs *validation.Violations, field, v string, limit int) {
-	switch {
-	case !utf8.ValidString(v):
-		vs.Add(field, "is not valid UTF-8; send text")
-	case strings.IndexByte(v, 0) >= 0:
-		vs.Add(field, `contains a NUL character (\u0000), which cannot be stored; remove it`)
-	case len(v) > limit && utf8.RuneCountInString(v) > limit: // a rune is at least a byte
-		vs.Add(field, "is longer than %d characters", limit)
-	}
-}
+// checkText is platform/validation's text rule, in the words every context
+// uses.
+func checkText(vs *validation.Violations, field, v string, limit int) { vs.Text(field, v, limit, "") }
 
 // Preview is s cut to at most limit characters, ending in "..." when cut,
 // with line breaks folded to spaces so it fits on one line.
