@@ -154,14 +154,8 @@ func (s *Messages) Update(ctx context.Context, sessionID, id int64, edit domain.
 	}
 	var m domain.Message
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := lockSession(ctx, tx, sessionID, "FOR NO KEY UPDATE"); err != nil {
-			return err
-		}
-		pending, err := pendingOrder(ctx, tx, sessionID)
+		pending, err := lockPendingMessage(ctx, tx, sessionID, id)
 		if err != nil {
-			return err
-		}
-		if err := checkPending(ctx, tx, sessionID, id, pending); err != nil {
 			return err
 		}
 		now := s.clock.Now()
@@ -190,17 +184,27 @@ func (s *Messages) Update(ctx context.Context, sessionID, id int64, edit domain.
 	return m, nil
 }
 
+// lockPendingMessage locks the session's queue for a change of one message
+// and returns the pending order, after checking the message is one of the
+// session's and still pending.
+func lockPendingMessage(ctx context.Context, tx pgx.Tx, sessionID, id int64) (pending, error) {
+	if _, err := lockSession(ctx, tx, sessionID, "FOR NO KEY UPDATE"); err != nil {
+		return pending{}, err
+	}
+	order, err := pendingOrder(ctx, tx, sessionID)
+	if err != nil {
+		return pending{}, err
+	}
+	if err := checkPending(ctx, tx, sessionID, id, order); err != nil {
+		return pending{}, err
+	}
+	return order, nil
+}
+
 // Delete removes a pending message and closes the gap it leaves.
 func (s *Messages) Delete(ctx context.Context, sessionID, id int64) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := lockSession(ctx, tx, sessionID, "FOR NO KEY UPDATE"); err != nil {
-			return err
-		}
-		pending, err := pendingOrder(ctx, tx, sessionID)
-		if err != nil {
-			return err
-		}
-		if err := checkPending(ctx, tx, sessionID, id, pending); err != nil {
+		if _, err := lockPendingMessage(ctx, tx, sessionID, id); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM enqueued_messages WHERE id = $1`, id); err != nil {
