@@ -19,7 +19,6 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
 	"github.com/zimmerhq/zimmer/services/queue/internal/app"
 	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
-	"github.com/zimmerhq/zimmer/services/queue/internal/store"
 )
 
 // Server implements queuev1.QueueServiceServer.
@@ -93,11 +92,11 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 		return st
 	}
 	switch {
-	case errors.Is(err, app.ErrSessionNotFound), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, app.ErrSessionNotFound), errors.Is(err, domain.ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, app.ErrForbidden):
 		return status.Error(codes.PermissionDenied, err.Error())
-	case errors.Is(err, app.ErrClosed), errors.Is(err, store.ErrSealed), errors.Is(err, store.ErrNotPending):
+	case errors.Is(err, app.ErrClosed), errors.Is(err, domain.ErrSealed), errors.Is(err, domain.ErrNotPending):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case status.Code(err) == codes.Unavailable:
 		return status.Error(codes.Unavailable, "the lifecycle service is unavailable; retry shortly")

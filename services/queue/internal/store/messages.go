@@ -14,17 +14,6 @@ import (
 	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
 )
 
-var (
-	// ErrSealed: the session's queue is sealed by an archive and accepts
-	// nothing new.
-	ErrSealed = errors.New("the session is being archived or is archived; its queue accepts no messages")
-	// ErrNotFound: no such message in the session's queue.
-	ErrNotFound = errors.New("no such enqueued message")
-	// ErrNotPending: the message has been claimed, sent or retired, and can
-	// no longer be edited, moved or deleted.
-	ErrNotPending = errors.New("the message is no longer pending")
-)
-
 // Messages is the enqueued_messages repository. Every write to one
 // session's queue locks that session's session_queues row first, decides
 // with the domain, then writes, in one transaction; so positions stay
@@ -92,7 +81,7 @@ func (s *Messages) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // Enqueue validates n and appends it to its session's queue. A create
 // carrying an idempotency key the session has already seen returns the
 // first message and created false, whatever became of it since. A sealed
-// queue refuses with ErrSealed.
+// queue refuses with domain.ErrSealed.
 func (s *Messages) Enqueue(ctx context.Context, n domain.NewMessage) (m domain.Message, created bool, err error) {
 	if err := n.Validate(); err != nil {
 		return domain.Message{}, false, err
@@ -113,7 +102,7 @@ func (s *Messages) Enqueue(ctx context.Context, n domain.NewMessage) (m domain.M
 			}
 		}
 		if sealedBy != "" {
-			return ErrSealed
+			return domain.ErrSealed
 		}
 		now := s.clock.Now()
 		m, err = scanMessage(tx.QueryRow(ctx, `INSERT INTO enqueued_messages
@@ -254,9 +243,9 @@ func checkPending(ctx context.Context, tx pgx.Tx, sessionID, id int64, p pending
 		return fmt.Errorf("find message: %w", err)
 	}
 	if exists {
-		return ErrNotPending
+		return domain.ErrNotPending
 	}
-	return ErrNotFound
+	return domain.ErrNotFound
 }
 
 // renumber writes order's positions (base+1, base+2, ...) in one statement;
@@ -322,7 +311,7 @@ func (s *Messages) MarkSent(ctx context.Context, tx pgx.Tx, m domain.Message) er
 		return fmt.Errorf("mark message %d sent: %w", m.ID, err)
 	}
 	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("mark message %d sent: %w", m.ID, ErrNotPending)
+		return fmt.Errorf("mark message %d sent: %w", m.ID, domain.ErrNotPending)
 	}
 	if _, err := lockSession(ctx, tx, m.SessionID, "FOR NO KEY UPDATE"); err != nil {
 		return err

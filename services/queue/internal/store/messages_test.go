@@ -133,11 +133,11 @@ func TestUpdateAndDelete(t *testing.T) {
 	_, err = ms.Update(ctx, 1, a.ID, domain.Edit{}, 4)
 	require.Error(t, err, "past the end")
 	_, err = ms.Update(ctx, 2, a.ID, domain.Edit{}, 1)
-	require.ErrorIs(t, err, store.ErrNotFound, "another session's message")
+	require.ErrorIs(t, err, domain.ErrNotFound, "another session's message")
 
 	require.NoError(t, ms.Delete(ctx, 1, b.ID))
 	require.Equal(t, []string{"C", "a"}, live(t, ms, 1))
-	require.ErrorIs(t, ms.Delete(ctx, 1, b.ID), store.ErrNotFound)
+	require.ErrorIs(t, ms.Delete(ctx, 1, b.ID), domain.ErrNotFound)
 }
 
 func TestClaimDeliverAndRollBack(t *testing.T) {

@@ -25,7 +25,7 @@ func TestSealRefusesEnqueueAndDelivery(t *testing.T) {
 	require.Equal(t, []int64{a.ID, keyed.ID}, ids(sealed))
 
 	_, _, err = ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "late"})
-	require.ErrorIs(t, err, store.ErrSealed)
+	require.ErrorIs(t, err, domain.ErrSealed)
 	again, created, err := ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "k", IdempotencyKey: "k"})
 	require.NoError(t, err, "a retry of a message accepted before the seal still answers")
 	require.False(t, created)
@@ -46,7 +46,7 @@ func TestSealRefusesEnqueueAndDelivery(t *testing.T) {
 
 	require.NoError(t, ms.Unseal(ctx, 1, "archive-2"), "another attempt's unseal is a no-op")
 	_, _, err = ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "late"})
-	require.ErrorIs(t, err, store.ErrSealed)
+	require.ErrorIs(t, err, domain.ErrSealed)
 
 	require.NoError(t, ms.Unseal(ctx, 1, "archive-1"))
 	enqueue(t, ms, 1, "after the archive gave up")
@@ -80,7 +80,7 @@ func TestRetireReturnsExactlyTheLiveMessages(t *testing.T) {
 	require.Empty(t, again, "a redelivered event retires nothing more")
 
 	_, _, err = ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "late"})
-	require.ErrorIs(t, err, store.ErrSealed, "retiring seals")
+	require.ErrorIs(t, err, domain.ErrSealed, "retiring seals")
 	require.Equal(t, []string{"another session's"}, live(t, ms, 2))
 	all, err := ms.List(ctx, 2)
 	require.NoError(t, err)

@@ -9,7 +9,7 @@
 //
 //  1. Seal. Before lifecycle decides an archive, the archive's caller seals
 //     the queue under a name for the attempt (Seal). From then on the queue
-//     accepts nothing new (ErrSealed) and delivers nothing, and the seal
+//     accepts nothing new (domain.ErrSealed) and delivers nothing, and the seal
 //     waits for every claim in flight, so the messages Seal returns are
 //     exactly those the archive would discard.
 //  2. Guard. Over a non-empty queue without force, the caller unseals and
