@@ -219,7 +219,10 @@ type SessionUpdated struct {
 	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
 	// Set when a transition made the change (unset for an edit). It is also
 	// the transition's entry in the session's event stream.
-	Transition    *Transition `protobuf:"bytes,2,opt,name=transition,proto3" json:"transition,omitempty"`
+	Transition *Transition `protobuf:"bytes,2,opt,name=transition,proto3" json:"transition,omitempty"`
+	// Set when the change asks the runner for a turn (a restart, a delivered
+	// follow-up or queued message): the turn's job id and prompt.
+	Turn          *TurnRequest `protobuf:"bytes,3,opt,name=turn,proto3" json:"turn,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -268,6 +271,68 @@ func (x *SessionUpdated) GetTransition() *Transition {
 	return nil
 }
 
+func (x *SessionUpdated) GetTurn() *TurnRequest {
+	if x != nil {
+		return x.Turn
+	}
+	return nil
+}
+
+// TurnRequest asks the runner to run a turn of a session already running
+// under job_id.
+type TurnRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// "" on a restart: the runner's continue nudge.
+	Prompt        string `protobuf:"bytes,2,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TurnRequest) Reset() {
+	*x = TurnRequest{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TurnRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TurnRequest) ProtoMessage() {}
+
+func (x *TurnRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TurnRequest.ProtoReflect.Descriptor instead.
+func (*TurnRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *TurnRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *TurnRequest) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
 // Transition is an applied change of the state machine.
 type Transition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -286,7 +351,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -298,7 +363,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -311,7 +376,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Transition) GetFrom() string {
@@ -353,7 +418,7 @@ type SessionDeleted struct {
 
 func (x *SessionDeleted) Reset() {
 	*x = SessionDeleted{}
-	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -365,7 +430,7 @@ func (x *SessionDeleted) String() string {
 func (*SessionDeleted) ProtoMessage() {}
 
 func (x *SessionDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -378,7 +443,7 @@ func (x *SessionDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionDeleted.ProtoReflect.Descriptor instead.
 func (*SessionDeleted) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SessionDeleted) GetSessionId() int64 {
@@ -409,7 +474,7 @@ type SessionEffect struct {
 
 func (x *SessionEffect) Reset() {
 	*x = SessionEffect{}
-	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +486,7 @@ func (x *SessionEffect) String() string {
 func (*SessionEffect) ProtoMessage() {}
 
 func (x *SessionEffect) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +499,7 @@ func (x *SessionEffect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEffect.ProtoReflect.Descriptor instead.
 func (*SessionEffect) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SessionEffect) GetName() string {
@@ -483,12 +548,16 @@ const file_zimmer_lifecycle_v1_event_proto_rawDesc = "" +
 	"\x06effect\x18\r \x01(\v2\".zimmer.lifecycle.v1.SessionEffectH\x00R\x06effectB\t\n" +
 	"\apayload\"H\n" +
 	"\x0eSessionCreated\x126\n" +
-	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"\x89\x01\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"\xbf\x01\n" +
 	"\x0eSessionUpdated\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12?\n" +
 	"\n" +
 	"transition\x18\x02 \x01(\v2\x1f.zimmer.lifecycle.v1.TransitionR\n" +
-	"transition\"m\n" +
+	"transition\x124\n" +
+	"\x04turn\x18\x03 \x01(\v2 .zimmer.lifecycle.v1.TurnRequestR\x04turn\"<\n" +
+	"\vTurnRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
+	"\x06prompt\x18\x02 \x01(\tR\x06prompt\"m\n" +
 	"\n" +
 	"Transition\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
@@ -516,34 +585,36 @@ func file_zimmer_lifecycle_v1_event_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_event_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_zimmer_lifecycle_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_zimmer_lifecycle_v1_event_proto_goTypes = []any{
 	(*SessionEvent)(nil),          // 0: zimmer.lifecycle.v1.SessionEvent
 	(*SessionCreated)(nil),        // 1: zimmer.lifecycle.v1.SessionCreated
 	(*SessionUpdated)(nil),        // 2: zimmer.lifecycle.v1.SessionUpdated
-	(*Transition)(nil),            // 3: zimmer.lifecycle.v1.Transition
-	(*SessionDeleted)(nil),        // 4: zimmer.lifecycle.v1.SessionDeleted
-	(*SessionEffect)(nil),         // 5: zimmer.lifecycle.v1.SessionEffect
-	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
-	(*Session)(nil),               // 7: zimmer.lifecycle.v1.Session
-	(*structpb.Struct)(nil),       // 8: google.protobuf.Struct
+	(*TurnRequest)(nil),           // 3: zimmer.lifecycle.v1.TurnRequest
+	(*Transition)(nil),            // 4: zimmer.lifecycle.v1.Transition
+	(*SessionDeleted)(nil),        // 5: zimmer.lifecycle.v1.SessionDeleted
+	(*SessionEffect)(nil),         // 6: zimmer.lifecycle.v1.SessionEffect
+	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
+	(*Session)(nil),               // 8: zimmer.lifecycle.v1.Session
+	(*structpb.Struct)(nil),       // 9: google.protobuf.Struct
 }
 var file_zimmer_lifecycle_v1_event_proto_depIdxs = []int32{
-	6,  // 0: zimmer.lifecycle.v1.SessionEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	7,  // 0: zimmer.lifecycle.v1.SessionEvent.occurred_at:type_name -> google.protobuf.Timestamp
 	1,  // 1: zimmer.lifecycle.v1.SessionEvent.created:type_name -> zimmer.lifecycle.v1.SessionCreated
 	2,  // 2: zimmer.lifecycle.v1.SessionEvent.updated:type_name -> zimmer.lifecycle.v1.SessionUpdated
-	4,  // 3: zimmer.lifecycle.v1.SessionEvent.deleted:type_name -> zimmer.lifecycle.v1.SessionDeleted
-	5,  // 4: zimmer.lifecycle.v1.SessionEvent.effect:type_name -> zimmer.lifecycle.v1.SessionEffect
-	7,  // 5: zimmer.lifecycle.v1.SessionCreated.session:type_name -> zimmer.lifecycle.v1.Session
-	7,  // 6: zimmer.lifecycle.v1.SessionUpdated.session:type_name -> zimmer.lifecycle.v1.Session
-	3,  // 7: zimmer.lifecycle.v1.SessionUpdated.transition:type_name -> zimmer.lifecycle.v1.Transition
-	8,  // 8: zimmer.lifecycle.v1.SessionEffect.payload:type_name -> google.protobuf.Struct
-	7,  // 9: zimmer.lifecycle.v1.SessionEffect.session:type_name -> zimmer.lifecycle.v1.Session
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	5,  // 3: zimmer.lifecycle.v1.SessionEvent.deleted:type_name -> zimmer.lifecycle.v1.SessionDeleted
+	6,  // 4: zimmer.lifecycle.v1.SessionEvent.effect:type_name -> zimmer.lifecycle.v1.SessionEffect
+	8,  // 5: zimmer.lifecycle.v1.SessionCreated.session:type_name -> zimmer.lifecycle.v1.Session
+	8,  // 6: zimmer.lifecycle.v1.SessionUpdated.session:type_name -> zimmer.lifecycle.v1.Session
+	4,  // 7: zimmer.lifecycle.v1.SessionUpdated.transition:type_name -> zimmer.lifecycle.v1.Transition
+	3,  // 8: zimmer.lifecycle.v1.SessionUpdated.turn:type_name -> zimmer.lifecycle.v1.TurnRequest
+	9,  // 9: zimmer.lifecycle.v1.SessionEffect.payload:type_name -> google.protobuf.Struct
+	8,  // 10: zimmer.lifecycle.v1.SessionEffect.session:type_name -> zimmer.lifecycle.v1.Session
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_event_proto_init() }
@@ -564,7 +635,7 @@ func file_zimmer_lifecycle_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_event_proto_rawDesc), len(file_zimmer_lifecycle_v1_event_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

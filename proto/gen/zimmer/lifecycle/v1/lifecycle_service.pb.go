@@ -8,6 +8,7 @@ package lifecyclev1
 
 import (
 	_ "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
+	v1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -24,6 +25,133 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// DeliveryMode says what the session may be doing when a prompt is
+// delivered as its next turn.
+type DeliveryMode int32
+
+const (
+	DeliveryMode_DELIVERY_MODE_UNSPECIFIED DeliveryMode = 0
+	// The session is at rest (waiting, needs_input): it resumes with the
+	// prompt and the runner runs the turn.
+	DeliveryMode_DELIVERY_MODE_IDLE DeliveryMode = 1
+	// The session is running and its turn from_job_id just ended: the turn
+	// hands over without a pause, and the caller's runner runs the prompt
+	// itself (no turn request is sent).
+	DeliveryMode_DELIVERY_MODE_HANDOVER DeliveryMode = 2
+	// The session is running and its turn was just halted on purpose
+	// (InterruptTurn): the runner is asked for the new turn.
+	DeliveryMode_DELIVERY_MODE_AFTER_INTERRUPT DeliveryMode = 3
+)
+
+// Enum value maps for DeliveryMode.
+var (
+	DeliveryMode_name = map[int32]string{
+		0: "DELIVERY_MODE_UNSPECIFIED",
+		1: "DELIVERY_MODE_IDLE",
+		2: "DELIVERY_MODE_HANDOVER",
+		3: "DELIVERY_MODE_AFTER_INTERRUPT",
+	}
+	DeliveryMode_value = map[string]int32{
+		"DELIVERY_MODE_UNSPECIFIED":     0,
+		"DELIVERY_MODE_IDLE":            1,
+		"DELIVERY_MODE_HANDOVER":        2,
+		"DELIVERY_MODE_AFTER_INTERRUPT": 3,
+	}
+)
+
+func (x DeliveryMode) Enum() *DeliveryMode {
+	p := new(DeliveryMode)
+	*p = x
+	return p
+}
+
+func (x DeliveryMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DeliveryMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes[0].Descriptor()
+}
+
+func (DeliveryMode) Type() protoreflect.EnumType {
+	return &file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes[0]
+}
+
+func (x DeliveryMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DeliveryMode.Descriptor instead.
+func (DeliveryMode) EnumDescriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{0}
+}
+
+// DeliveryRefusal is why a session cannot take a delivery now.
+type DeliveryRefusal int32
+
+const (
+	DeliveryRefusal_DELIVERY_REFUSAL_UNSPECIFIED DeliveryRefusal = 0
+	// The session is not in the state the mode needs (running when idle was
+	// expected, idle when a handover was, another turn now running).
+	DeliveryRefusal_DELIVERY_REFUSAL_BUSY DeliveryRefusal = 1
+	// Archived or failed: nothing delivers to it.
+	DeliveryRefusal_DELIVERY_REFUSAL_CLOSED DeliveryRefusal = 2
+	// Blocked on an MCP elicitation: its process is still alive.
+	DeliveryRefusal_DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION DeliveryRefusal = 3
+	// Parked for an auth or quota outage (automatic deliveries only).
+	DeliveryRefusal_DELIVERY_REFUSAL_AUTH_OUTAGE DeliveryRefusal = 4
+	// paused_by mcp_retry: a retry is already scheduled (automatic
+	// deliveries only).
+	DeliveryRefusal_DELIVERY_REFUSAL_MCP_RETRY DeliveryRefusal = 5
+)
+
+// Enum value maps for DeliveryRefusal.
+var (
+	DeliveryRefusal_name = map[int32]string{
+		0: "DELIVERY_REFUSAL_UNSPECIFIED",
+		1: "DELIVERY_REFUSAL_BUSY",
+		2: "DELIVERY_REFUSAL_CLOSED",
+		3: "DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION",
+		4: "DELIVERY_REFUSAL_AUTH_OUTAGE",
+		5: "DELIVERY_REFUSAL_MCP_RETRY",
+	}
+	DeliveryRefusal_value = map[string]int32{
+		"DELIVERY_REFUSAL_UNSPECIFIED":            0,
+		"DELIVERY_REFUSAL_BUSY":                   1,
+		"DELIVERY_REFUSAL_CLOSED":                 2,
+		"DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION": 3,
+		"DELIVERY_REFUSAL_AUTH_OUTAGE":            4,
+		"DELIVERY_REFUSAL_MCP_RETRY":              5,
+	}
+)
+
+func (x DeliveryRefusal) Enum() *DeliveryRefusal {
+	p := new(DeliveryRefusal)
+	*p = x
+	return p
+}
+
+func (x DeliveryRefusal) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DeliveryRefusal) Descriptor() protoreflect.EnumDescriptor {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes[1].Descriptor()
+}
+
+func (DeliveryRefusal) Type() protoreflect.EnumType {
+	return &file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes[1]
+}
+
+func (x DeliveryRefusal) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DeliveryRefusal.Descriptor instead.
+func (DeliveryRefusal) EnumDescriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{1}
+}
 
 type CreateSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -273,10 +401,14 @@ func (x *GetSessionRequest) GetSessionId() string {
 }
 
 type GetSessionResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// The session's pending and undelivered queued messages. Lifecycle never
+	// sets it: the queue owns them, and the gateway fills it in from the
+	// queue on the session's detail (REST and MCP get_session).
+	EnqueuedMessages []*v1.EnqueuedMessage `protobuf:"bytes,2,rep,name=enqueued_messages,json=enqueuedMessages,proto3" json:"enqueued_messages,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *GetSessionResponse) Reset() {
@@ -312,6 +444,13 @@ func (*GetSessionResponse) Descriptor() ([]byte, []int) {
 func (x *GetSessionResponse) GetSession() *Session {
 	if x != nil {
 		return x.Session
+	}
+	return nil
+}
+
+func (x *GetSessionResponse) GetEnqueuedMessages() []*v1.EnqueuedMessage {
+	if x != nil {
+		return x.EnqueuedMessages
 	}
 	return nil
 }
@@ -903,8 +1042,8 @@ type ArchiveSessionRequest struct {
 	// The session making the call, when the caller is one (self-declared); it
 	// is named on the archive line and records no lineage edge.
 	ActingSessionId *int64 `protobuf:"varint,2,opt,name=acting_session_id,json=actingSessionId,proto3,oneof" json:"acting_session_id,omitempty"`
-	// Archive even over undelivered queued messages (the queue guard that
-	// consults it arrives with the queue).
+	// Archive even over queued messages that have not been delivered: they
+	// are retired to undelivered and named on the archive line.
 	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2722,11 +2861,304 @@ func (x *FailSessionResponse) GetMessage() string {
 	return ""
 }
 
+type DeliverTurnRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Names the delivery: "queue/message/<id>", "queue/follow_up/<uuid>".
+	DeliveryId string `protobuf:"bytes,2,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"`
+	// The turn's prompt (≤ 500,000 characters).
+	Prompt string `protobuf:"bytes,3,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// Set on the session (≤ 50,000 characters); "" keeps its goal.
+	Goal string       `protobuf:"bytes,4,opt,name=goal,proto3" json:"goal,omitempty"`
+	Mode DeliveryMode `protobuf:"varint,5,opt,name=mode,proto3,enum=zimmer.lifecycle.v1.DeliveryMode" json:"mode,omitempty"`
+	// HANDOVER: the running job whose turn ended.
+	FromJobId string `protobuf:"bytes,6,opt,name=from_job_id,json=fromJobId,proto3" json:"from_job_id,omitempty"`
+	// A drain's delivery, not a caller's: the refusal states of an auth
+	// outage park and an mcp_retry pause apply.
+	Automatic bool `protobuf:"varint,7,opt,name=automatic,proto3" json:"automatic,omitempty"`
+	// For the timeline: what delivered ("a queued message #12", "a
+	// follow-up").
+	What          string `protobuf:"bytes,8,opt,name=what,proto3" json:"what,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeliverTurnRequest) Reset() {
+	*x = DeliverTurnRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliverTurnRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliverTurnRequest) ProtoMessage() {}
+
+func (x *DeliverTurnRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliverTurnRequest.ProtoReflect.Descriptor instead.
+func (*DeliverTurnRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *DeliverTurnRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *DeliverTurnRequest) GetDeliveryId() string {
+	if x != nil {
+		return x.DeliveryId
+	}
+	return ""
+}
+
+func (x *DeliverTurnRequest) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+func (x *DeliverTurnRequest) GetGoal() string {
+	if x != nil {
+		return x.Goal
+	}
+	return ""
+}
+
+func (x *DeliverTurnRequest) GetMode() DeliveryMode {
+	if x != nil {
+		return x.Mode
+	}
+	return DeliveryMode_DELIVERY_MODE_UNSPECIFIED
+}
+
+func (x *DeliverTurnRequest) GetFromJobId() string {
+	if x != nil {
+		return x.FromJobId
+	}
+	return ""
+}
+
+func (x *DeliverTurnRequest) GetAutomatic() bool {
+	if x != nil {
+		return x.Automatic
+	}
+	return false
+}
+
+func (x *DeliverTurnRequest) GetWhat() string {
+	if x != nil {
+		return x.What
+	}
+	return ""
+}
+
+type DeliverTurnResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// UNSPECIFIED: delivered (or delivered before: already_delivered).
+	Refusal DeliveryRefusal `protobuf:"varint,1,opt,name=refusal,proto3,enum=zimmer.lifecycle.v1.DeliveryRefusal" json:"refusal,omitempty"`
+	// Why, in words, when refused.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The turn's running_job_id.
+	JobId            string   `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	AlreadyDelivered bool     `protobuf:"varint,4,opt,name=already_delivered,json=alreadyDelivered,proto3" json:"already_delivered,omitempty"`
+	Session          *Session `protobuf:"bytes,5,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *DeliverTurnResponse) Reset() {
+	*x = DeliverTurnResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliverTurnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliverTurnResponse) ProtoMessage() {}
+
+func (x *DeliverTurnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliverTurnResponse.ProtoReflect.Descriptor instead.
+func (*DeliverTurnResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *DeliverTurnResponse) GetRefusal() DeliveryRefusal {
+	if x != nil {
+		return x.Refusal
+	}
+	return DeliveryRefusal_DELIVERY_REFUSAL_UNSPECIFIED
+}
+
+func (x *DeliverTurnResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *DeliverTurnResponse) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *DeliverTurnResponse) GetAlreadyDelivered() bool {
+	if x != nil {
+		return x.AlreadyDelivered
+	}
+	return false
+}
+
+func (x *DeliverTurnResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+type RecordDrainAttemptRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordDrainAttemptRequest) Reset() {
+	*x = RecordDrainAttemptRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordDrainAttemptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordDrainAttemptRequest) ProtoMessage() {}
+
+func (x *RecordDrainAttemptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordDrainAttemptRequest.ProtoReflect.Descriptor instead.
+func (*RecordDrainAttemptRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *RecordDrainAttemptRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+type RecordDrainAttemptResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// UNSPECIFIED: counted; the session is at rest and may take a delivery.
+	Refusal DeliveryRefusal `protobuf:"varint,1,opt,name=refusal,proto3,enum=zimmer.lifecycle.v1.DeliveryRefusal" json:"refusal,omitempty"`
+	Message string          `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The attempts of this idle spell, this one included.
+	Attempts      int32 `protobuf:"varint,3,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordDrainAttemptResponse) Reset() {
+	*x = RecordDrainAttemptResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordDrainAttemptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordDrainAttemptResponse) ProtoMessage() {}
+
+func (x *RecordDrainAttemptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordDrainAttemptResponse.ProtoReflect.Descriptor instead.
+func (*RecordDrainAttemptResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *RecordDrainAttemptResponse) GetRefusal() DeliveryRefusal {
+	if x != nil {
+		return x.Refusal
+	}
+	return DeliveryRefusal_DELIVERY_REFUSAL_UNSPECIFIED
+}
+
+func (x *RecordDrainAttemptResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *RecordDrainAttemptResponse) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
-	"+zimmer/lifecycle/v1/lifecycle_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a\x1fzimmer/lifecycle/v1/event.proto\x1a!zimmer/lifecycle/v1/session.proto\"\x83\x04\n" +
+	"+zimmer/lifecycle/v1/lifecycle_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a#zimmer/queue/v1/queue_service.proto\x1a\x1fzimmer/lifecycle/v1/event.proto\x1a!zimmer/lifecycle/v1/session.proto\"\x83\x04\n" +
 	"\x14CreateSessionRequest\x12\x16\n" +
 	"\x06prompt\x18\x01 \x01(\tR\x06prompt\x12\x19\n" +
 	"\bgit_root\x18\x02 \x01(\tR\agitRoot\x12\x16\n" +
@@ -2751,9 +3183,10 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"2\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"L\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x9b\x01\n" +
 	"\x12GetSessionResponse\x126\n" +
-	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"\xce\x01\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12M\n" +
+	"\x11enqueued_messages\x18\x02 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\xce\x01\n" +
 	"\x13ListSessionsRequest\x12\x16\n" +
 	"\x06status\x18\x01 \x03(\tR\x06status\x12\f\n" +
 	"\x01q\x18\x02 \x01(\tR\x01q\x12\x1d\n" +
@@ -2945,7 +3378,43 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x12_acting_session_id\"g\n" +
 	"\x13FailSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage2\x8e\x1b\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x89\x02\n" +
+	"\x12DeliverTurnRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x1f\n" +
+	"\vdelivery_id\x18\x02 \x01(\tR\n" +
+	"deliveryId\x12\x16\n" +
+	"\x06prompt\x18\x03 \x01(\tR\x06prompt\x12\x12\n" +
+	"\x04goal\x18\x04 \x01(\tR\x04goal\x125\n" +
+	"\x04mode\x18\x05 \x01(\x0e2!.zimmer.lifecycle.v1.DeliveryModeR\x04mode\x12\x1e\n" +
+	"\vfrom_job_id\x18\x06 \x01(\tR\tfromJobId\x12\x1c\n" +
+	"\tautomatic\x18\a \x01(\bR\tautomatic\x12\x12\n" +
+	"\x04what\x18\b \x01(\tR\x04what\"\xeb\x01\n" +
+	"\x13DeliverTurnResponse\x12>\n" +
+	"\arefusal\x18\x01 \x01(\x0e2$.zimmer.lifecycle.v1.DeliveryRefusalR\arefusal\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x15\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12+\n" +
+	"\x11already_delivered\x18\x04 \x01(\bR\x10alreadyDelivered\x126\n" +
+	"\asession\x18\x05 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\":\n" +
+	"\x19RecordDrainAttemptRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\"\x92\x01\n" +
+	"\x1aRecordDrainAttemptResponse\x12>\n" +
+	"\arefusal\x18\x01 \x01(\x0e2$.zimmer.lifecycle.v1.DeliveryRefusalR\arefusal\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1a\n" +
+	"\battempts\x18\x03 \x01(\x05R\battempts*\x84\x01\n" +
+	"\fDeliveryMode\x12\x1d\n" +
+	"\x19DELIVERY_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12DELIVERY_MODE_IDLE\x10\x01\x12\x1a\n" +
+	"\x16DELIVERY_MODE_HANDOVER\x10\x02\x12!\n" +
+	"\x1dDELIVERY_MODE_AFTER_INTERRUPT\x10\x03*\xda\x01\n" +
+	"\x0fDeliveryRefusal\x12 \n" +
+	"\x1cDELIVERY_REFUSAL_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15DELIVERY_REFUSAL_BUSY\x10\x01\x12\x1b\n" +
+	"\x17DELIVERY_REFUSAL_CLOSED\x10\x02\x12+\n" +
+	"'DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION\x10\x03\x12 \n" +
+	"\x1cDELIVERY_REFUSAL_AUTH_OUTAGE\x10\x04\x12\x1e\n" +
+	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x052\xf7\x1c\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -2968,7 +3437,9 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x11TransitionSession\x12-.zimmer.lifecycle.v1.TransitionSessionRequest\x1a..zimmer.lifecycle.v1.TransitionSessionResponse\"9\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02-:\x01*\"(/api/v1/sessions/{session_id}/transition\x12\xba\x01\n" +
 	"\x15MintSessionCredential\x121.zimmer.lifecycle.v1.MintSessionCredentialRequest\x1a2.zimmer.lifecycle.v1.MintSessionCredentialResponse\":\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02.:\x01*\")/api/v1/sessions/{session_id}/credentials\x12\xcd\x01\n" +
 	"\x17RevokeSessionCredential\x123.zimmer.lifecycle.v1.RevokeSessionCredentialRequest\x1a4.zimmer.lifecycle.v1.RevokeSessionCredentialResponse\"G\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02;*9/api/v1/sessions/{session_id}/credentials/{credential_id}\x12\x9e\x01\n" +
-	"\x1dAuthenticateSessionCredential\x129.zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest\x1a:.zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse\"\x06\xea\xe0\x18\x02\b\x032\xa0\x01\n" +
+	"\x1dAuthenticateSessionCredential\x129.zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest\x1a:.zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse\"\x06\xea\xe0\x18\x02\b\x03\x12h\n" +
+	"\vDeliverTurn\x12'.zimmer.lifecycle.v1.DeliverTurnRequest\x1a(.zimmer.lifecycle.v1.DeliverTurnResponse\"\x06\xea\xe0\x18\x02\b\x03\x12}\n" +
+	"\x12RecordDrainAttempt\x12..zimmer.lifecycle.v1.RecordDrainAttemptRequest\x1a/.zimmer.lifecycle.v1.RecordDrainAttemptResponse\"\x06\xea\xe0\x18\x02\b\x032\xa0\x01\n" +
 	"\x1bSessionEventConsumerService\x12\x80\x01\n" +
 	"\x13ConsumeSessionEvent\x12/.zimmer.lifecycle.v1.ConsumeSessionEventRequest\x1a0.zimmer.lifecycle.v1.ConsumeSessionEventResponse\"\x06\xea\xe0\x18\x02\b\x03BFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
 
@@ -2984,142 +3455,159 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
-	(*CreateSessionRequest)(nil),                  // 0: zimmer.lifecycle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),                 // 1: zimmer.lifecycle.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),                     // 2: zimmer.lifecycle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),                    // 3: zimmer.lifecycle.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),                   // 4: zimmer.lifecycle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),                  // 5: zimmer.lifecycle.v1.ListSessionsResponse
-	(*PauseSessionRequest)(nil),                   // 6: zimmer.lifecycle.v1.PauseSessionRequest
-	(*PauseSessionResponse)(nil),                  // 7: zimmer.lifecycle.v1.PauseSessionResponse
-	(*SleepSessionRequest)(nil),                   // 8: zimmer.lifecycle.v1.SleepSessionRequest
-	(*SleepSessionResponse)(nil),                  // 9: zimmer.lifecycle.v1.SleepSessionResponse
-	(*UnarchiveSessionRequest)(nil),               // 10: zimmer.lifecycle.v1.UnarchiveSessionRequest
-	(*UnarchiveSessionResponse)(nil),              // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse
-	(*RestartSessionRequest)(nil),                 // 12: zimmer.lifecycle.v1.RestartSessionRequest
-	(*RestartSessionResponse)(nil),                // 13: zimmer.lifecycle.v1.RestartSessionResponse
-	(*ArchiveSessionRequest)(nil),                 // 14: zimmer.lifecycle.v1.ArchiveSessionRequest
-	(*ArchiveSessionResponse)(nil),                // 15: zimmer.lifecycle.v1.ArchiveSessionResponse
-	(*GetSessionTimelineRequest)(nil),             // 16: zimmer.lifecycle.v1.GetSessionTimelineRequest
-	(*GetSessionTimelineResponse)(nil),            // 17: zimmer.lifecycle.v1.GetSessionTimelineResponse
-	(*ListSessionEventsRequest)(nil),              // 18: zimmer.lifecycle.v1.ListSessionEventsRequest
-	(*ListSessionEventsResponse)(nil),             // 19: zimmer.lifecycle.v1.ListSessionEventsResponse
-	(*TransitionSessionRequest)(nil),              // 20: zimmer.lifecycle.v1.TransitionSessionRequest
-	(*TransitionSessionResponse)(nil),             // 21: zimmer.lifecycle.v1.TransitionSessionResponse
-	(*BulkArchiveSessionsRequest)(nil),            // 22: zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	(*BulkArchiveSessionsResponse)(nil),           // 23: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	(*BulkArchiveError)(nil),                      // 24: zimmer.lifecycle.v1.BulkArchiveError
-	(*MintSessionCredentialRequest)(nil),          // 25: zimmer.lifecycle.v1.MintSessionCredentialRequest
-	(*MintSessionCredentialResponse)(nil),         // 26: zimmer.lifecycle.v1.MintSessionCredentialResponse
-	(*MintedSessionCredential)(nil),               // 27: zimmer.lifecycle.v1.MintedSessionCredential
-	(*RevokeSessionCredentialRequest)(nil),        // 28: zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	(*RevokeSessionCredentialResponse)(nil),       // 29: zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	(*SessionCredential)(nil),                     // 30: zimmer.lifecycle.v1.SessionCredential
-	(*AuthenticateSessionCredentialRequest)(nil),  // 31: zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	(*AuthenticateSessionCredentialResponse)(nil), // 32: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	(*UpdateSessionRequest)(nil),                  // 33: zimmer.lifecycle.v1.UpdateSessionRequest
-	(*UpdateSessionResponse)(nil),                 // 34: zimmer.lifecycle.v1.UpdateSessionResponse
-	(*SetSessionHeartbeatRequest)(nil),            // 35: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	(*SetSessionHeartbeatResponse)(nil),           // 36: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	(*DeleteSessionRequest)(nil),                  // 37: zimmer.lifecycle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),                 // 38: zimmer.lifecycle.v1.DeleteSessionResponse
-	(*Settings)(nil),                              // 39: zimmer.lifecycle.v1.Settings
-	(*GetSettingsRequest)(nil),                    // 40: zimmer.lifecycle.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),                   // 41: zimmer.lifecycle.v1.GetSettingsResponse
-	(*UpdateSettingsRequest)(nil),                 // 42: zimmer.lifecycle.v1.UpdateSettingsRequest
-	(*UpdateSettingsResponse)(nil),                // 43: zimmer.lifecycle.v1.UpdateSettingsResponse
-	(*ConsumeSessionEventRequest)(nil),            // 44: zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	(*ConsumeSessionEventResponse)(nil),           // 45: zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	(*FailSessionRequest)(nil),                    // 46: zimmer.lifecycle.v1.FailSessionRequest
-	(*FailSessionResponse)(nil),                   // 47: zimmer.lifecycle.v1.FailSessionResponse
-	(*structpb.Struct)(nil),                       // 48: google.protobuf.Struct
-	(*Session)(nil),                               // 49: zimmer.lifecycle.v1.Session
-	(*Pagination)(nil),                            // 50: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 51: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 52: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 53: zimmer.lifecycle.v1.StreamEvent
-	(*SessionEvent)(nil),                          // 54: zimmer.lifecycle.v1.SessionEvent
+	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
+	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
+	(*CreateSessionRequest)(nil),                  // 2: zimmer.lifecycle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),                 // 3: zimmer.lifecycle.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),                     // 4: zimmer.lifecycle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),                    // 5: zimmer.lifecycle.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),                   // 6: zimmer.lifecycle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),                  // 7: zimmer.lifecycle.v1.ListSessionsResponse
+	(*PauseSessionRequest)(nil),                   // 8: zimmer.lifecycle.v1.PauseSessionRequest
+	(*PauseSessionResponse)(nil),                  // 9: zimmer.lifecycle.v1.PauseSessionResponse
+	(*SleepSessionRequest)(nil),                   // 10: zimmer.lifecycle.v1.SleepSessionRequest
+	(*SleepSessionResponse)(nil),                  // 11: zimmer.lifecycle.v1.SleepSessionResponse
+	(*UnarchiveSessionRequest)(nil),               // 12: zimmer.lifecycle.v1.UnarchiveSessionRequest
+	(*UnarchiveSessionResponse)(nil),              // 13: zimmer.lifecycle.v1.UnarchiveSessionResponse
+	(*RestartSessionRequest)(nil),                 // 14: zimmer.lifecycle.v1.RestartSessionRequest
+	(*RestartSessionResponse)(nil),                // 15: zimmer.lifecycle.v1.RestartSessionResponse
+	(*ArchiveSessionRequest)(nil),                 // 16: zimmer.lifecycle.v1.ArchiveSessionRequest
+	(*ArchiveSessionResponse)(nil),                // 17: zimmer.lifecycle.v1.ArchiveSessionResponse
+	(*GetSessionTimelineRequest)(nil),             // 18: zimmer.lifecycle.v1.GetSessionTimelineRequest
+	(*GetSessionTimelineResponse)(nil),            // 19: zimmer.lifecycle.v1.GetSessionTimelineResponse
+	(*ListSessionEventsRequest)(nil),              // 20: zimmer.lifecycle.v1.ListSessionEventsRequest
+	(*ListSessionEventsResponse)(nil),             // 21: zimmer.lifecycle.v1.ListSessionEventsResponse
+	(*TransitionSessionRequest)(nil),              // 22: zimmer.lifecycle.v1.TransitionSessionRequest
+	(*TransitionSessionResponse)(nil),             // 23: zimmer.lifecycle.v1.TransitionSessionResponse
+	(*BulkArchiveSessionsRequest)(nil),            // 24: zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	(*BulkArchiveSessionsResponse)(nil),           // 25: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	(*BulkArchiveError)(nil),                      // 26: zimmer.lifecycle.v1.BulkArchiveError
+	(*MintSessionCredentialRequest)(nil),          // 27: zimmer.lifecycle.v1.MintSessionCredentialRequest
+	(*MintSessionCredentialResponse)(nil),         // 28: zimmer.lifecycle.v1.MintSessionCredentialResponse
+	(*MintedSessionCredential)(nil),               // 29: zimmer.lifecycle.v1.MintedSessionCredential
+	(*RevokeSessionCredentialRequest)(nil),        // 30: zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	(*RevokeSessionCredentialResponse)(nil),       // 31: zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	(*SessionCredential)(nil),                     // 32: zimmer.lifecycle.v1.SessionCredential
+	(*AuthenticateSessionCredentialRequest)(nil),  // 33: zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	(*AuthenticateSessionCredentialResponse)(nil), // 34: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	(*UpdateSessionRequest)(nil),                  // 35: zimmer.lifecycle.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil),                 // 36: zimmer.lifecycle.v1.UpdateSessionResponse
+	(*SetSessionHeartbeatRequest)(nil),            // 37: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	(*SetSessionHeartbeatResponse)(nil),           // 38: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	(*DeleteSessionRequest)(nil),                  // 39: zimmer.lifecycle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),                 // 40: zimmer.lifecycle.v1.DeleteSessionResponse
+	(*Settings)(nil),                              // 41: zimmer.lifecycle.v1.Settings
+	(*GetSettingsRequest)(nil),                    // 42: zimmer.lifecycle.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),                   // 43: zimmer.lifecycle.v1.GetSettingsResponse
+	(*UpdateSettingsRequest)(nil),                 // 44: zimmer.lifecycle.v1.UpdateSettingsRequest
+	(*UpdateSettingsResponse)(nil),                // 45: zimmer.lifecycle.v1.UpdateSettingsResponse
+	(*ConsumeSessionEventRequest)(nil),            // 46: zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	(*ConsumeSessionEventResponse)(nil),           // 47: zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	(*FailSessionRequest)(nil),                    // 48: zimmer.lifecycle.v1.FailSessionRequest
+	(*FailSessionResponse)(nil),                   // 49: zimmer.lifecycle.v1.FailSessionResponse
+	(*DeliverTurnRequest)(nil),                    // 50: zimmer.lifecycle.v1.DeliverTurnRequest
+	(*DeliverTurnResponse)(nil),                   // 51: zimmer.lifecycle.v1.DeliverTurnResponse
+	(*RecordDrainAttemptRequest)(nil),             // 52: zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	(*RecordDrainAttemptResponse)(nil),            // 53: zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	(*structpb.Struct)(nil),                       // 54: google.protobuf.Struct
+	(*Session)(nil),                               // 55: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 56: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 57: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 58: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 59: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 60: zimmer.lifecycle.v1.StreamEvent
+	(*SessionEvent)(nil),                          // 61: zimmer.lifecycle.v1.SessionEvent
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	48, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	49, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	49, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	49, // 3: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	50, // 4: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	49, // 5: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	49, // 6: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	49, // 7: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	49, // 8: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	49, // 9: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	51, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	52, // 11: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	53, // 12: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	49, // 13: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	24, // 14: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	27, // 15: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	51, // 16: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	30, // 17: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	51, // 18: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	51, // 19: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	30, // 20: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	48, // 21: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	49, // 22: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	49, // 23: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	39, // 24: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	39, // 25: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	54, // 26: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	49, // 27: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	0,  // 28: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	2,  // 29: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	4,  // 30: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	33, // 31: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	35, // 32: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	37, // 33: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	40, // 34: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	42, // 35: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	6,  // 36: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	8,  // 37: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	14, // 38: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	22, // 39: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	10, // 40: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	12, // 41: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	46, // 42: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	16, // 43: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	18, // 44: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	20, // 45: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	25, // 46: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	28, // 47: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	31, // 48: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	44, // 49: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	1,  // 50: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	3,  // 51: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	5,  // 52: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	34, // 53: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	36, // 54: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	38, // 55: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	41, // 56: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	43, // 57: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	7,  // 58: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	9,  // 59: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	15, // 60: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	23, // 61: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	11, // 62: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	13, // 63: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	47, // 64: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	17, // 65: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	19, // 66: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	21, // 67: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	26, // 68: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	29, // 69: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	32, // 70: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	45, // 71: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	50, // [50:72] is the sub-list for method output_type
-	28, // [28:50] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	54, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	55, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	55, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	56, // 3: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	55, // 4: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	57, // 5: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	55, // 6: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	55, // 7: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	55, // 8: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	55, // 9: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	55, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	58, // 11: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	59, // 12: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	60, // 13: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	55, // 14: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	26, // 15: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
+	29, // 16: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
+	58, // 17: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	32, // 18: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	58, // 19: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	58, // 20: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	32, // 21: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	54, // 22: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	55, // 23: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	55, // 24: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	41, // 25: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	41, // 26: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	61, // 27: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	55, // 28: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	0,  // 29: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
+	1,  // 30: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
+	55, // 31: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	1,  // 32: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
+	2,  // 33: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	4,  // 34: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	6,  // 35: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	35, // 36: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	37, // 37: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	39, // 38: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	42, // 39: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	44, // 40: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	8,  // 41: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	10, // 42: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	16, // 43: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	24, // 44: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	12, // 45: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	14, // 46: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	48, // 47: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	18, // 48: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	20, // 49: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	22, // 50: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	27, // 51: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	30, // 52: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	33, // 53: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	50, // 54: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	52, // 55: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	46, // 56: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	3,  // 57: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	5,  // 58: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	7,  // 59: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	36, // 60: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	38, // 61: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	40, // 62: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	43, // 63: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	45, // 64: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	9,  // 65: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	11, // 66: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	17, // 67: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	25, // 68: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	13, // 69: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	15, // 70: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	49, // 71: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	19, // 72: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	21, // 73: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	23, // 74: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	28, // 75: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	31, // 76: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	34, // 77: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	51, // 78: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	53, // 79: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	47, // 80: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	57, // [57:81] is the sub-list for method output_type
+	33, // [33:57] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -3146,13 +3634,14 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   48,
+			NumEnums:      2,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
 		GoTypes:           file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes,
 		DependencyIndexes: file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs,
+		EnumInfos:         file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes,
 		MessageInfos:      file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes,
 	}.Build()
 	File_zimmer_lifecycle_v1_lifecycle_service_proto = out.File

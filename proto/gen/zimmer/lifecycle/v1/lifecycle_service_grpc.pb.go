@@ -40,6 +40,8 @@ const (
 	LifecycleService_MintSessionCredential_FullMethodName         = "/zimmer.lifecycle.v1.LifecycleService/MintSessionCredential"
 	LifecycleService_RevokeSessionCredential_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/RevokeSessionCredential"
 	LifecycleService_AuthenticateSessionCredential_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/AuthenticateSessionCredential"
+	LifecycleService_DeliverTurn_FullMethodName                   = "/zimmer.lifecycle.v1.LifecycleService/DeliverTurn"
+	LifecycleService_RecordDrainAttempt_FullMethodName            = "/zimmer.lifecycle.v1.LifecycleService/RecordDrainAttempt"
 )
 
 // LifecycleServiceClient is the client API for LifecycleService service.
@@ -121,6 +123,19 @@ type LifecycleServiceClient interface {
 	// revoked: session #12 was archived"). Internal: only a Zimmer service
 	// may ask.
 	AuthenticateSessionCredential(ctx context.Context, in *AuthenticateSessionCredentialRequest, opts ...grpc.CallOption) (*AuthenticateSessionCredentialResponse, error)
+	// DeliverTurn makes a prompt the session's next turn: the one way a
+	// queued message or a follow-up becomes a turn. mode says what the
+	// session may be doing (DeliveryMode). A delivery_id seen before answers
+	// the first delivery again (already_delivered) and changes nothing, so
+	// the queue's retries never run a prompt twice. A session that cannot
+	// take the prompt is an outcome (refusal), not an error. Internal: the
+	// queue calls it.
+	DeliverTurn(ctx context.Context, in *DeliverTurnRequest, opts ...grpc.CallOption) (*DeliverTurnResponse, error)
+	// RecordDrainAttempt counts one attempt of the queue's after-pause drain
+	// on the session (enqueued_drain_attempts, cleared by resume), only when
+	// the session is at rest and may take a delivery; otherwise it counts
+	// nothing and says why (refusal). Internal: the queue calls it.
+	RecordDrainAttempt(ctx context.Context, in *RecordDrainAttemptRequest, opts ...grpc.CallOption) (*RecordDrainAttemptResponse, error)
 }
 
 type lifecycleServiceClient struct {
@@ -341,6 +356,26 @@ func (c *lifecycleServiceClient) AuthenticateSessionCredential(ctx context.Conte
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) DeliverTurn(ctx context.Context, in *DeliverTurnRequest, opts ...grpc.CallOption) (*DeliverTurnResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeliverTurnResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_DeliverTurn_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) RecordDrainAttempt(ctx context.Context, in *RecordDrainAttemptRequest, opts ...grpc.CallOption) (*RecordDrainAttemptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordDrainAttemptResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_RecordDrainAttempt_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LifecycleServiceServer is the server API for LifecycleService service.
 // All implementations must embed UnimplementedLifecycleServiceServer
 // for forward compatibility.
@@ -420,6 +455,19 @@ type LifecycleServiceServer interface {
 	// revoked: session #12 was archived"). Internal: only a Zimmer service
 	// may ask.
 	AuthenticateSessionCredential(context.Context, *AuthenticateSessionCredentialRequest) (*AuthenticateSessionCredentialResponse, error)
+	// DeliverTurn makes a prompt the session's next turn: the one way a
+	// queued message or a follow-up becomes a turn. mode says what the
+	// session may be doing (DeliveryMode). A delivery_id seen before answers
+	// the first delivery again (already_delivered) and changes nothing, so
+	// the queue's retries never run a prompt twice. A session that cannot
+	// take the prompt is an outcome (refusal), not an error. Internal: the
+	// queue calls it.
+	DeliverTurn(context.Context, *DeliverTurnRequest) (*DeliverTurnResponse, error)
+	// RecordDrainAttempt counts one attempt of the queue's after-pause drain
+	// on the session (enqueued_drain_attempts, cleared by resume), only when
+	// the session is at rest and may take a delivery; otherwise it counts
+	// nothing and says why (refusal). Internal: the queue calls it.
+	RecordDrainAttempt(context.Context, *RecordDrainAttemptRequest) (*RecordDrainAttemptResponse, error)
 	mustEmbedUnimplementedLifecycleServiceServer()
 }
 
@@ -492,6 +540,12 @@ func (UnimplementedLifecycleServiceServer) RevokeSessionCredential(context.Conte
 }
 func (UnimplementedLifecycleServiceServer) AuthenticateSessionCredential(context.Context, *AuthenticateSessionCredentialRequest) (*AuthenticateSessionCredentialResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AuthenticateSessionCredential not implemented")
+}
+func (UnimplementedLifecycleServiceServer) DeliverTurn(context.Context, *DeliverTurnRequest) (*DeliverTurnResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeliverTurn not implemented")
+}
+func (UnimplementedLifecycleServiceServer) RecordDrainAttempt(context.Context, *RecordDrainAttemptRequest) (*RecordDrainAttemptResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordDrainAttempt not implemented")
 }
 func (UnimplementedLifecycleServiceServer) mustEmbedUnimplementedLifecycleServiceServer() {}
 func (UnimplementedLifecycleServiceServer) testEmbeddedByValue()                          {}
@@ -892,6 +946,42 @@ func _LifecycleService_AuthenticateSessionCredential_Handler(srv interface{}, ct
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_DeliverTurn_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeliverTurnRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).DeliverTurn(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_DeliverTurn_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).DeliverTurn(ctx, req.(*DeliverTurnRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_RecordDrainAttempt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordDrainAttemptRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).RecordDrainAttempt(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_RecordDrainAttempt_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).RecordDrainAttempt(ctx, req.(*RecordDrainAttemptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LifecycleService_ServiceDesc is the grpc.ServiceDesc for LifecycleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -982,6 +1072,14 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AuthenticateSessionCredential",
 			Handler:    _LifecycleService_AuthenticateSessionCredential_Handler,
+		},
+		{
+			MethodName: "DeliverTurn",
+			Handler:    _LifecycleService_DeliverTurn_Handler,
+		},
+		{
+			MethodName: "RecordDrainAttempt",
+			Handler:    _LifecycleService_RecordDrainAttempt_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -416,6 +416,129 @@ func (x *RecordUncleEdgeResponse) GetMessage() string {
 	return ""
 }
 
+type RetractUncleEdgeRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ActingSessionId int64                  `protobuf:"varint,1,opt,name=acting_session_id,json=actingSessionId,proto3" json:"acting_session_id,omitempty"`
+	TargetSessionId int64                  `protobuf:"varint,2,opt,name=target_session_id,json=targetSessionId,proto3" json:"target_session_id,omitempty"`
+	// What RecordUncleEdge answered.
+	Recorded UncleEdgeOutcome `protobuf:"varint,3,opt,name=recorded,proto3,enum=zimmer.lineage.v1.UncleEdgeOutcome" json:"recorded,omitempty"`
+	// The path whose delivery failed, for the timeline.
+	EntryPoint    string `protobuf:"bytes,4,opt,name=entry_point,json=entryPoint,proto3" json:"entry_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetractUncleEdgeRequest) Reset() {
+	*x = RetractUncleEdgeRequest{}
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetractUncleEdgeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetractUncleEdgeRequest) ProtoMessage() {}
+
+func (x *RetractUncleEdgeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetractUncleEdgeRequest.ProtoReflect.Descriptor instead.
+func (*RetractUncleEdgeRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RetractUncleEdgeRequest) GetActingSessionId() int64 {
+	if x != nil {
+		return x.ActingSessionId
+	}
+	return 0
+}
+
+func (x *RetractUncleEdgeRequest) GetTargetSessionId() int64 {
+	if x != nil {
+		return x.TargetSessionId
+	}
+	return 0
+}
+
+func (x *RetractUncleEdgeRequest) GetRecorded() UncleEdgeOutcome {
+	if x != nil {
+		return x.Recorded
+	}
+	return UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_UNSPECIFIED
+}
+
+func (x *RetractUncleEdgeRequest) GetEntryPoint() string {
+	if x != nil {
+		return x.EntryPoint
+	}
+	return ""
+}
+
+type RetractUncleEdgeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Something was undone.
+	Retracted     bool   `protobuf:"varint,1,opt,name=retracted,proto3" json:"retracted,omitempty"`
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetractUncleEdgeResponse) Reset() {
+	*x = RetractUncleEdgeResponse{}
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetractUncleEdgeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetractUncleEdgeResponse) ProtoMessage() {}
+
+func (x *RetractUncleEdgeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lineage_v1_lineage_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetractUncleEdgeResponse.ProtoReflect.Descriptor instead.
+func (*RetractUncleEdgeResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RetractUncleEdgeResponse) GetRetracted() bool {
+	if x != nil {
+		return x.Retracted
+	}
+	return false
+}
+
+func (x *RetractUncleEdgeResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_zimmer_lineage_v1_lineage_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lineage_v1_lineage_service_proto_rawDesc = "" +
@@ -450,11 +573,21 @@ const file_zimmer_lineage_v1_lineage_service_proto_rawDesc = "" +
 	"entryPoint\"r\n" +
 	"\x17RecordUncleEdgeResponse\x12=\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2#.zimmer.lineage.v1.UncleEdgeOutcomeR\aoutcome\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage2\x8e\x03\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xd3\x01\n" +
+	"\x17RetractUncleEdgeRequest\x12*\n" +
+	"\x11acting_session_id\x18\x01 \x01(\x03R\x0factingSessionId\x12*\n" +
+	"\x11target_session_id\x18\x02 \x01(\x03R\x0ftargetSessionId\x12?\n" +
+	"\brecorded\x18\x03 \x01(\x0e2#.zimmer.lineage.v1.UncleEdgeOutcomeR\brecorded\x12\x1f\n" +
+	"\ventry_point\x18\x04 \x01(\tR\n" +
+	"entryPoint\"R\n" +
+	"\x18RetractUncleEdgeResponse\x12\x1c\n" +
+	"\tretracted\x18\x01 \x01(\bR\tretracted\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage2\x83\x04\n" +
 	"\x0eLineageService\x12|\n" +
 	"\x0eGetSessionNode\x12(.zimmer.lineage.v1.GetSessionNodeRequest\x1a).zimmer.lineage.v1.GetSessionNodeResponse\"\x15\xea\xe0\x18\x11\b\x01\x12\rsessions.read\x12\x8b\x01\n" +
 	"\x13GetSessionHierarchy\x12-.zimmer.lineage.v1.GetSessionHierarchyRequest\x1a..zimmer.lineage.v1.GetSessionHierarchyResponse\"\x15\xea\xe0\x18\x11\b\x01\x12\rsessions.read\x12p\n" +
-	"\x0fRecordUncleEdge\x12).zimmer.lineage.v1.RecordUncleEdgeRequest\x1a*.zimmer.lineage.v1.RecordUncleEdgeResponse\"\x06\xea\xe0\x18\x02\b\x03BBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
+	"\x0fRecordUncleEdge\x12).zimmer.lineage.v1.RecordUncleEdgeRequest\x1a*.zimmer.lineage.v1.RecordUncleEdgeResponse\"\x06\xea\xe0\x18\x02\b\x03\x12s\n" +
+	"\x10RetractUncleEdge\x12*.zimmer.lineage.v1.RetractUncleEdgeRequest\x1a+.zimmer.lineage.v1.RetractUncleEdgeResponse\"\x06\xea\xe0\x18\x02\b\x03BBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
 
 var (
 	file_zimmer_lineage_v1_lineage_service_proto_rawDescOnce sync.Once
@@ -468,7 +601,7 @@ func file_zimmer_lineage_v1_lineage_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_lineage_v1_lineage_service_proto_rawDescData
 }
 
-var file_zimmer_lineage_v1_lineage_service_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_zimmer_lineage_v1_lineage_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_zimmer_lineage_v1_lineage_service_proto_goTypes = []any{
 	(*GetSessionNodeRequest)(nil),       // 0: zimmer.lineage.v1.GetSessionNodeRequest
 	(*GetSessionNodeResponse)(nil),      // 1: zimmer.lineage.v1.GetSessionNodeResponse
@@ -477,24 +610,29 @@ var file_zimmer_lineage_v1_lineage_service_proto_goTypes = []any{
 	(*GetSessionHierarchyResponse)(nil), // 4: zimmer.lineage.v1.GetSessionHierarchyResponse
 	(*RecordUncleEdgeRequest)(nil),      // 5: zimmer.lineage.v1.RecordUncleEdgeRequest
 	(*RecordUncleEdgeResponse)(nil),     // 6: zimmer.lineage.v1.RecordUncleEdgeResponse
-	(*SessionHierarchy)(nil),            // 7: zimmer.lineage.v1.SessionHierarchy
-	(UncleEdgeOutcome)(0),               // 8: zimmer.lineage.v1.UncleEdgeOutcome
+	(*RetractUncleEdgeRequest)(nil),     // 7: zimmer.lineage.v1.RetractUncleEdgeRequest
+	(*RetractUncleEdgeResponse)(nil),    // 8: zimmer.lineage.v1.RetractUncleEdgeResponse
+	(*SessionHierarchy)(nil),            // 9: zimmer.lineage.v1.SessionHierarchy
+	(UncleEdgeOutcome)(0),               // 10: zimmer.lineage.v1.UncleEdgeOutcome
 }
 var file_zimmer_lineage_v1_lineage_service_proto_depIdxs = []int32{
-	2, // 0: zimmer.lineage.v1.GetSessionNodeResponse.node:type_name -> zimmer.lineage.v1.SessionNode
-	7, // 1: zimmer.lineage.v1.GetSessionHierarchyResponse.session_hierarchy:type_name -> zimmer.lineage.v1.SessionHierarchy
-	8, // 2: zimmer.lineage.v1.RecordUncleEdgeResponse.outcome:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
-	0, // 3: zimmer.lineage.v1.LineageService.GetSessionNode:input_type -> zimmer.lineage.v1.GetSessionNodeRequest
-	3, // 4: zimmer.lineage.v1.LineageService.GetSessionHierarchy:input_type -> zimmer.lineage.v1.GetSessionHierarchyRequest
-	5, // 5: zimmer.lineage.v1.LineageService.RecordUncleEdge:input_type -> zimmer.lineage.v1.RecordUncleEdgeRequest
-	1, // 6: zimmer.lineage.v1.LineageService.GetSessionNode:output_type -> zimmer.lineage.v1.GetSessionNodeResponse
-	4, // 7: zimmer.lineage.v1.LineageService.GetSessionHierarchy:output_type -> zimmer.lineage.v1.GetSessionHierarchyResponse
-	6, // 8: zimmer.lineage.v1.LineageService.RecordUncleEdge:output_type -> zimmer.lineage.v1.RecordUncleEdgeResponse
-	6, // [6:9] is the sub-list for method output_type
-	3, // [3:6] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	2,  // 0: zimmer.lineage.v1.GetSessionNodeResponse.node:type_name -> zimmer.lineage.v1.SessionNode
+	9,  // 1: zimmer.lineage.v1.GetSessionHierarchyResponse.session_hierarchy:type_name -> zimmer.lineage.v1.SessionHierarchy
+	10, // 2: zimmer.lineage.v1.RecordUncleEdgeResponse.outcome:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
+	10, // 3: zimmer.lineage.v1.RetractUncleEdgeRequest.recorded:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
+	0,  // 4: zimmer.lineage.v1.LineageService.GetSessionNode:input_type -> zimmer.lineage.v1.GetSessionNodeRequest
+	3,  // 5: zimmer.lineage.v1.LineageService.GetSessionHierarchy:input_type -> zimmer.lineage.v1.GetSessionHierarchyRequest
+	5,  // 6: zimmer.lineage.v1.LineageService.RecordUncleEdge:input_type -> zimmer.lineage.v1.RecordUncleEdgeRequest
+	7,  // 7: zimmer.lineage.v1.LineageService.RetractUncleEdge:input_type -> zimmer.lineage.v1.RetractUncleEdgeRequest
+	1,  // 8: zimmer.lineage.v1.LineageService.GetSessionNode:output_type -> zimmer.lineage.v1.GetSessionNodeResponse
+	4,  // 9: zimmer.lineage.v1.LineageService.GetSessionHierarchy:output_type -> zimmer.lineage.v1.GetSessionHierarchyResponse
+	6,  // 10: zimmer.lineage.v1.LineageService.RecordUncleEdge:output_type -> zimmer.lineage.v1.RecordUncleEdgeResponse
+	8,  // 11: zimmer.lineage.v1.LineageService.RetractUncleEdge:output_type -> zimmer.lineage.v1.RetractUncleEdgeResponse
+	8,  // [8:12] is the sub-list for method output_type
+	4,  // [4:8] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lineage_v1_lineage_service_proto_init() }
@@ -510,7 +648,7 @@ func file_zimmer_lineage_v1_lineage_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lineage_v1_lineage_service_proto_rawDesc), len(file_zimmer_lineage_v1_lineage_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

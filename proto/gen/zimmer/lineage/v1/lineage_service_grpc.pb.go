@@ -22,6 +22,7 @@ const (
 	LineageService_GetSessionNode_FullMethodName      = "/zimmer.lineage.v1.LineageService/GetSessionNode"
 	LineageService_GetSessionHierarchy_FullMethodName = "/zimmer.lineage.v1.LineageService/GetSessionHierarchy"
 	LineageService_RecordUncleEdge_FullMethodName     = "/zimmer.lineage.v1.LineageService/RecordUncleEdge"
+	LineageService_RetractUncleEdge_FullMethodName    = "/zimmer.lineage.v1.LineageService/RetractUncleEdge"
 )
 
 // LineageServiceClient is the client API for LineageService service.
@@ -43,10 +44,17 @@ type LineageServiceClient interface {
 	// holds no node for the session.
 	GetSessionHierarchy(ctx context.Context, in *GetSessionHierarchyRequest, opts ...grpc.CallOption) (*GetSessionHierarchyResponse, error)
 	// RecordUncleEdge records that acting_session_id inspected
-	// target_session_id and queued or interrupted it. Internal: called by the
-	// queue and interrupt paths after the delivery, which log a failure and
-	// carry on. A refusal is an outcome, not an error.
+	// target_session_id and queued or interrupted it. Internal: the queue
+	// calls it before the delivery it explains, so the delivered turn already
+	// sees the edge, and RetractUncleEdge when that delivery fails. A refusal
+	// is an outcome, not an error.
 	RecordUncleEdge(ctx context.Context, in *RecordUncleEdgeRequest, opts ...grpc.CallOption) (*RecordUncleEdgeResponse, error)
+	// RetractUncleEdge undoes what RecordUncleEdge did when the delivery it
+	// was recorded for failed: a WRITTEN edge is deleted, an INVERTED one is
+	// put back the way it was; any other outcome changed nothing and is
+	// retracted as nothing. Retracting an edge that is no longer there (or
+	// retracting twice) changes nothing. Internal.
+	RetractUncleEdge(ctx context.Context, in *RetractUncleEdgeRequest, opts ...grpc.CallOption) (*RetractUncleEdgeResponse, error)
 }
 
 type lineageServiceClient struct {
@@ -87,6 +95,16 @@ func (c *lineageServiceClient) RecordUncleEdge(ctx context.Context, in *RecordUn
 	return out, nil
 }
 
+func (c *lineageServiceClient) RetractUncleEdge(ctx context.Context, in *RetractUncleEdgeRequest, opts ...grpc.CallOption) (*RetractUncleEdgeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RetractUncleEdgeResponse)
+	err := c.cc.Invoke(ctx, LineageService_RetractUncleEdge_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LineageServiceServer is the server API for LineageService service.
 // All implementations must embed UnimplementedLineageServiceServer
 // for forward compatibility.
@@ -106,10 +124,17 @@ type LineageServiceServer interface {
 	// holds no node for the session.
 	GetSessionHierarchy(context.Context, *GetSessionHierarchyRequest) (*GetSessionHierarchyResponse, error)
 	// RecordUncleEdge records that acting_session_id inspected
-	// target_session_id and queued or interrupted it. Internal: called by the
-	// queue and interrupt paths after the delivery, which log a failure and
-	// carry on. A refusal is an outcome, not an error.
+	// target_session_id and queued or interrupted it. Internal: the queue
+	// calls it before the delivery it explains, so the delivered turn already
+	// sees the edge, and RetractUncleEdge when that delivery fails. A refusal
+	// is an outcome, not an error.
 	RecordUncleEdge(context.Context, *RecordUncleEdgeRequest) (*RecordUncleEdgeResponse, error)
+	// RetractUncleEdge undoes what RecordUncleEdge did when the delivery it
+	// was recorded for failed: a WRITTEN edge is deleted, an INVERTED one is
+	// put back the way it was; any other outcome changed nothing and is
+	// retracted as nothing. Retracting an edge that is no longer there (or
+	// retracting twice) changes nothing. Internal.
+	RetractUncleEdge(context.Context, *RetractUncleEdgeRequest) (*RetractUncleEdgeResponse, error)
 	mustEmbedUnimplementedLineageServiceServer()
 }
 
@@ -128,6 +153,9 @@ func (UnimplementedLineageServiceServer) GetSessionHierarchy(context.Context, *G
 }
 func (UnimplementedLineageServiceServer) RecordUncleEdge(context.Context, *RecordUncleEdgeRequest) (*RecordUncleEdgeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordUncleEdge not implemented")
+}
+func (UnimplementedLineageServiceServer) RetractUncleEdge(context.Context, *RetractUncleEdgeRequest) (*RetractUncleEdgeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RetractUncleEdge not implemented")
 }
 func (UnimplementedLineageServiceServer) mustEmbedUnimplementedLineageServiceServer() {}
 func (UnimplementedLineageServiceServer) testEmbeddedByValue()                        {}
@@ -204,6 +232,24 @@ func _LineageService_RecordUncleEdge_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LineageService_RetractUncleEdge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RetractUncleEdgeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LineageServiceServer).RetractUncleEdge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LineageService_RetractUncleEdge_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LineageServiceServer).RetractUncleEdge(ctx, req.(*RetractUncleEdgeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LineageService_ServiceDesc is the grpc.ServiceDesc for LineageService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -222,6 +268,10 @@ var LineageService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RecordUncleEdge",
 			Handler:    _LineageService_RecordUncleEdge_Handler,
+		},
+		{
+			MethodName: "RetractUncleEdge",
+			Handler:    _LineageService_RetractUncleEdge_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

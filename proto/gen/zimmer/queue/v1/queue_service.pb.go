@@ -8,6 +8,7 @@ package queuev1
 
 import (
 	_ "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
+	v1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -23,6 +24,58 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// FollowUpOutcome is what became of a follow-up.
+type FollowUpOutcome int32
+
+const (
+	FollowUpOutcome_FOLLOW_UP_OUTCOME_UNSPECIFIED FollowUpOutcome = 0
+	// It is the session's turn now (REST 200).
+	FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED FollowUpOutcome = 1
+	// The session is running: it waits in the queue (REST 202).
+	FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED FollowUpOutcome = 2
+)
+
+// Enum value maps for FollowUpOutcome.
+var (
+	FollowUpOutcome_name = map[int32]string{
+		0: "FOLLOW_UP_OUTCOME_UNSPECIFIED",
+		1: "FOLLOW_UP_OUTCOME_DELIVERED",
+		2: "FOLLOW_UP_OUTCOME_QUEUED",
+	}
+	FollowUpOutcome_value = map[string]int32{
+		"FOLLOW_UP_OUTCOME_UNSPECIFIED": 0,
+		"FOLLOW_UP_OUTCOME_DELIVERED":   1,
+		"FOLLOW_UP_OUTCOME_QUEUED":      2,
+	}
+)
+
+func (x FollowUpOutcome) Enum() *FollowUpOutcome {
+	p := new(FollowUpOutcome)
+	*p = x
+	return p
+}
+
+func (x FollowUpOutcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FollowUpOutcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_zimmer_queue_v1_queue_service_proto_enumTypes[0].Descriptor()
+}
+
+func (FollowUpOutcome) Type() protoreflect.EnumType {
+	return &file_zimmer_queue_v1_queue_service_proto_enumTypes[0]
+}
+
+func (x FollowUpOutcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FollowUpOutcome.Descriptor instead.
+func (FollowUpOutcome) EnumDescriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{0}
+}
 
 // EnqueuedMessage is one message queued for a session.
 type EnqueuedMessage struct {
@@ -614,11 +667,767 @@ func (*DeleteEnqueuedMessageResponse) Descriptor() ([]byte, []int) {
 	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{8}
 }
 
+type SendEnqueuedMessageNowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	MessageId int64  `protobuf:"varint,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// The session making the call, when one is (a session credential always
+	// acts as its own session); it records an uncle edge.
+	ActingSessionId int64 `protobuf:"varint,3,opt,name=acting_session_id,json=actingSessionId,proto3" json:"acting_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SendEnqueuedMessageNowRequest) Reset() {
+	*x = SendEnqueuedMessageNowRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendEnqueuedMessageNowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendEnqueuedMessageNowRequest) ProtoMessage() {}
+
+func (x *SendEnqueuedMessageNowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendEnqueuedMessageNowRequest.ProtoReflect.Descriptor instead.
+func (*SendEnqueuedMessageNowRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SendEnqueuedMessageNowRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SendEnqueuedMessageNowRequest) GetMessageId() int64 {
+	if x != nil {
+		return x.MessageId
+	}
+	return 0
+}
+
+func (x *SendEnqueuedMessageNowRequest) GetActingSessionId() int64 {
+	if x != nil {
+		return x.ActingSessionId
+	}
+	return 0
+}
+
+type SendEnqueuedMessageNowResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	EnqueuedMessage *EnqueuedMessage       `protobuf:"bytes,1,opt,name=enqueued_message,json=enqueuedMessage,proto3" json:"enqueued_message,omitempty"`
+	// True when the message became a turn now; false when it moved to the
+	// front of a running session's queue.
+	Delivered     bool   `protobuf:"varint,2,opt,name=delivered,proto3" json:"delivered,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendEnqueuedMessageNowResponse) Reset() {
+	*x = SendEnqueuedMessageNowResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendEnqueuedMessageNowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendEnqueuedMessageNowResponse) ProtoMessage() {}
+
+func (x *SendEnqueuedMessageNowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendEnqueuedMessageNowResponse.ProtoReflect.Descriptor instead.
+func (*SendEnqueuedMessageNowResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SendEnqueuedMessageNowResponse) GetEnqueuedMessage() *EnqueuedMessage {
+	if x != nil {
+		return x.EnqueuedMessage
+	}
+	return nil
+}
+
+func (x *SendEnqueuedMessageNowResponse) GetDelivered() bool {
+	if x != nil {
+		return x.Delivered
+	}
+	return false
+}
+
+func (x *SendEnqueuedMessageNowResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type InterruptWithEnqueuedMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	MessageId int64  `protobuf:"varint,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// The session making the call; it records an uncle edge.
+	ActingSessionId int64 `protobuf:"varint,3,opt,name=acting_session_id,json=actingSessionId,proto3" json:"acting_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *InterruptWithEnqueuedMessageRequest) Reset() {
+	*x = InterruptWithEnqueuedMessageRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InterruptWithEnqueuedMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InterruptWithEnqueuedMessageRequest) ProtoMessage() {}
+
+func (x *InterruptWithEnqueuedMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InterruptWithEnqueuedMessageRequest.ProtoReflect.Descriptor instead.
+func (*InterruptWithEnqueuedMessageRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *InterruptWithEnqueuedMessageRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *InterruptWithEnqueuedMessageRequest) GetMessageId() int64 {
+	if x != nil {
+		return x.MessageId
+	}
+	return 0
+}
+
+func (x *InterruptWithEnqueuedMessageRequest) GetActingSessionId() int64 {
+	if x != nil {
+		return x.ActingSessionId
+	}
+	return 0
+}
+
+type InterruptWithEnqueuedMessageResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	EnqueuedMessage *EnqueuedMessage       `protobuf:"bytes,1,opt,name=enqueued_message,json=enqueuedMessage,proto3" json:"enqueued_message,omitempty"`
+	// A turn's process was running and was stopped.
+	Interrupted   bool   `protobuf:"varint,2,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InterruptWithEnqueuedMessageResponse) Reset() {
+	*x = InterruptWithEnqueuedMessageResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InterruptWithEnqueuedMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InterruptWithEnqueuedMessageResponse) ProtoMessage() {}
+
+func (x *InterruptWithEnqueuedMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InterruptWithEnqueuedMessageResponse.ProtoReflect.Descriptor instead.
+func (*InterruptWithEnqueuedMessageResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *InterruptWithEnqueuedMessageResponse) GetEnqueuedMessage() *EnqueuedMessage {
+	if x != nil {
+		return x.EnqueuedMessage
+	}
+	return nil
+}
+
+func (x *InterruptWithEnqueuedMessageResponse) GetInterrupted() bool {
+	if x != nil {
+		return x.Interrupted
+	}
+	return false
+}
+
+func (x *InterruptWithEnqueuedMessageResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type FollowUpRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The next turn's prompt (≤ 500,000 characters).
+	Prompt string `protobuf:"bytes,2,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// Set on the session with the prompt (≤ 50,000 characters).
+	Goal string `protobuf:"bytes,3,opt,name=goal,proto3" json:"goal,omitempty"`
+	// Interrupt a running turn and deliver now instead of queueing.
+	ForceImmediate bool `protobuf:"varint,4,opt,name=force_immediate,json=forceImmediate,proto3" json:"force_immediate,omitempty"`
+	// The session making the call, when one is (a session credential always
+	// acts as its own session); it records an uncle edge.
+	ActingSessionId int64 `protobuf:"varint,5,opt,name=acting_session_id,json=actingSessionId,proto3" json:"acting_session_id,omitempty"`
+	// A follow-up retried with the same key is delivered or queued once.
+	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *FollowUpRequest) Reset() {
+	*x = FollowUpRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FollowUpRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FollowUpRequest) ProtoMessage() {}
+
+func (x *FollowUpRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FollowUpRequest.ProtoReflect.Descriptor instead.
+func (*FollowUpRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *FollowUpRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *FollowUpRequest) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+func (x *FollowUpRequest) GetGoal() string {
+	if x != nil {
+		return x.Goal
+	}
+	return ""
+}
+
+func (x *FollowUpRequest) GetForceImmediate() bool {
+	if x != nil {
+		return x.ForceImmediate
+	}
+	return false
+}
+
+func (x *FollowUpRequest) GetActingSessionId() int64 {
+	if x != nil {
+		return x.ActingSessionId
+	}
+	return 0
+}
+
+func (x *FollowUpRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+type FollowUpResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Outcome FollowUpOutcome        `protobuf:"varint,1,opt,name=outcome,proto3,enum=zimmer.queue.v1.FollowUpOutcome" json:"outcome,omitempty"`
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The queued message, when the follow-up was queued.
+	EnqueuedMessage *EnqueuedMessage `protobuf:"bytes,3,opt,name=enqueued_message,json=enqueuedMessage,proto3" json:"enqueued_message,omitempty"`
+	// The turn's running_job_id, when it was delivered.
+	JobId string `protobuf:"bytes,4,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// What recording the caller's uncle edge did, when a session called.
+	UncleEdge     v1.UncleEdgeOutcome `protobuf:"varint,5,opt,name=uncle_edge,json=uncleEdge,proto3,enum=zimmer.lineage.v1.UncleEdgeOutcome" json:"uncle_edge,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FollowUpResponse) Reset() {
+	*x = FollowUpResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FollowUpResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FollowUpResponse) ProtoMessage() {}
+
+func (x *FollowUpResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FollowUpResponse.ProtoReflect.Descriptor instead.
+func (*FollowUpResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *FollowUpResponse) GetOutcome() FollowUpOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return FollowUpOutcome_FOLLOW_UP_OUTCOME_UNSPECIFIED
+}
+
+func (x *FollowUpResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *FollowUpResponse) GetEnqueuedMessage() *EnqueuedMessage {
+	if x != nil {
+		return x.EnqueuedMessage
+	}
+	return nil
+}
+
+func (x *FollowUpResponse) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *FollowUpResponse) GetUncleEdge() v1.UncleEdgeOutcome {
+	if x != nil {
+		return x.UncleEdge
+	}
+	return v1.UncleEdgeOutcome(0)
+}
+
+type DeliverNextMessageRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The running job (turn) whose end hands over.
+	FromJobId     string `protobuf:"bytes,2,opt,name=from_job_id,json=fromJobId,proto3" json:"from_job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeliverNextMessageRequest) Reset() {
+	*x = DeliverNextMessageRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliverNextMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliverNextMessageRequest) ProtoMessage() {}
+
+func (x *DeliverNextMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliverNextMessageRequest.ProtoReflect.Descriptor instead.
+func (*DeliverNextMessageRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DeliverNextMessageRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *DeliverNextMessageRequest) GetFromJobId() string {
+	if x != nil {
+		return x.FromJobId
+	}
+	return ""
+}
+
+type DeliverNextMessageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False: nothing to deliver (or the session cannot take it now); the
+	// caller pauses.
+	Delivered       bool             `protobuf:"varint,1,opt,name=delivered,proto3" json:"delivered,omitempty"`
+	EnqueuedMessage *EnqueuedMessage `protobuf:"bytes,2,opt,name=enqueued_message,json=enqueuedMessage,proto3" json:"enqueued_message,omitempty"`
+	// The next turn's id (its running_job_id) and prompt.
+	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Prompt        string `protobuf:"bytes,4,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeliverNextMessageResponse) Reset() {
+	*x = DeliverNextMessageResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliverNextMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliverNextMessageResponse) ProtoMessage() {}
+
+func (x *DeliverNextMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliverNextMessageResponse.ProtoReflect.Descriptor instead.
+func (*DeliverNextMessageResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DeliverNextMessageResponse) GetDelivered() bool {
+	if x != nil {
+		return x.Delivered
+	}
+	return false
+}
+
+func (x *DeliverNextMessageResponse) GetEnqueuedMessage() *EnqueuedMessage {
+	if x != nil {
+		return x.EnqueuedMessage
+	}
+	return nil
+}
+
+func (x *DeliverNextMessageResponse) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *DeliverNextMessageResponse) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+type SealQueueRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Names the archive attempt; only it may unseal.
+	AttemptId string `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	// The archive forces past the guard.
+	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SealQueueRequest) Reset() {
+	*x = SealQueueRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SealQueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SealQueueRequest) ProtoMessage() {}
+
+func (x *SealQueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SealQueueRequest.ProtoReflect.Descriptor instead.
+func (*SealQueueRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SealQueueRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *SealQueueRequest) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *SealQueueRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+type SealQueueResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Non-empty: the archive is refused with these words (the queue is not
+	// empty and force was not given); the queue has been unsealed again.
+	Refusal string `protobuf:"bytes,1,opt,name=refusal,proto3" json:"refusal,omitempty"`
+	// What the archive line adds about the messages the archive retires
+	// ("" when none).
+	RetirementClause string `protobuf:"bytes,2,opt,name=retirement_clause,json=retirementClause,proto3" json:"retirement_clause,omitempty"`
+	LiveMessages     int32  `protobuf:"varint,3,opt,name=live_messages,json=liveMessages,proto3" json:"live_messages,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SealQueueResponse) Reset() {
+	*x = SealQueueResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SealQueueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SealQueueResponse) ProtoMessage() {}
+
+func (x *SealQueueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SealQueueResponse.ProtoReflect.Descriptor instead.
+func (*SealQueueResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SealQueueResponse) GetRefusal() string {
+	if x != nil {
+		return x.Refusal
+	}
+	return ""
+}
+
+func (x *SealQueueResponse) GetRetirementClause() string {
+	if x != nil {
+		return x.RetirementClause
+	}
+	return ""
+}
+
+func (x *SealQueueResponse) GetLiveMessages() int32 {
+	if x != nil {
+		return x.LiveMessages
+	}
+	return 0
+}
+
+type UnsealQueueRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnsealQueueRequest) Reset() {
+	*x = UnsealQueueRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnsealQueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnsealQueueRequest) ProtoMessage() {}
+
+func (x *UnsealQueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnsealQueueRequest.ProtoReflect.Descriptor instead.
+func (*UnsealQueueRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *UnsealQueueRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *UnsealQueueRequest) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+type UnsealQueueResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnsealQueueResponse) Reset() {
+	*x = UnsealQueueResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnsealQueueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnsealQueueResponse) ProtoMessage() {}
+
+func (x *UnsealQueueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnsealQueueResponse.ProtoReflect.Descriptor instead.
+func (*UnsealQueueResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{20}
+}
+
 var File_zimmer_queue_v1_queue_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
 	"\n" +
-	"#zimmer/queue/v1/queue_service.proto\x12\x0fzimmer.queue.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"\xfd\x03\n" +
+	"#zimmer/queue/v1/queue_service.proto\x12\x0fzimmer.queue.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a!zimmer/lineage/v1/hierarchy.proto\"\xfd\x03\n" +
 	"\x0fEnqueuedMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
 	"\n" +
@@ -671,12 +1480,82 @@ const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x02 \x01(\x03R\tmessageId\"\x1f\n" +
-	"\x1dDeleteEnqueuedMessageResponse2\x8e\x06\n" +
+	"\x1dDeleteEnqueuedMessageResponse\"\x89\x01\n" +
+	"\x1dSendEnqueuedMessageNowRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\x03R\tmessageId\x12*\n" +
+	"\x11acting_session_id\x18\x03 \x01(\x03R\x0factingSessionId\"\xa5\x01\n" +
+	"\x1eSendEnqueuedMessageNowResponse\x12K\n" +
+	"\x10enqueued_message\x18\x01 \x01(\v2 .zimmer.queue.v1.EnqueuedMessageR\x0fenqueuedMessage\x12\x1c\n" +
+	"\tdelivered\x18\x02 \x01(\bR\tdelivered\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x8f\x01\n" +
+	"#InterruptWithEnqueuedMessageRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\x03R\tmessageId\x12*\n" +
+	"\x11acting_session_id\x18\x03 \x01(\x03R\x0factingSessionId\"\xaf\x01\n" +
+	"$InterruptWithEnqueuedMessageResponse\x12K\n" +
+	"\x10enqueued_message\x18\x01 \x01(\v2 .zimmer.queue.v1.EnqueuedMessageR\x0fenqueuedMessage\x12 \n" +
+	"\vinterrupted\x18\x02 \x01(\bR\vinterrupted\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xda\x01\n" +
+	"\x0fFollowUpRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12\x12\n" +
+	"\x04goal\x18\x03 \x01(\tR\x04goal\x12'\n" +
+	"\x0fforce_immediate\x18\x04 \x01(\bR\x0eforceImmediate\x12*\n" +
+	"\x11acting_session_id\x18\x05 \x01(\x03R\x0factingSessionId\x12'\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\"\x90\x02\n" +
+	"\x10FollowUpResponse\x12:\n" +
+	"\aoutcome\x18\x01 \x01(\x0e2 .zimmer.queue.v1.FollowUpOutcomeR\aoutcome\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12K\n" +
+	"\x10enqueued_message\x18\x03 \x01(\v2 .zimmer.queue.v1.EnqueuedMessageR\x0fenqueuedMessage\x12\x15\n" +
+	"\x06job_id\x18\x04 \x01(\tR\x05jobId\x12B\n" +
+	"\n" +
+	"uncle_edge\x18\x05 \x01(\x0e2#.zimmer.lineage.v1.UncleEdgeOutcomeR\tuncleEdge\"Z\n" +
+	"\x19DeliverNextMessageRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x1e\n" +
+	"\vfrom_job_id\x18\x02 \x01(\tR\tfromJobId\"\xb6\x01\n" +
+	"\x1aDeliverNextMessageResponse\x12\x1c\n" +
+	"\tdelivered\x18\x01 \x01(\bR\tdelivered\x12K\n" +
+	"\x10enqueued_message\x18\x02 \x01(\v2 .zimmer.queue.v1.EnqueuedMessageR\x0fenqueuedMessage\x12\x15\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x16\n" +
+	"\x06prompt\x18\x04 \x01(\tR\x06prompt\"f\n" +
+	"\x10SealQueueRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\"\x7f\n" +
+	"\x11SealQueueResponse\x12\x18\n" +
+	"\arefusal\x18\x01 \x01(\tR\arefusal\x12+\n" +
+	"\x11retirement_clause\x18\x02 \x01(\tR\x10retirementClause\x12#\n" +
+	"\rlive_messages\x18\x03 \x01(\x05R\fliveMessages\"R\n" +
+	"\x12UnsealQueueRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\"\x15\n" +
+	"\x13UnsealQueueResponse*s\n" +
+	"\x0fFollowUpOutcome\x12!\n" +
+	"\x1dFOLLOW_UP_OUTCOME_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bFOLLOW_UP_OUTCOME_DELIVERED\x10\x01\x12\x1c\n" +
+	"\x18FOLLOW_UP_OUTCOME_QUEUED\x10\x022\x9c\r\n" +
 	"\fQueueService\x12\xb8\x01\n" +
 	"\x14ListEnqueuedMessages\x12,.zimmer.queue.v1.ListEnqueuedMessagesRequest\x1a-.zimmer.queue.v1.ListEnqueuedMessagesResponse\"C\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x021\x12//api/v1/sessions/{session_id}/enqueued_messages\x12\xa9\x01\n" +
 	"\x0eEnqueueMessage\x12&.zimmer.queue.v1.EnqueueMessageRequest\x1a'.zimmer.queue.v1.EnqueueMessageResponse\"F\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x024:\x01*\"//api/v1/sessions/{session_id}/enqueued_messages\x12\xcb\x01\n" +
 	"\x15UpdateEnqueuedMessage\x12-.zimmer.queue.v1.UpdateEnqueuedMessageRequest\x1a..zimmer.queue.v1.UpdateEnqueuedMessageResponse\"S\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02A:\x01*2</api/v1/sessions/{session_id}/enqueued_messages/{message_id}\x12\xc8\x01\n" +
-	"\x15DeleteEnqueuedMessage\x12-.zimmer.queue.v1.DeleteEnqueuedMessageRequest\x1a..zimmer.queue.v1.DeleteEnqueuedMessageResponse\"P\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02>*</api/v1/sessions/{session_id}/enqueued_messages/{message_id}B>Z<github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1;queuev1b\x06proto3"
+	"\x15DeleteEnqueuedMessage\x12-.zimmer.queue.v1.DeleteEnqueuedMessageRequest\x1a..zimmer.queue.v1.DeleteEnqueuedMessageResponse\"P\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02>*</api/v1/sessions/{session_id}/enqueued_messages/{message_id}\x12\xd7\x01\n" +
+	"\x16SendEnqueuedMessageNow\x12..zimmer.queue.v1.SendEnqueuedMessageNowRequest\x1a/.zimmer.queue.v1.SendEnqueuedMessageNowResponse\"\\\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02J:\x01*\"E/api/v1/sessions/{session_id}/enqueued_messages/{message_id}/send_now\x12\xea\x01\n" +
+	"\x1cInterruptWithEnqueuedMessage\x124.zimmer.queue.v1.InterruptWithEnqueuedMessageRequest\x1a5.zimmer.queue.v1.InterruptWithEnqueuedMessageResponse\"]\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02K:\x01*\"F/api/v1/sessions/{session_id}/enqueued_messages/{message_id}/interrupt\x12\x8f\x01\n" +
+	"\bFollowUp\x12 .zimmer.queue.v1.FollowUpRequest\x1a!.zimmer.queue.v1.FollowUpResponse\">\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02,:\x01*\"'/api/v1/sessions/{session_id}/follow_up\x12u\n" +
+	"\x12DeliverNextMessage\x12*.zimmer.queue.v1.DeliverNextMessageRequest\x1a+.zimmer.queue.v1.DeliverNextMessageResponse\"\x06\xea\xe0\x18\x02\b\x03\x12Z\n" +
+	"\tSealQueue\x12!.zimmer.queue.v1.SealQueueRequest\x1a\".zimmer.queue.v1.SealQueueResponse\"\x06\xea\xe0\x18\x02\b\x03\x12`\n" +
+	"\vUnsealQueue\x12#.zimmer.queue.v1.UnsealQueueRequest\x1a$.zimmer.queue.v1.UnsealQueueResponse\"\x06\xea\xe0\x18\x02\b\x03B>Z<github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1;queuev1b\x06proto3"
 
 var (
 	file_zimmer_queue_v1_queue_service_proto_rawDescOnce sync.Once
@@ -690,40 +1569,73 @@ func file_zimmer_queue_v1_queue_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_queue_v1_queue_service_proto_rawDescData
 }
 
-var file_zimmer_queue_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_zimmer_queue_v1_queue_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_zimmer_queue_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_zimmer_queue_v1_queue_service_proto_goTypes = []any{
-	(*EnqueuedMessage)(nil),               // 0: zimmer.queue.v1.EnqueuedMessage
-	(*ListEnqueuedMessagesRequest)(nil),   // 1: zimmer.queue.v1.ListEnqueuedMessagesRequest
-	(*ListEnqueuedMessagesResponse)(nil),  // 2: zimmer.queue.v1.ListEnqueuedMessagesResponse
-	(*EnqueueMessageRequest)(nil),         // 3: zimmer.queue.v1.EnqueueMessageRequest
-	(*EnqueueMessageResponse)(nil),        // 4: zimmer.queue.v1.EnqueueMessageResponse
-	(*UpdateEnqueuedMessageRequest)(nil),  // 5: zimmer.queue.v1.UpdateEnqueuedMessageRequest
-	(*UpdateEnqueuedMessageResponse)(nil), // 6: zimmer.queue.v1.UpdateEnqueuedMessageResponse
-	(*DeleteEnqueuedMessageRequest)(nil),  // 7: zimmer.queue.v1.DeleteEnqueuedMessageRequest
-	(*DeleteEnqueuedMessageResponse)(nil), // 8: zimmer.queue.v1.DeleteEnqueuedMessageResponse
-	(*timestamppb.Timestamp)(nil),         // 9: google.protobuf.Timestamp
+	(FollowUpOutcome)(0),                         // 0: zimmer.queue.v1.FollowUpOutcome
+	(*EnqueuedMessage)(nil),                      // 1: zimmer.queue.v1.EnqueuedMessage
+	(*ListEnqueuedMessagesRequest)(nil),          // 2: zimmer.queue.v1.ListEnqueuedMessagesRequest
+	(*ListEnqueuedMessagesResponse)(nil),         // 3: zimmer.queue.v1.ListEnqueuedMessagesResponse
+	(*EnqueueMessageRequest)(nil),                // 4: zimmer.queue.v1.EnqueueMessageRequest
+	(*EnqueueMessageResponse)(nil),               // 5: zimmer.queue.v1.EnqueueMessageResponse
+	(*UpdateEnqueuedMessageRequest)(nil),         // 6: zimmer.queue.v1.UpdateEnqueuedMessageRequest
+	(*UpdateEnqueuedMessageResponse)(nil),        // 7: zimmer.queue.v1.UpdateEnqueuedMessageResponse
+	(*DeleteEnqueuedMessageRequest)(nil),         // 8: zimmer.queue.v1.DeleteEnqueuedMessageRequest
+	(*DeleteEnqueuedMessageResponse)(nil),        // 9: zimmer.queue.v1.DeleteEnqueuedMessageResponse
+	(*SendEnqueuedMessageNowRequest)(nil),        // 10: zimmer.queue.v1.SendEnqueuedMessageNowRequest
+	(*SendEnqueuedMessageNowResponse)(nil),       // 11: zimmer.queue.v1.SendEnqueuedMessageNowResponse
+	(*InterruptWithEnqueuedMessageRequest)(nil),  // 12: zimmer.queue.v1.InterruptWithEnqueuedMessageRequest
+	(*InterruptWithEnqueuedMessageResponse)(nil), // 13: zimmer.queue.v1.InterruptWithEnqueuedMessageResponse
+	(*FollowUpRequest)(nil),                      // 14: zimmer.queue.v1.FollowUpRequest
+	(*FollowUpResponse)(nil),                     // 15: zimmer.queue.v1.FollowUpResponse
+	(*DeliverNextMessageRequest)(nil),            // 16: zimmer.queue.v1.DeliverNextMessageRequest
+	(*DeliverNextMessageResponse)(nil),           // 17: zimmer.queue.v1.DeliverNextMessageResponse
+	(*SealQueueRequest)(nil),                     // 18: zimmer.queue.v1.SealQueueRequest
+	(*SealQueueResponse)(nil),                    // 19: zimmer.queue.v1.SealQueueResponse
+	(*UnsealQueueRequest)(nil),                   // 20: zimmer.queue.v1.UnsealQueueRequest
+	(*UnsealQueueResponse)(nil),                  // 21: zimmer.queue.v1.UnsealQueueResponse
+	(*timestamppb.Timestamp)(nil),                // 22: google.protobuf.Timestamp
+	(v1.UncleEdgeOutcome)(0),                     // 23: zimmer.lineage.v1.UncleEdgeOutcome
 }
 var file_zimmer_queue_v1_queue_service_proto_depIdxs = []int32{
-	9,  // 0: zimmer.queue.v1.EnqueuedMessage.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 1: zimmer.queue.v1.EnqueuedMessage.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 2: zimmer.queue.v1.EnqueuedMessage.sent_at:type_name -> google.protobuf.Timestamp
-	9,  // 3: zimmer.queue.v1.EnqueuedMessage.undelivered_at:type_name -> google.protobuf.Timestamp
-	0,  // 4: zimmer.queue.v1.ListEnqueuedMessagesResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	0,  // 5: zimmer.queue.v1.EnqueueMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	0,  // 6: zimmer.queue.v1.UpdateEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	1,  // 7: zimmer.queue.v1.QueueService.ListEnqueuedMessages:input_type -> zimmer.queue.v1.ListEnqueuedMessagesRequest
-	3,  // 8: zimmer.queue.v1.QueueService.EnqueueMessage:input_type -> zimmer.queue.v1.EnqueueMessageRequest
-	5,  // 9: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:input_type -> zimmer.queue.v1.UpdateEnqueuedMessageRequest
-	7,  // 10: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:input_type -> zimmer.queue.v1.DeleteEnqueuedMessageRequest
-	2,  // 11: zimmer.queue.v1.QueueService.ListEnqueuedMessages:output_type -> zimmer.queue.v1.ListEnqueuedMessagesResponse
-	4,  // 12: zimmer.queue.v1.QueueService.EnqueueMessage:output_type -> zimmer.queue.v1.EnqueueMessageResponse
-	6,  // 13: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:output_type -> zimmer.queue.v1.UpdateEnqueuedMessageResponse
-	8,  // 14: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:output_type -> zimmer.queue.v1.DeleteEnqueuedMessageResponse
-	11, // [11:15] is the sub-list for method output_type
-	7,  // [7:11] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	22, // 0: zimmer.queue.v1.EnqueuedMessage.created_at:type_name -> google.protobuf.Timestamp
+	22, // 1: zimmer.queue.v1.EnqueuedMessage.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 2: zimmer.queue.v1.EnqueuedMessage.sent_at:type_name -> google.protobuf.Timestamp
+	22, // 3: zimmer.queue.v1.EnqueuedMessage.undelivered_at:type_name -> google.protobuf.Timestamp
+	1,  // 4: zimmer.queue.v1.ListEnqueuedMessagesResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	1,  // 5: zimmer.queue.v1.EnqueueMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	1,  // 6: zimmer.queue.v1.UpdateEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	1,  // 7: zimmer.queue.v1.SendEnqueuedMessageNowResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	1,  // 8: zimmer.queue.v1.InterruptWithEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	0,  // 9: zimmer.queue.v1.FollowUpResponse.outcome:type_name -> zimmer.queue.v1.FollowUpOutcome
+	1,  // 10: zimmer.queue.v1.FollowUpResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	23, // 11: zimmer.queue.v1.FollowUpResponse.uncle_edge:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
+	1,  // 12: zimmer.queue.v1.DeliverNextMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	2,  // 13: zimmer.queue.v1.QueueService.ListEnqueuedMessages:input_type -> zimmer.queue.v1.ListEnqueuedMessagesRequest
+	4,  // 14: zimmer.queue.v1.QueueService.EnqueueMessage:input_type -> zimmer.queue.v1.EnqueueMessageRequest
+	6,  // 15: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:input_type -> zimmer.queue.v1.UpdateEnqueuedMessageRequest
+	8,  // 16: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:input_type -> zimmer.queue.v1.DeleteEnqueuedMessageRequest
+	10, // 17: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:input_type -> zimmer.queue.v1.SendEnqueuedMessageNowRequest
+	12, // 18: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:input_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageRequest
+	14, // 19: zimmer.queue.v1.QueueService.FollowUp:input_type -> zimmer.queue.v1.FollowUpRequest
+	16, // 20: zimmer.queue.v1.QueueService.DeliverNextMessage:input_type -> zimmer.queue.v1.DeliverNextMessageRequest
+	18, // 21: zimmer.queue.v1.QueueService.SealQueue:input_type -> zimmer.queue.v1.SealQueueRequest
+	20, // 22: zimmer.queue.v1.QueueService.UnsealQueue:input_type -> zimmer.queue.v1.UnsealQueueRequest
+	3,  // 23: zimmer.queue.v1.QueueService.ListEnqueuedMessages:output_type -> zimmer.queue.v1.ListEnqueuedMessagesResponse
+	5,  // 24: zimmer.queue.v1.QueueService.EnqueueMessage:output_type -> zimmer.queue.v1.EnqueueMessageResponse
+	7,  // 25: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:output_type -> zimmer.queue.v1.UpdateEnqueuedMessageResponse
+	9,  // 26: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:output_type -> zimmer.queue.v1.DeleteEnqueuedMessageResponse
+	11, // 27: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:output_type -> zimmer.queue.v1.SendEnqueuedMessageNowResponse
+	13, // 28: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:output_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageResponse
+	15, // 29: zimmer.queue.v1.QueueService.FollowUp:output_type -> zimmer.queue.v1.FollowUpResponse
+	17, // 30: zimmer.queue.v1.QueueService.DeliverNextMessage:output_type -> zimmer.queue.v1.DeliverNextMessageResponse
+	19, // 31: zimmer.queue.v1.QueueService.SealQueue:output_type -> zimmer.queue.v1.SealQueueResponse
+	21, // 32: zimmer.queue.v1.QueueService.UnsealQueue:output_type -> zimmer.queue.v1.UnsealQueueResponse
+	23, // [23:33] is the sub-list for method output_type
+	13, // [13:23] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_queue_v1_queue_service_proto_init() }
@@ -737,13 +1649,14 @@ func file_zimmer_queue_v1_queue_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_queue_v1_queue_service_proto_rawDesc), len(file_zimmer_queue_v1_queue_service_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   9,
+			NumEnums:      1,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_zimmer_queue_v1_queue_service_proto_goTypes,
 		DependencyIndexes: file_zimmer_queue_v1_queue_service_proto_depIdxs,
+		EnumInfos:         file_zimmer_queue_v1_queue_service_proto_enumTypes,
 		MessageInfos:      file_zimmer_queue_v1_queue_service_proto_msgTypes,
 	}.Build()
 	File_zimmer_queue_v1_queue_service_proto = out.File

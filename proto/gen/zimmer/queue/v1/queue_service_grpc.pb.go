@@ -19,10 +19,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	QueueService_ListEnqueuedMessages_FullMethodName  = "/zimmer.queue.v1.QueueService/ListEnqueuedMessages"
-	QueueService_EnqueueMessage_FullMethodName        = "/zimmer.queue.v1.QueueService/EnqueueMessage"
-	QueueService_UpdateEnqueuedMessage_FullMethodName = "/zimmer.queue.v1.QueueService/UpdateEnqueuedMessage"
-	QueueService_DeleteEnqueuedMessage_FullMethodName = "/zimmer.queue.v1.QueueService/DeleteEnqueuedMessage"
+	QueueService_ListEnqueuedMessages_FullMethodName         = "/zimmer.queue.v1.QueueService/ListEnqueuedMessages"
+	QueueService_EnqueueMessage_FullMethodName               = "/zimmer.queue.v1.QueueService/EnqueueMessage"
+	QueueService_UpdateEnqueuedMessage_FullMethodName        = "/zimmer.queue.v1.QueueService/UpdateEnqueuedMessage"
+	QueueService_DeleteEnqueuedMessage_FullMethodName        = "/zimmer.queue.v1.QueueService/DeleteEnqueuedMessage"
+	QueueService_SendEnqueuedMessageNow_FullMethodName       = "/zimmer.queue.v1.QueueService/SendEnqueuedMessageNow"
+	QueueService_InterruptWithEnqueuedMessage_FullMethodName = "/zimmer.queue.v1.QueueService/InterruptWithEnqueuedMessage"
+	QueueService_FollowUp_FullMethodName                     = "/zimmer.queue.v1.QueueService/FollowUp"
+	QueueService_DeliverNextMessage_FullMethodName           = "/zimmer.queue.v1.QueueService/DeliverNextMessage"
+	QueueService_SealQueue_FullMethodName                    = "/zimmer.queue.v1.QueueService/SealQueue"
+	QueueService_UnsealQueue_FullMethodName                  = "/zimmer.queue.v1.QueueService/UnsealQueue"
 )
 
 // QueueServiceClient is the client API for QueueService service.
@@ -46,6 +52,35 @@ type QueueServiceClient interface {
 	// DeleteEnqueuedMessage removes a pending message; the ones behind it
 	// move up.
 	DeleteEnqueuedMessage(ctx context.Context, in *DeleteEnqueuedMessageRequest, opts ...grpc.CallOption) (*DeleteEnqueuedMessageResponse, error)
+	// SendEnqueuedMessageNow delivers a pending message at once to an idle
+	// session (waiting or needs_input), ahead of the rest of the queue. On a
+	// running session it moves the message to the front instead: it is the
+	// next turn when the current one ends (interrupt stops the turn now).
+	SendEnqueuedMessageNow(ctx context.Context, in *SendEnqueuedMessageNowRequest, opts ...grpc.CallOption) (*SendEnqueuedMessageNowResponse, error)
+	// InterruptWithEnqueuedMessage stops the running turn through the
+	// runner's termination ladder and delivers the message as the next turn;
+	// on an idle session it delivers at once. Concurrent interrupts of one
+	// session are served one after another, each message exactly once.
+	InterruptWithEnqueuedMessage(ctx context.Context, in *InterruptWithEnqueuedMessageRequest, opts ...grpc.CallOption) (*InterruptWithEnqueuedMessageResponse, error)
+	// FollowUp sends a session its next prompt: an idle session (waiting,
+	// needs_input) gets it as a turn now (REST 200); a running one queues it
+	// (REST 202), unless force_immediate, which interrupts the running turn
+	// and delivers (200). Refused on an archived session, and on a failed one
+	// (restart it first).
+	FollowUp(ctx context.Context, in *FollowUpRequest, opts ...grpc.CallOption) (*FollowUpResponse, error)
+	// DeliverNextMessage hands the session's next pending message over as the
+	// turn that follows from_job_id, while the session is still running (the
+	// runner's turn-end drain, before its pause). Idempotent per from_job_id:
+	// a retried call answers the message it handed over before. Internal.
+	DeliverNextMessage(ctx context.Context, in *DeliverNextMessageRequest, opts ...grpc.CallOption) (*DeliverNextMessageResponse, error)
+	// SealQueue closes a session's queue for one archive attempt and says
+	// whether the archive may go ahead: refusal is the guard's text over a
+	// non-empty queue without force. Lifecycle calls it before an archive
+	// commits, and UnsealQueue when the archive does not commit. Internal.
+	SealQueue(ctx context.Context, in *SealQueueRequest, opts ...grpc.CallOption) (*SealQueueResponse, error)
+	// UnsealQueue reopens a queue the archive attempt sealed (a no-op for any
+	// other attempt's seal). Internal.
+	UnsealQueue(ctx context.Context, in *UnsealQueueRequest, opts ...grpc.CallOption) (*UnsealQueueResponse, error)
 }
 
 type queueServiceClient struct {
@@ -96,6 +131,66 @@ func (c *queueServiceClient) DeleteEnqueuedMessage(ctx context.Context, in *Dele
 	return out, nil
 }
 
+func (c *queueServiceClient) SendEnqueuedMessageNow(ctx context.Context, in *SendEnqueuedMessageNowRequest, opts ...grpc.CallOption) (*SendEnqueuedMessageNowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SendEnqueuedMessageNowResponse)
+	err := c.cc.Invoke(ctx, QueueService_SendEnqueuedMessageNow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queueServiceClient) InterruptWithEnqueuedMessage(ctx context.Context, in *InterruptWithEnqueuedMessageRequest, opts ...grpc.CallOption) (*InterruptWithEnqueuedMessageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InterruptWithEnqueuedMessageResponse)
+	err := c.cc.Invoke(ctx, QueueService_InterruptWithEnqueuedMessage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queueServiceClient) FollowUp(ctx context.Context, in *FollowUpRequest, opts ...grpc.CallOption) (*FollowUpResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FollowUpResponse)
+	err := c.cc.Invoke(ctx, QueueService_FollowUp_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queueServiceClient) DeliverNextMessage(ctx context.Context, in *DeliverNextMessageRequest, opts ...grpc.CallOption) (*DeliverNextMessageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeliverNextMessageResponse)
+	err := c.cc.Invoke(ctx, QueueService_DeliverNextMessage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queueServiceClient) SealQueue(ctx context.Context, in *SealQueueRequest, opts ...grpc.CallOption) (*SealQueueResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SealQueueResponse)
+	err := c.cc.Invoke(ctx, QueueService_SealQueue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queueServiceClient) UnsealQueue(ctx context.Context, in *UnsealQueueRequest, opts ...grpc.CallOption) (*UnsealQueueResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnsealQueueResponse)
+	err := c.cc.Invoke(ctx, QueueService_UnsealQueue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // QueueServiceServer is the server API for QueueService service.
 // All implementations must embed UnimplementedQueueServiceServer
 // for forward compatibility.
@@ -117,6 +212,35 @@ type QueueServiceServer interface {
 	// DeleteEnqueuedMessage removes a pending message; the ones behind it
 	// move up.
 	DeleteEnqueuedMessage(context.Context, *DeleteEnqueuedMessageRequest) (*DeleteEnqueuedMessageResponse, error)
+	// SendEnqueuedMessageNow delivers a pending message at once to an idle
+	// session (waiting or needs_input), ahead of the rest of the queue. On a
+	// running session it moves the message to the front instead: it is the
+	// next turn when the current one ends (interrupt stops the turn now).
+	SendEnqueuedMessageNow(context.Context, *SendEnqueuedMessageNowRequest) (*SendEnqueuedMessageNowResponse, error)
+	// InterruptWithEnqueuedMessage stops the running turn through the
+	// runner's termination ladder and delivers the message as the next turn;
+	// on an idle session it delivers at once. Concurrent interrupts of one
+	// session are served one after another, each message exactly once.
+	InterruptWithEnqueuedMessage(context.Context, *InterruptWithEnqueuedMessageRequest) (*InterruptWithEnqueuedMessageResponse, error)
+	// FollowUp sends a session its next prompt: an idle session (waiting,
+	// needs_input) gets it as a turn now (REST 200); a running one queues it
+	// (REST 202), unless force_immediate, which interrupts the running turn
+	// and delivers (200). Refused on an archived session, and on a failed one
+	// (restart it first).
+	FollowUp(context.Context, *FollowUpRequest) (*FollowUpResponse, error)
+	// DeliverNextMessage hands the session's next pending message over as the
+	// turn that follows from_job_id, while the session is still running (the
+	// runner's turn-end drain, before its pause). Idempotent per from_job_id:
+	// a retried call answers the message it handed over before. Internal.
+	DeliverNextMessage(context.Context, *DeliverNextMessageRequest) (*DeliverNextMessageResponse, error)
+	// SealQueue closes a session's queue for one archive attempt and says
+	// whether the archive may go ahead: refusal is the guard's text over a
+	// non-empty queue without force. Lifecycle calls it before an archive
+	// commits, and UnsealQueue when the archive does not commit. Internal.
+	SealQueue(context.Context, *SealQueueRequest) (*SealQueueResponse, error)
+	// UnsealQueue reopens a queue the archive attempt sealed (a no-op for any
+	// other attempt's seal). Internal.
+	UnsealQueue(context.Context, *UnsealQueueRequest) (*UnsealQueueResponse, error)
 	mustEmbedUnimplementedQueueServiceServer()
 }
 
@@ -138,6 +262,24 @@ func (UnimplementedQueueServiceServer) UpdateEnqueuedMessage(context.Context, *U
 }
 func (UnimplementedQueueServiceServer) DeleteEnqueuedMessage(context.Context, *DeleteEnqueuedMessageRequest) (*DeleteEnqueuedMessageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteEnqueuedMessage not implemented")
+}
+func (UnimplementedQueueServiceServer) SendEnqueuedMessageNow(context.Context, *SendEnqueuedMessageNowRequest) (*SendEnqueuedMessageNowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SendEnqueuedMessageNow not implemented")
+}
+func (UnimplementedQueueServiceServer) InterruptWithEnqueuedMessage(context.Context, *InterruptWithEnqueuedMessageRequest) (*InterruptWithEnqueuedMessageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InterruptWithEnqueuedMessage not implemented")
+}
+func (UnimplementedQueueServiceServer) FollowUp(context.Context, *FollowUpRequest) (*FollowUpResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FollowUp not implemented")
+}
+func (UnimplementedQueueServiceServer) DeliverNextMessage(context.Context, *DeliverNextMessageRequest) (*DeliverNextMessageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeliverNextMessage not implemented")
+}
+func (UnimplementedQueueServiceServer) SealQueue(context.Context, *SealQueueRequest) (*SealQueueResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SealQueue not implemented")
+}
+func (UnimplementedQueueServiceServer) UnsealQueue(context.Context, *UnsealQueueRequest) (*UnsealQueueResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UnsealQueue not implemented")
 }
 func (UnimplementedQueueServiceServer) mustEmbedUnimplementedQueueServiceServer() {}
 func (UnimplementedQueueServiceServer) testEmbeddedByValue()                      {}
@@ -232,6 +374,114 @@ func _QueueService_DeleteEnqueuedMessage_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _QueueService_SendEnqueuedMessageNow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SendEnqueuedMessageNowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).SendEnqueuedMessageNow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_SendEnqueuedMessageNow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).SendEnqueuedMessageNow(ctx, req.(*SendEnqueuedMessageNowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _QueueService_InterruptWithEnqueuedMessage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InterruptWithEnqueuedMessageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).InterruptWithEnqueuedMessage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_InterruptWithEnqueuedMessage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).InterruptWithEnqueuedMessage(ctx, req.(*InterruptWithEnqueuedMessageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _QueueService_FollowUp_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FollowUpRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).FollowUp(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_FollowUp_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).FollowUp(ctx, req.(*FollowUpRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _QueueService_DeliverNextMessage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeliverNextMessageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).DeliverNextMessage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_DeliverNextMessage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).DeliverNextMessage(ctx, req.(*DeliverNextMessageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _QueueService_SealQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SealQueueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).SealQueue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_SealQueue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).SealQueue(ctx, req.(*SealQueueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _QueueService_UnsealQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnsealQueueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).UnsealQueue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_UnsealQueue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).UnsealQueue(ctx, req.(*UnsealQueueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // QueueService_ServiceDesc is the grpc.ServiceDesc for QueueService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -254,6 +504,30 @@ var QueueService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteEnqueuedMessage",
 			Handler:    _QueueService_DeleteEnqueuedMessage_Handler,
+		},
+		{
+			MethodName: "SendEnqueuedMessageNow",
+			Handler:    _QueueService_SendEnqueuedMessageNow_Handler,
+		},
+		{
+			MethodName: "InterruptWithEnqueuedMessage",
+			Handler:    _QueueService_InterruptWithEnqueuedMessage_Handler,
+		},
+		{
+			MethodName: "FollowUp",
+			Handler:    _QueueService_FollowUp_Handler,
+		},
+		{
+			MethodName: "DeliverNextMessage",
+			Handler:    _QueueService_DeliverNextMessage_Handler,
+		},
+		{
+			MethodName: "SealQueue",
+			Handler:    _QueueService_SealQueue_Handler,
+		},
+		{
+			MethodName: "UnsealQueue",
+			Handler:    _QueueService_UnsealQueue_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
