@@ -65,6 +65,9 @@ type Message struct {
 	ClaimedAt       time.Time
 	SentAt          time.Time
 	UndeliveredAt   time.Time
+	// DeliveredJobID is the turn a sent message became (the session's
+	// running_job_id for it).
+	DeliveredJobID string
 }
 
 // Live says whether the message still holds a place in its session's queue.

@@ -30,7 +30,7 @@ func NewMessages(pool *pgxpool.Pool, clk clock.Clock) *Messages {
 
 const messageColumns = `id, session_id, position, status, origin, coalesce(acting_session_id, 0), content,
 	coalesce(goal, ''), coalesce(idempotency_key, ''), created_at, updated_at,
-	claimed_at, sent_at, undelivered_at`
+	claimed_at, sent_at, undelivered_at, coalesce(delivered_job_id, '')`
 
 func scanMessage(row pgx.Row) (domain.Message, error) {
 	var (
@@ -38,7 +38,7 @@ func scanMessage(row pgx.Row) (domain.Message, error) {
 		claimed, sent, undelivered *time.Time
 	)
 	err := row.Scan(&m.ID, &m.SessionID, &m.Position, &m.Status, &m.Origin, &m.ActingSessionID, &m.Content,
-		&m.Goal, &m.IdempotencyKey, &m.CreatedAt, &m.UpdatedAt, &claimed, &sent, &undelivered)
+		&m.Goal, &m.IdempotencyKey, &m.CreatedAt, &m.UpdatedAt, &claimed, &sent, &undelivered, &m.DeliveredJobID)
 	for _, p := range []struct {
 		src *time.Time
 		dst *time.Time
@@ -274,13 +274,15 @@ func closeGaps(ctx context.Context, tx pgx.Tx, sessionID int64, now time.Time) e
 
 // ClaimNext claims the session's first pending message inside tx, the
 // deliverer's own outermost transaction: a delivery that fails rolls tx
-// back and the message is pending again. SKIP LOCKED lets two deliverers
-// never take the same message. It claims nothing (ok false) from a sealed
-// queue. The session row is locked FOR KEY SHARE, so claims do not wait on
-// each other and a seal waits for every claim in flight to end.
+// back and the message is pending again. It claims nothing (ok false) from
+// a sealed queue. The claim holds the session's queue lock (FOR NO KEY
+// UPDATE) until tx ends: one session's deliveries follow each other, as its
+// turns do, edits and reorders wait for the delivery in flight instead of
+// racing it, and a seal waits for it. SKIP LOCKED still keeps any deliverer
+// off a message another holds.
 func (s *Messages) ClaimNext(ctx context.Context, tx pgx.Tx, sessionID int64) (m domain.Message, ok bool, err error) {
 	var by *string
-	err = tx.QueryRow(ctx, `SELECT sealed_by FROM session_queues WHERE session_id = $1 FOR KEY SHARE`, sessionID).Scan(&by)
+	err = tx.QueryRow(ctx, `SELECT sealed_by FROM session_queues WHERE session_id = $1 FOR NO KEY UPDATE`, sessionID).Scan(&by)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && by != nil) {
 		return domain.Message{}, false, nil // no queue yet, or sealed
 	}
@@ -304,17 +306,5 @@ func (s *Messages) ClaimNext(ctx context.Context, tx pgx.Tx, sessionID int64) (m
 // MarkSent records, inside the claiming tx, that the claimed message was
 // delivered; the messages behind it move up.
 func (s *Messages) MarkSent(ctx context.Context, tx pgx.Tx, m domain.Message) error {
-	now := s.clock.Now()
-	tag, err := tx.Exec(ctx, `UPDATE enqueued_messages SET status = 'sent', sent_at = $2, updated_at = $2
-		WHERE id = $1 AND status = 'processing'`, m.ID, now)
-	if err != nil {
-		return fmt.Errorf("mark message %d sent: %w", m.ID, err)
-	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("mark message %d sent: %w", m.ID, domain.ErrNotPending)
-	}
-	if _, err := lockSession(ctx, tx, m.SessionID, "FOR NO KEY UPDATE"); err != nil {
-		return err
-	}
-	return closeGaps(ctx, tx, m.SessionID, now)
+	return s.markSent(ctx, tx, m, "", "")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -24,8 +25,8 @@ var ErrSealedByAnother = errors.New("the session's queue is sealed by another ar
 // returns the same messages; another attempt's seal refuses with
 // ErrSealedByAnother.
 func (s *Messages) Seal(ctx context.Context, sessionID int64, by string) ([]domain.Message, error) {
-	if by == "" {
-		return nil, errors.New("seal: the archive attempt must be named")
+	if by == "" || by == RetiredSeal {
+		return nil, fmt.Errorf("seal: the archive attempt must be named, and not %q", RetiredSeal)
 	}
 	var live []domain.Message
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -58,26 +59,38 @@ func (s *Messages) Seal(ctx context.Context, sessionID int64, by string) ([]doma
 // abandoned attempt never opens a queue another archive sealed.
 func (s *Messages) Unseal(ctx context.Context, sessionID int64, by string) error {
 	if _, err := s.pool.Exec(ctx, `UPDATE session_queues SET sealed_at = NULL, sealed_by = NULL
-		WHERE session_id = $1 AND sealed_by = $2`, sessionID, by); err != nil {
+		WHERE session_id = $1 AND sealed_by = $2 AND sealed_by <> $3`, sessionID, by, RetiredSeal); err != nil {
 		return fmt.Errorf("unseal session %d's queue: %w", sessionID, err)
 	}
 	return nil
 }
 
-// Retire seals the session's queue (on behalf of by, taking over any
-// other seal: the archive has committed, so no attempt is left to undo) and
-// moves every live message to undelivered, returning them in the order they
-// held. Call it only once the archive has committed; it is idempotent, so
-// the archived event may be redelivered.
-func (s *Messages) Retire(ctx context.Context, sessionID int64, by string) ([]domain.Message, error) {
+// RetiredSeal is the seal Retire leaves: the archive has committed, so no
+// attempt is left to undo it; only Reopen (an unarchive) lifts it.
+const RetiredSeal = "retired"
+
+// Retire seals the session's queue (taking over any attempt's seal) and
+// moves every live message to undelivered, returning them in the order
+// they held. Call it only once the archive of archivedAt has committed; it
+// is idempotent, so the archive's effect may be redelivered. An archive
+// already undone by an unarchive (its effect arriving after the unarchive's)
+// retires nothing and leaves the queue open.
+func (s *Messages) Retire(ctx context.Context, sessionID int64, archivedAt time.Time) ([]domain.Message, error) {
 	var retired []domain.Message
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := lockSession(ctx, tx, sessionID, "FOR UPDATE"); err != nil {
 			return err
 		}
+		var reopened *time.Time
+		if err := tx.QueryRow(ctx, `SELECT reopened_at FROM session_queues WHERE session_id = $1`, sessionID).Scan(&reopened); err != nil {
+			return fmt.Errorf("read the queue's reopening: %w", err)
+		}
+		if reopened != nil && !archivedAt.IsZero() && !reopened.Before(archivedAt) {
+			return nil
+		}
 		now := s.clock.Now()
 		if _, err := tx.Exec(ctx, `UPDATE session_queues SET sealed_at = coalesce(sealed_at, $2), sealed_by = $3
-			WHERE session_id = $1`, sessionID, now, by); err != nil {
+			WHERE session_id = $1`, sessionID, now, RetiredSeal); err != nil {
 			return fmt.Errorf("seal: %w", err)
 		}
 		var err error
@@ -92,4 +105,22 @@ func (s *Messages) Retire(ctx context.Context, sessionID int64, by string) ([]do
 	}
 	slices.SortFunc(retired, func(a, b domain.Message) int { return cmp.Compare(a.Position, b.Position) })
 	return retired, nil
+}
+
+// Reopen lifts whatever seal the session's queue holds and records when:
+// the session was unarchived at unarchivedAt. Messages retired to
+// undelivered stay undelivered: unarchive never revives them.
+func (s *Messages) Reopen(ctx context.Context, sessionID int64, unarchivedAt time.Time) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := lockSession(ctx, tx, sessionID, "FOR UPDATE"); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE session_queues SET sealed_at = NULL, sealed_by = NULL,
+			reopened_at = greatest(reopened_at, $2) WHERE session_id = $1`, sessionID, unarchivedAt)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("reopen session %d's queue: %w", sessionID, err)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -69,13 +70,14 @@ func TestRetireReturnsExactlyTheLiveMessages(t *testing.T) {
 	require.NoError(t, err)
 	other := enqueue(t, ms, 2, "another session's")
 
-	retired, err := ms.Retire(ctx, 1, "archived-event-1")
+	archivedAt := time.Now()
+	retired, err := ms.Retire(ctx, 1, archivedAt)
 	require.NoError(t, err)
 	require.Equal(t, []int64{c.ID, b.ID}, ids(retired), "in queue order")
 	for _, m := range retired {
 		require.Equal(t, domain.StatusUndelivered, m.Status)
 	}
-	again, err := ms.Retire(ctx, 1, "archived-event-1")
+	again, err := ms.Retire(ctx, 1, archivedAt)
 	require.NoError(t, err)
 	require.Empty(t, again, "a redelivered event retires nothing more")
 
@@ -86,8 +88,30 @@ func TestRetireReturnsExactlyTheLiveMessages(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, other, all[0])
 
-	require.NoError(t, ms.Unseal(ctx, 1, "archived-event-1"), "unarchive")
+	require.NoError(t, ms.Unseal(ctx, 1, store.RetiredSeal), "only an unarchive lifts a retirement's seal")
+	_, _, err = ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "late"})
+	require.ErrorIs(t, err, domain.ErrSealed)
+	require.NoError(t, ms.Reopen(ctx, 1, archivedAt.Add(time.Minute)), "unarchive")
 	require.Empty(t, live(t, ms, 1), "unarchive never revives undelivered messages")
+	enqueue(t, ms, 1, "after the unarchive")
+}
+
+func TestARetirementArrivingAfterItsUnarchiveRetiresNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, _ := newMessages(t)
+	archivedAt := time.Now()
+	enqueue(t, ms, 1, "still wanted")
+	require.NoError(t, ms.Reopen(ctx, 1, archivedAt.Add(time.Second)))
+	retired, err := ms.Retire(ctx, 1, archivedAt)
+	require.NoError(t, err)
+	require.Empty(t, retired, "the archive was undone before its effect arrived")
+	require.Equal(t, []string{"still wanted"}, live(t, ms, 1))
+	enqueue(t, ms, 1, "and the queue is open")
+
+	retired, err = ms.Retire(ctx, 1, archivedAt.Add(time.Hour))
+	require.NoError(t, err)
+	require.Len(t, retired, 2, "a later archive retires as usual")
 }
 
 func ids(ms []domain.Message) []int64 {

@@ -8,18 +8,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// SealedByRetirement is the name Retire seals under: the archive has
-// committed, so no attempt is left to give up and the seal is nobody's to
-// sweep.
-const SealedByRetirement = "retired"
-
 // StaleSeals returns, by session, the archive attempt holding each seal
 // placed before sealedBefore: an attempt that should long have committed or
 // unsealed, whose caller may have died in between (see the archive
-// protocol). Retirement's own seal is never stale.
+// protocol). Retirement's own seal (RetiredSeal) is never stale.
 func (s *Messages) StaleSeals(ctx context.Context, sealedBefore time.Time) (map[int64]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT session_id, sealed_by FROM session_queues
-		WHERE sealed_at < $1 AND sealed_by <> $2`, sealedBefore, SealedByRetirement)
+		WHERE sealed_at < $1 AND sealed_by <> $2`, sealedBefore, RetiredSeal)
 	if err != nil {
 		return nil, fmt.Errorf("list seals placed before %s: %w", sealedBefore.Format(time.RFC3339), err)
 	}

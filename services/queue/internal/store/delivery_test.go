@@ -1,0 +1,173 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
+	"github.com/zimmerhq/zimmer/services/queue/internal/store"
+)
+
+func sendAs(job string) store.Send {
+	return func(context.Context, domain.Message) (string, bool, error) { return job, true, nil }
+}
+
+func TestDeliverMarksTheFirstPendingMessageSent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, _ := newMessages(t)
+	a, b := enqueue(t, ms, 1, "a"), enqueue(t, ms, 1, "b")
+
+	m, ok, err := ms.Deliver(ctx, 1, store.Pick{HandedOverFrom: "turn-1"}, sendAs("job-a"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, a.ID, m.ID)
+	require.Equal(t, domain.StatusSent, m.Status)
+	require.Equal(t, "job-a", m.DeliveredJobID)
+	require.Equal(t, []string{"b"}, live(t, ms, 1))
+	all, err := ms.List(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, all[0].Position, "the rest moves up")
+	require.Equal(t, b.ID, all[0].ID)
+
+	again, found, err := ms.HandedOver(ctx, 1, "turn-1")
+	require.NoError(t, err)
+	require.True(t, found, "a retried drain finds what it handed over")
+	require.Equal(t, a.ID, again.ID)
+	_, found, err = ms.HandedOver(ctx, 1, "turn-2")
+	require.NoError(t, err)
+	require.False(t, found)
+}
+
+func TestADeliveryThatFailsOrIsRefusedLeavesTheMessagePending(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, _ := newMessages(t)
+	a := enqueue(t, ms, 1, "a")
+	boom := errors.New("lifecycle unreachable")
+
+	_, ok, err := ms.Deliver(ctx, 1, store.Pick{}, func(context.Context, domain.Message) (string, bool, error) { return "", false, boom })
+	require.ErrorIs(t, err, boom)
+	require.False(t, ok)
+	_, ok, err = ms.Deliver(ctx, 1, store.Pick{}, func(context.Context, domain.Message) (string, bool, error) { return "", false, nil })
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	all, err := ms.List(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusPending, all[0].Status)
+	require.Equal(t, a.ID, all[0].ID)
+	require.True(t, all[0].ClaimedAt.IsZero(), "the claim rolled back with the transaction")
+}
+
+func TestDeliverANamedMessage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, _ := newMessages(t)
+	enqueue(t, ms, 1, "a")
+	b := enqueue(t, ms, 1, "b")
+	other := enqueue(t, ms, 2, "another session's")
+
+	m, ok, err := ms.Deliver(ctx, 1, store.Pick{MessageID: b.ID}, sendAs("job-b"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, b.ID, m.ID)
+	require.Equal(t, []string{"a"}, live(t, ms, 1))
+
+	_, _, err = ms.Deliver(ctx, 1, store.Pick{MessageID: b.ID}, sendAs("again"))
+	require.ErrorIs(t, err, domain.ErrNotPending)
+	_, _, err = ms.Deliver(ctx, 1, store.Pick{MessageID: other.ID}, sendAs("x"))
+	require.ErrorIs(t, err, domain.ErrNotFound, "another session's message is not this queue's")
+	_, err = ms.Seal(ctx, 1, "archive")
+	require.NoError(t, err)
+	_, _, err = ms.Deliver(ctx, 1, store.Pick{MessageID: b.ID + 100}, sendAs("x"))
+	require.ErrorIs(t, err, domain.ErrSealed)
+	_, ok, err = ms.Deliver(ctx, 1, store.Pick{}, sendAs("x"))
+	require.NoError(t, err)
+	require.False(t, ok, "a sealed queue delivers nothing")
+}
+
+// Many deliverers at once over one queue: every message is sent exactly
+// once, in queue order (one session's deliveries follow each other).
+func TestConcurrentDeliverersSendEachMessageOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, _ := newMessages(t)
+	const n = 30
+	for i := range n {
+		enqueue(t, ms, 1, fmt.Sprintf("m%02d", i))
+	}
+	var (
+		mu   sync.Mutex
+		sent []domain.Message
+		wg   sync.WaitGroup
+	)
+	for range 6 {
+		wg.Go(func() {
+			for {
+				m, ok, err := ms.Deliver(ctx, 1, store.Pick{}, func(_ context.Context, m domain.Message) (string, bool, error) {
+					return "job-" + m.Content, true, nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !ok {
+					return
+				}
+				require.Equal(t, domain.StatusSent, m.Status)
+				mu.Lock()
+				sent = append(sent, m)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	want := make([]string, n)
+	for i := range n {
+		want[i] = fmt.Sprintf("m%02d", i)
+	}
+	slices.SortFunc(sent, func(a, b domain.Message) int { return a.SentAt.Compare(b.SentAt) })
+	got := make([]string, len(sent))
+	for i, m := range sent {
+		got[i] = m.Content
+	}
+	require.Equal(t, want, got, "each once, in queue order")
+	require.Empty(t, live(t, ms, 1))
+}
+
+func TestInterruptLockSerialisesOneSessionOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, _ := newMessages(t)
+	var (
+		mu      sync.Mutex
+		inside  int
+		maxSeen int
+		wg      sync.WaitGroup
+	)
+	for range 5 {
+		wg.Go(func() {
+			require.NoError(t, ms.LockForInterrupt(ctx, 1, func(context.Context) error {
+				mu.Lock()
+				inside++
+				maxSeen = max(maxSeen, inside)
+				mu.Unlock()
+				// Another session's lock is free meanwhile.
+				require.NoError(t, ms.LockForInterrupt(ctx, 2, func(context.Context) error { return nil }))
+				mu.Lock()
+				inside--
+				mu.Unlock()
+				return nil
+			}))
+		})
+	}
+	wg.Wait()
+	require.Equal(t, 1, maxSeen)
+}
