@@ -13,12 +13,16 @@ type TimelineLine struct {
 }
 
 // UncleEdgeChanged is the fact lineage announces when recording an uncle
-// edge changed the graph, so that the outcome is visible on both sessions'
-// timelines and not only in the reply to whoever recorded it.
+// edge, or retracting one, changed the graph, so that the outcome is
+// visible on both sessions' timelines and not only in the reply to whoever
+// recorded it.
 type UncleEdgeChanged struct {
 	Edge    UncleEdge
 	Outcome UncleOutcome // UncleWritten or UncleInverted
-	At      time.Time
+	// Withdrawn: the change undoes Outcome, because the delivery it was
+	// recorded for failed (RetractionDecision.Changed).
+	Withdrawn bool
+	At        time.Time
 	// Lines are the acting session's sentence, then the target's.
 	Lines []TimelineLine
 }
