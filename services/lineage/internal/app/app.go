@@ -58,16 +58,17 @@ type HierarchySnapshotter interface {
 	HierarchySnapshot(ctx context.Context, sessionID int64) (GraphReader, error)
 }
 
-// UncleEdgeRecorder serialises uncle-edge writes. Record runs fn in a
-// transaction that no other Record interleaves with, and commits what fn
-// wrote when fn returns nil.
+// UncleEdgeRecorder serialises uncle-edge writes, recordings and
+// retractions alike. Record runs fn in a transaction that no other Record
+// interleaves with, and commits what fn wrote when fn returns nil.
 type UncleEdgeRecorder interface {
 	Record(ctx context.Context, fn func(context.Context, UncleGraph) error) error
 }
 
 // UncleGraph is the graph inside Record's transaction: the reads the
-// uncle-edge rules (domain.DecideUncleEdge) are decided from, the two
-// writes that carry a decision out, and the announcement of what changed.
+// uncle-edge rules (domain.DecideUncleEdge, domain.DecideUncleRetraction)
+// are decided from, the writes that carry a decision out, and the
+// announcement of what changed.
 type UncleGraph interface {
 	// Missing returns those of ids that lineage holds no node for, in order.
 	Missing(ctx context.Context, ids ...int64) ([]int64, error)
@@ -80,8 +81,17 @@ type UncleGraph interface {
 	SpawnAncestor(ctx context.Context, ancestor, of int64, budget int) (domain.Reach, error)
 	// HasUncleEdge reports whether uncle is recorded as junior's uncle.
 	HasUncleEdge(ctx context.Context, uncle, junior int64) (bool, error)
+	// ReplacedInverse reports whether the uncle edge uncle → junior was
+	// written by an inversion and keeps the edge junior → uncle it replaced.
+	ReplacedInverse(ctx context.Context, uncle, junior int64) (bool, error)
 	DeleteUncleEdge(ctx context.Context, uncle, junior int64) error
 	InsertUncleEdge(ctx context.Context, e domain.UncleEdge) error
+	// InvertUncleEdge replaces the uncle edge target → acting by e (acting
+	// → target), which keeps where the replaced edge came from and when.
+	InvertUncleEdge(ctx context.Context, e domain.UncleEdge) error
+	// RestoreReplaced undoes InvertUncleEdge: it deletes uncle → junior and
+	// puts back the edge junior → uncle it replaced, as it was recorded.
+	RestoreReplaced(ctx context.Context, uncle, junior int64) error
 	// Announce records c in the outbox, in the transaction that makes the
 	// change, for lifecycle to write c's lines on the sessions' timelines:
 	// the change and its announcement commit together or not at all.

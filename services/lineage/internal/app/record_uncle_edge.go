@@ -10,9 +10,9 @@ import (
 )
 
 // RecordUncleEdge is the one writer of uncle edges: "acting queued or
-// interrupted target". Callers record about a delivery that already
-// happened, so they log a failure and carry on; nothing here gates the
-// delivery.
+// interrupted target". Callers record before the delivery the edge
+// explains, so that the delivered turn already sees it, and retract it
+// (RetractUncleEdge) when that delivery fails.
 type RecordUncleEdge struct {
 	edges UncleEdgeRecorder
 	clock clock.Clock
@@ -41,12 +41,18 @@ func (uc RecordUncleEdge) Handle(ctx context.Context, e domain.UncleEdge) (domai
 			return err
 		}
 		d = domain.DecideUncleEdge(e, facts)
-		if d.DeleteInverse {
+		switch {
+		case d.DeleteInverse && d.Insert:
+			// One write, so the new edge keeps the one it replaced for
+			// RetractUncleEdge to put back.
+			if err := g.InvertUncleEdge(ctx, e); err != nil {
+				return err
+			}
+		case d.DeleteInverse:
 			if err := g.DeleteUncleEdge(ctx, e.SessionID, e.UncleSessionID); err != nil {
 				return err
 			}
-		}
-		if d.Insert {
+		case d.Insert:
 			if err := g.InsertUncleEdge(ctx, e); err != nil {
 				return err
 			}

@@ -28,6 +28,11 @@ const TimelineKindNote = "note"
 // EncodeUncleEdgeChanged turns c into the event lifecycle writes on both
 // sessions' timelines. The aggregate is the target: the session whose
 // seniors changed.
+//
+// A withdrawal (a retraction of a failed delivery's edge) travels as the
+// same event with outcome UNSPECIFIED: the wire's outcome names only what
+// recording did, and a withdrawn edge must not read as one written. Its
+// lines say what was undone.
 func EncodeUncleEdgeChanged(c domain.UncleEdgeChanged) (outbox.Addressed, error) {
 	outcome := lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN
 	switch c.Outcome {
@@ -36,6 +41,9 @@ func EncodeUncleEdgeChanged(c domain.UncleEdgeChanged) (outbox.Addressed, error)
 		outcome = lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_INVERTED
 	default:
 		return outbox.Addressed{}, fmt.Errorf("uncle edge outcome %s changes nothing to announce", c.Outcome)
+	}
+	if c.Withdrawn {
+		outcome = lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_UNSPECIFIED
 	}
 	lines := make([]*lineagev1.SessionTimelineLine, len(c.Lines))
 	for i, l := range c.Lines {

@@ -520,3 +520,59 @@ func (g *uncleGraph) InsertUncleEdge(ctx context.Context, e domain.UncleEdge) er
 	}
 	return nil
 }
+
+// InvertUncleEdge implements app.UncleGraph in one statement: the row
+// written keeps the replaced edge's entry point and time. Nothing to
+// replace is an error: the caller decided from a read, under the lock,
+// that the edge was there.
+func (g *uncleGraph) InvertUncleEdge(ctx context.Context, e domain.UncleEdge) error {
+	tag, err := g.db.Exec(ctx, `
+		WITH replaced AS (
+			DELETE FROM session_uncle_links WHERE session_id = $2 AND uncle_session_id = $1
+			RETURNING entry_point, created_at
+		)
+		INSERT INTO session_uncle_links (session_id, uncle_session_id, entry_point, replaced_entry_point, replaced_created_at)
+		SELECT $1, $2, $3, r.entry_point, r.created_at FROM replaced r`,
+		e.SessionID, e.UncleSessionID, e.EntryPoint)
+	if err != nil {
+		return fmt.Errorf("invert uncle edge %d → %d: %w", e.SessionID, e.UncleSessionID, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("invert uncle edge %d → %d: no such edge", e.SessionID, e.UncleSessionID)
+	}
+	return nil
+}
+
+// ReplacedInverse implements app.UncleGraph.
+func (g *uncleGraph) ReplacedInverse(ctx context.Context, uncle, junior int64) (bool, error) {
+	var ok bool
+	err := g.db.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM session_uncle_links
+			WHERE session_id = $1 AND uncle_session_id = $2 AND replaced_entry_point IS NOT NULL)`,
+		junior, uncle).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("look up what uncle edge %d → %d replaced: %w", uncle, junior, err)
+	}
+	return ok, nil
+}
+
+// RestoreReplaced implements app.UncleGraph in one statement. Nothing to
+// restore is an error, for the reason InvertUncleEdge gives.
+func (g *uncleGraph) RestoreReplaced(ctx context.Context, uncle, junior int64) error {
+	tag, err := g.db.Exec(ctx, `
+		WITH withdrawn AS (
+			DELETE FROM session_uncle_links
+			WHERE session_id = $1 AND uncle_session_id = $2 AND replaced_entry_point IS NOT NULL
+			RETURNING replaced_entry_point, replaced_created_at
+		)
+		INSERT INTO session_uncle_links (session_id, uncle_session_id, entry_point, created_at)
+		SELECT $2, $1, w.replaced_entry_point, w.replaced_created_at FROM withdrawn w`,
+		junior, uncle)
+	if err != nil {
+		return fmt.Errorf("restore uncle edge %d → %d: %w", junior, uncle, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("restore uncle edge %d → %d: uncle edge %d → %d replaced none", junior, uncle, uncle, junior)
+	}
+	return nil
+}

@@ -31,6 +31,7 @@ type graphBundle struct {
 	pool      *pgxpool.Pool
 	store     *Store
 	record    app.RecordUncleEdge
+	retract   app.RetractUncleEdge
 	hierarchy app.GetHierarchy
 	apply     app.ApplySessionEvent
 }
@@ -42,6 +43,7 @@ func setupGraph(t testing.TB) graphBundle {
 	return graphBundle{
 		pool: pool, store: s,
 		record:    app.NewRecordUncleEdge(s, clock.NewStub(recordedAt)),
+		retract:   app.NewRetractUncleEdge(s, clock.NewStub(recordedAt)),
 		hierarchy: app.NewGetHierarchy(s),
 		apply:     app.NewApplySessionEvent(s),
 	}
