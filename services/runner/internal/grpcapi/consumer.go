@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -30,12 +29,13 @@ type TurnStarter interface {
 
 // Consumer implements lifecyclev1.SessionEventConsumerServiceServer for the
 // events lifecycle addresses to the runner's turns: a session created, and
-// a deliberate resume (restart), whose running_job_id lifecycle drew and the
-// turn adopts as its id. Each becomes a turn
-// request, signalled to the session's workflow, which is started if it is
-// not running (SignalWithStart): the request and the start are one call, so
-// none is lost between them. Delivery is at least once; the workflow drops
-// a request id it has seen, so a redelivery runs no second turn.
+// an update carrying a turn (SessionUpdated.turn: a restart, a delivered
+// follow-up or queued message), whose job id lifecycle drew and the turn
+// adopts as its id. Each becomes a turn request, signalled to the session's
+// workflow, which is started if it is not running (SignalWithStart): the
+// request and the start are one call, so none is lost between them.
+// Delivery is at least once; the workflow drops a request id it has seen,
+// so a redelivery runs no second turn.
 type Consumer struct {
 	lifecyclev1.UnimplementedSessionEventConsumerServiceServer
 	turns TurnStarter
@@ -143,36 +143,34 @@ func turnRequest(e *lifecyclev1.SessionEvent) (workflow.TurnRequest, bool, error
 		return workflow.TurnRequest{}, false, validation.Invalid("event.event_id", "missing")
 	}
 	var (
-		s    *lifecyclev1.Session
-		kind string
+		s   *lifecyclev1.Session
+		req = workflow.TurnRequest{RequestID: e.GetEventId()}
 	)
 	switch p := e.GetPayload().(type) {
 	case *lifecyclev1.SessionEvent_Created:
-		s, kind = p.Created.GetSession(), workflow.KindFirst
+		s = p.Created.GetSession()
+		req.Kind, req.Prompt = workflow.KindFirst, s.GetPrompt()
 	case *lifecyclev1.SessionEvent_Updated:
-		t := p.Updated.GetTransition()
-		if t == nil || !slices.Contains(t.GetEvents(), workflow.EventResume) || t.GetTo() != "running" {
+		// Only lifecycle says which changes ask for a turn: a resume the
+		// runner made itself (a recovery) carries none.
+		turn := p.Updated.GetTurn()
+		if turn == nil {
 			return workflow.TurnRequest{}, false, nil
 		}
-		s, kind = p.Updated.GetSession(), workflow.KindResume
+		if turn.GetJobId() == "" {
+			return workflow.TurnRequest{}, false, validation.Invalid("event.updated.turn.job_id", "missing")
+		}
+		s = p.Updated.GetSession()
+		req.Kind, req.JobID, req.Prompt = workflow.KindResume, turn.GetJobId(), turn.GetPrompt()
 	default:
 		return workflow.TurnRequest{}, false, nil
 	}
 	if s == nil || s.GetId() == 0 {
 		return workflow.TurnRequest{}, false, validation.Invalid("event.session", "missing")
 	}
-	req := workflow.TurnRequest{
-		RequestID: e.GetEventId(),
-		Kind:      kind,
-		Session: workflow.SessionSpec{
-			ID: s.GetId(), Runtime: s.GetAgentRuntime(), GitRoot: s.GetGitRoot(),
-			Branch: s.GetBranch(), Subdirectory: s.GetSubdirectory(),
-		},
-	}
-	if kind == workflow.KindFirst {
-		req.Prompt = s.GetPrompt()
-	} else {
-		req.JobID = s.GetRunningJobId()
+	req.Session = workflow.SessionSpec{
+		ID: s.GetId(), Runtime: s.GetAgentRuntime(), GitRoot: s.GetGitRoot(),
+		Branch: s.GetBranch(), Subdirectory: s.GetSubdirectory(),
 	}
 	return req, true, nil
 }

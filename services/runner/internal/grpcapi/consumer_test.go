@@ -81,6 +81,7 @@ func TestADeliberateResumeAsksForAResumeTurn(t *testing.T) {
 	}
 	restarted := updated("ev-2", &lifecyclev1.Transition{From: "needs_input", To: "running", Events: []string{"resume"}})
 	restarted.GetUpdated().GetSession().RunningJobId = "resume/0d5c"
+	restarted.GetUpdated().Turn = &lifecyclev1.TurnRequest{JobId: "resume/0d5c"}
 	resp, err := consume(t, c, restarted)
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
@@ -96,6 +97,8 @@ func TestADeliberateResumeAsksForAResumeTurn(t *testing.T) {
 
 	for _, e := range []*lifecyclev1.SessionEvent{
 		updated("ev-3b", &lifecyclev1.Transition{From: "needs_input", To: "waiting", Events: []string{"sleep"}}),
+		// The runner's own recovery resume: lifecycle asks for no turn.
+		updated("ev-3c", &lifecyclev1.Transition{From: "needs_input", To: "running", Events: []string{"resume"}}),
 		updated("ev-4", nil),
 		{EventId: "ev-5", SessionId: 42, Payload: &lifecyclev1.SessionEvent_Deleted{Deleted: &lifecyclev1.SessionDeleted{SessionId: 42}}},
 	} {
@@ -104,6 +107,43 @@ func TestADeliberateResumeAsksForAResumeTurn(t *testing.T) {
 		require.False(t, resp.GetApplied(), "no turn for %s", e.GetEventId())
 	}
 	require.Len(t, starter.calls, 1)
+}
+
+// Every update lifecycle marks with a turn asks for one, whatever the
+// change: a queued message delivered to an idle session (a resume), or one
+// delivered after the queue interrupted the running turn (no transition).
+// The turn runs under the job lifecycle drew, with the message as prompt.
+func TestAnUpdateCarryingATurnAsksForThatTurn(t *testing.T) {
+	t.Parallel()
+	starter := &fakeStarter{}
+	c := grpcapi.NewConsumer(starter, "n1", "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	session := &lifecyclev1.Session{Id: 42, AgentRuntime: "demo", GitRoot: "/repo", Branch: "main"}
+	for _, tc := range []struct {
+		id         string
+		transition *lifecyclev1.Transition
+		turn       *lifecyclev1.TurnRequest
+	}{
+		{"ev-10", &lifecyclev1.Transition{From: "needs_input", To: "running", Events: []string{"resume"}},
+			&lifecyclev1.TurnRequest{JobId: "queue/1", Prompt: "@demo say the queued message"}},
+		{"ev-11", nil, &lifecyclev1.TurnRequest{JobId: "queue/2", Prompt: "after the interrupt"}},
+	} {
+		resp, err := consume(t, c, &lifecyclev1.SessionEvent{EventId: tc.id, SessionId: 42, Payload: &lifecyclev1.SessionEvent_Updated{
+			Updated: &lifecyclev1.SessionUpdated{Session: session, Transition: tc.transition, Turn: tc.turn},
+		}})
+		require.NoError(t, err)
+		require.True(t, resp.GetApplied())
+		require.Equal(t, workflow.TurnRequest{RequestID: tc.id, Kind: workflow.KindResume, JobID: tc.turn.GetJobId(),
+			Prompt: tc.turn.GetPrompt(), Session: workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main"}},
+			starter.calls[len(starter.calls)-1].arg)
+	}
+	require.Len(t, starter.calls, 2)
+	require.Empty(t, starter.interrupts)
+
+	_, err := consume(t, c, &lifecyclev1.SessionEvent{EventId: "ev-12", SessionId: 42, Payload: &lifecyclev1.SessionEvent_Updated{
+		Updated: &lifecyclev1.SessionUpdated{Session: session, Turn: &lifecyclev1.TurnRequest{Prompt: "no job"}},
+	}})
+	require.Equal(t, codes.InvalidArgument, status.Code(err), "a turn must run under the job lifecycle drew")
+	require.Len(t, starter.calls, 2)
 }
 
 func TestUnreadableEventsAreRefusedAndTemporalTroubleIsRetried(t *testing.T) {
