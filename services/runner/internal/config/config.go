@@ -1,8 +1,9 @@
 // Package config reads the runner service's configuration:
 // RUNNER_GRPC_ADDR, RUNNER_DATABASE_URL, RUNNER_LOG_LEVEL and the shared
 // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and ZIMMER_API_KEYS (see
-// host.LoadConfig), plus the runner's own RUNNER_NODE and
-// RUNNER_WORKSPACES_DIR.
+// host.LoadConfig), plus the runner's own RUNNER_NODE,
+// RUNNER_WORKSPACES_DIR, the services it calls (RUNNER_LIFECYCLE_ADDR,
+// RUNNER_QUEUE_ADDR) and its turns' settings.
 package config
 
 import (
@@ -41,6 +42,11 @@ type Config struct {
 	// LifecycleAddr is RUNNER_LIFECYCLE_ADDR: the lifecycle service the
 	// turns report to (default 127.0.0.1:9101).
 	LifecycleAddr string
+	// QueueAddr is RUNNER_QUEUE_ADDR: the queue service a turn's clean exit
+	// asks for the next queued message (DeliverNextMessage; default
+	// 127.0.0.1:9103). "none" (empty here): no queue is asked and every
+	// clean exit pauses.
+	QueueAddr string
 	// MCPURL is RUNNER_MCP_URL: the gateway's MCP endpoint the agents call
 	// with their session credential (default http://127.0.0.1:8080/mcp).
 	MCPURL string
@@ -70,6 +76,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		Node          string        `env:"RUNNER_NODE"`
 		WorkspacesDir string        `env:"RUNNER_WORKSPACES_DIR"`
 		LifecycleAddr string        `env:"RUNNER_LIFECYCLE_ADDR, default=127.0.0.1:9101"`
+		QueueAddr     string        `env:"RUNNER_QUEUE_ADDR, default=127.0.0.1:9103"`
 		MCPURL        string        `env:"RUNNER_MCP_URL, default=http://127.0.0.1:8080/mcp"`
 		TermGrace     time.Duration `env:"RUNNER_SIGTERM_GRACE, default=3s"`
 		KillGrace     time.Duration `env:"RUNNER_SIGKILL_GRACE, default=1s"`
@@ -80,9 +87,12 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
 	}
+	if env.QueueAddr == "none" {
+		env.QueueAddr = ""
+	}
 	cfg := Config{
 		Config: base, Node: env.Node, WorkspacesDir: env.WorkspacesDir,
-		LifecycleAddr: env.LifecycleAddr, MCPURL: env.MCPURL, Agents: env.Agents,
+		LifecycleAddr: env.LifecycleAddr, QueueAddr: env.QueueAddr, MCPURL: env.MCPURL, Agents: env.Agents,
 		Ladder:              process.Ladder{TermGrace: env.TermGrace, KillGrace: env.KillGrace, SweepGrace: env.SweepGrace},
 		TranscriptRetention: env.Transcripts,
 	}
@@ -133,6 +143,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("node", c.Node),
 		slog.String("workspaces_dir", c.WorkspacesDir),
 		slog.String("lifecycle_addr", c.LifecycleAddr),
+		slog.String("queue_addr", c.QueueAddr),
 		slog.String("mcp_url", c.MCPURL),
 		slog.String("default_runtime", c.Agents.DefaultRuntime),
 	)

@@ -74,6 +74,7 @@ func TestLoadTurnSettings(t *testing.T) {
 	cfg, err := load(map[string]string{"HOME": "/home/z"})
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:9101", cfg.LifecycleAddr)
+	require.Equal(t, "127.0.0.1:9103", cfg.QueueAddr)
 	require.Equal(t, "http://127.0.0.1:8080/mcp", cfg.MCPURL)
 	require.Equal(t, "demo", cfg.Agents.DefaultRuntime)
 	require.Equal(t, "zimmer-demo-agent", cfg.Agents.DemoAgentPath)
@@ -82,12 +83,21 @@ func TestLoadTurnSettings(t *testing.T) {
 	require.Equal(t, time.Second, cfg.Ladder.SweepGrace)
 
 	cfg, err = load(map[string]string{"HOME": "/home/z", "RUNNER_DEFAULT_RUNTIME": "claude_code",
-		"RUNNER_SIGTERM_GRACE": "500ms", "RUNNER_LIFECYCLE_ADDR": "10.0.0.1:9101", "RUNNER_DEMO_AGENT_PATH": "/opt/demo"})
+		"RUNNER_SIGTERM_GRACE": "500ms", "RUNNER_LIFECYCLE_ADDR": "10.0.0.1:9101", "RUNNER_DEMO_AGENT_PATH": "/opt/demo",
+		"RUNNER_QUEUE_ADDR": "10.0.0.1:9103"})
 	require.NoError(t, err)
+	require.Equal(t, "10.0.0.1:9103", cfg.QueueAddr)
 	require.Equal(t, "claude_code", cfg.Agents.DefaultRuntime)
 	require.Equal(t, 500*time.Millisecond, cfg.Ladder.TermGrace)
 	require.Equal(t, "10.0.0.1:9101", cfg.LifecycleAddr)
 	require.Equal(t, "/opt/demo", cfg.Agents.DemoAgentPath)
+}
+
+func TestLoadQueueNone(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(map[string]string{"HOME": "/home/z", "RUNNER_QUEUE_ADDR": "none"})
+	require.NoError(t, err)
+	require.Empty(t, cfg.QueueAddr, "none: no queue is asked, every clean exit pauses")
 }
 
 func TestLoadTranscriptRetention(t *testing.T) {

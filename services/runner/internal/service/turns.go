@@ -28,7 +28,8 @@ import (
 )
 
 // NewNode is New plus the turns: the session workflows and the shared
-// activities on zimmer-runner, this node's PrepareWorkspace and RunTurn on
+// activities on zimmer-runner (the drain as their local activity, calling
+// the queue at cfg.QueueAddr), this node's PrepareWorkspace and RunTurn on
 // zimmer-runner-<node>, and the consumer of lifecycle's turn requests
 // (runner_turns). Without Temporal (component tests) it is New.
 func NewNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service, error) {
@@ -67,6 +68,14 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	if err != nil {
 		return fmt.Errorf("dial lifecycle at %s: %w", cfg.LifecycleAddr, err)
 	}
+	var queue rw.Queue = rw.NoQueue{}
+	if cfg.QueueAddr != "" {
+		qconn, err := s.Dial(cfg.QueueAddr)
+		if err != nil {
+			return fmt.Errorf("dial the queue at %s: %w", cfg.QueueAddr, err)
+		}
+		queue = clients.NewQueue(qconn)
+	}
 	acts := &rw.Activities{
 		Lifecycle:   clients.NewLifecycle(conn),
 		Preparer:    preparer,
@@ -75,7 +84,7 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		MCPURL:      cfg.MCPURL,
 		Signaler:    s.Temporal,
 		Transcripts: s.Transcripts,
-		Drain:       rw.NoDrain{},
+		Queue:       queue,
 		Process:     process.Options{Ladder: cfg.Ladder},
 		Logger:      s.Logger,
 	}

@@ -70,25 +70,43 @@ type NoTranscript struct{}
 // Append implements TranscriptSink.
 func (NoTranscript) Append(context.Context, int64, string, agent.Event) error { return nil }
 
-// DrainHook runs after a turn ended normally and before its pause: the queue
-// delivers a message waiting for the session there (the queue issue).
-type DrainHook interface {
-	BeforePause(ctx context.Context, sessionID int64) error
+// Queue is what a turn's clean exit needs of the queue service, called as
+// the runner service.
+type Queue interface {
+	// DeliverNextMessage hands the session's next queued message over as
+	// the turn that follows fromJobID, the turn that just exited 0. It is
+	// idempotent per fromJobID: asked again, the queue answers what it
+	// handed over before. A *DrainRefusedError is an answer retrying
+	// cannot change; any other error is worth retrying.
+	DeliverNextMessage(ctx context.Context, sessionID int64, fromJobID string) (HandOver, error)
 }
 
-// NoDrain is the drain hook until the queue exists.
-type NoDrain struct{}
+// DrainRefusedError is the queue answering a drain with an error retrying
+// cannot change (a misconfigured caller, an unknown session).
+type DrainRefusedError struct {
+	Message string
+}
 
-// BeforePause implements DrainHook.
-func (NoDrain) BeforePause(context.Context, int64) error { return nil }
+func (e *DrainRefusedError) Error() string { return "the queue refused the drain: " + e.Message }
+
+// NoQueue is the queue of a runner configured without one
+// (RUNNER_QUEUE_ADDR=none): it never hands a turn over.
+type NoQueue struct{}
+
+// DeliverNextMessage implements Queue.
+func (NoQueue) DeliverNextMessage(context.Context, int64, string) (HandOver, error) {
+	return HandOver{}, nil
+}
 
 // Signaler sends a signal to a workflow (client.Client's SignalWorkflow).
 type Signaler interface {
 	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
 }
 
-// Activities are the runner's turn activities. Transition and Drain run on
-// any node; PrepareWorkspace and RunTurn on the node holding the clone.
+// Activities are the runner's turn activities. Transition, SessionState and
+// the drain run on any node (the drain as a local activity of the session's
+// workflow); PrepareWorkspace, RunTurn and StopTurn on the node holding the
+// clone.
 type Activities struct {
 	Lifecycle Lifecycle
 	Preparer  Preparer
@@ -100,7 +118,9 @@ type Activities struct {
 	MCPURL      string
 	Signaler    Signaler
 	Transcripts TranscriptSink
-	Drain       DrainHook
+	// Queue hands a turn's successor over at its clean exit; nil is
+	// NoQueue.
+	Queue Queue
 	// Process tunes the agent processes (the termination ladder's graces).
 	Process process.Options
 	// HeartbeatInterval is how often RunTurn heartbeats (default 5s; well
@@ -122,7 +142,8 @@ type ActivityRegistry interface {
 // shared task queue's worker.
 func (a *Activities) RegisterShared(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.Transition, activity.RegisterOptions{Name: ActivityTransition})
-	w.RegisterActivityWithOptions(a.DrainBeforePause, activity.RegisterOptions{Name: ActivityDrain})
+	w.RegisterActivityWithOptions(a.DrainQueue, activity.RegisterOptions{Name: ActivityDrain})
+	w.RegisterActivityWithOptions(a.DrainBeforePause, activity.RegisterOptions{Name: ActivityDrainBeforePause})
 	w.RegisterActivityWithOptions(a.SessionState, activity.RegisterOptions{Name: ActivitySessionState})
 }
 
@@ -163,10 +184,24 @@ func (a *Activities) Transition(ctx context.Context, req TransitionRequest) erro
 	return err
 }
 
-// DrainBeforePause runs the drain hook.
-func (a *Activities) DrainBeforePause(ctx context.Context, sessionID int64) error {
-	return a.drain().BeforePause(ctx, sessionID)
+// DrainQueue asks the queue for the turn that follows req.FromJobID. A
+// refusal retrying cannot change is non-retryable (ErrDrainRefused).
+func (a *Activities) DrainQueue(ctx context.Context, req DrainRequest) (HandOver, error) {
+	h, err := a.queue().DeliverNextMessage(ctx, req.SessionID, req.FromJobID)
+	var refused *DrainRefusedError
+	if errors.As(err, &refused) {
+		return HandOver{}, temporal.NewNonRetryableApplicationError(refused.Error(), ErrDrainRefused, err)
+	}
+	if err != nil {
+		return HandOver{}, fmt.Errorf("drain the queue of session %d after %s: %w", req.SessionID, req.FromJobID, err)
+	}
+	return h, nil
 }
+
+// DrainBeforePause is the drain hook of the runs that began before
+// hand-overs, which replay it: it never did anything, and still does not
+// (their turns pause; the queue's after-pause drain delivers).
+func (a *Activities) DrainBeforePause(context.Context, int64) error { return nil }
 
 // PrepareWorkspace makes (or checks) the session's clone on this node. A
 // clone that cannot be made is a non-retryable ErrPrepareFailed carrying
@@ -291,11 +326,11 @@ func (a *Activities) logger() *slog.Logger {
 	return a.Logger
 }
 
-func (a *Activities) drain() DrainHook {
-	if a.Drain == nil {
-		return NoDrain{}
+func (a *Activities) queue() Queue {
+	if a.Queue == nil {
+		return NoQueue{}
 	}
-	return a.Drain
+	return a.Queue
 }
 
 func (a *Activities) transcripts() TranscriptSink {

@@ -24,7 +24,15 @@ const (
 	ActivityTransition       = "zimmer.runner.Transition"
 	ActivityPrepareWorkspace = "zimmer.runner.PrepareWorkspace"
 	ActivityRunTurn          = "zimmer.runner.RunTurn"
-	ActivityDrain            = "zimmer.runner.DrainBeforePause"
+	// ActivityDrain asks the queue for the turn that follows a clean exit
+	// (DrainRequest → HandOver). A local activity: it runs inside the
+	// workflow task that learnt of the exit, so a handed-over turn waits for
+	// no extra dispatch by Temporal.
+	ActivityDrain = "zimmer.runner.DrainQueue"
+	// ActivityDrainBeforePause is the drain hook of the runs that began
+	// before hand-overs (a no-op taking the session id); they replay it,
+	// and pause after it until they continue as new.
+	ActivityDrainBeforePause = "zimmer.runner.DrainBeforePause"
 
 	// SignalTurn asks for a turn (TurnRequest).
 	SignalTurn = "turn"
@@ -58,7 +66,16 @@ const (
 	// where the transition would have put it: someone else moved it (an
 	// archive, a user's pause). Never retried.
 	ErrRefused = "TransitionRefused"
+	// ErrDrainRefused: the queue answered the drain with an error retrying
+	// cannot change (a misconfigured caller, an unknown session): nothing
+	// is handed over and the turn pauses. Never retried.
+	ErrDrainRefused = "DrainRefused"
 )
+
+// handOverChange versions the turn-end drain: runs whose history predates
+// it pause after the legacy no-op activity (workflow.DefaultVersion),
+// newer ones drain the queue (version 1).
+const handOverChange = "queue-hand-over"
 
 // MaxSignalRecoveries is how many turns in a row that died by a signal
 // Zimmer did not send are resumed with system recovery; the next such death
@@ -83,7 +100,8 @@ const ContinuePrompt = "[Zimmer] Your session was restarted; continue where you 
 func ID(sessionID int64) string { return "session-" + strconv.FormatInt(sessionID, 10) }
 
 // TaskQueue is the runner's shared task queue: the session workflows and the
-// Transition and Drain activities, which any node may run.
+// Transition, SessionState and legacy drain activities, which any node may
+// run.
 const TaskQueue = "zimmer-runner"
 
 // NodeTaskQueue is the task queue of the runner node named node: the
@@ -99,6 +117,10 @@ const (
 	// KindResume is a turn after a deliberate resume (restart, a
 	// follow-up): lifecycle already moved the session to running.
 	KindResume = "resume"
+	// KindHandOver is the turn the queue handed over at the previous turn's
+	// clean exit: lifecycle already made its job the session's running job,
+	// and the session never left running.
+	KindHandOver = "handover"
 )
 
 // TurnRequest asks a session's workflow for a turn.
@@ -110,9 +132,10 @@ type TurnRequest struct {
 	Kind      string
 	// Prompt is the turn's prompt; empty on a resume means ContinuePrompt.
 	Prompt string
-	// JobID is a resume's running_job_id, which lifecycle drew for it: the
-	// turn runs under it, so the session's running job names its live turn.
-	// Empty (an older event) means the workflow's own turnID.
+	// JobID is a resume's or a hand-over's running_job_id, which lifecycle
+	// drew for it: the turn runs under it, so the session's running job
+	// names its live turn. Empty (an older event) means the workflow's own
+	// turnID.
 	JobID string
 	// Session is what the first turn needs to clone and launch.
 	Session SessionSpec
@@ -238,6 +261,22 @@ const (
 	EventUnblock = "unblock_from_elicitation"
 )
 
+// DrainRequest asks the queue for the turn that follows FromJobID, the turn
+// that just exited 0 (QueueService.DeliverNextMessage).
+type DrainRequest struct {
+	SessionID int64
+	FromJobID string
+}
+
+// HandOver is the queue's answer to a drain: Delivered, the next turn runs
+// at once under JobID (lifecycle already made it the session's running
+// job) with Prompt; else the turn pauses.
+type HandOver struct {
+	Delivered bool
+	JobID     string
+	Prompt    string
+}
+
 // PrepareRequest asks a node for a session's clone.
 type PrepareRequest struct {
 	Session SessionSpec
@@ -278,4 +317,7 @@ const (
 	turnMaxDuration      = 7 * 24 * time.Hour
 	prepareTimeout       = 30 * time.Minute
 	transitionTimeout    = 30 * time.Second
+	// drainAttemptTimeout bounds one DeliverNextMessage; the drain retries
+	// until the queue answers.
+	drainAttemptTimeout = 10 * time.Second
 )

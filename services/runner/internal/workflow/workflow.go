@@ -50,10 +50,16 @@ func Session(ctx workflow.Context, st State) error {
 		req := st.Pending[0]
 		st.Pending = st.Pending[1:]
 		active = &turnRunner{st: &st, elicitations: elicitations, interrupts: interrupts}
-		err := active.run(ctx, req)
+		next, err := active.run(ctx, req)
 		active = nil
 		if err != nil {
 			return err
+		}
+		if next != nil {
+			// The queue handed the next turn over: it runs before anything
+			// else, and rides along in State.Pending should the run
+			// continue as new first.
+			st.handOver(*next)
 		}
 		if ran++; ran >= perRun {
 			// An interrupt's answer is sent before the run ends.
@@ -85,10 +91,7 @@ func (st *State) accept(req TurnRequest) {
 		if slices.Contains(st.Seen, req.RequestID) {
 			return
 		}
-		st.Seen = append(st.Seen, req.RequestID)
-		if len(st.Seen) > maxSeen {
-			st.Seen = st.Seen[len(st.Seen)-maxSeen:]
-		}
+		st.see(req.RequestID)
 	}
 	if req.Kind == KindFirst && (st.Started || slices.ContainsFunc(st.Pending, func(p TurnRequest) bool { return p.Kind == KindFirst })) {
 		return
@@ -97,6 +100,22 @@ func (st *State) accept(req TurnRequest) {
 		st.Session = req.Session
 	}
 	st.Pending = append(st.Pending, req)
+}
+
+// handOver puts the turn the queue handed over first in line: the session
+// is running under its job already. Its request id (the job id) is seen, so
+// nothing asks for it twice.
+func (st *State) handOver(req TurnRequest) {
+	st.see(req.RequestID)
+	st.Pending = append([]TurnRequest{req}, st.Pending...)
+}
+
+// see remembers a request id, keeping the latest maxSeen.
+func (st *State) see(requestID string) {
+	st.Seen = append(st.Seen, requestID)
+	if len(st.Seen) > maxSeen {
+		st.Seen = st.Seen[len(st.Seen)-maxSeen:]
+	}
 }
 
 // turnRunner runs one requested turn, and the recovery turns a signal death
@@ -140,21 +159,23 @@ func (t *turnRunner) interrupt(ctx workflow.Context, req InterruptTurnRequest) (
 	return InterruptTurnResult{Interrupted: true, TurnID: id}, nil
 }
 
-func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) error {
+// run runs one requested turn to its end. next is the turn the queue handed
+// over at a clean exit, to run at once: the session stays running.
+func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnRequest, err error) {
 	st := t.st
 	if st.Workspace == nil {
 		ws, failed, err := t.prepare(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if failed != "" {
-			return t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: failed})
+			return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: failed})
 		}
 		st.Workspace = &ws
 	}
 	st.Turns++
 	id := turnID(st.Session.ID, st.Turns)
-	if req.Kind == KindResume && req.JobID != "" {
+	if req.Kind != KindFirst && req.JobID != "" {
 		id = req.JobID // the job lifecycle made the session's running job
 	}
 	if req.Kind == KindFirst {
@@ -162,16 +183,16 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) error {
 		if isRefused(err) {
 			// Someone moved the session first (archived, failed): no turn.
 			workflow.GetLogger(ctx).Info("session not started: lifecycle refused start", "turn", id, "error", err)
-			return nil
+			return nil, nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if st.RuntimeSessionID == "" {
 		encoded := workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.NewString() })
 		if err := encoded.Get(&st.RuntimeSessionID); err != nil {
-			return fmt.Errorf("draw the runtime session id: %w", err)
+			return nil, fmt.Errorf("draw the runtime session id: %w", err)
 		}
 	}
 	prompt := req.Prompt
@@ -181,73 +202,100 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) error {
 	for recoveries := 0; ; {
 		if t.interrupted {
 			workflow.GetLogger(ctx).Info("turn interrupted before its process started", "turn", id)
-			return nil
+			return nil, nil
 		}
 		result, runErr, err := t.runProcess(ctx, id, prompt)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if t.blocked {
 			// The process is gone: nothing is blocked any more.
 			if err := t.endTransition(ctx, TransitionRequest{Event: EventUnblock}); err != nil {
-				return err
+				return nil, err
 			}
 			t.blocked = false
 		}
 		if t.interrupted {
 			// Halted on purpose (InterruptTurn): however the process ended,
 			// the session's next state is the interrupter's.
-			return nil
+			return nil, nil
 		}
 		if temporal.IsCanceledError(runErr) {
 			// Stopped because someone else moved the session (interrupt):
 			// its state is theirs.
-			return nil
+			return nil, nil
 		}
 		if runErr != nil {
-			return t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: notRunReason(runErr)})
+			return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: notRunReason(runErr)})
 		}
 		if result.RuntimeSessionID != "" {
 			st.RuntimeSessionID = result.RuntimeSessionID
 		}
 		switch {
 		case result.StatusKnown && result.Signal == "" && result.ExitCode == 0:
-			if err := t.drain(ctx); err != nil {
-				return err
-			}
-			return t.endTransition(ctx, TransitionRequest{Event: EventPause})
+			return t.end(ctx, id)
 		case result.Signal != "" && result.SignalSentByUs:
 			// Zimmer stopped it (a pause, an archive): whoever asked owns
 			// the session's state.
-			return nil
+			return nil, nil
 		case result.Signal != "" && recoveries < MaxSignalRecoveries:
 			recoveries++
 			if err := t.endTransition(ctx, TransitionRequest{Event: EventPause}); err != nil {
-				return err
+				return nil, err
 			}
 			if t.interrupted {
-				return nil // halted on purpose while between processes
+				return nil, nil // halted on purpose while between processes
 			}
 			st.Turns++
 			id = turnID(st.Session.ID, st.Turns)
 			err := t.transition(ctx, TransitionRequest{Event: EventResume, SystemRecovery: true, RunningJobID: id})
 			if isRefused(err) {
-				return nil
+				return nil, nil
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if !strings.Contains(prompt, "[Zimmer system recovery]") {
 				prompt += "\n\n" + fmt.Sprintf(RecoveryPrompt, result.Signal)
 			}
 		case result.Signal != "":
-			return t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: fmt.Sprintf(
+			return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: fmt.Sprintf(
 				"The agent's process died by %s, which Zimmer did not send, %d times in a row; Zimmer stopped resuming it. %s",
 				result.Signal, MaxSignalRecoveries+1, stderrTail(result.StderrTail))})
 		default:
-			return t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: exitReason(result)})
+			return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: exitReason(result)})
 		}
 	}
+}
+
+// end routes a clean exit of turn id: the queue may hand the next turn over
+// (the session stays running, no transition at all); else the turn pauses.
+func (t *turnRunner) end(ctx workflow.Context, id string) (*TurnRequest, error) {
+	if workflow.GetVersion(ctx, handOverChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if err := t.drainBeforePause(ctx); err != nil {
+			return nil, err
+		}
+		return nil, t.endTransition(ctx, TransitionRequest{Event: EventPause})
+	}
+	h, err := t.drain(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if t.interrupted {
+		// InterruptTurn came while the queue answered: it found no process,
+		// and its caller now owns the session's next state, so no process
+		// may start after it (and a pause of ours could undo its doing).
+		if h.Delivered {
+			workflow.GetLogger(ctx).Warn("the queue handed a turn over while the turn was being interrupted: not run",
+				"turn", id, "handed_over", h.JobID)
+		}
+		return nil, nil
+	}
+	if h.Delivered {
+		workflow.GetLogger(ctx).Info("the queue handed the next turn over", "turn", id, "next", h.JobID)
+		return &TurnRequest{RequestID: h.JobID, Kind: KindHandOver, JobID: h.JobID, Prompt: h.Prompt, Session: t.st.Session}, nil
+	}
+	return nil, t.endTransition(ctx, TransitionRequest{Event: EventPause})
 }
 
 // prepare makes the clone on the session's node. failed is the session's
@@ -390,13 +438,47 @@ func (t *turnRunner) elicitation(ctx workflow.Context, id string, s ElicitationS
 	return nil
 }
 
-func (t *turnRunner) drain(ctx workflow.Context) error {
+// drain asks the queue for the turn that follows turn id, as a local
+// activity, until the queue answers: a hand-over is idempotent per turn, so
+// asking again after an error never hands two over. An answer retrying
+// cannot change (ErrDrainRefused) hands nothing over.
+func (t *turnRunner) drain(ctx workflow.Context, id string) (HandOver, error) {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    drainAttemptTimeout,
+		ScheduleToCloseTimeout: 5 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			NonRetryableErrorTypes: []string{ErrDrainRefused},
+		},
+	})
+	req := DrainRequest{SessionID: t.st.Session.ID, FromJobID: id}
+	for {
+		var h HandOver
+		err := workflow.ExecuteLocalActivity(lctx, ActivityDrain, req).Get(ctx, &h)
+		var appErr *temporal.ApplicationError
+		switch {
+		case err == nil:
+			return h, nil
+		case errors.As(err, &appErr) && appErr.Type() == ErrDrainRefused:
+			workflow.GetLogger(ctx).Error("the queue refused the turn-end drain: pausing", "turn", id, "error", err)
+			return HandOver{}, nil
+		case temporal.IsCanceledError(err):
+			return HandOver{}, err
+		}
+		// Five minutes of retries did not reach the queue: keep asking.
+		workflow.GetLogger(ctx).Warn("the queue did not answer the turn-end drain; asking again", "turn", id, "error", err)
+	}
+}
+
+// drainBeforePause is the legacy drain of runs that began before
+// hand-overs.
+func (t *turnRunner) drainBeforePause(ctx workflow.Context) error {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           TaskQueue,
 		StartToCloseTimeout: transitionTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	})
-	return workflow.ExecuteActivity(actx, ActivityDrain, t.st.Session.ID).Get(ctx, nil)
+	return workflow.ExecuteActivity(actx, ActivityDrainBeforePause, t.st.Session.ID).Get(ctx, nil)
 }
 
 // transition fires one lifecycle event, retried until lifecycle answers.

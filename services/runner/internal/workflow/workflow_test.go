@@ -25,7 +25,17 @@ type harness struct {
 	mu          sync.Mutex
 	transitions []rw.TransitionRequest
 	turns       []rw.RunTurnRequest
-	drains      int
+	drains      []rw.DrainRequest
+	// queue answers a drain after the turn named by the key; a turn not in
+	// it is followed by nothing.
+	queue map[string]rw.HandOver
+	// queueErrs fails that many drains before the queue answers; queueErr,
+	// when set, fails every one.
+	queueErrs int
+	queueErr  error
+	// queueTakes is how long the queue takes to answer a drain.
+	queueTakes  time.Duration
+	drainMocked bool
 }
 
 const sessionID = 7
@@ -47,13 +57,6 @@ func newHarness(t *testing.T) *harness {
 			h.transitions = append(h.transitions, req)
 			return nil
 		}).Maybe()
-	h.env.OnActivity(rw.ActivityDrain, mock.Anything, mock.Anything).Return(
-		func(context.Context, int64) error {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.drains++
-			return nil
-		}).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(
 		rw.Workspace{Workdir: "/ws/7", StateDir: "/state/7"}, nil).Maybe()
 	return h
@@ -73,10 +76,34 @@ func (h *harness) onTurns(took time.Duration, results ...rw.TurnResult) {
 		}).Maybe()
 }
 
+// mockDrain answers the drain as the harness's queue says, once the test
+// has set it up.
+func (h *harness) mockDrain() {
+	if h.drainMocked {
+		return
+	}
+	h.drainMocked = true
+	h.env.OnActivity(rw.ActivityDrain, mock.Anything, mock.Anything).After(h.queueTakes).Return(
+		func(_ context.Context, req rw.DrainRequest) (rw.HandOver, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.drains = append(h.drains, req)
+			if h.queueErr != nil {
+				return rw.HandOver{}, h.queueErr
+			}
+			if h.queueErrs > 0 {
+				h.queueErrs--
+				return rw.HandOver{}, errors.New("queue unavailable")
+			}
+			return h.queue[req.FromJobID], nil
+		}).Maybe()
+}
+
 // run signals reqs at the start and runs the workflow until it continues as
 // new after turnsPerRun turns.
 func (h *harness) run(turnsPerRun int, reqs ...rw.TurnRequest) {
 	h.t.Helper()
+	h.mockDrain()
 	h.env.RegisterDelayedCallback(func() {
 		for _, r := range reqs {
 			h.env.SignalWorkflow(rw.SignalTurn, r)
@@ -119,7 +146,8 @@ func TestExitZeroDrainsThenPauses(t *testing.T) {
 	require.Equal(t, []string{rw.EventStart, rw.EventPause}, h.events())
 	require.Equal(t, "session-7/turn-1", h.transitions[0].RunningJobID, "the turn's id is the running job")
 	require.Equal(t, int64(sessionID), h.transitions[0].SessionID)
-	require.Equal(t, 1, h.drains, "the drain hook runs before the pause")
+	require.Equal(t, []rw.DrainRequest{{SessionID: sessionID, FromJobID: "session-7/turn-1"}}, h.drains,
+		"the queue is drained after the ended turn before the pause")
 	require.Len(t, h.turns, 1)
 	require.Equal(t, "@demo say hi", h.turns[0].Prompt)
 	require.Equal(t, "/ws/7", h.turns[0].Workspace.Workdir)
@@ -137,7 +165,7 @@ func TestNonZeroExitFailsNamingTheCodeAndStderr(t *testing.T) {
 	reason := h.transitions[1].FailureReason
 	require.Contains(t, reason, "exited with code 3")
 	require.Contains(t, reason, "fatal: no such thing")
-	require.Zero(t, h.drains)
+	require.Empty(t, h.drains)
 }
 
 func TestSignalDeathIsRecoveredThreeTimesThenFails(t *testing.T) {
@@ -166,7 +194,7 @@ func TestSignalDeathIsRecoveredThreeTimesThenFails(t *testing.T) {
 		require.Contains(t, turn.Prompt, "@demo signal SIGKILL", "the interrupted turn's prompt is run again")
 		require.Contains(t, turn.Prompt, "[Zimmer system recovery]")
 	}
-	require.Zero(t, h.drains)
+	require.Empty(t, h.drains)
 }
 
 func TestSignalDeathRecoveredOnceThenPauses(t *testing.T) {
@@ -176,7 +204,7 @@ func TestSignalDeathRecoveredOnceThenPauses(t *testing.T) {
 	h.run(1, first("work"))
 
 	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventResume, rw.EventPause}, h.events())
-	require.Equal(t, 1, h.drains)
+	require.Len(t, h.drains, 1)
 }
 
 func TestSignalSentByZimmerLeavesTheStateToWhoeverStoppedIt(t *testing.T) {
@@ -397,7 +425,7 @@ func TestInterruptTurnHaltsTheProcessAndRoutesNoEnd(t *testing.T) {
 
 			require.Equal(t, []string{"session-7/turn-1"}, stops, "the ladder ran once on the turn's node")
 			require.Equal(t, []string{rw.EventStart}, h.events(), "the interrupted turn's end is not routed")
-			require.Zero(t, h.drains)
+			require.Empty(t, h.drains)
 			for _, a := range []*updateAnswer{answer, again} {
 				require.NoError(t, a.err)
 				require.True(t, a.done)
