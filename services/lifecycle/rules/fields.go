@@ -19,7 +19,11 @@ const (
 	MaxFailureReasonChars = 10_000
 	MaxPausedByChars      = 100
 	MaxRunningJobIDChars  = 255
-	MaxMetadataBytes      = 256 << 10
+	// A delivery's id ("queue/message/<id>") and what the timeline calls
+	// what it delivered ("queued message #12"): DeliverTurn, internal.
+	MaxDeliveryIDChars   = 255
+	MaxDeliveryWhatChars = 200
+	MaxMetadataBytes     = 256 << 10
 	// MaxMetadataDepth bounds how deeply custom_metadata nests: the object
 	// itself is level 1, and each object or array inside another adds one.
 	// Deeper values are refused whole, as are bigger ones: one row must

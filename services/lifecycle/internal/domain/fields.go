@@ -26,6 +26,8 @@ const (
 	MaxFailureReasonChars = rules.MaxFailureReasonChars
 	MaxPausedByChars      = rules.MaxPausedByChars
 	MaxRunningJobIDChars  = rules.MaxRunningJobIDChars
+	MaxDeliveryIDChars    = rules.MaxDeliveryIDChars
+	MaxDeliveryWhatChars  = rules.MaxDeliveryWhatChars
 	MaxMetadataBytes      = rules.MaxMetadataBytes
 	MaxMetadataDepth      = rules.MaxMetadataDepth
 	MaxQueryChars         = rules.MaxQueryChars

@@ -46,6 +46,14 @@ type Command struct {
 	// RunningJobID names the job that owns the agent process; set by start
 	// and resume.
 	RunningJobID string
+	// Force is an archive forced past the queue's guard: the caller read
+	// the queued messages it refused over and discards them. A system
+	// archive never forces.
+	Force bool
+	// RetirementClause is what the queue says the archive retires (" — 1
+	// queued message was never delivered …"), appended to the archive line
+	// in its words; "" when nothing is retired or no queue was asked.
+	RetirementClause string
 }
 
 // Validate checks the details a caller sent with the command.
@@ -106,6 +114,12 @@ const (
 	EffectDeferredCleanup       = "enqueue_deferred_cleanup"
 	EffectHarvestFork           = "harvest_status_summary_fork"
 	EffectRecordFlags           = "record_experimental_setting_flags"
+	// EffectRetireMessages: an archive retires the session's queued
+	// messages to undelivered (and the queue pages per its rule).
+	EffectRetireMessages = "retire_enqueued_messages"
+	// EffectReopenMessages: an unarchive reopens the session's queue; what
+	// was retired stays undelivered.
+	EffectReopenMessages = "reopen_enqueued_messages"
 )
 
 // Contexts that own effects.
@@ -128,6 +142,8 @@ var effectOwners = map[string]string{
 	EffectMarkNotificationStale: OwnerNotification,
 	EffectDismissNotifications:  OwnerNotification,
 	EffectDrain:                 OwnerQueue,
+	EffectRetireMessages:        OwnerQueue,
+	EffectReopenMessages:        OwnerQueue,
 	EffectDeferredCleanup:       OwnerRunner,
 	EffectInference:             OwnerRunner,
 	EffectStatusSummary:         OwnerRunner,
@@ -146,6 +162,11 @@ var alertingEffects = map[string]bool{
 	// drain leaves a message pending on a session at rest, which nothing
 	// else reconciles.
 	EffectDrain: true,
+	// A lost retirement leaves messages pending on an archived session
+	// that nothing will ever deliver, unrecorded; a lost reopening leaves a
+	// restored session's queue sealed against every enqueue.
+	EffectRetireMessages: true,
+	EffectReopenMessages: true,
 }
 
 // TimelineKind classifies a timeline line.
@@ -179,6 +200,9 @@ type Outcome struct {
 	// running_job_id. The runner's own resumes name their turn and ask for
 	// none.
 	AsksForTurn bool
+	// TurnPrompt is the prompt of the turn AsksForTurn asks for: a
+	// delivery's; "" for a restart (the runner's continue nudge).
+	TurnPrompt string
 }
 
 // Apply runs cmd against s: the guard, the state change and every piece of
@@ -223,6 +247,7 @@ func Apply(s Session, cmd Command, env Env) (Outcome, error) {
 		t.s.TrashAfter = nil
 		t.s.ArchivedAt = nil
 		t.s.ArchivedFrom = nil
+		t.effect(EffectReopenMessages, map[string]any{"unarchived_at": env.Now.UTC().Format(time.RFC3339)})
 	}
 	t.s.UpdatedAt = env.Now
 	t.out.Session = t.s
@@ -363,7 +388,12 @@ func (t *transition) archive(cmd Command) {
 	t.effect(EffectFireTriggers, map[string]any{"trigger": "session_archived"})
 	t.effect(EffectCleanupWatchers, nil)
 	t.effect(EffectDeferredCleanup, map[string]any{"trash_after": t.s.TrashAfter.UTC().Format(time.RFC3339)})
-	t.log(TimelineTransition, ArchiveLine(cmd.Actor, unresolvedPullRequests(t.s.CustomMetadata)))
+	// Every archive retires the queue, a system archive too: the guard is
+	// the caller's, the record of what was lost is the transition's.
+	t.effect(EffectRetireMessages, map[string]any{"forced": cmd.Force, "archived_at": t.s.ArchivedAt.UTC().Format(time.RFC3339)})
+	// The spec's words first (who, the unresolved pull requests), then the
+	// queue's words for what the archive retires.
+	t.log(TimelineTransition, ArchiveLine(cmd.Actor, unresolvedPullRequests(t.s.CustomMetadata))+cmd.RetirementClause)
 	t.warnIfPRGoalCapturedNoURL()
 }
 

@@ -277,12 +277,17 @@ func TestArchiveAndUnarchive(t *testing.T) {
 	require.Equal(t, now, *a.ArchivedAt)
 	require.Equal(t, now.Add(96*time.Hour), *a.TrashAfter)
 	require.Equal(t, domain.StatusFailed, *a.ArchivedFrom)
-	require.Equal(t, []string{domain.EffectDismissNotifications, domain.EffectFireTriggers, domain.EffectCleanupWatchers, domain.EffectDeferredCleanup}, effectNames(out))
+	require.Equal(t, []string{domain.EffectDismissNotifications, domain.EffectFireTriggers, domain.EffectCleanupWatchers, domain.EffectDeferredCleanup,
+		domain.EffectRetireMessages}, effectNames(out))
+	require.Equal(t, map[string]any{"forced": false, "archived_at": "2026-11-30T12:00:00Z"}, out.Effects[4].Payload,
+		"an archive that did not force past the guard (a system archive among them) pages about what it retires")
 	require.Equal(t, "[State Machine] Session moved to trash by session #5225 via the MCP API — 1 tracked pull request had not reached a terminal state, so no merge notification will be delivered for it: https://github.com/acme/app/pull/2",
 		out.Timeline[0].Message)
 
 	back, err := domain.Apply(a, domain.Command{Event: domain.EventUnarchiveToFailed}, env())
 	require.NoError(t, err)
+	require.Equal(t, []string{domain.EffectReopenMessages}, effectNames(back))
+	require.Equal(t, map[string]any{"unarchived_at": "2026-11-30T12:00:00Z"}, back.Effects[0].Payload)
 	require.Equal(t, domain.StatusFailed, back.Session.Status, "the raw event keeps its target")
 	require.Nil(t, back.Session.TrashAfter, "unarchive clears the trash expiry")
 	require.Nil(t, back.Session.ArchivedFrom)
@@ -298,6 +303,7 @@ func TestArchiveAndUnarchive(t *testing.T) {
 		back, err := domain.Apply(out.Session, domain.Command{Event: domain.EventRestore}, env())
 		require.NoError(t, err)
 		require.Equal(t, domain.StatusNeedsInput, back.Session.Status, "archived from %s", from)
+		require.Equal(t, []string{domain.EffectReopenMessages}, effectNames(back), "every unarchive reopens the queue")
 	}
 }
 
@@ -323,6 +329,29 @@ func TestArchiveLineNamesTheActorNeverInferred(t *testing.T) {
 		require.Equal(t, "[State Machine] Session moved to trash "+tt.want, domain.ArchiveLine(tt.actor, nil))
 	}
 	require.Contains(t, domain.ArchiveLine(domain.Actor{}, []string{"a", "b"}), "2 tracked pull requests had not reached a terminal state, so no merge notification will be delivered for them: a, b")
+}
+
+// TestForcedArchiveNamesWhatItRetires: the queue's clause follows the
+// spec's words on the archive line, and the retirement says it was forced.
+func TestForcedArchiveNamesWhatItRetires(t *testing.T) {
+	t.Parallel()
+	clause := ` — 1 queued message was never delivered and is now marked undelivered: "What do you mean I pulled yellow onion?"`
+	s := session(domain.StatusRunning)
+	s.CustomMetadata["github_pull_request_urls"] = []any{"https://github.com/acme/app/pull/2"}
+	out, err := domain.Apply(s, domain.Command{Event: domain.EventArchive, Force: true, RetirementClause: clause,
+		Actor: domain.Actor{Kind: domain.ActorMCP, SessionID: 5225, By: "operator key …abcd"}}, env())
+	require.NoError(t, err)
+	require.Equal(t, "[State Machine] Session moved to trash by session #5225 via the MCP API"+
+		" — 1 tracked pull request had not reached a terminal state, so no merge notification will be delivered for it: https://github.com/acme/app/pull/2"+
+		clause+" (by operator key …abcd)", out.Timeline[0].Message)
+	retire := out.Effects[len(out.Effects)-1]
+	require.Equal(t, domain.EffectRetireMessages, retire.Name)
+	require.Equal(t, true, retire.Payload["forced"])
+	require.Equal(t, domain.OwnerQueue, retire.Owner())
+	require.True(t, retire.Alerting())
+	reopen := domain.Effect{Name: domain.EffectReopenMessages}
+	require.Equal(t, domain.OwnerQueue, reopen.Owner())
+	require.True(t, reopen.Alerting())
 }
 
 func TestEffectAlertSplit(t *testing.T) {
