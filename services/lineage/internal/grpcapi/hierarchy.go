@@ -58,24 +58,54 @@ func (s *Server) RecordUncleEdge(ctx context.Context, req *lineagev1.RecordUncle
 	return &lineagev1.RecordUncleEdgeResponse{Outcome: outcomeToProto(d.Outcome), Message: d.Message}, nil
 }
 
+// RetractUncleEdge implements lineagev1.LineageServiceServer.
+func (s *Server) RetractUncleEdge(ctx context.Context, req *lineagev1.RetractUncleEdgeRequest) (*lineagev1.RetractUncleEdgeResponse, error) {
+	d, err := s.retract.Handle(ctx, domain.UncleRetraction{
+		Edge: domain.UncleEdge{
+			SessionID:      req.GetTargetSessionId(),
+			UncleSessionID: req.GetActingSessionId(),
+			EntryPoint:     req.GetEntryPoint(),
+			RecordedBy:     auditBy(ctx),
+		},
+		Recorded: outcomeFromProto(req.GetRecorded()),
+	})
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &lineagev1.RetractUncleEdgeResponse{Retracted: d.Retracted(), Message: d.Message}, nil
+}
+
+// uncleOutcomes pairs each domain outcome with its wire form, both ways.
+var uncleOutcomes = []struct {
+	domain domain.UncleOutcome
+	wire   lineagev1.UncleEdgeOutcome
+}{
+	{domain.UncleWritten, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN},
+	{domain.UncleInverted, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_INVERTED},
+	{domain.UncleNothingSelf, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_NOTHING_SELF},
+	{domain.UncleNothingAlreadyReachable, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_NOTHING_ALREADY_REACHABLE},
+	{domain.UncleNothingSpawnAncestor, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_NOTHING_SPAWN_ANCESTOR},
+	{domain.UncleRefusedSenior, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_REFUSED_SENIOR},
+	{domain.UncleRefusedUnknownSession, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_REFUSED_UNKNOWN_SESSION},
+	{domain.UncleRefusedBudgetExhausted, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_REFUSED_BUDGET_EXHAUSTED},
+}
+
 func outcomeToProto(o domain.UncleOutcome) lineagev1.UncleEdgeOutcome {
-	switch o {
-	case domain.UncleWritten:
-		return lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN
-	case domain.UncleInverted:
-		return lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_INVERTED
-	case domain.UncleNothingSelf:
-		return lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_NOTHING_SELF
-	case domain.UncleNothingAlreadyReachable:
-		return lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_NOTHING_ALREADY_REACHABLE
-	case domain.UncleNothingSpawnAncestor:
-		return lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_NOTHING_SPAWN_ANCESTOR
-	case domain.UncleRefusedSenior:
-		return lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_REFUSED_SENIOR
-	case domain.UncleRefusedUnknownSession:
-		return lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_REFUSED_UNKNOWN_SESSION
-	case domain.UncleRefusedBudgetExhausted:
-		return lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_REFUSED_BUDGET_EXHAUSTED
+	for _, p := range uncleOutcomes {
+		if p.domain == o {
+			return p.wire
+		}
 	}
 	return lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_UNSPECIFIED
+}
+
+// outcomeFromProto is the domain outcome of o; zero, which the domain
+// refuses as invalid, for UNSPECIFIED and values this build does not know.
+func outcomeFromProto(o lineagev1.UncleEdgeOutcome) domain.UncleOutcome {
+	for _, p := range uncleOutcomes {
+		if p.wire == o {
+			return p.domain
+		}
+	}
+	return 0
 }

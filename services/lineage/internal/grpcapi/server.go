@@ -17,6 +17,7 @@ type Server struct {
 	get       app.GetSessionNode
 	hierarchy app.GetHierarchy
 	uncle     app.RecordUncleEdge
+	retract   app.RetractUncleEdge
 	logger    *slog.Logger
 }
 
@@ -24,8 +25,8 @@ var _ lineagev1.LineageServiceServer = (*Server)(nil)
 
 // New returns a server over the use cases; logger receives the errors that
 // are reported to callers only as "internal error".
-func New(logger *slog.Logger, get app.GetSessionNode, hierarchy app.GetHierarchy, uncle app.RecordUncleEdge) *Server {
-	return &Server{get: get, hierarchy: hierarchy, uncle: uncle, logger: logger}
+func New(logger *slog.Logger, get app.GetSessionNode, hierarchy app.GetHierarchy, uncle app.RecordUncleEdge, retract app.RetractUncleEdge) *Server {
+	return &Server{get: get, hierarchy: hierarchy, uncle: uncle, retract: retract, logger: logger}
 }
 
 // GetSessionNode implements lineagev1.LineageServiceServer.

@@ -25,7 +25,7 @@ import (
 )
 
 func newServer(repo app.NodeRepository, logs *bytes.Buffer) *Server {
-	return New(slog.New(slog.NewJSONHandler(logs, nil)), app.NewGetSessionNode(repo), app.GetHierarchy{}, app.RecordUncleEdge{})
+	return New(slog.New(slog.NewJSONHandler(logs, nil)), app.NewGetSessionNode(repo), app.GetHierarchy{}, app.RecordUncleEdge{}, app.RetractUncleEdge{})
 }
 
 func newConsumer(repo app.NodeRepository, logs *bytes.Buffer) *Consumer {
@@ -145,4 +145,22 @@ func TestToStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUncleOutcomesRoundTrip: every outcome recording answers has its own
+// wire value and comes back from it, so a retraction reads the outcome
+// RecordUncleEdge sent; UNSPECIFIED and unknown values read as none.
+func TestUncleOutcomesRoundTrip(t *testing.T) {
+	t.Parallel()
+	seen := map[lineagev1.UncleEdgeOutcome]bool{}
+	for o := domain.UncleWritten; o <= domain.UncleRefusedBudgetExhausted; o++ {
+		wire := outcomeToProto(o)
+		require.NotEqual(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_UNSPECIFIED, wire, "%s", o)
+		require.False(t, seen[wire], "%s shares its wire value", o)
+		seen[wire] = true
+		require.Equal(t, o, outcomeFromProto(wire))
+	}
+	require.Len(t, seen, len(lineagev1.UncleEdgeOutcome_name)-1, "every wire outcome but UNSPECIFIED is one of the domain's")
+	require.Zero(t, outcomeFromProto(lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_UNSPECIFIED))
+	require.Zero(t, outcomeFromProto(lineagev1.UncleEdgeOutcome(99)))
 }

@@ -69,6 +69,7 @@ func NewFromConfig(ctx context.Context, cfg config.Config, logger *slog.Logger) 
 		app.NewGetSessionNode(repo),
 		app.NewGetHierarchy(repo),
 		app.NewRecordUncleEdge(repo, clock.System{}),
+		app.NewRetractUncleEdge(repo, clock.System{}),
 	))
 	// Lifecycle's events arrive through the contract every subscriber
 	// implements.
