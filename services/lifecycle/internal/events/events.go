@@ -22,9 +22,11 @@ import (
 const (
 	SubscriberLineage = "lineage"
 	// SubscriberRunnerTurns is the runner's turn consumer: a session's
-	// creation and a resume whose caller named no job (a restart; lifecycle
-	// draws its job id) each ask it for a turn, and a transition out of
-	// running may ask it to stop one. It is a subscriber of its own, apart from the effects the
+	// creation and every change that asks for a turn (Outcome.AsksForTurn:
+	// a restart, a delivered follow-up or queued message; lifecycle draws
+	// the job id, and SessionUpdated.turn carries it with the prompt) each
+	// ask it for a turn, and a transition out of running may ask it to stop
+	// one. It is a subscriber of its own, apart from the effects the
 	// runner owns (domain.OwnerRunner), so those stay queued until the
 	// runner consumes them.
 	SubscriberRunnerTurns = "runner_turns"
@@ -71,7 +73,9 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 		if err != nil {
 			return nil, err
 		}
-		return one(updated(f.Session, s, nil))
+		return one(build(TopicSessionUpdated, f.Session, &lifecyclev1.SessionEvent{
+			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s}},
+		}, SubscriberLineage))
 	case domain.SessionTransitioned:
 		s, err := withoutPrompt(f.Session)
 		if err != nil {
@@ -101,19 +105,26 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 			}
 			effects = append(effects, a)
 		}
-		var also []string
+		var (
+			also []string
+			turn *lifecyclev1.TurnRequest
+		)
 		switch {
 		case f.Outcome.AsksForTurn:
-			// A resume no running job made (a restart): the runner runs its
-			// turn under the session's running_job_id.
+			// A turn no running job made — a restart, a delivered follow-up
+			// or queued message: the runner runs it under the session's
+			// running_job_id, with the prompt ("" for a restart).
 			also = append(also, SubscriberRunnerTurns)
+			turn = &lifecyclev1.TurnRequest{JobId: f.Session.Markers.RunningJobID, Prompt: f.Outcome.TurnPrompt}
 		case f.Outcome.From == domain.StatusRunning && f.Session.Status != domain.StatusRunning:
 			// The session left running (a user's pause, an archive, or the
 			// runner's own turn end): the runner stops a turn still running
 			// when the session is not running any more.
 			also = append(also, SubscriberRunnerTurns)
 		}
-		announced, err := updated(f.Session, s, t, also...)
+		announced, err := build(TopicSessionUpdated, f.Session, &lifecyclev1.SessionEvent{
+			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s, Transition: t, Turn: turn}},
+		}, append([]string{SubscriberLineage}, also...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -163,14 +174,6 @@ func Stream(_ string, payload []byte) ([]domain.StreamEvent, error) {
 	default:
 		return nil, nil
 	}
-}
-
-// updated is the SessionUpdated announcement lineage (and also) receives;
-// t is set when a transition made the change.
-func updated(sess domain.Session, s *lifecyclev1.Session, t *lifecyclev1.Transition, also ...string) (outbox.Addressed, error) {
-	return build(TopicSessionUpdated, sess, &lifecyclev1.SessionEvent{
-		Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s, Transition: t}},
-	}, append([]string{SubscriberLineage}, also...)...)
 }
 
 // withoutPrompt is the snapshot every event after creation carries: the

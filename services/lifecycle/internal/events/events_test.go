@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
 )
@@ -52,4 +53,61 @@ func TestTheRunnerHearsOfCreationsAndUnownedResumes(t *testing.T) {
 	slept := domain.SessionTransitioned{Session: domain.Session{ID: 4, Status: domain.StatusWaiting, UpdatedAt: s.UpdatedAt},
 		Outcome: domain.Outcome{From: domain.StatusNeedsInput, Applied: []domain.Event{domain.EventSleep}}}
 	require.Equal(t, []string{events.SubscriberLineage}, subscribersOf(t, slept, events.TopicSessionUpdated))
+}
+
+func updatedOf(t *testing.T, f domain.Fact) (subscribers []string, turn *lifecyclev1.TurnRequest) {
+	t.Helper()
+	addressed, err := events.Encode(f)
+	require.NoError(t, err)
+	for _, a := range addressed {
+		if a.Event.Topic == events.TopicSessionUpdated {
+			evt, err := events.Decode(a.Event.Payload)
+			require.NoError(t, err)
+			return a.Subscribers, evt.GetUpdated().GetTurn()
+		}
+	}
+	t.Fatalf("no %s among %d events", events.TopicSessionUpdated, len(addressed))
+	return nil, nil
+}
+
+// Every change that asks the runner for a turn carries the turn — its job
+// and prompt — and goes to runner_turns: a restart (prompt ""), a delivery
+// to an idle session, a delivery after an interrupt. A handover, whose
+// runner runs the prompt itself, asks for none.
+func TestEveryTurnRequestCarriesItsJobAndPrompt(t *testing.T) {
+	t.Parallel()
+	running := domain.Session{ID: 4, Status: domain.StatusRunning, UpdatedAt: time.Unix(100, 0).UTC()}
+	running.Markers.RunningJobID = "delivery/0d5c"
+
+	restart := domain.SessionTransitioned{Session: running, Outcome: domain.Outcome{
+		From: domain.StatusFailed, Applied: []domain.Event{domain.EventResume}, AsksForTurn: true}}
+	subs, turn := updatedOf(t, restart)
+	require.Equal(t, []string{events.SubscriberLineage, events.SubscriberRunnerTurns}, subs)
+	require.NotNil(t, turn)
+	require.Equal(t, "delivery/0d5c", turn.GetJobId())
+	require.Empty(t, turn.GetPrompt(), "a restart's turn is the runner's continue nudge")
+
+	idle := restart
+	idle.Outcome.From, idle.Outcome.TurnPrompt = domain.StatusNeedsInput, "rebase it"
+	subs, turn = updatedOf(t, idle)
+	require.Equal(t, []string{events.SubscriberLineage, events.SubscriberRunnerTurns}, subs)
+	require.Equal(t, "delivery/0d5c", turn.GetJobId())
+	require.Equal(t, "rebase it", turn.GetPrompt())
+
+	afterInterrupt := domain.SessionTransitioned{Session: running, Outcome: domain.Outcome{
+		From: domain.StatusRunning, AsksForTurn: true, TurnPrompt: "stop and rebase"}}
+	subs, turn = updatedOf(t, afterInterrupt)
+	require.Equal(t, []string{events.SubscriberLineage, events.SubscriberRunnerTurns}, subs)
+	require.Equal(t, "stop and rebase", turn.GetPrompt())
+
+	handover := domain.SessionTransitioned{Session: running, Outcome: domain.Outcome{From: domain.StatusRunning}}
+	subs, turn = updatedOf(t, handover)
+	require.Equal(t, []string{events.SubscriberLineage}, subs, "a handover asks the runner for nothing")
+	require.Nil(t, turn)
+
+	paused := domain.SessionTransitioned{Session: domain.Session{ID: 4, Status: domain.StatusNeedsInput, UpdatedAt: running.UpdatedAt},
+		Outcome: domain.Outcome{From: domain.StatusRunning, Applied: []domain.Event{domain.EventPause}}}
+	subs, turn = updatedOf(t, paused)
+	require.Equal(t, []string{events.SubscriberLineage, events.SubscriberRunnerTurns}, subs, "leaving running may stop a turn")
+	require.Nil(t, turn, "but asks for none")
 }
