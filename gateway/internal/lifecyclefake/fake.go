@@ -234,3 +234,13 @@ func (s *Server) RevokeSessionCredential(ctx context.Context, req *lifecyclev1.R
 func (s *Server) AuthenticateSessionCredential(ctx context.Context, req *lifecyclev1.AuthenticateSessionCredentialRequest) (*lifecyclev1.AuthenticateSessionCredentialResponse, error) {
 	return answer[*lifecyclev1.AuthenticateSessionCredentialResponse](ctx, s, "AuthenticateSessionCredential", req)
 }
+
+// DeliverTurn implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) DeliverTurn(ctx context.Context, req *lifecyclev1.DeliverTurnRequest) (*lifecyclev1.DeliverTurnResponse, error) {
+	return answer[*lifecyclev1.DeliverTurnResponse](ctx, s, "DeliverTurn", req)
+}
+
+// RecordDrainAttempt implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) RecordDrainAttempt(ctx context.Context, req *lifecyclev1.RecordDrainAttemptRequest) (*lifecyclev1.RecordDrainAttemptResponse, error) {
+	return answer[*lifecyclev1.RecordDrainAttemptResponse](ctx, s, "RecordDrainAttempt", req)
+}
