@@ -122,6 +122,9 @@ var refusedActions = map[string]string{
 	"ArchiveSession":      "trash",
 	"BulkArchiveSessions": "trash",
 	"UnarchiveSession":    "restore",
+	// The queue's: "Cannot send enqueued message now" says less.
+	"SendEnqueuedMessageNow":       "send now",
+	"InterruptWithEnqueuedMessage": "interrupt",
 }
 
 // refusalKind names a state refusal by what was refused: "Cannot trash",

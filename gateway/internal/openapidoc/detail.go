@@ -26,14 +26,17 @@ func (d *document) sessionDetail() error {
 	if err != nil {
 		return err
 	}
-	describe(op, "The gateway answers with the session and, beside it, its provenance from lineage: "+
-		"session_hierarchy and human_messages, which are null when lineage could not be asked.")
+	describe(op, "The gateway answers with the session and, beside it, the messages queued for it that are not delivered "+
+		"(enqueued_messages, from the queue) and its provenance from lineage: session_hierarchy and human_messages, "+
+		"which are null when lineage could not be asked.")
 	op.obj("responses").set("200", newObject().
-		set("description", "The session with its provenance, composed by the gateway from lifecycle and lineage.").
+		set("description", "The session with its queued messages and its provenance, composed by the gateway from lifecycle, the queue and lineage.").
 		set("schema", ref).
 		set("headers", newObject().set(rest.DegradedHeader, newObject().
 			set("type", "string").
-			set("description", "Set when lineage could not be asked: session_hierarchy and human_messages are then null (unknown, not empty)."))))
+			set("description", "Set, once per service, when a service of the composition could not be asked: for lineage, "+
+				"session_hierarchy and human_messages are then null (unknown, not empty); for the queue, enqueued_messages is "+
+				"then empty without meaning that nothing is queued."))))
 	return nil
 }
 

@@ -7,10 +7,11 @@
 //     them as numbers, not protojson's strings;
 //   - errors are the gateway's {"error": kind, "message": ..., "messages":
 //     [...]} (jsonhttp.Error), not a google.rpc.Status;
-//   - a create answers 201 and a delete 204 with no body
-//     (rest.SuccessStatus);
+//   - a create answers 201, a delete 204 with no body, and a follow-up 200
+//     when delivered or 202 when queued (rest.Successes);
 //   - GET /api/v1/sessions/{session_id} answers the session composed with
-//     its provenance (rest.SessionDetailJSON), not GetSessionResponse;
+//     its queued messages and its provenance (rest.SessionDetailJSON), not
+//     GetSessionResponse;
 //   - the lifecycle rules (services/lifecycle/rules) give the state
 //     machine's events, the status words and the field limits as schema
 //     keywords and sentences.
@@ -20,6 +21,7 @@ package openapidoc
 
 import (
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 
@@ -106,22 +108,38 @@ func (d *document) errorResponses() error {
 }
 
 // successStatuses documents the statuses rest.SuccessStatus answers other
-// than 200.
+// than a plain 200 (rest.Successes): each in place of the generated 200,
+// with its meaning, and with the response body unless it is a 204.
 func (d *document) successStatuses() error {
 	return d.operations(func(path, method string, op *object) error {
 		md, err := methodOf(op.str("operationId"))
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", strings.ToUpper(method), path, err)
 		}
-		status := rest.SuccessStatus(md.Output().FullName())
+		successes := rest.Successes(md.Output().FullName())
 		responses := op.obj("responses")
-		if status == 200 || responses.obj("200") == nil {
-			return nil
+		generated := responses.obj("200")
+		if len(successes) == 0 || generated == nil {
+			return nil // a plain 200, or finished before
 		}
-		responses.rename("200", fmt.Sprint(status))
-		if status == 204 {
-			responses.set("204", newObject().set("description", "Done; the response has no body."))
+		finished := newObject()
+		for _, key := range responses.keys {
+			if key != "200" {
+				finished.set(key, responses.get(key))
+				continue
+			}
+			for _, s := range successes {
+				r := newObject().set("description", generated.str("description"))
+				if s.Description != "" {
+					r.set("description", s.Description)
+				}
+				if schema := generated.get("schema"); schema != nil && s.Status != http.StatusNoContent {
+					r.set("schema", schema)
+				}
+				finished.set(fmt.Sprint(s.Status), r)
+			}
 		}
+		op.set("responses", finished)
 		return nil
 	})
 }

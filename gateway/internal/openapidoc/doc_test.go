@@ -108,3 +108,47 @@ func TestFinishRefusesWhatItCannotFinish(t *testing.T) {
 	_, err = Finish(withoutEvent)
 	require.ErrorContains(t, err, "no property LifecycleServiceTransitionSessionBody.event")
 }
+
+// A follow-up answers 200 when delivered and 202 when queued
+// (rest.Successes): both are documented, each with the response body and
+// what it means; a create keeps its 201 and a delete its bodiless 204.
+func TestSuccessStatusesAreDocumented(t *testing.T) {
+	t.Parallel()
+
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Description string         `json:"description"`
+				Schema      map[string]any `json:"schema"`
+			} `json:"responses"`
+		} `json:"paths"`
+		Definitions map[string]struct {
+			Properties map[string]map[string]any `json:"properties"`
+		} `json:"definitions"`
+	}
+	require.NoError(t, json.Unmarshal(openapi.Spec, &doc))
+
+	followUp := doc.Paths["/api/v1/sessions/{session_id}/follow_up"]["post"].Responses
+	require.ElementsMatch(t, []string{"200", "202", "default"}, keys(followUp))
+	for status, word := range map[string]string{"200": "Delivered", "202": "Queued"} {
+		require.Equal(t, map[string]any{"$ref": "#/definitions/v1FollowUpResponse"}, followUp[status].Schema, status)
+		require.True(t, strings.HasPrefix(followUp[status].Description, word+": "), followUp[status].Description)
+	}
+	require.ElementsMatch(t, []string{"201", "default"}, keys(doc.Paths["/api/v1/sessions"]["post"].Responses))
+	deleted := doc.Paths["/api/v1/sessions/{session_id}"]["delete"].Responses
+	require.ElementsMatch(t, []string{"204", "default"}, keys(deleted))
+	require.Nil(t, deleted["204"].Schema)
+
+	body := doc.Definitions["QueueServiceFollowUpBody"].Properties
+	require.EqualValues(t, rules.MaxPromptChars, body["prompt"]["maxLength"])
+	require.EqualValues(t, rules.MaxGoalChars, body["goal"]["maxLength"])
+	require.Contains(t, doc.Definitions["SessionDetail"].Properties, "enqueued_messages")
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -46,6 +46,14 @@ var fieldRules = []struct {
 	{"LifecycleServiceTransitionSessionBody", "paused_by", []constraint{maxChars(rules.MaxPausedByChars)}},
 	{"LifecycleServiceTransitionSessionBody", "running_job_id", []constraint{maxChars(rules.MaxRunningJobIDChars)}},
 	{"v1BulkArchiveSessionsRequest", "session_ids", []constraint{sessionRefs()}},
+	// A queued message becomes a turn's prompt and its goal the session's:
+	// the session's limits.
+	{"QueueServiceFollowUpBody", "prompt", []constraint{maxChars(rules.MaxPromptChars)}},
+	{"QueueServiceFollowUpBody", "goal", []constraint{maxChars(rules.MaxGoalChars)}},
+	{"QueueServiceEnqueueMessageBody", "content", []constraint{maxChars(rules.MaxPromptChars)}},
+	{"QueueServiceEnqueueMessageBody", "goal", []constraint{maxChars(rules.MaxGoalChars)}},
+	{"QueueServiceUpdateEnqueuedMessageBody", "content", []constraint{maxChars(rules.MaxPromptChars)}},
+	{"QueueServiceUpdateEnqueuedMessageBody", "goal", []constraint{maxChars(rules.MaxGoalChars)}},
 	{"v1Session", "status", []constraint{status()}},
 	{"v1Session", "slug", []constraint{slug()}},
 	{"v1Session", "scheduling_class", []constraint{schedulingClass()}},
@@ -116,6 +124,9 @@ func describe(s *object, sentence string) {
 func maxChars(n int) constraint {
 	return func(s *object) {
 		s.set("maxLength", n)
+		if strings.Contains(s.str("description"), printer.Sprintf("≤ %d characters", n)) {
+			return // the proto's comment says it already
+		}
 		describe(s, printer.Sprintf("At most %d characters.", n))
 	}
 }

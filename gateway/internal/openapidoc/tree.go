@@ -51,17 +51,6 @@ func (o *object) remove(key string) {
 	o.keys = slices.DeleteFunc(o.keys, func(k string) bool { return k == key })
 }
 
-// rename gives key's value a new name, in key's place.
-func (o *object) rename(key, to string) {
-	i := slices.Index(o.keys, key)
-	if i < 0 {
-		return
-	}
-	o.vals[to] = o.vals[key]
-	delete(o.vals, key)
-	o.keys[i] = to
-}
-
 // parse reads a JSON document into objects, arrays and scalars.
 func parse(doc []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))

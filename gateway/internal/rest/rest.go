@@ -233,27 +233,61 @@ func (m *marshaler) decode(r io.Reader, v any) error {
 	return m.Unmarshal(sessionref.NumbersAsStrings(body, names...), v)
 }
 
-// successStatuses are the statuses a successful call answers other than
-// 200, by response message. `make proto` documents them from here.
-var successStatuses = map[protoreflect.FullName]int{
-	(&lifecyclev1.CreateSessionResponse{}).ProtoReflect().Descriptor().FullName(): http.StatusCreated,
-	// A credential is created: its token is in this answer only.
-	(&lifecyclev1.MintSessionCredentialResponse{}).ProtoReflect().Descriptor().FullName(): http.StatusCreated,
-	// 204 carries no body: net/http drops the "{}" the gateway writes.
-	(&lifecyclev1.DeleteSessionResponse{}).ProtoReflect().Descriptor().FullName(): http.StatusNoContent,
+// Success is one status a successful call answers, and what it means.
+type Success struct {
+	Status int
+	// Description says what the status means ("" for a plain success).
+	Description string
+	// when picks the responses answered with Status; nil: every one.
+	when func(proto.Message) bool
 }
 
-// SuccessStatus is the status a call whose response is the message named
-// answers: 201 for creates, 204 for deletes, 200 otherwise.
-func SuccessStatus(response protoreflect.FullName) int {
-	if st, ok := successStatuses[response]; ok {
-		return st
+// successes are, by response message, the statuses a successful call
+// answers when it is not a plain 200: the first whose when holds is
+// answered. `make proto` documents every one of them from here.
+var successes = map[protoreflect.FullName][]Success{
+	(&lifecyclev1.CreateSessionResponse{}).ProtoReflect().Descriptor().FullName(): {{Status: http.StatusCreated}},
+	// A credential is created: its token is in this answer only.
+	(&lifecyclev1.MintSessionCredentialResponse{}).ProtoReflect().Descriptor().FullName(): {{Status: http.StatusCreated}},
+	// 204 carries no body: net/http drops the "{}" the gateway writes.
+	(&lifecyclev1.DeleteSessionResponse{}).ProtoReflect().Descriptor().FullName(): {{Status: http.StatusNoContent, Description: "Done; the response has no body."}},
+	// A follow-up says by its status whether it is the session's turn now
+	// or waits in the queue; the body's outcome says the same.
+	(&queuev1.FollowUpResponse{}).ProtoReflect().Descriptor().FullName(): {
+		{Status: http.StatusOK, Description: "Delivered: the session was idle (or force_immediate stopped its running turn), and the prompt is its turn now (job_id).",
+			when: followUpIs(queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED)},
+		{Status: http.StatusAccepted, Description: "Queued: the session is running, so the prompt waits in its queue (enqueued_message) and is sent " +
+			"as its next turn when the current one ends.",
+			when: followUpIs(queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED)},
+	},
+}
+
+func followUpIs(outcome queuev1.FollowUpOutcome) func(proto.Message) bool {
+	return func(m proto.Message) bool {
+		r, ok := m.(*queuev1.FollowUpResponse)
+		return ok && r.GetOutcome() == outcome
+	}
+}
+
+// Successes are the statuses a call whose response is the message named
+// can answer: 201 for creates, 204 for deletes, 200 or 202 for a
+// follow-up; nil for a plain 200.
+func Successes(response protoreflect.FullName) []Success { return successes[response] }
+
+// SuccessStatus is the status a call answering resp answers.
+func SuccessStatus(resp proto.Message) int {
+	for _, s := range successes[resp.ProtoReflect().Descriptor().FullName()] {
+		if s.when == nil || s.when(resp) {
+			return s.Status
+		}
 	}
 	return http.StatusOK
 }
 
+// successStatus is grpc-gateway's forward-response hook: it runs before the
+// body is written, so the status it writes is the one answered.
 func successStatus(_ context.Context, w http.ResponseWriter, resp proto.Message) error {
-	if st := SuccessStatus(resp.ProtoReflect().Descriptor().FullName()); st != http.StatusOK {
+	if st := SuccessStatus(resp); st != http.StatusOK {
 		w.WriteHeader(st)
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
@@ -13,6 +15,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 )
 
 // SessionDetailPattern is the one route the session detail composition
@@ -20,42 +23,87 @@ import (
 // (the server registers it on its own mux, more specific than /api/v1/).
 const SessionDetailPattern = "GET /api/v1/sessions/{id}"
 
-// LineageTimeout bounds the provenance half of the composition, so a slow
-// lineage cannot hold up the session itself.
-const LineageTimeout = 5 * time.Second
+// LineageTimeout and QueueTimeout bound the provenance and the queue parts
+// of the composition, so a slow lineage or queue cannot hold up the session
+// itself.
+const (
+	LineageTimeout = 5 * time.Second
+	QueueTimeout   = 5 * time.Second
+)
 
-// DegradedHeader is set when lineage could not be asked: session_hierarchy
-// and human_messages are then null — unknown — which a client must never
-// read as "no human asked for this".
+// DegradedHeader is set, once per service, when a service of the
+// composition could not be asked. Lineage: session_hierarchy and
+// human_messages are then null — unknown — which a client must never read
+// as "no human asked for this". Queue: enqueued_messages is then empty
+// without meaning the queue is.
 const DegradedHeader = "X-Zimmer-Degraded"
 
+// queueDegraded is the DegradedHeader value when the queue could not be
+// asked.
+const queueDegraded = "queue: enqueued_messages is unknown (left empty), not an empty queue"
+
 // NewSessionDetail answers GET /api/v1/sessions/{id} with
-// {"session", "session_hierarchy", "human_messages"}: the session from
-// lifecycle, and from lineage the hierarchy and the human messages gathered
-// across it (a bare array, each with its origin). The last two are top-level
-// keys, never inside session, so session has one shape on every response.
+// {"session", "enqueued_messages", "session_hierarchy", "human_messages"}:
+// the session from lifecycle, its queue's pending and undelivered messages
+// from the queue (DetailEnqueuedMessages), and from lineage the hierarchy
+// and the human messages gathered across it (a bare array, each with its
+// origin). The last three are top-level keys, never inside session, so
+// session has one shape on every response; session and enqueued_messages
+// are GetSessionResponse's, which lifecycle answers without the queue.
 //
 // Lifecycle failing fails the request, in the API's error format. Lineage
-// failing does not: the answer is 200 with both lineage keys null and the
-// DegradedHeader naming lineage, because the session itself is known and a
-// detail page without provenance beats no page; null (not [] or {}) keeps
-// "unknown" distinguishable from "nobody said anything".
-func NewSessionDetail(lifecycle lifecyclev1.LifecycleServiceClient, provenance lineagev1.ProvenanceServiceClient, logger *slog.Logger) http.Handler {
-	return &sessionDetail{lifecycle: lifecycle, provenance: provenance, logger: logger, marshaler: wirejson.NewMarshaler()}
+// or the queue failing does not: the answer is 200 with the DegradedHeader
+// naming the service, because the session itself is known and a detail page
+// without provenance beats no page. Lineage's keys are then null (not [] or
+// {}), keeping "unknown" distinguishable from "nobody said anything";
+// enqueued_messages is then [], as GetSessionResponse cannot say null.
+func NewSessionDetail(lifecycle lifecyclev1.LifecycleServiceClient, provenance lineagev1.ProvenanceServiceClient,
+	queue queuev1.QueueServiceClient, logger *slog.Logger,
+) http.Handler {
+	return &sessionDetail{lifecycle: lifecycle, provenance: provenance, queue: queue, logger: logger, marshaler: wirejson.NewMarshaler()}
 }
 
 type sessionDetail struct {
 	lifecycle  lifecyclev1.LifecycleServiceClient
 	provenance lineagev1.ProvenanceServiceClient
+	queue      queuev1.QueueServiceClient
 	logger     *slog.Logger
 	marshaler  *wirejson.Marshaler
 }
+
+// DetailEnqueuedMessages are the queued messages a session's detail shows
+// (REST and MCP get_session): the ones still to be delivered (pending,
+// processing), in delivery order, then the undelivered ones — accepted
+// and never delivered, retired when the session was archived. Sent ones
+// are history, read from the queue's own list. A queue that cannot be
+// asked is logged and shows nothing (ok false): the session read never
+// fails for it.
+func DetailEnqueuedMessages(ctx context.Context, queue queuev1.QueueServiceClient, sessionID int64, logger *slog.Logger) (_ []*queuev1.EnqueuedMessage, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, QueueTimeout)
+	defer cancel()
+	resp, err := queue.ListEnqueuedMessages(ctx, &queuev1.ListEnqueuedMessagesRequest{SessionId: strconv.FormatInt(sessionID, 10)})
+	if err != nil {
+		logger.WarnContext(ctx, "session detail without its queued messages: the queue failed", "session_id", sessionID, "error", err)
+		return []*queuev1.EnqueuedMessage{}, false
+	}
+	return slices.DeleteFunc(resp.GetEnqueuedMessages(), func(m *queuev1.EnqueuedMessage) bool {
+		return m.GetStatus() != StatusPending && m.GetStatus() != StatusProcessing && m.GetStatus() != StatusUndelivered
+	}), true
+}
+
+// The statuses of a queued message the detail shows (the queue's words).
+const (
+	StatusPending     = "pending"
+	StatusProcessing  = "processing"
+	StatusUndelivered = "undelivered"
+)
 
 // SessionDetailJSON is the body of GET /api/v1/sessions/{id}. `make proto`
 // documents the route from this type (gateway/internal/openapidoc), so the
 // published contract is the shape written here.
 type SessionDetailJSON struct {
-	Session *lifecyclev1.Session `json:"session" doc:"The session, as every other route answers it."`
+	Session          *lifecyclev1.Session       `json:"session" doc:"The session, as every other route answers it."`
+	EnqueuedMessages []*queuev1.EnqueuedMessage `json:"enqueued_messages" doc:"The messages queued for the session that are not delivered: pending and processing ones in delivery order (position 1 is sent first), then the undelivered ones — accepted and never delivered, retired when the session was archived (status undelivered, undelivered_at set). Sent messages are listed by GET /api/v1/sessions/{session_id}/enqueued_messages. Empty when the queue could not be asked (the X-Zimmer-Degraded header says so)."`
 	// Nil (null) when lineage could not be asked: unknown, not empty.
 	SessionHierarchy *lineagev1.SessionHierarchy `json:"session_hierarchy" nullable:"true" doc:"The sessions this one came from, its siblings and uncles. Null when lineage could not be asked (the X-Zimmer-Degraded header says so): unknown, not empty."`
 	// Nil (null) when unknown; empty ([]) when nobody said anything.
@@ -102,18 +150,30 @@ func (h *sessionDetail) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	detail := SessionDetailJSON{Session: got.GetSession()}
+	// The queue and lineage are asked side by side: neither waits for the
+	// other.
+	var queued bool
+	asked := make(chan struct{})
+	go func() {
+		defer close(asked)
+		detail.EnqueuedMessages, queued = DetailEnqueuedMessages(ctx, h.queue, got.GetSession().GetId(), h.logger)
+	}()
 	lctx, lcancel := context.WithTimeout(ctx, LineageTimeout)
 	defer lcancel()
 	prov, err := h.provenance.GetSessionProvenance(lctx, &lineagev1.GetSessionProvenanceRequest{SessionId: got.GetSession().GetId()})
+	<-asked
 	if err != nil {
 		h.logger.WarnContext(ctx, "session detail without provenance: lineage failed", "session_id", got.GetSession().GetId(), "error", err)
-		w.Header().Set(DegradedHeader, "lineage: session_hierarchy and human_messages are unknown (null), not empty")
+		w.Header().Add(DegradedHeader, "lineage: session_hierarchy and human_messages are unknown (null), not empty")
 	} else {
 		detail.SessionHierarchy = prov.GetSessionHierarchy()
 		if detail.SessionHierarchy == nil { // known: lineage answered
 			detail.SessionHierarchy = &lineagev1.SessionHierarchy{}
 		}
 		detail.HumanMessages = HumanMessagesJSON(prov.GetHumanMessages())
+	}
+	if !queued {
+		w.Header().Add(DegradedHeader, queueDegraded)
 	}
 	body, err := detail.encode(h.marshaler)
 	if err != nil {
@@ -130,6 +190,14 @@ func (d SessionDetailJSON) encode(m *wirejson.Marshaler) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	queued := make([]json.RawMessage, 0, len(d.EnqueuedMessages))
+	for _, q := range d.EnqueuedMessages {
+		b, err := m.Marshal(q)
+		if err != nil {
+			return nil, err
+		}
+		queued = append(queued, b)
+	}
 	hierarchy, messages := json.RawMessage("null"), json.RawMessage("null")
 	if d.SessionHierarchy != nil {
 		if hierarchy, err = m.Marshal(d.SessionHierarchy); err != nil {
@@ -142,10 +210,11 @@ func (d SessionDetailJSON) encode(m *wirejson.Marshaler) ([]byte, error) {
 		}
 	}
 	return encode(struct {
-		Session          json.RawMessage `json:"session"`
-		SessionHierarchy json.RawMessage `json:"session_hierarchy"`
-		HumanMessages    json.RawMessage `json:"human_messages"`
-	}{session, hierarchy, messages}) // d's keys, each value already encoded
+		Session          json.RawMessage   `json:"session"`
+		EnqueuedMessages []json.RawMessage `json:"enqueued_messages"`
+		SessionHierarchy json.RawMessage   `json:"session_hierarchy"`
+		HumanMessages    json.RawMessage   `json:"human_messages"`
+	}{session, queued, hierarchy, messages}) // d's keys, each value already encoded
 }
 
 // HumanMessagesJSON is the REST form of msgs, in lineage's order (which

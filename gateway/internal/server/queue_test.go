@@ -1,12 +1,21 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/queuefake"
+	"github.com/zimmerhq/zimmer/gateway/internal/rest"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
 )
@@ -92,4 +101,163 @@ func TestManageEnqueuedMessagesOverMCP(t *testing.T) {
 		require.Contains(t, textOf(res), tc.want)
 		require.Len(t, b.queue.Calls(), before, "a refused call reaches nothing")
 	}
+}
+
+// follow_up answers 200 when the prompt is the session's turn now and 202
+// when it waits in the queue (the response's outcome, set as the status by
+// the gateway's forward-response hook); a slug names the session as an id
+// does; each body is the one the document describes for its status.
+func TestFollowUpOverREST(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	var doc openAPIDoc
+	require.NoError(t, json.Unmarshal(b.do(t, http.MethodGet, "/openapi.json", "").body, &doc))
+	documented := doc.Paths["/api/v1/sessions/{session_id}/follow_up"]["post"].Responses
+	conformsTo := func(resp response, status string) {
+		t.Helper()
+		var value any
+		dec := json.NewDecoder(bytes.NewReader(resp.body))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&value))
+		conforms(t, doc, documented[status].Schema, value, "follow_up "+status)
+	}
+
+	resp := b.call(t, http.MethodPost, "/api/v1/sessions/7/follow_up", `{"prompt":"go on","goal":"ship it","acting_session_id":3,"idempotency_key":"k"}`)
+	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+	conformsTo(resp, "200")
+	body := resp.json(t)
+	require.Equal(t, "FOLLOW_UP_OUTCOME_DELIVERED", body["outcome"])
+	require.NotEmpty(t, body["job_id"])
+	calls := b.queue.Calls("FollowUp")
+	require.Len(t, calls, 1)
+	require.True(t, proto.Equal(&queuev1.FollowUpRequest{SessionId: "7", Prompt: "go on", Goal: "ship it", ActingSessionId: 3, IdempotencyKey: "k"},
+		calls[0].Request), "the body reaches the queue as sent: %v", calls[0].Request)
+	require.Equal(t, principal.Operator, calls[0].Principal.Kind, "the gateway forwards who called")
+
+	b.queue.SetRunning("the-worker", true)
+	resp = b.call(t, http.MethodPost, "/api/v1/sessions/the-worker/follow_up", `{"prompt":"after this turn"}`)
+	require.Equal(t, http.StatusAccepted, resp.status, "%s", resp.body)
+	conformsTo(resp, "202")
+	body = resp.json(t)
+	require.Equal(t, "FOLLOW_UP_OUTCOME_QUEUED", body["outcome"])
+	require.Equal(t, queuefake.QueuedMessage, body["message"])
+	require.Equal(t, "after this turn", body["enqueued_message"].(map[string]any)["content"])
+	require.Equal(t, "the-worker", b.queue.Calls("FollowUp")[1].Request.(*queuev1.FollowUpRequest).GetSessionId(), "a slug reaches the queue as given")
+
+	resp = b.call(t, http.MethodPost, "/api/v1/sessions/the-worker/follow_up", `{"prompt":"now","force_immediate":true}`)
+	require.Equal(t, http.StatusOK, resp.status, "force_immediate delivers now: %s", resp.body)
+	require.Equal(t, "FOLLOW_UP_OUTCOME_DELIVERED", resp.json(t)["outcome"])
+
+	// Errors keep the gateway's one mapping.
+	before := len(b.queue.Calls())
+	resp = b.call(t, http.MethodPost, "/api/v1/sessions/7/follow_up", `{"prompt":"x","promt":"y"}`)
+	require.Equal(t, http.StatusBadRequest, resp.status, "%s", resp.body)
+	require.Contains(t, resp.errorText(t), `unknown field "promt"`)
+	require.Len(t, b.queue.Calls(), before, "a malformed body reaches nothing")
+	resp = b.call(t, http.MethodPost, "/api/v1/sessions/7/follow_up", `{}`)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.status, "%s", resp.body)
+	_, kind, _ := resp.problem(t)
+	require.Equal(t, "Validation failed", kind)
+
+	b.queue.FailWith(status.Error(codes.FailedPrecondition, "session #7 is archived; unarchive it first"))
+	resp = b.call(t, http.MethodPost, "/api/v1/sessions/7/follow_up", `{"prompt":"x"}`)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.status, "%s", resp.body)
+	message, kind, _ := resp.problem(t)
+	require.Equal(t, "Cannot follow up", kind)
+	require.Equal(t, "session #7 is archived; unarchive it first", message)
+	b.queue.FailWith(status.Error(codes.Unavailable, "connection refused"))
+	resp = b.call(t, http.MethodPost, "/api/v1/sessions/7/follow_up", `{"prompt":"x"}`)
+	require.Equal(t, http.StatusServiceUnavailable, resp.status, "%s", resp.body)
+	require.Equal(t, "the queue service is unavailable; retry shortly", resp.errorText(t))
+}
+
+// send_now delivers to an idle session and moves to the front on a running
+// one; interrupt delivers, stopping the turn the session runs. Refusals
+// name what was refused.
+func TestSendNowAndInterruptOverREST(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	base := "/api/v1/sessions/7/enqueued_messages"
+	var ids []string
+	for _, content := range []string{"first", "second", "third"} {
+		resp := b.call(t, http.MethodPost, base, `{"content":"`+content+`"}`)
+		require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+		ids = append(ids, resp.json(t)["enqueued_message"].(map[string]any)["id"].(json.Number).String())
+	}
+
+	b.queue.SetRunning("7", true)
+	resp := b.call(t, http.MethodPost, base+"/"+ids[2]+"/send_now", `{"acting_session_id":3}`)
+	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+	require.Equal(t, false, resp.json(t)["delivered"])
+	require.Equal(t, json.Number("1"), resp.json(t)["enqueued_message"].(map[string]any)["position"], "the next turn")
+	send := b.queue.Calls("SendEnqueuedMessageNow")[0].Request.(*queuev1.SendEnqueuedMessageNowRequest)
+	require.Equal(t, "7", send.GetSessionId())
+	require.EqualValues(t, 3, send.GetActingSessionId())
+
+	resp = b.call(t, http.MethodPost, base+"/"+ids[1]+"/interrupt", `{}`)
+	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+	require.Equal(t, true, resp.json(t)["interrupted"])
+	require.Equal(t, "sent", resp.json(t)["enqueued_message"].(map[string]any)["status"])
+
+	b.queue.SetRunning("7", false)
+	resp = b.call(t, http.MethodPost, base+"/"+ids[0]+"/send_now", `{}`)
+	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+	require.Equal(t, true, resp.json(t)["delivered"])
+
+	resp = b.call(t, http.MethodPost, base+"/one/interrupt", `{}`)
+	require.Equal(t, http.StatusBadRequest, resp.status, "a message id is a number: %s", resp.body)
+	resp = b.call(t, http.MethodPost, base+"/999/send_now", `{}`)
+	require.Equal(t, http.StatusNotFound, resp.status, "%s", resp.body)
+	for path, wantKind := range map[string]string{base + "/1/send_now": "Cannot send now", base + "/1/interrupt": "Cannot interrupt"} {
+		b.queue.FailWith(status.Error(codes.FailedPrecondition, "session #7 is archived"))
+		resp = b.call(t, http.MethodPost, path, `{}`)
+		require.Equal(t, http.StatusUnprocessableEntity, resp.status, "%s", resp.body)
+		_, kind, _ := resp.problem(t)
+		require.Equal(t, wantKind, kind)
+	}
+}
+
+// The session's detail carries its queue as the queue keeps it: the
+// messages still to be delivered, in order, then the undelivered ones
+// (never the sent ones); a queue that cannot be asked leaves it empty,
+// says so in a header, and the session is read all the same.
+func TestSessionDetailCarriesTheQueue(t *testing.T) {
+	t.Parallel()
+	b := setupProvenance(t, provenanceOpts{})
+	b.fake.Answer("GetSession", &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{Id: 1, Slug: "worker", Status: "running"}}, nil)
+	base := "/api/v1/sessions/1/enqueued_messages"
+	for _, content := range []string{"lost one", "lost two", "sent", "waiting"} {
+		require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, base, `{"content":"`+content+`"}`).status)
+		switch content {
+		case "lost two":
+			b.queue.Retire("1") // an archive retired the first two
+		case "sent":
+			require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, base+"/3/send_now", `{}`).status)
+		}
+	}
+
+	for _, ref := range []string{"1", "worker"} {
+		resp := b.call(t, http.MethodGet, "/api/v1/sessions/"+ref, "")
+		require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+		require.Empty(t, resp.header.Values(rest.DegradedHeader))
+		var got []string
+		for _, m := range resp.json(t)["enqueued_messages"].([]any) {
+			m := m.(map[string]any)
+			got = append(got, m["content"].(string)+" "+m["status"].(string))
+			if m["status"] == "undelivered" {
+				require.Equal(t, queuefake.Now.Format(time.RFC3339), m["undelivered_at"], "marked as never delivered, with when")
+			}
+		}
+		require.Equal(t, []string{"waiting pending", "lost one undelivered", "lost two undelivered"}, got)
+	}
+	list := b.queue.Calls("ListEnqueuedMessages")
+	require.Equal(t, "1", list[len(list)-1].Request.(*queuev1.ListEnqueuedMessagesRequest).GetSessionId(),
+		"the queue is asked by the id lifecycle resolved")
+
+	b.queue.FailWith(status.Error(codes.Unavailable, "down"))
+	resp := b.call(t, http.MethodGet, "/api/v1/sessions/1", "")
+	require.Equal(t, http.StatusOK, resp.status, "the session read does not fail: %s", resp.body)
+	require.Equal(t, []any{}, resp.json(t)["enqueued_messages"])
+	require.Contains(t, strings.Join(resp.header.Values(rest.DegradedHeader), " | "), "queue: enqueued_messages is unknown")
+	require.NotNil(t, resp.json(t)["session_hierarchy"], "lineage still answered")
 }

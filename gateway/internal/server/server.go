@@ -103,9 +103,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 		return nil, err
 	}
 	runner := runnerv1.NewRunnerServiceClient(runnerConn)
+	queue := queuev1.NewQueueServiceClient(queueConn)
 	s.mcp = mcp.NewHandler(lifecycle, logger, mcp.Options{
-		Version: version(), AnyHost: !authn.Open(), Provenance: provenance, Runner: runner,
-		Queue:      queuev1.NewQueueServiceClient(queueConn),
+		Version: version(), AnyHost: !authn.Open(), Provenance: provenance, Runner: runner, Queue: queue,
 		SessionTTL: cfg.MCPSessionTTL, MaxSessions: cfg.MCPMaxSessions,
 	})
 
@@ -114,8 +114,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	mux.Handle("/openapi.json", openAPIHandler(openapi.Spec))
 	mux.Handle("/api/v1/", auth.Require(authn, api))
 	// More specific than /api/v1/, so it wins over grpc-gateway's route for
-	// the same path: the session composed with its provenance.
-	mux.Handle(rest.SessionDetailPattern, auth.Require(authn, rest.NewSessionDetail(lifecycle, provenance, logger)))
+	// the same path: the session composed with its queue and provenance.
+	mux.Handle(rest.SessionDetailPattern, auth.Require(authn, rest.NewSessionDetail(lifecycle, provenance, queue, logger)))
 	// A slug resolved through lifecycle, then the runner's transcript; with
 	// ?follow=true a stream of server-sent events.
 	mux.Handle(rest.TranscriptPattern, auth.Require(authn, rest.NewTranscript(lifecycle, runner, logger)))
