@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
@@ -29,12 +30,20 @@ type sessionAction struct {
 }
 
 // sessionActions are action_session's actions, in the order the tool lists
-// them. follow_up and the queue's actions arrive with the queue.
+// them.
 var sessionActions = []sessionAction{
+	{"follow_up", "send the session its next prompt. Delivered now (REST's 200) when the session is idle (waiting or needs_input): " +
+		"the prompt is its turn at once. Queued (REST's 202) when it is running: the prompt waits in the session's queue and is sent " +
+		"as its next turn when the current one ends — unless force_immediate, which stops the running turn and delivers now. " +
+		"Refused on an archived session (unarchive it first) and a failed one (restart it).",
+		&queuev1.FollowUpRequest{}, []string{"session_id", "prompt", "goal", "force_immediate", "idempotency_key"}},
 	{"pause", "stop a running turn (→ needs_input).", &lifecyclev1.PauseSessionRequest{}, []string{"session_id"}},
 	{"sleep", "a needs_input session goes to waiting; a running one sleeps when its turn ends.", &lifecyclev1.SleepSessionRequest{}, []string{"session_id"}},
-	{"archive", "move to the trash (restorable for 4 days).", &lifecyclev1.ArchiveSessionRequest{}, []string{"session_id", "force"}},
-	{"bulk_archive", "archive session_ids, each on its own.", &lifecyclev1.BulkArchiveSessionsRequest{}, []string{"session_ids", "force"}},
+	{"archive", "move to the trash (restorable for 4 days). Refused while messages queued for the session are not delivered: " +
+		"the refusal lists them; do not archive then (a session ending its turn gets them as its next turn), or read them and " +
+		"pass force to discard them.", &lifecyclev1.ArchiveSessionRequest{}, []string{"session_id", "force"}},
+	{"bulk_archive", "archive session_ids, each on its own: a session with queued messages not delivered is refused (listed in " +
+		"the errors) unless force.", &lifecyclev1.BulkArchiveSessionsRequest{}, []string{"session_ids", "force"}},
 	{"unarchive", "restore: the session lands in needs_input, ready for its next message, whatever state it was archived from.", &lifecyclev1.UnarchiveSessionRequest{}, []string{"session_id"}},
 	{"restart", "re-run a failed or idle session (a deliberate resume).", &lifecyclev1.RestartSessionRequest{}, []string{"session_id"}},
 	{"fail", "mark a session that will not recover as failed, with failure_reason.", &lifecyclev1.FailSessionRequest{}, []string{"session_id", "failure_reason"}},
@@ -68,6 +77,11 @@ var actionArgs = []actionArg{
 	{"session_ids", mcpgo.WithArray, "the ids (numbers or strings) or slugs to archive.", []mcpgo.PropertyOption{mcpgo.Items(map[string]any{
 		"anyOf": []any{map[string]any{"type": "integer", "minimum": 1}, map[string]any{"type": "string"}},
 	})}},
+	{"prompt", mcpgo.WithString, counts.Sprintf("the next turn's prompt, at most %d characters.", rules.MaxPromptChars), nil},
+	{"goal", mcpgo.WithString, counts.Sprintf("set as the session's goal with the prompt, at most %d characters (left out: the goal stays).",
+		rules.MaxGoalChars), nil},
+	{"force_immediate", mcpgo.WithBoolean, "on a running session, stop its turn and deliver now instead of queueing.", nil},
+	{"idempotency_key", mcpgo.WithString, "a retried follow_up with the same key is delivered or queued once.", nil},
 	{"title", mcpgo.WithString, counts.Sprintf(`the new title, at most %d characters ("" clears it).`, rules.MaxTitleChars), nil},
 	{"notes", mcpgo.WithString, counts.Sprintf(`the notes, replacing the old ones; at most %d characters ("" clears them).`, rules.MaxNotesChars), nil},
 	{"enabled", mcpgo.WithBoolean, "true turns the heartbeat nudge on, false off.", nil},
@@ -75,8 +89,9 @@ var actionArgs = []actionArg{
 		rules.MinHeartbeatSeconds, rules.MaxHeartbeatSeconds, rules.DefaultHeartbeatSeconds),
 		[]mcpgo.PropertyOption{mcpgo.Min(rules.MinHeartbeatSeconds), mcpgo.Max(rules.MaxHeartbeatSeconds)}},
 	{"event", mcpgo.WithString, eventDoc(), []mcpgo.PropertyOption{mcpgo.Enum(rules.Events()...)}},
-	{"force", mcpgo.WithBoolean, "archive even over undelivered queued messages, discarding them. Not the recommended path: " +
-		"only after reading the messages and deciding to throw them away.", nil},
+	{"force", mcpgo.WithBoolean, "archive even over queued messages that are not delivered: they are retired to undelivered " +
+		"(kept, and listed by get_session as never delivered), named on the archive line, and an alert is raised. Not the " +
+		"recommended path: only after reading the messages the refusal lists and deciding to throw them away.", nil},
 	{"failure_reason", mcpgo.WithString, "why the session failed (for transition, with event fail).", nil},
 	{"system_recovery", mcpgo.WithBoolean, "a recovery path's resume, which keeps pending wake-ups (with event resume).", nil},
 	{"running_job_id", mcpgo.WithString, "the job that owns the agent process (with event start or resume).", nil},
@@ -249,6 +264,12 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 			return res, nil
 		}
 		resp, message, err = send(ctx, in, t.lifecycle.FailSession)
+	case "follow_up":
+		in := &queuev1.FollowUpRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		return t.followUp(ctx, in), nil
 	case "bulk_archive":
 		in := &lifecyclev1.BulkArchiveSessionsRequest{}
 		if res := a.decode(in, names); res != nil {
@@ -353,4 +374,29 @@ func (t *tools) bulkArchive(ctx context.Context, in *lifecyclev1.BulkArchiveSess
 		fmt.Fprintf(&b, "\n- %s: %s", e.GetSessionId(), e.GetError())
 	}
 	return mcpgo.NewToolResultText(b.String())
+}
+
+// followUp sends the follow-up to the queue and says what became of it:
+// delivered (REST's 200) or queued (202).
+func (t *tools) followUp(ctx context.Context, in *queuev1.FollowUpRequest) *mcpgo.CallToolResult {
+	if t.queue == nil {
+		return mcpgo.NewToolResultError(noQueue)
+	}
+	resp, err := t.queue.FollowUp(ctx, in)
+	if err != nil {
+		return t.failureFrom(ctx, ToolActionSession, "queue", err)
+	}
+	var lead string
+	switch resp.GetOutcome() {
+	case queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED:
+		m := resp.GetEnqueuedMessage()
+		lead = fmt.Sprintf("Queued for session %s as message %d (position %d): the session is running, so it is sent as its next turn "+
+			"when the current one ends.", in.GetSessionId(), m.GetId(), m.GetPosition())
+	default:
+		lead = fmt.Sprintf("Delivered to session %s: the prompt is its turn now (job %s).", in.GetSessionId(), resp.GetJobId())
+	}
+	if msg := resp.GetMessage(); msg != "" {
+		lead += "\n" + msg
+	}
+	return t.jsonResult(ctx, lead, resp)
 }

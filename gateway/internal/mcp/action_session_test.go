@@ -20,7 +20,7 @@ import (
 )
 
 var (
-	allActions = []string{"pause", "sleep", "archive", "bulk_archive", "unarchive", "restart", "fail",
+	allActions = []string{"follow_up", "pause", "sleep", "archive", "bulk_archive", "unarchive", "restart", "fail",
 		"update_title", "update_notes", "set_heartbeat", "transition"}
 	selfActions = []string{"update_notes", "update_title", "set_heartbeat", "archive"}
 )
@@ -152,8 +152,8 @@ func TestActionSessionEditsTitleNotesAndHeartbeat(t *testing.T) {
 			want: "action is required; use one of " + strings.Join(allActions, ", "),
 		},
 		{
-			name: "unknown action", args: map[string]any{"action": "follow_up", "session_id": "1"},
-			want: `unknown action "follow_up"; use one of ` + strings.Join(allActions, ", "),
+			name: "unknown action", args: map[string]any{"action": "launch", "session_id": "1"},
+			want: `unknown action "launch"; use one of ` + strings.Join(allActions, ", "),
 		},
 	}
 	for _, tt := range tests {

@@ -2,17 +2,17 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
-	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
+	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // ToolManageEnqueuedMessages lists, queues, edits, reorders and deletes
@@ -29,6 +29,8 @@ var enqueuedActions = []struct {
 	{"create", []string{"session_id", "content", "goal", "acting_session_id", "idempotency_key"}},
 	{"update", []string{"session_id", "message_id", "content", "goal", "position"}},
 	{"delete", []string{"session_id", "message_id"}},
+	{"send_now", []string{"session_id", "message_id", "acting_session_id"}},
+	{"interrupt", []string{"session_id", "message_id", "acting_session_id"}},
 }
 
 func manageEnqueuedMessagesTool() mcpgo.Tool {
@@ -38,18 +40,25 @@ func manageEnqueuedMessagesTool() mcpgo.Tool {
 	}
 	return mcpgo.NewTool(ToolManageEnqueuedMessages,
 		mcpgo.WithToolTitle("Manage a session's queued messages"),
-		mcpgo.WithDescription("Messages queued for a session are sent to it one by one, in position order, as its next turns once it is idle. "+
-			"list shows the queue (pending and processing messages in order, then sent and undelivered ones); create queues a message at the end "+
-			"(refused on an archived or failed session); update edits a pending message's content or goal, or moves it to position; "+
-			"delete removes a pending message. Each message shows its origin: caller, or automated_<notice> for a notice Zimmer queued itself."),
+		mcpgo.WithDescription("Messages queued for a session are sent to it one by one, in position order, as its next turns: each when a turn ends, "+
+			"or soon after the session comes to rest. "+
+			"list shows the queue (pending and processing messages in order, then sent and undelivered ones: undelivered were never delivered, "+
+			"because the session was archived first); create queues a message at the end (refused on an archived or failed session); "+
+			"update edits a pending message's content or goal, or moves it to position; delete removes a pending message; "+
+			"send_now delivers a pending message now when the session is idle, or, when it is running, moves it to the front so it is "+
+			"the next turn when the current one ends; interrupt stops the running turn and delivers the message as the next turn "+
+			"(on an idle session it delivers at once). Each message shows its origin: caller, or automated_<notice> for a notice Zimmer queued itself."),
 		mcpgo.WithString("action", mcpgo.Required(), mcpgo.Enum(names...)),
 		mcpgo.WithString("session_id", mcpgo.Required(), mcpgo.Description(`The session's numeric id (e.g. "42") or its slug.`)),
-		mcpgo.WithInteger("message_id", mcpgo.Description("update, delete: the queued message's id.")),
-		mcpgo.WithString("content", mcpgo.Description(counts.Sprintf("create (required), update: the message, up to %d characters; it becomes the turn's prompt.", 500000))),
-		mcpgo.WithString("goal", mcpgo.Description(counts.Sprintf("create, update: set as the session's goal when the message is sent, up to %d characters.", 50000))),
+		mcpgo.WithInteger("message_id", mcpgo.Description("update, delete, send_now, interrupt: the queued message's id.")),
+		mcpgo.WithString("content", mcpgo.Description(counts.Sprintf("create (required), update: the message, up to %d characters; it becomes the turn's prompt.",
+			rules.MaxPromptChars))),
+		mcpgo.WithString("goal", mcpgo.Description(counts.Sprintf("create, update: set as the session's goal when the message is sent, up to %d characters.",
+			rules.MaxGoalChars))),
 		mcpgo.WithInteger("position", mcpgo.Min(1), mcpgo.Description("update: move the message here; 1 is sent first.")),
 		mcpgo.WithString("idempotency_key", mcpgo.Description("create: a retried create with the same key queues nothing new and returns the first message.")),
-		mcpgo.WithInteger("acting_session_id", mcpgo.Description("create: your own session id, when you are a session.")),
+		mcpgo.WithInteger("acting_session_id", mcpgo.Description("create, send_now, interrupt: your own session id, when you are a session "+
+			"(a session credential always acts as its own session).")),
 		mcpgo.WithOpenWorldHintAnnotation(false),
 	)
 }
@@ -86,13 +95,13 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 			a.problems = append(a.problems, fmt.Sprintf("argument %q is not read by action %s (it reads %s)", k, action, strings.Join(names, ", ")))
 		}
 	}
-	if sel := selectionFrom(ctx); sel.session != 0 && action == "create" {
+	if sel := selectionFrom(ctx); sel.session != 0 && slices.Contains(names, "acting_session_id") {
 		if res := a.actAs(sel.session); res != nil {
 			return res, nil
 		}
 	}
 	if t.queue == nil {
-		return mcpgo.NewToolResultError("the queue service is not configured on this gateway"), nil
+		return mcpgo.NewToolResultError(noQueue), nil
 	}
 	var (
 		resp proto.Message
@@ -134,20 +143,45 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 		}
 		resp, err = t.queue.DeleteEnqueuedMessage(ctx, in)
 		lead = fmt.Sprintf("Message %d deleted from session %s's queue; the messages behind it moved up.", in.GetMessageId(), in.GetSessionId())
+	case "send_now":
+		in := &queuev1.SendEnqueuedMessageNowRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		var r *queuev1.SendEnqueuedMessageNowResponse
+		r, err = t.queue.SendEnqueuedMessageNow(ctx, in)
+		lead = fmt.Sprintf("Message %d moved to the front of session %s's queue: the session is running, so it is the next turn when the "+
+			"current one ends (interrupt stops the turn now).", in.GetMessageId(), in.GetSessionId())
+		if r.GetDelivered() {
+			lead = fmt.Sprintf("Message %d delivered to session %s: it is the session's turn now.", in.GetMessageId(), in.GetSessionId())
+		}
+		resp, lead = r, withMessage(lead, r.GetMessage())
+	case "interrupt":
+		in := &queuev1.InterruptWithEnqueuedMessageRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		var r *queuev1.InterruptWithEnqueuedMessageResponse
+		r, err = t.queue.InterruptWithEnqueuedMessage(ctx, in)
+		lead = fmt.Sprintf("Session %s was not running a turn: message %d is its turn now.", in.GetSessionId(), in.GetMessageId())
+		if r.GetInterrupted() {
+			lead = fmt.Sprintf("Session %s's running turn was stopped: message %d is its turn now.", in.GetSessionId(), in.GetMessageId())
+		}
+		resp, lead = r, withMessage(lead, r.GetMessage())
 	}
 	if err != nil {
-		p := grpcerr.From("queue", err)
-		if p.Internal() {
-			t.logger.ErrorContext(ctx, "MCP tool call failed", "tool", ToolManageEnqueuedMessages, "code", p.Code.String(), "error", err)
-		}
-		return mcpgo.NewToolResultError(p.Message), nil
+		return t.failureFrom(ctx, ToolManageEnqueuedMessages, "queue", err), nil
 	}
-	body, merr := wirejson.NewMarshaler().Marshal(resp)
-	if merr != nil {
-		t.logger.ErrorContext(ctx, "render enqueued messages as JSON", "error", merr)
-		return mcpgo.NewToolResultError("internal error rendering the queue; retry, and report it if it persists"), nil
+	return t.jsonResult(ctx, lead, resp), nil
+}
+
+// withMessage is lead followed by the service's own words, when it said
+// any.
+func withMessage(lead, message string) string {
+	if message == "" {
+		return lead
 	}
-	return mcpgo.NewToolResultStructured(json.RawMessage(body), lead+"\n\n```json\n"+string(body)+"\n```"), nil
+	return lead + "\n" + message
 }
 
 // listLead is the queue in words, one line a message, so a model reads the
@@ -159,11 +193,44 @@ func listLead(ref string, ms []*queuev1.EnqueuedMessage) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Session %s's queue:\n", ref)
 	for _, m := range ms {
-		where := m.GetStatus()
-		if m.GetPosition() > 0 {
-			where = fmt.Sprintf("#%d %s", m.GetPosition(), m.GetStatus())
-		}
-		fmt.Fprintf(&b, "- [%s] message %d, origin %s: %s\n", where, m.GetId(), m.GetOrigin(), preview(strings.Join(strings.Fields(m.GetContent()), " ")))
+		b.WriteString(messageLine(m))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// messageLine is one queued message in words: where it is, who wrote it,
+// what it says; an undelivered one says it was never delivered.
+func messageLine(m *queuev1.EnqueuedMessage) string {
+	where := m.GetStatus()
+	switch {
+	case m.GetPosition() > 0:
+		where = fmt.Sprintf("#%d %s", m.GetPosition(), m.GetStatus())
+	case m.GetStatus() == rest.StatusUndelivered:
+		where = "undelivered: never delivered"
+		if at := m.GetUndeliveredAt(); at != nil {
+			where += ", retired " + at.AsTime().UTC().Format(time.RFC3339)
+		}
+	}
+	return fmt.Sprintf("- [%s] message %d, origin %s: %s\n", where, m.GetId(), m.GetOrigin(), preview(strings.Join(strings.Fields(m.GetContent()), " ")))
+}
+
+// queueSection is get_session's section on the session's queued messages
+// (rest.DetailEnqueuedMessages): ok false when the queue could not be
+// asked, which must not read as an empty queue.
+func queueSection(ms []*queuev1.EnqueuedMessage, ok bool) string {
+	var b strings.Builder
+	b.WriteString("### Queued messages\n\n")
+	switch {
+	case !ok:
+		b.WriteString("Unavailable: the queue service could not be asked, so messages may be queued all the same.\n")
+	case len(ms) == 0:
+		b.WriteString("None waiting, and none undelivered.\n")
+	default:
+		b.WriteString("Pending ones are sent in position order as the session's next turns; undelivered ones were accepted and never " +
+			"delivered (the session was archived first).\n\n")
+		for _, m := range ms {
+			b.WriteString(messageLine(m))
+		}
+	}
+	return b.String()
 }

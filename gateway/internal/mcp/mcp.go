@@ -54,8 +54,8 @@ var groupActions = map[string][]string{
 const instructions = `Zimmer runs AI coding-agent sessions. A session is addressed by its numeric id or its slug. ` +
 	`quick_search_sessions finds sessions by text and status; ` +
 	`start_session creates one (it starts in the "` + rules.StatusWaiting + `" status); get_session shows one; ` +
-	`action_session changes its lifecycle, title, notes or heartbeat; ` +
-	`manage_enqueued_messages lists and edits the messages queued for it.`
+	`action_session sends it a follow-up or changes its lifecycle, title, notes or heartbeat; ` +
+	`manage_enqueued_messages lists, edits and sends the messages queued for it.`
 
 // Handler is the /mcp endpoint. Authentication is the caller's (the server
 // wraps this handler).
@@ -84,8 +84,9 @@ type Options struct {
 	// Runner serves get_session's include_transcript (the last turn's
 	// transcript); without it the section says it is unavailable.
 	Runner runnerv1.RunnerServiceClient
-	// Queue serves manage_enqueued_messages; without it the tool says the
-	// queue is not configured.
+	// Queue serves manage_enqueued_messages, action_session's follow_up and
+	// get_session's queued messages; without it the tools say the queue is
+	// not configured, and get_session shows no queue.
 	Queue queuev1.QueueServiceClient
 	// SessionTTL ends a session after this long without a request
 	// (DefaultSessionTTL when zero).

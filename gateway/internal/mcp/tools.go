@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
+	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
@@ -76,7 +77,9 @@ func startSessionTool() mcpgo.Tool {
 func getSessionTool() mcpgo.Tool {
 	return mcpgo.NewTool(ToolGetSession,
 		mcpgo.WithToolTitle("Get a session"),
-		mcpgo.WithDescription("Show one session: its status and fields as markdown, followed by the full session as JSON."),
+		mcpgo.WithDescription("Show one session: its status and fields as markdown, followed by the full session as JSON, then the "+
+			"messages queued for it that are not delivered (pending ones in delivery order, and undelivered ones: accepted, "+
+			"never delivered, retired when the session was archived) and its provenance."),
 		mcpgo.WithString("session_id", mcpgo.Required(), mcpgo.Description(`The session's numeric id (e.g. "42") or its slug.`)),
 		mcpgo.WithBoolean("include_logs", mcpgo.Description("Also show the session's timeline: every transition, warning and refusal.")),
 		mcpgo.WithBoolean("include_transcript", mcpgo.Description(counts.Sprintf(
@@ -115,7 +118,17 @@ func (t *tools) getSession(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	if err != nil {
 		return t.failure(ctx, ToolGetSession, err), nil
 	}
+	// Lifecycle leaves the queue to the queue: the gateway fills it in.
+	queued := "" // the section, when there is a queue to ask
+	if t.queue != nil {
+		var ok bool
+		resp.EnqueuedMessages, ok = rest.DetailEnqueuedMessages(ctx, t.queue, resp.GetSession().GetId(), t.logger)
+		queued = queueSection(resp.GetEnqueuedMessages(), ok)
+	}
 	res := t.sessionResult(ctx, "", resp.GetSession(), resp)
+	if queued != "" && !res.IsError {
+		appendText(res, "\n"+queued)
+	}
 	if !res.IsError {
 		// Always, not behind a flag: the empty record is the most
 		// important reading, and must not look like a forgotten option.
@@ -147,13 +160,33 @@ func (t *tools) timelineSection(ctx context.Context, ref string) string {
 	return b.String()
 }
 
-// failure reports a service error as a tool error the model can act on.
+// failure reports a lifecycle error as a tool error the model can act on.
 func (t *tools) failure(ctx context.Context, tool string, err error) *mcpgo.CallToolResult {
-	p := grpcerr.From("lifecycle", err)
+	return t.failureFrom(ctx, tool, "lifecycle", err)
+}
+
+// failureFrom reports an error of service ("queue", ...) as a tool error,
+// worded as REST words it (grpcerr).
+func (t *tools) failureFrom(ctx context.Context, tool, service string, err error) *mcpgo.CallToolResult {
+	p := grpcerr.From(service, err)
 	if p.Internal() {
 		t.logger.ErrorContext(ctx, "MCP tool call failed", "tool", tool, "code", p.Code.String(), "error", err)
 	}
 	return mcpgo.NewToolResultError(p.Message)
+}
+
+// noQueue is the tool error of a queue call on a gateway without one.
+const noQueue = "the queue service is not configured on this gateway"
+
+// jsonResult is lead followed by resp as the JSON REST answers, in the text
+// and as structured content.
+func (t *tools) jsonResult(ctx context.Context, lead string, resp proto.Message) *mcpgo.CallToolResult {
+	body, err := wirejson.NewMarshaler().Marshal(resp)
+	if err != nil {
+		t.logger.ErrorContext(ctx, "render a response as JSON", "error", err)
+		return mcpgo.NewToolResultError("internal error rendering the answer; retry, and report it if it persists")
+	}
+	return mcpgo.NewToolResultStructured(json.RawMessage(body), lead+"\n\n```json\n"+string(body)+"\n```")
 }
 
 // sessionResult is the markdown rendering of s (after lead, when given)

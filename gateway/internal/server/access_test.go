@@ -35,6 +35,7 @@ var servicePackages = map[string]string{
 // actionArgs are arguments each action of action_session is called with in
 // the walk; an action missing here fails the walk, so a new one is walked.
 var actionArgs = map[string]map[string]any{
+	"follow_up":     {"session_id": "1", "prompt": "walked"},
 	"pause":         {"session_id": "1"},
 	"sleep":         {"session_id": "1"},
 	"archive":       {"session_id": "1"},
@@ -48,14 +49,35 @@ var actionArgs = map[string]map[string]any{
 	"transition":    {"session_id": "1", "event": "start"},
 }
 
+// queuedMessage in a walk's arguments is replaced by the id of a message
+// queued for the call, so each action that names a message finds one.
+const queuedMessage = "a message queued for this call"
+
+// enqueuedArgs are the arguments each action of manage_enqueued_messages
+// is called with in the walk (it reaches the queue, not lifecycle); an
+// action missing here fails the walk.
+var enqueuedArgs = map[string]map[string]any{
+	"list":      {"session_id": "1"},
+	"create":    {"session_id": "1", "content": "walked"},
+	"update":    {"session_id": "1", "message_id": queuedMessage, "position": 1},
+	"delete":    {"session_id": "1", "message_id": queuedMessage},
+	"send_now":  {"session_id": "1", "message_id": queuedMessage},
+	"interrupt": {"session_id": "1", "message_id": queuedMessage},
+}
+
 // toolArgs are the other tools' arguments in the walk.
 var toolArgs = map[string]map[string]any{
 	mcp.ToolQuickSearchSessions:  {"q": "walked"},
 	mcp.ToolStartSession:         {"prompt": "walked", "git_root": "/r"},
 	mcp.ToolGetSession:           {"session_id": "1"},
 	mcp.ToolGetSessionProvenance: {"session_id": "1"},
-	// Reaches the queue, not lifecycle.
-	mcp.ToolManageEnqueuedMessages: {"action": "list", "session_id": "1"},
+}
+
+// toolActions are the tools walked action by action, with each action's
+// arguments.
+var toolActions = map[string]map[string]map[string]any{
+	mcp.ToolActionSession:          actionArgs,
+	mcp.ToolManageEnqueuedMessages: enqueuedArgs,
 }
 
 // TestEachKeyReachesExactlyItsRoutesAndTools extends
@@ -131,11 +153,11 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 			var walked []string
 			for _, tool := range list.Tools {
 				calls := map[string]map[string]any{tool.Name: toolArgs[tool.Name]}
-				if tool.Name == mcp.ToolActionSession {
+				if byAction, ok := toolActions[tool.Name]; ok {
 					calls = map[string]map[string]any{}
 					for _, action := range actionEnum(t, tool) {
-						args, ok := actionArgs[action]
-						require.True(t, ok, "action %s: give it arguments in actionArgs", action)
+						args, ok := byAction[action]
+						require.True(t, ok, "%s action %s: give it arguments in toolActions", tool.Name, action)
 						with := map[string]any{"action": action}
 						for k, v := range args {
 							with[k] = v
@@ -147,6 +169,11 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 				}
 				for name, args := range calls {
 					walked = append(walked, name)
+					if args["message_id"] == queuedMessage {
+						resp := b.do(t, http.MethodPost, "/api/v1/sessions/1/enqueued_messages", `{"content":"for `+name+`"}`, "X-API-Key", key.key)
+						require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+						args["message_id"] = resp.json(t)["enqueued_message"].(map[string]any)["id"]
+					}
 					before := len(b.fake.Calls()) + len(b.queue.Calls())
 					res, err := c.CallTool(t.Context(), callRequest(tool.Name, args))
 					require.NoError(t, err, name)
@@ -160,7 +187,7 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 					require.False(t, res.IsError, "%s: %s", name, textOf(res))
 				}
 			}
-			require.Len(t, walked, len(toolArgs)+len(actionArgs), "every tool and action walked: %v", walked)
+			require.Len(t, walked, len(toolArgs)+len(actionArgs)+len(enqueuedArgs), "every tool and action walked: %v", walked)
 
 			slices.Sort(refusedREST)
 			slices.Sort(refusedTools)
@@ -179,7 +206,7 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 func actionEnum(t *testing.T, tool mcpgo.Tool) []string {
 	t.Helper()
 	prop, ok := tool.InputSchema.Properties["action"].(map[string]any)
-	require.True(t, ok, "action_session has an action argument")
+	require.True(t, ok, "%s has an action argument", tool.Name)
 	var names []string
 	switch enum := prop["enum"].(type) {
 	case []string:

@@ -1,0 +1,185 @@
+package mcp_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
+	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
+	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
+	"github.com/zimmerhq/zimmer/gateway/internal/queuefake"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
+)
+
+// setupQueue is setup with the fake queue behind the handler.
+func setupQueue(t *testing.T) (*testBundle, *queuefake.Server) {
+	t.Helper()
+	fake, queue := lifecyclefake.New(), queuefake.New()
+	lifecycleConn := grpctest.DialAsService(t, grpctest.Serve(t, fake.Register))
+	queueConn := grpctest.DialAsService(t, grpctest.Serve(t, queue.Register))
+	logs := &syncBuffer{}
+	h := mcp.NewHandler(lifecyclev1.NewLifecycleServiceClient(lifecycleConn), slog.New(slog.NewJSONHandler(logs, nil)),
+		mcp.Options{Version: "test", Queue: queuev1.NewQueueServiceClient(queueConn)})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return &testBundle{url: ts.URL, fake: fake, logs: logs}, queue
+}
+
+// structured is a result's structured content as JSON.
+func structured(t *testing.T, res *mcpgo.CallToolResult) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	return m
+}
+
+// follow_up is the queue's FollowUp: it says in words whether the prompt
+// is the session's turn now (REST's 200) or waits in its queue (202).
+func TestActionSessionFollowUp(t *testing.T) {
+	t.Parallel()
+	b, queue := setupQueue(t)
+	c := b.connect(t, "/?tool_groups=sessions")
+
+	res := call(t, c, "action_session", map[string]any{"action": "follow_up", "session_id": 7, "prompt": "go on", "goal": "ship it", "acting_session_id": 3})
+	require.False(t, res.IsError, textOf(res))
+	require.True(t, strings.HasPrefix(textOf(res), "Delivered to session 7: the prompt is its turn now (job job-1)."), textOf(res))
+	require.Contains(t, textOf(res), `"outcome":"FOLLOW_UP_OUTCOME_DELIVERED"`)
+	calls := queue.Calls("FollowUp")
+	require.Len(t, calls, 1)
+	require.True(t, proto.Equal(&queuev1.FollowUpRequest{SessionId: "7", Prompt: "go on", Goal: "ship it", ActingSessionId: 3}, calls[0].Request),
+		"%v", calls[0].Request)
+	require.Empty(t, b.fake.Calls(), "a follow-up is the queue's, not lifecycle's")
+
+	queue.SetRunning("worker", true)
+	res = call(t, c, "action_session", map[string]any{"action": "follow_up", "session_id": "worker", "prompt": "after this turn", "idempotency_key": "k"})
+	require.False(t, res.IsError, textOf(res))
+	require.True(t, strings.HasPrefix(textOf(res), "Queued for session worker as message 1 (position 1): the session is running, "+
+		"so it is sent as its next turn when the current one ends.\n"+queuefake.QueuedMessage), textOf(res))
+	require.Equal(t, "FOLLOW_UP_OUTCOME_QUEUED", structured(t, res)["outcome"])
+	require.Equal(t, "k", queue.Calls("FollowUp")[1].Request.(*queuev1.FollowUpRequest).GetIdempotencyKey())
+
+	res = call(t, c, "action_session", map[string]any{"action": "follow_up", "session_id": "worker", "prompt": "now", "force_immediate": true})
+	require.False(t, res.IsError, textOf(res))
+	require.Equal(t, "FOLLOW_UP_OUTCOME_DELIVERED", structured(t, res)["outcome"])
+
+	for _, tc := range []struct {
+		args map[string]any
+		fail error
+		want string
+	}{
+		{map[string]any{"prompt": 5, "force_immediate": "yes"}, nil,
+			"invalid arguments: prompt must be a string; force_immediate must be true or false"},
+		{map[string]any{"prompt": "x"}, status.Error(codes.FailedPrecondition, "session #7 failed; restart it first (action restart)"),
+			"session #7 failed; restart it first (action restart)"},
+		{map[string]any{"prompt": "x"}, status.Error(codes.Unavailable, "connection refused"), "the queue service is unavailable; retry shortly"},
+	} {
+		queue.FailWith(tc.fail)
+		before := len(queue.Calls())
+		tc.args["action"], tc.args["session_id"] = "follow_up", "7"
+		res := call(t, c, "action_session", tc.args)
+		require.True(t, res.IsError, textOf(res))
+		require.True(t, strings.HasPrefix(textOf(res), tc.want), textOf(res))
+		if tc.fail == nil {
+			require.Len(t, queue.Calls(), before, "refused before the queue was called")
+		}
+	}
+}
+
+func TestManageEnqueuedMessagesSendNowAndInterrupt(t *testing.T) {
+	t.Parallel()
+	b, queue := setupQueue(t)
+	c := b.connect(t, "/?tool_groups=sessions")
+	for _, content := range []string{"first", "second", "third"} {
+		res := call(t, c, "manage_enqueued_messages", map[string]any{"action": "create", "session_id": "7", "content": content})
+		require.False(t, res.IsError, textOf(res))
+	}
+
+	queue.SetRunning("7", true)
+	res := call(t, c, "manage_enqueued_messages", map[string]any{"action": "send_now", "session_id": "7", "message_id": 3, "acting_session_id": 2})
+	require.False(t, res.IsError, textOf(res))
+	require.True(t, strings.HasPrefix(textOf(res), "Message 3 moved to the front of session 7's queue: the session is running"), textOf(res))
+	require.EqualValues(t, 2, queue.Calls("SendEnqueuedMessageNow")[0].Request.(*queuev1.SendEnqueuedMessageNowRequest).GetActingSessionId())
+
+	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "interrupt", "session_id": "7", "message_id": 3})
+	require.False(t, res.IsError, textOf(res))
+	require.True(t, strings.HasPrefix(textOf(res), "Session 7's running turn was stopped: message 3 is its turn now."), textOf(res))
+	require.Equal(t, true, structured(t, res)["interrupted"])
+
+	queue.SetRunning("7", false)
+	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "send_now", "session_id": "7", "message_id": 1})
+	require.False(t, res.IsError, textOf(res))
+	require.True(t, strings.HasPrefix(textOf(res), "Message 1 delivered to session 7: it is the session's turn now."), textOf(res))
+
+	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "list", "session_id": "7"})
+	require.Contains(t, textOf(res), "- [#1 pending] message 2, origin caller: second\n- [sent] message 3, origin caller: third\n- [sent] message 1, origin caller: first")
+
+	for _, tc := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"action": "send_now", "session_id": "7", "message_id": 2, "position": 1}, `argument "position" is not read by action send_now`},
+		{map[string]any{"action": "interrupt", "session_id": "7", "message_id": 99}, "no such enqueued message"},
+	} {
+		res := call(t, c, "manage_enqueued_messages", tc.args)
+		require.True(t, res.IsError, textOf(res))
+		require.Contains(t, textOf(res), tc.want)
+	}
+}
+
+// get_session shows the session's queue as the gateway fills it in: still
+// to be delivered, then undelivered (said in words: never delivered), in
+// the markdown and in the JSON; a queue that cannot be asked says so and
+// the session still shows.
+func TestGetSessionShowsTheQueue(t *testing.T) {
+	t.Parallel()
+	b, queue := setupQueue(t)
+	c := b.connect(t, "/?tool_groups=sessions")
+	b.fake.Answer("GetSession", &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{Id: 7, Status: "archived"}}, nil)
+
+	res := call(t, c, "get_session", map[string]any{"session_id": "7"})
+	require.False(t, res.IsError, textOf(res))
+	require.Contains(t, textOf(res), "### Queued messages\n\nNone waiting, and none undelivered.\n")
+
+	for _, content := range []string{"lost", "sent", "waiting"} {
+		res := call(t, c, "manage_enqueued_messages", map[string]any{"action": "create", "session_id": "7", "content": content})
+		require.False(t, res.IsError, textOf(res))
+		if content == "lost" {
+			queue.Retire("7")
+		}
+	}
+	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "send_now", "session_id": "7", "message_id": 2})
+	require.False(t, res.IsError, textOf(res))
+
+	res = call(t, c, "get_session", map[string]any{"session_id": "7"})
+	require.False(t, res.IsError, textOf(res))
+	text := textOf(res)
+	require.Contains(t, text, "### Queued messages\n\n")
+	require.Contains(t, text, "- [#1 pending] message 3, origin caller: waiting\n"+
+		"- [undelivered: never delivered, retired 2026-01-02T03:04:05Z] message 1, origin caller: lost\n")
+	require.NotContains(t, text, "origin caller: sent", "a sent message is history, not the session's queue")
+	var got []string
+	for _, m := range structured(t, res)["enqueued_messages"].([]any) {
+		got = append(got, m.(map[string]any)["status"].(string))
+	}
+	require.Equal(t, []string{"pending", "undelivered"}, got, "the JSON is GetSessionResponse with the queue filled in")
+	require.Equal(t, "7", queue.Calls("ListEnqueuedMessages")[len(queue.Calls("ListEnqueuedMessages"))-1].Request.(*queuev1.ListEnqueuedMessagesRequest).GetSessionId())
+
+	queue.FailWith(status.Error(codes.Unavailable, "down"))
+	res = call(t, c, "get_session", map[string]any{"session_id": "7"})
+	require.False(t, res.IsError, "the session read does not fail: %s", textOf(res))
+	require.Contains(t, textOf(res), "### Queued messages\n\nUnavailable: the queue service could not be asked")
+	require.Contains(t, textOf(res), "## Session #7")
+	require.Contains(t, b.logs.String(), "session detail without its queued messages: the queue failed")
+}
