@@ -34,9 +34,10 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"LIFECYCLE_DATABASE_URL":      "postgres://elsewhere/db",
 		"LIFECYCLE_GRPC_ADDR":         "127.0.0.1:9101",
-		"LIFECYCLE_EFFECT_CONSUMERS":  "lineage=127.0.0.1:9202,runner_turns=127.0.0.1:9104",
+		"LIFECYCLE_EFFECT_CONSUMERS":  "lineage=127.0.0.1:9202,runner_turns=127.0.0.1:9104,queue=127.0.0.1:9103",
 		"LIFECYCLE_NOTIFICATION_ADDR": "127.0.0.1:9105",
 		"LIFECYCLE_RUNNER_ADDR":       "127.0.0.1:9104",
+		"LIFECYCLE_QUEUE_ADDR":        "127.0.0.1:9103",
 		"TEMPORAL_ADDRESS":            "127.0.0.1:7233",
 	}, got)
 
@@ -46,6 +47,12 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	require.Equal(t, filepath.Join(e.dataDir, "workspaces"), runner["RUNNER_WORKSPACES_DIR"])
 	require.Equal(t, "127.0.0.1:9101", runner["RUNNER_LIFECYCLE_ADDR"])
 	require.Equal(t, "http://127.0.0.1:8080/mcp", runner["RUNNER_MCP_URL"])
+	require.Equal(t, "127.0.0.1:9103", runner["RUNNER_QUEUE_ADDR"])
+
+	queue := e.serviceEnv(services[2], "postgres://local/zimmer_queue", addrs, common)
+	require.Equal(t, "127.0.0.1:9101", queue["QUEUE_LIFECYCLE_ADDR"])
+	require.Equal(t, "127.0.0.1:9104", queue["QUEUE_RUNNER_ADDR"])
+	require.Equal(t, "127.0.0.1:9202", queue["QUEUE_LINEAGE_ADDR"], "the caller's lineage address")
 
 	gw := e.gatewayEnv(addrs, ":8080", common)
 	require.Equal(t, ":8080", gw["GATEWAY_HTTP_ADDR"])

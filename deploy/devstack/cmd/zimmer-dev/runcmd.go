@@ -353,10 +353,13 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 		envName(s.name, "GRPC_ADDR"):    addrs[s.name],
 	}
 	if s.name == "lifecycle" {
-		m["LIFECYCLE_EFFECT_CONSUMERS"] = "lineage=" + addrs["lineage"] + ",runner_turns=" + addrs["runner"]
+		// The queue consumes the archive's retirement and the pause's drain.
+		m["LIFECYCLE_EFFECT_CONSUMERS"] = "lineage=" + addrs["lineage"] + ",runner_turns=" + addrs["runner"] + ",queue=" + addrs["queue"]
 		m["LIFECYCLE_NOTIFICATION_ADDR"] = addrs["notification"]
 		// A pause or an archive of a running session halts its turn there first.
 		m["LIFECYCLE_RUNNER_ADDR"] = dialable(addrs["runner"])
+		// An archive seals the session's queue first (the archive guard).
+		m["LIFECYCLE_QUEUE_ADDR"] = dialable(addrs["queue"])
 	}
 	if s.name == "runner" {
 		// Sessions run the demo agent unless they name a runtime; clones
@@ -366,10 +369,16 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 		m["RUNNER_WORKSPACES_DIR"] = filepath.Join(e.dataDir, "workspaces")
 		m["RUNNER_LIFECYCLE_ADDR"] = dialable(addrs["lifecycle"])
 		m["RUNNER_MCP_URL"] = "http://" + dialable(e.get("GATEWAY_HTTP_ADDR", "127.0.0.1:8080")) + "/mcp"
+		// A turn's end hands the next queued message over before pausing.
+		m["RUNNER_QUEUE_ADDR"] = dialable(addrs["queue"])
 	}
 	if s.name == "queue" {
-		// The queue resolves sessions and their state through lifecycle.
+		// The queue resolves sessions and delivers turns through lifecycle,
+		// stops a running turn for an interrupt through the runner, and
+		// records the uncle edge of a message a session sent through lineage.
 		m["QUEUE_LIFECYCLE_ADDR"] = dialable(addrs["lifecycle"])
+		m["QUEUE_RUNNER_ADDR"] = dialable(addrs["runner"])
+		m["QUEUE_LINEAGE_ADDR"] = dialable(addrs["lineage"])
 	}
 	if s.name == "lineage" {
 		m["LINEAGE_EVENT_CONSUMERS"] = "lifecycle=" + addrs["lifecycle"]
