@@ -42,6 +42,19 @@ type SessionRepository interface {
 	Timeline(ctx context.Context, ref domain.SessionRef) ([]domain.TimelineLine, error)
 	// Events returns the session's event stream, oldest first.
 	Events(ctx context.Context, ref domain.SessionRef) ([]domain.StreamEvent, error)
+	// Deliver is Update of session id with the record of deliveryID read
+	// under the session's lock too (nil when no delivery has that id), so a
+	// retried delivery sees the first one once it committed.
+	Deliver(ctx context.Context, id int64, deliveryID string,
+		decide func(domain.Session, domain.Wakes, *DeliveryRecord) (Change, error)) (Change, error)
+}
+
+// DeliveryRecord is a delivery lifecycle applied: its id, the session and
+// the job its turn runs under.
+type DeliveryRecord struct {
+	ID        string
+	SessionID int64
+	JobID     string
 }
 
 // Change is what one decision writes under the session's lock. Exactly one
@@ -65,6 +78,25 @@ type Change struct {
 	// refusal line on the timeline, which is what lets "why didn't my pause
 	// work?" be answered from the session.
 	Refused *Refusal
+	// Delivered is a prompt made the session's next turn (domain.Deliver).
+	// Its outcome is written as a transition's — a handover or a delivery
+	// after an interrupt applies no event, like a deferred sleep — with the
+	// goal it sets and the record of its delivery id (DeliveryRecord).
+	Delivered *Delivery
+	// DrainAttempt is the session with one more attempt of the queue's
+	// after-pause drain counted (domain.RecordDrainAttempt): it writes the
+	// markers alone and announces nothing, as no other context reads the
+	// count but through RecordDrainAttempt.
+	DrainAttempt *domain.Session
+	// Nothing writes nothing: a delivery refused or answered before, a
+	// drain attempt not counted.
+	Nothing bool
+}
+
+// Delivery is a delivery's outcome and the id it is recorded under.
+type Delivery struct {
+	ID      string
+	Outcome domain.Outcome
 }
 
 // Edit is a session with its editable fields changed and the timeline note
@@ -308,6 +340,10 @@ type Sessions struct {
 	History    SessionHistory
 	Update     UpdateSession
 	Delete     DeleteSession
+	// Deliver and DrainAttempt are the queue's: a prompt made a turn, an
+	// after-pause drain attempt counted.
+	Deliver      DeliverTurn
+	DrainAttempt RecordDrainAttempt
 }
 
 // DefaultTrashRetention is the spec's TRASH_RETENTION_PERIOD.
@@ -326,6 +362,9 @@ func NewSessions(repo SessionRepository, clk clock.Clock, trashRetention time.Du
 		History:    SessionHistory{Repo: repo},
 		Update:     UpdateSession{Repo: repo, Clock: clk},
 		Delete:     DeleteSession{Repo: repo},
+
+		Deliver:      DeliverTurn{Repo: repo, Clock: clk},
+		DrainAttempt: RecordDrainAttempt{Repo: repo},
 	}
 }
 

@@ -52,6 +52,10 @@ type Config struct {
 	// archive waits for the runner's InterruptTurn (the ladder's graces and
 	// the round trips) before a pause answers Unavailable.
 	RunnerTimeout time.Duration
+	// DeliveryRetention is LIFECYCLE_DELIVERY_RETENTION: how long the
+	// record of a delivery (DeliverTurn's id) answers its retries before
+	// the retention schedule deletes it.
+	DeliveryRetention time.Duration
 }
 
 // Load reads LIFECYCLE_* and the shared variables.
@@ -70,6 +74,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		OutboxRetention   time.Duration `env:"LIFECYCLE_OUTBOX_RETENTION, default=24h"`
 		RunnerAddr        string        `env:"LIFECYCLE_RUNNER_ADDR, default=127.0.0.1:9104"`
 		RunnerTimeout     time.Duration `env:"LIFECYCLE_RUNNER_TIMEOUT, default=20s"`
+		DeliveryRetention time.Duration `env:"LIFECYCLE_DELIVERY_RETENTION, default=168h"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
@@ -96,6 +101,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if env.RunnerTimeout <= 0 {
 		return Config{}, fmt.Errorf("LIFECYCLE_RUNNER_TIMEOUT must be positive, got %s", env.RunnerTimeout)
 	}
+	if env.DeliveryRetention <= 0 {
+		return Config{}, fmt.Errorf("LIFECYCLE_DELIVERY_RETENTION must be positive, got %s", env.DeliveryRetention)
+	}
 	return Config{
 		Config:             base,
 		RelayPollInterval:  env.RelayPollInterval,
@@ -107,6 +115,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		OutboxRetention:    env.OutboxRetention,
 		RunnerAddr:         env.RunnerAddr,
 		RunnerTimeout:      env.RunnerTimeout,
+		DeliveryRetention:  env.DeliveryRetention,
 	}, nil
 }
 
@@ -137,5 +146,6 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("outbox_retention", c.OutboxRetention),
 		slog.String("runner_addr", c.RunnerAddr),
 		slog.Duration("runner_timeout", c.RunnerTimeout),
+		slog.Duration("delivery_retention", c.DeliveryRetention),
 	)
 }

@@ -5,6 +5,7 @@ package service
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
@@ -29,6 +30,10 @@ const Name = "lifecycle"
 
 // MigrationSets is the lifecycle database's schema, in order.
 var MigrationSets = []pgdb.MigrationSet{inbox.Migrations, outbox.Migrations, store.Migrations}
+
+// DefaultDeliveryRetention is how long the record of a delivery is kept
+// when the configuration names no retention (LIFECYCLE_DELIVERY_RETENTION).
+const DefaultDeliveryRetention = 7 * 24 * time.Hour
 
 // Service is a runnable lifecycle service.
 type Service struct {
@@ -92,9 +97,19 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		svc.Relays[subscriber] = svc.relay(subscriber, deliver, cfg, reporter)
 	}
 	if h.Temporal != nil {
-		if err := retention.Setup(ctx, h.Temporal, h.Worker, Name, outbox.RetentionPolicy(h.Pool, cfg.OutboxRetention)); err != nil {
-			h.Close()
-			return nil, err
+		if cfg.DeliveryRetention <= 0 {
+			cfg.DeliveryRetention = DefaultDeliveryRetention
+		}
+		for _, p := range []retention.Policy{
+			outbox.RetentionPolicy(h.Pool, cfg.OutboxRetention),
+			// lifecycle-deliveries-retention: a delivery's record answers
+			// its retries, which come within minutes, for a week.
+			{Name: "deliveries", Keep: cfg.DeliveryRetention, Prune: repo.PruneDeliveries},
+		} {
+			if err := retention.Setup(ctx, h.Temporal, h.Worker, Name, p); err != nil {
+				h.Close()
+				return nil, err
+			}
 		}
 	}
 	return svc, nil

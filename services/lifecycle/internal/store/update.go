@@ -95,6 +95,50 @@ var (
 func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 	decide func(domain.Session, domain.Wakes) (app.Change, error),
 ) (app.Change, error) {
+	return s.update(ctx, ref, lockedRead{}, decide)
+}
+
+// Deliver implements app.SessionRepository: Update, reading the record of
+// deliveryID after the session's lock, so a delivery that committed while
+// this one waited for the lock is seen.
+func (s *Sessions) Deliver(ctx context.Context, id int64, deliveryID string,
+	decide func(domain.Session, domain.Wakes, *app.DeliveryRecord) (app.Change, error),
+) (app.Change, error) {
+	var prior *app.DeliveryRecord
+	also := lockedRead{
+		queue: func(b *pgx.Batch) {
+			b.Queue(`SELECT session_id, job_id FROM deliveries WHERE delivery_id = $1`, deliveryID)
+		},
+		scan: func(br pgx.BatchResults) error {
+			r := app.DeliveryRecord{ID: deliveryID}
+			err := br.QueryRow().Scan(&r.SessionID, &r.JobID)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				prior = nil
+			case err != nil:
+				return fmt.Errorf("read delivery %q: %w", deliveryID, err)
+			default:
+				prior = &r
+			}
+			return nil
+		},
+	}
+	return s.update(ctx, domain.SessionRef{ID: id}, also, func(cur domain.Session, wakes domain.Wakes) (app.Change, error) {
+		return decide(cur, wakes, prior)
+	})
+}
+
+// lockedRead is what a write reads besides the session and its wake-ups:
+// queue adds statements that run once the session is locked, scan reads
+// their results in order. The zero value reads nothing.
+type lockedRead struct {
+	queue func(*pgx.Batch)
+	scan  func(pgx.BatchResults) error
+}
+
+func (s *Sessions) update(ctx context.Context, ref domain.SessionRef, also lockedRead,
+	decide func(domain.Session, domain.Wakes) (app.Change, error),
+) (app.Change, error) {
 	var committed app.Change
 	guard := guardOf(ctx)
 	err := s.inTx(ctx, func(conn *pgx.Conn) error {
@@ -110,6 +154,9 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 			}
 			// After the session's lock, as revocation takes them.
 			guard.queue(b)
+			if also.queue != nil {
+				also.queue(b)
+			}
 		}, func(br pgx.BatchResults) error {
 			var err error
 			cur, err = scanSession(br.QueryRow(), &wakes.OneTime, &wakes.Watchers)
@@ -119,7 +166,13 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 			if err != nil {
 				return fmt.Errorf("lock session %s: %w", ref, err)
 			}
-			return guard.check(br)
+			if err := guard.check(br); err != nil {
+				return err
+			}
+			if also.scan != nil {
+				return also.scan(br)
+			}
+			return nil
 		})
 		if err != nil {
 			return err
@@ -144,7 +197,9 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 	case committed.Refused != nil:
 		return app.Change{}, committed.Refused.Err
 	}
-	s.signal.Notify()
+	if committed.Transitioned != nil || committed.Edited != nil || committed.Deleted || committed.Delivered != nil {
+		s.signal.Notify() // it announced something
+	}
 	return committed, nil
 }
 
@@ -152,7 +207,8 @@ func (s *Sessions) Update(ctx context.Context, ref domain.SessionRef,
 // on the session it carries.
 func (s *Sessions) plan(w *writes, cur domain.Session, c *app.Change) error {
 	set := 0
-	for _, ok := range []bool{c.Transitioned != nil, c.Edited != nil, c.Deleted, c.Refused != nil} {
+	for _, ok := range []bool{c.Transitioned != nil, c.Edited != nil, c.Deleted, c.Refused != nil,
+		c.Delivered != nil, c.DrainAttempt != nil, c.Nothing} {
 		if ok {
 			set++
 		}
@@ -162,30 +218,19 @@ func (s *Sessions) plan(w *writes, cur domain.Session, c *app.Change) error {
 	}
 	switch {
 	case c.Transitioned != nil:
-		out := c.Transitioned
-		out.Session.Version = cur.Version + 1
-		if err := w.transition(cur.ID, out.Session); err != nil {
-			return err
+		return s.planTransition(w, cur, c.Transitioned)
+	case c.Delivered != nil:
+		out := &c.Delivered.Outcome
+		// Before the transition's writes, which end with the flags'
+		// savepoint: a failure of the flags rolls back to it alone.
+		if out.Session.Goal != cur.Goal {
+			w.goal(cur.ID, out.Session.Goal)
 		}
-		w.timeline(cur.ID, out.Session.UpdatedAt, out.Timeline...)
-		if out.Session.Status == domain.StatusArchived && cur.Status != domain.StatusArchived {
-			// An archived session's agent acts no more: its credentials
-			// end with the archive (and stay revoked if it is restored).
-			w.revokeAll(cur.ID, out.Session.UpdatedAt, domain.RevokedByArchive(cur.ID))
-		}
-		announced, err := w.announce(s.codec, domain.SessionTransitioned{Session: out.Session, Outcome: *out})
-		if err != nil {
-			return err
-		}
-		if err := w.stream(s.codec, cur.ID, announced); err != nil {
-			return err
-		}
-		for _, e := range out.Effects {
-			if e.Name == domain.EffectRecordFlags {
-				w.flags(cur.ID, out.Session.UpdatedAt)
-				break
-			}
-		}
+		w.delivery(c.Delivered.ID, cur.ID, out.Session.Markers.RunningJobID)
+		return s.planTransition(w, cur, out)
+	case c.DrainAttempt != nil:
+		c.DrainAttempt.Version = cur.Version + 1
+		return w.markers(cur.ID, c.DrainAttempt.Markers)
 	case c.Edited != nil:
 		c.Edited.Session.Version = cur.Version + 1
 		if err := w.edit(cur.ID, c.Edited.Session); err != nil {
@@ -204,6 +249,36 @@ func (s *Sessions) plan(w *writes, cur domain.Session, c *app.Change) error {
 		}
 	case c.Refused != nil:
 		w.timeline(cur.ID, c.Refused.At, domain.RefusalLine(c.Refused.Err, c.Refused.By))
+	}
+	return nil
+}
+
+// planTransition queues a state-machine outcome: the columns a transition
+// owns, its timeline lines, the revocations an archive makes, its
+// announcements and stream entries and, last, the experimental flags.
+func (s *Sessions) planTransition(w *writes, cur domain.Session, out *domain.Outcome) error {
+	out.Session.Version = cur.Version + 1
+	if err := w.transition(cur.ID, out.Session); err != nil {
+		return err
+	}
+	w.timeline(cur.ID, out.Session.UpdatedAt, out.Timeline...)
+	if out.Session.Status == domain.StatusArchived && cur.Status != domain.StatusArchived {
+		// An archived session's agent acts no more: its credentials
+		// end with the archive (and stay revoked if it is restored).
+		w.revokeAll(cur.ID, out.Session.UpdatedAt, domain.RevokedByArchive(cur.ID))
+	}
+	announced, err := w.announce(s.codec, domain.SessionTransitioned{Session: out.Session, Outcome: *out})
+	if err != nil {
+		return err
+	}
+	if err := w.stream(s.codec, cur.ID, announced); err != nil {
+		return err
+	}
+	for _, e := range out.Effects {
+		if e.Name == domain.EffectRecordFlags {
+			w.flags(cur.ID, out.Session.UpdatedAt)
+			break
+		}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
+	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 )
 
 // writes collects everything one decision writes — the row, its timeline
@@ -68,6 +69,36 @@ func (w *writes) transition(id int64, s domain.Session) error {
 			archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1
 		WHERE id = $1`,
 		id, s.Status, markers, s.ElapsedSince, s.ArchivedAt, s.ArchivedFrom, s.TrashAfter, s.UpdatedAt)
+	return nil
+}
+
+// goal queues a delivery's goal: the one editable column a delivery sets.
+func (w *writes) goal(id int64, goal string) {
+	w.queue(func(err error) error { return fmt.Errorf("set goal of session %d: %w", id, err) },
+		`UPDATE sessions SET goal = $2 WHERE id = $1`, id, goal)
+}
+
+// delivery queues the record of a delivery, which answers its retries.
+func (w *writes) delivery(deliveryID string, sessionID int64, jobID string) {
+	w.queue(func(err error) error {
+		if pgdb.Code(err) == pgdb.CodeUniqueViolation {
+			// Read under session sessionID's lock and not found: another
+			// session's delivery took the id meanwhile.
+			return fmt.Errorf("delivery %q was applied to another session meanwhile; a delivery id names one delivery: %w", deliveryID, domain.ErrAlreadyExists)
+		}
+		return fmt.Errorf("record delivery %q of session %d: %w", deliveryID, sessionID, err)
+	}, `INSERT INTO deliveries (delivery_id, session_id, job_id) VALUES ($1, $2, $3)`, deliveryID, sessionID, jobID)
+}
+
+// markers queues the session's markers alone, for bookkeeping that is not
+// a transition (a drain attempt counted).
+func (w *writes) markers(id int64, m domain.Markers) error {
+	markers, err := encodeMarkers(m)
+	if err != nil {
+		return fmt.Errorf("encode markers of session %d: %w", id, err)
+	}
+	w.queue(func(err error) error { return fmt.Errorf("write markers of session %d: %w", id, err) },
+		`UPDATE sessions SET markers = $2, version = version + 1 WHERE id = $1`, id, markers)
 	return nil
 }
 
