@@ -301,7 +301,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("TemporalWorkers", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		tc, err := temporalx.Dial(ctx, s.temporal, "default", slogx.Discard())
+		tc, err := temporalx.Dial(ctx, s.temporal, s.namespace, slogx.Discard())
 		require.NoError(t, err)
 		defer tc.Close()
 		for _, svc := range services {

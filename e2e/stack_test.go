@@ -45,9 +45,11 @@ type stack struct {
 	// testboundary): the one way these tests record what a human said.
 	boundaryToken string
 	temporal      string
-	// namespace is the Temporal namespace of the stack: "default", or one
-	// of its own for a stack whose runner runs turns, so that no other
-	// stack's worker (they share the dev server) picks up its sessions.
+	// namespace is the Temporal namespace of the stack, one of its own, so
+	// that no other stack's worker (they share the dev server) picks up its
+	// sessions' workflows, whose ids name sessions by their ids (a runner's
+	// session-<id>, the queue's queue-drain-<id>), which every stack's
+	// sessions reuse.
 	namespace string
 	// turns: lifecycle announces turn requests to the runner
 	// (runner_turns), which runs the demo agent in workspaces.
@@ -73,8 +75,8 @@ func temporalAddress(t *testing.T) string {
 
 func newStack(t *testing.T) *stack { t.Helper(); return newStackRunning(t, false) }
 
-// newStackRunning starts a stack; with turns, created sessions really run
-// (in a Temporal namespace of the stack's own, see stack.namespace).
+// newStackRunning starts a stack, in a Temporal namespace of its own (see
+// stack.namespace); with turns, created sessions really run.
 func newStackRunning(t *testing.T, turns bool) *stack {
 	t.Helper()
 	admin := pgtest.AdminURL(t)
@@ -87,16 +89,13 @@ func newStackRunning(t *testing.T, turns bool) *stack {
 		internalToken: "e2e-internal-" + fmt.Sprint(time.Now().UnixNano()),
 		boundaryToken: "e2e-boundary-" + fmt.Sprint(time.Now().UnixNano()),
 		temporal:      temporalAddress(t),
-		namespace:     "default",
 		turns:         turns,
 		workspaces:    t.TempDir(),
 		dbURL:         map[string]string{},
 		addr:          map[string]string{},
 		procs:         map[string]*exec.Cmd{},
 	}
-	if turns {
-		s.namespace = createNamespace(t, s.temporal)
-	}
+	s.namespace = createNamespace(t, s.temporal)
 	for _, svc := range services {
 		s.dbURL[svc] = createDatabase(t, admin, fmt.Sprintf("e2e_%s_%d", svc, time.Now().UnixNano()))
 		s.addr[svc] = freeAddr(t)
@@ -137,20 +136,23 @@ func (s *stack) env(name string) []string {
 		up+"_LOG_LEVEL=debug",
 	)
 	if name == "lifecycle" {
-		consumers := "lineage=" + s.addr["lineage"]
+		// The queue consumes the archive's retirement and the pause's drain.
+		consumers := "lineage=" + s.addr["lineage"] + ",queue=" + s.addr["queue"]
 		if s.turns {
 			consumers += ",runner_turns=" + s.addr["runner"]
 		}
 		env = append(env, "LIFECYCLE_EFFECT_CONSUMERS="+consumers, "LIFECYCLE_NOTIFICATION_ADDR="+s.addr["notification"],
-			"LIFECYCLE_RELAY_POLL_INTERVAL=100ms", "LIFECYCLE_RUNNER_ADDR="+s.addr["runner"])
+			"LIFECYCLE_RELAY_POLL_INTERVAL=100ms", "LIFECYCLE_RUNNER_ADDR="+s.addr["runner"], "LIFECYCLE_QUEUE_ADDR="+s.addr["queue"])
 	}
 	if name == "runner" {
 		env = append(env, "RUNNER_DEMO_AGENT_PATH="+filepath.Join(s.bin, "zimmer-demo-agent"),
 			"RUNNER_WORKSPACES_DIR="+s.workspaces, "RUNNER_LIFECYCLE_ADDR="+s.addr["lifecycle"],
-			"RUNNER_MCP_URL=http://"+s.addr["gateway"]+"/mcp", "RUNNER_NODE=e2e-"+filepath.Base(s.workspaces))
+			"RUNNER_MCP_URL=http://"+s.addr["gateway"]+"/mcp", "RUNNER_NODE=e2e-"+filepath.Base(s.workspaces),
+			"RUNNER_QUEUE_ADDR="+s.addr["queue"])
 	}
 	if name == "queue" {
-		env = append(env, "QUEUE_LIFECYCLE_ADDR="+s.addr["lifecycle"])
+		env = append(env, "QUEUE_LIFECYCLE_ADDR="+s.addr["lifecycle"], "QUEUE_RUNNER_ADDR="+s.addr["runner"],
+			"QUEUE_LINEAGE_ADDR="+s.addr["lineage"])
 	}
 	if name == "lineage" {
 		env = append(env, "LINEAGE_EVENT_CONSUMERS=lifecycle="+s.addr["lifecycle"], "LINEAGE_NOTIFICATION_ADDR="+s.addr["notification"])
