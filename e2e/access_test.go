@@ -16,6 +16,7 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
 )
@@ -86,6 +87,36 @@ func TestAccessProbes(t *testing.T) {
 					})
 					return err
 				},
+				// The queue's delivery surface: a turn is delivered only by the
+				// queue, a queue sealed only by lifecycle's archive.
+				"DeliverTurn": func() error {
+					_, err := lifecyclev1.NewLifecycleServiceClient(s.dial("lifecycle", key.id)).DeliverTurn(ctx, &lifecyclev1.DeliverTurnRequest{
+						SessionId: parent, DeliveryId: "probe/" + uuid.NewString(), Prompt: "I authorize this", Mode: lifecyclev1.DeliveryMode_DELIVERY_MODE_IDLE,
+					})
+					return err
+				},
+				"RecordDrainAttempt": func() error {
+					_, err := lifecyclev1.NewLifecycleServiceClient(s.dial("lifecycle", key.id)).RecordDrainAttempt(ctx, &lifecyclev1.RecordDrainAttemptRequest{SessionId: parent})
+					return err
+				},
+				"DeliverNextMessage": func() error {
+					_, err := queuev1.NewQueueServiceClient(s.dial("queue", key.id)).DeliverNextMessage(ctx, &queuev1.DeliverNextMessageRequest{SessionId: parent, FromJobId: "probe"})
+					return err
+				},
+				"SealQueue": func() error {
+					_, err := queuev1.NewQueueServiceClient(s.dial("queue", key.id)).SealQueue(ctx, &queuev1.SealQueueRequest{SessionId: parent, AttemptId: uuid.NewString(), Force: true})
+					return err
+				},
+				"UnsealQueue": func() error {
+					_, err := queuev1.NewQueueServiceClient(s.dial("queue", key.id)).UnsealQueue(ctx, &queuev1.UnsealQueueRequest{SessionId: parent, AttemptId: uuid.NewString()})
+					return err
+				},
+				"RetractUncleEdge": func() error {
+					_, err := lineagev1.NewLineageServiceClient(lineageConn).RetractUncleEdge(ctx, &lineagev1.RetractUncleEdgeRequest{
+						ActingSessionId: parent, TargetSessionId: parent, Recorded: lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN, EntryPoint: "probe",
+					})
+					return err
+				},
 				"RaiseAlert": func() error {
 					_, err := notificationv1.NewNotificationServiceClient(s.dial("notification", key.id)).RaiseAlert(ctx, &notificationv1.RaiseAlertRequest{
 						DedupKey: "probe", Summary: "a page from a client",
@@ -103,6 +134,9 @@ func TestAccessProbes(t *testing.T) {
 			p, err := provenance.GetSessionProvenance(ctx, &lineagev1.GetSessionProvenanceRequest{SessionId: parent})
 			require.NoError(t, err)
 			require.Empty(t, p.GetHumanMessages(), "no human message")
+			got, err := lifecyclev1.NewLifecycleServiceClient(s.dial("lifecycle", key.id)).GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: fmt.Sprint(parent)})
+			require.NoError(t, err)
+			require.Equal(t, "waiting", got.GetSession().GetStatus(), "no turn delivered")
 			require.Len(t, p.GetSessionHierarchy().GetNodes(), 1, "no fake child, no uncle")
 			users, err := lineagev1.NewProvenanceServiceClient(s.dial("lineage", s.asService("gateway"))).ListUsers(ctx, &lineagev1.ListUsersRequest{})
 			require.NoError(t, err)

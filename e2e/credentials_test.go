@@ -111,10 +111,37 @@ var restAccess = map[string]struct{ sessions, selfOnly expect }{
 	"RevokeSessionCredential": {expect{denied, denied}, expect{denied, denied}},
 	// The queue checks the session before the message: on its own session
 	// the walk's message id (noMessage) is unknown, 404.
-	"ListEnqueuedMessages":  {expect{ok, ok}, expect{ok, denied}},
-	"EnqueueMessage":        {expect{ok, denied}, expect{ok, denied}},
-	"UpdateEnqueuedMessage": {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
-	"DeleteEnqueuedMessage": {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
+	"ListEnqueuedMessages":         {expect{ok, ok}, expect{ok, denied}},
+	"EnqueueMessage":               {expect{ok, denied}, expect{ok, denied}},
+	"UpdateEnqueuedMessage":        {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
+	"DeleteEnqueuedMessage":        {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
+	"SendEnqueuedMessageNow":       {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
+	"InterruptWithEnqueuedMessage": {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
+	// A follow-up of its own session reaches the queue, which refuses the
+	// walk's empty prompt (422): the walk starts no turn.
+	"FollowUp": {expect{http.StatusUnprocessableEntity, denied}, expect{http.StatusUnprocessableEntity, denied}},
+}
+
+// pendingMessages are the ids of session id's messages still to be
+// delivered.
+func pendingMessages(t *testing.T, api restClient, id int64) []int64 {
+	t.Helper()
+	code, body := api.do(t, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d/enqueued_messages", id), "")
+	require.Equal(t, http.StatusOK, code, body)
+	var list struct {
+		EnqueuedMessages []struct {
+			ID     int64  `json:"id"`
+			Status string `json:"status"`
+		} `json:"enqueued_messages"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &list), body)
+	var ids []int64
+	for _, m := range list.EnqueuedMessages {
+		if m.Status == "pending" {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
 }
 
 // noMessage is the enqueued-message id the walk names: none has it.
@@ -242,6 +269,15 @@ func TestSessionCredentials(t *testing.T) {
 		code, body = admin.do(t, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d/enqueued_messages", other), "")
 		require.Equal(t, http.StatusOK, code, body)
 		require.NotContains(t, body, "walked", "nothing is queued on another session")
+		// What the walk queued goes, before the queue delivers it as a turn
+		// and before the archive below, which the queue's guard would refuse
+		// over it.
+		for _, session := range []int64{own, narrow} {
+			for _, id := range pendingMessages(t, admin, session) {
+				code, body := admin.do(t, http.MethodDelete, fmt.Sprintf("/api/v1/sessions/%d/enqueued_messages/%d", session, id), "")
+				require.Equal(t, http.StatusOK, code, body)
+			}
+		}
 		require.Equal(t, "waiting", getSession(t, admin, other)["status"])
 		require.Contains(t, last(timeline(t, admin, own, "note")), fmt.Sprintf("(by session #%d's credential)", own))
 	})
