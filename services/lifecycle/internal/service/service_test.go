@@ -253,8 +253,15 @@ func TestCreatedEventReachesLineageExactlyOnceAcrossRelayCrash(t *testing.T) {
 	_, edges := lineage.snapshot()
 	require.Contains(t, edges, [2]int64{child.GetSession().GetId(), pid})
 
-	// Redeliver everything, as a relay that crashed after handing off but
-	// before recording would: the consumer still holds each edge once.
+	// Once both are acknowledged (an acknowledgement landing after the
+	// reset below would mark its row delivered again), redeliver
+	// everything, as a relay that crashed after handing off but before
+	// recording would: the consumer still holds each edge once.
+	require.Eventually(t, func() bool {
+		var pending int
+		require.NoError(t, b.svc.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE subscriber = 'lineage' AND delivered_at IS NULL`).Scan(&pending))
+		return pending == 0
+	}, 10*time.Second, 20*time.Millisecond)
 	_, err = b.svc.Pool.Exec(ctx, `UPDATE outbox_messages SET delivered_at = NULL`)
 	require.NoError(t, err)
 	// The running relay (or this direct round, whichever claims first)
