@@ -227,11 +227,18 @@ type TransitionSession struct {
 	// Turns halts a running session's turn before a pause or an archive
 	// (turns.go); nil when no runner is configured.
 	Turns TurnInterrupter
+	// Queue guards an archive (archive.go); nil when no queue is
+	// configured.
+	Queue QueueSealer
 }
 
-// Handle parses ref and applies verb with the details in cmd: a command
-// chooses its event from the session; any other verb is a raw event (Fire).
+// Handle parses ref and applies verb with the details in cmd: archive is
+// the guarded archive (archive.go); a command chooses its event from the
+// session; any other verb is a raw event (Fire).
 func (uc TransitionSession) Handle(ctx context.Context, ref string, verb Verb, cmd domain.Command) (domain.Outcome, error) {
+	if verb == Verb(domain.EventArchive) {
+		return uc.archive(ctx, ref, cmd)
+	}
 	if err := uc.haltTurnFirst(ctx, ref, verb); err != nil {
 		return domain.Outcome{}, err
 	}

@@ -38,10 +38,18 @@ func (uc TransitionSession) haltTurnFirst(ctx context.Context, ref string, verb 
 		return err
 	}
 	s, err := uc.Repo.Get(ctx, r)
-	if err != nil || s.Status != domain.StatusRunning {
+	if err != nil {
 		return err // an unknown session is refused here as the transition would
 	}
-	err = uc.Turns.InterruptTurn(ctx, s.ID, string(verb))
+	return uc.halt(ctx, s, verb)
+}
+
+// halt is haltTurnFirst for a session already read.
+func (uc TransitionSession) halt(ctx context.Context, s domain.Session, verb Verb) error {
+	if uc.Turns == nil || s.Status != domain.StatusRunning {
+		return nil
+	}
+	err := uc.Turns.InterruptTurn(ctx, s.ID, string(verb))
 	switch {
 	case err == nil:
 		return nil

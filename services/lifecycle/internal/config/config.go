@@ -52,6 +52,13 @@ type Config struct {
 	// archive waits for the runner's InterruptTurn (the ladder's graces and
 	// the round trips) before a pause answers Unavailable.
 	RunnerTimeout time.Duration
+	// QueueAddr is LIFECYCLE_QUEUE_ADDR: the queue whose SealQueue guards
+	// an archive (ArchiveSession, BulkArchiveSessions). "none" (empty
+	// here): archives consult no queue, where none runs.
+	QueueAddr string
+	// QueueTimeout is LIFECYCLE_QUEUE_TIMEOUT: how long an archive waits
+	// for the queue's seal before it answers Unavailable.
+	QueueTimeout time.Duration
 	// DeliveryRetention is LIFECYCLE_DELIVERY_RETENTION: how long the
 	// record of a delivery (DeliverTurn's id) answers its retries before
 	// the retention schedule deletes it.
@@ -74,6 +81,8 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		OutboxRetention   time.Duration `env:"LIFECYCLE_OUTBOX_RETENTION, default=24h"`
 		RunnerAddr        string        `env:"LIFECYCLE_RUNNER_ADDR, default=127.0.0.1:9104"`
 		RunnerTimeout     time.Duration `env:"LIFECYCLE_RUNNER_TIMEOUT, default=20s"`
+		QueueAddr         string        `env:"LIFECYCLE_QUEUE_ADDR, default=127.0.0.1:9103"`
+		QueueTimeout      time.Duration `env:"LIFECYCLE_QUEUE_TIMEOUT, default=10s"`
 		DeliveryRetention time.Duration `env:"LIFECYCLE_DELIVERY_RETENTION, default=168h"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
@@ -101,6 +110,12 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if env.RunnerTimeout <= 0 {
 		return Config{}, fmt.Errorf("LIFECYCLE_RUNNER_TIMEOUT must be positive, got %s", env.RunnerTimeout)
 	}
+	if env.QueueAddr == "none" {
+		env.QueueAddr = ""
+	}
+	if env.QueueTimeout <= 0 {
+		return Config{}, fmt.Errorf("LIFECYCLE_QUEUE_TIMEOUT must be positive, got %s", env.QueueTimeout)
+	}
 	if env.DeliveryRetention <= 0 {
 		return Config{}, fmt.Errorf("LIFECYCLE_DELIVERY_RETENTION must be positive, got %s", env.DeliveryRetention)
 	}
@@ -115,6 +130,8 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		OutboxRetention:    env.OutboxRetention,
 		RunnerAddr:         env.RunnerAddr,
 		RunnerTimeout:      env.RunnerTimeout,
+		QueueAddr:          env.QueueAddr,
+		QueueTimeout:       env.QueueTimeout,
 		DeliveryRetention:  env.DeliveryRetention,
 	}, nil
 }
@@ -146,6 +163,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("outbox_retention", c.OutboxRetention),
 		slog.String("runner_addr", c.RunnerAddr),
 		slog.Duration("runner_timeout", c.RunnerTimeout),
+		slog.String("queue_addr", c.QueueAddr),
+		slog.Duration("queue_timeout", c.QueueTimeout),
 		slog.Duration("delivery_retention", c.DeliveryRetention),
 	)
 }

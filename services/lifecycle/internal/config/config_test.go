@@ -48,6 +48,8 @@ func TestBadValuesFailFast(t *testing.T) {
 		"negative retention":       {"LIFECYCLE_OUTBOX_RETENTION": "-1h"},
 		"never dead":               {"LIFECYCLE_DEAD_AFTER_ATTEMPTS": "-1"},
 		"no runner timeout":        {"LIFECYCLE_RUNNER_TIMEOUT": "0s"},
+		"no queue timeout":         {"LIFECYCLE_QUEUE_TIMEOUT": "0s"},
+		"no delivery retention":    {"LIFECYCLE_DELIVERY_RETENTION": "0s"},
 	} {
 		_, err := load(t, env)
 		require.Error(t, err, name)
@@ -67,4 +69,21 @@ func TestThePauseAsksTheRunnerAtItsDefaultAddress(t *testing.T) {
 	cfg, err = load(t, map[string]string{"LIFECYCLE_RUNNER_ADDR": "none"})
 	require.NoError(t, err)
 	require.Empty(t, cfg.RunnerAddr, "none: no runner is asked")
+}
+
+func TestTheArchiveAsksTheQueueAtItsDefaultAddressAndDeliveriesAreKeptAWeek(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(t, nil)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9103", cfg.QueueAddr)
+	require.Equal(t, 10*time.Second, cfg.QueueTimeout)
+	require.Equal(t, 7*24*time.Hour, cfg.DeliveryRetention)
+	cfg, err = load(t, map[string]string{"LIFECYCLE_QUEUE_ADDR": "10.0.0.3:9103", "LIFECYCLE_QUEUE_TIMEOUT": "3s", "LIFECYCLE_DELIVERY_RETENTION": "48h"})
+	require.NoError(t, err)
+	require.Equal(t, "10.0.0.3:9103", cfg.QueueAddr)
+	require.Equal(t, 3*time.Second, cfg.QueueTimeout)
+	require.Equal(t, 48*time.Hour, cfg.DeliveryRetention)
+	cfg, err = load(t, map[string]string{"LIFECYCLE_QUEUE_ADDR": "none"})
+	require.NoError(t, err)
+	require.Empty(t, cfg.QueueAddr, "none: archives consult no queue")
 }

@@ -97,7 +97,7 @@ func (s *Server) ArchiveSession(ctx context.Context, req *lifecyclev1.ArchiveSes
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	sess, _, out, err := s.transition(ctx, ref, app.Verb(domain.EventArchive), domain.Command{Actor: actor(ctx, acting)})
+	sess, _, out, err := s.transition(ctx, ref, app.Verb(domain.EventArchive), domain.Command{Actor: actor(ctx, acting), Force: req.GetForce()})
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,9 @@ func (s *Server) ListSessionEvents(ctx context.Context, req *lifecyclev1.ListSes
 const MaxBulkArchive = 500
 
 // BulkArchiveSessions implements lifecyclev1.LifecycleServiceServer. Each
-// session is its own transaction: one refusal does not undo the others.
+// session is its own archive, the queue's guard included: one refusal (in
+// the guard's words) does not undo the others. force applies to the
+// whole batch.
 func (s *Server) BulkArchiveSessions(ctx context.Context, req *lifecyclev1.BulkArchiveSessionsRequest) (*lifecyclev1.BulkArchiveSessionsResponse, error) {
 	ids := req.GetSessionIds()
 	if len(ids) == 0 || len(ids) > MaxBulkArchive {
@@ -205,7 +207,7 @@ func (s *Server) BulkArchiveSessions(ctx context.Context, req *lifecyclev1.BulkA
 	who := actor(ctx, req.ActingSessionId)
 	who.Bulk = true
 	for _, ref := range ids {
-		if _, err := s.sessions.Transition.Handle(ctx, ref, app.Verb(domain.EventArchive), domain.Command{Actor: who}); err != nil {
+		if _, err := s.sessions.Transition.Handle(ctx, ref, app.Verb(domain.EventArchive), domain.Command{Actor: who, Force: req.GetForce()}); err != nil {
 			resp.Errors = append(resp.Errors, &lifecyclev1.BulkArchiveError{SessionId: ref, Error: status.Convert(s.toStatus(ctx, err)).Message()})
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/clients"
@@ -68,6 +69,15 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 			return nil, err
 		}
 		svc.Sessions.Transition.Turns = clients.Runner{Client: runnerv1.NewRunnerServiceClient(conn), Timeout: cfg.RunnerTimeout}
+	}
+	if cfg.QueueAddr != "" {
+		// An archive (not the raw event) asks the queue's guard first.
+		conn, err := h.Dial(cfg.QueueAddr)
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		svc.Sessions.Transition.Queue = clients.Queue{Client: queuev1.NewQueueServiceClient(conn), Timeout: cfg.QueueTimeout}
 	}
 	grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).WithCredentials(svc.Credentials).Register(h.GRPC.Server)
 	// Lineage's events carry lines for the sessions' timelines, which
