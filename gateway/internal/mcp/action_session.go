@@ -90,7 +90,7 @@ var actionArgs = []actionArg{
 		[]mcpgo.PropertyOption{mcpgo.Min(rules.MinHeartbeatSeconds), mcpgo.Max(rules.MaxHeartbeatSeconds)}},
 	{"event", mcpgo.WithString, eventDoc(), []mcpgo.PropertyOption{mcpgo.Enum(rules.Events()...)}},
 	{"force", mcpgo.WithBoolean, "archive even over queued messages that are not delivered: they are retired to undelivered " +
-		"(kept, and listed by get_session as never delivered), named on the archive line, and an alert is raised. Not the " +
+		"(kept, and listed by get_session as never delivered) and named on the archive line. Not the " +
 		"recommended path: only after reading the messages the refusal lists and deciding to throw them away.", nil},
 	{"failure_reason", mcpgo.WithString, "why the session failed (for transition, with event fail).", nil},
 	{"system_recovery", mcpgo.WithBoolean, "a recovery path's resume, which keeps pending wake-ups (with event resume).", nil},

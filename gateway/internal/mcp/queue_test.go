@@ -183,3 +183,29 @@ func TestGetSessionShowsTheQueue(t *testing.T) {
 	require.Contains(t, textOf(res), "## Session #7")
 	require.Contains(t, b.logs.String(), "session detail without its queued messages: the queue failed")
 }
+
+// The tools say what the queue does in words: follow_up's two outcomes
+// (REST's 200 and 202), and what force does to an archive now that the
+// queue guards it.
+func TestToolsDescribeTheQueue(t *testing.T) {
+	t.Parallel()
+	b, _ := setupQueue(t)
+	list, err := b.connect(t, "/").ListTools(t.Context(), mcpgo.ListToolsRequest{})
+	require.NoError(t, err)
+	described := map[string]mcpgo.Tool{}
+	for _, tool := range list.Tools {
+		described[tool.Name] = tool
+	}
+	action := described["action_session"]
+	require.Contains(t, action.Description, "follow_up: send the session its next prompt. Delivered now (REST's 200) when the session is idle")
+	require.Contains(t, action.Description, "Queued (REST's 202) when it is running")
+	require.Contains(t, action.Description, "archive: move to the trash (restorable for 4 days). Refused while messages queued for the session are not delivered: the refusal lists them")
+	force := action.InputSchema.Properties["force"].(map[string]any)["description"].(string)
+	require.Contains(t, force, "they are retired to undelivered (kept, and listed by get_session as never delivered) and named on the archive line")
+	for _, arg := range []string{"prompt", "goal", "force_immediate", "idempotency_key"} {
+		require.Contains(t, action.InputSchema.Properties, arg)
+	}
+	manage := described["manage_enqueued_messages"]
+	require.Contains(t, manage.Description, "send_now delivers a pending message now when the session is idle")
+	require.Contains(t, manage.Description, "interrupt stops the running turn and delivers the message as the next turn")
+}
