@@ -23,6 +23,11 @@ func TestEnqueuedMessages(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &created))
 	id := created.Session.ID
 	base := fmt.Sprintf("/api/v1/sessions/%d/enqueued_messages", id)
+	// Running (no runner runs it here), so no drain delivers a message
+	// while the test reads the queue: a session at rest would get the
+	// first one as its turn soon after it was queued.
+	code, body = api.do(t, "POST", fmt.Sprintf("/api/v1/sessions/%d/transition", id), `{"event":"start","running_job_id":"e2e"}`)
+	require.Equal(t, http.StatusOK, code, body)
 
 	type message struct {
 		ID       int64
