@@ -13,6 +13,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
 // ToolManageEnqueuedMessages lists, queues, edits, reorders and deletes
@@ -103,6 +104,9 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 	if t.queue == nil {
 		return mcpgo.NewToolResultError(noQueue), nil
 	}
+	// The queue names the surface where it records who queued or
+	// interrupted (the uncle edge's entry point).
+	ctx = surface.Outgoing(ctx, surface.MCP)
 	var (
 		resp proto.Message
 		lead string

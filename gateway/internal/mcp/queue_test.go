@@ -19,6 +19,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/queuefake"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
+	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
 // setupQueue is setup with the fake queue behind the handler.
@@ -61,6 +62,7 @@ func TestActionSessionFollowUp(t *testing.T) {
 	require.True(t, proto.Equal(&queuev1.FollowUpRequest{SessionId: "7", Prompt: "go on", Goal: "ship it", ActingSessionId: 3}, calls[0].Request),
 		"%v", calls[0].Request)
 	require.Empty(t, b.fake.Calls(), "a follow-up is the queue's, not lifecycle's")
+	require.Equal(t, surface.MCP, calls[0].Surface)
 
 	queue.SetRunning("worker", true)
 	res = call(t, c, "action_session", map[string]any{"action": "follow_up", "session_id": "worker", "prompt": "after this turn", "idempotency_key": "k"})
@@ -111,6 +113,7 @@ func TestManageEnqueuedMessagesSendNowAndInterrupt(t *testing.T) {
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "Message 3 moved to the front of session 7's queue: the session is running"), textOf(res))
 	require.EqualValues(t, 2, queue.Calls("SendEnqueuedMessageNow")[0].Request.(*queuev1.SendEnqueuedMessageNowRequest).GetActingSessionId())
+	require.Equal(t, surface.MCP, queue.Calls("SendEnqueuedMessageNow")[0].Surface, "the queue names the surface on the uncle edge")
 
 	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "interrupt", "session_id": "7", "message_id": 3})
 	require.False(t, res.IsError, textOf(res))

@@ -23,6 +23,7 @@ import (
 
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
+	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
 // Now is every message's timestamps.
@@ -33,6 +34,7 @@ type Call struct {
 	Method    string
 	Request   proto.Message
 	Principal principal.Principal // the principal the gateway forwarded
+	Surface   string              // the surface the gateway declared (platform/surface)
 }
 
 // Server implements queuev1.QueueServiceServer.
@@ -111,7 +113,7 @@ func (s *Server) Calls(methods ...string) []Call {
 func (s *Server) record(ctx context.Context, method string, req proto.Message) error {
 	p, _ := principal.FromContext(ctx)
 	s.mu.Lock()
-	s.calls = append(s.calls, Call{Method: method, Request: proto.Clone(req), Principal: p})
+	s.calls = append(s.calls, Call{Method: method, Request: proto.Clone(req), Principal: p, Surface: surface.Incoming(ctx)})
 	return s.fail
 }
 

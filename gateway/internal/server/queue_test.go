@@ -18,6 +18,7 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
+	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
 // The queue's REST routes reach the queue service with the caller's
@@ -133,6 +134,7 @@ func TestFollowUpOverREST(t *testing.T) {
 	require.True(t, proto.Equal(&queuev1.FollowUpRequest{SessionId: "7", Prompt: "go on", Goal: "ship it", ActingSessionId: 3, IdempotencyKey: "k"},
 		calls[0].Request), "the body reaches the queue as sent: %v", calls[0].Request)
 	require.Equal(t, principal.Operator, calls[0].Principal.Kind, "the gateway forwards who called")
+	require.Equal(t, surface.REST, calls[0].Surface, "and the surface it came through")
 
 	b.queue.SetRunning("the-worker", true)
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/the-worker/follow_up", `{"prompt":"after this turn"}`)
