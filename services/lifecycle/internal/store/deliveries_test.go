@@ -2,11 +2,14 @@ package store_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/store"
@@ -80,4 +83,48 @@ func TestPruneDeliveriesDeletesOnlyThoseBeforeTheCutoff(t *testing.T) {
 	require.EqualValues(t, 1, n)
 	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM deliveries WHERE delivery_id = 'queue/message/old'`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM deliveries WHERE delivery_id = 'queue/message/new'`))
+}
+
+// TestRetriesRacingTheirDeliveryAreAnsweredNotRefused: the same delivery
+// sent several times at once, from two processes, is made once; every
+// other call waits for the session's lock, then reads the record the first
+// committed and answers it — already delivered, the same job — rather than
+// finding the session busy.
+func TestRetriesRacingTheirDeliveryAreAnsweredNotRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := idleSession(t, b)
+	processes := []app.Sessions{b.sessions, b.replica()}
+
+	const racers = 8
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		answers []app.Delivered
+	)
+	for i := range racers {
+		wg.Go(func() {
+			got, err := processes[i%2].Deliver.Handle(context.Background(), s.ID, idleDelivery("queue/message/7"))
+			assert.NoError(t, err)
+			mu.Lock()
+			defer mu.Unlock()
+			answers = append(answers, got)
+		})
+	}
+	wg.Wait()
+	require.Len(t, answers, racers)
+	var made, answered int
+	jobs := map[string]bool{}
+	for _, a := range answers {
+		require.Nil(t, a.Refused, "a retry is never refused as busy")
+		jobs[a.JobID] = true
+		if a.AlreadyDelivered {
+			answered++
+		} else {
+			made++
+		}
+	}
+	require.Equal(t, 1, made)
+	require.Equal(t, racers-1, answered)
+	require.Len(t, jobs, 1, "every answer names the one job")
 }
