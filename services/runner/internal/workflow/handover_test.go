@@ -188,13 +188,20 @@ func TestAnInterruptDuringTheDrainStartsNoHandedOverTurn(t *testing.T) {
 	require.Empty(t, h.continued().Pending)
 }
 
-// Runs that began before hand-overs replay: their turn ends ran the legacy
-// drain activity and paused, and still do.
-func TestARunFromBeforeHandOversReplays(t *testing.T) {
+// Recorded runs replay on today's code. Each history is a session's run on
+// the dev server (zimmer-runner-test) with every activity faked: a first
+// turn, then a restart's turn, each exiting 0.
+//   - session_before_handover.json, under the code before hand-overs: each
+//     turn end ran the legacy drain activity and paused, and still does;
+//   - session_handover.json, at 43b54c9: the first turn's drain handed
+//     queue/m1 over (no transition), whose drain answered nothing.
+func TestRecordedRunsReplay(t *testing.T) {
 	t.Parallel()
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
-	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/session_before_handover.json"))
+	for _, file := range []string{"testdata/session_before_handover.json", "testdata/session_handover.json"} {
+		r := worker.NewWorkflowReplayer()
+		r.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
+		require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, file), file)
+	}
 }
 
 // The legacy path itself, where such a run goes on: its next clean exit
