@@ -25,6 +25,10 @@ type Policy struct {
 	// Name names the data ("outbox", "transcripts"): the schedule, the
 	// workflow and the activity are named after it.
 	Name string
+	// ScheduleID, when set, names the schedule (and its runs) instead of
+	// ScheduleID(service, Name): for a sweep that is not about keeping
+	// data, such as the queue's queue-stale-seals.
+	ScheduleID string
 	// Keep is how long the data stays; the prune runs every Keep, at most
 	// every hour, so nothing outlives Keep by more than one interval.
 	Keep time.Duration
@@ -97,11 +101,15 @@ func Schedule(ctx context.Context, c client.Client, service string, p Policy) er
 	if p.Keep <= 0 {
 		return fmt.Errorf("%s retention must be positive, got %s", p.Name, p.Keep)
 	}
+	id := p.ScheduleID
+	if id == "" {
+		id = ScheduleID(service, p.Name)
+	}
 	return temporalx.EnsureSchedule(ctx, c, client.ScheduleOptions{
-		ID:   ScheduleID(service, p.Name),
+		ID:   id,
 		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: min(p.Keep, maxInterval)}}},
 		Action: &client.ScheduleWorkflowAction{
-			ID:        ScheduleID(service, p.Name),
+			ID:        id,
 			Workflow:  WorkflowName(p.Name),
 			Args:      []any{Input{Policy: p.Name, Keep: p.Keep}},
 			TaskQueue: temporalx.TaskQueue(service),
