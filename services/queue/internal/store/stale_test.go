@@ -26,7 +26,7 @@ func TestStaleSealsListsOnlyOldAttemptSeals(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ms.Seal(ctx, 2, "attempt-retired")
 	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `UPDATE session_queues SET sealed_by = $1 WHERE session_id = 2`, store.RetiredSeal)
+	_, err = ms.Retire(ctx, 2, sealedAt) // the archive committed: retirement takes the seal over
 	require.NoError(t, err)
 	_, err = ms.Seal(ctx, 3, "attempt-given-up")
 	require.NoError(t, err)
