@@ -190,7 +190,8 @@ func (a *Activities) DrainQueue(ctx context.Context, req DrainRequest) (HandOver
 	h, err := a.queue().DeliverNextMessage(ctx, req.SessionID, req.FromJobID)
 	var refused *DrainRefusedError
 	if errors.As(err, &refused) {
-		return HandOver{}, temporal.NewNonRetryableApplicationError(refused.Error(), ErrDrainRefused, err)
+		// The message says it all; the cause would only repeat it.
+		return HandOver{}, temporal.NewNonRetryableApplicationError(refused.Error(), ErrDrainRefused, nil)
 	}
 	if err != nil {
 		return HandOver{}, fmt.Errorf("drain the queue of session %d after %s: %w", req.SessionID, req.FromJobID, err)
