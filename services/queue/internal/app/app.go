@@ -1,5 +1,7 @@
 // Package app is the queue's use cases over a session's enqueued messages:
-// list, enqueue, edit or reorder, delete. Delivery comes later. A session
+// list, enqueue, edit or reorder, delete, and their delivery as turns
+// (delivery.go): follow-ups, send now, interrupt, the runner's turn-end
+// hand-over, the after-pause drain, and the archive's seal and retirement. A session
 // lives in lifecycle, not here: every use case resolves the session named
 // (id or slug) through the Sessions port first, which also says whether it
 // exists and what state it is in; the Messages port is the queue's own
@@ -10,8 +12,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
-	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/platform/alert"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
 	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
 )
@@ -44,17 +48,59 @@ type Messages interface {
 	List(ctx context.Context, sessionID int64) ([]domain.Message, error)
 	Update(ctx context.Context, sessionID, id int64, edit domain.Edit, position int) (domain.Message, error)
 	Delete(ctx context.Context, sessionID, id int64) error
+	// Deliver claims a pending message, sends it and marks it sent in one
+	// transaction (see store).
+	Deliver(ctx context.Context, sessionID int64, pick domain.Pick, send domain.Send) (domain.Message, bool, error)
+	HandedOver(ctx context.Context, sessionID int64, fromJobID string) (domain.Message, bool, error)
+	LockForInterrupt(ctx context.Context, sessionID int64, fn func(ctx context.Context) error) error
+	Seal(ctx context.Context, sessionID int64, by string) ([]domain.Message, error)
+	Unseal(ctx context.Context, sessionID int64, by string) error
+	Retire(ctx context.Context, sessionID int64, archivedAt time.Time) ([]domain.Message, error)
+	Reopen(ctx context.Context, sessionID int64, unarchivedAt time.Time) error
 }
+
+// Deps are the queue's ports. Sessions and Messages are required; without
+// Turns nothing is delivered, and Uncles, Drains and Alerts are optional
+// (component tests): no uncle edges, no drain pokes, alerts to the log.
+type Deps struct {
+	Sessions Sessions
+	Messages Messages
+	Turns    Turns
+	Runner   Interrupter
+	Pauser   Pauser
+	Uncles   Uncles
+	Drains   Drains
+	Alerts   alert.Raiser
+	Logger   *slog.Logger
+}
+
+// WithDrains sets the drain the use cases poke after an enqueue: the drain
+// is built over the use cases, so it comes after New.
+func (q *Queue) WithDrains(d Drains) { q.drains = d }
 
 // Queue is the enqueued-messages use cases.
 type Queue struct {
 	sessions Sessions
 	messages Messages
+	turns    Turns
+	runner   Interrupter
+	pauser   Pauser
+	uncles   Uncles
+	drains   Drains
+	alerts   alert.Raiser
+	logger   *slog.Logger
 }
 
-// New returns the use cases over sessions and messages.
-func New(sessions Sessions, messages Messages) *Queue {
-	return &Queue{sessions: sessions, messages: messages}
+// New returns the use cases over d.
+func New(d Deps) *Queue {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Alerts == nil {
+		d.Alerts = alert.Log{Logger: d.Logger}
+	}
+	return &Queue{sessions: d.Sessions, messages: d.Messages, turns: d.Turns, runner: d.Runner, pauser: d.Pauser,
+		uncles: d.Uncles, drains: d.Drains, alerts: d.Alerts, logger: d.Logger}
 }
 
 // Enqueue is a request to queue a message.
@@ -86,20 +132,32 @@ func (q *Queue) Enqueue(ctx context.Context, in Enqueue) (domain.Message, bool, 
 	if err != nil {
 		return domain.Message{}, false, err
 	}
-	switch s.Status {
-	case rules.StatusArchived:
-		return domain.Message{}, false, fmt.Errorf("%w: session %d is archived, so nothing would deliver the message; unarchive it first", ErrClosed, s.ID)
-	case rules.StatusFailed:
-		return domain.Message{}, false, fmt.Errorf("%w: session %d has failed; restart it (action restart) and queue the message again", ErrClosed, s.ID)
+	if err := closed(s); err != nil {
+		return domain.Message{}, false, err
 	}
-	acting := in.ActingSessionID
-	if p, ok := principal.FromContext(ctx); ok && p.Kind == principal.Session {
-		acting = p.SessionID
-	}
-	return q.messages.Enqueue(ctx, domain.NewMessage{
-		SessionID: s.ID, Origin: domain.OriginCaller, ActingSessionID: acting,
+	var (
+		m       domain.Message
+		created bool
+		uncle   UncleEdge
+	)
+	n := domain.NewMessage{
+		SessionID: s.ID, Origin: domain.OriginCaller, ActingSessionID: acting(ctx, in.ActingSessionID),
 		Content: in.Content, Goal: in.Goal, IdempotencyKey: in.IdempotencyKey,
+	}
+	if err := n.Validate(); err != nil {
+		return domain.Message{}, false, err
+	}
+	err = q.withUncle(ctx, n.ActingSessionID, s.ID, "enqueue", &uncle, func() (bool, error) {
+		m, created, err = q.messages.Enqueue(ctx, n)
+		return err == nil, err
 	})
+	if err != nil {
+		return domain.Message{}, false, err
+	}
+	// A session at rest takes it within seconds (the drain); a running one
+	// at its turn end, and the drain finds nothing to do.
+	q.poke(ctx, s.ID)
+	return m, created, nil
 }
 
 // Update edits a pending message and, when position is not 0, moves it.

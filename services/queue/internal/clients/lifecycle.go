@@ -4,6 +4,7 @@ package clients
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -21,7 +22,10 @@ type Lifecycle struct {
 	client lifecyclev1.LifecycleServiceClient
 }
 
-var _ app.Sessions = (*Lifecycle)(nil)
+var (
+	_ app.Sessions = (*Lifecycle)(nil)
+	_ app.Pauser   = (*Lifecycle)(nil)
+)
 
 // NewLifecycle returns the adapter over conn.
 func NewLifecycle(conn grpc.ClientConnInterface) *Lifecycle {
@@ -43,4 +47,20 @@ func (l *Lifecycle) Get(ctx context.Context, ref string) (app.Session, error) {
 		return app.Session{}, fmt.Errorf("lifecycle GetSession %q: %w", ref, err)
 	}
 	return app.Session{ID: resp.GetSession().GetId(), Status: resp.GetSession().GetStatus()}, nil
+}
+
+// Pause implements app.Pauser: lifecycle's pause, as the queue service
+// (TransitionSession is an admin method a service may call for itself). A
+// session that is no longer running has nothing to pause.
+func (l *Lifecycle) Pause(ctx context.Context, sessionID int64, pausedBy string) error {
+	_, err := l.client.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{
+		SessionId: strconv.FormatInt(sessionID, 10), Event: "pause", PausedBy: pausedBy,
+	})
+	if status.Code(err) == codes.FailedPrecondition {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("lifecycle pause of session %d: %w", sessionID, err)
+	}
+	return nil
 }

@@ -1,7 +1,8 @@
 // Package config reads the queue service's configuration: QUEUE_GRPC_ADDR,
 // QUEUE_DATABASE_URL, QUEUE_LOG_LEVEL and the shared TEMPORAL_ADDRESS,
 // TEMPORAL_NAMESPACE and ZIMMER_API_KEYS (see host.LoadConfig), plus
-// QUEUE_LIFECYCLE_ADDR.
+// QUEUE_LIFECYCLE_ADDR, QUEUE_RUNNER_ADDR, QUEUE_LINEAGE_ADDR and
+// QUEUE_NOTIFICATION_ADDR.
 package config
 
 import (
@@ -21,6 +22,17 @@ type Config struct {
 	// resolves the sessions named and says whether they take messages
 	// (default 127.0.0.1:9101).
 	LifecycleAddr string
+	// RunnerAddr is QUEUE_RUNNER_ADDR: the runner whose InterruptTurn stops
+	// a running turn for an interrupt (default 127.0.0.1:9104).
+	RunnerAddr string
+	// LineageAddr is QUEUE_LINEAGE_ADDR: lineage, which records the uncle
+	// edge of a session that queues onto or interrupts another (default
+	// 127.0.0.1:9102; "none" records none).
+	LineageAddr string
+	// NotificationAddr is QUEUE_NOTIFICATION_ADDR: the notification service
+	// the queue's alerts (retired messages, an exhausted drain) are raised
+	// through (default 127.0.0.1:9105; "none" logs them instead).
+	NotificationAddr string
 }
 
 // Load reads and validates the configuration from getenv.
@@ -31,9 +43,19 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	}
 	var env struct {
 		LifecycleAddr string `env:"QUEUE_LIFECYCLE_ADDR, default=127.0.0.1:9101"`
+		RunnerAddr    string `env:"QUEUE_RUNNER_ADDR, default=127.0.0.1:9104"`
+		LineageAddr   string `env:"QUEUE_LINEAGE_ADDR, default=127.0.0.1:9102"`
+		Notification  string `env:"QUEUE_NOTIFICATION_ADDR, default=127.0.0.1:9105"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
 	}
-	return Config{Config: base, LifecycleAddr: env.LifecycleAddr}, nil
+	if env.LineageAddr == "none" {
+		env.LineageAddr = ""
+	}
+	if env.Notification == "none" {
+		env.Notification = ""
+	}
+	return Config{Config: base, LifecycleAddr: env.LifecycleAddr, RunnerAddr: env.RunnerAddr, LineageAddr: env.LineageAddr,
+		NotificationAddr: env.Notification}, nil
 }

@@ -85,6 +85,9 @@ func (s *Server) DeleteEnqueuedMessage(ctx context.Context, req *queuev1.DeleteE
 	return &queuev1.DeleteEnqueuedMessageResponse{}, nil
 }
 
+// errUnavailable: this queue cannot do what was asked now; retry.
+var errUnavailable = errors.New("unavailable")
+
 // toStatus maps err to the status its caller acts on; anything unmapped
 // is logged and answered Internal.
 func (s *Server) toStatus(ctx context.Context, err error) error {
@@ -98,8 +101,12 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, app.ErrClosed), errors.Is(err, domain.ErrSealed), errors.Is(err, domain.ErrNotPending):
 		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, app.ErrRefused), errors.Is(err, app.ErrUncleRefused):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, errUnavailable):
+		return status.Error(codes.Unavailable, err.Error())
 	case status.Code(err) == codes.Unavailable:
-		return status.Error(codes.Unavailable, "the lifecycle service is unavailable; retry shortly")
+		return status.Error(codes.Unavailable, "a service the queue depends on (lifecycle, runner or lineage) is unavailable; retry shortly")
 	}
 	s.logger.ErrorContext(ctx, "queue call failed", "error", err)
 	return status.Error(codes.Internal, "internal error; retry, and report it if it persists")

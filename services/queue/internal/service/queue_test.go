@@ -117,7 +117,7 @@ func TestEnqueueRefusals(t *testing.T) {
 	require.Contains(t, status.Convert(err).Message(), "session 3 is archived, so nothing would deliver the message; unarchive it first")
 	_, err = q.EnqueueMessage(ctx, &queuev1.EnqueueMessageRequest{SessionId: "four", Content: "hello"})
 	require.Equal(t, codes.FailedPrecondition, status.Code(err))
-	require.Contains(t, status.Convert(err).Message(), "session 4 has failed; restart it (action restart)")
+	require.Contains(t, status.Convert(err).Message(), "session 4 has failed; restart it (action restart")
 	_, err = q.EnqueueMessage(ctx, &queuev1.EnqueueMessageRequest{SessionId: "nope", Content: "hello"})
 	require.Equal(t, codes.NotFound, status.Code(err))
 	_, err = q.EnqueueMessage(ctx, &queuev1.EnqueueMessageRequest{SessionId: "2", Content: ""})

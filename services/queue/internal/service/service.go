@@ -6,6 +6,8 @@ import (
 	"context"
 	"log/slog"
 
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
+	"github.com/zimmerhq/zimmer/services/platform/alert"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
@@ -14,6 +16,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/queue/internal/app"
 	"github.com/zimmerhq/zimmer/services/queue/internal/clients"
 	"github.com/zimmerhq/zimmer/services/queue/internal/config"
+	"github.com/zimmerhq/zimmer/services/queue/internal/drain"
 	"github.com/zimmerhq/zimmer/services/queue/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/queue/internal/store"
 )
@@ -33,20 +36,69 @@ type Service struct {
 }
 
 // New migrates the database, opens the pool, listens for gRPC, connects the
-// Temporal worker when cfg names a server, dials lifecycle (lazily: it
-// need not be up yet) and registers the queue API. Run starts it; Close
-// releases it.
+// Temporal worker when cfg names a server, dials lifecycle, the runner,
+// lineage and notification (lazily: they need not be up yet), and
+// registers the queue API and the consumer of lifecycle's queue effects;
+// with Temporal it installs the after-pause drain and the stale-seal sweep.
+// Run starts it; Close releases it.
 func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service, error) {
 	h, err := host.New(ctx, Name, cfg.Config, logger, MigrationSets...)
 	if err != nil {
 		return nil, err
 	}
-	lifecycle, err := h.Dial(cfg.LifecycleAddr)
-	if err != nil {
+	svc := &Service{Host: h}
+	if err := svc.wire(ctx, cfg, logger); err != nil {
 		h.Close()
 		return nil, err
 	}
-	queue := app.New(clients.NewLifecycle(lifecycle), store.NewMessages(h.Pool, clock.System{}))
-	grpcapi.NewServer(queue, logger).Register(h.GRPC.Server)
-	return &Service{Host: h}, nil
+	return svc, nil
+}
+
+func (s *Service) wire(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	lifecycleConn, err := s.Dial(cfg.LifecycleAddr)
+	if err != nil {
+		return err
+	}
+	runnerConn, err := s.Dial(cfg.RunnerAddr)
+	if err != nil {
+		return err
+	}
+	lifecycle := clients.NewLifecycle(lifecycleConn)
+	messages := store.NewMessages(s.Pool, clock.System{})
+	deps := app.Deps{
+		Sessions: lifecycle, Messages: messages, Turns: clients.NewTurns(lifecycleConn),
+		Runner: clients.NewRunner(runnerConn), Pauser: lifecycle, Alerts: alert.Log{Logger: logger}, Logger: logger,
+	}
+	if cfg.LineageAddr != "" {
+		conn, err := s.Dial(cfg.LineageAddr)
+		if err != nil {
+			return err
+		}
+		deps.Uncles = clients.NewLineage(conn)
+	}
+	if cfg.NotificationAddr != "" {
+		conn, err := s.Dial(cfg.NotificationAddr)
+		if err != nil {
+			return err
+		}
+		deps.Alerts = alert.Notification{Client: notificationv1.NewNotificationServiceClient(conn)}
+	}
+	// The drain delivers through the use cases, and the use cases poke the
+	// drain: the queue is built first and learns its drain once installed.
+	queue := app.New(deps)
+	var drains app.Drains
+	if s.Temporal != nil {
+		starter, err := drain.Install(ctx, s.Temporal, s.Worker, drain.Deps{
+			Lifecycle: clients.NewDrainLifecycle(lifecycleConn), Deliverer: queue, Alerts: deps.Alerts,
+			Sessions: clients.NewDrainLifecycle(lifecycleConn), Seals: messages, Logger: logger,
+		})
+		if err != nil {
+			return err
+		}
+		drains = starter
+		queue.WithDrains(starter)
+	}
+	grpcapi.NewServer(queue, logger).Register(s.GRPC.Server)
+	grpcapi.NewConsumer(queue, drains, logger).Register(s.GRPC.Server)
+	return nil
 }

@@ -10,22 +10,6 @@ import (
 	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
 )
 
-// Send makes a claimed message a turn (lifecycle's DeliverTurn), inside the
-// claim's transaction, and returns the turn's job id. ok false means the
-// session cannot take the message now: the claim rolls back and nothing
-// changes. An error rolls it back too.
-type Send func(ctx context.Context, m domain.Message) (jobID string, ok bool, err error)
-
-// Pick says which message a delivery claims.
-type Pick struct {
-	// MessageID names the message (send now, interrupt); 0 claims the
-	// first pending one.
-	MessageID int64
-	// HandedOverFrom is the turn a turn-end drain hands over from; it is
-	// recorded on the message so a retried drain finds it (HandedOver).
-	HandedOverFrom string
-}
-
 // Deliver claims a pending message of the session (FOR UPDATE SKIP LOCKED,
 // so two deliverers never take the same one), sends it, and marks it sent,
 // all in one transaction: the queue's outermost, so a send that fails or
@@ -33,7 +17,7 @@ type Pick struct {
 // when there was nothing to claim (an empty or sealed queue) or send
 // refused. A named message that is not pending is domain.ErrNotPending (or
 // ErrNotFound, or ErrSealed).
-func (s *Messages) Deliver(ctx context.Context, sessionID int64, pick Pick, send Send) (m domain.Message, delivered bool, err error) {
+func (s *Messages) Deliver(ctx context.Context, sessionID int64, pick domain.Pick, send domain.Send) (m domain.Message, delivered bool, err error) {
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var claimed bool
 		if pick.MessageID == 0 {

@@ -7,14 +7,14 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
-	"github.com/zimmerhq/zimmer/services/queue/internal/store"
 )
 
-func sendAs(job string) store.Send {
+func sendAs(job string) domain.Send {
 	return func(context.Context, domain.Message) (string, bool, error) { return job, true, nil }
 }
 
@@ -24,7 +24,7 @@ func TestDeliverMarksTheFirstPendingMessageSent(t *testing.T) {
 	ms, _ := newMessages(t)
 	a, b := enqueue(t, ms, 1, "a"), enqueue(t, ms, 1, "b")
 
-	m, ok, err := ms.Deliver(ctx, 1, store.Pick{HandedOverFrom: "turn-1"}, sendAs("job-a"))
+	m, ok, err := ms.Deliver(ctx, 1, domain.Pick{HandedOverFrom: "turn-1"}, sendAs("job-a"))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, a.ID, m.ID)
@@ -52,10 +52,10 @@ func TestADeliveryThatFailsOrIsRefusedLeavesTheMessagePending(t *testing.T) {
 	a := enqueue(t, ms, 1, "a")
 	boom := errors.New("lifecycle unreachable")
 
-	_, ok, err := ms.Deliver(ctx, 1, store.Pick{}, func(context.Context, domain.Message) (string, bool, error) { return "", false, boom })
+	_, ok, err := ms.Deliver(ctx, 1, domain.Pick{}, func(context.Context, domain.Message) (string, bool, error) { return "", false, boom })
 	require.ErrorIs(t, err, boom)
 	require.False(t, ok)
-	_, ok, err = ms.Deliver(ctx, 1, store.Pick{}, func(context.Context, domain.Message) (string, bool, error) { return "", false, nil })
+	_, ok, err = ms.Deliver(ctx, 1, domain.Pick{}, func(context.Context, domain.Message) (string, bool, error) { return "", false, nil })
 	require.NoError(t, err)
 	require.False(t, ok)
 
@@ -74,21 +74,21 @@ func TestDeliverANamedMessage(t *testing.T) {
 	b := enqueue(t, ms, 1, "b")
 	other := enqueue(t, ms, 2, "another session's")
 
-	m, ok, err := ms.Deliver(ctx, 1, store.Pick{MessageID: b.ID}, sendAs("job-b"))
+	m, ok, err := ms.Deliver(ctx, 1, domain.Pick{MessageID: b.ID}, sendAs("job-b"))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, b.ID, m.ID)
 	require.Equal(t, []string{"a"}, live(t, ms, 1))
 
-	_, _, err = ms.Deliver(ctx, 1, store.Pick{MessageID: b.ID}, sendAs("again"))
+	_, _, err = ms.Deliver(ctx, 1, domain.Pick{MessageID: b.ID}, sendAs("again"))
 	require.ErrorIs(t, err, domain.ErrNotPending)
-	_, _, err = ms.Deliver(ctx, 1, store.Pick{MessageID: other.ID}, sendAs("x"))
+	_, _, err = ms.Deliver(ctx, 1, domain.Pick{MessageID: other.ID}, sendAs("x"))
 	require.ErrorIs(t, err, domain.ErrNotFound, "another session's message is not this queue's")
 	_, err = ms.Seal(ctx, 1, "archive")
 	require.NoError(t, err)
-	_, _, err = ms.Deliver(ctx, 1, store.Pick{MessageID: b.ID + 100}, sendAs("x"))
+	_, _, err = ms.Deliver(ctx, 1, domain.Pick{MessageID: b.ID + 100}, sendAs("x"))
 	require.ErrorIs(t, err, domain.ErrSealed)
-	_, ok, err = ms.Deliver(ctx, 1, store.Pick{}, sendAs("x"))
+	_, ok, err = ms.Deliver(ctx, 1, domain.Pick{}, sendAs("x"))
 	require.NoError(t, err)
 	require.False(t, ok, "a sealed queue delivers nothing")
 }
@@ -111,7 +111,7 @@ func TestConcurrentDeliverersSendEachMessageOnce(t *testing.T) {
 	for range 6 {
 		wg.Go(func() {
 			for {
-				m, ok, err := ms.Deliver(ctx, 1, store.Pick{}, func(_ context.Context, m domain.Message) (string, bool, error) {
+				m, ok, err := ms.Deliver(ctx, 1, domain.Pick{}, func(_ context.Context, m domain.Message) (string, bool, error) {
 					return "job-" + m.Content, true, nil
 				})
 				if err != nil {
@@ -152,15 +152,14 @@ func TestInterruptLockSerialisesOneSessionOnly(t *testing.T) {
 		maxSeen int
 		wg      sync.WaitGroup
 	)
-	for range 5 {
+	for range 3 {
 		wg.Go(func() {
 			require.NoError(t, ms.LockForInterrupt(ctx, 1, func(context.Context) error {
 				mu.Lock()
 				inside++
 				maxSeen = max(maxSeen, inside)
 				mu.Unlock()
-				// Another session's lock is free meanwhile.
-				require.NoError(t, ms.LockForInterrupt(ctx, 2, func(context.Context) error { return nil }))
+				time.Sleep(20 * time.Millisecond)
 				mu.Lock()
 				inside--
 				mu.Unlock()
@@ -168,6 +167,27 @@ func TestInterruptLockSerialisesOneSessionOnly(t *testing.T) {
 			}))
 		})
 	}
+	held := make(chan struct{})
+	release := make(chan struct{})
+	go func() {
+		_ = ms.LockForInterrupt(ctx, 3, func(context.Context) error {
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	otherDone := make(chan struct{})
+	go func() {
+		require.NoError(t, ms.LockForInterrupt(ctx, 4, func(context.Context) error { return nil }))
+		close(otherDone)
+	}()
+	select {
+	case <-otherDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("another session's interrupt waited on session 3's")
+	}
+	close(release)
 	wg.Wait()
 	require.Equal(t, 1, maxSeen)
 }

@@ -1,0 +1,532 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/platform/alert"
+	"github.com/zimmerhq/zimmer/services/platform/principal"
+	"github.com/zimmerhq/zimmer/services/platform/surface"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
+	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
+)
+
+// Mode says what the session may be doing when a prompt becomes its turn
+// (lifecycle's DeliveryMode).
+type Mode int
+
+// Delivery modes.
+const (
+	// ModeIdle: the session is at rest; it resumes with the prompt.
+	ModeIdle Mode = iota + 1
+	// ModeHandover: the running turn FromJobID just ended; the runner runs
+	// the prompt itself, without a pause.
+	ModeHandover
+	// ModeAfterInterrupt: the running turn was just halted on purpose.
+	ModeAfterInterrupt
+)
+
+// Refusal is why a session cannot take a delivery now (lifecycle's
+// DeliveryRefusal); RefusalNone is a delivery.
+type Refusal string
+
+// Refusals.
+const (
+	RefusalNone       Refusal = ""
+	RefusalBusy       Refusal = "busy"
+	RefusalClosed     Refusal = "closed"
+	RefusalBlocked    Refusal = "blocked_on_elicitation"
+	RefusalAuthOutage Refusal = "auth_outage"
+	RefusalMCPRetry   Refusal = "mcp_retry"
+)
+
+// Delivery asks lifecycle to make a prompt the session's next turn.
+type Delivery struct {
+	SessionID int64
+	// ID names the delivery; lifecycle applies one id once.
+	ID        string
+	Prompt    string
+	Goal      string
+	Mode      Mode
+	FromJobID string
+	// Automatic: a drain's delivery, to which the refusal states of an
+	// auth outage park and an mcp_retry pause apply.
+	Automatic bool
+	// What the timeline line names: "queued message #12", "a follow-up".
+	What string
+}
+
+// Delivered is lifecycle's answer.
+type Delivered struct {
+	JobID   string
+	Refusal Refusal
+	Message string
+	// Already: the delivery id was applied before; nothing changed.
+	Already bool
+}
+
+// Turns is lifecycle's DeliverTurn.
+type Turns interface {
+	Deliver(ctx context.Context, d Delivery) (Delivered, error)
+}
+
+// Interrupter is the runner's InterruptTurn: it halts the session's running
+// turn (by the termination ladder) and answers once its process is gone.
+type Interrupter interface {
+	InterruptTurn(ctx context.Context, sessionID int64, reason string) (interrupted bool, err error)
+}
+
+// UncleEdge is what recording "acting queued or interrupted target" did
+// in lineage.
+type UncleEdge struct {
+	Acting, Target int64
+	EntryPoint     string
+	// Outcome is lineage's UncleEdgeOutcome, handed back on a retraction.
+	Outcome int32
+	Message string
+	// Changed: an edge was written or inverted, so a failed delivery must
+	// retract it.
+	Changed bool
+	// Refused: lineage's rules refuse the edge (Message says why); nothing
+	// is sent.
+	Refused bool
+}
+
+// Uncles records uncle edges in lineage, and retracts one whose delivery
+// failed.
+type Uncles interface {
+	Record(ctx context.Context, acting, target int64, entryPoint string) (UncleEdge, error)
+	Retract(ctx context.Context, e UncleEdge) error
+}
+
+// Drains pokes the session's after-pause drain (the queue's Temporal
+// workflow), which delivers a pending message to a session at rest.
+type Drains interface {
+	Poke(ctx context.Context, sessionID int64) error
+}
+
+// Pauser pauses a running session (lifecycle's pause, as the queue): the
+// way out when an interrupt halted a turn and the delivery behind it
+// failed, so the session does not stay running with no turn; the pause's
+// drain delivers the message later.
+type Pauser interface {
+	Pause(ctx context.Context, sessionID int64, pausedBy string) error
+}
+
+// ErrRefused: the session cannot take the delivery now (blocked on an
+// elicitation, say); the error says why.
+var ErrRefused = errors.New("the session cannot take the message now")
+
+// ErrUncleRefused: lineage refuses the uncle edge the call would record;
+// nothing was sent.
+var ErrUncleRefused = errors.New("lineage refuses the uncle edge")
+
+// Handover is what a turn-end drain hands the runner: the message and the
+// turn it becomes.
+type Handover struct {
+	Message domain.Message
+	JobID   string
+}
+
+// DeliverNext hands the session's next pending message over as the turn
+// after fromJobID, while the session is still running (the runner's
+// turn-end drain, before its pause). A retry after a lost answer gets the
+// same message back. ok is false when there is nothing to hand over or the
+// session cannot take it: the runner pauses.
+func (q *Queue) DeliverNext(ctx context.Context, sessionID int64, fromJobID string) (Handover, bool, error) {
+	if sessionID <= 0 || fromJobID == "" {
+		return Handover{}, false, errors.Join(
+			invalidIf(sessionID <= 0, "session_id", "must be a positive session id"),
+			invalidIf(fromJobID == "", "from_job_id", "is required: the turn that ended"))
+	}
+	if m, ok, err := q.messages.HandedOver(ctx, sessionID, fromJobID); err != nil || ok {
+		return Handover{Message: m, JobID: m.DeliveredJobID}, ok, err
+	}
+	send, _ := q.sender(ModeHandover, fromJobID, true)
+	m, ok, err := q.messages.Deliver(ctx, sessionID, domain.Pick{HandedOverFrom: fromJobID}, send)
+	if err != nil || !ok {
+		return Handover{}, false, err
+	}
+	return Handover{Message: m, JobID: m.DeliveredJobID}, true, nil
+}
+
+// DeliverPending delivers the session's first pending message to the
+// session at rest (the after-pause drain). delivered is false when the
+// queue is empty or the session cannot take it now; an error is a failed
+// attempt, and the message stays pending.
+func (q *Queue) DeliverPending(ctx context.Context, sessionID int64) (bool, error) {
+	send, _ := q.sender(ModeIdle, "", true)
+	_, ok, err := q.messages.Deliver(ctx, sessionID, domain.Pick{}, send)
+	return ok, err
+}
+
+// sender is the Send a delivery in mode makes; refusal reports lifecycle's
+// refusal, if it refused.
+func (q *Queue) sender(mode Mode, fromJobID string, automatic bool) (domain.Send, func() Delivered) {
+	var last Delivered
+	send := func(ctx context.Context, m domain.Message) (string, bool, error) {
+		d, err := q.turns.Deliver(ctx, Delivery{
+			SessionID: m.SessionID, ID: domain.DeliveryID(m), Prompt: m.Content, Goal: m.Goal,
+			Mode: mode, FromJobID: fromJobID, Automatic: automatic, What: fmt.Sprintf("queued message #%d", m.ID),
+		})
+		if err != nil {
+			return "", false, err
+		}
+		last = d
+		return d.JobID, d.Refusal == RefusalNone, nil
+	}
+	return send, func() Delivered { return last }
+}
+
+// FollowUp is a request for a session's next prompt.
+type FollowUp struct {
+	SessionRef      string
+	Prompt          string
+	Goal            string
+	ForceImmediate  bool
+	ActingSessionID int64
+	IdempotencyKey  string
+}
+
+// FollowUpResult is what became of a follow-up.
+type FollowUpResult struct {
+	// Delivered: it is the session's turn now; otherwise it was queued.
+	Delivered bool
+	JobID     string
+	Queued    domain.Message
+	Message   string
+	Uncle     UncleEdge
+}
+
+// FollowUp sends the session its next prompt: delivered as a turn now to a
+// session at rest; queued behind a running one's turn, unless
+// ForceImmediate, which interrupts that turn and delivers. The acting
+// session's uncle edge is recorded before anything is sent and retracted
+// if nothing is.
+func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, error) {
+	s, err := q.session(ctx, in.SessionRef, "")
+	if err != nil {
+		return FollowUpResult{}, err
+	}
+	if err := closed(s); err != nil {
+		return FollowUpResult{}, err
+	}
+	n := domain.NewMessage{SessionID: s.ID, Origin: domain.OriginCaller, ActingSessionID: acting(ctx, in.ActingSessionID),
+		Content: in.Prompt, Goal: in.Goal, IdempotencyKey: in.IdempotencyKey}
+	if err := n.Validate(); err != nil {
+		return FollowUpResult{}, renamed(err)
+	}
+	key := in.IdempotencyKey
+	if key == "" {
+		key = uuid.NewString()
+	}
+	n.IdempotencyKey = domain.FollowUpIdempotencyKey(key)
+	var res FollowUpResult
+	err = q.withUncle(ctx, n.ActingSessionID, s.ID, "follow_up", &res.Uncle, func() (bool, error) {
+		if s.Status == rules.StatusRunning && in.ForceImmediate {
+			m, _, err := q.messages.Enqueue(ctx, n)
+			if err != nil {
+				return false, err
+			}
+			m, _, err = q.interrupt(ctx, s.ID, m.ID)
+			if err != nil {
+				return false, err
+			}
+			res = FollowUpResult{Delivered: true, JobID: m.DeliveredJobID, Uncle: res.Uncle,
+				Message: fmt.Sprintf("The running turn was interrupted; the follow-up is session %d's turn now.", s.ID)}
+			return true, nil
+		}
+		if s.Status != rules.StatusRunning {
+			d, err := q.turns.Deliver(ctx, Delivery{SessionID: s.ID, ID: domain.FollowUpDeliveryID(s.ID, key),
+				Prompt: n.Content, Goal: n.Goal, Mode: ModeIdle, What: "a follow-up"})
+			if err != nil {
+				return false, err
+			}
+			switch d.Refusal {
+			case RefusalNone:
+				res = FollowUpResult{Delivered: true, JobID: d.JobID, Uncle: res.Uncle,
+					Message: fmt.Sprintf("Follow-up delivered: it is session %d's turn now.", s.ID)}
+				return true, nil
+			case RefusalBusy:
+				// It started running meanwhile: queue behind its turn.
+			default:
+				return false, fmt.Errorf("%w: %s", ErrRefused, d.Message)
+			}
+		}
+		m, _, err := q.messages.Enqueue(ctx, n)
+		if err != nil {
+			return false, err
+		}
+		q.poke(ctx, s.ID)
+		res = FollowUpResult{Queued: m, Uncle: res.Uncle, Message: domain.FollowUpQueuedMessage}
+		return true, nil
+	})
+	return res, err
+}
+
+// SendNow delivers a pending message to the session at once when it is at
+// rest; on a running session it moves the message to the front, to be the
+// next turn (delivered false).
+func (q *Queue) SendNow(ctx context.Context, ref string, id, actingID int64) (domain.Message, bool, error) {
+	s, err := q.session(ctx, ref, "")
+	if err != nil {
+		return domain.Message{}, false, err
+	}
+	if err := closed(s); err != nil {
+		return domain.Message{}, false, err
+	}
+	var (
+		m         domain.Message
+		delivered bool
+		uncle     UncleEdge
+	)
+	err = q.withUncle(ctx, acting(ctx, actingID), s.ID, "send_now", &uncle, func() (bool, error) {
+		if s.Status != rules.StatusRunning {
+			send, last := q.sender(ModeIdle, "", false)
+			m, delivered, err = q.messages.Deliver(ctx, s.ID, domain.Pick{MessageID: id}, send)
+			if err != nil {
+				return false, err
+			}
+			if delivered {
+				return true, nil
+			}
+			if r := last().Refusal; r != RefusalBusy {
+				return false, fmt.Errorf("%w: %s", ErrRefused, last().Message)
+			}
+		}
+		m, err = q.messages.Update(ctx, s.ID, id, domain.Edit{}, 1)
+		return err == nil, err
+	})
+	return m, delivered, err
+}
+
+// Interrupt stops the session's running turn through the runner's ladder
+// and delivers the message as the next turn (at once, when the session is
+// at rest). Interrupts of one session are served one at a time, in the
+// order they arrive, so each message is delivered exactly once, in order.
+func (q *Queue) Interrupt(ctx context.Context, ref string, id, actingID int64) (domain.Message, bool, error) {
+	s, err := q.session(ctx, ref, "")
+	if err != nil {
+		return domain.Message{}, false, err
+	}
+	if err := closed(s); err != nil {
+		return domain.Message{}, false, err
+	}
+	var (
+		m           domain.Message
+		interrupted bool
+		uncle       UncleEdge
+	)
+	err = q.withUncle(ctx, acting(ctx, actingID), s.ID, "interrupt", &uncle, func() (bool, error) {
+		m, interrupted, err = q.interrupt(ctx, s.ID, id)
+		return err == nil, err
+	})
+	return m, interrupted, err
+}
+
+// interrupt halts the running turn and delivers message id in its place,
+// holding the session's interrupt lock throughout.
+func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Message, interrupted bool, err error) {
+	err = q.messages.LockForInterrupt(ctx, sessionID, func(ctx context.Context) error {
+		interrupted, err = q.runner.InterruptTurn(ctx, sessionID, "queue interrupt")
+		if err != nil {
+			return err
+		}
+		var mode Mode
+		send := func(ctx context.Context, msg domain.Message) (string, bool, error) {
+			// The session is running (its turn just halted) or at rest:
+			// lifecycle's refusal of one mode is the other's cue.
+			for _, mode = range []Mode{ModeAfterInterrupt, ModeIdle} {
+				d, err := q.turns.Deliver(ctx, Delivery{SessionID: sessionID, ID: domain.DeliveryID(msg), Prompt: msg.Content,
+					Goal: msg.Goal, Mode: mode, What: fmt.Sprintf("queued message #%d", msg.ID)})
+				if err != nil {
+					return "", false, err
+				}
+				switch d.Refusal {
+				case RefusalNone:
+					return d.JobID, true, nil
+				case RefusalBusy:
+					continue
+				default:
+					return "", false, fmt.Errorf("%w: %s", ErrRefused, d.Message)
+				}
+			}
+			return "", false, fmt.Errorf("%w: session %d is neither running nor at rest", ErrRefused, sessionID)
+		}
+		var ok bool
+		m, ok, err = q.messages.Deliver(ctx, sessionID, domain.Pick{MessageID: id}, send)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: session %d's queue is sealed", domain.ErrSealed, sessionID)
+		}
+		if err != nil && interrupted {
+			// The turn is halted and nothing replaced it: pause, so the
+			// session does not stay running with no process; the pause's
+			// drain delivers the message, still pending, later.
+			if perr := q.pauser.Pause(context.WithoutCancel(ctx), sessionID, "queue"); perr != nil {
+				q.logger.ErrorContext(ctx, "an interrupted turn's delivery failed and so did the pause after it",
+					"session_id", sessionID, "delivery_error", err, "pause_error", perr)
+			}
+		}
+		return err
+	})
+	return m, interrupted, err
+}
+
+// withUncle records acting's uncle edge over target (when acting is set)
+// before send runs, so the turn it causes already sees the edge, and
+// retracts it when send sends nothing (sent false or an error): a failed
+// send leaves no edge. Lineage's refusal of the edge sends nothing.
+func (q *Queue) withUncle(ctx context.Context, acting, target int64, action string, e *UncleEdge, send func() (bool, error)) error {
+	if acting == 0 || q.uncles == nil {
+		_, err := send()
+		return err
+	}
+	entry := entryPoint(ctx, action)
+	rec, err := q.uncles.Record(ctx, acting, target, entry)
+	if err != nil {
+		return err
+	}
+	*e = rec
+	if rec.Refused {
+		return fmt.Errorf("%w: %s Nothing was sent.", ErrUncleRefused, rec.Message)
+	}
+	sent, err := send()
+	*e = rec
+	if sent || !rec.Changed {
+		return err
+	}
+	if rerr := q.uncles.Retract(context.WithoutCancel(ctx), rec); rerr != nil {
+		q.logger.ErrorContext(ctx, "retract the uncle edge of a failed delivery", "acting", acting, "target", target,
+			"entry_point", entry, "error", rerr)
+		alert.Raise(ctx, q.alerts, q.logger, fmt.Sprintf("queue_uncle_retraction/%d/%d", acting, target),
+			fmt.Sprintf("Session %d's uncle edge over session %d stays recorded although its %s failed: the retraction failed (%v).",
+				acting, target, action, rerr), map[string]any{"entry_point": entry})
+	}
+	return err
+}
+
+// entryPoint names the path for lineage: the surface the call entered by
+// and the action ("mcp.follow_up", "rest.interrupt").
+func entryPoint(ctx context.Context, action string) string {
+	s := surface.Incoming(ctx)
+	if s == "" {
+		s = "grpc"
+	}
+	return s + "." + action
+}
+
+// acting is the session a call acts as: a session credential's own session
+// whatever the request declares, else what it declares.
+func acting(ctx context.Context, declared int64) int64 {
+	if p, ok := principal.FromContext(ctx); ok && p.Kind == principal.Session {
+		return p.SessionID
+	}
+	return declared
+}
+
+// closed refuses a session nothing delivers to.
+func closed(s Session) error {
+	switch s.Status {
+	case rules.StatusArchived:
+		return fmt.Errorf("%w: session %d is archived, so nothing would deliver the message; unarchive it first", ErrClosed, s.ID)
+	case rules.StatusFailed:
+		return fmt.Errorf("%w: session %d has failed; restart it (action restart, or POST /api/v1/sessions/%d/restart) and send the message again",
+			ErrClosed, s.ID, s.ID)
+	}
+	return nil
+}
+
+func (q *Queue) poke(ctx context.Context, sessionID int64) {
+	if q.drains == nil {
+		return
+	}
+	if err := q.drains.Poke(ctx, sessionID); err != nil {
+		// The message is stored and pending: the session's next turn end or
+		// pause drains it. Say so loudly: an idle session waits until then.
+		q.logger.ErrorContext(ctx, "poke the session's drain after an enqueue; the message waits for the session's next turn end or pause",
+			"session_id", sessionID, "error", err)
+	}
+}
+
+// Seal closes the session's queue for one archive attempt and says whether
+// the archive may go ahead: refusal is the guard's text over a non-empty
+// queue without force (the queue is unsealed again); clause is what the
+// archive line adds about the messages it retires.
+func (q *Queue) Seal(ctx context.Context, sessionID int64, attempt string, force bool) (refusal, clause string, live int, err error) {
+	ms, err := q.messages.Seal(ctx, sessionID, attempt)
+	if err != nil {
+		return "", "", 0, err
+	}
+	if len(ms) > 0 && !force {
+		if err := q.messages.Unseal(ctx, sessionID, attempt); err != nil {
+			return "", "", 0, err
+		}
+		return domain.ArchiveRefusal(sessionID, ms), "", len(ms), nil
+	}
+	return "", domain.RetirementClause(ms), len(ms), nil
+}
+
+// Unseal reopens a queue the archive attempt sealed.
+func (q *Queue) Unseal(ctx context.Context, sessionID int64, attempt string) error {
+	return q.messages.Unseal(ctx, sessionID, attempt)
+}
+
+// Retire carries out an archive that committed at archivedAt: every live
+// message becomes undelivered, and the loss pages once per session unless
+// the spec's single exemption covers it (domain.AlertFor).
+func (q *Queue) Retire(ctx context.Context, sessionID int64, forced bool, archivedAt time.Time) error {
+	retired, err := q.messages.Retire(ctx, sessionID, archivedAt)
+	if err != nil {
+		return err
+	}
+	if len(retired) == 0 {
+		return nil
+	}
+	a := domain.AlertFor(retired, forced)
+	q.logger.InfoContext(ctx, "archive retired queued messages", "session_id", sessionID, "retired", len(retired),
+		"paged", len(a.Page), "exempted_notices", a.ExemptedNotices)
+	if a.Pages() {
+		ids := make([]any, len(a.Page))
+		for i, m := range a.Page {
+			ids[i] = m.ID
+		}
+		alert.Raise(ctx, q.alerts, q.logger, fmt.Sprintf("queue_messages_retired/%d", sessionID), a.Summary(sessionID),
+			map[string]any{"session_id": sessionID, "message_ids": ids, "forced": forced})
+	}
+	return nil
+}
+
+// Reopen lifts the queue's seal: the session was unarchived at
+// unarchivedAt. Undelivered messages stay undelivered.
+func (q *Queue) Reopen(ctx context.Context, sessionID int64, unarchivedAt time.Time) error {
+	return q.messages.Reopen(ctx, sessionID, unarchivedAt)
+}
+
+func invalidIf(cond bool, field, msg string) error {
+	if !cond {
+		return nil
+	}
+	return validation.Invalid(field, "%s", msg)
+}
+
+// renamed names a message's content as a follow-up's prompt: the same
+// rule, in the words of the request the caller sent.
+func renamed(err error) error {
+	var v *validation.Error
+	if !errors.As(err, &v) {
+		return err
+	}
+	out := &validation.Error{Violations: make([]validation.FieldViolation, len(v.Violations))}
+	for i, fv := range v.Violations {
+		if fv.Field == "content" {
+			fv.Field = "prompt"
+		}
+		out.Violations[i] = fv
+	}
+	return out
+}

@@ -1,0 +1,42 @@
+package domain
+
+import (
+	"context"
+	"fmt"
+)
+
+// Pick says which pending message a delivery claims.
+type Pick struct {
+	// MessageID names the message (send now, interrupt); 0 claims the
+	// first pending one.
+	MessageID int64
+	// HandedOverFrom is the turn a turn-end drain hands over from; it is
+	// recorded on the message so a retried drain finds the same one.
+	HandedOverFrom string
+}
+
+// Send makes a claimed message a turn, inside the claim's transaction, and
+// returns the turn's job id. ok false means the session cannot take the
+// message now: the claim rolls back and nothing changes. An error rolls it
+// back too.
+type Send func(ctx context.Context, m Message) (jobID string, ok bool, err error)
+
+// DeliveryID names a message's delivery to lifecycle, which applies a
+// delivery id once: however often a claim of the message is retried, it
+// becomes one turn.
+func DeliveryID(m Message) string { return fmt.Sprintf("queue/message/%d", m.ID) }
+
+// FollowUpDeliveryID names a follow-up delivered without being queued; key
+// is the caller's idempotency key, or a fresh one.
+func FollowUpDeliveryID(sessionID int64, key string) string {
+	return fmt.Sprintf("queue/follow_up/%d/%s", sessionID, key)
+}
+
+// FollowUpIdempotencyKey is the key a follow-up that had to be queued is
+// queued under, so the caller's retry finds it instead of queueing twice.
+func FollowUpIdempotencyKey(key string) string { return "follow_up:" + key }
+
+// FollowUpQueuedMessage is what a follow-up onto a running session answers
+// (the spec's words: a promise, which the queue keeps or records the loss
+// of).
+const FollowUpQueuedMessage = "Message queued (session is running). It will be sent when the agent completes its current task."
