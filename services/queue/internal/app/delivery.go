@@ -147,8 +147,21 @@ func (q *Queue) DeliverNext(ctx context.Context, sessionID int64, fromJobID stri
 	if m, ok, err := q.messages.HandedOver(ctx, sessionID, fromJobID); err != nil || ok {
 		return Handover{Message: m, JobID: m.DeliveredJobID}, ok, err
 	}
-	send, _ := q.sender(ModeHandover, fromJobID, true)
-	m, ok, err := q.messages.Deliver(ctx, sessionID, domain.Pick{HandedOverFrom: fromJobID}, send)
+	// Under the interrupt lock: a queue interrupt of the same session either
+	// comes first (it halts the ended turn, delivers its message, and this
+	// hand-over from a job no longer running is refused) or after (it
+	// interrupts the handed-over turn like any other). Never both halfway,
+	// which would mark a message sent that no turn runs.
+	var (
+		m  domain.Message
+		ok bool
+	)
+	err := q.messages.LockForInterrupt(ctx, sessionID, func(ctx context.Context) error {
+		send, _ := q.sender(ModeHandover, fromJobID, true)
+		var err error
+		m, ok, err = q.messages.Deliver(ctx, sessionID, domain.Pick{HandedOverFrom: fromJobID}, send)
+		return err
+	})
 	if err != nil || !ok {
 		return Handover{}, false, err
 	}
