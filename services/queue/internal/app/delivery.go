@@ -122,6 +122,10 @@ type Pauser interface {
 // elicitation, say); the error says why.
 var ErrRefused = errors.New("the session cannot take the message now")
 
+// ErrNoRunner: this queue has no runner to interrupt turns with
+// (QUEUE_RUNNER_ADDR unset).
+var ErrNoRunner = errors.New("this queue service has no runner to interrupt the turn (QUEUE_RUNNER_ADDR is not set); retry once it is configured")
+
 // ErrUncleRefused: lineage refuses the uncle edge the call would record;
 // nothing was sent.
 var ErrUncleRefused = errors.New("lineage refuses the uncle edge")
@@ -345,6 +349,9 @@ func (q *Queue) Interrupt(ctx context.Context, ref string, id, actingID int64) (
 // interrupt halts the running turn and delivers message id in its place,
 // holding the session's interrupt lock throughout.
 func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Message, interrupted bool, err error) {
+	if q.runner == nil {
+		return domain.Message{}, false, ErrNoRunner
+	}
 	err = q.messages.LockForInterrupt(ctx, sessionID, func(ctx context.Context) error {
 		interrupted, err = q.runner.InterruptTurn(ctx, sessionID, "queue interrupt")
 		if err != nil {

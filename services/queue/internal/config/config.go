@@ -23,7 +23,8 @@ type Config struct {
 	// (default 127.0.0.1:9101).
 	LifecycleAddr string
 	// RunnerAddr is QUEUE_RUNNER_ADDR: the runner whose InterruptTurn stops
-	// a running turn for an interrupt (default 127.0.0.1:9104).
+	// a running turn for an interrupt (default 127.0.0.1:9104; "none": no
+	// interrupts).
 	RunnerAddr string
 	// LineageAddr is QUEUE_LINEAGE_ADDR: lineage, which records the uncle
 	// edge of a session that queues onto or interrupts another (default
@@ -49,6 +50,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
+	}
+	if env.RunnerAddr == "none" {
+		env.RunnerAddr = ""
 	}
 	if env.LineageAddr == "none" {
 		env.LineageAddr = ""

@@ -103,7 +103,7 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, app.ErrRefused), errors.Is(err, app.ErrUncleRefused):
 		return status.Error(codes.FailedPrecondition, err.Error())
-	case errors.Is(err, errUnavailable):
+	case errors.Is(err, errUnavailable), errors.Is(err, app.ErrNoRunner):
 		return status.Error(codes.Unavailable, err.Error())
 	case status.Code(err) == codes.Unavailable:
 		return status.Error(codes.Unavailable, "a service the queue depends on (lifecycle, runner or lineage) is unavailable; retry shortly")

@@ -59,15 +59,18 @@ func (s *Service) wire(ctx context.Context, cfg config.Config, logger *slog.Logg
 	if err != nil {
 		return err
 	}
-	runnerConn, err := s.Dial(cfg.RunnerAddr)
-	if err != nil {
-		return err
-	}
 	lifecycle := clients.NewLifecycle(lifecycleConn)
 	messages := store.NewMessages(s.Pool, clock.System{})
 	deps := app.Deps{
 		Sessions: lifecycle, Messages: messages, Turns: clients.NewTurns(lifecycleConn),
-		Runner: clients.NewRunner(runnerConn), Pauser: lifecycle, Alerts: alert.Log{Logger: logger}, Logger: logger,
+		Pauser: lifecycle, Alerts: alert.Log{Logger: logger}, Logger: logger,
+	}
+	if cfg.RunnerAddr != "" {
+		conn, err := s.Dial(cfg.RunnerAddr)
+		if err != nil {
+			return err
+		}
+		deps.Runner = clients.NewRunner(conn)
 	}
 	if cfg.LineageAddr != "" {
 		conn, err := s.Dial(cfg.LineageAddr)
