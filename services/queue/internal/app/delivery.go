@@ -353,6 +353,16 @@ func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Me
 		return domain.Message{}, false, ErrNoRunner
 	}
 	err = q.messages.LockForInterrupt(ctx, sessionID, func(ctx context.Context) error {
+		// Check before halting anything: an interrupt for a message already
+		// sent (a repeated interrupt, say) would halt the very turn that
+		// message became and deliver nothing in its place.
+		msg, err := q.messages.Message(ctx, sessionID, id)
+		if err != nil {
+			return err
+		}
+		if msg.Status != domain.StatusPending {
+			return fmt.Errorf("%w: message %d is %s, so there is nothing to interrupt the turn for", domain.ErrNotPending, id, msg.Status)
+		}
 		interrupted, err = q.runner.InterruptTurn(ctx, sessionID, "queue interrupt")
 		if err != nil {
 			return err

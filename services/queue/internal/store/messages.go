@@ -135,6 +135,20 @@ func (s *Messages) List(ctx context.Context, sessionID int64) ([]domain.Message,
 	return ms, nil
 }
 
+// Message is one message of the session's queue, whatever its status; an
+// unknown one is domain.ErrNotFound.
+func (s *Messages) Message(ctx context.Context, sessionID, id int64) (domain.Message, error) {
+	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
+		WHERE session_id = $1 AND id = $2`, sessionID, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Message{}, fmt.Errorf("message %d of session %d: %w", id, sessionID, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.Message{}, fmt.Errorf("read message %d of session %d: %w", id, sessionID, err)
+	}
+	return m, nil
+}
+
 // Update edits a pending message's text and, when position is not 0, moves
 // it there; the rest of the queue keeps its relative order.
 func (s *Messages) Update(ctx context.Context, sessionID, id int64, edit domain.Edit, position int) (domain.Message, error) {
