@@ -161,8 +161,15 @@ func (q *Queue) DeliverNext(ctx context.Context, sessionID int64, fromJobID stri
 		ok bool
 	)
 	err := q.messages.LockForInterrupt(ctx, sessionID, func(ctx context.Context) error {
-		send, _ := q.sender(ModeHandover, fromJobID, true)
+		// Again under the lock: a retry that arrived while the first call
+		// was still delivering must get that hand-over, not a refusal (the
+		// turn it would hand over from is no longer running), which would
+		// pause the session with the handed-over turn never run.
 		var err error
+		if m, ok, err = q.messages.HandedOver(ctx, sessionID, fromJobID); err != nil || ok {
+			return err
+		}
+		send, _ := q.sender(ModeHandover, fromJobID, true)
 		m, ok, err = q.messages.Deliver(ctx, sessionID, domain.Pick{HandedOverFrom: fromJobID}, send)
 		return err
 	})
