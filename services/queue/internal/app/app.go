@@ -47,6 +47,7 @@ type Messages interface {
 	Enqueue(ctx context.Context, n domain.NewMessage) (domain.Message, bool, error)
 	List(ctx context.Context, sessionID int64) ([]domain.Message, error)
 	Message(ctx context.Context, sessionID, id int64) (domain.Message, error)
+	Keyed(ctx context.Context, sessionID int64, idempotencyKey string) (domain.Message, bool, error)
 	Update(ctx context.Context, sessionID, id int64, edit domain.Edit, position int) (domain.Message, error)
 	Delete(ctx context.Context, sessionID, id int64) error
 	// Deliver claims a pending message, sends it and marks it sent in one

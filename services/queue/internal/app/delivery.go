@@ -251,21 +251,26 @@ func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, erro
 	}
 	n.IdempotencyKey = domain.FollowUpIdempotencyKey(key)
 	var res FollowUpResult
+	// withUncle fills res.Uncle once send has returned.
 	err = q.withUncle(ctx, n.ActingSessionID, s.ID, "follow_up", &res.Uncle, func() (bool, error) {
-		if s.Status == rules.StatusRunning && in.ForceImmediate {
-			m, _, err := q.messages.Enqueue(ctx, n)
+		// A retry (the caller's key again) is answered as the first call
+		// was, whatever the session did in between: the first call either
+		// queued the follow-up under the key...
+		if in.IdempotencyKey != "" {
+			m, found, err := q.messages.Keyed(ctx, s.ID, n.IdempotencyKey)
 			if err != nil {
 				return false, err
 			}
-			m, _, err = q.interrupt(ctx, s.ID, m.ID)
-			if err != nil {
-				return false, err
+			if found {
+				res, err = q.followUpQueued(ctx, m, in.ForceImmediate)
+				return err == nil, err
 			}
-			res = FollowUpResult{Delivered: true, JobID: m.DeliveredJobID, Uncle: res.Uncle,
-				Message: fmt.Sprintf("The running turn was interrupted; the follow-up is session %d's turn now.", s.ID)}
-			return true, nil
 		}
-		if s.Status != rules.StatusRunning {
+		// ...or delivered it as a turn, which lifecycle answers
+		// already_delivered under its delivery id even while that turn runs:
+		// so a keyed follow-up asks lifecycle first even of a running
+		// session. Otherwise only a session at rest is asked.
+		if s.Status != rules.StatusRunning || in.IdempotencyKey != "" {
 			d, err := q.turns.Deliver(ctx, Delivery{SessionID: s.ID, ID: domain.FollowUpDeliveryID(s.ID, key),
 				Prompt: n.Content, Goal: n.Goal, Mode: ModeIdle, What: "a follow-up"})
 			if err != nil {
@@ -273,11 +278,12 @@ func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, erro
 			}
 			switch d.Refusal {
 			case RefusalNone:
-				res = FollowUpResult{Delivered: true, JobID: d.JobID, Uncle: res.Uncle,
+				res = FollowUpResult{Delivered: true, JobID: d.JobID,
 					Message: fmt.Sprintf("Follow-up delivered: it is session %d's turn now.", s.ID)}
 				return true, nil
 			case RefusalBusy:
-				// It started running meanwhile: queue behind its turn.
+				// Running (it may have started meanwhile): queue behind its
+				// turn, or interrupt it when forced.
 			default:
 				return false, fmt.Errorf("%w: %s", ErrRefused, d.Message)
 			}
@@ -286,11 +292,30 @@ func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, erro
 		if err != nil {
 			return false, err
 		}
-		q.poke(ctx, s.ID)
-		res = FollowUpResult{Queued: m, Uncle: res.Uncle, Message: domain.FollowUpQueuedMessage}
-		return true, nil
+		if !in.ForceImmediate {
+			q.poke(ctx, s.ID)
+		}
+		res, err = q.followUpQueued(ctx, m, in.ForceImmediate)
+		return err == nil, err
 	})
 	return res, err
+}
+
+// followUpQueued answers a follow-up queued as m: waiting in the queue,
+// or, when forced, the turn it became by interrupting the running one (at
+// once if it is still pending; a retry finds it sent).
+func (q *Queue) followUpQueued(ctx context.Context, m domain.Message, force bool) (FollowUpResult, error) {
+	if !force || m.Status == domain.StatusUndelivered {
+		return FollowUpResult{Queued: m, Message: domain.FollowUpQueuedMessage}, nil
+	}
+	if m.Status != domain.StatusSent {
+		var err error
+		if m, _, err = q.interrupt(ctx, m.SessionID, m.ID); err != nil {
+			return FollowUpResult{}, err
+		}
+	}
+	return FollowUpResult{Delivered: true, JobID: m.DeliveredJobID,
+		Message: fmt.Sprintf("The running turn was interrupted; the follow-up is session %d's turn now.", m.SessionID)}, nil
 }
 
 // SendNow delivers a pending message to the session at once when it is at

@@ -149,6 +149,19 @@ func (s *Messages) Message(ctx context.Context, sessionID, id int64) (domain.Mes
 	return m, nil
 }
 
+// Keyed is the session's message queued under idempotencyKey, if any.
+func (s *Messages) Keyed(ctx context.Context, sessionID int64, idempotencyKey string) (domain.Message, bool, error) {
+	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
+		WHERE session_id = $1 AND idempotency_key = $2`, sessionID, idempotencyKey))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Message{}, false, nil
+	}
+	if err != nil {
+		return domain.Message{}, false, fmt.Errorf("find session %d's message keyed %q: %w", sessionID, idempotencyKey, err)
+	}
+	return m, true, nil
+}
+
 // Update edits a pending message's text and, when position is not 0, moves
 // it there; the rest of the queue keeps its relative order.
 func (s *Messages) Update(ctx context.Context, sessionID, id int64, edit domain.Edit, position int) (domain.Message, error) {
