@@ -152,7 +152,7 @@ func (s *stack) env(name string) []string {
 	}
 	if name == "queue" {
 		env = append(env, "QUEUE_LIFECYCLE_ADDR="+s.addr["lifecycle"], "QUEUE_RUNNER_ADDR="+s.addr["runner"],
-			"QUEUE_LINEAGE_ADDR="+s.addr["lineage"])
+			"QUEUE_LINEAGE_ADDR="+s.addr["lineage"], "QUEUE_NOTIFICATION_ADDR="+s.addr["notification"])
 	}
 	if name == "lineage" {
 		env = append(env, "LINEAGE_EVENT_CONSUMERS=lifecycle="+s.addr["lifecycle"], "LINEAGE_NOTIFICATION_ADDR="+s.addr["notification"])

@@ -53,6 +53,7 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	require.Equal(t, "127.0.0.1:9101", queue["QUEUE_LIFECYCLE_ADDR"])
 	require.Equal(t, "127.0.0.1:9104", queue["QUEUE_RUNNER_ADDR"])
 	require.Equal(t, "127.0.0.1:9202", queue["QUEUE_LINEAGE_ADDR"], "the caller's lineage address")
+	require.Equal(t, "127.0.0.1:9105", queue["QUEUE_NOTIFICATION_ADDR"])
 
 	gw := e.gatewayEnv(addrs, ":8080", common)
 	require.Equal(t, ":8080", gw["GATEWAY_HTTP_ADDR"])

@@ -375,10 +375,13 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 	if s.name == "queue" {
 		// The queue resolves sessions and delivers turns through lifecycle,
 		// stops a running turn for an interrupt through the runner, and
-		// records the uncle edge of a message a session sent through lineage.
+		// records the uncle edge of a message a session sent through lineage;
+		// its alerts (retired messages, an exhausted drain) page through
+		// notification.
 		m["QUEUE_LIFECYCLE_ADDR"] = dialable(addrs["lifecycle"])
 		m["QUEUE_RUNNER_ADDR"] = dialable(addrs["runner"])
 		m["QUEUE_LINEAGE_ADDR"] = dialable(addrs["lineage"])
+		m["QUEUE_NOTIFICATION_ADDR"] = addrs["notification"]
 	}
 	if s.name == "lineage" {
 		m["LINEAGE_EVENT_CONSUMERS"] = "lifecycle=" + addrs["lifecycle"]
