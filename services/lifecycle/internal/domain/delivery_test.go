@@ -3,6 +3,7 @@ package domain_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -111,6 +112,11 @@ func TestDeliveryRefusals(t *testing.T) {
 		}
 		return s
 	}
+	unstarted := func(prompt string, elapsed *time.Time) domain.Session {
+		s := session(domain.StatusWaiting)
+		s.Prompt, s.ElapsedSince = prompt, elapsed
+		return s
+	}
 	blocked := func(m *domain.Markers) { m.BlockedOnElicitation = true }
 	parked := func(m *domain.Markers) { m.AuthOutageReason = "quota exhausted" }
 	mcpRetry := func(m *domain.Markers) { m.PausedBy = domain.PausedByMCPRetry }
@@ -141,6 +147,9 @@ func TestDeliveryRefusals(t *testing.T) {
 		{"handover from the running job", with(domain.StatusRunning, nil), handover, "session-5/turn-3", true, 0, ""},
 		{"interrupt to idle", with(domain.StatusWaiting, nil), interrupt, "", false, domain.RefusedBusy, "deliver to it as an idle session"},
 		{"interrupt to running", with(domain.StatusRunning, nil), interrupt, "", false, 0, ""},
+		{"idle to a session whose first turn has not started", unstarted("fix the build", nil), idle, "", false, domain.RefusedBusy, "first turn"},
+		{"idle to a session that ran and sleeps", unstarted("fix the build", &now), idle, "", false, 0, ""},
+		{"idle to a session created without a prompt", unstarted("", nil), idle, "", false, 0, ""},
 	} {
 		cmd := deliver(tt.mode)
 		cmd.FromJobID, cmd.Automatic = tt.from, tt.automatic

@@ -77,6 +77,12 @@ const (
 // newer ones drain the queue (version 1).
 const handOverChange = "queue-hand-over"
 
+// promptlessFirstChange versions the first turn of a session created
+// without a prompt: runs from before it started an agent with the
+// continue nudge; now the clone is made and the session waits in waiting
+// for its first message.
+const promptlessFirstChange = "promptless-first-turn"
+
 // MaxSignalRecoveries is how many turns in a row that died by a signal
 // Zimmer did not send are resumed with system recovery; the next such death
 // fails the session (the spec's MAX_SIGNAL_DEATH_RETRIES).

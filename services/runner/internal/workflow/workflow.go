@@ -173,6 +173,13 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnReque
 		}
 		st.Workspace = &ws
 	}
+	if req.Kind == KindFirst && strings.TrimSpace(req.Prompt) == "" &&
+		workflow.GetVersion(ctx, promptlessFirstChange, workflow.DefaultVersion, 1) == 1 {
+		// Created without a prompt: the clone is ready and the session
+		// waits for its first message, which a delivery resumes it with.
+		workflow.GetLogger(ctx).Info("session created without a prompt: clone ready, waiting for its first message")
+		return nil, nil
+	}
 	st.Turns++
 	id := turnID(st.Session.ID, st.Turns)
 	if req.Kind != KindFirst && req.JobID != "" {

@@ -459,3 +459,21 @@ func TestInterruptTurnWithNoTurnRunningAnswersAtOnceAndSparesTheNextTurn(t *test
 	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventPause}, h.events(),
 		"the next turn runs and ends normally")
 }
+
+// A session created without a prompt gets its clone and waits: no start, no
+// agent. Its first message comes as a delivery's resume, which runs a fresh
+// conversation with that prompt.
+func TestAPromptlessSessionWaitsForItsFirstMessage(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Second, exited(0))
+	delivery := rw.TurnRequest{RequestID: "ev-2", Kind: rw.KindResume, Session: spec, JobID: "delivery/1", Prompt: "do the thing"}
+	h.run(2, first("  "), delivery)
+
+	require.Equal(t, []string{rw.EventPause}, h.events(), "no start: the delivery's resume already moved the session")
+	require.Len(t, h.turns, 1)
+	require.Equal(t, "delivery/1", h.turns[0].TurnID)
+	require.Equal(t, "do the thing", h.turns[0].Prompt)
+	require.False(t, h.turns[0].Resume, "the first message starts the conversation")
+	require.Equal(t, "/ws/7", h.turns[0].Workspace.Workdir, "in the clone made at creation")
+}
