@@ -31,6 +31,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 )
@@ -151,6 +152,7 @@ func methodOf(operationID string) (protoreflect.MethodDescriptor, error) {
 	_ = lifecyclev1.File_zimmer_lifecycle_v1_lifecycle_service_proto
 	_ = runnerv1.File_zimmer_runner_v1_runner_service_proto
 	_ = queuev1.File_zimmer_queue_v1_queue_service_proto
+	_ = notificationv1.File_zimmer_notification_v1_notification_service_proto
 	service, method, ok := strings.Cut(operationID, "_")
 	if !ok {
 		return nil, fmt.Errorf("operation id %q is not Service_Method", operationID)

@@ -179,8 +179,10 @@ type CreateSessionRequest struct {
 	// (read every session, start children of its own). None means
 	// ["sessions"]. Fixed at creation.
 	McpToolGroups []string `protobuf:"bytes,14,rep,name=mcp_tool_groups,json=mcpToolGroups,proto3" json:"mcp_tool_groups,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The needs-input push opt-in; absent means true.
+	PushNotifications *bool `protobuf:"varint,15,opt,name=push_notifications,json=pushNotifications,proto3,oneof" json:"push_notifications,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *CreateSessionRequest) Reset() {
@@ -309,6 +311,13 @@ func (x *CreateSessionRequest) GetMcpToolGroups() []string {
 		return x.McpToolGroups
 	}
 	return nil
+}
+
+func (x *CreateSessionRequest) GetPushNotifications() bool {
+	if x != nil && x.PushNotifications != nil {
+		return *x.PushNotifications
+	}
+	return false
 }
 
 type CreateSessionResponse struct {
@@ -2110,9 +2119,11 @@ type UpdateSessionRequest struct {
 	HeartbeatEnabled         *bool            `protobuf:"varint,8,opt,name=heartbeat_enabled,json=heartbeatEnabled,proto3,oneof" json:"heartbeat_enabled,omitempty"`
 	HeartbeatIntervalSeconds *int32           `protobuf:"varint,9,opt,name=heartbeat_interval_seconds,json=heartbeatIntervalSeconds,proto3,oneof" json:"heartbeat_interval_seconds,omitempty"`
 	// "" clears them.
-	Notes         *string `protobuf:"bytes,10,opt,name=notes,proto3,oneof" json:"notes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Notes *string `protobuf:"bytes,10,opt,name=notes,proto3,oneof" json:"notes,omitempty"`
+	// The needs-input push opt-in (the failure push ignores it).
+	PushNotifications *bool `protobuf:"varint,11,opt,name=push_notifications,json=pushNotifications,proto3,oneof" json:"push_notifications,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *UpdateSessionRequest) Reset() {
@@ -2213,6 +2224,13 @@ func (x *UpdateSessionRequest) GetNotes() string {
 		return *x.Notes
 	}
 	return ""
+}
+
+func (x *UpdateSessionRequest) GetPushNotifications() bool {
+	if x != nil && x.PushNotifications != nil {
+		return *x.PushNotifications
+	}
+	return false
 }
 
 type UpdateSessionResponse struct {
@@ -3158,7 +3176,7 @@ var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
-	"+zimmer/lifecycle/v1/lifecycle_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a#zimmer/queue/v1/queue_service.proto\x1a\x1fzimmer/lifecycle/v1/event.proto\x1a!zimmer/lifecycle/v1/session.proto\"\x83\x04\n" +
+	"+zimmer/lifecycle/v1/lifecycle_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a#zimmer/queue/v1/queue_service.proto\x1a\x1fzimmer/lifecycle/v1/event.proto\x1a!zimmer/lifecycle/v1/session.proto\"\xce\x04\n" +
 	"\x14CreateSessionRequest\x12\x16\n" +
 	"\x06prompt\x18\x01 \x01(\tR\x06prompt\x12\x19\n" +
 	"\bgit_root\x18\x02 \x01(\tR\agitRoot\x12\x16\n" +
@@ -3177,8 +3195,10 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"precedence\x18\f \x01(\x05R\n" +
 	"precedence\x12@\n" +
 	"\x0fcustom_metadata\x18\r \x01(\v2\x17.google.protobuf.StructR\x0ecustomMetadata\x12&\n" +
-	"\x0fmcp_tool_groups\x18\x0e \x03(\tR\rmcpToolGroupsB\x14\n" +
-	"\x12_parent_session_id\"O\n" +
+	"\x0fmcp_tool_groups\x18\x0e \x03(\tR\rmcpToolGroups\x122\n" +
+	"\x12push_notifications\x18\x0f \x01(\bH\x01R\x11pushNotifications\x88\x01\x01B\x14\n" +
+	"\x12_parent_session_idB\x15\n" +
+	"\x13_push_notifications\"O\n" +
 	"\x15CreateSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"2\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
@@ -3316,7 +3336,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"%AuthenticateSessionCredentialResponse\x12F\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\v2&.zimmer.lifecycle.v1.SessionCredentialR\n" +
-	"credential\"\xa8\x04\n" +
+	"credential\"\xf3\x04\n" +
 	"\x14UpdateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
@@ -3331,7 +3351,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x11heartbeat_enabled\x18\b \x01(\bH\x05R\x10heartbeatEnabled\x88\x01\x01\x12A\n" +
 	"\x1aheartbeat_interval_seconds\x18\t \x01(\x05H\x06R\x18heartbeatIntervalSeconds\x88\x01\x01\x12\x19\n" +
 	"\x05notes\x18\n" +
-	" \x01(\tH\aR\x05notes\x88\x01\x01B\b\n" +
+	" \x01(\tH\aR\x05notes\x88\x01\x01\x122\n" +
+	"\x12push_notifications\x18\v \x01(\bH\bR\x11pushNotifications\x88\x01\x01B\b\n" +
 	"\x06_titleB\a\n" +
 	"\x05_slugB\a\n" +
 	"\x05_goalB\x13\n" +
@@ -3339,7 +3360,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\v_precedenceB\x14\n" +
 	"\x12_heartbeat_enabledB\x1d\n" +
 	"\x1b_heartbeat_interval_secondsB\b\n" +
-	"\x06_notes\"O\n" +
+	"\x06_notesB\x15\n" +
+	"\x13_push_notifications\"O\n" +
 	"\x15UpdateSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"\xab\x01\n" +
 	"\x1aSetSessionHeartbeatRequest\x12\x1d\n" +

@@ -79,9 +79,13 @@ type Session struct {
 	// id lifecycle drew for a resume whose caller named none (a restart), which
 	// the runner adopts as that turn's id. Empty when no job owns it.
 	// Read-only.
-	RunningJobId  string `protobuf:"bytes,31,opt,name=running_job_id,json=runningJobId,proto3" json:"running_job_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RunningJobId string `protobuf:"bytes,31,opt,name=running_job_id,json=runningJobId,proto3" json:"running_job_id,omitempty"`
+	// Whether a pause pushes the debounced needs-input notification to the
+	// operator (default true). The failure push ignores it: a failure is
+	// final and must be seen.
+	PushNotifications bool `protobuf:"varint,32,opt,name=push_notifications,json=pushNotifications,proto3" json:"push_notifications,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -331,6 +335,13 @@ func (x *Session) GetRunningJobId() string {
 	return ""
 }
 
+func (x *Session) GetPushNotifications() bool {
+	if x != nil {
+		return x.PushNotifications
+	}
+	return false
+}
+
 // TimelineLine is one line of a session's timeline.
 type TimelineLine struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -562,7 +573,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb4\t\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\t\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -602,7 +613,8 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\x1aheartbeat_interval_seconds\x18\x1c \x01(\x05R\x18heartbeatIntervalSeconds\x12\x14\n" +
 	"\x05notes\x18\x1d \x01(\tR\x05notes\x12&\n" +
 	"\x0fmcp_tool_groups\x18\x1e \x03(\tR\rmcpToolGroups\x12$\n" +
-	"\x0erunning_job_id\x18\x1f \x01(\tR\frunningJobIdB\x14\n" +
+	"\x0erunning_job_id\x18\x1f \x01(\tR\frunningJobId\x12-\n" +
+	"\x12push_notifications\x18  \x01(\bR\x11pushNotificationsB\x14\n" +
 	"\x12_parent_session_id\"\x87\x01\n" +
 	"\fTimelineLine\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +

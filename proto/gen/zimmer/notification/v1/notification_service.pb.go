@@ -8,9 +8,11 @@ package notificationv1
 
 import (
 	_ "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -230,11 +232,681 @@ func (x *ListAlertsResponse) GetAlerts() []*Alert {
 	return nil
 }
 
+// Notification is one entry of the operator's inbox.
+type Notification struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// needs_input, failure, elicitation, agent_message.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// The session it is about (0: none).
+	SessionId int64  `protobuf:"varint,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Title     string `protobuf:"bytes,4,opt,name=title,proto3" json:"title,omitempty"`
+	Body      string `protobuf:"bytes,5,opt,name=body,proto3" json:"body,omitempty"`
+	// needs_input: the session's needs_input_count the push was for.
+	Marker    int64 `protobuf:"varint,6,opt,name=marker,proto3" json:"marker,omitempty"`
+	Read      bool  `protobuf:"varint,7,opt,name=read,proto3" json:"read,omitempty"`
+	Dismissed bool  `protobuf:"varint,8,opt,name=dismissed,proto3" json:"dismissed,omitempty"`
+	// The session moved on since (it resumed): the notification is history.
+	Stale       bool                   `protobuf:"varint,9,opt,name=stale,proto3" json:"stale,omitempty"`
+	CreatedAt   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	ReadAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=read_at,json=readAt,proto3" json:"read_at,omitempty"`
+	DismissedAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=dismissed_at,json=dismissedAt,proto3" json:"dismissed_at,omitempty"`
+	// When the push reached the sinks (unset until then, or never for a
+	// sink-less configuration).
+	PushedAt      *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=pushed_at,json=pushedAt,proto3" json:"pushed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Notification) Reset() {
+	*x = Notification{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Notification) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Notification) ProtoMessage() {}
+
+func (x *Notification) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Notification.ProtoReflect.Descriptor instead.
+func (*Notification) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Notification) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Notification) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Notification) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *Notification) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *Notification) GetBody() string {
+	if x != nil {
+		return x.Body
+	}
+	return ""
+}
+
+func (x *Notification) GetMarker() int64 {
+	if x != nil {
+		return x.Marker
+	}
+	return 0
+}
+
+func (x *Notification) GetRead() bool {
+	if x != nil {
+		return x.Read
+	}
+	return false
+}
+
+func (x *Notification) GetDismissed() bool {
+	if x != nil {
+		return x.Dismissed
+	}
+	return false
+}
+
+func (x *Notification) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+func (x *Notification) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Notification) GetReadAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ReadAt
+	}
+	return nil
+}
+
+func (x *Notification) GetDismissedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DismissedAt
+	}
+	return nil
+}
+
+func (x *Notification) GetPushedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PushedAt
+	}
+	return nil
+}
+
+type ListNotificationsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only unread ones.
+	Unread bool `protobuf:"varint,1,opt,name=unread,proto3" json:"unread,omitempty"`
+	// Only this type.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// Only this session's.
+	SessionId int64 `protobuf:"varint,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Include dismissed ones (hidden by default).
+	IncludeDismissed bool `protobuf:"varint,4,opt,name=include_dismissed,json=includeDismissed,proto3" json:"include_dismissed,omitempty"`
+	// 0 means 50; at most 500.
+	PageSize int32 `protobuf:"varint,5,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page.
+	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNotificationsRequest) Reset() {
+	*x = ListNotificationsRequest{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNotificationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNotificationsRequest) ProtoMessage() {}
+
+func (x *ListNotificationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNotificationsRequest.ProtoReflect.Descriptor instead.
+func (*ListNotificationsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ListNotificationsRequest) GetUnread() bool {
+	if x != nil {
+		return x.Unread
+	}
+	return false
+}
+
+func (x *ListNotificationsRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ListNotificationsRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *ListNotificationsRequest) GetIncludeDismissed() bool {
+	if x != nil {
+		return x.IncludeDismissed
+	}
+	return false
+}
+
+func (x *ListNotificationsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListNotificationsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListNotificationsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Notifications []*Notification        `protobuf:"bytes,1,rep,name=notifications,proto3" json:"notifications,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// Unread and not dismissed, across every page.
+	UnreadCount   int32 `protobuf:"varint,3,opt,name=unread_count,json=unreadCount,proto3" json:"unread_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNotificationsResponse) Reset() {
+	*x = ListNotificationsResponse{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNotificationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNotificationsResponse) ProtoMessage() {}
+
+func (x *ListNotificationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNotificationsResponse.ProtoReflect.Descriptor instead.
+func (*ListNotificationsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListNotificationsResponse) GetNotifications() []*Notification {
+	if x != nil {
+		return x.Notifications
+	}
+	return nil
+}
+
+func (x *ListNotificationsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *ListNotificationsResponse) GetUnreadCount() int32 {
+	if x != nil {
+		return x.UnreadCount
+	}
+	return 0
+}
+
+type MarkNotificationReadRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	NotificationId int64                  `protobuf:"varint,1,opt,name=notification_id,json=notificationId,proto3" json:"notification_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MarkNotificationReadRequest) Reset() {
+	*x = MarkNotificationReadRequest{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkNotificationReadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkNotificationReadRequest) ProtoMessage() {}
+
+func (x *MarkNotificationReadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkNotificationReadRequest.ProtoReflect.Descriptor instead.
+func (*MarkNotificationReadRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *MarkNotificationReadRequest) GetNotificationId() int64 {
+	if x != nil {
+		return x.NotificationId
+	}
+	return 0
+}
+
+type MarkNotificationReadResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Notification  *Notification          `protobuf:"bytes,1,opt,name=notification,proto3" json:"notification,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkNotificationReadResponse) Reset() {
+	*x = MarkNotificationReadResponse{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkNotificationReadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkNotificationReadResponse) ProtoMessage() {}
+
+func (x *MarkNotificationReadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkNotificationReadResponse.ProtoReflect.Descriptor instead.
+func (*MarkNotificationReadResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *MarkNotificationReadResponse) GetNotification() *Notification {
+	if x != nil {
+		return x.Notification
+	}
+	return nil
+}
+
+type DismissNotificationRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	NotificationId int64                  `protobuf:"varint,1,opt,name=notification_id,json=notificationId,proto3" json:"notification_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *DismissNotificationRequest) Reset() {
+	*x = DismissNotificationRequest{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DismissNotificationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DismissNotificationRequest) ProtoMessage() {}
+
+func (x *DismissNotificationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DismissNotificationRequest.ProtoReflect.Descriptor instead.
+func (*DismissNotificationRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DismissNotificationRequest) GetNotificationId() int64 {
+	if x != nil {
+		return x.NotificationId
+	}
+	return 0
+}
+
+type DismissNotificationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Notification  *Notification          `protobuf:"bytes,1,opt,name=notification,proto3" json:"notification,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DismissNotificationResponse) Reset() {
+	*x = DismissNotificationResponse{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DismissNotificationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DismissNotificationResponse) ProtoMessage() {}
+
+func (x *DismissNotificationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DismissNotificationResponse.ProtoReflect.Descriptor instead.
+func (*DismissNotificationResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DismissNotificationResponse) GetNotification() *Notification {
+	if x != nil {
+		return x.Notification
+	}
+	return nil
+}
+
+type MarkAllNotificationsReadRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this session's (0: all).
+	SessionId     int64 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkAllNotificationsReadRequest) Reset() {
+	*x = MarkAllNotificationsReadRequest{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkAllNotificationsReadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkAllNotificationsReadRequest) ProtoMessage() {}
+
+func (x *MarkAllNotificationsReadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkAllNotificationsReadRequest.ProtoReflect.Descriptor instead.
+func (*MarkAllNotificationsReadRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *MarkAllNotificationsReadRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+type MarkAllNotificationsReadResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Marked        int32                  `protobuf:"varint,1,opt,name=marked,proto3" json:"marked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkAllNotificationsReadResponse) Reset() {
+	*x = MarkAllNotificationsReadResponse{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkAllNotificationsReadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkAllNotificationsReadResponse) ProtoMessage() {}
+
+func (x *MarkAllNotificationsReadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkAllNotificationsReadResponse.ProtoReflect.Descriptor instead.
+func (*MarkAllNotificationsReadResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *MarkAllNotificationsReadResponse) GetMarked() int32 {
+	if x != nil {
+		return x.Marked
+	}
+	return 0
+}
+
+type SendPushNotificationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One line (≤ 200 characters).
+	Title string `protobuf:"bytes,1,opt,name=title,proto3" json:"title,omitempty"`
+	// ≤ 4,000 characters.
+	Body string `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
+	// The session it is from; a session credential's own, whatever is sent.
+	SessionId     int64 `protobuf:"varint,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendPushNotificationRequest) Reset() {
+	*x = SendPushNotificationRequest{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendPushNotificationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendPushNotificationRequest) ProtoMessage() {}
+
+func (x *SendPushNotificationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendPushNotificationRequest.ProtoReflect.Descriptor instead.
+func (*SendPushNotificationRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SendPushNotificationRequest) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *SendPushNotificationRequest) GetBody() string {
+	if x != nil {
+		return x.Body
+	}
+	return ""
+}
+
+func (x *SendPushNotificationRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+type SendPushNotificationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Notification  *Notification          `protobuf:"bytes,1,opt,name=notification,proto3" json:"notification,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendPushNotificationResponse) Reset() {
+	*x = SendPushNotificationResponse{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendPushNotificationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendPushNotificationResponse) ProtoMessage() {}
+
+func (x *SendPushNotificationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendPushNotificationResponse.ProtoReflect.Descriptor instead.
+func (*SendPushNotificationResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SendPushNotificationResponse) GetNotification() *Notification {
+	if x != nil {
+		return x.Notification
+	}
+	return nil
+}
+
 var File_zimmer_notification_v1_notification_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_notification_v1_notification_service_proto_rawDesc = "" +
 	"\n" +
-	"1zimmer/notification/v1/notification_service.proto\x12\x16zimmer.notification.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dzimmer/access/v1/access.proto\x1a\"zimmer/notification/v1/alert.proto\"}\n" +
+	"1zimmer/notification/v1/notification_service.proto\x12\x16zimmer.notification.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a\"zimmer/notification/v1/alert.proto\"}\n" +
 	"\x11RaiseAlertRequest\x12\x1b\n" +
 	"\tdedup_key\x18\x01 \x01(\tR\bdedupKey\x12\x18\n" +
 	"\asummary\x18\x02 \x01(\tR\asummary\x121\n" +
@@ -245,12 +917,67 @@ const file_zimmer_notification_v1_notification_service_proto_rawDesc = "" +
 	"\x11ListAlertsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\"K\n" +
 	"\x12ListAlertsResponse\x125\n" +
-	"\x06alerts\x18\x01 \x03(\v2\x1d.zimmer.notification.v1.AlertR\x06alerts2\xef\x01\n" +
+	"\x06alerts\x18\x01 \x03(\v2\x1d.zimmer.notification.v1.AlertR\x06alerts\"\xc3\x03\n" +
+	"\fNotification\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\x03R\tsessionId\x12\x14\n" +
+	"\x05title\x18\x04 \x01(\tR\x05title\x12\x12\n" +
+	"\x04body\x18\x05 \x01(\tR\x04body\x12\x16\n" +
+	"\x06marker\x18\x06 \x01(\x03R\x06marker\x12\x12\n" +
+	"\x04read\x18\a \x01(\bR\x04read\x12\x1c\n" +
+	"\tdismissed\x18\b \x01(\bR\tdismissed\x12\x14\n" +
+	"\x05stale\x18\t \x01(\bR\x05stale\x129\n" +
+	"\n" +
+	"created_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x123\n" +
+	"\aread_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x06readAt\x12=\n" +
+	"\fdismissed_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\vdismissedAt\x127\n" +
+	"\tpushed_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\bpushedAt\"\xce\x01\n" +
+	"\x18ListNotificationsRequest\x12\x16\n" +
+	"\x06unread\x18\x01 \x01(\bR\x06unread\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\x03R\tsessionId\x12+\n" +
+	"\x11include_dismissed\x18\x04 \x01(\bR\x10includeDismissed\x12\x1b\n" +
+	"\tpage_size\x18\x05 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x06 \x01(\tR\tpageToken\"\xb2\x01\n" +
+	"\x19ListNotificationsResponse\x12J\n" +
+	"\rnotifications\x18\x01 \x03(\v2$.zimmer.notification.v1.NotificationR\rnotifications\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12!\n" +
+	"\funread_count\x18\x03 \x01(\x05R\vunreadCount\"F\n" +
+	"\x1bMarkNotificationReadRequest\x12'\n" +
+	"\x0fnotification_id\x18\x01 \x01(\x03R\x0enotificationId\"h\n" +
+	"\x1cMarkNotificationReadResponse\x12H\n" +
+	"\fnotification\x18\x01 \x01(\v2$.zimmer.notification.v1.NotificationR\fnotification\"E\n" +
+	"\x1aDismissNotificationRequest\x12'\n" +
+	"\x0fnotification_id\x18\x01 \x01(\x03R\x0enotificationId\"g\n" +
+	"\x1bDismissNotificationResponse\x12H\n" +
+	"\fnotification\x18\x01 \x01(\v2$.zimmer.notification.v1.NotificationR\fnotification\"@\n" +
+	"\x1fMarkAllNotificationsReadRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\":\n" +
+	" MarkAllNotificationsReadResponse\x12\x16\n" +
+	"\x06marked\x18\x01 \x01(\x05R\x06marked\"f\n" +
+	"\x1bSendPushNotificationRequest\x12\x14\n" +
+	"\x05title\x18\x01 \x01(\tR\x05title\x12\x12\n" +
+	"\x04body\x18\x02 \x01(\tR\x04body\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\x03R\tsessionId\"h\n" +
+	"\x1cSendPushNotificationResponse\x12H\n" +
+	"\fnotification\x18\x01 \x01(\v2$.zimmer.notification.v1.NotificationR\fnotification2\x8e\t\n" +
 	"\x13NotificationService\x12k\n" +
 	"\n" +
-	"RaiseAlert\x12).zimmer.notification.v1.RaiseAlertRequest\x1a*.zimmer.notification.v1.RaiseAlertResponse\"\x06\xea\xe0\x18\x02\b\x03\x12k\n" +
+	"RaiseAlert\x12).zimmer.notification.v1.RaiseAlertRequest\x1a*.zimmer.notification.v1.RaiseAlertResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x90\x01\n" +
 	"\n" +
-	"ListAlerts\x12).zimmer.notification.v1.ListAlertsRequest\x1a*.zimmer.notification.v1.ListAlertsResponse\"\x06\xea\xe0\x18\x02\b\x01BLZJgithub.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1;notificationv1b\x06proto3"
+	"ListAlerts\x12).zimmer.notification.v1.ListAlertsRequest\x1a*.zimmer.notification.v1.ListAlertsResponse\"+\xea\xe0\x18\x11\b\x01\x12\rsessions.read\x82\xd3\xe4\x93\x02\x10\x12\x0e/api/v1/alerts\x12\x9d\x01\n" +
+	"\x11ListNotifications\x120.zimmer.notification.v1.ListNotificationsRequest\x1a1.zimmer.notification.v1.ListNotificationsResponse\"#\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x17\x12\x15/api/v1/notifications\x12\xc0\x01\n" +
+	"\x14MarkNotificationRead\x123.zimmer.notification.v1.MarkNotificationReadRequest\x1a4.zimmer.notification.v1.MarkNotificationReadResponse\"=\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x021:\x01*\",/api/v1/notifications/{notification_id}/read\x12\xc0\x01\n" +
+	"\x13DismissNotification\x122.zimmer.notification.v1.DismissNotificationRequest\x1a3.zimmer.notification.v1.DismissNotificationResponse\"@\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x024:\x01*\"//api/v1/notifications/{notification_id}/dismiss\x12\xbe\x01\n" +
+	"\x18MarkAllNotificationsRead\x127.zimmer.notification.v1.MarkAllNotificationsReadRequest\x1a8.zimmer.notification.v1.MarkAllNotificationsReadResponse\"/\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/api/v1/notifications/read_all\x12\x8f\x01\n" +
+	"\x14SendPushNotification\x123.zimmer.notification.v1.SendPushNotificationRequest\x1a4.zimmer.notification.v1.SendPushNotificationResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04selfBLZJgithub.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1;notificationv1b\x06proto3"
 
 var (
 	file_zimmer_notification_v1_notification_service_proto_rawDescOnce sync.Once
@@ -264,28 +991,58 @@ func file_zimmer_notification_v1_notification_service_proto_rawDescGZIP() []byte
 	return file_zimmer_notification_v1_notification_service_proto_rawDescData
 }
 
-var file_zimmer_notification_v1_notification_service_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_zimmer_notification_v1_notification_service_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_zimmer_notification_v1_notification_service_proto_goTypes = []any{
-	(*RaiseAlertRequest)(nil),  // 0: zimmer.notification.v1.RaiseAlertRequest
-	(*RaiseAlertResponse)(nil), // 1: zimmer.notification.v1.RaiseAlertResponse
-	(*ListAlertsRequest)(nil),  // 2: zimmer.notification.v1.ListAlertsRequest
-	(*ListAlertsResponse)(nil), // 3: zimmer.notification.v1.ListAlertsResponse
-	(*structpb.Struct)(nil),    // 4: google.protobuf.Struct
-	(*Alert)(nil),              // 5: zimmer.notification.v1.Alert
+	(*RaiseAlertRequest)(nil),                // 0: zimmer.notification.v1.RaiseAlertRequest
+	(*RaiseAlertResponse)(nil),               // 1: zimmer.notification.v1.RaiseAlertResponse
+	(*ListAlertsRequest)(nil),                // 2: zimmer.notification.v1.ListAlertsRequest
+	(*ListAlertsResponse)(nil),               // 3: zimmer.notification.v1.ListAlertsResponse
+	(*Notification)(nil),                     // 4: zimmer.notification.v1.Notification
+	(*ListNotificationsRequest)(nil),         // 5: zimmer.notification.v1.ListNotificationsRequest
+	(*ListNotificationsResponse)(nil),        // 6: zimmer.notification.v1.ListNotificationsResponse
+	(*MarkNotificationReadRequest)(nil),      // 7: zimmer.notification.v1.MarkNotificationReadRequest
+	(*MarkNotificationReadResponse)(nil),     // 8: zimmer.notification.v1.MarkNotificationReadResponse
+	(*DismissNotificationRequest)(nil),       // 9: zimmer.notification.v1.DismissNotificationRequest
+	(*DismissNotificationResponse)(nil),      // 10: zimmer.notification.v1.DismissNotificationResponse
+	(*MarkAllNotificationsReadRequest)(nil),  // 11: zimmer.notification.v1.MarkAllNotificationsReadRequest
+	(*MarkAllNotificationsReadResponse)(nil), // 12: zimmer.notification.v1.MarkAllNotificationsReadResponse
+	(*SendPushNotificationRequest)(nil),      // 13: zimmer.notification.v1.SendPushNotificationRequest
+	(*SendPushNotificationResponse)(nil),     // 14: zimmer.notification.v1.SendPushNotificationResponse
+	(*structpb.Struct)(nil),                  // 15: google.protobuf.Struct
+	(*Alert)(nil),                            // 16: zimmer.notification.v1.Alert
+	(*timestamppb.Timestamp)(nil),            // 17: google.protobuf.Timestamp
 }
 var file_zimmer_notification_v1_notification_service_proto_depIdxs = []int32{
-	4, // 0: zimmer.notification.v1.RaiseAlertRequest.details:type_name -> google.protobuf.Struct
-	5, // 1: zimmer.notification.v1.RaiseAlertResponse.alert:type_name -> zimmer.notification.v1.Alert
-	5, // 2: zimmer.notification.v1.ListAlertsResponse.alerts:type_name -> zimmer.notification.v1.Alert
-	0, // 3: zimmer.notification.v1.NotificationService.RaiseAlert:input_type -> zimmer.notification.v1.RaiseAlertRequest
-	2, // 4: zimmer.notification.v1.NotificationService.ListAlerts:input_type -> zimmer.notification.v1.ListAlertsRequest
-	1, // 5: zimmer.notification.v1.NotificationService.RaiseAlert:output_type -> zimmer.notification.v1.RaiseAlertResponse
-	3, // 6: zimmer.notification.v1.NotificationService.ListAlerts:output_type -> zimmer.notification.v1.ListAlertsResponse
-	5, // [5:7] is the sub-list for method output_type
-	3, // [3:5] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	15, // 0: zimmer.notification.v1.RaiseAlertRequest.details:type_name -> google.protobuf.Struct
+	16, // 1: zimmer.notification.v1.RaiseAlertResponse.alert:type_name -> zimmer.notification.v1.Alert
+	16, // 2: zimmer.notification.v1.ListAlertsResponse.alerts:type_name -> zimmer.notification.v1.Alert
+	17, // 3: zimmer.notification.v1.Notification.created_at:type_name -> google.protobuf.Timestamp
+	17, // 4: zimmer.notification.v1.Notification.read_at:type_name -> google.protobuf.Timestamp
+	17, // 5: zimmer.notification.v1.Notification.dismissed_at:type_name -> google.protobuf.Timestamp
+	17, // 6: zimmer.notification.v1.Notification.pushed_at:type_name -> google.protobuf.Timestamp
+	4,  // 7: zimmer.notification.v1.ListNotificationsResponse.notifications:type_name -> zimmer.notification.v1.Notification
+	4,  // 8: zimmer.notification.v1.MarkNotificationReadResponse.notification:type_name -> zimmer.notification.v1.Notification
+	4,  // 9: zimmer.notification.v1.DismissNotificationResponse.notification:type_name -> zimmer.notification.v1.Notification
+	4,  // 10: zimmer.notification.v1.SendPushNotificationResponse.notification:type_name -> zimmer.notification.v1.Notification
+	0,  // 11: zimmer.notification.v1.NotificationService.RaiseAlert:input_type -> zimmer.notification.v1.RaiseAlertRequest
+	2,  // 12: zimmer.notification.v1.NotificationService.ListAlerts:input_type -> zimmer.notification.v1.ListAlertsRequest
+	5,  // 13: zimmer.notification.v1.NotificationService.ListNotifications:input_type -> zimmer.notification.v1.ListNotificationsRequest
+	7,  // 14: zimmer.notification.v1.NotificationService.MarkNotificationRead:input_type -> zimmer.notification.v1.MarkNotificationReadRequest
+	9,  // 15: zimmer.notification.v1.NotificationService.DismissNotification:input_type -> zimmer.notification.v1.DismissNotificationRequest
+	11, // 16: zimmer.notification.v1.NotificationService.MarkAllNotificationsRead:input_type -> zimmer.notification.v1.MarkAllNotificationsReadRequest
+	13, // 17: zimmer.notification.v1.NotificationService.SendPushNotification:input_type -> zimmer.notification.v1.SendPushNotificationRequest
+	1,  // 18: zimmer.notification.v1.NotificationService.RaiseAlert:output_type -> zimmer.notification.v1.RaiseAlertResponse
+	3,  // 19: zimmer.notification.v1.NotificationService.ListAlerts:output_type -> zimmer.notification.v1.ListAlertsResponse
+	6,  // 20: zimmer.notification.v1.NotificationService.ListNotifications:output_type -> zimmer.notification.v1.ListNotificationsResponse
+	8,  // 21: zimmer.notification.v1.NotificationService.MarkNotificationRead:output_type -> zimmer.notification.v1.MarkNotificationReadResponse
+	10, // 22: zimmer.notification.v1.NotificationService.DismissNotification:output_type -> zimmer.notification.v1.DismissNotificationResponse
+	12, // 23: zimmer.notification.v1.NotificationService.MarkAllNotificationsRead:output_type -> zimmer.notification.v1.MarkAllNotificationsReadResponse
+	14, // 24: zimmer.notification.v1.NotificationService.SendPushNotification:output_type -> zimmer.notification.v1.SendPushNotificationResponse
+	18, // [18:25] is the sub-list for method output_type
+	11, // [11:18] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_notification_v1_notification_service_proto_init() }
@@ -300,7 +1057,7 @@ func file_zimmer_notification_v1_notification_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_notification_v1_notification_service_proto_rawDesc), len(file_zimmer_notification_v1_notification_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,17 +19,24 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	NotificationService_RaiseAlert_FullMethodName = "/zimmer.notification.v1.NotificationService/RaiseAlert"
-	NotificationService_ListAlerts_FullMethodName = "/zimmer.notification.v1.NotificationService/ListAlerts"
+	NotificationService_RaiseAlert_FullMethodName               = "/zimmer.notification.v1.NotificationService/RaiseAlert"
+	NotificationService_ListAlerts_FullMethodName               = "/zimmer.notification.v1.NotificationService/ListAlerts"
+	NotificationService_ListNotifications_FullMethodName        = "/zimmer.notification.v1.NotificationService/ListNotifications"
+	NotificationService_MarkNotificationRead_FullMethodName     = "/zimmer.notification.v1.NotificationService/MarkNotificationRead"
+	NotificationService_DismissNotification_FullMethodName      = "/zimmer.notification.v1.NotificationService/DismissNotification"
+	NotificationService_MarkAllNotificationsRead_FullMethodName = "/zimmer.notification.v1.NotificationService/MarkAllNotificationsRead"
+	NotificationService_SendPushNotification_FullMethodName     = "/zimmer.notification.v1.NotificationService/SendPushNotification"
 )
 
 // NotificationServiceClient is the client API for NotificationService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// NotificationService owns notifications and operational alerts.
-// Notifications arrive with the issue that builds them; operational alerts
-// are here. Every method is internal (no HTTP mapping).
+// NotificationService owns the operator's notifications (the inbox, and
+// the pushes that reach a person through the configured sinks) and
+// operational alerts (pages). Lifecycle's notification effects reach it
+// through zimmer.lifecycle.v1.SessionEventConsumerService, which it also
+// serves.
 type NotificationServiceClient interface {
 	// RaiseAlert pages an operator about something that needs a human (a
 	// swallowed side effect that left state inconsistent, a stuck poller),
@@ -38,8 +45,24 @@ type NotificationServiceClient interface {
 	// call concurrently: of many simultaneous raises of one key exactly one
 	// pages. InvalidArgument when dedup_key or summary is empty or too long.
 	RaiseAlert(ctx context.Context, in *RaiseAlertRequest, opts ...grpc.CallOption) (*RaiseAlertResponse, error)
-	// ListAlerts returns the most recently opened alerts, newest first.
+	// ListAlerts returns the most recently opened alerts, newest first,
+	// with their repeat counts: the operators' health page. Read-only.
 	ListAlerts(ctx context.Context, in *ListAlertsRequest, opts ...grpc.CallOption) (*ListAlertsResponse, error)
+	// ListNotifications is the operator's inbox, newest first, paged.
+	ListNotifications(ctx context.Context, in *ListNotificationsRequest, opts ...grpc.CallOption) (*ListNotificationsResponse, error)
+	// MarkNotificationRead marks one notification read (idempotent).
+	MarkNotificationRead(ctx context.Context, in *MarkNotificationReadRequest, opts ...grpc.CallOption) (*MarkNotificationReadResponse, error)
+	// DismissNotification dismisses one notification (idempotent): it leaves
+	// the inbox's default view.
+	DismissNotification(ctx context.Context, in *DismissNotificationRequest, opts ...grpc.CallOption) (*DismissNotificationResponse, error)
+	// MarkAllNotificationsRead marks every unread notification read (of one
+	// session, when session_id is given).
+	MarkAllNotificationsRead(ctx context.Context, in *MarkAllNotificationsReadRequest, opts ...grpc.CallOption) (*MarkAllNotificationsReadResponse, error)
+	// SendPushNotification lets an agent (or an operator's program) tell the
+	// operator something: a notification of type agent_message, pushed to
+	// every configured sink. A session credential sends as its own session
+	// (self_session), whatever session_id says.
+	SendPushNotification(ctx context.Context, in *SendPushNotificationRequest, opts ...grpc.CallOption) (*SendPushNotificationResponse, error)
 }
 
 type notificationServiceClient struct {
@@ -70,13 +93,65 @@ func (c *notificationServiceClient) ListAlerts(ctx context.Context, in *ListAler
 	return out, nil
 }
 
+func (c *notificationServiceClient) ListNotifications(ctx context.Context, in *ListNotificationsRequest, opts ...grpc.CallOption) (*ListNotificationsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListNotificationsResponse)
+	err := c.cc.Invoke(ctx, NotificationService_ListNotifications_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *notificationServiceClient) MarkNotificationRead(ctx context.Context, in *MarkNotificationReadRequest, opts ...grpc.CallOption) (*MarkNotificationReadResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MarkNotificationReadResponse)
+	err := c.cc.Invoke(ctx, NotificationService_MarkNotificationRead_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *notificationServiceClient) DismissNotification(ctx context.Context, in *DismissNotificationRequest, opts ...grpc.CallOption) (*DismissNotificationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DismissNotificationResponse)
+	err := c.cc.Invoke(ctx, NotificationService_DismissNotification_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *notificationServiceClient) MarkAllNotificationsRead(ctx context.Context, in *MarkAllNotificationsReadRequest, opts ...grpc.CallOption) (*MarkAllNotificationsReadResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MarkAllNotificationsReadResponse)
+	err := c.cc.Invoke(ctx, NotificationService_MarkAllNotificationsRead_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *notificationServiceClient) SendPushNotification(ctx context.Context, in *SendPushNotificationRequest, opts ...grpc.CallOption) (*SendPushNotificationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SendPushNotificationResponse)
+	err := c.cc.Invoke(ctx, NotificationService_SendPushNotification_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NotificationServiceServer is the server API for NotificationService service.
 // All implementations must embed UnimplementedNotificationServiceServer
 // for forward compatibility.
 //
-// NotificationService owns notifications and operational alerts.
-// Notifications arrive with the issue that builds them; operational alerts
-// are here. Every method is internal (no HTTP mapping).
+// NotificationService owns the operator's notifications (the inbox, and
+// the pushes that reach a person through the configured sinks) and
+// operational alerts (pages). Lifecycle's notification effects reach it
+// through zimmer.lifecycle.v1.SessionEventConsumerService, which it also
+// serves.
 type NotificationServiceServer interface {
 	// RaiseAlert pages an operator about something that needs a human (a
 	// swallowed side effect that left state inconsistent, a stuck poller),
@@ -85,8 +160,24 @@ type NotificationServiceServer interface {
 	// call concurrently: of many simultaneous raises of one key exactly one
 	// pages. InvalidArgument when dedup_key or summary is empty or too long.
 	RaiseAlert(context.Context, *RaiseAlertRequest) (*RaiseAlertResponse, error)
-	// ListAlerts returns the most recently opened alerts, newest first.
+	// ListAlerts returns the most recently opened alerts, newest first,
+	// with their repeat counts: the operators' health page. Read-only.
 	ListAlerts(context.Context, *ListAlertsRequest) (*ListAlertsResponse, error)
+	// ListNotifications is the operator's inbox, newest first, paged.
+	ListNotifications(context.Context, *ListNotificationsRequest) (*ListNotificationsResponse, error)
+	// MarkNotificationRead marks one notification read (idempotent).
+	MarkNotificationRead(context.Context, *MarkNotificationReadRequest) (*MarkNotificationReadResponse, error)
+	// DismissNotification dismisses one notification (idempotent): it leaves
+	// the inbox's default view.
+	DismissNotification(context.Context, *DismissNotificationRequest) (*DismissNotificationResponse, error)
+	// MarkAllNotificationsRead marks every unread notification read (of one
+	// session, when session_id is given).
+	MarkAllNotificationsRead(context.Context, *MarkAllNotificationsReadRequest) (*MarkAllNotificationsReadResponse, error)
+	// SendPushNotification lets an agent (or an operator's program) tell the
+	// operator something: a notification of type agent_message, pushed to
+	// every configured sink. A session credential sends as its own session
+	// (self_session), whatever session_id says.
+	SendPushNotification(context.Context, *SendPushNotificationRequest) (*SendPushNotificationResponse, error)
 	mustEmbedUnimplementedNotificationServiceServer()
 }
 
@@ -102,6 +193,21 @@ func (UnimplementedNotificationServiceServer) RaiseAlert(context.Context, *Raise
 }
 func (UnimplementedNotificationServiceServer) ListAlerts(context.Context, *ListAlertsRequest) (*ListAlertsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAlerts not implemented")
+}
+func (UnimplementedNotificationServiceServer) ListNotifications(context.Context, *ListNotificationsRequest) (*ListNotificationsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListNotifications not implemented")
+}
+func (UnimplementedNotificationServiceServer) MarkNotificationRead(context.Context, *MarkNotificationReadRequest) (*MarkNotificationReadResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MarkNotificationRead not implemented")
+}
+func (UnimplementedNotificationServiceServer) DismissNotification(context.Context, *DismissNotificationRequest) (*DismissNotificationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DismissNotification not implemented")
+}
+func (UnimplementedNotificationServiceServer) MarkAllNotificationsRead(context.Context, *MarkAllNotificationsReadRequest) (*MarkAllNotificationsReadResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MarkAllNotificationsRead not implemented")
+}
+func (UnimplementedNotificationServiceServer) SendPushNotification(context.Context, *SendPushNotificationRequest) (*SendPushNotificationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SendPushNotification not implemented")
 }
 func (UnimplementedNotificationServiceServer) mustEmbedUnimplementedNotificationServiceServer() {}
 func (UnimplementedNotificationServiceServer) testEmbeddedByValue()                             {}
@@ -160,6 +266,96 @@ func _NotificationService_ListAlerts_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NotificationService_ListNotifications_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListNotificationsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NotificationServiceServer).ListNotifications(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NotificationService_ListNotifications_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NotificationServiceServer).ListNotifications(ctx, req.(*ListNotificationsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NotificationService_MarkNotificationRead_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MarkNotificationReadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NotificationServiceServer).MarkNotificationRead(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NotificationService_MarkNotificationRead_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NotificationServiceServer).MarkNotificationRead(ctx, req.(*MarkNotificationReadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NotificationService_DismissNotification_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DismissNotificationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NotificationServiceServer).DismissNotification(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NotificationService_DismissNotification_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NotificationServiceServer).DismissNotification(ctx, req.(*DismissNotificationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NotificationService_MarkAllNotificationsRead_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MarkAllNotificationsReadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NotificationServiceServer).MarkAllNotificationsRead(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NotificationService_MarkAllNotificationsRead_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NotificationServiceServer).MarkAllNotificationsRead(ctx, req.(*MarkAllNotificationsReadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NotificationService_SendPushNotification_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SendPushNotificationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NotificationServiceServer).SendPushNotification(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NotificationService_SendPushNotification_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NotificationServiceServer).SendPushNotification(ctx, req.(*SendPushNotificationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NotificationService_ServiceDesc is the grpc.ServiceDesc for NotificationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -174,6 +370,26 @@ var NotificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAlerts",
 			Handler:    _NotificationService_ListAlerts_Handler,
+		},
+		{
+			MethodName: "ListNotifications",
+			Handler:    _NotificationService_ListNotifications_Handler,
+		},
+		{
+			MethodName: "MarkNotificationRead",
+			Handler:    _NotificationService_MarkNotificationRead_Handler,
+		},
+		{
+			MethodName: "DismissNotification",
+			Handler:    _NotificationService_DismissNotification_Handler,
+		},
+		{
+			MethodName: "MarkAllNotificationsRead",
+			Handler:    _NotificationService_MarkAllNotificationsRead_Handler,
+		},
+		{
+			MethodName: "SendPushNotification",
+			Handler:    _NotificationService_SendPushNotification_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
