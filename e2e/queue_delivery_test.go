@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 )
 
 // queuedMessage is an enqueued message as REST shows it.
@@ -226,5 +228,82 @@ func TestQueueDelivery(t *testing.T) {
 		require.False(t, res.IsError, text(res))
 		require.Contains(t, text(res), "[undelivered: never delivered, retired ")
 		require.Contains(t, text(res), content)
+
+		// The loss pages: lifecycle's relay hands the archive's effect to the
+		// queue, which raises one alert for the session naming the message.
+		notification := notificationv1.NewNotificationServiceClient(s.dial("notification", s.asOperator()))
+		retiredKey := fmt.Sprintf("queue_messages_retired/%d", id)
+		pages := func() ([]*notificationv1.Alert, error) {
+			resp, err := notification.ListAlerts(t.Context(), &notificationv1.ListAlertsRequest{PageSize: 500})
+			if err != nil {
+				return nil, err
+			}
+			var out []*notificationv1.Alert
+			for _, a := range resp.GetAlerts() {
+				if a.GetDedupKey() == retiredKey {
+					out = append(out, a)
+				}
+			}
+			return out, nil
+		}
+		var paged []*notificationv1.Alert
+		require.Eventually(t, func() bool {
+			var err error
+			paged, err = pages()
+			return err == nil && len(paged) > 0
+		}, 20*time.Second, 100*time.Millisecond, "the retirement never paged (%s)", retiredKey)
+		summary := fmt.Sprintf("Session %d archived — 1 queued message was never delivered and is now marked undelivered: %q", id, content)
+		require.Len(t, paged, 1)
+		require.Equal(t, summary, paged[0].GetSummary(), "the page names the retired message as the archive line does")
+
+		// Unarchived, the session takes messages again; the retired one
+		// stays undelivered (an unarchive does not resend what the archive
+		// discarded).
+		code, body = api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/unarchive", id), `{}`)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"status":"needs_input"`, "archived while running, restored to needs_input")
+		code, got = api.followUp(t, id, `{"prompt":"@demo say back from the trash\n@demo sleep 8s"}`)
+		require.Equal(t, http.StatusOK, code, "an unarchived session at rest takes a follow-up as its turn: %+v", got)
+		require.Equal(t, "FOLLOW_UP_OUTCOME_DELIVERED", got.Outcome)
+		require.Eventually(t, func() bool { return len(turnProcesses(t, s, id)) > 0 }, 20*time.Second, 50*time.Millisecond,
+			"the follow-up's agent never started")
+		// Queued behind that turn: the queue is open again (the unarchive's
+		// reopening reaches the queue through lifecycle's relay, so a
+		// follow-up racing it may still find the queue sealed; the same
+		// idempotency key makes the retries one message).
+		const again = "@demo say the queue is open again"
+		require.Eventually(t, func() bool {
+			code, got = api.followUp(t, id, fmt.Sprintf(`{"prompt":%q,"idempotency_key":"after-unarchive"}`, again))
+			return code == http.StatusAccepted
+		}, 5*time.Second, 100*time.Millisecond, "a follow-up to the unarchived running session was never queued: %d %+v", code, got)
+		require.Equal(t, "FOLLOW_UP_OUTCOME_QUEUED", got.Outcome)
+		requeued := got.EnqueuedMessage.ID
+		require.Equal(t, 1, got.EnqueuedMessage.Position, "the undelivered message holds no place in the queue")
+
+		var turns []turn
+		require.Eventually(t, func() bool {
+			turns = api.turns(t, id)
+			return len(turns) == 3 && turns[2].Ended && api.session(t, id).Status == "needs_input"
+		}, 60*time.Second, 250*time.Millisecond, "the queued follow-up never ran: %+v", turns)
+		require.Contains(t, turns[1].Text, "back from the trash")
+		require.Contains(t, turns[2].Text, "the queue is open again", "handed over at the follow-up's turn end")
+		require.NotContains(t, turns[2].Text+turns[1].Text, content, "the retired message never became a turn")
+
+		statuses := map[int64]string{}
+		for _, m := range api.queue(t, id) {
+			statuses[m.ID] = m.Status
+		}
+		require.Equal(t, map[int64]string{message: "undelivered", requeued: "sent"}, statuses)
+		kept = api.queued(t, id)
+		require.Len(t, kept, 1, "the detail still lists the retired message: %+v", kept)
+		require.Equal(t, message, kept[0].ID)
+		require.Equal(t, "undelivered", kept[0].Status)
+
+		// Exactly once: nothing since (the reopening, the new deliveries)
+		// paged the retirement again.
+		paged, err := pages()
+		require.NoError(t, err)
+		require.Len(t, paged, 1)
+		require.EqualValues(t, 1, paged[0].GetOccurrences(), "one raise, not a repeat folded into the page")
 	})
 }
