@@ -299,7 +299,7 @@ func TestToolErrors(t *testing.T) {
 		{
 			name: "wrong argument types", tool: "start_session",
 			args: map[string]any{"prompt": 5, "git_root": "/g", "precedence": 1.5, "custom_metadata": "x", "promt": "y"},
-			want: `invalid arguments: unknown argument "promt" (accepted: prompt, git_root, branch, subdirectory, title, slug, goal, agent_root, agent_runtime, parent_session_id, scheduling_class, precedence, custom_metadata, mcp_tool_groups); ` +
+			want: `invalid arguments: unknown argument "promt" (accepted: prompt, git_root, branch, subdirectory, title, slug, goal, agent_root, agent_runtime, parent_session_id, scheduling_class, precedence, custom_metadata, mcp_tool_groups, push_notifications); ` +
 				"prompt must be a string; precedence must be an integer between -2147483648 and 2147483647, got 1.5; custom_metadata must be a JSON object",
 		},
 		{
