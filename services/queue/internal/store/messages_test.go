@@ -171,31 +171,40 @@ func TestClaimDeliverAndRollBack(t *testing.T) {
 	require.Equal(t, t0, all[1].SentAt)
 }
 
+// One session's deliveries follow each other: while one claim is open, a
+// second deliverer waits for it (the claim holds the session's queue lock),
+// and then takes the next message, never the same one.
 func TestConcurrentClaimsNeverTakeTheSameMessage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ms, db := newMessages(t)
 	first, second := enqueue(t, ms, 1, "a"), enqueue(t, ms, 1, "b")
 
-	// Two deliverers hold their claims open at once.
 	claimed := make(chan int64, 2)
 	release := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			require.NoError(t, pgdb.InTx(ctx, db, pgx.ReadCommitted, func(tx pgx.Tx) error {
-				m, ok, err := ms.ClaimNext(ctx, tx, 1)
-				require.NoError(t, err)
-				require.True(t, ok)
-				claimed <- m.ID
+	claim := func(hold bool) {
+		require.NoError(t, pgdb.InTx(ctx, db, pgx.ReadCommitted, func(tx pgx.Tx) error {
+			m, ok, err := ms.ClaimNext(ctx, tx, 1)
+			require.NoError(t, err)
+			require.True(t, ok)
+			claimed <- m.ID
+			if hold {
 				<-release
-				return ms.MarkSent(ctx, tx, m)
-			}))
-		})
+			}
+			return ms.MarkSent(ctx, tx, m)
+		}))
 	}
-	got := []int64{<-claimed, <-claimed}
+	var wg sync.WaitGroup
+	wg.Go(func() { claim(true) })
+	require.Equal(t, first.ID, <-claimed)
+	wg.Go(func() { claim(false) })
+	select {
+	case id := <-claimed:
+		t.Fatalf("a second claim (message %d) went ahead while the first was open", id)
+	case <-time.After(300 * time.Millisecond):
+	}
 	close(release)
+	require.Equal(t, second.ID, <-claimed, "then the next message, not the same one")
 	wg.Wait()
-	require.ElementsMatch(t, []int64{first.ID, second.ID}, got)
 	require.Empty(t, live(t, ms, 1))
 }
