@@ -15,3 +15,6 @@ CREATE UNIQUE INDEX enqueued_messages_handed_over_from
 -- after the unarchive undoing it (effects may be delivered out of order)
 -- retires nothing.
 ALTER TABLE session_queues ADD COLUMN reopened_at timestamptz;
+
+-- The stale-seal sweep reads the sealed queues every minute.
+CREATE INDEX session_queues_sealed_at ON session_queues (sealed_at) WHERE sealed_at IS NOT NULL;
