@@ -2,11 +2,13 @@
 // QUEUE_DATABASE_URL, QUEUE_LOG_LEVEL and the shared TEMPORAL_ADDRESS,
 // TEMPORAL_NAMESPACE and ZIMMER_API_KEYS (see host.LoadConfig), plus
 // QUEUE_LIFECYCLE_ADDR, QUEUE_RUNNER_ADDR, QUEUE_LINEAGE_ADDR and
-// QUEUE_NOTIFICATION_ADDR.
+// QUEUE_NOTIFICATION_ADDR and QUEUE_DRAIN_DELAY.
 package config
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
 	"github.com/zimmerhq/zimmer/services/platform/host"
@@ -34,6 +36,10 @@ type Config struct {
 	// the queue's alerts (retired messages, an exhausted drain) are raised
 	// through (default 127.0.0.1:9105; "none" logs them instead).
 	NotificationAddr string
+	// DrainDelay is QUEUE_DRAIN_DELAY: how long the after-pause drain waits
+	// before its first attempt (the spec's 10 s, which lets a caller that
+	// pauses and delivers at once go first; tests shorten it).
+	DrainDelay time.Duration
 }
 
 // Load reads and validates the configuration from getenv.
@@ -43,13 +49,17 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	var env struct {
-		LifecycleAddr string `env:"QUEUE_LIFECYCLE_ADDR, default=127.0.0.1:9101"`
-		RunnerAddr    string `env:"QUEUE_RUNNER_ADDR, default=127.0.0.1:9104"`
-		LineageAddr   string `env:"QUEUE_LINEAGE_ADDR, default=127.0.0.1:9102"`
-		Notification  string `env:"QUEUE_NOTIFICATION_ADDR, default=127.0.0.1:9105"`
+		LifecycleAddr string        `env:"QUEUE_LIFECYCLE_ADDR, default=127.0.0.1:9101"`
+		RunnerAddr    string        `env:"QUEUE_RUNNER_ADDR, default=127.0.0.1:9104"`
+		LineageAddr   string        `env:"QUEUE_LINEAGE_ADDR, default=127.0.0.1:9102"`
+		Notification  string        `env:"QUEUE_NOTIFICATION_ADDR, default=127.0.0.1:9105"`
+		DrainDelay    time.Duration `env:"QUEUE_DRAIN_DELAY, default=10s"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
+	}
+	if env.DrainDelay <= 0 {
+		return Config{}, fmt.Errorf("QUEUE_DRAIN_DELAY must be a positive duration, like 10s; got %s", env.DrainDelay)
 	}
 	if env.RunnerAddr == "none" {
 		env.RunnerAddr = ""
@@ -61,5 +71,5 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		env.Notification = ""
 	}
 	return Config{Config: base, LifecycleAddr: env.LifecycleAddr, RunnerAddr: env.RunnerAddr, LineageAddr: env.LineageAddr,
-		NotificationAddr: env.Notification}, nil
+		NotificationAddr: env.Notification, DrainDelay: env.DrainDelay}, nil
 }

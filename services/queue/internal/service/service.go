@@ -93,7 +93,7 @@ func (s *Service) wire(ctx context.Context, cfg config.Config, logger *slog.Logg
 	if s.Temporal != nil {
 		starter, err := drain.Install(ctx, s.Temporal, s.Worker, drain.Deps{
 			Lifecycle: clients.NewDrainLifecycle(lifecycleConn), Deliverer: queue, Alerts: deps.Alerts,
-			Sessions: clients.NewDrainLifecycle(lifecycleConn), Seals: messages, Logger: logger,
+			Sessions: clients.NewDrainLifecycle(lifecycleConn), Seals: messages, Logger: logger, Delay: cfg.DrainDelay,
 		})
 		if err != nil {
 			return err
