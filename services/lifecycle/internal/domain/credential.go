@@ -181,9 +181,10 @@ func NormalizeToolGroups(groups []string) []string {
 
 // SelfEditable checks a patch a session credential sends about its own
 // session: the fields its self_session tools edit (title, notes,
-// heartbeat), nothing that would move it ahead of others or rename it
-// (scheduling_class, precedence, slug, goal, custom_metadata), which stay
-// with operator keys.
+// heartbeat), nothing that would move it ahead of others, rename it or
+// mute the operator's pushes about it (scheduling_class, precedence, slug,
+// goal, custom_metadata, push_notifications), which stay with operator
+// keys.
 func (p Patch) SelfEditable(sessionID int64) error {
 	var others []string
 	for _, f := range []struct {
@@ -192,6 +193,7 @@ func (p Patch) SelfEditable(sessionID int64) error {
 	}{
 		{"slug", p.Slug != nil}, {"goal", p.Goal != nil}, {"scheduling_class", p.SchedulingClass != nil},
 		{"precedence", p.Precedence != nil}, {"custom_metadata", p.CustomMetadata != nil},
+		{"push_notifications", p.PushNotifications != nil},
 	} {
 		if f.set {
 			others = append(others, f.name)

@@ -147,6 +147,9 @@ func TestASessionCredentialEditsOnlyWhatItsSelfToolsEdit(t *testing.T) {
 	err := domain.Patch{Title: &title, Slug: &slug, Precedence: &prec, CustomMetadata: map[string]any{"a": 1}}.SelfEditable(5)
 	require.ErrorIs(t, err, domain.ErrForbidden)
 	require.EqualError(t, err, "session #5's credential may edit only its title, notes and heartbeat; slug, precedence, custom_metadata need an operator key")
+	err = domain.Patch{PushNotifications: &on}.SelfEditable(5)
+	require.EqualError(t, err, "session #5's credential may edit only its title, notes and heartbeat; push_notifications need an operator key",
+		"muting the operator's pushes is the operator's call")
 }
 
 func TestCredentialIDsAreUUIDs(t *testing.T) {

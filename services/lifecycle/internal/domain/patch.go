@@ -28,6 +28,7 @@ type Patch struct {
 	CustomMetadata           map[string]any
 	HeartbeatEnabled         *bool
 	HeartbeatIntervalSeconds *int32
+	PushNotifications        *bool
 }
 
 // Validate checks the patch and reports every problem at once.
@@ -55,14 +56,15 @@ func (p Patch) Validate() error {
 		vs.Add("heartbeat_interval_seconds", "is %d; use %d to %d seconds", *i, MinHeartbeatSeconds, MaxHeartbeatSeconds)
 	}
 	if p.empty() {
-		vs.Add("body", "changes nothing; send at least one of title, slug, goal, notes, scheduling_class, precedence, custom_metadata, heartbeat_enabled, heartbeat_interval_seconds")
+		vs.Add("body", "changes nothing; send at least one of title, slug, goal, notes, scheduling_class, precedence, custom_metadata, heartbeat_enabled, heartbeat_interval_seconds, push_notifications")
 	}
 	return vs.Err()
 }
 
 func (p Patch) empty() bool {
 	return p.Title == nil && p.Slug == nil && p.Goal == nil && p.Notes == nil && p.SchedulingClass == nil && p.Precedence == nil &&
-		p.CustomMetadata == nil && p.HeartbeatEnabled == nil && p.HeartbeatIntervalSeconds == nil
+		p.CustomMetadata == nil && p.HeartbeatEnabled == nil && p.HeartbeatIntervalSeconds == nil &&
+		p.PushNotifications == nil
 }
 
 // Apply returns s with the patch applied and a timeline note naming what
@@ -112,6 +114,10 @@ func (p Patch) Apply(s Session, now time.Time, by string) (Session, TimelineEntr
 	if p.HeartbeatIntervalSeconds != nil && s.HeartbeatIntervalSeconds != *p.HeartbeatIntervalSeconds {
 		s.HeartbeatIntervalSeconds = *p.HeartbeatIntervalSeconds
 		changed = append(changed, "heartbeat_interval_seconds")
+	}
+	if p.PushNotifications != nil && s.PushNotifications != *p.PushNotifications {
+		s.PushNotifications = *p.PushNotifications
+		changed = append(changed, "push_notifications")
 	}
 	s.UpdatedAt = now
 	msg := "[Session] updated " + strings.Join(changed, ", ")

@@ -64,6 +64,11 @@ type Session struct {
 	// they decide the scopes of its credentials (rules.ToolGroupScopes).
 	// Fixed at creation.
 	MCPToolGroups []string
+
+	// PushNotifications is the operator's needs-input push opt-in: whether
+	// a pause is pushed (debounced) to the notification sinks. The failure
+	// push ignores it.
+	PushNotifications bool
 }
 
 // NewSession is what a caller asks for when creating a session.
@@ -83,6 +88,8 @@ type NewSession struct {
 	CustomMetadata  map[string]any
 	// MCPToolGroups: none means rules.DefaultToolGroups.
 	MCPToolGroups []string
+	// PushNotifications: nil means true (pushed).
+	PushNotifications *bool
 }
 
 var slugPattern = regexp.MustCompile(rules.SlugPattern)
@@ -191,6 +198,7 @@ func (n NewSession) Build(parent *Session, now time.Time) (Session, error) {
 
 		HeartbeatIntervalSeconds: DefaultHeartbeatSeconds,
 		MCPToolGroups:            NormalizeToolGroups(n.MCPToolGroups),
+		PushNotifications:        n.PushNotifications == nil || *n.PushNotifications,
 	}, nil
 }
 

@@ -79,6 +79,12 @@ func TestBuildInheritsGenesisAndDefaults(t *testing.T) {
 	require.Equal(t, domain.SchedulingPriority, root.SchedulingClass)
 	require.NotNil(t, root.CustomMetadata)
 	require.Equal(t, now, root.CreatedAt)
+	require.True(t, root.PushNotifications, "pushed unless the caller opts out")
+	off := valid()
+	off.PushNotifications = ptr(false)
+	muted, err := off.Build(nil, now)
+	require.NoError(t, err)
+	require.False(t, muted.PushNotifications)
 
 	parent := domain.Session{ID: 7, Genesis: "web_ui", SchedulingClass: domain.SchedulingSpot}
 	n := valid()
@@ -156,7 +162,7 @@ func TestListRequestFilter(t *testing.T) {
 func TestPatchValidateAndApply(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	before := domain.Session{ID: 1, Title: "Old", Notes: "old notes", Goal: "g", CustomMetadata: map[string]any{}}
+	before := domain.Session{ID: 1, Title: "Old", Notes: "old notes", Goal: "g", CustomMetadata: map[string]any{}, PushNotifications: true}
 
 	tests := []struct {
 		name   string
@@ -174,6 +180,10 @@ func TestPatchValidateAndApply(t *testing.T) {
 		{name: "title and notes", patch: domain.Patch{Title: ptr("New"), Notes: ptr("n")},
 			want: func(s *domain.Session) { s.Title, s.Notes = "New", "n" }, note: "[Session] updated title, notes"},
 		{name: "same notes", patch: domain.Patch{Notes: ptr("old notes")},
+			want: func(*domain.Session) {}, note: "[Session] update changed nothing"},
+		{name: "push notifications off", patch: domain.Patch{PushNotifications: ptr(false)},
+			want: func(s *domain.Session) { s.PushNotifications = false }, note: "[Session] updated push_notifications"},
+		{name: "push notifications already on", patch: domain.Patch{PushNotifications: ptr(true)},
 			want: func(*domain.Session) {}, note: "[Session] update changed nothing"},
 		{name: "heartbeat out of range", patch: domain.Patch{HeartbeatIntervalSeconds: ptr(int32(29))}, fields: []string{"heartbeat_interval_seconds"}},
 	}

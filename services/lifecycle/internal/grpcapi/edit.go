@@ -19,6 +19,7 @@ func (s *Server) UpdateSession(ctx context.Context, req *lifecyclev1.UpdateSessi
 		Precedence:               req.Precedence,
 		HeartbeatEnabled:         req.HeartbeatEnabled,
 		HeartbeatIntervalSeconds: req.HeartbeatIntervalSeconds,
+		PushNotifications:        req.PushNotifications,
 	}
 	if md := req.GetCustomMetadata(); md != nil {
 		p.CustomMetadata = md.AsMap()

@@ -41,19 +41,20 @@ func (s *Server) CreateSession(ctx context.Context, req *lifecyclev1.CreateSessi
 		return nil, s.toStatus(ctx, err)
 	}
 	n := domain.NewSession{
-		Prompt:          req.GetPrompt(),
-		GitRoot:         req.GetGitRoot(),
-		Branch:          req.GetBranch(),
-		Subdirectory:    req.GetSubdirectory(),
-		Title:           req.GetTitle(),
-		Slug:            req.GetSlug(),
-		Goal:            req.GetGoal(),
-		AgentRoot:       req.GetAgentRoot(),
-		AgentRuntime:    req.GetAgentRuntime(),
-		ParentSessionID: parent,
-		SchedulingClass: req.GetSchedulingClass(),
-		Precedence:      req.GetPrecedence(),
-		MCPToolGroups:   req.GetMcpToolGroups(),
+		Prompt:            req.GetPrompt(),
+		GitRoot:           req.GetGitRoot(),
+		Branch:            req.GetBranch(),
+		Subdirectory:      req.GetSubdirectory(),
+		Title:             req.GetTitle(),
+		Slug:              req.GetSlug(),
+		Goal:              req.GetGoal(),
+		AgentRoot:         req.GetAgentRoot(),
+		AgentRuntime:      req.GetAgentRuntime(),
+		ParentSessionID:   parent,
+		SchedulingClass:   req.GetSchedulingClass(),
+		Precedence:        req.GetPrecedence(),
+		MCPToolGroups:     req.GetMcpToolGroups(),
+		PushNotifications: req.PushNotifications,
 	}
 	if md := req.GetCustomMetadata(); md != nil {
 		n.CustomMetadata = md.AsMap()

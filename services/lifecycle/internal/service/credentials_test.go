@@ -246,6 +246,9 @@ func TestASessionCredentialActsOnlyAsItsSession(t *testing.T) {
 	_, err = gw.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: "own-one", Precedence: ptr(int32(100)), SchedulingClass: ptr("priority")})
 	requireStatus(t, err, codes.PermissionDenied, fmt.Sprintf(
 		"session #%d's credential may edit only its title, notes and heartbeat; scheduling_class, precedence need an operator key", own.GetId()))
+	_, err = gw.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: "own-one", PushNotifications: ptr(false)})
+	requireStatus(t, err, codes.PermissionDenied, fmt.Sprintf(
+		"session #%d's credential may edit only its title, notes and heartbeat; push_notifications need an operator key", own.GetId()))
 
 	// The verbs on any session, the driver, hard delete: not for it.
 	_, err = gw.client.PauseSession(ctx, &lifecyclev1.PauseSessionRequest{SessionId: fmt.Sprint(own.GetId())})

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -182,4 +183,74 @@ func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
 	s, err := structpb.NewStruct(m)
 	require.NoError(t, err)
 	return s
+}
+
+// TestPushNotificationsOptIn: the needs-input push opt-in is on unless a
+// creation says otherwise, an operator's patch flips it (one timeline
+// line), and the effects a pause emits carry it in their session snapshot,
+// which is all the notification service reads.
+func TestPushNotificationsOptIn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+
+	require.True(t, b.create(t, &lifecyclev1.CreateSessionRequest{}).GetPushNotifications(), "absent means true")
+	require.True(t, b.create(t, &lifecyclev1.CreateSessionRequest{PushNotifications: ptr(true)}).GetPushNotifications())
+	muted := b.create(t, &lifecyclev1.CreateSessionRequest{PushNotifications: ptr(false)})
+	require.False(t, muted.GetPushNotifications())
+	require.False(t, b.get(t, muted.GetId()).GetPushNotifications(), "stored, not only answered")
+	list, err := b.client.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{})
+	require.NoError(t, err)
+	for _, s := range list.GetSessions() {
+		require.Equal(t, s.GetId() != muted.GetId(), s.GetPushNotifications(), "a list's summary carries it: session %d", s.GetId())
+	}
+
+	// The muted session's pause: its push effect says push_notifications false.
+	for _, ev := range []string{"start", "pause"} {
+		_, err := b.fire(t, muted.GetId(), ev)
+		require.NoError(t, err)
+	}
+	require.Equal(t, []bool{false}, b.pushSnapshots(t, muted.GetId()))
+
+	id := fmt.Sprint(muted.GetId())
+	resp, err := b.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: id, PushNotifications: ptr(true)})
+	require.NoError(t, err)
+	require.True(t, resp.GetSession().GetPushNotifications())
+	_, err = b.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: id, Title: ptr("kept")})
+	require.NoError(t, err)
+	require.True(t, b.get(t, muted.GetId()).GetPushNotifications(), "a patch without it keeps it")
+	for _, ev := range []string{"resume", "pause"} {
+		_, err := b.fire(t, muted.GetId(), ev)
+		require.NoError(t, err)
+	}
+	require.Equal(t, []bool{false, true}, b.pushSnapshots(t, muted.GetId()), "the next pause's effect carries the edit")
+
+	var notes []string
+	for _, l := range b.timeline(t, muted.GetId()) {
+		if l.GetKind() == "note" {
+			notes = append(notes, l.GetMessage())
+		}
+	}
+	require.Equal(t, byAdmin("[Session] updated push_notifications", "[Session] updated title"), notes)
+}
+
+// pushSnapshots are the push_notifications values of the needs-input push
+// effects lifecycle addressed to notification for session id, oldest first.
+func (b testBundle) pushSnapshots(t *testing.T, id int64) []bool {
+	t.Helper()
+	rows, err := b.svc.Pool.Query(context.Background(), `SELECT payload FROM outbox_messages
+		WHERE subscriber = 'notification' AND topic = $1 AND aggregate_key = $2 ORDER BY id`,
+		events.TopicEffectPrefix+"enqueue_debounced_needs_input_push_notification", fmt.Sprint(id))
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []bool
+	for rows.Next() {
+		var payload []byte
+		require.NoError(t, rows.Scan(&payload))
+		evt, err := events.Decode(payload)
+		require.NoError(t, err)
+		out = append(out, evt.GetEffect().GetSession().GetPushNotifications())
+	}
+	require.NoError(t, rows.Err())
+	return out
 }

@@ -60,7 +60,7 @@ func NewSessions(pool *pgxpool.Pool, codec Codec, signal *outbox.Signal, logger 
 var columns = []string{"id", "COALESCE(slug, '')", "status", "title", "prompt", "goal", "agent_root", "agent_runtime",
 	"git_root", "branch", "subdirectory", "parent_session_id", "genesis", "scheduling_class", "precedence",
 	"custom_metadata", "created_at", "updated_at", "markers", "elapsed_since", "archived_at", "archived_from",
-	"trash_after", "version", "heartbeat_enabled", "heartbeat_interval_seconds", "notes", "mcp_tool_groups"}
+	"trash_after", "version", "heartbeat_enabled", "heartbeat_interval_seconds", "notes", "mcp_tool_groups", "push_notifications"}
 
 var sessionColumns = strings.Join(columns, ", ")
 
@@ -173,7 +173,7 @@ func scanSession(row pgx.Row, extra ...any) (domain.Session, error) {
 		&s.AgentRuntime, &s.GitRoot, &s.Branch, &s.Subdirectory, &s.ParentSessionID, &s.Genesis,
 		&s.SchedulingClass, &s.Precedence, &md, &s.CreatedAt, &s.UpdatedAt, &mk, &s.ElapsedSince,
 		&s.ArchivedAt, &s.ArchivedFrom, &s.TrashAfter, &s.Version, &s.HeartbeatEnabled,
-		&s.HeartbeatIntervalSeconds, &s.Notes, &s.MCPToolGroups}, extra...)
+		&s.HeartbeatIntervalSeconds, &s.Notes, &s.MCPToolGroups, &s.PushNotifications}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return domain.Session{}, err
 	}

@@ -111,10 +111,10 @@ func (w *writes) edit(id int64, s domain.Session) error {
 	w.queue(func(err error) error { return interpretWrite("update session", err, s) }, `
 		UPDATE sessions SET title = $2, slug = NULLIF($3, ''), goal = $4, notes = $5,
 			scheduling_class = $6, precedence = $7, custom_metadata = $8, heartbeat_enabled = $9,
-			heartbeat_interval_seconds = $10, updated_at = $11, version = version + 1
+			heartbeat_interval_seconds = $10, push_notifications = $11, updated_at = $12, version = version + 1
 		WHERE id = $1`,
 		id, s.Title, s.Slug, s.Goal, s.Notes, s.SchedulingClass, s.Precedence, md,
-		s.HeartbeatEnabled, s.HeartbeatIntervalSeconds, s.UpdatedAt)
+		s.HeartbeatEnabled, s.HeartbeatIntervalSeconds, s.PushNotifications, s.UpdatedAt)
 	return nil
 }
 
@@ -127,12 +127,13 @@ func (w *writes) insert(s domain.Session) error {
 	w.queue(func(err error) error { return interpretWrite("insert session", err, s) }, `
 		INSERT INTO sessions (id, slug, status, title, prompt, goal, agent_root, agent_runtime, git_root,
 			branch, subdirectory, parent_session_id, genesis, scheduling_class, precedence,
-			custom_metadata, created_at, updated_at, heartbeat_enabled, heartbeat_interval_seconds, notes, mcp_tool_groups)
-		VALUES ($1, NULLIF($2, ''), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
+			custom_metadata, created_at, updated_at, heartbeat_enabled, heartbeat_interval_seconds, notes, mcp_tool_groups,
+			push_notifications)
+		VALUES ($1, NULLIF($2, ''), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
 		s.ID, s.Slug, s.Status, s.Title, s.Prompt, s.Goal, s.AgentRoot, s.AgentRuntime,
 		s.GitRoot, s.Branch, s.Subdirectory, s.ParentSessionID, s.Genesis,
 		s.SchedulingClass, s.Precedence, md, s.CreatedAt, s.UpdatedAt,
-		s.HeartbeatEnabled, s.HeartbeatIntervalSeconds, s.Notes, s.MCPToolGroups)
+		s.HeartbeatEnabled, s.HeartbeatIntervalSeconds, s.Notes, s.MCPToolGroups, s.PushNotifications)
 	return nil
 }
 

@@ -56,6 +56,7 @@ func Session(s domain.Session) (*lifecyclev1.Session, error) {
 		HeartbeatIntervalSeconds: s.HeartbeatIntervalSeconds,
 		McpToolGroups:            s.MCPToolGroups,
 		RunningJobId:             s.Markers.RunningJobID,
+		PushNotifications:        s.PushNotifications,
 	}, nil
 }
 
