@@ -7,6 +7,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/stretchr/testify v1.12.1
 	github.com/zimmerhq/zimmer/proto/gen v0.0.0
+	github.com/zimmerhq/zimmer/services/lifecycle v0.0.0
 	github.com/zimmerhq/zimmer/services/platform v0.0.0
 	go.temporal.io/sdk v1.51.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b
@@ -42,5 +43,6 @@ require (
 
 replace (
 	github.com/zimmerhq/zimmer/proto/gen => ../../proto/gen
+	github.com/zimmerhq/zimmer/services/lifecycle => ../lifecycle
 	github.com/zimmerhq/zimmer/services/platform => ../platform
 )

@@ -1,6 +1,9 @@
-// Package domain holds the notification context's rules: operational alerts,
-// what a valid raise looks like and when a raise pages. It imports only the
-// standard library and the platform's validation error.
+// Package domain holds the notification context's rules: the operator's
+// notifications (what each says, when a pause earns its push, what a valid
+// agent message and inbox listing look like) and operational alerts (what a
+// valid raise looks like and when a raise pages). It imports only the
+// standard library, the platform's validation error and lifecycle's status
+// words (lifecycle/rules).
 package domain
 
 import (
