@@ -20,13 +20,18 @@ func TestMigrationsAreReversible(t *testing.T) {
 // and uniqueness and exclusion are enforced across transactions.
 func TestSchemaRules(t *testing.T) {
 	t.Parallel()
-	const notify = `INSERT INTO notifications (session_id, kind, title, idempotency_key) VALUES `
+	const notify = `INSERT INTO notifications (session_id, type, title, marker, dedup_key) VALUES `
 	servicetest.AssertStatements(t, []pgdb.MigrationSet{store.Migrations}, []servicetest.StatementCase{
-		{Name: "a notification", SQL: notify + `(1, 'needs_input', 'Session 1 needs input', 'needs_input/1/1')`},
-		{Name: "a kind nobody defined", SQL: notify + `(2, 'digest', 'x', NULL)`, WantCode: pgerrcode.CheckViolation},
-		{Name: "an empty title", SQL: notify + `(3, 'push', '', NULL)`, WantCode: pgerrcode.CheckViolation},
-		{Name: "a retried producer", Setup: notify + `(4, 'failed', 'Session 4 failed', 'failed/4')`, SQL: notify + `(4, 'failed', 'Session 4 failed', 'failed/4')`, WantCode: pgerrcode.UniqueViolation},
-		{Name: "pushes without a key", Setup: notify + `(5, 'push', 'hi', NULL)`, SQL: notify + `(5, 'push', 'hi', NULL)`},
+		{Name: "a notification", SQL: notify + `(1, 'needs_input', 'Session 1 needs input', 1, NULL)`},
+		{Name: "a type nobody defined", SQL: notify + `(2, 'digest', 'x', 0, NULL)`, WantCode: pgerrcode.CheckViolation},
+		{Name: "an empty title", SQL: notify + `(3, 'agent_message', '', 0, NULL)`, WantCode: pgerrcode.CheckViolation},
+		{Name: "a retried producer", Setup: notify + `(4, 'failure', 'Session 4 failed', 0, 'failure/e4')`, SQL: notify + `(4, 'failure', 'Session 4 failed', 0, 'failure/e4')`, WantCode: pgerrcode.UniqueViolation},
+		{Name: "pushes without a key", Setup: notify + `(5, 'agent_message', 'hi', 0, NULL)`, SQL: notify + `(5, 'agent_message', 'hi', 0, NULL)`},
+		{Name: "a second notification of one pause", Setup: notify + `(6, 'needs_input', 'Session 6 needs input', 2, NULL)`, SQL: notify + `(6, 'needs_input', 'again', 2, NULL)`, WantCode: pgerrcode.UniqueViolation},
+		{Name: "the next pause", Setup: notify + `(7, 'needs_input', 'Session 7 needs input', 1, NULL)`, SQL: notify + `(7, 'needs_input', 'Session 7 needs input', 2, NULL)`},
+		{Name: "a pause without its marker", SQL: notify + `(8, 'needs_input', 'Session 8 needs input', 0, NULL)`, WantCode: pgerrcode.CheckViolation},
+		{Name: "a push about no session", SQL: notify + `(NULL, 'agent_message', 'backup done', 0, NULL)`},
+		{Name: "a session id that is no id", SQL: notify + `(0, 'agent_message', 'hi', 0, NULL)`, WantCode: pgerrcode.CheckViolation},
 
 		{Name: "an alert", SQL: `INSERT INTO alerts (dedup_key, summary, dedup_until) VALUES ('k1', 'boom', now() + interval '1 hour')`},
 		{

@@ -1,0 +1,333 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/clock"
+	"github.com/zimmerhq/zimmer/services/platform/principal"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
+)
+
+// NotificationRepository stores the operator's notifications.
+type NotificationRepository interface {
+	// Create stores n unless a notification with its identity exists (a
+	// needs_input one of the same session and marker, or one with n's
+	// DedupKey), which it returns with created false.
+	Create(ctx context.Context, n domain.Notification) (stored domain.Notification, created bool, err error)
+	// Delete removes notification id (one whose push could not start, so
+	// its sender's retry does not find a twin). No such notification is
+	// not an error.
+	Delete(ctx context.Context, id int64) error
+	// List returns up to f.Limit notifications newest first, and the
+	// unread, undismissed ones f's type and session select.
+	List(ctx context.Context, f domain.Filter) (rows []domain.Notification, unread int, err error)
+	// MarkRead sets id's read_at to at unless it is read already;
+	// domain.ErrNotFound when there is no such notification.
+	MarkRead(ctx context.Context, id int64, at time.Time) (domain.Notification, error)
+	// Dismiss sets id's dismissed_at to at unless it is dismissed already;
+	// domain.ErrNotFound when there is no such notification.
+	Dismiss(ctx context.Context, id int64, at time.Time) (domain.Notification, error)
+	// MarkAllRead marks read at at every unread, undismissed notification
+	// (of sessionID when it is not 0) and says how many.
+	MarkAllRead(ctx context.Context, sessionID int64, at time.Time) (int, error)
+	// MarkPushed records that id's push reached a sink at at (the first
+	// time only).
+	MarkPushed(ctx context.Context, id int64, at time.Time) error
+	// MarkStale applies lifecycle's event eventID once: sessionID's unread
+	// needs_input notifications of pauses up to throughMarker become stale
+	// at at. applied is false when eventID was applied before.
+	MarkStale(ctx context.Context, eventID string, sessionID, throughMarker int64, at time.Time) (applied bool, err error)
+	// DismissSession applies lifecycle's event eventID once: sessionID's
+	// notifications created up to createdUpTo are dismissed at at. applied
+	// is false when eventID was applied before.
+	DismissSession(ctx context.Context, eventID string, sessionID int64, createdUpTo, at time.Time) (applied bool, err error)
+}
+
+// Sessions reads sessions from lifecycle, as the notification service.
+type Sessions interface {
+	// Get returns session id as it is now; domain.ErrSessionGone when
+	// lifecycle no longer knows it.
+	Get(ctx context.Context, id int64) (domain.Session, error)
+}
+
+// Pusher pushes a stored notification to every sink of the push route,
+// each retried until it delivers or gives up. It only starts the push, so
+// a slow sink holds up no caller, and starting it twice pushes once.
+type Pusher interface {
+	Push(ctx context.Context, n domain.Notification) error
+}
+
+// Debouncer schedules a session's needs-input push: the push for the
+// latest pause goes out once no other pause followed for the debounce,
+// if the session is then still waiting from it (PushNeedsInput).
+type Debouncer interface {
+	Paused(ctx context.Context, sessionID, marker int64) error
+}
+
+// ErrNoDebounce: this service runs no debounce (it has no Temporal), so a
+// pause's push cannot be scheduled; the effect is refused as unavailable
+// and lifecycle keeps it until a service with Temporal takes it.
+var ErrNoDebounce = errors.New("this notification service runs no needs-input debounce (no Temporal)")
+
+// ListNotifications lists one page of the inbox.
+type ListNotifications struct{ Repo NotificationRepository }
+
+// Handle lists the page f selects.
+func (uc ListNotifications) Handle(ctx context.Context, f domain.Filter) (domain.Page, error) {
+	asked := f
+	asked.Limit++ // one more says another page follows
+	rows, unread, err := uc.Repo.List(ctx, asked)
+	if err != nil {
+		return domain.Page{}, err
+	}
+	return domain.NewPage(f, rows, unread), nil
+}
+
+// MarkNotificationRead marks one notification read.
+type MarkNotificationRead struct {
+	Repo  NotificationRepository
+	Clock clock.Clock
+}
+
+// Handle marks id read; reading it again changes nothing.
+func (uc MarkNotificationRead) Handle(ctx context.Context, id int64) (domain.Notification, error) {
+	if err := checkID(id); err != nil {
+		return domain.Notification{}, err
+	}
+	return uc.Repo.MarkRead(ctx, id, uc.Clock.Now())
+}
+
+// DismissNotification dismisses one notification.
+type DismissNotification struct {
+	Repo  NotificationRepository
+	Clock clock.Clock
+}
+
+// Handle dismisses id; dismissing it again changes nothing.
+func (uc DismissNotification) Handle(ctx context.Context, id int64) (domain.Notification, error) {
+	if err := checkID(id); err != nil {
+		return domain.Notification{}, err
+	}
+	return uc.Repo.Dismiss(ctx, id, uc.Clock.Now())
+}
+
+// MarkAllNotificationsRead marks the inbox read.
+type MarkAllNotificationsRead struct {
+	Repo  NotificationRepository
+	Clock clock.Clock
+}
+
+// Handle marks every unread, undismissed notification read (of sessionID
+// when it is not 0).
+func (uc MarkAllNotificationsRead) Handle(ctx context.Context, sessionID int64) (int, error) {
+	if sessionID < 0 {
+		return 0, validation.Invalid("session_id", "is %d; use the session's id, or 0 for every session", sessionID)
+	}
+	return uc.Repo.MarkAllRead(ctx, sessionID, uc.Clock.Now())
+}
+
+// SendPushNotification stores an agent's message and pushes it at once.
+type SendPushNotification struct {
+	Repo   NotificationRepository
+	Pusher Pusher
+	Clock  clock.Clock
+}
+
+// Handle attributes m to the calling session (a session credential sends
+// as its own session, whatever m says; a key or a service sends as the
+// session it names), stores it and starts its push. When the push cannot
+// start the notification is removed again and the error returned, so the
+// sender's retry neither loses the push nor doubles the inbox entry.
+func (uc SendPushNotification) Handle(ctx context.Context, m domain.AgentMessage) (domain.Notification, error) {
+	if p, ok := principal.FromContext(ctx); ok && p.Kind == principal.Session {
+		m.SessionID = p.SessionID
+	}
+	if err := m.Validate(); err != nil {
+		return domain.Notification{}, err
+	}
+	n, _, err := uc.Repo.Create(ctx, m.Notification(uc.Clock.Now()))
+	if err != nil {
+		return domain.Notification{}, err
+	}
+	if err := uc.Pusher.Push(ctx, n); err != nil {
+		if derr := uc.Repo.Delete(context.WithoutCancel(ctx), n.ID); derr != nil {
+			return domain.Notification{}, errors.Join(err, fmt.Errorf("remove the unpushed notification %d: %w", n.ID, derr))
+		}
+		return domain.Notification{}, err
+	}
+	return n, nil
+}
+
+// NeedsInputPaused is lifecycle's enqueue_debounced_needs_input_push_notification:
+// a session paused, and its push waits out the debounce.
+type NeedsInputPaused struct{ Debouncer Debouncer }
+
+// Handle schedules the push of sessionID's pause marker. It only records
+// and signals: the transition that paused the session waits for nothing.
+func (uc NeedsInputPaused) Handle(ctx context.Context, sessionID, marker int64) error {
+	if uc.Debouncer == nil {
+		return ErrNoDebounce
+	}
+	return uc.Debouncer.Paused(ctx, sessionID, marker)
+}
+
+// NeedsInputOutcome is what the end of a pause's debounce did.
+type NeedsInputOutcome struct {
+	// NotificationID is the notification of the pause, when it earned one.
+	NotificationID int64
+	// Pushed: its push was started now (false when an earlier run had).
+	Pushed bool
+	// Skipped says why there is no push, or "".
+	Skipped string
+}
+
+// PushNeedsInput ends a pause's debounce: it asks lifecycle how the
+// session is now and, when the pause still earns a push
+// (domain.NeedsInputRefusal), creates its notification and starts the push.
+// Run again for the same pause it creates and pushes nothing more.
+type PushNeedsInput struct {
+	Repo     NotificationRepository
+	Sessions Sessions
+	Pusher   Pusher
+	Clock    clock.Clock
+}
+
+// Handle ends the debounce of sessionID's pause marker.
+func (uc PushNeedsInput) Handle(ctx context.Context, sessionID, marker int64) (NeedsInputOutcome, error) {
+	s, err := uc.Sessions.Get(ctx, sessionID)
+	if errors.Is(err, domain.ErrSessionGone) {
+		return NeedsInputOutcome{Skipped: fmt.Sprintf("session %d no longer exists", sessionID)}, nil
+	}
+	if err != nil {
+		return NeedsInputOutcome{}, err
+	}
+	if why := domain.NeedsInputRefusal(s, marker); why != "" {
+		return NeedsInputOutcome{Skipped: why}, nil
+	}
+	n, _, err := uc.Repo.Create(ctx, domain.NeedsInput(s, marker, uc.Clock.Now()))
+	if err != nil {
+		return NeedsInputOutcome{}, err
+	}
+	pushed, err := pushOnce(ctx, uc.Pusher, n)
+	return NeedsInputOutcome{NotificationID: n.ID, Pushed: pushed}, err
+}
+
+// PushFailure is lifecycle's enqueue_failure_push_notification: immediate
+// and unconditional (a failure is final, so it ignores push_notifications).
+type PushFailure struct {
+	Repo   NotificationRepository
+	Pusher Pusher
+	Clock  clock.Clock
+}
+
+// Handle creates the failure notification of lifecycle's event eventID
+// about s and starts its push. A redelivered event finds its notification
+// and starts the push only if it has not reached a sink yet; created says
+// whether this delivery created it.
+func (uc PushFailure) Handle(ctx context.Context, eventID string, s domain.Session, reason string) (created bool, err error) {
+	n, created, err := uc.Repo.Create(ctx, domain.Failure(s, reason, eventID, uc.Clock.Now()))
+	if err != nil {
+		return false, err
+	}
+	if _, err := pushOnce(ctx, uc.Pusher, n); err != nil {
+		return false, err
+	}
+	return created, nil
+}
+
+// pushOnce starts n's push unless it reached a sink already.
+func pushOnce(ctx context.Context, p Pusher, n domain.Notification) (bool, error) {
+	if n.PushedAt != nil {
+		return false, nil
+	}
+	if err := p.Push(ctx, n); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// MarkNotificationsStale is lifecycle's mark_notifications_stale: the
+// session resumed, so the needs-input notifications of its earlier pauses
+// describe a wait that is over.
+type MarkNotificationsStale struct {
+	Repo  NotificationRepository
+	Clock clock.Clock
+}
+
+// Handle applies event eventID: the session's unread needs_input
+// notifications of pauses up to needsInputCount (the session's count at
+// the resume) become stale. Bounding by the marker keeps a late
+// redelivery from staling a later pause's notification.
+func (uc MarkNotificationsStale) Handle(ctx context.Context, eventID string, sessionID, needsInputCount int64) (bool, error) {
+	return uc.Repo.MarkStale(ctx, eventID, sessionID, needsInputCount, uc.Clock.Now())
+}
+
+// DismissSessionNotifications is lifecycle's dismiss_notifications: the
+// session was archived.
+type DismissSessionNotifications struct {
+	Repo  NotificationRepository
+	Clock clock.Clock
+}
+
+// Handle applies event eventID, which occurred at occurredAt: the session's
+// notifications created until then are dismissed (one created after, by an
+// unarchived session, is not the archive's to dismiss).
+func (uc DismissSessionNotifications) Handle(ctx context.Context, eventID string, sessionID int64, occurredAt time.Time) (bool, error) {
+	return uc.Repo.DismissSession(ctx, eventID, sessionID, occurredAt, uc.Clock.Now())
+}
+
+// MarkPushed records that a notification's push reached a sink.
+type MarkPushed struct {
+	Repo  NotificationRepository
+	Clock clock.Clock
+}
+
+// Handle marks id pushed now.
+func (uc MarkPushed) Handle(ctx context.Context, id int64) error {
+	return uc.Repo.MarkPushed(ctx, id, uc.Clock.Now())
+}
+
+// Notifications bundles the notification use cases the adapters call.
+type Notifications struct {
+	List        ListNotifications
+	MarkRead    MarkNotificationRead
+	Dismiss     DismissNotification
+	MarkAllRead MarkAllNotificationsRead
+	Send        SendPushNotification
+
+	Paused     NeedsInputPaused
+	NeedsInput PushNeedsInput
+	Failure    PushFailure
+	Stale      MarkNotificationsStale
+	Archived   DismissSessionNotifications
+	Pushed     MarkPushed
+}
+
+// NewNotifications wires the notification use cases. debouncer may be nil
+// (no Temporal): a pause's push is then refused with ErrNoDebounce.
+func NewNotifications(repo NotificationRepository, sessions Sessions, pusher Pusher, debouncer Debouncer, clk clock.Clock) Notifications {
+	return Notifications{
+		List:        ListNotifications{Repo: repo},
+		MarkRead:    MarkNotificationRead{Repo: repo, Clock: clk},
+		Dismiss:     DismissNotification{Repo: repo, Clock: clk},
+		MarkAllRead: MarkAllNotificationsRead{Repo: repo, Clock: clk},
+		Send:        SendPushNotification{Repo: repo, Pusher: pusher, Clock: clk},
+		Paused:      NeedsInputPaused{Debouncer: debouncer},
+		NeedsInput:  PushNeedsInput{Repo: repo, Sessions: sessions, Pusher: pusher, Clock: clk},
+		Failure:     PushFailure{Repo: repo, Pusher: pusher, Clock: clk},
+		Stale:       MarkNotificationsStale{Repo: repo, Clock: clk},
+		Archived:    DismissSessionNotifications{Repo: repo, Clock: clk},
+		Pushed:      MarkPushed{Repo: repo, Clock: clk},
+	}
+}
+
+func checkID(id int64) error {
+	if id <= 0 {
+		return validation.Invalid("notification_id", "is %d; use the id ListNotifications returned", id)
+	}
+	return nil
+}
