@@ -115,12 +115,12 @@ func TestListFiltersPagesAndCounts(t *testing.T) {
 	forEachNotificationRepository(t, func(t *testing.T, repo app.NotificationRepository) {
 		ctx := context.Background()
 		list := app.ListNotifications{Repo: repo}
-		a := create(t, repo, needsInput(1, 1, t0))                                                // read below
-		b := create(t, repo, domain.Failure(domain.Session{ID: 1}, "x", "e1", t0))                // dismissed below
-		c := create(t, repo, needsInput(2, 1, t0))                                                //
-		d := create(t, repo, domain.AgentMessage{SessionID: 2, Title: "hi"}.Notification(t0))     //
-		e := create(t, repo, domain.AgentMessage{Title: "from a program"}.Notification(t0))       //
-		f := create(t, repo, domain.Failure(domain.Session{ID: 2}, "y", "e2", t0.Add(time.Hour))) //
+		a := create(t, repo, needsInput(1, 1, t0))                                 // read below
+		b := create(t, repo, domain.Failure(domain.Session{ID: 1}, "x", "e1", t0)) // dismissed below
+		c := create(t, repo, needsInput(2, 1, t0))
+		d := create(t, repo, domain.AgentMessage{SessionID: 2, Title: "hi"}.Notification(t0))
+		e := create(t, repo, domain.AgentMessage{Title: "from a program"}.Notification(t0))
+		f := create(t, repo, domain.Failure(domain.Session{ID: 2}, "y", "e2", t0.Add(time.Hour)))
 		_, err := repo.MarkRead(ctx, a.ID, t0)
 		require.NoError(t, err)
 		_, err = repo.Dismiss(ctx, b.ID, t0)
