@@ -52,6 +52,8 @@ var sessionActions = []sessionAction{
 		&lifecyclev1.UpdateSessionRequest{}, []string{"session_id", "notes"}},
 	{"set_heartbeat", "turn the heartbeat nudge on or off (enabled) and set its interval_seconds; give either or both.",
 		&lifecyclev1.SetSessionHeartbeatRequest{}, []string{"session_id", "enabled", "interval_seconds"}},
+	{"update_push_notifications", "turn on or off (push_notifications) the push the operator gets when the session pauses and waits " +
+		"for its next message; a failure is pushed either way.", &lifecyclev1.UpdateSessionRequest{}, []string{"session_id", "push_notifications"}},
 	{"transition", "fire one event of the state machine as the machine states it, with event and the options it reads: the low-level driver " +
 		"for harnesses and operators. Prefer the named actions; this one chooses nothing (sleep on a running session is refused, " +
 		"unarchive names its target).", &lifecyclev1.TransitionSessionRequest{},
@@ -88,6 +90,7 @@ var actionArgs = []actionArg{
 	{"interval_seconds", mcpgo.WithInteger, counts.Sprintf("seconds between heartbeat nudges, %d to %d (a new session has %d).",
 		rules.MinHeartbeatSeconds, rules.MaxHeartbeatSeconds, rules.DefaultHeartbeatSeconds),
 		[]mcpgo.PropertyOption{mcpgo.Min(rules.MinHeartbeatSeconds), mcpgo.Max(rules.MaxHeartbeatSeconds)}},
+	{"push_notifications", mcpgo.WithBoolean, "true: the operator is pushed a notification when the session waits for input; false: not.", nil},
 	{"event", mcpgo.WithString, eventDoc(), []mcpgo.PropertyOption{mcpgo.Enum(rules.Events()...)}},
 	{"force", mcpgo.WithBoolean, "archive even over queued messages that are not delivered: they are retired to undelivered " +
 		"(kept, and listed by get_session as never delivered) and named on the archive line. Not the " +
@@ -288,6 +291,17 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 		var r *lifecyclev1.UpdateSessionResponse
 		r, err = t.lifecycle.UpdateSession(ctx, in)
 		resp, message = r, fmt.Sprintf("Session %d: %s updated.", r.GetSession().GetId(), field)
+	case "update_push_notifications":
+		if !a.has("push_notifications") {
+			a.problems = append(a.problems, "update_push_notifications needs push_notifications (true or false)")
+		}
+		in := &lifecyclev1.UpdateSessionRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		var r *lifecyclev1.UpdateSessionResponse
+		r, err = t.lifecycle.UpdateSession(ctx, in)
+		resp, message = r, pushMessage(r.GetSession())
 	case "set_heartbeat":
 		in := &lifecyclev1.SetSessionHeartbeatRequest{}
 		a.into(in, names...)
@@ -354,6 +368,13 @@ func refuseAction(action string, offered []string, narrowed bool) string {
 	default:
 		return fmt.Sprintf("unknown action %q; use one of %s", action, strings.Join(offered, ", "))
 	}
+}
+
+func pushMessage(s *lifecyclev1.Session) string {
+	if s.GetPushNotifications() {
+		return fmt.Sprintf("Session %d: push notifications on (the operator is pushed when it waits for input).", s.GetId())
+	}
+	return fmt.Sprintf("Session %d: push notifications off (a failure is still pushed).", s.GetId())
 }
 
 func heartbeatMessage(s *lifecyclev1.Session) string {

@@ -21,7 +21,7 @@ import (
 
 var (
 	allActions = []string{"follow_up", "pause", "sleep", "archive", "bulk_archive", "unarchive", "restart", "fail",
-		"update_title", "update_notes", "set_heartbeat", "transition"}
+		"update_title", "update_notes", "set_heartbeat", "update_push_notifications", "transition"}
 	selfActions = []string{"update_notes", "update_title", "set_heartbeat", "archive"}
 )
 

@@ -53,11 +53,12 @@ func TestASessionCredentialSeesExactlyItsTools(t *testing.T) {
 		scopes []string
 		tools  []string
 	}{
-		{[]string{principal.ScopeSelf}, []string{"action_session", "get_session", "get_session_provenance"}},
-		{[]string{principal.ScopeSelf, principal.ScopeSessionsRead}, []string{"action_session", "get_session", "get_session_provenance", "quick_search_sessions"}},
+		{[]string{principal.ScopeSelf}, []string{"action_session", "get_session", "get_session_provenance", "send_push_notification"}},
+		{[]string{principal.ScopeSelf, principal.ScopeSessionsRead}, []string{"action_session", "get_alerts", "get_session", "get_session_provenance",
+			"quick_search_sessions", "send_push_notification"}},
 		{
 			[]string{principal.ScopeSelf, principal.ScopeSessionsRead, principal.ScopeSessionsStart},
-			[]string{"action_session", "get_session", "get_session_provenance", "quick_search_sessions", "start_session"},
+			[]string{"action_session", "get_alerts", "get_session", "get_session_provenance", "quick_search_sessions", "send_push_notification", "start_session"},
 		},
 	} {
 		b := setupAs(t, credential(7, tc.scopes...))

@@ -23,6 +23,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
@@ -38,8 +39,10 @@ const (
 // Groups maps each tool group to its tools. A request without tool_groups
 // gets every group.
 var Groups = map[string][]string{
-	"sessions":     {ToolQuickSearchSessions, ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession, ToolManageEnqueuedMessages},
-	"self_session": {ToolGetSession, ToolGetSessionProvenance, ToolActionSession},
+	"sessions": {ToolQuickSearchSessions, ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession, ToolManageEnqueuedMessages,
+		ToolGetAlerts},
+	"notifications": {ToolGetNotifications, ToolSendPushNotification, ToolActionNotification},
+	"self_session":  {ToolGetSession, ToolGetSessionProvenance, ToolSendPushNotification, ToolActionSession},
 }
 
 // groupActions narrows action_session in a group that offers only some of
@@ -55,7 +58,10 @@ const instructions = `Zimmer runs AI coding-agent sessions. A session is address
 	`quick_search_sessions finds sessions by text and status; ` +
 	`start_session creates one (it starts in the "` + rules.StatusWaiting + `" status); get_session shows one; ` +
 	`action_session sends it a follow-up or changes its lifecycle, title, notes or heartbeat; ` +
-	`manage_enqueued_messages lists, edits and sends the messages queued for it.`
+	`manage_enqueued_messages lists, edits and sends the messages queued for it; ` +
+	`get_alerts lists the operational alerts. ` +
+	`get_notifications and action_notification read and clear the operator's notifications; ` +
+	`send_push_notification tells the operator something now.`
 
 // Handler is the /mcp endpoint. Authentication is the caller's (the server
 // wraps this handler).
@@ -88,6 +94,10 @@ type Options struct {
 	// get_session's queued messages; without it the tools say the queue is
 	// not configured, and get_session shows no queue.
 	Queue queuev1.QueueServiceClient
+	// Notifications serves the notification tools (get_notifications,
+	// action_notification, send_push_notification, get_alerts); without it
+	// they say the service is not configured.
+	Notifications notificationv1.NotificationServiceClient
 	// SessionTTL ends a session after this long without a request
 	// (DefaultSessionTTL when zero).
 	SessionTTL time.Duration
@@ -98,7 +108,8 @@ type Options struct {
 
 // NewHandler returns the MCP endpoint over the lifecycle service's client.
 func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logger, opts Options) *Handler {
-	t := &tools{lifecycle: lifecycle, provenance: opts.Provenance, runner: opts.Runner, queue: opts.Queue, logger: logger}
+	t := &tools{lifecycle: lifecycle, provenance: opts.Provenance, runner: opts.Runner, queue: opts.Queue,
+		notifications: opts.Notifications, logger: logger}
 	h := &Handler{logger: logger}
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = DefaultSessionTTL
@@ -129,6 +140,10 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 	srv.AddTool(getSessionProvenanceTool(), t.getSessionProvenance)
 	srv.AddTool(actionSessionTool(nil), t.actionSession)
 	srv.AddTool(manageEnqueuedMessagesTool(), t.manageEnqueuedMessages)
+	srv.AddTool(getAlertsTool(), t.getAlerts)
+	srv.AddTool(getNotificationsTool(), t.getNotifications)
+	srv.AddTool(sendPushNotificationTool(), t.sendPushNotification)
+	srv.AddTool(actionNotificationTool(), t.actionNotification)
 
 	h.http = mcpserver.NewStreamableHTTPServer(srv,
 		mcpserver.WithHTTPContextFunc(withSelection),

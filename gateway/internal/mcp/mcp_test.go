@@ -125,16 +125,22 @@ func TestToolGroups(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 
+	every := []string{"action_notification", "action_session", "get_alerts", "get_notifications", "get_session", "get_session_provenance",
+		"manage_enqueued_messages", "quick_search_sessions", "send_push_notification", "start_session"}
+	sessions := []string{"action_session", "get_alerts", "get_session", "get_session_provenance", "manage_enqueued_messages", "quick_search_sessions", "start_session"}
+	self := []string{"action_session", "get_session", "get_session_provenance", "send_push_notification"}
 	tests := []struct {
 		path string
 		want []string
 	}{
-		{"/", []string{"action_session", "get_session", "get_session_provenance", "manage_enqueued_messages", "quick_search_sessions", "start_session"}},
-		{"/?tool_groups=", []string{"action_session", "get_session", "get_session_provenance", "manage_enqueued_messages", "quick_search_sessions", "start_session"}},
-		{"/?tool_groups=sessions", []string{"action_session", "get_session", "get_session_provenance", "manage_enqueued_messages", "quick_search_sessions", "start_session"}},
-		{"/?tool_groups=self_session", []string{"action_session", "get_session", "get_session_provenance"}},
-		{"/?tool_groups=self_session&tool_groups=sessions", []string{"action_session", "get_session", "get_session_provenance", "manage_enqueued_messages", "quick_search_sessions", "start_session"}},
-		{"/?tool_groups=self_session,bogus", []string{"action_session", "get_session", "get_session_provenance"}},
+		{"/", every},
+		{"/?tool_groups=", every},
+		{"/?tool_groups=sessions", sessions},
+		{"/?tool_groups=self_session", self},
+		{"/?tool_groups=notifications", []string{"action_notification", "get_notifications", "send_push_notification"}},
+		{"/?tool_groups=self_session&tool_groups=sessions", []string{"action_session", "get_alerts", "get_session", "get_session_provenance",
+			"manage_enqueued_messages", "quick_search_sessions", "send_push_notification", "start_session"}},
+		{"/?tool_groups=self_session,bogus", self},
 		{"/?tool_groups=bogus", []string{}},
 	}
 	for _, tt := range tests {
@@ -155,7 +161,7 @@ func TestToolGroupsInEveryProtocolVersion(t *testing.T) {
 	for _, version := range []string{mcpgo.LATEST_PROTOCOL_VERSION, mcpgo.LATEST_LEGACY_PROTOCOL_VERSION} {
 		c := b.connectVersion(t, "/?tool_groups=self_session", version)
 		require.Equal(t, version, c.ProtocolVersion())
-		require.Equal(t, []string{"action_session", "get_session", "get_session_provenance"}, toolNames(t, c), version)
+		require.Equal(t, []string{"action_session", "get_session", "get_session_provenance", "send_push_notification"}, toolNames(t, c), version)
 		res := call(t, c, "get_session", map[string]any{"session_id": "404"})
 		require.True(t, res.IsError, version)
 		require.Contains(t, textOf(res), "not found", version)

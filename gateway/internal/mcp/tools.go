@@ -18,6 +18,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
@@ -25,11 +26,12 @@ import (
 
 // tools holds the tool handlers' dependencies.
 type tools struct {
-	lifecycle  lifecyclev1.LifecycleServiceClient
-	provenance lineagev1.ProvenanceServiceClient
-	runner     runnerv1.RunnerServiceClient
-	queue      queuev1.QueueServiceClient
-	logger     *slog.Logger
+	lifecycle     lifecyclev1.LifecycleServiceClient
+	provenance    lineagev1.ProvenanceServiceClient
+	runner        runnerv1.RunnerServiceClient
+	queue         queuev1.QueueServiceClient
+	notifications notificationv1.NotificationServiceClient
+	logger        *slog.Logger
 }
 
 // counts writes numbers in descriptions as people read them (500,000).
@@ -67,6 +69,8 @@ func startSessionTool() mcpgo.Tool {
 			mcpgo.Description("The MCP tool groups the session's credentials open: \""+rules.ToolGroupSelfSession+"\" (its own session's tools; every "+
 				"credential has them) and \""+rules.ToolGroupSessions+"\" (read every session, start children of its own). Default [\""+
 				rules.ToolGroupSessions+"\"].")),
+		mcpgo.WithBoolean("push_notifications", mcpgo.Description("Whether the operator is pushed a notification when the session "+
+			"pauses and waits for its next message (once the pause has lasted a while). Default true. A failure is pushed either way.")),
 		mcpgo.WithReadOnlyHintAnnotation(false),
 		mcpgo.WithDestructiveHintAnnotation(false),
 		mcpgo.WithIdempotentHintAnnotation(false),

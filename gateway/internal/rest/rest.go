@@ -36,6 +36,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/sessionref"
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
@@ -51,10 +52,10 @@ const (
 // bodyExample is the shape a malformed body should have had.
 const bodyExample = `{"prompt": "...", "git_root": "..."}`
 
-// NewHandler returns the REST API over the lifecycle and queue services'
-// connections. Authentication is the caller's (the server wraps this
-// handler).
-func NewHandler(ctx context.Context, lifecycle, queue grpc.ClientConnInterface, logger *slog.Logger) (http.Handler, error) {
+// NewHandler returns the REST API over the lifecycle, queue and
+// notification services' connections. Authentication is the caller's (the
+// server wraps this handler).
+func NewHandler(ctx context.Context, lifecycle, queue, notification grpc.ClientConnInterface, logger *slog.Logger) (http.Handler, error) {
 	h := &handler{logger: logger}
 	none := func(string) (string, bool) { return "", false }
 	h.mux = runtime.NewServeMux(
@@ -87,6 +88,12 @@ func NewHandler(ctx context.Context, lifecycle, queue grpc.ClientConnInterface, 
 	// routes take an id or a slug like lifecycle's.
 	if err := queuev1.RegisterQueueServiceHandlerClient(ctx, h.mux, queuev1.NewQueueServiceClient(reachingConn{queue})); err != nil {
 		return nil, fmt.Errorf("register queue REST routes: %w", err)
+	}
+	// The inbox and the alerts take a session by its numeric id (the
+	// notification service keeps no slugs).
+	notifications := notificationv1.NewNotificationServiceClient(reachingConn{notification})
+	if err := notificationv1.RegisterNotificationServiceHandlerClient(ctx, h.mux, notifications); err != nil {
+		return nil, fmt.Errorf("register notification REST routes: %w", err)
 	}
 	return h, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	"github.com/zimmerhq/zimmer/gateway/openapi"
 	accessv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	"github.com/zimmerhq/zimmer/services/platform/grpcserver"
 )
 
@@ -27,9 +28,10 @@ var adminOperations = []string{"LifecycleService_DeleteSession", "LifecycleServi
 // servicePackages are the gRPC packages of the services with REST routes,
 // by service name, as grpcserver.Access takes a method: "/pkg.Service/Method".
 var servicePackages = map[string]string{
-	"LifecycleService": "/zimmer.lifecycle.v1.",
-	"RunnerService":    "/zimmer.runner.v1.",
-	"QueueService":     "/zimmer.queue.v1.",
+	"LifecycleService":    "/zimmer.lifecycle.v1.",
+	"RunnerService":       "/zimmer.runner.v1.",
+	"QueueService":        "/zimmer.queue.v1.",
+	"NotificationService": "/zimmer.notification.v1.",
 }
 
 // actionArgs are arguments each action of action_session is called with in
@@ -47,6 +49,8 @@ var actionArgs = map[string]map[string]any{
 	"update_notes":  {"session_id": "1", "notes": "walked"},
 	"set_heartbeat": {"session_id": "1", "enabled": true},
 	"transition":    {"session_id": "1", "event": "start"},
+
+	"update_push_notifications": {"session_id": "1", "push_notifications": false},
 }
 
 // queuedMessage in a walk's arguments is replaced by the id of a message
@@ -65,12 +69,25 @@ var enqueuedArgs = map[string]map[string]any{
 	"interrupt": {"session_id": "1", "message_id": queuedMessage},
 }
 
+// notificationArgs are the arguments each action of action_notification is
+// called with in the walk (it reaches the notification service; the walk
+// puts notification 1 in its inbox); an action missing here fails the
+// walk.
+var notificationArgs = map[string]map[string]any{
+	"read":     {"notification_id": 1},
+	"dismiss":  {"notification_id": 1},
+	"read_all": {"session_id": "1"},
+}
+
 // toolArgs are the other tools' arguments in the walk.
 var toolArgs = map[string]map[string]any{
 	mcp.ToolQuickSearchSessions:  {"q": "walked"},
 	mcp.ToolStartSession:         {"prompt": "walked", "git_root": "/r"},
 	mcp.ToolGetSession:           {"session_id": "1"},
 	mcp.ToolGetSessionProvenance: {"session_id": "1"},
+	mcp.ToolGetNotifications:     {"unread": true},
+	mcp.ToolSendPushNotification: {"title": "walked", "session_id": "1"},
+	mcp.ToolGetAlerts:            {"page_size": 10},
 }
 
 // toolActions are the tools walked action by action, with each action's
@@ -78,6 +95,7 @@ var toolArgs = map[string]map[string]any{
 var toolActions = map[string]map[string]map[string]any{
 	mcp.ToolActionSession:          actionArgs,
 	mcp.ToolManageEnqueuedMessages: enqueuedArgs,
+	mcp.ToolActionNotification:     notificationArgs,
 }
 
 // TestEachKeyReachesExactlyItsRoutesAndTools extends
@@ -122,17 +140,20 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 		t.Run(key.name, func(t *testing.T) {
 			t.Parallel()
 			b := setupProvenance(t, provenanceOpts{})
+			b.notifications.Add(&notificationv1.Notification{Type: "needs_input", SessionId: 1, Title: "walked"})
 			var refusedREST, refusedTools []string
 			for _, r := range routes {
 				// A runner route reaches the runner (after lifecycle resolved
-				// the session), a queue route the queue; every other route,
-				// lifecycle.
+				// the session), a queue route the queue, a notification route
+				// the notification service; every other route, lifecycle.
 				calls := func() int { return len(b.fake.Calls(r.rpc)) }
 				switch r.service {
 				case "RunnerService":
 					calls = func() int { return len(b.runner.Calls(r.rpc)) }
 				case "QueueService":
 					calls = func() int { return len(b.queue.Calls(r.rpc)) }
+				case "NotificationService":
+					calls = func() int { return len(b.notifications.Calls(r.rpc)) }
 				}
 				before := calls()
 				resp := b.do(t, r.method, r.path, "{}", "X-API-Key", key.key)
@@ -174,10 +195,11 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 						require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
 						args["message_id"] = resp.json(t)["enqueued_message"].(map[string]any)["id"]
 					}
-					before := len(b.fake.Calls()) + len(b.queue.Calls())
+					reachedAny := func() int { return len(b.fake.Calls()) + len(b.queue.Calls()) + len(b.notifications.Calls()) }
+					before := reachedAny()
 					res, err := c.CallTool(t.Context(), callRequest(tool.Name, args))
 					require.NoError(t, err, name)
-					reached := len(b.fake.Calls())+len(b.queue.Calls()) > before
+					reached := reachedAny() > before
 					if res.IsError && strings.Contains(textOf(res), "needs an admin key (ZIMMER_ADMIN_API_KEYS)") {
 						require.False(t, reached, "%s: refused, yet it reached lifecycle", name)
 						refusedTools = append(refusedTools, name)
@@ -187,7 +209,7 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 					require.False(t, res.IsError, "%s: %s", name, textOf(res))
 				}
 			}
-			require.Len(t, walked, len(toolArgs)+len(actionArgs)+len(enqueuedArgs), "every tool and action walked: %v", walked)
+			require.Len(t, walked, len(toolArgs)+len(actionArgs)+len(enqueuedArgs)+len(notificationArgs), "every tool and action walked: %v", walked)
 
 			slices.Sort(refusedREST)
 			slices.Sort(refusedTools)

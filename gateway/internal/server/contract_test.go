@@ -14,9 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 )
 
 // openAPIDoc is the part of the served document the contract test reads.
@@ -48,6 +50,14 @@ func TestEveryRouteAnswersWhatTheContractSays(t *testing.T) {
 		HumanMessages: []*lineagev1.HumanMessage{{Id: 1, Origin: "here", Author: "tadasant", AuthorDisplayName: "Tadas",
 			Provenance: "web_ui.follow_up", AuthoredInSessionId: 1, Content: "go", OccurredAt: timestamppb.Now()}},
 	})
+
+	// The notification service's routes answer with one of each: a
+	// notification (1, which every route finds) and an alert with details.
+	b.notifications.Add(&notificationv1.Notification{Type: "needs_input", SessionId: 1, Title: "#1 needs input", Marker: 1})
+	details, err := structpb.NewStruct(map[string]any{"session_id": 1})
+	require.NoError(t, err)
+	b.notifications.SetAlerts(&notificationv1.Alert{Id: 1, DedupKey: "walked", Summary: "walked", Details: details, Occurrences: 2,
+		FirstSeenAt: timestamppb.Now(), LastSeenAt: timestamppb.Now(), DedupUntil: timestamppb.Now()})
 
 	resp := b.do(t, http.MethodGet, "/openapi.json", "")
 	require.Equal(t, http.StatusOK, resp.status)

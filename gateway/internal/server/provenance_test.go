@@ -18,6 +18,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/lineagefake"
+	"github.com/zimmerhq/zimmer/gateway/internal/notificationfake"
 	"github.com/zimmerhq/zimmer/gateway/internal/queuefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
 	"github.com/zimmerhq/zimmer/gateway/internal/runnerfake"
@@ -47,7 +48,7 @@ type provenanceOpts struct {
 // supervisor credentials.
 func setupProvenance(t *testing.T, opts provenanceOpts) *provenanceBundle {
 	t.Helper()
-	fake, lineage, runner, queue := lifecyclefake.New(), lineagefake.New(), runnerfake.New(), queuefake.New()
+	fake, lineage, runner, queue, notifications := lifecyclefake.New(), lineagefake.New(), runnerfake.New(), queuefake.New(), notificationfake.New()
 	lineageAddr := grpctest.Serve(t, lineage.Register)
 	if opts.lineageDown {
 		lineageAddr = grpctest.DeadAddr(t)
@@ -59,7 +60,7 @@ func setupProvenance(t *testing.T, opts provenanceOpts) *provenanceBundle {
 		LineageAddr:      lineageAddr,
 		QueueAddr:        grpctest.Serve(t, queue.Register),
 		RunnerAddr:       grpctest.Serve(t, runner.Register),
-		NotificationAddr: grpctest.Serve(t, nil),
+		NotificationAddr: grpctest.Serve(t, notifications.Register),
 		APIKeys:          testKey + "," + otherKey,
 		AdminAPIKeys:     adminKey,
 		InternalToken:    grpctest.InternalToken,
@@ -72,7 +73,7 @@ func setupProvenance(t *testing.T, opts provenanceOpts) *provenanceBundle {
 	t.Cleanup(srv.Close)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &provenanceBundle{testBundle: &testBundle{url: ts.URL, fake: fake, runner: runner, queue: queue}, lineage: lineage}
+	return &provenanceBundle{testBundle: &testBundle{url: ts.URL, fake: fake, runner: runner, queue: queue, notifications: notifications}, lineage: lineage}
 }
 
 func basic(user, pass string) string {

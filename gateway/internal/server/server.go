@@ -26,6 +26,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/openapi"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
@@ -68,7 +69,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	}
 
 	var targets []health.Target
-	var lifecycleConn, lineageConn, queueConn, runnerConn *grpc.ClientConn
+	var lifecycleConn, lineageConn, queueConn, runnerConn, notificationConn *grpc.ClientConn
 	for _, svc := range cfg.Services() {
 		// As the gateway, forwarding the principal of the request each
 		// call is made for.
@@ -88,6 +89,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 			queueConn = conn
 		case "runner":
 			runnerConn = conn
+		case "notification":
+			notificationConn = conn
 		}
 	}
 	lifecycle := lifecyclev1.NewLifecycleServiceClient(lifecycleConn)
@@ -98,7 +101,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 		logger.Warn("ZIMMER_SUPERVISOR_USER/ZIMMER_SUPERVISOR_PASSWORD unset: /supervisor answers 503")
 	}
 
-	api, err := rest.NewHandler(ctx, lifecycleConn, queueConn, logger)
+	api, err := rest.NewHandler(ctx, lifecycleConn, queueConn, notificationConn, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +109,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	queue := queuev1.NewQueueServiceClient(queueConn)
 	s.mcp = mcp.NewHandler(lifecycle, logger, mcp.Options{
 		Version: version(), AnyHost: !authn.Open(), Provenance: provenance, Runner: runner, Queue: queue,
-		SessionTTL: cfg.MCPSessionTTL, MaxSessions: cfg.MCPMaxSessions,
+		Notifications: notificationv1.NewNotificationServiceClient(notificationConn),
+		SessionTTL:    cfg.MCPSessionTTL, MaxSessions: cfg.MCPMaxSessions,
 	})
 
 	mux := http.NewServeMux()

@@ -25,6 +25,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/config"
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
+	"github.com/zimmerhq/zimmer/gateway/internal/notificationfake"
 	"github.com/zimmerhq/zimmer/gateway/internal/queuefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/runnerfake"
 	"github.com/zimmerhq/zimmer/gateway/internal/server"
@@ -42,10 +43,11 @@ const (
 )
 
 type testBundle struct {
-	url    string
-	fake   *lifecyclefake.Server
-	runner *runnerfake.Server
-	queue  *queuefake.Server
+	url           string
+	fake          *lifecyclefake.Server
+	runner        *runnerfake.Server
+	queue         *queuefake.Server
+	notifications *notificationfake.Server
 }
 
 type setupOpts struct {
@@ -59,7 +61,7 @@ type setupOpts struct {
 // requiring testKey, as the services' own interceptor does.
 func setup(t *testing.T, opts setupOpts) *testBundle {
 	t.Helper()
-	fake, runner, queue := lifecyclefake.New(), runnerfake.New(), queuefake.New()
+	fake, runner, queue, notifications := lifecyclefake.New(), runnerfake.New(), queuefake.New(), notificationfake.New()
 	addr := func(name string, register func(*grpc.Server)) string {
 		if name == opts.downService {
 			return grpctest.DeadAddr(t)
@@ -73,7 +75,7 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 		LineageAddr:      addr("lineage", nil),
 		QueueAddr:        addr("queue", queue.Register),
 		RunnerAddr:       addr("runner", runner.Register),
-		NotificationAddr: addr("notification", nil),
+		NotificationAddr: addr("notification", notifications.Register),
 		APIKeys:          testKey + "," + otherKey,
 		AdminAPIKeys:     adminKey,
 		InternalToken:    grpctest.InternalToken,
@@ -84,7 +86,7 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 	t.Cleanup(srv.Close)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &testBundle{url: ts.URL, fake: fake, runner: runner, queue: queue}
+	return &testBundle{url: ts.URL, fake: fake, runner: runner, queue: queue, notifications: notifications}
 }
 
 type response struct {
