@@ -34,7 +34,7 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"LIFECYCLE_DATABASE_URL":      "postgres://elsewhere/db",
 		"LIFECYCLE_GRPC_ADDR":         "127.0.0.1:9101",
-		"LIFECYCLE_EFFECT_CONSUMERS":  "lineage=127.0.0.1:9202,runner_turns=127.0.0.1:9104,queue=127.0.0.1:9103",
+		"LIFECYCLE_EFFECT_CONSUMERS":  "lineage=127.0.0.1:9202,runner_turns=127.0.0.1:9104,queue=127.0.0.1:9103,notification=127.0.0.1:9105",
 		"LIFECYCLE_NOTIFICATION_ADDR": "127.0.0.1:9105",
 		"LIFECYCLE_RUNNER_ADDR":       "127.0.0.1:9104",
 		"LIFECYCLE_QUEUE_ADDR":        "127.0.0.1:9103",
@@ -54,6 +54,9 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	require.Equal(t, "127.0.0.1:9104", queue["QUEUE_RUNNER_ADDR"])
 	require.Equal(t, "127.0.0.1:9202", queue["QUEUE_LINEAGE_ADDR"], "the caller's lineage address")
 	require.Equal(t, "127.0.0.1:9105", queue["QUEUE_NOTIFICATION_ADDR"])
+
+	notification := e.serviceEnv(services[4], "postgres://local/zimmer_notification", addrs, common)
+	require.Equal(t, "127.0.0.1:9101", notification["NOTIFICATION_LIFECYCLE_ADDR"], "the debounce asks lifecycle")
 
 	gw := e.gatewayEnv(addrs, ":8080", common)
 	require.Equal(t, ":8080", gw["GATEWAY_HTTP_ADDR"])

@@ -353,8 +353,10 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 		envName(s.name, "GRPC_ADDR"):    addrs[s.name],
 	}
 	if s.name == "lifecycle" {
-		// The queue consumes the archive's retirement and the pause's drain.
-		m["LIFECYCLE_EFFECT_CONSUMERS"] = "lineage=" + addrs["lineage"] + ",runner_turns=" + addrs["runner"] + ",queue=" + addrs["queue"]
+		// The queue consumes the archive's retirement and the pause's drain;
+		// notification the pushes (needs input, failure) and their clean-up.
+		m["LIFECYCLE_EFFECT_CONSUMERS"] = "lineage=" + addrs["lineage"] + ",runner_turns=" + addrs["runner"] + ",queue=" + addrs["queue"] +
+			",notification=" + addrs["notification"]
 		m["LIFECYCLE_NOTIFICATION_ADDR"] = addrs["notification"]
 		// A pause or an archive of a running session halts its turn there first.
 		m["LIFECYCLE_RUNNER_ADDR"] = dialable(addrs["runner"])
@@ -382,6 +384,11 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 		m["QUEUE_RUNNER_ADDR"] = dialable(addrs["runner"])
 		m["QUEUE_LINEAGE_ADDR"] = dialable(addrs["lineage"])
 		m["QUEUE_NOTIFICATION_ADDR"] = addrs["notification"]
+	}
+	if s.name == "notification" {
+		// A debounced needs-input push asks lifecycle whether the session
+		// still waits before it is pushed.
+		m["NOTIFICATION_LIFECYCLE_ADDR"] = dialable(addrs["lifecycle"])
 	}
 	if s.name == "lineage" {
 		m["LINEAGE_EVENT_CONSUMERS"] = "lifecycle=" + addrs["lifecycle"]
