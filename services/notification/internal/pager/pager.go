@@ -2,6 +2,10 @@
 // starts a workflow per page (alert/<id>) that delivers to every sink of the
 // alert route (ZIMMER_ALERT_SINKS), each retried with backoff; Log is the
 // page without Temporal, and the fallback when a workflow cannot start.
+//
+// The delivery itself (DeliverToSinks, Deliverer, RetryPolicy: one activity
+// per sink, a permanent refusal not retried) is shared with the pushes of
+// package push, so alerts and pushes reach their sinks by one rule.
 package pager
 
 import (

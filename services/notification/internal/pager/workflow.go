@@ -51,27 +51,46 @@ func WorkflowID(alertID int64) string { return fmt.Sprintf("alert/%d", alertID) 
 // retried with backoff, so a failing sink neither delays nor stops the
 // others. It fails, naming them, when any sink gave up.
 func PageAlert(ctx workflow.Context, p Page) error {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	return DeliverToSinks(ctx, ActivityName, p.Sinks, p.Message, nil)
+}
+
+// DeliverToSinks runs activity (a Deliverer's Deliver, registered under
+// that name) for every sink at once under RetryPolicy, so a failing sink
+// neither delays nor stops the others; alerts and pushes both deliver
+// through it. delivered, when not nil, is called as each sink accepts m,
+// in the order they do. err names each sink that gave up.
+func DeliverToSinks(ctx workflow.Context, activity string, sinks []string, m sink.Message, delivered func(sink string)) error {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// Above the sinks' own NOTIFICATION_SINK_TIMEOUT (default 10 s).
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy:         RetryPolicy,
 	})
-	futures := make([]workflow.Future, len(p.Sinks))
-	for i, name := range p.Sinks {
-		futures[i] = workflow.ExecuteActivity(ctx, ActivityName, name, p.Message)
+	failed := make([]error, len(sinks))
+	sel := workflow.NewSelector(ctx)
+	for i, name := range sinks {
+		sel.AddFuture(workflow.ExecuteActivity(actx, activity, name, m), func(f workflow.Future) {
+			if err := f.Get(ctx, nil); err != nil {
+				failed[i] = fmt.Errorf("sink %s: %w", name, err)
+				return
+			}
+			if delivered != nil {
+				delivered(name)
+			}
+		})
 	}
-	var errs []error
-	for i, f := range futures {
-		if err := f.Get(ctx, nil); err != nil {
-			errs = append(errs, fmt.Errorf("sink %s: %w", p.Sinks[i], err))
-		}
+	for range sinks {
+		sel.Select(ctx)
 	}
-	return errors.Join(errs...)
+	return errors.Join(failed...)
 }
 
-// Deliverer is the page activity: it sends a message through one of the
-// alert route's sinks, by name.
-type Deliverer struct{ Sinks []sink.Sink }
+// Deliverer is the delivery activity: it sends a message through one of
+// a route's sinks, by name.
+type Deliverer struct {
+	Sinks []sink.Sink
+	// Route names the route in errors ("push"); "" is the alert route.
+	Route string
+}
 
 // Deliver sends m through the sink named name. A permanent failure (or a
 // sink this worker does not have) is non-retryable; anything else is
@@ -90,8 +109,12 @@ func (d Deliverer) Deliver(ctx context.Context, name string, m sink.Message) err
 		}
 		return err
 	}
+	route := d.Route
+	if route == "" {
+		route = "alert"
+	}
 	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("sink %q is not on this worker's alert route", name), permanentFailure, nil)
+		fmt.Sprintf("sink %q is not on this worker's %s route", name, route), permanentFailure, nil)
 }
 
 // Register puts the page workflow and its activity, delivering through
