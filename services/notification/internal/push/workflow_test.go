@@ -22,7 +22,9 @@ import (
 const session = 42
 
 // envClock is the workflow test's mocked clock, as the app's Clock.
-type envClock struct{ env *testsuite.TestWorkflowEnvironment }
+type envClock struct {
+	env *testsuite.TestWorkflowEnvironment
+}
 
 func (c envClock) Now() time.Time { return c.env.Now().UTC() }
 
