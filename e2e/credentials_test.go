@@ -120,6 +120,13 @@ var restAccess = map[string]struct{ sessions, selfOnly expect }{
 	// A follow-up of its own session reaches the queue, which refuses the
 	// walk's empty prompt (422): the walk starts no turn.
 	"FollowUp": {expect{http.StatusUnprocessableEntity, denied}, expect{http.StatusUnprocessableEntity, denied}},
+	// The inbox is the operator's; the alerts page is read with
+	// sessions.read (the sessions group's get_alerts).
+	"ListNotifications":        {expect{denied, denied}, expect{denied, denied}},
+	"MarkNotificationRead":     {expect{denied, denied}, expect{denied, denied}},
+	"DismissNotification":      {expect{denied, denied}, expect{denied, denied}},
+	"MarkAllNotificationsRead": {expect{denied, denied}, expect{denied, denied}},
+	"ListAlerts":               {expect{ok, ok}, expect{denied, denied}},
 }
 
 // pendingMessages are the ids of session id's messages still to be
@@ -230,6 +237,7 @@ func TestSessionCredentials(t *testing.T) {
 						p := strings.ReplaceAll(path, "{session_id}", fmt.Sprint(target))
 						p = strings.ReplaceAll(p, "{credential_id}", narrowCred.ID)
 						p = strings.ReplaceAll(p, "{message_id}", noMessage)
+						p = strings.ReplaceAll(p, "{notification_id}", noMessage)
 						reqBody := ""
 						if b, ok := restBodies[rpc]; ok {
 							reqBody = fmt.Sprintf(b, target)
@@ -293,6 +301,9 @@ func TestSessionCredentials(t *testing.T) {
 		code, body = api.do(t, http.MethodPatch, fmt.Sprintf("/api/v1/sessions/%d", own), `{"precedence":1000}`)
 		require.Equal(t, http.StatusForbidden, code, body)
 		require.Contains(t, readError(t, body).Message, "may edit only its title, notes and heartbeat; precedence need an operator key")
+		code, body = api.do(t, http.MethodPatch, fmt.Sprintf("/api/v1/sessions/%d", own), `{"push_notifications":false}`)
+		require.Equal(t, http.StatusForbidden, code, body)
+		require.Contains(t, readError(t, body).Message, "push_notifications need an operator key", "muting the operator's pushes is the operator's")
 		code, body = api.do(t, http.MethodPost, "/api/v1/sessions", fmt.Sprintf(`{"prompt":"p","git_root":"g","parent_session_id":%d}`, other))
 		require.Equal(t, http.StatusForbidden, code, body)
 		code, body = api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/archive", own), fmt.Sprintf(`{"acting_session_id":%d}`, other))
@@ -303,11 +314,12 @@ func TestSessionCredentials(t *testing.T) {
 	})
 
 	t.Run("MCP sees exactly its tools", func(t *testing.T) {
-		selfTools := []string{"action_session", "get_session", "get_session_provenance"}
+		selfTools := []string{"action_session", "get_session", "get_session_provenance", "send_push_notification"}
 		selfActions := []string{"update_notes", "update_title", "set_heartbeat", "archive"}
 		for _, query := range []string{"", "?tool_groups=sessions", "?tool_groups=self_session", "?tool_groups=sessions,self_session,bogus"} {
 			names, actions := listTools(t, mcpAs(t, s, query, cred.Token))
-			require.Equal(t, []string{"action_session", "get_session", "get_session_provenance", "quick_search_sessions", "start_session"}, names, query)
+			require.Equal(t, []string{"action_session", "get_alerts", "get_session", "get_session_provenance", "quick_search_sessions",
+				"send_push_notification", "start_session"}, names, query)
 			require.Equal(t, selfActions, actions, query)
 			names, actions = listTools(t, mcpAs(t, s, query, narrowCred.Token))
 			require.Equal(t, selfTools, names, query)
@@ -317,6 +329,8 @@ func TestSessionCredentials(t *testing.T) {
 		c := mcpAs(t, s, "?tool_groups=sessions", cred.Token)
 		res := callTool(t, c, "quick_search_sessions", map[string]any{"q": "agent"})
 		require.False(t, res.IsError, text(res))
+		res = callTool(t, c, "get_alerts", map[string]any{})
+		require.False(t, res.IsError, "sessions.read reads the alerts: %s", text(res))
 		for _, id := range []int64{own, other} {
 			require.Equal(t, float64(id), toolSession(t, callTool(t, c, "get_session", map[string]any{"session_id": id}))["id"])
 			res = callTool(t, c, "get_session_provenance", map[string]any{"session_id": id})

@@ -55,10 +55,13 @@ type stack struct {
 	// (runner_turns), which runs the demo agent in workspaces.
 	turns      bool
 	workspaces string
-	dbURL      map[string]string // service → database URL
-	addr       map[string]string // service or "gateway" → address
-	procs      map[string]*exec.Cmd
-	mu         sync.Mutex
+	// webhook is the notification service's push sink: every push of the
+	// stack reaches it, signed (see webhookSink).
+	webhook *webhookSink
+	dbURL   map[string]string // service → database URL
+	addr    map[string]string // service or "gateway" → address
+	procs   map[string]*exec.Cmd
+	mu      sync.Mutex
 }
 
 func temporalAddress(t *testing.T) string {
@@ -91,6 +94,7 @@ func newStackRunning(t *testing.T, turns bool) *stack {
 		temporal:      temporalAddress(t),
 		turns:         turns,
 		workspaces:    t.TempDir(),
+		webhook:       newWebhookSink(t),
 		dbURL:         map[string]string{},
 		addr:          map[string]string{},
 		procs:         map[string]*exec.Cmd{},
@@ -136,8 +140,9 @@ func (s *stack) env(name string) []string {
 		up+"_LOG_LEVEL=debug",
 	)
 	if name == "lifecycle" {
-		// The queue consumes the archive's retirement and the pause's drain.
-		consumers := "lineage=" + s.addr["lineage"] + ",queue=" + s.addr["queue"]
+		// The queue consumes the archive's retirement and the pause's drain;
+		// notification the pushes and their clean-up.
+		consumers := "lineage=" + s.addr["lineage"] + ",queue=" + s.addr["queue"] + ",notification=" + s.addr["notification"]
 		if s.turns {
 			consumers += ",runner_turns=" + s.addr["runner"]
 		}
@@ -153,6 +158,13 @@ func (s *stack) env(name string) []string {
 	if name == "queue" {
 		env = append(env, "QUEUE_LIFECYCLE_ADDR="+s.addr["lifecycle"], "QUEUE_RUNNER_ADDR="+s.addr["runner"],
 			"QUEUE_LINEAGE_ADDR="+s.addr["lineage"], "QUEUE_NOTIFICATION_ADDR="+s.addr["notification"])
+	}
+	if name == "notification" {
+		// A pause is pushed after 2 s rather than a minute, so a test waits
+		// for the debounce, not for a default meant for people; pushes go to
+		// the log and to the stack's webhook.
+		env = append(env, "NOTIFICATION_LIFECYCLE_ADDR="+s.addr["lifecycle"], "NOTIFICATION_NEEDS_INPUT_DEBOUNCE="+needsInputDebounce.String(),
+			"NOTIFICATION_SINKS=log,webhook", "NOTIFICATION_WEBHOOK_URL="+s.webhook.url(), "NOTIFICATION_WEBHOOK_SECRET="+string(s.webhook.secret))
 	}
 	if name == "lineage" {
 		env = append(env, "LINEAGE_EVENT_CONSUMERS=lifecycle="+s.addr["lifecycle"], "LINEAGE_NOTIFICATION_ADDR="+s.addr["notification"])
