@@ -1,14 +1,16 @@
 // Package config reads the notification service's configuration:
 // NOTIFICATION_GRPC_ADDR, NOTIFICATION_DATABASE_URL, NOTIFICATION_LOG_LEVEL,
-// NOTIFICATION_ALERT_DEDUP_WINDOW, the sinks' variables (see sink.Config)
-// and the shared TEMPORAL_ADDRESS,
-// TEMPORAL_NAMESPACE and ZIMMER_API_KEYS (see host.LoadConfig).
+// NOTIFICATION_ALERT_DEDUP_WINDOW, NOTIFICATION_LIFECYCLE_ADDR,
+// NOTIFICATION_NEEDS_INPUT_DEBOUNCE, the sinks' variables (see
+// sink.Config) and the shared TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and
+// ZIMMER_API_KEYS (see host.LoadConfig).
 package config
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
@@ -28,6 +30,20 @@ type Config struct {
 	// Sinks are where pushes and pages go (NOTIFICATION_SINKS,
 	// ZIMMER_ALERT_SINKS and each sink's settings).
 	Sinks sink.Config
+	// LifecycleAddr is NOTIFICATION_LIFECYCLE_ADDR: the lifecycle service a
+	// needs-input debounce asks, when it ends, whether the session still
+	// waits from its pause (default 127.0.0.1:9101).
+	LifecycleAddr string
+	// NeedsInputDebounce is NOTIFICATION_NEEDS_INPUT_DEBOUNCE: how long a
+	// pause waits for a later one before its push goes out (default 60s,
+	// the spec's NEEDS_INPUT_DEBOUNCE).
+	NeedsInputDebounce time.Duration
+	// WorkerName, when set, names the Temporal task queue
+	// (zimmer-<WorkerName>) the worker polls and the pushes and pages start
+	// on, instead of the service's name. Not read from the environment:
+	// tests give each service their own, so parallel tests sharing one
+	// Temporal server never run each other's activities.
+	WorkerName string
 }
 
 // Load reads and validates the configuration from getenv.
@@ -37,7 +53,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	var env struct {
-		AlertDedupWindow time.Duration `env:"NOTIFICATION_ALERT_DEDUP_WINDOW, default=15m"`
+		AlertDedupWindow   time.Duration `env:"NOTIFICATION_ALERT_DEDUP_WINDOW, default=15m"`
+		LifecycleAddr      string        `env:"NOTIFICATION_LIFECYCLE_ADDR, default=127.0.0.1:9101"`
+		NeedsInputDebounce time.Duration `env:"NOTIFICATION_NEEDS_INPUT_DEBOUNCE, default=60s"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
@@ -45,11 +63,23 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if env.AlertDedupWindow <= 0 {
 		return Config{}, fmt.Errorf("NOTIFICATION_ALERT_DEDUP_WINDOW must be positive, got %s", env.AlertDedupWindow)
 	}
+	if env.NeedsInputDebounce <= 0 {
+		return Config{}, fmt.Errorf("NOTIFICATION_NEEDS_INPUT_DEBOUNCE must be positive, got %s", env.NeedsInputDebounce)
+	}
+	if _, _, err := net.SplitHostPort(env.LifecycleAddr); err != nil {
+		return Config{}, fmt.Errorf("NOTIFICATION_LIFECYCLE_ADDR %q: want host:port", env.LifecycleAddr)
+	}
 	sinks, err := sink.LoadConfig(ctx, getenv)
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{Config: base, AlertDedupWindow: env.AlertDedupWindow, Sinks: sinks}, nil
+	return Config{
+		Config:             base,
+		AlertDedupWindow:   env.AlertDedupWindow,
+		Sinks:              sinks,
+		LifecycleAddr:      env.LifecycleAddr,
+		NeedsInputDebounce: env.NeedsInputDebounce,
+	}, nil
 }
 
 // LogValue keeps secrets out of logs.
@@ -58,5 +88,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("host", c.Config),
 		slog.Duration("alert_dedup_window", c.AlertDedupWindow),
 		slog.Any("sinks", c.Sinks),
+		slog.String("lifecycle_addr", c.LifecycleAddr),
+		slog.Duration("needs_input_debounce", c.NeedsInputDebounce),
 	)
 }

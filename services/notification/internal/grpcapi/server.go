@@ -1,9 +1,11 @@
-// Package grpcapi serves zimmer.notification.v1.NotificationService over the
-// app use cases.
+// Package grpcapi serves zimmer.notification.v1.NotificationService (the
+// inbox, agents' pushes, alerts) and lifecycle's notification effects
+// (zimmer.lifecycle.v1.SessionEventConsumerService) over the app use cases.
 package grpcapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -25,15 +27,16 @@ import (
 // before they are written here with codes.Unimplemented.
 type Server struct {
 	notificationv1.UnimplementedNotificationServiceServer
-	alerts app.Alerts
-	logger *slog.Logger
+	alerts        app.Alerts
+	notifications app.Notifications
+	logger        *slog.Logger
 }
 
 var _ notificationv1.NotificationServiceServer = (*Server)(nil)
 
 // NewServer returns the notification API over the use cases.
-func NewServer(alerts app.Alerts, logger *slog.Logger) *Server {
-	return &Server{alerts: alerts, logger: logger}
+func NewServer(alerts app.Alerts, notifications app.Notifications, logger *slog.Logger) *Server {
+	return &Server{alerts: alerts, notifications: notifications, logger: logger}
 }
 
 // Register adds the service to g.
@@ -91,13 +94,21 @@ func alertMessage(a domain.Alert) (*notificationv1.Alert, error) {
 	}, nil
 }
 
-// toStatus is the only mapping from errors to gRPC codes: notification has
-// no errors of its own beyond those every service shares, which grpcstatus
-// maps. Unexpected errors are logged and answered with "internal error":
-// their text may carry details a caller must not see.
+// toStatus is the only mapping from errors to gRPC codes: grpcstatus maps
+// the errors every service shares; a notification that is not there is
+// NotFound in the domain's words; a debounce this service cannot run is
+// Unavailable (lifecycle retries it). Unexpected errors are logged and
+// answered with "internal error": their text may carry details a caller
+// must not see.
 func (s *Server) toStatus(ctx context.Context, err error) error {
 	if st, ok := grpcstatus.Common(err); ok {
 		return st
+	}
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, app.ErrNoDebounce):
+		return status.Error(codes.Unavailable, err.Error())
 	}
 	s.logger.ErrorContext(ctx, "internal error", "error", err)
 	return status.Error(codes.Internal, "internal error")

@@ -144,13 +144,23 @@ func (s *Starter) Paused(ctx context.Context, sessionID, marker int64) error {
 }
 
 // Log pushes by logging, through the log sink: the push of a service run
-// without Temporal (component tests). It never marks a notification
-// pushed, since no configured sink got it.
-type Log struct{ Logger *slog.Logger }
+// without Temporal (component tests), where the log is the one place a
+// push can go. Pushed, when set, records it pushed, so a redelivered
+// effect does not log it again.
+type Log struct {
+	Logger *slog.Logger
+	Pushed func(ctx context.Context, id int64) error
+}
 
 var _ app.Pusher = Log{}
 
 // Push implements app.Pusher.
 func (l Log) Push(ctx context.Context, n domain.Notification) error {
-	return sink.Log{Logger: l.Logger}.Send(ctx, Message(n))
+	if err := (sink.Log{Logger: l.Logger}).Send(ctx, Message(n)); err != nil {
+		return err
+	}
+	if l.Pushed == nil {
+		return nil
+	}
+	return l.Pushed(ctx, n.ID)
 }

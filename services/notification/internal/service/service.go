@@ -7,9 +7,11 @@ import (
 	"log/slog"
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
+	"github.com/zimmerhq/zimmer/services/notification/internal/clients"
 	"github.com/zimmerhq/zimmer/services/notification/internal/config"
 	"github.com/zimmerhq/zimmer/services/notification/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/notification/internal/pager"
+	"github.com/zimmerhq/zimmer/services/notification/internal/push"
 	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
 	"github.com/zimmerhq/zimmer/services/notification/internal/store"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
@@ -17,6 +19,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 )
 
 // Name is the service's name: its log field, Temporal task queue
@@ -31,17 +34,23 @@ var MigrationSets = []pgdb.MigrationSet{inbox.Migrations, outbox.Migrations, sto
 // adapters registered on it.
 type Service struct {
 	*host.Host
-	Alerts app.Alerts
+	Alerts        app.Alerts
+	Notifications app.Notifications
 }
 
 // New migrates the database, opens the pool, listens for gRPC, connects the
-// Temporal worker when cfg names a server, and registers the notification API. Run
-// starts it; Close releases it. An AlertDedupWindow of zero means
-// domain.DefaultDedupWindow.
+// Temporal worker when cfg names a server, dials lifecycle (lazily: it need
+// not be up yet), and registers the notification API and the consumer of
+// lifecycle's notification effects. Run starts it; Close releases it. An
+// AlertDedupWindow of zero means domain.DefaultDedupWindow.
 //
 // With Temporal, an opened alert pages through a workflow delivering to
-// every sink of the alert route (pager.Temporal); without it, or when a
-// workflow cannot start, it pages to the log (pager.Log).
+// every sink of the alert route (pager.Temporal), and a notification is
+// pushed through one delivering to every sink of the push route, a pause's
+// after its debounce (package push). Without it, or when a page workflow
+// cannot start, an alert pages to the log (pager.Log); pushes go to the log
+// (push.Log) and a pause's push is refused as unavailable, so lifecycle
+// keeps the effect until a service with Temporal takes it.
 func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service, error) {
 	routes, err := sink.New(cfg.Sinks, logger)
 	if err != nil {
@@ -51,15 +60,43 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	if err != nil {
 		return nil, err
 	}
-	var page app.Pager = pager.Log{Logger: logger}
-	if h.Worker != nil {
-		pager.Register(h.Worker, routes.Alert)
-		page = pager.NewTemporal(h.Temporal, Name, routes.Alert, page, logger)
+	svc := &Service{Host: h}
+	if err := svc.wire(cfg, routes, logger); err != nil {
+		h.Close()
+		return nil, err
 	}
-	svc := &Service{
-		Host:   h,
-		Alerts: app.NewAlerts(store.NewAlerts(h.Pool), page, clock.System{}, cfg.AlertDedupWindow),
-	}
-	grpcapi.NewServer(svc.Alerts, logger).Register(h.GRPC.Server)
 	return svc, nil
+}
+
+func (s *Service) wire(cfg config.Config, routes sink.Routes, logger *slog.Logger) error {
+	lifecycleConn, err := s.Dial(cfg.LifecycleAddr)
+	if err != nil {
+		return err
+	}
+	repo := store.NewNotifications(s.Pool)
+	sessions := clients.NewLifecycle(lifecycleConn)
+	var (
+		page      app.Pager  = pager.Log{Logger: logger}
+		pusher    app.Pusher = push.Log{Logger: logger, Pushed: app.MarkPushed{Repo: repo, Clock: clock.System{}}.Handle}
+		debouncer app.Debouncer
+	)
+	if s.Worker != nil {
+		worker := Name
+		if cfg.WorkerName != "" {
+			worker = cfg.WorkerName
+			s.Worker = temporalx.NewWorker(s.Temporal, worker)
+		}
+		pager.Register(s.Worker, routes.Alert)
+		page = pager.NewTemporal(s.Temporal, worker, routes.Alert, page, logger)
+		starter := push.NewStarter(s.Temporal, temporalx.TaskQueue(worker), routes.Push, cfg.NeedsInputDebounce)
+		pusher, debouncer = starter, starter
+	}
+	s.Alerts = app.NewAlerts(store.NewAlerts(s.Pool), page, clock.System{}, cfg.AlertDedupWindow)
+	s.Notifications = app.NewNotifications(repo, sessions, pusher, debouncer, clock.System{})
+	if s.Worker != nil {
+		push.Register(s.Worker, &push.Activities{NeedsInput: s.Notifications.NeedsInput, Pushed: s.Notifications.Pushed, Sinks: routes.Push})
+	}
+	grpcapi.NewServer(s.Alerts, s.Notifications, logger).Register(s.GRPC.Server)
+	grpcapi.NewConsumer(s.Notifications, logger).Register(s.GRPC.Server)
+	return nil
 }

@@ -29,12 +29,16 @@ import (
 )
 
 // testConfig is the service's configuration under test: a fresh database,
-// no Temporal, the default dedup window, pages to the log sink.
+// no Temporal, the default dedup window, pages and pushes to the log sink,
+// and a lifecycle address nothing answers (the connection is lazy; tests
+// that need lifecycle start a fake one).
 func testConfig(t *testing.T) config.Config {
 	t.Helper()
 	return config.Config{
-		Config: servicetest.Config(t, service.MigrationSets...),
-		Sinks:  sink.Config{PushRoute: []string{"log"}, AlertRoute: []string{"log"}, Timeout: 10 * time.Second},
+		Config:             servicetest.Config(t, service.MigrationSets...),
+		Sinks:              sink.Config{PushRoute: []string{"log"}, AlertRoute: []string{"log"}, Timeout: 10 * time.Second},
+		LifecycleAddr:      "127.0.0.1:9",
+		NeedsInputDebounce: time.Minute,
 	}
 }
 
@@ -66,16 +70,26 @@ func (b *logBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
-// pages returns the paging log lines (alert=true) written so far.
-func (b *logBuffer) pages(t *testing.T) []map[string]any {
+// lines returns the log lines written so far.
+func (b *logBuffer) lines(t *testing.T) []map[string]any {
 	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var pages []map[string]any
+	var lines []map[string]any
 	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
 	for sc.Scan() {
 		var line map[string]any
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &line))
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// pages returns the paging log lines (alert=true) written so far.
+func (b *logBuffer) pages(t *testing.T) []map[string]any {
+	t.Helper()
+	var pages []map[string]any
+	for _, line := range b.lines(t) {
 		if line["alert"] == true {
 			pages = append(pages, line)
 		}
@@ -188,6 +202,7 @@ func TestAlertPagesTheWebhookOnceThroughTemporal(t *testing.T) {
 
 	cfg := testConfig(t)
 	cfg.TemporalAddress = servicetest.TemporalAddress(t)
+	cfg.WorkerName = ownWorker()
 	cfg.Sinks.AlertRoute = []string{"webhook"}
 	cfg.Sinks.WebhookURL = receiver.URL
 	cfg.Sinks.WebhookSecret = string(secret)
