@@ -455,7 +455,7 @@ func (q *Queue) withUncle(ctx context.Context, acting, target int64, action stri
 	}
 	*e = rec
 	if rec.Refused {
-		return fmt.Errorf("%w: %s Nothing was sent.", ErrUncleRefused, rec.Message)
+		return fmt.Errorf("%w (nothing was sent): %s", ErrUncleRefused, rec.Message)
 	}
 	sent, err := send()
 	*e = rec
