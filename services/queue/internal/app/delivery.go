@@ -309,13 +309,33 @@ func (q *Queue) followUpQueued(ctx context.Context, m domain.Message, force bool
 		return FollowUpResult{Queued: m, Message: domain.FollowUpQueuedMessage}, nil
 	}
 	if m.Status != domain.StatusSent {
-		var err error
-		if m, _, err = q.interrupt(ctx, m.SessionID, m.ID); err != nil {
-			return FollowUpResult{}, err
+		sent, _, err := q.interrupt(ctx, m.SessionID, m.ID)
+		if err != nil {
+			return q.interruptFailed(ctx, m, err)
 		}
+		m = sent
 	}
 	return FollowUpResult{Delivered: true, JobID: m.DeliveredJobID,
 		Message: fmt.Sprintf("The running turn was interrupted; the follow-up is session %d's turn now.", m.SessionID)}, nil
+}
+
+// interruptFailed answers a forced follow-up whose interrupt failed. The
+// follow-up is queued all the same and still live: it is sent when the
+// turn ends, or by the drain after the pause that follows a halted turn
+// whose delivery failed. So the caller is told it was queued, not that it
+// failed (which would invite a second copy), and its uncle edge stays, as
+// the turn it becomes must see it. Only a follow-up no longer live is the
+// error.
+func (q *Queue) interruptFailed(ctx context.Context, m domain.Message, cause error) (FollowUpResult, error) {
+	now, err := q.messages.Message(ctx, m.SessionID, m.ID)
+	if err != nil || !now.Live() {
+		return FollowUpResult{}, cause
+	}
+	q.logger.WarnContext(ctx, "a forced follow-up could not interrupt the running turn; it stays queued",
+		"session_id", m.SessionID, "message_id", m.ID, "error", cause)
+	q.poke(ctx, m.SessionID)
+	return FollowUpResult{Queued: now, Message: fmt.Sprintf("Message queued: session %d's running turn could not be interrupted now, "+
+		"so it will be sent when the agent completes its current task. To try again, interrupt with message %d.", m.SessionID, m.ID)}, nil
 }
 
 // SendNow delivers a pending message to the session at once when it is at
