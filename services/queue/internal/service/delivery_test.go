@@ -152,6 +152,26 @@ func TestFollowUpForcedToASessionThatStartedRunningMeanwhileInterruptsIt(t *test
 	require.Equal(t, h.lifecycle.session(1).RunningJobID, resp.GetJobId())
 }
 
+// Forced, but the runner cannot halt the turn: the follow-up is queued all
+// the same (it goes when the turn ends), so the caller is told it was
+// queued, not that it failed, and the acting session's edge stays.
+func TestFollowUpForcedWhenTheInterruptFailsIsQueued(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, roster()...)
+	h.runner.failWith(status.Error(codes.Unavailable, "the runner is restarting"))
+	resp, err := h.queue.FollowUp(t.Context(), &queuev1.FollowUpRequest{SessionId: "2", Prompt: "now", ForceImmediate: true, ActingSessionId: 9})
+	require.NoError(t, err)
+	require.Equal(t, queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED, resp.GetOutcome())
+	require.Contains(t, resp.GetMessage(), "could not be interrupted")
+	m := resp.GetEnqueuedMessage()
+	require.Equal(t, "pending", m.GetStatus())
+	require.Equal(t, map[string]int{"pending": 1}, h.byStatus(t, 2))
+	require.Len(t, h.runner.interrupts(), 1)
+	require.Empty(t, h.callsTo(2))
+	require.Empty(t, h.lineage.retracted(), "the message is queued and will be delivered: its edge stays")
+	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN, resp.GetUncleEdge())
+}
+
 func TestFollowUpToAClosedSessionIsRefused(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, roster()...)

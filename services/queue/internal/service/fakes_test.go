@@ -297,7 +297,15 @@ type runnerFake struct {
 
 	mu    sync.Mutex
 	delay time.Duration
+	// fail, when set, is every InterruptTurn's answer (nothing is halted).
+	fail  error
 	calls []*runnerv1.InterruptTurnRequest
+}
+
+func (f *runnerFake) failWith(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail = err
 }
 
 func (f *runnerFake) setDelay(d time.Duration) {
@@ -316,9 +324,12 @@ func (f *runnerFake) InterruptTurn(_ context.Context, req *runnerv1.InterruptTur
 	f.log.add("runner.InterruptTurn %d", req.GetSessionId())
 	f.mu.Lock()
 	f.calls = append(f.calls, proto.Clone(req).(*runnerv1.InterruptTurnRequest))
-	delay := f.delay
+	delay, fail := f.delay, f.fail
 	f.mu.Unlock()
 	time.Sleep(delay)
+	if fail != nil {
+		return nil, fail
+	}
 	s := f.lifecycle.session(req.GetSessionId())
 	if s.Status != rules.StatusRunning {
 		return &runnerv1.InterruptTurnResponse{}, nil
