@@ -315,20 +315,31 @@ func (q *Queue) followUpQueued(ctx context.Context, m domain.Message, force bool
 		}
 		m = sent
 	}
-	return FollowUpResult{Delivered: true, JobID: m.DeliveredJobID,
-		Message: fmt.Sprintf("The running turn was interrupted; the follow-up is session %d's turn now.", m.SessionID)}, nil
+	return interruptedFor(m), nil
 }
 
-// interruptFailed answers a forced follow-up whose interrupt failed. The
-// follow-up is queued all the same and still live: it is sent when the
-// turn ends, or by the drain after the pause that follows a halted turn
-// whose delivery failed. So the caller is told it was queued, not that it
-// failed (which would invite a second copy), and its uncle edge stays, as
-// the turn it becomes must see it. Only a follow-up no longer live is the
-// error.
+// interruptedFor answers a forced follow-up that became the turn m.
+func interruptedFor(m domain.Message) FollowUpResult {
+	return FollowUpResult{Delivered: true, JobID: m.DeliveredJobID,
+		Message: fmt.Sprintf("The running turn was interrupted; the follow-up is session %d's turn now.", m.SessionID)}
+}
+
+// interruptFailed answers a forced follow-up whose interrupt failed, from
+// what became of its message. Sent: the same follow-up racing this call
+// (a retry with its key) delivered it, and this call says so. Still live:
+// it is queued all the same, and is sent when the turn ends, or by the
+// drain after the pause that follows a halted turn whose delivery failed;
+// so the caller is told it was queued, not that it failed (which would
+// invite a second copy), and its uncle edge stays, as the turn it becomes
+// must see it. Otherwise the interrupt's error stands.
 func (q *Queue) interruptFailed(ctx context.Context, m domain.Message, cause error) (FollowUpResult, error) {
 	now, err := q.messages.Message(ctx, m.SessionID, m.ID)
-	if err != nil || !now.Live() {
+	switch {
+	case err != nil:
+		return FollowUpResult{}, cause
+	case now.Status == domain.StatusSent:
+		return interruptedFor(now), nil
+	case !now.Live():
 		return FollowUpResult{}, cause
 	}
 	q.logger.WarnContext(ctx, "a forced follow-up could not interrupt the running turn; it stays queued",
