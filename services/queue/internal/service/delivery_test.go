@@ -267,6 +267,36 @@ func TestARetriedFollowUpIsDeliveredOrQueuedOnce(t *testing.T) {
 	})
 }
 
+// The same forced follow-up sent twice at once (a client's retry racing
+// its first try): one interrupt, one turn, and both calls are told it is
+// the session's turn now.
+func TestAForcedFollowUpRacingItsRetryInterruptsOnce(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, roster()...)
+	h.runner.setDelay(200 * time.Millisecond)
+	answers := make([]*queuev1.FollowUpResponse, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], errs[i] = h.queue.FollowUp(t.Context(), &queuev1.FollowUpRequest{SessionId: "2", Prompt: "now",
+				ForceImmediate: true, IdempotencyKey: "same"})
+		}()
+	}
+	wg.Wait()
+	for i := range answers {
+		require.NoError(t, errs[i])
+		require.Equal(t, queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED, answers[i].GetOutcome())
+		require.Equal(t, h.lifecycle.session(2).RunningJobID, answers[i].GetJobId())
+	}
+	require.Len(t, h.runner.interrupts(), 1)
+	require.Len(t, h.deliveriesTo(2), 1)
+	require.Equal(t, map[string]int{"sent": 1}, h.byStatus(t, 2))
+	require.Empty(t, h.lifecycle.pauseCalls())
+}
+
 func TestUncleEdgeIsRecordedBeforeTheDelivery(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, roster()...)
