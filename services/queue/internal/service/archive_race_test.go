@@ -195,8 +195,9 @@ func TestAnArchiveThatDoesNotHappenLeavesTheQueueOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, seal.GetRefusal())
 	require.Equal(t, domain.RetirementClause([]domain.Message{{Content: first.GetContent()}, {Content: "after the refusal"}}), seal.GetRetirementClause())
-	_, err = h.queue.EnqueueMessage(t.Context(), &queuev1.EnqueueMessageRequest{SessionId: "1", Content: "while sealed"})
+	_, err = h.queue.EnqueueMessage(t.Context(), &queuev1.EnqueueMessageRequest{SessionId: "1", Content: "while sealed", ActingSessionId: 9})
 	requireCode(t, codes.FailedPrecondition, err)
+	require.Len(t, h.lineage.retracted(), 1, "the refused enqueue's uncle edge is retracted")
 	handOver, err := h.internal.DeliverNextMessage(t.Context(), &queuev1.DeliverNextMessageRequest{SessionId: 1, FromJobId: "job"})
 	require.NoError(t, err)
 	require.False(t, handOver.GetDelivered(), "a sealed queue delivers nothing")
@@ -301,4 +302,8 @@ func TestConsumerRefusesAnEffectItCannotRead(t *testing.T) {
 	require.Equal(t, map[string]int{"pending": 1}, h.byStatus(t, 1), "nothing retired on an unreadable effect")
 	require.NoError(t, h.effect(t, 1, "some_other_owners_effect", map[string]any{}))
 	require.Equal(t, map[string]int{"pending": 1}, h.byStatus(t, 1))
+	// Without Temporal this queue runs no drain: lifecycle keeps the effect
+	// for one that does.
+	err = h.effect(t, 1, "drain_enqueued_messages_after_pause", map[string]any{})
+	requireCode(t, codes.Unavailable, err)
 }
