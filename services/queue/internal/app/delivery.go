@@ -170,8 +170,15 @@ func (q *Queue) DeliverNext(ctx context.Context, sessionID int64, fromJobID stri
 			return err
 		}
 		send, _ := q.sender(ModeHandover, fromJobID, true)
-		m, ok, err = q.messages.Deliver(ctx, sessionID, domain.Pick{HandedOverFrom: fromJobID}, send)
-		return err
+		for {
+			m, ok, err = q.messages.Deliver(ctx, sessionID, domain.Pick{HandedOverFrom: fromJobID}, send)
+			// A message whose turn is the one that just ended (made by an
+			// earlier delivery whose answer was lost) is now recorded sent;
+			// handing it over would run its prompt again. On to the next.
+			if err != nil || !ok || m.DeliveredJobID != fromJobID {
+				return err
+			}
+		}
 	})
 	if err != nil || !ok {
 		return Handover{}, false, err

@@ -11,7 +11,10 @@ type Pick struct {
 	// first pending one.
 	MessageID int64
 	// HandedOverFrom is the turn a turn-end drain hands over from; it is
-	// recorded on the message so a retried drain finds the same one.
+	// recorded on the message so a retried drain finds the same one. Not
+	// when the message turns out to have become that very turn (lifecycle
+	// made it before and the answer was lost): it is sent, but it does not
+	// follow the turn, and the drain goes on to the next message.
 	HandedOverFrom string
 }
 

@@ -96,11 +96,14 @@ func (s *Messages) claimMessage(ctx context.Context, tx pgx.Tx, sessionID, id in
 
 // markSent records, inside the claiming tx (which holds the session's queue
 // lock), that the claimed message became the turn jobID; the messages
-// behind it move up.
+// behind it move up. It records the hand-over from handedOverFrom unless
+// jobID is that turn itself: the message was made that turn before (its
+// answer lost) and is not what follows it (domain.Pick).
 func (s *Messages) markSent(ctx context.Context, tx pgx.Tx, m domain.Message, jobID, handedOverFrom string) error {
 	now := s.clock.Now()
 	tag, err := tx.Exec(ctx, `UPDATE enqueued_messages
-		SET status = 'sent', sent_at = $2, updated_at = $2, delivered_job_id = nullif($3, ''), handed_over_from = nullif($4, '')
+		SET status = 'sent', sent_at = $2, updated_at = $2, delivered_job_id = nullif($3, ''),
+		    handed_over_from = CASE WHEN $4 = $3 THEN NULL ELSE nullif($4, '') END
 		WHERE id = $1 AND status = 'processing'`, m.ID, now, jobID, handedOverFrom)
 	if err != nil {
 		return fmt.Errorf("mark message %d sent: %w", m.ID, err)
