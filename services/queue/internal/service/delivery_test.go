@@ -499,6 +499,74 @@ func TestTurnEndHandOverRetriedWhileInFlight(t *testing.T) {
 	require.Equal(t, map[string]int{"sent": 1, "pending": 1}, h.byStatus(t, 2))
 }
 
+// Lifecycle applied a hand-over but its answer was lost: the runner's
+// retry claims the message again, lifecycle answers already_delivered with
+// the turn it made, and that turn is handed over (exactly once).
+func TestTurnEndHandOverWhoseAnswerWasLostIsHandedOverOnRetry(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, roster()...)
+	a := h.enqueue(t, 2, "A")
+	h.lifecycle.loseAnswers(1)
+	_, err := h.internal.DeliverNextMessage(t.Context(), &queuev1.DeliverNextMessageRequest{SessionId: 2, FromJobId: "job-2"})
+	requireCode(t, codes.Unavailable, err)
+	require.Equal(t, "pending", h.messages(t, 2)[a.GetId()].GetStatus(), "the queue's claim rolled back")
+	turn := h.lifecycle.session(2).RunningJobID
+	require.NotEqual(t, "job-2", turn, "lifecycle made the hand-over")
+
+	resp, err := h.internal.DeliverNextMessage(t.Context(), &queuev1.DeliverNextMessageRequest{SessionId: 2, FromJobId: "job-2"})
+	require.NoError(t, err)
+	require.True(t, resp.GetDelivered())
+	require.Equal(t, a.GetId(), resp.GetEnqueuedMessage().GetId())
+	require.Equal(t, turn, resp.GetJobId(), "the turn lifecycle made, which the runner has not run yet")
+	require.Equal(t, "A", resp.GetPrompt())
+	require.Len(t, h.deliveriesTo(2), 1)
+}
+
+// A message lifecycle made a turn whose answer the queue lost (send now,
+// here) is still pending when that very turn ends: it must not be handed
+// over as the next turn, which would run its prompt a second time.
+func TestTurnEndDoesNotHandOverTheMessageOfTheTurnThatEnded(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, roster()...)
+	a, b := h.enqueue(t, 1, "A"), h.enqueue(t, 1, "B")
+	h.lifecycle.loseAnswers(1)
+	_, err := h.queue.SendEnqueuedMessageNow(t.Context(), &queuev1.SendEnqueuedMessageNowRequest{SessionId: "1", MessageId: a.GetId()})
+	requireCode(t, codes.Unavailable, err)
+	turnA := h.lifecycle.session(1).RunningJobID
+	require.Equal(t, "pending", h.messages(t, 1)[a.GetId()].GetStatus())
+
+	// A's turn runs and ends; the runner's turn-end drain asks for the next.
+	resp, err := h.internal.DeliverNextMessage(t.Context(), &queuev1.DeliverNextMessageRequest{SessionId: 1, FromJobId: turnA})
+	require.NoError(t, err)
+	require.True(t, resp.GetDelivered())
+	require.Equal(t, b.GetId(), resp.GetEnqueuedMessage().GetId(), "the next message, not A again")
+	require.Equal(t, "B", resp.GetPrompt())
+	require.NotEqual(t, turnA, resp.GetJobId())
+	ms := h.messages(t, 1)
+	require.Equal(t, "sent", ms[a.GetId()].GetStatus(), "A is recorded as the turn it became")
+	require.Equal(t, "sent", ms[b.GetId()].GetStatus())
+	delivered := h.deliveriesTo(1)
+	require.Len(t, delivered, 2)
+	require.Equal(t, []string{messageDelivery(a.GetId()), messageDelivery(b.GetId())}, []string{delivered[0].DeliveryID, delivered[1].DeliveryID})
+
+	// The runner's retry gets B again.
+	again, err := h.internal.DeliverNextMessage(t.Context(), &queuev1.DeliverNextMessageRequest{SessionId: 1, FromJobId: turnA})
+	require.NoError(t, err)
+	require.Equal(t, b.GetId(), again.GetEnqueuedMessage().GetId())
+	require.Equal(t, resp.GetJobId(), again.GetJobId())
+
+	// With nothing else queued, the turn end after a lost answer hands over
+	// nothing.
+	c := h.enqueue(t, 5, "C")
+	h.lifecycle.loseAnswers(1)
+	_, err = h.queue.SendEnqueuedMessageNow(t.Context(), &queuev1.SendEnqueuedMessageNowRequest{SessionId: "5", MessageId: c.GetId()})
+	requireCode(t, codes.Unavailable, err)
+	none, err := h.internal.DeliverNextMessage(t.Context(), &queuev1.DeliverNextMessageRequest{SessionId: 5, FromJobId: h.lifecycle.session(5).RunningJobID})
+	require.NoError(t, err)
+	require.False(t, none.GetDelivered(), "C ran as the turn that ended: the runner pauses")
+	require.Equal(t, map[string]int{"sent": 1}, h.byStatus(t, 5))
+}
+
 func TestSendNow(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, roster()...)

@@ -107,6 +107,9 @@ type lifecycleFake struct {
 	// deliverHook, when set, runs on every DeliverTurn before it is
 	// decided (after it is recorded); an error is the call's answer.
 	deliverHook func(*lifecyclev1.DeliverTurnRequest) error
+	// lostAnswers is how many of the next deliveries are applied and then
+	// answered Unavailable, as if the answer was lost on the way back.
+	lostAnswers int
 	// readDelay holds every GetSession answer back, after the status is
 	// read: the caller acts on a status that may have changed meanwhile.
 	readDelay time.Duration
@@ -136,6 +139,13 @@ func (f *lifecycleFake) session(id int64) fakeSession {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return *f.sessions[id]
+}
+
+// loseAnswers makes the next n deliveries apply and then fail.
+func (f *lifecycleFake) loseAnswers(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lostAnswers = n
 }
 
 func (f *lifecycleFake) setDeliverHook(h func(*lifecyclev1.DeliverTurnRequest) error) {
@@ -244,6 +254,10 @@ func (f *lifecycleFake) DeliverTurn(_ context.Context, req *lifecyclev1.DeliverT
 	s.Status, s.Reported, s.RunningJobID, s.PausedBy, s.DrainAttempts = rules.StatusRunning, "", d.JobID, "", 0
 	f.byID[d.DeliveryID] = d
 	f.applied = append(f.applied, d)
+	if f.lostAnswers > 0 {
+		f.lostAnswers--
+		return nil, status.Error(codes.Unavailable, "the connection dropped before the answer")
+	}
 	return &lifecyclev1.DeliverTurnResponse{JobId: d.JobID}, nil
 }
 
