@@ -57,7 +57,7 @@ var errRefused = errors.New("the session refused the delivery")
 // HandedOver is the message a turn-end drain already handed over from the
 // turn fromJobID, if any: the answer a retried drain gets again.
 func (s *Messages) HandedOver(ctx context.Context, sessionID int64, fromJobID string) (domain.Message, bool, error) {
-	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
+	m, err := scanMessage(s.db(ctx).QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
 		WHERE session_id = $1 AND handed_over_from = $2`, sessionID, fromJobID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Message{}, false, nil
@@ -133,7 +133,11 @@ func (s *Messages) LockForInterrupt(ctx context.Context, sessionID int64, fn fun
 		// A fresh context: the lock must go back even when ctx is done.
 		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, $2)`, interruptLockClass, sessionID)
 	}()
-	return fn(ctx)
+	// The work under the lock runs on this same connection (Messages.db):
+	// with more interrupts waiting than the pool has connections, each
+	// waiter holds one, and a second connection for the holder's delivery
+	// would never come.
+	return fn(context.WithValue(ctx, lockedConnKey{}, conn))
 }
 
 // interruptLockClass is the first key of the queue's advisory locks:

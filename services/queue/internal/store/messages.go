@@ -75,7 +75,34 @@ func lockSession(ctx context.Context, tx pgx.Tx, sessionID int64, strength strin
 }
 
 func (s *Messages) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, fn)
+	return pgdb.InTx(ctx, s.db(ctx), pgx.ReadCommitted, fn)
+}
+
+// dbConn is what the store runs its statements on: the pool, or one
+// connection taken from it.
+type dbConn interface {
+	pgdb.DBTX
+	pgdb.TxBeginner
+}
+
+var (
+	_ dbConn = (*pgxpool.Pool)(nil)
+	_ dbConn = (*pgxpool.Conn)(nil)
+)
+
+// lockedConnKey carries, in the context of the work done under a
+// session's interrupt lock, the connection that holds the lock.
+type lockedConnKey struct{}
+
+// db is the connection to work on in ctx: under an interrupt lock, the
+// connection holding it, so that the work needs no second connection
+// (the interrupts waiting for the lock may hold every other one); else the
+// pool.
+func (s *Messages) db(ctx context.Context) dbConn {
+	if c, ok := ctx.Value(lockedConnKey{}).(*pgxpool.Conn); ok {
+		return c
+	}
+	return s.pool
 }
 
 // Enqueue validates n and appends it to its session's queue. A create
@@ -126,7 +153,7 @@ func (s *Messages) Enqueue(ctx context.Context, n domain.NewMessage) (m domain.M
 // List is the session's queue: live messages in delivery order, then the
 // sent and undelivered ones, oldest first.
 func (s *Messages) List(ctx context.Context, sessionID int64) ([]domain.Message, error) {
-	ms, err := collectMessages(s.pool.Query(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
+	ms, err := collectMessages(s.db(ctx).Query(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
 		WHERE session_id = $1
 		ORDER BY status NOT IN ('pending', 'processing'), CASE WHEN status IN ('pending', 'processing') THEN position END, id`, sessionID))
 	if err != nil {
@@ -138,7 +165,7 @@ func (s *Messages) List(ctx context.Context, sessionID int64) ([]domain.Message,
 // Message is one message of the session's queue, whatever its status; an
 // unknown one is domain.ErrNotFound.
 func (s *Messages) Message(ctx context.Context, sessionID, id int64) (domain.Message, error) {
-	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
+	m, err := scanMessage(s.db(ctx).QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
 		WHERE session_id = $1 AND id = $2`, sessionID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Message{}, fmt.Errorf("message %d of session %d: %w", id, sessionID, domain.ErrNotFound)
@@ -151,7 +178,7 @@ func (s *Messages) Message(ctx context.Context, sessionID, id int64) (domain.Mes
 
 // Keyed is the session's message queued under idempotencyKey, if any.
 func (s *Messages) Keyed(ctx context.Context, sessionID int64, idempotencyKey string) (domain.Message, bool, error) {
-	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
+	m, err := scanMessage(s.db(ctx).QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
 		WHERE session_id = $1 AND idempotency_key = $2`, sessionID, idempotencyKey))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Message{}, false, nil

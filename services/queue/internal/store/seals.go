@@ -58,7 +58,7 @@ func (s *Messages) Seal(ctx context.Context, sessionID int64, by string) ([]doma
 // a queue that by does not hold is a no-op, so a late unseal from an
 // abandoned attempt never opens a queue another archive sealed.
 func (s *Messages) Unseal(ctx context.Context, sessionID int64, by string) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE session_queues SET sealed_at = NULL, sealed_by = NULL
+	if _, err := s.db(ctx).Exec(ctx, `UPDATE session_queues SET sealed_at = NULL, sealed_by = NULL
 		WHERE session_id = $1 AND sealed_by = $2 AND sealed_by <> $3`, sessionID, by, RetiredSeal); err != nil {
 		return fmt.Errorf("unseal session %d's queue: %w", sessionID, err)
 	}
