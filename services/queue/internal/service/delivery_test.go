@@ -1,6 +1,8 @@
 package service_test
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -639,6 +641,37 @@ func TestConcurrentInterruptsDeliverEachMessageOnceInOrder(t *testing.T) {
 	require.Equal(t, delivered[1].JobID, h.lifecycle.session(2).RunningJobID, "the later interrupt's message is the turn now")
 	require.Equal(t, map[string]int{"sent": 2}, h.byStatus(t, 2), "no message left pending")
 	require.Empty(t, h.lifecycle.pauseCalls())
+}
+
+// More interrupts of one session at once than the queue has database
+// connections (16): the ones waiting for the session's lock must not starve
+// the one holding it of the connection its delivery needs.
+func TestManyConcurrentInterruptsOfOneSessionAllComplete(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, roster()...)
+	const n = 24
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = h.enqueue(t, 2, fmt.Sprintf("message %d", i)).GetId()
+	}
+	h.runner.setDelay(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = h.queue.InterruptWithEnqueuedMessage(ctx, &queuev1.InterruptWithEnqueuedMessageRequest{SessionId: "2", MessageId: id})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, h.deliveriesTo(2), n, "each message became a turn once")
+	require.Equal(t, map[string]int{"sent": n}, h.byStatus(t, 2))
 }
 
 // Interrupting with a message that an interrupt already delivered (a
