@@ -59,6 +59,12 @@ type enqueueOutcome struct {
 	other    []error
 }
 
+func (o *enqueueOutcome) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.accepted)
+}
+
 func (o *enqueueOutcome) add(resp *queuev1.EnqueueMessageResponse, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -118,6 +124,7 @@ func TestArchiveRacingEnqueuersLeavesNothingPending(t *testing.T) {
 			h := startHarness(t,
 				&fakeSession{ID: 1, Status: rules.StatusWaiting},
 				&fakeSession{ID: 2, Status: rules.StatusWaiting},
+				&fakeSession{ID: 3, Status: rules.StatusWaiting},
 			)
 			// Each enqueue acts on a status read 20ms earlier, so some read
 			// "waiting" and reach the queue after the archive: the queue's
@@ -126,13 +133,19 @@ func TestArchiveRacingEnqueuersLeavesNothingPending(t *testing.T) {
 			stopBystander := make(chan struct{})
 			archived, archivedWriters := enqueueUntilRefused(t, h, 1, 8, nil)
 			bystander, bystanderWriters := enqueueUntilRefused(t, h, 2, 2, stopBystander)
+			// Session 3's archive is refused by the guard mid-stream.
+			spared, sparedWriters := enqueueUntilRefused(t, h, 3, 4, stopBystander)
 
-			// Let the writers get going, then archive session 1 under them.
+			// Let the writers get going, then archive sessions 1 and 3 under
+			// them.
 			require.Eventually(t, func() bool {
-				archived.mu.Lock()
-				defer archived.mu.Unlock()
-				return len(archived.accepted) >= 20
+				return archived.count() >= 20 && spared.count() >= 5
 			}, 30*time.Second, 5*time.Millisecond)
+			refused, err := h.internal.SealQueue(t.Context(), &queuev1.SealQueueRequest{SessionId: 3, AttemptId: "refused-attempt"})
+			require.NoError(t, err)
+			require.NotEmpty(t, refused.GetRefusal(), "an archive without force over a live queue is refused")
+			_, err = h.internal.UnsealQueue(t.Context(), &queuev1.UnsealQueueRequest{SessionId: 3, AttemptId: "refused-attempt"})
+			require.NoError(t, err)
 			var live int32
 			if tc.guarded {
 				seal, err := h.internal.SealQueue(t.Context(), &queuev1.SealQueueRequest{SessionId: 1, AttemptId: "archive-attempt", Force: true})
@@ -145,6 +158,7 @@ func TestArchiveRacingEnqueuersLeavesNothingPending(t *testing.T) {
 			archivedWriters.Wait()
 			close(stopBystander)
 			bystanderWriters.Wait()
+			sparedWriters.Wait()
 
 			require.Empty(t, archived.other, "every enqueue was accepted or refused as FailedPrecondition")
 			require.Len(t, archived.refused, 8, "each writer ran until refused")
@@ -165,6 +179,10 @@ func TestArchiveRacingEnqueuersLeavesNothingPending(t *testing.T) {
 			require.Empty(t, bystander.other)
 			require.Empty(t, bystander.refused)
 			require.Equal(t, map[string]int{"pending": len(bystander.accepted)}, h.byStatus(t, 2), "the session never archived keeps its queue")
+			require.Empty(t, spared.other, "a refused archive's brief seal refuses enqueues as FailedPrecondition, nothing else")
+			require.Equal(t, map[string]int{"pending": len(spared.accepted)}, h.byStatus(t, 3), "the refused archive retired nothing")
+			_, err = h.queue.EnqueueMessage(t.Context(), &queuev1.EnqueueMessageRequest{SessionId: "3", Content: "after the refused archive"})
+			require.NoError(t, err, "the refused archive left the queue open")
 
 			// Redelivery of the effect changes nothing.
 			h.retire(t, 1, tc.guarded, time.Now())
