@@ -107,8 +107,9 @@ func TestInstallDrainsAPokedSessionOnTemporal(t *testing.T) {
 	require.NoError(t, c.GetWorkflow(ctx, drain.WorkflowID(session), "").Get(ctx, &outcome))
 	require.Equal(t, drain.OutcomeDelivered, outcome)
 
-	desc, err := c.DescribeWorkflowExecution(ctx, drain.WorkflowID(session), "")
+	described, err := c.DescribeWorkflow(ctx, drain.WorkflowID(session), "")
 	require.NoError(t, err)
+	desc := described.RawResponse
 	require.Equal(t, temporalx.TaskQueue(service), desc.GetExecutionConfig().GetTaskQueue().GetName())
 	var memo int64
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(desc.GetWorkflowExecutionInfo().GetMemo().GetFields()["session_id"], &memo))
