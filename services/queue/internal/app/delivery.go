@@ -437,7 +437,10 @@ func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Me
 		if err != nil {
 			return err
 		}
-		var mode Mode
+		var (
+			mode    Mode
+			already bool
+		)
 		send := func(ctx context.Context, msg domain.Message) (string, bool, error) {
 			// The session is running (its turn just halted) or at rest:
 			// lifecycle's refusal of one mode is the other's cue.
@@ -449,6 +452,7 @@ func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Me
 				}
 				switch d.Refusal {
 				case RefusalNone:
+					already = d.Already
 					return d.JobID, true, nil
 				case RefusalBusy:
 					continue
@@ -463,10 +467,13 @@ func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Me
 		if err == nil && !ok {
 			err = fmt.Errorf("%w: session %d's queue is sealed", domain.ErrSealed, sessionID)
 		}
-		if err != nil && interrupted {
-			// The turn is halted and nothing replaced it: pause, so the
-			// session does not stay running with no process; the pause's
-			// drain delivers the message, still pending, later.
+		if interrupted && (err != nil || already) {
+			// The turn is halted and nothing replaced it — the delivery
+			// failed (the message is still pending: the pause's drain
+			// delivers it later), or lifecycle had applied it before (an
+			// earlier call whose answer was lost), so the halted turn was
+			// most likely the message's own: pause, so the session does not
+			// stay running with no process.
 			if perr := q.pauser.Pause(context.WithoutCancel(ctx), sessionID, "queue"); perr != nil {
 				q.logger.ErrorContext(ctx, "an interrupted turn's delivery failed and so did the pause after it",
 					"session_id", sessionID, "delivery_error", err, "pause_error", perr)

@@ -729,6 +729,26 @@ func TestInterruptWhoseDeliveryFailsPausesTheSession(t *testing.T) {
 	require.Equal(t, int32(1), got.GetPosition())
 }
 
+// An interrupt whose first delivery lifecycle applied but whose answer was
+// lost: the retry halts what runs (most likely the message's own turn),
+// lifecycle answers already delivered and starts nothing, so the session is
+// paused rather than left running with no process.
+func TestInterruptRetriedAfterALostAnswerPausesTheSession(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, roster()...)
+	m := h.enqueue(t, 2, "A")
+	h.lifecycle.loseAnswers(1)
+	_, err := h.queue.InterruptWithEnqueuedMessage(t.Context(), &queuev1.InterruptWithEnqueuedMessageRequest{SessionId: "2", MessageId: m.GetId()})
+	require.Error(t, err, "the answer was lost")
+	require.Len(t, h.lifecycle.pauseCalls(), 1, "the first attempt paused (its delivery looked failed)")
+
+	h.lifecycle.setStatus(2, rules.StatusRunning) // the applied delivery's turn runs
+	_, err = h.queue.InterruptWithEnqueuedMessage(t.Context(), &queuev1.InterruptWithEnqueuedMessageRequest{SessionId: "2", MessageId: m.GetId()})
+	require.NoError(t, err)
+	require.Equal(t, "sent", h.messages(t, 2)[m.GetId()].GetStatus())
+	require.Len(t, h.lifecycle.pauseCalls(), 2, "the retry halted a turn and started none: paused")
+}
+
 func TestInterruptOfAnIdleSessionDeliversAtOnce(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, roster()...)
