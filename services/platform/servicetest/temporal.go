@@ -5,10 +5,14 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 )
@@ -49,4 +53,31 @@ func AssertWorkerAnswers(t testing.TB, c client.Client, service string) {
 	got, err := temporalx.Probe(ctx, c, service, "probe/"+service+"/"+uuid.NewString())
 	require.NoError(t, err, "probe the worker on %s", temporalx.TaskQueue(service))
 	require.Equal(t, service, got, "the worker polling %s answered as", temporalx.TaskQueue(service))
+}
+
+// TemporalNamespace registers a namespace of the test's own on the dev
+// server at addr and waits until it can be used. Workflow ids derive from
+// business keys (session ids every test reuses), and a worker of another
+// test's service polling the same task queue would run its activities
+// against the wrong database: a test whose workflows must not meet
+// another's runs them in a namespace of its own.
+func TemporalNamespace(t testing.TB, addr string) string {
+	t.Helper()
+	name := "test-" + uuid.NewString()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	nc, err := client.NewNamespaceClient(client.Options{HostPort: addr})
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.Register(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace: name, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+	}), "register namespace %s", name)
+	c, err := client.Dial(client.Options{HostPort: addr, Namespace: name})
+	require.NoError(t, err)
+	defer c.Close()
+	require.Eventually(t, func() bool {
+		_, err := c.DescribeTaskQueue(ctx, "probe", enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+		return err == nil
+	}, Timeout, 200*time.Millisecond, "namespace %s never became usable", name)
+	return name
 }

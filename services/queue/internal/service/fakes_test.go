@@ -452,6 +452,14 @@ type harness struct {
 
 func startHarness(t *testing.T, sessions ...*fakeSession) *harness {
 	t.Helper()
+	return startHarnessWith(t, nil, sessions...)
+}
+
+// startHarnessWith is startHarness with the configuration adjusted by
+// configure first (e.g. a Temporal namespace of the test's own, for the
+// drain).
+func startHarnessWith(t *testing.T, configure func(*config.Config), sessions ...*fakeSession) *harness {
+	t.Helper()
 	h := &harness{log: &callLog{}}
 	h.lifecycle = newLifecycleFake(h.log, sessions...)
 	h.runner = &runnerFake{log: h.log, lifecycle: h.lifecycle}
@@ -465,6 +473,9 @@ func startHarness(t *testing.T, sessions ...*fakeSession) *harness {
 		NotificationAddr: serveFake(t, func(g *grpc.Server) {
 			notificationv1.RegisterNotificationServiceServer(g, h.notification)
 		}),
+	}
+	if configure != nil {
+		configure(&cfg)
 	}
 	h.svc = servicetest.New(t, service.New, cfg)
 	servicetest.RunInBackground(t, h.svc.Run)
