@@ -29,7 +29,7 @@ require (
 	github.com/robfig/cron v1.2.0 // indirect
 	github.com/stretchr/objx v0.5.3 // indirect
 	github.com/zimmerhq/zimmer/proto/gen v0.0.0
-	go.temporal.io/api v1.64.3 // indirect
+	go.temporal.io/api v1.64.3
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
