@@ -63,9 +63,10 @@ type Pusher interface {
 
 // Debouncer schedules a session's needs-input push: the push for the
 // latest pause goes out once no other pause followed for the debounce,
-// if the session is then still waiting from it (PushNeedsInput).
+// counted from when the pause happened (at), if the session is then still
+// waiting from it (RecordNeedsInput).
 type Debouncer interface {
-	Paused(ctx context.Context, sessionID, marker int64) error
+	Paused(ctx context.Context, sessionID, marker int64, at time.Time) error
 }
 
 // ErrNoDebounce: this service runs no debounce (it has no Temporal), so a
@@ -166,38 +167,39 @@ func (uc SendPushNotification) Handle(ctx context.Context, m domain.AgentMessage
 // a session paused, and its push waits out the debounce.
 type NeedsInputPaused struct{ Debouncer Debouncer }
 
-// Handle schedules the push of sessionID's pause marker. It only records
-// and signals: the transition that paused the session waits for nothing.
-func (uc NeedsInputPaused) Handle(ctx context.Context, sessionID, marker int64) error {
+// Handle schedules the push of sessionID's pause marker, which happened at
+// at. It only signals: the transition that paused the session waits for
+// nothing.
+func (uc NeedsInputPaused) Handle(ctx context.Context, sessionID, marker int64, at time.Time) error {
 	if uc.Debouncer == nil {
 		return ErrNoDebounce
 	}
-	return uc.Debouncer.Paused(ctx, sessionID, marker)
+	return uc.Debouncer.Paused(ctx, sessionID, marker, at)
 }
 
-// NeedsInputOutcome is what the end of a pause's debounce did.
+// NeedsInputOutcome is what the end of a pause's debounce found.
 type NeedsInputOutcome struct {
-	// NotificationID is the notification of the pause, when it earned one.
-	NotificationID int64
-	// Pushed: its push was started now (false when an earlier run had).
-	Pushed bool
-	// Skipped says why there is no push, or "".
+	// Notification is the pause's notification, when it earned one.
+	Notification domain.Notification
+	// Deliver: it has not reached a sink yet, so the debounce delivers it.
+	Deliver bool
+	// Skipped says why the pause earns no push, or "".
 	Skipped string
 }
 
-// PushNeedsInput ends a pause's debounce: it asks lifecycle how the
+// RecordNeedsInput ends a pause's debounce: it asks lifecycle how the
 // session is now and, when the pause still earns a push
-// (domain.NeedsInputRefusal), creates its notification and starts the push.
-// Run again for the same pause it creates and pushes nothing more.
-type PushNeedsInput struct {
+// (domain.NeedsInputRefusal), creates its notification, which the debounce
+// then delivers. Run again for the same pause it creates nothing more, and
+// asks for no delivery once one reached a sink.
+type RecordNeedsInput struct {
 	Repo     NotificationRepository
 	Sessions Sessions
-	Pusher   Pusher
 	Clock    clock.Clock
 }
 
 // Handle ends the debounce of sessionID's pause marker.
-func (uc PushNeedsInput) Handle(ctx context.Context, sessionID, marker int64) (NeedsInputOutcome, error) {
+func (uc RecordNeedsInput) Handle(ctx context.Context, sessionID, marker int64) (NeedsInputOutcome, error) {
 	s, err := uc.Sessions.Get(ctx, sessionID)
 	if errors.Is(err, domain.ErrSessionGone) {
 		return NeedsInputOutcome{Skipped: fmt.Sprintf("session %d no longer exists", sessionID)}, nil
@@ -212,8 +214,7 @@ func (uc PushNeedsInput) Handle(ctx context.Context, sessionID, marker int64) (N
 	if err != nil {
 		return NeedsInputOutcome{}, err
 	}
-	pushed, err := pushOnce(ctx, uc.Pusher, n)
-	return NeedsInputOutcome{NotificationID: n.ID, Pushed: pushed}, err
+	return NeedsInputOutcome{Notification: n, Deliver: n.PushedAt == nil}, nil
 }
 
 // PushFailure is lifecycle's enqueue_failure_push_notification: immediate
@@ -233,21 +234,13 @@ func (uc PushFailure) Handle(ctx context.Context, eventID string, s domain.Sessi
 	if err != nil {
 		return false, err
 	}
-	if _, err := pushOnce(ctx, uc.Pusher, n); err != nil {
+	if n.PushedAt != nil {
+		return created, nil
+	}
+	if err := uc.Pusher.Push(ctx, n); err != nil {
 		return false, err
 	}
 	return created, nil
-}
-
-// pushOnce starts n's push unless it reached a sink already.
-func pushOnce(ctx context.Context, p Pusher, n domain.Notification) (bool, error) {
-	if n.PushedAt != nil {
-		return false, nil
-	}
-	if err := p.Push(ctx, n); err != nil {
-		return false, err
-	}
-	return true, nil
 }
 
 // MarkNotificationsStale is lifecycle's mark_notifications_stale: the
@@ -300,7 +293,7 @@ type Notifications struct {
 	Send        SendPushNotification
 
 	Paused     NeedsInputPaused
-	NeedsInput PushNeedsInput
+	NeedsInput RecordNeedsInput
 	Failure    PushFailure
 	Stale      MarkNotificationsStale
 	Archived   DismissSessionNotifications
@@ -317,7 +310,7 @@ func NewNotifications(repo NotificationRepository, sessions Sessions, pusher Pus
 		MarkAllRead: MarkAllNotificationsRead{Repo: repo, Clock: clk},
 		Send:        SendPushNotification{Repo: repo, Pusher: pusher, Clock: clk},
 		Paused:      NeedsInputPaused{Debouncer: debouncer},
-		NeedsInput:  PushNeedsInput{Repo: repo, Sessions: sessions, Pusher: pusher, Clock: clk},
+		NeedsInput:  RecordNeedsInput{Repo: repo, Sessions: sessions, Clock: clk},
 		Failure:     PushFailure{Repo: repo, Pusher: pusher, Clock: clk},
 		Stale:       MarkNotificationsStale{Repo: repo, Clock: clk},
 		Archived:    DismissSessionNotifications{Repo: repo, Clock: clk},

@@ -70,30 +70,33 @@ func TestFailurePushIsImmediateUnconditionalAndOnce(t *testing.T) {
 func TestNeedsInputPausedOnlySignals(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.NoError(t, b.uc.Paused.Handle(context.Background(), 4, 9))
-	require.Equal(t, []apptest.Pause{{SessionID: 4, Marker: 9}}, b.debouncer.Pauses())
+	require.NoError(t, b.uc.Paused.Handle(context.Background(), 4, 9, t0))
+	require.Equal(t, []apptest.Pause{{SessionID: 4, Marker: 9, At: t0}}, b.debouncer.Pauses())
 	require.Empty(t, b.repo.All(), "nothing is recorded until the debounce ends")
 
 	none := app.NewNotifications(b.repo, b.sessions, b.pusher, nil, clock.NewStub(t0))
-	require.ErrorIs(t, none.Paused.Handle(context.Background(), 4, 9), app.ErrNoDebounce)
+	require.ErrorIs(t, none.Paused.Handle(context.Background(), 4, 9, t0), app.ErrNoDebounce)
 }
 
-func TestPushNeedsInputCreatesAndPushesOncePerPause(t *testing.T) {
+func TestRecordNeedsInputCreatesOncePerPause(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	b.sessions.Set(domain.Session{ID: 4, Status: "needs_input", NeedsInputCount: 2, PushNotifications: true})
+	b.sessions.Set(domain.Session{ID: 4, Title: "Fix it", Status: "needs_input", NeedsInputCount: 2, PushNotifications: true})
 	out, err := b.uc.NeedsInput.Handle(ctx, 4, 2)
 	require.NoError(t, err)
-	require.True(t, out.Pushed)
+	require.True(t, out.Deliver)
+	require.Equal(t, "Session 4 needs your input: Fix it", out.Notification.Title)
+	require.Equal(t, t0, out.Notification.CreatedAt)
 	again, err := b.uc.NeedsInput.Handle(ctx, 4, 2)
 	require.NoError(t, err)
-	require.Equal(t, out.NotificationID, again.NotificationID, "a retried activity finds its notification")
-	require.NoError(t, b.uc.Pushed.Handle(ctx, out.NotificationID))
+	require.Equal(t, out, again, "a retried check finds its notification, still to deliver")
+	require.NoError(t, b.uc.Pushed.Handle(ctx, out.Notification.ID))
 	again, err = b.uc.NeedsInput.Handle(ctx, 4, 2)
 	require.NoError(t, err)
-	require.False(t, again.Pushed, "and does not push it twice")
+	require.False(t, again.Deliver, "and does not deliver it twice")
 	require.Len(t, b.repo.All(), 1)
+	require.Empty(t, b.pusher.Pushed(), "the debounce delivers it itself")
 
 	b.sessions.Fail(errors.New("lifecycle unavailable"))
 	_, err = b.uc.NeedsInput.Handle(ctx, 4, 2)

@@ -80,7 +80,10 @@ func (c *Consumer) consume(ctx context.Context, e *lifecyclev1.SessionEvent) (bo
 		if err != nil {
 			return false, err
 		}
-		return true, c.notifications.Paused.Handle(ctx, id, marker)
+		if e.GetOccurredAt() == nil {
+			return false, validation.Invalid("event.occurred_at", "is required: the debounce counts from the pause")
+		}
+		return true, c.notifications.Paused.Handle(ctx, id, marker, e.GetOccurredAt().AsTime())
 	case EffectFailurePush:
 		s, err := snapshot(effect, id)
 		if err != nil {

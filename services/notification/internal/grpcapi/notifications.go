@@ -23,7 +23,7 @@ func (s *Server) ListNotifications(ctx context.Context, req *notificationv1.List
 	resp := &notificationv1.ListNotificationsResponse{
 		Notifications: make([]*notificationv1.Notification, 0, len(page.Notifications)),
 		NextPageToken: page.NextPageToken,
-		UnreadCount:   int32(min(page.UnreadCount, 1<<31-1)), //nolint:gosec // clamped to int32
+		UnreadCount:   int32(min(page.UnreadCount, 1<<31-1)),
 	}
 	for _, n := range page.Notifications {
 		resp.Notifications = append(resp.Notifications, notificationMessage(n))
@@ -55,7 +55,7 @@ func (s *Server) MarkAllNotificationsRead(ctx context.Context, req *notification
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	return &notificationv1.MarkAllNotificationsReadResponse{Marked: int32(min(marked, 1<<31-1))}, nil //nolint:gosec // clamped to int32
+	return &notificationv1.MarkAllNotificationsReadResponse{Marked: int32(min(marked, 1<<31-1))}, nil
 }
 
 // SendPushNotification implements notificationv1.NotificationServiceServer.

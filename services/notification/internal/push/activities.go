@@ -14,14 +14,14 @@ import (
 // Activities are the push workflows' I/O: the app's use cases, and the
 // push route's sinks.
 type Activities struct {
-	NeedsInput app.PushNeedsInput
+	NeedsInput app.RecordNeedsInput
 	Pushed     app.MarkPushed
 	// Sinks are the push route's (NOTIFICATION_SINKS).
 	Sinks []sink.Sink
 }
 
-// PushNeedsInput ends the debounce of session's pause marker.
-func (a *Activities) PushNeedsInput(ctx context.Context, sessionID, marker int64) (app.NeedsInputOutcome, error) {
+// RecordNeedsInput ends the debounce of session's pause marker.
+func (a *Activities) RecordNeedsInput(ctx context.Context, sessionID, marker int64) (app.NeedsInputOutcome, error) {
 	return a.NeedsInput.Handle(ctx, sessionID, marker)
 }
 
@@ -44,5 +44,5 @@ func Register(r Registry, a *Activities) {
 	r.RegisterWorkflowWithOptions(NeedsInputDebounce, workflow.RegisterOptions{Name: DebounceWorkflowName})
 	r.RegisterActivityWithOptions(pager.Deliverer{Sinks: a.Sinks, Route: "push"}.Deliver, activity.RegisterOptions{Name: ActivityDeliverPush})
 	r.RegisterActivityWithOptions(a.MarkPushed, activity.RegisterOptions{Name: ActivityMarkPushed})
-	r.RegisterActivityWithOptions(a.PushNeedsInput, activity.RegisterOptions{Name: ActivityPushNeedsInput})
+	r.RegisterActivityWithOptions(a.RecordNeedsInput, activity.RegisterOptions{Name: ActivityRecordNeedsInput})
 }

@@ -3,15 +3,16 @@
 //
 //   - Push (workflow push/<notification id>) delivers one stored
 //     notification to every sink, each its own activity retried with
-//     backoff (pager.DeliverToSinks: the alerts' rule), then records when
-//     it reached one. A failure, an agent's message and a pause whose
-//     debounce ended all push this way.
+//     backoff (pager.DeliverToSinks: the alerts' rule), and records when
+//     the first sink had it: the push of a failure and of an agent's
+//     message.
 //   - NeedsInputDebounce (workflow debounce/needs-input/<session id>) is a
 //     session's pauses: each pause signals it (signal-with-start, signal
 //     paused carrying the pause's needs_input_count), and it pushes for the
 //     latest pause once no other pause followed for the debounce, if
 //     lifecycle then says the session still waits from that pause
-//     (app.PushNeedsInput, an activity). A flapping session pushes once.
+//     (app.RecordNeedsInput, a local activity), delivering the same way
+//     itself. A flapping session pushes once.
 //
 // Starter starts both for the app (app.Pusher, app.Debouncer); Log is the
 // push without Temporal.
@@ -38,9 +39,9 @@ const (
 	PushWorkflowName     = "notification.Push"
 	DebounceWorkflowName = "notification.NeedsInputDebounce"
 
-	ActivityDeliverPush    = "notification.DeliverPush"
-	ActivityMarkPushed     = "notification.MarkPushed"
-	ActivityPushNeedsInput = "notification.PushNeedsInput"
+	ActivityDeliverPush      = "notification.DeliverPush"
+	ActivityMarkPushed       = "notification.MarkPushed"
+	ActivityRecordNeedsInput = "notification.RecordNeedsInput"
 
 	// SignalPaused tells a session's debounce that it paused (Paused).
 	SignalPaused = "paused"
@@ -129,14 +130,14 @@ func (s *Starter) Push(ctx context.Context, n domain.Notification) error {
 // Paused implements app.Debouncer: it signals the session's debounce,
 // starting it when none runs. The signal and the start are one call, so a
 // pause is never lost between a debounce's last look and its end.
-func (s *Starter) Paused(ctx context.Context, sessionID, marker int64) error {
+func (s *Starter) Paused(ctx context.Context, sessionID, marker int64, at time.Time) error {
 	id := DebounceWorkflowID(sessionID)
-	_, err := s.client.SignalWithStartWorkflow(ctx, id, SignalPaused, Paused{Marker: marker}, client.StartWorkflowOptions{
+	_, err := s.client.SignalWithStartWorkflow(ctx, id, SignalPaused, Paused{Marker: marker, At: at}, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             s.taskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		Memo:                  map[string]any{"session_id": sessionID},
-	}, DebounceWorkflowName, DebounceInput{SessionID: sessionID, Debounce: s.debounce})
+	}, DebounceWorkflowName, DebounceInput{SessionID: sessionID, Debounce: s.debounce, Sinks: s.sinks})
 	if err != nil {
 		return fmt.Errorf("signal session %d's needs-input debounce (pause %d): %w", sessionID, marker, err)
 	}

@@ -3,6 +3,7 @@ package push_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -29,14 +30,16 @@ type envClock struct {
 func (c envClock) Now() time.Time { return c.env.Now().UTC() }
 
 // fakeSink answers each Send with the next of its errors (nil once they
-// run out) and records what it was asked to deliver, and when.
+// run out), refusing the messages of refuse's dedup keys as many times as
+// it says first, and records what it was asked to deliver, and when.
 type fakeSink struct {
-	name string
-	now  func() time.Time
-	mu   sync.Mutex
-	errs []error
-	sent []sink.Message
-	at   []time.Time
+	name   string
+	now    func() time.Time
+	mu     sync.Mutex
+	errs   []error
+	refuse map[string]int
+	sent   []sink.Message
+	at     []time.Time
 }
 
 func (s *fakeSink) Name() string { return s.name }
@@ -46,6 +49,10 @@ func (s *fakeSink) Send(_ context.Context, m sink.Message) error {
 	defer s.mu.Unlock()
 	s.sent = append(s.sent, m)
 	s.at = append(s.at, s.now())
+	if s.refuse[m.DedupKey] > 0 {
+		s.refuse[m.DedupKey]--
+		return &sink.Error{Sink: s.name, Retryable: true, Err: errors.New("503 Service Unavailable")}
+	}
 	if len(s.errs) == 0 {
 		return nil
 	}
@@ -65,13 +72,14 @@ type harness struct {
 	env      *testsuite.TestWorkflowEnvironment
 	start    time.Time
 	sessions *apptest.Sessions
-	pusher   *apptest.Pusher
 	repo     *apptest.Notifications
+	// sink is the push route's one sink in the debounce tests.
+	sink *fakeSink
 }
 
 // newHarness registers the real workflows and activities over the app's
-// use cases, with lifecycle, the repository and the pusher faked; sinks
-// are the push route's.
+// use cases, with lifecycle and the repository faked; sinks are the push
+// route's, a fake "ntfy" (h.sink) when none is given.
 func newHarness(t *testing.T, sinks ...sink.Sink) *harness {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
@@ -79,15 +87,25 @@ func newHarness(t *testing.T, sinks ...sink.Sink) *harness {
 	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment(), start: time.Date(2030, 3, 1, 12, 0, 0, 0, time.UTC)}
 	h.env.SetStartTime(h.start)
 	h.sessions = &apptest.Sessions{Now: h.env.Now}
-	h.pusher = &apptest.Pusher{Now: h.env.Now}
 	h.repo = &apptest.Notifications{}
+	if len(sinks) == 0 {
+		h.sink = &fakeSink{name: "ntfy", now: h.env.Now}
+		sinks = []sink.Sink{h.sink}
+	}
 	clk := envClock{h.env}
 	push.Register(h.env, &push.Activities{
-		NeedsInput: app.PushNeedsInput{Repo: h.repo, Sessions: h.sessions, Pusher: h.pusher, Clock: clk},
+		NeedsInput: app.RecordNeedsInput{Repo: h.repo, Sessions: h.sessions, Clock: clk},
 		Pushed:     app.MarkPushed{Repo: h.repo, Clock: clk},
 		Sinks:      sinks,
 	})
 	return h
+}
+
+// pushed returns the debounce's deliveries and when each came.
+func (h *harness) pushed() ([]sink.Message, []time.Duration) {
+	h.sink.mu.Lock()
+	defer h.sink.mu.Unlock()
+	return slices.Clone(h.sink.sent), h.offsets(h.sink.at)
 }
 
 // at runs fn at the virtual offset d from the start.
@@ -110,12 +128,12 @@ func (h *harness) resume(d time.Duration, count int64) {
 }
 
 // run executes the debounce to its end and returns its outcome.
-func (h *harness) run() app.NeedsInputOutcome {
+func (h *harness) run() push.DebounceResult {
 	h.t.Helper()
-	h.env.ExecuteWorkflow(push.DebounceWorkflowName, push.DebounceInput{SessionID: session, Debounce: push.DefaultDebounce})
+	h.env.ExecuteWorkflow(push.DebounceWorkflowName, push.DebounceInput{SessionID: session, Debounce: push.DefaultDebounce, Sinks: []string{"ntfy"}})
 	require.True(h.t, h.env.IsWorkflowCompleted())
 	require.NoError(h.t, h.env.GetWorkflowError())
-	var out app.NeedsInputOutcome
+	var out push.DebounceResult
 	require.NoError(h.t, h.env.GetWorkflowResult(&out))
 	return out
 }
@@ -134,20 +152,27 @@ func TestNeedsInputPushesAfterTheDebounceAndNotBefore(t *testing.T) {
 	h := newHarness(t)
 	h.pause(0, 1)
 	h.at(59*time.Second, func() {
-		require.Empty(t, h.pusher.Pushed(), "nothing at +59 s")
+		sent, _ := h.pushed()
+		require.Empty(t, sent, "nothing at +59 s")
 		require.Empty(t, h.sessions.Asked(), "lifecycle is not even asked yet")
 	})
 	out := h.run()
 
-	require.Equal(t, []time.Duration{time.Minute}, h.offsets(h.pusher.PushedAt()), "pushed at +60 s")
+	sent, at := h.pushed()
+	require.Equal(t, []time.Duration{time.Minute}, at, "pushed at +60 s")
 	require.Equal(t, []time.Duration{time.Minute}, h.offsets(h.sessions.Asked()), "lifecycle asked once the timer fired")
-	pushed := h.pusher.Pushed()
-	require.Equal(t, domain.TypeNeedsInput, pushed[0].Type)
-	require.EqualValues(t, 1, pushed[0].Marker)
-	require.Equal(t, "Session 42 needs your input: Fix the flaky test", pushed[0].Title)
-	require.Equal(t, h.start.Add(time.Minute), pushed[0].CreatedAt)
-	require.Equal(t, app.NeedsInputOutcome{NotificationID: pushed[0].ID, Pushed: true}, out)
-	require.Len(t, h.repo.All(), 1)
+	stored := h.repo.All()
+	require.Len(t, stored, 1)
+	n := stored[0]
+	require.Equal(t, domain.TypeNeedsInput, n.Type)
+	require.EqualValues(t, 1, n.Marker)
+	require.Equal(t, h.start.Add(time.Minute), n.CreatedAt)
+	require.Equal(t, h.start.Add(time.Minute), *n.PushedAt, "recorded pushed")
+	require.Equal(t, sink.Message{
+		Kind: sink.KindPush, Title: "Session 42 needs your input: Fix the flaky test", Body: n.Body,
+		SessionID: "42", DedupKey: n.PushDedupKey(), Time: n.CreatedAt,
+	}, sent[0])
+	require.Equal(t, push.DebounceResult{Marker: 1, NotificationID: n.ID}, out)
 }
 
 // A session flapping inside the window pushes once, for its latest
@@ -162,10 +187,13 @@ func TestNeedsInputFlappingPushesOnceForTheLatestPause(t *testing.T) {
 	h.resume(30*time.Second, 2)
 	h.pause(40*time.Second, 3)
 	h.at(70*time.Second, func() { h.env.SignalWorkflow(push.SignalPaused, push.Paused{Marker: 2}) }) // a redelivery
-	h.run()
+	out := h.run()
 
-	require.Equal(t, []time.Duration{100 * time.Second}, h.offsets(h.pusher.PushedAt()), "60 s after the latest pause")
-	require.EqualValues(t, 3, h.pusher.Pushed()[0].Marker)
+	_, at := h.pushed()
+	require.Equal(t, []time.Duration{100 * time.Second}, at, "60 s after the latest pause")
+	require.EqualValues(t, 3, out.Marker)
+	require.Len(t, h.repo.All(), 1)
+	require.EqualValues(t, 3, h.repo.All()[0].Marker)
 	require.Equal(t, []time.Duration{100 * time.Second}, h.offsets(h.sessions.Asked()), "earlier pauses never reached their timer")
 }
 
@@ -176,9 +204,41 @@ func TestNeedsInputHundredFlapsInAMinutePushOnce(t *testing.T) {
 		h.pause(time.Duration(i)*600*time.Millisecond, int64(i+1))
 	}
 	h.run()
-	require.Len(t, h.pusher.Pushed(), 1)
-	require.EqualValues(t, 100, h.pusher.Pushed()[0].Marker)
-	require.Equal(t, []time.Duration{99*600*time.Millisecond + time.Minute}, h.offsets(h.pusher.PushedAt()))
+	_, at := h.pushed()
+	require.Equal(t, []time.Duration{99*600*time.Millisecond + time.Minute}, at, "one push")
+	require.Len(t, h.repo.All(), 1)
+	require.EqualValues(t, 100, h.repo.All()[0].Marker)
+}
+
+// The debounce counts from when the pause happened, which the signal
+// carries: a signal that reached the workflow late (its first task waited
+// in the queue, the relay was slow) does not push late, one later than a
+// whole debounce is checked at once, and a pause time ahead of the
+// workflow's clock counts as now.
+func TestNeedsInputCountsFromThePause(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		signalled time.Duration // when the signal reaches the workflow
+		happened  time.Duration // the pause's time it carries
+		want      time.Duration
+	}{
+		{"signal 10 s late", 10 * time.Second, 0, time.Minute},
+		{"signal later than the debounce", 90 * time.Second, 0, 90 * time.Second},
+		{"a clock ahead", 0, 30 * time.Second, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			h.at(tc.signalled, func() {
+				h.sessions.Set(domain.Session{ID: session, Status: "needs_input", NeedsInputCount: 1, PushNotifications: true})
+				h.env.SignalWorkflow(push.SignalPaused, push.Paused{Marker: 1, At: h.start.Add(tc.happened)})
+			})
+			h.run()
+			_, at := h.pushed()
+			require.Equal(t, []time.Duration{tc.want}, at)
+		})
+	}
 }
 
 func TestNeedsInputResumedInsideTheWindowPushesNothing(t *testing.T) {
@@ -187,7 +247,8 @@ func TestNeedsInputResumedInsideTheWindowPushesNothing(t *testing.T) {
 	h.pause(0, 1)
 	h.resume(30*time.Second, 1)
 	out := h.run()
-	require.Empty(t, h.pusher.Pushed())
+	sent, _ := h.pushed()
+	require.Empty(t, sent)
 	require.Empty(t, h.repo.All(), "no notification either")
 	require.Contains(t, out.Skipped, "session 42 is running now")
 	require.Equal(t, []time.Duration{time.Minute}, h.offsets(h.sessions.Asked()))
@@ -203,12 +264,13 @@ func TestNeedsInputANewerMarkerWins(t *testing.T) {
 		h.sessions.Set(domain.Session{ID: session, Status: "needs_input", NeedsInputCount: 2, PushNotifications: true})
 	})
 	out := h.run()
-	require.Empty(t, h.pusher.Pushed())
+	sent, _ := h.pushed()
+	require.Empty(t, sent)
 	require.Contains(t, out.Skipped, "session 42 paused again since (needs_input_count 2, this push was for 1)")
 }
 
 // A pause that lands while the debounce is ending its previous one (the
-// activity is running) is answered by one more wait before it ends.
+// check is retrying) is waited out from its own signal before it ends.
 func TestNeedsInputAPauseDuringTheCheckIsNotLost(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -216,10 +278,36 @@ func TestNeedsInputAPauseDuringTheCheckIsNotLost(t *testing.T) {
 	h.at(59*time.Second, func() { h.sessions.Fail(errors.New("lifecycle unavailable")) })
 	h.pause(61*time.Second, 2) // the check for pause 1 is retrying meanwhile
 	h.at(62*time.Second, func() { h.sessions.Fail(nil) })
-	h.run()
-	require.Len(t, h.pusher.Pushed(), 1, "pause 1's check found pause 2 counted: no push for 1")
-	require.EqualValues(t, 2, h.pusher.Pushed()[0].Marker)
-	require.Equal(t, []time.Duration{121 * time.Second}, h.offsets(h.pusher.PushedAt()), "pause 2 waited its full debounce")
+	out := h.run()
+	_, at := h.pushed()
+	require.Equal(t, []time.Duration{121 * time.Second}, at, "pause 1's check found pause 2 counted; pause 2 waited its full debounce")
+	require.EqualValues(t, 2, out.Marker)
+	require.EqualValues(t, 2, h.repo.All()[0].Marker)
+}
+
+// A sink that is down holds up no later pause: the push retries beside
+// the debounce, which answers the next pause on time, and ends when both
+// are done.
+func TestNeedsInputASlowSinkHoldsUpNoLaterPause(t *testing.T) {
+	t.Parallel()
+	var h *harness
+	// Pause 1's notification (id 1) is refused 7 times: 1+2+…+64 s of backoff.
+	slow := &fakeSink{name: "ntfy", now: func() time.Time { return h.env.Now() }, refuse: map[string]int{"notification/1": 7}}
+	h = newHarness(t, slow)
+	h.sink = slow
+	h.pause(0, 1)
+	h.pause(70*time.Second, 2)
+	out := h.run()
+	sent, at := h.pushed()
+	require.Len(t, sent, 9, "pause 1: 7 refusals and a delivery; pause 2: one delivery")
+	require.Equal(t, "notification/2", sent[7].DedupKey)
+	require.Equal(t, 130*time.Second, at[7], "pause 2 pushed on time while pause 1's push retried")
+	require.Equal(t, "notification/1", sent[8].DedupKey)
+	require.Equal(t, 60*time.Second+127*time.Second, at[8], "pause 1 delivered after its backoff")
+	require.EqualValues(t, 2, out.Marker)
+	for _, n := range h.repo.All() {
+		require.NotNil(t, n.PushedAt, "notification %d recorded pushed", n.ID)
+	}
 }
 
 func TestNeedsInputRespectsTheOptOut(t *testing.T) {
@@ -230,7 +318,8 @@ func TestNeedsInputRespectsTheOptOut(t *testing.T) {
 		h.env.SignalWorkflow(push.SignalPaused, push.Paused{Marker: 1})
 	})
 	out := h.run()
-	require.Empty(t, h.pusher.Pushed())
+	sent, _ := h.pushed()
+	require.Empty(t, sent)
 	require.Contains(t, out.Skipped, "push_notifications off")
 }
 
@@ -239,11 +328,12 @@ func TestNeedsInputForADeletedSessionPushesNothing(t *testing.T) {
 	h := newHarness(t)
 	h.at(0, func() { h.env.SignalWorkflow(push.SignalPaused, push.Paused{Marker: 1}) })
 	out := h.run()
-	require.Empty(t, h.pusher.Pushed())
+	sent, _ := h.pushed()
+	require.Empty(t, sent)
 	require.Contains(t, out.Skipped, "session 42 no longer exists")
 }
 
-// Lifecycle down when the timer fires: the activity is retried until it
+// Lifecycle down when the timer fires: the check is retried until it
 // answers, and the answer read then decides.
 func TestNeedsInputRetriesLifecycle(t *testing.T) {
 	t.Parallel()
@@ -252,11 +342,12 @@ func TestNeedsInputRetriesLifecycle(t *testing.T) {
 	h.at(59*time.Second, func() { h.sessions.Fail(errors.New("lifecycle unavailable")) })
 	h.at(65*time.Second, func() { h.sessions.Fail(nil) })
 	h.run()
-	require.Len(t, h.pusher.Pushed(), 1)
+	_, at := h.pushed()
+	require.Len(t, at, 1)
 	asked := h.offsets(h.sessions.Asked())
 	require.Greater(t, len(asked), 2, "retried")
 	require.Equal(t, time.Minute, asked[0])
-	require.GreaterOrEqual(t, h.offsets(h.pusher.PushedAt())[0], 65*time.Second)
+	require.GreaterOrEqual(t, at[0], 65*time.Second)
 }
 
 // The push of a failure goes out at once, to every sink; a failing sink

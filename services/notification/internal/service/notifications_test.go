@@ -27,6 +27,7 @@ import (
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
+	"github.com/zimmerhq/zimmer/services/notification/internal/push"
 	"github.com/zimmerhq/zimmer/services/notification/internal/service"
 	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
@@ -42,6 +43,9 @@ type fakeLifecycle struct {
 	lifecyclev1.UnimplementedLifecycleServiceServer
 	mu       sync.Mutex
 	sessions map[int64]*lifecyclev1.Session
+	// asked is when each session was first asked about (the benchmark's
+	// end of the debounce).
+	asked map[int64]time.Time
 }
 
 func (f *fakeLifecycle) set(s *lifecyclev1.Session) {
@@ -60,6 +64,12 @@ func (f *fakeLifecycle) GetSession(_ context.Context, req *lifecyclev1.GetSessio
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.asked == nil {
+		f.asked = map[int64]time.Time{}
+	}
+	if _, ok := f.asked[id]; !ok {
+		f.asked[id] = time.Now()
+	}
 	s, ok := f.sessions[id]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "no session %d", id)
@@ -180,6 +190,10 @@ func TestNotificationsOverGRPC(t *testing.T) {
 	notUUID.GetEvent().EventId = "evt-1"
 	_, err = consumer.ConsumeSessionEvent(ctx, notUUID)
 	require.Equal(t, []string{"event.event_id"}, fieldsOf(err))
+	undated := effect("enqueue_debounced_needs_input_push_notification", waiting, map[string]any{"needs_input_count": 3})
+	undated.GetEvent().OccurredAt = nil
+	_, err = consumer.ConsumeSessionEvent(ctx, undated)
+	require.Equal(t, []string{"event.occurred_at"}, fieldsOf(err), "the debounce counts from the pause")
 
 	// Effects notification does not own, and events that are no effect,
 	// are not its to apply.
@@ -433,11 +447,7 @@ func TestPushesReachTheWebhookThroughTemporal(t *testing.T) {
 	require.Equal(t, "needs_input", pushed.GetType())
 	require.EqualValues(t, 1, pushed.GetMarker())
 	require.Equal(t, fmt.Sprintf("notification/%d", pushed.GetId()), payload.DedupKey)
-	var outcome struct {
-		NotificationID int64
-		Pushed         bool
-		Skipped        string
-	}
+	var outcome push.DebounceResult
 	require.NoError(t, svc.Temporal.GetWorkflow(ctx, fmt.Sprintf("debounce/needs-input/%d", waiting.GetId()), "").Get(ctx, &outcome))
 	require.Equal(t, pushed.GetId(), outcome.NotificationID)
 

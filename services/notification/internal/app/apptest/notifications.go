@@ -299,15 +299,18 @@ type Debouncer struct {
 }
 
 // Pause is one Paused call.
-type Pause struct{ SessionID, Marker int64 }
+type Pause struct {
+	SessionID, Marker int64
+	At                time.Time
+}
 
 var _ app.Debouncer = (*Debouncer)(nil)
 
 // Paused implements app.Debouncer.
-func (d *Debouncer) Paused(_ context.Context, sessionID, marker int64) error {
+func (d *Debouncer) Paused(_ context.Context, sessionID, marker int64, at time.Time) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.paused = append(d.paused, Pause{sessionID, marker})
+	d.paused = append(d.paused, Pause{sessionID, marker, at})
 	return nil
 }
 
