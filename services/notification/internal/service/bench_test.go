@@ -97,6 +97,10 @@ func TestBenchmarkNeedsInputPushLateness(t *testing.T) {
 		}
 	}
 	bare := timer.lateness(ctx, t, debounce)
+	// Let every debounce finish (record its push) before the worker stops.
+	for i := range n {
+		require.NoError(t, svc.Temporal.GetWorkflow(ctx, fmt.Sprintf("debounce/needs-input/%d", base+int64(i)), "").Get(ctx, nil))
+	}
 	t.Logf("%d sessions pausing %s apart, debounce %s; lateness over the debounce:", n, pace, debounce)
 	t.Logf("  Temporal timer (workflow.Sleep, then one activity): %s", summary(bare))
 	t.Logf("  pause → push at the webhook:                        %s", summary(push))

@@ -491,5 +491,13 @@ func TestPushesReachTheWebhookThroughTemporal(t *testing.T) {
 	_, payload = receive("the agent's message")
 	require.Equal(t, fmt.Sprintf("Session %d: Tests are green", failed.GetId()), payload.Title)
 	require.Equal(t, fmt.Sprintf("notification/%d", sent.GetNotification().GetId()), payload.DedupKey)
+
+	// Both pushes end (recorded pushed), having pushed once each.
+	failures, err := inbox.ListNotifications(ctx, &notificationv1.ListNotificationsRequest{SessionId: failed.GetId()})
+	require.NoError(t, err)
+	require.Len(t, failures.GetNotifications(), 2)
+	for _, n := range failures.GetNotifications() {
+		require.NoError(t, svc.Temporal.GetWorkflow(ctx, fmt.Sprintf("push/%d", n.GetId()), "").Get(ctx, nil))
+	}
 	require.Empty(t, webhook.delivered, "each push arrived once")
 }
