@@ -103,6 +103,8 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, app.ErrRefused), errors.Is(err, app.ErrUncleRefused):
 		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, domain.ErrArchiveInProgress):
+		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, errUnavailable), errors.Is(err, app.ErrNoRunner):
 		return status.Error(codes.Unavailable, err.Error())
 	case status.Code(err) == codes.Unavailable:

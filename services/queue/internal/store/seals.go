@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -13,9 +12,6 @@ import (
 	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
 )
 
-// ErrSealedByAnother: another archive attempt holds the seal.
-var ErrSealedByAnother = errors.New("the session's queue is sealed by another archive attempt")
-
 // Seal closes the session's queue to new messages and to delivery on
 // behalf of one archive attempt (by names it), and returns the live
 // messages the archive would discard, in delivery order: the guard's
@@ -23,7 +19,8 @@ var ErrSealedByAnother = errors.New("the session's queue is sealed by another ar
 // change them while the seal holds. Sealing waits for every claim in flight
 // to commit or roll back. Sealing again with the same by is a no-op that
 // returns the same messages; another attempt's seal refuses with
-// ErrSealedByAnother.
+// domain.ErrArchiveInProgress. A retirement's seal whose unarchive has not reached
+// the queue yet is taken over.
 func (s *Messages) Seal(ctx context.Context, sessionID int64, by string) ([]domain.Message, error) {
 	if by == "" || by == RetiredSeal {
 		return nil, fmt.Errorf("seal: the archive attempt must be named, and not %q", RetiredSeal)
@@ -34,14 +31,26 @@ func (s *Messages) Seal(ctx context.Context, sessionID int64, by string) ([]doma
 		if err != nil {
 			return err
 		}
-		if sealedBy != "" && sealedBy != by {
-			return ErrSealedByAnother
-		}
-		if sealedBy == "" {
+		switch sealedBy {
+		case by:
+		case "":
 			if _, err := tx.Exec(ctx, `UPDATE session_queues SET sealed_at = $2, sealed_by = $3 WHERE session_id = $1`,
 				sessionID, s.clock.Now(), by); err != nil {
 				return fmt.Errorf("seal: %w", err)
 			}
+		case RetiredSeal:
+			// An archive retired this queue, and lifecycle — which seals only
+			// a session that is not archived — has unarchived it since; the
+			// unarchive's reopening has not arrived yet. Sealing stands in
+			// for it: the earlier archive's retirement, should it come again,
+			// predates this reopening and retires nothing.
+			now := s.clock.Now()
+			if _, err := tx.Exec(ctx, `UPDATE session_queues SET sealed_at = $2, sealed_by = $3,
+				reopened_at = greatest(reopened_at, $2) WHERE session_id = $1`, sessionID, now, by); err != nil {
+				return fmt.Errorf("seal: %w", err)
+			}
+		default:
+			return domain.ErrArchiveInProgress
 		}
 		live, err = collectMessages(tx.Query(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
 			WHERE session_id = $1 AND status IN ('pending', 'processing') ORDER BY position`, sessionID))
@@ -107,16 +116,21 @@ func (s *Messages) Retire(ctx context.Context, sessionID int64, archivedAt time.
 	return retired, nil
 }
 
-// Reopen lifts whatever seal the session's queue holds and records when:
-// the session was unarchived at unarchivedAt. Messages retired to
+// Reopen lifts the retirement's seal and records when the session was
+// unarchived (unarchivedAt); an archive attempt's seal, a newer archive's,
+// stays. Messages retired to
 // undelivered stay undelivered: unarchive never revives them.
 func (s *Messages) Reopen(ctx context.Context, sessionID int64, unarchivedAt time.Time) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := lockSession(ctx, tx, sessionID, "FOR UPDATE"); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE session_queues SET sealed_at = NULL, sealed_by = NULL,
-			reopened_at = greatest(reopened_at, $2) WHERE session_id = $1`, sessionID, unarchivedAt)
+		// Only the retirement's seal: an archive attempt in flight (a new
+		// archive after this unarchive) keeps its own.
+		_, err := tx.Exec(ctx, `UPDATE session_queues SET
+			sealed_at = CASE WHEN sealed_by = $3 THEN NULL ELSE sealed_at END,
+			sealed_by = CASE WHEN sealed_by = $3 THEN NULL ELSE sealed_by END,
+			reopened_at = greatest(reopened_at, $2) WHERE session_id = $1`, sessionID, unarchivedAt, RetiredSeal)
 		return err
 	})
 	if err != nil {

@@ -40,7 +40,7 @@ func TestSealRefusesEnqueueAndDelivery(t *testing.T) {
 	}))
 
 	_, err = ms.Seal(ctx, 1, "archive-2")
-	require.ErrorIs(t, err, store.ErrSealedByAnother)
+	require.ErrorIs(t, err, domain.ErrArchiveInProgress)
 	resealed, err := ms.Seal(ctx, 1, "archive-1")
 	require.NoError(t, err)
 	require.Equal(t, ids(sealed), ids(resealed))
