@@ -3172,6 +3172,113 @@ func (x *RecordDrainAttemptResponse) GetAttempts() int32 {
 	return 0
 }
 
+type RefreshSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefreshSessionRequest) Reset() {
+	*x = RefreshSessionRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefreshSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefreshSessionRequest) ProtoMessage() {}
+
+func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefreshSessionRequest.ProtoReflect.Descriptor instead.
+func (*RefreshSessionRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *RefreshSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type RefreshSessionResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// Whether a turn was asked for.
+	Refreshed bool `protobuf:"varint,2,opt,name=refreshed,proto3" json:"refreshed,omitempty"`
+	// What was done, or why nothing was.
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefreshSessionResponse) Reset() {
+	*x = RefreshSessionResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefreshSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefreshSessionResponse) ProtoMessage() {}
+
+func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefreshSessionResponse.ProtoReflect.Descriptor instead.
+func (*RefreshSessionResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *RefreshSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *RefreshSessionResponse) GetRefreshed() bool {
+	if x != nil {
+		return x.Refreshed
+	}
+	return false
+}
+
+func (x *RefreshSessionResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
@@ -3424,7 +3531,14 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x1aRecordDrainAttemptResponse\x12>\n" +
 	"\arefusal\x18\x01 \x01(\x0e2$.zimmer.lifecycle.v1.DeliveryRefusalR\arefusal\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1a\n" +
-	"\battempts\x18\x03 \x01(\x05R\battempts*\x84\x01\n" +
+	"\battempts\x18\x03 \x01(\x05R\battempts\"6\n" +
+	"\x15RefreshSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x88\x01\n" +
+	"\x16RefreshSessionResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x1c\n" +
+	"\trefreshed\x18\x02 \x01(\bR\trefreshed\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage*\x84\x01\n" +
 	"\fDeliveryMode\x12\x1d\n" +
 	"\x19DELIVERY_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVERY_MODE_IDLE\x10\x01\x12\x1a\n" +
@@ -3436,7 +3550,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x17DELIVERY_REFUSAL_CLOSED\x10\x02\x12+\n" +
 	"'DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION\x10\x03\x12 \n" +
 	"\x1cDELIVERY_REFUSAL_AUTH_OUTAGE\x10\x04\x12\x1e\n" +
-	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x052\xf7\x1c\n" +
+	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x052\x9b\x1e\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -3461,7 +3575,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x17RevokeSessionCredential\x123.zimmer.lifecycle.v1.RevokeSessionCredentialRequest\x1a4.zimmer.lifecycle.v1.RevokeSessionCredentialResponse\"G\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02;*9/api/v1/sessions/{session_id}/credentials/{credential_id}\x12\x9e\x01\n" +
 	"\x1dAuthenticateSessionCredential\x129.zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest\x1a:.zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse\"\x06\xea\xe0\x18\x02\b\x03\x12h\n" +
 	"\vDeliverTurn\x12'.zimmer.lifecycle.v1.DeliverTurnRequest\x1a(.zimmer.lifecycle.v1.DeliverTurnResponse\"\x06\xea\xe0\x18\x02\b\x03\x12}\n" +
-	"\x12RecordDrainAttempt\x12..zimmer.lifecycle.v1.RecordDrainAttemptRequest\x1a/.zimmer.lifecycle.v1.RecordDrainAttemptResponse\"\x06\xea\xe0\x18\x02\b\x032\xa0\x01\n" +
+	"\x12RecordDrainAttempt\x12..zimmer.lifecycle.v1.RecordDrainAttemptRequest\x1a/.zimmer.lifecycle.v1.RecordDrainAttemptResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\xa1\x01\n" +
+	"\x0eRefreshSession\x12*.zimmer.lifecycle.v1.RefreshSessionRequest\x1a+.zimmer.lifecycle.v1.RefreshSessionResponse\"6\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/refresh2\xa0\x01\n" +
 	"\x1bSessionEventConsumerService\x12\x80\x01\n" +
 	"\x13ConsumeSessionEvent\x12/.zimmer.lifecycle.v1.ConsumeSessionEventRequest\x1a0.zimmer.lifecycle.v1.ConsumeSessionEventResponse\"\x06\xea\xe0\x18\x02\b\x03BFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
 
@@ -3478,7 +3593,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
@@ -3534,102 +3649,107 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*DeliverTurnResponse)(nil),                   // 51: zimmer.lifecycle.v1.DeliverTurnResponse
 	(*RecordDrainAttemptRequest)(nil),             // 52: zimmer.lifecycle.v1.RecordDrainAttemptRequest
 	(*RecordDrainAttemptResponse)(nil),            // 53: zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	(*structpb.Struct)(nil),                       // 54: google.protobuf.Struct
-	(*Session)(nil),                               // 55: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 56: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 57: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 58: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 59: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 60: zimmer.lifecycle.v1.StreamEvent
-	(*SessionEvent)(nil),                          // 61: zimmer.lifecycle.v1.SessionEvent
+	(*RefreshSessionRequest)(nil),                 // 54: zimmer.lifecycle.v1.RefreshSessionRequest
+	(*RefreshSessionResponse)(nil),                // 55: zimmer.lifecycle.v1.RefreshSessionResponse
+	(*structpb.Struct)(nil),                       // 56: google.protobuf.Struct
+	(*Session)(nil),                               // 57: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 58: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 59: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 60: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 61: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 62: zimmer.lifecycle.v1.StreamEvent
+	(*SessionEvent)(nil),                          // 63: zimmer.lifecycle.v1.SessionEvent
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	54, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	55, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	55, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	56, // 3: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	55, // 4: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	57, // 5: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	55, // 6: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	55, // 7: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	55, // 8: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	55, // 9: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	55, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	58, // 11: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	59, // 12: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	60, // 13: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	55, // 14: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	56, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	57, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	57, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	58, // 3: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	57, // 4: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	59, // 5: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	57, // 6: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	57, // 7: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	57, // 8: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	57, // 9: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	57, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	60, // 11: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	61, // 12: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	62, // 13: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	57, // 14: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	26, // 15: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
 	29, // 16: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	58, // 17: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	60, // 17: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
 	32, // 18: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	58, // 19: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	58, // 20: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	60, // 19: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	60, // 20: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
 	32, // 21: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	54, // 22: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	55, // 23: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	55, // 24: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	56, // 22: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	57, // 23: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	57, // 24: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	41, // 25: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
 	41, // 26: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	61, // 27: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	55, // 28: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	63, // 27: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	57, // 28: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	0,  // 29: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
 	1,  // 30: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	55, // 31: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	57, // 31: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	1,  // 32: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	2,  // 33: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	4,  // 34: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	6,  // 35: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	35, // 36: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	37, // 37: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	39, // 38: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	42, // 39: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	44, // 40: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	8,  // 41: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	10, // 42: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	16, // 43: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	24, // 44: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	12, // 45: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	14, // 46: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	48, // 47: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	18, // 48: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	20, // 49: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	22, // 50: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	27, // 51: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	30, // 52: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	33, // 53: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	50, // 54: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	52, // 55: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	46, // 56: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	3,  // 57: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	5,  // 58: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	7,  // 59: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	36, // 60: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	38, // 61: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	40, // 62: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	43, // 63: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	45, // 64: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	9,  // 65: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	11, // 66: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	17, // 67: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	25, // 68: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	13, // 69: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	15, // 70: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	49, // 71: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	19, // 72: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	21, // 73: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	23, // 74: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	28, // 75: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	31, // 76: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	34, // 77: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	51, // 78: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	53, // 79: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	47, // 80: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	57, // [57:81] is the sub-list for method output_type
-	33, // [33:57] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	57, // 33: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	2,  // 34: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	4,  // 35: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	6,  // 36: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	35, // 37: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	37, // 38: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	39, // 39: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	42, // 40: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	44, // 41: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	8,  // 42: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	10, // 43: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	16, // 44: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	24, // 45: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	12, // 46: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	14, // 47: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	48, // 48: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	18, // 49: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	20, // 50: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	22, // 51: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	27, // 52: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	30, // 53: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	33, // 54: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	50, // 55: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	52, // 56: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	54, // 57: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	46, // 58: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	3,  // 59: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	5,  // 60: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	7,  // 61: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	36, // 62: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	38, // 63: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	40, // 64: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	43, // 65: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	45, // 66: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	9,  // 67: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	11, // 68: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	17, // 69: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	25, // 70: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	13, // 71: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	15, // 72: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	49, // 73: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	19, // 74: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	21, // 75: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	23, // 76: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	28, // 77: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	31, // 78: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	34, // 79: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	51, // 80: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	53, // 81: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	55, // 82: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	47, // 83: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	59, // [59:84] is the sub-list for method output_type
+	34, // [34:59] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -3657,7 +3777,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   52,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

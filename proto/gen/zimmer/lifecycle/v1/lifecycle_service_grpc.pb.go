@@ -42,6 +42,7 @@ const (
 	LifecycleService_AuthenticateSessionCredential_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/AuthenticateSessionCredential"
 	LifecycleService_DeliverTurn_FullMethodName                   = "/zimmer.lifecycle.v1.LifecycleService/DeliverTurn"
 	LifecycleService_RecordDrainAttempt_FullMethodName            = "/zimmer.lifecycle.v1.LifecycleService/RecordDrainAttempt"
+	LifecycleService_RefreshSession_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/RefreshSession"
 )
 
 // LifecycleServiceClient is the client API for LifecycleService service.
@@ -136,6 +137,12 @@ type LifecycleServiceClient interface {
 	// the session is at rest and may take a delivery; otherwise it counts
 	// nothing and says why (refusal). Internal: the queue calls it.
 	RecordDrainAttempt(ctx context.Context, in *RecordDrainAttemptRequest, opts ...grpc.CallOption) (*RecordDrainAttemptResponse, error)
+	// RefreshSession nudges a session that may be stuck, per its state
+	// (session-lifecycle.md, refresh): a needs_input or failed session that
+	// ran before resumes with the continue nudge; a never-started one, one
+	// asleep on a wake still ahead of it, a running one and an archived one
+	// are left alone, and the answer says why.
+	RefreshSession(ctx context.Context, in *RefreshSessionRequest, opts ...grpc.CallOption) (*RefreshSessionResponse, error)
 }
 
 type lifecycleServiceClient struct {
@@ -376,6 +383,16 @@ func (c *lifecycleServiceClient) RecordDrainAttempt(ctx context.Context, in *Rec
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) RefreshSession(ctx context.Context, in *RefreshSessionRequest, opts ...grpc.CallOption) (*RefreshSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RefreshSessionResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_RefreshSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LifecycleServiceServer is the server API for LifecycleService service.
 // All implementations must embed UnimplementedLifecycleServiceServer
 // for forward compatibility.
@@ -468,6 +485,12 @@ type LifecycleServiceServer interface {
 	// the session is at rest and may take a delivery; otherwise it counts
 	// nothing and says why (refusal). Internal: the queue calls it.
 	RecordDrainAttempt(context.Context, *RecordDrainAttemptRequest) (*RecordDrainAttemptResponse, error)
+	// RefreshSession nudges a session that may be stuck, per its state
+	// (session-lifecycle.md, refresh): a needs_input or failed session that
+	// ran before resumes with the continue nudge; a never-started one, one
+	// asleep on a wake still ahead of it, a running one and an archived one
+	// are left alone, and the answer says why.
+	RefreshSession(context.Context, *RefreshSessionRequest) (*RefreshSessionResponse, error)
 	mustEmbedUnimplementedLifecycleServiceServer()
 }
 
@@ -546,6 +569,9 @@ func (UnimplementedLifecycleServiceServer) DeliverTurn(context.Context, *Deliver
 }
 func (UnimplementedLifecycleServiceServer) RecordDrainAttempt(context.Context, *RecordDrainAttemptRequest) (*RecordDrainAttemptResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordDrainAttempt not implemented")
+}
+func (UnimplementedLifecycleServiceServer) RefreshSession(context.Context, *RefreshSessionRequest) (*RefreshSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RefreshSession not implemented")
 }
 func (UnimplementedLifecycleServiceServer) mustEmbedUnimplementedLifecycleServiceServer() {}
 func (UnimplementedLifecycleServiceServer) testEmbeddedByValue()                          {}
@@ -982,6 +1008,24 @@ func _LifecycleService_RecordDrainAttempt_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_RefreshSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RefreshSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).RefreshSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_RefreshSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).RefreshSession(ctx, req.(*RefreshSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LifecycleService_ServiceDesc is the grpc.ServiceDesc for LifecycleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1080,6 +1124,10 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RecordDrainAttempt",
 			Handler:    _LifecycleService_RecordDrainAttempt_Handler,
+		},
+		{
+			MethodName: "RefreshSession",
+			Handler:    _LifecycleService_RefreshSession_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
