@@ -130,11 +130,8 @@ func (q *Queue) List(ctx context.Context, ref string) ([]domain.Message, error) 
 // whatever the request declares. The origin is always "caller": Zimmer's
 // own notices are queued by the pollers, never through a request.
 func (q *Queue) Enqueue(ctx context.Context, in Enqueue) (domain.Message, bool, error) {
-	s, err := q.session(ctx, in.SessionRef, "")
+	s, err := q.openSession(ctx, in.SessionRef)
 	if err != nil {
-		return domain.Message{}, false, err
-	}
-	if err := closed(s); err != nil {
 		return domain.Message{}, false, err
 	}
 	var (

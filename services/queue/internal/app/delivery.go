@@ -240,11 +240,8 @@ type FollowUpResult struct {
 // session's uncle edge is recorded before anything is sent and retracted
 // if nothing is.
 func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, error) {
-	s, err := q.session(ctx, in.SessionRef, "")
+	s, err := q.openSession(ctx, in.SessionRef)
 	if err != nil {
-		return FollowUpResult{}, err
-	}
-	if err := closed(s); err != nil {
 		return FollowUpResult{}, err
 	}
 	n := domain.NewMessage{SessionID: s.ID, Origin: domain.OriginCaller, ActingSessionID: acting(ctx, in.ActingSessionID),
@@ -360,11 +357,8 @@ func (q *Queue) interruptFailed(ctx context.Context, m domain.Message, cause err
 // rest; on a running session it moves the message to the front, to be the
 // next turn (delivered false).
 func (q *Queue) SendNow(ctx context.Context, ref string, id, actingID int64) (domain.Message, bool, error) {
-	s, err := q.session(ctx, ref, "")
+	s, err := q.openSession(ctx, ref)
 	if err != nil {
-		return domain.Message{}, false, err
-	}
-	if err := closed(s); err != nil {
 		return domain.Message{}, false, err
 	}
 	var (
@@ -397,11 +391,8 @@ func (q *Queue) SendNow(ctx context.Context, ref string, id, actingID int64) (do
 // at rest). Interrupts of one session are served one at a time, in the
 // order they arrive, so each message is delivered exactly once, in order.
 func (q *Queue) Interrupt(ctx context.Context, ref string, id, actingID int64) (domain.Message, bool, error) {
-	s, err := q.session(ctx, ref, "")
+	s, err := q.openSession(ctx, ref)
 	if err != nil {
-		return domain.Message{}, false, err
-	}
-	if err := closed(s); err != nil {
 		return domain.Message{}, false, err
 	}
 	var (
@@ -534,6 +525,16 @@ func acting(ctx context.Context, declared int64) int64 {
 		return p.SessionID
 	}
 	return declared
+}
+
+// openSession resolves ref for a call that sends the session a message:
+// it must be the caller's to act on and still take messages.
+func (q *Queue) openSession(ctx context.Context, ref string) (Session, error) {
+	s, err := q.session(ctx, ref, "")
+	if err != nil {
+		return Session{}, err
+	}
+	return s, closed(s)
 }
 
 // closed refuses a session nothing delivers to.
