@@ -73,9 +73,6 @@ type Notification struct {
 	PushedAt *time.Time
 }
 
-// Unread reports whether the operator has not read n yet.
-func (n Notification) Unread() bool { return n.ReadAt == nil }
-
 // PushTitle is the title a sink shows for n. Titles Zimmer writes name
 // their session already; an agent's message gets its session put in front,
 // since a phone's lock screen shows the title alone.

@@ -249,10 +249,7 @@ func (f *Sessions) Asked() []time.Time {
 type Pusher struct {
 	mu     sync.Mutex
 	pushed []domain.Notification
-	at     []time.Time
-	// Now, when set, stamps each push (a workflow test's mocked clock).
-	Now func() time.Time
-	err error
+	err    error
 }
 
 var _ app.Pusher = (*Pusher)(nil)
@@ -272,9 +269,6 @@ func (p *Pusher) Push(_ context.Context, n domain.Notification) error {
 		return p.err
 	}
 	p.pushed = append(p.pushed, clone(n))
-	if p.Now != nil {
-		p.at = append(p.at, p.Now())
-	}
 	return nil
 }
 
@@ -283,13 +277,6 @@ func (p *Pusher) Pushed() []domain.Notification {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.pushed)
-}
-
-// PushedAt returns when each push started (with Now set).
-func (p *Pusher) PushedAt() []time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.at)
 }
 
 // Debouncer records the pauses it was told about.
