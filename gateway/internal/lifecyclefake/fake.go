@@ -44,10 +44,21 @@ type Call struct {
 // Handler answers one call: a response of the method's type, or an error.
 type Handler func(req proto.Message) (proto.Message, error)
 
-// Server implements lifecyclev1.LifecycleServiceServer by recording each
-// call and answering, in order of precedence, FailWith's error, the
-// method's Handle or Answer, or a default: the method's empty response
-// with Session() in its session field, when it has one.
+// Trigger is the trigger a default answer carries: #1, a one-time wake of
+// session #1 an hour after Now.
+func Trigger() *lifecyclev1.Trigger {
+	return &lifecyclev1.Trigger{
+		Id: 1, SessionId: 1, Kind: "one_time", FireAt: timestamppb.New(Now.Add(time.Hour)), Source: "wake_me_up_later",
+		CreatedAt: timestamppb.New(Now), WorkflowId: "wake/1/1",
+	}
+}
+
+// Server implements lifecyclev1.LifecycleServiceServer, and the
+// TriggerService the lifecycle process serves beside it, by recording each
+// call (in one log: a trigger call is a lifecycle call) and answering, in
+// order of precedence, FailWith's error, the method's Handle or Answer, or
+// a default: the method's empty response with Session() in its session
+// field and Trigger() in its trigger field, when it has them.
 type Server struct {
 	lifecyclev1.UnimplementedLifecycleServiceServer
 
@@ -60,8 +71,12 @@ type Server struct {
 // New returns a fake with no calls and the default answers.
 func New() *Server { return &Server{handlers: map[string]Handler{}} }
 
-// Register adds the fake to g.
-func (s *Server) Register(g *grpc.Server) { lifecyclev1.RegisterLifecycleServiceServer(g, s) }
+// Register adds the fake to g: LifecycleService and TriggerService, as the
+// lifecycle process serves them.
+func (s *Server) Register(g *grpc.Server) {
+	lifecyclev1.RegisterLifecycleServiceServer(g, s)
+	lifecyclev1.RegisterTriggerServiceServer(g, &triggers{s: s})
+}
 
 // FailWith makes every later call return err (nil restores the answers).
 func (s *Server) FailWith(err error) {
@@ -120,6 +135,9 @@ func answer[Resp proto.Message](ctx context.Context, s *Server, method string, r
 		resp := zero.ProtoReflect().New()
 		if fd := resp.Descriptor().Fields().ByName("session"); fd != nil {
 			resp.Set(fd, protoreflect.ValueOfMessage(Session().ProtoReflect()))
+		}
+		if fd := resp.Descriptor().Fields().ByName("trigger"); fd != nil {
+			resp.Set(fd, protoreflect.ValueOfMessage(Trigger().ProtoReflect()))
 		}
 		return resp.Interface().(Resp), nil
 	}
@@ -243,4 +261,52 @@ func (s *Server) DeliverTurn(ctx context.Context, req *lifecyclev1.DeliverTurnRe
 // RecordDrainAttempt implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) RecordDrainAttempt(ctx context.Context, req *lifecyclev1.RecordDrainAttemptRequest) (*lifecyclev1.RecordDrainAttemptResponse, error) {
 	return answer[*lifecyclev1.RecordDrainAttemptResponse](ctx, s, "RecordDrainAttempt", req)
+}
+
+// RefreshSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) RefreshSession(ctx context.Context, req *lifecyclev1.RefreshSessionRequest) (*lifecyclev1.RefreshSessionResponse, error) {
+	return answer[*lifecyclev1.RefreshSessionResponse](ctx, s, "RefreshSession", req)
+}
+
+// triggers implements lifecyclev1.TriggerServiceServer over the Server's
+// recorder; its methods are named as the trigger RPCs (no lifecycle RPC
+// shares a name with one).
+type triggers struct {
+	lifecyclev1.UnimplementedTriggerServiceServer
+	s *Server
+}
+
+// WakeMeUpLater implements lifecyclev1.TriggerServiceServer.
+func (t *triggers) WakeMeUpLater(ctx context.Context, req *lifecyclev1.WakeMeUpLaterRequest) (*lifecyclev1.WakeMeUpLaterResponse, error) {
+	return answer[*lifecyclev1.WakeMeUpLaterResponse](ctx, t.s, "WakeMeUpLater", req)
+}
+
+// PauseUntil implements lifecyclev1.TriggerServiceServer.
+func (t *triggers) PauseUntil(ctx context.Context, req *lifecyclev1.PauseUntilRequest) (*lifecyclev1.PauseUntilResponse, error) {
+	return answer[*lifecyclev1.PauseUntilResponse](ctx, t.s, "PauseUntil", req)
+}
+
+// WatchSession implements lifecyclev1.TriggerServiceServer.
+func (t *triggers) WatchSession(ctx context.Context, req *lifecyclev1.WatchSessionRequest) (*lifecyclev1.WatchSessionResponse, error) {
+	return answer[*lifecyclev1.WatchSessionResponse](ctx, t.s, "WatchSession", req)
+}
+
+// ListTriggers implements lifecyclev1.TriggerServiceServer.
+func (t *triggers) ListTriggers(ctx context.Context, req *lifecyclev1.ListTriggersRequest) (*lifecyclev1.ListTriggersResponse, error) {
+	return answer[*lifecyclev1.ListTriggersResponse](ctx, t.s, "ListTriggers", req)
+}
+
+// SearchTriggers implements lifecyclev1.TriggerServiceServer.
+func (t *triggers) SearchTriggers(ctx context.Context, req *lifecyclev1.SearchTriggersRequest) (*lifecyclev1.SearchTriggersResponse, error) {
+	return answer[*lifecyclev1.SearchTriggersResponse](ctx, t.s, "SearchTriggers", req)
+}
+
+// CancelTrigger implements lifecyclev1.TriggerServiceServer.
+func (t *triggers) CancelTrigger(ctx context.Context, req *lifecyclev1.CancelTriggerRequest) (*lifecyclev1.CancelTriggerResponse, error) {
+	return answer[*lifecyclev1.CancelTriggerResponse](ctx, t.s, "CancelTrigger", req)
+}
+
+// AwaitingScheduledWake implements lifecyclev1.TriggerServiceServer.
+func (t *triggers) AwaitingScheduledWake(ctx context.Context, req *lifecyclev1.AwaitingScheduledWakeRequest) (*lifecyclev1.AwaitingScheduledWakeResponse, error) {
+	return answer[*lifecyclev1.AwaitingScheduledWakeResponse](ctx, t.s, "AwaitingScheduledWake", req)
 }

@@ -23,23 +23,35 @@ func TestEveryMethodIsRecordedAndAnswered(t *testing.T) {
 	// As a service: every method, the admin ones too, reaches the fake.
 	conn := grpctest.DialAsService(t, grpctest.Serve(t, fake.Register))
 
-	sd := lifecyclev1.File_zimmer_lifecycle_v1_lifecycle_service_proto.Services().ByName("LifecycleService")
-	methods := sd.Methods()
+	// The lifecycle process serves both services; the fake records both.
+	services := []protoreflect.ServiceDescriptor{
+		lifecyclev1.File_zimmer_lifecycle_v1_lifecycle_service_proto.Services().ByName("LifecycleService"),
+		lifecyclev1.File_zimmer_lifecycle_v1_trigger_service_proto.Services().ByName("TriggerService"),
+	}
 	newMessage := func(md protoreflect.MessageDescriptor) proto.Message {
 		mt, err := protoregistry.GlobalTypes.FindMessageByName(md.FullName())
 		require.NoError(t, err)
 		return mt.New().Interface()
 	}
-	for i := range methods.Len() {
-		m := methods.Get(i)
-		resp := newMessage(m.Output())
-		err := conn.Invoke(t.Context(), "/"+string(sd.FullName())+"/"+string(m.Name()), newMessage(m.Input()), resp)
-		require.NoError(t, err, m.Name())
-		if fd := m.Output().Fields().ByName("session"); fd != nil {
-			require.True(t, proto.Equal(lifecyclefake.Session(), resp.ProtoReflect().Get(fd).Message().Interface()), m.Name())
+	total := 0
+	for _, sd := range services {
+		methods := sd.Methods()
+		for i := range methods.Len() {
+			m := methods.Get(i)
+			resp := newMessage(m.Output())
+			err := conn.Invoke(t.Context(), "/"+string(sd.FullName())+"/"+string(m.Name()), newMessage(m.Input()), resp)
+			require.NoError(t, err, m.Name())
+			if fd := m.Output().Fields().ByName("session"); fd != nil {
+				require.True(t, proto.Equal(lifecyclefake.Session(), resp.ProtoReflect().Get(fd).Message().Interface()), m.Name())
+			}
+			if fd := m.Output().Fields().ByName("trigger"); fd != nil {
+				require.True(t, proto.Equal(lifecyclefake.Trigger(), resp.ProtoReflect().Get(fd).Message().Interface()), m.Name())
+			}
+			require.Len(t, fake.Calls(string(m.Name())), 1, "%s is recorded under its name", m.Name())
+			total++
 		}
 	}
-	require.Len(t, fake.Calls(), methods.Len())
+	require.Len(t, fake.Calls(), total)
 
 	fake.Answer("GetSession", nil, status.Error(codes.NotFound, "no such session"))
 	_, err := lifecyclev1.NewLifecycleServiceClient(conn).GetSession(t.Context(), &lifecyclev1.GetSessionRequest{SessionId: "9"})
