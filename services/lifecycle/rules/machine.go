@@ -44,6 +44,11 @@ const (
 const (
 	GuardHasGitRoot           = "has_git_root"
 	GuardBlockedOnElicitation = "blocked_on_elicitation"
+	// GuardNoWakeAhead: a first start is refused while a one-time wake is
+	// still ahead of the session — waiting is both "queued to spawn" and
+	// "deliberately asleep", and the armed wake is the next event in its
+	// life.
+	GuardNoWakeAhead = "no_wake_ahead"
 )
 
 // Guard is a guard's name and what it requires, in words.
@@ -55,6 +60,7 @@ type Guard struct {
 var guards = []Guard{
 	{GuardHasGitRoot, "the session has a git_root to clone"},
 	{GuardBlockedOnElicitation, "the session is needs_input because it is blocked on an elicitation, not for another reason (resume it instead)"},
+	{GuardNoWakeAhead, "no one-time wake-up is still ahead of the session: one asleep until a chosen moment gets no first start (the wake resumes it)"},
 }
 
 // Guards lists every guard.
@@ -74,7 +80,7 @@ type Transition struct {
 // machine is the whole state machine, exactly the spec's, in its order.
 var machine = []Transition{
 	{
-		Event: EventStart, From: []string{StatusWaiting}, To: StatusRunning, Guards: []string{GuardHasGitRoot},
+		Event: EventStart, From: []string{StatusWaiting}, To: StatusRunning, Guards: []string{GuardHasGitRoot, GuardNoWakeAhead},
 		Doc: "The agent's first turn begins (running_job_id names the job that owns the process).",
 	},
 	{

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
@@ -82,25 +83,32 @@ func (e Event) AllowedFrom(s Status) bool { return slices.Contains(machine[e].fr
 
 // guardChecks implement rules' guards by name: each returns why it refuses
 // the session, or "".
-var guardChecks = map[string]func(Session) string{
-	rules.GuardHasGitRoot: func(s Session) string {
+var guardChecks = map[string]func(Session, Env) string{
+	rules.GuardHasGitRoot: func(s Session, _ Env) string {
 		if strings.TrimSpace(s.GitRoot) == "" {
 			return "it has no git_root to clone; set one before starting it"
 		}
 		return ""
 	},
-	rules.GuardBlockedOnElicitation: func(s Session) string {
+	rules.GuardBlockedOnElicitation: func(s Session, _ Env) string {
 		if !s.Markers.BlockedOnElicitation {
 			return "it is not blocked on an elicitation (it is needs_input for another reason); resume it instead"
+		}
+		return ""
+	},
+	rules.GuardNoWakeAhead: func(_ Session, env Env) string {
+		if env.Wakes.WakeAhead(env.Now) {
+			return fmt.Sprintf("it is asleep until a wake-up at %s; the wake resumes it (cancel the wake-up to start it now)",
+				env.Wakes.LatestOneTime.UTC().Format(time.RFC3339))
 		}
 		return ""
 	},
 }
 
 // guard returns why an event the state allows is still refused, or "".
-func guard(s Session, e Event) string {
+func guard(s Session, e Event, env Env) string {
 	for _, name := range machine[e].guards {
-		if reason := guardChecks[name](s); reason != "" {
+		if reason := guardChecks[name](s, env); reason != "" {
 			return reason
 		}
 	}

@@ -3,6 +3,7 @@ package domain_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,9 +17,12 @@ import (
 func TestGuardsAreTheTablesGuards(t *testing.T) {
 	t.Parallel()
 
-	breaks := map[string]func(*domain.Session){
-		rules.GuardHasGitRoot:           func(s *domain.Session) { s.GitRoot = " " },
-		rules.GuardBlockedOnElicitation: func(s *domain.Session) { s.Markers.BlockedOnElicitation = false },
+	breaks := map[string]func(*domain.Session, *domain.Env){
+		rules.GuardHasGitRoot:           func(s *domain.Session, _ *domain.Env) { s.GitRoot = " " },
+		rules.GuardBlockedOnElicitation: func(s *domain.Session, _ *domain.Env) { s.Markers.BlockedOnElicitation = false },
+		rules.GuardNoWakeAhead: func(_ *domain.Session, e *domain.Env) {
+			e.Wakes = domain.Wakes{OneTime: 1, LatestOneTime: e.Now.Add(time.Minute)}
+		},
 	}
 	require.Len(t, breaks, len(rules.Guards()), "every guard of the table is broken once here")
 	for _, g := range rules.Guards() {
@@ -30,8 +34,9 @@ func TestGuardsAreTheTablesGuards(t *testing.T) {
 				require.NoError(t, err)
 				s := session(st)
 				s.Markers.BlockedOnElicitation = true // every guard holds ...
-				broken(&s)                            // ... but this one
-				_, err = domain.Apply(s, domain.Command{Event: domain.Event(row.Event)}, env())
+				e := env()
+				broken(&s, &e) // ... but this one
+				_, err = domain.Apply(s, domain.Command{Event: domain.Event(row.Event)}, e)
 				if !slices.Contains(row.Guards, g.Name) {
 					require.NoError(t, err, "%s from %s with %s broken", row.Event, from, g.Name)
 					continue

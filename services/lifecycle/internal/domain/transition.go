@@ -65,14 +65,31 @@ func (c Command) Validate() error {
 	return vs.Err()
 }
 
-// Wakes are the wake-ups armed for a session when a transition runs.
+// Wakes are the wake-ups armed for a session when a transition runs (only
+// armed ones: a firing trigger is being delivered), and the armed watchers
+// of it.
 type Wakes struct {
-	OneTime  int // wall-clock schedules (wake_me_up_later)
+	OneTime  int // wall-clock schedules (wake_me_up_later, Pause Until)
 	Watchers int // "wake me when that session changes state"
+	// LatestOneTime is the latest fire_at among the armed one-time wakes;
+	// zero when none is armed.
+	LatestOneTime time.Time
+	// Watching are other sessions' armed watchers of this one: a transition
+	// to a state they wait for fires them (fire_ao_event_triggers).
+	Watching []Watch
 }
 
 // Any reports whether anything is armed.
 func (w Wakes) Any() bool { return w.OneTime+w.Watchers > 0 }
+
+// WakeAhead reports whether a one-time wake is still ahead of now: the
+// session sleeps until a chosen moment. An overdue one is a stall.
+func (w Wakes) WakeAhead(now time.Time) bool { return w.OneTime > 0 && w.LatestOneTime.After(now) }
+
+// Asleep reports whether the session is asleep on purpose
+// (awaiting_scheduled_wake): a one-time wake still ahead of it, or an
+// armed watcher, which has no time and so is always ahead.
+func (w Wakes) Asleep(now time.Time) bool { return w.WakeAhead(now) || w.Watchers > 0 }
 
 // Env is what a transition reads from outside the session.
 type Env struct {
@@ -127,16 +144,21 @@ const (
 	OwnerNotification = "notification"
 	OwnerQueue        = "queue"
 	OwnerRunner       = "runner"
-	// OwnerTriggers is the wake-up and trigger machinery (Temporal-timed);
-	// record_experimental_setting_flags has no owner: lifecycle does it in
-	// the transition's own transaction.
+	// OwnerTriggers is the triggers' timers (Temporal workflows started
+	// in-process by lifecycle): the subscriber of lifecycle.trigger_armed
+	// and lifecycle.trigger_due. The trigger effects themselves, like
+	// record_experimental_setting_flags, have no owner: lifecycle does them
+	// in the transition's own transaction.
 	OwnerTriggers = "triggers"
 )
 
+// effectOwners: an effect with no owner is carried out by lifecycle in the
+// transition's own transaction. The three trigger effects are lifecycle's:
+// the armed set lives in its wake_triggers, and resume's cancel, a
+// watcher's firing and the watchers' clean-up must be decided under the
+// session's lock (the triggers' timers hear of them through the outbox's
+// "triggers" subscriber).
 var effectOwners = map[string]string{
-	EffectFireTriggers:          OwnerTriggers,
-	EffectCancelWakes:           OwnerTriggers,
-	EffectCleanupWatchers:       OwnerTriggers,
 	EffectNeedsInputPush:        OwnerNotification,
 	EffectFailurePush:           OwnerNotification,
 	EffectMarkNotificationStale: OwnerNotification,
@@ -216,7 +238,7 @@ func Apply(s Session, cmd Command, env Env) (Outcome, error) {
 	if !e.AllowedFrom(s.Status) {
 		return Outcome{}, &TransitionError{SessionID: s.ID, Event: e, From: s.Status}
 	}
-	if reason := guard(s, e); reason != "" {
+	if reason := guard(s, e, env); reason != "" {
 		return Outcome{}, &TransitionError{SessionID: s.ID, Event: e, From: s.Status, Reason: reason}
 	}
 	t := &transition{s: s, env: env, out: Outcome{From: s.Status}, by: cmd.Actor.By}

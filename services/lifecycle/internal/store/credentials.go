@@ -46,15 +46,28 @@ func lockSession(b *pgx.Batch, ref domain.SessionRef) {
 
 // scanLocked reads lockSession's result.
 func scanLocked(br pgx.BatchResults, ref domain.SessionRef) (domain.Session, error) {
-	var wakes domain.Wakes
-	s, err := scanSession(br.QueryRow(), &wakes.OneTime, &wakes.Watchers)
+	s, _, err := scanLockedWakes(br, ref)
+	return s, err
+}
+
+// scanLockedWakes reads lockSession's result with the session's armed
+// wake-ups.
+func scanLockedWakes(br pgx.BatchResults, ref domain.SessionRef) (domain.Session, domain.Wakes, error) {
+	var (
+		wakes  domain.Wakes
+		latest *time.Time
+	)
+	s, err := scanSession(br.QueryRow(), &wakes.OneTime, &wakes.Watchers, &latest)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return domain.Session{}, &domain.NotFoundError{Ref: ref}
+		return domain.Session{}, domain.Wakes{}, &domain.NotFoundError{Ref: ref}
 	}
 	if err != nil {
-		return domain.Session{}, fmt.Errorf("lock session %s: %w", ref, err)
+		return domain.Session{}, domain.Wakes{}, fmt.Errorf("lock session %s: %w", ref, err)
 	}
-	return s, nil
+	if latest != nil {
+		wakes.LatestOneTime = latest.UTC()
+	}
+	return s, wakes, nil
 }
 
 // MintCredential implements app.CredentialRepository.

@@ -170,9 +170,10 @@ func TestStreamOutlivesTheOutbox(t *testing.T) {
 	}, names)
 	require.Equal(t, map[string]any{"from": "running", "to": "needs_input", "events": []any{"pause"}}, before[2].Payload)
 	require.Equal(t, map[string]any{"needs_input_count": float64(1)}, before[4].Payload)
-	require.True(t, before[3].Alerting, "firing triggers alerts on failure")
+	require.True(t, before[6].Alerting, "a lost drain alerts on failure")
 	require.Equal(t, before[0].EventID, before[1].EventID, "an effect lifecycle carries out itself rides on its transition's event")
-	require.NotEqual(t, before[2].EventID, before[3].EventID, "an owned effect has its own event")
+	require.Equal(t, before[2].EventID, before[3].EventID, "firing triggers is lifecycle's own, in the transition")
+	require.NotEqual(t, before[2].EventID, before[4].EventID, "an owned effect has its own event")
 
 	_, err = b.pool.Exec(ctx, `DELETE FROM outbox_messages`)
 	require.NoError(t, err)

@@ -84,8 +84,9 @@ func (s *Sessions) Create(ctx context.Context, parentID *int64,
 // share on the row) waits for the decision to commit.
 var (
 	lockedColumns = sessionColumns + `,
-		(SELECT count(*) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.kind = 'one_time'),
-		(SELECT count(*) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.kind = 'session_state')`
+		(SELECT count(*) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.status = 'armed' AND w.kind = 'one_time'),
+		(SELECT count(*) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.status = 'armed' AND w.kind = 'session_state'),
+		(SELECT max(fire_at) FROM wake_triggers w WHERE w.session_id = sessions.id AND w.status = 'armed' AND w.kind = 'one_time')`
 	lockByID   = `SELECT ` + lockedColumns + ` FROM sessions WHERE id = $1 FOR UPDATE`
 	lockBySlug = `SELECT ` + lockedColumns + ` FROM sessions WHERE slug = $1 FOR UPDATE`
 )
@@ -159,12 +160,8 @@ func (s *Sessions) update(ctx context.Context, ref domain.SessionRef, also locke
 			}
 		}, func(br pgx.BatchResults) error {
 			var err error
-			cur, err = scanSession(br.QueryRow(), &wakes.OneTime, &wakes.Watchers)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return &domain.NotFoundError{Ref: ref}
-			}
-			if err != nil {
-				return fmt.Errorf("lock session %s: %w", ref, err)
+			if cur, wakes, err = scanLockedWakes(br, ref); err != nil {
+				return err
 			}
 			if err := guard.check(br); err != nil {
 				return err
@@ -271,7 +268,7 @@ func (s *Sessions) planTransition(w *writes, cur domain.Session, out *domain.Out
 	if err != nil {
 		return err
 	}
-	if err := w.stream(s.codec, cur.ID, announced); err != nil {
+	if err := w.stream(s.codec, cur.ID, announced, out.Effects); err != nil {
 		return err
 	}
 	for _, e := range out.Effects {

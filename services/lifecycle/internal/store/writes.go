@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -168,19 +169,42 @@ func (w *writes) announce(codec Codec, f domain.Fact) ([]outbox.Addressed, error
 
 // stream queues the session's event-stream entries for the events a
 // transition announced: the stream shows exactly what other contexts were
-// told, each entry under the id of the event that carries it.
-func (w *writes) stream(codec Codec, id int64, announced []outbox.Addressed) error {
+// told, each entry under the id of the event that carries it. The effects
+// are in the order the transition requested them (effects, the spec's
+// order), whether lifecycle carried them out itself or announced them.
+func (w *writes) stream(codec Codec, id int64, announced []outbox.Addressed, effects []domain.Effect) error {
+	type entry struct {
+		eventID string
+		e       domain.StreamEvent
+	}
+	var entries []entry
 	for _, a := range announced {
-		entries, err := codec.Stream(a.Event.Topic, a.Event.Payload)
+		read, err := codec.Stream(a.Event.Topic, a.Event.Payload)
 		if err != nil {
 			return fmt.Errorf("read back event %s of session %d: %w", a.Event.Topic, id, err)
 		}
-		for _, e := range entries {
-			w.queue(func(err error) error { return fmt.Errorf("write event %s of session %d: %w", e.Name, id, err) }, `
-				INSERT INTO session_events (session_id, event_id, name, alerting, payload, created_at)
-				VALUES ($1, $2, $3, $4, $5, $6)`,
-				id, a.Event.ID, e.Name, e.Alerting, e.Payload, e.CreatedAt)
+		for _, e := range read {
+			entries = append(entries, entry{a.Event.ID, e})
 		}
+	}
+	rank := func(name string) int {
+		if name == "transition" {
+			return -1
+		}
+		for i, e := range effects {
+			if e.Name == name {
+				return i
+			}
+		}
+		return len(effects)
+	}
+	slices.SortStableFunc(entries, func(a, b entry) int { return rank(a.e.Name) - rank(b.e.Name) })
+	for _, en := range entries {
+		e := en.e
+		w.queue(func(err error) error { return fmt.Errorf("write event %s of session %d: %w", e.Name, id, err) }, `
+			INSERT INTO session_events (session_id, event_id, name, alerting, payload, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6)`,
+			id, en.eventID, e.Name, e.Alerting, e.Payload, e.CreatedAt)
 	}
 	return nil
 }

@@ -1,0 +1,269 @@
+package domain_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
+)
+
+// fields returns the fields a validation error names, or nil.
+func fields(t *testing.T, err error) []string {
+	t.Helper()
+	var verr *validation.Error
+	if !errors.As(err, &verr) {
+		return nil
+	}
+	var out []string
+	for _, v := range verr.Violations {
+		out = append(out, v.Field)
+	}
+	return out
+}
+
+func TestWakeRequestFireAt(t *testing.T) {
+	t.Parallel()
+	at := func(d time.Duration) *time.Time { w := now.Add(d); return &w }
+	tests := []struct {
+		name   string
+		req    domain.WakeRequest
+		want   time.Time
+		fields []string
+		reason string
+	}{
+		{name: "wake_at ahead", req: domain.WakeRequest{WakeAt: at(time.Hour)}, want: now.Add(time.Hour)},
+		{name: "exactly the grace", req: domain.WakeRequest{WakeAt: at(domain.WakeGrace)}, want: now.Add(domain.WakeGrace)},
+		{name: "delay 90s", req: domain.WakeRequest{Delay: "90s", DelayAllowed: true}, want: now.Add(90 * time.Second)},
+		{name: "delay 15m", req: domain.WakeRequest{Delay: "15m", DelayAllowed: true}, want: now.Add(15 * time.Minute)},
+		{name: "delay 2h", req: domain.WakeRequest{Delay: " 2h ", DelayAllowed: true}, want: now.Add(2 * time.Hour)},
+		{name: "past", req: domain.WakeRequest{WakeAt: at(-time.Second)}, fields: []string{"wake_at"}, reason: "in the past"},
+		{name: "now", req: domain.WakeRequest{WakeAt: at(0)}, fields: []string{"wake_at"}, reason: "in the past"},
+		{name: "inside the grace", req: domain.WakeRequest{WakeAt: at(29 * time.Second)}, fields: []string{"wake_at"}, reason: "grace window"},
+		{name: "delay inside the grace", req: domain.WakeRequest{Delay: "29s", DelayAllowed: true}, fields: []string{"delay"}, reason: "grace window"},
+		{name: "both", req: domain.WakeRequest{WakeAt: at(time.Hour), Delay: "1h", DelayAllowed: true}, fields: []string{"wake_at", "delay"}, reason: "exactly one"},
+		{name: "neither", req: domain.WakeRequest{DelayAllowed: true}, fields: []string{"wake_at"}, reason: "or give delay"},
+		{name: "neither, pause until", req: domain.WakeRequest{}, fields: []string{"wake_at"}, reason: "is required"},
+		{name: "delay where none is taken", req: domain.WakeRequest{Delay: "1h"}, fields: []string{"delay"}, reason: "not taken"},
+		{name: "not a duration", req: domain.WakeRequest{Delay: "soon", DelayAllowed: true}, fields: []string{"delay"}, reason: "not a duration"},
+		{name: "a bare number", req: domain.WakeRequest{Delay: "90", DelayAllowed: true}, fields: []string{"delay"}, reason: "not a duration"},
+		{name: "negative", req: domain.WakeRequest{Delay: "-5m", DelayAllowed: true}, fields: []string{"delay"}, reason: "positive"},
+		{name: "too far", req: domain.WakeRequest{Delay: "9000h", DelayAllowed: true}, fields: []string{"delay"}, reason: "more than"},
+		{name: "too far at", req: domain.WakeRequest{WakeAt: at(9000 * time.Hour)}, fields: []string{"wake_at"}, reason: "more than"},
+		{name: "long prompt", req: domain.WakeRequest{WakeAt: at(time.Hour), Prompt: strings.Repeat("x", domain.MaxPromptChars+1)}, fields: []string{"prompt"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := tc.req.FireAt(now)
+			if tc.fields == nil {
+				require.NoError(t, err)
+				require.Equal(t, tc.want, got)
+				return
+			}
+			require.Equal(t, tc.fields, fields(t, err), "%v", err)
+			require.Contains(t, err.Error(), tc.reason)
+		})
+	}
+}
+
+func TestWatchRequestValidate(t *testing.T) {
+	t.Parallel()
+	states, err := domain.WatchRequest{WatchedSessionID: 9, States: []string{"failed", "needs_input", "failed"}}.Validate(5)
+	require.NoError(t, err)
+	require.Equal(t, []domain.Status{domain.StatusFailed, domain.StatusNeedsInput}, states, "duplicates once, in the order given")
+
+	for name, tc := range map[string]struct {
+		req    domain.WatchRequest
+		fields []string
+	}{
+		"itself":          {domain.WatchRequest{WatchedSessionID: 5, States: []string{"failed"}}, []string{"watched_session_id"}},
+		"no watched":      {domain.WatchRequest{States: []string{"failed"}}, []string{"watched_session_id"}},
+		"no states":       {domain.WatchRequest{WatchedSessionID: 9}, []string{"states"}},
+		"running":         {domain.WatchRequest{WatchedSessionID: 9, States: []string{"running"}}, []string{"states"}},
+		"waiting":         {domain.WatchRequest{WatchedSessionID: 9, States: []string{"needs_input", "waiting"}}, []string{"states"}},
+		"unknown":         {domain.WatchRequest{WatchedSessionID: 9, States: []string{"done"}}, []string{"states"}},
+		"long prompt":     {domain.WatchRequest{WatchedSessionID: 9, States: []string{"failed"}, Prompt: strings.Repeat("x", domain.MaxPromptChars+1)}, []string{"prompt"}},
+		"all bad at once": {domain.WatchRequest{WatchedSessionID: 5}, []string{"watched_session_id", "states"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := tc.req.Validate(5)
+			require.Equal(t, tc.fields, fields(t, err), "%v", err)
+		})
+	}
+}
+
+// TestArmWakeFromEachState: needs_input sleeps now, waiting stays asleep,
+// running sleeps at its turn's end (or now, for a halted Pause Until);
+// failed and archived are refused.
+func TestArmWakeFromEachState(t *testing.T) {
+	t.Parallel()
+	wake := domain.Trigger{ID: 41, SessionID: 5, Kind: domain.KindOneTime, FireAt: now.Add(time.Hour), Source: domain.SourceWakeMeUpLater}
+	line := "[Trigger] wake-up #41 armed for 2026-11-30T13:00:00Z (wake_me_up_later)"
+
+	out, err := domain.ArmWake(session(domain.StatusNeedsInput), wake, false, domain.Command{}, env())
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusWaiting, out.Session.Status)
+	require.Equal(t, []domain.Event{domain.EventSleep}, out.Applied)
+	require.Equal(t, line, out.Timeline[len(out.Timeline)-1].Message)
+
+	out, err = domain.ArmWake(session(domain.StatusWaiting), wake, false, domain.Command{}, env())
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusWaiting, out.Session.Status)
+	require.Empty(t, out.Applied)
+	require.Empty(t, out.Effects)
+	require.Equal(t, []domain.TimelineEntry{{Kind: domain.TimelineNote, Message: line}}, out.Timeline)
+
+	out, err = domain.ArmWake(session(domain.StatusRunning), wake, false, domain.Command{}, env())
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusRunning, out.Session.Status)
+	require.True(t, out.Session.Markers.PendingSleep, "sleeps when its turn ends")
+	require.False(t, out.Session.Markers.PendingSleepRequiresWake, "a deliberate sleep")
+
+	running := session(domain.StatusRunning)
+	running.Markers.RunningJobID = "job-1"
+	out, err = domain.ArmWake(running, wake, true, domain.Command{}, env())
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusWaiting, out.Session.Status, "Pause Until halted the turn: paused and asleep now")
+	require.Equal(t, []domain.Event{domain.EventPause, domain.EventSleep}, out.Applied)
+	require.Equal(t, "user", out.Session.Markers.PausedBy)
+	require.False(t, out.Session.Markers.PendingSleep)
+	require.Empty(t, out.Session.Markers.RunningJobID)
+
+	for _, st := range []domain.Status{domain.StatusFailed, domain.StatusArchived} {
+		_, err := domain.ArmWake(session(st), wake, false, domain.Command{}, env())
+		require.ErrorIs(t, err, domain.ErrPrecondition, "%s", st)
+		require.Contains(t, err.Error(), "is "+st.String())
+		_, err = domain.ArmWatch(session(st), domain.Trigger{ID: 1, Kind: domain.KindSessionState}, "")
+		require.ErrorIs(t, err, domain.ErrPrecondition, "%s", st)
+	}
+}
+
+// TestWakesCountOnlyWhatIsAhead: asleep on purpose is a one-time wake still
+// ahead, or any armed watcher; an overdue one-time wake is a stall, and
+// the first start's guard follows the same reading.
+func TestWakesCountOnlyWhatIsAhead(t *testing.T) {
+	t.Parallel()
+	ahead := domain.Wakes{OneTime: 1, LatestOneTime: now.Add(time.Second)}
+	overdue := domain.Wakes{OneTime: 1, LatestOneTime: now}
+	watcher := domain.Wakes{Watchers: 1}
+	require.True(t, ahead.Asleep(now))
+	require.False(t, overdue.Asleep(now), "an overdue wake is a stall, not sleep")
+	require.True(t, watcher.Asleep(now))
+	require.False(t, domain.Wakes{}.Asleep(now))
+
+	s := session(domain.StatusWaiting)
+	e := env()
+	e.Wakes = ahead
+	_, err := domain.Apply(s, domain.Command{Event: domain.EventStart}, e)
+	var terr *domain.TransitionError
+	require.ErrorAs(t, err, &terr)
+	require.Contains(t, terr.Reason, "asleep until a wake-up at 2026-11-30T12:00:01Z")
+	for _, w := range []domain.Wakes{overdue, watcher, {}} {
+		e.Wakes = w
+		_, err := domain.Apply(s, domain.Command{Event: domain.EventStart}, e)
+		require.NoError(t, err, "%+v: only a wake still ahead refuses a first start", w)
+	}
+	// A resume (a wake's own delivery, a restart) is never guarded.
+	e.Wakes = ahead
+	_, err = domain.Apply(s, domain.Command{Event: domain.EventResume}, e)
+	require.NoError(t, err)
+}
+
+func TestWatchesFired(t *testing.T) {
+	t.Parallel()
+	watching := []domain.Watch{
+		{TriggerID: 1, SessionID: 7, States: []domain.Status{domain.StatusNeedsInput}},
+		{TriggerID: 2, SessionID: 8, States: []domain.Status{domain.StatusFailed, domain.StatusArchived}},
+		{TriggerID: 3, SessionID: 9, States: []domain.Status{domain.StatusArchived, domain.StatusNeedsInput}},
+	}
+	fire := func(name string) domain.Effect {
+		return domain.Effect{Name: domain.EffectFireTriggers, Payload: map[string]any{"trigger": name}}
+	}
+	st, fired := domain.WatchesFired(fire("session_needs_input"), watching)
+	require.Equal(t, domain.StatusNeedsInput, st)
+	require.Equal(t, []domain.Watch{watching[0], watching[2]}, fired)
+	_, fired = domain.WatchesFired(fire("session_failed"), watching)
+	require.Equal(t, []domain.Watch{watching[1]}, fired)
+	_, fired = domain.WatchesFired(fire("session_archived"), watching)
+	require.Equal(t, []domain.Watch{watching[1], watching[2]}, fired)
+	_, fired = domain.WatchesFired(fire("session_running"), watching)
+	require.Empty(t, fired)
+}
+
+// TestFiring: never early; a trigger no longer armed fires into nothing; a
+// retry after the first step delivers again; an archived session gets
+// nothing, and says so.
+func TestFiring(t *testing.T) {
+	t.Parallel()
+	wake := domain.Trigger{ID: 3, SessionID: 5, Kind: domain.KindOneTime, FireAt: now, Status: domain.TriggerArmed}
+
+	early := wake
+	early.FireAt = now.Add(time.Millisecond)
+	_, err := domain.StartFiring(session(domain.StatusWaiting), early, now)
+	require.ErrorIs(t, err, domain.ErrEarly)
+
+	f, err := domain.StartFiring(session(domain.StatusWaiting), wake, now)
+	require.NoError(t, err)
+	require.Equal(t, domain.FireDeliver, f.Step)
+	require.True(t, f.Write)
+	require.Equal(t, domain.TriggerFiring, f.Trigger.Status)
+
+	retry, err := domain.StartFiring(session(domain.StatusWaiting), f.Trigger, now)
+	require.NoError(t, err)
+	require.Equal(t, domain.FireDeliver, retry.Step, "a retry delivers again (idempotently)")
+	require.False(t, retry.Write)
+
+	for _, st := range []domain.TriggerStatus{domain.TriggerCancelled, domain.TriggerFired} {
+		gone := wake
+		gone.Status = st
+		f, err := domain.StartFiring(session(domain.StatusWaiting), gone, now)
+		require.NoError(t, err)
+		require.Equal(t, domain.FireNothing, f.Step, "%s", st)
+		require.False(t, f.Write)
+	}
+
+	f, err = domain.StartFiring(session(domain.StatusArchived), wake, now)
+	require.NoError(t, err)
+	require.Equal(t, domain.FireCancel, f.Step)
+	require.Equal(t, domain.TriggerCancelled, f.Trigger.Status)
+	require.Equal(t, "[Trigger] wake-up #3 fired on an archived session: nothing to do", f.Timeline[0].Message)
+
+	running := session(domain.StatusRunning)
+	running.Markers.PendingSleep = true
+	f, err = domain.StartFiring(running, wake, now)
+	require.NoError(t, err)
+	require.True(t, f.Session.Markers.PendingSleepRequiresWake,
+		"the wake fired mid-turn: sleep after the turn only if something is still armed")
+
+	done := domain.FinishFiring(session(domain.StatusRunning), retry.Trigger, now, true)
+	require.Equal(t, domain.TriggerFired, done.Trigger.Status)
+	require.Equal(t, "[Trigger] wake-up #3 fired: its prompt was queued behind the running turn", done.Timeline[0].Message)
+}
+
+func TestTurnPrompt(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, domain.DefaultWakePrompt, domain.Trigger{Kind: domain.KindOneTime}.TurnPrompt())
+	require.Equal(t, "go on", domain.Trigger{Kind: domain.KindOneTime, Prompt: "go on"}.TurnPrompt())
+	failed := domain.StatusFailed
+	require.Equal(t, "[Zimmer] Session #12 is now failed.",
+		domain.Trigger{Kind: domain.KindSessionState, WatchedSessionID: 12, FiredState: &failed}.TurnPrompt())
+	require.Equal(t, "wake/5/3", domain.Trigger{ID: 3, SessionID: 5}.WorkflowID())
+}
+
+func TestCancelTrigger(t *testing.T) {
+	t.Parallel()
+	armed := domain.Trigger{ID: 3, Kind: domain.KindSessionState, Status: domain.TriggerArmed}
+	got, line, err := domain.CancelTrigger(armed, now, "operator key …abcd")
+	require.NoError(t, err)
+	require.Equal(t, domain.TriggerCancelled, got.Status)
+	require.Equal(t, now, *got.CancelledAt)
+	require.Contains(t, line.Message, "[Trigger] watcher #3 cancelled")
+	_, _, err = domain.CancelTrigger(got, now, "")
+	require.ErrorIs(t, err, domain.ErrNotFound, "cancelling a cancelled trigger is NotFound")
+}

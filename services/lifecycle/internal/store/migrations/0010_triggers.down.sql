@@ -1,0 +1,12 @@
+DROP INDEX wake_triggers_watching;
+DROP INDEX wake_triggers_armed;
+ALTER TABLE wake_triggers
+    DROP CONSTRAINT wake_triggers_watch_shape,
+    DROP CONSTRAINT wake_triggers_source_kind,
+    DROP COLUMN cancelled_at,
+    DROP COLUMN fired_at,
+    DROP COLUMN fired_state,
+    DROP COLUMN status,
+    DROP COLUMN states,
+    DROP COLUMN source,
+    DROP COLUMN prompt;
