@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
@@ -20,8 +21,8 @@ type TriggerKind string
 
 // The kinds.
 const (
-	KindOneTime      TriggerKind = "one_time"
-	KindSessionState TriggerKind = "session_state"
+	KindOneTime      TriggerKind = rules.TriggerKindOneTime
+	KindSessionState TriggerKind = rules.TriggerKindSessionState
 )
 
 // TriggerSource is what armed a trigger.
@@ -70,7 +71,7 @@ type Trigger struct {
 
 // WakeGrace is the grace window: a wake must be at least this far ahead
 // when it is armed (the spec: one inside it would fire-and-drop).
-const WakeGrace = 30 * time.Second
+const WakeGrace = rules.WakeGrace
 
 // MaxWakeDelay bounds how far ahead a wake may be armed.
 const MaxWakeDelay = 366 * 24 * time.Hour
@@ -160,8 +161,14 @@ func (r WakeRequest) FireAt(now time.Time) (time.Time, error) {
 	return at, nil
 }
 
-// WatchableStates are the states a watcher can wait for.
-var WatchableStates = []Status{StatusNeedsInput, StatusFailed, StatusArchived}
+// WatchableStates are the states a watcher can wait for (rules').
+var WatchableStates = func() []Status {
+	var out []Status
+	for _, w := range rules.WatchableStates() {
+		out = append(out, mustParseStatus(w))
+	}
+	return out
+}()
 
 // WatchRequest asks to wake session SessionID when WatchedSessionID next
 // reaches one of States.
