@@ -52,9 +52,9 @@ const (
 // bodyExample is the shape a malformed body should have had.
 const bodyExample = `{"prompt": "...", "git_root": "..."}`
 
-// NewHandler returns the REST API over the lifecycle, queue and
-// notification services' connections. Authentication is the caller's (the
-// server wraps this handler).
+// NewHandler returns the REST API over the lifecycle (LifecycleService and
+// TriggerService), queue and notification services' connections.
+// Authentication is the caller's (the server wraps this handler).
 func NewHandler(ctx context.Context, lifecycle, queue, notification grpc.ClientConnInterface, logger *slog.Logger) (http.Handler, error) {
 	h := &handler{logger: logger}
 	none := func(string) (string, bool) { return "", false }
@@ -83,6 +83,12 @@ func NewHandler(ctx context.Context, lifecycle, queue, notification grpc.ClientC
 	client := lifecyclev1.NewLifecycleServiceClient(reachingConn{lifecycle})
 	if err := lifecyclev1.RegisterLifecycleServiceHandlerClient(ctx, h.mux, client); err != nil {
 		return nil, fmt.Errorf("register lifecycle REST routes: %w", err)
+	}
+	// The lifecycle process serves the triggers too (its transitions read
+	// the armed set in their own transaction), on the same connection.
+	triggers := lifecyclev1.NewTriggerServiceClient(reachingConn{lifecycle})
+	if err := lifecyclev1.RegisterTriggerServiceHandlerClient(ctx, h.mux, triggers); err != nil {
+		return nil, fmt.Errorf("register trigger REST routes: %w", err)
 	}
 	// The queue resolves a session's slug through lifecycle itself, so its
 	// routes take an id or a slug like lifecycle's.
