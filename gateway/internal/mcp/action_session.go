@@ -39,6 +39,11 @@ var sessionActions = []sessionAction{
 		&queuev1.FollowUpRequest{}, []string{"session_id", "prompt", "goal", "force_immediate", "idempotency_key"}},
 	{"pause", "stop a running turn (→ needs_input).", &lifecyclev1.PauseSessionRequest{}, []string{"session_id"}},
 	{"sleep", "a needs_input session goes to waiting; a running one sleeps when its turn ends.", &lifecyclev1.SleepSessionRequest{}, []string{"session_id"}},
+	{"pause_until", fmt.Sprintf("the operator's Pause Until: the session sleeps in %s now (a running turn is stopped first) with one "+
+		"wake armed at wake_at, which resumes it with prompt as its turn; a later pause_until replaces it. Refused for a time in the "+
+		"past or inside the %d s grace window, and from %s or %s sessions.", rules.StatusWaiting, rules.WakeGraceSeconds,
+		rules.StatusFailed, rules.StatusArchived),
+		&lifecyclev1.PauseUntilRequest{}, []string{"session_id", "wake_at", "prompt"}},
 	{"archive", "move to the trash (restorable for 4 days). Refused while messages queued for the session are not delivered: " +
 		"the refusal lists them; do not archive then (a session ending its turn gets them as its next turn), or read them and " +
 		"pass force to discard them.", &lifecyclev1.ArchiveSessionRequest{}, []string{"session_id", "force"}},
@@ -46,6 +51,10 @@ var sessionActions = []sessionAction{
 		"the errors) unless force.", &lifecyclev1.BulkArchiveSessionsRequest{}, []string{"session_ids", "force"}},
 	{"unarchive", "restore: the session lands in needs_input, ready for its next message, whatever state it was archived from.", &lifecyclev1.UnarchiveSessionRequest{}, []string{"session_id"}},
 	{"restart", "re-run a failed or idle session (a deliberate resume).", &lifecyclev1.RestartSessionRequest{}, []string{"session_id"}},
+	{"refresh", "nudge a session that may be stuck, by its state: a " + rules.StatusNeedsInput + " or " + rules.StatusFailed +
+		" session that ran before resumes with a continue nudge as its turn; a session that never started, one asleep on a wake " +
+		"still ahead of it, a " + rules.StatusRunning + " one and an " + rules.StatusArchived + " one are left alone, and the " +
+		"answer says why.", &lifecyclev1.RefreshSessionRequest{}, []string{"session_id"}},
 	{"fail", "mark a session that will not recover as failed, with failure_reason.", &lifecyclev1.FailSessionRequest{}, []string{"session_id", "failure_reason"}},
 	{"update_title", "set the session's title.", &lifecyclev1.UpdateSessionRequest{}, []string{"session_id", "title"}},
 	{"update_notes", "replace the session's notes, its free-form memory (shown to its agent as <session-notes>).",
@@ -79,7 +88,10 @@ var actionArgs = []actionArg{
 	{"session_ids", mcpgo.WithArray, "the ids (numbers or strings) or slugs to archive.", []mcpgo.PropertyOption{mcpgo.Items(map[string]any{
 		"anyOf": []any{map[string]any{"type": "integer", "minimum": 1}, map[string]any{"type": "string"}},
 	})}},
-	{"prompt", mcpgo.WithString, counts.Sprintf("the next turn's prompt, at most %d characters.", rules.MaxPromptChars), nil},
+	{"prompt", mcpgo.WithString, counts.Sprintf("the next turn's prompt, at most %d characters (pause_until: the wake's turn; "+
+		"left out, a standard nudge saying the wake-up fired).", rules.MaxPromptChars), nil},
+	{"wake_at", mcpgo.WithString, fmt.Sprintf("when to wake, as an RFC 3339 time (e.g. \"2026-01-02T15:04:05Z\"), at least %d s from now.",
+		rules.WakeGraceSeconds), []mcpgo.PropertyOption{dateTime}},
 	{"goal", mcpgo.WithString, counts.Sprintf("set as the session's goal with the prompt, at most %d characters (left out: the goal stays).",
 		rules.MaxGoalChars), nil},
 	{"force_immediate", mcpgo.WithBoolean, "on a running session, stop its turn and deliver now instead of queueing.", nil},
@@ -261,6 +273,24 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 			return res, nil
 		}
 		resp, message, err = send(ctx, in, t.lifecycle.RestartSession)
+	case "refresh":
+		in := &lifecyclev1.RefreshSessionRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		resp, message, err = send(ctx, in, t.lifecycle.RefreshSession)
+	case "pause_until":
+		if !a.has("wake_at") {
+			a.problems = append(a.problems, "pause_until needs wake_at (an RFC 3339 time)")
+		}
+		in := &lifecyclev1.PauseUntilRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		if t.triggers == nil {
+			return mcpgo.NewToolResultError(noTriggers), nil
+		}
+		resp, message, err = send(ctx, in, t.triggers.PauseUntil)
 	case "fail":
 		in := &lifecyclev1.FailSessionRequest{}
 		if res := a.decode(in, names); res != nil {

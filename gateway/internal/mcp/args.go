@@ -35,7 +35,7 @@ var argBounds = map[string][2]int64{
 
 // refArgs are the arguments naming sessions: a slug, or an id as a string
 // or a number. They are strings in the protos; a number is written as one.
-var refArgs = []string{"session_id", "session_ids"}
+var refArgs = []string{"session_id", "session_ids", "watched_session_id"}
 
 // readArgs reads req's arguments. Anything not in accepted is a problem
 // naming what is; null is the same as leaving an argument out.
@@ -161,6 +161,8 @@ func refusal(fd protoreflect.FieldDescriptor, v json.RawMessage) string {
 		return outOfRange(name, math.MinInt64, math.MaxInt64, v)
 	case fd.Message() != nil && fd.Message().FullName() == "google.protobuf.Struct":
 		return name + " must be a JSON object"
+	case fd.Message() != nil && fd.Message().FullName() == "google.protobuf.Timestamp":
+		return fmt.Sprintf("%s must be an RFC 3339 time such as \"2026-01-02T15:04:05Z\", got %s", name, v)
 	default:
 		return fmt.Sprintf("%s is not a valid %s", name, fd.Kind())
 	}

@@ -12,12 +12,13 @@ import (
 
 // scopeTools are the tools a session credential's scopes open beyond the
 // self_session group: the sessions group as an agent gets it, reading any
-// session (and the operational alerts) and starting children of its own.
+// session (and the operational alerts and the armed triggers, which
+// SearchTriggers opens to sessions.read) and starting children of its own.
 // action_session stays narrowed to the self_session actions: acting on
 // other sessions is an operator's. The inbox (get_notifications,
 // action_notification) is the operator's: no scope opens it.
 var scopeTools = map[string][]string{
-	principal.ScopeSessionsRead:  {ToolQuickSearchSessions, ToolGetSession, ToolGetSessionProvenance, ToolGetAlerts},
+	principal.ScopeSessionsRead:  {ToolQuickSearchSessions, ToolGetSession, ToolGetSessionProvenance, ToolGetAlerts, ToolSearchTriggers},
 	principal.ScopeSessionsStart: {ToolStartSession},
 }
 

@@ -32,7 +32,8 @@ func setupAs(t *testing.T, p principal.Principal) *testBundle {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	logs := &syncBuffer{}
-	h := mcp.NewHandler(lifecyclev1.NewLifecycleServiceClient(conn), slog.New(slog.NewJSONHandler(logs, nil)), mcp.Options{Version: "test"})
+	h := mcp.NewHandler(lifecyclev1.NewLifecycleServiceClient(conn), slog.New(slog.NewJSONHandler(logs, nil)),
+		mcp.Options{Version: "test", Triggers: lifecyclev1.NewTriggerServiceClient(conn)})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
 	}))
@@ -53,12 +54,14 @@ func TestASessionCredentialSeesExactlyItsTools(t *testing.T) {
 		scopes []string
 		tools  []string
 	}{
-		{[]string{principal.ScopeSelf}, []string{"action_session", "get_session", "get_session_provenance", "send_push_notification"}},
+		{[]string{principal.ScopeSelf}, []string{"action_session", "get_session", "get_session_provenance", "send_push_notification",
+			"wake_me_up_later", "wake_me_up_when_session_changes_state"}},
 		{[]string{principal.ScopeSelf, principal.ScopeSessionsRead}, []string{"action_session", "get_alerts", "get_session", "get_session_provenance",
-			"quick_search_sessions", "send_push_notification"}},
+			"quick_search_sessions", "search_triggers", "send_push_notification", "wake_me_up_later", "wake_me_up_when_session_changes_state"}},
 		{
 			[]string{principal.ScopeSelf, principal.ScopeSessionsRead, principal.ScopeSessionsStart},
-			[]string{"action_session", "get_alerts", "get_session", "get_session_provenance", "quick_search_sessions", "send_push_notification", "start_session"},
+			[]string{"action_session", "get_alerts", "get_session", "get_session_provenance", "quick_search_sessions", "search_triggers",
+				"send_push_notification", "start_session", "wake_me_up_later", "wake_me_up_when_session_changes_state"},
 		},
 	} {
 		b := setupAs(t, credential(7, tc.scopes...))

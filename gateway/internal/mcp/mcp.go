@@ -42,7 +42,9 @@ var Groups = map[string][]string{
 	"sessions": {ToolQuickSearchSessions, ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession, ToolManageEnqueuedMessages,
 		ToolGetAlerts},
 	"notifications": {ToolGetNotifications, ToolSendPushNotification, ToolActionNotification},
-	"self_session":  {ToolGetSession, ToolGetSessionProvenance, ToolSendPushNotification, ToolActionSession},
+	"triggers":      {ToolWakeMeUpLater, ToolWakeMeUpWhenSessionChangesState, ToolSearchTriggers, ToolActionTrigger},
+	"self_session": {ToolGetSession, ToolGetSessionProvenance, ToolSendPushNotification, ToolWakeMeUpLater,
+		ToolWakeMeUpWhenSessionChangesState, ToolActionSession},
 }
 
 // groupActions narrows action_session in a group that offers only some of
@@ -60,6 +62,9 @@ const instructions = `Zimmer runs AI coding-agent sessions. A session is address
 	`action_session sends it a follow-up or changes its lifecycle, title, notes or heartbeat; ` +
 	`manage_enqueued_messages lists, edits and sends the messages queued for it; ` +
 	`get_alerts lists the operational alerts. ` +
+	`wake_me_up_later sleeps a session until a time and wakes it with a prompt; ` +
+	`wake_me_up_when_session_changes_state wakes it when another session needs input, fails or is archived; ` +
+	`search_triggers and action_trigger list and cancel those wake-ups. ` +
 	`get_notifications and action_notification read and clear the operator's notifications; ` +
 	`send_push_notification tells the operator something now.`
 
@@ -94,6 +99,12 @@ type Options struct {
 	// get_session's queued messages; without it the tools say the queue is
 	// not configured, and get_session shows no queue.
 	Queue queuev1.QueueServiceClient
+	// Triggers serves the trigger tools (wake_me_up_later,
+	// wake_me_up_when_session_changes_state, search_triggers,
+	// action_trigger) and action_session's pause_until; the lifecycle
+	// process serves it. Without it they say the service is not
+	// configured.
+	Triggers lifecyclev1.TriggerServiceClient
 	// Notifications serves the notification tools (get_notifications,
 	// action_notification, send_push_notification, get_alerts); without it
 	// they say the service is not configured.
@@ -108,7 +119,7 @@ type Options struct {
 
 // NewHandler returns the MCP endpoint over the lifecycle service's client.
 func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logger, opts Options) *Handler {
-	t := &tools{lifecycle: lifecycle, provenance: opts.Provenance, runner: opts.Runner, queue: opts.Queue,
+	t := &tools{lifecycle: lifecycle, triggers: opts.Triggers, provenance: opts.Provenance, runner: opts.Runner, queue: opts.Queue,
 		notifications: opts.Notifications, logger: logger}
 	h := &Handler{logger: logger}
 	if opts.SessionTTL <= 0 {
@@ -144,6 +155,10 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 	srv.AddTool(getNotificationsTool(), t.getNotifications)
 	srv.AddTool(sendPushNotificationTool(), t.sendPushNotification)
 	srv.AddTool(actionNotificationTool(), t.actionNotification)
+	srv.AddTool(wakeMeUpLaterTool(), t.wakeMeUpLater)
+	srv.AddTool(wakeWhenSessionChangesStateTool(), t.wakeWhenSessionChangesState)
+	srv.AddTool(searchTriggersTool(), t.searchTriggers)
+	srv.AddTool(actionTriggerTool(), t.actionTrigger)
 
 	h.http = mcpserver.NewStreamableHTTPServer(srv,
 		mcpserver.WithHTTPContextFunc(withSelection),

@@ -46,7 +46,8 @@ func setup(t *testing.T) *testBundle {
 
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	h := mcp.NewHandler(lifecyclev1.NewLifecycleServiceClient(conn), logger, mcp.Options{Version: "test"})
+	h := mcp.NewHandler(lifecyclev1.NewLifecycleServiceClient(conn), logger,
+		mcp.Options{Version: "test", Triggers: lifecyclev1.NewTriggerServiceClient(conn)})
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	return &testBundle{url: ts.URL, fake: fake, logs: logs}
@@ -125,10 +126,12 @@ func TestToolGroups(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 
-	every := []string{"action_notification", "action_session", "get_alerts", "get_notifications", "get_session", "get_session_provenance",
-		"manage_enqueued_messages", "quick_search_sessions", "send_push_notification", "start_session"}
+	every := []string{"action_notification", "action_session", "action_trigger", "get_alerts", "get_notifications", "get_session",
+		"get_session_provenance", "manage_enqueued_messages", "quick_search_sessions", "search_triggers", "send_push_notification",
+		"start_session", "wake_me_up_later", "wake_me_up_when_session_changes_state"}
 	sessions := []string{"action_session", "get_alerts", "get_session", "get_session_provenance", "manage_enqueued_messages", "quick_search_sessions", "start_session"}
-	self := []string{"action_session", "get_session", "get_session_provenance", "send_push_notification"}
+	self := []string{"action_session", "get_session", "get_session_provenance", "send_push_notification", "wake_me_up_later",
+		"wake_me_up_when_session_changes_state"}
 	tests := []struct {
 		path string
 		want []string
@@ -138,8 +141,10 @@ func TestToolGroups(t *testing.T) {
 		{"/?tool_groups=sessions", sessions},
 		{"/?tool_groups=self_session", self},
 		{"/?tool_groups=notifications", []string{"action_notification", "get_notifications", "send_push_notification"}},
+		{"/?tool_groups=triggers", []string{"action_trigger", "search_triggers", "wake_me_up_later", "wake_me_up_when_session_changes_state"}},
 		{"/?tool_groups=self_session&tool_groups=sessions", []string{"action_session", "get_alerts", "get_session", "get_session_provenance",
-			"manage_enqueued_messages", "quick_search_sessions", "send_push_notification", "start_session"}},
+			"manage_enqueued_messages", "quick_search_sessions", "send_push_notification", "start_session", "wake_me_up_later",
+			"wake_me_up_when_session_changes_state"}},
 		{"/?tool_groups=self_session,bogus", self},
 		{"/?tool_groups=bogus", []string{}},
 	}
@@ -161,7 +166,8 @@ func TestToolGroupsInEveryProtocolVersion(t *testing.T) {
 	for _, version := range []string{mcpgo.LATEST_PROTOCOL_VERSION, mcpgo.LATEST_LEGACY_PROTOCOL_VERSION} {
 		c := b.connectVersion(t, "/?tool_groups=self_session", version)
 		require.Equal(t, version, c.ProtocolVersion())
-		require.Equal(t, []string{"action_session", "get_session", "get_session_provenance", "send_push_notification"}, toolNames(t, c), version)
+		require.Equal(t, []string{"action_session", "get_session", "get_session_provenance", "send_push_notification", "wake_me_up_later",
+			"wake_me_up_when_session_changes_state"}, toolNames(t, c), version)
 		res := call(t, c, "get_session", map[string]any{"session_id": "404"})
 		require.True(t, res.IsError, version)
 		require.Contains(t, textOf(res), "not found", version)

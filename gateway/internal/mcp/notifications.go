@@ -125,7 +125,12 @@ func getAlertsTool() mcpgo.Tool {
 // lifecycle, which says when it names no session. nil when there is
 // nothing to resolve or it resolved.
 func (t *tools) resolveSession(ctx context.Context, a *args, tool string) *mcpgo.CallToolResult {
-	v, ok := a.raw["session_id"]
+	return t.resolveRef(ctx, a, "session_id", tool)
+}
+
+// resolveRef is resolveSession for the argument name.
+func (t *tools) resolveRef(ctx context.Context, a *args, name, tool string) *mcpgo.CallToolResult {
+	v, ok := a.raw[name]
 	if !ok {
 		return nil
 	}
@@ -137,7 +142,7 @@ func (t *tools) resolveSession(ctx context.Context, a *args, tool string) *mcpgo
 	if err != nil {
 		return t.failure(ctx, tool, err)
 	}
-	a.raw["session_id"], _ = json.Marshal(resp.GetSession().GetId())
+	a.raw[name], _ = json.Marshal(resp.GetSession().GetId())
 	return nil
 }
 

@@ -27,6 +27,7 @@ import (
 // tools holds the tool handlers' dependencies.
 type tools struct {
 	lifecycle     lifecyclev1.LifecycleServiceClient
+	triggers      lifecyclev1.TriggerServiceClient
 	provenance    lineagev1.ProvenanceServiceClient
 	runner        runnerv1.RunnerServiceClient
 	queue         queuev1.QueueServiceClient

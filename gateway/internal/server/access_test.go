@@ -29,6 +29,7 @@ var adminOperations = []string{"LifecycleService_DeleteSession", "LifecycleServi
 // by service name, as grpcserver.Access takes a method: "/pkg.Service/Method".
 var servicePackages = map[string]string{
 	"LifecycleService":    "/zimmer.lifecycle.v1.",
+	"TriggerService":      "/zimmer.lifecycle.v1.",
 	"RunnerService":       "/zimmer.runner.v1.",
 	"QueueService":        "/zimmer.queue.v1.",
 	"NotificationService": "/zimmer.notification.v1.",
@@ -49,6 +50,8 @@ var actionArgs = map[string]map[string]any{
 	"update_notes":  {"session_id": "1", "notes": "walked"},
 	"set_heartbeat": {"session_id": "1", "enabled": true},
 	"transition":    {"session_id": "1", "event": "start"},
+	"refresh":       {"session_id": "1"},
+	"pause_until":   {"session_id": "1", "wake_at": "2030-01-02T03:04:05Z"},
 
 	"update_push_notifications": {"session_id": "1", "push_notifications": false},
 }
@@ -79,6 +82,12 @@ var notificationArgs = map[string]map[string]any{
 	"read_all": {"session_id": "1"},
 }
 
+// triggerArgs are the arguments each action of action_trigger is called
+// with in the walk; an action missing here fails the walk.
+var triggerArgs = map[string]map[string]any{
+	"cancel": {"session_id": "1", "trigger_id": 1},
+}
+
 // toolArgs are the other tools' arguments in the walk.
 var toolArgs = map[string]map[string]any{
 	mcp.ToolQuickSearchSessions:  {"q": "walked"},
@@ -88,6 +97,10 @@ var toolArgs = map[string]map[string]any{
 	mcp.ToolGetNotifications:     {"unread": true},
 	mcp.ToolSendPushNotification: {"title": "walked", "session_id": "1"},
 	mcp.ToolGetAlerts:            {"page_size": 10},
+
+	mcp.ToolWakeMeUpLater:                   {"session_id": "1", "delay": "5m"},
+	mcp.ToolWakeMeUpWhenSessionChangesState: {"session_id": "1", "watched_session_id": 2, "states": []any{"needs_input"}},
+	mcp.ToolSearchTriggers:                  {"session_id": 1},
 }
 
 // toolActions are the tools walked action by action, with each action's
@@ -96,6 +109,7 @@ var toolActions = map[string]map[string]map[string]any{
 	mcp.ToolActionSession:          actionArgs,
 	mcp.ToolManageEnqueuedMessages: enqueuedArgs,
 	mcp.ToolActionNotification:     notificationArgs,
+	mcp.ToolActionTrigger:          triggerArgs,
 }
 
 // TestEachKeyReachesExactlyItsRoutesAndTools extends
@@ -209,7 +223,7 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 					require.False(t, res.IsError, "%s: %s", name, textOf(res))
 				}
 			}
-			require.Len(t, walked, len(toolArgs)+len(actionArgs)+len(enqueuedArgs)+len(notificationArgs), "every tool and action walked: %v", walked)
+			require.Len(t, walked, len(toolArgs)+len(actionArgs)+len(enqueuedArgs)+len(notificationArgs)+len(triggerArgs), "every tool and action walked: %v", walked)
 
 			slices.Sort(refusedREST)
 			slices.Sort(refusedTools)

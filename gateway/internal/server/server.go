@@ -109,6 +109,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	queue := queuev1.NewQueueServiceClient(queueConn)
 	s.mcp = mcp.NewHandler(lifecycle, logger, mcp.Options{
 		Version: version(), AnyHost: !authn.Open(), Provenance: provenance, Runner: runner, Queue: queue,
+		Triggers:      lifecyclev1.NewTriggerServiceClient(lifecycleConn),
 		Notifications: notificationv1.NewNotificationServiceClient(notificationConn),
 		SessionTTL:    cfg.MCPSessionTTL, MaxSessions: cfg.MCPMaxSessions,
 	})
