@@ -20,14 +20,40 @@ type AlertRepository interface {
 	Raise(ctx context.Context, fresh domain.Alert) (alert domain.Alert, opened bool, err error)
 	// List returns up to limit alerts, the most recently opened first.
 	List(ctx context.Context, limit int) ([]domain.Alert, error)
+	// MarkPagingStarted records that alert id's page was started, at at
+	// (the first time only).
+	MarkPagingStarted(ctx context.Context, id int64, at time.Time) error
+	// PagingNotStarted returns up to limit alerts opened before
+	// openedBefore whose page was never recorded started, oldest first.
+	PagingNotStarted(ctx context.Context, openedBefore time.Time, limit int) ([]domain.Alert, error)
 }
 
 // Pager tells an operator about a newly opened alert. It is called after
-// the alert is committed and cannot fail the raise: a sink whose delivery
-// can fail makes it durable itself (an outbox), since a retried raise would
-// be counted as a repeat and never page.
+// the alert is committed and cannot fail the raise (a retried raise would
+// be counted as a repeat and never page): it only starts the page, durably
+// (a workflow), and a page it could not start is the re-drive's
+// (RedriveStarts). Page returns nil once the page started, or had been
+// started before: starting one alert's page again pages no one twice.
 type Pager interface {
-	Page(ctx context.Context, a domain.Alert)
+	Page(ctx context.Context, a domain.Alert) error
+}
+
+// StartPage starts an opened alert's page and records it started, so the
+// re-drive leaves it alone.
+type StartPage struct {
+	Repo  AlertRepository
+	Pager Pager
+	Clock clock.Clock
+}
+
+// Handle starts a's page. started says whether it did, whatever err says:
+// a page started but not recorded started (the record failed) is found
+// started by the re-drive, which records it then.
+func (uc StartPage) Handle(ctx context.Context, a domain.Alert) (started bool, err error) {
+	if err := uc.Pager.Page(ctx, a); err != nil {
+		return false, err
+	}
+	return true, uc.Repo.MarkPagingStarted(ctx, a.ID, uc.Clock.Now())
 }
 
 // RaiseAlert opens and pages an alert, or counts a repeat on the open one.
@@ -49,7 +75,11 @@ func (uc RaiseAlert) Handle(ctx context.Context, r domain.Raise) (alert domain.A
 		return domain.Alert{}, false, err
 	}
 	if paged {
-		uc.Pager.Page(ctx, alert)
+		// The alert is committed and the raise answers paged whatever
+		// happens here: a page that could not start (the pager says why)
+		// or was not recorded started is the re-drive's. The caller
+		// hanging up does not stop it.
+		_, _ = StartPage{Repo: uc.Repo, Pager: uc.Pager, Clock: uc.Clock}.Handle(context.WithoutCancel(ctx), alert)
 	}
 	return alert, paged, nil
 }

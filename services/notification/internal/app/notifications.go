@@ -45,6 +45,14 @@ type NotificationRepository interface {
 	// notifications created up to createdUpTo are dismissed at at. applied
 	// is false when eventID was applied before.
 	DismissSession(ctx context.Context, eventID string, sessionID int64, createdUpTo, at time.Time) (applied bool, err error)
+	// MarkPushStarted records that id's push (its own, push/<id>) was
+	// started, at at (the first time only).
+	MarkPushStarted(ctx context.Context, id int64, at time.Time) error
+	// PushNotStarted returns up to limit notifications created before
+	// createdBefore that are pushed on their own (every type but
+	// needs_input, which its debounce delivers), whose push was never
+	// recorded started and never reached a sink, oldest first.
+	PushNotStarted(ctx context.Context, createdBefore time.Time, limit int) ([]domain.Notification, error)
 }
 
 // Sessions reads sessions from lifecycle, as the notification service.
@@ -59,6 +67,31 @@ type Sessions interface {
 // a slow sink holds up no caller, and starting it twice pushes once.
 type Pusher interface {
 	Push(ctx context.Context, n domain.Notification) error
+}
+
+// ErrNotStarted: a push or a debounce could not be started now (Temporal
+// did not take it). Retrying shortly may succeed, so the call or the
+// effect is answered unavailable; a stored notification's push is also
+// started by the re-drive.
+var ErrNotStarted = errors.New("could not start it on Temporal")
+
+// StartPush starts a stored notification's own push (not a needs_input
+// one's: its debounce delivers it) and records it started, so the re-drive
+// leaves it alone.
+type StartPush struct {
+	Repo   NotificationRepository
+	Pusher Pusher
+	Clock  clock.Clock
+}
+
+// Handle starts n's push. started says whether it did, whatever err says:
+// a push started but not recorded started (the record failed) is found
+// started by the re-drive, which records it then.
+func (uc StartPush) Handle(ctx context.Context, n domain.Notification) (started bool, err error) {
+	if err := uc.Pusher.Push(ctx, n); err != nil {
+		return false, err
+	}
+	return true, uc.Repo.MarkPushStarted(ctx, n.ID, uc.Clock.Now())
 }
 
 // Debouncer schedules a session's needs-input push: the push for the
@@ -142,7 +175,9 @@ type SendPushNotification struct {
 // as its own session, whatever m says; a key or a service sends as the
 // session it names), stores it and starts its push. When the push cannot
 // start the notification is removed again and the error returned, so the
-// sender's retry neither loses the push nor doubles the inbox entry.
+// sender's retry neither loses the push nor doubles the inbox entry. One
+// stored but never started (the process died in between) is the
+// re-drive's.
 func (uc SendPushNotification) Handle(ctx context.Context, m domain.AgentMessage) (domain.Notification, error) {
 	if p, ok := principal.FromContext(ctx); ok && p.Kind == principal.Session {
 		m.SessionID = p.SessionID
@@ -154,7 +189,7 @@ func (uc SendPushNotification) Handle(ctx context.Context, m domain.AgentMessage
 	if err != nil {
 		return domain.Notification{}, err
 	}
-	if err := uc.Pusher.Push(ctx, n); err != nil {
+	if started, err := StartPush(uc).Handle(ctx, n); !started {
 		if derr := uc.Repo.Delete(context.WithoutCancel(ctx), n.ID); derr != nil {
 			return domain.Notification{}, errors.Join(err, fmt.Errorf("remove the unpushed notification %d: %w", n.ID, derr))
 		}
@@ -228,7 +263,8 @@ type PushFailure struct {
 // Handle creates the failure notification of lifecycle's event eventID
 // about s and starts its push. A redelivered event finds its notification
 // and starts the push only if it has not reached a sink yet; created says
-// whether this delivery created it.
+// whether this delivery created it. A push that cannot start fails the
+// effect, so lifecycle redelivers it; the re-drive starts it meanwhile.
 func (uc PushFailure) Handle(ctx context.Context, eventID string, s domain.Session, reason string) (created bool, err error) {
 	n, created, err := uc.Repo.Create(ctx, domain.Failure(s, reason, eventID, uc.Clock.Now()))
 	if err != nil {
@@ -237,7 +273,7 @@ func (uc PushFailure) Handle(ctx context.Context, eventID string, s domain.Sessi
 	if n.PushedAt != nil {
 		return created, nil
 	}
-	if err := uc.Pusher.Push(ctx, n); err != nil {
+	if started, err := StartPush(uc).Handle(ctx, n); !started {
 		return false, err
 	}
 	return created, nil

@@ -96,8 +96,9 @@ func alertMessage(a domain.Alert) (*notificationv1.Alert, error) {
 
 // toStatus is the only mapping from errors to gRPC codes: grpcstatus maps
 // the errors every service shares; a notification that is not there is
-// NotFound in the domain's words; a debounce this service cannot run is
-// Unavailable (lifecycle retries it). Unexpected errors are logged and
+// NotFound in the domain's words; a debounce this service cannot run, and
+// a push or debounce Temporal did not take, are Unavailable (lifecycle
+// retries it, and never parks it dead for that). Unexpected errors are logged and
 // answered with "internal error": their text may carry details a caller
 // must not see.
 func (s *Server) toStatus(ctx context.Context, err error) error {
@@ -109,6 +110,10 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, app.ErrNoDebounce):
 		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, app.ErrNotStarted):
+		// Temporal's error may name its hosts: logged, not answered.
+		s.logger.WarnContext(ctx, "could not start on Temporal", "error", err)
+		return status.Error(codes.Unavailable, "the push could not be started; retry shortly")
 	}
 	s.logger.ErrorContext(ctx, "internal error", "error", err)
 	return status.Error(codes.Internal, "internal error")

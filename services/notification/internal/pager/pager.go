@@ -1,7 +1,8 @@
 // Package pager delivers pages for opened operational alerts: Temporal
 // starts a workflow per page (alert/<id>) that delivers to every sink of the
 // alert route (ZIMMER_ALERT_SINKS), each retried with backoff; Log is the
-// page without Temporal, and the fallback when a workflow cannot start.
+// page without Temporal, and the raise's fallback when a workflow cannot
+// start (the re-drive starts it later).
 //
 // The delivery itself (DeliverToSinks, Deliverer, RetryPolicy: one activity
 // per sink, a permanent refusal not retried) is shared with the pushes of
@@ -23,8 +24,8 @@ type Log struct{ Logger *slog.Logger }
 
 var _ app.Pager = Log{}
 
-// Page implements app.Pager.
-func (p Log) Page(ctx context.Context, a domain.Alert) {
+// Page implements app.Pager: the log line is the page, so it never fails.
+func (p Log) Page(ctx context.Context, a domain.Alert) error {
 	p.Logger.ErrorContext(ctx, "operational alert: "+a.Summary,
 		"alert", true,
 		"alert_id", a.ID,
@@ -33,4 +34,5 @@ func (p Log) Page(ctx context.Context, a domain.Alert) {
 		"details", a.Details,
 		"dedup_until", a.DedupUntil,
 	)
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
@@ -25,11 +26,11 @@ func TestLogPagesAtErrorWithTheAlertFields(t *testing.T) {
 	p := pager.Log{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
 	at := time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)
 
-	p.Page(context.Background(), domain.Alert{
+	require.NoError(t, p.Page(context.Background(), domain.Alert{
 		ID: 7, DedupKey: "cleanup_running_job", Summary: "cleanup failed",
 		Details: map[string]any{"error": "boom"}, Occurrences: 1,
 		FirstSeenAt: at, LastSeenAt: at, DedupUntil: at.Add(15 * time.Minute),
-	})
+	}), "the log line is the page")
 
 	var line map[string]any
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &line))
@@ -50,7 +51,8 @@ func TestTemporalFallsBackToTheLogWhenTheWorkflowCannotStart(t *testing.T) {
 		Return(nil, errors.New("connection refused"))
 	p := pager.NewTemporal(c, "notification", []sink.Sink{sink.Log{Logger: logger}}, pager.Log{Logger: logger}, logger)
 
-	p.Page(context.Background(), domain.Alert{ID: 9, DedupKey: "set_archived_at", Summary: "archive failed"})
+	err := p.Page(context.Background(), domain.Alert{ID: 9, DedupKey: "set_archived_at", Summary: "archive failed"})
+	require.ErrorContains(t, err, "start the page workflow alert/9: connection refused", "not started: the re-drive's")
 
 	opts := c.Calls[0].Arguments.Get(1).(client.StartWorkflowOptions)
 	require.Equal(t, "alert/9", opts.ID)
@@ -65,4 +67,23 @@ func TestTemporalFallsBackToTheLogWhenTheWorkflowCannotStart(t *testing.T) {
 	require.Contains(t, lines[0]["msg"], "could not start the page workflow")
 	require.Equal(t, true, lines[1]["alert"], "the page went to the log")
 	require.Equal(t, "set_archived_at", lines[1]["dedup_key"])
+}
+
+// The re-drive's pager has no fallback: a start that fails is only
+// answered; and a start that finds the page's workflow started is a
+// started page.
+func TestTemporalWithoutFallbackOnlyAnswers(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	c := &mocks.Client{}
+	c.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool { return o.ID == "alert/1" }), pager.WorkflowName, mock.Anything).
+		Return(nil, errors.New("connection refused"))
+	c.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool { return o.ID == "alert/2" }), pager.WorkflowName, mock.Anything).
+		Return(nil, serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", "run-1"))
+	p := pager.NewTemporal(c, "notification", nil, nil, logger)
+
+	require.ErrorContains(t, p.Page(context.Background(), domain.Alert{ID: 1, Summary: "a"}), "connection refused")
+	require.NoError(t, p.Page(context.Background(), domain.Alert{ID: 2, Summary: "b"}))
+	require.Empty(t, buf.String(), "nothing paged through the log")
 }

@@ -3,10 +3,12 @@ package pager
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
@@ -20,21 +22,25 @@ const startTimeout = 5 * time.Second
 
 // Temporal pages by starting the page workflow (alert/<id>) on the
 // service's task queue, which delivers to every sink of the alert route with
-// retries. When the start fails (Temporal is down) it logs that and pages
-// through Fallback instead, so the page is never silently dropped.
+// retries. When the start fails (Temporal is down) it returns why and, with
+// a Fallback (the raise's), logs that and pages through the Fallback at
+// once, so an operator hears of the alert before the re-drive starts its
+// page.
 type Temporal struct {
 	Client    client.Client
 	TaskQueue string
 	// Sinks are the alert route's sink names.
-	Sinks    []string
+	Sinks []string
+	// Fallback, when set, pages an alert whose workflow could not start.
 	Fallback app.Pager
 	Logger   *slog.Logger
 }
 
 var _ app.Pager = Temporal{}
 
-// Page implements app.Pager.
-func (p Temporal) Page(ctx context.Context, a domain.Alert) {
+// Page implements app.Pager. A start that finds the alert's workflow
+// running joins it: the page is started.
+func (p Temporal) Page(ctx context.Context, a domain.Alert) error {
 	// The raise is committed: a caller that hangs up must not cancel its page.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
@@ -42,11 +48,16 @@ func (p Temporal) Page(ctx context.Context, a domain.Alert) {
 		ID:        WorkflowID(a.ID),
 		TaskQueue: p.TaskQueue,
 	}, WorkflowName, Page{AlertID: a.ID, Sinks: p.Sinks, Message: Message(a)})
-	if err != nil {
+	if err == nil || temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+		return nil
+	}
+	err = fmt.Errorf("start the page workflow %s: %w", WorkflowID(a.ID), err)
+	if p.Fallback != nil {
 		p.Logger.ErrorContext(ctx, "could not start the page workflow; paging through the log instead",
 			"alert_id", a.ID, "workflow_id", WorkflowID(a.ID), "error", err)
-		p.Fallback.Page(ctx, a)
+		_ = p.Fallback.Page(ctx, a) // the log: it does not fail
 	}
+	return err
 }
 
 // Message is what the sinks deliver for alert a: its summary as the title,
@@ -66,7 +77,8 @@ func Message(a domain.Alert) sink.Message {
 	}
 }
 
-// NewTemporal pages through the page workflow on service's task queue.
+// NewTemporal pages through the page workflow on service's task queue;
+// fallback may be nil.
 func NewTemporal(c client.Client, service string, sinks []sink.Sink, fallback app.Pager, logger *slog.Logger) Temporal {
 	names := make([]string, len(sinks))
 	for i, s := range sinks {

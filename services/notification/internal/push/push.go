@@ -27,6 +27,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
@@ -121,8 +122,8 @@ func (s *Starter) Push(ctx context.Context, n domain.Notification) error {
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		Memo:                  map[string]any{"session_id": n.SessionID, "type": string(n.Type)},
 	}, PushWorkflowName, Input{NotificationID: n.ID, Sinks: s.sinks, Message: Message(n)})
-	if err != nil {
-		return fmt.Errorf("start the push of notification %d: %w", n.ID, err)
+	if err != nil && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+		return fmt.Errorf("%w: start the push of notification %d: %w", app.ErrNotStarted, n.ID, err)
 	}
 	return nil
 }
@@ -139,7 +140,7 @@ func (s *Starter) Paused(ctx context.Context, sessionID, marker int64, at time.T
 		Memo:                  map[string]any{"session_id": sessionID},
 	}, DebounceWorkflowName, DebounceInput{SessionID: sessionID, Debounce: s.debounce, Sinks: s.sinks})
 	if err != nil {
-		return fmt.Errorf("signal session %d's needs-input debounce (pause %d): %w", sessionID, marker, err)
+		return fmt.Errorf("%w: signal session %d's needs-input debounce (pause %d): %w", app.ErrNotStarted, sessionID, marker, err)
 	}
 	return nil
 }

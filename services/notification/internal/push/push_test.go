@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
+	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
 	"github.com/zimmerhq/zimmer/services/notification/internal/push"
 	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
@@ -37,7 +39,9 @@ func TestStarterSignalsTheSessionsDebounce(t *testing.T) {
 
 	c.On("SignalWithStartWorkflow", mock.Anything, "debounce/needs-input/43", mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
 		Return(nil, errors.New("connection refused"))
-	require.ErrorContains(t, s.Paused(context.Background(), 43, 1, at), "signal session 43's needs-input debounce (pause 1): connection refused")
+	err := s.Paused(context.Background(), 43, 1, at)
+	require.ErrorContains(t, err, "signal session 43's needs-input debounce (pause 1): connection refused")
+	require.ErrorIs(t, err, app.ErrNotStarted, "answered unavailable: lifecycle keeps the pause")
 
 	def := push.NewStarter(c, "q", nil, 0)
 	c.On("SignalWithStartWorkflow", mock.Anything, "debounce/needs-input/44", mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
@@ -75,4 +79,21 @@ func TestLogPushesToTheLog(t *testing.T) {
 	require.Equal(t, "Session 8 failed", line["title"])
 	require.Equal(t, "8", line["session_id"])
 	require.Equal(t, "notification/4", line["dedup_key"])
+}
+
+// A push Temporal did not take is ErrNotStarted (retry shortly); one whose
+// workflow was started already is a started push.
+func TestStarterPushAnswersWhetherThePushStarted(t *testing.T) {
+	t.Parallel()
+	c := &mocks.Client{}
+	c.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool { return o.ID == "push/1" }), push.PushWorkflowName, mock.Anything).
+		Return(nil, errors.New("connection refused"))
+	c.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool { return o.ID == "push/2" }), push.PushWorkflowName, mock.Anything).
+		Return(nil, serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", "run-1"))
+	s := push.NewStarter(c, "zimmer-notification", nil, time.Minute)
+
+	err := s.Push(context.Background(), domain.Notification{ID: 1, Type: domain.TypeFailure, Title: "t"})
+	require.ErrorIs(t, err, app.ErrNotStarted)
+	require.ErrorContains(t, err, "start the push of notification 1: connection refused")
+	require.NoError(t, s.Push(context.Background(), domain.Notification{ID: 2, Type: domain.TypeFailure, Title: "t"}))
 }

@@ -119,6 +119,32 @@ func (s *Alerts) List(ctx context.Context, limit int) ([]domain.Alert, error) {
 	return alerts, nil
 }
 
+// MarkPagingStarted implements app.AlertRepository.
+func (s *Alerts) MarkPagingStarted(ctx context.Context, id int64, at time.Time) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE alerts SET paging_started_at = coalesce(paging_started_at, $2) WHERE id = $1`, id, at); err != nil {
+		return fmt.Errorf("record the page of alert %d started: %w", id, err)
+	}
+	return nil
+}
+
+// PagingNotStarted implements app.AlertRepository. The partial index
+// alerts_paging_not_started holds just the unstarted, a handful at most.
+func (s *Alerts) PagingNotStarted(ctx context.Context, openedBefore time.Time, limit int) ([]domain.Alert, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+alertColumns+` FROM alerts
+		WHERE paging_started_at IS NULL AND first_seen_at < $1
+		ORDER BY id
+		LIMIT $2`, openedBefore, limit)
+	if err != nil {
+		return nil, fmt.Errorf("find alerts whose page never started: %w", err)
+	}
+	alerts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Alert, error) { return scanAlert(row) })
+	if err != nil {
+		return nil, fmt.Errorf("find alerts whose page never started: %w", err)
+	}
+	return alerts, nil
+}
+
 func scanAlert(row pgx.Row) (domain.Alert, error) {
 	var (
 		a       domain.Alert

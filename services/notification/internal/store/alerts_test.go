@@ -264,3 +264,47 @@ func TestListIsNewestFirstAndLimited(t *testing.T) {
 		}
 	})
 }
+
+// The re-drive's view: an opened alert whose page never started is found
+// once a minute old, oldest first and bounded; one recorded started is not.
+func TestPagingNotStartedFindsTheUnstartedOnly(t *testing.T) {
+	t.Parallel()
+	forEachRepository(t, func(t *testing.T, b testBundle) {
+		ctx := context.Background()
+		repo := b.alerts.Raise.Repo
+		b.pager.Fail(errors.New("temporal unavailable"))
+		lost, paged := b.raise(t, "lost", "its start failed")
+		require.True(t, paged, "the raise answers paged: the page is the re-drive's now")
+		b.clock.Set(t0.Add(time.Second))
+		second, _ := b.raise(t, "second", "its start failed too")
+		b.pager.Fail(nil)
+		b.clock.Set(t0.Add(2 * time.Second))
+		started, _ := b.raise(t, "started", "paged at once")
+		require.Equal(t, []domain.Alert{started}, b.pager.Pages())
+
+		got, err := repo.PagingNotStarted(ctx, t0.Add(time.Hour), 10)
+		require.NoError(t, err)
+		require.Equal(t, []domain.Alert{lost, second}, got, "oldest first; the started one is not there")
+		got, err = repo.PagingNotStarted(ctx, t0.Add(time.Hour), 1)
+		require.NoError(t, err)
+		require.Equal(t, []domain.Alert{lost}, got, "bounded")
+		got, err = repo.PagingNotStarted(ctx, t0.Add(time.Second), 10)
+		require.NoError(t, err)
+		require.Equal(t, []domain.Alert{lost}, got, "only those opened before the cutoff")
+
+		require.NoError(t, repo.MarkPagingStarted(ctx, lost.ID, t0.Add(time.Minute)))
+		require.NoError(t, repo.MarkPagingStarted(ctx, lost.ID, t0.Add(2*time.Minute)), "recording it again changes nothing")
+		got, err = repo.PagingNotStarted(ctx, t0.Add(time.Hour), 10)
+		require.NoError(t, err)
+		require.Equal(t, []domain.Alert{second}, got)
+
+		// A repeat of the unstarted alert counts on it and starts nothing.
+		b.clock.Set(t0.Add(3 * time.Second))
+		_, paged = b.raise(t, "second", "again")
+		require.False(t, paged)
+		got, err = repo.PagingNotStarted(ctx, t0.Add(time.Hour), 10)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.EqualValues(t, 2, got[0].Occurrences)
+	})
+}

@@ -163,6 +163,33 @@ func (s *Notifications) MarkPushed(ctx context.Context, id int64, at time.Time) 
 	return nil
 }
 
+// MarkPushStarted implements app.NotificationRepository.
+func (s *Notifications) MarkPushStarted(ctx context.Context, id int64, at time.Time) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE notifications SET push_started_at = coalesce(push_started_at, $2) WHERE id = $1`, id, at); err != nil {
+		return fmt.Errorf("record the push of notification %d started: %w", id, err)
+	}
+	return nil
+}
+
+// PushNotStarted implements app.NotificationRepository. The predicate is
+// the partial index notifications_push_not_started's, which holds just the
+// unstarted.
+func (s *Notifications) PushNotStarted(ctx context.Context, createdBefore time.Time, limit int) ([]domain.Notification, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+notificationColumns+` FROM notifications
+		WHERE push_started_at IS NULL AND pushed_at IS NULL AND type <> 'needs_input' AND created_at < $1
+		ORDER BY id
+		LIMIT $2`, createdBefore, limit)
+	if err != nil {
+		return nil, fmt.Errorf("find notifications whose push never started: %w", err)
+	}
+	got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Notification, error) { return scanNotification(row) })
+	if err != nil {
+		return nil, fmt.Errorf("find notifications whose push never started: %w", err)
+	}
+	return got, nil
+}
+
 // MarkStale implements app.NotificationRepository.
 func (s *Notifications) MarkStale(ctx context.Context, eventID string, sessionID, throughMarker int64, at time.Time) (bool, error) {
 	return s.applyOnce(ctx, eventID, topicStale, func(tx pgx.Tx) error {

@@ -283,3 +283,38 @@ func TestStaleAndDismissApplyEachEventOnce(t *testing.T) {
 		require.Nil(t, s[other.ID].DismissedAt)
 	})
 }
+
+// The re-drive's view: a failure or agent's message whose push never
+// started and never reached a sink is found once older than the cutoff,
+// oldest first and bounded; a needs_input notification (its debounce
+// delivers it), one recorded started and one pushed are not.
+func TestPushNotStartedFindsTheUnstartedOnly(t *testing.T) {
+	t.Parallel()
+	forEachNotificationRepository(t, func(t *testing.T, repo app.NotificationRepository) {
+		ctx := context.Background()
+		create(t, repo, needsInput(7, 1, t0))
+		failure := create(t, repo, domain.Failure(domain.Session{ID: 7}, "boom", "ev-1", t0))
+		message := create(t, repo, domain.AgentMessage{Title: "hello"}.Notification(t0.Add(time.Second)))
+		started := create(t, repo, domain.AgentMessage{Title: "started"}.Notification(t0))
+		require.NoError(t, repo.MarkPushStarted(ctx, started.ID, t0))
+		pushed := create(t, repo, domain.AgentMessage{Title: "pushed"}.Notification(t0))
+		require.NoError(t, repo.MarkPushed(ctx, pushed.ID, t0))
+
+		got, err := repo.PushNotStarted(ctx, t0.Add(time.Hour), 10)
+		require.NoError(t, err)
+		require.Equal(t, []domain.Notification{failure, message}, got)
+		got, err = repo.PushNotStarted(ctx, t0.Add(time.Hour), 1)
+		require.NoError(t, err)
+		require.Equal(t, []domain.Notification{failure}, got, "bounded")
+		got, err = repo.PushNotStarted(ctx, t0.Add(time.Second), 10)
+		require.NoError(t, err)
+		require.Equal(t, []domain.Notification{failure}, got, "only those created before the cutoff")
+
+		require.NoError(t, repo.MarkPushStarted(ctx, failure.ID, t0.Add(time.Minute)))
+		require.NoError(t, repo.MarkPushStarted(ctx, failure.ID, t0.Add(2*time.Minute)), "recording it again changes nothing")
+		require.NoError(t, repo.MarkPushStarted(ctx, 999, t0), "nor does recording one that is gone")
+		got, err = repo.PushNotStarted(ctx, t0.Add(time.Hour), 10)
+		require.NoError(t, err)
+		require.Equal(t, []domain.Notification{message}, got)
+	})
+}

@@ -17,6 +17,8 @@ type Notifications struct {
 	mu      sync.Mutex
 	rows    []domain.Notification // by id - 1; deleted rows have ID 0
 	claimed map[string]bool
+	// pushStarted is when each notification's push was recorded started.
+	pushStarted map[int64]time.Time
 }
 
 var _ app.NotificationRepository = (*Notifications)(nil)
@@ -115,6 +117,35 @@ func (f *Notifications) MarkPushed(_ context.Context, id int64, at time.Time) er
 		setOnce(&r.PushedAt, at)
 	}
 	return nil
+}
+
+// MarkPushStarted implements app.NotificationRepository.
+func (f *Notifications) MarkPushStarted(_ context.Context, id int64, at time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.pushStarted[id]; ok || f.find(id) == nil {
+		return nil
+	}
+	if f.pushStarted == nil {
+		f.pushStarted = map[int64]time.Time{}
+	}
+	f.pushStarted[id] = at
+	return nil
+}
+
+// PushNotStarted implements app.NotificationRepository.
+func (f *Notifications) PushNotStarted(_ context.Context, createdBefore time.Time, limit int) ([]domain.Notification, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []domain.Notification{}
+	for _, r := range f.rows {
+		if _, started := f.pushStarted[r.ID]; r.ID == 0 || started || r.Type == domain.TypeNeedsInput || r.PushedAt != nil ||
+			!r.CreatedAt.Before(createdBefore) || len(out) == limit {
+			continue
+		}
+		out = append(out, clone(r))
+	}
+	return out, nil
 }
 
 // MarkStale implements app.NotificationRepository.
