@@ -57,6 +57,14 @@ func TestTriggersOverREST(t *testing.T) {
 	require.Equal(t, "Validation failed", kind)
 	require.Equal(t, []string{"wake_at: is inside the 30 s grace window: wake at least 30 s from now"}, messages, msg)
 
+	// A state refusal is a 422 naming what was refused.
+	b.fake.Answer("PauseUntil", nil, status.Error(codes.FailedPrecondition, "session #12 is failed: Pause Until needs needs_input, running or waiting"))
+	resp = b.call(t, http.MethodPost, "/api/v1/sessions/12/pause_until", `{"wake_at":"2030-01-02T03:04:05Z"}`)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.status, string(resp.body))
+	msg, kind, _ = resp.problem(t)
+	require.Equal(t, "Cannot pause until", kind)
+	require.Equal(t, "session #12 is failed: Pause Until needs needs_input, running or waiting", msg)
+
 	b.fake.Answer("ListTriggers", &lifecyclev1.ListTriggersResponse{Triggers: []*lifecyclev1.Trigger{armed,
 		{Id: 5, SessionId: 12, Kind: "session_state", WatchedSessionId: 13, States: []string{"needs_input", "failed"}, Source: "watch"}}}, nil)
 	resp = b.call(t, http.MethodGet, "/api/v1/sessions/sleeper/triggers", "")
