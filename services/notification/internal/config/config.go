@@ -44,6 +44,10 @@ type Config struct {
 	// tests give each service their own, so parallel tests sharing one
 	// Temporal server never run each other's activities.
 	WorkerName string
+	// BeforeStart, when set, is called before each page or push workflow
+	// is started, with its id; an error fails that start. Not read from the
+	// environment: tests fail a start, to see the re-drive make up for it.
+	BeforeStart func(workflowID string) error
 }
 
 // Load reads and validates the configuration from getenv.

@@ -377,7 +377,7 @@ func temporalService(t *testing.T, lifecycle *fakeLifecycle, webhook *webhookRec
 	cfg.Sinks.PushRoute = []string{"webhook"}
 	cfg.Sinks.WebhookURL = webhook.URL
 	cfg.Sinks.WebhookSecret = secret
-	svc := servicetest.New(t, service.New, cfg)
+	svc := newTemporalService(t, cfg)
 	// Notification ids start at 1 in every test database, and push/<id>
 	// names a workflow on a server the tests share: start this database's
 	// ids somewhere no other run's are.

@@ -4,7 +4,10 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+
+	"go.temporal.io/sdk/client"
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/clients"
@@ -19,6 +22,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+	"github.com/zimmerhq/zimmer/services/platform/retention"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 )
 
@@ -50,7 +54,9 @@ type Service struct {
 // after its debounce (package push). Without it, or when a page workflow
 // cannot start, an alert pages to the log (pager.Log); pushes go to the log
 // (push.Log) and a pause's push is refused as unavailable, so lifecycle
-// keeps the effect until a service with Temporal takes it.
+// keeps the effect until a service with Temporal takes it. With Temporal,
+// the schedule notification-redrive starts every page and push whose start
+// failed or was lost (RedrivePolicy).
 func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service, error) {
 	routes, err := sink.New(cfg.Sinks, logger)
 	if err != nil {
@@ -61,42 +67,89 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		return nil, err
 	}
 	svc := &Service{Host: h}
-	if err := svc.wire(cfg, routes, logger); err != nil {
+	if err := svc.wire(ctx, cfg, routes, logger); err != nil {
 		h.Close()
 		return nil, err
 	}
 	return svc, nil
 }
 
-func (s *Service) wire(cfg config.Config, routes sink.Routes, logger *slog.Logger) error {
+func (s *Service) wire(ctx context.Context, cfg config.Config, routes sink.Routes, logger *slog.Logger) error {
 	lifecycleConn, err := s.Dial(cfg.LifecycleAddr)
 	if err != nil {
 		return err
 	}
 	repo := store.NewNotifications(s.Pool)
+	alerts := store.NewAlerts(s.Pool)
 	sessions := clients.NewLifecycle(lifecycleConn)
 	var (
 		page      app.Pager  = pager.Log{Logger: logger}
 		pusher    app.Pusher = push.Log{Logger: logger, Pushed: app.MarkPushed{Repo: repo, Clock: clock.System{}}.Handle}
 		debouncer app.Debouncer
+		// redrivePage starts the pages the re-drive finds unstarted: the
+		// raise's pager without its fallback to the log, which paged them
+		// at the raise already.
+		redrivePage app.Pager
+		worker      = Name
 	)
 	if s.Worker != nil {
-		worker := Name
 		if cfg.WorkerName != "" {
 			worker = cfg.WorkerName
 			s.Worker = temporalx.NewWorker(s.Temporal, worker)
 		}
+		starts := s.Temporal
+		if cfg.BeforeStart != nil {
+			starts = hookedStarts{Client: s.Temporal, before: cfg.BeforeStart}
+		}
 		pager.Register(s.Worker, routes.Alert)
-		page = pager.NewTemporal(s.Temporal, worker, routes.Alert, page, logger)
-		starter := push.NewStarter(s.Temporal, temporalx.TaskQueue(worker), routes.Push, cfg.NeedsInputDebounce)
+		page = pager.NewTemporal(starts, worker, routes.Alert, page, logger)
+		redrivePage = pager.NewTemporal(starts, worker, routes.Alert, nil, logger)
+		starter := push.NewStarter(starts, temporalx.TaskQueue(worker), routes.Push, cfg.NeedsInputDebounce)
 		pusher, debouncer = starter, starter
 	}
-	s.Alerts = app.NewAlerts(store.NewAlerts(s.Pool), page, clock.System{}, cfg.AlertDedupWindow)
+	s.Alerts = app.NewAlerts(alerts, page, clock.System{}, cfg.AlertDedupWindow)
 	s.Notifications = app.NewNotifications(repo, sessions, pusher, debouncer, clock.System{})
 	if s.Worker != nil {
 		push.Register(s.Worker, &push.Activities{NeedsInput: s.Notifications.NeedsInput, Pushed: s.Notifications.Pushed, Sinks: routes.Push})
+		redrive := app.NewRedrive(alerts, repo, redrivePage, pusher, clock.System{})
+		if err := retention.Setup(ctx, s.Temporal, s.Worker, worker, RedrivePolicy(worker, redrive)); err != nil {
+			return fmt.Errorf("schedule the re-drive of unstarted pages and pushes: %w", err)
+		}
 	}
 	grpcapi.NewServer(s.Alerts, s.Notifications, logger).Register(s.GRPC.Server)
 	grpcapi.NewConsumer(s.Notifications, logger).Register(s.GRPC.Server)
 	return nil
+}
+
+// RedriveScheduleID names the re-drive's schedule of the service whose
+// worker is named worker: notification-redrive.
+func RedriveScheduleID(worker string) string { return worker + "-redrive" }
+
+// RedrivePolicy runs the re-drive as a platform schedule: every
+// app.RedriveAfter on the worker's task queue, each run starting the pages
+// and pushes unstarted since before its time minus app.RedriveAfter (its
+// result's Deleted counts the starts). A page or push whose start failed,
+// or was lost with the process, is thus started within about two minutes.
+func RedrivePolicy(worker string, redrive app.RedriveStarts) retention.Policy {
+	return retention.Policy{
+		Name:       "redrive",
+		ScheduleID: RedriveScheduleID(worker),
+		Keep:       app.RedriveAfter,
+		Prune:      redrive.Handle,
+	}
+}
+
+// hookedStarts is the Temporal client with config.BeforeStart in front of
+// each workflow start (tests).
+type hookedStarts struct {
+	client.Client
+	before func(workflowID string) error
+}
+
+// ExecuteWorkflow fails the start when before says so.
+func (c hookedStarts) ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error) {
+	if err := c.before(options.ID); err != nil {
+		return nil, err
+	}
+	return c.Client.ExecuteWorkflow(ctx, options, workflow, args...)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -55,7 +56,33 @@ func TestServiceWorkerPollsItsTaskQueue(t *testing.T) {
 	temporalAddr := servicetest.TemporalAddress(t)
 	cfg := testConfig(t)
 	cfg.TemporalAddress = temporalAddr
-	servicetest.AssertWorkerPolls(t, servicetest.New(t, service.New, cfg).Host, "notification")
+	cfg.TemporalNamespace = servicetest.TemporalNamespace(t, temporalAddr)
+	svc := newTemporalService(t, cfg)
+	servicetest.AssertWorkerPolls(t, svc.Host, "notification")
+
+	// The re-drive runs every minute on the service's task queue.
+	desc, err := svc.Temporal.ScheduleClient().GetHandle(t.Context(), "notification-redrive").Describe(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, time.Minute, desc.Schedule.Spec.Intervals[0].Every)
+	action, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+	require.True(t, ok)
+	require.Equal(t, "zimmer-notification", action.TaskQueue)
+}
+
+// newTemporalService builds the service on cfg, which names a Temporal
+// server, and deletes its re-drive schedule when the test ends, so the
+// shared dev server does not run it for ever.
+func newTemporalService(t *testing.T, cfg config.Config) *service.Service {
+	t.Helper()
+	svc := servicetest.New(t, service.New, cfg)
+	worker := cfg.WorkerName
+	if worker == "" {
+		worker = service.Name
+	}
+	t.Cleanup(func() {
+		_ = svc.Temporal.ScheduleClient().GetHandle(context.Background(), service.RedriveScheduleID(worker)).Delete(context.Background())
+	})
+	return svc
 }
 
 // logBuffer is an io.Writer the service logs to while the test reads it.
@@ -206,7 +233,7 @@ func TestAlertPagesTheWebhookOnceThroughTemporal(t *testing.T) {
 	cfg.Sinks.AlertRoute = []string{"webhook"}
 	cfg.Sinks.WebhookURL = receiver.URL
 	cfg.Sinks.WebhookSecret = string(secret)
-	svc := servicetest.New(t, service.New, cfg)
+	svc := newTemporalService(t, cfg)
 	servicetest.RunInBackground(t, svc.Run)
 	client := notificationv1.NewNotificationServiceClient(servicetest.DialAsService(t, svc.Addr(), "lifecycle"))
 	ctx, cancel := context.WithTimeout(context.Background(), servicetest.Timeout)
