@@ -32,8 +32,8 @@ type AlertRepository interface {
 // the alert is committed and cannot fail the raise (a retried raise would
 // be counted as a repeat and never page): it only starts the page, durably
 // (a workflow), and a page it could not start is the re-drive's
-// (RedriveStarts). Page returns nil once the page started, or had been
-// started before: starting one alert's page again pages no one twice.
+// (RedriveStarts). Page returns nil once the page started, or was found
+// running (one alert's page is one workflow, joined by a second start).
 type Pager interface {
 	Page(ctx context.Context, a domain.Alert) error
 }
