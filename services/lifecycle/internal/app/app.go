@@ -88,9 +88,41 @@ type Change struct {
 	// markers alone and announces nothing, as no other context reads the
 	// count but through RecordDrainAttempt.
 	DrainAttempt *domain.Session
+	// Armed is a trigger inserted (triggers.go), with what arming did to
+	// the session.
+	Armed *Arming
+	// Triggered is a trigger moved on (firing, fired, cancelled), with its
+	// timeline lines.
+	Triggered *TriggerMove
 	// Nothing writes nothing: a delivery refused or answered before, a
 	// drain attempt not counted.
 	Nothing bool
+}
+
+// Arming inserts Trigger (its id drawn under the session's lock). Outcome
+// is what arming did to the session — a sleep now or deferred, a pause and
+// sleep — written as a transition; nil when the session stays as it is
+// (asleep already, or a watcher), and then Timeline is written alone.
+// Supersede cancels the session's armed Pause Until triggers in the same
+// commit (a new Pause Until replaces the last: never two armed, never none
+// in between). A one-time trigger is announced to the triggers' timers.
+type Arming struct {
+	Trigger domain.Trigger
+	// Session is the session as committed (the repository sets it).
+	Session   domain.Session
+	Outcome   *domain.Outcome
+	Timeline  []domain.TimelineEntry
+	At        time.Time
+	Supersede bool
+}
+
+// TriggerMove writes a trigger's new status (and when), its session's
+// timeline lines and, when set, the session's markers.
+type TriggerMove struct {
+	Trigger  domain.Trigger
+	Timeline []domain.TimelineEntry
+	At       time.Time
+	Markers  *domain.Markers
 }
 
 // Delivery is a delivery's outcome and the id it is recorded under.

@@ -20,3 +20,14 @@ type SessionEdited struct{ Session Session }
 func (SessionCreated) isFact()      {}
 func (SessionTransitioned) isFact() {}
 func (SessionEdited) isFact()       {}
+
+// TriggerArmedEvent announces a one-time trigger armed, to the triggers' timers
+// (its Temporal workflow is started from it).
+type TriggerArmedEvent struct{ Trigger Trigger }
+
+// TriggerDueEvent announces a watcher that fired (now firing), to the triggers'
+// timers, which deliver it at once.
+type TriggerDueEvent struct{ Trigger Trigger }
+
+func (TriggerArmedEvent) isFact() {}
+func (TriggerDueEvent) isFact()   {}

@@ -30,6 +30,10 @@ const (
 	// runner owns (domain.OwnerRunner), so those stay queued until the
 	// runner consumes them.
 	SubscriberRunnerTurns = "runner_turns"
+	// SubscriberTriggers is the triggers' timers: lifecycle delivers its
+	// events in-process (internal/wake), starting the trigger's Temporal
+	// workflow.
+	SubscriberTriggers = domain.OwnerTriggers
 )
 
 // Topics.
@@ -37,6 +41,12 @@ const (
 	TopicSessionCreated = "lifecycle.session_created"
 	TopicSessionUpdated = "lifecycle.session_updated"
 	TopicSessionDeleted = "lifecycle.session_deleted"
+	// TopicTriggerArmed: a one-time trigger was armed; its payload is the
+	// lifecyclev1.Trigger.
+	TopicTriggerArmed = "lifecycle.trigger_armed"
+	// TopicTriggerDue: a watcher fired and is to be delivered now; its
+	// payload is the lifecyclev1.Trigger.
+	TopicTriggerDue = "lifecycle.trigger_due"
 )
 
 // TopicEffectPrefix starts the topic of every effect: the topic is the
@@ -129,6 +139,10 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 			return nil, err
 		}
 		return append([]outbox.Addressed{announced}, effects...), nil
+	case domain.TriggerArmedEvent:
+		return one(trigger(TopicTriggerArmed, f.Trigger))
+	case domain.TriggerDueEvent:
+		return one(trigger(TopicTriggerDue, f.Trigger))
 	case domain.SessionDeleted:
 		return one(build(TopicSessionDeleted, domain.Session{ID: f.SessionID, UpdatedAt: time.Now().UTC()}, &lifecyclev1.SessionEvent{
 			Payload: &lifecyclev1.SessionEvent_Deleted{Deleted: &lifecyclev1.SessionDeleted{SessionId: f.SessionID}},
@@ -205,6 +219,30 @@ func build(topic string, s domain.Session, msg *lifecyclev1.SessionEvent, subscr
 		AggregateKey: strconv.FormatInt(s.ID, 10),
 		Payload:      payload,
 	}, Subscribers: subscribers}, nil
+}
+
+// trigger addresses a trigger's event to the triggers' timers, keyed by the
+// session it wakes.
+func trigger(topic string, t domain.Trigger) (outbox.Addressed, error) {
+	payload, err := proto.Marshal(wire.Trigger(t))
+	if err != nil {
+		return outbox.Addressed{}, fmt.Errorf("marshal %s: %w", topic, err)
+	}
+	return outbox.Addressed{Event: outbox.Event{
+		ID:           uuid.NewString(),
+		Topic:        topic,
+		AggregateKey: strconv.FormatInt(t.SessionID, 10),
+		Payload:      payload,
+	}, Subscribers: []string{SubscriberTriggers}}, nil
+}
+
+// DecodeTrigger reads a trigger event's payload back.
+func DecodeTrigger(payload []byte) (*lifecyclev1.Trigger, error) {
+	var t lifecyclev1.Trigger
+	if err := proto.Unmarshal(payload, &t); err != nil {
+		return nil, fmt.Errorf("decode trigger event: %w", err)
+	}
+	return &t, nil
 }
 
 // Decode reads an outbox payload back into the event message.

@@ -23,6 +23,7 @@ type Server struct {
 	sessions    app.Sessions
 	settings    app.ExperimentalSettings
 	credentials app.Credentials
+	triggers    app.Triggers
 	logger      *slog.Logger
 }
 

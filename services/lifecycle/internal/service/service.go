@@ -42,6 +42,8 @@ type Service struct {
 	Sessions app.Sessions
 	// Credentials mint, revoke and authenticate session credentials.
 	Credentials app.Credentials
+	// Triggers arm, list and cancel wake-ups, and refresh sessions.
+	Triggers app.Triggers
 	// Relays deliver lifecycle's events, one per subscriber listed in
 	// LIFECYCLE_EFFECT_CONSUMERS, each through SessionEventConsumerService.
 	Relays map[string]*outbox.Relay
@@ -79,7 +81,12 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		}
 		svc.Sessions.Transition.Queue = clients.Queue{Client: queuev1.NewQueueServiceClient(conn), Timeout: cfg.QueueTimeout}
 	}
-	grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).WithCredentials(svc.Credentials).Register(h.GRPC.Server)
+	// After the runner's client: Pause Until halts a running turn first.
+	svc.Triggers = app.NewTriggers(repo, svc.Sessions)
+	api := grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).
+		WithCredentials(svc.Credentials).WithTriggers(svc.Triggers)
+	api.Register(h.GRPC.Server)
+	api.RegisterTriggers(h.GRPC.Server)
 	// Lineage's events carry lines for the sessions' timelines, which
 	// lifecycle owns (uncle edges recorded or inverted).
 	grpcapi.NewLineageConsumer(app.AppendExternalTimelineLines{Repo: repo, Clock: clock.System{}}, logger).Register(h.GRPC.Server)

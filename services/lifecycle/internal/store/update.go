@@ -150,8 +150,10 @@ func (s *Sessions) update(ctx context.Context, ref domain.SessionRef, also locke
 		err := read(ctx, conn, func(b *pgx.Batch) {
 			if ref.Slug != "" {
 				b.Queue(lockBySlug, ref.Slug)
+				b.Queue(watchingBySlug, ref.Slug)
 			} else {
 				b.Queue(lockByID, ref.ID)
+				b.Queue(watchingByID, ref.ID)
 			}
 			// After the session's lock, as revocation takes them.
 			guard.queue(b)
@@ -162,6 +164,9 @@ func (s *Sessions) update(ctx context.Context, ref domain.SessionRef, also locke
 			var err error
 			if cur, wakes, err = scanLockedWakes(br, ref); err != nil {
 				return err
+			}
+			if wakes.Watching, err = scanWatching(br); err != nil {
+				return fmt.Errorf("read the watchers of session %s: %w", ref, err)
 			}
 			if err := guard.check(br); err != nil {
 				return err
@@ -179,7 +184,7 @@ func (s *Sessions) update(ctx context.Context, ref domain.SessionRef, also locke
 			return err
 		}
 		var w writes
-		if err := s.plan(&w, cur, &c); err != nil {
+		if err := s.plan(&w, cur, wakes, &c); err != nil {
 			return err
 		}
 		if err := w.commit(ctx, conn, s.logger); err != nil {
@@ -194,7 +199,8 @@ func (s *Sessions) update(ctx context.Context, ref domain.SessionRef, also locke
 	case committed.Refused != nil:
 		return app.Change{}, committed.Refused.Err
 	}
-	if committed.Transitioned != nil || committed.Edited != nil || committed.Deleted || committed.Delivered != nil {
+	if committed.Transitioned != nil || committed.Edited != nil || committed.Deleted || committed.Delivered != nil ||
+		committed.Armed != nil || committed.Triggered != nil {
 		s.signal.Notify() // it announced something
 	}
 	return committed, nil
@@ -202,10 +208,10 @@ func (s *Sessions) update(ctx context.Context, ref domain.SessionRef, also locke
 
 // plan queues the writes of c, decided from cur, and sets the new version
 // on the session it carries.
-func (s *Sessions) plan(w *writes, cur domain.Session, c *app.Change) error {
+func (s *Sessions) plan(w *writes, cur domain.Session, wakes domain.Wakes, c *app.Change) error {
 	set := 0
 	for _, ok := range []bool{c.Transitioned != nil, c.Edited != nil, c.Deleted, c.Refused != nil,
-		c.Delivered != nil, c.DrainAttempt != nil, c.Nothing} {
+		c.Delivered != nil, c.DrainAttempt != nil, c.Armed != nil, c.Triggered != nil, c.Nothing} {
 		if ok {
 			set++
 		}
@@ -215,7 +221,11 @@ func (s *Sessions) plan(w *writes, cur domain.Session, c *app.Change) error {
 	}
 	switch {
 	case c.Transitioned != nil:
-		return s.planTransition(w, cur, c.Transitioned)
+		return s.planTransition(w, cur, wakes, c.Transitioned)
+	case c.Armed != nil:
+		return s.planArming(w, cur, wakes, c.Armed)
+	case c.Triggered != nil:
+		return s.planTriggerMove(w, cur, c.Triggered)
 	case c.Delivered != nil:
 		out := &c.Delivered.Outcome
 		// Before the transition's writes, which end with the flags'
@@ -224,7 +234,7 @@ func (s *Sessions) plan(w *writes, cur domain.Session, c *app.Change) error {
 			w.goal(cur.ID, out.Session.Goal)
 		}
 		w.delivery(c.Delivered.ID, cur.ID, out.Session.Markers.RunningJobID)
-		return s.planTransition(w, cur, out)
+		return s.planTransition(w, cur, wakes, out)
 	case c.DrainAttempt != nil:
 		c.DrainAttempt.Version = cur.Version + 1
 		return w.markers(cur.ID, c.DrainAttempt.Markers)
@@ -250,11 +260,17 @@ func (s *Sessions) plan(w *writes, cur domain.Session, c *app.Change) error {
 	return nil
 }
 
-// planTransition queues a state-machine outcome: the columns a transition
-// owns, its timeline lines, the revocations an archive makes, its
-// announcements and stream entries and, last, the experimental flags.
-func (s *Sessions) planTransition(w *writes, cur domain.Session, out *domain.Outcome) error {
+// planTransition queues a state-machine outcome: the trigger effects
+// lifecycle carries out itself, the columns a transition owns, its
+// timeline lines, the revocations an archive makes, its announcements and
+// stream entries and, last, the experimental flags.
+func (s *Sessions) planTransition(w *writes, cur domain.Session, wakes domain.Wakes, out *domain.Outcome) error {
 	out.Session.Version = cur.Version + 1
+	// Before the row: a change of wake_triggers moves the owning session's
+	// version (migration 0005), and the row sets this session's.
+	if err := s.planTriggerEffects(w, cur, wakes, out); err != nil {
+		return err
+	}
 	if err := w.transition(cur.ID, out.Session); err != nil {
 		return err
 	}

@@ -59,7 +59,9 @@ func (w *writes) commit(ctx context.Context, conn *pgx.Conn, logger *slog.Logger
 }
 
 // transition queues the columns a transition owns — never the editable
-// ones, which belong to edits.
+// ones, which belong to edits — and the version decided under the lock
+// (s.Version: one committed change, one version, whatever the trigger
+// writes before it moved).
 func (w *writes) transition(id int64, s domain.Session) error {
 	markers, err := encodeMarkers(s.Markers)
 	if err != nil {
@@ -67,9 +69,9 @@ func (w *writes) transition(id int64, s domain.Session) error {
 	}
 	w.queue(func(err error) error { return fmt.Errorf("write transition of session %d: %w", id, err) }, `
 		UPDATE sessions SET status = $2, markers = $3, elapsed_since = $4, archived_at = $5,
-			archived_from = $6, trash_after = $7, updated_at = $8, version = version + 1
+			archived_from = $6, trash_after = $7, updated_at = $8, version = $9
 		WHERE id = $1`,
-		id, s.Status, markers, s.ElapsedSince, s.ArchivedAt, s.ArchivedFrom, s.TrashAfter, s.UpdatedAt)
+		id, s.Status, markers, s.ElapsedSince, s.ArchivedAt, s.ArchivedFrom, s.TrashAfter, s.UpdatedAt, s.Version)
 	return nil
 }
 
@@ -221,4 +223,16 @@ func (w *writes) flags(id int64, at time.Time) {
 		FROM (SELECT COALESCE((SELECT value FROM app_settings WHERE key = $2), to_jsonb($3::boolean)) AS v) setting
 		ON CONFLICT (session_id, setting) DO UPDATE SET end_value = EXCLUDED.end_value, ended_at = EXCLUDED.ended_at`,
 		id, settingProvenanceViaMCP, domain.DefaultSettings.ProvenanceViaMCPEnabled, at)
+}
+
+// version queues the session's version decided under the lock, for a
+// change that is not a transition (a trigger armed or moved: its own write
+// moved the version already, migration 0005), with its markers when set.
+func (w *writes) version(id, version int64, markers []byte) {
+	wrap := func(err error) error { return fmt.Errorf("write version of session %d: %w", id, err) }
+	if markers == nil {
+		w.queue(wrap, `UPDATE sessions SET version = $2 WHERE id = $1`, id, version)
+		return
+	}
+	w.queue(wrap, `UPDATE sessions SET version = $2, markers = $3 WHERE id = $1`, id, version, markers)
 }

@@ -66,3 +66,26 @@ func timestampOrNil(t *time.Time) *timestamppb.Timestamp {
 	}
 	return timestamppb.New(*t)
 }
+
+// Trigger converts a trigger to its message.
+func Trigger(t domain.Trigger) *lifecyclev1.Trigger {
+	m := &lifecyclev1.Trigger{
+		Id:               t.ID,
+		SessionId:        t.SessionID,
+		Kind:             string(t.Kind),
+		WatchedSessionId: t.WatchedSessionID,
+		Prompt:           t.Prompt,
+		Source:           string(t.Source),
+		CreatedAt:        timestamppb.New(t.CreatedAt),
+	}
+	if !t.FireAt.IsZero() {
+		m.FireAt = timestamppb.New(t.FireAt)
+	}
+	for _, s := range t.States {
+		m.States = append(m.States, s.String())
+	}
+	if t.Kind == domain.KindOneTime {
+		m.WorkflowId = t.WorkflowID()
+	}
+	return m
+}

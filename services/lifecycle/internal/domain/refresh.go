@@ -1,0 +1,36 @@
+package domain
+
+import "fmt"
+
+// Refresh decides what refreshing a session does (the spec's "Refresh"):
+// a session that ran before and is failed, needs_input, or waiting without
+// sleeping on purpose resumes deliberately with the continue nudge (a turn
+// with prompt ""); a never-started one, one asleep on a wake still ahead
+// of it, a running one and an archived one are left alone, and the reason
+// says why. asleep is awaiting_scheduled_wake, read under the session's
+// lock (a read that failed counts as asleep: an error never wakes a
+// sleeper).
+func Refresh(s Session, asleep bool, cmd Command, env Env) (Outcome, string, error) {
+	switch {
+	case s.Status == StatusRunning:
+		return Outcome{}, fmt.Sprintf("Session %d is running: its turn is live and streaming, so there is nothing to refresh.", s.ID), nil
+	case s.Status == StatusArchived:
+		return Outcome{}, fmt.Sprintf("Session %d is archived: nothing to refresh; restore it (unarchive) to give it a turn.", s.ID), nil
+	case s.ElapsedSince == nil:
+		return Outcome{}, fmt.Sprintf("Session %d has never started: there is no conversation to continue; it is still queued for its first turn.", s.ID), nil
+	case s.Status == StatusWaiting && asleep:
+		return Outcome{}, fmt.Sprintf("Session %d is asleep on purpose until a wake-up armed for it: a nudge would wake it early and cancel that wake-up, so it was left asleep.", s.ID), nil
+	}
+	cmd.Event = EventResume
+	cmd.SystemRecovery = false
+	out, err := Apply(s, cmd, env)
+	if err != nil {
+		return Outcome{}, "", err
+	}
+	return out, "", nil
+}
+
+// RefreshedMessage says what a refresh that resumed the session did.
+func RefreshedMessage(out Outcome) string {
+	return fmt.Sprintf("Session %d was %s: it resumes with the continue nudge.", out.Session.ID, out.From)
+}

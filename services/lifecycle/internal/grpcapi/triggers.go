@@ -1,0 +1,158 @@
+package grpcapi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
+)
+
+// WithTriggers gives the server the trigger use cases: TriggerService
+// (RegisterTriggers) and RefreshSession.
+func (s *Server) WithTriggers(t app.Triggers) *Server {
+	s.triggers = t
+	return s
+}
+
+// RegisterTriggers adds TriggerService to g.
+func (s *Server) RegisterTriggers(g *grpc.Server) {
+	lifecyclev1.RegisterTriggerServiceServer(g, &triggerServer{s: s})
+}
+
+// triggerServer implements lifecyclev1.TriggerServiceServer.
+type triggerServer struct {
+	lifecyclev1.UnimplementedTriggerServiceServer
+	s *Server
+}
+
+// timeOrNil reads an optional timestamp.
+func timeOrNil(ts *timestamppb.Timestamp) *time.Time {
+	if ts == nil {
+		return nil
+	}
+	t := ts.AsTime()
+	return &t
+}
+
+// WakeMeUpLater implements lifecyclev1.TriggerServiceServer.
+func (t *triggerServer) WakeMeUpLater(ctx context.Context, req *lifecyclev1.WakeMeUpLaterRequest) (*lifecyclev1.WakeMeUpLaterResponse, error) {
+	ref, err := t.s.ownRef(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	a, err := t.s.triggers.WakeMeUpLater(ctx, ref, domain.WakeRequest{
+		WakeAt: timeOrNil(req.GetWakeAt()), Delay: req.GetDelay(), Prompt: req.GetPrompt(),
+	}, actor(ctx, nil))
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	sess, err := wire.Session(a.Session)
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.WakeMeUpLaterResponse{Trigger: wire.Trigger(a.Trigger), Session: sess, Message: a.Message}, nil
+}
+
+// PauseUntil implements lifecyclev1.TriggerServiceServer.
+func (t *triggerServer) PauseUntil(ctx context.Context, req *lifecyclev1.PauseUntilRequest) (*lifecyclev1.PauseUntilResponse, error) {
+	a, err := t.s.triggers.PauseUntil(ctx, req.GetSessionId(), timeOrNil(req.GetWakeAt()), req.GetPrompt(), actor(ctx, nil))
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	sess, err := wire.Session(a.Session)
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.PauseUntilResponse{Trigger: wire.Trigger(a.Trigger), Session: sess, Message: a.Message}, nil
+}
+
+// WatchSession implements lifecyclev1.TriggerServiceServer.
+func (t *triggerServer) WatchSession(ctx context.Context, req *lifecyclev1.WatchSessionRequest) (*lifecyclev1.WatchSessionResponse, error) {
+	ref, err := t.s.ownRef(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	tr, err := t.s.triggers.Watch(ctx, ref, domain.WatchRequest{
+		WatchedSessionID: req.GetWatchedSessionId(), States: req.GetStates(), Prompt: req.GetPrompt(),
+	}, auditBy(ctx))
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.WatchSessionResponse{Trigger: wire.Trigger(tr), Message: fmt.Sprintf(
+		"Watcher #%d armed: session %d gets its next turn when session %d is next %v.", tr.ID, tr.SessionID, tr.WatchedSessionID, req.GetStates())}, nil
+}
+
+// ListTriggers implements lifecyclev1.TriggerServiceServer.
+func (t *triggerServer) ListTriggers(ctx context.Context, req *lifecyclev1.ListTriggersRequest) (*lifecyclev1.ListTriggersResponse, error) {
+	ref, err := t.s.ownRef(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	ts, err := t.s.triggers.List(ctx, ref)
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.ListTriggersResponse{Triggers: triggersOut(ts)}, nil
+}
+
+// SearchTriggers implements lifecyclev1.TriggerServiceServer.
+func (t *triggerServer) SearchTriggers(ctx context.Context, req *lifecyclev1.SearchTriggersRequest) (*lifecyclev1.SearchTriggersResponse, error) {
+	ts, err := t.s.triggers.Search(ctx, app.TriggerFilter{
+		SessionID: req.GetSessionId(), WatchedSessionID: req.GetWatchedSessionId(),
+		Kind: domain.TriggerKind(req.GetKind()), Limit: int(req.GetPageSize()),
+	})
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.SearchTriggersResponse{Triggers: triggersOut(ts)}, nil
+}
+
+// CancelTrigger implements lifecyclev1.TriggerServiceServer.
+func (t *triggerServer) CancelTrigger(ctx context.Context, req *lifecyclev1.CancelTriggerRequest) (*lifecyclev1.CancelTriggerResponse, error) {
+	ref, err := t.s.ownRef(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	tr, err := t.s.triggers.Cancel(ctx, ref, req.GetTriggerId(), auditBy(ctx))
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.CancelTriggerResponse{Trigger: wire.Trigger(tr)}, nil
+}
+
+// AwaitingScheduledWake implements lifecyclev1.TriggerServiceServer.
+func (t *triggerServer) AwaitingScheduledWake(ctx context.Context, req *lifecyclev1.AwaitingScheduledWakeRequest) (*lifecyclev1.AwaitingScheduledWakeResponse, error) {
+	ids, err := t.s.triggers.AwaitingScheduledWake(ctx, req.GetSessionIds())
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.AwaitingScheduledWakeResponse{AsleepSessionIds: ids}, nil
+}
+
+// RefreshSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) RefreshSession(ctx context.Context, req *lifecyclev1.RefreshSessionRequest) (*lifecyclev1.RefreshSessionResponse, error) {
+	r, err := s.triggers.Refresh(ctx, req.GetSessionId(), actor(ctx, nil))
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	sess, err := wire.Session(r.Session)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.RefreshSessionResponse{Session: sess, Refreshed: r.Refreshed, Message: r.Message}, nil
+}
+
+func triggersOut(ts []domain.Trigger) []*lifecyclev1.Trigger {
+	out := make([]*lifecyclev1.Trigger, len(ts))
+	for i, t := range ts {
+		out[i] = wire.Trigger(t)
+	}
+	return out
+}
