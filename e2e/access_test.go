@@ -99,6 +99,12 @@ func TestAccessProbes(t *testing.T) {
 					_, err := lifecyclev1.NewLifecycleServiceClient(s.dial("lifecycle", key.id)).RecordDrainAttempt(ctx, &lifecyclev1.RecordDrainAttemptRequest{SessionId: parent})
 					return err
 				},
+				// The recovery paths' question, not a client's.
+				"AwaitingScheduledWake": func() error {
+					_, err := lifecyclev1.NewTriggerServiceClient(s.dial("lifecycle", key.id)).AwaitingScheduledWake(ctx,
+						&lifecyclev1.AwaitingScheduledWakeRequest{SessionIds: []int64{parent}})
+					return err
+				},
 				"DeliverNextMessage": func() error {
 					_, err := queuev1.NewQueueServiceClient(s.dial("queue", key.id)).DeliverNextMessage(ctx, &queuev1.DeliverNextMessageRequest{SessionId: parent, FromJobId: "probe"})
 					return err

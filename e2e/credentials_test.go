@@ -127,6 +127,13 @@ var restAccess = map[string]struct{ sessions, selfOnly expect }{
 	"DismissNotification":      {expect{denied, denied}, expect{denied, denied}},
 	"MarkAllNotificationsRead": {expect{denied, denied}, expect{denied, denied}},
 	"ListAlerts":               {expect{ok, ok}, expect{denied, denied}},
+	// Triggers: a credential lists its own session's and cancels its own
+	// (the walk's trigger id, noMessage, is none: 404); Pause Until and
+	// refresh are the operator's.
+	"ListTriggers":   {expect{ok, denied}, expect{ok, denied}},
+	"CancelTrigger":  {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
+	"PauseUntil":     {expect{denied, denied}, expect{denied, denied}},
+	"RefreshSession": {expect{denied, denied}, expect{denied, denied}},
 }
 
 // pendingMessages are the ids of session id's messages still to be
@@ -238,6 +245,7 @@ func TestSessionCredentials(t *testing.T) {
 						p = strings.ReplaceAll(p, "{credential_id}", narrowCred.ID)
 						p = strings.ReplaceAll(p, "{message_id}", noMessage)
 						p = strings.ReplaceAll(p, "{notification_id}", noMessage)
+						p = strings.ReplaceAll(p, "{trigger_id}", noMessage)
 						reqBody := ""
 						if b, ok := restBodies[rpc]; ok {
 							reqBody = fmt.Sprintf(b, target)
@@ -314,12 +322,13 @@ func TestSessionCredentials(t *testing.T) {
 	})
 
 	t.Run("MCP sees exactly its tools", func(t *testing.T) {
-		selfTools := []string{"action_session", "get_session", "get_session_provenance", "send_push_notification"}
+		selfTools := []string{"action_session", "get_session", "get_session_provenance", "send_push_notification", "wake_me_up_later",
+			"wake_me_up_when_session_changes_state"}
 		selfActions := []string{"update_notes", "update_title", "set_heartbeat", "archive"}
 		for _, query := range []string{"", "?tool_groups=sessions", "?tool_groups=self_session", "?tool_groups=sessions,self_session,bogus"} {
 			names, actions := listTools(t, mcpAs(t, s, query, cred.Token))
 			require.Equal(t, []string{"action_session", "get_alerts", "get_session", "get_session_provenance", "quick_search_sessions",
-				"send_push_notification", "start_session"}, names, query)
+				"search_triggers", "send_push_notification", "start_session", "wake_me_up_later", "wake_me_up_when_session_changes_state"}, names, query)
 			require.Equal(t, selfActions, actions, query)
 			names, actions = listTools(t, mcpAs(t, s, query, narrowCred.Token))
 			require.Equal(t, selfTools, names, query)
@@ -356,6 +365,14 @@ func TestSessionCredentials(t *testing.T) {
 			res = callTool(t, c, "action_session", args)
 			require.True(t, res.IsError, "%v: %s", args, text(res))
 		}
+		// Wake-ups: its own session's only; it reads the armed set with
+		// sessions.read.
+		res = callTool(t, c, "wake_me_up_later", map[string]any{"session_id": other, "delay": "1h"})
+		require.True(t, res.IsError, text(res))
+		require.Contains(t, text(res), fmt.Sprintf("is not your session: this credential arms wakes of session #%d only", own))
+		res = callTool(t, c, "search_triggers", map[string]any{"session_id": own})
+		require.False(t, res.IsError, text(res))
+		require.Contains(t, text(res), "No armed triggers match.")
 		require.Empty(t, getSession(t, admin, other)["notes"])
 		require.Equal(t, "waiting", getSession(t, admin, other)["status"])
 
