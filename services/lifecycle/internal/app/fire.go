@@ -101,3 +101,25 @@ func (uc FireTrigger) move(s domain.Session, f domain.Firing, now time.Time) Cha
 	}
 	return Change{Triggered: m}
 }
+
+// LocalWakeDelivery delivers a wake without a queue (LIFECYCLE_QUEUE_ADDR
+// none): lifecycle's own delivery to an idle session, under the wake's key
+// as the delivery id. A running session has no queue to wait in, so the
+// delivery is retried (by the timer's activity) until its turn ends.
+type LocalWakeDelivery struct{ Deliver DeliverTurn }
+
+// DeliverWake implements WakeDelivery.
+func (d LocalWakeDelivery) DeliverWake(ctx context.Context, sessionID int64, prompt, key string) (bool, error) {
+	got, err := d.Deliver.Handle(ctx, sessionID, domain.DeliverCommand{
+		DeliveryID: key, Prompt: prompt, Mode: domain.DeliverToIdle, What: "a wake-up (" + key + ")",
+	})
+	switch {
+	case err != nil:
+		return false, err
+	case got.Refused == nil:
+		return false, nil
+	case got.Refused.Reason == domain.RefusedBusy:
+		return false, fmt.Errorf("session %d %s; with no queue configured the wake waits for it to be idle", sessionID, got.Refused.Message)
+	}
+	return false, fmt.Errorf("%w: session %d %s", ErrWakeRefused, sessionID, got.Refused.Message)
+}

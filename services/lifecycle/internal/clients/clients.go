@@ -34,6 +34,10 @@ func (d ConsumerDeliverer) Deliver(ctx context.Context, m outbox.Message) error 
 	return nil
 }
 
+// AlertWakeTimers keys the alert raised when the triggers' Wake workflows
+// cannot be started.
+const AlertWakeTimers = "start_wake_timers"
+
 // FailureReporter escalates effects that keep failing, with the spec's
 // split: an effect whose failure leaves state inconsistent that nothing
 // reconciles raises an alert, deduplicated by the effect's name (a sick
@@ -49,6 +53,14 @@ type FailureReporter struct {
 
 // OnFailure implements outbox.Relay.OnFailure.
 func (r FailureReporter) OnFailure(ctx context.Context, m outbox.Message, attempts int, derr error) {
+	if attempts == r.After && (m.Topic == events.TopicTriggerArmed || m.Topic == events.TopicTriggerDue) {
+		// A wake whose timer cannot be started is a wake that will not
+		// fire: it pages, one page for the sick dependency (Temporal).
+		alert.Raise(ctx, r.Alerts, r.Logger, AlertWakeTimers,
+			fmt.Sprintf("the triggers' timers cannot be started (%d attempts): %v", attempts, derr),
+			map[string]any{"topic": m.Topic, "event_id": m.ID, "attempts": attempts, "error": derr.Error()})
+		return
+	}
 	if !strings.HasPrefix(m.Topic, events.TopicEffectPrefix) || attempts != r.After {
 		// Alert once, when the threshold is crossed; later failures of the
 		// same message are the relay's retries, already logged.

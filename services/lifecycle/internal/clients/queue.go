@@ -3,7 +3,11 @@ package clients
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
@@ -45,4 +49,24 @@ func (q Queue) bound(ctx context.Context) (context.Context, context.CancelFunc) 
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, q.Timeout)
+}
+
+var _ app.WakeDelivery = Queue{}
+
+// DeliverWake implements app.WakeDelivery through the queue's FollowUp,
+// called as the lifecycle service: a turn now for an idle session, queued
+// behind a running one's. The key makes a retry deliver nothing more.
+func (q Queue) DeliverWake(ctx context.Context, sessionID int64, prompt, key string) (bool, error) {
+	ctx, cancel := q.bound(ctx)
+	defer cancel()
+	resp, err := q.Client.FollowUp(ctx, &queuev1.FollowUpRequest{
+		SessionId: strconv.FormatInt(sessionID, 10), Prompt: prompt, IdempotencyKey: key,
+	})
+	switch status.Code(err) {
+	case codes.OK:
+		return resp.GetOutcome() == queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED, nil
+	case codes.FailedPrecondition:
+		return false, fmt.Errorf("%w: %s", app.ErrWakeRefused, status.Convert(err).Message())
+	}
+	return false, fmt.Errorf("follow up session %d: %w", sessionID, err)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/store"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wake"
 	"github.com/zimmerhq/zimmer/services/platform/alert"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/host"
@@ -72,6 +73,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		}
 		svc.Sessions.Transition.Turns = clients.Runner{Client: runnerv1.NewRunnerServiceClient(conn), Timeout: cfg.RunnerTimeout}
 	}
+	// Without a queue, a wake is lifecycle's own delivery to the session
+	// once it is idle.
+	var wakes app.WakeDelivery = app.LocalWakeDelivery{Deliver: svc.Sessions.Deliver}
 	if cfg.QueueAddr != "" {
 		// An archive (not the raw event) asks the queue's guard first.
 		conn, err := h.Dial(cfg.QueueAddr)
@@ -79,7 +83,11 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 			h.Close()
 			return nil, err
 		}
-		svc.Sessions.Transition.Queue = clients.Queue{Client: queuev1.NewQueueServiceClient(conn), Timeout: cfg.QueueTimeout}
+		q := clients.Queue{Client: queuev1.NewQueueServiceClient(conn), Timeout: cfg.QueueTimeout}
+		svc.Sessions.Transition.Queue = q
+		// A wake's prompt goes through the queue's FollowUp: a turn for an
+		// idle session, queued behind a running one's.
+		wakes = q
 	}
 	// After the runner's client: Pause Until halts a running turn first.
 	svc.Triggers = app.NewTriggers(repo, svc.Sessions)
@@ -105,6 +113,12 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	}
 	svc.Relays = map[string]*outbox.Relay{}
 	for subscriber, addr := range cfg.EffectConsumers {
+		if subscriber == events.SubscriberTriggers {
+			// Lifecycle's own timers consume these, in-process (below).
+			logger.Warn("LIFECYCLE_EFFECT_CONSUMERS lists the triggers subscriber; lifecycle delivers its events itself, so the entry is ignored",
+				"addr", addr)
+			continue
+		}
 		conn, err := h.Dial(addr)
 		if err != nil {
 			h.Close()
@@ -114,6 +128,18 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		svc.Relays[subscriber] = svc.relay(subscriber, deliver, cfg, reporter)
 	}
 	if h.Temporal != nil {
+		// The triggers' timers: each armed trigger's Wake workflow is
+		// started from the outbox event its arming committed, so a crash
+		// between the commit and the start loses nothing. Without
+		// Temporal the events wait in the outbox until a lifecycle with
+		// Temporal delivers them.
+		starter, err := wake.Install(h.Temporal, h.Worker, Name,
+			app.FireTrigger{Repo: repo, Clock: clock.System{}, Delivery: wakes})
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		svc.Relays[events.SubscriberTriggers] = svc.relay(events.SubscriberTriggers, starter.Deliver, cfg, reporter)
 		if cfg.DeliveryRetention <= 0 {
 			cfg.DeliveryRetention = DefaultDeliveryRetention
 		}
