@@ -281,23 +281,34 @@ func (s *Sessions) planTriggerEffects(w *writes, cur domain.Session, wakes domai
 				}
 			}
 		case domain.EffectCleanupWatchers:
-			var ids []int64
+			var left []domain.Watch
 			for _, d := range wakes.Watching {
-				if fired[d.TriggerID] {
-					continue
+				if !fired[d.TriggerID] {
+					left = append(left, d)
 				}
-				ids = append(ids, d.TriggerID)
-				w.timeline(d.SessionID, at, domain.TimelineEntry{Kind: domain.TimelineNote, Message: fmt.Sprintf(
-					"[Trigger] watcher #%d cancelled: session #%d was archived", d.TriggerID, cur.ID)})
 			}
-			if len(ids) > 0 {
-				w.queue(func(err error) error { return fmt.Errorf("clean up the watchers of session %d: %w", cur.ID, err) }, `
-					UPDATE wake_triggers SET status = 'cancelled', cancelled_at = $2
-					WHERE id = ANY($1) AND status = 'armed'`, ids, at)
-			}
+			planWatchersGone(w, cur.ID, left, at, "was archived")
 		}
 	}
 	return nil
+}
+
+// planWatchersGone cancels the watchers of a session that is gone
+// (archived, deleted), each with a line on the timeline of the session it
+// was to wake.
+func planWatchersGone(w *writes, id int64, watchers []domain.Watch, at time.Time, why string) {
+	if len(watchers) == 0 {
+		return
+	}
+	ids := make([]int64, len(watchers))
+	for i, d := range watchers {
+		ids[i] = d.TriggerID
+		w.timeline(d.SessionID, at, domain.TimelineEntry{Kind: domain.TimelineNote, Message: fmt.Sprintf(
+			"[Trigger] watcher #%d cancelled: session #%d %s", d.TriggerID, id, why)})
+	}
+	w.queue(func(err error) error { return fmt.Errorf("cancel the watchers of session %d: %w", id, err) }, `
+		UPDATE wake_triggers SET status = 'cancelled', cancelled_at = $2
+		WHERE id = ANY($1) AND status = 'armed'`, ids, at)
 }
 
 // planArming queues a trigger's arming: the superseded Pause Until

@@ -578,3 +578,20 @@ func TestRefreshPerState(t *testing.T) {
 	require.True(t, r.Refreshed, "an overdue wake is a stall: refresh rescues it")
 	require.Equal(t, "cancelled", b.status(t, a.Trigger.ID))
 }
+
+func TestDeletingAWatchedSessionCancelsItsWatchers(t *testing.T) {
+	t.Parallel()
+	b := trigSetup(t)
+	ctx := context.Background()
+	watched := b.sessionIn(t, domain.StatusRunning)
+	s := b.sessionIn(t, domain.StatusNeedsInput)
+	tr, err := b.triggers.Watch(ctx, strconv.FormatInt(s.ID, 10), domain.WatchRequest{WatchedSessionID: watched.ID, States: []string{"failed"}}, "")
+	require.NoError(t, err)
+	require.NoError(t, b.sessions.Delete.Handle(ctx, strconv.FormatInt(watched.ID, 10)))
+	require.Equal(t, "cancelled", b.status(t, tr.ID))
+	asleep, err := b.triggers.AwaitingScheduledWake(ctx, []int64{s.ID})
+	require.NoError(t, err)
+	require.Empty(t, asleep, "no watcher waits for a session that is gone")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM session_timeline WHERE session_id = $1 AND message = $2`, s.ID,
+		fmt.Sprintf("[Trigger] watcher #%d cancelled: session #%d was deleted", tr.ID, watched.ID)))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -248,6 +249,9 @@ func (s *Sessions) plan(w *writes, cur domain.Session, wakes domain.Wakes, c *ap
 			return err
 		}
 	case c.Deleted:
+		// Other sessions' watchers of it would wait for ever (and read as
+		// asleep on purpose): cancelled, on their timelines.
+		planWatchersGone(w, cur.ID, wakes.Watching, time.Now().UTC(), "was deleted")
 		w.delete(cur.ID)
 		// The credentials are kept, revoked, so a later call is told why.
 		w.revokeAllOfDeleted(cur.ID, domain.RevokedByDelete(cur.ID))
