@@ -113,7 +113,9 @@ func TestASessionCredentialOverTheNotificationRoutes(t *testing.T) {
 		b.fake.Answer("AuthenticateSessionCredential", &lifecyclev1.AuthenticateSessionCredentialResponse{Credential: &lifecyclev1.SessionCredential{
 			Id: "0b5f6c1e-8d52-4a57-9f0e-2b7c3a1d4e5f", SessionId: 7, Scopes: tc.scopes,
 		}}, nil)
-		as := func(method, path, body string) response { return b.do(t, method, path, body, "Authorization", "Bearer "+token) }
+		as := func(method, path, body string) response {
+			return b.do(t, method, path, body, "Authorization", "Bearer "+token)
+		}
 
 		resp := as(http.MethodGet, "/api/v1/alerts", "")
 		require.Equal(t, tc.alerts, resp.status, "%v: %s", tc.scopes, resp.body)
