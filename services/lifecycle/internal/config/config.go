@@ -27,9 +27,11 @@ type Config struct {
 	// EffectConsumers is LIFECYCLE_EFFECT_CONSUMERS: "subscriber=host:port,…"
 	// for each context that consumes lifecycle's events through
 	// SessionEventConsumerService: lineage (the session announcements) and
-	// the owners of effects (notification, queue, runner, triggers). A
-	// subscriber not listed keeps its events in the outbox until it is. The
-	// default lists lineage at its default address.
+	// the owners of effects (notification, queue, runner). A subscriber not
+	// listed keeps its events in the outbox until it is. The default lists
+	// lineage at its default address. The triggers subscriber is
+	// lifecycle's own, delivered in-process (internal/wake); listing it here
+	// is ignored.
 	EffectConsumers map[string]string
 	// NotificationAddr is LIFECYCLE_NOTIFICATION_ADDR: where alerts about
 	// failing effects are raised. Empty: they are logged at error level.

@@ -6,8 +6,8 @@ import "fmt"
 // a session that ran before and is failed, needs_input, or waiting without
 // sleeping on purpose resumes deliberately with the continue nudge (a turn
 // with prompt ""); a never-started one, one asleep on a wake still ahead
-// of it, a running one and an archived one are left alone, and the reason
-// says why. asleep is awaiting_scheduled_wake, read under the session's
+// of it, a running one, an archived one and one blocked on an elicitation
+// (its process is alive) are left alone, and the reason says why. asleep is awaiting_scheduled_wake, read under the session's
 // lock (a read that failed counts as asleep: an error never wakes a
 // sleeper).
 func Refresh(s Session, asleep bool, cmd Command, env Env) (Outcome, string, error) {
@@ -16,6 +16,8 @@ func Refresh(s Session, asleep bool, cmd Command, env Env) (Outcome, string, err
 		return Outcome{}, fmt.Sprintf("Session %d is running: its turn is live and streaming, so there is nothing to refresh.", s.ID), nil
 	case s.Status == StatusArchived:
 		return Outcome{}, fmt.Sprintf("Session %d is archived: nothing to refresh; restore it (unarchive) to give it a turn.", s.ID), nil
+	case s.Markers.BlockedOnElicitation:
+		return Outcome{}, fmt.Sprintf("Session %d is blocked on an MCP elicitation: its agent process is alive and waiting for an answer, and a nudge would start a second one.", s.ID), nil
 	case s.ElapsedSince == nil:
 		return Outcome{}, fmt.Sprintf("Session %d has never started: there is no conversation to continue; it is still queued for its first turn.", s.ID), nil
 	case s.Status == StatusWaiting && asleep:

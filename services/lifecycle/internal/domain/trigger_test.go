@@ -267,3 +267,45 @@ func TestCancelTrigger(t *testing.T) {
 	_, _, err = domain.CancelTrigger(got, now, "")
 	require.ErrorIs(t, err, domain.ErrNotFound, "cancelling a cancelled trigger is NotFound")
 }
+
+func TestRefresh(t *testing.T) {
+	t.Parallel()
+	ran := func(st domain.Status) domain.Session {
+		s := session(st)
+		s.ElapsedSince = &now
+		return s
+	}
+	for _, st := range []domain.Status{domain.StatusNeedsInput, domain.StatusFailed, domain.StatusWaiting} {
+		out, why, err := domain.Refresh(ran(st), false, domain.Command{}, env())
+		require.NoError(t, err)
+		require.Empty(t, why, "%s", st)
+		require.Equal(t, []domain.Event{domain.EventResume}, out.Applied)
+		require.True(t, out.AsksForTurn, "the continue nudge is a turn")
+		require.Empty(t, out.TurnPrompt)
+		require.Equal(t, false, out.Effects[len(out.Effects)-1].Payload["preserve"], "a deliberate resume")
+	}
+	blocked := ran(domain.StatusNeedsInput)
+	blocked.Markers.BlockedOnElicitation = true
+	never := session(domain.StatusWaiting)
+	for name, tc := range map[string]struct {
+		s      domain.Session
+		asleep bool
+		reason string
+	}{
+		"running":     {ran(domain.StatusRunning), false, "is running"},
+		"archived":    {ran(domain.StatusArchived), false, "is archived"},
+		"never":       {never, false, "never started"},
+		"asleep":      {ran(domain.StatusWaiting), true, "asleep on purpose"},
+		"elicitation": {blocked, false, "blocked on an MCP elicitation"},
+	} {
+		out, why, err := domain.Refresh(tc.s, tc.asleep, domain.Command{}, env())
+		require.NoError(t, err, name)
+		require.Contains(t, why, tc.reason, name)
+		require.Empty(t, out.Applied, name)
+	}
+	// Asleep matters only to a waiting session (a needs_input one with a
+	// watcher left armed by a recovery is nudged).
+	_, why, err := domain.Refresh(ran(domain.StatusNeedsInput), true, domain.Command{}, env())
+	require.NoError(t, err)
+	require.Empty(t, why)
+}

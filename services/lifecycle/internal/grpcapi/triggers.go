@@ -3,6 +3,7 @@ package grpcapi
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -85,8 +86,10 @@ func (t *triggerServer) WatchSession(ctx context.Context, req *lifecyclev1.Watch
 	if err != nil {
 		return nil, t.s.toStatus(ctx, err)
 	}
-	return &lifecyclev1.WatchSessionResponse{Trigger: wire.Trigger(tr), Message: fmt.Sprintf(
-		"Watcher #%d armed: session %d gets its next turn when session %d is next %v.", tr.ID, tr.SessionID, tr.WatchedSessionID, req.GetStates())}, nil
+	m := wire.Trigger(tr)
+	return &lifecyclev1.WatchSessionResponse{Trigger: m, Message: fmt.Sprintf(
+		"Watcher #%d armed: session %d gets its next turn when session %d is next %s.",
+		tr.ID, tr.SessionID, tr.WatchedSessionID, strings.Join(m.GetStates(), " or "))}, nil
 }
 
 // ListTriggers implements lifecyclev1.TriggerServiceServer.

@@ -67,6 +67,8 @@ func TestTriggerServiceOverGRPC(t *testing.T) {
 	watch, err := triggers.WatchSession(ctx, &lifecyclev1.WatchSessionRequest{SessionId: ref, WatchedSessionId: other, States: []string{"needs_input", "failed"}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"needs_input", "failed"}, watch.GetTrigger().GetStates())
+	require.Equal(t, fmt.Sprintf("Watcher #%d armed: session %d gets its next turn when session %d is next needs_input or failed.",
+		watch.GetTrigger().GetId(), id, other), watch.GetMessage())
 
 	list, err := triggers.ListTriggers(ctx, &lifecyclev1.ListTriggersRequest{SessionId: ref})
 	require.NoError(t, err)
