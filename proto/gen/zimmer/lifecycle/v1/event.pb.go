@@ -221,7 +221,8 @@ type SessionUpdated struct {
 	// the transition's entry in the session's event stream.
 	Transition *Transition `protobuf:"bytes,2,opt,name=transition,proto3" json:"transition,omitempty"`
 	// Set when the change asks the runner for a turn (a restart, a delivered
-	// follow-up or queued message): the turn's job id and prompt.
+	// follow-up or queued message): the turn's job id and prompt; or for the
+	// session's first turn (turn.first).
 	Turn          *TurnRequest `protobuf:"bytes,3,opt,name=turn,proto3" json:"turn,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -279,12 +280,17 @@ func (x *SessionUpdated) GetTurn() *TurnRequest {
 }
 
 // TurnRequest asks the runner to run a turn of a session already running
-// under job_id.
+// under job_id, or, with first, to start the session's first turn.
 type TurnRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Unset with first: the runner draws the first turn's job id.
+	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// "" on a restart: the runner's continue nudge.
-	Prompt        string `protobuf:"bytes,2,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	Prompt string `protobuf:"bytes,2,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// Start the session's first turn (the start transition) with prompt, the
+	// session's own: asked again when a one-time wake fires on a session whose
+	// first start was refused while the wake was ahead.
+	First         bool `protobuf:"varint,3,opt,name=first,proto3" json:"first,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -331,6 +337,13 @@ func (x *TurnRequest) GetPrompt() string {
 		return x.Prompt
 	}
 	return ""
+}
+
+func (x *TurnRequest) GetFirst() bool {
+	if x != nil {
+		return x.First
+	}
+	return false
 }
 
 // Transition is an applied change of the state machine.
@@ -554,10 +567,11 @@ const file_zimmer_lifecycle_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"transition\x18\x02 \x01(\v2\x1f.zimmer.lifecycle.v1.TransitionR\n" +
 	"transition\x124\n" +
-	"\x04turn\x18\x03 \x01(\v2 .zimmer.lifecycle.v1.TurnRequestR\x04turn\"<\n" +
+	"\x04turn\x18\x03 \x01(\v2 .zimmer.lifecycle.v1.TurnRequestR\x04turn\"R\n" +
 	"\vTurnRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
-	"\x06prompt\x18\x02 \x01(\tR\x06prompt\"m\n" +
+	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12\x14\n" +
+	"\x05first\x18\x03 \x01(\bR\x05first\"m\n" +
 	"\n" +
 	"Transition\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
