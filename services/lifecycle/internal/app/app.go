@@ -123,6 +123,9 @@ type TriggerMove struct {
 	Timeline []domain.TimelineEntry
 	At       time.Time
 	Markers  *domain.Markers
+	// AsksFirstTurn: the runner is asked for the session's first turn
+	// (domain.Firing.AsksFirstTurn).
+	AsksFirstTurn bool
 }
 
 // Delivery is a delivery's outcome and the id it is recorded under.

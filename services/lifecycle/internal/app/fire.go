@@ -94,7 +94,7 @@ func (uc FireTrigger) move(s domain.Session, f domain.Firing, now time.Time) Cha
 	if !f.Write {
 		return Change{Nothing: true}
 	}
-	m := &TriggerMove{Trigger: f.Trigger, Timeline: f.Timeline, At: now}
+	m := &TriggerMove{Trigger: f.Trigger, Timeline: f.Timeline, At: now, AsksFirstTurn: f.AsksFirstTurn}
 	if f.Session.Markers != s.Markers {
 		markers := f.Session.Markers
 		m.Markers = &markers

@@ -214,7 +214,7 @@ func refuseDelivery(s Session, mode DeliveryMode, fromJobID string, automatic bo
 		if s.Status == StatusRunning {
 			return refuse(RefusedBusy, "is running: a delivery to an idle session waits for its turn to end")
 		}
-		if s.Status == StatusWaiting && s.ElapsedSince == nil && strings.TrimSpace(s.Prompt) != "" {
+		if s.FirstTurnPending() {
 			// Created with a prompt whose first turn has not started: a resume
 			// now would take that turn's place and its prompt would never run.
 			return refuse(RefusedBusy, "has not started its first turn yet: the message waits for that turn to end")

@@ -29,5 +29,11 @@ type TriggerArmedEvent struct{ Trigger Trigger }
 // timers, which deliver it at once.
 type TriggerDueEvent struct{ Trigger Trigger }
 
+// FirstTurnAsked asks the runner, again, for the first turn of a session
+// that never started (a wake fired on it after its first start was
+// refused while the wake was ahead). Session is as committed, prompt and all.
+type FirstTurnAsked struct{ Session Session }
+
 func (TriggerArmedEvent) isFact() {}
 func (TriggerDueEvent) isFact()   {}
+func (FirstTurnAsked) isFact()    {}

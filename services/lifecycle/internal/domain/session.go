@@ -71,6 +71,13 @@ type Session struct {
 	PushNotifications bool
 }
 
+// FirstTurnPending reports whether the session was created with a prompt
+// whose first turn has not started: its next turn is that one (the start
+// transition), and nothing may take its place.
+func (s Session) FirstTurnPending() bool {
+	return s.Status == StatusWaiting && s.ElapsedSince == nil && strings.TrimSpace(s.Prompt) != ""
+}
+
 // NewSession is what a caller asks for when creating a session.
 type NewSession struct {
 	Prompt          string

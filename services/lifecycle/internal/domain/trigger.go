@@ -330,6 +330,11 @@ type Firing struct {
 	Timeline []TimelineEntry
 	// Write: the trigger (and the session's markers) change.
 	Write bool
+	// AsksFirstTurn: the session never started — its first start was
+	// refused while this wake was ahead — so the runner is asked for its
+	// first turn again, now that the wake is no longer armed; the wake's
+	// prompt waits in the queue for that turn to end.
+	AsksFirstTurn bool
 }
 
 // StartFiring decides the first step of firing t: armed → firing, never
@@ -353,6 +358,7 @@ func StartFiring(s Session, t Trigger, now time.Time) (Firing, error) {
 	}
 	f.Step, f.Write = FireDeliver, true
 	f.Trigger.Status = TriggerFiring
+	f.AsksFirstTurn = t.Kind == KindOneTime && s.FirstTurnPending()
 	if s.Status == StatusRunning && s.Markers.PendingSleep {
 		// The turn this wake was to sleep after is still running, and the
 		// wake's prompt is queued behind it: sleep after it only if

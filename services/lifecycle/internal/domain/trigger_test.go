@@ -241,6 +241,29 @@ func TestFiring(t *testing.T) {
 	require.True(t, f.Session.Markers.PendingSleepRequiresWake,
 		"the wake fired mid-turn: sleep after the turn only if something is still armed")
 
+	require.False(t, f.AsksFirstTurn, "a session that ran is not started again")
+
+	// Never started, its first start refused while the wake was ahead: the
+	// wake asks for that first turn again (a watcher never held it back).
+	never := session(domain.StatusWaiting)
+	never.Prompt = "build it"
+	f, err = domain.StartFiring(never, wake, now)
+	require.NoError(t, err)
+	require.True(t, f.AsksFirstTurn)
+	watcher := wake
+	watcher.Kind, watcher.FireAt = domain.KindSessionState, time.Time{}
+	f, err = domain.StartFiring(never, watcher, now)
+	require.NoError(t, err)
+	require.False(t, f.AsksFirstTurn)
+	ran := never
+	ran.ElapsedSince = &now
+	f, err = domain.StartFiring(ran, wake, now)
+	require.NoError(t, err)
+	require.False(t, f.AsksFirstTurn, "started before")
+	retried, err := domain.StartFiring(never, f.Trigger, now)
+	require.NoError(t, err)
+	require.False(t, retried.AsksFirstTurn, "a retry finds it firing: asked in the first step's commit already")
+
 	done := domain.FinishFiring(session(domain.StatusRunning), retry.Trigger, now, true)
 	require.Equal(t, domain.TriggerFired, done.Trigger.Status)
 	require.Equal(t, "[Trigger] wake-up #3 fired: its prompt was queued behind the running turn", done.Timeline[0].Message)

@@ -25,8 +25,9 @@ const (
 	// creation and every change that asks for a turn (Outcome.AsksForTurn:
 	// a restart, a delivered follow-up or queued message; lifecycle draws
 	// the job id, and SessionUpdated.turn carries it with the prompt) each
-	// ask it for a turn, and a transition out of running may ask it to stop
-	// one. It is a subscriber of its own, apart from the effects the
+	// ask it for a turn, a one-time wake that fires on a session that never
+	// started asks for its first turn again (turn.first, FirstTurnAsked),
+	// and a transition out of running may ask it to stop one. It is a subscriber of its own, apart from the effects the
 	// runner owns (domain.OwnerRunner), so those stay queued until the
 	// runner consumes them.
 	SubscriberRunnerTurns = "runner_turns"
@@ -139,6 +140,18 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 			return nil, err
 		}
 		return append([]outbox.Addressed{announced}, effects...), nil
+	case domain.FirstTurnAsked:
+		// The runner's first turn, asked again: it starts the session with
+		// its own prompt (the snapshot goes without it, as after creation).
+		s, err := withoutPrompt(f.Session)
+		if err != nil {
+			return nil, err
+		}
+		return one(build(TopicSessionUpdated, f.Session, &lifecyclev1.SessionEvent{
+			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{
+				Session: s, Turn: &lifecyclev1.TurnRequest{First: true, Prompt: f.Session.Prompt},
+			}},
+		}, SubscriberRunnerTurns))
 	case domain.TriggerArmedEvent:
 		return one(trigger(TopicTriggerArmed, f.Trigger))
 	case domain.TriggerDueEvent:

@@ -110,4 +110,11 @@ func TestEveryTurnRequestCarriesItsJobAndPrompt(t *testing.T) {
 	subs, turn = updatedOf(t, paused)
 	require.Equal(t, []string{events.SubscriberLineage, events.SubscriberRunnerTurns}, subs, "leaving running may stop a turn")
 	require.Nil(t, turn, "but asks for none")
+
+	never := domain.Session{ID: 4, Status: domain.StatusWaiting, Prompt: "build it", UpdatedAt: running.UpdatedAt}
+	subs, turn = updatedOf(t, domain.FirstTurnAsked{Session: never})
+	require.Equal(t, []string{events.SubscriberRunnerTurns}, subs, "a first turn asked again is the runner's alone")
+	require.True(t, turn.GetFirst())
+	require.Equal(t, "build it", turn.GetPrompt(), "the first turn runs the session's own prompt")
+	require.Empty(t, turn.GetJobId(), "the runner draws the first turn's job")
 }

@@ -361,14 +361,22 @@ func (s *Sessions) planTriggerMove(w *writes, cur domain.Session, m *app.Trigger
 		UPDATE wake_triggers SET status = $2, fired_at = $3, cancelled_at = $4 WHERE id = $1`,
 		t.ID, string(t.Status), t.FiredAt, t.CancelledAt)
 	w.timeline(cur.ID, m.At, m.Timeline...)
+	next := cur
+	next.Version = cur.Version + 1
 	if m.Markers == nil {
-		w.version(cur.ID, cur.Version+1, nil)
-		return nil
+		w.version(cur.ID, next.Version, nil)
+	} else {
+		markers, err := encodeMarkers(*m.Markers)
+		if err != nil {
+			return fmt.Errorf("encode markers of session %d: %w", cur.ID, err)
+		}
+		next.Markers = *m.Markers
+		w.version(cur.ID, next.Version, markers)
 	}
-	markers, err := encodeMarkers(*m.Markers)
-	if err != nil {
-		return fmt.Errorf("encode markers of session %d: %w", cur.ID, err)
+	if m.AsksFirstTurn {
+		if _, err := w.announce(s.codec, domain.FirstTurnAsked{Session: next}); err != nil {
+			return err
+		}
 	}
-	w.version(cur.ID, cur.Version+1, markers)
 	return nil
 }

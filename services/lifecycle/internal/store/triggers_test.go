@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
@@ -594,4 +596,68 @@ func TestDeletingAWatchedSessionCancelsItsWatchers(t *testing.T) {
 	require.Empty(t, asleep, "no watcher waits for a session that is gone")
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM session_timeline WHERE session_id = $1 AND message = $2`, s.ID,
 		fmt.Sprintf("[Trigger] watcher #%d cancelled: session #%d was deleted", tr.ID, watched.ID)))
+}
+
+// TestAWakeAsksANeverStartedSessionForItsFirstTurn: a Pause Until on a
+// session that never started refuses its first start; when the wake fires
+// the runner is asked for that first turn again, with the session's own
+// prompt, in the commit that takes the wake out of the armed set (so that
+// start passes the guard), while the wake's prompt waits for the turn to
+// end. A session that ran gets no such request.
+func TestAWakeAsksANeverStartedSessionForItsFirstTurn(t *testing.T) {
+	t.Parallel()
+	b := trigSetup(t)
+	ctx := context.Background()
+	firstTurns := func(sessionID int64) []*lifecyclev1.TurnRequest {
+		t.Helper()
+		rows, err := b.pool.Query(ctx, `SELECT payload FROM outbox_messages
+			WHERE subscriber = $1 AND topic = $2 AND aggregate_key = $3 ORDER BY id`,
+			events.SubscriberRunnerTurns, events.TopicSessionUpdated, strconv.FormatInt(sessionID, 10))
+		require.NoError(t, err)
+		payloads, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+		require.NoError(t, err)
+		var out []*lifecyclev1.TurnRequest
+		for _, p := range payloads {
+			msg, err := events.Decode(p)
+			require.NoError(t, err)
+			if turn := msg.GetUpdated().GetTurn(); turn.GetFirst() {
+				require.Equal(t, sessionID, msg.GetUpdated().GetSession().GetId())
+				out = append(out, turn)
+			}
+		}
+		return out
+	}
+
+	s, err := b.sessions.Create.Handle(ctx, domain.NewSession{Prompt: "build the thing", GitRoot: "g"})
+	require.NoError(t, err)
+	ref := strconv.FormatInt(s.ID, 10)
+	at := trigNow.Add(time.Hour)
+	a, err := b.triggers.PauseUntil(ctx, ref, &at, "wake up", domain.Actor{})
+	require.NoError(t, err)
+	_, err = b.sessions.Transition.Fire(ctx, ref, "start", domain.Command{})
+	var terr *domain.TransitionError
+	require.ErrorAs(t, err, &terr, "the runner's first start is refused while the wake is ahead")
+	require.Empty(t, firstTurns(s.ID))
+
+	b.clock.Advance(time.Hour)
+	fire := b.fire
+	fire.Clock = b.clock
+	f, err := fire.Handle(ctx, s.ID, a.Trigger.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.FireDeliver, f.Step)
+	require.True(t, f.Queued, "the wake's prompt waits for the first turn to end")
+	asked := firstTurns(s.ID)
+	require.Len(t, asked, 1, "the runner is asked for the first turn again, once")
+	require.Equal(t, "build the thing", asked[0].GetPrompt(), "with the session's own prompt")
+	require.Empty(t, asked[0].GetJobId(), "the runner draws the first turn's job")
+	_, err = b.sessions.Transition.Fire(ctx, ref, "start", domain.Command{})
+	require.NoError(t, err, "the wake is no longer armed: the start passes its guard")
+
+	ran := b.sessionIn(t, domain.StatusWaiting)
+	a = b.wakeIn(t, ran, time.Minute)
+	b.clock.Advance(time.Minute)
+	f, err = fire.Handle(ctx, ran.ID, a.Trigger.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.FireDeliver, f.Step)
+	require.Empty(t, firstTurns(ran.ID), "a session that ran is resumed by the wake's prompt, not started")
 }
