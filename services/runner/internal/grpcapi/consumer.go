@@ -31,7 +31,8 @@ type TurnStarter interface {
 // events lifecycle addresses to the runner's turns: a session created, and
 // an update carrying a turn (SessionUpdated.turn: a restart, a delivered
 // follow-up or queued message), whose job id lifecycle drew and the turn
-// adopts as its id. Each becomes a turn request, signalled to the session's
+// adopts as its id — or, with turn.first, the session's first turn asked
+// again. Each becomes a turn request, signalled to the session's
 // workflow, which is started if it is not running (SignalWithStart): the
 // request and the start are one call, so none is lost between them.
 // Delivery is at least once; the workflow drops a request id it has seen,
@@ -154,14 +155,20 @@ func turnRequest(e *lifecyclev1.SessionEvent) (workflow.TurnRequest, bool, error
 		// Only lifecycle says which changes ask for a turn: a resume the
 		// runner made itself (a recovery) carries none.
 		turn := p.Updated.GetTurn()
-		if turn == nil {
-			return workflow.TurnRequest{}, false, nil
-		}
-		if turn.GetJobId() == "" {
-			return workflow.TurnRequest{}, false, validation.Invalid("event.updated.turn.job_id", "missing")
-		}
 		s = p.Updated.GetSession()
-		req.Kind, req.JobID, req.Prompt = workflow.KindResume, turn.GetJobId(), turn.GetPrompt()
+		switch {
+		case turn == nil:
+			return workflow.TurnRequest{}, false, nil
+		case turn.GetFirst():
+			// The first turn asked again (a wake fired on a session whose
+			// start was refused while it was ahead): the workflow drops it
+			// if the session has started meanwhile.
+			req.Kind, req.Prompt = workflow.KindFirst, turn.GetPrompt()
+		case turn.GetJobId() == "":
+			return workflow.TurnRequest{}, false, validation.Invalid("event.updated.turn.job_id", "missing")
+		default:
+			req.Kind, req.JobID, req.Prompt = workflow.KindResume, turn.GetJobId(), turn.GetPrompt()
+		}
 	default:
 		return workflow.TurnRequest{}, false, nil
 	}

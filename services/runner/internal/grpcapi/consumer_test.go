@@ -146,6 +146,29 @@ func TestAnUpdateCarryingATurnAsksForThatTurn(t *testing.T) {
 	require.Len(t, starter.calls, 2)
 }
 
+// A wake that fires on a session that never started asks for its first
+// turn again (turn.first): a first turn with the session's prompt, as its
+// creation asked, under no job of lifecycle's.
+func TestAnUpdateAskingForTheFirstTurnAsksForAFirstTurn(t *testing.T) {
+	t.Parallel()
+	starter := &fakeStarter{}
+	c := grpcapi.NewConsumer(starter, "n1", "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	resp, err := consume(t, c, &lifecyclev1.SessionEvent{EventId: "ev-20", SessionId: 42, Payload: &lifecyclev1.SessionEvent_Updated{
+		Updated: &lifecyclev1.SessionUpdated{
+			Session: &lifecyclev1.Session{Id: 42, GitRoot: "/repo", Branch: "main"},
+			Turn:    &lifecyclev1.TurnRequest{First: true, Prompt: "@demo say hi"},
+		},
+	}})
+	require.NoError(t, err)
+	require.True(t, resp.GetApplied())
+	require.Len(t, starter.calls, 1)
+	spec := workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main"}
+	require.Equal(t, workflow.TurnRequest{RequestID: "ev-20", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec},
+		starter.calls[0].arg)
+	require.Equal(t, []any{workflow.State{Session: spec, Node: "n1"}}, starter.calls[0].args)
+	require.Empty(t, starter.interrupts)
+}
+
 func TestUnreadableEventsAreRefusedAndTemporalTroubleIsRetried(t *testing.T) {
 	t.Parallel()
 	starter := &fakeStarter{err: errors.New("connection refused")}

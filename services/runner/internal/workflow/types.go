@@ -83,6 +83,11 @@ const handOverChange = "queue-hand-over"
 // for its first message.
 const promptlessFirstChange = "promptless-first-turn"
 
+// firstOnceChange versions dropping, when it comes to run, a first turn
+// that finds the session started: runs from before it would start the
+// session again.
+const firstOnceChange = "first-turn-once"
+
 // MaxSignalRecoveries is how many turns in a row that died by a signal
 // Zimmer did not send are resumed with system recovery; the next such death
 // fails the session (the spec's MAX_SIGNAL_DEATH_RETRIES).

@@ -163,6 +163,14 @@ func (t *turnRunner) interrupt(ctx workflow.Context, req InterruptTurnRequest) (
 // over at a clean exit, to run at once: the session stays running.
 func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnRequest, err error) {
 	st := t.st
+	if req.Kind == KindFirst && st.Started &&
+		workflow.GetVersion(ctx, firstOnceChange, workflow.DefaultVersion, 1) == 1 {
+		// Accepted before the session started, behind a turn that then
+		// started it: a start now (the session may be waiting again)
+		// would run its first prompt a second time.
+		workflow.GetLogger(ctx).Info("first turn asked for a session already started: dropped", "request", req.RequestID)
+		return nil, nil
+	}
 	if st.Workspace == nil {
 		ws, failed, err := t.prepare(ctx)
 		if err != nil {

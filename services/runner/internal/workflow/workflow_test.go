@@ -292,6 +292,57 @@ func TestRefusedStartRunsNoTurn(t *testing.T) {
 	require.Empty(t, h.turns)
 }
 
+// A first start refused (a wake was ahead) runs no turn; the first turn
+// asked again (the wake fired) starts the session with its prompt.
+func TestAFirstTurnAskedAgainAfterARefusedStartRuns(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
+	h.env.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
+	acts := &rw.Activities{}
+	acts.RegisterShared(h.env)
+	acts.RegisterNode(h.env)
+	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(rw.Workspace{Workdir: "/w"}, nil)
+	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req rw.TransitionRequest) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.transitions = append(h.transitions, req)
+			if len(h.transitions) == 1 {
+				return temporal.NewNonRetryableApplicationError("lifecycle refused start: a wake-up is ahead", rw.ErrRefused, nil)
+			}
+			return nil
+		})
+	h.onTurns(time.Second, exited(0))
+	again := first("build it")
+	again.RequestID = "ev-9"
+	// Asked again later, as a wake fires (at once the first would still be
+	// pending, and the second dropped as a duplicate).
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(rw.SignalTurn, again) }, time.Minute)
+	h.run(2, first("build it"))
+
+	require.Equal(t, []string{rw.EventStart, rw.EventStart, rw.EventPause}, h.events())
+	require.Len(t, h.turns, 1)
+	require.Equal(t, "build it", h.turns[0].Prompt)
+	require.Equal(t, "session-7/turn-2", h.turns[0].TurnID, "under a turn id of its own")
+	require.False(t, h.turns[0].Resume)
+}
+
+// A first turn accepted before the session started, queued behind a turn
+// that then started it, is dropped when it comes to run: a start from
+// waiting would run the first prompt twice.
+func TestAFirstTurnThatFindsTheSessionStartedIsDropped(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Second, exited(0))
+	restart := rw.TurnRequest{RequestID: "ev-2", Kind: rw.KindResume, Session: spec, JobID: "resume/0d5c"}
+	h.run(2, restart, first("build it"))
+
+	require.Equal(t, []string{rw.EventPause}, h.events(), "no start after the resume's turn")
+	require.Len(t, h.turns, 1)
+	require.Equal(t, "resume/0d5c", h.turns[0].TurnID)
+}
+
 func TestARedeliveredRequestRunsNoSecondTurn(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
