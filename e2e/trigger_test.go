@@ -216,6 +216,42 @@ func TestTriggers(t *testing.T) {
 		}
 	})
 
+	t.Run("Pause Until on a session that never started: the wake starts it", func(t *testing.T) {
+		t.Parallel()
+		id := api.createRunning(t, repo, "@demo say the first prompt ran")
+		wakeAt := time.Now().Add(31 * time.Second).UTC().Truncate(time.Second)
+		code, body := api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/pause_until", id),
+			fmt.Sprintf(`{"wake_at":%q,"prompt":"@demo say the wake's prompt ran"}`, wakeAt.Format(time.RFC3339)))
+		require.Equal(t, http.StatusOK, code, body)
+		if got := api.transitions(t, id); len(got) > 0 {
+			// The runner's first start landed before the Pause Until: that
+			// halted a running turn, the case above.
+			t.Skipf("the session started before the Pause Until (%v): nothing here never started", got)
+		}
+
+		// Its first start is refused while the wake is ahead.
+		for time.Now().Before(wakeAt.Add(-200 * time.Millisecond)) {
+			require.Equal(t, "waiting", api.session(t, id).Status, "started before %s", wakeAt)
+			require.Empty(t, api.timedTurns(t, id), "a turn started before %s", wakeAt)
+			time.Sleep(250 * time.Millisecond)
+		}
+
+		// The wake starts it with its own prompt, then the wake's runs.
+		var turns []timedTurn
+		require.Eventually(t, func() bool {
+			turns = api.timedTurns(t, id)
+			return len(turns) == 2 && turns[1].Ended
+		}, 45*time.Second, 100*time.Millisecond, "the wake never started the session (turns: %+v)", turns)
+		require.Contains(t, turns[0].Text, "the first prompt ran")
+		require.False(t, turns[0].StartedAt.Before(wakeAt), "the first turn started at %s, before the wake at %s", turns[0].StartedAt, wakeAt)
+		require.Contains(t, turns[1].Text, "the wake's prompt ran")
+		api.waitStatus(t, id, "needs_input")
+		got := api.transitions(t, id)
+		require.Equal(t, "start", got[0], "%v", got)
+		require.Equal(t, 1, strings.Count(strings.Join(got, " "), "start"), "started once: %v", got)
+		require.Empty(t, api.triggers(t, id), "the wake fired")
+	})
+
 	t.Run("a watcher wakes its session when the watched one needs input", func(t *testing.T) {
 		t.Parallel()
 		watched := api.createRunning(t, repo, "@demo sleep 12s")
