@@ -32,6 +32,9 @@ type Policy struct {
 	// Keep is how long the data stays; the prune runs every Keep, at most
 	// every hour, so nothing outlives Keep by more than one interval.
 	Keep time.Duration
+	// Every, when set, is how often the prune runs instead: for a sweep
+	// whose cadence is not its window (a 5-minute sweep of hour-old rows).
+	Every time.Duration
 	// Prune deletes what is older than cutoff (never anything still in
 	// use) and reports how much it deleted.
 	Prune func(ctx context.Context, cutoff time.Time) (int64, error)
@@ -105,9 +108,13 @@ func Schedule(ctx context.Context, c client.Client, service string, p Policy) er
 	if id == "" {
 		id = ScheduleID(service, p.Name)
 	}
+	every := p.Every
+	if every <= 0 {
+		every = min(p.Keep, maxInterval)
+	}
 	return temporalx.EnsureSchedule(ctx, c, client.ScheduleOptions{
 		ID:   id,
-		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: min(p.Keep, maxInterval)}}},
+		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
 		Action: &client.ScheduleWorkflowAction{
 			ID:        id,
 			Workflow:  WorkflowName(p.Name),

@@ -65,6 +65,12 @@ type Config struct {
 	// record of a delivery (DeliverTurn's id) answers its retries before
 	// the retention schedule deletes it.
 	DeliveryRetention time.Duration
+	// StaleSweepInterval is LIFECYCLE_STALE_SWEEP_INTERVAL: how often the
+	// lifecycle-stale-sessions schedule archives stale sessions.
+	StaleSweepInterval time.Duration
+	// StaleAfter is LIFECYCLE_STALE_AFTER: how long a session stays
+	// untouched before that sweep archives it (the spec's 7 days).
+	StaleAfter time.Duration
 }
 
 // Load reads LIFECYCLE_* and the shared variables.
@@ -86,6 +92,8 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		QueueAddr         string        `env:"LIFECYCLE_QUEUE_ADDR, default=127.0.0.1:9103"`
 		QueueTimeout      time.Duration `env:"LIFECYCLE_QUEUE_TIMEOUT, default=10s"`
 		DeliveryRetention time.Duration `env:"LIFECYCLE_DELIVERY_RETENTION, default=168h"`
+		StaleInterval     time.Duration `env:"LIFECYCLE_STALE_SWEEP_INTERVAL, default=1h"`
+		StaleAfter        time.Duration `env:"LIFECYCLE_STALE_AFTER, default=168h"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
@@ -121,6 +129,12 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if env.DeliveryRetention <= 0 {
 		return Config{}, fmt.Errorf("LIFECYCLE_DELIVERY_RETENTION must be positive, got %s", env.DeliveryRetention)
 	}
+	if env.StaleInterval <= 0 {
+		return Config{}, fmt.Errorf("LIFECYCLE_STALE_SWEEP_INTERVAL must be positive, got %s", env.StaleInterval)
+	}
+	if env.StaleAfter <= 0 {
+		return Config{}, fmt.Errorf("LIFECYCLE_STALE_AFTER must be positive, got %s", env.StaleAfter)
+	}
 	return Config{
 		Config:             base,
 		RelayPollInterval:  env.RelayPollInterval,
@@ -135,6 +149,8 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		QueueAddr:          env.QueueAddr,
 		QueueTimeout:       env.QueueTimeout,
 		DeliveryRetention:  env.DeliveryRetention,
+		StaleSweepInterval: env.StaleInterval,
+		StaleAfter:         env.StaleAfter,
 	}, nil
 }
 
@@ -168,5 +184,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("queue_addr", c.QueueAddr),
 		slog.Duration("queue_timeout", c.QueueTimeout),
 		slog.Duration("delivery_retention", c.DeliveryRetention),
+		slog.Duration("stale_sweep_interval", c.StaleSweepInterval),
+		slog.Duration("stale_after", c.StaleAfter),
 	)
 }

@@ -87,3 +87,21 @@ func TestTheArchiveAsksTheQueueAtItsDefaultAddressAndDeliveriesAreKeptAWeek(t *t
 	require.NoError(t, err)
 	require.Empty(t, cfg.QueueAddr, "none: archives consult no queue")
 }
+
+// The sweeps default to the spec (hourly, 7 days untouched) and refuse a
+// window that would sweep everything or never run.
+func TestSweepsDefaultToTheSpec(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(t, nil)
+	require.NoError(t, err)
+	require.Equal(t, time.Hour, cfg.StaleSweepInterval)
+	require.Equal(t, 7*24*time.Hour, cfg.StaleAfter)
+	cfg, err = load(t, map[string]string{"LIFECYCLE_STALE_SWEEP_INTERVAL": "10m", "LIFECYCLE_STALE_AFTER": "72h"})
+	require.NoError(t, err)
+	require.Equal(t, 10*time.Minute, cfg.StaleSweepInterval)
+	require.Equal(t, 72*time.Hour, cfg.StaleAfter)
+	for _, name := range []string{"LIFECYCLE_STALE_SWEEP_INTERVAL", "LIFECYCLE_STALE_AFTER"} {
+		_, err = load(t, map[string]string{name: "0s"})
+		require.ErrorContains(t, err, name+" must be positive")
+	}
+}

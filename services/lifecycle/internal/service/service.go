@@ -14,6 +14,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/clients"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/store"
@@ -36,6 +37,10 @@ var MigrationSets = []pgdb.MigrationSet{inbox.Migrations, outbox.Migrations, sto
 // DefaultDeliveryRetention is how long the record of a delivery is kept
 // when the configuration names no retention (LIFECYCLE_DELIVERY_RETENTION).
 const DefaultDeliveryRetention = 7 * 24 * time.Hour
+
+// DefaultStaleSweepInterval is how often the stale-session sweep runs when
+// the configuration names no interval (LIFECYCLE_STALE_SWEEP_INTERVAL).
+const DefaultStaleSweepInterval = time.Hour
 
 // Service is a runnable lifecycle service.
 type Service struct {
@@ -143,11 +148,24 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		if cfg.DeliveryRetention <= 0 {
 			cfg.DeliveryRetention = DefaultDeliveryRetention
 		}
+		if cfg.StaleSweepInterval <= 0 {
+			cfg.StaleSweepInterval = DefaultStaleSweepInterval
+		}
+		if cfg.StaleAfter <= 0 {
+			cfg.StaleAfter = domain.DefaultStaleAfter
+		}
+		stale := app.ArchiveStaleSessions{Repo: repo, Candidates: repo, Clock: clock.System{},
+			TrashRetention: svc.Sessions.Transition.TrashRetention, After: cfg.StaleAfter, Logger: logger}
 		for _, p := range []retention.Policy{
 			outbox.RetentionPolicy(h.Pool, cfg.OutboxRetention),
 			// lifecycle-deliveries-retention: a delivery's record answers
 			// its retries, which come within minutes, for a week.
 			{Name: "deliveries", Keep: cfg.DeliveryRetention, Prune: repo.PruneDeliveries},
+			// The sweeps: the same plumbing, a schedule named for the
+			// sweep, pruning what has been left too long (docs/architecture.md,
+			// "Sweeps").
+			{Name: "stale-sessions", ScheduleID: Name + "-stale-sessions", Keep: cfg.StaleAfter,
+				Every: cfg.StaleSweepInterval, Prune: stale.ArchiveUntouchedSince},
 		} {
 			if err := retention.Setup(ctx, h.Temporal, h.Worker, Name, p); err != nil {
 				h.Close()

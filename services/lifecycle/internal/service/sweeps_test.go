@@ -1,0 +1,87 @@
+package service_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/service"
+	"github.com/zimmerhq/zimmer/services/platform/retention"
+	"github.com/zimmerhq/zimmer/services/platform/servicetest"
+	"github.com/zimmerhq/zimmer/services/platform/temporalx"
+)
+
+// sweepService runs lifecycle with Temporal in a namespace of the test's
+// own, so the sweeps' schedules (one id per service) meet no other test's.
+func sweepService(t *testing.T, cfg config.Config) *service.Service {
+	t.Helper()
+	addr := servicetest.TemporalAddress(t)
+	cfg.Config = servicetest.Config(t, service.MigrationSets...)
+	cfg.TemporalAddress = addr
+	cfg.TemporalNamespace = servicetest.TemporalNamespace(t, addr)
+	cfg.OutboxRetention = 24 * time.Hour
+	svc := servicetest.New(t, service.New, cfg)
+	servicetest.AssertWorkerPolls(t, svc.Host, service.Name)
+	return svc
+}
+
+// requireSchedule describes the schedule id and checks it runs the named
+// sweep's workflow on lifecycle's task queue every interval, returning its
+// handle.
+func requireSchedule(t *testing.T, svc *service.Service, id, sweep string, every time.Duration) client.ScheduleHandle {
+	t.Helper()
+	handle := svc.Temporal.ScheduleClient().GetHandle(t.Context(), id)
+	desc, err := handle.Describe(t.Context())
+	require.NoError(t, err)
+	action, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+	require.True(t, ok)
+	require.Equal(t, temporalx.TaskQueue(service.Name), action.TaskQueue)
+	require.Equal(t, retention.WorkflowName(sweep), action.Workflow)
+	require.Equal(t, every, desc.Schedule.Spec.Intervals[0].Every)
+	return handle
+}
+
+// TestStaleSessionsScheduleArchivesThroughTemporal: lifecycle-stale-sessions
+// runs every LIFECYCLE_STALE_SWEEP_INTERVAL; a run (triggered, as an
+// operator would from the Web UI) archives a session untouched for
+// LIFECYCLE_STALE_AFTER, its line naming that age.
+func TestStaleSessionsScheduleArchivesThroughTemporal(t *testing.T) {
+	t.Parallel()
+	svc := sweepService(t, config.Config{StaleSweepInterval: 2 * time.Hour, StaleAfter: time.Second})
+	handle := requireSchedule(t, svc, "lifecycle-stale-sessions", "stale-sessions", 2*time.Hour)
+
+	s, err := svc.Sessions.Create.Handle(t.Context(), domain.NewSession{Prompt: "p", GitRoot: "g"})
+	require.NoError(t, err)
+	time.Sleep(1100 * time.Millisecond) // untouched for longer than LIFECYCLE_STALE_AFTER
+	require.NoError(t, handle.Trigger(t.Context(), client.ScheduleTriggerOptions{}))
+
+	ref := strconv.FormatInt(s.ID, 10)
+	require.Eventually(t, func() bool {
+		got, err := svc.Sessions.Get.Handle(t.Context(), ref)
+		require.NoError(t, err)
+		return got.Status == domain.StatusArchived
+	}, servicetest.Timeout, 100*time.Millisecond)
+	lines, err := svc.Sessions.History.Timeline(t.Context(), ref)
+	require.NoError(t, err)
+	var archive []string
+	for _, l := range lines {
+		if strings.Contains(l.Message, "Session moved to trash") {
+			archive = append(archive, l.Message)
+		}
+	}
+	require.Equal(t, []string{"[State Machine] Session moved to trash by Zimmer's stale-session sweep (untouched for 1s)"}, archive)
+}
+
+// TestSweepSchedulesDefaultToTheSpec: with nothing configured, the stale
+// sweep runs hourly.
+func TestSweepSchedulesDefaultToTheSpec(t *testing.T) {
+	t.Parallel()
+	svc := sweepService(t, config.Config{})
+	requireSchedule(t, svc, "lifecycle-stale-sessions", "stale-sessions", time.Hour)
+}

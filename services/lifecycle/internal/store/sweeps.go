@@ -1,0 +1,31 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+)
+
+// Untouched implements app.SweepCandidates: up to limit sessions, the
+// longest untouched first, last updated before cutoff and neither running
+// nor archived (domain.IsStale, which the sweep checks again under each
+// session's lock).
+func (s *Sessions) Untouched(ctx context.Context, cutoff time.Time, limit int) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id FROM sessions
+		WHERE updated_at < $1 AND status NOT IN ($2, $3)
+		ORDER BY updated_at, id
+		LIMIT $4`, cutoff, domain.StatusRunning, domain.StatusArchived, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions untouched since %s: %w", cutoff.Format(time.RFC3339), err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("list sessions untouched since %s: %w", cutoff.Format(time.RFC3339), err)
+	}
+	return ids, nil
+}
