@@ -18,6 +18,9 @@ type SweepCandidates interface {
 	// Untouched lists up to limit sessions, the longest untouched first,
 	// last updated before cutoff and neither running nor archived.
 	Untouched(ctx context.Context, cutoff time.Time, limit int) ([]int64, error)
+	// BlockedOnElicitation lists up to limit needs_input sessions blocked
+	// on an elicitation and untouched since cutoff, the oldest first.
+	BlockedOnElicitation(ctx context.Context, cutoff time.Time, limit int) ([]int64, error)
 }
 
 // DefaultSweepBatch bounds the sessions one run of a sweep acts on: a
@@ -48,22 +51,32 @@ type ArchiveStaleSessions struct {
 // archive is named in the error and the run's retry takes it again; one
 // touched or deleted in the meantime is left alone.
 func (uc ArchiveStaleSessions) ArchiveUntouchedSince(ctx context.Context, cutoff time.Time) (int64, error) {
-	batch := uc.Batch
-	if batch <= 0 {
-		batch = DefaultSweepBatch
-	}
-	ids, err := uc.Candidates.Untouched(ctx, cutoff, batch)
+	ids, err := uc.Candidates.Untouched(ctx, cutoff, batchOr(uc.Batch))
 	if err != nil {
 		return 0, err
 	}
+	return sweep(ctx, uc.Repo, ids, "archive stale session", func(s domain.Session, wakes domain.Wakes) (domain.Outcome, bool, error) {
+		env := domain.Env{Now: uc.Clock.Now(), Wakes: wakes, TrashRetention: uc.TrashRetention}
+		return domain.ArchiveStale(s, cutoff, uc.After, env)
+	}, func(id int64) {
+		orDefault(uc.Logger).InfoContext(ctx, "archived a stale session", "session_id", id, "untouched_since", cutoff)
+	})
+}
+
+// sweep acts on each listed session in a transaction of its own, deciding
+// under its lock (ok false: no longer the sweep's, nothing written), and
+// says on how many it acted. A session it could not act on is named in the
+// error, so the run's retry takes it again; a deleted one is skipped.
+func sweep(ctx context.Context, repo SessionRepository, ids []int64, what string,
+	decide func(domain.Session, domain.Wakes) (domain.Outcome, bool, error), acted func(id int64),
+) (int64, error) {
 	var (
-		archived int64
-		errs     []error
+		n    int64
+		errs []error
 	)
 	for _, id := range ids {
-		c, err := uc.Repo.Update(ctx, domain.SessionRef{ID: id}, func(s domain.Session, wakes domain.Wakes) (Change, error) {
-			env := domain.Env{Now: uc.Clock.Now(), Wakes: wakes, TrashRetention: uc.TrashRetention}
-			out, ok, err := domain.ArchiveStale(s, cutoff, uc.After, env)
+		c, err := repo.Update(ctx, domain.SessionRef{ID: id}, func(s domain.Session, wakes domain.Wakes) (Change, error) {
+			out, ok, err := decide(s, wakes)
 			switch {
 			case err != nil:
 				return Change{}, err
@@ -76,18 +89,55 @@ func (uc ArchiveStaleSessions) ArchiveUntouchedSince(ctx context.Context, cutoff
 		switch {
 		case errors.As(err, &gone):
 		case err != nil:
-			errs = append(errs, fmt.Errorf("archive stale session %d: %w", id, err))
+			errs = append(errs, fmt.Errorf("%s %d: %w", what, id, err))
 		case c.Transitioned != nil:
-			archived++
-			uc.logger().InfoContext(ctx, "archived a stale session", "session_id", id, "untouched_since", cutoff)
+			n++
+			acted(id)
 		}
 	}
-	return archived, errors.Join(errs...)
+	return n, errors.Join(errs...)
 }
 
-func (uc ArchiveStaleSessions) logger() *slog.Logger {
-	if uc.Logger == nil {
+// ExpireElicitationBlocks is the expired-elicitation sweep (the spec's
+// CleanupExpiredElicitationsJob): the needs_input sessions blocked on an
+// elicitation for longer than Expiry lose the block and get
+// lost_elicitation (domain.ExpireElicitationBlock), each in its own
+// transaction, decided again under its lock.
+type ExpireElicitationBlocks struct {
+	Repo       SessionRepository
+	Candidates SweepCandidates
+	Clock      clock.Clock
+	Expiry     time.Duration
+	// Batch bounds one run (DefaultSweepBatch when 0).
+	Batch  int
+	Logger *slog.Logger
+}
+
+// ExpireBlockedSince clears up to a batch of the elicitation blocks
+// untouched since cutoff and says how many it cleared.
+func (uc ExpireElicitationBlocks) ExpireBlockedSince(ctx context.Context, cutoff time.Time) (int64, error) {
+	ids, err := uc.Candidates.BlockedOnElicitation(ctx, cutoff, batchOr(uc.Batch))
+	if err != nil {
+		return 0, err
+	}
+	return sweep(ctx, uc.Repo, ids, "expire the elicitation block of session", func(s domain.Session, _ domain.Wakes) (domain.Outcome, bool, error) {
+		out, ok := domain.ExpireElicitationBlock(s, cutoff, uc.Expiry, domain.Env{Now: uc.Clock.Now()})
+		return out, ok, nil
+	}, func(id int64) {
+		orDefault(uc.Logger).InfoContext(ctx, "cleared a stranded elicitation block", "session_id", id, "blocked_since_before", cutoff)
+	})
+}
+
+func batchOr(batch int) int {
+	if batch <= 0 {
+		return DefaultSweepBatch
+	}
+	return batch
+}
+
+func orDefault(l *slog.Logger) *slog.Logger {
+	if l == nil {
 		return slog.Default()
 	}
-	return uc.Logger
+	return l
 }

@@ -71,6 +71,13 @@ type Config struct {
 	// StaleAfter is LIFECYCLE_STALE_AFTER: how long a session stays
 	// untouched before that sweep archives it (the spec's 7 days).
 	StaleAfter time.Duration
+	// ElicitationSweepInterval is LIFECYCLE_ELICITATION_SWEEP_INTERVAL: how
+	// often the lifecycle-expired-elicitations schedule runs (the spec's 5
+	// minutes).
+	ElicitationSweepInterval time.Duration
+	// ElicitationExpiry is LIFECYCLE_ELICITATION_EXPIRY: how long a block
+	// on an elicitation stays before that sweep takes it as stranded.
+	ElicitationExpiry time.Duration
 }
 
 // Load reads LIFECYCLE_* and the shared variables.
@@ -94,6 +101,8 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		DeliveryRetention time.Duration `env:"LIFECYCLE_DELIVERY_RETENTION, default=168h"`
 		StaleInterval     time.Duration `env:"LIFECYCLE_STALE_SWEEP_INTERVAL, default=1h"`
 		StaleAfter        time.Duration `env:"LIFECYCLE_STALE_AFTER, default=168h"`
+		ElicitInterval    time.Duration `env:"LIFECYCLE_ELICITATION_SWEEP_INTERVAL, default=5m"`
+		ElicitExpiry      time.Duration `env:"LIFECYCLE_ELICITATION_EXPIRY, default=1h"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
@@ -135,6 +144,12 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if env.StaleAfter <= 0 {
 		return Config{}, fmt.Errorf("LIFECYCLE_STALE_AFTER must be positive, got %s", env.StaleAfter)
 	}
+	if env.ElicitInterval <= 0 {
+		return Config{}, fmt.Errorf("LIFECYCLE_ELICITATION_SWEEP_INTERVAL must be positive, got %s", env.ElicitInterval)
+	}
+	if env.ElicitExpiry <= 0 {
+		return Config{}, fmt.Errorf("LIFECYCLE_ELICITATION_EXPIRY must be positive, got %s", env.ElicitExpiry)
+	}
 	return Config{
 		Config:             base,
 		RelayPollInterval:  env.RelayPollInterval,
@@ -151,6 +166,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		DeliveryRetention:  env.DeliveryRetention,
 		StaleSweepInterval: env.StaleInterval,
 		StaleAfter:         env.StaleAfter,
+
+		ElicitationSweepInterval: env.ElicitInterval,
+		ElicitationExpiry:        env.ElicitExpiry,
 	}, nil
 }
 
@@ -186,5 +204,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("delivery_retention", c.DeliveryRetention),
 		slog.Duration("stale_sweep_interval", c.StaleSweepInterval),
 		slog.Duration("stale_after", c.StaleAfter),
+		slog.Duration("elicitation_sweep_interval", c.ElicitationSweepInterval),
+		slog.Duration("elicitation_expiry", c.ElicitationExpiry),
 	)
 }

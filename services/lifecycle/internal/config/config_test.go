@@ -96,11 +96,17 @@ func TestSweepsDefaultToTheSpec(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, time.Hour, cfg.StaleSweepInterval)
 	require.Equal(t, 7*24*time.Hour, cfg.StaleAfter)
-	cfg, err = load(t, map[string]string{"LIFECYCLE_STALE_SWEEP_INTERVAL": "10m", "LIFECYCLE_STALE_AFTER": "72h"})
+	require.Equal(t, 5*time.Minute, cfg.ElicitationSweepInterval)
+	require.Equal(t, time.Hour, cfg.ElicitationExpiry)
+	cfg, err = load(t, map[string]string{"LIFECYCLE_STALE_SWEEP_INTERVAL": "10m", "LIFECYCLE_STALE_AFTER": "72h",
+		"LIFECYCLE_ELICITATION_SWEEP_INTERVAL": "1m", "LIFECYCLE_ELICITATION_EXPIRY": "30m"})
 	require.NoError(t, err)
 	require.Equal(t, 10*time.Minute, cfg.StaleSweepInterval)
 	require.Equal(t, 72*time.Hour, cfg.StaleAfter)
-	for _, name := range []string{"LIFECYCLE_STALE_SWEEP_INTERVAL", "LIFECYCLE_STALE_AFTER"} {
+	require.Equal(t, time.Minute, cfg.ElicitationSweepInterval)
+	require.Equal(t, 30*time.Minute, cfg.ElicitationExpiry)
+	for _, name := range []string{"LIFECYCLE_STALE_SWEEP_INTERVAL", "LIFECYCLE_STALE_AFTER",
+		"LIFECYCLE_ELICITATION_SWEEP_INTERVAL", "LIFECYCLE_ELICITATION_EXPIRY"} {
 		_, err = load(t, map[string]string{name: "0s"})
 		require.ErrorContains(t, err, name+" must be positive")
 	}

@@ -55,3 +55,42 @@ func ArchiveStale(s Session, cutoff time.Time, after time.Duration, env Env) (ou
 	}
 	return out, true, nil
 }
+
+// DefaultElicitationExpiry is how old a block on an elicitation is before
+// the expired-elicitation sweep takes it as stranded. The spec names the
+// sweep's cadence (5 minutes), not an age; an hour leaves a human ample time
+// to answer a live approval request, and no MCP round-trip is still open
+// after that long.
+const DefaultElicitationExpiry = time.Hour
+
+// IsStrandedElicitation reports whether the expired-elicitation sweep
+// clears s's block: it is needs_input on an elicitation block and nothing
+// has touched it since cutoff (the block itself is such a touch, so the
+// block is at least that old).
+func IsStrandedElicitation(s Session, cutoff time.Time) bool {
+	return s.Status == StatusNeedsInput && s.Markers.BlockedOnElicitation && s.UpdatedAt.Before(cutoff)
+}
+
+// ExpireElicitationBlock is the spec's clear_stale_elicitation_block!,
+// decided under s's lock: the blocked_on_elicitation marker is stripped and
+// the session stays needs_input — flipping it to running would make a
+// phantom running session with nothing watching it, and there is no live
+// round-trip to resume into — with a lost_elicitation marker the session
+// page shows as a banner, and a timeline line. ok is false when s is no
+// longer stranded (answered, resumed or touched since the sweep listed it).
+func ExpireElicitationBlock(s Session, cutoff time.Time, expiry time.Duration, env Env) (out Outcome, ok bool) {
+	if !IsStrandedElicitation(s, cutoff) {
+		return Outcome{}, false
+	}
+	age := spanWords(expiry)
+	s.Markers.BlockedOnElicitation = false
+	s.Markers.LostElicitation = "An MCP elicitation went unanswered for over " + age +
+		" and its round-trip is gone; the session is waiting for your next message."
+	s.UpdatedAt = env.Now
+	return Outcome{
+		Session: s,
+		From:    s.Status,
+		Timeline: []TimelineEntry{{Kind: TimelineWarning, Message: "[Elicitation] Block expired: no answer for over " + age +
+			", so Zimmer's expired-elicitation sweep cleared blocked_on_elicitation; the session stays needs_input (lost_elicitation set)"}},
+	}, true
+}

@@ -42,6 +42,10 @@ const DefaultDeliveryRetention = 7 * 24 * time.Hour
 // the configuration names no interval (LIFECYCLE_STALE_SWEEP_INTERVAL).
 const DefaultStaleSweepInterval = time.Hour
 
+// DefaultElicitationSweepInterval is how often the expired-elicitation
+// sweep runs when the configuration names no interval: the spec's 5 minutes.
+const DefaultElicitationSweepInterval = 5 * time.Minute
+
 // Service is a runnable lifecycle service.
 type Service struct {
 	*host.Host
@@ -154,6 +158,14 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		if cfg.StaleAfter <= 0 {
 			cfg.StaleAfter = domain.DefaultStaleAfter
 		}
+		if cfg.ElicitationSweepInterval <= 0 {
+			cfg.ElicitationSweepInterval = DefaultElicitationSweepInterval
+		}
+		if cfg.ElicitationExpiry <= 0 {
+			cfg.ElicitationExpiry = domain.DefaultElicitationExpiry
+		}
+		elicitations := app.ExpireElicitationBlocks{Repo: repo, Candidates: repo, Clock: clock.System{},
+			Expiry: cfg.ElicitationExpiry, Logger: logger}
 		stale := app.ArchiveStaleSessions{Repo: repo, Candidates: repo, Clock: clock.System{},
 			TrashRetention: svc.Sessions.Transition.TrashRetention, After: cfg.StaleAfter, Logger: logger}
 		for _, p := range []retention.Policy{
@@ -166,6 +178,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 			// "Sweeps").
 			{Name: "stale-sessions", ScheduleID: Name + "-stale-sessions", Keep: cfg.StaleAfter,
 				Every: cfg.StaleSweepInterval, Prune: stale.ArchiveUntouchedSince},
+			{Name: "expired-elicitations", ScheduleID: Name + "-expired-elicitations", Keep: cfg.ElicitationExpiry,
+				Every: cfg.ElicitationSweepInterval, Prune: elicitations.ExpireBlockedSince},
 		} {
 			if err := retention.Setup(ctx, h.Temporal, h.Worker, Name, p); err != nil {
 				h.Close()

@@ -78,10 +78,42 @@ func TestStaleSessionsScheduleArchivesThroughTemporal(t *testing.T) {
 	require.Equal(t, []string{"[State Machine] Session moved to trash by Zimmer's stale-session sweep (untouched for 1s)"}, archive)
 }
 
+// TestExpiredElicitationsScheduleClearsThroughTemporal:
+// lifecycle-expired-elicitations runs every
+// LIFECYCLE_ELICITATION_SWEEP_INTERVAL; a triggered run clears a block
+// older than LIFECYCLE_ELICITATION_EXPIRY, leaving the session needs_input
+// with lost_elicitation.
+func TestExpiredElicitationsScheduleClearsThroughTemporal(t *testing.T) {
+	t.Parallel()
+	svc := sweepService(t, config.Config{ElicitationSweepInterval: time.Minute, ElicitationExpiry: time.Second})
+	handle := requireSchedule(t, svc, "lifecycle-expired-elicitations", "expired-elicitations", time.Minute)
+
+	s, err := svc.Sessions.Create.Handle(t.Context(), domain.NewSession{Prompt: "p", GitRoot: "g"})
+	require.NoError(t, err)
+	ref := strconv.FormatInt(s.ID, 10)
+	for _, e := range []domain.Event{domain.EventStart, domain.EventBlockOnElicitation} {
+		_, err := svc.Sessions.Transition.Fire(t.Context(), ref, string(e), domain.Command{RunningJobID: "job"})
+		require.NoError(t, err)
+	}
+	time.Sleep(1100 * time.Millisecond) // blocked for longer than LIFECYCLE_ELICITATION_EXPIRY
+	require.NoError(t, handle.Trigger(t.Context(), client.ScheduleTriggerOptions{}))
+
+	require.Eventually(t, func() bool {
+		got, err := svc.Sessions.Get.Handle(t.Context(), ref)
+		require.NoError(t, err)
+		return !got.Markers.BlockedOnElicitation
+	}, servicetest.Timeout, 100*time.Millisecond)
+	got, err := svc.Sessions.Get.Handle(t.Context(), ref)
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusNeedsInput, got.Status)
+	require.Contains(t, got.Markers.LostElicitation, "unanswered for over 1s")
+}
+
 // TestSweepSchedulesDefaultToTheSpec: with nothing configured, the stale
-// sweep runs hourly.
+// sweep runs hourly and the expired-elicitation sweep every 5 minutes.
 func TestSweepSchedulesDefaultToTheSpec(t *testing.T) {
 	t.Parallel()
 	svc := sweepService(t, config.Config{})
 	requireSchedule(t, svc, "lifecycle-stale-sessions", "stale-sessions", time.Hour)
+	requireSchedule(t, svc, "lifecycle-expired-elicitations", "expired-elicitations", 5*time.Minute)
 }

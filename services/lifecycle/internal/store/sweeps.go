@@ -29,3 +29,23 @@ func (s *Sessions) Untouched(ctx context.Context, cutoff time.Time, limit int) (
 	}
 	return ids, nil
 }
+
+// BlockedOnElicitation implements app.SweepCandidates: up to limit
+// needs_input sessions blocked on an elicitation and untouched since
+// cutoff, the oldest first (domain.IsStrandedElicitation, which the sweep
+// checks again under each session's lock).
+func (s *Sessions) BlockedOnElicitation(ctx context.Context, cutoff time.Time, limit int) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id FROM sessions
+		WHERE markers ? 'blocked_on_elicitation' AND updated_at < $1 AND status = $2
+		ORDER BY updated_at, id
+		LIMIT $3`, cutoff, domain.StatusNeedsInput, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions blocked on an elicitation since %s: %w", cutoff.Format(time.RFC3339), err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("list sessions blocked on an elicitation since %s: %w", cutoff.Format(time.RFC3339), err)
+	}
+	return ids, nil
+}

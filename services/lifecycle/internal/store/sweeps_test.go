@@ -184,15 +184,30 @@ func TestStaleSweepWorksOffABacklogInBatches(t *testing.T) {
 func TestStaleSweepLosesToATouchThatCommitsFirst(t *testing.T) {
 	t.Parallel()
 	b := setupSweeps(t)
-	ctx := context.Background()
 	cutoff := sweepNow.Add(-domain.DefaultStaleAfter)
 	touched := b.session(t, cutoff.Add(-time.Hour), domain.EventStart, domain.EventPause)
 	bystander := b.session(t, cutoff.Add(-2*time.Hour))
 
+	n, err := b.raceUnderLock(t, touched.ID, func(ctx context.Context) (int64, error) {
+		return b.staleSweep(0).ArchiveUntouchedSince(ctx, cutoff)
+	}, `UPDATE sessions SET updated_at = $2 WHERE id = $1`, touched.ID, sweepNow)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "only the bystander")
+	require.Equal(t, domain.StatusArchived, b.status(t, bystander.ID))
+	require.Equal(t, domain.StatusNeedsInput, b.status(t, touched.ID), "the touch that committed first wins")
+	require.Empty(t, b.timelineMatching(t, touched.ID, "Session moved to trash"))
+}
+
+// raceUnderLock holds session id's row lock, runs sweep until it waits on
+// that lock, then commits write (a concurrent touch) and returns what the
+// sweep did once the lock is released.
+func (b sweepBundle) raceUnderLock(t *testing.T, id int64, sweep func(context.Context) (int64, error), write string, args ...any) (int64, error) {
+	t.Helper()
+	ctx := context.Background()
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = tx.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, touched.ID)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, id)
 	require.NoError(t, err)
 
 	type result struct {
@@ -201,24 +216,117 @@ func TestStaleSweepLosesToATouchThatCommitsFirst(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		n, err := b.staleSweep(0).ArchiveUntouchedSince(ctx, cutoff)
+		n, err := sweep(ctx)
 		done <- result{n, err}
 	}()
-	// The sweep has archived the bystander and now waits on the lock.
 	require.Eventually(t, func() bool {
 		var waiting int
 		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting))
 		return waiting == 1
-	}, 10*time.Second, 10*time.Millisecond)
-	_, err = tx.Exec(ctx, `UPDATE sessions SET updated_at = $2 WHERE id = $1`, touched.ID, sweepNow)
+	}, 10*time.Second, 10*time.Millisecond, "the sweep waits on the session's lock")
+	_, err = tx.Exec(ctx, write, args...)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
-
 	r := <-done
-	require.NoError(t, r.err)
-	require.EqualValues(t, 1, r.n, "only the bystander")
-	require.Equal(t, domain.StatusArchived, b.status(t, bystander.ID))
-	require.Equal(t, domain.StatusNeedsInput, b.status(t, touched.ID), "the touch that committed first wins")
-	require.Empty(t, b.timelineMatching(t, touched.ID, "Session moved to trash"))
+	return r.n, r.err
+}
+
+func (b sweepBundle) elicitationSweep() app.ExpireElicitationBlocks {
+	return app.ExpireElicitationBlocks{Repo: b.repo, Candidates: b.repo, Clock: clock.NewStub(sweepNow),
+		Expiry: domain.DefaultElicitationExpiry, Logger: slogx.Discard()}
+}
+
+const expiredLine = "[Elicitation] Block expired: no answer for over 1 hour, so Zimmer's expired-elicitation sweep cleared blocked_on_elicitation; the session stays needs_input (lost_elicitation set)"
+
+// TestElicitationSweepClearsExactlyTheStrandedBlocks: only a needs_input
+// session blocked on an elicitation for longer than the expiry loses its
+// block — it stays needs_input, with lost_elicitation and the line; a
+// fresh block, an unblocked session, and a stray marker on a session in
+// another state are left alone; a second run finds nothing.
+func TestElicitationSweepClearsExactlyTheStrandedBlocks(t *testing.T) {
+	t.Parallel()
+	b := setupSweeps(t)
+	ctx := context.Background()
+	cutoff := sweepNow.Add(-domain.DefaultElicitationExpiry)
+	old, recent := cutoff.Add(-time.Minute), cutoff.Add(time.Minute)
+	start, pause, block, fail := domain.EventStart, domain.EventPause, domain.EventBlockOnElicitation, domain.EventFail
+	cases := []struct {
+		name        string
+		path        []domain.Event
+		strayMarker bool // the marker left on a session no longer needs_input
+		touched     time.Time
+		cleared     bool
+	}{
+		{"blocked, old", []domain.Event{start, block}, false, old, true},
+		{"blocked, a microsecond past the expiry", []domain.Event{start, block}, false, cutoff.Add(-time.Microsecond), true},
+		{"blocked, exactly at the expiry", []domain.Event{start, block}, false, cutoff, false},
+		{"blocked, recent", []domain.Event{start, block}, false, recent, false},
+		{"needs_input, not blocked, old", []domain.Event{start, pause}, false, old, false},
+		{"running, old", []domain.Event{start}, false, old, false},
+		{"failed with a stray marker, old", []domain.Event{start, block, fail}, true, old, false},
+		{"waiting with a stray marker, old", nil, true, old, false},
+	}
+	ids := make([]int64, len(cases))
+	before := make([]domain.Session, len(cases))
+	for i, c := range cases {
+		s := b.session(t, c.touched, c.path...)
+		if c.strayMarker {
+			_, err := b.pool.Exec(ctx, `UPDATE sessions SET markers = markers || '{"blocked_on_elicitation": true}' WHERE id = $1`, s.ID)
+			require.NoError(t, err)
+		}
+		got, err := b.sessions.Get.Handle(ctx, strconv.FormatInt(s.ID, 10))
+		require.NoError(t, err)
+		ids[i], before[i] = s.ID, got
+	}
+
+	n, err := b.elicitationSweep().ExpireBlockedSince(ctx, cutoff)
+	require.NoError(t, err)
+	want := 0
+	for i, c := range cases {
+		got, err := b.sessions.Get.Handle(ctx, strconv.FormatInt(ids[i], 10))
+		require.NoError(t, err)
+		if !c.cleared {
+			require.Equal(t, before[i], got, "%s: untouched", c.name)
+			continue
+		}
+		want++
+		require.Equal(t, domain.StatusNeedsInput, got.Status, c.name)
+		require.False(t, got.Markers.BlockedOnElicitation, c.name)
+		require.Contains(t, got.Markers.LostElicitation, "unanswered for over 1 hour", c.name)
+		require.Equal(t, sweepNow, got.UpdatedAt, c.name)
+		require.Equal(t, []string{expiredLine}, b.timelineMatching(t, ids[i], "[Elicitation]"), c.name)
+	}
+	require.EqualValues(t, want, n)
+
+	again, err := b.elicitationSweep().ExpireBlockedSince(ctx, cutoff)
+	require.NoError(t, err)
+	require.Zero(t, again, "a second run finds nothing left to clear")
+}
+
+// TestElicitationSweepLosesToTheAnswer: the reactive unblock (the
+// elicitation answered: back to running, marker gone) commits while the
+// sweep waits on the session's lock; the sweep decides again and leaves
+// the running session alone.
+func TestElicitationSweepLosesToTheAnswer(t *testing.T) {
+	t.Parallel()
+	b := setupSweeps(t)
+	cutoff := sweepNow.Add(-domain.DefaultElicitationExpiry)
+	answered := b.session(t, cutoff.Add(-time.Minute), domain.EventStart, domain.EventBlockOnElicitation)
+	bystander := b.session(t, cutoff.Add(-2*time.Minute), domain.EventStart, domain.EventBlockOnElicitation)
+
+	n, err := b.raceUnderLock(t, answered.ID, func(ctx context.Context) (int64, error) {
+		return b.elicitationSweep().ExpireBlockedSince(ctx, cutoff)
+	}, `UPDATE sessions SET status = $2, markers = markers - 'blocked_on_elicitation', updated_at = $3 WHERE id = $1`,
+		answered.ID, domain.StatusRunning, sweepNow)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "only the bystander")
+
+	got, err := b.sessions.Get.Handle(context.Background(), strconv.FormatInt(answered.ID, 10))
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusRunning, got.Status, "the answer that committed first wins")
+	require.Empty(t, got.Markers.LostElicitation)
+	require.Empty(t, b.timelineMatching(t, answered.ID, "[Elicitation]"))
+	require.Equal(t, domain.StatusNeedsInput, b.status(t, bystander.ID))
+	require.Equal(t, []string{expiredLine}, b.timelineMatching(t, bystander.ID, "[Elicitation]"))
 }
