@@ -21,6 +21,17 @@ type SweepCandidates interface {
 	// BlockedOnElicitation lists up to limit needs_input sessions blocked
 	// on an elicitation and untouched since cutoff, the oldest first.
 	BlockedOnElicitation(ctx context.Context, cutoff time.Time, limit int) ([]int64, error)
+	// HeartbeatDue lists up to limit needs_input sessions with their
+	// heartbeat on, not blocked on an elicitation, untouched since cutoff
+	// and for their own heartbeat interval by now, the longest first.
+	HeartbeatDue(ctx context.Context, cutoff, now time.Time, limit int) ([]int64, error)
+}
+
+// PendingMessages is the queue's answer the heartbeat sweep needs: whether
+// a session holds a message still to be delivered (pending or processing).
+// A nudge then would race that delivery into a second process.
+type PendingMessages interface {
+	HasPendingMessages(ctx context.Context, sessionID int64) (bool, error)
 }
 
 // DefaultSweepBatch bounds the sessions one run of a sweep acts on: a
@@ -140,4 +151,56 @@ func orDefault(l *slog.Logger) *slog.Logger {
 		return slog.Default()
 	}
 	return l
+}
+
+// NudgeHeartbeats is the heartbeat sweep (the spec's HeartbeatSweepJob):
+// each needs_input session with its heartbeat on, at rest for its interval,
+// resumes with the heartbeat prompt (domain.Heartbeat) — unless it is
+// blocked on an elicitation or the queue holds a message for it, which is
+// about to be delivered and would race the nudge into a second process.
+type NudgeHeartbeats struct {
+	Repo           SessionRepository
+	Candidates     SweepCandidates
+	Clock          clock.Clock
+	TrashRetention time.Duration
+	// Queue answers whether a session holds a pending message; nil when no
+	// queue is configured (then nothing can be pending).
+	Queue PendingMessages
+	// Batch bounds one run (DefaultSweepBatch when 0).
+	Batch  int
+	Logger *slog.Logger
+}
+
+// NudgeRestingSince nudges up to a batch of the sessions due a heartbeat
+// and says how many it resumed. cutoff is the run's time less the shortest
+// heartbeat interval: no session that came to rest after it can be due. A
+// session whose queue cannot be read is skipped this run (a doubt never
+// nudges); the next run asks again.
+func (uc NudgeHeartbeats) NudgeRestingSince(ctx context.Context, cutoff time.Time) (int64, error) {
+	ids, err := uc.Candidates.HeartbeatDue(ctx, cutoff, uc.Clock.Now(), batchOr(uc.Batch))
+	if err != nil {
+		return 0, err
+	}
+	logger := orDefault(uc.Logger)
+	due := ids[:0]
+	for _, id := range ids {
+		if uc.Queue != nil {
+			pending, err := uc.Queue.HasPendingMessages(ctx, id)
+			if err != nil {
+				logger.WarnContext(ctx, "skipped a heartbeat: the queue did not say whether the session holds a pending message",
+					"session_id", id, "error", err)
+				continue
+			}
+			if pending {
+				continue
+			}
+		}
+		due = append(due, id)
+	}
+	return sweep(ctx, uc.Repo, due, "nudge the heartbeat of session", func(s domain.Session, wakes domain.Wakes) (domain.Outcome, bool, error) {
+		env := domain.Env{Now: uc.Clock.Now(), Wakes: wakes, TrashRetention: uc.TrashRetention, FreshJobID: freshJobID()}
+		return domain.Heartbeat(s, env)
+	}, func(id int64) {
+		logger.InfoContext(ctx, "nudged a resting session: its heartbeat was due", "session_id", id)
+	})
 }

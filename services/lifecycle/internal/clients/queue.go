@@ -70,3 +70,23 @@ func (q Queue) DeliverWake(ctx context.Context, sessionID int64, prompt, key str
 	}
 	return false, fmt.Errorf("follow up session %d: %w", sessionID, err)
 }
+
+var _ app.PendingMessages = Queue{}
+
+// HasPendingMessages implements app.PendingMessages through the queue's
+// ListEnqueuedMessages, called as the lifecycle service: a message pending
+// or processing is still to be delivered.
+func (q Queue) HasPendingMessages(ctx context.Context, sessionID int64) (bool, error) {
+	ctx, cancel := q.bound(ctx)
+	defer cancel()
+	resp, err := q.Client.ListEnqueuedMessages(ctx, &queuev1.ListEnqueuedMessagesRequest{SessionId: strconv.FormatInt(sessionID, 10)})
+	if err != nil {
+		return false, fmt.Errorf("list session %d's queued messages: %w", sessionID, err)
+	}
+	for _, m := range resp.GetEnqueuedMessages() {
+		if s := m.GetStatus(); s == "pending" || s == "processing" {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -78,6 +78,10 @@ type Config struct {
 	// ElicitationExpiry is LIFECYCLE_ELICITATION_EXPIRY: how long a block
 	// on an elicitation stays before that sweep takes it as stranded.
 	ElicitationExpiry time.Duration
+	// HeartbeatSweepInterval is LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL: how
+	// often the lifecycle-heartbeat schedule looks for sessions due a
+	// heartbeat (the spec's 30 s).
+	HeartbeatSweepInterval time.Duration
 }
 
 // Load reads LIFECYCLE_* and the shared variables.
@@ -103,6 +107,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		StaleAfter        time.Duration `env:"LIFECYCLE_STALE_AFTER, default=168h"`
 		ElicitInterval    time.Duration `env:"LIFECYCLE_ELICITATION_SWEEP_INTERVAL, default=5m"`
 		ElicitExpiry      time.Duration `env:"LIFECYCLE_ELICITATION_EXPIRY, default=1h"`
+		HeartbeatInterval time.Duration `env:"LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL, default=30s"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
@@ -150,6 +155,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if env.ElicitExpiry <= 0 {
 		return Config{}, fmt.Errorf("LIFECYCLE_ELICITATION_EXPIRY must be positive, got %s", env.ElicitExpiry)
 	}
+	if env.HeartbeatInterval <= 0 {
+		return Config{}, fmt.Errorf("LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL must be positive, got %s", env.HeartbeatInterval)
+	}
 	return Config{
 		Config:             base,
 		RelayPollInterval:  env.RelayPollInterval,
@@ -169,6 +177,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 
 		ElicitationSweepInterval: env.ElicitInterval,
 		ElicitationExpiry:        env.ElicitExpiry,
+		HeartbeatSweepInterval:   env.HeartbeatInterval,
 	}, nil
 }
 
@@ -206,5 +215,6 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("stale_after", c.StaleAfter),
 		slog.Duration("elicitation_sweep_interval", c.ElicitationSweepInterval),
 		slog.Duration("elicitation_expiry", c.ElicitationExpiry),
+		slog.Duration("heartbeat_sweep_interval", c.HeartbeatSweepInterval),
 	)
 }

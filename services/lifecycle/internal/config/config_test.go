@@ -98,15 +98,17 @@ func TestSweepsDefaultToTheSpec(t *testing.T) {
 	require.Equal(t, 7*24*time.Hour, cfg.StaleAfter)
 	require.Equal(t, 5*time.Minute, cfg.ElicitationSweepInterval)
 	require.Equal(t, time.Hour, cfg.ElicitationExpiry)
+	require.Equal(t, 30*time.Second, cfg.HeartbeatSweepInterval)
 	cfg, err = load(t, map[string]string{"LIFECYCLE_STALE_SWEEP_INTERVAL": "10m", "LIFECYCLE_STALE_AFTER": "72h",
-		"LIFECYCLE_ELICITATION_SWEEP_INTERVAL": "1m", "LIFECYCLE_ELICITATION_EXPIRY": "30m"})
+		"LIFECYCLE_ELICITATION_SWEEP_INTERVAL": "1m", "LIFECYCLE_ELICITATION_EXPIRY": "30m", "LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL": "15s"})
 	require.NoError(t, err)
 	require.Equal(t, 10*time.Minute, cfg.StaleSweepInterval)
 	require.Equal(t, 72*time.Hour, cfg.StaleAfter)
 	require.Equal(t, time.Minute, cfg.ElicitationSweepInterval)
 	require.Equal(t, 30*time.Minute, cfg.ElicitationExpiry)
+	require.Equal(t, 15*time.Second, cfg.HeartbeatSweepInterval)
 	for _, name := range []string{"LIFECYCLE_STALE_SWEEP_INTERVAL", "LIFECYCLE_STALE_AFTER",
-		"LIFECYCLE_ELICITATION_SWEEP_INTERVAL", "LIFECYCLE_ELICITATION_EXPIRY"} {
+		"LIFECYCLE_ELICITATION_SWEEP_INTERVAL", "LIFECYCLE_ELICITATION_EXPIRY", "LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL"} {
 		_, err = load(t, map[string]string{name: "0s"})
 		require.ErrorContains(t, err, name+" must be positive")
 	}

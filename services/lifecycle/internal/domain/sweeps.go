@@ -94,3 +94,41 @@ func ExpireElicitationBlock(s Session, cutoff time.Time, expiry time.Duration, e
 			", so Zimmer's expired-elicitation sweep cleared blocked_on_elicitation; the session stays needs_input (lost_elicitation set)"}},
 	}, true
 }
+
+// HeartbeatPrompt is the turn a heartbeat nudge asks for: machine-written,
+// and it says so.
+const HeartbeatPrompt = "[AUTOMATED SYSTEM MESSAGE - NOT USER INPUT] Heartbeat: you have been waiting for input " +
+	"for your heartbeat interval. Continue your work if there is more to do; otherwise end your turn."
+
+// HeartbeatSweep names the heartbeat sweep on its timeline line.
+const HeartbeatSweep = "heartbeat sweep"
+
+// HeartbeatDue reports whether the heartbeat sweep nudges s at now: it is
+// needs_input with its heartbeat on, has been at rest (untouched) for its
+// heartbeat interval, and is not blocked on an elicitation (its agent
+// process is alive: a turn would start a second one). A pending queued
+// message, the sweep's other exclusion, is the queue's to say.
+func HeartbeatDue(s Session, now time.Time) bool {
+	return s.Status == StatusNeedsInput && s.HeartbeatEnabled && !s.Markers.BlockedOnElicitation &&
+		!s.UpdatedAt.After(now.Add(-time.Duration(s.HeartbeatIntervalSeconds)*time.Second))
+}
+
+// Heartbeat is the heartbeat sweep's nudge of s, decided under its lock: a
+// deliberate resume (its pending one-time wakes are cancelled, as any
+// resume that is not a recovery) asking for a turn with HeartbeatPrompt,
+// with a line saying why. ok is false when s is no longer due (touched,
+// resumed, its heartbeat turned off since the sweep listed it).
+func Heartbeat(s Session, env Env) (out Outcome, ok bool, err error) {
+	if !HeartbeatDue(s, env.Now) {
+		return Outcome{}, false, nil
+	}
+	out, err = Apply(s, Command{Event: EventResume, Actor: Actor{Kind: ActorSweep, Sweep: HeartbeatSweep}}, env)
+	if err != nil {
+		return Outcome{}, false, err
+	}
+	out.AsksForTurn, out.TurnPrompt = true, HeartbeatPrompt
+	out.Timeline = append(out.Timeline, TimelineEntry{Kind: TimelineNote, Message: fmt.Sprintf(
+		"[Heartbeat] Zimmer's %s resumed the session with the heartbeat prompt: needs_input for %s with its heartbeat on",
+		HeartbeatSweep, spanWords(time.Duration(s.HeartbeatIntervalSeconds)*time.Second))})
+	return out, true, nil
+}

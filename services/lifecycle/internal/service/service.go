@@ -46,6 +46,10 @@ const DefaultStaleSweepInterval = time.Hour
 // sweep runs when the configuration names no interval: the spec's 5 minutes.
 const DefaultElicitationSweepInterval = 5 * time.Minute
 
+// DefaultHeartbeatSweepInterval is how often the heartbeat sweep runs when
+// the configuration names no interval: the spec's 30 s.
+const DefaultHeartbeatSweepInterval = 30 * time.Second
+
 // Service is a runnable lifecycle service.
 type Service struct {
 	*host.Host
@@ -85,6 +89,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	// Without a queue, a wake is lifecycle's own delivery to the session
 	// once it is idle.
 	var wakes app.WakeDelivery = app.LocalWakeDelivery{Deliver: svc.Sessions.Deliver}
+	// Without a queue nothing can be pending, so the heartbeat asks nobody.
+	var pending app.PendingMessages
 	if cfg.QueueAddr != "" {
 		// An archive (not the raw event) asks the queue's guard first.
 		conn, err := h.Dial(cfg.QueueAddr)
@@ -97,6 +103,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		// A wake's prompt goes through the queue's FollowUp: a turn for an
 		// idle session, queued behind a running one's.
 		wakes = q
+		pending = q
 	}
 	// After the runner's client: Pause Until halts a running turn first.
 	svc.Triggers = app.NewTriggers(repo, svc.Sessions)
@@ -166,6 +173,11 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		}
 		elicitations := app.ExpireElicitationBlocks{Repo: repo, Candidates: repo, Clock: clock.System{},
 			Expiry: cfg.ElicitationExpiry, Logger: logger}
+		if cfg.HeartbeatSweepInterval <= 0 {
+			cfg.HeartbeatSweepInterval = DefaultHeartbeatSweepInterval
+		}
+		heartbeat := app.NudgeHeartbeats{Repo: repo, Candidates: repo, Clock: clock.System{},
+			TrashRetention: svc.Sessions.Transition.TrashRetention, Queue: pending, Logger: logger}
 		stale := app.ArchiveStaleSessions{Repo: repo, Candidates: repo, Clock: clock.System{},
 			TrashRetention: svc.Sessions.Transition.TrashRetention, After: cfg.StaleAfter, Logger: logger}
 		for _, p := range []retention.Policy{
@@ -180,6 +192,10 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 				Every: cfg.StaleSweepInterval, Prune: stale.ArchiveUntouchedSince},
 			{Name: "expired-elicitations", ScheduleID: Name + "-expired-elicitations", Keep: cfg.ElicitationExpiry,
 				Every: cfg.ElicitationSweepInterval, Prune: elicitations.ExpireBlockedSince},
+			// Keep is the shortest heartbeat interval: no session that
+			// came to rest within it can be due.
+			{Name: "heartbeat", ScheduleID: Name + "-heartbeat", Keep: domain.MinHeartbeatSeconds * time.Second,
+				Every: cfg.HeartbeatSweepInterval, Prune: heartbeat.NudgeRestingSince},
 		} {
 			if err := retention.Setup(ctx, h.Temporal, h.Worker, Name, p); err != nil {
 				h.Close()

@@ -1,13 +1,19 @@
 package service_test
 
 import (
+	"context"
+	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc"
+
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
@@ -110,10 +116,79 @@ func TestExpiredElicitationsScheduleClearsThroughTemporal(t *testing.T) {
 }
 
 // TestSweepSchedulesDefaultToTheSpec: with nothing configured, the stale
-// sweep runs hourly and the expired-elicitation sweep every 5 minutes.
+// sweep runs hourly, the expired-elicitation sweep every 5 minutes and the
+// heartbeat every 30 s.
 func TestSweepSchedulesDefaultToTheSpec(t *testing.T) {
 	t.Parallel()
 	svc := sweepService(t, config.Config{})
 	requireSchedule(t, svc, "lifecycle-stale-sessions", "stale-sessions", time.Hour)
 	requireSchedule(t, svc, "lifecycle-expired-elicitations", "expired-elicitations", 5*time.Minute)
+	requireSchedule(t, svc, "lifecycle-heartbeat", "heartbeat", 30*time.Second)
+}
+
+// listingQueue is a queue whose ListEnqueuedMessages answers from a table
+// of session → message statuses.
+type listingQueue struct {
+	queuev1.UnimplementedQueueServiceServer
+	mu       sync.Mutex
+	statuses map[string][]string
+}
+
+func (q *listingQueue) ListEnqueuedMessages(_ context.Context, req *queuev1.ListEnqueuedMessagesRequest) (*queuev1.ListEnqueuedMessagesResponse, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	resp := &queuev1.ListEnqueuedMessagesResponse{}
+	for _, st := range q.statuses[req.GetSessionId()] {
+		resp.EnqueuedMessages = append(resp.EnqueuedMessages, &queuev1.EnqueuedMessage{Status: st})
+	}
+	return resp, nil
+}
+
+func (q *listingQueue) set(sessionID int64, statuses ...string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.statuses[strconv.FormatInt(sessionID, 10)] = statuses
+}
+
+// TestHeartbeatScheduleAsksTheQueueThroughTemporal: lifecycle-heartbeat
+// runs every LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL; a triggered run asks the
+// queue (ListEnqueuedMessages, as lifecycle) and nudges the resting session
+// whose queue holds only delivered messages, not the one holding a pending
+// message.
+func TestHeartbeatScheduleAsksTheQueueThroughTemporal(t *testing.T) {
+	t.Parallel()
+	q := &listingQueue{statuses: map[string][]string{}}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	queuev1.RegisterQueueServiceServer(srv, q)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	svc := sweepService(t, config.Config{HeartbeatSweepInterval: time.Hour, QueueAddr: lis.Addr().String(), QueueTimeout: 5 * time.Second})
+	handle := requireSchedule(t, svc, "lifecycle-heartbeat", "heartbeat", time.Hour)
+
+	resting := func() int64 {
+		s, err := svc.Sessions.Create.Handle(t.Context(), domain.NewSession{Prompt: "p", GitRoot: "g"})
+		require.NoError(t, err)
+		ref := strconv.FormatInt(s.ID, 10)
+		for _, e := range []domain.Event{domain.EventStart, domain.EventPause} {
+			_, err := svc.Sessions.Transition.Fire(t.Context(), ref, string(e), domain.Command{RunningJobID: "job"})
+			require.NoError(t, err)
+		}
+		_, err = svc.Pool.Exec(t.Context(), `UPDATE sessions SET heartbeat_enabled = true, updated_at = now() - interval '1 hour' WHERE id = $1`, s.ID)
+		require.NoError(t, err)
+		return s.ID
+	}
+	idle, holding := resting(), resting()
+	q.set(idle, "sent", "undelivered")
+	q.set(holding, "sent", "pending")
+	require.NoError(t, handle.Trigger(t.Context(), client.ScheduleTriggerOptions{}))
+
+	status := func(id int64) domain.Status {
+		got, err := svc.Sessions.Get.Handle(t.Context(), strconv.FormatInt(id, 10))
+		require.NoError(t, err)
+		return got.Status
+	}
+	require.Eventually(t, func() bool { return status(idle) == domain.StatusRunning }, servicetest.Timeout, 100*time.Millisecond)
+	require.Equal(t, domain.StatusNeedsInput, status(holding), "a pending message is about to be delivered: no nudge")
 }

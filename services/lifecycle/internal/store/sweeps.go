@@ -49,3 +49,25 @@ func (s *Sessions) BlockedOnElicitation(ctx context.Context, cutoff time.Time, l
 	}
 	return ids, nil
 }
+
+// HeartbeatDue implements app.SweepCandidates: up to limit needs_input
+// sessions with their heartbeat on, not blocked on an elicitation, at rest
+// since before cutoff and for their own interval by now, the longest at
+// rest first (domain.HeartbeatDue, which the sweep checks again under each
+// session's lock).
+func (s *Sessions) HeartbeatDue(ctx context.Context, cutoff, now time.Time, limit int) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id FROM sessions
+		WHERE status = $1 AND heartbeat_enabled AND NOT markers ? 'blocked_on_elicitation'
+			AND updated_at < $2 AND updated_at + make_interval(secs => heartbeat_interval_seconds) <= $3
+		ORDER BY updated_at, id
+		LIMIT $4`, domain.StatusNeedsInput, cutoff, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions due a heartbeat: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("list sessions due a heartbeat: %w", err)
+	}
+	return ids, nil
+}

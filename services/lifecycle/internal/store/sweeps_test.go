@@ -2,13 +2,18 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
@@ -329,4 +334,165 @@ func TestElicitationSweepLosesToTheAnswer(t *testing.T) {
 	require.Empty(t, b.timelineMatching(t, answered.ID, "[Elicitation]"))
 	require.Equal(t, domain.StatusNeedsInput, b.status(t, bystander.ID))
 	require.Equal(t, []string{expiredLine}, b.timelineMatching(t, bystander.ID, "[Elicitation]"))
+}
+
+// fakeQueue answers HasPendingMessages from a table, failing for sessions
+// it has no answer for, and records who was asked.
+type fakeQueue struct {
+	mu      sync.Mutex
+	pending map[int64]bool
+	asked   []int64
+}
+
+func (q *fakeQueue) HasPendingMessages(_ context.Context, id int64) (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.asked = append(q.asked, id)
+	p, ok := q.pending[id]
+	if !ok {
+		return false, errors.New("queue unavailable")
+	}
+	return p, nil
+}
+
+func (b sweepBundle) heartbeatSweep(q app.PendingMessages) app.NudgeHeartbeats {
+	return app.NudgeHeartbeats{Repo: b.repo, Candidates: b.repo, Clock: clock.NewStub(sweepNow),
+		TrashRetention: app.DefaultTrashRetention, Queue: q, Logger: slogx.Discard()}
+}
+
+// heartbeatCutoff is what the schedule passes: the run's time less the
+// shortest heartbeat interval.
+var heartbeatCutoff = sweepNow.Add(-domain.MinHeartbeatSeconds * time.Second)
+
+// heartbeatSession is a session driven through path, its heartbeat set,
+// at rest since restedAt.
+func (b sweepBundle) heartbeatSession(t *testing.T, enabled bool, interval int32, restedAt time.Time, path ...domain.Event) int64 {
+	t.Helper()
+	s := b.session(t, restedAt, path...)
+	_, err := b.pool.Exec(context.Background(), `UPDATE sessions SET heartbeat_enabled = $2, heartbeat_interval_seconds = $3 WHERE id = $1`,
+		s.ID, enabled, interval)
+	require.NoError(t, err)
+	return s.ID
+}
+
+// turns are the turns lifecycle asked the runner for on the session.
+func (b sweepBundle) turns(t *testing.T, id int64) []*lifecyclev1.TurnRequest {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `SELECT payload FROM outbox_messages
+		WHERE subscriber = $1 AND topic = $2 AND aggregate_key = $3 ORDER BY id`,
+		events.SubscriberRunnerTurns, events.TopicSessionUpdated, strconv.FormatInt(id, 10))
+	require.NoError(t, err)
+	payloads, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	require.NoError(t, err)
+	var out []*lifecyclev1.TurnRequest
+	for _, p := range payloads {
+		msg, err := events.Decode(p)
+		require.NoError(t, err)
+		if turn := msg.GetUpdated().GetTurn(); turn != nil {
+			out = append(out, turn)
+		}
+	}
+	return out
+}
+
+// TestHeartbeatSweepNudgesExactlyTheSpecsSessions: a needs_input session
+// with its heartbeat on, at rest for its interval, resumes with the
+// heartbeat prompt as its turn; one not yet due, with its heartbeat off,
+// blocked on an elicitation, in another state, holding a pending message
+// or whose queue did not answer is left alone; a second run finds nothing
+// (the nudged ones are running).
+func TestHeartbeatSweepNudgesExactlyTheSpecsSessions(t *testing.T) {
+	t.Parallel()
+	b := setupSweeps(t)
+	ctx := context.Background()
+	start, pause, block, fail := domain.EventStart, domain.EventPause, domain.EventBlockOnElicitation, domain.EventFail
+	rested := func(d time.Duration) time.Time { return sweepNow.Add(-d) }
+	cases := []struct {
+		name     string
+		enabled  bool
+		interval int32
+		restedAt time.Time
+		path     []domain.Event
+		queue    string // "empty", "pending", "error"
+		nudged   bool
+	}{
+		{"due: at rest past its interval", true, 60, rested(61 * time.Second), []domain.Event{start, pause}, "empty", true},
+		{"due: at rest exactly its interval", true, 60, rested(60 * time.Second), []domain.Event{start, pause}, "empty", true},
+		{"due: a day's interval, a day and a minute at rest", true, 86400, rested(24*time.Hour + time.Minute), []domain.Event{start, pause}, "empty", true},
+		{"not yet due", true, 60, rested(59 * time.Second), []domain.Event{start, pause}, "empty", false},
+		{"not yet due: a longer interval", true, 3600, rested(61 * time.Second), []domain.Event{start, pause}, "empty", false},
+		{"heartbeat off", false, 60, rested(time.Hour), []domain.Event{start, pause}, "empty", false},
+		{"blocked on an elicitation", true, 60, rested(time.Hour), []domain.Event{start, block}, "empty", false},
+		{"holding a pending message", true, 60, rested(time.Hour), []domain.Event{start, pause}, "pending", false},
+		{"its queue did not answer", true, 60, rested(time.Hour), []domain.Event{start, pause}, "error", false},
+		{"running", true, 60, rested(time.Hour), []domain.Event{start}, "empty", false},
+		{"waiting", true, 60, rested(time.Hour), nil, "empty", false},
+		{"failed", true, 60, rested(time.Hour), []domain.Event{start, fail}, "empty", false},
+	}
+	q := &fakeQueue{pending: map[int64]bool{}}
+	ids := make([]int64, len(cases))
+	before := make([]domain.Session, len(cases))
+	for i, c := range cases {
+		ids[i] = b.heartbeatSession(t, c.enabled, c.interval, c.restedAt, c.path...)
+		switch c.queue {
+		case "empty":
+			q.pending[ids[i]] = false
+		case "pending":
+			q.pending[ids[i]] = true
+		}
+		got, err := b.sessions.Get.Handle(ctx, strconv.FormatInt(ids[i], 10))
+		require.NoError(t, err)
+		before[i] = got
+	}
+	turnsBefore := make([]int, len(cases))
+	for i := range cases {
+		turnsBefore[i] = len(b.turns(t, ids[i]))
+	}
+
+	n, err := b.heartbeatSweep(q).NudgeRestingSince(ctx, heartbeatCutoff)
+	require.NoError(t, err)
+	want := 0
+	for i, c := range cases {
+		got, err := b.sessions.Get.Handle(ctx, strconv.FormatInt(ids[i], 10))
+		require.NoError(t, err)
+		turns := b.turns(t, ids[i])
+		if !c.nudged {
+			require.Equal(t, before[i], got, "%s: untouched", c.name)
+			require.Len(t, turns, turnsBefore[i], "%s: no turn asked", c.name)
+			continue
+		}
+		want++
+		require.Equal(t, domain.StatusRunning, got.Status, c.name)
+		require.Len(t, turns, turnsBefore[i]+1, c.name)
+		last := turns[len(turns)-1]
+		require.Equal(t, domain.HeartbeatPrompt, last.GetPrompt(), c.name)
+		require.Equal(t, got.Markers.RunningJobID, last.GetJobId(), "%s: the turn runs under the resume's job", c.name)
+		require.Len(t, b.timelineMatching(t, ids[i], "[Heartbeat] Zimmer's heartbeat sweep resumed the session"), 1, c.name)
+	}
+	require.EqualValues(t, want, n)
+
+	again, err := b.heartbeatSweep(q).NudgeRestingSince(ctx, heartbeatCutoff)
+	require.NoError(t, err)
+	require.Zero(t, again, "a second run finds nothing due")
+}
+
+// TestHeartbeatSweepLosesToATouchThatCommitsFirst: a follow-up delivered
+// (the session touched and running) while the sweep waits on the lock wins;
+// the sweep decides again and asks for no turn.
+func TestHeartbeatSweepLosesToATouchThatCommitsFirst(t *testing.T) {
+	t.Parallel()
+	b := setupSweeps(t)
+	touched := b.heartbeatSession(t, true, 60, sweepNow.Add(-time.Hour), domain.EventStart, domain.EventPause)
+	bystander := b.heartbeatSession(t, true, 60, sweepNow.Add(-2*time.Hour), domain.EventStart, domain.EventPause)
+	q := &fakeQueue{pending: map[int64]bool{touched: false, bystander: false}}
+	turns := len(b.turns(t, touched))
+
+	n, err := b.raceUnderLock(t, touched, func(ctx context.Context) (int64, error) {
+		return b.heartbeatSweep(q).NudgeRestingSince(ctx, heartbeatCutoff)
+	}, `UPDATE sessions SET updated_at = $2 WHERE id = $1`, touched, sweepNow)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "only the bystander")
+	require.Equal(t, domain.StatusNeedsInput, b.status(t, touched), "the touch that committed first wins")
+	require.Len(t, b.turns(t, touched), turns)
+	require.Equal(t, domain.StatusRunning, b.status(t, bystander))
 }
