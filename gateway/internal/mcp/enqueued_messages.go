@@ -22,10 +22,7 @@ const ToolManageEnqueuedMessages = "manage_enqueued_messages"
 
 // enqueuedActions are manage_enqueued_messages' actions, each with the
 // arguments it reads (decoded into its request message with protojson).
-var enqueuedActions = []struct {
-	name string
-	args []string
-}{
+var enqueuedActions = toolActions{
 	{"list", []string{"session_id"}},
 	{"create", []string{"session_id", "content", "goal", "acting_session_id", "idempotency_key"}},
 	{"update", []string{"session_id", "message_id", "content", "goal", "position"}},
@@ -35,10 +32,6 @@ var enqueuedActions = []struct {
 }
 
 func manageEnqueuedMessagesTool() mcpgo.Tool {
-	names := make([]string, len(enqueuedActions))
-	for i, a := range enqueuedActions {
-		names[i] = a.name
-	}
 	return mcpgo.NewTool(ToolManageEnqueuedMessages,
 		mcpgo.WithToolTitle("Manage a session's queued messages"),
 		mcpgo.WithDescription("Messages queued for a session are sent to it one by one, in position order, as its next turns: each when a turn ends, "+
@@ -49,7 +42,7 @@ func manageEnqueuedMessagesTool() mcpgo.Tool {
 			"send_now delivers a pending message now when the session is idle, or, when it is running, moves it to the front so it is "+
 			"the next turn when the current one ends; interrupt stops the running turn and delivers the message as the next turn "+
 			"(on an idle session it delivers at once). Each message shows its origin: caller, or automated_<notice> for a notice Zimmer queued itself."),
-		mcpgo.WithString("action", mcpgo.Required(), mcpgo.Enum(names...)),
+		mcpgo.WithString("action", mcpgo.Required(), mcpgo.Enum(enqueuedActions.names()...)),
 		mcpgo.WithString("session_id", mcpgo.Required(), mcpgo.Description(`The session's numeric id (e.g. "42") or its slug.`)),
 		mcpgo.WithInteger("message_id", mcpgo.Description("update, delete, send_now, interrupt: the queued message's id.")),
 		mcpgo.WithString("content", mcpgo.Description(counts.Sprintf("create (required), update: the message, up to %d characters; it becomes the turn's prompt.",
@@ -65,37 +58,11 @@ func manageEnqueuedMessagesTool() mcpgo.Tool {
 }
 
 func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	accepted := []string{"action"}
-	for _, a := range enqueuedActions {
-		for _, n := range a.args {
-			if !slices.Contains(accepted, n) {
-				accepted = append(accepted, n)
-			}
-		}
+	a, act, res := enqueuedActions.read(req)
+	if res != nil {
+		return res, nil
 	}
-	a := readArgs(req, accepted)
-	action := a.word("action")
-	var names []string
-	for _, ea := range enqueuedActions {
-		if ea.name == action {
-			names = ea.args
-		}
-	}
-	if names == nil {
-		offered := make([]string, len(enqueuedActions))
-		for i, ea := range enqueuedActions {
-			offered[i] = ea.name
-		}
-		if action == "" {
-			return mcpgo.NewToolResultError("action is required; use one of " + strings.Join(offered, ", ")), nil
-		}
-		return mcpgo.NewToolResultError(fmt.Sprintf("unknown action %q; use one of %s", action, strings.Join(offered, ", "))), nil
-	}
-	for k := range a.raw {
-		if k != "action" && !slices.Contains(names, k) {
-			a.problems = append(a.problems, fmt.Sprintf("argument %q is not read by action %s (it reads %s)", k, action, strings.Join(names, ", ")))
-		}
-	}
+	action, names := act.name, act.args
 	if sel := selectionFrom(ctx); sel.session != 0 && slices.Contains(names, "acting_session_id") {
 		if res := a.actAs(sel.session); res != nil {
 			return res, nil

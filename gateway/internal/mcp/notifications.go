@@ -63,26 +63,19 @@ func getNotificationsTool() mcpgo.Tool {
 
 // notificationActions are action_notification's actions, each with the
 // arguments it reads.
-var notificationActions = []struct {
-	name string
-	args []string
-}{
+var notificationActions = toolActions{
 	{"read", []string{"notification_id"}},
 	{"dismiss", []string{"notification_id"}},
 	{"read_all", []string{"session_id"}},
 }
 
 func actionNotificationTool() mcpgo.Tool {
-	names := make([]string, len(notificationActions))
-	for i, a := range notificationActions {
-		names[i] = a.name
-	}
 	return mcpgo.NewTool(ToolActionNotification,
 		mcpgo.WithToolTitle("Act on notifications"),
 		mcpgo.WithDescription("read marks one notification read; dismiss removes one from the inbox's default view (get_notifications "+
 			"with include_dismissed still lists it); read_all marks every unread notification read, or only one session's with session_id. "+
 			"Each is idempotent."),
-		mcpgo.WithString("action", mcpgo.Required(), mcpgo.Enum(names...)),
+		mcpgo.WithString("action", mcpgo.Required(), mcpgo.Enum(notificationActions.names()...)),
 		mcpgo.WithInteger("notification_id", mcpgo.Min(1), mcpgo.Description("read, dismiss: the notification's id (get_notifications lists them).")),
 		mcpgo.WithString("session_id", mcpgo.Description("read_all: only this session's notifications: "+sessionIDDoc+".")),
 		mcpgo.WithDestructiveHintAnnotation(false),
@@ -213,31 +206,11 @@ func notificationLine(n *notificationv1.Notification) string {
 }
 
 func (t *tools) actionNotification(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	accepted := []string{"action"}
-	offered := make([]string, len(notificationActions))
-	for i, na := range notificationActions {
-		offered[i] = na.name
-		for _, n := range na.args {
-			if !slices.Contains(accepted, n) {
-				accepted = append(accepted, n)
-			}
-		}
+	a, act, res := notificationActions.read(req)
+	if res != nil {
+		return res, nil
 	}
-	a := readArgs(req, accepted)
-	action := a.word("action")
-	i := slices.Index(offered, action)
-	switch {
-	case action == "":
-		return mcpgo.NewToolResultError("action is required; use one of " + strings.Join(offered, ", ")), nil
-	case i < 0:
-		return mcpgo.NewToolResultError(fmt.Sprintf("unknown action %q; use one of %s", action, strings.Join(offered, ", "))), nil
-	}
-	names := notificationActions[i].args
-	for k := range a.raw {
-		if k != "action" && !slices.Contains(names, k) {
-			a.problems = append(a.problems, fmt.Sprintf("argument %q is not read by action %s (it reads %s)", k, action, strings.Join(names, ", ")))
-		}
-	}
+	action, names := act.name, act.args
 	if slices.Contains(names, "notification_id") && !a.has("notification_id") {
 		a.problems = append(a.problems, action+" needs notification_id (get_notifications lists them)")
 	}

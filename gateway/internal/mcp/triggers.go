@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -108,23 +107,16 @@ func searchTriggersTool() mcpgo.Tool {
 
 // triggerActions are action_trigger's actions, each with the arguments it
 // reads.
-var triggerActions = []struct {
-	name string
-	args []string
-}{
+var triggerActions = toolActions{
 	{"cancel", fieldNames(&lifecyclev1.CancelTriggerRequest{})},
 }
 
 func actionTriggerTool() mcpgo.Tool {
-	names := make([]string, len(triggerActions))
-	for i, a := range triggerActions {
-		names[i] = a.name
-	}
 	return mcpgo.NewTool(ToolActionTrigger,
 		mcpgo.WithToolTitle("Act on a trigger"),
 		mcpgo.WithDescription("cancel disarms one of a session's armed triggers: its wake never fires (a session asleep on it stays "+
 			rules.StatusWaiting+" until something else wakes it). A trigger that already fired or was cancelled is not found."),
-		mcpgo.WithString("action", mcpgo.Required(), mcpgo.Enum(names...)),
+		mcpgo.WithString("action", mcpgo.Required(), mcpgo.Enum(triggerActions.names()...)),
 		mcpgo.WithString("session_id", mcpgo.Required(), mcpgo.Description(`The session the trigger wakes: its numeric id (e.g. "42") or its slug.`)),
 		mcpgo.WithInteger("trigger_id", mcpgo.Required(), mcpgo.Min(1), mcpgo.Description("The trigger's id (search_triggers lists them).")),
 		mcpgo.WithDestructiveHintAnnotation(true),
@@ -263,23 +255,9 @@ func (t *tools) searchTriggers(ctx context.Context, req mcpgo.CallToolRequest) (
 }
 
 func (t *tools) actionTrigger(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	accepted := []string{"action"}
-	offered := make([]string, len(triggerActions))
-	for i, ta := range triggerActions {
-		offered[i] = ta.name
-		for _, n := range ta.args {
-			if !slices.Contains(accepted, n) {
-				accepted = append(accepted, n)
-			}
-		}
-	}
-	a := readArgs(req, accepted)
-	action := a.word("action")
-	switch {
-	case action == "":
-		return mcpgo.NewToolResultError("action is required; use one of " + strings.Join(offered, ", ")), nil
-	case !slices.Contains(offered, action):
-		return mcpgo.NewToolResultError(fmt.Sprintf("unknown action %q; use one of %s", action, strings.Join(offered, ", "))), nil
+	a, _, res := triggerActions.read(req)
+	if res != nil {
+		return res, nil
 	}
 	// cancel, the one action.
 	for _, need := range []string{"session_id", "trigger_id"} {
