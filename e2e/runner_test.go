@@ -12,32 +12,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
-
-// createNamespace registers a Temporal namespace of the test's own and waits
-// until it can be used.
-func createNamespace(t *testing.T, address string) string {
-	t.Helper()
-	name := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
-	nc, err := client.NewNamespaceClient(client.Options{HostPort: address})
-	require.NoError(t, err)
-	defer nc.Close()
-	require.NoError(t, nc.Register(t.Context(), &workflowservice.RegisterNamespaceRequest{
-		Namespace: name, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
-	}))
-	c, err := client.Dial(client.Options{HostPort: address, Namespace: name})
-	require.NoError(t, err)
-	defer c.Close()
-	require.Eventually(t, func() bool {
-		_, err := c.DescribeTaskQueue(t.Context(), "zimmer-runner", enumspb.TASK_QUEUE_TYPE_WORKFLOW)
-		return err == nil
-	}, 30*time.Second, 200*time.Millisecond, "namespace %s never became usable", name)
-	return name
-}
 
 // gitRepo makes a one-commit repository to clone.
 func gitRepo(t *testing.T) string {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
+	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 )
 
 var services = []string{"lifecycle", "lineage", "queue", "runner", "notification"}
@@ -99,7 +100,7 @@ func newStackRunning(t *testing.T, turns bool) *stack {
 		addr:          map[string]string{},
 		procs:         map[string]*exec.Cmd{},
 	}
-	s.namespace = createNamespace(t, s.temporal)
+	s.namespace = servicetest.TemporalNamespace(t, s.temporal)
 	for _, svc := range services {
 		s.dbURL[svc] = createDatabase(t, admin, fmt.Sprintf("e2e_%s_%d", svc, time.Now().UnixNano()))
 		s.addr[svc] = freeAddr(t)

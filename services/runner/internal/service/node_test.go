@@ -2,7 +2,6 @@ package service_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,12 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
@@ -28,11 +22,6 @@ import (
 	"github.com/zimmerhq/zimmer/services/runner/internal/service"
 	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
-
-// testNamespace is the Temporal namespace the runner's node tests run their
-// sessions in: their own, so no other test's runner polls zimmer-runner
-// there and picks up their activities.
-const testNamespace = "zimmer-runner-test"
 
 // node is a runner node under test on the real Temporal dev server: its
 // sessions' turns run the demo agent for real, against an in-process fake
@@ -50,7 +39,9 @@ type node struct {
 func startNode(t *testing.T, deliver func(from string) *queuev1.DeliverNextMessageResponse) *node {
 	t.Helper()
 	temporalAddr := servicetest.TemporalAddress(t)
-	ensureNamespace(t, temporalAddr)
+	// A namespace of the test's own, so no other test's runner polls
+	// zimmer-runner there and picks up its activities.
+	namespace := servicetest.TemporalNamespace(t, temporalAddr)
 	dir := t.TempDir()
 	agentBin := filepath.Join(dir, "zimmer-demo-agent")
 	out, err := exec.Command("go", "build", "-o", agentBin, "github.com/zimmerhq/zimmer/services/runner/cmd/zimmer-demo-agent").CombinedOutput()
@@ -71,7 +62,7 @@ func startNode(t *testing.T, deliver func(from string) *queuev1.DeliverNextMessa
 	}))
 	require.NoError(t, err)
 	cfg.Config = servicetest.Config(t, service.MigrationSets...)
-	cfg.TemporalAddress, cfg.TemporalNamespace = temporalAddr, testNamespace
+	cfg.TemporalAddress, cfg.TemporalNamespace = temporalAddr, namespace
 	n.svc = servicetest.New(t, service.NewNode, cfg)
 	servicetest.RunInBackground(t, n.svc.Run)
 	n.events = lifecyclev1.NewSessionEventConsumerServiceClient(servicetest.DialAsService(t, n.svc.Addr(), "lifecycle"))
@@ -122,29 +113,6 @@ func serve(t *testing.T, register func(*grpc.Server)) string {
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)
 	return lis.Addr().String()
-}
-
-// ensureNamespace registers testNamespace once on the dev server and waits
-// until it can be used.
-func ensureNamespace(t *testing.T, addr string) {
-	t.Helper()
-	nc, err := client.NewNamespaceClient(client.Options{HostPort: addr})
-	require.NoError(t, err)
-	defer nc.Close()
-	err = nc.Register(t.Context(), &workflowservice.RegisterNamespaceRequest{
-		Namespace: testNamespace, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
-	})
-	var exists *serviceerror.NamespaceAlreadyExists
-	if err != nil && !errors.As(err, &exists) {
-		require.NoError(t, err, "register namespace %s", testNamespace)
-	}
-	c, err := client.Dial(client.Options{HostPort: addr, Namespace: testNamespace})
-	require.NoError(t, err)
-	defer c.Close()
-	require.Eventually(t, func() bool {
-		_, err := c.DescribeTaskQueue(t.Context(), rw.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
-		return err == nil
-	}, 30*time.Second, 200*time.Millisecond, "namespace %s never became usable", testNamespace)
 }
 
 // gitRepo makes a one-commit repository to clone.
