@@ -14,6 +14,7 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
+	"github.com/zimmerhq/zimmer/services/notification/internal/wire"
 )
 
 // Lifecycle reads sessions through lifecycle's GetSession, called as the
@@ -40,11 +41,5 @@ func (l *Lifecycle) Get(ctx context.Context, id int64) (domain.Session, error) {
 		return domain.Session{}, fmt.Errorf("lifecycle GetSession %d: %w", id, err)
 	}
 	s := resp.GetSession()
-	return domain.Session{
-		ID:                s.GetId(),
-		Title:             s.GetTitle(),
-		Status:            s.GetStatus(),
-		NeedsInputCount:   s.GetNeedsInputCount(),
-		PushNotifications: s.GetPushNotifications(),
-	}, nil
+	return wire.Session(s), nil
 }

@@ -11,6 +11,7 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
+	"github.com/zimmerhq/zimmer/services/notification/internal/wire"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
@@ -118,13 +119,7 @@ func snapshot(effect *lifecyclev1.SessionEffect, id int64) (domain.Session, erro
 	case s.GetId() != id:
 		return domain.Session{}, validation.Invalid("event.effect.session.id", "is %d but the event is about session %d", s.GetId(), id)
 	}
-	return domain.Session{
-		ID:                s.GetId(),
-		Title:             s.GetTitle(),
-		Status:            s.GetStatus(),
-		NeedsInputCount:   s.GetNeedsInputCount(),
-		PushNotifications: s.GetPushNotifications(),
-	}, nil
+	return wire.Session(s), nil
 }
 
 // positiveCount reads a positive whole number from an effect's payload
