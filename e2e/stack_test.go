@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -355,12 +356,47 @@ func createDatabase(t *testing.T, admin, name string) string {
 	return admin[:i+1] + name + query
 }
 
+// freeAddr is a loopback address for a process the test starts to listen
+// on. The port is checked free here and bound later by the process, so it
+// is drawn below the kernel's ephemeral range (ip_local_port_range): an
+// outgoing connection, which takes its local port from that range, can never
+// take it in between, as one did with ports the kernel chose (a stack's queue
+// once found its port in use). handedOut keeps two stacks of this process
+// from drawing the same port.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
+	low := ephemeralLow()
+	for range 1000 {
+		port := 10000 + rand.IntN(low-10000)
+		if _, taken := handedOut.LoadOrStore(port, true); taken {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		require.NoError(t, l.Close())
+		return addr
+	}
+	t.Fatal("no free loopback port below the ephemeral range")
+	return ""
+}
+
+var handedOut sync.Map
+
+// ephemeralLow is the low end of the kernel's ephemeral port range (32768
+// when it cannot be read, Linux's default).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(b), &low, &high); err != nil || low <= 11000 {
+		return 32768
+	}
+	return low
 }
 
 func tail(b []byte, n int) string {
