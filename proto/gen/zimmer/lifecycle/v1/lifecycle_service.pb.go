@@ -3279,6 +3279,299 @@ func (x *RefreshSessionResponse) GetMessage() string {
 	return ""
 }
 
+type ListRecoveryCandidatesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only sessions whose last change is older than this.
+	SettledBefore *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=settled_before,json=settledBefore,proto3" json:"settled_before,omitempty"`
+	// At most this many (default and maximum 500), oldest change first.
+	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRecoveryCandidatesRequest) Reset() {
+	*x = ListRecoveryCandidatesRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRecoveryCandidatesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRecoveryCandidatesRequest) ProtoMessage() {}
+
+func (x *ListRecoveryCandidatesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRecoveryCandidatesRequest.ProtoReflect.Descriptor instead.
+func (*ListRecoveryCandidatesRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ListRecoveryCandidatesRequest) GetSettledBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SettledBefore
+	}
+	return nil
+}
+
+func (x *ListRecoveryCandidatesRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListRecoveryCandidatesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Candidates    []*RecoveryCandidate   `protobuf:"bytes,1,rep,name=candidates,proto3" json:"candidates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRecoveryCandidatesResponse) Reset() {
+	*x = ListRecoveryCandidatesResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRecoveryCandidatesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRecoveryCandidatesResponse) ProtoMessage() {}
+
+func (x *ListRecoveryCandidatesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRecoveryCandidatesResponse.ProtoReflect.Descriptor instead.
+func (*ListRecoveryCandidatesResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ListRecoveryCandidatesResponse) GetCandidates() []*RecoveryCandidate {
+	if x != nil {
+		return x.Candidates
+	}
+	return nil
+}
+
+// RecoveryCandidate is a session a recovery sweep looks at.
+type RecoveryCandidate struct {
+	state                protoimpl.MessageState `protogen:"open.v1"`
+	SessionId            int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Status               string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	PausedBy             string                 `protobuf:"bytes,3,opt,name=paused_by,json=pausedBy,proto3" json:"paused_by,omitempty"`
+	BlockedOnElicitation bool                   `protobuf:"varint,4,opt,name=blocked_on_elicitation,json=blockedOnElicitation,proto3" json:"blocked_on_elicitation,omitempty"`
+	// The session's running job (a running session's live turn, as lifecycle
+	// knows it).
+	RunningJobId  string                 `protobuf:"bytes,5,opt,name=running_job_id,json=runningJobId,proto3" json:"running_job_id,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecoveryCandidate) Reset() {
+	*x = RecoveryCandidate{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecoveryCandidate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecoveryCandidate) ProtoMessage() {}
+
+func (x *RecoveryCandidate) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecoveryCandidate.ProtoReflect.Descriptor instead.
+func (*RecoveryCandidate) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *RecoveryCandidate) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *RecoveryCandidate) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *RecoveryCandidate) GetPausedBy() string {
+	if x != nil {
+		return x.PausedBy
+	}
+	return ""
+}
+
+func (x *RecoveryCandidate) GetBlockedOnElicitation() bool {
+	if x != nil {
+		return x.BlockedOnElicitation
+	}
+	return false
+}
+
+func (x *RecoveryCandidate) GetRunningJobId() string {
+	if x != nil {
+		return x.RunningJobId
+	}
+	return ""
+}
+
+func (x *RecoveryCandidate) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type AbandonRecoveryRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Why Zimmer stopped recovering it, for the timeline and
+	// recovery_continue_abandoned.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbandonRecoveryRequest) Reset() {
+	*x = AbandonRecoveryRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbandonRecoveryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbandonRecoveryRequest) ProtoMessage() {}
+
+func (x *AbandonRecoveryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbandonRecoveryRequest.ProtoReflect.Descriptor instead.
+func (*AbandonRecoveryRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *AbandonRecoveryRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *AbandonRecoveryRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type AbandonRecoveryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when there was nothing to abandon (already abandoned, or no
+	// recovery marker and not running).
+	Abandoned     bool     `protobuf:"varint,1,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
+	Session       *Session `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbandonRecoveryResponse) Reset() {
+	*x = AbandonRecoveryResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbandonRecoveryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbandonRecoveryResponse) ProtoMessage() {}
+
+func (x *AbandonRecoveryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbandonRecoveryResponse.ProtoReflect.Descriptor instead.
+func (*AbandonRecoveryResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *AbandonRecoveryResponse) GetAbandoned() bool {
+	if x != nil {
+		return x.Abandoned
+	}
+	return false
+}
+
+func (x *AbandonRecoveryResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
@@ -3538,7 +3831,30 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x16RefreshSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x1c\n" +
 	"\trefreshed\x18\x02 \x01(\bR\trefreshed\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage*\x84\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"x\n" +
+	"\x1dListRecoveryCandidatesRequest\x12A\n" +
+	"\x0esettled_before\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\rsettledBefore\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"h\n" +
+	"\x1eListRecoveryCandidatesResponse\x12F\n" +
+	"\n" +
+	"candidates\x18\x01 \x03(\v2&.zimmer.lifecycle.v1.RecoveryCandidateR\n" +
+	"candidates\"\xfe\x01\n" +
+	"\x11RecoveryCandidate\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1b\n" +
+	"\tpaused_by\x18\x03 \x01(\tR\bpausedBy\x124\n" +
+	"\x16blocked_on_elicitation\x18\x04 \x01(\bR\x14blockedOnElicitation\x12$\n" +
+	"\x0erunning_job_id\x18\x05 \x01(\tR\frunningJobId\x129\n" +
+	"\n" +
+	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"O\n" +
+	"\x16AbandonRecoveryRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"o\n" +
+	"\x17AbandonRecoveryResponse\x12\x1c\n" +
+	"\tabandoned\x18\x01 \x01(\bR\tabandoned\x126\n" +
+	"\asession\x18\x02 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession*\x84\x01\n" +
 	"\fDeliveryMode\x12\x1d\n" +
 	"\x19DELIVERY_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVERY_MODE_IDLE\x10\x01\x12\x1a\n" +
@@ -3550,7 +3866,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x17DELIVERY_REFUSAL_CLOSED\x10\x02\x12+\n" +
 	"'DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION\x10\x03\x12 \n" +
 	"\x1cDELIVERY_REFUSAL_AUTH_OUTAGE\x10\x04\x12\x1e\n" +
-	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x052\x9b\x1e\n" +
+	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x052\x9d \n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -3575,7 +3891,9 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x17RevokeSessionCredential\x123.zimmer.lifecycle.v1.RevokeSessionCredentialRequest\x1a4.zimmer.lifecycle.v1.RevokeSessionCredentialResponse\"G\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02;*9/api/v1/sessions/{session_id}/credentials/{credential_id}\x12\x9e\x01\n" +
 	"\x1dAuthenticateSessionCredential\x129.zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest\x1a:.zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse\"\x06\xea\xe0\x18\x02\b\x03\x12h\n" +
 	"\vDeliverTurn\x12'.zimmer.lifecycle.v1.DeliverTurnRequest\x1a(.zimmer.lifecycle.v1.DeliverTurnResponse\"\x06\xea\xe0\x18\x02\b\x03\x12}\n" +
-	"\x12RecordDrainAttempt\x12..zimmer.lifecycle.v1.RecordDrainAttemptRequest\x1a/.zimmer.lifecycle.v1.RecordDrainAttemptResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\xa1\x01\n" +
+	"\x12RecordDrainAttempt\x12..zimmer.lifecycle.v1.RecordDrainAttemptRequest\x1a/.zimmer.lifecycle.v1.RecordDrainAttemptResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x89\x01\n" +
+	"\x16ListRecoveryCandidates\x122.zimmer.lifecycle.v1.ListRecoveryCandidatesRequest\x1a3.zimmer.lifecycle.v1.ListRecoveryCandidatesResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
+	"\x0fAbandonRecovery\x12+.zimmer.lifecycle.v1.AbandonRecoveryRequest\x1a,.zimmer.lifecycle.v1.AbandonRecoveryResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\xa1\x01\n" +
 	"\x0eRefreshSession\x12*.zimmer.lifecycle.v1.RefreshSessionRequest\x1a+.zimmer.lifecycle.v1.RefreshSessionResponse\"6\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/refresh2\xa0\x01\n" +
 	"\x1bSessionEventConsumerService\x12\x80\x01\n" +
 	"\x13ConsumeSessionEvent\x12/.zimmer.lifecycle.v1.ConsumeSessionEventRequest\x1a0.zimmer.lifecycle.v1.ConsumeSessionEventResponse\"\x06\xea\xe0\x18\x02\b\x03BFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
@@ -3593,7 +3911,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
@@ -3651,105 +3969,118 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*RecordDrainAttemptResponse)(nil),            // 53: zimmer.lifecycle.v1.RecordDrainAttemptResponse
 	(*RefreshSessionRequest)(nil),                 // 54: zimmer.lifecycle.v1.RefreshSessionRequest
 	(*RefreshSessionResponse)(nil),                // 55: zimmer.lifecycle.v1.RefreshSessionResponse
-	(*structpb.Struct)(nil),                       // 56: google.protobuf.Struct
-	(*Session)(nil),                               // 57: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 58: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 59: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 60: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 61: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 62: zimmer.lifecycle.v1.StreamEvent
-	(*SessionEvent)(nil),                          // 63: zimmer.lifecycle.v1.SessionEvent
+	(*ListRecoveryCandidatesRequest)(nil),         // 56: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	(*ListRecoveryCandidatesResponse)(nil),        // 57: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	(*RecoveryCandidate)(nil),                     // 58: zimmer.lifecycle.v1.RecoveryCandidate
+	(*AbandonRecoveryRequest)(nil),                // 59: zimmer.lifecycle.v1.AbandonRecoveryRequest
+	(*AbandonRecoveryResponse)(nil),               // 60: zimmer.lifecycle.v1.AbandonRecoveryResponse
+	(*structpb.Struct)(nil),                       // 61: google.protobuf.Struct
+	(*Session)(nil),                               // 62: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 63: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 64: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 65: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 66: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 67: zimmer.lifecycle.v1.StreamEvent
+	(*SessionEvent)(nil),                          // 68: zimmer.lifecycle.v1.SessionEvent
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	56, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	57, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	57, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	58, // 3: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	57, // 4: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	59, // 5: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	57, // 6: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	57, // 7: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	57, // 8: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	57, // 9: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	57, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	60, // 11: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	61, // 12: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	62, // 13: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	57, // 14: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	61, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	62, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	62, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	63, // 3: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	62, // 4: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	64, // 5: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	62, // 6: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	62, // 7: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	62, // 8: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	62, // 9: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	62, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	65, // 11: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	66, // 12: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	67, // 13: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	62, // 14: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	26, // 15: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
 	29, // 16: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	60, // 17: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	65, // 17: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
 	32, // 18: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	60, // 19: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	60, // 20: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	65, // 19: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	65, // 20: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
 	32, // 21: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	56, // 22: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	57, // 23: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	57, // 24: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	61, // 22: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	62, // 23: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	62, // 24: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	41, // 25: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
 	41, // 26: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	63, // 27: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	57, // 28: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	68, // 27: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	62, // 28: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	0,  // 29: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
 	1,  // 30: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	57, // 31: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	62, // 31: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	1,  // 32: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	57, // 33: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	2,  // 34: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	4,  // 35: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	6,  // 36: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	35, // 37: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	37, // 38: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	39, // 39: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	42, // 40: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	44, // 41: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	8,  // 42: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	10, // 43: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	16, // 44: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	24, // 45: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	12, // 46: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	14, // 47: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	48, // 48: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	18, // 49: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	20, // 50: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	22, // 51: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	27, // 52: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	30, // 53: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	33, // 54: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	50, // 55: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	52, // 56: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	54, // 57: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	46, // 58: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	3,  // 59: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	5,  // 60: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	7,  // 61: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	36, // 62: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	38, // 63: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	40, // 64: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	43, // 65: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	45, // 66: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	9,  // 67: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	11, // 68: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	17, // 69: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	25, // 70: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	13, // 71: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	15, // 72: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	49, // 73: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	19, // 74: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	21, // 75: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	23, // 76: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	28, // 77: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	31, // 78: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	34, // 79: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	51, // 80: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	53, // 81: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	55, // 82: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	47, // 83: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	59, // [59:84] is the sub-list for method output_type
-	34, // [34:59] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	62, // 33: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	65, // 34: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	58, // 35: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
+	65, // 36: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	62, // 37: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	2,  // 38: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	4,  // 39: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	6,  // 40: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	35, // 41: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	37, // 42: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	39, // 43: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	42, // 44: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	44, // 45: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	8,  // 46: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	10, // 47: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	16, // 48: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	24, // 49: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	12, // 50: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	14, // 51: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	48, // 52: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	18, // 53: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	20, // 54: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	22, // 55: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	27, // 56: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	30, // 57: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	33, // 58: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	50, // 59: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	52, // 60: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	56, // 61: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	59, // 62: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	54, // 63: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	46, // 64: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	3,  // 65: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	5,  // 66: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	7,  // 67: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	36, // 68: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	38, // 69: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	40, // 70: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	43, // 71: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	45, // 72: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	9,  // 73: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	11, // 74: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	17, // 75: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	25, // 76: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	13, // 77: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	15, // 78: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	49, // 79: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	19, // 80: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	21, // 81: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	23, // 82: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	28, // 83: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	31, // 84: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	34, // 85: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	51, // 86: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	53, // 87: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	57, // 88: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	60, // 89: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	55, // 90: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	47, // 91: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	65, // [65:92] is the sub-list for method output_type
+	38, // [38:65] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -3777,7 +4108,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   54,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

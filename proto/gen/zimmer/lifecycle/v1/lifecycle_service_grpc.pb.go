@@ -42,6 +42,8 @@ const (
 	LifecycleService_AuthenticateSessionCredential_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/AuthenticateSessionCredential"
 	LifecycleService_DeliverTurn_FullMethodName                   = "/zimmer.lifecycle.v1.LifecycleService/DeliverTurn"
 	LifecycleService_RecordDrainAttempt_FullMethodName            = "/zimmer.lifecycle.v1.LifecycleService/RecordDrainAttempt"
+	LifecycleService_ListRecoveryCandidates_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/ListRecoveryCandidates"
+	LifecycleService_AbandonRecovery_FullMethodName               = "/zimmer.lifecycle.v1.LifecycleService/AbandonRecovery"
 	LifecycleService_RefreshSession_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/RefreshSession"
 )
 
@@ -137,6 +139,19 @@ type LifecycleServiceClient interface {
 	// the session is at rest and may take a delivery; otherwise it counts
 	// nothing and says why (refusal). Internal: the queue calls it.
 	RecordDrainAttempt(ctx context.Context, in *RecordDrainAttemptRequest, opts ...grpc.CallOption) (*RecordDrainAttemptResponse, error)
+	// ListRecoveryCandidates lists the sessions a recovery sweep must look
+	// at: running ones untouched since settled_before (their turn may be
+	// gone), and needs_input or waiting ones a recovery parked
+	// (paused_by: recovery) since then. The runner's orphan sweep asks which
+	// of them have no live turn. Internal.
+	ListRecoveryCandidates(ctx context.Context, in *ListRecoveryCandidatesRequest, opts ...grpc.CallOption) (*ListRecoveryCandidatesResponse, error)
+	// AbandonRecovery gives up recovering a session automatically when the
+	// recovery budget is spent (session-lifecycle.md, "Auto-continue gives
+	// up"): it drops a paused_by: recovery marker, so no sweep selects the
+	// session again, records recovery_continue_abandoned with the reason and
+	// says so on the timeline. The session rests where it is, for a human to
+	// restart. Idempotent. Internal: the runner calls it.
+	AbandonRecovery(ctx context.Context, in *AbandonRecoveryRequest, opts ...grpc.CallOption) (*AbandonRecoveryResponse, error)
 	// RefreshSession nudges a session that may be stuck, per its state
 	// (session-lifecycle.md, refresh): a needs_input or failed session that
 	// ran before resumes with the continue nudge; a never-started one, one
@@ -383,6 +398,26 @@ func (c *lifecycleServiceClient) RecordDrainAttempt(ctx context.Context, in *Rec
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) ListRecoveryCandidates(ctx context.Context, in *ListRecoveryCandidatesRequest, opts ...grpc.CallOption) (*ListRecoveryCandidatesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRecoveryCandidatesResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_ListRecoveryCandidates_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) AbandonRecovery(ctx context.Context, in *AbandonRecoveryRequest, opts ...grpc.CallOption) (*AbandonRecoveryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AbandonRecoveryResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_AbandonRecovery_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *lifecycleServiceClient) RefreshSession(ctx context.Context, in *RefreshSessionRequest, opts ...grpc.CallOption) (*RefreshSessionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RefreshSessionResponse)
@@ -485,6 +520,19 @@ type LifecycleServiceServer interface {
 	// the session is at rest and may take a delivery; otherwise it counts
 	// nothing and says why (refusal). Internal: the queue calls it.
 	RecordDrainAttempt(context.Context, *RecordDrainAttemptRequest) (*RecordDrainAttemptResponse, error)
+	// ListRecoveryCandidates lists the sessions a recovery sweep must look
+	// at: running ones untouched since settled_before (their turn may be
+	// gone), and needs_input or waiting ones a recovery parked
+	// (paused_by: recovery) since then. The runner's orphan sweep asks which
+	// of them have no live turn. Internal.
+	ListRecoveryCandidates(context.Context, *ListRecoveryCandidatesRequest) (*ListRecoveryCandidatesResponse, error)
+	// AbandonRecovery gives up recovering a session automatically when the
+	// recovery budget is spent (session-lifecycle.md, "Auto-continue gives
+	// up"): it drops a paused_by: recovery marker, so no sweep selects the
+	// session again, records recovery_continue_abandoned with the reason and
+	// says so on the timeline. The session rests where it is, for a human to
+	// restart. Idempotent. Internal: the runner calls it.
+	AbandonRecovery(context.Context, *AbandonRecoveryRequest) (*AbandonRecoveryResponse, error)
 	// RefreshSession nudges a session that may be stuck, per its state
 	// (session-lifecycle.md, refresh): a needs_input or failed session that
 	// ran before resumes with the continue nudge; a never-started one, one
@@ -569,6 +617,12 @@ func (UnimplementedLifecycleServiceServer) DeliverTurn(context.Context, *Deliver
 }
 func (UnimplementedLifecycleServiceServer) RecordDrainAttempt(context.Context, *RecordDrainAttemptRequest) (*RecordDrainAttemptResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordDrainAttempt not implemented")
+}
+func (UnimplementedLifecycleServiceServer) ListRecoveryCandidates(context.Context, *ListRecoveryCandidatesRequest) (*ListRecoveryCandidatesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRecoveryCandidates not implemented")
+}
+func (UnimplementedLifecycleServiceServer) AbandonRecovery(context.Context, *AbandonRecoveryRequest) (*AbandonRecoveryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AbandonRecovery not implemented")
 }
 func (UnimplementedLifecycleServiceServer) RefreshSession(context.Context, *RefreshSessionRequest) (*RefreshSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RefreshSession not implemented")
@@ -1008,6 +1062,42 @@ func _LifecycleService_RecordDrainAttempt_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_ListRecoveryCandidates_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRecoveryCandidatesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).ListRecoveryCandidates(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_ListRecoveryCandidates_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).ListRecoveryCandidates(ctx, req.(*ListRecoveryCandidatesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_AbandonRecovery_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AbandonRecoveryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).AbandonRecovery(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_AbandonRecovery_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).AbandonRecovery(ctx, req.(*AbandonRecoveryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _LifecycleService_RefreshSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RefreshSessionRequest)
 	if err := dec(in); err != nil {
@@ -1124,6 +1214,14 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RecordDrainAttempt",
 			Handler:    _LifecycleService_RecordDrainAttempt_Handler,
+		},
+		{
+			MethodName: "ListRecoveryCandidates",
+			Handler:    _LifecycleService_ListRecoveryCandidates_Handler,
+		},
+		{
+			MethodName: "AbandonRecovery",
+			Handler:    _LifecycleService_AbandonRecovery_Handler,
 		},
 		{
 			MethodName: "RefreshSession",

@@ -84,8 +84,12 @@ type Session struct {
 	// operator (default true). The failure push ignores it: a failure is
 	// final and must be seen.
 	PushNotifications bool `protobuf:"varint,32,opt,name=push_notifications,json=pushNotifications,proto3" json:"push_notifications,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Why Zimmer stopped recovering the session automatically (its recovery
+	// budget was spent); empty otherwise. Cleared by the next resume.
+	// Read-only.
+	RecoveryContinueAbandoned string `protobuf:"bytes,33,opt,name=recovery_continue_abandoned,json=recoveryContinueAbandoned,proto3" json:"recovery_continue_abandoned,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -342,6 +346,13 @@ func (x *Session) GetPushNotifications() bool {
 	return false
 }
 
+func (x *Session) GetRecoveryContinueAbandoned() string {
+	if x != nil {
+		return x.RecoveryContinueAbandoned
+	}
+	return ""
+}
+
 // TimelineLine is one line of a session's timeline.
 type TimelineLine struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -573,7 +584,8 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\t\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa3\n" +
+	"\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -614,7 +626,8 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\x05notes\x18\x1d \x01(\tR\x05notes\x12&\n" +
 	"\x0fmcp_tool_groups\x18\x1e \x03(\tR\rmcpToolGroups\x12$\n" +
 	"\x0erunning_job_id\x18\x1f \x01(\tR\frunningJobId\x12-\n" +
-	"\x12push_notifications\x18  \x01(\bR\x11pushNotificationsB\x14\n" +
+	"\x12push_notifications\x18  \x01(\bR\x11pushNotifications\x12>\n" +
+	"\x1brecovery_continue_abandoned\x18! \x01(\tR\x19recoveryContinueAbandonedB\x14\n" +
 	"\x12_parent_session_id\"\x87\x01\n" +
 	"\fTimelineLine\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
