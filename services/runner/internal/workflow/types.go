@@ -49,6 +49,10 @@ const (
 	// is then not routed. RunnerService.InterruptTurn sends it.
 	UpdateInterruptTurn = "interrupt_turn"
 
+	// QueryTurnState answers TurnState: whether the workflow is running a
+	// turn, for the orphan sweep.
+	QueryTurnState = "turn_state"
+
 	ActivitySessionState = "zimmer.runner.SessionState"
 	ActivityStopTurn     = "zimmer.runner.StopTurn"
 )
@@ -132,7 +136,31 @@ const (
 	// clean exit: lifecycle already made its job the session's running job,
 	// and the session never left running.
 	KindHandOver = "handover"
+	// KindRecover asks the workflow to recover the session if its turn is
+	// gone (the orphan sweep): it re-reads the session and, when no turn
+	// of it is live, decides by the stand-down table (Decide).
+	KindRecover = "recover"
 )
+
+// Recovery paths: which producer sent a recovery nudge. Each is named in
+// the nudge's last line (RecoveryNudge), so neither the agent nor a human
+// reading over its shoulder has to guess which fired.
+const (
+	PathInterruptedTurn = "interrupted turn"
+	PathOrphanSweep     = "orphan sweep"
+	PathRunnerShutdown  = "runner shutdown"
+	PathSignalDeath     = "signal death"
+)
+
+// TurnState is the answer to QueryTurnState.
+type TurnState struct {
+	// InFlight: a turn is being run (its process, its start or its end).
+	InFlight bool
+	// Pending counts requests received and not yet run.
+	Pending int
+	// Node holds the session's clone ("" before the first turn).
+	Node string
+}
 
 // TurnRequest asks a session's workflow for a turn.
 type TurnRequest struct {
@@ -150,6 +178,11 @@ type TurnRequest struct {
 	JobID string
 	// Session is what the first turn needs to clone and launch.
 	Session SessionSpec
+	// Path names a KindRecover request's producer (PathOrphanSweep).
+	Path string
+	// Node is the runner node that received the request: a session whose
+	// node was declared dead makes its clone anew there.
+	Node string
 }
 
 // SessionSpec is what the runner needs to know of a session.
@@ -312,6 +345,10 @@ type TurnResult struct {
 	SignalSentByUs bool
 	// StatusKnown is false when the exit status was lost.
 	StatusKnown bool
+	// Shutdown: the runner node was shutting down (SIGTERM to the runner,
+	// a deploy) and stopped the process by the ladder; the turn is retried
+	// (PathRunnerShutdown), at most MaxShutdownRetries times in a row.
+	Shutdown bool
 	StderrTail  []string
 	// RuntimeSessionID is the conversation id the runtime reported, if any.
 	RuntimeSessionID string
