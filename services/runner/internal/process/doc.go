@@ -59,6 +59,30 @@
 // recycled pgid is possible in principle (as in the spec's design), which is
 // why the sweep first asks whether the group is empty.
 //
+// # What outlives the runner
+//
+// The agent runs in its own process group, so a runner killed by SIGKILL
+// leaves it running. With Options.RecordDir, Start writes a Record of it
+// (pid, pgid, its start time from /proc/<pid>/stat, the caller's labels),
+// atomically, before anything may reap it, and deletes it once the leader
+// is reaped and its group has no live member (or was swept). The runner's
+// next incarnation calls KillRecorded before it serves its node's task
+// queue: it SIGKILLs every recorded group still alive and waits for it to
+// be gone. The start time makes a recycled pid a different process, never
+// touched. The window between fork and the record's rename is the only
+// time a runner's death leaves an agent unrecorded.
+//
+// # Zombies
+//
+// SetChildSubreaper makes the runner the reaper of its agents' orphans
+// (grandchildren whose leader ended), which would otherwise go to init; a
+// group sweep still reaches them. Their zombies, and any other child no one
+// waits for, are collected by ReapZombies, which never takes a pid a live
+// waiter owns: not a leader this package has not reaped (a registry, kept
+// in step with forks under a lock), and not a zombie younger than MinAge
+// by its own sightings (os/exec's Wait, in the workspace package's git
+// calls, collects its child within moments). See ZombieReaper.
+//
 // Exit.SignalSentByUs tells a signal the ladder sent (a pause, an archive)
 // from one it did not (an OOM kill, a crash), which the turn routes
 // differently: the spec resumes a signal death Zimmer did not cause.

@@ -138,6 +138,7 @@ func (p *Process) climb() (Termination, error) {
 	// 4. The sweep: the leader is dead; give the group a grace to drain,
 	// then SIGKILL what is left. Its failure never changes the result.
 	t.Swept = p.sweep(cfg)
+	p.dropRecord() // the group is empty, or SIGKILLed: nothing left to record
 	t.Duration = time.Since(start)
 	return t, nil
 }

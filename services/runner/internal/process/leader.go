@@ -76,6 +76,7 @@ func (l *leader) aliveLocked() bool {
 
 func (l *leader) markGoneLocked(ws unix.WaitStatus, known bool) {
 	l.gone = true
+	children.remove(l.pid)
 	l.status = ws
 	l.statusKnown = known
 	close(l.exited)
@@ -109,10 +110,18 @@ func (l *leader) signalGroup(sig syscall.Signal) error {
 	return nil
 }
 
-// groupEmpty reports whether no process of the group is left. A group we
-// may not signal (EPERM) counts as empty: there is nothing we could sweep.
+// groupEmpty reports whether no live process of the group is left. A group
+// we may not signal (EPERM) counts as empty: there is nothing we could
+// sweep. Zombies do not count: signal 0 finds a group whose members all
+// ended but wait for their reaper (the runner itself, as a subreaper, until
+// its zombie reaper runs), and they run nothing. When /proc cannot tell,
+// the group counts as alive: a sweep is the safe mistake.
 func (l *leader) groupEmpty() bool {
-	return l.kill(-l.pid, 0) != nil
+	if l.kill(-l.pid, 0) != nil {
+		return true
+	}
+	members, err := liveMembers(l.pid)
+	return err == nil && len(members) == 0
 }
 
 func (l *leader) markTerminating() {

@@ -49,6 +49,13 @@ type Options struct {
 	StderrTailLines int
 	// Ladder configures Terminate.
 	Ladder Ladder
+	// RecordDir, when set, keeps a Record of the process in this folder
+	// until its leader is reaped and its group empty or swept, so the
+	// runner's next incarnation can kill it if this one dies first
+	// (KillRecorded). A record that cannot be written fails the start.
+	RecordDir string
+	// Labels are copied into the Record (a turn id, a session id).
+	Labels map[string]string
 }
 
 const (
@@ -127,6 +134,9 @@ type Process struct {
 	done chan struct{} // closed once the leader is gone and output drained
 	exit Exit
 
+	recordMu   sync.Mutex
+	recordPath string // "" without a record, and once it is removed
+
 	termOnce sync.Once
 	termDone chan struct{}
 	term     Termination
@@ -181,23 +191,34 @@ func Start(cmd Command, opts Options) (*Process, error) {
 	}
 	parentEnds, childEnds = append(parentEnds, errR), append(childEnds, errW)
 
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
-		Dir:   cmd.Dir,
-		Env:   env,
-		Files: []uintptr{stdinChild.Fd(), outW.Fd(), errW.Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	pid, err := children.fork(func() (int, error) {
+		return syscall.ForkExec(path, argv, &syscall.ProcAttr{
+			Dir:   cmd.Dir,
+			Env:   env,
+			Files: []uintptr{stdinChild.Fd(), outW.Fd(), errW.Fd()},
+			Sys:   &syscall.SysProcAttr{Setpgid: true},
+		})
 	})
 	closeAll(childEnds)
 	if err != nil {
 		closeAll(parentEnds)
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
+	recordPath := ""
+	if opts.RecordDir != "" {
+		if recordPath, err = recordStart(opts, pid); err != nil {
+			killUnrecorded(pid)
+			closeAll(parentEnds)
+			return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+		}
+	}
 
 	p := &Process{
-		leader:   newLeader(pid, opts.Ladder.KillFunc),
-		opts:     opts,
-		done:     make(chan struct{}),
-		termDone: make(chan struct{}),
+		leader:     newLeader(pid, opts.Ladder.KillFunc),
+		opts:       opts,
+		done:       make(chan struct{}),
+		termDone:   make(chan struct{}),
+		recordPath: recordPath,
 	}
 	go p.leader.waitExit(opts.Ladder.Poll)
 	if stdinParent != nil {
@@ -205,6 +226,47 @@ func Start(cmd Command, opts Options) (*Process, error) {
 	}
 	go p.collect(outR, errR)
 	return p, nil
+}
+
+// recordStart writes the Record of the child pid. It runs before anything
+// may reap the child, so /proc/<pid> is still the child's own.
+func recordStart(opts Options, pid int) (string, error) {
+	info, err := readProcInfo(pid)
+	if err != nil {
+		return "", fmt.Errorf("read the start time of pid %d: %w", pid, err)
+	}
+	return writeRecord(opts.RecordDir, Record{
+		Pid: pid, Pgid: pid, StartTime: info.StartTime, Labels: opts.Labels, Started: time.Now(),
+	})
+}
+
+// killUnrecorded kills and reaps a child whose record could not be written:
+// unrecorded, it could outlive a runner killed -9 unseen.
+func killUnrecorded(pid int) {
+	_ = unix.Kill(-pid, syscall.SIGKILL)
+	_ = unix.Kill(pid, syscall.SIGKILL)
+	var ws unix.WaitStatus
+	for {
+		if _, err := unix.Wait4(pid, &ws, 0, nil); !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	children.remove(pid)
+}
+
+// dropRecord deletes the process's record, once the leader is reaped and
+// its group has no live member left (empty, or SIGKILLed by the sweep).
+func (p *Process) dropRecord() {
+	p.recordMu.Lock()
+	defer p.recordMu.Unlock()
+	if p.recordPath == "" {
+		return
+	}
+	if err := removeRecord(p.recordPath); err != nil {
+		// Harmless: KillRecorded finds the pid gone and deletes it.
+		return
+	}
+	p.recordPath = ""
 }
 
 func stdinFiles(data []byte) (child, parent *os.File, err error) {
@@ -275,6 +337,9 @@ func (p *Process) collect(outR, errR *os.File) {
 	_ = outR.Close()
 	_ = errR.Close()
 
+	if p.leader.groupEmpty() {
+		p.dropRecord()
+	}
 	exit := p.leader.exit()
 	exit.DroppedLines = <-delivered
 	exit.OutputCut = cut
