@@ -7,6 +7,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/stretchr/testify v1.12.1
+	github.com/zimmerhq/zimmer/deploy/devstack v0.0.0
 	github.com/zimmerhq/zimmer/proto/gen v0.0.0
 	github.com/zimmerhq/zimmer/services/lifecycle v0.0.0
 	github.com/zimmerhq/zimmer/services/platform v0.0.0
@@ -46,6 +47,7 @@ require (
 )
 
 replace (
+	github.com/zimmerhq/zimmer/deploy/devstack => ../deploy/devstack
 	github.com/zimmerhq/zimmer/proto/gen => ../proto/gen
 	github.com/zimmerhq/zimmer/services/lifecycle => ../services/lifecycle
 	github.com/zimmerhq/zimmer/services/platform => ../services/platform

@@ -63,7 +63,9 @@ type stack struct {
 	dbURL   map[string]string // service → database URL
 	addr    map[string]string // service or "gateway" → address
 	procs   map[string]*exec.Cmd
-	mu      sync.Mutex
+	// extraEnv adds variables to a process's environment (stackOptions.env).
+	extraEnv map[string][]string
+	mu       sync.Mutex
 }
 
 func temporalAddress(t *testing.T) string {
@@ -84,7 +86,34 @@ func newStack(t *testing.T) *stack { t.Helper(); return newStackRunning(t, false
 // stack.namespace); with turns, created sessions really run.
 func newStackRunning(t *testing.T, turns bool) *stack {
 	t.Helper()
-	admin := pgtest.AdminURL(t)
+	return newStackWith(t, stackOptions{turns: turns})
+}
+
+// stackOptions are what a stack may differ in: the crash tests give it a
+// Postgres and a Temporal dev server of its own to kill, and settings.
+type stackOptions struct {
+	turns bool
+	// temporal is the Temporal frontend address; empty: the shared test
+	// server (ZIMMER_TEST_TEMPORAL_ADDRESS).
+	temporal string
+	// adminURL is a Postgres superuser URL to create the databases on;
+	// empty: the shared test Postgres.
+	adminURL string
+	// env adds variables to a process's environment, by process name.
+	env map[string][]string
+}
+
+// newStackWith starts a stack as opts say.
+func newStackWith(t *testing.T, opts stackOptions) *stack {
+	t.Helper()
+	admin := opts.adminURL
+	if admin == "" {
+		admin = pgtest.AdminURL(t)
+	}
+	temporal := opts.temporal
+	if temporal == "" {
+		temporal = temporalAddress(t)
+	}
 	s := &stack{
 		t:             t,
 		bin:           buildBinaries(t),
@@ -93,8 +122,9 @@ func newStackRunning(t *testing.T, turns bool) *stack {
 		operatorKey:   "e2e-operator-" + fmt.Sprint(time.Now().UnixNano()),
 		internalToken: "e2e-internal-" + fmt.Sprint(time.Now().UnixNano()),
 		boundaryToken: "e2e-boundary-" + fmt.Sprint(time.Now().UnixNano()),
-		temporal:      temporalAddress(t),
-		turns:         turns,
+		temporal:      temporal,
+		turns:         opts.turns,
+		extraEnv:      opts.env,
 		workspaces:    t.TempDir(),
 		webhook:       newWebhookSink(t),
 		dbURL:         map[string]string{},
@@ -181,7 +211,9 @@ func (s *stack) start(name string) {
 	logf, err := os.OpenFile(filepath.Join(s.logs, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(s.t, err)
 	cmd := exec.Command(filepath.Join(s.bin, name))
-	cmd.Env = s.env(name)
+	// Last, so that they win over the stack's own (exec keeps the last of
+	// a name).
+	cmd.Env = append(s.env(name), s.extraEnv[name]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	require.NoError(s.t, cmd.Start(), "start %s", name)
