@@ -24,7 +24,9 @@ type Server struct {
 	settings    app.ExperimentalSettings
 	credentials app.Credentials
 	triggers    app.Triggers
-	logger      *slog.Logger
+	// recoveryCandidates serves ListRecoveryCandidates (recovery_candidates.go).
+	recoveryCandidates app.ListRecoveryCandidates
+	logger             *slog.Logger
 }
 
 // NewServer returns the API over the use cases.

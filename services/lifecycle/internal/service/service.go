@@ -108,7 +108,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	// After the runner's client: Pause Until halts a running turn first.
 	svc.Triggers = app.NewTriggers(repo, svc.Sessions)
 	api := grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).
-		WithCredentials(svc.Credentials).WithTriggers(svc.Triggers)
+		WithCredentials(svc.Credentials).WithTriggers(svc.Triggers).
+		WithRecoveryCandidates(app.ListRecoveryCandidates{Candidates: repo})
 	api.Register(h.GRPC.Server)
 	api.RegisterTriggers(h.GRPC.Server)
 	// Lineage's events carry lines for the sessions' timelines, which
