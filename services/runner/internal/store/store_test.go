@@ -28,13 +28,13 @@ func TestSchemaRules(t *testing.T) {
 		{Name: "two sessions in one directory", Setup: insert + `(5, 'a', '/work/5')`, SQL: insert + `(6, 'a', '/work/5')`, WantCode: pgerrcode.UniqueViolation},
 		{
 			Name:     "a retained clone still holds its directory",
-			Setup:    insert + `(7, 'a', '/work/7'); UPDATE workspaces SET state = 'retained' WHERE session_id = 7`,
+			Setup:    insert + `(7, 'a', '/work/7'); UPDATE workspaces SET state = 'retained', trash_after = now() WHERE session_id = 7`,
 			SQL:      insert + `(8, 'a', '/work/7')`,
 			WantCode: pgerrcode.UniqueViolation,
 		},
 		{
 			Name:  "a preserved clone frees its directory",
-			Setup: insert + `(9, 'a', '/work/9'); UPDATE workspaces SET state = 'preserved' WHERE session_id = 9`,
+			Setup: insert + `(9, 'a', '/work/9'); UPDATE workspaces SET state = 'preserved', trash_after = now(), artifacts_dir = '/p/9' WHERE session_id = 9`,
 			SQL:   insert + `(10, 'a', '/work/9')`,
 		},
 		{
@@ -59,6 +59,21 @@ func TestSchemaRules(t *testing.T) {
 			Name: "a SHA-1 and a SHA-256 base commit",
 			SQL: `INSERT INTO workspaces (session_id, node, path, base_commit) VALUES
 				(19, 'a', '/work/19', '` + sha1 + `'), (20, 'a', '/work/20', '` + sha1 + sha1[:24] + `')`,
+		},
+		{
+			Name:     "a retained clone without its trash deadline",
+			SQL:      `INSERT INTO workspaces (session_id, node, path, state) VALUES (22, 'a', '/work/22', 'retained')`,
+			WantCode: pgerrcode.CheckViolation,
+		},
+		{
+			Name:     "a preserved clone without its artifacts",
+			SQL:      `INSERT INTO workspaces (session_id, node, path, state, trash_after) VALUES (23, 'a', '/work/23', 'preserved', now())`,
+			WantCode: pgerrcode.CheckViolation,
+		},
+		{
+			Name:     "artifacts at a relative path",
+			SQL:      `INSERT INTO workspaces (session_id, node, path, artifacts_dir) VALUES (24, 'a', '/work/24', 'p/24')`,
+			WantCode: pgerrcode.CheckViolation,
 		},
 		{
 			Name:     "a base commit that is no object id",

@@ -21,7 +21,9 @@ var _ workspace.Repository = (*Workspaces)(nil)
 func NewWorkspaces(pool *pgxpool.Pool) *Workspaces { return &Workspaces{pool: pool} }
 
 const workspaceColumns = `session_id, node, path, git_root, branch, subdirectory, checked_out_branch,
-	base_commit, state, failure_reason, created_at, updated_at`
+	base_commit, state, failure_reason, trash_after, archive_note, clone_bytes, dropped_deletions, artifacts_dir,
+	bundle_path, bundle_bytes, patch_path, patch_bytes, preserved_head, preserved_branch, preserved_tree,
+	created_at, updated_at`
 
 // Get implements workspace.Repository.
 func (s *Workspaces) Get(ctx context.Context, sessionID int64) (workspace.Workspace, error) {
@@ -59,13 +61,20 @@ func (s *Workspaces) Update(ctx context.Context, sessionID int64, fn func(*works
 		if err := fn(&w); err != nil {
 			return err
 		}
+		a := w.Archive
 		got, err = scanWorkspace(tx.QueryRow(ctx, `
 			UPDATE workspaces SET node = $2, path = $3, git_root = $4, branch = $5, subdirectory = $6,
-			       checked_out_branch = $7, base_commit = $8, state = $9, failure_reason = $10, updated_at = now()
+			       checked_out_branch = $7, base_commit = $8, state = $9, failure_reason = $10,
+			       trash_after = $11, archive_note = $12, clone_bytes = $13, dropped_deletions = $14,
+			       artifacts_dir = $15, bundle_path = $16, bundle_bytes = $17, patch_path = $18, patch_bytes = $19,
+			       preserved_head = $20, preserved_branch = $21, preserved_tree = $22, updated_at = now()
 			WHERE session_id = $1
 			RETURNING `+workspaceColumns,
 			sessionID, w.Node, w.Path, w.GitRoot, w.Branch, w.Subdirectory, w.CheckedOutBranch,
-			w.BaseCommit, w.State, w.FailureReason))
+			w.BaseCommit, w.State, w.FailureReason,
+			a.TrashAfter, a.Note, a.CloneBytes, a.DroppedDeletions, a.Artifacts.Dir, a.Artifacts.Bundle,
+			a.Artifacts.BundleBytes, a.Artifacts.Patch, a.Artifacts.PatchBytes, a.Artifacts.Head,
+			a.Artifacts.Branch, a.Artifacts.Tree))
 		return interpret(err)
 	})
 	if err != nil {
@@ -76,9 +85,16 @@ func (s *Workspaces) Update(ctx context.Context, sessionID int64, fn func(*works
 
 func scanWorkspace(row pgx.Row) (workspace.Workspace, error) {
 	var w workspace.Workspace
+	a := &w.Archive
 	err := row.Scan(&w.SessionID, &w.Node, &w.Path, &w.GitRoot, &w.Branch, &w.Subdirectory, &w.CheckedOutBranch,
-		&w.BaseCommit, &w.State, &w.FailureReason, &w.CreatedAt, &w.UpdatedAt)
+		&w.BaseCommit, &w.State, &w.FailureReason, &a.TrashAfter, &a.Note, &a.CloneBytes, &a.DroppedDeletions,
+		&a.Artifacts.Dir, &a.Artifacts.Bundle, &a.Artifacts.BundleBytes, &a.Artifacts.Patch, &a.Artifacts.PatchBytes,
+		&a.Artifacts.Head, &a.Artifacts.Branch, &a.Artifacts.Tree, &w.CreatedAt, &w.UpdatedAt)
 	w.CreatedAt, w.UpdatedAt = w.CreatedAt.UTC(), w.UpdatedAt.UTC()
+	if a.TrashAfter != nil {
+		t := a.TrashAfter.UTC()
+		a.TrashAfter = &t
+	}
 	return w, err
 }
 

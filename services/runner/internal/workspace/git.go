@@ -30,9 +30,15 @@ type gitRun struct {
 // runGit runs git with args in dir. It returns the output even on failure:
 // the failure's words are in stderr.
 func runGit(ctx context.Context, git, dir string, args ...string) (gitRun, error) {
+	return runGitEnv(ctx, git, dir, nil, args...)
+}
+
+// runGitEnv is runGit with extra variables in git's environment (after
+// gitEnv's, so they win): a scratch index (GIT_INDEX_FILE), say.
+func runGitEnv(ctx context.Context, git, dir string, extra []string, args ...string) (gitRun, error) {
 	cmd := exec.CommandContext(ctx, git, args...)
 	cmd.Dir = dir
-	cmd.Env = gitEnv(os.Environ())
+	cmd.Env = append(gitEnv(os.Environ()), extra...)
 	// Its own session: no controlling terminal, so neither git nor ssh can
 	// open /dev/tty to ask for anything, and one process group, so the
 	// kill on ctx's end takes ssh and the remote helpers with it.

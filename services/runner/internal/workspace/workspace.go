@@ -61,8 +61,11 @@ type Workspace struct {
 	State      State
 	// FailureReason says why the clone could not be made (state Failed).
 	FailureReason string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// Archive is what the session's archive did with the clone (see
+	// preserve.go); zero until then.
+	Archive   Archive
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Spec is what the workspace was (or is being) made from.

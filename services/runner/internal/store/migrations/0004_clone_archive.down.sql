@@ -1,0 +1,16 @@
+DROP INDEX workspaces_trash_due;
+ALTER TABLE workspaces
+    DROP CONSTRAINT workspaces_trash_has_a_deadline,
+    DROP CONSTRAINT workspaces_preserved_has_artifacts,
+    DROP COLUMN preserved_tree,
+    DROP COLUMN preserved_branch,
+    DROP COLUMN preserved_head,
+    DROP COLUMN patch_bytes,
+    DROP COLUMN patch_path,
+    DROP COLUMN bundle_bytes,
+    DROP COLUMN bundle_path,
+    DROP COLUMN artifacts_dir,
+    DROP COLUMN dropped_deletions,
+    DROP COLUMN clone_bytes,
+    DROP COLUMN archive_note,
+    DROP COLUMN trash_after;
