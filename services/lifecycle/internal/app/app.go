@@ -83,11 +83,12 @@ type Change struct {
 	// after an interrupt applies no event, like a deferred sleep — with the
 	// goal it sets and the record of its delivery id (DeliveryRecord).
 	Delivered *Delivery
-	// DrainAttempt is the session with one more attempt of the queue's
-	// after-pause drain counted (domain.RecordDrainAttempt): it writes the
-	// markers alone and announces nothing, as no other context reads the
-	// count but through RecordDrainAttempt.
-	DrainAttempt *domain.Session
+	// Marked is the session with its markers changed outside the state
+	// machine — one more attempt of the queue's after-pause drain counted
+	// (domain.RecordDrainAttempt), a recovery abandoned
+	// (domain.AbandonRecovery) — and the timeline lines saying so. It
+	// announces nothing: no other context acts on these markers.
+	Marked *Marking
 	// Armed is a trigger inserted (triggers.go), with what arming did to
 	// the session.
 	Armed *Arming
@@ -126,6 +127,13 @@ type TriggerMove struct {
 	// AsksFirstTurn: the runner is asked for the session's first turn
 	// (domain.Firing.AsksFirstTurn).
 	AsksFirstTurn bool
+}
+
+// Marking is a session whose markers changed, with its timeline lines.
+type Marking struct {
+	Session  domain.Session
+	Timeline []domain.TimelineEntry
+	At       time.Time
 }
 
 // Delivery is a delivery's outcome and the id it is recorded under.
@@ -386,6 +394,7 @@ type Sessions struct {
 	// after-pause drain attempt counted.
 	Deliver      DeliverTurn
 	DrainAttempt RecordDrainAttempt
+	Abandon      AbandonRecovery
 }
 
 // DefaultTrashRetention is the spec's TRASH_RETENTION_PERIOD.
@@ -407,6 +416,7 @@ func NewSessions(repo SessionRepository, clk clock.Clock, trashRetention time.Du
 
 		Deliver:      DeliverTurn{Repo: repo, Clock: clk},
 		DrainAttempt: RecordDrainAttempt{Repo: repo},
+		Abandon:      AbandonRecovery{Repo: repo, Clock: clk},
 	}
 }
 

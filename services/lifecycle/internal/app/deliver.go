@@ -92,7 +92,7 @@ func (uc RecordDrainAttempt) Handle(ctx context.Context, id int64) (int, *domain
 			return Change{Nothing: true}, nil
 		}
 		attempts = counted.Markers.DrainAttempts
-		return Change{DrainAttempt: &counted}, nil
+		return Change{Marked: &Marking{Session: counted}}, nil
 	})
 	if err != nil {
 		return 0, nil, err

@@ -24,6 +24,9 @@ type Markers struct {
 	PRURLWarned              bool
 	RunningJobID             string
 	FailureReason            string
+	// RecoveryAbandoned says why Zimmer stopped recovering the session
+	// automatically (AbandonRecovery); cleared by resume.
+	RecoveryAbandoned string
 }
 
 // StatusSummaryForkKey marks, in custom_metadata, Zimmer's own throwaway
@@ -318,6 +321,7 @@ func (t *transition) resume(cmd Command) {
 	m.LostElicitation = ""
 	t.clearPendingSleep()
 	m.DrainAttempts = 0
+	m.RecoveryAbandoned = ""
 	m.RunningJobID = cmd.RunningJobID
 	if m.RunningJobID == "" {
 		m.RunningJobID = t.env.FreshJobID

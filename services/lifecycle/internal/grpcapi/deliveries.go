@@ -58,6 +58,20 @@ func (s *Server) DeliverTurn(ctx context.Context, req *lifecyclev1.DeliverTurnRe
 	}, nil
 }
 
+// AbandonRecovery implements lifecyclev1.LifecycleServiceServer: internal,
+// the runner giving a session's recovery up when its budget is spent.
+func (s *Server) AbandonRecovery(ctx context.Context, req *lifecyclev1.AbandonRecoveryRequest) (*lifecyclev1.AbandonRecoveryResponse, error) {
+	got, abandoned, err := s.sessions.Abandon.Handle(ctx, req.GetSessionId(), req.GetReason(), auditBy(ctx))
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	sess, err := wire.Session(got)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.AbandonRecoveryResponse{Abandoned: abandoned, Session: sess}, nil
+}
+
 // RecordDrainAttempt implements lifecyclev1.LifecycleServiceServer:
 // internal, the queue's after-pause drain counting its attempts.
 func (s *Server) RecordDrainAttempt(ctx context.Context, req *lifecyclev1.RecordDrainAttemptRequest) (*lifecyclev1.RecordDrainAttemptResponse, error) {

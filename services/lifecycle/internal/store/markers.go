@@ -23,6 +23,7 @@ type markersColumn struct {
 	PRURLWarned              bool   `json:"pr_url_warned,omitempty"`
 	RunningJobID             string `json:"running_job_id,omitempty"`
 	FailureReason            string `json:"failure_reason,omitempty"`
+	RecoveryAbandoned        string `json:"recovery_continue_abandoned,omitempty"`
 }
 
 func encodeMarkers(m domain.Markers) ([]byte, error) { return json.Marshal(markersColumn(m)) }

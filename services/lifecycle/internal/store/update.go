@@ -212,7 +212,7 @@ func (s *Sessions) update(ctx context.Context, ref domain.SessionRef, also locke
 func (s *Sessions) plan(w *writes, cur domain.Session, wakes domain.Wakes, c *app.Change) error {
 	set := 0
 	for _, ok := range []bool{c.Transitioned != nil, c.Edited != nil, c.Deleted, c.Refused != nil,
-		c.Delivered != nil, c.DrainAttempt != nil, c.Armed != nil, c.Triggered != nil, c.Nothing} {
+		c.Delivered != nil, c.Marked != nil, c.Armed != nil, c.Triggered != nil, c.Nothing} {
 		if ok {
 			set++
 		}
@@ -236,9 +236,12 @@ func (s *Sessions) plan(w *writes, cur domain.Session, wakes domain.Wakes, c *ap
 		}
 		w.delivery(c.Delivered.ID, cur.ID, out.Session.Markers.RunningJobID)
 		return s.planTransition(w, cur, wakes, out)
-	case c.DrainAttempt != nil:
-		c.DrainAttempt.Version = cur.Version + 1
-		return w.markers(cur.ID, c.DrainAttempt.Markers)
+	case c.Marked != nil:
+		c.Marked.Session.Version = cur.Version + 1
+		if err := w.markers(cur.ID, c.Marked.Session.Markers); err != nil {
+			return err
+		}
+		w.timeline(cur.ID, c.Marked.At, c.Marked.Timeline...)
 	case c.Edited != nil:
 		c.Edited.Session.Version = cur.Version + 1
 		if err := w.edit(cur.ID, c.Edited.Session); err != nil {
