@@ -19,14 +19,15 @@ import (
 // carries the internal token): TransitionSession and the session
 // credentials are admin methods a service may call for itself.
 type Lifecycle struct {
-	client lifecyclev1.LifecycleServiceClient
+	client   lifecyclev1.LifecycleServiceClient
+	triggers lifecyclev1.TriggerServiceClient
 }
 
 var _ workflow.Lifecycle = (*Lifecycle)(nil)
 
 // NewLifecycle returns the client over conn.
 func NewLifecycle(conn grpc.ClientConnInterface) *Lifecycle {
-	return &Lifecycle{client: lifecyclev1.NewLifecycleServiceClient(conn)}
+	return &Lifecycle{client: lifecyclev1.NewLifecycleServiceClient(conn), triggers: lifecyclev1.NewTriggerServiceClient(conn)}
 }
 
 // settled are the statuses each event may leave a session in: a refusal
@@ -101,5 +102,29 @@ func (l *Lifecycle) SessionState(ctx context.Context, sessionID int64) (workflow
 	if err != nil {
 		return workflow.SessionState{}, fmt.Errorf("read session %d: %w", sessionID, err)
 	}
-	return workflow.SessionState{Status: got.GetSession().GetStatus(), BlockedOnElicitation: got.GetSession().GetBlockedOnElicitation()}, nil
+	s := got.GetSession()
+	st := workflow.SessionState{
+		Status: s.GetStatus(), BlockedOnElicitation: s.GetBlockedOnElicitation(),
+		PausedBy: s.GetPausedBy(), RunningJobID: s.GetRunningJobId(), Prompt: s.GetPrompt(),
+		Spec: workflow.SessionSpec{
+			ID: s.GetId(), Runtime: s.GetAgentRuntime(), GitRoot: s.GetGitRoot(),
+			Branch: s.GetBranch(), Subdirectory: s.GetSubdirectory(),
+		},
+	}
+	if st.Status == "waiting" {
+		asleep, err := l.triggers.AwaitingScheduledWake(ctx, &lifecyclev1.AwaitingScheduledWakeRequest{SessionIds: []int64{sessionID}})
+		if err != nil {
+			return workflow.SessionState{}, fmt.Errorf("ask whether session %d is asleep on a wake: %w", sessionID, err)
+		}
+		st.AwaitingWake = slices.Contains(asleep.GetAsleepSessionIds(), sessionID)
+	}
+	return st, nil
+}
+
+// AbandonRecovery implements workflow.Lifecycle.
+func (l *Lifecycle) AbandonRecovery(ctx context.Context, sessionID int64, reason string) error {
+	if _, err := l.client.AbandonRecovery(ctx, &lifecyclev1.AbandonRecoveryRequest{SessionId: sessionID, Reason: reason}); err != nil {
+		return fmt.Errorf("abandon the recovery of session %d: %w", sessionID, err)
+	}
+	return nil
 }

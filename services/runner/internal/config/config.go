@@ -60,6 +60,9 @@ type Config struct {
 	// finished turn's transcript is kept before the runner-transcripts-
 	// retention schedule deletes it.
 	TranscriptRetention time.Duration
+	// NodeDeadAfter is how long a node may leave a lost turn's StopTurn
+	// unserved before the session's workflow declares it dead.
+	NodeDeadAfter time.Duration
 }
 
 // nodeName is what a node may be called: it becomes part of a Temporal task
@@ -81,6 +84,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		TermGrace     time.Duration `env:"RUNNER_SIGTERM_GRACE, default=3s"`
 		KillGrace     time.Duration `env:"RUNNER_SIGKILL_GRACE, default=1s"`
 		SweepGrace    time.Duration `env:"RUNNER_SWEEP_GRACE, default=1s"`
+		// NodeDeadAfter: a node that leaves a lost turn's StopTurn unserved
+		// this long is declared dead and its session failed (naming it).
+		NodeDeadAfter time.Duration `env:"RUNNER_NODE_DEAD_AFTER, default=5m"`
 		Transcripts   time.Duration `env:"RUNNER_TRANSCRIPT_RETENTION, default=720h"`
 		Agents        agent.Config
 	}
@@ -94,7 +100,10 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		Config: base, Node: env.Node, WorkspacesDir: env.WorkspacesDir,
 		LifecycleAddr: env.LifecycleAddr, QueueAddr: env.QueueAddr, MCPURL: env.MCPURL, Agents: env.Agents,
 		Ladder:              process.Ladder{TermGrace: env.TermGrace, KillGrace: env.KillGrace, SweepGrace: env.SweepGrace},
-		TranscriptRetention: env.Transcripts,
+		TranscriptRetention: env.Transcripts, NodeDeadAfter: env.NodeDeadAfter,
+	}
+	if cfg.NodeDeadAfter <= 0 {
+		return Config{}, fmt.Errorf("RUNNER_NODE_DEAD_AFTER must be positive, got %s", cfg.NodeDeadAfter)
 	}
 	if cfg.TranscriptRetention <= 0 {
 		return Config{}, fmt.Errorf("RUNNER_TRANSCRIPT_RETENTION must be positive, got %s", cfg.TranscriptRetention)

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"log/slog"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -22,8 +19,7 @@ import (
 // TurnStarter is the Temporal client's SignalWithStartWorkflow and
 // SignalWorkflow.
 type TurnStarter interface {
-	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
-		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
+	workflow.TurnStarter
 	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
 }
 
@@ -39,30 +35,19 @@ type TurnStarter interface {
 // so a redelivery runs no second turn.
 type Consumer struct {
 	lifecyclev1.UnimplementedSessionEventConsumerServiceServer
-	turns TurnStarter
-	// node is this runner node: a session's first request pins its clone
-	// and turns here.
-	node           string
+	turns          TurnStarter
+	starter        workflow.Starter
 	defaultRuntime string
 	logger         *slog.Logger
-	// searchAttributes: the namespace has the session workflows' search
-	// attributes.
-	searchAttributes bool
 }
 
 var _ lifecyclev1.SessionEventConsumerServiceServer = (*Consumer)(nil)
 
 // NewConsumer returns the consumer; defaultRuntime names the runtime of a
 // session created without one (shown in the workflow's memo).
-func NewConsumer(turns TurnStarter, node, defaultRuntime string, logger *slog.Logger) *Consumer {
-	return &Consumer{turns: turns, node: node, defaultRuntime: defaultRuntime, logger: logger}
-}
-
-// WithSearchAttributes makes the workflows it starts keep their search
-// attributes (the namespace has them).
-func (c *Consumer) WithSearchAttributes() *Consumer {
-	c.searchAttributes = true
-	return c
+func NewConsumer(turns TurnStarter, starter workflow.Starter, defaultRuntime string, logger *slog.Logger) *Consumer {
+	starter.Client = turns
+	return &Consumer{turns: turns, starter: starter, defaultRuntime: defaultRuntime, logger: logger}
 }
 
 // Register adds the consumer to g.
@@ -85,22 +70,7 @@ func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.Con
 	if turn.Session.Runtime == "" {
 		turn.Session.Runtime = c.defaultRuntime
 	}
-	opts := client.StartWorkflowOptions{
-		ID:        workflow.ID(turn.Session.ID),
-		TaskQueue: workflow.TaskQueue,
-		// A session's workflow runs until someone ends it; a new one may
-		// start after that (terminated by an operator, say).
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		Memo: map[string]any{
-			"session_id": turn.Session.ID, "runtime": turn.Session.Runtime, "node": c.node,
-		},
-	}
-	if c.searchAttributes {
-		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
-			workflow.SearchSessionID.ValueSet(turn.Session.ID), workflow.SearchRuntime.ValueSet(turn.Session.Runtime))
-	}
-	_, err = c.turns.SignalWithStartWorkflow(ctx, workflow.ID(turn.Session.ID), workflow.SignalTurn, turn, opts,
-		workflow.WorkflowName, workflow.State{Session: turn.Session, Node: c.node, SearchAttributes: c.searchAttributes})
+	err = c.starter.Send(ctx, turn)
 	if err != nil {
 		c.logger.Warn("signal-with-start a session's workflow", "session_id", turn.Session.ID, "error", err)
 		// Temporal's trouble is transient for the relay: it retries.

@@ -52,7 +52,7 @@ func consume(t *testing.T, c *grpcapi.Consumer, e *lifecyclev1.SessionEvent) (*l
 func TestCreationSignalsWithStartTheFirstTurn(t *testing.T) {
 	t.Parallel()
 	starter := &fakeStarter{}
-	c := grpcapi.NewConsumer(starter, "n1", "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	c := grpcapi.NewConsumer(starter, workflow.Starter{Node: "n1"}, "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
 	resp, err := consume(t, c, &lifecyclev1.SessionEvent{EventId: "ev-1", SessionId: 42, Payload: &lifecyclev1.SessionEvent_Created{
 		Created: &lifecyclev1.SessionCreated{Session: &lifecyclev1.Session{Id: 42, Prompt: "@demo say hi", GitRoot: "/repo", Branch: "main", Subdirectory: "svc"}},
 	}})
@@ -66,14 +66,14 @@ func TestCreationSignalsWithStartTheFirstTurn(t *testing.T) {
 	require.Equal(t, "session-42", call.opts.ID)
 	require.Equal(t, workflow.WorkflowName, call.workflow)
 	spec := workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main", Subdirectory: "svc"}
-	require.Equal(t, workflow.TurnRequest{RequestID: "ev-1", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec}, call.arg)
+	require.Equal(t, workflow.TurnRequest{RequestID: "ev-1", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec, Node: "n1"}, call.arg)
 	require.Equal(t, []any{workflow.State{Session: spec, Node: "n1"}}, call.args, "the receiving node holds the clone")
 }
 
 func TestADeliberateResumeAsksForAResumeTurn(t *testing.T) {
 	t.Parallel()
 	starter := &fakeStarter{}
-	c := grpcapi.NewConsumer(starter, "n1", "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	c := grpcapi.NewConsumer(starter, workflow.Starter{Node: "n1"}, "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
 	updated := func(id string, tr *lifecyclev1.Transition) *lifecyclev1.SessionEvent {
 		return &lifecyclev1.SessionEvent{EventId: id, SessionId: 42, Payload: &lifecyclev1.SessionEvent_Updated{
 			Updated: &lifecyclev1.SessionUpdated{Session: &lifecyclev1.Session{Id: 42, AgentRuntime: "claude_code"}, Transition: tr},
@@ -87,7 +87,7 @@ func TestADeliberateResumeAsksForAResumeTurn(t *testing.T) {
 	require.True(t, resp.GetApplied())
 	require.Len(t, starter.calls, 1)
 	require.Equal(t, workflow.TurnRequest{RequestID: "ev-2", Kind: workflow.KindResume, JobID: "resume/0d5c",
-		Session: workflow.SessionSpec{ID: 42, Runtime: "claude_code"}}, starter.calls[0].arg,
+		Session: workflow.SessionSpec{ID: 42, Runtime: "claude_code"}, Node: "n1"}, starter.calls[0].arg,
 		"the turn runs under the job lifecycle drew for the resume")
 
 	resp, err = consume(t, c, updated("ev-3", &lifecyclev1.Transition{From: "running", To: "needs_input", Events: []string{"pause"}}))
@@ -116,7 +116,7 @@ func TestADeliberateResumeAsksForAResumeTurn(t *testing.T) {
 func TestAnUpdateCarryingATurnAsksForThatTurn(t *testing.T) {
 	t.Parallel()
 	starter := &fakeStarter{}
-	c := grpcapi.NewConsumer(starter, "n1", "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	c := grpcapi.NewConsumer(starter, workflow.Starter{Node: "n1"}, "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
 	session := &lifecyclev1.Session{Id: 42, AgentRuntime: "demo", GitRoot: "/repo", Branch: "main"}
 	for _, tc := range []struct {
 		id         string
@@ -133,7 +133,7 @@ func TestAnUpdateCarryingATurnAsksForThatTurn(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, resp.GetApplied())
 		require.Equal(t, workflow.TurnRequest{RequestID: tc.id, Kind: workflow.KindResume, JobID: tc.turn.GetJobId(),
-			Prompt: tc.turn.GetPrompt(), Session: workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main"}},
+			Prompt: tc.turn.GetPrompt(), Session: workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main"}, Node: "n1"},
 			starter.calls[len(starter.calls)-1].arg)
 	}
 	require.Len(t, starter.calls, 2)
@@ -152,7 +152,7 @@ func TestAnUpdateCarryingATurnAsksForThatTurn(t *testing.T) {
 func TestAnUpdateAskingForTheFirstTurnAsksForAFirstTurn(t *testing.T) {
 	t.Parallel()
 	starter := &fakeStarter{}
-	c := grpcapi.NewConsumer(starter, "n1", "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	c := grpcapi.NewConsumer(starter, workflow.Starter{Node: "n1"}, "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
 	resp, err := consume(t, c, &lifecyclev1.SessionEvent{EventId: "ev-20", SessionId: 42, Payload: &lifecyclev1.SessionEvent_Updated{
 		Updated: &lifecyclev1.SessionUpdated{
 			Session: &lifecyclev1.Session{Id: 42, GitRoot: "/repo", Branch: "main"},
@@ -163,7 +163,7 @@ func TestAnUpdateAskingForTheFirstTurnAsksForAFirstTurn(t *testing.T) {
 	require.True(t, resp.GetApplied())
 	require.Len(t, starter.calls, 1)
 	spec := workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main"}
-	require.Equal(t, workflow.TurnRequest{RequestID: "ev-20", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec},
+	require.Equal(t, workflow.TurnRequest{RequestID: "ev-20", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec, Node: "n1"},
 		starter.calls[0].arg)
 	require.Equal(t, []any{workflow.State{Session: spec, Node: "n1"}}, starter.calls[0].args)
 	require.Empty(t, starter.interrupts)
@@ -172,7 +172,7 @@ func TestAnUpdateAskingForTheFirstTurnAsksForAFirstTurn(t *testing.T) {
 func TestUnreadableEventsAreRefusedAndTemporalTroubleIsRetried(t *testing.T) {
 	t.Parallel()
 	starter := &fakeStarter{err: errors.New("connection refused")}
-	c := grpcapi.NewConsumer(starter, "n1", "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	c := grpcapi.NewConsumer(starter, workflow.Starter{Node: "n1"}, "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
 	_, err := consume(t, c, &lifecyclev1.SessionEvent{SessionId: 1, Payload: &lifecyclev1.SessionEvent_Created{
 		Created: &lifecyclev1.SessionCreated{Session: &lifecyclev1.Session{Id: 1}}}})
 	require.Equal(t, codes.InvalidArgument, status.Code(err), "an event without an id can never be deduplicated")

@@ -91,7 +91,12 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	s.Worker.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
 	acts.RegisterShared(s.Worker)
 
-	node := worker.New(s.Temporal, rw.NodeTaskQueue(cfg.Node), worker.Options{})
+	// At shutdown RunTurn stops its agent by the ladder and reports so
+	// (TurnResult.Shutdown): the worker waits that long for it.
+	l := cfg.Ladder
+	node := worker.New(s.Temporal, rw.NodeTaskQueue(cfg.Node), worker.Options{
+		WorkerStopTimeout: l.TermGrace + l.KillGrace + l.SweepGrace + 5*time.Second,
+	})
 	acts.RegisterNode(node)
 	s.Go(func(ctx context.Context) error {
 		if err := node.Start(); err != nil {
@@ -102,7 +107,6 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		return nil
 	})
 
-	l := cfg.Ladder
 	s.API.WithInterrupts(grpcapi.Interrupts{
 		Updater: s.Temporal,
 		// The ladder's graces, and room for Temporal's round trips and the
@@ -110,11 +114,9 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		Bound: l.TermGrace + l.KillGrace + l.SweepGrace + 10*time.Second,
 	})
 
-	consumer := grpcapi.NewConsumer(s.Temporal, cfg.Node, runtimes.Default(), s.Logger)
-	if s.registerSearchAttributes(ctx, cfg.TemporalNamespace) {
-		consumer.WithSearchAttributes()
-	}
-	consumer.Register(s.GRPC.Server)
+	starter := rw.Starter{Client: s.Temporal, Node: cfg.Node, NodeDeadAfter: cfg.NodeDeadAfter,
+		SearchAttributes: s.registerSearchAttributes(ctx, cfg.TemporalNamespace)}
+	grpcapi.NewConsumer(s.Temporal, starter, runtimes.Default(), s.Logger).Register(s.GRPC.Server)
 	return nil
 }
 

@@ -31,8 +31,12 @@ type Lifecycle interface {
 	MintCredential(ctx context.Context, sessionID int64) (id, token string, err error)
 	// RevokeCredential revokes it when the turn ends.
 	RevokeCredential(ctx context.Context, sessionID int64, id string) error
-	// SessionState reads the session's status.
+	// SessionState reads what the workflow decides on: the session's
+	// status and markers, whether it is asleep on a wake still ahead (only
+	// asked of a waiting session), and its spec.
 	SessionState(ctx context.Context, sessionID int64) (SessionState, error)
+	// AbandonRecovery gives up recovering the session automatically.
+	AbandonRecovery(ctx context.Context, sessionID int64, reason string) error
 }
 
 // RefusedError is lifecycle refusing a transition for the session's state.
@@ -128,8 +132,17 @@ type Activities struct {
 	HeartbeatInterval time.Duration
 	Logger            *slog.Logger
 
-	// running maps a running turn's id to its process, for StopTurn.
-	running sync.Map
+	// mu guards running and stopped: a turn's process starts, and StopTurn
+	// finds or forbids it, under it, so a StopTurn that found nothing
+	// proves no process of that turn will ever run on this node.
+	mu sync.Mutex
+	// running maps a running turn's id to its process.
+	running map[string]*process.Process
+	// stopped are the turns StopTurn ended or forbade, with when: a RunTurn
+	// that was lost on its way to starting its process (its heartbeat timed
+	// out while it minted the credential, say) must not start it after the
+	// workflow moved on.
+	stopped map[string]time.Time
 }
 
 // ActivityRegistry is where activities are registered: a worker, or the
@@ -145,6 +158,13 @@ func (a *Activities) RegisterShared(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.DrainQueue, activity.RegisterOptions{Name: ActivityDrain})
 	w.RegisterActivityWithOptions(a.DrainBeforePause, activity.RegisterOptions{Name: ActivityDrainBeforePause})
 	w.RegisterActivityWithOptions(a.SessionState, activity.RegisterOptions{Name: ActivitySessionState})
+	w.RegisterActivityWithOptions(a.AbandonRecovery, activity.RegisterOptions{Name: ActivityAbandonRecovery})
+}
+
+// AbandonRecovery gives up recovering the session automatically (its
+// recovery budget is spent).
+func (a *Activities) AbandonRecovery(ctx context.Context, req AbandonRequest) error {
+	return a.Lifecycle.AbandonRecovery(ctx, req.SessionID, req.Reason)
 }
 
 // SessionState reads the session's status from lifecycle.
@@ -161,18 +181,61 @@ func (a *Activities) RegisterNode(w ActivityRegistry) {
 
 // StopTurn terminates a turn's process running on this node by the ladder
 // and returns once it is dead; RunTurn then reports a signal Zimmer sent. A
-// turn already over is no error. (Cancelling RunTurn would do the same, but
+// turn already over, or not started, is no error, and may never start
+// afterwards: its answer proves the turn has no process on this node. (Cancelling RunTurn would do the same, but
 // an activity hears of its cancellation only when it next heartbeats.)
 func (a *Activities) StopTurn(ctx context.Context, turnID string) error {
-	p, ok := a.running.Load(turnID)
-	if !ok {
+	a.mu.Lock()
+	if a.stopped == nil {
+		a.stopped = map[string]time.Time{}
+	}
+	now := time.Now()
+	for id, at := range a.stopped {
+		if now.Sub(at) > stoppedMemory {
+			delete(a.stopped, id)
+		}
+	}
+	a.stopped[turnID] = now
+	p := a.running[turnID]
+	a.mu.Unlock()
+	if p == nil {
 		return nil
 	}
-	if _, err := p.(*process.Process).Terminate(ctx); err != nil {
+	if _, err := p.Terminate(ctx); err != nil {
 		return fmt.Errorf("terminate turn %s: %w", turnID, err)
 	}
 	return nil
 }
+
+// stoppedMemory is how long StopTurn's ban on a turn is kept: far longer
+// than a lost RunTurn can take to reach its process's start.
+const stoppedMemory = 24 * time.Hour
+
+// startTurn starts a turn's process unless StopTurn got there first.
+func (a *Activities) startTurn(turnID string, cmd process.Command, opts process.Options) (*process.Process, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.stopped[turnID]; ok {
+		return nil, errStoppedBeforeStart
+	}
+	p, err := process.Start(cmd, opts)
+	if err != nil {
+		return nil, err
+	}
+	if a.running == nil {
+		a.running = map[string]*process.Process{}
+	}
+	a.running[turnID] = p
+	return p, nil
+}
+
+func (a *Activities) forget(turnID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.running, turnID)
+}
+
+var errStoppedBeforeStart = errors.New("the turn was stopped (StopTurn) before its process started: not starting it")
 
 // Transition fires a lifecycle event; a refusal is non-retryable.
 func (a *Activities) Transition(ctx context.Context, req TransitionRequest) error {
@@ -259,27 +322,41 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	follower := &lineFollower{a: a, ctx: ctx, rt: rt, req: req, workflowID: activity.GetInfo(ctx).WorkflowExecution.ID}
 	opts := a.Process
 	opts.OnLine = follower.line
-	p, err := process.Start(process.Command{
+	p, err := a.startTurn(req.TurnID, process.Command{
 		Path: launch.Args[0], Args: launch.Args, Dir: launch.Dir,
 		Env: launch.Environ(os.Environ()), Stdin: launch.Stdin,
 	}, opts)
+	if errors.Is(err, errStoppedBeforeStart) {
+		return TurnResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTurnNotStarted, err)
+	}
 	if err != nil {
 		return notStarted(err)
 	}
-	a.running.Store(req.TurnID, p)
-	defer a.running.Delete(req.TurnID)
+	defer a.forget(req.TurnID)
 	interval := a.HeartbeatInterval
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	shutdown := false
 	for running := true; running; {
 		select {
 		case <-p.Done():
 			running = false
 		case <-tick.C:
 			activity.RecordHeartbeat(ctx, req.TurnID)
+		case <-activity.GetWorkerStopChannel(ctx):
+			// The runner is shutting down (a deploy): stop the agent by the
+			// ladder and report it, so the workflow retries the turn on the
+			// node's next incarnation (PathRunnerShutdown) instead of
+			// waiting for a heartbeat to time out.
+			shutdown = true
+			if _, err := p.Terminate(context.WithoutCancel(ctx)); err != nil {
+				a.logger().Error("terminate the turn's process at shutdown", "turn", req.TurnID, "error", err)
+			}
+			<-p.Done()
+			running = false
 		case <-ctx.Done():
 			// Cancelled (an interrupt) or the heartbeat timed out: no turn
 			// outlives its activity.
@@ -303,7 +380,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 		}
 	}
 	result := TurnResult{
-		ExitCode: exit.Code, SignalSentByUs: exit.SignalSentByUs, StatusKnown: exit.StatusKnown,
+		Shutdown: shutdown, ExitCode: exit.Code, SignalSentByUs: exit.SignalSentByUs, StatusKnown: exit.StatusKnown,
 		StderrTail: exit.StderrTail, RuntimeSessionID: follower.runtimeSessionID,
 	}
 	if exit.Signaled() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
@@ -79,6 +80,8 @@ func (f *fakeLifecycle) RevokeCredential(_ context.Context, _ int64, id string) 
 func (f *fakeLifecycle) SessionState(context.Context, int64) (rw.SessionState, error) {
 	return rw.SessionState{Status: "running"}, nil
 }
+
+func (f *fakeLifecycle) AbandonRecovery(context.Context, int64, string) error { return nil }
 
 type recordingSignaler struct {
 	mu      sync.Mutex
@@ -247,4 +250,48 @@ func TestStopTurnEndsTheProcessByTheLadder(t *testing.T) {
 		t.Fatal("RunTurn did not return after StopTurn")
 	}
 	require.NoError(t, f.acts.StopTurn(t.Context(), "session-7/turn-1"), "a turn already over is no error")
+}
+
+// A StopTurn that found no process proves none of that turn will run on
+// the node: a RunTurn lost on its way to the start (its heartbeat timed out
+// while it minted the credential, say) does not start one afterwards.
+func TestStopTurnBeforeTheStartForbidsIt(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	require.NoError(t, f.acts.StopTurn(t.Context(), "session-7/turn-1"))
+
+	req := rw.RunTurnRequest{
+		Session: rw.SessionSpec{ID: 7, Runtime: "demo"}, TurnID: "session-7/turn-1", Prompt: "@demo say too late",
+		Workspace: rw.Workspace{Workdir: t.TempDir(), StateDir: t.TempDir()},
+	}
+	_, err := f.env.ExecuteActivity(rw.ActivityRunTurn, req)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.Equal(t, rw.ErrTurnNotStarted, appErr.Type())
+	require.Contains(t, appErr.Message(), "stopped (StopTurn) before its process started")
+	require.Empty(t, f.sink.events, "no process ran")
+
+	req.TurnID = "session-7/turn-2"
+	val, err := f.env.ExecuteActivity(rw.ActivityRunTurn, req)
+	require.NoError(t, err, "another turn of the session is not affected")
+	var result rw.TurnResult
+	require.NoError(t, val.Get(&result))
+	require.Zero(t, result.ExitCode)
+}
+
+// A runner shutting down (a deploy) stops its agents by the ladder and says
+// so, so the workflow retries the turn instead of waiting for a lost
+// heartbeat.
+func TestRunTurnAtShutdownStopsTheAgentAndSaysSo(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	stop := make(chan struct{})
+	f.env.SetWorkerStopChannel(stop)
+	time.AfterFunc(300*time.Millisecond, func() { close(stop) })
+	start := time.Now()
+	result := f.run(t, "@demo sleep 30s")
+
+	require.Less(t, time.Since(start), 10*time.Second, "stopped, not waited for")
+	require.True(t, result.Shutdown)
+	require.True(t, result.SignalSentByUs, "the ladder's signal")
 }

@@ -54,7 +54,10 @@ const (
 	QueryTurnState = "turn_state"
 
 	ActivitySessionState = "zimmer.runner.SessionState"
-	ActivityStopTurn     = "zimmer.runner.StopTurn"
+	// ActivityAbandonRecovery calls lifecycle's AbandonRecovery
+	// (AbandonRequest).
+	ActivityAbandonRecovery = "zimmer.runner.AbandonRecovery"
+	ActivityStopTurn        = "zimmer.runner.StopTurn"
 )
 
 // Error types of the application errors activities return; the workflow
@@ -91,6 +94,11 @@ const promptlessFirstChange = "promptless-first-turn"
 // that finds the session started: runs from before it would start the
 // session again.
 const firstOnceChange = "first-turn-once"
+
+// lostTurnChange versions recovering a lost turn (its heartbeat timed out)
+// and retrying one a runner shutdown stopped: runs from before it failed
+// the session.
+const lostTurnChange = "lost-turn-recovery"
 
 // MaxSignalRecoveries is how many turns in a row that died by a signal
 // Zimmer did not send are resumed with system recovery; the next such death
@@ -225,10 +233,25 @@ type InterruptTurnResult struct {
 }
 
 // SessionState is what the workflow reads of a session before stopping its
-// turn.
+// turn or recovering a lost one.
 type SessionState struct {
 	Status               string
 	BlockedOnElicitation bool
+	PausedBy             string
+	RunningJobID         string
+	// AwaitingWake: asleep on purpose, a wake still ahead of it (asked only
+	// of a waiting session).
+	AwaitingWake bool
+	// Prompt is the session's own prompt, and Spec what a turn needs: a
+	// workflow started by the orphan sweep knows neither.
+	Prompt string
+	Spec   SessionSpec
+}
+
+// AbandonRequest gives up recovering a session (AbandonRecovery).
+type AbandonRequest struct {
+	SessionID int64
+	Reason    string
 }
 
 // State is the workflow's input, carried across continue-as-new.
@@ -252,6 +275,18 @@ type State struct {
 	Seen []string
 	// TurnsPerRun overrides DefaultTurnsPerRun (tests).
 	TurnsPerRun int
+	// NodeDeadAfter is how long a lost turn's node may leave its task
+	// queue unserved before it is declared dead (0: DefaultNodeDeadAfter).
+	NodeDeadAfter time.Duration
+	// Recoveries counts the automatic recoveries since the last clean
+	// exit; at MaxRecoveries Zimmer gives up (AbandonRecovery).
+	Recoveries int
+	// Confirmed: a turn's process ran to a known end or reported the
+	// runtime's conversation, so the next turn may resume it. A lost turn
+	// before that replays the start instead (StartReplays of them, at most
+	// MaxStartReplays).
+	Confirmed    bool
+	StartReplays int
 	// SearchAttributes: the namespace has ZimmerSessionId, ZimmerStatus and
 	// ZimmerRuntime (the runner registers them at start where Temporal lets
 	// it), so the workflow keeps them current for the Web UI's filters.
@@ -348,8 +383,8 @@ type TurnResult struct {
 	// Shutdown: the runner node was shutting down (SIGTERM to the runner,
 	// a deploy) and stopped the process by the ladder; the turn is retried
 	// (PathRunnerShutdown), at most MaxShutdownRetries times in a row.
-	Shutdown bool
-	StderrTail  []string
+	Shutdown   bool
+	StderrTail []string
 	// RuntimeSessionID is the conversation id the runtime reported, if any.
 	RuntimeSessionID string
 }
@@ -368,4 +403,19 @@ const (
 	// drainAttemptTimeout bounds one DeliverNextMessage; the drain retries
 	// until the queue answers.
 	drainAttemptTimeout = 10 * time.Second
+)
+
+// Recovery bounds (session-lifecycle.md).
+const (
+	// MaxRecoveries is the auto-continue budget: automatic recoveries in a
+	// row without a clean exit before Zimmer gives up (AbandonRecovery).
+	MaxRecoveries = 12
+	// MaxStartReplays bounds replaying a first turn lost before the
+	// runtime confirmed its conversation; then the session fails.
+	MaxStartReplays = 20
+	// MaxShutdownRetries bounds retrying turns a runner shutdown stopped,
+	// in a row; the next one fails the session.
+	MaxShutdownRetries = 3
+	// DefaultNodeDeadAfter: see State.NodeDeadAfter.
+	DefaultNodeDeadAfter = 5 * time.Minute
 )

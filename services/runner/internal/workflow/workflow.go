@@ -36,6 +36,12 @@ func Session(ctx workflow.Context, st State) error {
 	if err != nil {
 		return fmt.Errorf("set the %s update handler: %w", UpdateInterruptTurn, err)
 	}
+	err = workflow.SetQueryHandler(ctx, QueryTurnState, func() (TurnState, error) {
+		return TurnState{InFlight: active != nil, Pending: len(st.Pending), Node: st.Node}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("set the %s query handler: %w", QueryTurnState, err)
+	}
 	if st.SearchAttributes && st.Session.ID != 0 {
 		upsertSearch(ctx, SearchSessionID.ValueSet(st.Session.ID), SearchRuntime.ValueSet(st.Session.Runtime))
 	}
@@ -163,6 +169,12 @@ func (t *turnRunner) interrupt(ctx workflow.Context, req InterruptTurnRequest) (
 // over at a clean exit, to run at once: the session stays running.
 func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnRequest, err error) {
 	st := t.st
+	if st.Node == "" && req.Node != "" {
+		st.Node = req.Node // the first node to ask, or a live one after the session's node died
+	}
+	if req.Kind == KindRecover {
+		return t.recoverRequested(ctx, req)
+	}
 	if req.Kind == KindFirst && st.Started &&
 		workflow.GetVersion(ctx, firstOnceChange, workflow.DefaultVersion, 1) == 1 {
 		// Accepted before the session started, behind a turn that then
@@ -214,6 +226,15 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnReque
 	if strings.TrimSpace(prompt) == "" {
 		prompt = ContinuePrompt
 	}
+	return t.turns(ctx, id, prompt)
+}
+
+// turns runs turn id with prompt, and the recovery turns its loss or a
+// death by signal call for, to the end of the last of them. next is the
+// turn the queue handed over at a clean exit, to run at once.
+func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnRequest, err error) {
+	st := t.st
+	shutdowns := 0
 	for recoveries := 0; ; {
 		if t.interrupted {
 			workflow.GetLogger(ctx).Info("turn interrupted before its process started", "turn", id)
@@ -240,14 +261,49 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnReque
 			// its state is theirs.
 			return nil, nil
 		}
-		if runErr != nil {
+		var after step
+		switch {
+		case scheduleToStartTimeout(runErr):
+			// Its node never took the turn: no process started.
+			return nil, t.nodeDead(ctx, id, "the node did not take the turn")
+		case temporal.IsTimeoutError(runErr) &&
+			workflow.GetVersion(ctx, lostTurnChange, workflow.DefaultVersion, 1) == 1:
+			// Lost: the node or its runner died, or Temporal lost the
+			// activity. Prove the process gone, then decide.
+			if after, err = t.afterLoss(ctx, id, PathInterruptedTurn, "no heartbeat from node "+strconvQuote(st.Node), prompt, true); err != nil {
+				return nil, err
+			}
+		case runErr != nil:
 			return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: notRunReason(runErr)})
+		case result.Shutdown &&
+			workflow.GetVersion(ctx, lostTurnChange, workflow.DefaultVersion, 1) == 1:
+			st.Confirmed = true
+			if shutdowns >= MaxShutdownRetries {
+				return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: fmt.Sprintf(
+					"The runner node %q shut down during this session's turn %d times in a row; Zimmer stopped retrying it. "+
+						"Restart the session once the node is stable.", st.Node, MaxShutdownRetries+1)})
+			}
+			shutdowns++
+			if after, err = t.afterLoss(ctx, id, PathRunnerShutdown, "the runner node "+strconvQuote(st.Node)+" shut down", prompt, false); err != nil {
+				return nil, err
+			}
 		}
+		switch {
+		case after.stop:
+			return nil, nil
+		case after.next != nil:
+			return after.next, nil
+		case after.id != "":
+			id, prompt = after.id, after.prompt
+			continue
+		}
+		st.Confirmed = true
 		if result.RuntimeSessionID != "" {
 			st.RuntimeSessionID = result.RuntimeSessionID
 		}
 		switch {
 		case result.StatusKnown && result.Signal == "" && result.ExitCode == 0:
+			st.Recoveries, st.StartReplays = 0, 0
 			return t.end(ctx, id)
 		case result.Signal != "" && result.SignalSentByUs:
 			// Zimmer stopped it (a pause, an archive): whoever asked owns
@@ -255,7 +311,7 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnReque
 			return nil, nil
 		case result.Signal != "" && recoveries < MaxSignalRecoveries:
 			recoveries++
-			if err := t.endTransition(ctx, TransitionRequest{Event: EventPause}); err != nil {
+			if err := t.endTransition(ctx, TransitionRequest{Event: EventPause, PausedBy: PausedByRecovery}); err != nil {
 				return nil, err
 			}
 			if t.interrupted {
@@ -317,8 +373,9 @@ func (t *turnRunner) end(ctx workflow.Context, id string) (*TurnRequest, error) 
 // failure_reason when the clone cannot be made.
 func (t *turnRunner) prepare(ctx workflow.Context) (ws Workspace, failed string, err error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           NodeTaskQueue(t.st.Node),
-		StartToCloseTimeout: prepareTimeout,
+		TaskQueue:              NodeTaskQueue(t.st.Node),
+		ScheduleToStartTimeout: t.st.nodeDeadAfter(),
+		StartToCloseTimeout:    prepareTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
 			NonRetryableErrorTypes: []string{ErrPrepareFailed},
@@ -345,10 +402,12 @@ func (t *turnRunner) prepare(ctx workflow.Context) (ws Workspace, failed string,
 func (t *turnRunner) runProcess(ctx workflow.Context, id, prompt string) (result TurnResult, runErr, err error) {
 	st := t.st
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           NodeTaskQueue(st.Node),
-		StartToCloseTimeout: turnMaxDuration,
-		HeartbeatTimeout:    turnHeartbeatTimeout,
-		WaitForCancellation: true,
+		TaskQueue: NodeTaskQueue(st.Node),
+		// A node that never takes the turn is dead: no process started.
+		ScheduleToStartTimeout: st.nodeDeadAfter(),
+		StartToCloseTimeout:    turnMaxDuration,
+		HeartbeatTimeout:       turnHeartbeatTimeout,
+		WaitForCancellation:    true,
 		// Never re-run by Temporal: a second process could repeat the first
 		// one's side effects. A lost turn is the workflow's to decide.
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},

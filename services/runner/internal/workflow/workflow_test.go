@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -36,6 +37,9 @@ type harness struct {
 	// queueTakes is how long the queue takes to answer a drain.
 	queueTakes  time.Duration
 	drainMocked bool
+	// prepared is the task queue of each PrepareWorkspace: the node it
+	// ran on.
+	prepared []string
 }
 
 const sessionID = 7
@@ -58,7 +62,12 @@ func newHarness(t *testing.T) *harness {
 			return nil
 		}).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(
-		rw.Workspace{Workdir: "/ws/7", StateDir: "/state/7"}, nil).Maybe()
+		func(ctx context.Context, _ rw.PrepareRequest) (rw.Workspace, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.prepared = append(h.prepared, activity.GetInfo(ctx).TaskQueue)
+			return rw.Workspace{Workdir: "/ws/7", StateDir: "/state/7"}, nil
+		}).Maybe()
 	return h
 }
 

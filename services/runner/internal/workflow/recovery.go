@@ -1,0 +1,318 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Decision is what a lost turn calls for, or a session the orphan sweep
+// found with no live turn.
+type Decision int
+
+// Decisions.
+const (
+	// StandDown: the session is at rest (a finished turn, a deliberate
+	// pause, asleep on a wake ahead, failed, archived); nothing was
+	// interrupted, so nothing runs.
+	StandDown Decision = iota
+	// Recover: resume with the recovery nudge naming its path (or deliver
+	// the queued message instead).
+	Recover
+	// ReplayStart: the runtime never confirmed a conversation to resume;
+	// the session's first prompt runs again as a fresh start, at most
+	// MaxStartReplays times.
+	ReplayStart
+)
+
+func (d Decision) String() string {
+	return [...]string{"stand down", "recover", "replay the start"}[d]
+}
+
+// PausedByRecovery is the paused_by marker of a session a recovery parked
+// between its lost turn and the next one.
+const PausedByRecovery = "recovery"
+
+// Decide is the stand-down table (session-lifecycle.md, "A finished turn is
+// not an interruption" and "waiting is three different situations"), a
+// positive test: it names the states that are done being driven, and
+// everything else recovers. confirmed says whether the runtime has a
+// conversation to resume (a turn's process ran before).
+func Decide(s SessionState, confirmed bool) Decision {
+	recover := Recover
+	if !confirmed {
+		recover = ReplayStart
+	}
+	switch s.Status {
+	case "running":
+		return recover
+	case "needs_input":
+		// Blocked on an elicitation carries no paused_by, and is not at
+		// rest: the process it waited in is gone.
+		if s.BlockedOnElicitation || s.PausedBy == PausedByRecovery || s.PausedBy == "mcp_retry" {
+			return recover
+		}
+		return StandDown // the turn finished (no paused_by) or a user paused it
+	case "waiting":
+		if s.AwaitingWake {
+			return StandDown // asleep on purpose: let the wake fire
+		}
+		return recover // stranded mid-start or mid-sleep
+	}
+	return StandDown // failed, archived, deleted
+}
+
+// RecoveryNudge is the prompt of a recovery turn: the standing text, then
+// one line naming the path that sent it and why, so neither the agent nor a
+// human reading over its shoulder has to guess (the spec's
+// system_recovery(reason:)).
+func RecoveryNudge(path, cause string) string {
+	line := "Recovery path: " + path
+	if cause != "" {
+		line += " (" + cause + ")"
+	}
+	return SystemRecoveryPrompt + "\n" + line + "."
+}
+
+// SystemRecoveryPrompt is the standing text of every recovery nudge.
+const SystemRecoveryPrompt = "[Zimmer system recovery] Your previous turn was interrupted before it finished " +
+	"(nothing you did was lost on purpose); continue where you left off."
+
+// step is what follows a lost turn: nothing (stop), the turn the queue
+// handed over (next), or a recovery turn under id with prompt.
+type step struct {
+	stop       bool
+	next       *TurnRequest
+	id, prompt string
+}
+
+var stop = step{stop: true}
+
+// afterLoss decides what follows the loss of turn lostID (the process is
+// proven gone when prove is false, or proven here) and makes it so: the
+// stand-down table on the session as lifecycle has it now, the budget, and
+// then the queue's next message or a recovery turn. prompt is the lost
+// turn's, which a replayed start runs again ("" reads the session's own).
+func (t *turnRunner) afterLoss(ctx workflow.Context, lostID, path, cause, prompt string, prove bool) (step, error) {
+	st := t.st
+	log := workflow.GetLogger(ctx)
+	if prove {
+		dead, err := t.proveGone(ctx, lostID)
+		if err != nil {
+			return stop, err
+		}
+		if dead {
+			return stop, t.nodeDead(ctx, lostID, cause)
+		}
+	}
+	if t.interrupted {
+		return stop, nil // halted on purpose meanwhile: the interrupter decides
+	}
+	s, err := t.sessionState(ctx)
+	if err != nil {
+		return stop, err
+	}
+	if st.Session.GitRoot == "" && s.Spec.ID != 0 {
+		st.Session = s.Spec // a workflow the orphan sweep started knows only the id
+	}
+	d := Decide(s, st.Confirmed)
+	log.Info("a turn was lost", "turn", lostID, "path", path, "cause", cause, "status", s.Status,
+		"paused_by", s.PausedBy, "decision", d.String())
+	switch d {
+	case StandDown:
+		return stop, nil
+	case ReplayStart:
+		if st.StartReplays >= MaxStartReplays {
+			return stop, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: fmt.Sprintf(
+				"The agent's first turn was lost %d times before its runtime began a conversation (last: %s); "+
+					"Zimmer stopped replaying it. Check the runner node %q, then restart the session.",
+				st.StartReplays+1, cause, st.Node)})
+		}
+		st.StartReplays++
+		st.Started = false // nothing to resume: the runtime starts afresh
+		if prompt == "" {
+			prompt = s.Prompt
+		}
+	case Recover:
+		if st.Recoveries >= MaxRecoveries {
+			return stop, t.abandon(ctx, s, fmt.Sprintf(
+				"Zimmer recovered this session %d times in a row without a turn finishing (last: %s, %s); "+
+					"it stopped recovering it. Restart the session when its cause is fixed.",
+				st.Recoveries, path, cause))
+		}
+		st.Recoveries++
+		prompt = RecoveryNudge(path, cause)
+	}
+	if s.Status == "running" {
+		if d == Recover {
+			// A queued message is delivered instead of the nudge: someone
+			// has taken the session over.
+			h, err := t.drain(ctx, lostID)
+			if err != nil {
+				return stop, err
+			}
+			if t.interrupted {
+				return stop, nil
+			}
+			if h.Delivered {
+				log.Info("the queue handed its next message over instead of the recovery nudge", "lost", lostID, "next", h.JobID)
+				return step{next: &TurnRequest{RequestID: h.JobID, Kind: KindHandOver, JobID: h.JobID, Prompt: h.Prompt, Session: st.Session}}, nil
+			}
+		}
+		if err := t.transition(ctx, TransitionRequest{Event: EventPause, PausedBy: PausedByRecovery}); err != nil {
+			return stop, refusedIsNothing(ctx, err)
+		}
+		if t.interrupted {
+			return stop, nil
+		}
+	}
+	if st.Workspace == nil {
+		ws, failed, err := t.prepare(ctx)
+		if err != nil {
+			return stop, err
+		}
+		if failed != "" {
+			return stop, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: failed})
+		}
+		st.Workspace = &ws
+	}
+	st.Turns++
+	id := turnID(st.Session.ID, st.Turns)
+	if err := t.transition(ctx, TransitionRequest{Event: EventResume, SystemRecovery: true, RunningJobID: id}); err != nil {
+		return stop, refusedIsNothing(ctx, err)
+	}
+	return step{id: id, prompt: prompt}, nil
+}
+
+// recoverRequested is the orphan sweep's request: the session showed no
+// live turn. This workflow runs one turn at a time, so none is live now;
+// the table decides on the session as it stands.
+func (t *turnRunner) recoverRequested(ctx workflow.Context, req TurnRequest) (*TurnRequest, error) {
+	s, err := t.sessionState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.RunningJobID != "" && slices.ContainsFunc(t.st.Pending, func(p TurnRequest) bool { return p.JobID == s.RunningJobID }) {
+		// The turn lifecycle made the session's running job is on its way.
+		return nil, nil
+	}
+	lost := s.RunningJobID
+	if lost == "" {
+		lost = turnID(t.st.Session.ID, t.st.Turns)
+	}
+	next, err := t.afterLoss(ctx, lost, req.Path, "the session had no live turn", "", false)
+	if err != nil || next.stop {
+		return nil, err
+	}
+	if next.next != nil {
+		return next.next, nil
+	}
+	return t.turns(ctx, next.id, next.prompt)
+}
+
+// proveGone makes sure no process of turn id is left, by StopTurn on the
+// node's own task queue: only a live incarnation of the node serves it, and
+// a restarted node kills what its predecessor left before it serves it.
+// dead: the node left it unserved for NodeDeadAfter.
+func (t *turnRunner) proveGone(ctx workflow.Context, id string) (dead bool, err error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              NodeTaskQueue(t.st.Node),
+		ScheduleToStartTimeout: t.st.nodeDeadAfter(),
+		StartToCloseTimeout:    time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	for attempt := 1; ; attempt++ {
+		err := workflow.ExecuteActivity(actx, ActivityStopTurn, id).Get(ctx, nil)
+		switch {
+		case err == nil:
+			return false, nil
+		case scheduleToStartTimeout(err):
+			return true, nil
+		case temporal.IsCanceledError(err):
+			return false, err
+		case attempt >= maxStopAttempts:
+			return false, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: fmt.Sprintf(
+				"The runner node %q could not stop the lost turn %s's process (%s); Zimmer will not start another "+
+					"beside it. Check the node, then restart the session.", t.st.Node, id, rootMessage(err))})
+		}
+		workflow.GetLogger(ctx).Warn("stop a lost turn's process; asking again", "turn", id, "error", err)
+		if err := workflow.Sleep(ctx, 10*time.Second); err != nil {
+			return false, err
+		}
+	}
+}
+
+// maxStopAttempts bounds asking a live node to stop a lost turn.
+const maxStopAttempts = 30
+
+func scheduleToStartTimeout(err error) bool {
+	var te *temporal.TimeoutError
+	return errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+}
+
+// nodeDead fails the session naming its node, and forgets the node: a
+// restart makes the clone anew on the node that receives it.
+func (t *turnRunner) nodeDead(ctx workflow.Context, lostID, cause string) error {
+	st := t.st
+	node := st.Node
+	reason := fmt.Sprintf("The runner node %q, which holds this session's clone, lost turn %s (%s) and did not come back "+
+		"within %s; Zimmer declared it dead. Restart the session to run it on a live node: its clone is made anew there "+
+		"from %s, and work not pushed from node %q stays on that node's disk.",
+		node, lostID, cause, st.nodeDeadAfter(), st.Session.GitRoot, node)
+	st.Node, st.Workspace, st.Started, st.Confirmed, st.RuntimeSessionID = "", nil, false, false, ""
+	upsertMemo(ctx, map[string]any{"node": ""})
+	return t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: reason})
+}
+
+// abandon gives up recovering: lifecycle drops the recovery marker and
+// records why, and the session rests where it is for a human.
+func (t *turnRunner) abandon(ctx workflow.Context, s SessionState, reason string) error {
+	workflow.GetLogger(ctx).Error("recovery abandoned", "session_id", t.st.Session.ID, "reason", reason)
+	if s.Status == "running" {
+		if err := t.transition(ctx, TransitionRequest{Event: EventPause, PausedBy: PausedByRecovery}); err != nil {
+			return refusedIsNothing(ctx, err)
+		}
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           TaskQueue,
+		StartToCloseTimeout: transitionTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+	t.st.Recoveries = 0
+	return workflow.ExecuteActivity(actx, ActivityAbandonRecovery, AbandonRequest{SessionID: t.st.Session.ID, Reason: reason}).Get(ctx, nil)
+}
+
+func (t *turnRunner) sessionState(ctx workflow.Context) (SessionState, error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           TaskQueue,
+		StartToCloseTimeout: transitionTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+	var s SessionState
+	err := workflow.ExecuteActivity(actx, ActivitySessionState, t.st.Session.ID).Get(ctx, &s)
+	return s, err
+}
+
+// refusedIsNothing: a refused transition means someone else moved the
+// session first; the recovery stands down.
+func refusedIsNothing(ctx workflow.Context, err error) error {
+	if isRefused(err) {
+		workflow.GetLogger(ctx).Info("lifecycle refused a recovery transition; the session moved on", "error", err)
+		return nil
+	}
+	return err
+}
+
+func (st *State) nodeDeadAfter() time.Duration {
+	if st.NodeDeadAfter > 0 {
+		return st.NodeDeadAfter
+	}
+	return DefaultNodeDeadAfter
+}
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }

@@ -1,0 +1,298 @@
+package workflow_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
+)
+
+func TestDecideIsTheStandDownTable(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name      string
+		s         rw.SessionState
+		confirmed bool
+		want      rw.Decision
+	}{
+		{"still running", rw.SessionState{Status: "running"}, true, rw.Recover},
+		{"still running, the runtime never began", rw.SessionState{Status: "running"}, false, rw.ReplayStart},
+		{"finished its turn (no paused_by)", rw.SessionState{Status: "needs_input"}, true, rw.StandDown},
+		{"paused by a user", rw.SessionState{Status: "needs_input", PausedBy: "user"}, true, rw.StandDown},
+		{"parked by a recovery", rw.SessionState{Status: "needs_input", PausedBy: "recovery"}, true, rw.Recover},
+		{"parked for an MCP retry", rw.SessionState{Status: "needs_input", PausedBy: "mcp_retry"}, true, rw.Recover},
+		{"blocked on an elicitation", rw.SessionState{Status: "needs_input", BlockedOnElicitation: true}, true, rw.Recover},
+		{"asleep on a wake ahead", rw.SessionState{Status: "waiting", AwaitingWake: true}, true, rw.StandDown},
+		{"asleep on a wake ahead, never began", rw.SessionState{Status: "waiting", AwaitingWake: true}, false, rw.StandDown},
+		{"waiting, stranded mid-start", rw.SessionState{Status: "waiting"}, true, rw.Recover},
+		{"waiting, no conversation yet", rw.SessionState{Status: "waiting"}, false, rw.ReplayStart},
+		{"failed", rw.SessionState{Status: "failed"}, true, rw.StandDown},
+		{"archived", rw.SessionState{Status: "archived"}, true, rw.StandDown},
+		{"deleted", rw.SessionState{Status: "deleted"}, true, rw.StandDown},
+	} {
+		require.Equal(t, c.want, rw.Decide(c.s, c.confirmed), c.name)
+	}
+}
+
+// lost is RunTurn's error when its heartbeat timed out: the node or its
+// runner died mid-turn.
+var lost = temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+
+// turnOutcome is one scripted RunTurn: a result, or an error.
+type turnOutcome struct {
+	result rw.TurnResult
+	err    error
+}
+
+// recoveryHarness extends the harness with what recovery reads: the
+// session's state (one per read, the last repeated), StopTurn's answer,
+// where each node activity ran, and AbandonRecovery.
+type recoveryHarness struct {
+	*harness
+	states    []rw.SessionState
+	stopErr   error
+	stops     []string
+	queues    []string // task queue of each RunTurn
+	abandoned []rw.AbandonRequest
+}
+
+func newRecoveryHarness(t *testing.T, outcomes ...turnOutcome) *recoveryHarness {
+	t.Helper()
+	h := &recoveryHarness{harness: newHarness(t)}
+	n := 0
+	h.env.OnActivity(rw.ActivityRunTurn, mock.Anything, mock.Anything).After(time.Minute).Return(
+		func(ctx context.Context, req rw.RunTurnRequest) (rw.TurnResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.turns = append(h.turns, req)
+			h.queues = append(h.queues, activity.GetInfo(ctx).TaskQueue)
+			require.Less(t, n, len(outcomes), "more turns than the test scripted")
+			n++
+			return outcomes[n-1].result, outcomes[n-1].err
+		}).Maybe()
+	h.env.OnActivity(rw.ActivityStopTurn, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, id string) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.stops = append(h.stops, id)
+			return h.stopErr
+		}).Maybe()
+	reads := 0
+	h.env.OnActivity(rw.ActivitySessionState, mock.Anything, mock.Anything).Return(
+		func(context.Context, int64) (rw.SessionState, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			require.NotEmpty(t, h.states, "the test did not say what lifecycle answers")
+			s := h.states[min(reads, len(h.states)-1)]
+			reads++
+			return s, nil
+		}).Maybe()
+	h.env.OnActivity(rw.ActivityAbandonRecovery, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req rw.AbandonRequest) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.abandoned = append(h.abandoned, req)
+			return nil
+		}).Maybe()
+	return h
+}
+
+// runFrom runs the workflow from a session that already ran turns (its
+// conversation confirmed) until it has run turnsPerRun requests.
+func (h *recoveryHarness) runFrom(st rw.State, turnsPerRun int, reqs ...rw.TurnRequest) {
+	h.t.Helper()
+	h.mockDrain()
+	h.env.RegisterDelayedCallback(func() {
+		for _, r := range reqs {
+			h.env.SignalWorkflow(rw.SignalTurn, r)
+		}
+	}, 0)
+	st.TurnsPerRun = turnsPerRun
+	h.env.ExecuteWorkflow(rw.WorkflowName, st)
+	require.True(h.t, h.env.IsWorkflowCompleted())
+}
+
+// ran is a session whose conversation is confirmed, on node n1, after 3
+// turns.
+func ran() rw.State {
+	return rw.State{Session: spec, Node: "n1", Workspace: &rw.Workspace{Workdir: "/ws/7"}, RuntimeSessionID: "conv-1",
+		Started: true, Confirmed: true, Turns: 3}
+}
+
+func resumeReq(job, prompt string) rw.TurnRequest {
+	return rw.TurnRequest{RequestID: "ev-" + job, Kind: rw.KindResume, JobID: job, Prompt: prompt, Session: spec, Node: "n1"}
+}
+
+func TestLostTurnIsProvenGoneThenRecoveredWithANudgeNamingItsPath(t *testing.T) {
+	t.Parallel()
+	h := newRecoveryHarness(t, turnOutcome{err: lost}, turnOutcome{result: exited(0)})
+	h.states = []rw.SessionState{{Status: "running", RunningJobID: "job-a"}}
+	h.runFrom(ran(), 1, resumeReq("job-a", "fix the bug"))
+
+	require.Equal(t, []string{"job-a"}, h.stops, "the lost turn's process is proven gone on its node first")
+	require.Equal(t, []string{rw.EventPause, rw.EventResume, rw.EventPause}, h.events())
+	require.Equal(t, "recovery", h.transitions[0].PausedBy, "parked as a recovery between the turns")
+	require.True(t, h.transitions[1].SystemRecovery, "a recovery resume keeps the wake-ups")
+	require.Equal(t, "session-7/turn-5", h.transitions[1].RunningJobID)
+	require.Len(t, h.turns, 2)
+	second := h.turns[1]
+	require.Equal(t, "session-7/turn-5", second.TurnID)
+	require.True(t, second.Resume, "the runtime's conversation is resumed")
+	require.True(t, strings.HasPrefix(second.Prompt, rw.SystemRecoveryPrompt), second.Prompt)
+	require.Contains(t, second.Prompt, "Recovery path: interrupted turn")
+	require.Contains(t, second.Prompt, `node "n1"`)
+	require.Equal(t, []rw.DrainRequest{{SessionID: sessionID, FromJobID: "job-a"}, {SessionID: sessionID, FromJobID: "session-7/turn-5"}},
+		h.drains, "the queue is asked for a message before the nudge, and after the clean exit")
+	require.Equal(t, []string{"zimmer-runner-n1", "zimmer-runner-n1"}, h.queues)
+}
+
+func TestLostTurnDeliversAQueuedMessageInsteadOfTheNudge(t *testing.T) {
+	t.Parallel()
+	h := newRecoveryHarness(t, turnOutcome{err: lost}, turnOutcome{result: exited(0)})
+	h.states = []rw.SessionState{{Status: "running", RunningJobID: "job-a"}}
+	h.queue = map[string]rw.HandOver{"job-a": {Delivered: true, JobID: "queue/job-b", Prompt: "the user's message"}}
+	h.runFrom(ran(), 2, resumeReq("job-a", "fix the bug"))
+
+	require.Equal(t, []string{rw.EventPause}, h.events(), "no pause and resume around the hand-over: the session stays running")
+	require.Len(t, h.turns, 2)
+	require.Equal(t, "queue/job-b", h.turns[1].TurnID)
+	require.Equal(t, "the user's message", h.turns[1].Prompt)
+}
+
+func TestLostTurnStandsDownWhenTheSessionIsAtRest(t *testing.T) {
+	t.Parallel()
+	for _, s := range []rw.SessionState{
+		{Status: "needs_input"},
+		{Status: "needs_input", PausedBy: "user"},
+		{Status: "waiting", AwaitingWake: true},
+		{Status: "archived"},
+	} {
+		h := newRecoveryHarness(t, turnOutcome{err: lost})
+		h.states = []rw.SessionState{s}
+		h.runFrom(ran(), 1, resumeReq("job-a", "fix the bug"))
+
+		require.Empty(t, h.events(), "%+v: nothing was interrupted, nothing runs", s)
+		require.Len(t, h.turns, 1)
+		require.Equal(t, []string{"job-a"}, h.stops)
+	}
+}
+
+func TestDeadNodeFailsTheSessionNamingItAndARestartRunsOnALiveNode(t *testing.T) {
+	t.Parallel()
+	h := newRecoveryHarness(t, turnOutcome{err: lost}, turnOutcome{result: exited(0)})
+	h.stopErr = temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+	h.states = []rw.SessionState{{Status: "failed"}}
+	restart := resumeReq("resume/x", "")
+	restart.RequestID, restart.Node = "ev-restart", "n2"
+	h.runFrom(ran(), 2, resumeReq("job-a", "fix the bug"), restart)
+
+	require.Equal(t, []string{rw.EventFail, rw.EventPause}, h.events())
+	reason := h.transitions[0].FailureReason
+	require.Contains(t, reason, `runner node "n1"`)
+	require.Contains(t, reason, "declared it dead")
+	require.Contains(t, reason, "Restart the session")
+	require.Equal(t, []string{"zimmer-runner-n2"}, h.prepared, "the restart makes the clone anew on the live node that received it")
+	require.Equal(t, []string{"zimmer-runner-n1", "zimmer-runner-n2"}, h.queues, "and runs there")
+	require.False(t, h.turns[1].Resume, "the dead node's conversation cannot be resumed elsewhere")
+	require.Equal(t, rw.ContinuePrompt, h.turns[1].Prompt)
+}
+
+func TestRecoveryBudgetIsSpentThenAbandoned(t *testing.T) {
+	t.Parallel()
+	outcomes := make([]turnOutcome, rw.MaxRecoveries+1)
+	for i := range outcomes {
+		outcomes[i] = turnOutcome{err: lost}
+	}
+	h := newRecoveryHarness(t, outcomes...)
+	h.states = []rw.SessionState{{Status: "running"}}
+	h.runFrom(ran(), 1, resumeReq("job-a", "fix the bug"))
+
+	require.Len(t, h.turns, rw.MaxRecoveries+1, "12 recoveries, then no more turns")
+	require.Len(t, h.abandoned, 1, "given up once")
+	require.Contains(t, h.abandoned[0].Reason, "12 times in a row")
+	events := h.events()
+	require.Equal(t, rw.EventPause, events[len(events)-1], "it rests, for a human to restart")
+	require.Equal(t, "recovery", h.transitions[len(h.transitions)-1].PausedBy)
+}
+
+func TestCleanExitRefillsTheRecoveryBudget(t *testing.T) {
+	t.Parallel()
+	st := ran()
+	st.Recoveries = rw.MaxRecoveries - 1
+	h := newRecoveryHarness(t, turnOutcome{err: lost}, turnOutcome{result: exited(0)}, turnOutcome{err: lost}, turnOutcome{result: exited(0)})
+	h.states = []rw.SessionState{{Status: "running"}}
+	h.runFrom(st, 2, resumeReq("job-a", "one"), resumeReq("job-b", "two"))
+
+	require.Empty(t, h.abandoned, "the clean exit between the losses refilled the budget")
+	require.Len(t, h.turns, 4)
+}
+
+func TestLostFirstTurnReplaysTheStartThenFails(t *testing.T) {
+	t.Parallel()
+	outcomes := make([]turnOutcome, rw.MaxStartReplays+1)
+	for i := range outcomes {
+		outcomes[i] = turnOutcome{err: lost}
+	}
+	h := newRecoveryHarness(t, outcomes...)
+	h.states = []rw.SessionState{{Status: "running", Prompt: "build it"}}
+	h.run(1, first("build it"))
+
+	require.Len(t, h.turns, rw.MaxStartReplays+1)
+	for _, turn := range h.turns {
+		require.Equal(t, "build it", turn.Prompt, "a replayed start runs the first prompt again, not a nudge")
+		require.False(t, turn.Resume, "there is no conversation to resume yet")
+	}
+	events := h.events()
+	require.Equal(t, rw.EventFail, events[len(events)-1])
+	require.Contains(t, h.transitions[len(h.transitions)-1].FailureReason, "before its runtime began a conversation")
+}
+
+func TestRunnerShutdownRetriesTheTurnThreeTimesThenFails(t *testing.T) {
+	t.Parallel()
+	shut := rw.TurnResult{Shutdown: true, Signal: "SIGTERM", SignalSentByUs: true, StatusKnown: true, ExitCode: -1}
+	h := newRecoveryHarness(t, turnOutcome{result: shut}, turnOutcome{result: shut}, turnOutcome{result: shut}, turnOutcome{result: shut})
+	h.states = []rw.SessionState{{Status: "running"}}
+	h.runFrom(ran(), 1, resumeReq("job-a", "fix the bug"))
+
+	require.Len(t, h.turns, 4)
+	require.Contains(t, h.turns[1].Prompt, "Recovery path: runner shutdown")
+	require.Empty(t, h.stops, "a shutdown's process was stopped by the runner itself: nothing to prove")
+	events := h.events()
+	require.Equal(t, rw.EventFail, events[len(events)-1])
+	require.Contains(t, h.transitions[len(h.transitions)-1].FailureReason, "shut down during this session's turn 4 times in a row")
+}
+
+func TestOrphanSweepRequestRecoversARunningSessionWithNoTurn(t *testing.T) {
+	t.Parallel()
+	h := newRecoveryHarness(t, turnOutcome{result: exited(0)})
+	h.states = []rw.SessionState{{Status: "running", RunningJobID: "job-gone", Spec: spec}}
+	st := ran()
+	st.Session = rw.SessionSpec{ID: sessionID} // as the sweep starts it
+	h.runFrom(st, 1, rw.TurnRequest{RequestID: "recover/orphan/job-gone", Kind: rw.KindRecover, Path: rw.PathOrphanSweep,
+		Session: rw.SessionSpec{ID: sessionID}})
+
+	require.Empty(t, h.stops, "nothing of this workflow was running")
+	require.Equal(t, []string{rw.EventPause, rw.EventResume, rw.EventPause}, h.events())
+	require.Len(t, h.turns, 1)
+	require.Contains(t, h.turns[0].Prompt, "Recovery path: orphan sweep")
+	require.Equal(t, "/repo", h.turns[0].Session.GitRoot, "the spec is read from lifecycle")
+}
+
+func TestOrphanSweepRequestLeavesASessionAtRestAlone(t *testing.T) {
+	t.Parallel()
+	h := newRecoveryHarness(t)
+	h.states = []rw.SessionState{{Status: "needs_input", PausedBy: "user"}}
+	h.runFrom(ran(), 1, rw.TurnRequest{RequestID: "recover/orphan/7/1", Kind: rw.KindRecover, Path: rw.PathOrphanSweep,
+		Session: rw.SessionSpec{ID: sessionID}})
+
+	require.Empty(t, h.events())
+	require.Empty(t, h.turns)
+}

@@ -1,0 +1,60 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+)
+
+// TurnStarter is the Temporal client's SignalWithStartWorkflow.
+type TurnStarter interface {
+	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
+		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
+}
+
+// Starter hands turn requests to sessions' workflows, starting a workflow
+// that is not running: the signal and the start are one call, so no request
+// falls between them. The runner's event consumer and its orphan sweep both
+// send through it, so every session's workflow starts the same way.
+type Starter struct {
+	Client TurnStarter
+	// Node is this runner node: a session's first request pins its clone
+	// and turns here, and a session whose node was declared dead makes its
+	// clone anew on the node that receives its next request.
+	Node string
+	// SearchAttributes: the namespace has the session workflows' search
+	// attributes.
+	SearchAttributes bool
+	// NodeDeadAfter is how long a lost turn's node may stay silent before
+	// it is declared dead (0: DefaultNodeDeadAfter).
+	NodeDeadAfter time.Duration
+}
+
+// Send signals req to its session's workflow, starting it if needed.
+// runtime names the session's runtime in the workflow's memo.
+func (s Starter) Send(ctx context.Context, req TurnRequest) error {
+	req.Node = s.Node
+	opts := client.StartWorkflowOptions{
+		ID:        ID(req.Session.ID),
+		TaskQueue: TaskQueue,
+		// A session's workflow runs until someone ends it; a new one may
+		// start after that (terminated by an operator, say).
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		Memo: map[string]any{
+			"session_id": req.Session.ID, "runtime": req.Session.Runtime, "node": s.Node,
+		},
+	}
+	if s.SearchAttributes {
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
+			SearchSessionID.ValueSet(req.Session.ID), SearchRuntime.ValueSet(req.Session.Runtime))
+	}
+	st := State{Session: req.Session, Node: s.Node, SearchAttributes: s.SearchAttributes, NodeDeadAfter: s.NodeDeadAfter}
+	if _, err := s.Client.SignalWithStartWorkflow(ctx, ID(req.Session.ID), SignalTurn, req, opts, WorkflowName, st); err != nil {
+		return fmt.Errorf("signal-with-start the workflow of session %d: %w", req.Session.ID, err)
+	}
+	return nil
+}
