@@ -1,0 +1,139 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	tw "go.temporal.io/sdk/workflow"
+
+	"github.com/zimmerhq/zimmer/services/platform/retention"
+	"github.com/zimmerhq/zimmer/services/platform/temporalx"
+	"github.com/zimmerhq/zimmer/services/runner/internal/process"
+	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
+)
+
+// OrphanedSessionsScheduleID names the orphan sweep's schedule (one for
+// all nodes: each node's start ensures it, and any node runs it).
+const OrphanedSessionsScheduleID = "runner-orphaned-sessions"
+
+// ZombieReaperScheduleID names node's zombie reaper schedule.
+func ZombieReaperScheduleID(node string) string { return "runner-zombie-reaper-" + node }
+
+// Names the zombie reaper's workflow and activity are registered under, on
+// each node's own worker.
+const (
+	ZombieReaperWorkflow = "zimmer.runner.ReapZombies"
+	ZombieReaperActivity = "zimmer.runner.ReapZombiesActivity"
+)
+
+// SetupOrphanedSessions registers the orphan sweep on the runner's shared
+// worker and ensures its schedule: every every, the candidates settled for
+// grace (a turn that just began or ended is not taken for lost).
+func SetupOrphanedSessions(ctx context.Context, c client.Client, shared worker.Registry, service string,
+	o OrphanedSessions, grace, every time.Duration,
+) error {
+	// The sweep is retention's plumbing, as lifecycle's sweeps are: a
+	// schedule of a workflow whose cutoff is its own clock minus a window.
+	return retention.Setup(ctx, c, shared, service, retention.Policy{
+		Name: "orphaned-sessions", ScheduleID: OrphanedSessionsScheduleID,
+		Keep: grace, Every: every, Prune: o.RecoverSettledBefore,
+	})
+}
+
+// ZombieReaper is the zombie reaper's activity.
+type ZombieReaper struct {
+	// Reap runs one pass (process.ReapZombies).
+	Reap   func() ([]process.Reaped, error)
+	Logger *slog.Logger
+}
+
+// ReapZombies runs one pass and says how many zombies it reaped.
+func (z ZombieReaper) ReapZombies(ctx context.Context) (int, error) {
+	reaped, err := z.Reap()
+	for _, r := range reaped {
+		z.logger().InfoContext(ctx, "reaped a zombie no one was waiting for",
+			"pid", r.Pid, "exit_status", r.Status.ExitStatus(), "signal", r.Status.Signal().String())
+	}
+	if err != nil {
+		return len(reaped), fmt.Errorf("reap zombies: %w", err)
+	}
+	return len(reaped), nil
+}
+
+func (z ZombieReaper) logger() *slog.Logger {
+	if z.Logger == nil {
+		return slog.Default()
+	}
+	return z.Logger
+}
+
+// ReapZombiesWorkflow runs the zombie reaper's activity once, on the
+// workflow's own task queue: the node's, whose zombies are its own.
+func ReapZombiesWorkflow(ctx tw.Context) (int, error) {
+	ctx = tw.WithActivityOptions(ctx, tw.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	var n int
+	err := tw.ExecuteActivity(ctx, ZombieReaperActivity).Get(ctx, &n)
+	return n, err
+}
+
+// SetupZombieReaper registers the zombie reaper on node's own worker and
+// ensures its schedule runs there every every.
+func SetupZombieReaper(ctx context.Context, c client.Client, nodeWorker worker.Registry, node string,
+	z ZombieReaper, every time.Duration,
+) error {
+	if every <= 0 {
+		return fmt.Errorf("the zombie reaper's interval must be positive, got %s", every)
+	}
+	nodeWorker.RegisterWorkflowWithOptions(ReapZombiesWorkflow, tw.RegisterOptions{Name: ZombieReaperWorkflow})
+	nodeWorker.RegisterActivityWithOptions(z.ReapZombies, activity.RegisterOptions{Name: ZombieReaperActivity})
+	id := ZombieReaperScheduleID(node)
+	return temporalx.EnsureSchedule(ctx, c, client.ScheduleOptions{
+		ID:   id,
+		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
+		Action: &client.ScheduleWorkflowAction{
+			ID:        id,
+			Workflow:  ZombieReaperWorkflow,
+			TaskQueue: workflow.NodeTaskQueue(node),
+			// A run of a node that is gone gives way to the next one.
+			WorkflowExecutionTimeout: max(every, time.Minute),
+		},
+	})
+}
+
+// Querier is the Temporal client's QueryWorkflow.
+type Querier interface {
+	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
+}
+
+// TemporalWorkflows is Workflows over Temporal.
+type TemporalWorkflows struct{ Client Querier }
+
+// TurnState implements Workflows: the turn_state query of the session's
+// workflow (its latest run, running or closed).
+func (t TemporalWorkflows) TurnState(ctx context.Context, sessionID int64) (workflow.TurnState, bool, error) {
+	v, err := t.Client.QueryWorkflow(ctx, workflow.ID(sessionID), "", workflow.QueryTurnState)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return workflow.TurnState{}, false, nil
+	}
+	if err != nil {
+		return workflow.TurnState{}, false, err
+	}
+	var st workflow.TurnState
+	if err := v.Get(&st); err != nil {
+		return workflow.TurnState{}, false, fmt.Errorf("read the turn state of session %d: %w", sessionID, err)
+	}
+	return st, true, nil
+}
