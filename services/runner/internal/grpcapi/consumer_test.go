@@ -66,8 +66,8 @@ func TestCreationSignalsWithStartTheFirstTurn(t *testing.T) {
 	require.Equal(t, "session-42", call.opts.ID)
 	require.Equal(t, workflow.WorkflowName, call.workflow)
 	spec := workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main", Subdirectory: "svc"}
-	require.Equal(t, workflow.TurnRequest{RequestID: "ev-1", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec, Node: "n1"}, call.arg)
-	require.Equal(t, []any{workflow.State{Session: spec, Node: "n1"}}, call.args, "the receiving node holds the clone")
+	require.Equal(t, workflow.TurnRequest{RequestID: "ev-1", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec}, call.arg)
+	require.Equal(t, []any{workflow.State{Session: spec}}, call.args, "the receiving node holds the clone")
 }
 
 func TestADeliberateResumeAsksForAResumeTurn(t *testing.T) {
@@ -87,7 +87,7 @@ func TestADeliberateResumeAsksForAResumeTurn(t *testing.T) {
 	require.True(t, resp.GetApplied())
 	require.Len(t, starter.calls, 1)
 	require.Equal(t, workflow.TurnRequest{RequestID: "ev-2", Kind: workflow.KindResume, JobID: "resume/0d5c",
-		Session: workflow.SessionSpec{ID: 42, Runtime: "claude_code"}, Node: "n1"}, starter.calls[0].arg,
+		Session: workflow.SessionSpec{ID: 42, Runtime: "claude_code"}}, starter.calls[0].arg,
 		"the turn runs under the job lifecycle drew for the resume")
 
 	resp, err = consume(t, c, updated("ev-3", &lifecyclev1.Transition{From: "running", To: "needs_input", Events: []string{"pause"}}))
@@ -133,7 +133,7 @@ func TestAnUpdateCarryingATurnAsksForThatTurn(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, resp.GetApplied())
 		require.Equal(t, workflow.TurnRequest{RequestID: tc.id, Kind: workflow.KindResume, JobID: tc.turn.GetJobId(),
-			Prompt: tc.turn.GetPrompt(), Session: workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main"}, Node: "n1"},
+			Prompt: tc.turn.GetPrompt(), Session: workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main"}},
 			starter.calls[len(starter.calls)-1].arg)
 	}
 	require.Len(t, starter.calls, 2)
@@ -163,9 +163,9 @@ func TestAnUpdateAskingForTheFirstTurnAsksForAFirstTurn(t *testing.T) {
 	require.True(t, resp.GetApplied())
 	require.Len(t, starter.calls, 1)
 	spec := workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main"}
-	require.Equal(t, workflow.TurnRequest{RequestID: "ev-20", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec, Node: "n1"},
+	require.Equal(t, workflow.TurnRequest{RequestID: "ev-20", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec},
 		starter.calls[0].arg)
-	require.Equal(t, []any{workflow.State{Session: spec, Node: "n1"}}, starter.calls[0].args)
+	require.Equal(t, []any{workflow.State{Session: spec}}, starter.calls[0].args)
 	require.Empty(t, starter.interrupts)
 }
 

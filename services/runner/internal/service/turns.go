@@ -98,12 +98,20 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		WorkerStopTimeout: l.TermGrace + l.KillGrace + l.SweepGrace + 5*time.Second,
 	})
 	acts.RegisterNode(node)
+	// Every node also takes first clones from the shared queue: the node
+	// that makes a session's clone holds its turns.
+	clones := worker.New(s.Temporal, rw.ClonesTaskQueue, worker.Options{})
+	acts.RegisterClones(clones)
 	s.Go(func(ctx context.Context) error {
 		if err := node.Start(); err != nil {
 			return fmt.Errorf("start the worker on %s: %w", rw.NodeTaskQueue(cfg.Node), err)
 		}
+		defer node.Stop()
+		if err := clones.Start(); err != nil {
+			return fmt.Errorf("start the worker on %s: %w", rw.ClonesTaskQueue, err)
+		}
+		defer clones.Stop()
 		<-ctx.Done()
-		node.Stop()
 		return nil
 	})
 

@@ -51,6 +51,9 @@ func (e *RefusedError) Error() string {
 // Preparer makes a session's clone (workspace.Preparer).
 type Preparer interface {
 	Prepare(ctx context.Context, spec workspace.Spec) (workspace.Workspace, error)
+	// TakeOver moves the session's workspace from a node declared dead to
+	// this one, to be cloned anew here.
+	TakeOver(ctx context.Context, sessionID int64, from string) error
 }
 
 // TranscriptSink keeps turns' output (the transcript package's Sink): every
@@ -172,6 +175,12 @@ func (a *Activities) SessionState(ctx context.Context, sessionID int64) (Session
 	return a.Lifecycle.SessionState(ctx, sessionID)
 }
 
+// RegisterClones registers PrepareWorkspace on the worker of
+// ClonesTaskQueue, which every node polls.
+func (a *Activities) RegisterClones(w ActivityRegistry) {
+	w.RegisterActivityWithOptions(a.PrepareWorkspace, activity.RegisterOptions{Name: ActivityPrepareWorkspace})
+}
+
 // RegisterNode registers the activities of this node's own task queue.
 func (a *Activities) RegisterNode(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.PrepareWorkspace, activity.RegisterOptions{Name: ActivityPrepareWorkspace})
@@ -272,6 +281,9 @@ func (a *Activities) DrainBeforePause(context.Context, int64) error { return nil
 // the session's failure_reason.
 func (a *Activities) PrepareWorkspace(ctx context.Context, req PrepareRequest) (Workspace, error) {
 	s := req.Session
+	if err := a.Preparer.TakeOver(ctx, s.ID, req.TakeOverFrom); err != nil {
+		return Workspace{}, err
+	}
 	w, err := a.Preparer.Prepare(ctx, workspace.Spec{
 		SessionID: s.ID, GitRoot: s.GitRoot, Branch: s.Branch, Subdirectory: s.Subdirectory,
 	})
@@ -282,7 +294,7 @@ func (a *Activities) PrepareWorkspace(ctx context.Context, req PrepareRequest) (
 	if err != nil {
 		return Workspace{}, fmt.Errorf("prepare the clone of session %d: %w", s.ID, err)
 	}
-	return Workspace{Workdir: w.Workdir(), StateDir: filepath.Join(a.StateDir, strconv.FormatInt(s.ID, 10))}, nil
+	return Workspace{Node: w.Node, Workdir: w.Workdir(), StateDir: filepath.Join(a.StateDir, strconv.FormatInt(s.ID, 10))}, nil
 }
 
 // RunTurn runs one agent process to its end, heartbeating while it lives.

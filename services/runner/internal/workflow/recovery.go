@@ -264,6 +264,7 @@ func (t *turnRunner) nodeDead(ctx workflow.Context, lostID, cause string) error 
 		"within %s; Zimmer declared it dead. Restart the session to run it on a live node: its clone is made anew there "+
 		"from %s, and work not pushed from node %q stays on that node's disk.",
 		node, lostID, cause, st.nodeDeadAfter(), st.Session.GitRoot, node)
+	st.LostNode = node
 	st.Node, st.Workspace, st.Started, st.Confirmed, st.RuntimeSessionID = "", nil, false, false, ""
 	upsertMemo(ctx, map[string]any{"node": ""})
 	return t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: reason})

@@ -128,7 +128,7 @@ func ran() rw.State {
 }
 
 func resumeReq(job, prompt string) rw.TurnRequest {
-	return rw.TurnRequest{RequestID: "ev-" + job, Kind: rw.KindResume, JobID: job, Prompt: prompt, Session: spec, Node: "n1"}
+	return rw.TurnRequest{RequestID: "ev-" + job, Kind: rw.KindResume, JobID: job, Prompt: prompt, Session: spec}
 }
 
 func TestLostTurnIsProvenGoneThenRecoveredWithANudgeNamingItsPath(t *testing.T) {
@@ -191,7 +191,7 @@ func TestDeadNodeFailsTheSessionNamingItAndARestartRunsOnALiveNode(t *testing.T)
 	h.stopErr = temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
 	h.states = []rw.SessionState{{Status: "failed"}}
 	restart := resumeReq("resume/x", "")
-	restart.RequestID, restart.Node = "ev-restart", "n2"
+	restart.RequestID = "ev-restart"
 	h.runFrom(ran(), 2, resumeReq("job-a", "fix the bug"), restart)
 
 	require.Equal(t, []string{rw.EventFail, rw.EventPause}, h.events())
@@ -199,7 +199,8 @@ func TestDeadNodeFailsTheSessionNamingItAndARestartRunsOnALiveNode(t *testing.T)
 	require.Contains(t, reason, `runner node "n1"`)
 	require.Contains(t, reason, "declared it dead")
 	require.Contains(t, reason, "Restart the session")
-	require.Equal(t, []string{"zimmer-runner-n2"}, h.prepared, "the restart makes the clone anew on the live node that received it")
+	require.Equal(t, []string{rw.ClonesTaskQueue}, h.prepared, "the restart makes the clone anew on whichever live node takes it")
+	require.Equal(t, []string{"n1"}, h.takeOvers, "taking the workspace over from the dead node")
 	require.Equal(t, []string{"zimmer-runner-n1", "zimmer-runner-n2"}, h.queues, "and runs there")
 	require.False(t, h.turns[1].Resume, "the dead node's conversation cannot be resumed elsewhere")
 	require.Equal(t, rw.ContinuePrompt, h.turns[1].Prompt)

@@ -22,9 +22,8 @@ type TurnStarter interface {
 // send through it, so every session's workflow starts the same way.
 type Starter struct {
 	Client TurnStarter
-	// Node is this runner node: a session's first request pins its clone
-	// and turns here, and a session whose node was declared dead makes its
-	// clone anew on the node that receives its next request.
+	// Node is this runner node, named in the memo of the workflows it
+	// starts; the node that makes a session's clone holds its turns.
 	Node string
 	// SearchAttributes: the namespace has the session workflows' search
 	// attributes.
@@ -37,7 +36,6 @@ type Starter struct {
 // Send signals req to its session's workflow, starting it if needed.
 // runtime names the session's runtime in the workflow's memo.
 func (s Starter) Send(ctx context.Context, req TurnRequest) error {
-	req.Node = s.Node
 	opts := client.StartWorkflowOptions{
 		ID:        ID(req.Session.ID),
 		TaskQueue: TaskQueue,
@@ -45,14 +43,14 @@ func (s Starter) Send(ctx context.Context, req TurnRequest) error {
 		// start after that (terminated by an operator, say).
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		Memo: map[string]any{
-			"session_id": req.Session.ID, "runtime": req.Session.Runtime, "node": s.Node,
+			"session_id": req.Session.ID, "runtime": req.Session.Runtime, "started_by_node": s.Node,
 		},
 	}
 	if s.SearchAttributes {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
 			SearchSessionID.ValueSet(req.Session.ID), SearchRuntime.ValueSet(req.Session.Runtime))
 	}
-	st := State{Session: req.Session, Node: s.Node, SearchAttributes: s.SearchAttributes, NodeDeadAfter: s.NodeDeadAfter}
+	st := State{Session: req.Session, SearchAttributes: s.SearchAttributes, NodeDeadAfter: s.NodeDeadAfter}
 	if _, err := s.Client.SignalWithStartWorkflow(ctx, ID(req.Session.ID), SignalTurn, req, opts, WorkflowName, st); err != nil {
 		return fmt.Errorf("signal-with-start the workflow of session %d: %w", req.Session.ID, err)
 	}

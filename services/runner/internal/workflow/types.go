@@ -127,6 +127,13 @@ func ID(sessionID int64) string { return "session-" + strconv.FormatInt(sessionI
 // run.
 const TaskQueue = "zimmer-runner"
 
+// ClonesTaskQueue is polled by every runner node for PrepareWorkspace
+// alone: a session's first clone (or its clone anew after its node died)
+// goes to whichever live node takes it, which then holds the session's
+// turns (State.Node): Temporal spreads sessions over the nodes that have
+// room.
+const ClonesTaskQueue = "zimmer-runner-clones"
+
 // NodeTaskQueue is the task queue of the runner node named node: the
 // activities that touch its disk or its processes (PrepareWorkspace,
 // RunTurn).
@@ -188,9 +195,6 @@ type TurnRequest struct {
 	Session SessionSpec
 	// Path names a KindRecover request's producer (PathOrphanSweep).
 	Path string
-	// Node is the runner node that received the request: a session whose
-	// node was declared dead makes its clone anew there.
-	Node string
 }
 
 // SessionSpec is what the runner needs to know of a session.
@@ -258,7 +262,11 @@ type AbandonRequest struct {
 type State struct {
 	Session SessionSpec
 	// Node holds the session's clone; its turns run on NodeTaskQueue(Node).
+	// "" until a node made the clone (ClonesTaskQueue).
 	Node string
+	// LostNode is the node declared dead that held the clone: the next
+	// clone is made elsewhere, taking its workspace over.
+	LostNode string
 	// Workspace is set once the clone is ready.
 	Workspace *Workspace
 	// RuntimeSessionID is the runtime's conversation id (claude's UUID,
@@ -313,6 +321,8 @@ const maxSeen = 200
 
 // Workspace is where a session's turns run.
 type Workspace struct {
+	// Node is the runner node that made the clone and holds it.
+	Node string
 	// Workdir is the clone's subdirectory: the agent's working directory.
 	Workdir string
 	// StateDir is the runner's per-session directory (prompt and MCP
@@ -359,6 +369,9 @@ type HandOver struct {
 // PrepareRequest asks a node for a session's clone.
 type PrepareRequest struct {
 	Session SessionSpec
+	// TakeOverFrom is a node declared dead that held the session's
+	// workspace: the clone is made anew on this node instead.
+	TakeOverFrom string
 }
 
 // RunTurnRequest is one agent turn.

@@ -169,9 +169,6 @@ func (t *turnRunner) interrupt(ctx workflow.Context, req InterruptTurnRequest) (
 // over at a clean exit, to run at once: the session stays running.
 func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnRequest, err error) {
 	st := t.st
-	if st.Node == "" && req.Node != "" {
-		st.Node = req.Node // the first node to ask, or a live one after the session's node died
-	}
 	if req.Kind == KindRecover {
 		return t.recoverRequested(ctx, req)
 	}
@@ -372,8 +369,12 @@ func (t *turnRunner) end(ctx workflow.Context, id string) (*TurnRequest, error) 
 // prepare makes the clone on the session's node. failed is the session's
 // failure_reason when the clone cannot be made.
 func (t *turnRunner) prepare(ctx workflow.Context) (ws Workspace, failed string, err error) {
+	queue := NodeTaskQueue(t.st.Node)
+	if t.st.Node == "" {
+		queue = ClonesTaskQueue // any live node may make it, and then holds it
+	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              NodeTaskQueue(t.st.Node),
+		TaskQueue:              queue,
 		ScheduleToStartTimeout: t.st.nodeDeadAfter(),
 		StartToCloseTimeout:    prepareTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -381,10 +382,15 @@ func (t *turnRunner) prepare(ctx workflow.Context) (ws Workspace, failed string,
 			NonRetryableErrorTypes: []string{ErrPrepareFailed},
 		},
 	})
-	err = workflow.ExecuteActivity(actx, ActivityPrepareWorkspace, PrepareRequest{Session: t.st.Session}).Get(ctx, &ws)
+	err = workflow.ExecuteActivity(actx, ActivityPrepareWorkspace,
+		PrepareRequest{Session: t.st.Session, TakeOverFrom: t.st.LostNode}).Get(ctx, &ws)
 	var appErr *temporal.ApplicationError
 	switch {
 	case err == nil:
+		if ws.Node != "" && ws.Node != t.st.Node {
+			t.st.Node, t.st.LostNode = ws.Node, ""
+			upsertMemo(ctx, map[string]any{"node": ws.Node})
+		}
 		return ws, "", nil
 	case errors.As(err, &appErr) && appErr.Type() == ErrPrepareFailed:
 		return Workspace{}, appErr.Message(), nil

@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +41,8 @@ type harness struct {
 	// prepared is the task queue of each PrepareWorkspace: the node it
 	// ran on.
 	prepared []string
+	// takeOvers is each PrepareWorkspace's TakeOverFrom.
+	takeOvers []string
 }
 
 const sessionID = 7
@@ -62,11 +65,19 @@ func newHarness(t *testing.T) *harness {
 			return nil
 		}).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, _ rw.PrepareRequest) (rw.Workspace, error) {
+		func(ctx context.Context, req rw.PrepareRequest) (rw.Workspace, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			h.prepared = append(h.prepared, activity.GetInfo(ctx).TaskQueue)
-			return rw.Workspace{Workdir: "/ws/7", StateDir: "/state/7"}, nil
+			h.takeOvers = append(h.takeOvers, req.TakeOverFrom)
+			queue := activity.GetInfo(ctx).TaskQueue
+			h.prepared = append(h.prepared, queue)
+			// The node that made the clone: its own queue's, or n2 for the
+			// queue every node polls.
+			node := strings.TrimPrefix(queue, "zimmer-runner-")
+			if queue == rw.ClonesTaskQueue {
+				node = "n2"
+			}
+			return rw.Workspace{Node: node, Workdir: "/ws/7", StateDir: "/state/7"}, nil
 		}).Maybe()
 	return h
 }
