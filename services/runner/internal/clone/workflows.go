@@ -1,0 +1,176 @@
+package clone
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
+	"github.com/zimmerhq/zimmer/services/runner/internal/workspace"
+)
+
+// ErrOtherNode is the error type of a node activity sent to a node that
+// does not hold the clone (the workspaces table moved on): not retried.
+const ErrOtherNode = "CloneOnOtherNode"
+
+// ErrCloneUnmakeable is the error type of a restore whose clone cannot be
+// made again (git_root gone, branch deleted): not retried.
+const ErrCloneUnmakeable = "CloneUnmakeable"
+
+// Timeouts of the activities.
+const (
+	sharedTimeout = 30 * time.Second
+	// diskTimeout bounds one preservation, restore or reaping: a bundle, an
+	// add -A and a diff over a large tree, or a clone.
+	diskTimeout = 30 * time.Minute
+	// reapStartTimeout is how long the reaper waits for a node to take its
+	// work: a node that is down is left to the next run.
+	reapStartTimeout = 10 * time.Minute
+	// staleTimeout bounds one pass of the stale-clone backstop.
+	staleTimeout = 10 * time.Minute
+	// reapBatch is how many kept things one reaper run deletes.
+	reapBatch = 200
+)
+
+func sharedOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           rw.TaskQueue,
+		StartToCloseTimeout: sharedTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 10,
+		},
+	})
+}
+
+// nodeOptions run an activity on the node holding the clone. No
+// ScheduleToStart bound: the clone is on that disk only, so the work waits
+// for the node to come back.
+func nodeOptions(ctx workflow.Context, node string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           rw.NodeTaskQueue(node),
+		StartToCloseTimeout: diskTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 10 * time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Minute, MaximumAttempts: 10,
+			NonRetryableErrorTypes: []string{ErrOtherNode, ErrCloneUnmakeable},
+		},
+	})
+}
+
+// Cleanup is the archive's deferred clean-up of a session's clone: the undo
+// window, a re-read of the session (unarchived meanwhile: nothing to do),
+// then preservation or deletion on the clone's node.
+func Cleanup(ctx workflow.Context, in CleanupInput) (Report, error) {
+	log := workflow.GetLogger(ctx)
+	if in.UndoWindow > 0 {
+		if err := workflow.Sleep(ctx, in.UndoWindow); err != nil {
+			return Report{}, err
+		}
+	}
+	var s SessionState
+	if err := workflow.ExecuteActivity(sharedOptions(ctx), ActivitySessionState, in.SessionID).Get(ctx, &s); err != nil {
+		return Report{}, fmt.Errorf("read session %d: %w", in.SessionID, err)
+	}
+	if !s.Archived() {
+		log.Info("session no longer archived: its clone is left as it is", "session_id", in.SessionID, "status", s.Status)
+		return Report{Outcome: workspace.OutcomeStoodDown, Detail: "the session is " + s.Status}, nil
+	}
+	var loc Location
+	if err := workflow.ExecuteActivity(sharedOptions(ctx), ActivityLocate, in.SessionID).Get(ctx, &loc); err != nil {
+		return Report{}, fmt.Errorf("locate the clone of session %d: %w", in.SessionID, err)
+	}
+	if !loc.Found {
+		log.Info("session has no clone: nothing to clean up", "session_id", in.SessionID)
+		return Report{Outcome: workspace.OutcomeNoClone, Detail: "the session has no clone"}, nil
+	}
+	var r Report
+	err := workflow.ExecuteActivity(nodeOptions(ctx, loc.Node), ActivityPreserve,
+		PreserveRequest{SessionID: in.SessionID, TrashAfter: in.TrashAfter}).Get(ctx, &r)
+	if err != nil {
+		return Report{}, fmt.Errorf("clean up the clone of session %d on node %s: %w", in.SessionID, loc.Node, err)
+	}
+	logReport(ctx, in.SessionID, loc.Node, r)
+	return r, nil
+}
+
+// Restore is the unarchive's: the session's clone comes back on its node.
+func Restore(ctx workflow.Context, in RestoreInput) (Report, error) {
+	var loc Location
+	if err := workflow.ExecuteActivity(sharedOptions(ctx), ActivityLocate, in.SessionID).Get(ctx, &loc); err != nil {
+		return Report{}, fmt.Errorf("locate the clone of session %d: %w", in.SessionID, err)
+	}
+	if !loc.Found {
+		workflow.GetLogger(ctx).Info("session has no clone: its next turn makes one", "session_id", in.SessionID)
+		return Report{Outcome: workspace.OutcomeNoClone, Detail: "the session has no clone"}, nil
+	}
+	var r Report
+	if err := workflow.ExecuteActivity(nodeOptions(ctx, loc.Node), ActivityRestore, in.SessionID).Get(ctx, &r); err != nil {
+		workflow.GetLogger(ctx).Error("the session's clone could not be restored; what was kept stays where it is",
+			"session_id", in.SessionID, "node", loc.Node, "error", err)
+		return Report{}, fmt.Errorf("restore the clone of session %d on node %s: %w", in.SessionID, loc.Node, err)
+	}
+	logReport(ctx, in.SessionID, loc.Node, r)
+	return r, nil
+}
+
+// logReport logs what became of a clone at the level the spec gives it: a
+// vanished clone is info, a clone kept whole because it is mangled or its
+// work could not be extracted, or restored without its work, a warning
+// the session's owner can find by the session id.
+func logReport(ctx workflow.Context, id int64, node string, r Report) {
+	log := workflow.GetLogger(ctx)
+	kv := []any{"session_id", id, "node", node, "outcome", string(r.Outcome), "state", string(r.State),
+		"path", r.Path, "artifacts_dir", r.ArtifactsDir, "detail", r.Detail}
+	switch r.Outcome {
+	case workspace.OutcomeMangled, workspace.OutcomeExtractionFailed, workspace.OutcomeRestoredPristine:
+		log.Warn("session clone: "+r.Detail, kv...)
+	default:
+		log.Info("session clone: "+r.Detail, kv...)
+	}
+}
+
+// Reaper is one run of the trash reaper: every kept clone or artifacts
+// whose deadline passed is deleted on its node (a node that does not take
+// the work in time is left to the next run), then the backstop starts the
+// clean-up of clones whose session has been archived for StaleAfter.
+func Reaper(ctx workflow.Context) (ReaperResult, error) {
+	log := workflow.GetLogger(ctx)
+	now := workflow.Now(ctx)
+	var due []Due
+	if err := workflow.ExecuteActivity(sharedOptions(ctx), ActivityTrashDue, now, reapBatch).Get(ctx, &due); err != nil {
+		return ReaperResult{}, fmt.Errorf("list what the trash holds past its deadline: %w", err)
+	}
+	futures := make([]workflow.Future, len(due))
+	for i, d := range due {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue: rw.NodeTaskQueue(d.Node), ScheduleToStartTimeout: reapStartTimeout, StartToCloseTimeout: diskTimeout,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{ErrOtherNode}},
+		})
+		futures[i] = workflow.ExecuteActivity(actx, ActivityReap, ReapRequest{SessionID: d.SessionID, Now: now})
+	}
+	var res ReaperResult
+	for i, f := range futures {
+		var r Report
+		if err := f.Get(ctx, &r); err != nil {
+			log.Warn("could not reap a session's clone; the next run tries again", "session_id", due[i].SessionID,
+				"node", due[i].Node, "error", err)
+			res.Failed = append(res.Failed, due[i].SessionID)
+			continue
+		}
+		if r.Outcome == workspace.OutcomeReaped {
+			res.Reaped++
+			log.Info("session clone: "+r.Detail, "session_id", due[i].SessionID, "node", due[i].Node)
+		}
+	}
+	// The backstop asks lifecycle about every ready clone: its own bounds.
+	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: rw.TaskQueue, StartToCloseTimeout: staleTimeout, HeartbeatTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	if err := workflow.ExecuteActivity(sctx, ActivityStaleClones, now).Get(ctx, &res.CleanupsStarted); err != nil {
+		return res, fmt.Errorf("start the clean-up of stale clones: %w", err)
+	}
+	log.Info("trash reaped", "reaped", res.Reaped, "failed", len(res.Failed), "stale_cleanups_started", res.CleanupsStarted)
+	return res, nil
+}

@@ -1,0 +1,225 @@
+package clone_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/zimmerhq/zimmer/services/platform/slogx"
+	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
+	"github.com/zimmerhq/zimmer/services/runner/internal/workspace"
+)
+
+var start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(tlog.NewStructuredLogger(slogx.Discard()))
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartTime(start)
+	clone.RegisterWorkflows(env)
+	acts := &clone.Activities{}
+	acts.RegisterShared(env)
+	acts.RegisterNode(env)
+	return env
+}
+
+// calls records when (in workflow time) and on which task queue each
+// activity ran.
+type calls struct {
+	mu  sync.Mutex
+	env *testsuite.TestWorkflowEnvironment
+	log []call
+}
+
+type call struct {
+	name, queue string
+	at          time.Duration
+}
+
+func (c *calls) record(ctx context.Context, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, call{name: name, queue: activity.GetInfo(ctx).TaskQueue, at: c.env.Now().Sub(start)})
+}
+
+func (c *calls) names() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, l := range c.log {
+		out = append(out, l.name)
+	}
+	return out
+}
+
+func (c *calls) of(name string) call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.log {
+		if l.name == name {
+			return l
+		}
+	}
+	return call{}
+}
+
+func archived() clone.SessionState {
+	at := start
+	return clone.SessionState{Status: "archived", ArchivedAt: &at}
+}
+
+// TestCleanupWaitsTheUndoWindowThenPreservesOnTheClonesNode: nothing
+// happens before the undo window ends; then the session is read again and
+// the clone preserved on the queue of the node the workspaces table names.
+func TestCleanupWaitsTheUndoWindowThenPreservesOnTheClonesNode(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	c := &calls{env: env}
+	trash := start.Add(96 * time.Hour)
+	env.OnActivity(clone.ActivitySessionState, mock.Anything, int64(7)).Return(
+		func(ctx context.Context, _ int64) (clone.SessionState, error) {
+			c.record(ctx, clone.ActivitySessionState)
+			return archived(), nil
+		})
+	env.OnActivity(clone.ActivityLocate, mock.Anything, int64(7)).Return(
+		func(ctx context.Context, _ int64) (clone.Location, error) {
+			c.record(ctx, clone.ActivityLocate)
+			return clone.Location{Found: true, Node: "b", State: workspace.Ready}, nil
+		})
+	env.OnActivity(clone.ActivityPreserve, mock.Anything, clone.PreserveRequest{SessionID: 7, TrashAfter: trash}).Return(
+		func(ctx context.Context, _ clone.PreserveRequest) (clone.Report, error) {
+			c.record(ctx, clone.ActivityPreserve)
+			return clone.Report{Outcome: workspace.OutcomePreserved, State: workspace.Preserved, ArtifactsDir: "/p/7"}, nil
+		})
+	var before []string
+	env.RegisterDelayedCallback(func() { before = append([]string{"looked"}, c.names()...) }, 2*time.Minute-time.Second)
+
+	env.ExecuteWorkflow(clone.CleanupWorkflowName, clone.CleanupInput{SessionID: 7, TrashAfter: trash, UndoWindow: 2 * time.Minute})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []string{"looked"}, before, "nothing is touched inside the undo window")
+	require.Equal(t, []string{clone.ActivitySessionState, clone.ActivityLocate, clone.ActivityPreserve}, c.names())
+	require.Equal(t, 2*time.Minute, c.of(clone.ActivitySessionState).at)
+	require.Equal(t, "zimmer-runner", c.of(clone.ActivityLocate).queue)
+	require.Equal(t, "zimmer-runner-b", c.of(clone.ActivityPreserve).queue)
+	var got clone.Report
+	require.NoError(t, env.GetWorkflowResult(&got))
+	require.Equal(t, workspace.OutcomePreserved, got.Outcome)
+	require.Equal(t, "/p/7", got.ArtifactsDir)
+}
+
+// TestCleanupStandsDownForAnUnarchivedSession: an undo inside the window
+// leaves the clone alone; nothing is located or preserved.
+func TestCleanupStandsDownForAnUnarchivedSession(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	env.OnActivity(clone.ActivitySessionState, mock.Anything, int64(7)).Return(clone.SessionState{Status: "needs_input"}, nil).Once()
+
+	env.ExecuteWorkflow(clone.CleanupWorkflowName, clone.CleanupInput{SessionID: 7, TrashAfter: start, UndoWindow: time.Minute})
+	require.NoError(t, env.GetWorkflowError())
+	var got clone.Report
+	require.NoError(t, env.GetWorkflowResult(&got))
+	require.Equal(t, workspace.OutcomeStoodDown, got.Outcome)
+	env.AssertNotCalled(t, clone.ActivityLocate, mock.Anything, mock.Anything)
+	env.AssertNotCalled(t, clone.ActivityPreserve, mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
+}
+
+func TestCleanupOfASessionWithoutAClone(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	env.OnActivity(clone.ActivitySessionState, mock.Anything, int64(7)).Return(archived(), nil).Once()
+	env.OnActivity(clone.ActivityLocate, mock.Anything, int64(7)).Return(clone.Location{}, nil).Once()
+
+	env.ExecuteWorkflow(clone.CleanupWorkflowName, clone.CleanupInput{SessionID: 7, TrashAfter: start})
+	require.NoError(t, env.GetWorkflowError())
+	var got clone.Report
+	require.NoError(t, env.GetWorkflowResult(&got))
+	require.Equal(t, workspace.OutcomeNoClone, got.Outcome)
+	env.AssertNotCalled(t, clone.ActivityPreserve, mock.Anything, mock.Anything)
+}
+
+// TestCleanupRetriesTheNodeUntilItTakesTheWork: a node activity that fails
+// (the disk busy, the node restarting) is tried again; a clone on another
+// node than the one asked is not.
+func TestCleanupRetriesTheNodeUntilItTakesTheWork(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	env.OnActivity(clone.ActivitySessionState, mock.Anything, int64(7)).Return(archived(), nil)
+	env.OnActivity(clone.ActivityLocate, mock.Anything, int64(7)).Return(clone.Location{Found: true, Node: "a"}, nil)
+	env.OnActivity(clone.ActivityPreserve, mock.Anything, mock.Anything).Return(clone.Report{}, errors.New("disk busy")).Once()
+	env.OnActivity(clone.ActivityPreserve, mock.Anything, mock.Anything).Return(clone.Report{Outcome: workspace.OutcomeDeleted}, nil).Once()
+	env.ExecuteWorkflow(clone.CleanupWorkflowName, clone.CleanupInput{SessionID: 7, TrashAfter: start})
+	require.NoError(t, env.GetWorkflowError())
+	env.AssertExpectations(t)
+
+	env = newEnv(t)
+	env.OnActivity(clone.ActivitySessionState, mock.Anything, int64(7)).Return(archived(), nil)
+	env.OnActivity(clone.ActivityLocate, mock.Anything, int64(7)).Return(clone.Location{Found: true, Node: "a"}, nil)
+	env.OnActivity(clone.ActivityPreserve, mock.Anything, mock.Anything).Return(clone.Report{},
+		temporal.NewNonRetryableApplicationError("on node b", clone.ErrOtherNode, nil)).Once()
+	env.ExecuteWorkflow(clone.CleanupWorkflowName, clone.CleanupInput{SessionID: 7, TrashAfter: start})
+	require.ErrorContains(t, env.GetWorkflowError(), "on node b")
+	env.AssertExpectations(t)
+}
+
+func TestRestoreRunsOnTheClonesNode(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	c := &calls{env: env}
+	env.OnActivity(clone.ActivityLocate, mock.Anything, int64(7)).Return(clone.Location{Found: true, Node: "a", State: workspace.Preserved}, nil)
+	env.OnActivity(clone.ActivityRestore, mock.Anything, int64(7)).Return(
+		func(ctx context.Context, _ int64) (clone.Report, error) {
+			c.record(ctx, clone.ActivityRestore)
+			return clone.Report{Outcome: workspace.OutcomeRestored, State: workspace.Ready, Path: "/w/7"}, nil
+		})
+	env.ExecuteWorkflow(clone.RestoreWorkflowName, clone.RestoreInput{SessionID: 7})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, "zimmer-runner-a", c.of(clone.ActivityRestore).queue)
+	require.Zero(t, c.of(clone.ActivityRestore).at, "a restore waits for nothing")
+	var got clone.Report
+	require.NoError(t, env.GetWorkflowResult(&got))
+	require.Equal(t, "/w/7", got.Path)
+}
+
+// TestReaperReapsWhatIsDueOnEachNodeAndRunsTheBackstop: each due thing is
+// reaped on its own node's queue; one failure does not stop the rest and
+// is reported; then the stale-clone backstop runs.
+func TestReaperReapsWhatIsDueOnEachNodeAndRunsTheBackstop(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	c := &calls{env: env}
+	env.OnActivity(clone.ActivityTrashDue, mock.Anything, start, 200).Return(
+		[]clone.Due{{SessionID: 1, Node: "a"}, {SessionID: 2, Node: "b"}, {SessionID: 3, Node: "a"}}, nil)
+	env.OnActivity(clone.ActivityReap, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, req clone.ReapRequest) (clone.Report, error) {
+			c.record(ctx, clone.ActivityReap+"/"+activity.GetInfo(ctx).TaskQueue)
+			require.Equal(t, start, req.Now)
+			if req.SessionID == 2 {
+				return clone.Report{}, temporal.NewNonRetryableApplicationError("gone", clone.ErrOtherNode, nil)
+			}
+			return clone.Report{Outcome: workspace.OutcomeReaped}, nil
+		})
+	env.OnActivity(clone.ActivityStaleClones, mock.Anything, start).Return(4, nil).Once()
+
+	env.ExecuteWorkflow(clone.ReaperWorkflowName)
+	require.NoError(t, env.GetWorkflowError())
+	var got clone.ReaperResult
+	require.NoError(t, env.GetWorkflowResult(&got))
+	require.Equal(t, clone.ReaperResult{Reaped: 2, Failed: []int64{2}, CleanupsStarted: 4}, got)
+	require.ElementsMatch(t, []string{
+		clone.ActivityReap + "/zimmer-runner-a", clone.ActivityReap + "/zimmer-runner-b", clone.ActivityReap + "/zimmer-runner-a",
+	}, c.names())
+	env.AssertExpectations(t)
+}
