@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/runner/internal/sweep"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
 
@@ -127,4 +130,23 @@ func (l *Lifecycle) AbandonRecovery(ctx context.Context, sessionID int64, reason
 		return fmt.Errorf("abandon the recovery of session %d: %w", sessionID, err)
 	}
 	return nil
+}
+
+// RecoveryCandidates implements sweep.Lifecycle (ListRecoveryCandidates).
+func (l *Lifecycle) RecoveryCandidates(ctx context.Context, settledBefore time.Time, limit int) ([]sweep.Candidate, error) {
+	got, err := l.client.ListRecoveryCandidates(ctx, &lifecyclev1.ListRecoveryCandidatesRequest{
+		SettledBefore: timestamppb.New(settledBefore), Limit: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the recovery candidates: %w", err)
+	}
+	out := make([]sweep.Candidate, 0, len(got.GetCandidates()))
+	for _, c := range got.GetCandidates() {
+		out = append(out, sweep.Candidate{
+			SessionID: c.GetSessionId(), Status: c.GetStatus(), PausedBy: c.GetPausedBy(),
+			BlockedOnElicitation: c.GetBlockedOnElicitation(), RunningJobID: c.GetRunningJobId(),
+			UpdatedAt: c.GetUpdatedAt().AsTime(),
+		})
+	}
+	return out, nil
 }

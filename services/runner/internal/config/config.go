@@ -63,6 +63,13 @@ type Config struct {
 	// NodeDeadAfter is how long a node may leave a lost turn's StopTurn
 	// unserved before the session's workflow declares it dead.
 	NodeDeadAfter time.Duration
+	// OrphanSweepInterval is RUNNER_ORPHAN_SWEEP_INTERVAL (5m), how often
+	// runner-orphaned-sessions runs; OrphanGrace is RUNNER_ORPHAN_GRACE
+	// (2m), how long a session must have been settled to be looked at.
+	OrphanSweepInterval, OrphanGrace time.Duration
+	// ZombieReapInterval is RUNNER_ZOMBIE_REAP_INTERVAL (5m), how often
+	// runner-zombie-reaper-<node> runs.
+	ZombieReapInterval time.Duration
 }
 
 // nodeName is what a node may be called: it becomes part of a Temporal task
@@ -87,6 +94,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		// NodeDeadAfter: a node that leaves a lost turn's StopTurn unserved
 		// this long is declared dead and its session failed (naming it).
 		NodeDeadAfter time.Duration `env:"RUNNER_NODE_DEAD_AFTER, default=5m"`
+		OrphanSweep   time.Duration `env:"RUNNER_ORPHAN_SWEEP_INTERVAL, default=5m"`
+		OrphanGrace   time.Duration `env:"RUNNER_ORPHAN_GRACE, default=2m"`
+		ZombieReap    time.Duration `env:"RUNNER_ZOMBIE_REAP_INTERVAL, default=5m"`
 		Transcripts   time.Duration `env:"RUNNER_TRANSCRIPT_RETENTION, default=720h"`
 		Agents        agent.Config
 	}
@@ -101,6 +111,13 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		LifecycleAddr: env.LifecycleAddr, QueueAddr: env.QueueAddr, MCPURL: env.MCPURL, Agents: env.Agents,
 		Ladder:              process.Ladder{TermGrace: env.TermGrace, KillGrace: env.KillGrace, SweepGrace: env.SweepGrace},
 		TranscriptRetention: env.Transcripts, NodeDeadAfter: env.NodeDeadAfter,
+		OrphanSweepInterval: env.OrphanSweep, OrphanGrace: env.OrphanGrace, ZombieReapInterval: env.ZombieReap,
+	}
+	for name, d := range map[string]time.Duration{"RUNNER_ORPHAN_SWEEP_INTERVAL": cfg.OrphanSweepInterval,
+		"RUNNER_ORPHAN_GRACE": cfg.OrphanGrace, "RUNNER_ZOMBIE_REAP_INTERVAL": cfg.ZombieReapInterval} {
+		if d <= 0 {
+			return Config{}, fmt.Errorf("%s must be positive, got %s", name, d)
+		}
 	}
 	if cfg.NodeDeadAfter <= 0 {
 		return Config{}, fmt.Errorf("RUNNER_NODE_DEAD_AFTER must be positive, got %s", cfg.NodeDeadAfter)

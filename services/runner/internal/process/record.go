@@ -101,9 +101,10 @@ const KillBound = 5 * time.Second
 // The runner calls it before its node worker polls the node's task queue:
 // a StopTurn served by this incarnation then proves the previous one's
 // processes gone. A group still alive after the bound (stuck in the kernel;
-// with SIGKILL pending it runs no more user code) keeps its record for the
-// next start, and is named in the error with whatever else went wrong; an
-// unreadable folder is an error of its own. A missing folder holds nothing.
+// with SIGKILL pending it runs no more user code) is logged and keeps its
+// record for the next start. The error says what could not be done at all
+// (an unreadable folder or /proc, a record that cannot be deleted); a
+// missing folder holds nothing.
 func KillRecorded(ctx context.Context, dir string, logger *slog.Logger) ([]Record, error) {
 	if logger == nil {
 		logger = slog.Default()
@@ -135,6 +136,13 @@ func KillRecorded(ctx context.Context, dir string, logger *slog.Logger) ([]Recor
 			continue
 		}
 		didKill, err := killRecord(ctx, r)
+		if errors.Is(err, ErrSurvived) {
+			// With SIGKILL pending it runs no more user code; its record is
+			// kept for the next start.
+			logger.Error("a process the runner's previous incarnation left outlived SIGKILL",
+				"process", r, "error", err)
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -214,8 +222,8 @@ func killRecord(ctx context.Context, r Record) (bool, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return true, fmt.Errorf("pid %d or its group %d still has %d live processes after SIGKILL: %w",
-				r.Pid, r.Pgid, len(members), ctx.Err())
+			return true, fmt.Errorf("pid %d or its group %d: %d live processes after %s: %w",
+				r.Pid, r.Pgid, len(members), KillBound, ErrSurvived)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -85,7 +85,7 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		Signaler:    s.Temporal,
 		Transcripts: s.Transcripts,
 		Queue:       queue,
-		Process:     process.Options{Ladder: cfg.Ladder},
+		Process:     process.Options{Ladder: cfg.Ladder, RecordDir: ProcessRecordDir(cfg)},
 		Logger:      s.Logger,
 	}
 	s.Worker.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
@@ -93,6 +93,10 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 
 	// At shutdown RunTurn stops its agent by the ladder and reports so
 	// (TurnResult.Shutdown): the worker waits that long for it.
+	// Before anything can poll the node's queue (sweeps.go).
+	if err := s.takeOverNode(ctx, cfg); err != nil {
+		return err
+	}
 	l := cfg.Ladder
 	node := worker.New(s.Temporal, rw.NodeTaskQueue(cfg.Node), worker.Options{
 		WorkerStopTimeout: l.TermGrace + l.KillGrace + l.SweepGrace + 5*time.Second,
@@ -125,7 +129,7 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	starter := rw.Starter{Client: s.Temporal, Node: cfg.Node, NodeDeadAfter: cfg.NodeDeadAfter,
 		SearchAttributes: s.registerSearchAttributes(ctx, cfg.TemporalNamespace)}
 	grpcapi.NewConsumer(s.Temporal, starter, runtimes.Default(), s.Logger).Register(s.GRPC.Server)
-	return nil
+	return s.runSweeps(ctx, cfg, conn, starter, node)
 }
 
 // searchAttributes are the session workflows' search attributes.

@@ -334,6 +334,8 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	follower := &lineFollower{a: a, ctx: ctx, rt: rt, req: req, workflowID: activity.GetInfo(ctx).WorkflowExecution.ID}
 	opts := a.Process
 	opts.OnLine = follower.line
+	// Named in its process record, for the next incarnation's logs (SWEEPS).
+	opts.Labels = map[string]string{"turn": req.TurnID, "session": strconv.FormatInt(req.Session.ID, 10)}
 	p, err := a.startTurn(req.TurnID, process.Command{
 		Path: launch.Args[0], Args: launch.Args, Dir: launch.Dir,
 		Env: launch.Environ(os.Environ()), Stdin: launch.Stdin,
