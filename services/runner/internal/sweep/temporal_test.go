@@ -134,7 +134,7 @@ func TestOrphanedSessionsScheduleOnTemporal(t *testing.T) {
 	require.Empty(t, requestsOf(t, c, busy))
 	recover := func(id int64, requestID string) []workflow.TurnRequest {
 		return []workflow.TurnRequest{{RequestID: requestID, Kind: workflow.KindRecover, Path: workflow.PathOrphanSweep,
-			Session: workflow.SessionSpec{ID: id}, Node: "n1"}}
+			Session: workflow.SessionSpec{ID: id}}}
 	}
 	require.Equal(t, recover(missing, "recover/orphan/job-missing"), requestsOf(t, c, missing))
 	require.Equal(t, recover(idle, fmt.Sprintf("recover/orphan/%d/%d", idle, at.Unix())), requestsOf(t, c, idle))
