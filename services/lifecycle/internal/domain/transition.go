@@ -140,6 +140,10 @@ const (
 	// EffectReopenMessages: an unarchive reopens the session's queue; what
 	// was retired stays undelivered.
 	EffectReopenMessages = "reopen_enqueued_messages"
+	// EffectRestoreClone: an unarchive brings the session's clone back (the
+	// runner re-clones and applies what the archive preserved, or puts a
+	// retained clone back to work).
+	EffectRestoreClone = "restore_clone"
 )
 
 // Contexts that own effects.
@@ -173,6 +177,7 @@ var effectOwners = map[string]string{
 	EffectInference:             OwnerRunner,
 	EffectStatusSummary:         OwnerRunner,
 	EffectHarvestFork:           OwnerRunner,
+	EffectRestoreClone:          OwnerRunner,
 }
 
 // Owner is the context that carries the effect out, or "" when lifecycle
@@ -192,6 +197,9 @@ var alertingEffects = map[string]bool{
 	// restored session's queue sealed against every enqueue.
 	EffectRetireMessages: true,
 	EffectReopenMessages: true,
+	// A lost restore leaves a restored session without its clone and its
+	// preserved work in the store, which nothing else reconciles.
+	EffectRestoreClone: true,
 }
 
 // TimelineKind classifies a timeline line.
@@ -273,6 +281,7 @@ func Apply(s Session, cmd Command, env Env) (Outcome, error) {
 		t.s.ArchivedAt = nil
 		t.s.ArchivedFrom = nil
 		t.effect(EffectReopenMessages, map[string]any{"unarchived_at": env.Now.UTC().Format(time.RFC3339)})
+		t.effect(EffectRestoreClone, nil)
 	}
 	t.s.UpdatedAt = env.Now
 	t.out.Session = t.s

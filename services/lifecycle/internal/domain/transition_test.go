@@ -286,7 +286,7 @@ func TestArchiveAndUnarchive(t *testing.T) {
 
 	back, err := domain.Apply(a, domain.Command{Event: domain.EventUnarchiveToFailed}, env())
 	require.NoError(t, err)
-	require.Equal(t, []string{domain.EffectReopenMessages}, effectNames(back))
+	require.Equal(t, []string{domain.EffectReopenMessages, domain.EffectRestoreClone}, effectNames(back))
 	require.Equal(t, map[string]any{"unarchived_at": "2026-11-30T12:00:00Z"}, back.Effects[0].Payload)
 	require.Equal(t, domain.StatusFailed, back.Session.Status, "the raw event keeps its target")
 	require.Nil(t, back.Session.TrashAfter, "unarchive clears the trash expiry")
@@ -303,7 +303,8 @@ func TestArchiveAndUnarchive(t *testing.T) {
 		back, err := domain.Apply(out.Session, domain.Command{Event: domain.EventRestore}, env())
 		require.NoError(t, err)
 		require.Equal(t, domain.StatusNeedsInput, back.Session.Status, "archived from %s", from)
-		require.Equal(t, []string{domain.EffectReopenMessages}, effectNames(back), "every unarchive reopens the queue")
+		require.Equal(t, []string{domain.EffectReopenMessages, domain.EffectRestoreClone}, effectNames(back),
+			"every unarchive reopens the queue and restores the clone")
 	}
 }
 
@@ -360,5 +361,8 @@ func TestEffectAlertSplit(t *testing.T) {
 	require.True(t, domain.Effect{Name: domain.EffectFireTriggers}.Alerting())
 	require.False(t, domain.Effect{Name: domain.EffectFailurePush}.Alerting())
 	require.False(t, domain.Effect{Name: domain.EffectDismissNotifications}.Alerting())
+	restore := domain.Effect{Name: domain.EffectRestoreClone}
+	require.True(t, restore.Alerting(), "a lost restore strands the preserved work")
+	require.Equal(t, domain.OwnerRunner, restore.Owner())
 	require.True(t, errors.Is(&domain.NotFoundError{}, domain.ErrNotFound))
 }

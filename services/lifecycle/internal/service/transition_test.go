@@ -117,7 +117,7 @@ func TestTransitionsOverGRPC(t *testing.T) {
 		"enqueue_status_summary_refresh", "drain_enqueued_messages_after_pause",
 		"transition", "dismiss_notifications", "fire_ao_event_triggers", "cleanup_watched_session_ao_event_triggers", "enqueue_deferred_cleanup",
 		"retire_enqueued_messages", // the queue's messages are retired by every archive
-		"transition", "reopen_enqueued_messages",
+		"transition", "reopen_enqueued_messages", "restore_clone",
 	}, names)
 }
 

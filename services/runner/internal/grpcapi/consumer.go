@@ -39,6 +39,15 @@ type Consumer struct {
 	starter        workflow.Starter
 	defaultRuntime string
 	logger         *slog.Logger
+	// effects carries out the effects addressed to the subscriber
+	// "runner" (effects.go); nil: they are answered applied false.
+	effects *Effects
+}
+
+// WithEffects makes the consumer hand lifecycle's effects to e.
+func (c *Consumer) WithEffects(e *Effects) *Consumer {
+	c.effects = e
+	return c
 }
 
 var _ lifecyclev1.SessionEventConsumerServiceServer = (*Consumer)(nil)
@@ -57,6 +66,9 @@ func (c *Consumer) Register(g *grpc.Server) {
 
 // ConsumeSessionEvent implements lifecyclev1.SessionEventConsumerServiceServer.
 func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.ConsumeSessionEventRequest) (*lifecyclev1.ConsumeSessionEventResponse, error) {
+	if req.GetEvent().GetEffect() != nil && c.effects != nil {
+		return c.effects.Consume(ctx, req.GetEvent())
+	}
 	if leftRunning(req.GetEvent()) {
 		return c.interrupt(ctx, req.GetEvent())
 	}

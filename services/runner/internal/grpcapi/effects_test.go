@@ -1,0 +1,139 @@
+package grpcapi_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
+	"github.com/zimmerhq/zimmer/services/runner/internal/grpcapi"
+	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
+)
+
+type started struct {
+	opts client.StartWorkflowOptions
+	name any
+	args []any
+}
+
+type fakeWorkflows struct {
+	started []started
+	running map[string]bool
+	err     error
+}
+
+func (f *fakeWorkflows) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, name any, args ...any) (client.WorkflowRun, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if f.running[o.ID] {
+		return nil, serviceerror.NewWorkflowExecutionAlreadyStarted("running", "", "")
+	}
+	f.started = append(f.started, started{o, name, args})
+	return nil, nil
+}
+
+func effectConsumer(w *fakeWorkflows, log *bytes.Buffer) *grpcapi.Consumer {
+	logger := slog.New(slog.NewTextHandler(log, nil))
+	return grpcapi.NewConsumer(&fakeStarter{}, workflow.Starter{Node: "n1"}, "demo", logger).
+		WithEffects(grpcapi.NewEffects(w, 2*time.Minute, logger))
+}
+
+func effect(id int64, name string, payload map[string]any) *lifecyclev1.SessionEvent {
+	p, _ := structpb.NewStruct(payload)
+	return &lifecyclev1.SessionEvent{EventId: "ev-" + name, SessionId: id, Payload: &lifecyclev1.SessionEvent_Effect{
+		Effect: &lifecyclev1.SessionEffect{Name: name, Payload: p, Session: &lifecyclev1.Session{Id: id}},
+	}}
+}
+
+func TestDeferredCleanupStartsTheClonesCleanUp(t *testing.T) {
+	t.Parallel()
+	w := &fakeWorkflows{}
+	c := effectConsumer(w, &bytes.Buffer{})
+	resp, err := consume(t, c, effect(42, grpcapi.EffectDeferredCleanup, map[string]any{"trash_after": "2026-03-05T12:00:00Z"}))
+	require.NoError(t, err)
+	require.True(t, resp.GetApplied())
+	require.Len(t, w.started, 1)
+	require.Equal(t, "clone-cleanup/42", w.started[0].opts.ID)
+	require.Equal(t, "zimmer-runner", w.started[0].opts.TaskQueue)
+	require.Equal(t, clone.CleanupWorkflowName, w.started[0].name)
+	require.Equal(t, []any{clone.CleanupInput{
+		SessionID: 42, TrashAfter: time.Date(2026, 3, 5, 12, 0, 0, 0, time.UTC), UndoWindow: 2 * time.Minute,
+	}}, w.started[0].args)
+
+	// Redelivered while that run waits out its window: it serves both.
+	w.running = map[string]bool{"clone-cleanup/42": true}
+	resp, err = consume(t, c, effect(42, grpcapi.EffectDeferredCleanup, map[string]any{"trash_after": "2026-03-05T12:00:00Z"}))
+	require.NoError(t, err)
+	require.False(t, resp.GetApplied())
+	require.Len(t, w.started, 1)
+}
+
+func TestDeferredCleanupReadsTheDeadlineOffTheSessionWhenThePayloadLacksIt(t *testing.T) {
+	t.Parallel()
+	w := &fakeWorkflows{}
+	c := effectConsumer(w, &bytes.Buffer{})
+	e := effect(42, grpcapi.EffectDeferredCleanup, nil)
+	deadline := time.Date(2026, 3, 5, 12, 0, 0, 0, time.UTC)
+	e.GetEffect().Session.TrashAfter = timestamppb.New(deadline)
+	_, err := consume(t, c, e)
+	require.NoError(t, err)
+	require.Equal(t, deadline, w.started[0].args[0].(clone.CleanupInput).TrashAfter)
+
+	_, err = consume(t, c, effect(42, grpcapi.EffectDeferredCleanup, map[string]any{"trash_after": "soon"}))
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	_, err = consume(t, c, effect(42, grpcapi.EffectDeferredCleanup, nil))
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+}
+
+func TestRestoreCloneStartsTheClonesRestore(t *testing.T) {
+	t.Parallel()
+	w := &fakeWorkflows{}
+	c := effectConsumer(w, &bytes.Buffer{})
+	resp, err := consume(t, c, effect(42, grpcapi.EffectRestoreClone, nil))
+	require.NoError(t, err)
+	require.True(t, resp.GetApplied())
+	require.Equal(t, "clone-restore/42", w.started[0].opts.ID)
+	require.Equal(t, []any{clone.RestoreInput{SessionID: 42}}, w.started[0].args)
+}
+
+func TestTemporalTroubleIsRetriedByTheRelay(t *testing.T) {
+	t.Parallel()
+	w := &fakeWorkflows{err: errors.New("connection refused")}
+	_, err := consume(t, effectConsumer(w, &bytes.Buffer{}), effect(42, grpcapi.EffectRestoreClone, nil))
+	require.Equal(t, codes.Unavailable, status.Code(err))
+}
+
+// TestEffectsNotBuiltAreAcknowledged: the other runner-owned effects are
+// answered (so the relay stops retrying) and say so in the log; an effect
+// the runner does not own is answered applied false without a word.
+func TestEffectsNotBuiltAreAcknowledged(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{grpcapi.EffectInference, grpcapi.EffectStatusSummary, grpcapi.EffectHarvestFork} {
+		var log bytes.Buffer
+		w := &fakeWorkflows{}
+		resp, err := consume(t, effectConsumer(w, &log), effect(42, name, nil))
+		require.NoError(t, err, name)
+		require.False(t, resp.GetApplied())
+		require.Empty(t, w.started)
+		require.Contains(t, log.String(), "does not build it yet")
+		require.Contains(t, log.String(), name)
+	}
+	var log bytes.Buffer
+	resp, err := consume(t, effectConsumer(&fakeWorkflows{}, &log), effect(42, "dismiss_notifications", nil))
+	require.NoError(t, err)
+	require.False(t, resp.GetApplied())
+	require.Empty(t, log.String())
+}
