@@ -70,6 +70,8 @@ type Config struct {
 	// ZombieReapInterval is RUNNER_ZOMBIE_REAP_INTERVAL (5m), how often
 	// runner-zombie-reaper-<node> runs.
 	ZombieReapInterval time.Duration
+	// Clones configures the clone's life after archive (clones.go).
+	Clones Clones
 }
 
 // nodeName is what a node may be called: it becomes part of a Temporal task
@@ -141,6 +143,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if cfg.WorkspacesDir, err = filepath.Abs(cfg.WorkspacesDir); err != nil {
 		return Config{}, fmt.Errorf("RUNNER_WORKSPACES_DIR %q: %w", cfg.WorkspacesDir, err)
 	}
+	if cfg.Clones, err = loadClones(ctx, getenv, cfg.WorkspacesDir); err != nil {
+		return Config{}, err
+	}
 	return cfg, nil
 }
 
@@ -168,6 +173,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("host", c.Config),
 		slog.String("node", c.Node),
 		slog.String("workspaces_dir", c.WorkspacesDir),
+		slog.String("preservation_dir", c.Clones.PreservationDir),
 		slog.String("lifecycle_addr", c.LifecycleAddr),
 		slog.String("queue_addr", c.QueueAddr),
 		slog.String("mcp_url", c.MCPURL),
