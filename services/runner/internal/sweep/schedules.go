@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -112,22 +114,32 @@ func SetupZombieReaper(ctx context.Context, c client.Client, nodeWorker worker.R
 	})
 }
 
-// Querier is the Temporal client's QueryWorkflow.
-type Querier interface {
+// WorkflowClient is what TemporalWorkflows needs of the Temporal client.
+type WorkflowClient interface {
+	DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
 	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
 }
 
 // TemporalWorkflows is Workflows over Temporal.
-type TemporalWorkflows struct{ Client Querier }
+type TemporalWorkflows struct{ Client WorkflowClient }
 
 // TurnState implements Workflows: the turn_state query of the session's
-// workflow (its latest run, running or closed).
+// running workflow. A closed one (terminated by an operator, say) counts
+// as none: it runs nothing, whatever it held when it closed, and the
+// recover request starts a new run.
 func (t TemporalWorkflows) TurnState(ctx context.Context, sessionID int64) (workflow.TurnState, bool, error) {
-	v, err := t.Client.QueryWorkflow(ctx, workflow.ID(sessionID), "", workflow.QueryTurnState)
+	id := workflow.ID(sessionID)
+	desc, err := t.Client.DescribeWorkflowExecution(ctx, id, "")
 	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
+	switch {
+	case errors.As(err, &notFound):
+		return workflow.TurnState{}, false, nil
+	case err != nil:
+		return workflow.TurnState{}, false, err
+	case desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		return workflow.TurnState{}, false, nil
 	}
+	v, err := t.Client.QueryWorkflow(ctx, id, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), workflow.QueryTurnState)
 	if err != nil {
 		return workflow.TurnState{}, false, err
 	}

@@ -87,10 +87,11 @@ func requestsOf(t *testing.T, c client.Client, id int64) []workflow.TurnRequest 
 }
 
 // TestOrphanedSessionsScheduleOnTemporal runs runner-orphaned-sessions on
-// the dev server: of three running candidates, the one whose workflow runs
-// a turn is left alone, the one with no workflow gets one started with the
-// recover request, and the one whose workflow is idle gets the request
-// signalled — through the same Starter the event consumer uses.
+// the dev server: of the candidates, the one whose workflow runs a turn is
+// left alone; the one with no workflow, and the one whose workflow was
+// terminated mid-turn, get one started with the recover request; the one
+// whose workflow is idle gets the request signalled — through the same
+// Starter the event consumer uses.
 func TestOrphanedSessionsScheduleOnTemporal(t *testing.T) {
 	t.Parallel()
 	c := dialNamespace(t)
@@ -101,17 +102,20 @@ func TestOrphanedSessionsScheduleOnTemporal(t *testing.T) {
 	w.RegisterWorkflowWithOptions(standIn, tw.RegisterOptions{Name: workflow.WorkflowName})
 
 	base := time.Now().UnixNano() / 1000
-	busy, missing, idle := base, base+1, base+2
-	for id, node := range map[int64]string{busy: standInBusy, idle: "a"} {
+	busy, missing, idle, closed := base, base+1, base+2, base+3
+	for id, node := range map[int64]string{busy: standInBusy, idle: "a", closed: standInBusy} {
 		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflow.ID(id), TaskQueue: workflow.TaskQueue},
 			workflow.WorkflowName, workflow.State{Session: workflow.SessionSpec{ID: id}, Node: node})
 		require.NoError(t, err)
 	}
+	// Closed by an operator while its turn ran: it runs nothing now.
+	require.NoError(t, c.TerminateWorkflow(ctx, workflow.ID(closed), "", "operator"))
 	at := time.Now().Add(-time.Hour).Truncate(time.Second)
 	lc := &fakeLifecycle{candidates: []sweep.Candidate{
 		{SessionID: busy, Status: "running", RunningJobID: "job-busy", UpdatedAt: at},
 		{SessionID: missing, Status: "running", RunningJobID: "job-missing", UpdatedAt: at},
 		{SessionID: idle, Status: "needs_input", PausedBy: "recovery", UpdatedAt: at},
+		{SessionID: closed, Status: "running", RunningJobID: "job-closed", UpdatedAt: at},
 	}}
 	o := sweep.OrphanedSessions{Lifecycle: lc, Workflows: sweep.TemporalWorkflows{Client: c},
 		Turns: workflow.Starter{Client: c, Node: "n1"}, Logger: slogx.Discard()}
@@ -127,7 +131,7 @@ func TestOrphanedSessionsScheduleOnTemporal(t *testing.T) {
 	var got retention.Result
 	start := time.Now()
 	runSchedule(t, c, sweep.OrphanedSessionsScheduleID, &got)
-	require.EqualValues(t, 2, got.Deleted, "two sessions were handed their recovery")
+	require.EqualValues(t, 3, got.Deleted, "three sessions were handed their recovery")
 	require.WithinDuration(t, start.Add(-grace), got.Cutoff, 30*time.Second, "settled for the grace")
 	require.Len(t, lc.asked, 1)
 
@@ -138,7 +142,8 @@ func TestOrphanedSessionsScheduleOnTemporal(t *testing.T) {
 	}
 	require.Equal(t, recover(missing, "recover/orphan/job-missing"), requestsOf(t, c, missing))
 	require.Equal(t, recover(idle, fmt.Sprintf("recover/orphan/%d/%d", idle, at.Unix())), requestsOf(t, c, idle))
-	for _, id := range []int64{busy, missing, idle} {
+	require.Equal(t, recover(closed, "recover/orphan/job-closed"), requestsOf(t, c, closed), "a new run")
+	for _, id := range []int64{busy, missing, idle, closed} {
 		_ = c.TerminateWorkflow(context.Background(), workflow.ID(id), "", "test over")
 	}
 }
