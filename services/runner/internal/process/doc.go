@@ -65,7 +65,9 @@
 // leaves it running. With Options.RecordDir, Start writes a Record of it
 // (pid, pgid, its start time from /proc/<pid>/stat, the caller's labels),
 // atomically, before anything may reap it, and deletes it once the leader
-// is reaped and its group has no live member (or was swept). The runner's
+// is reaped and its group has no live member (or was swept; a leader that
+// exits on its own leaving live members keeps its record until Terminate
+// sweeps them, or the next incarnation kills them). The runner's
 // next incarnation calls KillRecorded before it serves its node's task
 // queue: it SIGKILLs every recorded group still alive and waits for it to
 // be gone. The start time makes a recycled pid a different process, never

@@ -263,7 +263,8 @@ func (p *Process) dropRecord() {
 		return
 	}
 	if err := removeRecord(p.recordPath); err != nil {
-		// Harmless: KillRecorded finds the pid gone and deletes it.
+		// Left behind, it is harmless: the next KillRecorded finds its
+		// group gone (or the pid recycled) and only deletes it.
 		return
 	}
 	p.recordPath = ""
