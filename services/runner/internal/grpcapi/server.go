@@ -15,6 +15,7 @@ type Server struct {
 	runnerv1.UnimplementedRunnerServiceServer
 	transcripts Transcripts // transcripts.go
 	interrupts  Interrupts  // interrupt.go
+	clones      Clones      // clones.go
 }
 
 var _ runnerv1.RunnerServiceServer = (*Server)(nil)

@@ -128,7 +128,11 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 
 	starter := rw.Starter{Client: s.Temporal, Node: cfg.Node, NodeDeadAfter: cfg.NodeDeadAfter,
 		SearchAttributes: s.registerSearchAttributes(ctx, cfg.TemporalNamespace)}
-	grpcapi.NewConsumer(s.Temporal, starter, runtimes.Default(), s.Logger).Register(s.GRPC.Server)
+	consumer := grpcapi.NewConsumer(s.Temporal, starter, runtimes.Default(), s.Logger)
+	if err := s.runClones(ctx, cfg, preparer, conn, node, consumer); err != nil {
+		return err
+	}
+	consumer.Register(s.GRPC.Server)
 	return s.runSweeps(ctx, cfg, conn, starter, node)
 }
 

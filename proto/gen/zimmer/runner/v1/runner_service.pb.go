@@ -621,6 +621,383 @@ func (x *TranscriptLine) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type GetCloneRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's numeric id. Over REST a slug works too: the gateway
+	// resolves it.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCloneRequest) Reset() {
+	*x = GetCloneRequest{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCloneRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCloneRequest) ProtoMessage() {}
+
+func (x *GetCloneRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCloneRequest.ProtoReflect.Descriptor instead.
+func (*GetCloneRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetCloneRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type GetCloneResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Clone         *Clone                 `protobuf:"bytes,1,opt,name=clone,proto3" json:"clone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCloneResponse) Reset() {
+	*x = GetCloneResponse{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCloneResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCloneResponse) ProtoMessage() {}
+
+func (x *GetCloneResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCloneResponse.ProtoReflect.Descriptor instead.
+func (*GetCloneResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetCloneResponse) GetClone() *Clone {
+	if x != nil {
+		return x.Clone
+	}
+	return nil
+}
+
+// Clone is a session's working directory as the runner records it.
+type Clone struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The runner node whose disk holds the clone (and the preserved
+	// artifacts); the session's turns run on its task queue
+	// zimmer-runner-<node>.
+	Node string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// The clone's directory on that node: the same for every turn, and where
+	// an unarchive puts it back.
+	Path string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	// provisioning, ready, failed, retained (on disk while the session is in
+	// the trash), preserved (deleted; its unpushed work kept as artifacts) or
+	// reaped (nothing of it is left).
+	State string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	// What it was cloned from: git_root, the branch asked for ("" the
+	// remote's default) and the subdirectory the agent works in.
+	GitRoot      string `protobuf:"bytes,5,opt,name=git_root,json=gitRoot,proto3" json:"git_root,omitempty"`
+	Branch       string `protobuf:"bytes,6,opt,name=branch,proto3" json:"branch,omitempty"`
+	Subdirectory string `protobuf:"bytes,7,opt,name=subdirectory,proto3" json:"subdirectory,omitempty"`
+	// The branch the clone checked out and HEAD when it was made.
+	CheckedOutBranch string `protobuf:"bytes,8,opt,name=checked_out_branch,json=checkedOutBranch,proto3" json:"checked_out_branch,omitempty"`
+	BaseCommit       string `protobuf:"bytes,9,opt,name=base_commit,json=baseCommit,proto3" json:"base_commit,omitempty"`
+	// Why the clone could not be made (state failed).
+	FailureReason string `protobuf:"bytes,10,opt,name=failure_reason,json=failureReason,proto3" json:"failure_reason,omitempty"`
+	// When the trash reaper deletes what is kept (the retained clone or the
+	// artifacts); unset when nothing is kept for the trash.
+	TrashAfter *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=trash_after,json=trashAfter,proto3" json:"trash_after,omitempty"`
+	// What the archive (or the unarchive) did with the clone, in words: why
+	// it is retained, that it was clean or vanished, where the artifacts a
+	// restore could not apply are.
+	Note string `protobuf:"bytes,12,opt,name=note,proto3" json:"note,omitempty"`
+	// A retained clone's size on disk, measured when it was retained.
+	CloneBytes int64 `protobuf:"varint,13,opt,name=clone_bytes,json=cloneBytes,proto3" json:"clone_bytes,omitempty"`
+	// A mangled clone's deleted tracked files (50 or more, and almost
+	// nothing else changed), not trusted as work: the clone was kept whole.
+	DroppedDeletions int32 `protobuf:"varint,14,opt,name=dropped_deletions,json=droppedDeletions,proto3" json:"dropped_deletions,omitempty"`
+	// The preserved unpushed work; unset when there is none.
+	Artifacts     *PreservedArtifacts    `protobuf:"bytes,15,opt,name=artifacts,proto3" json:"artifacts,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Clone) Reset() {
+	*x = Clone{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Clone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Clone) ProtoMessage() {}
+
+func (x *Clone) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Clone.ProtoReflect.Descriptor instead.
+func (*Clone) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Clone) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *Clone) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *Clone) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *Clone) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Clone) GetGitRoot() string {
+	if x != nil {
+		return x.GitRoot
+	}
+	return ""
+}
+
+func (x *Clone) GetBranch() string {
+	if x != nil {
+		return x.Branch
+	}
+	return ""
+}
+
+func (x *Clone) GetSubdirectory() string {
+	if x != nil {
+		return x.Subdirectory
+	}
+	return ""
+}
+
+func (x *Clone) GetCheckedOutBranch() string {
+	if x != nil {
+		return x.CheckedOutBranch
+	}
+	return ""
+}
+
+func (x *Clone) GetBaseCommit() string {
+	if x != nil {
+		return x.BaseCommit
+	}
+	return ""
+}
+
+func (x *Clone) GetFailureReason() string {
+	if x != nil {
+		return x.FailureReason
+	}
+	return ""
+}
+
+func (x *Clone) GetTrashAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.TrashAfter
+	}
+	return nil
+}
+
+func (x *Clone) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *Clone) GetCloneBytes() int64 {
+	if x != nil {
+		return x.CloneBytes
+	}
+	return 0
+}
+
+func (x *Clone) GetDroppedDeletions() int32 {
+	if x != nil {
+		return x.DroppedDeletions
+	}
+	return 0
+}
+
+func (x *Clone) GetArtifacts() *PreservedArtifacts {
+	if x != nil {
+		return x.Artifacts
+	}
+	return nil
+}
+
+func (x *Clone) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+// PreservedArtifacts are a clone's unpushed work kept in its node's
+// preservation store (RUNNER_PRESERVATION_DIR/<session id>/).
+type PreservedArtifacts struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's directory in the store; preservation.json there says
+	// how to apply the artifacts by hand.
+	Dir string `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	// The git bundle of the commits on no remote-tracking branch; "" when
+	// every commit was pushed.
+	BundlePath  string `protobuf:"bytes,2,opt,name=bundle_path,json=bundlePath,proto3" json:"bundle_path,omitempty"`
+	BundleBytes int64  `protobuf:"varint,3,opt,name=bundle_bytes,json=bundleBytes,proto3" json:"bundle_bytes,omitempty"`
+	// The binary diff of uncommitted and untracked changes against HEAD; ""
+	// when there were none.
+	PatchPath  string `protobuf:"bytes,4,opt,name=patch_path,json=patchPath,proto3" json:"patch_path,omitempty"`
+	PatchBytes int64  `protobuf:"varint,5,opt,name=patch_bytes,json=patchBytes,proto3" json:"patch_bytes,omitempty"`
+	// HEAD when the work was preserved, and its branch ("" detached).
+	Head          string `protobuf:"bytes,6,opt,name=head,proto3" json:"head,omitempty"`
+	HeadBranch    string `protobuf:"bytes,7,opt,name=head_branch,json=headBranch,proto3" json:"head_branch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreservedArtifacts) Reset() {
+	*x = PreservedArtifacts{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreservedArtifacts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreservedArtifacts) ProtoMessage() {}
+
+func (x *PreservedArtifacts) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreservedArtifacts.ProtoReflect.Descriptor instead.
+func (*PreservedArtifacts) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *PreservedArtifacts) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *PreservedArtifacts) GetBundlePath() string {
+	if x != nil {
+		return x.BundlePath
+	}
+	return ""
+}
+
+func (x *PreservedArtifacts) GetBundleBytes() int64 {
+	if x != nil {
+		return x.BundleBytes
+	}
+	return 0
+}
+
+func (x *PreservedArtifacts) GetPatchPath() string {
+	if x != nil {
+		return x.PatchPath
+	}
+	return ""
+}
+
+func (x *PreservedArtifacts) GetPatchBytes() int64 {
+	if x != nil {
+		return x.PatchBytes
+	}
+	return 0
+}
+
+func (x *PreservedArtifacts) GetHead() string {
+	if x != nil {
+		return x.Head
+	}
+	return ""
+}
+
+func (x *PreservedArtifacts) GetHeadBranch() string {
+	if x != nil {
+		return x.HeadBranch
+	}
+	return ""
+}
+
 var File_zimmer_runner_v1_runner_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
@@ -676,10 +1053,51 @@ const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\bis_error\x18\n" +
 	" \x01(\bR\aisError\x129\n" +
 	"\n" +
-	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt2\x95\x03\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"0\n" +
+	"\x0fGetCloneRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"A\n" +
+	"\x10GetCloneResponse\x12-\n" +
+	"\x05clone\x18\x01 \x01(\v2\x17.zimmer.runner.v1.CloneR\x05clone\"\xcf\x04\n" +
+	"\x05Clone\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x12\x19\n" +
+	"\bgit_root\x18\x05 \x01(\tR\agitRoot\x12\x16\n" +
+	"\x06branch\x18\x06 \x01(\tR\x06branch\x12\"\n" +
+	"\fsubdirectory\x18\a \x01(\tR\fsubdirectory\x12,\n" +
+	"\x12checked_out_branch\x18\b \x01(\tR\x10checkedOutBranch\x12\x1f\n" +
+	"\vbase_commit\x18\t \x01(\tR\n" +
+	"baseCommit\x12%\n" +
+	"\x0efailure_reason\x18\n" +
+	" \x01(\tR\rfailureReason\x12;\n" +
+	"\vtrash_after\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"trashAfter\x12\x12\n" +
+	"\x04note\x18\f \x01(\tR\x04note\x12\x1f\n" +
+	"\vclone_bytes\x18\r \x01(\x03R\n" +
+	"cloneBytes\x12+\n" +
+	"\x11dropped_deletions\x18\x0e \x01(\x05R\x10droppedDeletions\x12B\n" +
+	"\tartifacts\x18\x0f \x01(\v2$.zimmer.runner.v1.PreservedArtifactsR\tartifacts\x129\n" +
+	"\n" +
+	"updated_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xdf\x01\n" +
+	"\x12PreservedArtifacts\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x1f\n" +
+	"\vbundle_path\x18\x02 \x01(\tR\n" +
+	"bundlePath\x12!\n" +
+	"\fbundle_bytes\x18\x03 \x01(\x03R\vbundleBytes\x12\x1d\n" +
+	"\n" +
+	"patch_path\x18\x04 \x01(\tR\tpatchPath\x12\x1f\n" +
+	"\vpatch_bytes\x18\x05 \x01(\x03R\n" +
+	"patchBytes\x12\x12\n" +
+	"\x04head\x18\x06 \x01(\tR\x04head\x12\x1f\n" +
+	"\vhead_branch\x18\a \x01(\tR\n" +
+	"headBranch2\xa2\x04\n" +
 	"\rRunnerService\x12\x9e\x01\n" +
 	"\rGetTranscript\x12&.zimmer.runner.v1.GetTranscriptRequest\x1a'.zimmer.runner.v1.GetTranscriptResponse\"<\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02*\x12(/api/v1/sessions/{session_id}/transcript\x12y\n" +
-	"\x10FollowTranscript\x12).zimmer.runner.v1.FollowTranscriptRequest\x1a*.zimmer.runner.v1.FollowTranscriptResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04self0\x01\x12h\n" +
+	"\x10FollowTranscript\x12).zimmer.runner.v1.FollowTranscriptRequest\x1a*.zimmer.runner.v1.FollowTranscriptResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04self0\x01\x12\x8a\x01\n" +
+	"\bGetClone\x12!.zimmer.runner.v1.GetCloneRequest\x1a\".zimmer.runner.v1.GetCloneResponse\"7\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02%\x12#/api/v1/sessions/{session_id}/clone\x12h\n" +
 	"\rInterruptTurn\x12&.zimmer.runner.v1.InterruptTurnRequest\x1a'.zimmer.runner.v1.InterruptTurnResponse\"\x06\xea\xe0\x18\x02\b\x03B@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
 
 var (
@@ -694,7 +1112,7 @@ func file_zimmer_runner_v1_runner_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_runner_v1_runner_service_proto_rawDescData
 }
 
-var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_zimmer_runner_v1_runner_service_proto_goTypes = []any{
 	(*InterruptTurnRequest)(nil),     // 0: zimmer.runner.v1.InterruptTurnRequest
 	(*InterruptTurnResponse)(nil),    // 1: zimmer.runner.v1.InterruptTurnResponse
@@ -704,26 +1122,36 @@ var file_zimmer_runner_v1_runner_service_proto_goTypes = []any{
 	(*FollowTranscriptResponse)(nil), // 5: zimmer.runner.v1.FollowTranscriptResponse
 	(*TranscriptTurn)(nil),           // 6: zimmer.runner.v1.TranscriptTurn
 	(*TranscriptLine)(nil),           // 7: zimmer.runner.v1.TranscriptLine
-	(*timestamppb.Timestamp)(nil),    // 8: google.protobuf.Timestamp
+	(*GetCloneRequest)(nil),          // 8: zimmer.runner.v1.GetCloneRequest
+	(*GetCloneResponse)(nil),         // 9: zimmer.runner.v1.GetCloneResponse
+	(*Clone)(nil),                    // 10: zimmer.runner.v1.Clone
+	(*PreservedArtifacts)(nil),       // 11: zimmer.runner.v1.PreservedArtifacts
+	(*timestamppb.Timestamp)(nil),    // 12: google.protobuf.Timestamp
 }
 var file_zimmer_runner_v1_runner_service_proto_depIdxs = []int32{
-	6, // 0: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
-	7, // 1: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
-	7, // 2: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
-	8, // 3: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
-	8, // 4: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
-	8, // 5: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
-	2, // 6: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
-	4, // 7: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
-	0, // 8: zimmer.runner.v1.RunnerService.InterruptTurn:input_type -> zimmer.runner.v1.InterruptTurnRequest
-	3, // 9: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
-	5, // 10: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
-	1, // 11: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
-	9, // [9:12] is the sub-list for method output_type
-	6, // [6:9] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	6,  // 0: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
+	7,  // 1: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
+	7,  // 2: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
+	12, // 3: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
+	12, // 4: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
+	12, // 5: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
+	10, // 6: zimmer.runner.v1.GetCloneResponse.clone:type_name -> zimmer.runner.v1.Clone
+	12, // 7: zimmer.runner.v1.Clone.trash_after:type_name -> google.protobuf.Timestamp
+	11, // 8: zimmer.runner.v1.Clone.artifacts:type_name -> zimmer.runner.v1.PreservedArtifacts
+	12, // 9: zimmer.runner.v1.Clone.updated_at:type_name -> google.protobuf.Timestamp
+	2,  // 10: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
+	4,  // 11: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
+	8,  // 12: zimmer.runner.v1.RunnerService.GetClone:input_type -> zimmer.runner.v1.GetCloneRequest
+	0,  // 13: zimmer.runner.v1.RunnerService.InterruptTurn:input_type -> zimmer.runner.v1.InterruptTurnRequest
+	3,  // 14: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
+	5,  // 15: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
+	9,  // 16: zimmer.runner.v1.RunnerService.GetClone:output_type -> zimmer.runner.v1.GetCloneResponse
+	1,  // 17: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
+	14, // [14:18] is the sub-list for method output_type
+	10, // [10:14] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_runner_v1_runner_service_proto_init() }
@@ -737,7 +1165,7 @@ func file_zimmer_runner_v1_runner_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_runner_v1_runner_service_proto_rawDesc), len(file_zimmer_runner_v1_runner_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

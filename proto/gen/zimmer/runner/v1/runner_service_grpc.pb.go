@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	RunnerService_GetTranscript_FullMethodName    = "/zimmer.runner.v1.RunnerService/GetTranscript"
 	RunnerService_FollowTranscript_FullMethodName = "/zimmer.runner.v1.RunnerService/FollowTranscript"
+	RunnerService_GetClone_FullMethodName         = "/zimmer.runner.v1.RunnerService/GetClone"
 	RunnerService_InterruptTurn_FullMethodName    = "/zimmer.runner.v1.RunnerService/InterruptTurn"
 )
 
@@ -43,6 +44,15 @@ type RunnerServiceClient interface {
 	// goes away. The gateway serves it as server-sent events on
 	// GET /api/v1/sessions/{id}/transcript?follow=true.
 	FollowTranscript(ctx context.Context, in *FollowTranscriptRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FollowTranscriptResponse], error)
+	// GetClone says where a session's clone is and what its archive did with
+	// it: the runner node and path, its state, a retained clone's size, the
+	// preserved artifacts (a git bundle of unpushed commits and a binary diff
+	// of uncommitted and untracked changes) with their paths and sizes, and
+	// the trash deadline after which the trash reaper deletes what is kept.
+	// The runner takes numeric session ids (the gateway resolves a slug
+	// through lifecycle first); a session the runner made no clone for is
+	// NotFound.
+	GetClone(ctx context.Context, in *GetCloneRequest, opts ...grpc.CallOption) (*GetCloneResponse, error)
 	// InterruptTurn halts the session's running turn: its agent process is
 	// terminated by the ladder (SIGTERM to the group and the leader, grace,
 	// SIGKILL, sweep) and the answer comes once it is proven gone, or at once
@@ -90,6 +100,16 @@ func (c *runnerServiceClient) FollowTranscript(ctx context.Context, in *FollowTr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RunnerService_FollowTranscriptClient = grpc.ServerStreamingClient[FollowTranscriptResponse]
 
+func (c *runnerServiceClient) GetClone(ctx context.Context, in *GetCloneRequest, opts ...grpc.CallOption) (*GetCloneResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetCloneResponse)
+	err := c.cc.Invoke(ctx, RunnerService_GetClone_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *runnerServiceClient) InterruptTurn(ctx context.Context, in *InterruptTurnRequest, opts ...grpc.CallOption) (*InterruptTurnResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(InterruptTurnResponse)
@@ -119,6 +139,15 @@ type RunnerServiceServer interface {
 	// goes away. The gateway serves it as server-sent events on
 	// GET /api/v1/sessions/{id}/transcript?follow=true.
 	FollowTranscript(*FollowTranscriptRequest, grpc.ServerStreamingServer[FollowTranscriptResponse]) error
+	// GetClone says where a session's clone is and what its archive did with
+	// it: the runner node and path, its state, a retained clone's size, the
+	// preserved artifacts (a git bundle of unpushed commits and a binary diff
+	// of uncommitted and untracked changes) with their paths and sizes, and
+	// the trash deadline after which the trash reaper deletes what is kept.
+	// The runner takes numeric session ids (the gateway resolves a slug
+	// through lifecycle first); a session the runner made no clone for is
+	// NotFound.
+	GetClone(context.Context, *GetCloneRequest) (*GetCloneResponse, error)
 	// InterruptTurn halts the session's running turn: its agent process is
 	// terminated by the ladder (SIGTERM to the group and the leader, grace,
 	// SIGKILL, sweep) and the answer comes once it is proven gone, or at once
@@ -142,6 +171,9 @@ func (UnimplementedRunnerServiceServer) GetTranscript(context.Context, *GetTrans
 }
 func (UnimplementedRunnerServiceServer) FollowTranscript(*FollowTranscriptRequest, grpc.ServerStreamingServer[FollowTranscriptResponse]) error {
 	return status.Error(codes.Unimplemented, "method FollowTranscript not implemented")
+}
+func (UnimplementedRunnerServiceServer) GetClone(context.Context, *GetCloneRequest) (*GetCloneResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetClone not implemented")
 }
 func (UnimplementedRunnerServiceServer) InterruptTurn(context.Context, *InterruptTurnRequest) (*InterruptTurnResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method InterruptTurn not implemented")
@@ -196,6 +228,24 @@ func _RunnerService_FollowTranscript_Handler(srv interface{}, stream grpc.Server
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RunnerService_FollowTranscriptServer = grpc.ServerStreamingServer[FollowTranscriptResponse]
 
+func _RunnerService_GetClone_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCloneRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).GetClone(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_GetClone_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).GetClone(ctx, req.(*GetCloneRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _RunnerService_InterruptTurn_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(InterruptTurnRequest)
 	if err := dec(in); err != nil {
@@ -224,6 +274,10 @@ var RunnerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetTranscript",
 			Handler:    _RunnerService_GetTranscript_Handler,
+		},
+		{
+			MethodName: "GetClone",
+			Handler:    _RunnerService_GetClone_Handler,
 		},
 		{
 			MethodName: "InterruptTurn",

@@ -1,0 +1,41 @@
+package service
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/worker"
+	"google.golang.org/grpc"
+
+	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
+	"github.com/zimmerhq/zimmer/services/runner/internal/config"
+	"github.com/zimmerhq/zimmer/services/runner/internal/grpcapi"
+	"github.com/zimmerhq/zimmer/services/runner/internal/store"
+	"github.com/zimmerhq/zimmer/services/runner/internal/workspace"
+)
+
+// runClones adds the clone's life after archive: the clone workflows and
+// their shared activities on zimmer-runner, the disk's activities on this
+// node's worker, the effects of subscriber "runner" on the consumer,
+// GetClone on the API, and the runner-trash-reaper schedule.
+func (s *Service) runClones(ctx context.Context, cfg config.Config, preparer *workspace.Preparer,
+	lifecycle grpc.ClientConnInterface, node worker.Worker, consumer *grpcapi.Consumer) error {
+	keeper, err := workspace.NewKeeper(preparer, cfg.Clones.PreservationDir)
+	if err != nil {
+		return err
+	}
+	workspaces := store.NewWorkspaces(s.Pool)
+	acts := &clone.Activities{
+		Keeper: keeper, Clones: workspaces, Sessions: clone.NewLifecycle(lifecycle), Starter: s.Temporal,
+		TrashRetention: cfg.Clones.TrashRetention, Logger: s.Logger,
+	}
+	clone.RegisterWorkflows(s.Worker)
+	acts.RegisterShared(s.Worker)
+	acts.RegisterNode(node)
+	consumer.WithEffects(grpcapi.NewEffects(s.Temporal, cfg.Clones.UndoWindow, s.Logger))
+	s.API.WithClones(grpcapi.Clones{Store: workspaces, Logger: s.Logger})
+	if err := clone.Schedule(ctx, s.Temporal, cfg.Clones.ReapInterval); err != nil {
+		return fmt.Errorf("schedule the trash reaper: %w", err)
+	}
+	return nil
+}
