@@ -200,9 +200,15 @@ func (h *transcriptHandler) follow(w http.ResponseWriter, r *http.Request, req *
 }
 
 func (h *transcriptHandler) fail(r *http.Request, w http.ResponseWriter, method string, err error) {
+	writeCallError(h.logger, r, w, method, err)
+}
+
+// writeCallError answers a failed service call of a hand-wired route with
+// the API's error body, logging what is internal.
+func writeCallError(logger *slog.Logger, r *http.Request, w http.ResponseWriter, method string, err error) {
 	p := grpcerr.FromCall(method, err)
 	if p.Internal() {
-		h.logger.ErrorContext(r.Context(), "service call failed", "rpc", method, "method", r.Method, "path", r.URL.Path,
+		logger.ErrorContext(r.Context(), "service call failed", "rpc", method, "method", r.Method, "path", r.URL.Path,
 			"code", p.Code.String(), "error", err)
 	}
 	jsonhttp.WriteProblem(w, p.HTTPStatus, p.Kind, p.Message, p.Messages...)

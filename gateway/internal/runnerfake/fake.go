@@ -1,5 +1,6 @@
 // Package runnerfake is a runner service for the gateway's tests: it
-// records every call, answers GetTranscript with a canned page and streams
+// records every call, answers GetTranscript with a canned page (GetClone
+// with a canned clone) and streams
 // FollowTranscript from lines a test pushes. It keeps no transcript; the
 // runner's own tests prove the real one.
 package runnerfake
@@ -7,10 +8,13 @@ package runnerfake
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -171,4 +175,28 @@ func (s *Server) FollowTranscript(req *runnerv1.FollowTranscriptRequest, stream 
 			}
 		}
 	}
+}
+
+// Clone is what GetClone answers for session id: a preserved clone whose
+// artifacts are kept until a day after Now.
+func Clone(id int64) *runnerv1.Clone {
+	return &runnerv1.Clone{
+		SessionId: id, Node: "node-a", Path: "/srv/workspaces/" + strconv.FormatInt(id, 10), State: "preserved",
+		TrashAfter: timestamppb.New(Now.Add(24 * time.Hour)), Note: "the clone's unpushed work is kept",
+		Artifacts: &runnerv1.PreservedArtifacts{
+			Dir: "/srv/workspaces/.preserved/" + strconv.FormatInt(id, 10), BundleBytes: 1024, PatchBytes: 2048,
+		},
+	}
+}
+
+// GetClone implements runnerv1.RunnerServiceServer: Clone of the session.
+func (s *Server) GetClone(ctx context.Context, req *runnerv1.GetCloneRequest) (*runnerv1.GetCloneResponse, error) {
+	if err := s.record(ctx, "GetClone", req); err != nil {
+		return nil, err
+	}
+	id, err := strconv.ParseInt(req.GetSessionId(), 10, 64)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "session_id %q is not numeric", req.GetSessionId())
+	}
+	return &runnerv1.GetCloneResponse{Clone: Clone(id)}, nil
 }

@@ -124,6 +124,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	// A slug resolved through lifecycle, then the runner's transcript; with
 	// ?follow=true a stream of server-sent events.
 	mux.Handle(rest.TranscriptPattern, auth.Require(authn, rest.NewTranscript(lifecycle, runner, logger)))
+	// A slug resolved through lifecycle, then where the runner keeps the
+	// session's clone and what its archive preserved.
+	mux.Handle(rest.ClonePattern, auth.Require(authn, rest.NewClone(lifecycle, runner, logger)))
 	// Operator-only, behind its own Basic realm: never the fleet key. Its
 	// calls carry no client principal: they are the gateway's own.
 	mux.Handle("/supervisor/", supervisor.NewHandler(provenance, supervisorCreds, logger))
