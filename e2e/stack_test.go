@@ -176,7 +176,8 @@ func (s *stack) env(name string) []string {
 		// notification the pushes and their clean-up.
 		consumers := "lineage=" + s.addr["lineage"] + ",queue=" + s.addr["queue"] + ",notification=" + s.addr["notification"]
 		if s.turns {
-			consumers += ",runner_turns=" + s.addr["runner"]
+			// runner: the clone's clean-up after archive and restore on unarchive.
+			consumers += ",runner_turns=" + s.addr["runner"] + ",runner=" + s.addr["runner"]
 		}
 		env = append(env, "LIFECYCLE_EFFECT_CONSUMERS="+consumers, "LIFECYCLE_NOTIFICATION_ADDR="+s.addr["notification"],
 			"LIFECYCLE_RELAY_POLL_INTERVAL=100ms", "LIFECYCLE_RUNNER_ADDR="+s.addr["runner"], "LIFECYCLE_QUEUE_ADDR="+s.addr["queue"])

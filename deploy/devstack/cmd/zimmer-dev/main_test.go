@@ -34,7 +34,7 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"LIFECYCLE_DATABASE_URL":      "postgres://elsewhere/db",
 		"LIFECYCLE_GRPC_ADDR":         "127.0.0.1:9101",
-		"LIFECYCLE_EFFECT_CONSUMERS":  "lineage=127.0.0.1:9202,runner_turns=127.0.0.1:9104,queue=127.0.0.1:9103,notification=127.0.0.1:9105",
+		"LIFECYCLE_EFFECT_CONSUMERS":  "lineage=127.0.0.1:9202,runner_turns=127.0.0.1:9104,queue=127.0.0.1:9103,notification=127.0.0.1:9105,runner=127.0.0.1:9104",
 		"LIFECYCLE_NOTIFICATION_ADDR": "127.0.0.1:9105",
 		"LIFECYCLE_RUNNER_ADDR":       "127.0.0.1:9104",
 		"LIFECYCLE_QUEUE_ADDR":        "127.0.0.1:9103",

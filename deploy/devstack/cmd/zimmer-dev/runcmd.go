@@ -354,9 +354,10 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 	}
 	if s.name == "lifecycle" {
 		// The queue consumes the archive's retirement and the pause's drain;
-		// notification the pushes (needs input, failure) and their clean-up.
+		// notification the pushes (needs input, failure) and their clean-up;
+		// the runner its turns and the clone's clean-up and restore.
 		m["LIFECYCLE_EFFECT_CONSUMERS"] = "lineage=" + addrs["lineage"] + ",runner_turns=" + addrs["runner"] + ",queue=" + addrs["queue"] +
-			",notification=" + addrs["notification"]
+			",notification=" + addrs["notification"] + ",runner=" + addrs["runner"]
 		m["LIFECYCLE_NOTIFICATION_ADDR"] = addrs["notification"]
 		// A pause or an archive of a running session halts its turn there first.
 		m["LIFECYCLE_RUNNER_ADDR"] = dialable(addrs["runner"])
