@@ -272,14 +272,13 @@ func gone(path string) bool {
 // be read counts nothing).
 func diskUsage(path string) int64 {
 	var total int64
-	_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
+	_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, walkErr error) error {
+		if walkErr == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
 		}
-		if info, err := d.Info(); err == nil && !d.IsDir() {
-			total += info.Size()
-		}
-		return nil
+		return nil // what cannot be read is skipped, not fatal
 	})
 	return total
 }
