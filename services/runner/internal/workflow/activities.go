@@ -359,7 +359,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 		case <-p.Done():
 			running = false
 		case <-tick.C:
-			activity.RecordHeartbeat(ctx, req.TurnID)
+			activity.RecordHeartbeat(ctx, follower.progress())
 		case <-activity.GetWorkerStopChannel(ctx):
 			// The runner is shutting down (a deploy): stop the agent by the
 			// ladder and report it, so the workflow retries the turn on the
@@ -461,8 +461,12 @@ func (f *lineFollower) line(l process.Line) {
 	if l.Stream != process.Stdout {
 		return
 	}
-	if ev.RuntimeSessionID != "" {
+	if ev.RuntimeSessionID != "" && ev.RuntimeSessionID != f.runtimeSessionID {
 		f.runtimeSessionID = ev.RuntimeSessionID
+		// Said at once, not at the next tick: a turn lost in its first
+		// seconds must still resume the conversation it began, not replay
+		// the start.
+		activity.RecordHeartbeat(f.ctx, TurnProgress{TurnID: f.req.TurnID, RuntimeSessionID: f.runtimeSessionID})
 	}
 	switch blocked := ev.Kind == agent.KindElicitation; {
 	case blocked && !f.blocked:
@@ -476,6 +480,15 @@ func (f *lineFollower) line(l process.Line) {
 		// (or gave up) and it went on.
 		f.signal(ElicitationSignal{TurnID: f.req.TurnID})
 	}
+}
+
+// progress is what RunTurn heartbeats: should the turn be lost, the
+// workflow reads its last one to learn whether the runtime had begun its
+// conversation.
+func (f *lineFollower) progress() TurnProgress {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return TurnProgress{TurnID: f.req.TurnID, RuntimeSessionID: f.runtimeSessionID}
 }
 
 func (f *lineFollower) signal(s ElicitationSignal) {

@@ -309,6 +309,21 @@ func refusedIsNothing(ctx workflow.Context, err error) error {
 	return err
 }
 
+// noteProgress reads a lost turn's last heartbeat: a runtime that had
+// reported its conversation confirms it, so the recovery resumes it rather
+// than replaying the start.
+func (st *State) noteProgress(lost error) {
+	var te *temporal.TimeoutError
+	if !errors.As(lost, &te) || !te.HasLastHeartbeatDetails() {
+		return
+	}
+	var p TurnProgress
+	if err := te.LastHeartbeatDetails(&p); err != nil || p.RuntimeSessionID == "" {
+		return // an older runner's detail (the turn id), or nothing said yet
+	}
+	st.Confirmed, st.RuntimeSessionID = true, p.RuntimeSessionID
+}
+
 func (st *State) nodeDeadAfter() time.Duration {
 	if st.NodeDeadAfter > 0 {
 		return st.NodeDeadAfter

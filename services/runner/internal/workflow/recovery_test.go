@@ -297,3 +297,19 @@ func TestOrphanSweepRequestLeavesASessionAtRestAlone(t *testing.T) {
 	require.Empty(t, h.events())
 	require.Empty(t, h.turns)
 }
+
+func TestLostFirstTurnWhoseRuntimeHadBegunIsRecoveredNotReplayed(t *testing.T) {
+	t.Parallel()
+	begun := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil,
+		rw.TurnProgress{TurnID: "session-7/turn-1", RuntimeSessionID: "conv-9"})
+	h := newRecoveryHarness(t, turnOutcome{err: begun}, turnOutcome{result: exited(0)})
+	h.states = []rw.SessionState{{Status: "running", Prompt: "build it"}}
+	h.run(1, first("build it"))
+
+	require.Len(t, h.turns, 2)
+	second := h.turns[1]
+	require.True(t, second.Resume, "its last heartbeat said the conversation had begun: resume it")
+	require.Equal(t, "conv-9", second.RuntimeSessionID)
+	require.Contains(t, second.Prompt, "Recovery path: interrupted turn")
+	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventResume, rw.EventPause}, h.events())
+}

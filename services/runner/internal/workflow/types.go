@@ -384,6 +384,14 @@ type RunTurnRequest struct {
 	Resume           bool
 }
 
+// TurnProgress is RunTurn's heartbeat detail.
+type TurnProgress struct {
+	TurnID string
+	// RuntimeSessionID is the conversation id the runtime reported so far:
+	// once set, the conversation exists and a lost turn resumes it.
+	RuntimeSessionID string
+}
+
 // TurnResult is how a turn's process ended.
 type TurnResult struct {
 	ExitCode int

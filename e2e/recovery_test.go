@@ -1,0 +1,111 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+)
+
+// TestKilledRunnerMidTurnIsRecoveredOnce: kill -9 the runner while a
+// session's agent works. The agent survives its runner (its own process
+// group); the restarted runner kills it before it serves its node's queue;
+// once the lost turn's heartbeat times out, the workflow proves the process
+// gone (StopTurn on the node) and recovers the session once, with the
+// nudge naming its path — and at no moment do two agent processes run for
+// the session.
+func TestKilledRunnerMidTurnIsRecoveredOnce(t *testing.T) {
+	t.Parallel()
+	s := newStackRunning(t, true)
+	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
+	id := api.createRunning(t, gitRepo(t), "@demo sleep 300s")
+	api.waitStatus(t, id, "running")
+	var first []string
+	require.Eventually(t, func() bool { first = turnProcesses(t, s, id); return len(first) > 0 },
+		30*time.Second, 100*time.Millisecond, "the agent never started")
+
+	// Temporal has the turn's heartbeat saying the conversation began (the
+	// recovery resumes it rather than replaying the start).
+	tc, err := client.Dial(client.Options{HostPort: s.temporal, Namespace: s.namespace})
+	require.NoError(t, err)
+	defer tc.Close()
+	require.Eventually(t, func() bool {
+		d, err := tc.DescribeWorkflowExecution(t.Context(), fmt.Sprintf("session-%d", id), "")
+		return err == nil && len(d.GetPendingActivities()) == 1 && d.GetPendingActivities()[0].GetHeartbeatDetails() != nil
+	}, 20*time.Second, 100*time.Millisecond, "the turn never heartbeat")
+
+	// Watch /proc for the whole test: never two agents for the session.
+	var (
+		mu      sync.Mutex
+		most    int
+		stopped = make(chan struct{})
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stopped:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			n := len(agentsOf(s, id))
+			mu.Lock()
+			most = max(most, n)
+			mu.Unlock()
+		}
+	}()
+	defer func() { close(stopped); <-done }()
+
+	s.kill("runner")
+	require.ElementsMatch(t, first, turnProcesses(t, s, id), "the agent outlives its runner's kill -9")
+	s.start("runner")
+	s.waitHealthy("runner")
+	require.Eventually(t, func() bool {
+		return !slices.ContainsFunc(turnProcesses(t, s, id), func(p string) bool { return slices.Contains(first, p) })
+	}, 15*time.Second, 100*time.Millisecond, "the restarted runner never killed its predecessor's agent")
+
+	// The recovery turn says its nudge (the demo agent echoes a prompt it
+	// has no directive for) and exits 0.
+	got := api.waitStatusWithin(t, id, "needs_input", 120*time.Second)
+	require.Empty(t, got.FailureReason)
+	require.Equal(t, []string{"start", "pause", "resume", "pause"}, api.transitions(t, id),
+		"recovered exactly once: parked as a recovery, resumed, and its turn ended")
+	code, body := api.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%d/transcript", id), "")
+	require.Equal(t, 200, code, body)
+	require.Contains(t, body, "Recovery path: interrupted turn", "the nudge names its path")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.LessOrEqual(t, most, 1, "two agent processes ran for one session at once")
+}
+
+// agentsOf is turnProcesses for a goroutine: it cannot fail the test.
+func agentsOf(s *stack, id int64) []string {
+	marker := "ZIMMER_WORKDIR=" + filepath.Join(s.workspaces, fmt.Sprint(id)) + "\x00"
+	entries, _ := os.ReadDir("/proc")
+	var pids []string
+	for _, e := range entries {
+		if environ, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); err == nil && strings.Contains(string(environ), marker) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
+func (c restClient) waitStatusWithin(t *testing.T, id int64, want string, within time.Duration) runnerSession {
+	t.Helper()
+	var last runnerSession
+	require.Eventually(t, func() bool {
+		last = c.session(t, id)
+		return last.Status == want
+	}, within, 200*time.Millisecond, "session %d never reached %s", id, want)
+	return last
+}
