@@ -388,6 +388,12 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("wait for the agent: %w", err)
 	}
+	// Nothing of a turn outlives it: what the agent left running in its
+	// process group (a server it started, say) is swept now, not at the
+	// runner's next start. A group already empty costs one probe.
+	if _, err := p.Terminate(ctx); err != nil {
+		a.logger().Warn("sweep what the turn's agent left running", "turn", req.TurnID, "error", err)
+	}
 	if ender, ok := a.transcripts().(TurnEnder); ok {
 		if err := ender.EndTurn(ctx, req.Session.ID, req.TurnID, exit.String()); err != nil {
 			a.logger().Warn("record the turn's end in its transcript", "turn", req.TurnID, "error", err)

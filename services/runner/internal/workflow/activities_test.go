@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"golang.org/x/sys/unix"
 
 	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
@@ -294,4 +296,24 @@ func TestRunTurnAtShutdownStopsTheAgentAndSaysSo(t *testing.T) {
 	require.Less(t, time.Since(start), 10*time.Second, "stopped, not waited for")
 	require.True(t, result.Shutdown)
 	require.True(t, result.SignalSentByUs, "the ladder's signal")
+}
+
+// A process the agent left in its group when it exited does not outlive the
+// turn.
+func TestRunTurnSweepsWhatTheAgentLeftRunning(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	result := f.run(t, "@demo spawn-grandchild 60s\n@demo say done")
+	require.Zero(t, result.ExitCode)
+	var pid int
+	for _, e := range f.sink.events {
+		if e.Type == "system/grandchild" {
+			var line struct{ PID int }
+			require.NoError(t, json.Unmarshal([]byte(e.Raw), &line))
+			pid = line.PID
+		}
+	}
+	require.NotZero(t, pid, "the demo agent reports its grandchild: %+v", f.sink.events)
+	require.Eventually(t, func() bool { return unix.Kill(pid, 0) != nil }, 5*time.Second, 20*time.Millisecond,
+		"the grandchild %d outlived its turn", pid)
 }
