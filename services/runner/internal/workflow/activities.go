@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
@@ -309,7 +311,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	if err != nil {
 		return notStarted(err)
 	}
-	credID, token, err := a.Lifecycle.MintCredential(ctx, req.Session.ID)
+	credID, token, err := a.mint(ctx, req)
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("mint the session's credential: %w", err)
 	}
@@ -407,6 +409,41 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 		result.Signal = unix.SignalName(exit.Signal)
 	}
 	return result, nil
+}
+
+// mint issues the turn's credential, waiting out a lifecycle that does not
+// answer (restarting, its database down) rather than failing the session
+// over it: no process has started, so waiting is safe, and the turn
+// heartbeats meanwhile. A refusal (the session deleted, say) is final.
+func (a *Activities) mint(ctx context.Context, req RunTurnRequest) (id, token string, err error) {
+	wait, giveUp := 200*time.Millisecond, time.Now().Add(mintPatience)
+	for {
+		id, token, err = a.Lifecycle.MintCredential(ctx, req.Session.ID)
+		if err == nil || !transient(err) || time.Now().After(giveUp) {
+			return id, token, err
+		}
+		a.logger().Warn("lifecycle did not mint the turn's credential; asking again", "turn", req.TurnID, "error", err)
+		activity.RecordHeartbeat(ctx, TurnProgress{TurnID: req.TurnID})
+		select {
+		case <-ctx.Done():
+			return "", "", fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// mintPatience bounds waiting for lifecycle to mint a turn's credential:
+// past it the turn fails, naming lifecycle's last answer.
+const mintPatience = 10 * time.Minute
+
+// transient: a gRPC error another attempt may not meet.
+func transient(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Internal, codes.Unknown, codes.ResourceExhausted, codes.Aborted:
+		return true
+	}
+	return false
 }
 
 func (a *Activities) revoke(ctx context.Context, sessionID int64, id string) {

@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
@@ -52,10 +54,12 @@ type buildError struct {
 func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 type fakeLifecycle struct {
-	mu       sync.Mutex
-	minted   []int64
-	revoked  []string
-	requests []rw.TransitionRequest
+	mu sync.Mutex
+	// mintFailures: that many mints answer Unavailable first.
+	mintFailures int
+	minted       []int64
+	revoked      []string
+	requests     []rw.TransitionRequest
 }
 
 func (f *fakeLifecycle) Transition(_ context.Context, req rw.TransitionRequest) error {
@@ -68,6 +72,10 @@ func (f *fakeLifecycle) Transition(_ context.Context, req rw.TransitionRequest) 
 func (f *fakeLifecycle) MintCredential(_ context.Context, sessionID int64) (string, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.mintFailures > 0 {
+		f.mintFailures--
+		return "", "", status.Error(codes.Unavailable, "lifecycle is restarting")
+	}
 	f.minted = append(f.minted, sessionID)
 	return "cred-1", "zsc_test", nil
 }
@@ -316,4 +324,15 @@ func TestRunTurnSweepsWhatTheAgentLeftRunning(t *testing.T) {
 	require.NotZero(t, pid, "the demo agent reports its grandchild: %+v", f.sink.events)
 	require.Eventually(t, func() bool { return unix.Kill(pid, 0) != nil }, 5*time.Second, 20*time.Millisecond,
 		"the grandchild %d outlived its turn", pid)
+}
+
+// A lifecycle that does not answer for a while (restarting, its database
+// down) delays the turn's start; it does not fail the session.
+func TestRunTurnWaitsOutALifecycleThatDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	f.lifecycle.mintFailures = 3
+	result := f.run(t, "@demo say after the outage")
+	require.Zero(t, result.ExitCode)
+	require.Equal(t, 0, f.lifecycle.mintFailures, "asked until it answered")
 }
