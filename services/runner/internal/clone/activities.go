@@ -202,6 +202,7 @@ func (s SessionState) trashAfter(now time.Time, retention time.Duration) time.Ti
 
 // PreserveClone preserves or deletes the session's clone on this node.
 func (a *Activities) PreserveClone(ctx context.Context, req PreserveRequest) (Report, error) {
+	defer heartbeating(ctx)()
 	res, err := a.Keeper.Preserve(ctx, req.SessionID, req.TrashAfter, func(ctx context.Context) (bool, error) {
 		s, err := a.Sessions.State(ctx, req.SessionID)
 		return s.Archived(), err
@@ -215,6 +216,7 @@ func (a *Activities) PreserveClone(ctx context.Context, req PreserveRequest) (Re
 
 // RestoreClone restores the session's clone on this node.
 func (a *Activities) RestoreClone(ctx context.Context, id int64) (Report, error) {
+	defer heartbeating(ctx)()
 	res, err := a.Keeper.Restore(ctx, id, func(ctx context.Context) (bool, error) {
 		s, err := a.Sessions.State(ctx, id)
 		return !s.Archived(), err
@@ -232,11 +234,34 @@ func (a *Activities) RestoreClone(ctx context.Context, id int64) (Report, error)
 
 // ReapClone deletes what the trash kept of the session's clone, if due.
 func (a *Activities) ReapClone(ctx context.Context, req ReapRequest) (Report, error) {
+	defer heartbeating(ctx)()
 	res, err := a.Keeper.Reap(ctx, req.SessionID, req.Now)
 	if err != nil {
 		return Report{}, nodeError(err)
 	}
 	return report(res), nil
+}
+
+// heartbeating beats the activity's heartbeat every diskHeartbeat until
+// the returned stop is called: the disk work gives git no point to beat
+// from, and a node that dies mid-work must be noticed.
+func heartbeating(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(diskHeartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 func nodeError(err error) error {

@@ -25,6 +25,11 @@ const (
 	// diskTimeout bounds one preservation, restore or reaping: a bundle, an
 	// add -A and a diff over a large tree, or a clone.
 	diskTimeout = 30 * time.Minute
+	// diskHeartbeatTimeout: a node that dies mid-work is noticed this soon
+	// (the activity beats every diskHeartbeat while git works), and the work
+	// is retried rather than waited out for diskTimeout.
+	diskHeartbeatTimeout = time.Minute
+	diskHeartbeat        = 10 * time.Second
 	// reapStartTimeout is how long the reaper waits for a node to take its
 	// work: a node that is down is left to the next run.
 	reapStartTimeout = 10 * time.Minute
@@ -51,6 +56,7 @@ func nodeOptions(ctx workflow.Context, node string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           rw.NodeTaskQueue(node),
 		StartToCloseTimeout: diskTimeout,
+		HeartbeatTimeout:    diskHeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: 10 * time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Minute, MaximumAttempts: 10,
 			NonRetryableErrorTypes: []string{ErrOtherNode, ErrCloneUnmakeable},
@@ -76,6 +82,12 @@ func Cleanup(ctx workflow.Context, in CleanupInput) (Report, error) {
 		log.Info("session no longer archived: its clone is left as it is", "session_id", in.SessionID, "status", s.Status)
 		return Report{Outcome: workspace.OutcomeStoodDown, Detail: "the session is " + s.Status}, nil
 	}
+	trashAfter := in.TrashAfter
+	if s.TrashAfter != nil {
+		// The session's own deadline: a later archive's, when this run
+		// serves a second archive inside its undo window.
+		trashAfter = *s.TrashAfter
+	}
 	var loc Location
 	if err := workflow.ExecuteActivity(sharedOptions(ctx), ActivityLocate, in.SessionID).Get(ctx, &loc); err != nil {
 		return Report{}, fmt.Errorf("locate the clone of session %d: %w", in.SessionID, err)
@@ -86,7 +98,7 @@ func Cleanup(ctx workflow.Context, in CleanupInput) (Report, error) {
 	}
 	var r Report
 	err := workflow.ExecuteActivity(nodeOptions(ctx, loc.Node), ActivityPreserve,
-		PreserveRequest{SessionID: in.SessionID, TrashAfter: in.TrashAfter}).Get(ctx, &r)
+		PreserveRequest{SessionID: in.SessionID, TrashAfter: trashAfter}).Get(ctx, &r)
 	if err != nil {
 		return Report{}, fmt.Errorf("clean up the clone of session %d on node %s: %w", in.SessionID, loc.Node, err)
 	}
@@ -145,7 +157,8 @@ func Reaper(ctx workflow.Context) (ReaperResult, error) {
 	for i, d := range due {
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			TaskQueue: rw.NodeTaskQueue(d.Node), ScheduleToStartTimeout: reapStartTimeout, StartToCloseTimeout: diskTimeout,
-			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{ErrOtherNode}},
+			HeartbeatTimeout: diskHeartbeatTimeout,
+			RetryPolicy:      &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{ErrOtherNode}},
 		})
 		futures[i] = workflow.ExecuteActivity(actx, ActivityReap, ReapRequest{SessionID: d.SessionID, Now: now})
 	}

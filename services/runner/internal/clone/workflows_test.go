@@ -223,3 +223,21 @@ func TestReaperReapsWhatIsDueOnEachNodeAndRunsTheBackstop(t *testing.T) {
 	}, c.names())
 	env.AssertExpectations(t)
 }
+
+// TestCleanupKeepsUntilTheSessionsOwnDeadline: a run that serves a second
+// archive inside its undo window keeps what it keeps until the deadline
+// the session holds now, not the first archive's.
+func TestCleanupKeepsUntilTheSessionsOwnDeadline(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	later := start.Add(100 * time.Hour)
+	s := archived()
+	s.TrashAfter = &later
+	env.OnActivity(clone.ActivitySessionState, mock.Anything, int64(7)).Return(s, nil)
+	env.OnActivity(clone.ActivityLocate, mock.Anything, int64(7)).Return(clone.Location{Found: true, Node: "a"}, nil)
+	env.OnActivity(clone.ActivityPreserve, mock.Anything, clone.PreserveRequest{SessionID: 7, TrashAfter: later}).
+		Return(clone.Report{Outcome: workspace.OutcomePreserved}, nil).Once()
+	env.ExecuteWorkflow(clone.CleanupWorkflowName, clone.CleanupInput{SessionID: 7, TrashAfter: start.Add(96 * time.Hour), UndoWindow: time.Minute})
+	require.NoError(t, env.GetWorkflowError())
+	env.AssertExpectations(t)
+}
