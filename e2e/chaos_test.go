@@ -1,0 +1,465 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+)
+
+// chaosRole is what a chaos session carries besides its running turn.
+type chaosRole int
+
+const (
+	rolePlain    chaosRole = iota
+	roleFollowUp           // a follow-up queued behind its running turn
+	roleWake               // a wake armed by its agent during the turn
+)
+
+func (r chaosRole) String() string {
+	return [...]string{"plain", "follow-up", "wake"}[r]
+}
+
+const (
+	chaosFollowUpText = "chaos: the queued follow-up ran"
+	chaosWakeText     = "chaos: the wake ran"
+	// A plain session's second turn, started after the runner's kill.
+	chaosSecondTurnText = "chaos: a second turn across the service kills"
+)
+
+// chaosSession is one session of the chaos test and what was asked of it.
+type chaosSession struct {
+	id       int64
+	role     chaosRole
+	followUp queuedMessage // roleFollowUp: the message the queue took
+}
+
+// turnState is the runner's turn_state query answer (workflow.TurnState).
+type turnState struct {
+	InFlight bool
+	Pending  int
+	Node     string
+}
+
+// TestChaos is issue 15's chaos test: sessions mid-turn (the demo agent
+// sleeping 40 s), a third with a follow-up queued behind the turn and a
+// third with a wake armed by their agent, and then, one at a time with a
+// restart and a settle between, kill -9 of the runner, the lifecycle
+// service, Postgres (the postmaster) and the Temporal dev server (all the
+// stack's own). A watch scans /proc every 200 ms throughout for two live
+// agent processes of one session. Afterwards, with a bounded wait for the
+// stack to come to rest: every session in an honest state (needs_input;
+// waiting on a future wake; failed with a reason; running only with a live
+// turn), no queued message lost (each delivered as a turn, or still
+// pending), no wake lost or early or fired twice, and no session ever with
+// two agent processes.
+//
+// 50 sessions; 20 with -short. It takes about five minutes: the runner's
+// lost turns are noticed by the heartbeat timeout (30 s) before anything
+// recovers them.
+func TestChaos(t *testing.T) {
+	if os.Getenv("ZIMMER_CHAOS") != "1" {
+		t.Skip("set ZIMMER_CHAOS=1 to run the chaos test (issue 15)")
+	}
+	t.Parallel()
+	n := 50
+	if testing.Short() {
+		n = 20
+	}
+	start := time.Now()
+	pg := startDevPostgres(t)
+	temporal := startDevTemporal(t)
+	var s *stack
+	keepLogs(t, &s)
+	s = newStackWith(t, stackOptions{
+		turns: true, temporal: temporal.addr, adminURL: pg.adminURL(),
+		env: map[string][]string{"runner": {"RUNNER_NODE_DEAD_AFTER=90s"}},
+	})
+	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
+	repo := gitRepo(t)
+	watch := watchAgents(t, s)
+	step := func(format string, args ...any) {
+		t.Logf("[%6.1fs] %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+	step("stack up")
+
+	// The sessions, each mid-turn. A wake's delay is spread from 60 s to
+	// 150 s so that wakes come due during the kills below as well as after.
+	sessions := make([]*chaosSession, n)
+	inParallel(n, 4, func(i int) {
+		sessions[i] = &chaosSession{
+			id:   api.createRunning(t, repo, "@demo sleep 40s\nchaos: a first turn, interrupted"),
+			role: chaosRole(i % 3),
+		}
+	})
+	require.Eventually(t, func() bool { return watch.live() == n }, 90*time.Second, 200*time.Millisecond,
+		"not every session's agent started (%d of %d)", watch.live(), n)
+	step("%d sessions running their agents", n)
+
+	// Their follow-ups and wakes, asked by the test rather than by the
+	// agents: a first turn lost before its runtime began is replayed, and
+	// a replayed wake_me_up_later would arm a second wake.
+	triggers := lifecyclev1.NewTriggerServiceClient(s.dial("lifecycle", s.asAdmin()))
+	wakeSessions := 0
+	for i, cs := range sessions {
+		switch cs.role {
+		case roleFollowUp:
+			code, got := api.followUp(t, cs.id, fmt.Sprintf(`{"prompt":"@demo say %s"}`, chaosFollowUpText))
+			require.Equal(t, http.StatusAccepted, code, "session %d: a follow-up to a running session is queued: %+v", cs.id, got)
+			require.NotZero(t, got.EnqueuedMessage.ID, "%+v", got)
+			cs.followUp = got.EnqueuedMessage
+		case roleWake:
+			// Due from 45 s to 115 s: during the kills below as well as after.
+			_, err := triggers.WakeMeUpLater(t.Context(), &lifecyclev1.WakeMeUpLaterRequest{
+				SessionId: fmt.Sprint(cs.id), Delay: fmt.Sprintf("%ds", 45+i*70/n), Prompt: "@demo say " + chaosWakeText,
+			})
+			require.NoError(t, err, "arm session %d's wake", cs.id)
+			wakeSessions++
+		}
+	}
+	require.Len(t, wakeRows(t, s), wakeSessions)
+	step("follow-ups queued, %d wakes armed", wakeSessions)
+
+	// The kills, one at a time, each followed by a restart and a settle.
+	snapshot := func(what string) {
+		step("%s (%d sessions running, %d with a live agent)", what, countSessions(t, s, statusRunning), watch.live())
+	}
+	snapshot("killing the runner")
+	s.kill("runner")
+	time.Sleep(2 * time.Second)
+	s.start("runner")
+	s.waitHealthy("runner")
+	step("runner restarted; settling past the heartbeat timeout (30 s)")
+	time.Sleep(40 * time.Second)
+
+	// The plain sessions get a second long turn, so that turns are in
+	// flight through the other kills too.
+	for _, cs := range sessions {
+		if cs.role == rolePlain {
+			code, got := api.followUp(t, cs.id, fmt.Sprintf(`{"prompt":"@demo sleep 40s\n%s"}`, chaosSecondTurnText))
+			require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, code, "session %d: %+v", cs.id, got)
+		}
+	}
+	require.Eventually(t, func() bool { return watch.live() >= n/3 }, 30*time.Second, 200*time.Millisecond,
+		"the second turns never started (%d agents live)", watch.live())
+
+	snapshot("killing lifecycle")
+	s.kill("lifecycle")
+	time.Sleep(2 * time.Second)
+	s.start("lifecycle")
+	s.waitHealthy("lifecycle")
+	step("lifecycle restarted")
+	time.Sleep(10 * time.Second)
+
+	snapshot("killing postgres")
+	pg.killPostmaster()
+	time.Sleep(2 * time.Second)
+	pg.start()
+	step("postgres restarted")
+	waitServing(t, api, sessions[0].id)
+	time.Sleep(10 * time.Second)
+
+	snapshot("killing temporal")
+	temporal.kill()
+	time.Sleep(2 * time.Second)
+	temporal.start()
+	step("temporal restarted")
+	time.Sleep(10 * time.Second)
+
+	// Rest: nothing running, no wake armed or firing, no follow-up still
+	// queued — or the bound, after which what stands is judged as it is.
+	quiet := func() bool {
+		if countSessions(t, s, statusRunning) > 0 {
+			return false
+		}
+		for _, w := range wakeRows(t, s) {
+			if w.Status == "armed" || w.Status == "firing" {
+				return false
+			}
+		}
+		for _, cs := range sessions {
+			if cs.role == roleFollowUp && messageStatus(t, api, cs.id, cs.followUp.ID) == "pending" {
+				return false
+			}
+		}
+		return true
+	}
+	restBound := time.Now().Add(150 * time.Second)
+	for !quiet() && time.Now().Before(restBound) {
+		time.Sleep(2 * time.Second)
+	}
+	step("settled: %v", quiet())
+	time.Sleep(time.Second) // one more scan of /proc for what stands now
+	watch.halt()
+
+	r := judgeChaos(t, s, api, temporal.addr, sessions, watch)
+	step("judged")
+	t.Logf("chaos results (%d sessions; kill -9 of runner, lifecycle, postgres, temporal; %d scans of /proc):\n%s",
+		n, watch.scanCount(), r.table())
+	for _, line := range r.evidence {
+		t.Log(line)
+	}
+	require.Zero(t, r.dishonest(), "sessions not in an honest state")
+	require.Zero(t, r.strandedRunning, "sessions stranded in running with no turn")
+	require.Zero(t, r.followUpsLost, "queued messages lost")
+	require.Zero(t, r.followUpsTwice, "queued messages run twice")
+	require.Zero(t, r.secondTurnsNot, "second turns not run exactly once")
+	require.Zero(t, r.wakesLost, "wakes lost")
+	require.Zero(t, r.wakesEarly, "wakes early")
+	require.Zero(t, r.wakesTwice, "wakes fired twice")
+	require.Zero(t, len(r.twoProcesses), "sessions with two agent processes")
+}
+
+// waitServing waits until a session can be read through the gateway again
+// (after Postgres came back).
+func waitServing(t *testing.T, api restClient, id int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		code, _ := api.do(t, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d", id), "")
+		return code == http.StatusOK
+	}, 60*time.Second, 500*time.Millisecond, "the stack never served again after Postgres came back")
+}
+
+// messageStatus is a queued message's status ("" if the queue lists no
+// such message).
+func messageStatus(t *testing.T, api restClient, session, message int64) string {
+	t.Helper()
+	for _, m := range api.queue(t, session) {
+		if m.ID == message {
+			return m.Status
+		}
+	}
+	return ""
+}
+
+// chaosResult counts what the chaos left.
+type chaosResult struct {
+	byStatus        map[string]int
+	failedNoReason  int
+	runningLive     int
+	strandedRunning int
+	waitingNoWake   int
+	archived        int
+
+	followUps, followUpsDelivered, followUpsPending, followUpsLost, followUpsTwice int
+
+	secondTurns, secondTurnsOnce, secondTurnsNot int
+
+	wakes, wakesFired, wakesCancelled, wakesLost, wakesEarly, wakesTwice int
+
+	twoProcesses map[int64]string
+	evidence     []string
+}
+
+func (r *chaosResult) dishonest() int {
+	return r.failedNoReason + r.strandedRunning + r.waitingNoWake + r.archived
+}
+
+func (r *chaosResult) note(format string, args ...any) {
+	r.evidence = append(r.evidence, fmt.Sprintf(format, args...))
+}
+
+// table renders the counts as a Markdown table (docs/benchmarks.md's form).
+func (r *chaosResult) table() string {
+	var b strings.Builder
+	row := func(what string, n int) { fmt.Fprintf(&b, "| %-52s | %5d |\n", what, n) }
+	b.WriteString("| what | count |\n|---|---|\n")
+	for _, st := range []string{"needs_input", "waiting", "failed", "running", "archived"} {
+		row("sessions "+st, r.byStatus[st])
+	}
+	row("  failed without a failure_reason", r.failedNoReason)
+	row("  running with a live turn", r.runningLive)
+	row("  stranded in running with no turn", r.strandedRunning)
+	row("  waiting with no future wake armed", r.waitingNoWake)
+	row("queued follow-ups", r.followUps)
+	row("  delivered as one turn", r.followUpsDelivered)
+	row("  still pending", r.followUpsPending)
+	row("  lost (undelivered, vanished, or sent with no turn)", r.followUpsLost)
+	row("  run twice", r.followUpsTwice)
+	row("second turns asked (plain sessions, after the runner's kill)", r.secondTurns)
+	row("  ran once", r.secondTurnsOnce)
+	row("  ran never or twice", r.secondTurnsNot)
+	row("wakes armed", r.wakes)
+	row("  fired", r.wakesFired)
+	row("  cancelled (the session failed or was archived)", r.wakesCancelled)
+	row("  lost", r.wakesLost)
+	row("  early", r.wakesEarly)
+	row("  fired twice", r.wakesTwice)
+	row("sessions ever seen with two agent processes", len(r.twoProcesses))
+	return b.String()
+}
+
+// judgeChaos reads where every session, message and wake ended up.
+func judgeChaos(t *testing.T, s *stack, api restClient, temporalAddr string, sessions []*chaosSession, watch *agentWatch) *chaosResult {
+	t.Helper()
+	r := &chaosResult{byStatus: map[string]int{}, twoProcesses: watch.twoProcesses()}
+	for id, seen := range r.twoProcesses {
+		r.note("two agent processes: session %d, %s; transitions %v", id, seen, api.transitions(t, id))
+	}
+	tc, err := client.Dial(client.Options{HostPort: temporalAddr, Namespace: s.namespace, Logger: quietLogger{}})
+	require.NoError(t, err)
+	defer tc.Close()
+	wakes := map[int64]wakeRow{}
+	for _, w := range wakeRows(t, s) {
+		if _, twice := wakes[w.SessionID]; twice {
+			r.note("a second wake armed on session %d: trigger %d", w.SessionID, w.ID)
+		}
+		wakes[w.SessionID] = w
+	}
+	now := time.Now()
+
+	for _, cs := range sessions {
+		got := api.session(t, cs.id)
+		r.byStatus[got.Status]++
+		turns := api.timedTurns(t, cs.id)
+		describe := func() string {
+			return fmt.Sprintf("session %d (%s): %s paused_by=%q reason=%q transitions %v, %d turns", cs.id, cs.role,
+				got.Status, got.PausedBy, got.FailureReason, api.transitions(t, cs.id), len(turns))
+		}
+		switch got.Status {
+		case "failed":
+			if strings.TrimSpace(got.FailureReason) == "" {
+				r.failedNoReason++
+				r.note("failed without a reason: %s", describe())
+			}
+		case "running":
+			state, qerr := queryTurnState(tc, cs.id)
+			if len(watch.agents(cs.id)) > 0 || (qerr == nil && state.InFlight) {
+				r.runningLive++
+			} else {
+				r.strandedRunning++
+				r.note("stranded in running: %s; turn_state %+v (query error: %v)", describe(), state, qerr)
+			}
+		case "waiting":
+			if w, ok := wakes[cs.id]; !ok || w.Status != "armed" || !w.FireAt.After(now) {
+				r.waitingNoWake++
+				r.note("waiting with no future wake: %s", describe())
+			}
+		case "archived":
+			r.archived++
+			r.note("archived: %s", describe())
+		}
+
+		switch cs.role {
+		case rolePlain:
+			r.secondTurns++
+			if ran := countTurnsSaying(turns, chaosSecondTurnText); ran == 1 {
+				r.secondTurnsOnce++
+			} else {
+				r.secondTurnsNot++
+				r.note("the second turn ran %d times: %s", ran, describe())
+			}
+		case roleFollowUp:
+			r.followUps++
+			ran := countTurnsSaying(turns, chaosFollowUpText)
+			status := messageStatus(t, api, cs.id, cs.followUp.ID)
+			switch {
+			case ran > 1:
+				r.followUpsTwice++
+				r.note("follow-up %d ran %d times: %s", cs.followUp.ID, ran, describe())
+			case status == "sent" && ran == 1:
+				r.followUpsDelivered++
+			case status == "pending" || status == "processing":
+				r.followUpsPending++
+				r.note("follow-up %d still %s: %s", cs.followUp.ID, status, describe())
+			default:
+				r.followUpsLost++
+				r.note("follow-up %d lost (status %q, ran %d times): %s", cs.followUp.ID, status, ran, describe())
+			}
+		case roleWake:
+			r.wakes++
+			w, ok := wakes[cs.id]
+			ran := countTurnsSaying(turns, chaosWakeText)
+			switch {
+			case !ok:
+				r.wakesLost++
+				r.note("no wake row: %s", describe())
+			case w.Status == "fired":
+				r.wakesFired++
+				if w.FiredAt == nil || w.FiredAt.Before(w.FireAt) {
+					r.wakesEarly++
+					r.note("wake %d fired at %v, before its fire_at %s: %s", w.ID, w.FiredAt, w.FireAt, describe())
+				}
+				for _, tr := range turns {
+					if countTurnsSaying([]timedTurn{tr}, chaosWakeText) == 1 && tr.StartedAt.Before(w.FireAt) {
+						r.wakesEarly++
+						r.note("wake %d's turn started at %s, before its fire_at %s: %s", w.ID, tr.StartedAt, w.FireAt, describe())
+					}
+				}
+				switch {
+				case ran > 1:
+					r.wakesTwice++
+					r.note("wake %d ran %d times: %s", w.ID, ran, describe())
+				case ran == 0:
+					r.wakesLost++
+					r.note("wake %d fired but no turn ran its prompt: %s", w.ID, describe())
+				}
+			case w.Status == "cancelled" && (got.Status == "failed" || got.Status == "archived"):
+				r.wakesCancelled++
+				r.note("wake %d cancelled with its session: %s", w.ID, describe())
+			case w.Status == "armed" && w.FireAt.After(now):
+				// Not due yet: neither lost nor fired (the rest bound ran out).
+				r.note("wake %d not due until %s: %s", w.ID, w.FireAt, describe())
+			default:
+				r.wakesLost++
+				r.note("wake %d lost: %s, fire_at %s: %s", w.ID, w.Status, w.FireAt, describe())
+			}
+		}
+	}
+	slices.Sort(r.evidence)
+	return r
+}
+
+// countTurnsSaying counts the turns whose agent said text.
+func countTurnsSaying(turns []timedTurn, text string) int {
+	n := 0
+	for _, tr := range turns {
+		if strings.Contains(tr.Text, text) {
+			n++
+		}
+	}
+	return n
+}
+
+// queryTurnState asks a session's workflow whether a turn is in flight.
+func queryTurnState(tc client.Client, id int64) (turnState, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var st turnState
+	v, err := tc.QueryWorkflow(ctx, fmt.Sprintf("session-%d", id), "", "turn_state")
+	if err != nil {
+		return st, err
+	}
+	return st, v.Get(&st)
+}
+
+// keepLogs copies the stack's logs to ZIMMER_E2E_KEEP_LOGS/<test>, when
+// set, once the stack has stopped: a crash test's evidence is in them.
+func keepLogs(t *testing.T, s **stack) {
+	dir := os.Getenv("ZIMMER_E2E_KEEP_LOGS")
+	if dir == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if *s == nil {
+			return
+		}
+		dst := filepath.Join(dir, t.Name())
+		_ = os.RemoveAll(dst)
+		if err := os.CopyFS(dst, os.DirFS((*s).logs)); err != nil {
+			t.Logf("keep the logs: %v", err)
+			return
+		}
+		t.Logf("the stack's logs are in %s", dst)
+	})
+}
