@@ -258,6 +258,21 @@ func (s *Server) DeliverTurn(ctx context.Context, req *lifecyclev1.DeliverTurnRe
 	return answer[*lifecyclev1.DeliverTurnResponse](ctx, s, "DeliverTurn", req)
 }
 
+// ListRecoveryCandidates implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) ListRecoveryCandidates(ctx context.Context, req *lifecyclev1.ListRecoveryCandidatesRequest) (*lifecyclev1.ListRecoveryCandidatesResponse, error) {
+	return answer[*lifecyclev1.ListRecoveryCandidatesResponse](ctx, s, "ListRecoveryCandidates", req)
+}
+
+// AbandonRecovery implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) AbandonRecovery(ctx context.Context, req *lifecyclev1.AbandonRecoveryRequest) (*lifecyclev1.AbandonRecoveryResponse, error) {
+	return answer[*lifecyclev1.AbandonRecoveryResponse](ctx, s, "AbandonRecovery", req)
+}
+
+// RecordTimelineNote implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) RecordTimelineNote(ctx context.Context, req *lifecyclev1.RecordTimelineNoteRequest) (*lifecyclev1.RecordTimelineNoteResponse, error) {
+	return answer[*lifecyclev1.RecordTimelineNoteResponse](ctx, s, "RecordTimelineNote", req)
+}
+
 // RecordDrainAttempt implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) RecordDrainAttempt(ctx context.Context, req *lifecyclev1.RecordDrainAttemptRequest) (*lifecyclev1.RecordDrainAttemptResponse, error) {
 	return answer[*lifecyclev1.RecordDrainAttemptResponse](ctx, s, "RecordDrainAttempt", req)

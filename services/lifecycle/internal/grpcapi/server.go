@@ -26,7 +26,9 @@ type Server struct {
 	triggers    app.Triggers
 	// recoveryCandidates serves ListRecoveryCandidates (recovery_candidates.go).
 	recoveryCandidates app.ListRecoveryCandidates
-	logger             *slog.Logger
+	// externalLines serves RecordTimelineNote (deliveries.go).
+	externalLines app.AppendExternalTimelineLines
+	logger        *slog.Logger
 }
 
 // NewServer returns the API over the use cases.

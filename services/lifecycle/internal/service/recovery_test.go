@@ -63,3 +63,40 @@ func TestAbandonRecoveryDropsTheMarkerOnceAndResumeClearsTheReason(t *testing.T)
 	_, err = runner.AbandonRecovery(ctx, &lifecyclev1.AbandonRecoveryRequest{SessionId: 0})
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
 }
+
+// The runner says on the timeline what became of a clone: once per note id
+// however often it is asked, as a note or a warning, attributed to it; a
+// client's key cannot write one.
+func TestRecordTimelineNoteWritesOncePerNoteID(t *testing.T) {
+	t.Parallel()
+	addr := setup(t, "").svc.Addr()
+	b := credBundle{operator: lifecyclev1.NewLifecycleServiceClient(servicetest.DialOperator(t, addr))}
+	runner := lifecyclev1.NewLifecycleServiceClient(servicetest.DialAsService(t, addr, "runner"))
+	ctx := context.Background()
+	s := create(t, b.operator)
+	note := &lifecyclev1.RecordTimelineNoteRequest{SessionId: s.GetId(), NoteId: "0b7c7a32-6b4e-4d55-9a53-1f0e8f3c9a10",
+		Message: "[Clone] kept whole: 64 tracked files deleted against HEAD", Warning: true}
+
+	_, err := b.operator.RecordTimelineNote(ctx, note)
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "internal: never with a client's key (%v)", err)
+	for range 2 {
+		_, err = runner.RecordTimelineNote(ctx, note)
+		require.NoError(t, err)
+	}
+	var got []*lifecyclev1.TimelineLine
+	for _, l := range timeline(t, b, s.GetId()) {
+		if l.GetMessage() == note.GetMessage()+" (by the runner)" {
+			got = append(got, l)
+		}
+	}
+	require.Len(t, got, 1, "a retried note is written once")
+	require.Equal(t, "warning", got[0].GetKind())
+
+	for _, bad := range []*lifecyclev1.RecordTimelineNoteRequest{
+		{SessionId: s.GetId(), NoteId: "0b7c7a32-6b4e-4d55-9a53-1f0e8f3c9a11"},
+		{SessionId: s.GetId(), Message: "no id"},
+	} {
+		_, err = runner.RecordTimelineNote(ctx, bad)
+		require.Equal(t, codes.InvalidArgument, status.Code(err), "%v: %v", bad, err)
+	}
+}

@@ -107,14 +107,16 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	}
 	// After the runner's client: Pause Until halts a running turn first.
 	svc.Triggers = app.NewTriggers(repo, svc.Sessions)
+	// Other contexts' lines for the sessions' timelines, which lifecycle
+	// owns: lineage's events (uncle edges recorded or inverted) and the
+	// runner's notes (what became of a clone).
+	externalLines := app.AppendExternalTimelineLines{Repo: repo, Clock: clock.System{}}
 	api := grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).
 		WithCredentials(svc.Credentials).WithTriggers(svc.Triggers).
-		WithRecoveryCandidates(app.ListRecoveryCandidates{Candidates: repo})
+		WithRecoveryCandidates(app.ListRecoveryCandidates{Candidates: repo}).WithExternalLines(externalLines)
 	api.Register(h.GRPC.Server)
 	api.RegisterTriggers(h.GRPC.Server)
-	// Lineage's events carry lines for the sessions' timelines, which
-	// lifecycle owns (uncle edges recorded or inverted).
-	grpcapi.NewLineageConsumer(app.AppendExternalTimelineLines{Repo: repo, Clock: clock.System{}}, logger).Register(h.GRPC.Server)
+	grpcapi.NewLineageConsumer(externalLines, logger).Register(h.GRPC.Server)
 
 	if cfg.AlertAfterAttempts <= 0 {
 		cfg.AlertAfterAttempts = 3

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -19,10 +20,10 @@ func (p *Preparer) TakeOver(ctx context.Context, sessionID int64, from string) e
 			return nil
 		}
 		w.Node, w.State, w.Path, w.FailureReason = p.node, Provisioning, p.Path(sessionID), ""
-		w.CheckedOutBranch, w.BaseCommit = "", ""
+		w.CheckedOutBranch, w.BaseCommit, w.Archive = "", "", Archive{}
 		return nil
 	})
-	if err != nil && err != ErrNotFound {
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("take the workspace of session %d over from dead node %q: %w", sessionID, from, err)
 	}
 	return nil

@@ -44,6 +44,7 @@ const (
 	LifecycleService_RecordDrainAttempt_FullMethodName            = "/zimmer.lifecycle.v1.LifecycleService/RecordDrainAttempt"
 	LifecycleService_ListRecoveryCandidates_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/ListRecoveryCandidates"
 	LifecycleService_AbandonRecovery_FullMethodName               = "/zimmer.lifecycle.v1.LifecycleService/AbandonRecovery"
+	LifecycleService_RecordTimelineNote_FullMethodName            = "/zimmer.lifecycle.v1.LifecycleService/RecordTimelineNote"
 	LifecycleService_RefreshSession_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/RefreshSession"
 )
 
@@ -152,6 +153,12 @@ type LifecycleServiceClient interface {
 	// says so on the timeline. The session rests where it is, for a human to
 	// restart. Idempotent. Internal: the runner calls it.
 	AbandonRecovery(ctx context.Context, in *AbandonRecoveryRequest, opts ...grpc.CallOption) (*AbandonRecoveryResponse, error)
+	// RecordTimelineNote writes one line on a session's timeline about what
+	// another context did to something of the session it owns — the runner's
+	// clone preserved, kept whole, restored, and where its artifacts are — so
+	// the session's page answers "where is my work?". A note_id seen before
+	// writes nothing again, so a retried call is harmless. Internal.
+	RecordTimelineNote(ctx context.Context, in *RecordTimelineNoteRequest, opts ...grpc.CallOption) (*RecordTimelineNoteResponse, error)
 	// RefreshSession nudges a session that may be stuck, per its state
 	// (session-lifecycle.md, refresh): a needs_input or failed session that
 	// ran before resumes with the continue nudge; a never-started one, one
@@ -418,6 +425,16 @@ func (c *lifecycleServiceClient) AbandonRecovery(ctx context.Context, in *Abando
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) RecordTimelineNote(ctx context.Context, in *RecordTimelineNoteRequest, opts ...grpc.CallOption) (*RecordTimelineNoteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordTimelineNoteResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_RecordTimelineNote_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *lifecycleServiceClient) RefreshSession(ctx context.Context, in *RefreshSessionRequest, opts ...grpc.CallOption) (*RefreshSessionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RefreshSessionResponse)
@@ -533,6 +550,12 @@ type LifecycleServiceServer interface {
 	// says so on the timeline. The session rests where it is, for a human to
 	// restart. Idempotent. Internal: the runner calls it.
 	AbandonRecovery(context.Context, *AbandonRecoveryRequest) (*AbandonRecoveryResponse, error)
+	// RecordTimelineNote writes one line on a session's timeline about what
+	// another context did to something of the session it owns — the runner's
+	// clone preserved, kept whole, restored, and where its artifacts are — so
+	// the session's page answers "where is my work?". A note_id seen before
+	// writes nothing again, so a retried call is harmless. Internal.
+	RecordTimelineNote(context.Context, *RecordTimelineNoteRequest) (*RecordTimelineNoteResponse, error)
 	// RefreshSession nudges a session that may be stuck, per its state
 	// (session-lifecycle.md, refresh): a needs_input or failed session that
 	// ran before resumes with the continue nudge; a never-started one, one
@@ -623,6 +646,9 @@ func (UnimplementedLifecycleServiceServer) ListRecoveryCandidates(context.Contex
 }
 func (UnimplementedLifecycleServiceServer) AbandonRecovery(context.Context, *AbandonRecoveryRequest) (*AbandonRecoveryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AbandonRecovery not implemented")
+}
+func (UnimplementedLifecycleServiceServer) RecordTimelineNote(context.Context, *RecordTimelineNoteRequest) (*RecordTimelineNoteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordTimelineNote not implemented")
 }
 func (UnimplementedLifecycleServiceServer) RefreshSession(context.Context, *RefreshSessionRequest) (*RefreshSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RefreshSession not implemented")
@@ -1098,6 +1124,24 @@ func _LifecycleService_AbandonRecovery_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_RecordTimelineNote_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordTimelineNoteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).RecordTimelineNote(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_RecordTimelineNote_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).RecordTimelineNote(ctx, req.(*RecordTimelineNoteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _LifecycleService_RefreshSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RefreshSessionRequest)
 	if err := dec(in); err != nil {
@@ -1222,6 +1266,10 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AbandonRecovery",
 			Handler:    _LifecycleService_AbandonRecovery_Handler,
+		},
+		{
+			MethodName: "RecordTimelineNote",
+			Handler:    _LifecycleService_RecordTimelineNote_Handler,
 		},
 		{
 			MethodName: "RefreshSession",
