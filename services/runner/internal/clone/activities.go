@@ -36,6 +36,8 @@ type Clones interface {
 // Sessions reads sessions from lifecycle (Lifecycle).
 type Sessions interface {
 	State(ctx context.Context, id int64) (SessionState, error)
+	// Note writes a line on the session's timeline, once per noteID.
+	Note(ctx context.Context, id int64, noteID, message string, warning bool) error
 }
 
 // Starter starts workflows: the Temporal client.
@@ -99,6 +101,7 @@ func RegisterWorkflows(w worker.Registry) {
 func (a *Activities) RegisterShared(w worker.Registry) {
 	w.RegisterActivityWithOptions(a.Locate, activity.RegisterOptions{Name: ActivityLocate})
 	w.RegisterActivityWithOptions(a.SessionState, activity.RegisterOptions{Name: ActivitySessionState})
+	w.RegisterActivityWithOptions(a.Note, activity.RegisterOptions{Name: ActivityNote})
 	w.RegisterActivityWithOptions(a.TrashDue, activity.RegisterOptions{Name: ActivityTrashDue})
 	w.RegisterActivityWithOptions(a.CleanUpStaleClones, activity.RegisterOptions{Name: ActivityStaleClones})
 }
@@ -108,6 +111,11 @@ func (a *Activities) RegisterNode(w worker.Registry) {
 	w.RegisterActivityWithOptions(a.PreserveClone, activity.RegisterOptions{Name: ActivityPreserve})
 	w.RegisterActivityWithOptions(a.RestoreClone, activity.RegisterOptions{Name: ActivityRestore})
 	w.RegisterActivityWithOptions(a.ReapClone, activity.RegisterOptions{Name: ActivityReap})
+}
+
+// Note says on the session's timeline what became of its clone.
+func (a *Activities) Note(ctx context.Context, req NoteRequest) error {
+	return a.Sessions.Note(ctx, req.SessionID, req.ID, req.Message, req.Warning)
 }
 
 // Locate says which node holds session id's clone.

@@ -37,8 +37,11 @@ const (
 	// Shared activities (any node: the database and lifecycle).
 	ActivityLocate       = "zimmer.runner.LocateClone"
 	ActivitySessionState = "zimmer.runner.CloneSessionState"
-	ActivityTrashDue     = "zimmer.runner.ListTrashDue"
-	ActivityStaleClones  = "zimmer.runner.CleanUpStaleClones"
+	// ActivityNote says on the session's timeline what became of its
+	// clone (NoteRequest).
+	ActivityNote        = "zimmer.runner.CloneNote"
+	ActivityTrashDue    = "zimmer.runner.ListTrashDue"
+	ActivityStaleClones = "zimmer.runner.CleanUpStaleClones"
 	// Node activities (the disk holding the clone).
 	ActivityPreserve = "zimmer.runner.PreserveClone"
 	ActivityRestore  = "zimmer.runner.RestoreClone"
@@ -123,6 +126,15 @@ func report(r workspace.Result) Report {
 		Outcome: r.Outcome, State: w.State, Path: w.Path, ArtifactsDir: w.Archive.Artifacts.Dir,
 		TrashAfter: w.Archive.TrashAfter, Detail: r.Detail,
 	}
+}
+
+// NoteRequest is one line for a session's timeline; ID (a UUID drawn by
+// the workflow) makes a retried note harmless.
+type NoteRequest struct {
+	SessionID int64
+	ID        string
+	Message   string
+	Warning   bool
 }
 
 // PreserveRequest is the node activity's input.

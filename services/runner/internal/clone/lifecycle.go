@@ -40,6 +40,17 @@ func (l *Lifecycle) State(ctx context.Context, id int64) (SessionState, error) {
 	return SessionState{Status: s.GetStatus(), ArchivedAt: timeOf(s.GetArchivedAt()), TrashAfter: timeOf(s.GetTrashAfter())}, nil
 }
 
+// Note implements Sessions.
+func (l *Lifecycle) Note(ctx context.Context, id int64, noteID, message string, warning bool) error {
+	_, err := l.client.RecordTimelineNote(ctx, &lifecyclev1.RecordTimelineNoteRequest{
+		SessionId: id, NoteId: noteID, Message: message, Warning: warning,
+	})
+	if err != nil {
+		return fmt.Errorf("note on session %d's timeline: %w", id, err)
+	}
+	return nil
+}
+
 func timeOf(ts *timestamppb.Timestamp) *time.Time {
 	if ts == nil {
 		return nil

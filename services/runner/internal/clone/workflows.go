@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -103,6 +104,7 @@ func Cleanup(ctx workflow.Context, in CleanupInput) (Report, error) {
 		return Report{}, fmt.Errorf("clean up the clone of session %d on node %s: %w", in.SessionID, loc.Node, err)
 	}
 	logReport(ctx, in.SessionID, loc.Node, r)
+	note(ctx, in.SessionID, loc.Node, r)
 	return r, nil
 }
 
@@ -123,6 +125,7 @@ func Restore(ctx workflow.Context, in RestoreInput) (Report, error) {
 		return Report{}, fmt.Errorf("restore the clone of session %d on node %s: %w", in.SessionID, loc.Node, err)
 	}
 	logReport(ctx, in.SessionID, loc.Node, r)
+	note(ctx, in.SessionID, loc.Node, r)
 	return r, nil
 }
 
@@ -130,6 +133,32 @@ func Restore(ctx workflow.Context, in RestoreInput) (Report, error) {
 // vanished clone is info, a clone kept whole because it is mangled or its
 // work could not be extracted, or restored without its work, a warning
 // the session's owner can find by the session id.
+// note says on the session's timeline what became of its clone and where
+// its work is: the session's page is where its owner looks. A note that
+// cannot be written is logged; the clone's work is done either way.
+func note(ctx workflow.Context, id int64, node string, r Report) {
+	switch r.Outcome {
+	case workspace.OutcomeStoodDown, workspace.OutcomeNoClone, workspace.OutcomeUnchanged:
+		return // nothing became of it
+	}
+	var noteID string
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.NewString() }).Get(&noteID); err != nil {
+		workflow.GetLogger(ctx).Warn("draw a note id", "session_id", id, "error", err)
+		return
+	}
+	warning := false
+	switch r.Outcome {
+	case workspace.OutcomeMangled, workspace.OutcomeExtractionFailed, workspace.OutcomeRestoredPristine:
+		warning = true
+	}
+	message := fmt.Sprintf("[Clone] On runner node %q, %s.", node, r.Detail)
+	err := workflow.ExecuteActivity(sharedOptions(ctx), ActivityNote,
+		NoteRequest{SessionID: id, ID: noteID, Message: message, Warning: warning}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("say on the timeline what became of the clone", "session_id", id, "error", err)
+	}
+}
+
 func logReport(ctx workflow.Context, id int64, node string, r Report) {
 	log := workflow.GetLogger(ctx)
 	kv := []any{"session_id", id, "node", node, "outcome", string(r.Outcome), "state", string(r.State),

@@ -3,6 +3,7 @@ package clone_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +32,30 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	acts := &clone.Activities{}
 	acts.RegisterShared(env)
 	acts.RegisterNode(env)
+	// Every env records the timeline notes its workflow writes (notesOf).
+	var notes []clone.NoteRequest
+	var mu sync.Mutex
+	env.OnActivity(clone.ActivityNote, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, n clone.NoteRequest) error {
+			mu.Lock()
+			defer mu.Unlock()
+			notes = append(notes, n)
+			return nil
+		}).Maybe()
+	envNotes.Store(env, func() []clone.NoteRequest {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(notes)
+	})
 	return env
+}
+
+// envNotes maps an env to what reads its notes.
+var envNotes sync.Map
+
+func notesOf(env *testsuite.TestWorkflowEnvironment) []clone.NoteRequest {
+	read, _ := envNotes.Load(env)
+	return read.(func() []clone.NoteRequest)()
 }
 
 // calls records when (in workflow time) and on which task queue each
@@ -100,8 +124,10 @@ func TestCleanupWaitsTheUndoWindowThenPreservesOnTheClonesNode(t *testing.T) {
 	env.OnActivity(clone.ActivityPreserve, mock.Anything, clone.PreserveRequest{SessionID: 7, TrashAfter: trash}).Return(
 		func(ctx context.Context, _ clone.PreserveRequest) (clone.Report, error) {
 			c.record(ctx, clone.ActivityPreserve)
-			return clone.Report{Outcome: workspace.OutcomePreserved, State: workspace.Preserved, ArtifactsDir: "/p/7"}, nil
+			return clone.Report{Outcome: workspace.OutcomePreserved, State: workspace.Preserved, ArtifactsDir: "/p/7",
+				Detail: "the clone's unpushed work is kept in /p/7"}, nil
 		})
+
 	var before []string
 	env.RegisterDelayedCallback(func() { before = append([]string{"looked"}, c.names()...) }, 2*time.Minute-time.Second)
 
@@ -117,6 +143,11 @@ func TestCleanupWaitsTheUndoWindowThenPreservesOnTheClonesNode(t *testing.T) {
 	require.NoError(t, env.GetWorkflowResult(&got))
 	require.Equal(t, workspace.OutcomePreserved, got.Outcome)
 	require.Equal(t, "/p/7", got.ArtifactsDir)
+	notes := notesOf(env)
+	require.Len(t, notes, 1, "the timeline says what became of the clone")
+	require.Equal(t, `[Clone] On runner node "b", the clone's unpushed work is kept in /p/7.`, notes[0].Message)
+	require.False(t, notes[0].Warning)
+	require.NotEmpty(t, notes[0].ID, "a retried note is written once")
 }
 
 // TestCleanupStandsDownForAnUnarchivedSession: an undo inside the window
