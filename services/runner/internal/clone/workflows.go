@@ -152,7 +152,13 @@ func note(ctx workflow.Context, id int64, node string, r Report) {
 		warning = true
 	}
 	message := fmt.Sprintf("[Clone] On runner node %q, %s.", node, r.Detail)
-	err := workflow.ExecuteActivity(sharedOptions(ctx), ActivityNote,
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              rw.TaskQueue,
+		StartToCloseTimeout:    sharedTimeout,
+		ScheduleToCloseTimeout: 5 * time.Minute, // a line, not the clone's work: give up in time
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+	err := workflow.ExecuteActivity(actx, ActivityNote,
 		NoteRequest{SessionID: id, ID: noteID, Message: message, Warning: warning}).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("say on the timeline what became of the clone", "session_id", id, "error", err)

@@ -137,6 +137,14 @@ type fakeLifecycle struct {
 	mu          sync.Mutex
 	transitions []*lifecyclev1.TransitionSessionRequest
 	status      map[string]string
+	notes       []*lifecyclev1.RecordTimelineNoteRequest
+}
+
+func (f *fakeLifecycle) RecordTimelineNote(_ context.Context, req *lifecyclev1.RecordTimelineNoteRequest) (*lifecyclev1.RecordTimelineNoteResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.notes = append(f.notes, req)
+	return &lifecyclev1.RecordTimelineNoteResponse{}, nil
 }
 
 func (f *fakeLifecycle) TransitionSession(_ context.Context, req *lifecyclev1.TransitionSessionRequest) (*lifecyclev1.TransitionSessionResponse, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -56,6 +57,9 @@ type Preparer interface {
 	// TakeOver moves the session's workspace from a node declared dead to
 	// this one, to be cloned anew here.
 	TakeOver(ctx context.Context, sessionID int64, from string) error
+	// AwaitRestore waits while an unarchive's restore gives the session's
+	// clone back, and answers once it is ready.
+	AwaitRestore(ctx context.Context, sessionID int64, poll time.Duration) error
 }
 
 // TranscriptSink keeps turns' output (the transcript package's Sink): every
@@ -311,6 +315,9 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	if err != nil {
 		return notStarted(err)
 	}
+	if err := a.awaitClone(ctx, req); err != nil {
+		return notStarted(err)
+	}
 	credID, token, err := a.mint(ctx, req)
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("mint the session's credential: %w", err)
@@ -349,11 +356,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 		return notStarted(err)
 	}
 	defer a.forget(req.TurnID)
-	interval := a.HeartbeatInterval
-	if interval <= 0 {
-		interval = 5 * time.Second
-	}
-	tick := time.NewTicker(interval)
+	tick := time.NewTicker(a.heartbeatInterval())
 	defer tick.Stop()
 	shutdown := false
 	for running := true; running; {
@@ -433,6 +436,36 @@ func (a *Activities) mint(ctx context.Context, req RunTurnRequest) (id, token st
 	}
 }
 
+// awaitClone makes sure the turn's working directory is there: a turn asked
+// for right after an unarchive can come before the restore has given the
+// clone back, and waits for it (heartbeating) rather than start an agent
+// in a missing directory.
+func (a *Activities) awaitClone(ctx context.Context, req RunTurnRequest) error {
+	if _, err := os.Stat(req.Workspace.Workdir); !errors.Is(err, fs.ErrNotExist) || a.Preparer == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, restorePatience)
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(a.heartbeatInterval())
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx, TurnProgress{TurnID: req.TurnID})
+			}
+		}
+	}()
+	return a.Preparer.AwaitRestore(ctx, req.Session.ID, 500*time.Millisecond)
+}
+
+// restorePatience bounds how long a turn waits for an unarchive's restore.
+const restorePatience = 10 * time.Minute
+
 // mintPatience bounds waiting for lifecycle to mint a turn's credential:
 // past it the turn fails, naming lifecycle's last answer.
 const mintPatience = 10 * time.Minute
@@ -452,6 +485,13 @@ func (a *Activities) revoke(ctx context.Context, sessionID int64, id string) {
 	if err := a.Lifecycle.RevokeCredential(ctx, sessionID, id); err != nil {
 		a.logger().Warn("revoke the turn's session credential", "session_id", sessionID, "credential_id", id, "error", err)
 	}
+}
+
+func (a *Activities) heartbeatInterval() time.Duration {
+	if a.HeartbeatInterval <= 0 {
+		return 5 * time.Second
+	}
+	return a.HeartbeatInterval
 }
 
 func (a *Activities) logger() *slog.Logger {

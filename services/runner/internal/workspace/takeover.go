@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 )
 
 // TakeOver moves the session's workspace from a runner node declared dead
@@ -27,4 +30,34 @@ func (p *Preparer) TakeOver(ctx context.Context, sessionID int64, from string) e
 		return fmt.Errorf("take the workspace of session %d over from dead node %q: %w", sessionID, from, err)
 	}
 	return nil
+}
+
+// AwaitRestore waits, polling every poll, while the session's clone is
+// being given back — its workspace still in the trash's states because the
+// unarchive's restore (clone-restore/<session>) has not finished — and
+// answers once the clone is ready on disk. A ready workspace whose clone is
+// gone, or one that cannot become ready, is an error at once.
+func (p *Preparer) AwaitRestore(ctx context.Context, sessionID int64, poll time.Duration) error {
+	for {
+		w, err := p.repo.Get(ctx, sessionID)
+		if err != nil {
+			return fmt.Errorf("read the workspace of session %d: %w", sessionID, err)
+		}
+		switch w.State {
+		case Ready:
+			if _, err := os.Stat(filepath.Join(w.Path, ".git")); err != nil {
+				return fmt.Errorf("the clone %s of session %d is %w (%v)", w.Path, sessionID, ErrCloneMissing, pathErr(err))
+			}
+			return nil
+		case Retained, Preserved, Reaped:
+			// The restore has not run yet.
+		default:
+			return fmt.Errorf("the workspace of session %d is %s, not a clone to run in", sessionID, w.State)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the clone of session %d was not given back in time (its workspace is still %s): %w", sessionID, w.State, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
 }

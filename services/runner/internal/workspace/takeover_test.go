@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -35,5 +36,37 @@ func TestTakeOverMovesTheWorkspaceFromADeadNode(t *testing.T) {
 		require.Equal(t, filepath.Join(live.dir, "1"), w.Path)
 		_, err = os.Stat(filepath.Join(w.Path, ".git"))
 		require.NoError(t, err, "cloned anew on the live node")
+	})
+}
+
+// A turn asked for right after an unarchive waits for the restore to give
+// the clone back; a ready workspace whose clone is gone is an error at once.
+func TestAwaitRestoreWaitsForTheCloneToComeBack(t *testing.T) {
+	t.Parallel()
+	r := newRemote(t)
+	ctx := context.Background()
+	spec := workspace.Spec{SessionID: 1, GitRoot: r.path}
+	forEachRepository(t, func(t *testing.T, b testBundle) {
+		w := b.prepare(t, spec)
+		_, err := b.repo.Update(ctx, 1, func(w *workspace.Workspace) error {
+			return w.Reap("a clean clone, deleted after its archive")
+		})
+		require.NoError(t, err)
+
+		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		require.ErrorIs(t, b.preparer.AwaitRestore(short, 1, 20*time.Millisecond), context.DeadlineExceeded,
+			"still in the trash: it waits, bounded by its caller")
+
+		time.AfterFunc(200*time.Millisecond, func() {
+			_, _ = b.repo.Update(ctx, 1, func(w *workspace.Workspace) error {
+				w.State = workspace.Ready
+				return nil
+			})
+		})
+		require.NoError(t, b.preparer.AwaitRestore(ctx, 1, 20*time.Millisecond), "given back: it goes on")
+
+		require.NoError(t, os.RemoveAll(w.Path))
+		require.ErrorIs(t, b.preparer.AwaitRestore(ctx, 1, 20*time.Millisecond), workspace.ErrCloneMissing)
 	})
 }
