@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -113,7 +114,8 @@ func TestZombieReaperSubject(t *testing.T) {
 
 	// os/exec's waiter comes within moments, as it does.
 	if werr := execCmd.Wait(); werr != nil {
-		if ee, ok := werr.(*exec.ExitError); ok {
+		var ee *exec.ExitError
+		if errors.As(werr, &ee) {
 			report.ExecExitCode = ee.ExitCode()
 		} else {
 			report.ExecWaitErr = werr.Error()

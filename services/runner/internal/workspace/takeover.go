@@ -46,7 +46,7 @@ func (p *Preparer) AwaitRestore(ctx context.Context, sessionID int64, poll time.
 		switch w.State {
 		case Ready:
 			if _, err := os.Stat(filepath.Join(w.Path, ".git")); err != nil {
-				return fmt.Errorf("the clone %s of session %d is %w (%v)", w.Path, sessionID, ErrCloneMissing, pathErr(err))
+				return fmt.Errorf("the clone %s of session %d is %w (%w)", w.Path, sessionID, ErrCloneMissing, pathErr(err))
 			}
 			return nil
 		case Retained, Preserved, Reaped:
