@@ -37,8 +37,12 @@ func TestKilledRunnerMidTurnIsRecoveredOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer tc.Close()
 	require.Eventually(t, func() bool {
-		d, err := tc.DescribeWorkflowExecution(t.Context(), fmt.Sprintf("session-%d", id), "")
-		return err == nil && len(d.GetPendingActivities()) == 1 && d.GetPendingActivities()[0].GetHeartbeatDetails() != nil
+		d, err := tc.DescribeWorkflow(t.Context(), fmt.Sprintf("session-%d", id), "")
+		if err != nil {
+			return false
+		}
+		pending := d.RawResponse.GetPendingActivities()
+		return len(pending) == 1 && pending[0].GetHeartbeatDetails() != nil
 	}, 20*time.Second, 100*time.Millisecond, "the turn never heartbeat")
 
 	// Watch /proc for the whole test: never two agents for the session.
