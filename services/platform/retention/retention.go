@@ -112,18 +112,9 @@ func Schedule(ctx context.Context, c client.Client, service string, p Policy) er
 	if every <= 0 {
 		every = min(p.Keep, maxInterval)
 	}
-	return temporalx.EnsureSchedule(ctx, c, client.ScheduleOptions{
-		ID:   id,
-		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
-		Action: &client.ScheduleWorkflowAction{
-			ID:        id,
-			Workflow:  WorkflowName(p.Name),
-			Args:      []any{Input{Policy: p.Name, Keep: p.Keep}},
-			TaskQueue: temporalx.TaskQueue(service),
-			// A run no worker picks up (the service is gone) gives way
-			// instead of blocking the schedule for ever.
-			WorkflowExecutionTimeout: maxInterval,
-		},
+	return temporalx.EnsureEvery(ctx, c, temporalx.Every{
+		ID: id, Workflow: WorkflowName(p.Name), Args: []any{Input{Policy: p.Name, Keep: p.Keep}},
+		TaskQueue: temporalx.TaskQueue(service), Interval: every, RunTimeout: maxInterval,
 	})
 }
 

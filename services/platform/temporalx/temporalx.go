@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -98,4 +99,37 @@ func EnsureSchedule(ctx context.Context, c client.Client, opts client.ScheduleOp
 		return fmt.Errorf("update schedule %s: %w", opts.ID, err)
 	}
 	return nil
+}
+
+// Every is a schedule that starts one workflow at a fixed interval: a sweep
+// or a retention run. Its runs are named by its id, so an operator finds
+// them in the Web UI under the schedule's name.
+type Every struct {
+	// ID names the schedule and its runs.
+	ID       string
+	Workflow string
+	Args     []any
+	// TaskQueue is the queue of the worker that runs the workflow.
+	TaskQueue string
+	// Interval is the cadence; it must be positive.
+	Interval time.Duration
+	// RunTimeout bounds one run: a run no worker takes (its service or
+	// node is gone) gives way to the next instead of blocking the schedule
+	// for ever.
+	RunTimeout time.Duration
+}
+
+// EnsureEvery is EnsureSchedule for an Every.
+func EnsureEvery(ctx context.Context, c client.Client, e Every) error {
+	if e.Interval <= 0 {
+		return fmt.Errorf("the interval of schedule %s must be positive, got %s", e.ID, e.Interval)
+	}
+	return EnsureSchedule(ctx, c, client.ScheduleOptions{
+		ID:   e.ID,
+		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: e.Interval}}},
+		Action: &client.ScheduleWorkflowAction{
+			ID: e.ID, Workflow: e.Workflow, Args: e.Args, TaskQueue: e.TaskQueue,
+			WorkflowExecutionTimeout: e.RunTimeout,
+		},
+	})
 }

@@ -2,7 +2,6 @@ package clone
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -16,19 +15,10 @@ import (
 // to that interval. A run still going when the next is due is not doubled
 // (the default overlap policy skips it).
 func Schedule(ctx context.Context, c client.Client, interval time.Duration) error {
-	if interval <= 0 {
-		return fmt.Errorf("the trash reaper's interval must be positive, got %s", interval)
-	}
-	return temporalx.EnsureSchedule(ctx, c, client.ScheduleOptions{
-		ID:   ReaperScheduleID,
-		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: interval}}},
-		Action: &client.ScheduleWorkflowAction{
-			ID:        ReaperScheduleID,
-			Workflow:  ReaperWorkflowName,
-			TaskQueue: rw.TaskQueue,
-			// A run that outlives this is stuck (a node that never takes its
-			// work is left after reapStartTimeout); the next one starts over.
-			WorkflowExecutionTimeout: max(interval, time.Hour),
-		},
+	return temporalx.EnsureEvery(ctx, c, temporalx.Every{
+		ID: ReaperScheduleID, Workflow: ReaperWorkflowName, TaskQueue: rw.TaskQueue, Interval: interval,
+		// A run that outlives this is stuck (a node that never takes its
+		// work is left after reapStartTimeout); the next one starts over.
+		RunTimeout: max(interval, time.Hour),
 	})
 }

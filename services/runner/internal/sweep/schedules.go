@@ -95,22 +95,12 @@ func ReapZombiesWorkflow(ctx tw.Context) (int, error) {
 func SetupZombieReaper(ctx context.Context, c client.Client, nodeWorker worker.Registry, node string,
 	z ZombieReaper, every time.Duration,
 ) error {
-	if every <= 0 {
-		return fmt.Errorf("the zombie reaper's interval must be positive, got %s", every)
-	}
 	nodeWorker.RegisterWorkflowWithOptions(ReapZombiesWorkflow, tw.RegisterOptions{Name: ZombieReaperWorkflow})
 	nodeWorker.RegisterActivityWithOptions(z.ReapZombies, activity.RegisterOptions{Name: ZombieReaperActivity})
-	id := ZombieReaperScheduleID(node)
-	return temporalx.EnsureSchedule(ctx, c, client.ScheduleOptions{
-		ID:   id,
-		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
-		Action: &client.ScheduleWorkflowAction{
-			ID:        id,
-			Workflow:  ZombieReaperWorkflow,
-			TaskQueue: workflow.NodeTaskQueue(node),
-			// A run of a node that is gone gives way to the next one.
-			WorkflowExecutionTimeout: max(every, time.Minute),
-		},
+	return temporalx.EnsureEvery(ctx, c, temporalx.Every{
+		ID: ZombieReaperScheduleID(node), Workflow: ZombieReaperWorkflow, TaskQueue: workflow.NodeTaskQueue(node),
+		// A run of a node that is gone gives way to the next one.
+		Interval: every, RunTimeout: max(every, time.Minute),
 	})
 }
 
