@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
@@ -136,22 +137,39 @@ func TestChaos(t *testing.T) {
 	}
 	snapshot("killing the runner")
 	s.kill("runner")
+	killedAt := time.Now()
 	time.Sleep(2 * time.Second)
 	s.start("runner")
 	s.waitHealthy("runner")
-	step("runner restarted; settling past the heartbeat timeout (30 s)")
-	time.Sleep(40 * time.Second)
+	step("runner restarted")
 
-	// The plain sessions get a second long turn, so that turns are in
-	// flight through the other kills too.
+	// The plain sessions get a second long turn, asked while the runner
+	// recovers the lost ones (their heartbeats time out 30 s after the
+	// kill): an operator does not wait for a recovery to end. Those turns
+	// are then in flight through the other kills.
+	time.Sleep(time.Until(killedAt.Add(28 * time.Second)))
+	var plain []*chaosSession
 	for _, cs := range sessions {
 		if cs.role == rolePlain {
-			code, got := api.followUp(t, cs.id, fmt.Sprintf(`{"prompt":"@demo sleep 40s\n%s"}`, chaosSecondTurnText))
-			require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, code, "session %d: %+v", cs.id, got)
+			plain = append(plain, cs)
 		}
 	}
-	require.Eventually(t, func() bool { return watch.live() >= n/3 }, 30*time.Second, 200*time.Millisecond,
-		"the second turns never started (%d agents live)", watch.live())
+	for _, cs := range plain {
+		code, got := api.followUp(t, cs.id, fmt.Sprintf(`{"prompt":"@demo sleep 40s\n%s"}`, chaosSecondTurnText))
+		require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, code, "session %d: %+v", cs.id, got)
+		time.Sleep(20 * time.Second / time.Duration(len(plain)))
+	}
+	step("second turns asked")
+	// Settled: every lost turn is handled — a session still running has a
+	// live agent again.
+	require.Eventually(t, func() bool {
+		for _, id := range runningSessions(t, s) {
+			if len(watch.agents(id)) == 0 {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 500*time.Millisecond, "sessions stayed running without an agent after the runner came back: %v", runningSessions(t, s))
 
 	snapshot("killing lifecycle")
 	s.kill("lifecycle")
@@ -220,6 +238,20 @@ func TestChaos(t *testing.T) {
 	require.Zero(t, len(r.twoProcesses), "sessions with two agent processes")
 }
 
+// runningSessions lists the sessions lifecycle has running.
+func runningSessions(t *testing.T, s *stack) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.dbURL["lifecycle"])
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT id FROM sessions WHERE status = $1 ORDER BY id`, statusRunning)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	return ids
+}
+
 // waitServing waits until a session can be read through the gateway again
 // (after Postgres came back).
 func waitServing(t *testing.T, api restClient, id int64) {
@@ -286,7 +318,7 @@ func (r *chaosResult) table() string {
 	row("  still pending", r.followUpsPending)
 	row("  lost (undelivered, vanished, or sent with no turn)", r.followUpsLost)
 	row("  run twice", r.followUpsTwice)
-	row("second turns asked (plain sessions, after the runner's kill)", r.secondTurns)
+	row("second turns asked (plain sessions, during the recovery)", r.secondTurns)
 	row("  ran once", r.secondTurnsOnce)
 	row("  ran never or twice", r.secondTurnsNot)
 	row("wakes armed", r.wakes)
@@ -338,12 +370,13 @@ func judgeChaos(t *testing.T, s *stack, api restClient, temporalAddr string, ses
 				r.runningLive++
 			} else {
 				r.strandedRunning++
-				r.note("stranded in running: %s; turn_state %+v (query error: %v)", describe(), state, qerr)
+				r.note("stranded in running: %s; turn_state %+v (query error: %v); its workflow: %s", describe(), state, qerr,
+					describeWorkflow(tc, fmt.Sprintf("session-%d", cs.id)))
 			}
 		case "waiting":
 			if w, ok := wakes[cs.id]; !ok || w.Status != "armed" || !w.FireAt.After(now) {
 				r.waitingNoWake++
-				r.note("waiting with no future wake: %s", describe())
+				r.note("waiting with no future wake: %s; its workflow: %s", describe(), describeWorkflow(tc, fmt.Sprintf("session-%d", cs.id)))
 			}
 		case "archived":
 			r.archived++
@@ -412,7 +445,8 @@ func judgeChaos(t *testing.T, s *stack, api restClient, temporalAddr string, ses
 				r.note("wake %d not due until %s: %s", w.ID, w.FireAt, describe())
 			default:
 				r.wakesLost++
-				r.note("wake %d lost: %s, fire_at %s: %s", w.ID, w.Status, w.FireAt, describe())
+				r.note("wake %d lost: %s, fire_at %s: %s; its workflow: %s", w.ID, w.Status, w.FireAt, describe(),
+					describeWorkflow(tc, fmt.Sprintf("wake/%d/%d", cs.id, w.ID)))
 			}
 		}
 	}
@@ -462,4 +496,24 @@ func keepLogs(t *testing.T, s **stack) {
 		}
 		t.Logf("the stack's logs are in %s", dst)
 	})
+}
+
+// describeWorkflow says what Temporal holds of a workflow: its status and
+// its pending activities, for the evidence of a failure.
+func describeWorkflow(tc client.Client, id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := tc.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return fmt.Sprintf("%s: %v", id, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", id, d.GetWorkflowExecutionInfo().GetStatus())
+	for _, a := range d.GetPendingActivities() {
+		fmt.Fprintf(&b, "; pending %s %s attempt %d scheduled %s last started %s last heartbeat %s last failure %q",
+			a.GetActivityType().GetName(), a.GetState(), a.GetAttempt(),
+			a.GetScheduledTime().AsTime().Format("15:04:05.000"), a.GetLastStartedTime().AsTime().Format("15:04:05.000"),
+			a.GetLastHeartbeatTime().AsTime().Format("15:04:05.000"), a.GetLastFailure().GetMessage())
+	}
+	return b.String()
 }
