@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,8 +43,13 @@ func TestKilledRunnerMidTurnIsRecoveredOnce(t *testing.T) {
 			return false
 		}
 		pending := d.RawResponse.GetPendingActivities()
-		return len(pending) == 1 && pending[0].GetHeartbeatDetails() != nil
-	}, 20*time.Second, 100*time.Millisecond, "the turn never heartbeat")
+		if len(pending) != 1 || len(pending[0].GetHeartbeatDetails().GetPayloads()) == 0 {
+			return false
+		}
+		var progress struct{ RuntimeSessionID string }
+		return json.Unmarshal(pending[0].GetHeartbeatDetails().GetPayloads()[0].GetData(), &progress) == nil &&
+			progress.RuntimeSessionID != ""
+	}, 20*time.Second, 100*time.Millisecond, "the turn never heartbeat its conversation")
 
 	// Watch /proc for the whole test: never two agents for the session.
 	var (
@@ -78,13 +84,27 @@ func TestKilledRunnerMidTurnIsRecoveredOnce(t *testing.T) {
 
 	// The recovery turn says its nudge (the demo agent echoes a prompt it
 	// has no directive for) and exits 0.
-	got := api.waitStatusWithin(t, id, "needs_input", 120*time.Second)
+	// At rest after the recovery turn (not in the pause between the lost
+	// turn and the recovery, which carries paused_by: recovery).
+	var got runnerSession
+	require.Eventually(t, func() bool {
+		got = api.session(t, id)
+		return got.Status == "needs_input" && got.PausedBy == ""
+	}, 120*time.Second, 200*time.Millisecond, "session %d never came to rest after its recovery", id)
 	require.Empty(t, got.FailureReason)
 	require.Equal(t, []string{"start", "pause", "resume", "pause"}, api.transitions(t, id),
 		"recovered exactly once: parked as a recovery, resumed, and its turn ended")
 	code, body := api.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%d/transcript", id), "")
 	require.Equal(t, 200, code, body)
 	require.Contains(t, body, "Recovery path: interrupted turn", "the nudge names its path")
+
+	// The lost turn's credential is revoked too: every credential minted
+	// for a turn ends with it.
+	code, body = api.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%d/timeline", id), "")
+	require.Equal(t, 200, code, body)
+	minted, revoked := strings.Count(body, "minted (scopes"), strings.Count(body, "revoked: the runner revoked it")
+	require.Equal(t, 2, minted, body)
+	require.Equal(t, minted, revoked, "a credential outlived its turn: %s", body)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -102,14 +122,4 @@ func agentsOf(s *stack, id int64) []string {
 		}
 	}
 	return pids
-}
-
-func (c restClient) waitStatusWithin(t *testing.T, id int64, want string, within time.Duration) runnerSession {
-	t.Helper()
-	var last runnerSession
-	require.Eventually(t, func() bool {
-		last = c.session(t, id)
-		return last.Status == want
-	}, within, 200*time.Millisecond, "session %d never reached %s", id, want)
-	return last
 }

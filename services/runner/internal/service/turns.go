@@ -100,6 +100,11 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	l := cfg.Ladder
 	node := worker.New(s.Temporal, rw.NodeTaskQueue(cfg.Node), worker.Options{
 		WorkerStopTimeout: l.TermGrace + l.KillGrace + l.SweepGrace + 5*time.Second,
+		// RunTurn heartbeats every 5 s, and at once when it learns what a
+		// lost turn's recovery needs (its credential, the runtime's
+		// conversation id): the SDK's default throttle (0.8 of the 30 s
+		// heartbeat timeout) would hold those back for up to 24 s.
+		MaxHeartbeatThrottleInterval: time.Second,
 	})
 	acts.RegisterNode(node)
 	// Every node also takes first clones from the shared queue: the node

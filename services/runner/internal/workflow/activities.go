@@ -168,6 +168,12 @@ func (a *Activities) RegisterShared(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.DrainBeforePause, activity.RegisterOptions{Name: ActivityDrainBeforePause})
 	w.RegisterActivityWithOptions(a.SessionState, activity.RegisterOptions{Name: ActivitySessionState})
 	w.RegisterActivityWithOptions(a.AbandonRecovery, activity.RegisterOptions{Name: ActivityAbandonRecovery})
+	w.RegisterActivityWithOptions(a.RevokeCredential, activity.RegisterOptions{Name: ActivityRevokeCredential})
+}
+
+// RevokeCredential revokes a lost turn's session credential.
+func (a *Activities) RevokeCredential(ctx context.Context, req RevokeRequest) error {
+	return a.Lifecycle.RevokeCredential(ctx, req.SessionID, req.CredentialID)
 }
 
 // AbandonRecovery gives up recovering the session automatically (its
@@ -322,6 +328,8 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("mint the session's credential: %w", err)
 	}
+	// Said at once: should the turn be lost, the workflow revokes it.
+	activity.RecordHeartbeat(ctx, TurnProgress{TurnID: req.TurnID, CredentialID: credID})
 	defer a.revoke(ctx, req.Session.ID, credID)
 	launch, err := rt.Prepare(agent.Turn{
 		SessionID: req.Session.ID, RuntimeSessionID: req.RuntimeSessionID, Resume: req.Resume,
@@ -340,7 +348,8 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 		}
 	}()
 
-	follower := &lineFollower{a: a, ctx: ctx, rt: rt, req: req, workflowID: activity.GetInfo(ctx).WorkflowExecution.ID}
+	follower := &lineFollower{a: a, ctx: ctx, rt: rt, req: req, credentialID: credID,
+		workflowID: activity.GetInfo(ctx).WorkflowExecution.ID}
 	opts := a.Process
 	opts.OnLine = follower.line
 	// Named in its process record, for the next incarnation's logs (SWEEPS).
@@ -524,7 +533,9 @@ type lineFollower struct {
 	req RunTurnRequest
 	// workflowID is signalled without a run id: the current run is the
 	// one waiting for this turn.
-	workflowID string
+	// credentialID is the turn's session credential.
+	credentialID string
+	workflowID   string
 
 	mu               sync.Mutex
 	blocked          bool
@@ -549,7 +560,7 @@ func (f *lineFollower) line(l process.Line) {
 		// Said at once, not at the next tick: a turn lost in its first
 		// seconds must still resume the conversation it began, not replay
 		// the start.
-		activity.RecordHeartbeat(f.ctx, TurnProgress{TurnID: f.req.TurnID, RuntimeSessionID: f.runtimeSessionID})
+		activity.RecordHeartbeat(f.ctx, TurnProgress{TurnID: f.req.TurnID, CredentialID: f.credentialID, RuntimeSessionID: f.runtimeSessionID})
 	}
 	switch blocked := ev.Kind == agent.KindElicitation; {
 	case blocked && !f.blocked:
@@ -571,7 +582,7 @@ func (f *lineFollower) line(l process.Line) {
 func (f *lineFollower) progress() TurnProgress {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return TurnProgress{TurnID: f.req.TurnID, RuntimeSessionID: f.runtimeSessionID}
+	return TurnProgress{TurnID: f.req.TurnID, CredentialID: f.credentialID, RuntimeSessionID: f.runtimeSessionID}
 }
 
 func (f *lineFollower) signal(s ElicitationSignal) {

@@ -62,6 +62,7 @@ type recoveryHarness struct {
 	stops     []string
 	queues    []string // task queue of each RunTurn
 	abandoned []rw.AbandonRequest
+	revoked   []rw.RevokeRequest
 }
 
 func newRecoveryHarness(t *testing.T, outcomes ...turnOutcome) *recoveryHarness {
@@ -94,6 +95,13 @@ func newRecoveryHarness(t *testing.T, outcomes ...turnOutcome) *recoveryHarness 
 			s := h.states[min(reads, len(h.states)-1)]
 			reads++
 			return s, nil
+		}).Maybe()
+	h.env.OnActivity(rw.ActivityRevokeCredential, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req rw.RevokeRequest) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.revoked = append(h.revoked, req)
+			return nil
 		}).Maybe()
 	h.env.OnActivity(rw.ActivityAbandonRecovery, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req rw.AbandonRequest) error {
@@ -301,7 +309,7 @@ func TestOrphanSweepRequestLeavesASessionAtRestAlone(t *testing.T) {
 func TestLostFirstTurnWhoseRuntimeHadBegunIsRecoveredNotReplayed(t *testing.T) {
 	t.Parallel()
 	begun := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil,
-		rw.TurnProgress{TurnID: "session-7/turn-1", RuntimeSessionID: "conv-9"})
+		rw.TurnProgress{TurnID: "session-7/turn-1", CredentialID: "cred-9", RuntimeSessionID: "conv-9"})
 	h := newRecoveryHarness(t, turnOutcome{err: begun}, turnOutcome{result: exited(0)})
 	h.states = []rw.SessionState{{Status: "running", Prompt: "build it"}}
 	h.run(1, first("build it"))
@@ -312,4 +320,6 @@ func TestLostFirstTurnWhoseRuntimeHadBegunIsRecoveredNotReplayed(t *testing.T) {
 	require.Equal(t, "conv-9", second.RuntimeSessionID)
 	require.Contains(t, second.Prompt, "Recovery path: interrupted turn")
 	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventResume, rw.EventPause}, h.events())
+	require.Equal(t, []rw.RevokeRequest{{SessionID: sessionID, CredentialID: "cred-9"}}, h.revoked,
+		"the lost turn's credential is revoked: nobody holds it on purpose any more")
 }

@@ -57,7 +57,10 @@ const (
 	// ActivityAbandonRecovery calls lifecycle's AbandonRecovery
 	// (AbandonRequest).
 	ActivityAbandonRecovery = "zimmer.runner.AbandonRecovery"
-	ActivityStopTurn        = "zimmer.runner.StopTurn"
+	// ActivityRevokeCredential revokes a lost turn's session credential
+	// (RevokeRequest).
+	ActivityRevokeCredential = "zimmer.runner.RevokeCredential"
+	ActivityStopTurn         = "zimmer.runner.StopTurn"
 )
 
 // Error types of the application errors activities return; the workflow
@@ -252,6 +255,12 @@ type SessionState struct {
 	Spec   SessionSpec
 }
 
+// RevokeRequest revokes a session credential.
+type RevokeRequest struct {
+	SessionID    int64
+	CredentialID string
+}
+
 // AbandonRequest gives up recovering a session (AbandonRecovery).
 type AbandonRequest struct {
 	SessionID int64
@@ -387,6 +396,9 @@ type RunTurnRequest struct {
 // TurnProgress is RunTurn's heartbeat detail.
 type TurnProgress struct {
 	TurnID string
+	// CredentialID is the session credential minted for the turn: a lost
+	// turn cannot revoke it, so the workflow does.
+	CredentialID string
 	// RuntimeSessionID is the conversation id the runtime reported so far:
 	// once set, the conversation exists and a lost turn resumes it.
 	RuntimeSessionID string

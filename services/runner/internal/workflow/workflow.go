@@ -267,7 +267,7 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 			workflow.GetVersion(ctx, lostTurnChange, workflow.DefaultVersion, 1) == 1:
 			// Lost: the node or its runner died, or Temporal lost the
 			// activity. Prove the process gone, then decide.
-			st.noteProgress(runErr)
+			t.revokeLost(ctx, st.noteProgress(runErr))
 			if after, err = t.afterLoss(ctx, id, PathInterruptedTurn, "no heartbeat from node "+strconvQuote(st.Node), prompt, true); err != nil {
 				return nil, err
 			}
