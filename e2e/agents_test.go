@@ -15,11 +15,14 @@ import (
 // agentWatch scans /proc for the stack's demo-agent processes every 200 ms
 // while a test runs and records every moment one session had two of them
 // alive: the one thing recovery must never do. A process is the session's
-// agent when its executable is the stack's demo agent and its environment
-// names the session (ZIMMER_SESSION_ID, which the runner gives every agent
-// process); zombies have exited and do not count.
+// agent when its executable is the demo agent, it works in one of the
+// stack's workspaces folders (ZIMMER_WORKDIR: other stacks of the test
+// binary run the same binary, for sessions with the same ids) and its
+// environment names the session (ZIMMER_SESSION_ID, which the runner gives
+// every agent process); zombies have exited and do not count.
 type agentWatch struct {
 	exe  string
+	dirs []string // the stack's workspaces folders
 	stop chan struct{}
 	done chan struct{}
 
@@ -29,10 +32,13 @@ type agentWatch struct {
 	last    map[int64][]int  // the latest scan: session → agent pids
 }
 
-func watchAgents(t *testing.T, s *stack) *agentWatch {
+// watchAgents watches the agents working in the stack's workspaces folder
+// and in extra folders (a second runner node's).
+func watchAgents(t *testing.T, s *stack, extra ...string) *agentWatch {
 	t.Helper()
 	w := &agentWatch{
 		exe:  filepath.Join(s.bin, "zimmer-demo-agent"),
+		dirs: append([]string{s.workspaces}, extra...),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		doubles: map[int64]string{},
 	}
@@ -83,12 +89,18 @@ func (w *agentWatch) scan() map[int64][]int {
 		if err != nil {
 			continue
 		}
+		var session int64
+		ours := false
 		for kv := range strings.SplitSeq(string(environ), "\x00") {
 			if v, ok := strings.CutPrefix(kv, "ZIMMER_SESSION_ID="); ok {
-				if id, err := strconv.ParseInt(v, 10, 64); err == nil {
-					out[id] = append(out[id], pid)
-				}
+				session, _ = strconv.ParseInt(v, 10, 64)
 			}
+			if v, ok := strings.CutPrefix(kv, "ZIMMER_WORKDIR="); ok {
+				ours = slices.ContainsFunc(w.dirs, func(d string) bool { return strings.HasPrefix(v, d+string(filepath.Separator)) })
+			}
+		}
+		if ours && session != 0 {
+			out[session] = append(out[session], pid)
 		}
 	}
 	return out

@@ -109,7 +109,7 @@ func TestMultiNode(t *testing.T) {
 	s.startSecondRunner("runner-b", "b", dirB)
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
 	repo := gitRepo(t)
-	watch := watchAgents(t, s)
+	watch := watchAgents(t, s, dirB)
 	dirOf := map[string]string{"a": dirA, "b": dirB}
 
 	// Sessions until both nodes hold at least two.
