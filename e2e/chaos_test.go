@@ -366,8 +366,9 @@ func judgeChaos(t *testing.T, s *stack, api restClient, temporalAddr string, ses
 		r.byStatus[got.Status]++
 		turns := api.timedTurns(t, cs.id)
 		describe := func() string {
-			return fmt.Sprintf("session %d (%s): %s paused_by=%q reason=%q transitions %v, %d turns", cs.id, cs.role,
-				got.Status, got.PausedBy, got.FailureReason, api.transitions(t, cs.id), len(turns))
+			return fmt.Sprintf("session %d (%s): %s paused_by=%q reason=%q transitions %v, %d turns; its queue %s; its deliveries %s",
+				cs.id, cs.role, got.Status, got.PausedBy, got.FailureReason, api.transitions(t, cs.id), len(turns),
+				describeQueue(t, api, cs.id), describeDeliveries(t, s, cs.id))
 		}
 		switch got.Status {
 		case "failed":
@@ -527,4 +528,36 @@ func describeWorkflow(tc client.Client, id string) string {
 			a.GetLastHeartbeatTime().AsTime().Format("15:04:05.000"), a.GetLastFailure().GetMessage())
 	}
 	return b.String()
+}
+
+// describeQueue lists a session's messages (id, status, content), for the
+// evidence of a failure.
+func describeQueue(t *testing.T, api restClient, id int64) string {
+	t.Helper()
+	var parts []string
+	for _, m := range api.queue(t, id) {
+		parts = append(parts, fmt.Sprintf("#%d %s %q", m.ID, m.Status, m.Content))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// describeDeliveries lists the deliveries lifecycle applied to a session
+// (delivery id → job id, when), for the evidence of a failure.
+func describeDeliveries(t *testing.T, s *stack, id int64) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.dbURL["lifecycle"])
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT delivery_id, job_id, created_at FROM deliveries WHERE session_id = $1 ORDER BY created_at`, id)
+	require.NoError(t, err)
+	var parts []string
+	for rows.Next() {
+		var delivery, job string
+		var at time.Time
+		require.NoError(t, rows.Scan(&delivery, &job, &at))
+		parts = append(parts, fmt.Sprintf("%s → %s at %s", delivery, job, at.UTC().Format("15:04:05.000")))
+	}
+	require.NoError(t, rows.Err())
+	return "[" + strings.Join(parts, ", ") + "]"
 }
