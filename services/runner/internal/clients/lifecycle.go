@@ -36,7 +36,10 @@ func NewLifecycle(conn grpc.ClientConnInterface) *Lifecycle {
 // settled are the statuses each event may leave a session in: a refusal
 // while the session already stands there is a retried call that had applied
 // (the activity's first attempt committed and its answer was lost). A pause
-// may end in waiting when it executed a pending sleep.
+// may end in waiting when it executed a pending sleep. A start or resume
+// naming its job applied only if the session runs under that job: running
+// under another, someone else resumed it (a delivery in the window between
+// a recovery's pause and its resume), and the caller's turn must not run.
 var settled = map[string][]string{
 	workflow.EventStart:   {"running"},
 	workflow.EventResume:  {"running"},
@@ -68,7 +71,8 @@ func (l *Lifecycle) Transition(ctx context.Context, req workflow.TransitionReque
 	}
 	s := got.GetSession()
 	if slices.Contains(settled[req.Event], s.GetStatus()) &&
-		(req.Event != workflow.EventBlock || s.GetBlockedOnElicitation()) {
+		(req.Event != workflow.EventBlock || s.GetBlockedOnElicitation()) &&
+		(req.RunningJobID == "" || s.GetRunningJobId() == req.RunningJobID) {
 		return nil
 	}
 	return &workflow.RefusedError{Event: req.Event, Status: s.GetStatus(), Message: status.Convert(err).Message()}
