@@ -66,18 +66,23 @@ type turnState struct {
 // lost or run twice, every second turn run once, no wake lost or early or
 // fired twice, and no session ever with two agent processes.
 //
-// 50 sessions; 20 with -short. About two and a half minutes: the runner's
-// lost turns are noticed by the heartbeat timeout (30 s) before anything
-// recovers them. Run with ZIMMER_CHAOS=1: it does not fit the e2e
-// package's share of make test's -timeout=5m beside the other stacks.
+// 50 sessions; 20 with -short (wakes due over 30 s instead of 70 s).
+// About three minutes: the runner's lost turns are noticed by the
+// heartbeat timeout (30 s) before anything recovers them, and the waves
+// are 25 s apart. Run with ZIMMER_CHAOS=1 (e.g. `ZIMMER_CHAOS=1 make test
+// ARGS=-timeout=10m`): beside the other stacks it does not fit the e2e
+// package's share of make test's -timeout=5m, and it still fails now and
+// then on the recovery races it found (see the E2E helper's report).
 func TestChaos(t *testing.T) {
 	if os.Getenv("ZIMMER_CHAOS") != "1" {
 		t.Skip("set ZIMMER_CHAOS=1 to run the chaos test (issue 15)")
 	}
 	t.Parallel()
-	n := 50
+	// Wakes come due from 45 s after arming, spread over wakeSpread: during
+	// the later kills as well as after them.
+	n, wakeSpread := 50, 70
 	if testing.Short() {
-		n = 20
+		n, wakeSpread = 20, 30
 	}
 	start := time.Now()
 	pg := startDevPostgres(t)
@@ -131,9 +136,8 @@ func TestChaos(t *testing.T) {
 			require.NotZero(t, got.EnqueuedMessage.ID, "%+v", got)
 			cs.followUp = got.EnqueuedMessage
 		case roleWake:
-			// Due from 45 s to 115 s: during the kills below as well as after.
 			_, err := triggers.WakeMeUpLater(t.Context(), &lifecyclev1.WakeMeUpLaterRequest{
-				SessionId: fmt.Sprint(cs.id), Delay: fmt.Sprintf("%ds", 45+i*70/n), Prompt: "@demo say " + chaosWakeText,
+				SessionId: fmt.Sprint(cs.id), Delay: fmt.Sprintf("%ds", 45+i*wakeSpread/n), Prompt: "@demo say " + chaosWakeText,
 			})
 			require.NoError(t, err, "arm session %d's wake", cs.id)
 			wakeSessions++
