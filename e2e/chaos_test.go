@@ -500,6 +500,10 @@ func keepLogs(t *testing.T, s **stack) {
 	if dir == "" {
 		return
 	}
+	// The first TempDir registers the removal of all the test's temporary
+	// folders (the stack's logs among them); registered before the copy,
+	// it runs after it.
+	_ = t.TempDir()
 	t.Cleanup(func() {
 		if *s == nil {
 			return
