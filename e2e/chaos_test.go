@@ -176,15 +176,23 @@ func TestChaos(t *testing.T) {
 	}
 	step("second turns asked")
 	// Settled: every lost turn is handled — a session still running has a
-	// live agent again.
-	require.Eventually(t, func() bool {
+	// live agent again. Not asserted here: the judgement at the end counts
+	// what stays stranded, with the table.
+	agentless := func() []int64 {
+		var ids []int64
 		for _, id := range runningSessions(t, s) {
 			if len(watch.agents(id)) == 0 {
-				return false
+				ids = append(ids, id)
 			}
 		}
-		return true
-	}, 60*time.Second, 500*time.Millisecond, "sessions stayed running without an agent after the runner came back: %v", runningSessions(t, s))
+		return ids
+	}
+	for settleBy := time.Now().Add(60 * time.Second); len(agentless()) > 0 && time.Now().Before(settleBy); {
+		time.Sleep(500 * time.Millisecond)
+	}
+	if ids := agentless(); len(ids) > 0 {
+		step("still running without an agent 60 s after the runner came back: %v", ids)
+	}
 
 	snapshot("killing lifecycle")
 	s.kill("lifecycle")
