@@ -88,14 +88,17 @@ const (
 // opened by default. ArchiveSession of its own session is walked last, on
 // its own (it revokes the credential).
 var restAccess = map[string]struct{ sessions, selfOnly expect }{
-	"ListSessions":            {expect{ok, ok}, expect{denied, denied}},
-	"CreateSession":           {expect{created, created}, expect{denied, denied}},
-	"GetSession":              {expect{ok, ok}, expect{ok, denied}},
-	"UpdateSession":           {expect{ok, denied}, expect{ok, denied}},
-	"SetSessionHeartbeat":     {expect{ok, denied}, expect{ok, denied}},
-	"GetSessionTimeline":      {expect{ok, ok}, expect{ok, denied}},
-	"ListSessionEvents":       {expect{ok, ok}, expect{ok, denied}},
-	"GetTranscript":           {expect{ok, ok}, expect{ok, denied}},
+	"ListSessions":        {expect{ok, ok}, expect{denied, denied}},
+	"CreateSession":       {expect{created, created}, expect{denied, denied}},
+	"GetSession":          {expect{ok, ok}, expect{ok, denied}},
+	"UpdateSession":       {expect{ok, denied}, expect{ok, denied}},
+	"SetSessionHeartbeat": {expect{ok, denied}, expect{ok, denied}},
+	"GetSessionTimeline":  {expect{ok, ok}, expect{ok, denied}},
+	"ListSessionEvents":   {expect{ok, ok}, expect{ok, denied}},
+	"GetTranscript":       {expect{ok, ok}, expect{ok, denied}},
+	// Read like the transcript (sessions.read reads any session's); the
+	// walk's sessions run no turn, so the runner made no clone (404).
+	"GetClone":                {expect{http.StatusNotFound, http.StatusNotFound}, expect{http.StatusNotFound, denied}},
 	"ArchiveSession":          {expect{0, denied}, expect{0, denied}},
 	"DeleteSession":           {expect{denied, denied}, expect{denied, denied}},
 	"GetSettings":             {expect{denied, denied}, expect{denied, denied}},
