@@ -24,14 +24,38 @@ type Queue struct {
 var _ app.QueueSealer = Queue{}
 
 // SealQueue implements app.QueueSealer.
+//
+// Another archive attempt's seal (Aborted) is waited out for a while: it
+// ends within moments, when that archive commits (its retirement, relayed
+// to the queue, turns the seal into one a later archive takes over — the
+// case of an archive, an unarchive and an archive again in quick
+// succession) or when it does not (it unseals).
 func (q Queue) SealQueue(ctx context.Context, sessionID int64, attemptID string, force bool) (app.QueueSeal, error) {
+	wait, deadline := 50*time.Millisecond, time.Now().Add(sealPatience)
+	for {
+		resp, err := q.sealOnce(ctx, sessionID, attemptID, force)
+		if status.Code(err) != codes.Aborted || time.Now().After(deadline) {
+			if err != nil {
+				return app.QueueSeal{}, fmt.Errorf("seal session %d's queue: %w", sessionID, err)
+			}
+			return app.QueueSeal{Refusal: resp.GetRefusal(), RetirementClause: resp.GetRetirementClause()}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return app.QueueSeal{}, fmt.Errorf("seal session %d's queue: %w (%w)", sessionID, ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// sealPatience bounds waiting out another archive attempt's seal.
+const sealPatience = 10 * time.Second
+
+func (q Queue) sealOnce(ctx context.Context, sessionID int64, attemptID string, force bool) (*queuev1.SealQueueResponse, error) {
 	ctx, cancel := q.bound(ctx)
 	defer cancel()
-	resp, err := q.Client.SealQueue(ctx, &queuev1.SealQueueRequest{SessionId: sessionID, AttemptId: attemptID, Force: force})
-	if err != nil {
-		return app.QueueSeal{}, fmt.Errorf("seal session %d's queue: %w", sessionID, err)
-	}
-	return app.QueueSeal{Refusal: resp.GetRefusal(), RetirementClause: resp.GetRetirementClause()}, nil
+	return q.Client.SealQueue(ctx, &queuev1.SealQueueRequest{SessionId: sessionID, AttemptId: attemptID, Force: force})
 }
 
 // UnsealQueue implements app.QueueSealer.
