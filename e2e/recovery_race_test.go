@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,15 +19,12 @@ import (
 // with the runner; the test watches lifecycle's rows and sends each
 // session its follow-up the moment it stands paused by the recovery.
 // The delivered message is then the session's recovery: no nudge runs
-// beside it. Run with ZIMMER_CHAOS=1 (it is the chaos test's; about
-// 45 s). Before a411d02 the recovery took its refused resume for its own
+// beside it. About 45 s; ZIMMER_CHAOS=0 skips it. Before a411d02 the recovery took its refused resume for its own
 // and ran the nudge too (in the chaos test, whose lifecycle then died and
 // delayed the pause's interrupt, that nudge's pause stopped the delivered
 // turn: the follow-up was answered 200 and never ran).
 func TestFollowUpDuringRecovery(t *testing.T) {
-	if os.Getenv("ZIMMER_CHAOS") != "1" {
-		t.Skip("set ZIMMER_CHAOS=1 to run the chaos tests (issue 15)")
-	}
+	skipWithoutChaos(t)
 	t.Parallel()
 	const n = 12
 	const text = "recovery race: the follow-up ran"

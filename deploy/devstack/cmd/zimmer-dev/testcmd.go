@@ -16,9 +16,11 @@ import (
 )
 
 // testFlags are the house defaults for `make test`; extra args come after
-// them, so a caller's -count, -p or -timeout wins. The timeout is half of go
-// test's default: one deadlocked package must not eat the whole CI budget.
-var testFlags = []string{"-race", "-count=1", "-shuffle=on", "-p", "2", "-timeout=5m"}
+// them, so a caller's -count, -p or -timeout wins. The timeout is a quarter
+// of go test's default: one deadlocked package must not eat the whole CI
+// budget, yet the e2e package — its crash tests run stacks for minutes —
+// fits in it.
+var testFlags = []string{"-race", "-count=1", "-shuffle=on", "-p", "2", "-timeout=15m"}
 
 // runTests is `make test`: fresh infrastructure, then `go test` in every
 // go.work module, one module at a time (the machine has two cores; -p 2
