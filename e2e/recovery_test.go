@@ -74,6 +74,7 @@ func TestKilledRunnerMidTurnIsRecoveredOnce(t *testing.T) {
 	}()
 	defer func() { close(stopped); <-done }()
 
+	killed := time.Now()
 	s.kill("runner")
 	require.ElementsMatch(t, first, turnProcesses(t, s, id), "the agent outlives its runner's kill -9")
 	s.start("runner")
@@ -97,6 +98,23 @@ func TestKilledRunnerMidTurnIsRecoveredOnce(t *testing.T) {
 	code, body := api.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%d/transcript", id), "")
 	require.Equal(t, 200, code, body)
 	require.Contains(t, body, "Recovery path: interrupted turn", "the nudge names its path")
+
+	// How long recovery took, against the heartbeat timeout that bounds it
+	// from below (docs/benchmarks.md, Recovery).
+	code, body = api.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%d/timeline", id), "")
+	require.Equal(t, 200, code, body)
+	var lines struct {
+		Timeline []struct {
+			Message   string    `json:"message"`
+			CreatedAt time.Time `json:"created_at"`
+		} `json:"timeline"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &lines))
+	for _, l := range lines.Timeline {
+		if strings.Contains(l.Message, "needs_input → running (resume)") {
+			t.Logf("recovery turn resumed %.1f s after the kill (RunTurn's heartbeat timeout: 30 s)", l.CreatedAt.Sub(killed).Seconds())
+		}
+	}
 
 	// The lost turn's credential is revoked too: every credential minted
 	// for a turn ends with it.
