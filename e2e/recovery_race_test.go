@@ -51,8 +51,13 @@ func TestFollowUpDuringRecovery(t *testing.T) {
 	codes := map[int64]int{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	allSent := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(codes) == n
+	}
 	deadline := time.Now().Add(90 * time.Second)
-	for len(codes) < n && time.Now().Before(deadline) {
+	for !allSent() && time.Now().Before(deadline) {
 		rows, err := conn.Query(ctx, `SELECT id FROM sessions WHERE status = $1 AND markers->>'paused_by' = 'recovery'`, statusNeedsInput)
 		require.NoError(t, err)
 		paused, err := pgx.CollectRows(rows, pgx.RowTo[int64])
