@@ -356,4 +356,3 @@ func (st *State) nodeDeadAfter() time.Duration {
 	return DefaultNodeDeadAfter
 }
 
-func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }

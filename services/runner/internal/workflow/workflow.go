@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -268,7 +269,7 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 			// Lost: the node or its runner died, or Temporal lost the
 			// activity. Prove the process gone, then decide.
 			t.revokeLost(ctx, st.noteProgress(runErr))
-			if after, err = t.afterLoss(ctx, id, PathInterruptedTurn, "no heartbeat from node "+strconvQuote(st.Node), prompt, true); err != nil {
+			if after, err = t.afterLoss(ctx, id, PathInterruptedTurn, "no heartbeat from node "+strconv.Quote(st.Node), prompt, true); err != nil {
 				return nil, err
 			}
 		case runErr != nil:
@@ -282,7 +283,7 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 						"Restart the session once the node is stable.", st.Node, MaxShutdownRetries+1)})
 			}
 			shutdowns++
-			if after, err = t.afterLoss(ctx, id, PathRunnerShutdown, "the runner node "+strconvQuote(st.Node)+" shut down", prompt, false); err != nil {
+			if after, err = t.afterLoss(ctx, id, PathRunnerShutdown, "the runner node "+strconv.Quote(st.Node)+" shut down", prompt, false); err != nil {
 				return nil, err
 			}
 		}
