@@ -355,4 +355,3 @@ func (st *State) nodeDeadAfter() time.Duration {
 	}
 	return DefaultNodeDeadAfter
 }
-
