@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,17 +32,8 @@ func cloneOf(t *testing.T, api restClient, id int64) sessionClone {
 func (s *stack) startSecondRunner(name, node, workspaces string) {
 	s.t.Helper()
 	s.addr[name] = freeAddr(s.t)
-	logf, err := os.OpenFile(filepath.Join(s.logs, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	require.NoError(s.t, err)
-	cmd := exec.Command(filepath.Join(s.bin, "runner"))
-	cmd.Env = append(append(s.env("runner"), s.extraEnv["runner"]...),
-		"RUNNER_GRPC_ADDR="+s.addr[name], "RUNNER_NODE="+node, "RUNNER_WORKSPACES_DIR="+workspaces)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(s.t, cmd.Start(), "start %s", name)
-	s.mu.Lock()
-	s.procs[name] = cmd
-	s.mu.Unlock()
+	s.launch(name, "runner", append(append(s.env("runner"), s.extraEnv["runner"]...),
+		"RUNNER_GRPC_ADDR="+s.addr[name], "RUNNER_NODE="+node, "RUNNER_WORKSPACES_DIR="+workspaces))
 	s.waitHealthy(name)
 }
 

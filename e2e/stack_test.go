@@ -209,12 +209,18 @@ func (s *stack) env(name string) []string {
 // log file that is printed if the test fails.
 func (s *stack) start(name string) {
 	s.t.Helper()
+	// The extra environment last, so that it wins over the stack's own
+	// (exec keeps the last of a name).
+	s.launch(name, name, append(s.env(name), s.extraEnv[name]...))
+}
+
+// launch starts binary as the stack's process name with env.
+func (s *stack) launch(name, binary string, env []string) {
+	s.t.Helper()
 	logf, err := os.OpenFile(filepath.Join(s.logs, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(s.t, err)
-	cmd := exec.Command(filepath.Join(s.bin, name))
-	// Last, so that they win over the stack's own (exec keeps the last of
-	// a name).
-	cmd.Env = append(s.env(name), s.extraEnv[name]...)
+	cmd := exec.Command(filepath.Join(s.bin, binary))
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	require.NoError(s.t, cmd.Start(), "start %s", name)

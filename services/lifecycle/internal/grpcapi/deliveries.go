@@ -2,13 +2,10 @@ package grpcapi
 
 import (
 	"context"
-	"strings"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
-	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
-	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 var (
@@ -59,48 +56,6 @@ func (s *Server) DeliverTurn(ctx context.Context, req *lifecyclev1.DeliverTurnRe
 	return &lifecyclev1.DeliverTurnResponse{
 		Refusal: code, Message: message, JobId: got.JobID, AlreadyDelivered: got.AlreadyDelivered, Session: sess,
 	}, nil
-}
-
-// AbandonRecovery implements lifecyclev1.LifecycleServiceServer: internal,
-// the runner giving a session's recovery up when its budget is spent.
-func (s *Server) AbandonRecovery(ctx context.Context, req *lifecyclev1.AbandonRecoveryRequest) (*lifecyclev1.AbandonRecoveryResponse, error) {
-	got, abandoned, err := s.sessions.Abandon.Handle(ctx, req.GetSessionId(), req.GetReason(), auditBy(ctx))
-	if err != nil {
-		return nil, s.toStatus(ctx, err)
-	}
-	sess, err := wire.Session(got)
-	if err != nil {
-		return nil, s.toStatus(ctx, err)
-	}
-	return &lifecyclev1.AbandonRecoveryResponse{Abandoned: abandoned, Session: sess}, nil
-}
-
-// WithExternalLines serves RecordTimelineNote with uc.
-func (s *Server) WithExternalLines(uc app.AppendExternalTimelineLines) *Server {
-	s.externalLines = uc
-	return s
-}
-
-// RecordTimelineNote implements lifecyclev1.LifecycleServiceServer:
-// internal, the runner saying on the timeline what became of a clone. The
-// note id is the idempotency key, as an event id is for lineage's lines.
-func (s *Server) RecordTimelineNote(ctx context.Context, req *lifecyclev1.RecordTimelineNoteRequest) (*lifecyclev1.RecordTimelineNoteResponse, error) {
-	if strings.TrimSpace(req.GetMessage()) == "" {
-		return nil, s.toStatus(ctx, validation.Invalid("message", "missing; a line says something"))
-	}
-	kind := domain.TimelineNote
-	if req.GetWarning() {
-		kind = domain.TimelineWarning
-	}
-	_, err := s.externalLines.Handle(ctx, app.ExternalTimelineEvent{
-		ID: req.GetNoteId(), Topic: "runner.timeline_note", Payload: "note",
-		Lines: []domain.ExternalTimelineLine{{SessionID: req.GetSessionId(),
-			Entry: domain.TimelineEntry{Kind: kind, Message: domain.Attributed(req.GetMessage(), auditBy(ctx))}}},
-	})
-	if err != nil {
-		return nil, s.toStatus(ctx, err)
-	}
-	return &lifecyclev1.RecordTimelineNoteResponse{}, nil
 }
 
 // RecordDrainAttempt implements lifecyclev1.LifecycleServiceServer:

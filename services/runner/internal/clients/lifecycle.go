@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
 	"github.com/zimmerhq/zimmer/services/runner/internal/sweep"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
@@ -26,7 +27,10 @@ type Lifecycle struct {
 	triggers lifecyclev1.TriggerServiceClient
 }
 
-var _ workflow.Lifecycle = (*Lifecycle)(nil)
+var (
+	_ workflow.Lifecycle = (*Lifecycle)(nil)
+	_ clone.Sessions     = (*Lifecycle)(nil)
+)
 
 // NewLifecycle returns the client over conn.
 func NewLifecycle(conn grpc.ClientConnInterface) *Lifecycle {
@@ -102,14 +106,10 @@ func (l *Lifecycle) RevokeCredential(ctx context.Context, sessionID int64, id st
 
 // SessionState implements workflow.Lifecycle.
 func (l *Lifecycle) SessionState(ctx context.Context, sessionID int64) (workflow.SessionState, error) {
-	got, err := l.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: strconv.FormatInt(sessionID, 10)})
-	if status.Code(err) == codes.NotFound {
-		return workflow.SessionState{Status: "deleted"}, nil
-	}
+	s, err := l.session(ctx, sessionID)
 	if err != nil {
-		return workflow.SessionState{}, fmt.Errorf("read session %d: %w", sessionID, err)
+		return workflow.SessionState{}, err
 	}
-	s := got.GetSession()
 	st := workflow.SessionState{
 		Status: s.GetStatus(), BlockedOnElicitation: s.GetBlockedOnElicitation(),
 		PausedBy: s.GetPausedBy(), RunningJobID: s.GetRunningJobId(), Prompt: s.GetPrompt(),
@@ -153,4 +153,45 @@ func (l *Lifecycle) RecoveryCandidates(ctx context.Context, settledBefore time.T
 		})
 	}
 	return out, nil
+}
+
+// ArchiveState implements clone.Sessions.
+func (l *Lifecycle) ArchiveState(ctx context.Context, sessionID int64) (clone.SessionState, error) {
+	s, err := l.session(ctx, sessionID)
+	if err != nil {
+		return clone.SessionState{}, err
+	}
+	return clone.SessionState{Status: s.GetStatus(), ArchivedAt: timeOf(s.GetArchivedAt()), TrashAfter: timeOf(s.GetTrashAfter())}, nil
+}
+
+// Note implements clone.Sessions.
+func (l *Lifecycle) Note(ctx context.Context, sessionID int64, noteID, message string, warning bool) error {
+	_, err := l.client.RecordTimelineNote(ctx, &lifecyclev1.RecordTimelineNoteRequest{
+		SessionId: sessionID, NoteId: noteID, Message: message, Warning: warning,
+	})
+	if err != nil {
+		return fmt.Errorf("note on session %d's timeline: %w", sessionID, err)
+	}
+	return nil
+}
+
+// session reads a session; one lifecycle does not know is {Status:
+// "deleted"}, which every reader here treats as gone.
+func (l *Lifecycle) session(ctx context.Context, sessionID int64) (*lifecyclev1.Session, error) {
+	got, err := l.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: strconv.FormatInt(sessionID, 10)})
+	if status.Code(err) == codes.NotFound {
+		return &lifecyclev1.Session{Id: sessionID, Status: "deleted"}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read session %d: %w", sessionID, err)
+	}
+	return got.GetSession(), nil
+}
+
+func timeOf(ts *timestamppb.Timestamp) *time.Time {
+	if ts == nil {
+		return nil
+	}
+	t := ts.AsTime().UTC()
+	return &t
 }

@@ -2,15 +2,12 @@ package clients_test
 
 import (
 	"context"
-	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clients"
@@ -34,17 +31,7 @@ func (f *refusingLifecycle) GetSession(context.Context, *lifecyclev1.GetSessionR
 
 func serveLifecycle(t *testing.T, l lifecyclev1.LifecycleServiceServer) *clients.Lifecycle {
 	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
-	lifecyclev1.RegisterLifecycleServiceServer(srv, l)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///lifecycle",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	return clients.NewLifecycle(conn)
+	return clients.NewLifecycle(serve(t, func(s *grpc.Server) { lifecyclev1.RegisterLifecycleServiceServer(s, l) }))
 }
 
 // A refused resume is a retried call that had applied only when the

@@ -38,17 +38,24 @@ func (f *fakeQueue) DeliverNextMessage(_ context.Context, req *queuev1.DeliverNe
 
 func serveQueue(t *testing.T, q queuev1.QueueServiceServer) *clients.Queue {
 	t.Helper()
+	return clients.NewQueue(serve(t, func(s *grpc.Server) { queuev1.RegisterQueueServiceServer(s, q) }))
+}
+
+// serve runs the services register adds on an in-memory listener and
+// returns a connection to them; both end with the test.
+func serve(t *testing.T, register func(*grpc.Server)) *grpc.ClientConn {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
-	queuev1.RegisterQueueServiceServer(srv, q)
+	register(srv)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///queue",
+	conn, err := grpc.NewClient("passthrough:///bufconn",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	return clients.NewQueue(conn)
+	return conn
 }
 
 func TestQueueDeliverNextMessage(t *testing.T) {

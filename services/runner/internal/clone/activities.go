@@ -33,9 +33,10 @@ type Clones interface {
 	ReadyAfter(ctx context.Context, afterID int64, limit int) ([]workspace.Workspace, error)
 }
 
-// Sessions reads sessions from lifecycle (Lifecycle).
+// Sessions reads sessions from lifecycle, and writes on their timelines
+// (clients.Lifecycle).
 type Sessions interface {
-	State(ctx context.Context, id int64) (SessionState, error)
+	ArchiveState(ctx context.Context, id int64) (SessionState, error)
 	// Note writes a line on the session's timeline, once per noteID.
 	Note(ctx context.Context, id int64, noteID, message string, warning bool) error
 }
@@ -132,7 +133,7 @@ func (a *Activities) Locate(ctx context.Context, id int64) (Location, error) {
 
 // SessionState reads session id from lifecycle.
 func (a *Activities) SessionState(ctx context.Context, id int64) (SessionState, error) {
-	return a.Sessions.State(ctx, id)
+	return a.Sessions.ArchiveState(ctx, id)
 }
 
 // TrashDue lists what the trash keeps past its deadline at now.
@@ -169,7 +170,7 @@ func (a *Activities) CleanUpStaleClones(ctx context.Context, now time.Time) (int
 		}
 		for _, w := range page {
 			after = w.SessionID
-			s, err := a.Sessions.State(ctx, w.SessionID)
+			s, err := a.Sessions.ArchiveState(ctx, w.SessionID)
 			if err != nil {
 				a.Logger.Warn("stale-clone backstop: cannot read the session; the next run asks again",
 					"session_id", w.SessionID, "error", err)
@@ -212,7 +213,7 @@ func (s SessionState) trashAfter(now time.Time, retention time.Duration) time.Ti
 func (a *Activities) PreserveClone(ctx context.Context, req PreserveRequest) (Report, error) {
 	defer heartbeating(ctx)()
 	res, err := a.Keeper.Preserve(ctx, req.SessionID, req.TrashAfter, func(ctx context.Context) (bool, error) {
-		s, err := a.Sessions.State(ctx, req.SessionID)
+		s, err := a.Sessions.ArchiveState(ctx, req.SessionID)
 		return s.Archived(), err
 	})
 	if err != nil {
@@ -226,7 +227,7 @@ func (a *Activities) PreserveClone(ctx context.Context, req PreserveRequest) (Re
 func (a *Activities) RestoreClone(ctx context.Context, id int64) (Report, error) {
 	defer heartbeating(ctx)()
 	res, err := a.Keeper.Restore(ctx, id, func(ctx context.Context) (bool, error) {
-		s, err := a.Sessions.State(ctx, id)
+		s, err := a.Sessions.ArchiveState(ctx, id)
 		return !s.Archived(), err
 	})
 	var perr *workspace.PrepareError

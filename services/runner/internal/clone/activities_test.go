@@ -23,7 +23,7 @@ type fakeSessions map[int64]clone.SessionState
 
 func (f fakeSessions) Note(context.Context, int64, string, string, bool) error { return nil }
 
-func (f fakeSessions) State(_ context.Context, id int64) (clone.SessionState, error) {
+func (f fakeSessions) ArchiveState(_ context.Context, id int64) (clone.SessionState, error) {
 	if s, ok := f[id]; ok {
 		return s, nil
 	}

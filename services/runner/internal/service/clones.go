@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/grpc"
 
+	"github.com/zimmerhq/zimmer/services/runner/internal/clients"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
 	"github.com/zimmerhq/zimmer/services/runner/internal/config"
 	"github.com/zimmerhq/zimmer/services/runner/internal/grpcapi"
@@ -26,7 +27,7 @@ func (s *Service) runClones(ctx context.Context, cfg config.Config, preparer *wo
 	}
 	workspaces := store.NewWorkspaces(s.Pool)
 	acts := &clone.Activities{
-		Keeper: keeper, Clones: workspaces, Sessions: clone.NewLifecycle(lifecycle), Starter: s.Temporal,
+		Keeper: keeper, Clones: workspaces, Sessions: clients.NewLifecycle(lifecycle), Starter: s.Temporal,
 		TrashRetention: cfg.Clones.TrashRetention, Logger: s.Logger,
 	}
 	clone.RegisterWorkflows(s.Worker)

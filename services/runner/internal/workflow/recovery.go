@@ -44,25 +44,25 @@ const PausedByRecovery = "recovery"
 // everything else recovers. confirmed says whether the runtime has a
 // conversation to resume (a turn's process ran before).
 func Decide(s SessionState, confirmed bool) Decision {
-	recover := Recover
+	again := Recover
 	if !confirmed {
-		recover = ReplayStart
+		again = ReplayStart
 	}
 	switch s.Status {
 	case "running":
-		return recover
+		return again
 	case "needs_input":
 		// Blocked on an elicitation carries no paused_by, and is not at
 		// rest: the process it waited in is gone.
 		if s.BlockedOnElicitation || s.PausedBy == PausedByRecovery || s.PausedBy == "mcp_retry" {
-			return recover
+			return again
 		}
 		return StandDown // the turn finished (no paused_by) or a user paused it
 	case "waiting":
 		if s.AwaitingWake {
 			return StandDown // asleep on purpose: let the wake fire
 		}
-		return recover // stranded mid-start or mid-sleep
+		return again // stranded mid-start or mid-sleep
 	}
 	return StandDown // failed, archived, deleted
 }
@@ -279,21 +279,13 @@ func (t *turnRunner) abandon(ctx workflow.Context, s SessionState, reason string
 			return refusedIsNothing(ctx, err)
 		}
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           TaskQueue,
-		StartToCloseTimeout: transitionTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
-	})
+	actx := untilAnswered(ctx)
 	t.st.Recoveries = 0
 	return workflow.ExecuteActivity(actx, ActivityAbandonRecovery, AbandonRequest{SessionID: t.st.Session.ID, Reason: reason}).Get(ctx, nil)
 }
 
 func (t *turnRunner) sessionState(ctx workflow.Context) (SessionState, error) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           TaskQueue,
-		StartToCloseTimeout: transitionTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
-	})
+	actx := untilAnswered(ctx)
 	var s SessionState
 	err := workflow.ExecuteActivity(actx, ActivitySessionState, t.st.Session.ID).Get(ctx, &s)
 	return s, err

@@ -493,13 +493,8 @@ func (t *turnRunner) stop(ctx workflow.Context, id string, cancelTurn workflow.C
 // else's hand: not running, and not merely blocked on an elicitation (which
 // the process lives through). A late interrupt finds it running again.
 func (t *turnRunner) leftRunning(ctx workflow.Context) (bool, error) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           TaskQueue,
-		StartToCloseTimeout: transitionTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
-	})
-	var s SessionState
-	if err := workflow.ExecuteActivity(actx, ActivitySessionState, t.st.Session.ID).Get(ctx, &s); err != nil {
+	s, err := t.sessionState(ctx)
+	if err != nil {
 		return false, err
 	}
 	return s.Status != "running" && !s.BlockedOnElicitation, nil
@@ -555,12 +550,18 @@ func (t *turnRunner) drain(ctx workflow.Context, id string) (HandOver, error) {
 // drainBeforePause is the legacy drain of runs that began before
 // hand-overs.
 func (t *turnRunner) drainBeforePause(ctx workflow.Context) error {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	actx := untilAnswered(ctx)
+	return workflow.ExecuteActivity(actx, ActivityDrainBeforePause, t.st.Session.ID).Get(ctx, nil)
+}
+
+// untilAnswered runs an activity on the shared queue, retried until the
+// service it calls answers (each attempt bounded by transitionTimeout).
+func untilAnswered(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           TaskQueue,
 		StartToCloseTimeout: transitionTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	})
-	return workflow.ExecuteActivity(actx, ActivityDrainBeforePause, t.st.Session.ID).Get(ctx, nil)
 }
 
 // transition fires one lifecycle event, retried until lifecycle answers.
