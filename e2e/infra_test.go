@@ -76,8 +76,9 @@ func (d *devTemporal) start() {
 	logf, err := os.OpenFile(d.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(d.t, err)
 	defer logf.Close()
-	cmd := exec.Command(d.bin, "server", "start-dev", "--ip", "127.0.0.1", "--port", port,
-		"--http-port", d.httpPort, "--headless", "--db-filename", d.db, "--log-level", "warn")
+	args := append([]string{"server", "start-dev", "--ip", "127.0.0.1", "--port", port,
+		"--http-port", d.httpPort, "--headless", "--db-filename", d.db, "--log-level", "warn"}, devstack.DevServerArgs()...)
+	cmd := exec.Command(d.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	require.NoError(d.t, cmd.Start())

@@ -5,16 +5,47 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 )
 
 // TemporalCLIVersion is the temporal CLI built into bin/ when it is missing.
 const TemporalCLIVersion = "v1.5.1"
+
+// DevServerDynamicConfig is the dynamic config of every Temporal dev server
+// Zimmer starts: make run, make test, the e2e stacks and the benchmark
+// recipes all take it from here (DevServerArgs). Why each value, measured,
+// and what a real cluster needs instead: docs/temporal.md.
+var DevServerDynamicConfig = map[string]string{
+	// The history service loads queue tasks through a limiter of 20 loads a
+	// second per shard (burst 20), and the dev server has one shard for
+	// everything: past the burst every hop (workflow task, activity task)
+	// waited 40–46 ms for the next token, and 1,000 timers due together
+	// trickled out over half a minute.
+	"history.transferProcessorMaxPollRPS": "1000",
+	"history.timerProcessorMaxPollRPS":    "1000",
+	// With the limiter gone, about 1 % of tasks started ~2 s late: a backlog
+	// forwarded between the default four task-queue partitions. One server
+	// gains nothing from partitions.
+	"matching.numTaskqueueReadPartitions":  "1",
+	"matching.numTaskqueueWritePartitions": "1",
+}
+
+// DevServerArgs are the `temporal server start-dev` flags that apply
+// DevServerDynamicConfig, in a stable order.
+func DevServerArgs() []string {
+	var args []string
+	for _, k := range slices.Sorted(maps.Keys(DevServerDynamicConfig)) {
+		args = append(args, "--dynamic-config-value", k+"="+DevServerDynamicConfig[k])
+	}
+	return args
+}
 
 // TemporalOptions configures StartTemporal.
 type TemporalOptions struct {
@@ -76,6 +107,7 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 	}
 	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(opts.Port),
 		"--namespace", opts.Namespace, "--log-level", "warn"}
+	args = append(args, DevServerArgs()...)
 	t := &Temporal{address: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Port))}
 	if opts.Headless {
 		args = append(args, "--headless")

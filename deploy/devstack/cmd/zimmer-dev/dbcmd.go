@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,6 +36,32 @@ func (e *env) dbDown() error {
 	}
 	e.say("postgres: stopped (data kept in %s)", e.pgDataDir())
 	return nil
+}
+
+// temporalAlone runs a dev server until ctx ends (Ctrl-C), so benchmarks and
+// hand-run tests get the same server `make test` starts.
+func (e *env) temporalAlone(ctx context.Context) error {
+	port, err := strconv.Atoi(e.get("ZIMMER_TEMPORAL_PORT", "0"))
+	if err != nil {
+		return fmt.Errorf("ZIMMER_TEMPORAL_PORT: %w", err)
+	}
+	t, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{
+		Bin:      e.temporalCLI(),
+		Port:     port,
+		Headless: true,
+		LogFile:  filepath.Join(e.dataDir, "logs", fmt.Sprintf("temporal-alone-%d.log", os.Getpid())),
+		Progress: e.progress(),
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "\nZIMMER_TEST_TEMPORAL_ADDRESS=%s\n(Ctrl-C stops it)\n", t.Address())
+	select {
+	case <-ctx.Done():
+	case <-t.Done():
+		return errors.New("the temporal dev server exited")
+	}
+	return t.Stop()
 }
 
 // clean removes bin/ and the data folder. It kills nothing: while a process

@@ -23,6 +23,9 @@ commands:
   test [go test args] every go.work module's tests against private Postgres and Temporal (make test)
   db-up               start (or reuse) the make-run Postgres and create the service databases
   db-down             stop the make-run Postgres
+  temporal            a headless, in-memory Temporal dev server alone, in the foreground, with the
+                      dynamic config every Zimmer dev server runs with (ZIMMER_TEMPORAL_PORT, default
+                      a free port): for benchmarks and for one package's tests
   clean               remove bin/ and the data folder, refusing while anything from them runs
 `
 
@@ -53,6 +56,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return e.dbUp(ctx)
 	case "db-down":
 		return e.dbDown()
+	case "temporal":
+		return e.temporalAlone(ctx)
 	case "clean":
 		return e.clean()
 	case "help", "-h", "--help":
