@@ -278,6 +278,16 @@ func (s *Server) RecordDrainAttempt(ctx context.Context, req *lifecyclev1.Record
 	return answer[*lifecyclev1.RecordDrainAttemptResponse](ctx, s, "RecordDrainAttempt", req)
 }
 
+// RevokeTurnCredentials implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) RevokeTurnCredentials(ctx context.Context, req *lifecyclev1.RevokeTurnCredentialsRequest) (*lifecyclev1.RevokeTurnCredentialsResponse, error) {
+	return answer[*lifecyclev1.RevokeTurnCredentialsResponse](ctx, s, "RevokeTurnCredentials", req)
+}
+
+// SweepNodeCredentials implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) SweepNodeCredentials(ctx context.Context, req *lifecyclev1.SweepNodeCredentialsRequest) (*lifecyclev1.SweepNodeCredentialsResponse, error) {
+	return answer[*lifecyclev1.SweepNodeCredentialsResponse](ctx, s, "SweepNodeCredentials", req)
+}
+
 // RefreshSession implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) RefreshSession(ctx context.Context, req *lifecyclev1.RefreshSessionRequest) (*lifecyclev1.RefreshSessionResponse, error) {
 	return answer[*lifecyclev1.RefreshSessionResponse](ctx, s, "RefreshSession", req)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -36,6 +37,16 @@ type CredentialRepository interface {
 	// credential id the session does not have is ErrNotFound.
 	RevokeCredential(ctx context.Context, ref domain.SessionRef, id string,
 		decide func(domain.Session, domain.Credential) (domain.Credential, error)) (domain.Credential, error)
+	// RevokeTurnCredentials locks the session and revokes, at at, every live
+	// credential of it minted for turn turnID
+	// (domain.RevokedByTurnEnd), each with its timeline line; it returns
+	// how many it revoked.
+	RevokeTurnCredentials(ctx context.Context, ref domain.SessionRef, turnID string, at time.Time) (int, error)
+	// SweepNodeCredentials revokes, at at, every live credential minted for
+	// a turn on node by an incarnation other than incarnation
+	// (domain.RevokedByNodeRestart), each with its timeline line; it
+	// returns how many it revoked.
+	SweepNodeCredentials(ctx context.Context, node, incarnation string, at time.Time) (int, error)
 	// CredentialByDigest returns the credential whose token has digest, or
 	// domain.UnknownCredential().
 	CredentialByDigest(ctx context.Context, digest []byte) (domain.Credential, error)
@@ -49,11 +60,14 @@ type MintSessionCredential struct {
 	Random io.Reader
 }
 
-// Handle mints a credential for the session ref names; by describes the
-// caller for the timeline ("admin key …abcd").
-func (uc MintSessionCredential) Handle(ctx context.Context, ref, by string) (domain.MintedCredential, error) {
+// Handle mints a credential for the session ref names, as opts say; by
+// describes the caller for the timeline ("admin key …abcd").
+func (uc MintSessionCredential) Handle(ctx context.Context, ref, by string, opts domain.MintOptions) (domain.MintedCredential, error) {
 	r, err := domain.ParseSessionRef(ref)
 	if err != nil {
+		return domain.MintedCredential{}, err
+	}
+	if err := opts.Validate(); err != nil {
 		return domain.MintedCredential{}, err
 	}
 	random := uc.Random
@@ -66,7 +80,7 @@ func (uc MintSessionCredential) Handle(ctx context.Context, ref, by string) (dom
 	}
 	id := uuid.NewString()
 	return uc.Repo.MintCredential(ctx, r, func(s domain.Session) (domain.MintedCredential, domain.TimelineEntry, error) {
-		c, err := domain.MintCredential(s, id, secret, uc.Clock.Now())
+		c, err := domain.MintCredential(s, id, secret, uc.Clock.Now(), opts)
 		if err != nil {
 			return domain.MintedCredential{}, domain.TimelineEntry{}, err
 		}
@@ -95,9 +109,48 @@ func (uc RevokeSessionCredential) Handle(ctx context.Context, ref, id, by string
 	})
 }
 
+// RevokeTurnCredentials revokes the credentials minted for one turn of a
+// session, once the turn has ended.
+type RevokeTurnCredentials struct {
+	Repo  CredentialRepository
+	Clock clock.Clock
+}
+
+// Handle revokes every live credential of the session ref names minted
+// for turnID, and says how many there were.
+func (uc RevokeTurnCredentials) Handle(ctx context.Context, ref, turnID string) (int, error) {
+	r, err := domain.ParseSessionRef(ref)
+	if err != nil {
+		return 0, err
+	}
+	if err := domain.ParseTurnID(turnID); err != nil {
+		return 0, err
+	}
+	return uc.Repo.RevokeTurnCredentials(ctx, r, turnID, uc.Clock.Now())
+}
+
+// SweepNodeCredentials revokes the turn credentials a runner node's
+// earlier incarnations minted: its start sweep.
+type SweepNodeCredentials struct {
+	Repo  CredentialRepository
+	Clock clock.Clock
+}
+
+// Handle revokes every live credential minted for a turn on node by an
+// incarnation other than incarnation, and says how many there were.
+func (uc SweepNodeCredentials) Handle(ctx context.Context, node, incarnation string) (int, error) {
+	if err := domain.ParseNodeSweep(node, incarnation); err != nil {
+		return 0, err
+	}
+	return uc.Repo.SweepNodeCredentials(ctx, node, incarnation, uc.Clock.Now())
+}
+
 // AuthenticateSessionCredential resolves a presented token to its live
 // credential: the gateway asks for each request that presents one.
-type AuthenticateSessionCredential struct{ Repo CredentialRepository }
+type AuthenticateSessionCredential struct {
+	Repo  CredentialRepository
+	Clock clock.Clock
+}
 
 // Handle returns the live credential token is, or a *domain.CredentialError
 // saying why it opens nothing.
@@ -109,7 +162,7 @@ func (uc AuthenticateSessionCredential) Handle(ctx context.Context, token string
 	if err != nil {
 		return domain.Credential{}, err
 	}
-	if err := c.Usable(); err != nil {
+	if err := c.Usable(uc.Clock.Now()); err != nil {
 		return domain.Credential{}, err
 	}
 	return c, nil
@@ -119,6 +172,8 @@ func (uc AuthenticateSessionCredential) Handle(ctx context.Context, token string
 type Credentials struct {
 	Mint         MintSessionCredential
 	Revoke       RevokeSessionCredential
+	RevokeTurn   RevokeTurnCredentials
+	SweepNode    SweepNodeCredentials
 	Authenticate AuthenticateSessionCredential
 }
 
@@ -128,6 +183,8 @@ func NewCredentials(repo CredentialRepository, clk clock.Clock) Credentials {
 	return Credentials{
 		Mint:         MintSessionCredential{Repo: repo, Clock: clk},
 		Revoke:       RevokeSessionCredential{Repo: repo, Clock: clk},
-		Authenticate: AuthenticateSessionCredential{Repo: repo},
+		RevokeTurn:   RevokeTurnCredentials{Repo: repo, Clock: clk},
+		SweepNode:    SweepNodeCredentials{Repo: repo, Clock: clk},
+		Authenticate: AuthenticateSessionCredential{Repo: repo, Clock: clk},
 	}
 }

@@ -28,6 +28,79 @@ type Credential struct {
 	// deleted.
 	RevokedAt     *time.Time
 	RevokedReason string
+	// ExpiresAt is when it stops opening anything, revoked or not; nil: it
+	// lives until revoked.
+	ExpiresAt *time.Time
+	// Turn is the agent turn it was minted for; nil for one of no turn (an
+	// admin's).
+	Turn *CredentialTurn
+}
+
+// CredentialTurn names the agent turn a credential is minted for: the
+// turn's end revokes it (RevokedByTurnEnd), and so does the next start of
+// the runner serving its node (RevokedByNodeRestart), since that start
+// leaves no turn of an earlier incarnation running.
+type CredentialTurn struct {
+	Node        string // the runner node the turn runs on
+	Incarnation string // the runner process serving the node when it was minted
+	TurnID      string
+}
+
+// MintOptions are what a mint may add to a credential: a lifetime and the
+// turn it is for.
+type MintOptions struct {
+	// TTL is how long it lives from its mint; 0: until revoked.
+	TTL  time.Duration
+	Turn *CredentialTurn
+}
+
+// MaxCredentialTTL bounds a credential's lifetime: the longest a turn may
+// run is well inside it.
+const MaxCredentialTTL = 30 * 24 * time.Hour
+
+// maxTurnLabelChars bounds each name of a CredentialTurn.
+const maxTurnLabelChars = MaxRunningJobIDChars
+
+// Validate checks the options a mint was asked for.
+func (o MintOptions) Validate() error {
+	var vs validation.Violations
+	if o.TTL < 0 || o.TTL > MaxCredentialTTL {
+		vs.Add("ttl", "is %s; give a lifetime above 0 and at most %s, or none for a credential that lives until revoked", o.TTL, MaxCredentialTTL)
+	}
+	if t := o.Turn; t != nil {
+		for _, f := range []struct{ name, v string }{{"turn.node", t.Node}, {"turn.incarnation", t.Incarnation}, {"turn.turn_id", t.TurnID}} {
+			if strings.TrimSpace(f.v) == "" {
+				vs.Add(f.name, "is required for a turn's credential")
+				continue
+			}
+			checkText(&vs, f.name, f.v, maxTurnLabelChars, "")
+		}
+	}
+	return vs.Err()
+}
+
+// ParseTurnID checks the turn id a revocation by turn names.
+func ParseTurnID(id string) error {
+	var vs validation.Violations
+	if strings.TrimSpace(id) == "" {
+		vs.Add("turn_id", "is required: the turn whose credentials end")
+	}
+	checkText(&vs, "turn_id", id, maxTurnLabelChars, "")
+	return vs.Err()
+}
+
+// ParseNodeSweep checks what a node sweep names: the node and the
+// incarnation asking.
+func ParseNodeSweep(node, incarnation string) error {
+	var vs validation.Violations
+	for _, f := range []struct{ name, v string }{{"node", node}, {"incarnation", incarnation}} {
+		if strings.TrimSpace(f.v) == "" {
+			vs.Add(f.name, "is required: the runner node and the incarnation asking, whose credentials are kept")
+			continue
+		}
+		checkText(&vs, f.name, f.v, maxTurnLabelChars, "")
+	}
+	return vs.Err()
 }
 
 // MintedCredential is a new credential with its token: the only time the
@@ -50,7 +123,10 @@ func TokenDigest(token string) []byte {
 // s's tool groups grant (rules.ToolGroupScopes), its token the prefix and
 // secret. An archived session gets none: archive revokes its credentials,
 // and a new one would open nothing it may still do.
-func MintCredential(s Session, id string, secret []byte, now time.Time) (MintedCredential, error) {
+func MintCredential(s Session, id string, secret []byte, now time.Time, opts MintOptions) (MintedCredential, error) {
+	if err := opts.Validate(); err != nil {
+		return MintedCredential{}, err
+	}
 	if len(secret) != CredentialSecretBytes {
 		return MintedCredential{}, fmt.Errorf("mint a credential: the secret has %d bytes, want %d", len(secret), CredentialSecretBytes)
 	}
@@ -58,19 +134,28 @@ func MintCredential(s Session, id string, secret []byte, now time.Time) (MintedC
 		return MintedCredential{}, &PreconditionError{Reason: fmt.Sprintf(
 			"session #%d is archived, and archiving revoked its credentials; restore it (unarchive) before minting one", s.ID)}
 	}
+	c := Credential{ID: id, SessionID: s.ID, Scopes: rules.ToolGroupScopes(s.MCPToolGroups), CreatedAt: now, Turn: opts.Turn}
+	if opts.TTL > 0 {
+		at := now.Add(opts.TTL)
+		c.ExpiresAt = &at
+	}
 	return MintedCredential{
-		Credential: Credential{ID: id, SessionID: s.ID, Scopes: rules.ToolGroupScopes(s.MCPToolGroups), CreatedAt: now},
+		Credential: c,
 		Token:      rules.SessionCredentialPrefix + base64.RawURLEncoding.EncodeToString(secret),
 	}, nil
 }
 
-// Usable is nil for a live credential, else the error every call with it
-// meets, naming why it stopped.
-func (c Credential) Usable() error {
-	if c.RevokedAt == nil {
-		return nil
+// Usable is nil for a credential live at now, else the error every call
+// with it meets, naming why it stopped: its revocation, or its expiry.
+func (c Credential) Usable(now time.Time) error {
+	switch {
+	case c.RevokedAt != nil:
+		return &CredentialError{Reason: "credential revoked: " + c.RevokedReason}
+	case c.ExpiresAt != nil && !now.Before(*c.ExpiresAt):
+		return &CredentialError{Reason: fmt.Sprintf("credential expired at %s; a turn's credential lives no longer than a turn may run",
+			c.ExpiresAt.UTC().Format(time.RFC3339))}
 	}
-	return &CredentialError{Reason: "credential revoked: " + c.RevokedReason}
+	return nil
 }
 
 // Revoke revokes a live credential for reason; a revoked one keeps its
@@ -92,6 +177,18 @@ func RevokedByArchive(sessionID int64) string {
 // RevokedByDelete is the reason hard delete revokes with.
 func RevokedByDelete(sessionID int64) string {
 	return fmt.Sprintf("session #%d was deleted", sessionID)
+}
+
+// RevokedByTurnEnd is the reason a turn's end revokes its credentials with.
+func RevokedByTurnEnd(turnID string) string {
+	return fmt.Sprintf("its turn %s ended", turnID)
+}
+
+// RevokedByNodeRestart is the reason a node sweep revokes with: the runner
+// serving the node started again, so no turn an earlier incarnation ran is
+// running.
+func RevokedByNodeRestart(node string) string {
+	return fmt.Sprintf("the runner of node %s restarted, so the turn it was minted for is no longer running", strconv.Quote(node))
 }
 
 // RevokedBy is the reason an explicit revocation gives: who revoked it.

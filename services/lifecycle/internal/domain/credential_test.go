@@ -35,7 +35,7 @@ func TestMintedScopesComeFromTheSessionsToolGroups(t *testing.T) {
 		{nil, []string{"self"}},
 	} {
 		s := domain.Session{ID: 12, Status: domain.StatusRunning, MCPToolGroups: tc.groups}
-		c, err := domain.MintCredential(s, credentialID, secret, credentialNow)
+		c, err := domain.MintCredential(s, credentialID, secret, credentialNow, domain.MintOptions{})
 		require.NoError(t, err)
 		require.Equal(t, tc.want, c.Scopes, "groups %v", tc.groups)
 		require.Equal(t, int64(12), c.SessionID)
@@ -46,7 +46,7 @@ func TestMintedScopesComeFromTheSessionsToolGroups(t *testing.T) {
 
 func TestATokenIsThePrefixAndTheSecretAndOnlyItsDigestIdentifiesIt(t *testing.T) {
 	t.Parallel()
-	c, err := domain.MintCredential(domain.Session{ID: 1}, credentialID, secret, credentialNow)
+	c, err := domain.MintCredential(domain.Session{ID: 1}, credentialID, secret, credentialNow, domain.MintOptions{})
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(c.Token, rules.SessionCredentialPrefix))
 	got, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(c.Token, rules.SessionCredentialPrefix))
@@ -57,13 +57,13 @@ func TestATokenIsThePrefixAndTheSecretAndOnlyItsDigestIdentifiesIt(t *testing.T)
 	require.Len(t, domain.TokenDigest(c.Token), 32)
 	require.NotEqual(t, domain.TokenDigest(c.Token), domain.TokenDigest(c.Token+"x"))
 
-	_, err = domain.MintCredential(domain.Session{ID: 1}, credentialID, secret[:16], credentialNow)
+	_, err = domain.MintCredential(domain.Session{ID: 1}, credentialID, secret[:16], credentialNow, domain.MintOptions{})
 	require.ErrorContains(t, err, "16 bytes")
 }
 
 func TestAnArchivedSessionGetsNoCredential(t *testing.T) {
 	t.Parallel()
-	_, err := domain.MintCredential(domain.Session{ID: 7, Status: domain.StatusArchived}, credentialID, secret, credentialNow)
+	_, err := domain.MintCredential(domain.Session{ID: 7, Status: domain.StatusArchived}, credentialID, secret, credentialNow, domain.MintOptions{})
 	require.ErrorIs(t, err, domain.ErrPrecondition)
 	require.EqualError(t, err, "session #7 is archived, and archiving revoked its credentials; restore it (unarchive) before minting one")
 }
@@ -71,26 +71,26 @@ func TestAnArchivedSessionGetsNoCredential(t *testing.T) {
 func TestRevocationIsOnceAndNamesWhy(t *testing.T) {
 	t.Parallel()
 	c := domain.Credential{ID: credentialID, SessionID: 12, CreatedAt: credentialNow}
-	require.NoError(t, c.Usable())
+	require.NoError(t, c.Usable(credentialNow))
 
 	later := credentialNow.Add(time.Hour)
 	revoked := c.Revoke(domain.RevokedByArchive(12), later)
 	require.Equal(t, later, *revoked.RevokedAt)
-	err := revoked.Usable()
+	err := revoked.Usable(credentialNow)
 	require.ErrorIs(t, err, domain.ErrUnauthenticated)
 	require.EqualError(t, err, "credential revoked: session #12 was archived")
 
 	again := revoked.Revoke(domain.RevokedBy("admin key …abcd"), later.Add(time.Hour))
 	require.Equal(t, revoked, again, "the first revocation stands")
 
-	require.EqualError(t, c.Revoke(domain.RevokedByDelete(12), later).Usable(), "credential revoked: session #12 was deleted")
-	require.EqualError(t, c.Revoke(domain.RevokedBy("admin key …abcd"), later).Usable(), "credential revoked: admin key …abcd revoked it")
+	require.EqualError(t, c.Revoke(domain.RevokedByDelete(12), later).Usable(credentialNow), "credential revoked: session #12 was deleted")
+	require.EqualError(t, c.Revoke(domain.RevokedBy("admin key …abcd"), later).Usable(credentialNow), "credential revoked: admin key …abcd revoked it")
 	require.ErrorIs(t, domain.UnknownCredential(), domain.ErrUnauthenticated)
 }
 
 func TestCredentialLinesNameTheCredentialNeverTheToken(t *testing.T) {
 	t.Parallel()
-	c, err := domain.MintCredential(domain.Session{ID: 3, MCPToolGroups: []string{"sessions"}}, credentialID, secret, credentialNow)
+	c, err := domain.MintCredential(domain.Session{ID: 3, MCPToolGroups: []string{"sessions"}}, credentialID, secret, credentialNow, domain.MintOptions{})
 	require.NoError(t, err)
 	minted := domain.CredentialMintedLine(c.Credential, "admin key …abcd")
 	require.Equal(t, domain.TimelineNote, minted.Kind)
@@ -159,4 +159,47 @@ func TestCredentialIDsAreUUIDs(t *testing.T) {
 	for _, bad := range []string{"", "42", credentialID + "0", strings.ReplaceAll(credentialID, "-", "x")} {
 		require.Error(t, domain.ParseCredentialID(bad), bad)
 	}
+}
+
+func TestATurnsCredentialExpiresAndNamesItsTurn(t *testing.T) {
+	t.Parallel()
+	turn := &domain.CredentialTurn{Node: "local", Incarnation: "inc-1", TurnID: "session-12/turn-1"}
+	c, err := domain.MintCredential(domain.Session{ID: 12, Status: domain.StatusRunning}, credentialID, secret, credentialNow,
+		domain.MintOptions{TTL: time.Hour, Turn: turn})
+	require.NoError(t, err)
+	require.Equal(t, credentialNow.Add(time.Hour), *c.ExpiresAt)
+	require.Equal(t, turn, c.Turn)
+	require.NoError(t, c.Usable(credentialNow.Add(time.Hour-time.Nanosecond)))
+	err = c.Usable(credentialNow.Add(time.Hour))
+	require.ErrorIs(t, err, domain.ErrUnauthenticated)
+	require.EqualError(t, err, "credential expired at 2026-03-01T13:00:00Z; a turn's credential lives no longer than a turn may run")
+	require.EqualError(t, c.Revoke(domain.RevokedByTurnEnd(turn.TurnID), credentialNow).Usable(credentialNow),
+		"credential revoked: its turn session-12/turn-1 ended")
+	require.EqualError(t, c.Revoke(domain.RevokedByNodeRestart("local"), credentialNow).Usable(credentialNow),
+		`credential revoked: the runner of node "local" restarted, so the turn it was minted for is no longer running`)
+
+	forever, err := domain.MintCredential(domain.Session{ID: 12}, credentialID, secret, credentialNow, domain.MintOptions{})
+	require.NoError(t, err)
+	require.Nil(t, forever.ExpiresAt, "no lifetime asked: it lives until revoked")
+	require.NoError(t, forever.Usable(credentialNow.Add(100*365*24*time.Hour)))
+}
+
+func TestMintOptionsAreChecked(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		opts domain.MintOptions
+		want string
+	}{
+		{domain.MintOptions{TTL: -time.Second}, "ttl: is -1s; give a lifetime above 0 and at most 720h0m0s, or none for a credential that lives until revoked"},
+		{domain.MintOptions{TTL: domain.MaxCredentialTTL + 1}, "ttl: is 720h0m0.000000001s; give a lifetime above 0 and at most 720h0m0s, or none for a credential that lives until revoked"},
+		{domain.MintOptions{Turn: &domain.CredentialTurn{Node: " ", Incarnation: "i", TurnID: "t"}}, "turn.node: is required for a turn's credential"},
+		{domain.MintOptions{Turn: &domain.CredentialTurn{Node: "n", Incarnation: "i", TurnID: strings.Repeat("t", 256)}}, "turn.turn_id: is longer than 255 characters"},
+	} {
+		_, err := domain.MintCredential(domain.Session{ID: 1}, credentialID, secret, credentialNow, tc.opts)
+		var verr *validation.Error
+		require.ErrorAs(t, err, &verr, "%+v", tc.opts)
+		require.EqualError(t, err, tc.want)
+	}
+	require.EqualError(t, domain.ParseTurnID(""), "turn_id: is required: the turn whose credentials end")
+	require.EqualError(t, domain.ParseNodeSweep("n", ""), "incarnation: is required: the runner node and the incarnation asking, whose credentials are kept")
 }

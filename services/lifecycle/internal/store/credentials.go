@@ -15,22 +15,31 @@ import (
 
 var _ app.CredentialRepository = (*Sessions)(nil)
 
-const credentialColumns = `id::text, session_id, scopes, created_at, revoked_at, revoked_reason`
+const credentialColumns = `id::text, session_id, scopes, created_at, revoked_at, revoked_reason,
+	expires_at, turn_node, turn_incarnation, turn_id`
 
 func scanCredential(row pgx.Row) (domain.Credential, error) {
 	var (
-		c      domain.Credential
-		reason *string
+		c                       domain.Credential
+		reason                  *string
+		node, incarnation, turn *string
 	)
-	if err := row.Scan(&c.ID, &c.SessionID, &c.Scopes, &c.CreatedAt, &c.RevokedAt, &reason); err != nil {
+	if err := row.Scan(&c.ID, &c.SessionID, &c.Scopes, &c.CreatedAt, &c.RevokedAt, &reason,
+		&c.ExpiresAt, &node, &incarnation, &turn); err != nil {
 		return domain.Credential{}, err
 	}
 	c.CreatedAt = c.CreatedAt.UTC()
 	if c.RevokedAt != nil {
 		*c.RevokedAt = c.RevokedAt.UTC()
 	}
+	if c.ExpiresAt != nil {
+		*c.ExpiresAt = c.ExpiresAt.UTC()
+	}
 	if reason != nil {
 		c.RevokedReason = *reason
+	}
+	if node != nil && incarnation != nil && turn != nil {
+		c.Turn = &domain.CredentialTurn{Node: *node, Incarnation: *incarnation, TurnID: *turn}
 	}
 	return c, nil
 }
@@ -88,10 +97,17 @@ func (s *Sessions) MintCredential(ctx context.Context, ref domain.SessionRef,
 		if err != nil {
 			return err
 		}
-		var w writes
+		var (
+			w                       writes
+			node, incarnation, turn *string
+		)
+		if t := c.Turn; t != nil {
+			node, incarnation, turn = &t.Node, &t.Incarnation, &t.TurnID
+		}
 		w.queue(func(err error) error { return fmt.Errorf("insert credential of session %d: %w", sess.ID, err) }, `
-			INSERT INTO session_credentials (id, session_id, token_sha256, scopes, created_at) VALUES ($1, $2, $3, $4, $5)`,
-			c.ID, sess.ID, domain.TokenDigest(c.Token), c.Scopes, c.CreatedAt)
+			INSERT INTO session_credentials (id, session_id, token_sha256, scopes, created_at, expires_at, turn_node, turn_incarnation, turn_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			c.ID, sess.ID, domain.TokenDigest(c.Token), c.Scopes, c.CreatedAt, c.ExpiresAt, node, incarnation, turn)
 		w.timeline(sess.ID, c.CreatedAt, line)
 		if err := w.commit(ctx, conn, s.logger); err != nil {
 			return err
@@ -160,6 +176,67 @@ func (s *Sessions) RevokeCredential(ctx context.Context, ref domain.SessionRef, 
 	})
 	if err != nil {
 		return domain.Credential{}, err
+	}
+	return revoked, nil
+}
+
+// RevokeTurnCredentials implements app.CredentialRepository.
+func (s *Sessions) RevokeTurnCredentials(ctx context.Context, ref domain.SessionRef, turnID string, at time.Time) (int, error) {
+	var revoked int
+	err := s.inTx(ctx, func(conn *pgx.Conn) error {
+		// The session first, as every other revocation and every write of a
+		// credential lock it (app.CredentialRepository).
+		var sess domain.Session
+		err := read(ctx, conn, func(b *pgx.Batch) { lockSession(b, ref) }, func(br pgx.BatchResults) (err error) {
+			sess, err = scanLocked(br, ref)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		reason := domain.RevokedByTurnEnd(turnID)
+		err = conn.QueryRow(ctx, `
+			WITH revoked AS (
+				UPDATE session_credentials SET revoked_at = $3, revoked_reason = $4
+				WHERE session_id = $1 AND turn_id = $2 AND revoked_at IS NULL RETURNING id),
+			lines AS (
+				INSERT INTO session_timeline (session_id, kind, message, created_at)
+				SELECT $1, $5, format($6, id), $3 FROM revoked ORDER BY id)
+			SELECT count(*) FROM revoked`,
+			sess.ID, turnID, at, reason, domain.TimelineNote, domain.CredentialRevokedTemplate(reason)).Scan(&revoked)
+		if err != nil {
+			return fmt.Errorf("revoke the credentials of turn %s of session %d: %w", turnID, sess.ID, err)
+		}
+		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+			return fmt.Errorf("commit transaction: %w", err)
+		}
+		return nil
+	})
+	return revoked, err
+}
+
+// SweepNodeCredentials implements app.CredentialRepository. It locks no
+// session: it only revokes, which the credential rows' own locks order
+// against the writes that hold them FOR SHARE (a write never waits on a
+// sweep while holding what the sweep waits for).
+func (s *Sessions) SweepNodeCredentials(ctx context.Context, node, incarnation string, at time.Time) (int, error) {
+	reason := domain.RevokedByNodeRestart(node)
+	var revoked int
+	// One statement, retried by inTx should it deadlock with an archive
+	// revoking some of the same rows.
+	err := s.inTx(ctx, func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `
+		WITH revoked AS (
+			UPDATE session_credentials SET revoked_at = $3, revoked_reason = $4
+			WHERE turn_node = $1 AND turn_incarnation <> $2 AND revoked_at IS NULL RETURNING id, session_id),
+		lines AS (
+			INSERT INTO session_timeline (session_id, kind, message, created_at)
+			SELECT session_id, $5, format($6, id), $3 FROM revoked ORDER BY session_id, id)
+		SELECT count(*) FROM revoked`,
+			node, incarnation, at, reason, domain.TimelineNote, domain.CredentialRevokedTemplate(reason)).Scan(&revoked)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("revoke the turn credentials of node %q: %w", node, err)
 	}
 	return revoked, nil
 }
@@ -240,5 +317,7 @@ func (g *credentialGuard) check(br pgx.BatchResults) error {
 		// The gateway forwarded a principal its credential does not back.
 		return domain.UnknownCredential()
 	}
-	return c.Usable()
+	// The re-check closes the race with a revocation; an expiry is first
+	// met at authentication, on lifecycle's clock, and here on the host's.
+	return c.Usable(time.Now())
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
@@ -83,12 +84,14 @@ func (l *Lifecycle) Transition(ctx context.Context, req workflow.TransitionReque
 }
 
 // MintCredential implements workflow.Lifecycle.
-func (l *Lifecycle) MintCredential(ctx context.Context, sessionID int64) (string, string, error) {
+func (l *Lifecycle) MintCredential(ctx context.Context, req workflow.CredentialRequest) (string, string, error) {
 	resp, err := l.client.MintSessionCredential(ctx, &lifecyclev1.MintSessionCredentialRequest{
-		SessionId: strconv.FormatInt(sessionID, 10),
+		SessionId: strconv.FormatInt(req.SessionID, 10),
+		Ttl:       durationpb.New(req.TTL),
+		Turn:      &lifecyclev1.CredentialTurn{Node: req.Node, Incarnation: req.Incarnation, TurnId: req.TurnID},
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("mint a credential for session %d: %w", sessionID, err)
+		return "", "", fmt.Errorf("mint a credential for turn %s of session %d: %w", req.TurnID, req.SessionID, err)
 	}
 	return resp.GetCredential().GetId(), resp.GetCredential().GetToken(), nil
 }
@@ -102,6 +105,27 @@ func (l *Lifecycle) RevokeCredential(ctx context.Context, sessionID int64, id st
 		return fmt.Errorf("revoke credential %s of session %d: %w", id, sessionID, err)
 	}
 	return nil
+}
+
+// RevokeTurnCredentials implements workflow.Lifecycle. A session that is
+// gone took its credentials with it: nothing is left to revoke.
+func (l *Lifecycle) RevokeTurnCredentials(ctx context.Context, sessionID int64, turnID string) error {
+	_, err := l.client.RevokeTurnCredentials(ctx, &lifecyclev1.RevokeTurnCredentialsRequest{
+		SessionId: strconv.FormatInt(sessionID, 10), TurnId: turnID,
+	})
+	if code := status.Code(err); code == codes.OK || code == codes.NotFound {
+		return nil
+	}
+	return fmt.Errorf("revoke the credentials of turn %s of session %d: %w", turnID, sessionID, err)
+}
+
+// SweepNodeCredentials implements workflow.Lifecycle.
+func (l *Lifecycle) SweepNodeCredentials(ctx context.Context, node, incarnation string) (int, error) {
+	resp, err := l.client.SweepNodeCredentials(ctx, &lifecyclev1.SweepNodeCredentialsRequest{Node: node, Incarnation: incarnation})
+	if err != nil {
+		return 0, fmt.Errorf("revoke the turn credentials of node %q's earlier runners: %w", node, err)
+	}
+	return int(resp.GetRevoked()), nil
 }
 
 // SessionState implements workflow.Lifecycle.

@@ -138,6 +138,9 @@ type fakeLifecycle struct {
 	transitions []*lifecyclev1.TransitionSessionRequest
 	status      map[string]string
 	notes       []*lifecyclev1.RecordTimelineNoteRequest
+	mints       []*lifecyclev1.MintSessionCredentialRequest
+	turnRevokes []*lifecyclev1.RevokeTurnCredentialsRequest
+	sweeps      []*lifecyclev1.SweepNodeCredentialsRequest
 }
 
 func (f *fakeLifecycle) RecordTimelineNote(_ context.Context, req *lifecyclev1.RecordTimelineNoteRequest) (*lifecyclev1.RecordTimelineNoteResponse, error) {
@@ -167,12 +170,29 @@ func (f *fakeLifecycle) GetSession(_ context.Context, req *lifecyclev1.GetSessio
 	return &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{Id: id, Status: f.status[req.GetSessionId()]}}, nil
 }
 
-func (f *fakeLifecycle) MintSessionCredential(context.Context, *lifecyclev1.MintSessionCredentialRequest) (*lifecyclev1.MintSessionCredentialResponse, error) {
+func (f *fakeLifecycle) MintSessionCredential(_ context.Context, req *lifecyclev1.MintSessionCredentialRequest) (*lifecyclev1.MintSessionCredentialResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mints = append(f.mints, req)
 	return &lifecyclev1.MintSessionCredentialResponse{Credential: &lifecyclev1.MintedSessionCredential{Id: "cred", Token: "zsc_test"}}, nil
 }
 
 func (f *fakeLifecycle) RevokeSessionCredential(context.Context, *lifecyclev1.RevokeSessionCredentialRequest) (*lifecyclev1.RevokeSessionCredentialResponse, error) {
 	return &lifecyclev1.RevokeSessionCredentialResponse{}, nil
+}
+
+func (f *fakeLifecycle) RevokeTurnCredentials(_ context.Context, req *lifecyclev1.RevokeTurnCredentialsRequest) (*lifecyclev1.RevokeTurnCredentialsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.turnRevokes = append(f.turnRevokes, req)
+	return &lifecyclev1.RevokeTurnCredentialsResponse{}, nil
+}
+
+func (f *fakeLifecycle) SweepNodeCredentials(_ context.Context, req *lifecyclev1.SweepNodeCredentialsRequest) (*lifecyclev1.SweepNodeCredentialsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sweeps = append(f.sweeps, req)
+	return &lifecyclev1.SweepNodeCredentialsResponse{}, nil
 }
 
 // events are the session's transitions, in order.

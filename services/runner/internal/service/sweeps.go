@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/zimmerhq/zimmer/services/runner/internal/clients"
 	"github.com/zimmerhq/zimmer/services/runner/internal/config"
@@ -42,6 +45,35 @@ func (s *Service) takeOverNode(ctx context.Context, cfg config.Config) error {
 		return fmt.Errorf("kill the processes the node's previous incarnation left: %w", err)
 	}
 	return nil
+}
+
+// sweepNodeCredentials revokes the turn credentials the node's earlier
+// incarnations minted: none of their turns runs any more (takeOverNode
+// killed what they left), and a turn's end may not have revoked its own
+// (its runner stopped with lifecycle already down, say). This incarnation's
+// credentials are kept, so the node serves its queue meanwhile; lifecycle
+// is asked until it answers.
+func (s *Service) sweepNodeCredentials(ctx context.Context, lifecycle rw.Lifecycle, node, incarnation string) {
+	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 30*time.Second) {
+		n, err := lifecycle.SweepNodeCredentials(ctx, node, incarnation)
+		if err == nil {
+			if n > 0 {
+				s.Logger.Info("revoked the turn credentials the node's previous incarnations left", "count", n)
+			}
+			return
+		}
+		if code := status.Code(err); code == codes.InvalidArgument || code == codes.PermissionDenied {
+			s.Logger.Error("lifecycle refused to revoke the turn credentials the node's previous incarnations left; "+
+				"their expiry still closes them", "error", err)
+			return
+		}
+		s.Logger.Warn("revoke the turn credentials the node's previous incarnations left; asking lifecycle again", "error", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }
 
 // runSweeps sets up the runner's sweeps (package sweep): the orphan sweep

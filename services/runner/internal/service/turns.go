@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
@@ -87,6 +88,8 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		Queue:       queue,
 		Process:     process.Options{Ladder: cfg.Ladder, RecordDir: ProcessRecordDir(cfg)},
 		Logger:      s.Logger,
+		Node:        cfg.Node,
+		Incarnation: uuid.NewString(),
 	}
 	s.Worker.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
 	acts.RegisterShared(s.Worker)
@@ -97,6 +100,10 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	if err := s.takeOverNode(ctx, cfg); err != nil {
 		return err
 	}
+	s.Go(func(ctx context.Context) error {
+		s.sweepNodeCredentials(ctx, acts.Lifecycle, cfg.Node, acts.Incarnation)
+		return nil
+	})
 	l := cfg.Ladder
 	node := worker.New(s.Temporal, rw.NodeTaskQueue(cfg.Node), worker.Options{
 		WorkerStopTimeout: l.TermGrace + l.KillGrace + l.SweepGrace + 5*time.Second,

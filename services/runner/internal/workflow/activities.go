@@ -31,9 +31,15 @@ type Lifecycle interface {
 	// other refusal is a *RefusedError.
 	Transition(ctx context.Context, req TransitionRequest) error
 	// MintCredential issues a session credential for one turn's agent.
-	MintCredential(ctx context.Context, sessionID int64) (id, token string, err error)
+	MintCredential(ctx context.Context, req CredentialRequest) (id, token string, err error)
 	// RevokeCredential revokes it when the turn ends.
 	RevokeCredential(ctx context.Context, sessionID int64, id string) error
+	// RevokeTurnCredentials revokes every credential minted for one turn
+	// of the session; revoking none is success.
+	RevokeTurnCredentials(ctx context.Context, sessionID int64, turnID string) error
+	// SweepNodeCredentials revokes the turn credentials node's earlier
+	// incarnations minted (all but incarnation's), and says how many.
+	SweepNodeCredentials(ctx context.Context, node, incarnation string) (int, error)
 	// SessionState reads what the workflow decides on: the session's
 	// status and markers, whether it is asleep on a wake still ahead (only
 	// asked of a waiting session), and its spec.
@@ -140,6 +146,10 @@ type Activities struct {
 	// inside the workflow's 30s heartbeat timeout).
 	HeartbeatInterval time.Duration
 	Logger            *slog.Logger
+	// Node and Incarnation name this runner on the turn credentials it
+	// mints: the node (RUNNER_NODE), and this process of its runner, whose
+	// successor revokes them at its start (SweepNodeCredentials).
+	Node, Incarnation string
 
 	// mu guards running and stopped: a turn's process starts, and StopTurn
 	// finds or forbids it, under it, so a StopTurn that found nothing
@@ -169,6 +179,17 @@ func (a *Activities) RegisterShared(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.SessionState, activity.RegisterOptions{Name: ActivitySessionState})
 	w.RegisterActivityWithOptions(a.AbandonRecovery, activity.RegisterOptions{Name: ActivityAbandonRecovery})
 	w.RegisterActivityWithOptions(a.RevokeCredential, activity.RegisterOptions{Name: ActivityRevokeCredential})
+	w.RegisterActivityWithOptions(a.RevokeTurnCredentials, activity.RegisterOptions{Name: ActivityRevokeTurnCredentials})
+}
+
+// RevokeTurnCredentials revokes the credentials minted for an ended turn.
+// A request lifecycle refuses as malformed is not retried.
+func (a *Activities) RevokeTurnCredentials(ctx context.Context, req TurnCredentialsRequest) error {
+	err := a.Lifecycle.RevokeTurnCredentials(ctx, req.SessionID, req.TurnID)
+	if status.Code(err) == codes.InvalidArgument {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrCredentialsRefused, err)
+	}
+	return err
 }
 
 // RevokeCredential revokes a lost turn's session credential.
@@ -430,7 +451,9 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 func (a *Activities) mint(ctx context.Context, req RunTurnRequest) (id, token string, err error) {
 	wait, giveUp := 200*time.Millisecond, time.Now().Add(mintPatience)
 	for {
-		id, token, err = a.Lifecycle.MintCredential(ctx, req.Session.ID)
+		id, token, err = a.Lifecycle.MintCredential(ctx, CredentialRequest{
+			SessionID: req.Session.ID, TurnID: req.TurnID, Node: a.Node, Incarnation: a.Incarnation, TTL: turnCredentialTTL,
+		})
 		if err == nil || !transient(err) || time.Now().After(giveUp) {
 			return id, token, err
 		}

@@ -57,7 +57,7 @@ type fakeLifecycle struct {
 	mu sync.Mutex
 	// mintFailures: that many mints answer Unavailable first.
 	mintFailures int
-	minted       []int64
+	minted       []rw.CredentialRequest
 	revoked      []string
 	requests     []rw.TransitionRequest
 }
@@ -69,14 +69,14 @@ func (f *fakeLifecycle) Transition(_ context.Context, req rw.TransitionRequest) 
 	return nil
 }
 
-func (f *fakeLifecycle) MintCredential(_ context.Context, sessionID int64) (string, string, error) {
+func (f *fakeLifecycle) MintCredential(_ context.Context, req rw.CredentialRequest) (string, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.mintFailures > 0 {
 		f.mintFailures--
 		return "", "", status.Error(codes.Unavailable, "lifecycle is restarting")
 	}
-	f.minted = append(f.minted, sessionID)
+	f.minted = append(f.minted, req)
 	return "cred-1", "zsc_test", nil
 }
 
@@ -85,6 +85,12 @@ func (f *fakeLifecycle) RevokeCredential(_ context.Context, _ int64, id string) 
 	defer f.mu.Unlock()
 	f.revoked = append(f.revoked, id)
 	return nil
+}
+
+func (f *fakeLifecycle) RevokeTurnCredentials(context.Context, int64, string) error { return nil }
+
+func (f *fakeLifecycle) SweepNodeCredentials(context.Context, string, string) (int, error) {
+	return 0, nil
 }
 
 func (f *fakeLifecycle) SessionState(context.Context, int64) (rw.SessionState, error) {
@@ -137,7 +143,7 @@ func newTurnFixture(t *testing.T) *turnFixture {
 	require.NoError(t, err)
 	f := &turnFixture{lifecycle: &fakeLifecycle{}, signals: &recordingSignaler{}, sink: &recordingSink{}}
 	f.acts = &rw.Activities{
-		Lifecycle: f.lifecycle, Runtimes: reg, MCPURL: "http://127.0.0.1:1/mcp",
+		Lifecycle: f.lifecycle, Runtimes: reg, MCPURL: "http://127.0.0.1:1/mcp", Node: "n1", Incarnation: "inc-1",
 		Signaler: f.signals, Transcripts: f.sink, HeartbeatInterval: 50 * time.Millisecond,
 		Process: process.Options{Ladder: process.Ladder{TermGrace: 200 * time.Millisecond, KillGrace: 100 * time.Millisecond, SweepGrace: 100 * time.Millisecond}},
 	}
@@ -158,7 +164,8 @@ func (f *turnFixture) run(t *testing.T, prompt string) rw.TurnResult {
 	require.NoError(t, err)
 	var result rw.TurnResult
 	require.NoError(t, val.Get(&result))
-	require.Equal(t, []int64{7}, f.lifecycle.minted, "each turn gets the session's own credential")
+	require.Equal(t, []rw.CredentialRequest{{SessionID: 7, TurnID: "session-7/turn-1", Node: "n1", Incarnation: "inc-1", TTL: 7 * 24 * time.Hour}},
+		f.lifecycle.minted, "each turn gets the session's own credential, naming the turn, its node and runner, and lives no longer than a turn may")
 	require.Equal(t, []string{"cred-1"}, f.lifecycle.revoked, "and it is revoked when the turn ends")
 	return result
 }

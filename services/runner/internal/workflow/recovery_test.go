@@ -320,6 +320,7 @@ func TestLostFirstTurnWhoseRuntimeHadBegunIsRecoveredNotReplayed(t *testing.T) {
 	require.Equal(t, "conv-9", second.RuntimeSessionID)
 	require.Contains(t, second.Prompt, "Recovery path: interrupted turn")
 	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventResume, rw.EventPause}, h.events())
-	require.Equal(t, []rw.RevokeRequest{{SessionID: sessionID, CredentialID: "cred-9"}}, h.revoked,
-		"the lost turn's credential is revoked: nobody holds it on purpose any more")
+	require.Equal(t, []rw.TurnCredentialsRequest{{SessionID: sessionID, TurnID: "session-7/turn-1"}, {SessionID: sessionID, TurnID: h.turns[1].TurnID}},
+		h.revocations, "the lost turn's credentials are revoked: nobody holds them on purpose any more")
+	require.Empty(t, h.revoked, "by turn, not by the id its last heartbeat named")
 }

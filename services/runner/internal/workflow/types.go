@@ -63,12 +63,19 @@ const (
 	ActivityStopTurn         = "zimmer.runner.StopTurn"
 )
 
+// ActivityRevokeTurnCredentials revokes every credential minted for a turn
+// once it has ended, however it ended (TurnCredentialsRequest).
+const ActivityRevokeTurnCredentials = "zimmer.runner.RevokeTurnCredentials"
+
 // Error types of the application errors activities return; the workflow
 // routes on them.
 const (
 	// ErrPrepareFailed: the clone cannot be made; the message is the
 	// session's failure_reason. Never retried.
 	ErrPrepareFailed = "PrepareFailed"
+	// ErrCredentialsRefused: lifecycle refused a revocation of a turn's
+	// credentials as malformed. Never retried.
+	ErrCredentialsRefused = "CredentialsRefused"
 	// ErrTurnNotStarted: the agent process could not be started (unknown
 	// runtime, missing binary); the message says why. Never retried.
 	ErrTurnNotStarted = "TurnNotStarted"
@@ -102,6 +109,11 @@ const firstOnceChange = "first-turn-once"
 // and retrying one a runner shutdown stopped: runs from before it failed
 // the session.
 const lostTurnChange = "lost-turn-recovery"
+
+// turnCredentialsChange versions revoking a turn's credentials from the
+// workflow once its RunTurn has ended, however it ended: runs from before
+// it left that to RunTurn (and a lost turn's to revokeLost).
+const turnCredentialsChange = "turn-credentials-revoked-by-workflow"
 
 // MaxSignalRecoveries is how many turns in a row that died by a signal
 // Zimmer did not send are resumed with system recovery; the next such death
@@ -253,6 +265,23 @@ type SessionState struct {
 	// workflow started by the orphan sweep knows neither.
 	Prompt string
 	Spec   SessionSpec
+}
+
+// TurnCredentialsRequest revokes the credentials minted for one turn.
+type TurnCredentialsRequest struct {
+	SessionID int64
+	TurnID    string
+}
+
+// CredentialRequest is what a turn's credential is minted with: the turn
+// it is for, on which node and incarnation of its runner, and how long it
+// may live at most.
+type CredentialRequest struct {
+	SessionID   int64
+	TurnID      string
+	Node        string
+	Incarnation string
+	TTL         time.Duration
 }
 
 // RevokeRequest revokes a session credential.
@@ -421,6 +450,11 @@ type TurnResult struct {
 	// RuntimeSessionID is the conversation id the runtime reported, if any.
 	RuntimeSessionID string
 }
+
+// turnCredentialTTL is how long a turn's credential lives at most: as long
+// as the turn may (turnMaxDuration), so a credential whose revocation was
+// lost still closes.
+const turnCredentialTTL = turnMaxDuration
 
 // turnID names a turn: the session's workflow id and the turn's number. It
 // is the session's running_job_id while the turn runs.

@@ -268,7 +268,9 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 			workflow.GetVersion(ctx, lostTurnChange, workflow.DefaultVersion, 1) == 1:
 			// Lost: the node or its runner died, or Temporal lost the
 			// activity. Prove the process gone, then decide.
-			t.revokeLost(ctx, st.noteProgress(runErr))
+			if credentialID := st.noteProgress(runErr); !t.revokesTurns(ctx) {
+				t.revokeLost(ctx, credentialID)
+			}
 			if after, err = t.afterLoss(ctx, id, PathInterruptedTurn, "no heartbeat from node "+strconv.Quote(st.Node), prompt, true); err != nil {
 				return nil, err
 			}
@@ -456,6 +458,9 @@ func (t *turnRunner) runProcess(ctx workflow.Context, id, prompt string) (result
 	})
 	for !done && err == nil {
 		sel.Select(ctx)
+	}
+	if done {
+		t.revokeTurn(ctx, id)
 	}
 	if err != nil {
 		return result, nil, err

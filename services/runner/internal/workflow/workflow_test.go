@@ -43,6 +43,12 @@ type harness struct {
 	prepared []string
 	// takeOvers is each PrepareWorkspace's TakeOverFrom.
 	takeOvers []string
+	// revocations are the turns whose credentials were revoked, once each
+	// attempt landed; revokeFails fails that many attempts first (lifecycle
+	// down), revokeAttempts counts them all.
+	revocations    []rw.TurnCredentialsRequest
+	revokeFails    int
+	revokeAttempts int
 }
 
 const sessionID = 7
@@ -62,6 +68,18 @@ func newHarness(t *testing.T) *harness {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.transitions = append(h.transitions, req)
+			return nil
+		}).Maybe()
+	h.env.OnActivity(rw.ActivityRevokeTurnCredentials, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req rw.TurnCredentialsRequest) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.revokeAttempts++
+			if h.revokeFails > 0 {
+				h.revokeFails--
+				return errors.New("rpc error: code = Unavailable desc = lifecycle is down")
+			}
+			h.revocations = append(h.revocations, req)
 			return nil
 		}).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(

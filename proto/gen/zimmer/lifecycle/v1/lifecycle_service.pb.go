@@ -12,6 +12,7 @@ import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
@@ -1668,7 +1669,15 @@ func (x *BulkArchiveError) GetError() string {
 type MintSessionCredentialRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Numeric id or slug.
-	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// How long the credential lives: past created_at + ttl it opens nothing
+	// ("credential expired"), revoked or not. Unset: until it is revoked. The
+	// runner gives a turn's credential the longest a turn may run.
+	Ttl *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// The agent turn it is minted for (the runner's): the turn's end revokes
+	// it (RevokeTurnCredentials), and so does its node's runner's next start
+	// (SweepNodeCredentials). Unset for a credential of no turn.
+	Turn          *CredentialTurn `protobuf:"bytes,3,opt,name=turn,proto3" json:"turn,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1710,6 +1719,84 @@ func (x *MintSessionCredentialRequest) GetSessionId() string {
 	return ""
 }
 
+func (x *MintSessionCredentialRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *MintSessionCredentialRequest) GetTurn() *CredentialTurn {
+	if x != nil {
+		return x.Turn
+	}
+	return nil
+}
+
+// CredentialTurn names the agent turn a credential is minted for.
+type CredentialTurn struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The runner node the turn runs on (RUNNER_NODE).
+	Node string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// The runner process serving the node (a new one at each start).
+	Incarnation string `protobuf:"bytes,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	// The turn's id (the session's running job).
+	TurnId        string `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CredentialTurn) Reset() {
+	*x = CredentialTurn{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CredentialTurn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CredentialTurn) ProtoMessage() {}
+
+func (x *CredentialTurn) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CredentialTurn.ProtoReflect.Descriptor instead.
+func (*CredentialTurn) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CredentialTurn) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *CredentialTurn) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+func (x *CredentialTurn) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
 type MintSessionCredentialResponse struct {
 	state         protoimpl.MessageState   `protogen:"open.v1"`
 	Credential    *MintedSessionCredential `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
@@ -1719,7 +1806,7 @@ type MintSessionCredentialResponse struct {
 
 func (x *MintSessionCredentialResponse) Reset() {
 	*x = MintSessionCredentialResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1731,7 +1818,7 @@ func (x *MintSessionCredentialResponse) String() string {
 func (*MintSessionCredentialResponse) ProtoMessage() {}
 
 func (x *MintSessionCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1744,7 +1831,7 @@ func (x *MintSessionCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MintSessionCredentialResponse.ProtoReflect.Descriptor instead.
 func (*MintSessionCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{26}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MintSessionCredentialResponse) GetCredential() *MintedSessionCredential {
@@ -1774,7 +1861,7 @@ type MintedSessionCredential struct {
 
 func (x *MintedSessionCredential) Reset() {
 	*x = MintedSessionCredential{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +1873,7 @@ func (x *MintedSessionCredential) String() string {
 func (*MintedSessionCredential) ProtoMessage() {}
 
 func (x *MintedSessionCredential) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +1886,7 @@ func (x *MintedSessionCredential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MintedSessionCredential.ProtoReflect.Descriptor instead.
 func (*MintedSessionCredential) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{27}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MintedSessionCredential) GetId() string {
@@ -1842,7 +1929,7 @@ type RevokeSessionCredentialRequest struct {
 
 func (x *RevokeSessionCredentialRequest) Reset() {
 	*x = RevokeSessionCredentialRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1854,7 +1941,7 @@ func (x *RevokeSessionCredentialRequest) String() string {
 func (*RevokeSessionCredentialRequest) ProtoMessage() {}
 
 func (x *RevokeSessionCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1867,7 +1954,7 @@ func (x *RevokeSessionCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionCredentialRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSessionCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{28}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RevokeSessionCredentialRequest) GetSessionId() string {
@@ -1893,7 +1980,7 @@ type RevokeSessionCredentialResponse struct {
 
 func (x *RevokeSessionCredentialResponse) Reset() {
 	*x = RevokeSessionCredentialResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +1992,7 @@ func (x *RevokeSessionCredentialResponse) String() string {
 func (*RevokeSessionCredentialResponse) ProtoMessage() {}
 
 func (x *RevokeSessionCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2005,7 @@ func (x *RevokeSessionCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionCredentialResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSessionCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{29}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RevokeSessionCredentialResponse) GetCredential() *SessionCredential {
@@ -1939,13 +2026,17 @@ type SessionCredential struct {
 	// told).
 	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
 	RevokedReason string                 `protobuf:"bytes,6,opt,name=revoked_reason,json=revokedReason,proto3" json:"revoked_reason,omitempty"`
+	// Past it the credential opens nothing; unset: it lives until revoked.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The turn it was minted for; unset for a credential of no turn.
+	Turn          *CredentialTurn `protobuf:"bytes,8,opt,name=turn,proto3" json:"turn,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionCredential) Reset() {
 	*x = SessionCredential{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1957,7 +2048,7 @@ func (x *SessionCredential) String() string {
 func (*SessionCredential) ProtoMessage() {}
 
 func (x *SessionCredential) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1970,7 +2061,7 @@ func (x *SessionCredential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCredential.ProtoReflect.Descriptor instead.
 func (*SessionCredential) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{30}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SessionCredential) GetId() string {
@@ -2015,6 +2106,20 @@ func (x *SessionCredential) GetRevokedReason() string {
 	return ""
 }
 
+func (x *SessionCredential) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *SessionCredential) GetTurn() *CredentialTurn {
+	if x != nil {
+		return x.Turn
+	}
+	return nil
+}
+
 type AuthenticateSessionCredentialRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The token a client presented.
@@ -2025,7 +2130,7 @@ type AuthenticateSessionCredentialRequest struct {
 
 func (x *AuthenticateSessionCredentialRequest) Reset() {
 	*x = AuthenticateSessionCredentialRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2142,7 @@ func (x *AuthenticateSessionCredentialRequest) String() string {
 func (*AuthenticateSessionCredentialRequest) ProtoMessage() {}
 
 func (x *AuthenticateSessionCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2155,7 @@ func (x *AuthenticateSessionCredentialRequest) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use AuthenticateSessionCredentialRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateSessionCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{31}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AuthenticateSessionCredentialRequest) GetToken() string {
@@ -2070,7 +2175,7 @@ type AuthenticateSessionCredentialResponse struct {
 
 func (x *AuthenticateSessionCredentialResponse) Reset() {
 	*x = AuthenticateSessionCredentialResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2082,7 +2187,7 @@ func (x *AuthenticateSessionCredentialResponse) String() string {
 func (*AuthenticateSessionCredentialResponse) ProtoMessage() {}
 
 func (x *AuthenticateSessionCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2095,7 +2200,7 @@ func (x *AuthenticateSessionCredentialResponse) ProtoReflect() protoreflect.Mess
 
 // Deprecated: Use AuthenticateSessionCredentialResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateSessionCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{32}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AuthenticateSessionCredentialResponse) GetCredential() *SessionCredential {
@@ -2128,7 +2233,7 @@ type UpdateSessionRequest struct {
 
 func (x *UpdateSessionRequest) Reset() {
 	*x = UpdateSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2140,7 +2245,7 @@ func (x *UpdateSessionRequest) String() string {
 func (*UpdateSessionRequest) ProtoMessage() {}
 
 func (x *UpdateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2153,7 +2258,7 @@ func (x *UpdateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSessionRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{33}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpdateSessionRequest) GetSessionId() string {
@@ -2242,7 +2347,7 @@ type UpdateSessionResponse struct {
 
 func (x *UpdateSessionResponse) Reset() {
 	*x = UpdateSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2254,7 +2359,7 @@ func (x *UpdateSessionResponse) String() string {
 func (*UpdateSessionResponse) ProtoMessage() {}
 
 func (x *UpdateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2267,7 +2372,7 @@ func (x *UpdateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSessionResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{34}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *UpdateSessionResponse) GetSession() *Session {
@@ -2288,7 +2393,7 @@ type SetSessionHeartbeatRequest struct {
 
 func (x *SetSessionHeartbeatRequest) Reset() {
 	*x = SetSessionHeartbeatRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2300,7 +2405,7 @@ func (x *SetSessionHeartbeatRequest) String() string {
 func (*SetSessionHeartbeatRequest) ProtoMessage() {}
 
 func (x *SetSessionHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2313,7 +2418,7 @@ func (x *SetSessionHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*SetSessionHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{35}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SetSessionHeartbeatRequest) GetSessionId() string {
@@ -2346,7 +2451,7 @@ type SetSessionHeartbeatResponse struct {
 
 func (x *SetSessionHeartbeatResponse) Reset() {
 	*x = SetSessionHeartbeatResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2358,7 +2463,7 @@ func (x *SetSessionHeartbeatResponse) String() string {
 func (*SetSessionHeartbeatResponse) ProtoMessage() {}
 
 func (x *SetSessionHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2371,7 +2476,7 @@ func (x *SetSessionHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*SetSessionHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{36}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SetSessionHeartbeatResponse) GetSession() *Session {
@@ -2390,7 +2495,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[37]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2402,7 +2507,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[37]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2415,7 +2520,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{37}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -2433,7 +2538,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2550,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2563,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{38}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{39}
 }
 
 // Settings are the experimental settings; each session records the values
@@ -2474,7 +2579,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[39]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2591,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[39]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2604,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{39}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Settings) GetProvenanceViaMcpEnabled() bool {
@@ -2517,7 +2622,7 @@ type GetSettingsRequest struct {
 
 func (x *GetSettingsRequest) Reset() {
 	*x = GetSettingsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2634,7 @@ func (x *GetSettingsRequest) String() string {
 func (*GetSettingsRequest) ProtoMessage() {}
 
 func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2647,7 @@ func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsRequest.ProtoReflect.Descriptor instead.
 func (*GetSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{40}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{41}
 }
 
 type GetSettingsResponse struct {
@@ -2554,7 +2659,7 @@ type GetSettingsResponse struct {
 
 func (x *GetSettingsResponse) Reset() {
 	*x = GetSettingsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[41]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2566,7 +2671,7 @@ func (x *GetSettingsResponse) String() string {
 func (*GetSettingsResponse) ProtoMessage() {}
 
 func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[41]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2579,7 +2684,7 @@ func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsResponse.ProtoReflect.Descriptor instead.
 func (*GetSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{41}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetSettingsResponse) GetSettings() *Settings {
@@ -2598,7 +2703,7 @@ type UpdateSettingsRequest struct {
 
 func (x *UpdateSettingsRequest) Reset() {
 	*x = UpdateSettingsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[42]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +2715,7 @@ func (x *UpdateSettingsRequest) String() string {
 func (*UpdateSettingsRequest) ProtoMessage() {}
 
 func (x *UpdateSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[42]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +2728,7 @@ func (x *UpdateSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSettingsRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{42}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *UpdateSettingsRequest) GetProvenanceViaMcpEnabled() bool {
@@ -2642,7 +2747,7 @@ type UpdateSettingsResponse struct {
 
 func (x *UpdateSettingsResponse) Reset() {
 	*x = UpdateSettingsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2654,7 +2759,7 @@ func (x *UpdateSettingsResponse) String() string {
 func (*UpdateSettingsResponse) ProtoMessage() {}
 
 func (x *UpdateSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2667,7 +2772,7 @@ func (x *UpdateSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSettingsResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{43}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *UpdateSettingsResponse) GetSettings() *Settings {
@@ -2686,7 +2791,7 @@ type ConsumeSessionEventRequest struct {
 
 func (x *ConsumeSessionEventRequest) Reset() {
 	*x = ConsumeSessionEventRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[44]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2803,7 @@ func (x *ConsumeSessionEventRequest) String() string {
 func (*ConsumeSessionEventRequest) ProtoMessage() {}
 
 func (x *ConsumeSessionEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[44]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +2816,7 @@ func (x *ConsumeSessionEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumeSessionEventRequest.ProtoReflect.Descriptor instead.
 func (*ConsumeSessionEventRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{44}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ConsumeSessionEventRequest) GetEvent() *SessionEvent {
@@ -2731,7 +2836,7 @@ type ConsumeSessionEventResponse struct {
 
 func (x *ConsumeSessionEventResponse) Reset() {
 	*x = ConsumeSessionEventResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[45]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +2848,7 @@ func (x *ConsumeSessionEventResponse) String() string {
 func (*ConsumeSessionEventResponse) ProtoMessage() {}
 
 func (x *ConsumeSessionEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[45]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +2861,7 @@ func (x *ConsumeSessionEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumeSessionEventResponse.ProtoReflect.Descriptor instead.
 func (*ConsumeSessionEventResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{45}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ConsumeSessionEventResponse) GetApplied() bool {
@@ -2778,7 +2883,7 @@ type FailSessionRequest struct {
 
 func (x *FailSessionRequest) Reset() {
 	*x = FailSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[46]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2790,7 +2895,7 @@ func (x *FailSessionRequest) String() string {
 func (*FailSessionRequest) ProtoMessage() {}
 
 func (x *FailSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[46]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2803,7 +2908,7 @@ func (x *FailSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailSessionRequest.ProtoReflect.Descriptor instead.
 func (*FailSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{46}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *FailSessionRequest) GetSessionId() string {
@@ -2837,7 +2942,7 @@ type FailSessionResponse struct {
 
 func (x *FailSessionResponse) Reset() {
 	*x = FailSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2849,7 +2954,7 @@ func (x *FailSessionResponse) String() string {
 func (*FailSessionResponse) ProtoMessage() {}
 
 func (x *FailSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2862,7 +2967,7 @@ func (x *FailSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailSessionResponse.ProtoReflect.Descriptor instead.
 func (*FailSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{47}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *FailSessionResponse) GetSession() *Session {
@@ -2903,7 +3008,7 @@ type DeliverTurnRequest struct {
 
 func (x *DeliverTurnRequest) Reset() {
 	*x = DeliverTurnRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[48]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +3020,7 @@ func (x *DeliverTurnRequest) String() string {
 func (*DeliverTurnRequest) ProtoMessage() {}
 
 func (x *DeliverTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[48]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3033,7 @@ func (x *DeliverTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverTurnRequest.ProtoReflect.Descriptor instead.
 func (*DeliverTurnRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{48}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DeliverTurnRequest) GetSessionId() int64 {
@@ -3003,7 +3108,7 @@ type DeliverTurnResponse struct {
 
 func (x *DeliverTurnResponse) Reset() {
 	*x = DeliverTurnResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[49]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3015,7 +3120,7 @@ func (x *DeliverTurnResponse) String() string {
 func (*DeliverTurnResponse) ProtoMessage() {}
 
 func (x *DeliverTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[49]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3028,7 +3133,7 @@ func (x *DeliverTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverTurnResponse.ProtoReflect.Descriptor instead.
 func (*DeliverTurnResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{49}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DeliverTurnResponse) GetRefusal() DeliveryRefusal {
@@ -3075,7 +3180,7 @@ type RecordDrainAttemptRequest struct {
 
 func (x *RecordDrainAttemptRequest) Reset() {
 	*x = RecordDrainAttemptRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[50]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3087,7 +3192,7 @@ func (x *RecordDrainAttemptRequest) String() string {
 func (*RecordDrainAttemptRequest) ProtoMessage() {}
 
 func (x *RecordDrainAttemptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[50]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3100,7 +3205,7 @@ func (x *RecordDrainAttemptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDrainAttemptRequest.ProtoReflect.Descriptor instead.
 func (*RecordDrainAttemptRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{50}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RecordDrainAttemptRequest) GetSessionId() int64 {
@@ -3123,7 +3228,7 @@ type RecordDrainAttemptResponse struct {
 
 func (x *RecordDrainAttemptResponse) Reset() {
 	*x = RecordDrainAttemptResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3135,7 +3240,7 @@ func (x *RecordDrainAttemptResponse) String() string {
 func (*RecordDrainAttemptResponse) ProtoMessage() {}
 
 func (x *RecordDrainAttemptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3148,7 +3253,7 @@ func (x *RecordDrainAttemptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDrainAttemptResponse.ProtoReflect.Descriptor instead.
 func (*RecordDrainAttemptResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{51}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RecordDrainAttemptResponse) GetRefusal() DeliveryRefusal {
@@ -3182,7 +3287,7 @@ type RefreshSessionRequest struct {
 
 func (x *RefreshSessionRequest) Reset() {
 	*x = RefreshSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[52]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3194,7 +3299,7 @@ func (x *RefreshSessionRequest) String() string {
 func (*RefreshSessionRequest) ProtoMessage() {}
 
 func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[52]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3207,7 +3312,7 @@ func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshSessionRequest.ProtoReflect.Descriptor instead.
 func (*RefreshSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{52}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RefreshSessionRequest) GetSessionId() string {
@@ -3230,7 +3335,7 @@ type RefreshSessionResponse struct {
 
 func (x *RefreshSessionResponse) Reset() {
 	*x = RefreshSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[53]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3242,7 +3347,7 @@ func (x *RefreshSessionResponse) String() string {
 func (*RefreshSessionResponse) ProtoMessage() {}
 
 func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[53]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3255,7 +3360,7 @@ func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshSessionResponse.ProtoReflect.Descriptor instead.
 func (*RefreshSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{53}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RefreshSessionResponse) GetSession() *Session {
@@ -3291,7 +3396,7 @@ type ListRecoveryCandidatesRequest struct {
 
 func (x *ListRecoveryCandidatesRequest) Reset() {
 	*x = ListRecoveryCandidatesRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[54]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3303,7 +3408,7 @@ func (x *ListRecoveryCandidatesRequest) String() string {
 func (*ListRecoveryCandidatesRequest) ProtoMessage() {}
 
 func (x *ListRecoveryCandidatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[54]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3316,7 +3421,7 @@ func (x *ListRecoveryCandidatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecoveryCandidatesRequest.ProtoReflect.Descriptor instead.
 func (*ListRecoveryCandidatesRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{54}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListRecoveryCandidatesRequest) GetSettledBefore() *timestamppb.Timestamp {
@@ -3342,7 +3447,7 @@ type ListRecoveryCandidatesResponse struct {
 
 func (x *ListRecoveryCandidatesResponse) Reset() {
 	*x = ListRecoveryCandidatesResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[55]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3354,7 +3459,7 @@ func (x *ListRecoveryCandidatesResponse) String() string {
 func (*ListRecoveryCandidatesResponse) ProtoMessage() {}
 
 func (x *ListRecoveryCandidatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[55]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3367,7 +3472,7 @@ func (x *ListRecoveryCandidatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecoveryCandidatesResponse.ProtoReflect.Descriptor instead.
 func (*ListRecoveryCandidatesResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{55}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListRecoveryCandidatesResponse) GetCandidates() []*RecoveryCandidate {
@@ -3394,7 +3499,7 @@ type RecoveryCandidate struct {
 
 func (x *RecoveryCandidate) Reset() {
 	*x = RecoveryCandidate{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[56]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3406,7 +3511,7 @@ func (x *RecoveryCandidate) String() string {
 func (*RecoveryCandidate) ProtoMessage() {}
 
 func (x *RecoveryCandidate) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[56]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3419,7 +3524,7 @@ func (x *RecoveryCandidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoveryCandidate.ProtoReflect.Descriptor instead.
 func (*RecoveryCandidate) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{56}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RecoveryCandidate) GetSessionId() int64 {
@@ -3464,6 +3569,204 @@ func (x *RecoveryCandidate) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type RevokeTurnCredentialsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The turn whose credentials end (CredentialTurn.turn_id).
+	TurnId        string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTurnCredentialsRequest) Reset() {
+	*x = RevokeTurnCredentialsRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTurnCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTurnCredentialsRequest) ProtoMessage() {}
+
+func (x *RevokeTurnCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTurnCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*RevokeTurnCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *RevokeTurnCredentialsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RevokeTurnCredentialsRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+type RevokeTurnCredentialsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many live credentials it revoked: 0 when none was left.
+	Revoked       int32 `protobuf:"varint,1,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTurnCredentialsResponse) Reset() {
+	*x = RevokeTurnCredentialsResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTurnCredentialsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTurnCredentialsResponse) ProtoMessage() {}
+
+func (x *RevokeTurnCredentialsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTurnCredentialsResponse.ProtoReflect.Descriptor instead.
+func (*RevokeTurnCredentialsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *RevokeTurnCredentialsResponse) GetRevoked() int32 {
+	if x != nil {
+		return x.Revoked
+	}
+	return 0
+}
+
+type SweepNodeCredentialsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The runner node (CredentialTurn.node).
+	Node string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// The incarnation asking, whose credentials are kept.
+	Incarnation   string `protobuf:"bytes,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SweepNodeCredentialsRequest) Reset() {
+	*x = SweepNodeCredentialsRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SweepNodeCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SweepNodeCredentialsRequest) ProtoMessage() {}
+
+func (x *SweepNodeCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SweepNodeCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*SweepNodeCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *SweepNodeCredentialsRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *SweepNodeCredentialsRequest) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+type SweepNodeCredentialsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many live credentials it revoked.
+	Revoked       int32 `protobuf:"varint,1,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SweepNodeCredentialsResponse) Reset() {
+	*x = SweepNodeCredentialsResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SweepNodeCredentialsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SweepNodeCredentialsResponse) ProtoMessage() {}
+
+func (x *SweepNodeCredentialsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SweepNodeCredentialsResponse.ProtoReflect.Descriptor instead.
+func (*SweepNodeCredentialsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *SweepNodeCredentialsResponse) GetRevoked() int32 {
+	if x != nil {
+		return x.Revoked
+	}
+	return 0
+}
+
 type AbandonRecoveryRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -3476,7 +3779,7 @@ type AbandonRecoveryRequest struct {
 
 func (x *AbandonRecoveryRequest) Reset() {
 	*x = AbandonRecoveryRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[57]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3488,7 +3791,7 @@ func (x *AbandonRecoveryRequest) String() string {
 func (*AbandonRecoveryRequest) ProtoMessage() {}
 
 func (x *AbandonRecoveryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[57]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3501,7 +3804,7 @@ func (x *AbandonRecoveryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbandonRecoveryRequest.ProtoReflect.Descriptor instead.
 func (*AbandonRecoveryRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{57}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *AbandonRecoveryRequest) GetSessionId() int64 {
@@ -3530,7 +3833,7 @@ type AbandonRecoveryResponse struct {
 
 func (x *AbandonRecoveryResponse) Reset() {
 	*x = AbandonRecoveryResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[58]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3542,7 +3845,7 @@ func (x *AbandonRecoveryResponse) String() string {
 func (*AbandonRecoveryResponse) ProtoMessage() {}
 
 func (x *AbandonRecoveryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[58]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3555,7 +3858,7 @@ func (x *AbandonRecoveryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbandonRecoveryResponse.ProtoReflect.Descriptor instead.
 func (*AbandonRecoveryResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{58}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *AbandonRecoveryResponse) GetAbandoned() bool {
@@ -3589,7 +3892,7 @@ type RecordTimelineNoteRequest struct {
 
 func (x *RecordTimelineNoteRequest) Reset() {
 	*x = RecordTimelineNoteRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[59]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3601,7 +3904,7 @@ func (x *RecordTimelineNoteRequest) String() string {
 func (*RecordTimelineNoteRequest) ProtoMessage() {}
 
 func (x *RecordTimelineNoteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[59]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3614,7 +3917,7 @@ func (x *RecordTimelineNoteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordTimelineNoteRequest.ProtoReflect.Descriptor instead.
 func (*RecordTimelineNoteRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{59}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RecordTimelineNoteRequest) GetSessionId() int64 {
@@ -3653,7 +3956,7 @@ type RecordTimelineNoteResponse struct {
 
 func (x *RecordTimelineNoteResponse) Reset() {
 	*x = RecordTimelineNoteResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[60]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3665,7 +3968,7 @@ func (x *RecordTimelineNoteResponse) String() string {
 func (*RecordTimelineNoteResponse) ProtoMessage() {}
 
 func (x *RecordTimelineNoteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[60]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3678,14 +3981,14 @@ func (x *RecordTimelineNoteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordTimelineNoteResponse.ProtoReflect.Descriptor instead.
 func (*RecordTimelineNoteResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{60}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{65}
 }
 
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
-	"+zimmer/lifecycle/v1/lifecycle_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a#zimmer/queue/v1/queue_service.proto\x1a\x1fzimmer/lifecycle/v1/event.proto\x1a!zimmer/lifecycle/v1/session.proto\"\xce\x04\n" +
+	"+zimmer/lifecycle/v1/lifecycle_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a#zimmer/queue/v1/queue_service.proto\x1a\x1fzimmer/lifecycle/v1/event.proto\x1a!zimmer/lifecycle/v1/session.proto\"\xce\x04\n" +
 	"\x14CreateSessionRequest\x12\x16\n" +
 	"\x06prompt\x18\x01 \x01(\tR\x06prompt\x12\x19\n" +
 	"\bgit_root\x18\x02 \x01(\tR\agitRoot\x12\x16\n" +
@@ -3808,10 +4111,16 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x10BulkArchiveError\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"=\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xa3\x01\n" +
 	"\x1cMintSessionCredentialRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"m\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12+\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x127\n" +
+	"\x04turn\x18\x03 \x01(\v2#.zimmer.lifecycle.v1.CredentialTurnR\x04turn\"_\n" +
+	"\x0eCredentialTurn\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12 \n" +
+	"\vincarnation\x18\x02 \x01(\tR\vincarnation\x12\x17\n" +
+	"\aturn_id\x18\x03 \x01(\tR\x06turnId\"m\n" +
 	"\x1dMintSessionCredentialResponse\x12L\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\v2,.zimmer.lifecycle.v1.MintedSessionCredentialR\n" +
@@ -3829,7 +4138,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x1fRevokeSessionCredentialResponse\x12F\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\v2&.zimmer.lifecycle.v1.SessionCredentialR\n" +
-	"credential\"\xf7\x01\n" +
+	"credential\"\xeb\x02\n" +
 	"\x11SessionCredential\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -3839,7 +4148,10 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"revoked_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12%\n" +
-	"\x0erevoked_reason\x18\x06 \x01(\tR\rrevokedReason\"<\n" +
+	"\x0erevoked_reason\x18\x06 \x01(\tR\rrevokedReason\x129\n" +
+	"\n" +
+	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x127\n" +
+	"\x04turn\x18\b \x01(\v2#.zimmer.lifecycle.v1.CredentialTurnR\x04turn\"<\n" +
 	"$AuthenticateSessionCredentialRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\"o\n" +
 	"%AuthenticateSessionCredentialResponse\x12F\n" +
@@ -3956,7 +4268,18 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x16blocked_on_elicitation\x18\x04 \x01(\bR\x14blockedOnElicitation\x12$\n" +
 	"\x0erunning_job_id\x18\x05 \x01(\tR\frunningJobId\x129\n" +
 	"\n" +
-	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"O\n" +
+	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"V\n" +
+	"\x1cRevokeTurnCredentialsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
+	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"9\n" +
+	"\x1dRevokeTurnCredentialsResponse\x12\x18\n" +
+	"\arevoked\x18\x01 \x01(\x05R\arevoked\"S\n" +
+	"\x1bSweepNodeCredentialsRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12 \n" +
+	"\vincarnation\x18\x02 \x01(\tR\vincarnation\"8\n" +
+	"\x1cSweepNodeCredentialsResponse\x12\x18\n" +
+	"\arevoked\x18\x01 \x01(\x05R\arevoked\"O\n" +
 	"\x16AbandonRecoveryRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x16\n" +
@@ -3982,7 +4305,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x17DELIVERY_REFUSAL_CLOSED\x10\x02\x12+\n" +
 	"'DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION\x10\x03\x12 \n" +
 	"\x1cDELIVERY_REFUSAL_AUTH_OUTAGE\x10\x04\x12\x1e\n" +
-	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x052\x9c!\n" +
+	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x052\xab#\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -4005,7 +4328,9 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x11TransitionSession\x12-.zimmer.lifecycle.v1.TransitionSessionRequest\x1a..zimmer.lifecycle.v1.TransitionSessionResponse\"9\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02-:\x01*\"(/api/v1/sessions/{session_id}/transition\x12\xba\x01\n" +
 	"\x15MintSessionCredential\x121.zimmer.lifecycle.v1.MintSessionCredentialRequest\x1a2.zimmer.lifecycle.v1.MintSessionCredentialResponse\":\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02.:\x01*\")/api/v1/sessions/{session_id}/credentials\x12\xcd\x01\n" +
 	"\x17RevokeSessionCredential\x123.zimmer.lifecycle.v1.RevokeSessionCredentialRequest\x1a4.zimmer.lifecycle.v1.RevokeSessionCredentialResponse\"G\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02;*9/api/v1/sessions/{session_id}/credentials/{credential_id}\x12\x9e\x01\n" +
-	"\x1dAuthenticateSessionCredential\x129.zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest\x1a:.zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse\"\x06\xea\xe0\x18\x02\b\x03\x12h\n" +
+	"\x1dAuthenticateSessionCredential\x129.zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest\x1a:.zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x86\x01\n" +
+	"\x15RevokeTurnCredentials\x121.zimmer.lifecycle.v1.RevokeTurnCredentialsRequest\x1a2.zimmer.lifecycle.v1.RevokeTurnCredentialsResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x83\x01\n" +
+	"\x14SweepNodeCredentials\x120.zimmer.lifecycle.v1.SweepNodeCredentialsRequest\x1a1.zimmer.lifecycle.v1.SweepNodeCredentialsResponse\"\x06\xea\xe0\x18\x02\b\x03\x12h\n" +
 	"\vDeliverTurn\x12'.zimmer.lifecycle.v1.DeliverTurnRequest\x1a(.zimmer.lifecycle.v1.DeliverTurnResponse\"\x06\xea\xe0\x18\x02\b\x03\x12}\n" +
 	"\x12RecordDrainAttempt\x12..zimmer.lifecycle.v1.RecordDrainAttemptRequest\x1a/.zimmer.lifecycle.v1.RecordDrainAttemptResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x89\x01\n" +
 	"\x16ListRecoveryCandidates\x122.zimmer.lifecycle.v1.ListRecoveryCandidatesRequest\x1a3.zimmer.lifecycle.v1.ListRecoveryCandidatesResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
@@ -4028,7 +4353,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
@@ -4058,150 +4383,164 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*BulkArchiveSessionsResponse)(nil),           // 25: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
 	(*BulkArchiveError)(nil),                      // 26: zimmer.lifecycle.v1.BulkArchiveError
 	(*MintSessionCredentialRequest)(nil),          // 27: zimmer.lifecycle.v1.MintSessionCredentialRequest
-	(*MintSessionCredentialResponse)(nil),         // 28: zimmer.lifecycle.v1.MintSessionCredentialResponse
-	(*MintedSessionCredential)(nil),               // 29: zimmer.lifecycle.v1.MintedSessionCredential
-	(*RevokeSessionCredentialRequest)(nil),        // 30: zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	(*RevokeSessionCredentialResponse)(nil),       // 31: zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	(*SessionCredential)(nil),                     // 32: zimmer.lifecycle.v1.SessionCredential
-	(*AuthenticateSessionCredentialRequest)(nil),  // 33: zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	(*AuthenticateSessionCredentialResponse)(nil), // 34: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	(*UpdateSessionRequest)(nil),                  // 35: zimmer.lifecycle.v1.UpdateSessionRequest
-	(*UpdateSessionResponse)(nil),                 // 36: zimmer.lifecycle.v1.UpdateSessionResponse
-	(*SetSessionHeartbeatRequest)(nil),            // 37: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	(*SetSessionHeartbeatResponse)(nil),           // 38: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	(*DeleteSessionRequest)(nil),                  // 39: zimmer.lifecycle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),                 // 40: zimmer.lifecycle.v1.DeleteSessionResponse
-	(*Settings)(nil),                              // 41: zimmer.lifecycle.v1.Settings
-	(*GetSettingsRequest)(nil),                    // 42: zimmer.lifecycle.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),                   // 43: zimmer.lifecycle.v1.GetSettingsResponse
-	(*UpdateSettingsRequest)(nil),                 // 44: zimmer.lifecycle.v1.UpdateSettingsRequest
-	(*UpdateSettingsResponse)(nil),                // 45: zimmer.lifecycle.v1.UpdateSettingsResponse
-	(*ConsumeSessionEventRequest)(nil),            // 46: zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	(*ConsumeSessionEventResponse)(nil),           // 47: zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	(*FailSessionRequest)(nil),                    // 48: zimmer.lifecycle.v1.FailSessionRequest
-	(*FailSessionResponse)(nil),                   // 49: zimmer.lifecycle.v1.FailSessionResponse
-	(*DeliverTurnRequest)(nil),                    // 50: zimmer.lifecycle.v1.DeliverTurnRequest
-	(*DeliverTurnResponse)(nil),                   // 51: zimmer.lifecycle.v1.DeliverTurnResponse
-	(*RecordDrainAttemptRequest)(nil),             // 52: zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	(*RecordDrainAttemptResponse)(nil),            // 53: zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	(*RefreshSessionRequest)(nil),                 // 54: zimmer.lifecycle.v1.RefreshSessionRequest
-	(*RefreshSessionResponse)(nil),                // 55: zimmer.lifecycle.v1.RefreshSessionResponse
-	(*ListRecoveryCandidatesRequest)(nil),         // 56: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	(*ListRecoveryCandidatesResponse)(nil),        // 57: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	(*RecoveryCandidate)(nil),                     // 58: zimmer.lifecycle.v1.RecoveryCandidate
-	(*AbandonRecoveryRequest)(nil),                // 59: zimmer.lifecycle.v1.AbandonRecoveryRequest
-	(*AbandonRecoveryResponse)(nil),               // 60: zimmer.lifecycle.v1.AbandonRecoveryResponse
-	(*RecordTimelineNoteRequest)(nil),             // 61: zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	(*RecordTimelineNoteResponse)(nil),            // 62: zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	(*structpb.Struct)(nil),                       // 63: google.protobuf.Struct
-	(*Session)(nil),                               // 64: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 65: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 66: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 67: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 68: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 69: zimmer.lifecycle.v1.StreamEvent
-	(*SessionEvent)(nil),                          // 70: zimmer.lifecycle.v1.SessionEvent
+	(*CredentialTurn)(nil),                        // 28: zimmer.lifecycle.v1.CredentialTurn
+	(*MintSessionCredentialResponse)(nil),         // 29: zimmer.lifecycle.v1.MintSessionCredentialResponse
+	(*MintedSessionCredential)(nil),               // 30: zimmer.lifecycle.v1.MintedSessionCredential
+	(*RevokeSessionCredentialRequest)(nil),        // 31: zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	(*RevokeSessionCredentialResponse)(nil),       // 32: zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	(*SessionCredential)(nil),                     // 33: zimmer.lifecycle.v1.SessionCredential
+	(*AuthenticateSessionCredentialRequest)(nil),  // 34: zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	(*AuthenticateSessionCredentialResponse)(nil), // 35: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	(*UpdateSessionRequest)(nil),                  // 36: zimmer.lifecycle.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil),                 // 37: zimmer.lifecycle.v1.UpdateSessionResponse
+	(*SetSessionHeartbeatRequest)(nil),            // 38: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	(*SetSessionHeartbeatResponse)(nil),           // 39: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	(*DeleteSessionRequest)(nil),                  // 40: zimmer.lifecycle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),                 // 41: zimmer.lifecycle.v1.DeleteSessionResponse
+	(*Settings)(nil),                              // 42: zimmer.lifecycle.v1.Settings
+	(*GetSettingsRequest)(nil),                    // 43: zimmer.lifecycle.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),                   // 44: zimmer.lifecycle.v1.GetSettingsResponse
+	(*UpdateSettingsRequest)(nil),                 // 45: zimmer.lifecycle.v1.UpdateSettingsRequest
+	(*UpdateSettingsResponse)(nil),                // 46: zimmer.lifecycle.v1.UpdateSettingsResponse
+	(*ConsumeSessionEventRequest)(nil),            // 47: zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	(*ConsumeSessionEventResponse)(nil),           // 48: zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	(*FailSessionRequest)(nil),                    // 49: zimmer.lifecycle.v1.FailSessionRequest
+	(*FailSessionResponse)(nil),                   // 50: zimmer.lifecycle.v1.FailSessionResponse
+	(*DeliverTurnRequest)(nil),                    // 51: zimmer.lifecycle.v1.DeliverTurnRequest
+	(*DeliverTurnResponse)(nil),                   // 52: zimmer.lifecycle.v1.DeliverTurnResponse
+	(*RecordDrainAttemptRequest)(nil),             // 53: zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	(*RecordDrainAttemptResponse)(nil),            // 54: zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	(*RefreshSessionRequest)(nil),                 // 55: zimmer.lifecycle.v1.RefreshSessionRequest
+	(*RefreshSessionResponse)(nil),                // 56: zimmer.lifecycle.v1.RefreshSessionResponse
+	(*ListRecoveryCandidatesRequest)(nil),         // 57: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	(*ListRecoveryCandidatesResponse)(nil),        // 58: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	(*RecoveryCandidate)(nil),                     // 59: zimmer.lifecycle.v1.RecoveryCandidate
+	(*RevokeTurnCredentialsRequest)(nil),          // 60: zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	(*RevokeTurnCredentialsResponse)(nil),         // 61: zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	(*SweepNodeCredentialsRequest)(nil),           // 62: zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	(*SweepNodeCredentialsResponse)(nil),          // 63: zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	(*AbandonRecoveryRequest)(nil),                // 64: zimmer.lifecycle.v1.AbandonRecoveryRequest
+	(*AbandonRecoveryResponse)(nil),               // 65: zimmer.lifecycle.v1.AbandonRecoveryResponse
+	(*RecordTimelineNoteRequest)(nil),             // 66: zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	(*RecordTimelineNoteResponse)(nil),            // 67: zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	(*structpb.Struct)(nil),                       // 68: google.protobuf.Struct
+	(*Session)(nil),                               // 69: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 70: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 71: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 72: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 73: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 74: zimmer.lifecycle.v1.StreamEvent
+	(*durationpb.Duration)(nil),                   // 75: google.protobuf.Duration
+	(*SessionEvent)(nil),                          // 76: zimmer.lifecycle.v1.SessionEvent
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	63, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	64, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	64, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	65, // 3: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	64, // 4: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	66, // 5: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	64, // 6: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	64, // 7: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	64, // 8: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	64, // 9: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	64, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	67, // 11: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	68, // 12: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	69, // 13: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	64, // 14: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	68, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	69, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	69, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	70, // 3: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	69, // 4: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	71, // 5: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	69, // 6: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	69, // 7: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	69, // 8: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	69, // 9: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	69, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	72, // 11: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	73, // 12: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	74, // 13: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	69, // 14: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	26, // 15: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	29, // 16: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	67, // 17: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	32, // 18: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	67, // 19: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	67, // 20: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	32, // 21: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	63, // 22: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	64, // 23: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	64, // 24: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	41, // 25: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	41, // 26: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	70, // 27: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	64, // 28: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	0,  // 29: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
-	1,  // 30: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	64, // 31: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	1,  // 32: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	64, // 33: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	67, // 34: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
-	58, // 35: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
-	67, // 36: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
-	64, // 37: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	2,  // 38: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	4,  // 39: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	6,  // 40: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	35, // 41: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	37, // 42: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	39, // 43: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	42, // 44: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	44, // 45: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	8,  // 46: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	10, // 47: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	16, // 48: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	24, // 49: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	12, // 50: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	14, // 51: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	48, // 52: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	18, // 53: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	20, // 54: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	22, // 55: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	27, // 56: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	30, // 57: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	33, // 58: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	50, // 59: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	52, // 60: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	56, // 61: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	59, // 62: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
-	61, // 63: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	54, // 64: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	46, // 65: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	3,  // 66: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	5,  // 67: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	7,  // 68: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	36, // 69: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	38, // 70: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	40, // 71: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	43, // 72: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	45, // 73: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	9,  // 74: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	11, // 75: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	17, // 76: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	25, // 77: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	13, // 78: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	15, // 79: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	49, // 80: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	19, // 81: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	21, // 82: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	23, // 83: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	28, // 84: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	31, // 85: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	34, // 86: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	51, // 87: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	53, // 88: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	57, // 89: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	60, // 90: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
-	62, // 91: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	55, // 92: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	47, // 93: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	66, // [66:94] is the sub-list for method output_type
-	38, // [38:66] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	75, // 16: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
+	28, // 17: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
+	30, // 18: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
+	72, // 19: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	33, // 20: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	72, // 21: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	72, // 22: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	72, // 23: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
+	28, // 24: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
+	33, // 25: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	68, // 26: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	69, // 27: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	69, // 28: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	42, // 29: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	42, // 30: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	76, // 31: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	69, // 32: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	0,  // 33: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
+	1,  // 34: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
+	69, // 35: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	1,  // 36: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
+	69, // 37: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	72, // 38: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	59, // 39: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
+	72, // 40: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	69, // 41: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	2,  // 42: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	4,  // 43: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	6,  // 44: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	36, // 45: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	38, // 46: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	40, // 47: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	43, // 48: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	45, // 49: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	8,  // 50: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	10, // 51: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	16, // 52: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	24, // 53: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	12, // 54: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	14, // 55: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	49, // 56: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	18, // 57: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	20, // 58: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	22, // 59: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	27, // 60: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	31, // 61: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	34, // 62: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	60, // 63: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	62, // 64: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	51, // 65: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	53, // 66: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	57, // 67: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	64, // 68: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	66, // 69: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	55, // 70: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	47, // 71: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	3,  // 72: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	5,  // 73: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	7,  // 74: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	37, // 75: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	39, // 76: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	41, // 77: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	44, // 78: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	46, // 79: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	9,  // 80: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	11, // 81: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	17, // 82: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	25, // 83: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	13, // 84: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	15, // 85: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	50, // 86: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	19, // 87: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	21, // 88: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	23, // 89: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	29, // 90: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	32, // 91: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	35, // 92: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	61, // 93: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	63, // 94: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	52, // 95: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	54, // 96: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	58, // 97: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	65, // 98: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	67, // 99: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	56, // 100: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	48, // 101: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	72, // [72:102] is the sub-list for method output_type
+	42, // [42:72] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -4219,17 +4558,17 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[20].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[22].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[42].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[46].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   61,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

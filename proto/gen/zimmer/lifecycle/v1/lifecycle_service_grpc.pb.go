@@ -40,6 +40,8 @@ const (
 	LifecycleService_MintSessionCredential_FullMethodName         = "/zimmer.lifecycle.v1.LifecycleService/MintSessionCredential"
 	LifecycleService_RevokeSessionCredential_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/RevokeSessionCredential"
 	LifecycleService_AuthenticateSessionCredential_FullMethodName = "/zimmer.lifecycle.v1.LifecycleService/AuthenticateSessionCredential"
+	LifecycleService_RevokeTurnCredentials_FullMethodName         = "/zimmer.lifecycle.v1.LifecycleService/RevokeTurnCredentials"
+	LifecycleService_SweepNodeCredentials_FullMethodName          = "/zimmer.lifecycle.v1.LifecycleService/SweepNodeCredentials"
 	LifecycleService_DeliverTurn_FullMethodName                   = "/zimmer.lifecycle.v1.LifecycleService/DeliverTurn"
 	LifecycleService_RecordDrainAttempt_FullMethodName            = "/zimmer.lifecycle.v1.LifecycleService/RecordDrainAttempt"
 	LifecycleService_ListRecoveryCandidates_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/ListRecoveryCandidates"
@@ -127,6 +129,18 @@ type LifecycleServiceClient interface {
 	// revoked: session #12 was archived"). Internal: only a Zimmer service
 	// may ask.
 	AuthenticateSessionCredential(ctx context.Context, in *AuthenticateSessionCredentialRequest, opts ...grpc.CallOption) (*AuthenticateSessionCredentialResponse, error)
+	// RevokeTurnCredentials revokes every live credential minted for one turn
+	// of a session (MintSessionCredentialRequest.turn), naming the turn's end
+	// as the reason: the turn's workflow calls it once the turn has ended,
+	// however it ended, and retries until it lands. Idempotent. Internal: the
+	// runner calls it.
+	RevokeTurnCredentials(ctx context.Context, in *RevokeTurnCredentialsRequest, opts ...grpc.CallOption) (*RevokeTurnCredentialsResponse, error)
+	// SweepNodeCredentials revokes every live credential minted for a turn on
+	// a runner node by any incarnation of its runner but the one asking: a
+	// runner's start sweep, since no turn of an earlier incarnation runs any
+	// more (the new one killed what they left). Idempotent. Internal: the
+	// runner calls it.
+	SweepNodeCredentials(ctx context.Context, in *SweepNodeCredentialsRequest, opts ...grpc.CallOption) (*SweepNodeCredentialsResponse, error)
 	// DeliverTurn makes a prompt the session's next turn: the one way a
 	// queued message or a follow-up becomes a turn. mode says what the
 	// session may be doing (DeliveryMode). A delivery_id seen before answers
@@ -385,6 +399,26 @@ func (c *lifecycleServiceClient) AuthenticateSessionCredential(ctx context.Conte
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) RevokeTurnCredentials(ctx context.Context, in *RevokeTurnCredentialsRequest, opts ...grpc.CallOption) (*RevokeTurnCredentialsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeTurnCredentialsResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_RevokeTurnCredentials_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) SweepNodeCredentials(ctx context.Context, in *SweepNodeCredentialsRequest, opts ...grpc.CallOption) (*SweepNodeCredentialsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SweepNodeCredentialsResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_SweepNodeCredentials_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *lifecycleServiceClient) DeliverTurn(ctx context.Context, in *DeliverTurnRequest, opts ...grpc.CallOption) (*DeliverTurnResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeliverTurnResponse)
@@ -524,6 +558,18 @@ type LifecycleServiceServer interface {
 	// revoked: session #12 was archived"). Internal: only a Zimmer service
 	// may ask.
 	AuthenticateSessionCredential(context.Context, *AuthenticateSessionCredentialRequest) (*AuthenticateSessionCredentialResponse, error)
+	// RevokeTurnCredentials revokes every live credential minted for one turn
+	// of a session (MintSessionCredentialRequest.turn), naming the turn's end
+	// as the reason: the turn's workflow calls it once the turn has ended,
+	// however it ended, and retries until it lands. Idempotent. Internal: the
+	// runner calls it.
+	RevokeTurnCredentials(context.Context, *RevokeTurnCredentialsRequest) (*RevokeTurnCredentialsResponse, error)
+	// SweepNodeCredentials revokes every live credential minted for a turn on
+	// a runner node by any incarnation of its runner but the one asking: a
+	// runner's start sweep, since no turn of an earlier incarnation runs any
+	// more (the new one killed what they left). Idempotent. Internal: the
+	// runner calls it.
+	SweepNodeCredentials(context.Context, *SweepNodeCredentialsRequest) (*SweepNodeCredentialsResponse, error)
 	// DeliverTurn makes a prompt the session's next turn: the one way a
 	// queued message or a follow-up becomes a turn. mode says what the
 	// session may be doing (DeliveryMode). A delivery_id seen before answers
@@ -634,6 +680,12 @@ func (UnimplementedLifecycleServiceServer) RevokeSessionCredential(context.Conte
 }
 func (UnimplementedLifecycleServiceServer) AuthenticateSessionCredential(context.Context, *AuthenticateSessionCredentialRequest) (*AuthenticateSessionCredentialResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AuthenticateSessionCredential not implemented")
+}
+func (UnimplementedLifecycleServiceServer) RevokeTurnCredentials(context.Context, *RevokeTurnCredentialsRequest) (*RevokeTurnCredentialsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeTurnCredentials not implemented")
+}
+func (UnimplementedLifecycleServiceServer) SweepNodeCredentials(context.Context, *SweepNodeCredentialsRequest) (*SweepNodeCredentialsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SweepNodeCredentials not implemented")
 }
 func (UnimplementedLifecycleServiceServer) DeliverTurn(context.Context, *DeliverTurnRequest) (*DeliverTurnResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeliverTurn not implemented")
@@ -1052,6 +1104,42 @@ func _LifecycleService_AuthenticateSessionCredential_Handler(srv interface{}, ct
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_RevokeTurnCredentials_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeTurnCredentialsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).RevokeTurnCredentials(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_RevokeTurnCredentials_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).RevokeTurnCredentials(ctx, req.(*RevokeTurnCredentialsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_SweepNodeCredentials_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SweepNodeCredentialsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).SweepNodeCredentials(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_SweepNodeCredentials_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).SweepNodeCredentials(ctx, req.(*SweepNodeCredentialsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _LifecycleService_DeliverTurn_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeliverTurnRequest)
 	if err := dec(in); err != nil {
@@ -1250,6 +1338,14 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AuthenticateSessionCredential",
 			Handler:    _LifecycleService_AuthenticateSessionCredential_Handler,
+		},
+		{
+			MethodName: "RevokeTurnCredentials",
+			Handler:    _LifecycleService_RevokeTurnCredentials_Handler,
+		},
+		{
+			MethodName: "SweepNodeCredentials",
+			Handler:    _LifecycleService_SweepNodeCredentials_Handler,
 		},
 		{
 			MethodName: "DeliverTurn",

@@ -1,0 +1,32 @@
+package workflow
+
+import (
+	"go.temporal.io/sdk/workflow"
+)
+
+// revokeTurn revokes every credential minted for turn id, whose RunTurn
+// has ended however it ended: completed, failed, cancelled, lost with its
+// node, or stopped by a runner shutdown that left lifecycle no time to
+// hear RunTurn's own revocation. A credential must not outlive its turn,
+// so the workflow owns this: the activity runs on any node and is retried
+// until lifecycle answers (untilAnswered). A turn that never minted one
+// costs a call that revokes nothing.
+func (t *turnRunner) revokeTurn(ctx workflow.Context, id string) {
+	if !t.revokesTurns(ctx) {
+		return // RunTurn revoked its own, and revokeLost a lost one's
+	}
+	err := workflow.ExecuteActivity(untilAnswered(ctx), ActivityRevokeTurnCredentials,
+		TurnCredentialsRequest{SessionID: t.st.Session.ID, TurnID: id}).Get(ctx, nil)
+	if err != nil {
+		// Only a refusal retrying cannot change (or the workflow's end)
+		// comes back: the credential's expiry and the node's next sweep
+		// still close it.
+		workflow.GetLogger(ctx).Error("revoke the ended turn's credentials", "turn", id, "error", err)
+	}
+}
+
+// revokesTurns reports whether this run revokes every turn's credentials
+// itself (revokeTurn); runs from before it did not.
+func (t *turnRunner) revokesTurns(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, turnCredentialsChange, workflow.DefaultVersion, 1) == 1
+}
