@@ -32,7 +32,7 @@ var fieldRules = []struct {
 	{"v1CreateSessionRequest", "branch", []constraint{maxChars(rules.MaxBranchChars)}},
 	{"v1CreateSessionRequest", "subdirectory", []constraint{maxChars(rules.MaxSubdirectoryChars)}},
 	{"v1CreateSessionRequest", "agent_root", []constraint{maxChars(rules.MaxAgentRootChars)}},
-	{"v1CreateSessionRequest", "agent_runtime", []constraint{agentRuntime()}},
+	{"v1CreateSessionRequest", "agent_runtime", []constraint{maxChars(rules.MaxAgentRuntimeChars), agentRuntime()}},
 	{"LifecycleServiceUpdateSessionBody", "title", []constraint{maxChars(rules.MaxTitleChars)}},
 	{"LifecycleServiceUpdateSessionBody", "slug", []constraint{slug()}},
 	{"LifecycleServiceUpdateSessionBody", "goal", []constraint{maxChars(rules.MaxGoalChars)}},
