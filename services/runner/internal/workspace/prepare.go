@@ -398,14 +398,15 @@ func (p *Preparer) dataRefusal(root string) string {
 }
 
 // localGitRoot is the path on this node git would clone root from: a
-// local path or a file:// URL's path.
+// local path or a file:// URL's path (decoded, as git decodes it; taken
+// as written when it does not parse, which errs toward refusing).
 func localGitRoot(root string) (string, bool) {
 	if rest, ok := strings.CutPrefix(root, "file://"); ok {
-		u, err := url.Parse("file://" + rest)
-		if err != nil || u.Path == "" {
-			return "", false
+		path := rest
+		if u, err := url.Parse(root); err == nil && u.Path != "" {
+			path = u.Path
 		}
-		return filepath.Clean(u.Path), true
+		return filepath.Clean(path), filepath.IsAbs(path)
 	}
 	if !isLocalPath(root) || !filepath.IsAbs(root) {
 		return "", false

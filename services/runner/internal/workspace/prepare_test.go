@@ -275,6 +275,7 @@ func TestPrepareRefusesAGitRootInZimmersOwnData(t *testing.T) {
 		victim.Path,
 		victim.Path + "/.git",
 		"file://" + victim.Path,
+		"file://" + filepath.Dir(victim.Path) + "/%31", // percent-decoded, as git does
 		b.dir,
 		link,
 		filepath.Join(b.dir, "..", filepath.Base(b.dir), "1"),
