@@ -118,7 +118,8 @@ func TestBadInputIsRefusedWhole(t *testing.T) {
 		for i := range 2 {
 			body := fmt.Sprintf(`{"prompt":%q,"goal":%q,"title":%q,"git_root":%q,"branch":%q,"subdirectory":%q,"agent_root":%q,"agent_runtime":%q,"slug":"large-%d","custom_metadata":{"n":%q}}`,
 				wide(rules.MaxPromptChars), wide(rules.MaxGoalChars), wide(rules.MaxTitleChars), wide(rules.MaxGitRootChars),
-				wide(rules.MaxBranchChars), wide(rules.MaxSubdirectoryChars), wide(rules.MaxAgentRootChars), wide(rules.MaxAgentRuntimeChars), i, filler)
+				// agent_runtime is a runtime's name or nothing (issue 20 item 9).
+				wide(rules.MaxBranchChars), wide(rules.MaxSubdirectoryChars), wide(rules.MaxAgentRootChars), rules.RuntimeClaudeCode, i, filler)
 			ids = append(ids, createREST(t, api, body))
 			code, resp := api.do(t, "PATCH", fmt.Sprintf("/api/v1/sessions/large-%d", i), fmt.Sprintf(`{"notes":%q}`, wide(rules.MaxNotesChars)))
 			require.Equal(t, http.StatusOK, code, resp)

@@ -288,6 +288,42 @@ func TestTriggers(t *testing.T) {
 		require.Empty(t, api.triggers(t, watcher), "a watcher fires once")
 	})
 
+	// Issue 20 item 6: a follow-up to a session whose own watcher was
+	// armed cancelled its one-time wakes but left the watcher armed, so it
+	// later woke the session while busy. A deliberate resume cancels every
+	// wake the session armed for itself.
+	t.Run("a follow-up cancels the session's own watcher", func(t *testing.T) {
+		t.Parallel()
+		watched := api.createRunning(t, repo, "@demo sleep 20s")
+		api.waitStatus(t, watched, "running")
+		watcher := api.createRunning(t, repo, fmt.Sprintf(
+			`@demo mcp wake_me_up_when_session_changes_state {"watched_session_id":%d,"states":["needs_input"],"prompt":"@demo say the stale watcher fired"}`,
+			watched))
+		require.Eventually(t, func() bool { return len(api.triggers(t, watcher)) == 1 }, 30*time.Second, 100*time.Millisecond,
+			"the agent never armed its watcher")
+		api.waitStatus(t, watcher, "needs_input")
+
+		code, got := api.followUp(t, watcher, `{"prompt":"@demo say taken over by hand"}`)
+		require.Less(t, code, 300, "%+v", got)
+		require.Eventually(t, func() bool { return len(api.triggers(t, watcher)) == 0 }, 10*time.Second, 100*time.Millisecond,
+			"the follow-up's resume never cancelled the watcher")
+		var turns []timedTurn
+		require.Eventually(t, func() bool {
+			turns = api.timedTurns(t, watcher)
+			return len(turns) == 2 && turns[1].Ended
+		}, 30*time.Second, 100*time.Millisecond, "the follow-up's turn never ran")
+		require.Contains(t, turns[1].Text, "taken over by hand")
+		api.waitStatus(t, watcher, "needs_input")
+
+		// The watched session's turn ends: nothing wakes the watcher now.
+		api.waitStatus(t, watched, "needs_input")
+		time.Sleep(5 * time.Second)
+		turns = api.timedTurns(t, watcher)
+		require.Len(t, turns, 2, "a cancelled watcher woke the session")
+		require.NotContains(t, turns[1].Text, "the stale watcher fired")
+		require.Equal(t, "needs_input", api.session(t, watcher).Status)
+	})
+
 	t.Run("refresh gives a session that needs input a turn", func(t *testing.T) {
 		t.Parallel()
 		id := api.createRunning(t, repo, "@demo say first")

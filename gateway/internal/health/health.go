@@ -25,9 +25,10 @@ type Target struct {
 	Conn grpc.ClientConnInterface
 }
 
-// Report is the /healthz body.
+// Report is the /healthz and /readyz body.
 type Report struct {
-	// Status is "ok" when every service is SERVING, else "unavailable".
+	// Status is "ok" when every service is SERVING, else "unavailable": a
+	// service reports NOT_SERVING while its database does not answer.
 	Status   string            `json:"status"`
 	Services map[string]string `json:"services"`
 }
@@ -78,7 +79,7 @@ func (c *Checker) Check(ctx context.Context) Report {
 // Report either way.
 func (c *Checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		jsonhttp.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on /healthz; use GET")
+		jsonhttp.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path+"; use GET")
 		return
 	}
 	rep := c.Check(r.Context())

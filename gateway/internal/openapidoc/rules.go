@@ -32,7 +32,7 @@ var fieldRules = []struct {
 	{"v1CreateSessionRequest", "branch", []constraint{maxChars(rules.MaxBranchChars)}},
 	{"v1CreateSessionRequest", "subdirectory", []constraint{maxChars(rules.MaxSubdirectoryChars)}},
 	{"v1CreateSessionRequest", "agent_root", []constraint{maxChars(rules.MaxAgentRootChars)}},
-	{"v1CreateSessionRequest", "agent_runtime", []constraint{maxChars(rules.MaxAgentRuntimeChars)}},
+	{"v1CreateSessionRequest", "agent_runtime", []constraint{maxChars(rules.MaxAgentRuntimeChars), agentRuntime()}},
 	{"LifecycleServiceUpdateSessionBody", "title", []constraint{maxChars(rules.MaxTitleChars)}},
 	{"LifecycleServiceUpdateSessionBody", "slug", []constraint{slug()}},
 	{"LifecycleServiceUpdateSessionBody", "goal", []constraint{maxChars(rules.MaxGoalChars)}},
@@ -165,6 +165,13 @@ func schedulingClass() constraint {
 	return func(s *object) {
 		enum(s, rules.SchedulingClasses())
 		describe(s, fmt.Sprintf("One of %s or %s; a session created without one takes its parent's, else %[1]s.", rules.SchedulingPriority, rules.SchedulingSpot))
+	}
+}
+
+func agentRuntime() constraint {
+	return func(s *object) {
+		enum(s, rules.AgentRuntimes())
+		describe(s, "One of "+strings.Join(rules.AgentRuntimes(), ", ")+"; a session created without one runs the runner's default.")
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package server is the gateway's composition root: it dials the services
-// and serves REST (/api/v1), MCP (/mcp), /healthz and /openapi.json on one
+// and serves REST (/api/v1), MCP (/mcp), /healthz, /readyz and /openapi.json on one
 // HTTP server.
 package server
 
@@ -115,7 +115,13 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	})
 
 	mux := http.NewServeMux()
-	mux.Handle("/healthz", health.NewChecker(targets, HealthTimeout, logger))
+	// One check, two names: /healthz as before, and /readyz, the name a
+	// load balancer or orchestrator asks for readiness by. Both answer 503
+	// with the report while any service is not SERVING (its database
+	// unreachable, say), so neither says ok while calls answer 503.
+	checker := health.NewChecker(targets, HealthTimeout, logger)
+	mux.Handle("/healthz", checker)
+	mux.Handle("/readyz", checker)
 	mux.Handle("/openapi.json", openAPIHandler(openapi.Spec))
 	mux.Handle("/api/v1/", auth.Require(authn, api))
 	// More specific than /api/v1/, so it wins over grpc-gateway's route for
@@ -259,7 +265,7 @@ func logRequests(logger *slog.Logger, next http.Handler) http.Handler {
 		}
 		level := slog.LevelInfo
 		switch {
-		case r.URL.Path == "/healthz" && rec.status == http.StatusOK:
+		case (r.URL.Path == "/healthz" || r.URL.Path == "/readyz") && rec.status == http.StatusOK:
 			level = slog.LevelDebug
 		case rec.status >= 500:
 			level = slog.LevelWarn

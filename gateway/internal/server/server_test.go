@@ -475,20 +475,24 @@ func TestHealthz(t *testing.T) {
 	t.Run("all serving", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, setupOpts{})
-		resp := b.do(t, http.MethodGet, "/healthz", "") // no key needed
-		require.Equal(t, http.StatusOK, resp.status, string(resp.body))
-		require.JSONEq(t, `{"status":"ok","services":{
+		for _, path := range []string{"/healthz", "/readyz"} {
+			resp := b.do(t, http.MethodGet, path, "") // no key needed
+			require.Equal(t, http.StatusOK, resp.status, string(resp.body))
+			require.JSONEq(t, `{"status":"ok","services":{
 			"lifecycle":"SERVING","lineage":"SERVING","queue":"SERVING","runner":"SERVING","notification":"SERVING"}}`,
-			string(resp.body))
+				string(resp.body))
+		}
 	})
 	t.Run("one down", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, setupOpts{downService: "queue"})
-		resp := b.do(t, http.MethodGet, "/healthz", "")
-		require.Equal(t, http.StatusServiceUnavailable, resp.status, string(resp.body))
-		require.JSONEq(t, `{"status":"unavailable","services":{
+		for _, path := range []string{"/healthz", "/readyz"} {
+			resp := b.do(t, http.MethodGet, path, "")
+			require.Equal(t, http.StatusServiceUnavailable, resp.status, string(resp.body))
+			require.JSONEq(t, `{"status":"unavailable","services":{
 			"lifecycle":"SERVING","lineage":"SERVING","queue":"UNREACHABLE","runner":"SERVING","notification":"SERVING"}}`,
-			string(resp.body))
+				string(resp.body))
+		}
 	})
 }
 

@@ -1,9 +1,11 @@
 // Package rules is the lifecycle context's published rules, each written
-// once: the session state machine (this file) and the limits on what a
-// caller may send (fields.go). The lifecycle domain builds its typed API
+// once: the session state machine (this file), the limits on what a
+// caller may send (fields.go) and the shapes of what a session is cloned
+// from and run by (source.go). The lifecycle domain builds its typed API
 // from them; the gateway derives its MCP tool schemas and the OpenAPI
-// document from them; docs/state-machine.md is generated from them. It
-// imports only the standard library so every one of those can.
+// document from them; the runner reads source.go's again before git runs;
+// docs/state-machine.md is generated from them. It imports only the
+// standard library so every one of those can.
 package rules
 
 import "slices"

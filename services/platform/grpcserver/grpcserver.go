@@ -51,6 +51,10 @@ type Server struct {
 	*grpc.Server
 	Health *health.Server
 	logger *slog.Logger
+	probes []Probe
+	// probeInterval and probeTimeout: ProbeInterval and ProbeTimeout
+	// unless a test sets them.
+	probeInterval, probeTimeout time.Duration
 }
 
 // New returns a server whose health reports NOT_SERVING until the caller
@@ -71,8 +75,10 @@ func New(logger *slog.Logger, auth Auth) *Server {
 			grpc.MaxSendMsgSize(MaxMessageBytes),
 			grpc.ForceServerCodecV2(deepCodec{encoding.GetCodecV2(grpcproto.Name)}),
 		),
-		Health: health.NewServer(),
-		logger: logger,
+		Health:        health.NewServer(),
+		logger:        logger,
+		probeInterval: ProbeInterval,
+		probeTimeout:  ProbeTimeout,
 	}
 	s.Health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(s.Server, s.Health)
@@ -102,10 +108,15 @@ func Listen(addr string) (net.Listener, error) {
 	return lis, nil
 }
 
-// Serve serves on lis, marking health SERVING, until ctx is done; then it
-// reports NOT_SERVING and stops gracefully, forcing the stop after grace.
+// Serve serves on lis, marking health SERVING (while its probes pass: see
+// AddProbe), until ctx is done; then it reports NOT_SERVING and stops
+// gracefully, forcing the stop after grace.
 func (s *Server) Serve(ctx context.Context, lis net.Listener, grace time.Duration) error {
 	s.Health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); s.watchProbes(watchCtx, s.probeInterval, s.probeTimeout) }()
+	defer func() { stopWatch(); <-watched }()
 	errc := make(chan error, 1)
 	go func() { errc <- s.Server.Serve(lis) }()
 	s.logger.Info("grpc serving", "addr", lis.Addr().String())
@@ -115,6 +126,8 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, grace time.Duratio
 		return fmt.Errorf("serve gRPC: %w", err)
 	case <-ctx.Done():
 	}
+	stopWatch()
+	<-watched
 	s.Health.Shutdown()
 	stopped := make(chan struct{})
 	go func() { s.GracefulStop(); close(stopped) }()

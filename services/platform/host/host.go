@@ -136,6 +136,7 @@ type Host struct {
 	Worker   worker.Worker // nil without a Temporal address
 
 	listener net.Listener
+	probe    *pgdb.Probe
 	loops    []func(context.Context) error
 	conns    []*grpc.ClientConn
 }
@@ -163,6 +164,12 @@ func New(ctx context.Context, name string, cfg Config, logger *slog.Logger, migr
 		return nil, err
 	}
 	h.GRPC = grpcserver.New(logger, cfg.Auth())
+	// Every call needs the database: without it the service is not
+	// serving, whatever else still runs.
+	if h.probe, err = pgdb.NewProbe(cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
+	h.GRPC.AddProbe(grpcserver.Probe{Name: "database", Check: h.probe.Check})
 	if cfg.InternalToken == "" {
 		logger.Warn("ZIMMER_INTERNAL_TOKEN is empty: no caller can prove it is a Zimmer service, so this service's " +
 			"internal methods refuse everyone and its calls to other services' internal methods are refused")
@@ -237,6 +244,9 @@ func (h *Host) Close() {
 	}
 	if h.Pool != nil {
 		h.Pool.Close()
+	}
+	if h.probe != nil {
+		h.probe.Close()
 	}
 	if h.listener != nil {
 		_ = h.listener.Close()

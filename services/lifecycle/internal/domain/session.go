@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
@@ -110,10 +111,10 @@ func (n NewSession) Validate() error {
 	if textProblem(n.GitRoot) == "" && strings.TrimSpace(n.GitRoot) == "" {
 		vs.Add("git_root", "is required and not blank: the repository the session's clone is made from")
 	} else {
-		checkText(&vs, "git_root", n.GitRoot, MaxGitRootChars, "")
+		checkSource(&vs, "git_root", n.GitRoot, MaxGitRootChars, rules.GitRootProblem)
 	}
-	checkText(&vs, "branch", n.Branch, MaxBranchChars, "")
-	checkText(&vs, "subdirectory", n.Subdirectory, MaxSubdirectoryChars, "")
+	checkSource(&vs, "branch", n.Branch, MaxBranchChars, rules.BranchProblem)
+	checkSource(&vs, "subdirectory", n.Subdirectory, MaxSubdirectoryChars, rules.SubdirectoryProblem)
 	checkText(&vs, "title", n.Title, MaxTitleChars, "")
 	if n.Slug != "" {
 		if err := ValidateSlug(n.Slug); err != nil {
@@ -122,7 +123,7 @@ func (n NewSession) Validate() error {
 	}
 	checkText(&vs, "goal", n.Goal, MaxGoalChars, "")
 	checkText(&vs, "agent_root", n.AgentRoot, MaxAgentRootChars, "")
-	checkText(&vs, "agent_runtime", n.AgentRuntime, MaxAgentRuntimeChars, "")
+	checkSource(&vs, "agent_runtime", n.AgentRuntime, MaxAgentRuntimeChars, rules.AgentRuntimeProblem)
 	if n.ParentSessionID != nil && *n.ParentSessionID <= 0 {
 		vs.Add("parent_session_id", "must be the positive id of an existing session, or omitted")
 	}
@@ -130,6 +131,19 @@ func (n NewSession) Validate() error {
 	checkMetadata(&vs, n.CustomMetadata)
 	ValidateToolGroups(&vs, n.MCPToolGroups)
 	return vs.Err()
+}
+
+// checkSource records a text problem of one of the fields a session's clone
+// and agent are made from, else a break of its shape rule (rules'): refused
+// at create, before anything runs, rather than failing the session later.
+func checkSource(vs *validation.Violations, field, v string, limit int, problem func(string) string) {
+	if textProblem(v) != "" || utf8.RuneCountInString(v) > limit {
+		checkText(vs, field, v, limit, "")
+		return
+	}
+	if p := problem(v); p != "" {
+		vs.Add(field, "%s", p)
+	}
 }
 
 // checkSchedulingClass records a scheduling class that is not one; empty is

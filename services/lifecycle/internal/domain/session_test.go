@@ -42,6 +42,23 @@ func TestNewSessionValidate(t *testing.T) {
 		{name: "non-positive parent", edit: func(n *domain.NewSession) { n.ParentSessionID = ptr(int64(0)) }, fields: []string{"parent_session_id"}},
 		{name: "unknown scheduling class", edit: func(n *domain.NewSession) { n.SchedulingClass = "urgent" }, fields: []string{"scheduling_class"}},
 		{name: "spot", edit: func(n *domain.NewSession) { n.SchedulingClass = domain.SchedulingSpot }},
+		// Issue 20 item 9: what the clone and the agent are made from is
+		// refused at create, naming the field, not when the clone fails.
+		{name: "a branch and a subdirectory", edit: func(n *domain.NewSession) { n.Branch, n.Subdirectory = "release/1.2", "services/api" }},
+		{name: "each known runtime", edit: func(n *domain.NewSession) { n.AgentRuntime = "claude_code" }},
+		{name: "branch as an option", edit: func(n *domain.NewSession) { n.Branch = "--upload-pack=touch /tmp/owned" }, fields: []string{"branch"}},
+		{name: "branch with ..", edit: func(n *domain.NewSession) { n.Branch = "a..b" }, fields: []string{"branch"}},
+		{name: "branch ending in .lock", edit: func(n *domain.NewSession) { n.Branch = "topic/x.lock" }, fields: []string{"branch"}},
+		{name: "git_root as an option", edit: func(n *domain.NewSession) { n.GitRoot = "-c core.sshCommand=touch /tmp/owned" }, fields: []string{"git_root"}},
+		{name: "git_root over ext::", edit: func(n *domain.NewSession) { n.GitRoot = "ext::sh -c touch% /tmp/owned" }, fields: []string{"git_root"}},
+		{name: "subdirectory out of the clone", edit: func(n *domain.NewSession) { n.Subdirectory = "../../.." }, fields: []string{"subdirectory"}},
+		{name: "subdirectory that leaves on the way", edit: func(n *domain.NewSession) { n.Subdirectory = "a/../../b" }, fields: []string{"subdirectory"}},
+		{name: "absolute subdirectory", edit: func(n *domain.NewSession) { n.Subdirectory = "/etc" }, fields: []string{"subdirectory"}},
+		{name: "subdirectory in .git", edit: func(n *domain.NewSession) { n.Subdirectory = ".git/hooks" }, fields: []string{"subdirectory"}},
+		{name: "unknown runtime", edit: func(n *domain.NewSession) { n.AgentRuntime = "../../bin/sh" }, fields: []string{"agent_runtime"}},
+		{name: "every bad source field at once", edit: func(n *domain.NewSession) {
+			n.GitRoot, n.Branch, n.Subdirectory, n.AgentRuntime = "--x", "-b", "..", "sh"
+		}, fields: []string{"git_root", "branch", "subdirectory", "agent_runtime"}},
 		{name: "metadata too large", edit: func(n *domain.NewSession) {
 			n.CustomMetadata = map[string]any{"k": strings.Repeat("a", domain.MaxMetadataBytes)}
 		}, fields: []string{"custom_metadata"}},

@@ -44,12 +44,13 @@ func largestMetadata(t *testing.T) *structpb.Struct {
 	return mustStruct(t, map[string]any{"n": zeros})
 }
 
-// largestCreate is a valid create at every limit, with md.
+// largestCreate is a valid create at every limit, with md; agent_runtime
+// is the longest runtime name, the largest it can validly be.
 func largestCreate(slug string, md *structpb.Struct) *lifecyclev1.CreateSessionRequest {
 	return &lifecyclev1.CreateSessionRequest{
 		Prompt: wide(rules.MaxPromptChars), GitRoot: wide(rules.MaxGitRootChars), Branch: wide(rules.MaxBranchChars),
 		Subdirectory: wide(rules.MaxSubdirectoryChars), Title: wide(rules.MaxTitleChars), Slug: slug,
-		Goal: wide(rules.MaxGoalChars), AgentRoot: wide(rules.MaxAgentRootChars), AgentRuntime: wide(rules.MaxAgentRuntimeChars),
+		Goal: wide(rules.MaxGoalChars), AgentRoot: wide(rules.MaxAgentRootChars), AgentRuntime: rules.RuntimeClaudeCode, // only a runtime's name is one (issue 20 item 9)
 		CustomMetadata: md,
 	}
 }

@@ -242,8 +242,9 @@ func (s *Sessions) WakesOf(ctx context.Context, ids []int64) (map[int64]domain.W
 }
 
 // planTriggerEffects carries out the trigger effects of a transition in its
-// own transaction: a deliberate resume cancels the session's armed one-time
-// wakes (a recovery resume keeps them); fire_ao_event_triggers moves the
+// own transaction: a deliberate resume cancels every wake-up the session
+// armed for itself, one-time wakes and watchers alike (a recovery resume
+// keeps them all); fire_ao_event_triggers moves the
 // armed watchers of the session that wait for its new state to firing, each
 // announced due to the triggers' timers; the archive's clean-up cancels the
 // rest, on each watcher's own timeline.
@@ -254,11 +255,13 @@ func (s *Sessions) planTriggerEffects(w *writes, cur domain.Session, wakes domai
 		switch e.Name {
 		case domain.EffectCancelWakes:
 			if preserve, _ := e.Payload["preserve"].(bool); !preserve {
+				// Every kind: a watcher left armed would later wake a
+				// session that its resume already made busy.
 				w.queue(func(err error) error {
-					return fmt.Errorf("cancel the one-time wake-ups of session %d: %w", cur.ID, err)
+					return fmt.Errorf("cancel the pending wake-ups of session %d: %w", cur.ID, err)
 				}, `
 					UPDATE wake_triggers SET status = 'cancelled', cancelled_at = $2
-					WHERE session_id = $1 AND kind = 'one_time' AND status = 'armed'`, cur.ID, at)
+					WHERE session_id = $1 AND status = 'armed'`, cur.ID, at)
 			}
 		case domain.EffectFireTriggers:
 			state, due := domain.WatchesFired(e, wakes.Watching)

@@ -262,9 +262,11 @@ func TestPauseUntilSupersedesAtomically(t *testing.T) {
 	require.Len(t, b.armed(t, s.ID), 2)
 }
 
-// TestResumeCancelsRecoveryPreserves: a deliberate resume cancels the armed
-// one-time wakes in its own transaction (watchers stay); a recovery resume
-// keeps them and re-sleeps after its turn only if one is still armed then.
+// TestResumeCancelsRecoveryPreserves: a deliberate resume cancels every
+// wake-up the session armed for itself in its own transaction, one-time
+// wakes and watchers alike (issue 20 item 6: a watcher left armed woke the
+// session later while it was busy); a recovery resume keeps them all and
+// re-sleeps after its turn only if a one-time wake is still armed then.
 func TestResumeCancelsRecoveryPreserves(t *testing.T) {
 	t.Parallel()
 	b := trigSetup(t)
@@ -274,22 +276,33 @@ func TestResumeCancelsRecoveryPreserves(t *testing.T) {
 	s := b.sessionIn(t, domain.StatusNeedsInput)
 	ref := strconv.FormatInt(s.ID, 10)
 	a := b.wakeIn(t, s, time.Hour)
-	_, err := b.triggers.Watch(ctx, ref, domain.WatchRequest{WatchedSessionID: other.ID, States: []string{"failed"}}, "")
+	watch, err := b.triggers.Watch(ctx, ref, domain.WatchRequest{WatchedSessionID: other.ID, States: []string{"failed"}}, "")
 	require.NoError(t, err)
 	out, err := b.sessions.Transition.Handle(ctx, ref, app.VerbRestart, domain.Command{})
 	require.NoError(t, err)
 	require.Equal(t, "cancelled", b.status(t, a.Trigger.ID))
-	require.Len(t, b.armed(t, s.ID), 1, "the watcher stays armed")
+	require.Equal(t, "cancelled", b.status(t, watch.ID), "a deliberate resume cancels the watcher too")
+	require.Empty(t, b.armed(t, s.ID))
 	got, err := b.sessions.Get.Handle(ctx, ref)
 	require.NoError(t, err)
 	require.Equal(t, out.Session.Version, got.Version)
+	// The watched session reaching the state no longer wakes the resumed one.
+	_, err = b.sessions.Transition.Fire(ctx, strconv.FormatInt(other.ID, 10), "fail", domain.Command{})
+	require.NoError(t, err)
+	require.Equal(t, "cancelled", b.status(t, watch.ID))
 
 	r := b.sessionIn(t, domain.StatusNeedsInput)
 	rref := strconv.FormatInt(r.ID, 10)
 	a = b.wakeIn(t, r, time.Hour)
+	watched := b.sessionIn(t, domain.StatusRunning)
+	rwatch, err := b.triggers.Watch(ctx, rref, domain.WatchRequest{WatchedSessionID: watched.ID, States: []string{"failed"}}, "")
+	require.NoError(t, err)
 	out, err = b.sessions.Transition.Fire(ctx, rref, "resume", domain.Command{SystemRecovery: true})
 	require.NoError(t, err)
 	require.Equal(t, "armed", b.status(t, a.Trigger.ID), "a recovery resume keeps the wake")
+	require.Equal(t, "armed", b.status(t, rwatch.ID), "and the watcher")
+	_, err = b.triggers.Cancel(ctx, rref, rwatch.ID, "")
+	require.NoError(t, err)
 	require.True(t, out.Session.Markers.PendingSleepRequiresWake)
 	out, err = b.sessions.Transition.Fire(ctx, rref, "pause", domain.Command{})
 	require.NoError(t, err)

@@ -11,14 +11,17 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
-// Runtime names, as sessions carry them in agent_runtime.
+// Runtime names, as sessions carry them in agent_runtime: lifecycle's
+// published names, which it refuses any other at create.
 const (
-	RuntimeClaudeCode = "claude_code"
-	RuntimeCodex      = "codex"
-	RuntimeCommand    = "command"
-	RuntimeDemo       = "demo"
+	RuntimeClaudeCode = rules.RuntimeClaudeCode
+	RuntimeCodex      = rules.RuntimeCodex
+	RuntimeCommand    = rules.RuntimeCommand
+	RuntimeDemo       = rules.RuntimeDemo
 )
 
 // Environment variables every agent process gets (besides what its runtime

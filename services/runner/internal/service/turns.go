@@ -61,7 +61,8 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	preparer, err := workspace.NewPreparer(store.NewWorkspaces(s.Pool), workspace.Options{Node: cfg.Node, Dir: cfg.WorkspacesDir})
+	preparer, err := workspace.NewPreparer(store.NewWorkspaces(s.Pool), workspace.Options{Node: cfg.Node, Dir: cfg.WorkspacesDir,
+		DataDirs: []string{cfg.Clones.PreservationDir}})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +32,9 @@ type Options struct {
 	Dir string
 	// Git is the git binary; "" is git on PATH.
 	Git string
+	// DataDirs are this node's other data folders (besides Dir), which no
+	// git_root may name: RUNNER_PRESERVATION_DIR.
+	DataDirs []string
 }
 
 // Preparer makes sessions' clones on one runner node and records them.
@@ -39,6 +43,8 @@ type Preparer struct {
 	node string
 	dir  string
 	git  string
+	// data are the folders no git_root may lie in: Dir and DataDirs.
+	data []string
 }
 
 // NewPreparer returns a Preparer recording in repo.
@@ -52,7 +58,14 @@ func NewPreparer(repo Repository, opts Options) (*Preparer, error) {
 	if opts.Git == "" {
 		opts.Git = "git"
 	}
-	return &Preparer{repo: repo, node: opts.Node, dir: filepath.Clean(opts.Dir), git: opts.Git}, nil
+	data := []string{filepath.Clean(opts.Dir)}
+	for _, d := range opts.DataDirs {
+		if !filepath.IsAbs(d) {
+			return nil, fmt.Errorf("workspace preparer: data directory %q is not absolute", d)
+		}
+		data = append(data, filepath.Clean(d))
+	}
+	return &Preparer{repo: repo, node: opts.Node, dir: filepath.Clean(opts.Dir), git: opts.Git, data: data}, nil
 }
 
 // Path is where session id's clone lives on this node.
@@ -75,6 +88,9 @@ func (p *Preparer) Prepare(ctx context.Context, spec Spec) (Workspace, error) {
 		return Workspace{}, fmt.Errorf("prepare workspace: session id %d is not a session's", spec.SessionID)
 	}
 	if reason := spec.Refusal(); reason != "" {
+		return Workspace{}, newPrepareError(spec.SessionID, ErrInvalidSpec, false, reason, nil)
+	}
+	if reason := p.dataRefusal(spec.GitRoot); reason != "" {
 		return Workspace{}, newPrepareError(spec.SessionID, ErrInvalidSpec, false, reason, nil)
 	}
 	for _, dir := range []string{filepath.Dir(p.lockPath(0)), filepath.Dir(p.stagingPath(0))} {
@@ -361,4 +377,59 @@ func pathErr(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// dataRefusal refuses a git_root that lies in this node's own data: the
+// workspaces folder holds every session's clone (and what archives
+// preserve), so cloning from there would hand one session another's work.
+// Links are followed, so a path that only leads there is refused too.
+func (p *Preparer) dataRefusal(root string) string {
+	local, ok := localGitRoot(root)
+	if !ok {
+		return ""
+	}
+	for _, dir := range p.data {
+		if within(resolved(local), resolved(dir)) || within(local, dir) {
+			return fmt.Sprintf("git_root %q lies inside this runner node's own data folder %s, where sessions' clones live; "+
+				"give the repository's own URL or path; %s", root, dir, createAgain)
+		}
+	}
+	return ""
+}
+
+// localGitRoot is the path on this node git would clone root from: a
+// local path or a file:// URL's path (decoded, as git decodes it; taken
+// as written when it does not parse, which errs toward refusing).
+func localGitRoot(root string) (string, bool) {
+	if rest, ok := strings.CutPrefix(root, "file://"); ok {
+		path := rest
+		if u, err := url.Parse(root); err == nil && u.Path != "" {
+			path = u.Path
+		}
+		return filepath.Clean(path), filepath.IsAbs(path)
+	}
+	if !isLocalPath(root) || !filepath.IsAbs(root) {
+		return "", false
+	}
+	return filepath.Clean(root), true
+}
+
+// resolved is path with its links followed as far as it exists.
+func resolved(path string) string {
+	rest := ""
+	for dir := path; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if dir == filepath.Dir(dir) {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
+}
+
+// within reports whether path is dir or lies under it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && filepath.IsLocal(rel)
 }

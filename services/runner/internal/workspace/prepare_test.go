@@ -254,6 +254,44 @@ func TestPrepareRefusesBeforeGitRuns(t *testing.T) {
 	require.Zero(t, clones(), "git never ran")
 }
 
+// TestPrepareRefusesAGitRootInZimmersOwnData: issue 20 item 9 — a git_root
+// naming another session's clone under the workspaces folder (directly, as
+// a file:// URL, through a link, or in the preservation folder) was cloned,
+// handing any creator another session's committed work. It is refused
+// before git runs, saying which folder.
+func TestPrepareRefusesAGitRootInZimmersOwnData(t *testing.T) {
+	t.Parallel()
+	r := newRemote(t)
+	preserved := t.TempDir()
+	git, clones := countingGit(t, "0")
+	b := setup(t, workspacetest.NewMemory(), func(o *workspace.Options) { o.Git, o.DataDirs = git, []string{preserved} })
+	victim := b.prepare(t, workspace.Spec{SessionID: 1, GitRoot: r.path})
+	require.Equal(t, 1, clones())
+	link := filepath.Join(t.TempDir(), "innocent")
+	require.NoError(t, os.Symlink(victim.Path, link))
+	writeFile(t, filepath.Join(preserved, "1", "x.txt"), "x\n")
+
+	for i, root := range []string{
+		victim.Path,
+		victim.Path + "/.git",
+		"file://" + victim.Path,
+		"file://" + filepath.Dir(victim.Path) + "/%31", // percent-decoded, as git does
+		b.dir,
+		link,
+		filepath.Join(b.dir, "..", filepath.Base(b.dir), "1"),
+		filepath.Join(preserved, "1"),
+	} {
+		id := int64(i + 2)
+		_, err := b.preparer.Prepare(context.Background(), workspace.Spec{SessionID: id, GitRoot: root})
+		requirePrepareError(t, err, workspace.ErrInvalidSpec, false, "own data folder", "create the session again with a valid one")
+		b.requireNothingOnDisk(t, id)
+	}
+	require.Equal(t, 1, clones(), "git never ran for a refused git_root")
+
+	// A repository beside the data folder, not in it, is cloned.
+	b.prepare(t, workspace.Spec{SessionID: 99, GitRoot: "file://" + r.path})
+}
+
 func TestPrepareReportsWhatGitSaid(t *testing.T) {
 	t.Parallel()
 	r := newRemote(t)
