@@ -94,7 +94,10 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 	if st, ok := grpcstatus.Common(err); ok {
 		return st
 	}
+	var never *domain.UndeliverableError
 	switch {
+	case errors.As(err, &never):
+		return status.Error(codes.FailedPrecondition, never.Error())
 	case errors.Is(err, app.ErrSessionNotFound), errors.Is(err, domain.ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, app.ErrForbidden):
