@@ -94,18 +94,17 @@ func (vs *Violations) Content(field, v string, limit int, required bool, why, hi
 		vs.Text(field, v, limit, hint)
 		return
 	}
-	suffix := ""
 	if why != "" {
-		suffix = ": " + why
+		why = ": " + why
 	}
 	switch {
 	case v == "" && required:
-		vs.Add(field, "is required%s", suffix)
+		vs.Add(field, "is required%s", why)
 	case v == "":
 	case required:
-		vs.Add(field, "is blank (only white space); send text%s", suffix)
+		vs.Add(field, "is blank (only white space)%s; send text", why)
 	default:
-		vs.Add(field, "is blank (only white space); send text, or leave it out%s", suffix)
+		vs.Add(field, "is blank (only white space)%s; send text, or leave it out", why)
 	}
 }
 

@@ -107,9 +107,9 @@ func TestContent(t *testing.T) {
 	}{
 		{"required, given", "do it", true, ""},
 		{"required, empty", "", true, "prompt: is required: it is the turn's prompt"},
-		{"required, blank", " \n\t", true, "prompt: is blank (only white space); send text: it is the turn's prompt"},
+		{"required, blank", " \n\t", true, "prompt: is blank (only white space): it is the turn's prompt; send text"},
 		{"optional, left out", "", false, ""},
-		{"optional, blank", "\u00a0", false, "prompt: is blank (only white space); send text, or leave it out: it is the turn's prompt"},
+		{"optional, blank", "\u00a0", false, "prompt: is blank (only white space): it is the turn's prompt; send text, or leave it out"},
 		{"too long", "abcdefghijk", true, "prompt: is longer than 10 characters; shorten it"},
 		{"unstorable before blank", "\x00", true, `prompt: contains a NUL character (\u0000), which cannot be stored; remove it`},
 	}

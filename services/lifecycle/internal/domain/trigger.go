@@ -116,7 +116,7 @@ func (r WakeRequest) FireAt(now time.Time) (time.Time, error) {
 		vs validation.Violations
 		at time.Time
 	)
-	checkText(&vs, "prompt", r.Prompt, MaxPromptChars, "")
+	checkPrompt(&vs, "prompt", r.Prompt, false)
 	delay := strings.TrimSpace(r.Delay)
 	switch {
 	case delay != "" && !r.DelayAllowed:
@@ -200,7 +200,7 @@ func (r WatchRequest) Validate(sessionID int64) ([]Status, error) {
 			states = append(states, st)
 		}
 	}
-	checkText(&vs, "prompt", r.Prompt, MaxPromptChars, "")
+	checkPrompt(&vs, "prompt", r.Prompt, false)
 	if err := vs.Err(); err != nil {
 		return nil, err
 	}
