@@ -110,4 +110,16 @@ func TestBlankTextAndCalleeRefusals(t *testing.T) {
 		}
 		require.Equal(t, []string{"pending: kept", "pending: to interrupt with"}, queue(running), "nothing was sent")
 	})
+
+	// Last: it may archive, fail or delete the sessions it is given.
+	t.Run("whitespace-only strings in every field of every route and tool: never a 5xx", func(t *testing.T) {
+		target := session("blank-sweep")
+		code, body := api.do(t, "POST", fmt.Sprintf("/api/v1/sessions/%d/enqueued_messages", target), `{"content":"sweep"}`)
+		require.Equal(t, http.StatusOK, code, body)
+		var created struct {
+			EnqueuedMessage struct{ ID int64 } `json:"enqueued_message"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &created))
+		sweepWhitespace(t, s, api, []int64{target, idle, running}, created.EnqueuedMessage.ID)
+	})
 }
