@@ -122,6 +122,7 @@ func toProto(m domain.Message) *queuev1.EnqueuedMessage {
 		Id: m.ID, SessionId: m.SessionID, Status: string(m.Status), Origin: string(m.Origin),
 		ActingSessionId: m.ActingSessionID, Content: m.Content, Goal: m.Goal, IdempotencyKey: m.IdempotencyKey,
 		CreatedAt: stamp(m.CreatedAt), UpdatedAt: stamp(m.UpdatedAt), SentAt: stamp(m.SentAt), UndeliveredAt: stamp(m.UndeliveredAt),
+		UndeliveredReason: m.UndeliveredReason,
 	}
 	if m.Live() {
 		out.Position = int32(m.Position)

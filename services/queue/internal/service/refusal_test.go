@@ -59,6 +59,8 @@ func TestABlankMessageAlreadyQueuedIsMarkedUndelivered(t *testing.T) {
 	require.Equal(t, "undelivered", h.messages(t, 1)[idle.GetId()].GetStatus())
 	require.Empty(t, h.callsTo(1), "lifecycle was never asked to run a blank turn")
 	h.requireUndeliveredBecause(t, idle.GetId(), "its content is blank (only white space), and a turn's prompt must carry text")
+	require.Equal(t, "its content is blank (only white space), and a turn's prompt must carry text",
+		h.messages(t, 1)[idle.GetId()].GetUndeliveredReason(), "the list says why")
 
 	running := h.queuedBlank(t, 2)
 	_, err = h.queue.InterruptWithEnqueuedMessage(ctx, &queuev1.InterruptWithEnqueuedMessageRequest{SessionId: "2", MessageId: running.GetId()})
