@@ -80,9 +80,10 @@ const MaxWakeDelay = 366 * 24 * time.Hour
 const DefaultWakePrompt = "[Zimmer] Your scheduled wake-up fired; continue."
 
 // TurnPrompt is the prompt the trigger's turn runs: its own, or the
-// standard nudge for its kind.
+// standard nudge for its kind when it has none (or a blank one, armed
+// before blank prompts were refused: no turn runs a blank prompt).
 func (t Trigger) TurnPrompt() string {
-	if t.Prompt != "" {
+	if !validation.Blank(t.Prompt) {
 		return t.Prompt
 	}
 	if t.Kind == KindSessionState {

@@ -275,6 +275,8 @@ func TestTurnPrompt(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, domain.DefaultWakePrompt, domain.Trigger{Kind: domain.KindOneTime}.TurnPrompt())
 	require.Equal(t, "go on", domain.Trigger{Kind: domain.KindOneTime, Prompt: "go on"}.TurnPrompt())
+	require.Equal(t, domain.DefaultWakePrompt, domain.Trigger{Kind: domain.KindOneTime, Prompt: " \n\t"}.TurnPrompt(),
+		"a blank prompt armed before blank prompts were refused is the standard nudge")
 	failed := domain.StatusFailed
 	require.Equal(t, "[Zimmer] Session #12 is now failed.",
 		domain.Trigger{Kind: domain.KindSessionState, WatchedSessionID: 12, FiredState: &failed}.TurnPrompt())
