@@ -154,7 +154,7 @@ func createSeeds() []string {
 		"branch": rules.MaxBranchChars, "subdirectory": rules.MaxSubdirectoryChars, "agent_root": rules.MaxAgentRootChars,
 		"agent_runtime": rules.MaxAgentRuntimeChars, "slug": rules.MaxSlugChars,
 	} {
-		for _, v := range []string{strings.Repeat("a", limit+1), `a\u0000`, "a\xffb", `\ud800`} {
+		for _, v := range append([]string{strings.Repeat("a", limit+1), `a\u0000`, "a\xffb", `\ud800`}, whitespaceOnly...) {
 			seeds = append(seeds, fmt.Sprintf(`{"git_root":"g",%q:"%s"}`, field, v))
 		}
 	}
@@ -193,6 +193,9 @@ func (f fuzzer) text(limit int) string {
 	case 1:
 		return `"` + strings.Repeat("𝄞", min(limit, 1+f.pick(300))) + `"`
 	case 2:
+		// Blank after trimming: refused where text must carry content.
+		return `"` + whitespaceOnly[f.pick(len(whitespaceOnly))] + `"`
+	case 3:
 		if limit <= 2_048 {
 			return `"` + strings.Repeat("a", limit) + `"`
 		}

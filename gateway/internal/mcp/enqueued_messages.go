@@ -37,7 +37,7 @@ func manageEnqueuedMessagesTool() mcpgo.Tool {
 		mcpgo.WithDescription("Messages queued for a session are sent to it one by one, in position order, as its next turns: each when a turn ends, "+
 			"or soon after the session comes to rest. "+
 			"list shows the queue (pending and processing messages in order, then sent and undelivered ones: undelivered were never delivered, "+
-			"because the session was archived first); create queues a message at the end (refused on an archived or failed session); "+
+			"and each says why: its session was archived or deleted first, or it could never be a turn); create queues a message at the end (refused on an archived or failed session); "+
 			"update edits a pending message's content or goal, or moves it to position; delete removes a pending message; "+
 			"send_now delivers a pending message now when the session is idle, or, when it is running, moves it to the front so it is "+
 			"the next turn when the current one ends; interrupt stops the running turn and delivers the message as the next turn "+
@@ -178,6 +178,9 @@ func messageLine(m *queuev1.EnqueuedMessage) string {
 		where = fmt.Sprintf("#%d %s", m.GetPosition(), m.GetStatus())
 	case m.GetStatus() == rest.StatusUndelivered:
 		where = "undelivered: never delivered"
+		if why := m.GetUndeliveredReason(); why != "" {
+			where += " because " + why
+		}
 		if at := m.GetUndeliveredAt(); at != nil {
 			where += ", retired " + at.AsTime().UTC().Format(time.RFC3339)
 		}
@@ -198,7 +201,7 @@ func queueSection(ms []*queuev1.EnqueuedMessage, ok bool) string {
 		b.WriteString("None waiting, and none undelivered.\n")
 	default:
 		b.WriteString("Pending ones are sent in position order as the session's next turns; undelivered ones were accepted and never " +
-			"delivered (the session was archived first).\n\n")
+			"delivered (each says why).\n\n")
 		for _, m := range ms {
 			b.WriteString(messageLine(m))
 		}

@@ -170,7 +170,8 @@ func TestGetSessionShowsTheQueue(t *testing.T) {
 	text := textOf(res)
 	require.Contains(t, text, "### Queued messages\n\n")
 	require.Contains(t, text, "- [#1 pending] message 3, origin caller: waiting\n"+
-		"- [undelivered: never delivered, retired 2026-01-02T03:04:05Z] message 1, origin caller: lost\n")
+		"- [undelivered: never delivered because the session was archived while the message was queued, retired 2026-01-02T03:04:05Z] "+
+		"message 1, origin caller: lost\n")
 	require.NotContains(t, text, "origin caller: sent", "a sent message is history, not the session's queue")
 	var got []string
 	for _, m := range structured(t, res)["enqueued_messages"].([]any) {

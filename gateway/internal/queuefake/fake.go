@@ -125,6 +125,7 @@ func (s *Server) leave(ref string, m *queuev1.EnqueuedMessage, status string) {
 		m.SentAt = timestamppb.New(Now)
 	} else {
 		m.UndeliveredAt = timestamppb.New(Now)
+		m.UndeliveredReason = "the session was archived while the message was queued"
 	}
 	s.done[ref] = append(s.done[ref], m)
 }

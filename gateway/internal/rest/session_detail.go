@@ -103,7 +103,7 @@ const (
 // published contract is the shape written here.
 type SessionDetailJSON struct {
 	Session          *lifecyclev1.Session       `json:"session" doc:"The session, as every other route answers it."`
-	EnqueuedMessages []*queuev1.EnqueuedMessage `json:"enqueued_messages" doc:"The messages queued for the session that are not delivered: pending and processing ones in delivery order (position 1 is sent first), then the undelivered ones — accepted and never delivered, retired when the session was archived (status undelivered, undelivered_at set). Sent messages are listed by GET /api/v1/sessions/{session_id}/enqueued_messages. Empty when the queue could not be asked (the X-Zimmer-Degraded header says so)."`
+	EnqueuedMessages []*queuev1.EnqueuedMessage `json:"enqueued_messages" doc:"The messages queued for the session that are not delivered: pending and processing ones in delivery order (position 1 is sent first), then the undelivered ones — accepted and never delivered (status undelivered, undelivered_at set, undelivered_reason saying why: the session was archived or deleted while they were queued, or one could never be a turn). Sent messages are listed by GET /api/v1/sessions/{session_id}/enqueued_messages. Empty when the queue could not be asked (the X-Zimmer-Degraded header says so)."`
 	// Nil (null) when lineage could not be asked: unknown, not empty.
 	SessionHierarchy *lineagev1.SessionHierarchy `json:"session_hierarchy" nullable:"true" doc:"The sessions this one came from, its siblings and uncles. Null when lineage could not be asked (the X-Zimmer-Degraded header says so): unknown, not empty."`
 	// Nil (null) when unknown; empty ([]) when nobody said anything.

@@ -97,3 +97,48 @@ func fieldViolations(t *testing.T, st *status.Status) map[string]string {
 	t.Fatalf("no BadRequest detail in %v", st.Details())
 	return nil
 }
+
+// A callee's refusal comes out of its caller with the same code and the
+// callee's own words and details, never as the caller's Internal.
+func TestRefusalOfACallee(t *testing.T) {
+	t.Parallel()
+	invalid := grpcstatus.InvalidArgument(validation.Invalid("acting_session_id", "must be a positive session id"))
+	tests := []struct {
+		name    string
+		err     error
+		ok      bool
+		code    codes.Code
+		message string
+	}{
+		{"InvalidArgument, wrapped", fmt.Errorf("lineage RecordUncleEdge -1 → 7: %w", invalid), true, codes.InvalidArgument,
+			"acting_session_id: must be a positive session id"},
+		{"FailedPrecondition, wrapped twice", fmt.Errorf("deliver: %w", fmt.Errorf("lifecycle DeliverTurn: %w",
+			status.Error(codes.FailedPrecondition, "session 7 is archived"))), true, codes.FailedPrecondition, "session 7 is archived"},
+		{"NotFound", fmt.Errorf("lifecycle RecordDrainAttempt: %w", status.Error(codes.NotFound, "no session 7")), true, codes.NotFound, "no session 7"},
+		{"Unavailable is the caller's to judge", fmt.Errorf("x: %w", status.Error(codes.Unavailable, "down")), false, codes.OK, ""},
+		{"Internal is the caller's to judge", fmt.Errorf("x: %w", status.Error(codes.Internal, "boom")), false, codes.OK, ""},
+		{"no status", errors.New("plain"), false, codes.OK, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			for _, mapping := range []func(error) (error, bool){grpcstatus.Refusal, grpcstatus.Common} {
+				err, ok := mapping(tt.err)
+				if ok != tt.ok {
+					t.Fatalf("ok = %v, want %v (%v)", ok, tt.ok, err)
+				}
+				if !ok {
+					continue
+				}
+				st := status.Convert(err)
+				if st.Code() != tt.code || st.Message() != tt.message {
+					t.Fatalf("status = %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.message)
+				}
+			}
+		})
+	}
+	err, _ := grpcstatus.Common(fmt.Errorf("lineage: %w", invalid))
+	if got := fieldViolations(t, status.Convert(err)); got["acting_session_id"] != "must be a positive session id" {
+		t.Fatalf("field violations = %v, want the callee's", got)
+	}
+}

@@ -77,6 +77,37 @@ func TextProblem(v string) string {
 	return ""
 }
 
+// Blank says whether v carries no content: it is empty or holds nothing
+// but white space (Unicode White_Space: spaces, tabs, line breaks, no-break
+// spaces). This is the one rule for "blank after trimming": a field that
+// must carry content (a turn's prompt, a queued message) refuses blank text
+// through Content, and whatever meets stored blank text asks Blank.
+func Blank(v string) bool { return strings.TrimSpace(v) == "" }
+
+// Content records what is wrong with a field that must carry content when
+// it is given: blank text (Blank) is refused, then Text's problems. When
+// required, "" is refused too ("is required"); otherwise "" means the field
+// was left out. why, when set, says what the content is for ("it is the
+// turn's prompt"), and hint what to do about a too long one (as in Text).
+func (vs *Violations) Content(field, v string, limit int, required bool, why, hint string) {
+	if TextProblem(v) != "" || !Blank(v) {
+		vs.Text(field, v, limit, hint)
+		return
+	}
+	if why != "" {
+		why = ": " + why
+	}
+	switch {
+	case v == "" && required:
+		vs.Add(field, "is required%s", why)
+	case v == "":
+	case required:
+		vs.Add(field, "is blank (only white space)%s; send text", why)
+	default:
+		vs.Add(field, "is blank (only white space)%s; send text, or leave it out", why)
+	}
+}
+
 // Text records what is wrong with a string field: unstorable text
 // (TextProblem), or more than limit characters (hint, when set, says what
 // to do then). Every context checks its text fields with it, so the rule

@@ -82,3 +82,49 @@ func TestTextRefusesUnstorableAndLongText(t *testing.T) {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}
 }
+
+func TestBlank(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"", " ", " \n\t", "\n\r\t", "\u00a0", "\u2003\u3000", "\v\f"} {
+		if !validation.Blank(v) {
+			t.Errorf("Blank(%q) = false, want true", v)
+		}
+	}
+	for _, v := range []string{"a", " a ", "\x00", "\xff", "\u200b"} {
+		if validation.Blank(v) {
+			t.Errorf("Blank(%q) = true, want false", v)
+		}
+	}
+}
+
+func TestContent(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		v        string
+		required bool
+		want     string // "" when accepted
+	}{
+		{"required, given", "do it", true, ""},
+		{"required, empty", "", true, "prompt: is required: it is the turn's prompt"},
+		{"required, blank", " \n\t", true, "prompt: is blank (only white space): it is the turn's prompt; send text"},
+		{"optional, left out", "", false, ""},
+		{"optional, blank", "\u00a0", false, "prompt: is blank (only white space): it is the turn's prompt; send text, or leave it out"},
+		{"too long", "abcdefghijk", true, "prompt: is longer than 10 characters; shorten it"},
+		{"unstorable before blank", "\x00", true, `prompt: contains a NUL character (\u0000), which cannot be stored; remove it`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var vs validation.Violations
+			vs.Content("prompt", tt.v, 10, tt.required, "it is the turn's prompt", "shorten it")
+			got := ""
+			if err := vs.Err(); err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Fatalf("Content(%q) = %q, want %q", tt.v, got, tt.want)
+			}
+		})
+	}
+}

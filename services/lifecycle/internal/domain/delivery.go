@@ -2,7 +2,6 @@ package domain
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
@@ -104,11 +103,7 @@ func (c DeliverCommand) Validate() error {
 	} else {
 		checkText(&vs, "delivery_id", c.DeliveryID, MaxDeliveryIDChars, "")
 	}
-	if textProblem(c.Prompt) == "" && strings.TrimSpace(c.Prompt) == "" {
-		vs.Add("prompt", "is required and not blank: it is the turn's prompt")
-	} else {
-		checkText(&vs, "prompt", c.Prompt, MaxPromptChars, "shorten it or attach the detail as a file in the repository")
-	}
+	checkPrompt(&vs, "prompt", c.Prompt, true)
 	checkText(&vs, "goal", c.Goal, MaxGoalChars, "")
 	switch c.Mode {
 	case DeliverToIdle, DeliverAfterInterrupt:

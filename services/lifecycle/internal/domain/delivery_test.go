@@ -181,6 +181,9 @@ func TestDeliverCommandValidation(t *testing.T) {
 	}
 	require.NoError(t, deliver(domain.DeliverToIdle).Validate())
 	require.Equal(t, []string{"delivery_id", "prompt", "mode"}, fields(domain.DeliverCommand{Prompt: "  "}.Validate()))
+	blank := deliver(domain.DeliverToIdle)
+	blank.Prompt = "\n\r\t\u00a0"
+	require.Equal(t, []string{"prompt"}, fields(blank.Validate()), "blank after trimming is no prompt")
 	handover := deliver(domain.DeliverHandover)
 	require.Equal(t, []string{"from_job_id"}, fields(handover.Validate()))
 

@@ -42,6 +42,14 @@ func checkText(vs *validation.Violations, field, v string, limit int, hint strin
 	vs.Text(field, v, limit, hint)
 }
 
+// checkPrompt is the rule for text that becomes a turn's prompt: it must
+// carry content (platform/validation's Content: blank text is refused),
+// required or, where "" means none (a session created to wait, a trigger's
+// standard nudge), optional.
+func checkPrompt(vs *validation.Violations, field, v string, required bool) {
+	vs.Content(field, v, MaxPromptChars, required, "it is the turn's prompt", "shorten it or attach the detail as a file in the repository")
+}
+
 // checkMetadata records what is wrong with custom_metadata (as decoded from
 // JSON: objects, arrays, strings, numbers, booleans and nulls): a key or
 // string that is unstorable text, nesting deeper than MaxMetadataDepth, or

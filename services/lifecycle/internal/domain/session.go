@@ -76,7 +76,7 @@ type Session struct {
 // whose first turn has not started: its next turn is that one (the start
 // transition), and nothing may take its place.
 func (s Session) FirstTurnPending() bool {
-	return s.Status == StatusWaiting && s.ElapsedSince == nil && strings.TrimSpace(s.Prompt) != ""
+	return s.Status == StatusWaiting && s.ElapsedSince == nil && !validation.Blank(s.Prompt)
 }
 
 // NewSession is what a caller asks for when creating a session.
@@ -107,7 +107,7 @@ var slugPattern = regexp.MustCompile(rules.SlugPattern)
 // created to clone its repository and wait for its first message.
 func (n NewSession) Validate() error {
 	var vs validation.Violations
-	checkText(&vs, "prompt", n.Prompt, MaxPromptChars, "shorten it or attach the detail as a file in the repository")
+	checkPrompt(&vs, "prompt", n.Prompt, false)
 	if textProblem(n.GitRoot) == "" && strings.TrimSpace(n.GitRoot) == "" {
 		vs.Add("git_root", "is required and not blank: the repository the session's clone is made from")
 	} else {

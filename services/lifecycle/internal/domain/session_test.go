@@ -31,6 +31,9 @@ func TestNewSessionValidate(t *testing.T) {
 		// prompt is optional (issue 9, item 9): a session can be created to
 		// clone and wait for its first message. It used to be required.
 		{name: "no prompt", edit: func(n *domain.NewSession) { n.Prompt = "" }},
+		// A blank prompt is no prompt to run (issue 20, item 3): refused,
+		// where leaving it out is a session that waits.
+		{name: "blank prompt", edit: func(n *domain.NewSession) { n.Prompt = " \n\t" }, fields: []string{"prompt"}},
 		{name: "missing git_root", edit: func(n *domain.NewSession) { n.GitRoot = "" }, fields: []string{"git_root"}},
 		{name: "blank git_root", edit: func(n *domain.NewSession) { n.GitRoot = " \t\n " }, fields: []string{"git_root"}},
 		{name: "prompt at the limit", edit: func(n *domain.NewSession) { n.Prompt = strings.Repeat("é", domain.MaxPromptChars) }},

@@ -1,10 +1,6 @@
 package domain
 
-import (
-	"strings"
-
-	"github.com/zimmerhq/zimmer/services/platform/validation"
-)
+import "github.com/zimmerhq/zimmer/services/platform/validation"
 
 // MaxExternalTimelineLineChars bounds a line another context writes: a
 // sentence, not a log dump.
@@ -31,7 +27,7 @@ func (l ExternalTimelineLine) Validate() error {
 	if l.Entry.Kind != TimelineNote && l.Entry.Kind != TimelineWarning {
 		vs.Add("kind", "is %q; another context may write %q or %q", l.Entry.Kind, TimelineNote, TimelineWarning)
 	}
-	if strings.TrimSpace(l.Entry.Message) == "" {
+	if validation.Blank(l.Entry.Message) {
 		vs.Add("message", "missing; a line says something")
 	} else {
 		checkText(&vs, "message", l.Entry.Message, MaxExternalTimelineLineChars, "")

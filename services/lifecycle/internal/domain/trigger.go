@@ -80,9 +80,10 @@ const MaxWakeDelay = 366 * 24 * time.Hour
 const DefaultWakePrompt = "[Zimmer] Your scheduled wake-up fired; continue."
 
 // TurnPrompt is the prompt the trigger's turn runs: its own, or the
-// standard nudge for its kind.
+// standard nudge for its kind when it has none (or a blank one, armed
+// before blank prompts were refused: no turn runs a blank prompt).
 func (t Trigger) TurnPrompt() string {
-	if t.Prompt != "" {
+	if !validation.Blank(t.Prompt) {
 		return t.Prompt
 	}
 	if t.Kind == KindSessionState {
@@ -116,7 +117,7 @@ func (r WakeRequest) FireAt(now time.Time) (time.Time, error) {
 		vs validation.Violations
 		at time.Time
 	)
-	checkText(&vs, "prompt", r.Prompt, MaxPromptChars, "")
+	checkPrompt(&vs, "prompt", r.Prompt, false)
 	delay := strings.TrimSpace(r.Delay)
 	switch {
 	case delay != "" && !r.DelayAllowed:
@@ -200,7 +201,7 @@ func (r WatchRequest) Validate(sessionID int64) ([]Status, error) {
 			states = append(states, st)
 		}
 	}
-	checkText(&vs, "prompt", r.Prompt, MaxPromptChars, "")
+	checkPrompt(&vs, "prompt", r.Prompt, false)
 	if err := vs.Err(); err != nil {
 		return nil, err
 	}

@@ -55,6 +55,7 @@ func TestWakeRequestFireAt(t *testing.T) {
 		{name: "too far", req: domain.WakeRequest{Delay: "9000h", DelayAllowed: true}, fields: []string{"delay"}, reason: "more than"},
 		{name: "too far at", req: domain.WakeRequest{WakeAt: at(9000 * time.Hour)}, fields: []string{"wake_at"}, reason: "more than"},
 		{name: "long prompt", req: domain.WakeRequest{WakeAt: at(time.Hour), Prompt: strings.Repeat("x", domain.MaxPromptChars+1)}, fields: []string{"prompt"}},
+		{name: "blank prompt", req: domain.WakeRequest{WakeAt: at(time.Hour), Prompt: "\n\r\t"}, fields: []string{"prompt"}, reason: "or leave it out"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,6 +89,7 @@ func TestWatchRequestValidate(t *testing.T) {
 		"waiting":         {domain.WatchRequest{WatchedSessionID: 9, States: []string{"needs_input", "waiting"}}, []string{"states"}},
 		"unknown":         {domain.WatchRequest{WatchedSessionID: 9, States: []string{"done"}}, []string{"states"}},
 		"long prompt":     {domain.WatchRequest{WatchedSessionID: 9, States: []string{"failed"}, Prompt: strings.Repeat("x", domain.MaxPromptChars+1)}, []string{"prompt"}},
+		"blank prompt":    {domain.WatchRequest{WatchedSessionID: 9, States: []string{"failed"}, Prompt: " "}, []string{"prompt"}},
 		"all bad at once": {domain.WatchRequest{WatchedSessionID: 5}, []string{"watched_session_id", "states"}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -273,6 +275,8 @@ func TestTurnPrompt(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, domain.DefaultWakePrompt, domain.Trigger{Kind: domain.KindOneTime}.TurnPrompt())
 	require.Equal(t, "go on", domain.Trigger{Kind: domain.KindOneTime, Prompt: "go on"}.TurnPrompt())
+	require.Equal(t, domain.DefaultWakePrompt, domain.Trigger{Kind: domain.KindOneTime, Prompt: " \n\t"}.TurnPrompt(),
+		"a blank prompt armed before blank prompts were refused is the standard nudge")
 	failed := domain.StatusFailed
 	require.Equal(t, "[Zimmer] Session #12 is now failed.",
 		domain.Trigger{Kind: domain.KindSessionState, WatchedSessionID: 12, FiredState: &failed}.TurnPrompt())

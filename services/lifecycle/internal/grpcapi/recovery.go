@@ -2,7 +2,6 @@ package grpcapi
 
 import (
 	"context"
-	"strings"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
@@ -35,7 +34,7 @@ func (s *Server) WithExternalLines(uc app.AppendExternalTimelineLines) *Server {
 // internal, the runner saying on the timeline what became of a clone. The
 // note id is the idempotency key, as an event id is for lineage's lines.
 func (s *Server) RecordTimelineNote(ctx context.Context, req *lifecyclev1.RecordTimelineNoteRequest) (*lifecyclev1.RecordTimelineNoteResponse, error) {
-	if strings.TrimSpace(req.GetMessage()) == "" {
+	if validation.Blank(req.GetMessage()) {
 		return nil, s.toStatus(ctx, validation.Invalid("message", "missing; a line says something"))
 	}
 	kind := domain.TimelineNote

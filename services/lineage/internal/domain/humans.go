@@ -111,7 +111,7 @@ func (m HumanMessage) Validate() error {
 	switch {
 	case m.AuthoredInSessionID <= 0:
 		return validation.Invalid("authored_in_session_id", "must be a positive session id")
-	case strings.TrimSpace(m.Content) == "":
+	case validation.Blank(m.Content):
 		return validation.Invalid("content", "required")
 	case len(m.Content) > MaxHumanMessageLength*4 || utf8.RuneCountInString(m.Content) > MaxHumanMessageLength:
 		return validation.Invalid("content", "at most %d characters", MaxHumanMessageLength)

@@ -55,6 +55,8 @@ type Messages interface {
 	Deliver(ctx context.Context, sessionID int64, pick domain.Pick, send domain.Send) (domain.Message, bool, error)
 	HandedOver(ctx context.Context, sessionID int64, fromJobID string) (domain.Message, bool, error)
 	LockForInterrupt(ctx context.Context, sessionID int64, fn func(ctx context.Context) error) error
+	// Abandon ends a deleted session's live messages undelivered.
+	Abandon(ctx context.Context, sessionID int64, reason string) ([]domain.Message, error)
 	Seal(ctx context.Context, sessionID int64, by string) ([]domain.Message, error)
 	Unseal(ctx context.Context, sessionID int64, by string) error
 	Retire(ctx context.Context, sessionID int64, archivedAt time.Time) ([]domain.Message, error)

@@ -172,6 +172,11 @@ func (q *Queue) DeliverNext(ctx context.Context, sessionID int64, fromJobID stri
 		send, _ := q.sender(ModeHandover, fromJobID, true)
 		for {
 			m, ok, err = q.messages.Deliver(ctx, sessionID, domain.Pick{HandedOverFrom: fromJobID}, send)
+			// A message that can never be a turn is now undelivered; on to
+			// the next.
+			if q.undeliverable(ctx, sessionID, err) {
+				continue
+			}
 			// A message whose turn is the one that just ended (made by an
 			// earlier delivery whose answer was lost) is now recorded sent;
 			// handing it over would run its prompt again. On to the next.
@@ -190,10 +195,46 @@ func (q *Queue) DeliverNext(ctx context.Context, sessionID int64, fromJobID stri
 // session at rest (the after-pause drain). delivered is false when the
 // queue is empty or the session cannot take it now; an error is a failed
 // attempt, and the message stays pending.
+//
+// A message that can never be a turn (domain.Undeliverable) is marked
+// undelivered on the way, with its reason, and the next one is tried: the
+// queue never holds a message nothing will deliver.
 func (q *Queue) DeliverPending(ctx context.Context, sessionID int64) (bool, error) {
 	send, _ := q.sender(ModeIdle, "", true)
-	_, ok, err := q.messages.Deliver(ctx, sessionID, domain.Pick{}, send)
-	return ok, err
+	for {
+		_, ok, err := q.messages.Deliver(ctx, sessionID, domain.Pick{}, send)
+		if !q.undeliverable(ctx, sessionID, err) {
+			return ok, err
+		}
+	}
+}
+
+// undeliverable says whether err is a message's delivery that ended it
+// undelivered because it can never be a turn, and logs it: the caller goes
+// on to the next message.
+func (q *Queue) undeliverable(ctx context.Context, sessionID int64, err error) bool {
+	var never *domain.UndeliverableError
+	if !errors.As(err, &never) {
+		return false
+	}
+	q.logger.WarnContext(ctx, "a queued message can never be delivered: marked undelivered", "session_id", sessionID,
+		"message_id", never.MessageID, "reason", never.Reason)
+	return true
+}
+
+// Abandon ends the live messages of a session lifecycle no longer knows
+// (it was deleted) undelivered, saying so: nothing will ever deliver them.
+// It returns how many there were.
+func (q *Queue) Abandon(ctx context.Context, sessionID int64) (int, error) {
+	gone, err := q.messages.Abandon(ctx, sessionID, domain.ReasonSessionGone)
+	if err != nil {
+		return 0, err
+	}
+	if len(gone) > 0 {
+		q.logger.WarnContext(ctx, "the session no longer exists: its queued messages are marked undelivered",
+			"session_id", sessionID, "undelivered", len(gone))
+	}
+	return len(gone), nil
 }
 
 // sender is the Send a delivery in mode makes; refusal reports lifecycle's
@@ -201,6 +242,9 @@ func (q *Queue) DeliverPending(ctx context.Context, sessionID int64) (bool, erro
 func (q *Queue) sender(mode Mode, fromJobID string, automatic bool) (domain.Send, func() Delivered) {
 	var last Delivered
 	send := func(ctx context.Context, m domain.Message) (string, bool, error) {
+		if err := domain.CheckDeliverable(m); err != nil {
+			return "", false, err
+		}
 		d, err := q.turns.Deliver(ctx, Delivery{
 			SessionID: m.SessionID, ID: domain.DeliveryID(m), Prompt: m.Content, Goal: m.Goal,
 			Mode: mode, FromJobID: fromJobID, Automatic: automatic, What: fmt.Sprintf("queued message #%d", m.ID),
@@ -423,6 +467,13 @@ func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Me
 		}
 		if msg.Status != domain.StatusPending {
 			return fmt.Errorf("%w: message %d is %s, so there is nothing to interrupt the turn for", domain.ErrNotPending, id, msg.Status)
+		}
+		if never := domain.CheckDeliverable(msg); never != nil {
+			// Nothing to put in the turn's place: the turn runs on, and the
+			// message leaves the queue saying why.
+			_, _, err := q.messages.Deliver(ctx, sessionID, domain.Pick{MessageID: id},
+				func(context.Context, domain.Message) (string, bool, error) { return "", false, never })
+			return err
 		}
 		interrupted, err = q.runner.InterruptTurn(ctx, sessionID, "queue interrupt")
 		if err != nil {

@@ -36,6 +36,9 @@ func NewDrainLifecycle(conn grpc.ClientConnInterface) *DrainLifecycle {
 // "mcp_retry"), so one this build does not know still reads as a refusal.
 func (l *DrainLifecycle) RecordDrainAttempt(ctx context.Context, sessionID int64) (drain.Attempt, error) {
 	resp, err := l.client.RecordDrainAttempt(ctx, &lifecyclev1.RecordDrainAttemptRequest{SessionId: sessionID})
+	if status.Code(err) == codes.NotFound {
+		return drain.Attempt{}, fmt.Errorf("session %d: %w (%s)", sessionID, drain.ErrSessionNotFound, status.Convert(err).Message())
+	}
 	if err != nil {
 		return drain.Attempt{}, fmt.Errorf("lifecycle RecordDrainAttempt for session %d: %w", sessionID, err)
 	}

@@ -30,6 +30,9 @@ func (f *drainLifecycleServer) RecordDrainAttempt(_ context.Context, req *lifecy
 	if r, ok := f.attempts[req.GetSessionId()]; ok {
 		return r, nil
 	}
+	if _, ok := f.statuses[req.GetSessionId()]; !ok && req.GetSessionId() == deletedSession {
+		return nil, status.Errorf(codes.NotFound, "no session %d", req.GetSessionId())
+	}
 	return nil, status.Errorf(codes.Unavailable, "lifecycle is restarting")
 }
 
@@ -83,7 +86,13 @@ func TestDrainLifecycleRecordsAttempts(t *testing.T) {
 	}
 	_, err := l.RecordDrainAttempt(ctx, 5)
 	require.Equal(t, codes.Unavailable, status.Code(err), "lifecycle's error is kept: %v", err)
+	_, err = l.RecordDrainAttempt(ctx, deletedSession)
+	require.ErrorIs(t, err, drain.ErrSessionNotFound, "a deleted session ends the drain")
+	require.ErrorContains(t, err, "no session 9", "lifecycle's words are kept")
 }
+
+// deletedSession is a session lifecycle answers NotFound for.
+const deletedSession = 9
 
 func TestDrainLifecycleReadsStatuses(t *testing.T) {
 	t.Parallel()

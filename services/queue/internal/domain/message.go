@@ -65,6 +65,9 @@ type Message struct {
 	ClaimedAt       time.Time
 	SentAt          time.Time
 	UndeliveredAt   time.Time
+	// UndeliveredReason says why an undelivered message never became a
+	// turn (one of the Reason* texts).
+	UndeliveredReason string
 	// DeliveredJobID is the turn a sent message became (the session's
 	// running_job_id for it).
 	DeliveredJobID string
@@ -72,6 +75,43 @@ type Message struct {
 
 // Live says whether the message still holds a place in its session's queue.
 func (m Message) Live() bool { return m.Status == StatusPending || m.Status == StatusProcessing }
+
+// Why a message ended undelivered (Message.UndeliveredReason).
+const (
+	ReasonArchived    = "the session was archived while the message was queued"
+	ReasonSessionGone = "the session no longer exists (it was deleted) while the message was queued"
+	ReasonBlank       = "its content is blank (only white space), and a turn's prompt must carry text"
+)
+
+// Undeliverable says why m can never become a turn, or "" when it can: a
+// blank content (queued before blank text was refused) is a prompt no turn
+// runs, so it would otherwise wait in the queue for ever.
+func (m Message) Undeliverable() string {
+	if validation.Blank(m.Content) {
+		return ReasonBlank
+	}
+	return ""
+}
+
+// UndeliverableError is a claimed message that can never become a turn:
+// the delivery marks it undelivered with the reason instead of sending it.
+type UndeliverableError struct {
+	MessageID int64
+	Reason    string
+}
+
+func (e *UndeliverableError) Error() string {
+	return fmt.Sprintf("message %d can never be delivered: %s; it is now marked undelivered", e.MessageID, e.Reason)
+}
+
+// CheckDeliverable is the *UndeliverableError of a message that can never
+// become a turn, or nil. A Send calls it before it sends.
+func CheckDeliverable(m Message) error {
+	if r := m.Undeliverable(); r != "" {
+		return &UndeliverableError{MessageID: m.ID, Reason: r}
+	}
+	return nil
+}
 
 // NewMessage is what a request to enqueue carries; the position is the
 // queue's to assign (the end of the queue).
@@ -97,11 +137,7 @@ func (n NewMessage) Validate() error {
 	if !validOrigin(n.Origin) {
 		vs.Add("origin", "must be %q or %q followed by a notice name", OriginCaller, "automated_")
 	}
-	if n.Content == "" {
-		vs.Add("content", "is required")
-	} else {
-		checkText(&vs, "content", n.Content, MaxContentChars)
-	}
+	checkContent(&vs, n.Content)
 	checkText(&vs, "goal", n.Goal, MaxGoalChars)
 	checkText(&vs, "idempotency_key", n.IdempotencyKey, MaxIdempotencyKeyChars)
 	return vs.Err()
@@ -120,7 +156,7 @@ func (e Edit) Validate() error {
 		if *e.Content == "" {
 			vs.Add("content", "must not be empty; delete the message instead")
 		} else {
-			checkText(&vs, "content", *e.Content, MaxContentChars)
+			checkContent(&vs, *e.Content)
 		}
 	}
 	if e.Goal != nil {
@@ -153,6 +189,13 @@ func validOrigin(o Origin) bool {
 // checkText is platform/validation's text rule, in the words every context
 // uses.
 func checkText(vs *validation.Violations, field, v string, limit int) { vs.Text(field, v, limit, "") }
+
+// checkContent is the rule for a message's content: it becomes a turn's
+// prompt, so it must carry text (platform/validation's Content, the rule
+// lifecycle holds a prompt to).
+func checkContent(vs *validation.Violations, content string) {
+	vs.Content("content", content, MaxContentChars, true, "it becomes the turn's prompt", "")
+}
 
 // Preview is s cut to at most limit characters, ending in "..." when cut,
 // with line breaks folded to spaces so it fits on one line.

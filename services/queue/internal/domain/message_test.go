@@ -27,6 +27,9 @@ func TestNewMessageValidate(t *testing.T) {
 		{"goal over the limit", with(func(n *domain.NewMessage) { n.Goal = strings.Repeat("a", domain.MaxGoalChars+1) }), []string{"goal"}},
 		{"empty content", with(func(n *domain.NewMessage) { n.Content = "" }), []string{"content"}},
 		{"NUL in content", with(func(n *domain.NewMessage) { n.Content = "a\x00b" }), []string{"content"}},
+		{"blank content", with(func(n *domain.NewMessage) { n.Content = " \n\t" }), []string{"content"}},
+		{"content of no-break spaces", with(func(n *domain.NewMessage) { n.Content = "\u00a0\u3000" }), []string{"content"}},
+		{"content padded with white space", with(func(n *domain.NewMessage) { n.Content = "\n  hello\t" }), nil},
 		{"invalid UTF-8 in goal", with(func(n *domain.NewMessage) { n.Goal = "\xff" }), []string{"goal"}},
 		{"NUL in idempotency key", with(func(n *domain.NewMessage) { n.IdempotencyKey = "\x00" }), []string{"idempotency_key"}},
 		{"an unknown origin", with(func(n *domain.NewMessage) { n.Origin = "someone" }), []string{"origin"}},
@@ -49,6 +52,22 @@ func TestEditValidate(t *testing.T) {
 	require.NoError(t, domain.Edit{}.Validate())
 	require.NoError(t, domain.Edit{Content: &ok, Goal: &empty}.Validate(), "an empty goal clears it")
 	require.Equal(t, []string{"content", "goal"}, violatedFields(t, domain.Edit{Content: &empty, Goal: &long}.Validate()))
+	blank := "\n\r\t"
+	require.Equal(t, []string{"content"}, violatedFields(t, domain.Edit{Content: &blank}.Validate()), "an edit cannot blank a message")
+}
+
+// A message that can never be a turn (blank content, queued before blank
+// text was refused) says so, and why.
+func TestUndeliverable(t *testing.T) {
+	t.Parallel()
+	require.Empty(t, domain.Message{ID: 1, Content: " hi "}.Undeliverable())
+	require.NoError(t, domain.CheckDeliverable(domain.Message{ID: 1, Content: "hi"}))
+	blank := domain.Message{ID: 12, Content: " \n\t"}
+	require.Equal(t, domain.ReasonBlank, blank.Undeliverable())
+	var u *domain.UndeliverableError
+	require.ErrorAs(t, domain.CheckDeliverable(blank), &u)
+	require.Equal(t, domain.UndeliverableError{MessageID: 12, Reason: domain.ReasonBlank}, *u)
+	require.EqualError(t, u, "message 12 can never be delivered: "+domain.ReasonBlank+"; it is now marked undelivered")
 }
 
 func violatedFields(t *testing.T, err error) []string {

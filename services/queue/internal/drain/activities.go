@@ -2,9 +2,11 @@ package drain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/zimmerhq/zimmer/services/platform/alert"
 )
@@ -27,11 +29,23 @@ func (a *Activities) Register(r ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.RecordDrainAttempt, activity.RegisterOptions{Name: ActivityRecordAttempt})
 	r.RegisterActivityWithOptions(a.DeliverPending, activity.RegisterOptions{Name: ActivityDeliverPending})
 	r.RegisterActivityWithOptions(a.RaiseExhausted, activity.RegisterOptions{Name: ActivityRaiseExhausted})
+	r.RegisterActivityWithOptions(a.Abandon, activity.RegisterOptions{Name: ActivityAbandon})
 }
 
-// RecordDrainAttempt counts one attempt with lifecycle.
+// RecordDrainAttempt counts one attempt with lifecycle. A session
+// lifecycle does not know is a non-retryable ErrTypeSessionGone: no later
+// attempt can find it.
 func (a *Activities) RecordDrainAttempt(ctx context.Context, sessionID int64) (Attempt, error) {
-	return a.Lifecycle.RecordDrainAttempt(ctx, sessionID)
+	at, err := a.Lifecycle.RecordDrainAttempt(ctx, sessionID)
+	if errors.Is(err, ErrSessionNotFound) {
+		return Attempt{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSessionGone, err)
+	}
+	return at, err
+}
+
+// Abandon ends a deleted session's queued messages undelivered.
+func (a *Activities) Abandon(ctx context.Context, sessionID int64) (int, error) {
+	return a.Deliverer.Abandon(ctx, sessionID)
 }
 
 // DeliverPending delivers the session's next pending message.

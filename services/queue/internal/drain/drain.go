@@ -28,6 +28,7 @@ const (
 	ActivityRecordAttempt  = "zimmer.queue.RecordDrainAttempt"
 	ActivityDeliverPending = "zimmer.queue.DeliverPending"
 	ActivityRaiseExhausted = "zimmer.queue.RaiseDrainExhausted"
+	ActivityAbandon        = "zimmer.queue.AbandonQueue"
 
 	// SignalPoke asks the session's workflow to (re)try delivering its
 	// queue; it carries nothing.
@@ -74,12 +75,21 @@ type Lifecycle interface {
 // DeliverTurn IDLE automatic, mark sent, in one transaction). delivered is
 // false when nothing was delivered and nothing went wrong: the queue is
 // empty, or lifecycle refused.
+//
+// Abandon ends the live messages of a session lifecycle no longer knows
+// (it was deleted) undelivered, with that reason, and says how many.
 type Deliverer interface {
 	DeliverPending(ctx context.Context, sessionID int64) (delivered bool, err error)
+	Abandon(ctx context.Context, sessionID int64) (undelivered int, err error)
 }
 
 // ErrSessionNotFound: lifecycle knows no such session (it was deleted).
 var ErrSessionNotFound = errors.New("lifecycle knows no such session")
+
+// ErrTypeSessionGone is the type of the non-retryable activity error an
+// attempt fails with when lifecycle knows no such session: the drain ends
+// at once instead of trying again.
+const ErrTypeSessionGone = "SessionGone"
 
 // Sessions reads a session's status ("archived", "waiting", ...) from
 // lifecycle; an unknown session is ErrSessionNotFound.

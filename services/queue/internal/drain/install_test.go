@@ -26,6 +26,8 @@ func (d signalingDeliverer) DeliverPending(_ context.Context, id int64) (bool, e
 	return true, nil
 }
 
+func (signalingDeliverer) Abandon(context.Context, int64) (int, error) { return 0, nil }
+
 // countingLifecycle counts every attempt.
 type countingLifecycle struct{}
 

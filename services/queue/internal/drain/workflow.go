@@ -31,7 +31,14 @@ const (
 	// OutcomeExhausted: the idle spell's attempts are spent; an operator was
 	// paged and the messages stay pending.
 	OutcomeExhausted Outcome = "exhausted"
+	// OutcomeSessionGone: lifecycle no longer knows the session (it was
+	// deleted); its queued messages are marked undelivered, saying so.
+	OutcomeSessionGone Outcome = "session_gone"
 )
+
+// sessionGoneVersion marks the change that ends a drain at once when its
+// session is gone: histories from before it tried again.
+const sessionGoneVersion = "session-gone-ends-drain"
 
 // Exhausted is the alert the workflow raises when the attempts are spent.
 type Exhausted struct {
@@ -101,6 +108,9 @@ func run(ctx workflow.Context, in Input) (Outcome, error) {
 		}
 		var a Attempt
 		if err := workflow.ExecuteActivity(actx, ActivityRecordAttempt, in.SessionID).Get(ctx, &a); err != nil {
+			if sessionGone(err) && workflow.GetVersion(ctx, sessionGoneVersion, workflow.DefaultVersion, 1) == 1 {
+				return OutcomeSessionGone, abandon(ctx, in.SessionID)
+			}
 			alert.LastError = "count the attempt with lifecycle: " + rootMessage(err)
 			logger.Warn("drain attempt failed", "session_id", in.SessionID, "attempt", alert.Tried+1, "error", err)
 			continue
@@ -147,6 +157,40 @@ func raise(ctx workflow.Context, alert Exhausted) error {
 		workflow.GetLogger(ctx).Error("could not raise the exhausted-drain alert: "+exhaustedSummary(alert),
 			"dedup_key", AlertKey(alert.SessionID), "error", err)
 	}
+	return nil
+}
+
+// sessionGone says whether an activity failed because lifecycle no longer
+// knows the session.
+func sessionGone(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == ErrTypeSessionGone
+}
+
+// abandon marks a deleted session's queued messages undelivered, retrying
+// the queue's own database for a while; if it never answers, the messages
+// are logged as left pending (no session will ever take them, and the next
+// poke's drain tries again).
+func abandon(ctx workflow.Context, sessionID int64) error {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 10,
+		},
+	})
+	var n int
+	err := workflow.ExecuteActivity(actx, ActivityAbandon, sessionID).Get(ctx, &n)
+	if temporal.IsCanceledError(err) {
+		return err
+	}
+	logger := workflow.GetLogger(ctx)
+	if err != nil {
+		logger.Error("the session no longer exists, and its queued messages could not be marked undelivered",
+			"session_id", sessionID, "error", err)
+		return nil
+	}
+	logger.Info("the session no longer exists: the drain ends, its queued messages marked undelivered",
+		"session_id", sessionID, "undelivered", n)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package drain_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -61,11 +62,32 @@ func lifecycleDown(int) (drain.Attempt, error) {
 	return drain.Attempt{}, errors.New("lifecycle unavailable")
 }
 
-// fakeDeliverer answers DeliverPending from a script.
+// sessionDeleted answers as lifecycle does once the session was
+// hard-deleted (the adapter's reading of NotFound).
+func sessionDeleted(int) (drain.Attempt, error) {
+	return drain.Attempt{}, fmt.Errorf("session %d: %w (no session %d)", sessionID, drain.ErrSessionNotFound, sessionID)
+}
+
+// fakeDeliverer answers DeliverPending from a script, and records the
+// sessions whose queues it abandoned.
 type fakeDeliverer struct {
-	mu      sync.Mutex
-	answers []error // nil delivers; errEmpty finds nothing
-	calls   int
+	mu        sync.Mutex
+	answers   []error // nil delivers; errEmpty finds nothing
+	calls     int
+	abandoned []int64
+}
+
+func (f *fakeDeliverer) Abandon(_ context.Context, id int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.abandoned = append(f.abandoned, id)
+	return 2, nil
+}
+
+func (f *fakeDeliverer) abandonedSessions() []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int64(nil), f.abandoned...)
 }
 
 var errEmpty = errors.New("the queue is empty (not an error: the fake's marker)")
@@ -274,4 +296,17 @@ func TestDrainRunsAgainForAPokeBetweenAttempts(t *testing.T) {
 	require.Equal(t, drain.OutcomeDelivered, h.run())
 	require.Equal(t, []time.Duration{10 * time.Second, 40 * time.Second, 50 * time.Second}, h.offsets())
 	require.Equal(t, 3, h.deliverer.called())
+}
+
+// A session lifecycle no longer knows (hard-deleted) ends the drain at
+// once: no second attempt, no alert, and its queued messages are marked
+// undelivered (issue 20: the drain retried NotFound for minutes).
+func TestDrainEndsAtOnceWhenTheSessionIsGone(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []func(int) (drain.Attempt, error){sessionDeleted, counted, counted})
+	require.Equal(t, drain.OutcomeSessionGone, h.run())
+	require.Equal(t, []time.Duration{drain.DefaultDelay}, h.offsets(), "one attempt, no retry")
+	require.Zero(t, h.deliverer.called())
+	require.Equal(t, []int64{sessionID}, h.deliverer.abandonedSessions())
+	require.Empty(t, h.alerts.all(), "a deleted session pages nobody")
 }

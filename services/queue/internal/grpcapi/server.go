@@ -94,7 +94,10 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 	if st, ok := grpcstatus.Common(err); ok {
 		return st
 	}
+	var never *domain.UndeliverableError
 	switch {
+	case errors.As(err, &never):
+		return status.Error(codes.FailedPrecondition, never.Error())
 	case errors.Is(err, app.ErrSessionNotFound), errors.Is(err, domain.ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, app.ErrForbidden):
@@ -119,6 +122,7 @@ func toProto(m domain.Message) *queuev1.EnqueuedMessage {
 		Id: m.ID, SessionId: m.SessionID, Status: string(m.Status), Origin: string(m.Origin),
 		ActingSessionId: m.ActingSessionID, Content: m.Content, Goal: m.Goal, IdempotencyKey: m.IdempotencyKey,
 		CreatedAt: stamp(m.CreatedAt), UpdatedAt: stamp(m.UpdatedAt), SentAt: stamp(m.SentAt), UndeliveredAt: stamp(m.UndeliveredAt),
+		UndeliveredReason: m.UndeliveredReason,
 	}
 	if m.Live() {
 		out.Position = int32(m.Position)

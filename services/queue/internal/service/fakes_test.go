@@ -130,6 +130,13 @@ func (f *lifecycleFake) update(id int64, change func(s *fakeSession)) {
 	change(f.sessions[id])
 }
 
+// remove hard-deletes session id: lifecycle no longer knows it.
+func (f *lifecycleFake) remove(id int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.sessions, id)
+}
+
 // setStatus moves session id to status (and, for running, job).
 func (f *lifecycleFake) setStatus(id int64, status string) {
 	f.update(id, func(s *fakeSession) { s.Status, s.Reported = status, "" })
@@ -360,6 +367,14 @@ type lineageFake struct {
 	outcome     lineagev1.UncleEdgeOutcome
 	records     []*lineagev1.RecordUncleEdgeRequest
 	retractions []*lineagev1.RetractUncleEdgeRequest
+	// refusal, when set, is every RecordUncleEdge's answer.
+	refusal error
+}
+
+func (f *lineageFake) refuseWith(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refusal = err
 }
 
 func (f *lineageFake) answer(o lineagev1.UncleEdgeOutcome) {
@@ -385,6 +400,9 @@ func (f *lineageFake) RecordUncleEdge(_ context.Context, req *lineagev1.RecordUn
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.records = append(f.records, proto.Clone(req).(*lineagev1.RecordUncleEdgeRequest))
+	if f.refusal != nil {
+		return nil, f.refusal
+	}
 	return &lineagev1.RecordUncleEdgeResponse{Outcome: f.outcome,
 		Message: fmt.Sprintf("lineage answers %s for %d → %d", f.outcome, req.GetActingSessionId(), req.GetTargetSessionId())}, nil
 }

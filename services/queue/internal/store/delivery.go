@@ -1,9 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,6 +21,7 @@ import (
 // refused. A named message that is not pending is domain.ErrNotPending (or
 // ErrNotFound, or ErrSealed).
 func (s *Messages) Deliver(ctx context.Context, sessionID int64, pick domain.Pick, send domain.Send) (m domain.Message, delivered bool, err error) {
+	var undeliverable *domain.UndeliverableError
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var claimed bool
 		if pick.MessageID == 0 {
@@ -29,6 +33,13 @@ func (s *Messages) Deliver(ctx context.Context, sessionID int64, pick domain.Pic
 			return err
 		}
 		jobID, ok, err := send(ctx, m)
+		var never *domain.UndeliverableError
+		if errors.As(err, &never) {
+			// It can never be a turn: it leaves the queue, saying why, and
+			// the error says so once this is committed.
+			undeliverable = never
+			return s.markUndelivered(ctx, tx, m, never.Reason)
+		}
 		if err != nil {
 			return err
 		}
@@ -48,7 +59,56 @@ func (s *Messages) Deliver(ctx context.Context, sessionID int64, pick domain.Pic
 	if err != nil {
 		return domain.Message{}, false, fmt.Errorf("deliver from session %d's queue: %w", sessionID, err)
 	}
+	if undeliverable != nil {
+		return domain.Message{}, false, undeliverable
+	}
 	return m, delivered, nil
+}
+
+// markUndelivered ends the claimed message m undelivered for reason, inside
+// the claiming tx; the messages behind it move up.
+func (s *Messages) markUndelivered(ctx context.Context, tx pgx.Tx, m domain.Message, reason string) error {
+	now := s.clock.Now()
+	tag, err := tx.Exec(ctx, `UPDATE enqueued_messages
+		SET status = 'undelivered', undelivered_at = $2, updated_at = $2, undelivered_reason = $3
+		WHERE id = $1 AND status = 'processing'`, m.ID, now, reason)
+	if err != nil {
+		return fmt.Errorf("mark message %d undelivered: %w", m.ID, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("mark message %d undelivered: %w", m.ID, domain.ErrNotPending)
+	}
+	return closeGaps(ctx, tx, m.SessionID, now)
+}
+
+// undeliver ends every live message of the session undelivered for reason,
+// inside tx (which holds the session's queue lock), and returns them.
+func undeliver(ctx context.Context, tx pgx.Tx, sessionID int64, now time.Time, reason string) ([]domain.Message, error) {
+	return collectMessages(tx.Query(ctx, `UPDATE enqueued_messages
+		SET status = 'undelivered', undelivered_at = $2, updated_at = $2, undelivered_reason = $3
+		WHERE session_id = $1 AND status IN ('pending', 'processing')
+		RETURNING `+messageColumns, sessionID, now, reason))
+}
+
+// Abandon ends every live message of a session that no longer exists
+// undelivered for reason, and returns them in the order they held. The
+// queue stays open: a session id is never reused, so nothing queues onto it
+// again (lifecycle refuses it). Idempotent.
+func (s *Messages) Abandon(ctx context.Context, sessionID int64, reason string) ([]domain.Message, error) {
+	var gone []domain.Message
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := lockSession(ctx, tx, sessionID, "FOR UPDATE"); err != nil {
+			return err
+		}
+		var err error
+		gone, err = undeliver(ctx, tx, sessionID, s.clock.Now(), reason)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("abandon session %d's queue: %w", sessionID, err)
+	}
+	slices.SortFunc(gone, func(a, b domain.Message) int { return cmp.Compare(a.Position, b.Position) })
+	return gone, nil
 }
 
 // errRefused rolls a delivery's transaction back when send refused.

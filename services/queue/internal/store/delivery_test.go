@@ -188,3 +188,25 @@ func TestInterruptLockSerialisesOneSessionOnly(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, 1, maxSeen)
 }
+
+// A send that finds its message can never be a turn ends it undelivered
+// with the reason, committed, and answers the *UndeliverableError; the
+// messages behind it move up.
+func TestDeliverMarksAnUndeliverableMessageUndelivered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, _ := newMessages(t)
+	blank, next := enqueue(t, ms, 1, "first"), enqueue(t, ms, 1, "next")
+	never := &domain.UndeliverableError{MessageID: blank.ID, Reason: domain.ReasonBlank}
+	_, ok, err := ms.Deliver(ctx, 1, domain.Pick{}, func(context.Context, domain.Message) (string, bool, error) { return "", false, never })
+	require.False(t, ok)
+	require.ErrorIs(t, err, never)
+	got, err := ms.Message(ctx, 1, blank.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusUndelivered, got.Status)
+	require.Equal(t, domain.ReasonBlank, got.UndeliveredReason)
+	require.Equal(t, []string{"next"}, live(t, ms, 1))
+	n, err := ms.Message(ctx, 1, next.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n.Position, "the message behind moved up")
+}

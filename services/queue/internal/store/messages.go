@@ -30,7 +30,7 @@ func NewMessages(pool *pgxpool.Pool, clk clock.Clock) *Messages {
 
 const messageColumns = `id, session_id, position, status, origin, coalesce(acting_session_id, 0), content,
 	coalesce(goal, ''), coalesce(idempotency_key, ''), created_at, updated_at,
-	claimed_at, sent_at, undelivered_at, coalesce(delivered_job_id, '')`
+	claimed_at, sent_at, undelivered_at, coalesce(delivered_job_id, ''), coalesce(undelivered_reason, '')`
 
 func scanMessage(row pgx.Row) (domain.Message, error) {
 	var (
@@ -38,7 +38,7 @@ func scanMessage(row pgx.Row) (domain.Message, error) {
 		claimed, sent, undelivered *time.Time
 	)
 	err := row.Scan(&m.ID, &m.SessionID, &m.Position, &m.Status, &m.Origin, &m.ActingSessionID, &m.Content,
-		&m.Goal, &m.IdempotencyKey, &m.CreatedAt, &m.UpdatedAt, &claimed, &sent, &undelivered, &m.DeliveredJobID)
+		&m.Goal, &m.IdempotencyKey, &m.CreatedAt, &m.UpdatedAt, &claimed, &sent, &undelivered, &m.DeliveredJobID, &m.UndeliveredReason)
 	for _, p := range []struct {
 		src *time.Time
 		dst *time.Time

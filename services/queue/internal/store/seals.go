@@ -103,10 +103,7 @@ func (s *Messages) Retire(ctx context.Context, sessionID int64, archivedAt time.
 			return fmt.Errorf("seal: %w", err)
 		}
 		var err error
-		retired, err = collectMessages(tx.Query(ctx, `UPDATE enqueued_messages
-			SET status = 'undelivered', undelivered_at = $2, updated_at = $2
-			WHERE session_id = $1 AND status IN ('pending', 'processing')
-			RETURNING `+messageColumns, sessionID, now))
+		retired, err = undeliver(ctx, tx, sessionID, now, domain.ReasonArchived)
 		return err
 	})
 	if err != nil {

@@ -76,6 +76,7 @@ func TestRetireReturnsExactlyTheLiveMessages(t *testing.T) {
 	require.Equal(t, []int64{c.ID, b.ID}, ids(retired), "in queue order")
 	for _, m := range retired {
 		require.Equal(t, domain.StatusUndelivered, m.Status)
+		require.Equal(t, domain.ReasonArchived, m.UndeliveredReason)
 	}
 	again, err := ms.Retire(ctx, 1, archivedAt)
 	require.NoError(t, err)
@@ -120,4 +121,29 @@ func ids(ms []domain.Message) []int64 {
 		out[i] = m.ID
 	}
 	return out
+}
+
+// A deleted session's live messages end undelivered saying so, in queue
+// order; sent ones stay sent, and another session's queue is untouched.
+func TestAbandonEndsADeletedSessionsMessagesUndelivered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, _ := newMessages(t)
+	a, b := enqueue(t, ms, 1, "a"), enqueue(t, ms, 1, "b")
+	_, err := ms.Update(ctx, 1, b.ID, domain.Edit{}, 1)
+	require.NoError(t, err)
+	enqueue(t, ms, 2, "another session's")
+
+	gone, err := ms.Abandon(ctx, 1, domain.ReasonSessionGone)
+	require.NoError(t, err)
+	require.Equal(t, []int64{b.ID, a.ID}, ids(gone), "in queue order")
+	for _, m := range gone {
+		require.Equal(t, domain.StatusUndelivered, m.Status)
+		require.Equal(t, domain.ReasonSessionGone, m.UndeliveredReason)
+		require.False(t, m.UndeliveredAt.IsZero())
+	}
+	again, err := ms.Abandon(ctx, 1, domain.ReasonSessionGone)
+	require.NoError(t, err)
+	require.Empty(t, again, "idempotent")
+	require.Equal(t, []string{"another session's"}, live(t, ms, 2))
 }

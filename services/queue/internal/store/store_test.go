@@ -50,7 +50,7 @@ func TestSchemaRules(t *testing.T) {
 		{Name: "positions are per session", Setup: insert + `(10, 1, 'caller', 'a')`, SQL: insert + `(13, 1, 'caller', 'b')`},
 		{
 			Name:  "a retired message frees its position",
-			Setup: insert + `(11, 1, 'caller', 'a'); UPDATE enqueued_messages SET status = 'undelivered', undelivered_at = now() WHERE session_id = 11`,
+			Setup: insert + `(11, 1, 'caller', 'a'); UPDATE enqueued_messages SET status = 'undelivered', undelivered_at = now(), undelivered_reason = 'archived' WHERE session_id = 11`,
 			SQL:   insert + `(11, 1, 'caller', 'b')`,
 		},
 		{
@@ -63,6 +63,17 @@ func TestSchemaRules(t *testing.T) {
 			Setup:    `INSERT INTO enqueued_messages (session_id, position, origin, content, idempotency_key) VALUES (16, 1, 'caller', 'a', 'k')`,
 			SQL:      `INSERT INTO enqueued_messages (session_id, position, origin, content, idempotency_key) VALUES (16, 2, 'caller', 'b', 'k')`,
 			WantCode: pgerrcode.UniqueViolation,
+		},
+		{
+			Name:     "undelivered without saying why",
+			Setup:    insert + `(19, 1, 'caller', 'a')`,
+			SQL:      `UPDATE enqueued_messages SET status = 'undelivered', undelivered_at = now() WHERE session_id = 19`,
+			WantCode: pgerrcode.CheckViolation,
+		},
+		{
+			Name:     "a reason for a message still pending",
+			SQL:      `INSERT INTO enqueued_messages (session_id, position, origin, content, undelivered_reason) VALUES (20, 1, 'caller', 'a', 'why')`,
+			WantCode: pgerrcode.CheckViolation,
 		},
 		{Name: "content over the limit", SQL: insert + `(17, 1, 'caller', repeat('a', 500001))`, WantCode: pgerrcode.CheckViolation},
 		{Name: "a seal without its holder", SQL: `INSERT INTO session_queues (session_id, sealed_at) VALUES (18, now())`, WantCode: pgerrcode.CheckViolation},

@@ -99,8 +99,12 @@ type EnqueuedMessage struct {
 	UpdatedAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	SentAt         *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=sent_at,json=sentAt,proto3" json:"sent_at,omitempty"`
 	UndeliveredAt  *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=undelivered_at,json=undeliveredAt,proto3" json:"undelivered_at,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Why an undelivered message never became a turn: its session was
+	// archived or deleted while it was queued, or it could never be one
+	// (blank content); "" while it is not undelivered.
+	UndeliveredReason string `protobuf:"bytes,14,opt,name=undelivered_reason,json=undeliveredReason,proto3" json:"undelivered_reason,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *EnqueuedMessage) Reset() {
@@ -222,6 +226,13 @@ func (x *EnqueuedMessage) GetUndeliveredAt() *timestamppb.Timestamp {
 		return x.UndeliveredAt
 	}
 	return nil
+}
+
+func (x *EnqueuedMessage) GetUndeliveredReason() string {
+	if x != nil {
+		return x.UndeliveredReason
+	}
+	return ""
 }
 
 type ListEnqueuedMessagesRequest struct {
@@ -1427,7 +1438,7 @@ var File_zimmer_queue_v1_queue_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
 	"\n" +
-	"#zimmer/queue/v1/queue_service.proto\x12\x0fzimmer.queue.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a!zimmer/lineage/v1/hierarchy.proto\"\xfd\x03\n" +
+	"#zimmer/queue/v1/queue_service.proto\x12\x0fzimmer.queue.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a!zimmer/lineage/v1/hierarchy.proto\"\xac\x04\n" +
 	"\x0fEnqueuedMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
 	"\n" +
@@ -1445,7 +1456,8 @@ const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x123\n" +
 	"\asent_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\x12A\n" +
-	"\x0eundelivered_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\rundeliveredAt\"<\n" +
+	"\x0eundelivered_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\rundeliveredAt\x12-\n" +
+	"\x12undelivered_reason\x18\x0e \x01(\tR\x11undeliveredReason\"<\n" +
 	"\x1bListEnqueuedMessagesRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"m\n" +

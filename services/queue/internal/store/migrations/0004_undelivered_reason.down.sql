@@ -1,0 +1,1 @@
+ALTER TABLE enqueued_messages DROP COLUMN undelivered_reason;
