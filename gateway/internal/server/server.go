@@ -118,6 +118,13 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	mux.Handle("/healthz", health.NewChecker(targets, HealthTimeout, logger))
 	mux.Handle("/openapi.json", openAPIHandler(openapi.Spec))
 	mux.Handle("/api/v1/", auth.Require(authn, api))
+	// The subtrees' roots without their slash are answered here, not
+	// redirected to the slash (net/http's default): the gateway never
+	// redirects.
+	noRoute := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		jsonhttp.WriteError(w, http.StatusNotFound, rest.NoRouteMessage(r))
+	})
+	mux.Handle("/api/v1", noRoute)
 	// More specific than /api/v1/, so it wins over grpc-gateway's route for
 	// the same path: the session composed with its queue and provenance.
 	mux.Handle(rest.SessionDetailPattern, auth.Require(authn, rest.NewSessionDetail(lifecycle, provenance, queue, logger)))
@@ -130,6 +137,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	// Operator-only, behind its own Basic realm: never the fleet key. Its
 	// calls carry no client principal: they are the gateway's own.
 	mux.Handle("/supervisor/", supervisor.NewHandler(provenance, supervisorCreds, logger))
+	mux.Handle("/supervisor", noRoute)
 	if cfg.TestBoundaryToken != "" {
 		// Test builds only: a stand-in for the web UI and Slack, behind its
 		// own token, calling lineage as the gateway.
@@ -141,10 +149,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	}
 	mux.Handle("/mcp", auth.Require(authn, s.mcp))
 	mux.Handle("/mcp/", auth.Require(authn, s.mcp))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		jsonhttp.WriteError(w, http.StatusNotFound, rest.NoRouteMessage(r))
-	})
-	s.handler = logRequests(logger, recoverPanics(logger, mux))
+	mux.Handle("/", noRoute)
+	s.handler = logRequests(logger, recoverPanics(logger, canonicalPaths(mux)))
 	logger.Info("gateway ready", "config", cfg)
 	return s, nil
 }
