@@ -244,7 +244,11 @@ func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, erro
 	if err != nil {
 		return FollowUpResult{}, err
 	}
-	n := domain.NewMessage{SessionID: s.ID, Origin: domain.OriginCaller, ActingSessionID: acting(ctx, in.ActingSessionID),
+	actingID, err := acting(ctx, in.ActingSessionID)
+	if err != nil {
+		return FollowUpResult{}, err
+	}
+	n := domain.NewMessage{SessionID: s.ID, Origin: domain.OriginCaller, ActingSessionID: actingID,
 		Content: in.Prompt, Goal: in.Goal, IdempotencyKey: in.IdempotencyKey}
 	if err := n.Validate(); err != nil {
 		return FollowUpResult{}, renamed(err)
@@ -361,12 +365,15 @@ func (q *Queue) SendNow(ctx context.Context, ref string, id, actingID int64) (do
 	if err != nil {
 		return domain.Message{}, false, err
 	}
+	if actingID, err = acting(ctx, actingID); err != nil {
+		return domain.Message{}, false, err
+	}
 	var (
 		m         domain.Message
 		delivered bool
 		uncle     UncleEdge
 	)
-	err = q.withUncle(ctx, acting(ctx, actingID), s.ID, "send_now", &uncle, func() (bool, error) {
+	err = q.withUncle(ctx, actingID, s.ID, "send_now", &uncle, func() (bool, error) {
 		if s.Status != rules.StatusRunning {
 			send, last := q.sender(ModeIdle, "", false)
 			m, delivered, err = q.messages.Deliver(ctx, s.ID, domain.Pick{MessageID: id}, send)
@@ -395,12 +402,15 @@ func (q *Queue) Interrupt(ctx context.Context, ref string, id, actingID int64) (
 	if err != nil {
 		return domain.Message{}, false, err
 	}
+	if actingID, err = acting(ctx, actingID); err != nil {
+		return domain.Message{}, false, err
+	}
 	var (
 		m           domain.Message
 		interrupted bool
 		uncle       UncleEdge
 	)
-	err = q.withUncle(ctx, acting(ctx, actingID), s.ID, "interrupt", &uncle, func() (bool, error) {
+	err = q.withUncle(ctx, actingID, s.ID, "interrupt", &uncle, func() (bool, error) {
 		m, interrupted, err = q.interrupt(ctx, s.ID, id)
 		return err == nil, err
 	})
@@ -518,19 +528,25 @@ func entryPoint(ctx context.Context, action string) string {
 	return s + "." + action
 }
 
-// acting is the session a call acts as: a session credential's own session
-// whatever the request declares, else what it declares.
-func acting(ctx context.Context, declared int64) int64 {
-	if p, ok := principal.FromContext(ctx); ok && p.Kind == principal.Session {
-		return p.SessionID
+// acting is the session a call acts as (principal.ActingAs): a session
+// credential's own session, and another declared is refused; else what it
+// declares.
+func acting(ctx context.Context, declared int64) (int64, error) {
+	p, ok := principal.FromContext(ctx)
+	if !ok {
+		return declared, nil
 	}
-	return declared
+	id, err := p.ActingAs(declared)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrForbidden, err)
+	}
+	return id, nil
 }
 
 // openSession resolves ref for a call that sends the session a message:
 // it must be the caller's to act on and still take messages.
 func (q *Queue) openSession(ctx context.Context, ref string) (Session, error) {
-	s, err := q.session(ctx, ref, "")
+	s, err := q.session(ctx, ref, principal.Principal.MayActOn)
 	if err != nil {
 		return Session{}, err
 	}

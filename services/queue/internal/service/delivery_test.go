@@ -313,9 +313,17 @@ func TestUncleEdgeIsRecordedBeforeTheDelivery(t *testing.T) {
 	}, h.log.with("lineage.", "lifecycle.DeliverTurn", "runner."))
 	require.Equal(t, "grpc.follow_up", h.lineage.recorded()[0].GetEntryPoint())
 
-	// A session credential acts as its own session, whatever it declares.
+	// A session credential acts as its own session: declaring another is
+	// refused, nothing sent nor recorded (REST used to store its own
+	// session silently, issue 20 item 7); leaving it out acts as its own.
 	ctx, gateway := h.asSession(t, 2)
-	resp, err = gateway.FollowUp(ctx, &queuev1.FollowUpRequest{SessionId: "2", Prompt: "now", ForceImmediate: true, ActingSessionId: 1})
+	_, err = gateway.FollowUp(ctx, &queuev1.FollowUpRequest{SessionId: "2", Prompt: "now", ForceImmediate: true, ActingSessionId: 1})
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+	require.Contains(t, status.Convert(err).Message(), "acting_session_id 1 is not the session this credential belongs to (#2)")
+	_, err = gateway.EnqueueMessage(ctx, &queuev1.EnqueueMessageRequest{SessionId: "2", Content: "queued", ActingSessionId: 1})
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+	require.Empty(t, h.list(t, 2), "a refused call queues nothing")
+	resp, err = gateway.FollowUp(ctx, &queuev1.FollowUpRequest{SessionId: "2", Prompt: "now", ForceImmediate: true})
 	require.NoError(t, err)
 	require.Equal(t, queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED, resp.GetOutcome())
 	sent := h.list(t, 2)[0]
