@@ -36,6 +36,10 @@ func NewDrainLifecycle(conn grpc.ClientConnInterface) *DrainLifecycle {
 // "mcp_retry"), so one this build does not know still reads as a refusal.
 func (l *DrainLifecycle) RecordDrainAttempt(ctx context.Context, sessionID int64) (drain.Attempt, error) {
 	resp, err := l.client.RecordDrainAttempt(ctx, &lifecyclev1.RecordDrainAttemptRequest{SessionId: sessionID})
+	if st, ok := status.FromError(err); ok && st.Code() == codes.NotFound {
+		// Not a failed attempt: the session is gone for good.
+		return drain.Attempt{Gone: true, Message: st.Message()}, nil
+	}
 	if err != nil {
 		return drain.Attempt{}, fmt.Errorf("lifecycle RecordDrainAttempt for session %d: %w", sessionID, err)
 	}

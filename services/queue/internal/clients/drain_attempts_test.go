@@ -18,6 +18,9 @@ import (
 	"github.com/zimmerhq/zimmer/services/queue/internal/drain"
 )
 
+// deletedSession is a session lifecycle answers NotFound for.
+const deletedSession = 6
+
 // drainLifecycleServer answers RecordDrainAttempt from a table by session
 // and GetSession for the sessions it knows.
 type drainLifecycleServer struct {
@@ -29,6 +32,9 @@ type drainLifecycleServer struct {
 func (f *drainLifecycleServer) RecordDrainAttempt(_ context.Context, req *lifecyclev1.RecordDrainAttemptRequest) (*lifecyclev1.RecordDrainAttemptResponse, error) {
 	if r, ok := f.attempts[req.GetSessionId()]; ok {
 		return r, nil
+	}
+	if req.GetSessionId() == deletedSession {
+		return nil, status.Errorf(codes.NotFound, "session %d not found", deletedSession)
 	}
 	return nil, status.Errorf(codes.Unavailable, "lifecycle is restarting")
 }
@@ -83,6 +89,11 @@ func TestDrainLifecycleRecordsAttempts(t *testing.T) {
 	}
 	_, err := l.RecordDrainAttempt(ctx, 5)
 	require.Equal(t, codes.Unavailable, status.Code(err), "lifecycle's error is kept: %v", err)
+	// A deleted session is no failed attempt: it is gone, and the drain
+	// ends on it.
+	got, err := l.RecordDrainAttempt(ctx, deletedSession)
+	require.NoError(t, err)
+	require.Equal(t, drain.Attempt{Gone: true, Message: "session 6 not found"}, got)
 }
 
 func TestDrainLifecycleReadsStatuses(t *testing.T) {

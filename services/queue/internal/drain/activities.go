@@ -27,6 +27,7 @@ func (a *Activities) Register(r ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.RecordDrainAttempt, activity.RegisterOptions{Name: ActivityRecordAttempt})
 	r.RegisterActivityWithOptions(a.DeliverPending, activity.RegisterOptions{Name: ActivityDeliverPending})
 	r.RegisterActivityWithOptions(a.RaiseExhausted, activity.RegisterOptions{Name: ActivityRaiseExhausted})
+	r.RegisterActivityWithOptions(a.RetireDeleted, activity.RegisterOptions{Name: ActivityRetireDeleted})
 }
 
 // RecordDrainAttempt counts one attempt with lifecycle.
@@ -37,6 +38,18 @@ func (a *Activities) RecordDrainAttempt(ctx context.Context, sessionID int64) (A
 // DeliverPending delivers the session's next pending message.
 func (a *Activities) DeliverPending(ctx context.Context, sessionID int64) (bool, error) {
 	return a.Deliverer.DeliverPending(ctx, sessionID)
+}
+
+// Deleted is the input of RetireDeleted: the session lifecycle no longer
+// knows, and lifecycle's words for it.
+type Deleted struct {
+	SessionID int64
+	Reason    string
+}
+
+// RetireDeleted marks the queue of a deleted session undelivered.
+func (a *Activities) RetireDeleted(ctx context.Context, d Deleted) error {
+	return a.Deliverer.RetireDeleted(ctx, d.SessionID, d.Reason)
 }
 
 // RaiseExhausted pages an operator about a drain whose attempts are spent,

@@ -28,6 +28,7 @@ const (
 	ActivityRecordAttempt  = "zimmer.queue.RecordDrainAttempt"
 	ActivityDeliverPending = "zimmer.queue.DeliverPending"
 	ActivityRaiseExhausted = "zimmer.queue.RaiseDrainExhausted"
+	ActivityRetireDeleted  = "zimmer.queue.RetireDeletedSessionQueue"
 
 	// SignalPoke asks the session's workflow to (re)try delivering its
 	// queue; it carries nothing.
@@ -60,8 +61,12 @@ type Attempt struct {
 	// Refusal says why not when not counted ("busy", "closed",
 	// "blocked_on_elicitation", "auth_outage", "mcp_retry"); "" when counted.
 	Refusal string
-	// Message is lifecycle's explanation of a refusal.
+	// Message is lifecycle's explanation of a refusal, or of Gone.
 	Message string
+	// Gone: lifecycle knows no such session (it was hard-deleted). Nothing
+	// will ever deliver its queue: the drain ends at once, and its live
+	// messages go undelivered (Deliverer.RetireDeleted).
+	Gone bool
 }
 
 // Lifecycle counts drain attempts (LifecycleService.RecordDrainAttempt).
@@ -76,6 +81,10 @@ type Lifecycle interface {
 // empty, or lifecycle refused.
 type Deliverer interface {
 	DeliverPending(ctx context.Context, sessionID int64) (delivered bool, err error)
+	// RetireDeleted marks the live messages of a session lifecycle no
+	// longer knows (hard-deleted) undelivered, saying why; a no-op when
+	// there are none.
+	RetireDeleted(ctx context.Context, sessionID int64, reason string) error
 }
 
 // ErrSessionNotFound: lifecycle knows no such session (it was deleted).

@@ -26,6 +26,8 @@ func (d signalingDeliverer) DeliverPending(_ context.Context, id int64) (bool, e
 	return true, nil
 }
 
+func (signalingDeliverer) RetireDeleted(context.Context, int64, string) error { return nil }
+
 // countingLifecycle counts every attempt.
 type countingLifecycle struct{}
 

@@ -31,6 +31,9 @@ const (
 	// OutcomeExhausted: the idle spell's attempts are spent; an operator was
 	// paged and the messages stay pending.
 	OutcomeExhausted Outcome = "exhausted"
+	// OutcomeDeleted: lifecycle knows no such session (hard-deleted); the
+	// drain ended at once and the messages went undelivered.
+	OutcomeDeleted Outcome = "deleted"
 )
 
 // Exhausted is the alert the workflow raises when the attempts are spent.
@@ -57,6 +60,9 @@ func Workflow(ctx workflow.Context, in Input) (Outcome, error) {
 		outcome, err := run(ctx, in)
 		if err != nil {
 			return "", err
+		}
+		if outcome == OutcomeDeleted {
+			return outcome, nil // no poke can bring the session back
 		}
 		if !receivedPoke(pokes) {
 			return outcome, nil
@@ -105,6 +111,11 @@ func run(ctx workflow.Context, in Input) (Outcome, error) {
 			logger.Warn("drain attempt failed", "session_id", in.SessionID, "attempt", alert.Tried+1, "error", err)
 			continue
 		}
+		if a.Gone {
+			logger.Info("the session was deleted: the drain ends and its messages go undelivered",
+				"session_id", in.SessionID, "message", a.Message)
+			return OutcomeDeleted, retireDeleted(ctx, Deleted{SessionID: in.SessionID, Reason: a.Message})
+		}
 		if !a.Counted {
 			logger.Info("the session takes no delivery now; its next move drains the queue",
 				"session_id", in.SessionID, "refusal", a.Refusal, "message", a.Message)
@@ -127,6 +138,26 @@ func run(ctx workflow.Context, in Input) (Outcome, error) {
 		return OutcomeEmpty, nil
 	}
 	return OutcomeExhausted, raise(ctx, alert)
+}
+
+// retireDeleted marks a deleted session's messages undelivered, retrying
+// a sick queue database for a while; if it cannot, the messages stay
+// pending (nothing can deliver them) and the failure is logged.
+func retireDeleted(ctx workflow.Context, d Deleted) error {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 10,
+		},
+	})
+	err := workflow.ExecuteActivity(actx, ActivityRetireDeleted, d).Get(ctx, nil)
+	if temporal.IsCanceledError(err) {
+		return err
+	}
+	if err != nil {
+		workflow.GetLogger(ctx).Error("could not mark a deleted session's messages undelivered", "session_id", d.SessionID, "error", err)
+	}
+	return nil
 }
 
 // raise pages an operator, retrying a sick notification service for a

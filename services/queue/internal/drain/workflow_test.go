@@ -66,6 +66,23 @@ type fakeDeliverer struct {
 	mu      sync.Mutex
 	answers []error // nil delivers; errEmpty finds nothing
 	calls   int
+	retired []string // the reasons RetireDeleted was given
+}
+
+func (f *fakeDeliverer) RetireDeleted(_ context.Context, id int64, reason string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if id != sessionID {
+		return errors.New("retired another session")
+	}
+	f.retired = append(f.retired, reason)
+	return nil
+}
+
+func (f *fakeDeliverer) retirements() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.retired...)
 }
 
 var errEmpty = errors.New("the queue is empty (not an error: the fake's marker)")
@@ -274,4 +291,20 @@ func TestDrainRunsAgainForAPokeBetweenAttempts(t *testing.T) {
 	require.Equal(t, drain.OutcomeDelivered, h.run())
 	require.Equal(t, []time.Duration{10 * time.Second, 40 * time.Second, 50 * time.Second}, h.offsets())
 	require.Equal(t, 3, h.deliverer.called())
+}
+
+// A session lifecycle no longer knows (hard-deleted) ends the drain at its
+// first attempt: no retry, no delivery, no exhausted alert; its messages
+// go undelivered with lifecycle's reason (issue 20 item 14: the drain
+// retried NotFound for minutes).
+func TestDrainEndsAtOnceWhenTheSessionWasDeleted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []func(int) (drain.Attempt, error){func(int) (drain.Attempt, error) {
+		return drain.Attempt{Gone: true, Message: "session 42 not found"}, nil
+	}})
+	require.Equal(t, drain.OutcomeDeleted, h.run())
+	require.Len(t, h.offsets(), 1, "one attempt, no retry")
+	require.Zero(t, h.deliverer.called())
+	require.Equal(t, []string{"session 42 not found"}, h.deliverer.retirements())
+	require.Empty(t, h.alerts.all(), "not the exhausted-drain alert")
 }

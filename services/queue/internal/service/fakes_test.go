@@ -130,6 +130,23 @@ func (f *lifecycleFake) update(id int64, change func(s *fakeSession)) {
 	change(f.sessions[id])
 }
 
+// remove hard-deletes session id: lifecycle answers NotFound for it from
+// now on. It returns the session, for put.
+func (f *lifecycleFake) remove(id int64) *fakeSession {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.sessions[id]
+	delete(f.sessions, id)
+	return s
+}
+
+// put (re)adds a session.
+func (f *lifecycleFake) put(s *fakeSession) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sessions[s.ID] = s
+}
+
 // setStatus moves session id to status (and, for running, job).
 func (f *lifecycleFake) setStatus(id int64, status string) {
 	f.update(id, func(s *fakeSession) { s.Status, s.Reported = status, "" })
