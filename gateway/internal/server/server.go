@@ -150,7 +150,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	mux.Handle("/mcp", auth.Require(authn, s.mcp))
 	mux.Handle("/mcp/", auth.Require(authn, s.mcp))
 	mux.Handle("/", noRoute)
-	s.handler = logRequests(logger, recoverPanics(logger, canonicalPaths(mux)))
+	s.handler = logRequests(logger, recoverPanics(logger, canonicalPaths(jsonCharset(mux))))
 	logger.Info("gateway ready", "config", cfg)
 	return s, nil
 }
@@ -253,6 +253,47 @@ func (r *statusRecorder) Flush() {
 }
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// jsonCharset makes every JSON answer say its charset, whoever wrote it:
+// the gateway's own answers already do (jsonhttp.ContentType); MCP's
+// library writes a bare "application/json".
+func jsonCharset(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&charsetWriter{ResponseWriter: w}, r)
+	})
+}
+
+// charsetWriter adds the charset to a bare JSON Content-Type when the
+// header is written.
+type charsetWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *charsetWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.wrote = true
+		if h := w.Header(); h.Get("Content-Type") == "application/json" {
+			h.Set("Content-Type", jsonhttp.ContentType)
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *charsetWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *charsetWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *charsetWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // logRequests logs one line per request; health checks only at debug.
 func logRequests(logger *slog.Logger, next http.Handler) http.Handler {

@@ -618,6 +618,12 @@ func TestMCPThroughGateway(t *testing.T) {
 	// The REST API sees the session MCP created.
 	resp := b.call(t, http.MethodGet, "/api/v1/sessions/1", "")
 	require.Equal(t, http.StatusOK, resp.status)
+
+	// MCP's JSON answers say their charset, as REST's do.
+	resp = b.do(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26",`+
+		`"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "X-API-Key", testKey, "Accept", "application/json, text/event-stream")
+	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
+	require.Equal(t, "application/json; charset=utf-8", resp.header.Get("Content-Type"))
 }
 
 func mcpClient(t *testing.T, url, key string) (*client.Client, error) {
