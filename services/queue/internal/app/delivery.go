@@ -361,6 +361,10 @@ func (q *Queue) interruptFailed(ctx context.Context, m domain.Message, cause err
 // rest; on a running session it moves the message to the front, to be the
 // next turn (delivered false).
 func (q *Queue) SendNow(ctx context.Context, ref string, id, actingID int64) (domain.Message, bool, error) {
+	var vs validation.Violations
+	if domain.CheckPick(&vs, id, actingID); vs.Err() != nil {
+		return domain.Message{}, false, vs.Err()
+	}
 	s, err := q.openSession(ctx, ref)
 	if err != nil {
 		return domain.Message{}, false, err
@@ -398,6 +402,10 @@ func (q *Queue) SendNow(ctx context.Context, ref string, id, actingID int64) (do
 // at rest). Interrupts of one session are served one at a time, in the
 // order they arrive, so each message is delivered exactly once, in order.
 func (q *Queue) Interrupt(ctx context.Context, ref string, id, actingID int64) (domain.Message, bool, error) {
+	var vs validation.Violations
+	if domain.CheckPick(&vs, id, actingID); vs.Err() != nil {
+		return domain.Message{}, false, vs.Err()
+	}
 	s, err := q.openSession(ctx, ref)
 	if err != nil {
 		return domain.Message{}, false, err

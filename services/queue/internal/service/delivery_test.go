@@ -770,3 +770,26 @@ func TestInterruptOfAnIdleSessionDeliversAtOnce(t *testing.T) {
 	require.Equal(t, lifecyclev1.DeliveryMode_DELIVERY_MODE_IDLE, delivered[0].Mode)
 	require.Empty(t, h.lifecycle.pauseCalls())
 }
+
+// A send-now or an interrupt names its message by id, and an acting
+// session that could exist: message_id 0 used to deliver whichever
+// message came first, and a negative acting_session_id reached lineage,
+// whose refusal came back as an internal error (issue 20's fuzz).
+func TestSendNowAndInterruptRefuseIdsNoMessageHas(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, roster()...)
+	m := h.enqueue(t, 5, "held")
+	for _, tc := range []struct {
+		message, acting int64
+		field           string
+	}{{0, 0, "message_id"}, {-1, 0, "message_id"}, {m.GetId(), -1, "acting_session_id"}} {
+		_, err := h.queue.SendEnqueuedMessageNow(t.Context(), &queuev1.SendEnqueuedMessageNowRequest{SessionId: "5", MessageId: tc.message, ActingSessionId: tc.acting})
+		require.Equal(t, codes.InvalidArgument, status.Code(err), "send now %+v: %v", tc, err)
+		require.Contains(t, status.Convert(err).Message(), tc.field)
+		_, err = h.queue.InterruptWithEnqueuedMessage(t.Context(), &queuev1.InterruptWithEnqueuedMessageRequest{SessionId: "5", MessageId: tc.message, ActingSessionId: tc.acting})
+		require.Equal(t, codes.InvalidArgument, status.Code(err), "interrupt %+v: %v", tc, err)
+		require.Contains(t, status.Convert(err).Message(), tc.field)
+	}
+	require.Equal(t, map[string]int{"pending": 1}, h.byStatus(t, 5), "nothing was sent")
+	require.Empty(t, h.log.with("lineage.", "lifecycle.DeliverTurn", "runner."), "nothing reached another service")
+}
