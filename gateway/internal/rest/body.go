@@ -74,7 +74,11 @@ func bodyProblems(body []byte, md protoreflect.MessageDescriptor, pathParams map
 			continue
 		}
 		one, _ := json.Marshal(map[string]json.RawMessage{name: members[name]})
-		if err := decode(one, dynamicpb.NewMessage(md).Interface()); err != nil {
+		switch err := decode(one, dynamicpb.NewMessage(md).Interface()); {
+		case err == nil:
+		case strings.Contains(err.Error(), "UTF-8"):
+			problems = append(problems, fieldProblem{string(fd.Name()), "is not valid UTF-8 text; send the text encoded as UTF-8"})
+		default:
 			problems = append(problems, fieldProblem{string(fd.Name()), fmt.Sprintf("takes %s, got %s", takes(fd), clipValue(members[name]))})
 		}
 	}

@@ -684,3 +684,14 @@ func TestMCPSessionCapFromConfig(t *testing.T) {
 	require.Contains(t, string(resp.body), "send initialize again")
 	require.Equal(t, http.StatusOK, list(second).status)
 }
+
+// Text that is not UTF-8 in a JSON body is refused naming the field, not
+// as a value of the wrong type.
+func TestBodyTextThatIsNotUTF8NamesTheField(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	resp := b.call(t, http.MethodPost, "/api/v1/sessions/7/follow_up", "{\"prompt\": \"a\xffb\"}")
+	require.Equal(t, http.StatusUnprocessableEntity, resp.status, string(resp.body))
+	_, _, messages := resp.problem(t)
+	require.Equal(t, []string{"prompt: is not valid UTF-8 text; send the text encoded as UTF-8"}, messages)
+}
