@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -222,20 +223,28 @@ func fuzzSurface(t *testing.T, s *stack, api restClient) {
 					}
 				}
 			}
-			// Integer query parameters: ids, pages, sizes.
+			// Query parameters: ids, pages and sizes out of range; texts
+			// that are only whitespace.
 			for method, op := range ops {
 				for _, p := range op.Parameters {
-					if p.In != "query" || p.Type != "integer" {
-						continue
+					var values []string
+					switch {
+					case p.In != "query":
+					case p.Type == "integer":
+						values = badIDNumbers
+					case p.Type == "string" || p.Type == "array":
+						for _, blank := range blanks {
+							values = append(values, url.QueryEscape(blank))
+						}
 					}
-					for _, n := range badIDNumbers {
-						path := fill(route, good(target)) + "?" + p.Name + "=" + n
+					for _, v := range values {
+						path := fill(route, good(target)) + "?" + p.Name + "=" + v
 						f.check(strings.ToUpper(method)+" "+path, raw.do(t, strings.ToUpper(method), path, ""), 0)
 					}
 				}
 			}
 		}
-		f.require(t, "negative, zero and huge ids in every path and query id")
+		f.require(t, "negative, zero and huge ids in every path and query id, and whitespace-only query text")
 		getSession(t, api, target)
 	})
 
