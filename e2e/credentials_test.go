@@ -130,10 +130,11 @@ var restAccess = map[string]struct{ sessions, selfOnly expect }{
 	"DismissNotification":      {expect{denied, denied}, expect{denied, denied}},
 	"MarkAllNotificationsRead": {expect{denied, denied}, expect{denied, denied}},
 	"ListAlerts":               {expect{ok, ok}, expect{denied, denied}},
-	// Triggers: a credential lists its own session's and cancels its own
-	// (the walk's trigger id, noMessage, is none: 404); Pause Until and
-	// refresh are the operator's.
-	"ListTriggers":   {expect{ok, denied}, expect{ok, denied}},
+	// Triggers: a credential lists its own session's, and any session's
+	// with sessions.read, as every read; it cancels its own (the walk's
+	// trigger id, noMessage, is none: 404); Pause Until and refresh are
+	// the operator's.
+	"ListTriggers":   {expect{ok, ok}, expect{ok, denied}},
 	"CancelTrigger":  {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
 	"PauseUntil":     {expect{denied, denied}, expect{denied, denied}},
 	"RefreshSession": {expect{denied, denied}, expect{denied, denied}},
@@ -320,6 +321,21 @@ func TestSessionCredentials(t *testing.T) {
 		code, body = api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/archive", own), fmt.Sprintf(`{"acting_session_id":%d}`, other))
 		require.Equal(t, http.StatusForbidden, code, body)
 		require.Contains(t, readError(t, body).Message, fmt.Sprintf("acting_session_id %d is not the session this credential belongs to", other))
+		// The queue's routes too (a follow-up was accepted, 202, and stored
+		// as its own session: issue 20 item 7), as MCP refuses it.
+		for _, route := range []struct{ path, body string }{
+			{fmt.Sprintf("/api/v1/sessions/%d/follow_up", own), fmt.Sprintf(`{"prompt":"as another","acting_session_id":%d}`, other)},
+			{fmt.Sprintf("/api/v1/sessions/%d/enqueued_messages", own), fmt.Sprintf(`{"content":"as another","acting_session_id":%d}`, other)},
+		} {
+			code, body = api.do(t, http.MethodPost, route.path, route.body)
+			require.Equal(t, http.StatusForbidden, code, "%s: %s", route.path, body)
+			require.Contains(t, readError(t, body).Message, fmt.Sprintf("acting_session_id %d is not the session this credential belongs to (#%d)", other, own))
+		}
+		require.Empty(t, pendingMessages(t, admin, own), "a refused call queues nothing")
+		// A child gets no more than its creator may set on itself.
+		code, body = api.do(t, http.MethodPost, "/api/v1/sessions", `{"prompt":"p","git_root":"g","precedence":1000}`)
+		require.Equal(t, http.StatusForbidden, code, body)
+		require.Contains(t, readError(t, body).Message, "may not set on its child what it may not set on itself; leave precedence out")
 		require.Empty(t, getSession(t, admin, other)["notes"])
 		require.Equal(t, "waiting", getSession(t, admin, own)["status"])
 	})

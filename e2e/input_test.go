@@ -67,7 +67,9 @@ func wide(n int) string { return strings.Repeat("𝄞", n) }
 // the real binaries: bad input answers a refusal naming the field and writes
 // nothing; big valid sessions and the rows they leave never break a read;
 // the restore and the archive lines behave as the original's did. Then it
-// fuzzes the create and patch bodies (fuzz_test.go).
+// fuzzes the create and patch bodies (fuzz_test.go), and every route,
+// path and query id, body field and MCP tool argument
+// (fuzz_surface_test.go).
 func TestBadInputIsRefusedWhole(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
@@ -257,6 +259,7 @@ func TestBadInputIsRefusedWhole(t *testing.T) {
 	})
 
 	t.Run("FuzzBodies", func(t *testing.T) { fuzzBodies(t, api, db) })
+	t.Run("FuzzSurface", func(t *testing.T) { fuzzSurface(t, s, api) })
 }
 
 func last(lines []string) string {

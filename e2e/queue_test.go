@@ -71,7 +71,8 @@ func TestEnqueuedMessages(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, body)
 		require.Contains(t, body, `"created":false`, "a retried create queues nothing new")
 		code, body = api.do(t, "POST", base, `{"content":"x","origin":"automated_pr_merged"}`)
-		require.Equal(t, http.StatusBadRequest, code, "origin is settable by no request: %s", body)
+		require.Equal(t, http.StatusUnprocessableEntity, code, "origin is settable by no request: %s", body)
+		require.Contains(t, readError(t, body).Message, "origin: is not a field of this request")
 
 		code, body = api.do(t, "PATCH", fmt.Sprintf("%s/%d", base, ids[2]), `{"position":1}`)
 		require.Equal(t, http.StatusOK, code, body)

@@ -12,6 +12,10 @@ import (
 	"net/http"
 )
 
+// ContentType is every JSON answer's: JSON is UTF-8, and saying so keeps
+// a client from guessing another charset.
+const ContentType = "application/json; charset=utf-8"
+
 // Write answers status with v encoded as JSON.
 func Write(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
@@ -24,7 +28,7 @@ func Write(w http.ResponseWriter, status int, v any) {
 
 // WriteRaw answers status with body, which must already be JSON.
 func WriteRaw(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", ContentType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -101,7 +101,8 @@ func (d *document) errorResponses() error {
 	return d.operations(func(_, _ string, op *object) error {
 		op.obj("responses").set("default", newObject().
 			set("description", "The request failed: error names the kind of failure, message says what was wrong and what to do, "+
-				"messages lists each problem. Malformed JSON or a parameter that cannot be read is 400; a well-formed request a rule "+
+				"messages lists each problem. A body that is not JSON or a parameter that cannot be read is 400; a field the route "+
+				"does not take or a value of the wrong type (Validation failed, naming the field), a request a rule "+
 				"refuses (Validation failed) or the session's state refuses (Cannot trash, Cannot restore, ...) is 422.").
 			set("schema", ref))
 		return nil

@@ -49,17 +49,14 @@ const (
 	CallTimeout = 30 * time.Second
 )
 
-// bodyExample is the shape a malformed body should have had.
-const bodyExample = `{"prompt": "...", "git_root": "..."}`
-
 // NewHandler returns the REST API over the lifecycle (LifecycleService and
 // TriggerService), queue and notification services' connections.
 // Authentication is the caller's (the server wraps this handler).
 func NewHandler(ctx context.Context, lifecycle, queue, notification grpc.ClientConnInterface, logger *slog.Logger) (http.Handler, error) {
-	h := &handler{logger: logger}
+	h := &handler{logger: logger, marshaler: &marshaler{Marshaler: wirejson.NewMarshaler()}}
 	none := func(string) (string, bool) { return "", false }
 	h.mux = runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, &marshaler{Marshaler: wirejson.NewMarshaler()}),
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, h.marshaler),
 		runtime.WithErrorHandler(h.serviceError),
 		runtime.WithRoutingErrorHandler(h.routingError),
 		runtime.WithForwardResponseOption(successStatus),
@@ -105,8 +102,9 @@ func NewHandler(ctx context.Context, lifecycle, queue, notification grpc.ClientC
 }
 
 type handler struct {
-	mux    *runtime.ServeMux
-	logger *slog.Logger
+	mux       *runtime.ServeMux
+	marshaler *marshaler
+	logger    *slog.Logger
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -151,6 +149,9 @@ func reachedService(ctx context.Context) bool {
 // NUL; both are the caller's error, named.
 func checkParams(next runtime.HandlerFunc) runtime.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, pathParams map[string]string) {
+		if tb, ok := r.Body.(*trackedBody); ok {
+			tb.pathParams = pathParams // to tell the body's fields from the path's
+		}
 		names := slices.Sorted(maps.Keys(pathParams))
 		for _, name := range names {
 			if msg := BadParam("path parameter", name, pathParams[name]); msg != "" {
@@ -188,15 +189,6 @@ func BadParam(what, name, value string) string {
 	return ""
 }
 
-// trackedBody records why decoding the request body failed, so the error
-// handler can tell a malformed body (which never reached a service) from a
-// service's InvalidArgument: grpc-gateway reports both as InvalidArgument.
-type trackedBody struct {
-	io.ReadCloser
-	decodeErr error
-	fields    protoreflect.FieldDescriptors // of the message being decoded
-}
-
 // marshaler is wirejson's, with decode failures recorded on the body.
 type marshaler struct {
 	*wirejson.Marshaler
@@ -209,7 +201,7 @@ func (m *marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		if err != nil && !errors.Is(err, io.EOF) && tb != nil { // EOF: empty body, which is fine
 			tb.decodeErr = err
 			if msg, ok := v.(proto.Message); ok {
-				tb.fields = msg.ProtoReflect().Descriptor().Fields()
+				tb.message = msg.ProtoReflect().Descriptor()
 			}
 		}
 		return err
@@ -219,6 +211,9 @@ func (m *marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 // refLists are the body fields listing session references, each a slug
 // or an id, as a string or a number (sessionref), as MCP takes them too.
 var refLists = []protoreflect.Name{"session_ids"}
+
+// decodeBytes is decode over body.
+func (m *marshaler) decodeBytes(body []byte, v any) error { return m.decode(bytes.NewReader(body), v) }
 
 // decode is wirejson's decoding, with the ids in refLists given as numbers
 // written as the strings the protos take.
@@ -316,8 +311,23 @@ func (h *handler) serviceError(ctx context.Context, _ *runtime.ServeMux, _ runti
 				fmt.Sprintf("request body too large: the limit is %d bytes; shorten the prompt or goal", tooLarge.Limit))
 			return
 		}
+		example := bodyExample(tb.message, tb.pathParams)
+		if problems := bodyProblems(tb.read.Bytes(), tb.message, tb.pathParams, h.marshaler.decodeBytes); len(problems) > 0 {
+			// JSON, but not this route's body: which field, what it takes.
+			messages := make([]string, len(problems))
+			for i, p := range problems {
+				messages[i] = p.String()
+			}
+			jsonhttp.WriteProblem(w, http.StatusUnprocessableEntity, jsonhttp.KindValidation,
+				fmt.Sprintf("%s; send e.g. %s", strings.Join(messages, "; "), example), messages...)
+			return
+		}
+		var fields protoreflect.FieldDescriptors
+		if tb.message != nil {
+			fields = tb.message.Fields()
+		}
 		jsonhttp.WriteProblem(w, http.StatusBadRequest, jsonhttp.KindMalformedJSON,
-			fmt.Sprintf("malformed JSON body: %s; send a JSON object, e.g. %s", decodeDetail(tb.decodeErr, tb.fields), bodyExample))
+			fmt.Sprintf("malformed JSON body: %s; send a JSON object, e.g. %s", decodeDetail(tb.decodeErr, fields), example))
 		return
 	}
 	var httpErr *runtime.HTTPStatusError

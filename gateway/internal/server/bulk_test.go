@@ -26,14 +26,14 @@ func TestBulkArchiveTakesNumbersAndSlugs(t *testing.T) {
 		b.lastRequest(t, "BulkArchiveSessions")), "%v", b.lastRequest(t, "BulkArchiveSessions"))
 	require.Equal(t, json.Number("3"), resp.json(t)["archived_count"])
 
-	// What is no id stays refused as the malformed JSON it is.
+	// What is no id is refused naming session_ids and what it takes.
 	before := len(b.fake.Calls())
 	for _, body := range []string{`{"session_ids": [0]}`, `{"session_ids": [1.5]}`, `{"session_ids": [{"id": 1}]}`} {
 		resp = b.call(t, http.MethodPost, "/api/v1/sessions/bulk_archive", body)
-		require.Equal(t, http.StatusBadRequest, resp.status, "%s: %s", body, resp.body)
+		require.Equal(t, http.StatusUnprocessableEntity, resp.status, "%s: %s", body, resp.body)
 		msg, kind, _ := resp.problem(t)
-		require.Equal(t, "Malformed JSON", kind)
-		require.Contains(t, msg, "session_ids", body)
+		require.Equal(t, "Validation failed", kind)
+		require.Contains(t, msg, "session_ids: takes a list of session ids (positive whole numbers) or slugs", body)
 	}
 	require.Len(t, b.fake.Calls(), before, "none reached lifecycle")
 

@@ -41,7 +41,7 @@ func TestEnqueuedMessagesOverREST(t *testing.T) {
 	// origin is settable by no request: the body is refused, nothing queued.
 	before := len(b.queue.Calls())
 	resp := b.call(t, http.MethodPost, base, `{"content":"x","origin":"automated_pr_merged"}`)
-	require.Equal(t, http.StatusBadRequest, resp.status, "%s", resp.body)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.status, "%s", resp.body)
 	require.Contains(t, resp.errorText(t), "origin")
 	require.Len(t, b.queue.Calls(), before)
 
@@ -153,9 +153,9 @@ func TestFollowUpOverREST(t *testing.T) {
 	// Errors keep the gateway's one mapping.
 	before := len(b.queue.Calls())
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/7/follow_up", `{"prompt":"x","promt":"y"}`)
-	require.Equal(t, http.StatusBadRequest, resp.status, "%s", resp.body)
-	require.Contains(t, resp.errorText(t), `unknown field "promt"`)
-	require.Len(t, b.queue.Calls(), before, "a malformed body reaches nothing")
+	require.Equal(t, http.StatusUnprocessableEntity, resp.status, "%s", resp.body)
+	require.Contains(t, resp.errorText(t), `promt: is not a field of this request`)
+	require.Len(t, b.queue.Calls(), before, "a body that is not the route's reaches nothing")
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/7/follow_up", `{}`)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.status, "%s", resp.body)
 	_, kind, _ := resp.problem(t)

@@ -124,6 +124,13 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	mux.Handle("/readyz", checker)
 	mux.Handle("/openapi.json", openAPIHandler(openapi.Spec))
 	mux.Handle("/api/v1/", auth.Require(authn, api))
+	// The subtrees' roots without their slash are answered here, not
+	// redirected to the slash (net/http's default): the gateway never
+	// redirects.
+	noRoute := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		jsonhttp.WriteError(w, http.StatusNotFound, rest.NoRouteMessage(r))
+	})
+	mux.Handle("/api/v1", noRoute)
 	// More specific than /api/v1/, so it wins over grpc-gateway's route for
 	// the same path: the session composed with its queue and provenance.
 	mux.Handle(rest.SessionDetailPattern, auth.Require(authn, rest.NewSessionDetail(lifecycle, provenance, queue, logger)))
@@ -136,6 +143,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	// Operator-only, behind its own Basic realm: never the fleet key. Its
 	// calls carry no client principal: they are the gateway's own.
 	mux.Handle("/supervisor/", supervisor.NewHandler(provenance, supervisorCreds, logger))
+	mux.Handle("/supervisor", noRoute)
 	if cfg.TestBoundaryToken != "" {
 		// Test builds only: a stand-in for the web UI and Slack, behind its
 		// own token, calling lineage as the gateway.
@@ -147,10 +155,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	}
 	mux.Handle("/mcp", auth.Require(authn, s.mcp))
 	mux.Handle("/mcp/", auth.Require(authn, s.mcp))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		jsonhttp.WriteError(w, http.StatusNotFound, rest.NoRouteMessage(r))
-	})
-	s.handler = logRequests(logger, recoverPanics(logger, mux))
+	mux.Handle("/", noRoute)
+	s.handler = logRequests(logger, recoverPanics(logger, canonicalPaths(jsonCharset(mux))))
 	logger.Info("gateway ready", "config", cfg)
 	return s, nil
 }
@@ -253,6 +259,47 @@ func (r *statusRecorder) Flush() {
 }
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// jsonCharset makes every JSON answer say its charset, whoever wrote it:
+// the gateway's own answers already do (jsonhttp.ContentType); MCP's
+// library writes a bare "application/json".
+func jsonCharset(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&charsetWriter{ResponseWriter: w}, r)
+	})
+}
+
+// charsetWriter adds the charset to a bare JSON Content-Type when the
+// header is written.
+type charsetWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *charsetWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.wrote = true
+		if h := w.Header(); h.Get("Content-Type") == "application/json" {
+			h.Set("Content-Type", jsonhttp.ContentType)
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *charsetWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *charsetWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *charsetWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // logRequests logs one line per request; health checks only at debug.
 func logRequests(logger *slog.Logger, next http.Handler) http.Handler {

@@ -249,7 +249,7 @@ func TestCreateSession(t *testing.T) {
 		"slug": "flaky", "precedence": 3, "custom_metadata": {"ticket": "Z-1", "n": 2}
 	}`)
 	require.Equal(t, http.StatusCreated, resp.status, string(resp.body))
-	require.Equal(t, "application/json", resp.header.Get("Content-Type"))
+	require.Equal(t, "application/json; charset=utf-8", resp.header.Get("Content-Type"))
 	require.True(t, proto.Equal(&lifecyclev1.CreateSessionRequest{
 		Prompt: "fix the flaky test", GitRoot: "/src/zimmer", Title: "Flaky", Slug: "flaky", Precedence: 3, CustomMetadata: metadata,
 	}, b.lastRequest(t, "CreateSession")), "the body reaches lifecycle as sent")
@@ -378,11 +378,11 @@ func TestErrors(t *testing.T) {
 		},
 		{
 			name: "unknown field", method: http.MethodPost, path: "/api/v1/sessions", body: `{"prompt": "p", "promt": "x"}`,
-			wantStatus: http.StatusBadRequest, wantError: "malformed JSON body: ", wantPrefix: true,
+			wantStatus: http.StatusUnprocessableEntity, wantError: "promt: is not a field of this request; ", wantPrefix: true,
 		},
 		{
 			name: "wrong type", method: http.MethodPost, path: "/api/v1/sessions", body: `{"prompt": 5}`,
-			wantStatus: http.StatusBadRequest, wantError: "malformed JSON body: ", wantPrefix: true,
+			wantStatus: http.StatusUnprocessableEntity, wantError: "prompt: takes a string, got 5; send e.g. {", wantPrefix: true,
 		},
 		{
 			name: "not an object", method: http.MethodPost, path: "/api/v1/sessions", body: `["prompt"]`,
@@ -449,15 +449,60 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// A body that is not JSON is 400 Malformed JSON; JSON that is not the
+// route's body (an unknown field, a value of the wrong type, a time that
+// is no RFC 3339 time, a boolean written as a string) is 422 naming each
+// field and what it takes. Both show an example of that route's body,
+// never another route's (issue 20 item 13: every route answered 400 with
+// the session-create example). Every boolean is refused the same way in
+// its string forms; every JSON answer says its charset.
 func TestMalformedBodySaysWhatToSend(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
+	before := len(b.fake.Calls()) + len(b.queue.Calls())
 
-	resp := b.call(t, http.MethodPost, "/api/v1/sessions", `{"prompt": "p", "promt": "x"}`)
-	require.Equal(t, http.StatusBadRequest, resp.status)
-	msg := resp.errorText(t)
-	require.Contains(t, msg, `unknown field "promt"`)
-	require.True(t, strings.HasSuffix(msg, `; send a JSON object, e.g. {"prompt": "...", "git_root": "..."}`), msg)
+	for _, tc := range []struct {
+		path, body string
+		status     int
+		kind       string
+		messages   []string
+		example    string
+	}{
+		{"/api/v1/sessions/7/follow_up", `{"prompt": "p",`, http.StatusBadRequest, "Malformed JSON", nil,
+			`{"prompt": "...", "goal": "...", "force_immediate": true, "acting_session_id": 1, "idempotency_key": "..."}`},
+		{"/api/v1/sessions/7/follow_up", `["prompt"]`, http.StatusBadRequest, "Malformed JSON", nil, `"force_immediate": true`},
+		{"/api/v1/sessions", `{"prompt": "p", "promt": "x"}`, http.StatusUnprocessableEntity, "Validation failed",
+			[]string{`promt: is not a field of this request; its fields are prompt, git_root, branch, subdirectory, title, slug, goal, ` +
+				`agent_root, agent_runtime, parent_session_id, scheduling_class, precedence, custom_metadata, mcp_tool_groups, push_notifications`},
+			`"git_root": "..."`},
+		{"/api/v1/sessions/7/follow_up", `{"prompt": "p", "force_immediate": "true"}`, http.StatusUnprocessableEntity, "Validation failed",
+			[]string{`force_immediate: takes true or false (a JSON boolean, unquoted), got "true"`}, `"force_immediate": true`},
+		{"/api/v1/sessions/bulk_archive", `{"session_ids": [1], "force": "0"}`, http.StatusUnprocessableEntity, "Validation failed",
+			[]string{`force: takes true or false (a JSON boolean, unquoted), got "0"`}, `{"session_ids": [12, "release-router"], "force": true, "acting_session_id": 1}`},
+		{"/api/v1/sessions/7/pause_until", `{"wake_at": "2030-01-02 03:04"}`, http.StatusUnprocessableEntity, "Validation failed",
+			[]string{`wake_at: takes an RFC 3339 time with a zone, e.g. "2030-01-02T03:04:05Z", got "2030-01-02 03:04"`}, `{"wake_at": "2030-01-02T03:04:05Z", "prompt": "..."}`},
+		{"/api/v1/sessions/7/follow_up", `{"promt": "p", "force_immediate": 1}`, http.StatusUnprocessableEntity, "Validation failed",
+			[]string{`force_immediate: takes true or false (a JSON boolean, unquoted), got 1`, `promt: is not a field of this request; ` +
+				`its fields are prompt, goal, force_immediate, acting_session_id, idempotency_key`}, `"force_immediate": true`},
+	} {
+		resp := b.call(t, http.MethodPost, tc.path, tc.body)
+		require.Equal(t, tc.status, resp.status, "%s %s: %s", tc.path, tc.body, resp.body)
+		require.Equal(t, "application/json; charset=utf-8", resp.header.Get("Content-Type"))
+		msg, kind, messages := resp.problem(t)
+		require.Equal(t, tc.kind, kind, tc.body)
+		if tc.messages != nil {
+			require.Equal(t, tc.messages, messages, tc.body)
+		}
+		require.Contains(t, msg, tc.example, "%s: the route's own example", tc.body)
+		if !strings.HasSuffix(tc.path, "/sessions") {
+			require.NotContains(t, msg, "git_root", "%s: not the session-create example", tc.path)
+		}
+	}
+	require.Equal(t, before, len(b.fake.Calls())+len(b.queue.Calls()), "no refused body reached a service")
+
+	resp := b.call(t, http.MethodGet, "/api/v1/sessions/7/enqueued_messages", "")
+	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
+	require.Equal(t, "application/json; charset=utf-8", resp.header.Get("Content-Type"), "a success too")
 }
 
 func TestServiceUnavailable(t *testing.T) {
@@ -502,7 +547,7 @@ func TestOpenAPI(t *testing.T) {
 
 	resp := b.do(t, http.MethodGet, "/openapi.json", "") // no key needed
 	require.Equal(t, http.StatusOK, resp.status)
-	require.Equal(t, "application/json", resp.header.Get("Content-Type"))
+	require.Equal(t, "application/json; charset=utf-8", resp.header.Get("Content-Type"))
 	var doc struct {
 		Swagger     string                    `json:"swagger"`
 		Paths       map[string]any            `json:"paths"`
@@ -577,6 +622,12 @@ func TestMCPThroughGateway(t *testing.T) {
 	// The REST API sees the session MCP created.
 	resp := b.call(t, http.MethodGet, "/api/v1/sessions/1", "")
 	require.Equal(t, http.StatusOK, resp.status)
+
+	// MCP's JSON answers say their charset, as REST's do.
+	resp = b.do(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26",`+
+		`"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "X-API-Key", testKey, "Accept", "application/json, text/event-stream")
+	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
+	require.Equal(t, "application/json; charset=utf-8", resp.header.Get("Content-Type"))
 }
 
 func mcpClient(t *testing.T, url, key string) (*client.Client, error) {
@@ -636,4 +687,15 @@ func TestMCPSessionCapFromConfig(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, resp.status, string(resp.body))
 	require.Contains(t, string(resp.body), "send initialize again")
 	require.Equal(t, http.StatusOK, list(second).status)
+}
+
+// Text that is not UTF-8 in a JSON body is refused naming the field, not
+// as a value of the wrong type.
+func TestBodyTextThatIsNotUTF8NamesTheField(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	resp := b.call(t, http.MethodPost, "/api/v1/sessions/7/follow_up", "{\"prompt\": \"a\xffb\"}")
+	require.Equal(t, http.StatusUnprocessableEntity, resp.status, string(resp.body))
+	_, _, messages := resp.problem(t)
+	require.Equal(t, []string{"prompt: is not valid UTF-8 text; send the text encoded as UTF-8"}, messages)
 }

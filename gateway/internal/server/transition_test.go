@@ -79,8 +79,8 @@ func TestTransitionRoute(t *testing.T) {
 
 	before = len(b.fake.Calls())
 	resp = b.admin(t, http.MethodPost, "/api/v1/sessions/1/transition", `{"event": "resume", "force": true}`)
-	require.Equal(t, http.StatusBadRequest, resp.status, string(resp.body))
-	require.Contains(t, resp.errorText(t), `unknown field "force"`)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.status, string(resp.body))
+	require.Contains(t, resp.errorText(t), `force: is not a field of this request`)
 	resp = b.call(t, http.MethodGet, "/api/v1/sessions/1/transition", "")
 	require.Equal(t, http.StatusMethodNotAllowed, resp.status, string(resp.body))
 	require.Len(t, b.fake.Calls(), before, "neither reached lifecycle")

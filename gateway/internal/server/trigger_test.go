@@ -43,11 +43,11 @@ func TestTriggersOverREST(t *testing.T) {
 	require.Equal(t, "2030-01-02T03:04:05Z", trigger["fire_at"])
 	require.Equal(t, "wake/12/4", trigger["workflow_id"])
 
-	// A wake_at that is no time is the caller's malformed body, never sent.
+	// A wake_at that is no time is refused naming it, never sent.
 	before := len(b.fake.Calls("PauseUntil"))
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/12/pause_until", `{"wake_at":"tomorrow"}`)
-	require.Equal(t, http.StatusBadRequest, resp.status, string(resp.body))
-	require.Contains(t, resp.errorText(t), "malformed JSON body")
+	require.Equal(t, http.StatusUnprocessableEntity, resp.status, string(resp.body))
+	require.Contains(t, resp.errorText(t), `wake_at: takes an RFC 3339 time with a zone, e.g. "2030-01-02T03:04:05Z", got "tomorrow"`)
 	require.Len(t, b.fake.Calls("PauseUntil"), before)
 	// The grace window is lifecycle's rule: its refusal is a 422 naming it.
 	b.fake.Answer("PauseUntil", nil, invalid("wake_at", "is inside the 30 s grace window: wake at least 30 s from now"))

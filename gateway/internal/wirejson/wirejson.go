@@ -68,6 +68,10 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 	return w.out.Bytes(), nil
 }
 
+// ContentType is the gateway's JSON content type, charset included (as
+// jsonhttp.ContentType, which this package cannot import).
+func (m *Marshaler) ContentType(any) string { return "application/json; charset=utf-8" }
+
 // NewEncoder returns an encoder that writes Marshal's output and the
 // delimiter, as JSONPb's does.
 func (m *Marshaler) NewEncoder(w io.Writer) runtime.Encoder {

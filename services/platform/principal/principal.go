@@ -83,6 +83,38 @@ func (p Principal) MayActOn(id int64) bool {
 	return false
 }
 
+// MayRead reports whether p may read session id: every read route asks
+// this one question (a session, its timeline and events, its queue, its
+// triggers, its transcript, clone and provenance). Keys and services read
+// any session; a session credential its own, or any with the
+// sessions.read scope.
+func (p Principal) MayRead(id int64) bool {
+	switch p.Kind {
+	case Operator, Admin, Service:
+		return true
+	case Session:
+		return p.SessionID == id || p.Has(ScopeSessionsRead)
+	}
+	return false
+}
+
+// ActingAs is the session a call by p acts as when it declares declared
+// (acting_session_id; 0: none). A session credential acts as its own
+// session: declaring it, or nothing, is fine, and declaring another is
+// refused with an error saying so (every surface answers it as
+// PermissionDenied, REST 403), never silently replaced. Anyone else acts
+// as what it declares.
+func (p Principal) ActingAs(declared int64) (int64, error) {
+	if p.Kind != Session {
+		return declared, nil
+	}
+	if declared != 0 && declared != p.SessionID {
+		return 0, fmt.Errorf("acting_session_id %d is not the session this credential belongs to (#%d); "+
+			"leave it out: the credential says who acts", declared, p.SessionID)
+	}
+	return p.SessionID, nil
+}
+
 // Describe is p for an audit line, e.g. "operator key …abcd", "session
 // #12's credential", "the runner". It never contains a secret.
 func (p Principal) Describe() string {

@@ -67,3 +67,34 @@ func TestForwardedRoundTrip(t *testing.T) {
 	_, _, err = principal.Forwarded(metadata.NewIncomingContext(context.Background(), bad))
 	require.Error(t, err)
 }
+
+func TestOneReadRuleAndOneActingRule(t *testing.T) {
+	t.Parallel()
+	reader := principal.Principal{Kind: principal.Session, SessionID: 7, Scopes: []string{principal.ScopeSelf, principal.ScopeSessionsRead}}
+	self := principal.Principal{Kind: principal.Session, SessionID: 7, Scopes: []string{principal.ScopeSelf}}
+	for _, tc := range []struct {
+		p        principal.Principal
+		own, any bool
+	}{
+		{reader, true, true},
+		{self, true, false},
+		{principal.Principal{Kind: principal.Operator}, true, true},
+		{principal.Principal{Kind: principal.Admin}, true, true},
+		{principal.Principal{Kind: principal.Service, Service: "runner"}, true, true},
+		{principal.Principal{}, false, false},
+	} {
+		require.Equal(t, tc.own, tc.p.MayRead(7), tc.p.Describe())
+		require.Equal(t, tc.any, tc.p.MayRead(8), tc.p.Describe())
+	}
+
+	for _, declared := range []int64{0, 7} {
+		got, err := self.ActingAs(declared)
+		require.NoError(t, err)
+		require.Equal(t, int64(7), got, "a credential acts as its own session")
+	}
+	_, err := self.ActingAs(8)
+	require.EqualError(t, err, "acting_session_id 8 is not the session this credential belongs to (#7); leave it out: the credential says who acts")
+	got, err := principal.Principal{Kind: principal.Operator}.ActingAs(8)
+	require.NoError(t, err)
+	require.Equal(t, int64(8), got, "a key declares whom it acts for")
+}

@@ -283,24 +283,52 @@ func NormalizeToolGroups(groups []string) []string {
 // goal, custom_metadata, push_notifications), which stay with operator
 // keys.
 func (p Patch) SelfEditable(sessionID int64) error {
-	var others []string
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{
-		{"slug", p.Slug != nil}, {"goal", p.Goal != nil}, {"scheduling_class", p.SchedulingClass != nil},
-		{"precedence", p.Precedence != nil}, {"custom_metadata", p.CustomMetadata != nil},
-		{"push_notifications", p.PushNotifications != nil},
-	} {
-		if f.set {
-			others = append(others, f.name)
-		}
-	}
+	others := setFields(
+		field{"slug", p.Slug != nil}, field{"goal", p.Goal != nil},
+		field{"scheduling_class", p.SchedulingClass != nil}, field{"precedence", p.Precedence != nil},
+		field{"custom_metadata", p.CustomMetadata != nil}, field{"push_notifications", p.PushNotifications != nil},
+	)
 	if len(others) == 0 {
 		return nil
 	}
 	return &ForbiddenError{Reason: fmt.Sprintf(
 		"session #%d's credential may edit only its title, notes and heartbeat; %s need an operator key", sessionID, strings.Join(others, ", "))}
+}
+
+// ChildCreatable checks a session a session credential starts (as its own
+// child): a child never gets more than its creator may set on itself, so
+// the fields that rank a session among the others or mute the operator's
+// pushes about it (scheduling_class, precedence, push_notifications),
+// which SelfEditable keeps from the creator, are left at the operator's
+// defaults. Its prompt, goal, slug and metadata are the creator's to give.
+func (n NewSession) ChildCreatable(creatorID int64) error {
+	others := setFields(
+		field{"scheduling_class", n.SchedulingClass != ""}, field{"precedence", n.Precedence != 0},
+		field{"push_notifications", n.PushNotifications != nil},
+	)
+	if len(others) == 0 {
+		return nil
+	}
+	return &ForbiddenError{Reason: fmt.Sprintf(
+		"session #%d's credential may not set on its child what it may not set on itself; leave %s out (the operator's defaults apply) "+
+			"or start the session with an operator key", creatorID, strings.Join(others, ", "))}
+}
+
+// field is a request field and whether the request sets it.
+type field struct {
+	name string
+	set  bool
+}
+
+// setFields names the fields that are set, in order.
+func setFields(fields ...field) []string {
+	var names []string
+	for _, f := range fields {
+		if f.set {
+			names = append(names, f.name)
+		}
+	}
+	return names
 }
 
 // Errors of who may do what. The transports map them: ErrUnauthenticated

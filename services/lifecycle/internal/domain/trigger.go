@@ -73,8 +73,12 @@ type Trigger struct {
 // when it is armed (the spec: one inside it would fire-and-drop).
 const WakeGrace = rules.WakeGrace
 
+// MaxWakeDays bounds how far ahead a wake may be armed, in days: the
+// words a refusal says it in (MaxWakeDelay is the same bound).
+const MaxWakeDays = 366
+
 // MaxWakeDelay bounds how far ahead a wake may be armed.
-const MaxWakeDelay = 366 * 24 * time.Hour
+const MaxWakeDelay = MaxWakeDays * 24 * time.Hour
 
 // DefaultWakePrompt is a one-time wake's turn when it names none.
 const DefaultWakePrompt = "[Zimmer] Your scheduled wake-up fired; continue."
@@ -137,7 +141,7 @@ func (r WakeRequest) FireAt(now time.Time) (time.Time, error) {
 		case d <= 0:
 			vs.Add("delay", "must be positive, got %s", d)
 		case d > MaxWakeDelay:
-			vs.Add("delay", "is more than %s ahead; wake earlier and sleep again", MaxWakeDelay)
+			vs.Add("delay", "is more than %d days ahead; wake earlier and sleep again", MaxWakeDays)
 		case d < WakeGrace:
 			vs.Add("delay", "%s is inside the %s grace window: a wake must be at least %s ahead", d, WakeGrace, WakeGrace)
 		default:
@@ -151,7 +155,7 @@ func (r WakeRequest) FireAt(now time.Time) (time.Time, error) {
 			vs.Add("wake_at", "%s is inside the %s grace window: a wake must be at least %s ahead (it is %s now)",
 				w.Format(time.RFC3339), WakeGrace, WakeGrace, now.UTC().Format(time.RFC3339))
 		case w.After(now.Add(MaxWakeDelay)):
-			vs.Add("wake_at", "is more than %s ahead; wake earlier and sleep again", MaxWakeDelay)
+			vs.Add("wake_at", "is more than %d days ahead; wake earlier and sleep again", MaxWakeDays)
 		default:
 			at = w
 		}

@@ -52,8 +52,8 @@ func TestWakeRequestFireAt(t *testing.T) {
 		{name: "not a duration", req: domain.WakeRequest{Delay: "soon", DelayAllowed: true}, fields: []string{"delay"}, reason: "not a duration"},
 		{name: "a bare number", req: domain.WakeRequest{Delay: "90", DelayAllowed: true}, fields: []string{"delay"}, reason: "not a duration"},
 		{name: "negative", req: domain.WakeRequest{Delay: "-5m", DelayAllowed: true}, fields: []string{"delay"}, reason: "positive"},
-		{name: "too far", req: domain.WakeRequest{Delay: "9000h", DelayAllowed: true}, fields: []string{"delay"}, reason: "more than"},
-		{name: "too far at", req: domain.WakeRequest{WakeAt: at(9000 * time.Hour)}, fields: []string{"wake_at"}, reason: "more than"},
+		{name: "too far", req: domain.WakeRequest{Delay: "9000h", DelayAllowed: true}, fields: []string{"delay"}, reason: "is more than 366 days ahead"},
+		{name: "too far at", req: domain.WakeRequest{WakeAt: at(9000 * time.Hour)}, fields: []string{"wake_at"}, reason: "is more than 366 days ahead"},
 		{name: "long prompt", req: domain.WakeRequest{WakeAt: at(time.Hour), Prompt: strings.Repeat("x", domain.MaxPromptChars+1)}, fields: []string{"prompt"}},
 		{name: "blank prompt", req: domain.WakeRequest{WakeAt: at(time.Hour), Prompt: "\n\r\t"}, fields: []string{"prompt"}, reason: "or leave it out"},
 	}

@@ -20,7 +20,8 @@ import (
 // reach the method (its zimmer.access.v1 option); what it cannot know is
 // which session a request names. A session credential reaches the methods
 // scoped "self" for its own session only, reads any session only with the
-// sessions.read scope, and acts as its own session whatever it declares.
+// sessions.read scope (principal.MayRead), and acts as its own session: a
+// different acting_session_id is refused (principal.ActingAs).
 // Its writes are re-checked against its revocation inside their
 // transaction (store).
 
@@ -44,6 +45,20 @@ func revoker(ctx context.Context) string {
 // credential, its own session only, and by the id ref resolved to, so the
 // session checked is the session written; for anyone else ref as given.
 func (s *Server) ownRef(ctx context.Context, ref string) (string, error) {
+	return s.checkedRef(ctx, ref, principal.Principal.MayActOn)
+}
+
+// readableRef is the session a "self"-scoped read reads: what
+// principal.MayRead allows (its own, or any with the sessions.read scope),
+// by the id ref resolved to; for anyone but a session credential ref as
+// given.
+func (s *Server) readableRef(ctx context.Context, ref string) (string, error) {
+	return s.checkedRef(ctx, ref, principal.Principal.MayRead)
+}
+
+// checkedRef resolves ref for a session credential and refuses it the
+// session unless may allows it.
+func (s *Server) checkedRef(ctx context.Context, ref string, may func(principal.Principal, int64) bool) (string, error) {
 	p, ok := sessionCaller(ctx)
 	if !ok {
 		return ref, nil
@@ -60,26 +75,17 @@ func (s *Server) ownRef(ctx context.Context, ref string) (string, error) {
 		}
 		id = sess.ID
 	}
-	if !p.MayActOn(id) {
+	if !may(p, id) {
 		return "", domain.NotYourSession(p.SessionID, r)
 	}
 	return strconv.FormatInt(id, 10), nil
-}
-
-// readableRef is the session a "self"-scoped read reads: any with the
-// sessions.read scope, else as ownRef.
-func (s *Server) readableRef(ctx context.Context, ref string) (string, error) {
-	if p, ok := sessionCaller(ctx); ok && p.Has(principal.ScopeSessionsRead) {
-		return ref, nil
-	}
-	return s.ownRef(ctx, ref)
 }
 
 // mayRead refuses a session credential the session it read, unless it is
 // its own or the credential reads every session.
 func mayRead(ctx context.Context, sess domain.Session) error {
 	p, ok := sessionCaller(ctx)
-	if !ok || p.MayActOn(sess.ID) || p.Has(principal.ScopeSessionsRead) {
+	if !ok || p.MayRead(sess.ID) {
 		return nil
 	}
 	return domain.NotYourSession(p.SessionID, domain.SessionRef{ID: sess.ID})
@@ -93,11 +99,14 @@ func actingSession(ctx context.Context, declared *int64) (*int64, error) {
 	if !ok {
 		return declared, nil
 	}
-	if declared != nil && *declared != p.SessionID {
-		return nil, &domain.ForbiddenError{Reason: fmt.Sprintf(
-			"acting_session_id %d is not the session this credential belongs to (#%d); leave it out: the credential says who acts", *declared, p.SessionID)}
+	var named int64
+	if declared != nil {
+		named = *declared
 	}
-	own := p.SessionID
+	own, err := p.ActingAs(named)
+	if err != nil {
+		return nil, &domain.ForbiddenError{Reason: err.Error()}
+	}
 	return &own, nil
 }
 

@@ -64,6 +64,11 @@ func (s *Server) CreateSession(ctx context.Context, req *lifecyclev1.CreateSessi
 	if md := req.GetCustomMetadata(); md != nil {
 		n.CustomMetadata = md.AsMap()
 	}
+	if caller, ok := sessionCaller(ctx); ok {
+		if err := n.ChildCreatable(caller.SessionID); err != nil {
+			return nil, s.toStatus(ctx, err)
+		}
+	}
 	sess, err := s.sessions.Create.Handle(ctx, n)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)

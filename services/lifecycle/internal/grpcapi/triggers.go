@@ -94,7 +94,7 @@ func (t *triggerServer) WatchSession(ctx context.Context, req *lifecyclev1.Watch
 
 // ListTriggers implements lifecyclev1.TriggerServiceServer.
 func (t *triggerServer) ListTriggers(ctx context.Context, req *lifecyclev1.ListTriggersRequest) (*lifecyclev1.ListTriggersResponse, error) {
-	ref, err := t.s.ownRef(ctx, req.GetSessionId())
+	ref, err := t.s.readableRef(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, t.s.toStatus(ctx, err)
 	}

@@ -35,12 +35,16 @@ func setupCredentials(t *testing.T) credBundle {
 	return credBundle{
 		operator: lifecyclev1.NewLifecycleServiceClient(servicetest.DialOperator(t, addr)),
 		admin:    lifecyclev1.NewLifecycleServiceClient(servicetest.DialAdmin(t, addr)),
-		gw:       asGateway{client: lifecyclev1.NewLifecycleServiceClient(servicetest.DialAsService(t, addr, "gateway"))},
+		gw: asGateway{
+			client:   lifecyclev1.NewLifecycleServiceClient(servicetest.DialAsService(t, addr, "gateway")),
+			triggers: lifecyclev1.NewTriggerServiceClient(servicetest.DialAsService(t, addr, "gateway")),
+		},
 	}
 }
 
 type asGateway struct {
-	client lifecyclev1.LifecycleServiceClient
+	client   lifecyclev1.LifecycleServiceClient
+	triggers lifecyclev1.TriggerServiceClient
 }
 
 // session returns a context whose calls act as the credential token is.
@@ -228,6 +232,25 @@ func TestASessionCredentialActsOnlyAsItsSession(t *testing.T) {
 	}
 	_, err = gw.client.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{})
 	require.NoError(t, err)
+	// One rule for every read (principal.MayRead): the triggers of another
+	// session read like its timeline (they were 403, issue 20 item 12), and
+	// a credential without sessions.read reads neither.
+	for _, ref := range []string{fmt.Sprint(other.GetId()), "other-one"} {
+		_, err = gw.triggers.ListTriggers(ctx, &lifecyclev1.ListTriggersRequest{SessionId: ref})
+		require.NoError(t, err, ref)
+	}
+	narrow := create(t, b.operator, "self_session")
+	narrowCtx := gw.session(t, mint(t, b, narrow.GetId()).GetToken())
+	_, err = gw.triggers.ListTriggers(narrowCtx, &lifecyclev1.ListTriggersRequest{SessionId: fmt.Sprint(narrow.GetId())})
+	require.NoError(t, err)
+	for _, ref := range []string{fmt.Sprint(other.GetId()), "other-one"} {
+		_, err = gw.triggers.ListTriggers(narrowCtx, &lifecyclev1.ListTriggersRequest{SessionId: ref})
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "%s: %v", ref, err)
+		_, err = gw.client.GetSessionTimeline(narrowCtx, &lifecyclev1.GetSessionTimelineRequest{SessionId: ref})
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "%s: %v", ref, err)
+		_, err = gw.client.GetSession(narrowCtx, &lifecyclev1.GetSessionRequest{SessionId: ref})
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "%s: %v", ref, err)
+	}
 
 	// Writes: its own session only, by id or slug.
 	_, err = gw.client.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: fmt.Sprint(other.GetId()), Notes: ptr("x")})
@@ -264,6 +287,20 @@ func TestASessionCredentialActsOnlyAsItsSession(t *testing.T) {
 	child, err := gw.client.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: "p", GitRoot: "/r"})
 	require.NoError(t, err)
 	require.Equal(t, own.GetId(), child.GetSession().GetParentSessionId())
+	// A child never gets more than its creator may set on itself (a child
+	// with precedence 1000 was created, issue 20 item 12).
+	before, err := gw.client.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{})
+	require.NoError(t, err)
+	_, err = gw.client.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: "p", GitRoot: "/r", Precedence: 1000})
+	requireStatus(t, err, codes.PermissionDenied, fmt.Sprintf(
+		"session #%d's credential may not set on its child what it may not set on itself; leave precedence out (the operator's defaults apply) "+
+			"or start the session with an operator key", own.GetId()))
+	_, err = gw.client.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: "p", GitRoot: "/r", SchedulingClass: "priority", PushNotifications: ptr(false)})
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+	require.Contains(t, status.Convert(err).Message(), "leave scheduling_class, push_notifications out")
+	after, err := gw.client.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{})
+	require.NoError(t, err)
+	require.Equal(t, len(before.GetSessions()), len(after.GetSessions()), "a refused child is not written")
 	_, err = gw.client.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: "p", GitRoot: "/r", ParentSessionId: ptr(other.GetId())})
 	requireStatus(t, err, codes.PermissionDenied, fmt.Sprintf(
 		"session #%d's credential starts only children of its own session; parent_session_id %d names another (leave it out)", own.GetId(), other.GetId()))

@@ -44,7 +44,7 @@ func serviceItself(ctx context.Context, method string) error {
 // without the sessions.read scope. Keys and services read any session.
 func mayRead(ctx context.Context, sessionID int64) error {
 	p, ok := principal.FromContext(ctx)
-	if !ok || p.Kind != principal.Session || p.MayActOn(sessionID) || p.Has(principal.ScopeSessionsRead) {
+	if !ok || p.MayRead(sessionID) {
 		return nil
 	}
 	return forbidden("%s reads only its own session's provenance (session #%d) without the %q scope; it asked about session #%d",

@@ -119,7 +119,7 @@ type Enqueue struct {
 // List is the session's queue. A session credential reads its own
 // session's queue, or any with the sessions.read scope.
 func (q *Queue) List(ctx context.Context, ref string) ([]domain.Message, error) {
-	s, err := q.session(ctx, ref, principal.ScopeSessionsRead)
+	s, err := q.session(ctx, ref, principal.Principal.MayRead)
 	if err != nil {
 		return nil, err
 	}
@@ -136,13 +136,17 @@ func (q *Queue) Enqueue(ctx context.Context, in Enqueue) (domain.Message, bool, 
 	if err != nil {
 		return domain.Message{}, false, err
 	}
+	actingID, err := acting(ctx, in.ActingSessionID)
+	if err != nil {
+		return domain.Message{}, false, err
+	}
 	var (
 		m       domain.Message
 		created bool
 		uncle   UncleEdge
 	)
 	n := domain.NewMessage{
-		SessionID: s.ID, Origin: domain.OriginCaller, ActingSessionID: acting(ctx, in.ActingSessionID),
+		SessionID: s.ID, Origin: domain.OriginCaller, ActingSessionID: actingID,
 		Content: in.Content, Goal: in.Goal, IdempotencyKey: in.IdempotencyKey,
 	}
 	if err := n.Validate(); err != nil {
@@ -163,7 +167,7 @@ func (q *Queue) Enqueue(ctx context.Context, in Enqueue) (domain.Message, bool, 
 
 // Update edits a pending message and, when position is not 0, moves it.
 func (q *Queue) Update(ctx context.Context, ref string, id int64, edit domain.Edit, position int) (domain.Message, error) {
-	s, err := q.session(ctx, ref, "")
+	s, err := q.session(ctx, ref, principal.Principal.MayActOn)
 	if err != nil {
 		return domain.Message{}, err
 	}
@@ -172,22 +176,23 @@ func (q *Queue) Update(ctx context.Context, ref string, id int64, edit domain.Ed
 
 // Delete removes a pending message.
 func (q *Queue) Delete(ctx context.Context, ref string, id int64) error {
-	s, err := q.session(ctx, ref, "")
+	s, err := q.session(ctx, ref, principal.Principal.MayActOn)
 	if err != nil {
 		return err
 	}
 	return q.messages.Delete(ctx, s.ID, id)
 }
 
-// session resolves ref and refuses a session credential any session but
-// its own, unless it holds readScope (when not "").
-func (q *Queue) session(ctx context.Context, ref, readScope string) (Session, error) {
+// session resolves ref and refuses a session credential the session
+// unless may allows it: principal.MayRead for a read, MayActOn for a
+// write.
+func (q *Queue) session(ctx context.Context, ref string, may func(principal.Principal, int64) bool) (Session, error) {
 	s, err := q.sessions.Get(ctx, ref)
 	if err != nil {
 		return Session{}, err
 	}
 	p, ok := principal.FromContext(ctx)
-	if !ok || p.Kind != principal.Session || p.MayActOn(s.ID) || (readScope != "" && p.Has(readScope)) {
+	if !ok || p.Kind != principal.Session || may(p, s.ID) {
 		return s, nil
 	}
 	return Session{}, fmt.Errorf("%w: session #%d's credential may act only on its own session's queue, not on session %d's; that needs an operator key",

@@ -288,7 +288,11 @@ func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, erro
 	if err != nil {
 		return FollowUpResult{}, err
 	}
-	n := domain.NewMessage{SessionID: s.ID, Origin: domain.OriginCaller, ActingSessionID: acting(ctx, in.ActingSessionID),
+	actingID, err := acting(ctx, in.ActingSessionID)
+	if err != nil {
+		return FollowUpResult{}, err
+	}
+	n := domain.NewMessage{SessionID: s.ID, Origin: domain.OriginCaller, ActingSessionID: actingID,
 		Content: in.Prompt, Goal: in.Goal, IdempotencyKey: in.IdempotencyKey}
 	if err := n.Validate(); err != nil {
 		return FollowUpResult{}, renamed(err)
@@ -401,8 +405,15 @@ func (q *Queue) interruptFailed(ctx context.Context, m domain.Message, cause err
 // rest; on a running session it moves the message to the front, to be the
 // next turn (delivered false).
 func (q *Queue) SendNow(ctx context.Context, ref string, id, actingID int64) (domain.Message, bool, error) {
+	var vs validation.Violations
+	if domain.CheckPick(&vs, id, actingID); vs.Err() != nil {
+		return domain.Message{}, false, vs.Err()
+	}
 	s, err := q.openSession(ctx, ref)
 	if err != nil {
+		return domain.Message{}, false, err
+	}
+	if actingID, err = acting(ctx, actingID); err != nil {
 		return domain.Message{}, false, err
 	}
 	var (
@@ -410,7 +421,7 @@ func (q *Queue) SendNow(ctx context.Context, ref string, id, actingID int64) (do
 		delivered bool
 		uncle     UncleEdge
 	)
-	err = q.withUncle(ctx, acting(ctx, actingID), s.ID, "send_now", &uncle, func() (bool, error) {
+	err = q.withUncle(ctx, actingID, s.ID, "send_now", &uncle, func() (bool, error) {
 		if s.Status != rules.StatusRunning {
 			send, last := q.sender(ModeIdle, "", false)
 			m, delivered, err = q.messages.Deliver(ctx, s.ID, domain.Pick{MessageID: id}, send)
@@ -435,8 +446,15 @@ func (q *Queue) SendNow(ctx context.Context, ref string, id, actingID int64) (do
 // at rest). Interrupts of one session are served one at a time, in the
 // order they arrive, so each message is delivered exactly once, in order.
 func (q *Queue) Interrupt(ctx context.Context, ref string, id, actingID int64) (domain.Message, bool, error) {
+	var vs validation.Violations
+	if domain.CheckPick(&vs, id, actingID); vs.Err() != nil {
+		return domain.Message{}, false, vs.Err()
+	}
 	s, err := q.openSession(ctx, ref)
 	if err != nil {
+		return domain.Message{}, false, err
+	}
+	if actingID, err = acting(ctx, actingID); err != nil {
 		return domain.Message{}, false, err
 	}
 	var (
@@ -444,7 +462,7 @@ func (q *Queue) Interrupt(ctx context.Context, ref string, id, actingID int64) (
 		interrupted bool
 		uncle       UncleEdge
 	)
-	err = q.withUncle(ctx, acting(ctx, actingID), s.ID, "interrupt", &uncle, func() (bool, error) {
+	err = q.withUncle(ctx, actingID, s.ID, "interrupt", &uncle, func() (bool, error) {
 		m, interrupted, err = q.interrupt(ctx, s.ID, id)
 		return err == nil, err
 	})
@@ -569,19 +587,25 @@ func entryPoint(ctx context.Context, action string) string {
 	return s + "." + action
 }
 
-// acting is the session a call acts as: a session credential's own session
-// whatever the request declares, else what it declares.
-func acting(ctx context.Context, declared int64) int64 {
-	if p, ok := principal.FromContext(ctx); ok && p.Kind == principal.Session {
-		return p.SessionID
+// acting is the session a call acts as (principal.ActingAs): a session
+// credential's own session, and another declared is refused; else what it
+// declares.
+func acting(ctx context.Context, declared int64) (int64, error) {
+	p, ok := principal.FromContext(ctx)
+	if !ok {
+		return declared, nil
 	}
-	return declared
+	id, err := p.ActingAs(declared)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrForbidden, err)
+	}
+	return id, nil
 }
 
 // openSession resolves ref for a call that sends the session a message:
 // it must be the caller's to act on and still take messages.
 func (q *Queue) openSession(ctx context.Context, ref string) (Session, error) {
-	s, err := q.session(ctx, ref, "")
+	s, err := q.session(ctx, ref, principal.Principal.MayActOn)
 	if err != nil {
 		return Session{}, err
 	}
@@ -628,6 +652,28 @@ func (q *Queue) Seal(ctx context.Context, sessionID int64, attempt string, force
 		return domain.ArchiveRefusal(sessionID, ms), "", len(ms), nil
 	}
 	return "", domain.RetirementClause(ms), len(ms), nil
+}
+
+// RetireDeleted marks every live message of a session lifecycle no longer
+// knows (it was hard-deleted) undelivered: nothing will ever deliver them.
+// The loss pages once per session, saying why (reason is lifecycle's
+// answer), as an archive's retirement does.
+func (q *Queue) RetireDeleted(ctx context.Context, sessionID int64, reason string) error {
+	retired, err := q.messages.Retire(ctx, sessionID, time.Time{})
+	if err != nil {
+		return err
+	}
+	if len(retired) == 0 {
+		return nil
+	}
+	ids := make([]any, len(retired))
+	for i, m := range retired {
+		ids[i] = m.ID
+	}
+	q.logger.InfoContext(ctx, "a deleted session's queued messages went undelivered", "session_id", sessionID, "retired", len(retired), "reason", reason)
+	alert.Raise(ctx, q.alerts, q.logger, fmt.Sprintf("queue_messages_retired/%d", sessionID), domain.DeletedSummary(sessionID, retired),
+		map[string]any{"session_id": sessionID, "message_ids": ids, "reason": reason})
+	return nil
 }
 
 // Unseal reopens a queue the archive attempt sealed.

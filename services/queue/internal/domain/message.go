@@ -131,9 +131,7 @@ func (n NewMessage) Validate() error {
 	if n.SessionID <= 0 {
 		vs.Add("session_id", "must be a positive session id")
 	}
-	if n.ActingSessionID < 0 {
-		vs.Add("acting_session_id", "must be a positive session id, or absent")
-	}
+	CheckActing(&vs, n.ActingSessionID)
 	if !validOrigin(n.Origin) {
 		vs.Add("origin", "must be %q or %q followed by a notice name", OriginCaller, "automated_")
 	}
@@ -141,6 +139,23 @@ func (n NewMessage) Validate() error {
 	checkText(&vs, "goal", n.Goal, MaxGoalChars)
 	checkText(&vs, "idempotency_key", n.IdempotencyKey, MaxIdempotencyKeyChars)
 	return vs.Err()
+}
+
+// CheckActing refuses an acting session id no session can have (0 is
+// none declared).
+func CheckActing(vs *validation.Violations, id int64) {
+	if id < 0 {
+		vs.Add("acting_session_id", "must be a positive session id, or absent")
+	}
+}
+
+// CheckPick refuses what names no message of a queue: a send-now or an
+// interrupt names the message it sends, by its id.
+func CheckPick(vs *validation.Violations, messageID, actingID int64) {
+	if messageID <= 0 {
+		vs.Add("message_id", "must be a queued message's id (a positive number); list the session's queue for its ids")
+	}
+	CheckActing(vs, actingID)
 }
 
 // Edit is a change to a pending message's text; nil fields stay as they are.

@@ -313,9 +313,17 @@ func TestUncleEdgeIsRecordedBeforeTheDelivery(t *testing.T) {
 	}, h.log.with("lineage.", "lifecycle.DeliverTurn", "runner."))
 	require.Equal(t, "grpc.follow_up", h.lineage.recorded()[0].GetEntryPoint())
 
-	// A session credential acts as its own session, whatever it declares.
+	// A session credential acts as its own session: declaring another is
+	// refused, nothing sent nor recorded (REST used to store its own
+	// session silently, issue 20 item 7); leaving it out acts as its own.
 	ctx, gateway := h.asSession(t, 2)
-	resp, err = gateway.FollowUp(ctx, &queuev1.FollowUpRequest{SessionId: "2", Prompt: "now", ForceImmediate: true, ActingSessionId: 1})
+	_, err = gateway.FollowUp(ctx, &queuev1.FollowUpRequest{SessionId: "2", Prompt: "now", ForceImmediate: true, ActingSessionId: 1})
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+	require.Contains(t, status.Convert(err).Message(), "acting_session_id 1 is not the session this credential belongs to (#2)")
+	_, err = gateway.EnqueueMessage(ctx, &queuev1.EnqueueMessageRequest{SessionId: "2", Content: "queued", ActingSessionId: 1})
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+	require.Empty(t, h.list(t, 2), "a refused call queues nothing")
+	resp, err = gateway.FollowUp(ctx, &queuev1.FollowUpRequest{SessionId: "2", Prompt: "now", ForceImmediate: true})
 	require.NoError(t, err)
 	require.Equal(t, queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED, resp.GetOutcome())
 	sent := h.list(t, 2)[0]
@@ -761,4 +769,27 @@ func TestInterruptOfAnIdleSessionDeliversAtOnce(t *testing.T) {
 	require.Len(t, delivered, 1)
 	require.Equal(t, lifecyclev1.DeliveryMode_DELIVERY_MODE_IDLE, delivered[0].Mode)
 	require.Empty(t, h.lifecycle.pauseCalls())
+}
+
+// A send-now or an interrupt names its message by id, and an acting
+// session that could exist: message_id 0 used to deliver whichever
+// message came first, and a negative acting_session_id reached lineage,
+// whose refusal came back as an internal error (issue 20's fuzz).
+func TestSendNowAndInterruptRefuseIdsNoMessageHas(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, roster()...)
+	m := h.enqueue(t, 5, "held")
+	for _, tc := range []struct {
+		message, acting int64
+		field           string
+	}{{0, 0, "message_id"}, {-1, 0, "message_id"}, {m.GetId(), -1, "acting_session_id"}} {
+		_, err := h.queue.SendEnqueuedMessageNow(t.Context(), &queuev1.SendEnqueuedMessageNowRequest{SessionId: "5", MessageId: tc.message, ActingSessionId: tc.acting})
+		require.Equal(t, codes.InvalidArgument, status.Code(err), "send now %+v: %v", tc, err)
+		require.Contains(t, status.Convert(err).Message(), tc.field)
+		_, err = h.queue.InterruptWithEnqueuedMessage(t.Context(), &queuev1.InterruptWithEnqueuedMessageRequest{SessionId: "5", MessageId: tc.message, ActingSessionId: tc.acting})
+		require.Equal(t, codes.InvalidArgument, status.Code(err), "interrupt %+v: %v", tc, err)
+		require.Contains(t, status.Convert(err).Message(), tc.field)
+	}
+	require.Equal(t, map[string]int{"pending": 1}, h.byStatus(t, 5), "nothing was sent")
+	require.Empty(t, h.log.with("lineage.", "lifecycle.DeliverTurn", "runner."), "nothing reached another service")
 }

@@ -127,8 +127,8 @@ func TestEnqueueRefusals(t *testing.T) {
 	require.NoError(t, err, "a running session queues the message for its next turn")
 }
 
-// A session credential queues onto its own session only, as itself
-// whatever it declares; it reads another's queue only with sessions.read.
+// A session credential queues onto its own session only, as itself (it
+// may not declare another); it reads another's queue only with sessions.read.
 func TestSessionCredentialActsOnItsOwnQueue(t *testing.T) {
 	t.Parallel()
 	addr := startQueue(t)
@@ -139,7 +139,9 @@ func TestSessionCredentialActsOnItsOwnQueue(t *testing.T) {
 		return ctx
 	}
 	self := as(principal.Principal{Kind: principal.Session, SessionID: 2, Scopes: []string{principal.ScopeSelf}})
-	resp, err := q.EnqueueMessage(self, &queuev1.EnqueueMessageRequest{SessionId: "two", Content: "note to self", ActingSessionId: 1})
+	_, err := q.EnqueueMessage(self, &queuev1.EnqueueMessageRequest{SessionId: "two", Content: "note to self", ActingSessionId: 1})
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "another acting session is refused, never replaced: %v", err)
+	resp, err := q.EnqueueMessage(self, &queuev1.EnqueueMessageRequest{SessionId: "two", Content: "note to self"})
 	require.NoError(t, err)
 	require.Equal(t, int64(2), resp.GetEnqueuedMessage().GetActingSessionId(), "a credential acts as its own session")
 

@@ -46,8 +46,7 @@ func (s *Server) GetClone(ctx context.Context, req *runnerv1.GetCloneRequest) (*
 		return nil, toStatus(validation.Invalid("session_id",
 			"must be a session's numeric id (the runner does not resolve slugs; lifecycle's GetSession does), got %q", ref))
 	}
-	if p, ok := principal.FromContext(ctx); ok && p.Kind == principal.Session &&
-		!p.MayActOn(id) && !p.Has(principal.ScopeSessionsRead) {
+	if p, ok := principal.FromContext(ctx); ok && !p.MayRead(id) {
 		return nil, status.Errorf(codes.PermissionDenied,
 			"session #%d's credential may read only its own session's clone, not session #%d's; that needs the sessions.read scope or an operator key",
 			p.SessionID, id)

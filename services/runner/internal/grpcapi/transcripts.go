@@ -128,8 +128,7 @@ func readableSession(ctx context.Context, ref string) (int64, error) {
 	if err != nil || id < 1 {
 		return 0, validation.Invalid("session_id", "must be a session's numeric id (the runner does not resolve slugs; lifecycle's GetSession does), got %q", ref)
 	}
-	if p, ok := principal.FromContext(ctx); ok && p.Kind == principal.Session &&
-		!p.MayActOn(id) && !p.Has(principal.ScopeSessionsRead) {
+	if p, ok := principal.FromContext(ctx); ok && !p.MayRead(id) {
 		return 0, status.Errorf(codes.PermissionDenied,
 			"session #%d's credential may read only its own session's transcript, not session #%d's; that needs the sessions.read scope or an operator key",
 			p.SessionID, id)
