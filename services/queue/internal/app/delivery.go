@@ -654,28 +654,6 @@ func (q *Queue) Seal(ctx context.Context, sessionID int64, attempt string, force
 	return "", domain.RetirementClause(ms), len(ms), nil
 }
 
-// RetireDeleted marks every live message of a session lifecycle no longer
-// knows (it was hard-deleted) undelivered: nothing will ever deliver them.
-// The loss pages once per session, saying why (reason is lifecycle's
-// answer), as an archive's retirement does.
-func (q *Queue) RetireDeleted(ctx context.Context, sessionID int64, reason string) error {
-	retired, err := q.messages.Retire(ctx, sessionID, time.Time{})
-	if err != nil {
-		return err
-	}
-	if len(retired) == 0 {
-		return nil
-	}
-	ids := make([]any, len(retired))
-	for i, m := range retired {
-		ids[i] = m.ID
-	}
-	q.logger.InfoContext(ctx, "a deleted session's queued messages went undelivered", "session_id", sessionID, "retired", len(retired), "reason", reason)
-	alert.Raise(ctx, q.alerts, q.logger, fmt.Sprintf("queue_messages_retired/%d", sessionID), domain.DeletedSummary(sessionID, retired),
-		map[string]any{"session_id": sessionID, "message_ids": ids, "reason": reason})
-	return nil
-}
-
 // Unseal reopens a queue the archive attempt sealed.
 func (q *Queue) Unseal(ctx context.Context, sessionID int64, attempt string) error {
 	return q.messages.Unseal(ctx, sessionID, attempt)

@@ -99,12 +99,6 @@ func (a RetirementAlert) Summary(sessionID int64) string {
 	return s
 }
 
-// DeletedSummary is the alert's text when a deleted session's queue is
-// retired: why, then the same clause an archive line writes.
-func DeletedSummary(sessionID int64, retired []Message) string {
-	return fmt.Sprintf("Session %d was deleted, so nothing can deliver its queue", sessionID) + RetirementClause(retired)
-}
-
 func plural(one bool, singular, many string) string {
 	if one {
 		return singular
