@@ -87,12 +87,14 @@ func TestACalleesRefusalIsPassedOn(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, roster()...)
 	ctx := t.Context()
-	h.lineage.refuseWith(grpcstatus.InvalidArgument(validation.Invalid("acting_session_id", "must be a positive session id")))
+	// The queue now refuses a negative id itself (domain.CheckPick), so
+	// lineage refuses a well-formed one here: its answer is what must pass.
+	h.lineage.refuseWith(grpcstatus.InvalidArgument(validation.Invalid("acting_session_id", "must be a session in the tree")))
 	a := h.enqueue(t, 2, "a")
-	_, err := h.queue.InterruptWithEnqueuedMessage(ctx, &queuev1.InterruptWithEnqueuedMessageRequest{SessionId: "2", MessageId: a.GetId(), ActingSessionId: -1})
+	_, err := h.queue.InterruptWithEnqueuedMessage(ctx, &queuev1.InterruptWithEnqueuedMessageRequest{SessionId: "2", MessageId: a.GetId(), ActingSessionId: 1})
 	requireCode(t, codes.InvalidArgument, err)
-	require.Equal(t, "acting_session_id: must be a positive session id", status.Convert(err).Message())
-	_, err = h.queue.SendEnqueuedMessageNow(ctx, &queuev1.SendEnqueuedMessageNowRequest{SessionId: "2", MessageId: a.GetId(), ActingSessionId: -1})
+	require.Equal(t, "acting_session_id: must be a session in the tree", status.Convert(err).Message())
+	_, err = h.queue.SendEnqueuedMessageNow(ctx, &queuev1.SendEnqueuedMessageNowRequest{SessionId: "2", MessageId: a.GetId(), ActingSessionId: 1})
 	requireCode(t, codes.InvalidArgument, err)
 	require.Equal(t, "pending", h.messages(t, 2)[a.GetId()].GetStatus(), "nothing was sent")
 	h.lineage.refuseWith(nil)
