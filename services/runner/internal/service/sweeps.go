@@ -58,6 +58,21 @@ func (s *Service) runSweeps(ctx context.Context, cfg config.Config, conn grpc.Cl
 		cfg.OrphanGrace, cfg.OrphanSweepInterval); err != nil {
 		return err
 	}
+	// Zombies are reaped as children end (SIGCHLD): an agent's orphan at
+	// once, anything else once it is old enough to be no waiter's. The
+	// schedule's passes remain a backstop.
+	s.Go(func(ctx context.Context) error {
+		process.RunZombieReaper(ctx, func(reaped []process.Reaped, err error) {
+			for _, r := range reaped {
+				s.Logger.InfoContext(ctx, "reaped a zombie no one was waiting for",
+					"pid", r.Pid, "exit_status", r.Status.ExitStatus(), "signal", r.Status.Signal().String())
+			}
+			if err != nil {
+				s.Logger.WarnContext(ctx, "reap zombies", "error", err)
+			}
+		})
+		return nil
+	})
 	reaper := sweep.ZombieReaper{Reap: process.ReapZombies, Logger: s.Logger}
 	return sweep.SetupZombieReaper(ctx, s.Temporal, node, cfg.Node, reaper, cfg.ZombieReapInterval)
 }
