@@ -46,8 +46,14 @@ func killRecorded(t *testing.T, dir string) []Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	killed, err := KillRecorded(ctx, dir, slogx.Discard())
+	left, err := KillRecorded(ctx, dir, slogx.Discard())
 	require.NoError(t, err)
+	var killed []Record
+	for _, l := range left {
+		if l.Killed {
+			killed = append(killed, l.Record)
+		}
+	}
 	return killed
 }
 
