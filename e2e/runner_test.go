@@ -219,7 +219,7 @@ func TestSessionsRunTurns(t *testing.T) {
 		api.waitStatus(t, id, "needs_input")
 		code, body := api.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%d/transcript", id), "")
 		require.Equal(t, 200, code, body)
-		var page struct{ Lines []struct{ Text string } }
+		var page struct{ Lines []struct{ Raw string } }
 		require.NoError(t, json.Unmarshal([]byte(body), &page), body)
 		grandchild := 0
 		for _, l := range page.Lines {
@@ -227,7 +227,7 @@ func TestSessionsRunTurns(t *testing.T) {
 				Subtype string
 				PID     int
 			}
-			if json.Unmarshal([]byte(l.Text), &line) == nil && line.Subtype == "grandchild" {
+			if json.Unmarshal([]byte(l.Raw), &line) == nil && line.Subtype == "grandchild" {
 				grandchild = line.PID
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -75,10 +76,12 @@ type Turns interface {
 	Deliver(ctx context.Context, d Delivery) (Delivered, error)
 }
 
-// Interrupter is the runner's InterruptTurn: it halts the session's running
-// turn (by the termination ladder) and answers once its process is gone.
+// Interrupter is the runner's InterruptTurn: it halts the session's turn
+// turnID (by the termination ladder) if its process runs, and answers once
+// that process is gone. Any other turn, and one still starting, is left to
+// run whole (interrupted false).
 type Interrupter interface {
-	InterruptTurn(ctx context.Context, sessionID int64, reason string) (interrupted bool, err error)
+	InterruptTurn(ctx context.Context, sessionID int64, turnID, reason string) (interrupted bool, err error)
 }
 
 // UncleEdge is what recording "acting queued or interrupted target" did
@@ -266,7 +269,7 @@ func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, erro
 				return false, err
 			}
 			if found {
-				res, err = q.followUpQueued(ctx, m, in.ForceImmediate)
+				res, err = q.followUpQueued(ctx, s, m, in.ForceImmediate)
 				return err == nil, err
 			}
 		}
@@ -299,7 +302,7 @@ func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, erro
 		if !in.ForceImmediate {
 			q.poke(ctx, s.ID)
 		}
-		res, err = q.followUpQueued(ctx, m, in.ForceImmediate)
+		res, err = q.followUpQueued(ctx, s, m, in.ForceImmediate)
 		return err == nil, err
 	})
 	return res, err
@@ -308,18 +311,31 @@ func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, erro
 // followUpQueued answers a follow-up queued as m: waiting in the queue,
 // or, when forced, the turn it became by interrupting the running one (at
 // once if it is still pending; a retry finds it sent).
-func (q *Queue) followUpQueued(ctx context.Context, m domain.Message, force bool) (FollowUpResult, error) {
+func (q *Queue) followUpQueued(ctx context.Context, asked Session, m domain.Message, force bool) (FollowUpResult, error) {
 	if !force || m.Status == domain.StatusUndelivered {
 		return FollowUpResult{Queued: m, Message: domain.FollowUpQueuedMessage}, nil
 	}
 	if m.Status != domain.StatusSent {
-		sent, _, err := q.interrupt(ctx, m.SessionID, m.ID)
+		now, _, err := q.interrupt(ctx, asked, m.ID)
 		if err != nil {
 			return q.interruptFailed(ctx, m, err)
 		}
-		m = sent
+		if now.Status != domain.StatusSent {
+			return FollowUpResult{Queued: now, Message: NextInLineMessage(now)}, nil
+		}
+		m = now
 	}
 	return interruptedFor(m), nil
+}
+
+// NextInLineMessage says that the interrupt with message m halted nothing:
+// the turn it was asked to halt had already given way to another (an
+// earlier interrupt's message, a hand-over), which runs whole, and m is
+// first in line behind it.
+func NextInLineMessage(m domain.Message) string {
+	return fmt.Sprintf("Message %d is first in line: the turn it was to interrupt had already given way to another "+
+		"(an earlier interrupt's message, or the next queued one), which runs to its end; session %d takes message %d as soon as it does.",
+		m.ID, m.SessionID, m.ID)
 }
 
 // interruptedFor answers a forced follow-up that became the turn m.
@@ -401,18 +417,29 @@ func (q *Queue) Interrupt(ctx context.Context, ref string, id, actingID int64) (
 		uncle       UncleEdge
 	)
 	err = q.withUncle(ctx, acting(ctx, actingID), s.ID, "interrupt", &uncle, func() (bool, error) {
-		m, interrupted, err = q.interrupt(ctx, s.ID, id)
+		m, interrupted, err = q.interrupt(ctx, s, id)
 		return err == nil, err
 	})
 	return m, interrupted, err
 }
 
-// interrupt halts the running turn and delivers message id in its place,
+// interrupt halts the turn that was running when the interrupt was asked
+// (asked, the session as read then) and delivers message id in its place,
 // holding the session's interrupt lock throughout.
-func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Message, interrupted bool, err error) {
+//
+// Interrupts of one session wait for one another on that lock, so by the
+// time one is served the turn it was asked to halt may have given way to
+// another: the message an earlier interrupt delivered, or the one a turn
+// end handed over. That turn is not halted — each message runs as a whole
+// turn — and the message goes to the front of the queue instead, to be
+// handed over when that turn ends (m pending, interrupted false). So is
+// the message of an interrupt that finds the turn's process not started
+// yet, or already ended: the runner leaves such a turn alone.
+func (q *Queue) interrupt(ctx context.Context, asked Session, id int64) (m domain.Message, interrupted bool, err error) {
 	if q.runner == nil {
 		return domain.Message{}, false, ErrNoRunner
 	}
+	sessionID := asked.ID
 	err = q.messages.LockForInterrupt(ctx, sessionID, func(ctx context.Context) error {
 		// Check before halting anything: an interrupt for a message already
 		// sent (a repeated interrupt, say) would halt the very turn that
@@ -424,18 +451,35 @@ func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Me
 		if msg.Status != domain.StatusPending {
 			return fmt.Errorf("%w: message %d is %s, so there is nothing to interrupt the turn for", domain.ErrNotPending, id, msg.Status)
 		}
-		interrupted, err = q.runner.InterruptTurn(ctx, sessionID, "queue interrupt")
-		if err != nil {
-			return err
+		turn := runningTurn(asked)
+		if turn == "" {
+			// At rest when asked (or read without its turn): the turn running
+			// now, if any, is the one to halt.
+			now, err := q.sessions.Get(ctx, strconv.FormatInt(sessionID, 10))
+			if err != nil {
+				return err
+			}
+			turn = runningTurn(now)
+		}
+		if turn != "" {
+			if interrupted, err = q.runner.InterruptTurn(ctx, sessionID, turn, "queue interrupt"); err != nil {
+				return err
+			}
 		}
 		var (
 			mode    Mode
 			already bool
+			busy    bool
 		)
+		modes := []Mode{ModeIdle}
+		if interrupted {
+			// The session is running (its turn just halted) or, paused
+			// meanwhile, at rest: lifecycle's refusal of one mode is the
+			// other's cue.
+			modes = []Mode{ModeAfterInterrupt, ModeIdle}
+		}
 		send := func(ctx context.Context, msg domain.Message) (string, bool, error) {
-			// The session is running (its turn just halted) or at rest:
-			// lifecycle's refusal of one mode is the other's cue.
-			for _, mode = range []Mode{ModeAfterInterrupt, ModeIdle} {
+			for _, mode = range modes {
 				d, err := q.turns.Deliver(ctx, Delivery{SessionID: sessionID, ID: domain.DeliveryID(msg), Prompt: msg.Content,
 					Goal: msg.Goal, Mode: mode, What: fmt.Sprintf("queued message #%d", msg.ID)})
 				if err != nil {
@@ -451,10 +495,21 @@ func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Me
 					return "", false, fmt.Errorf("%w: %s", ErrRefused, d.Message)
 				}
 			}
+			if !interrupted {
+				// Running a turn this interrupt was not asked to halt.
+				busy = true
+				return "", false, nil
+			}
 			return "", false, fmt.Errorf("%w: session %d is neither running nor at rest", ErrRefused, sessionID)
 		}
 		var ok bool
 		m, ok, err = q.messages.Deliver(ctx, sessionID, domain.Pick{MessageID: id}, send)
+		if err == nil && busy {
+			// Next: handed over as the running turn ends, which the queue's
+			// lock orders after this.
+			m, err = q.messages.Update(ctx, sessionID, id, domain.Edit{}, 1)
+			return err
+		}
 		if err == nil && !ok {
 			err = fmt.Errorf("%w: session %d's queue is sealed", domain.ErrSealed, sessionID)
 		}
@@ -473,6 +528,15 @@ func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Me
 		return err
 	})
 	return m, interrupted, err
+}
+
+// runningTurn is the turn s runs (its running_job_id), "" when it runs
+// none.
+func runningTurn(s Session) string {
+	if s.Status != rules.StatusRunning {
+		return ""
+	}
+	return s.RunningJobID
 }
 
 // withUncle records acting's uncle edge over target (when acting is set)

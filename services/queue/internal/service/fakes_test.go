@@ -70,9 +70,10 @@ type fakeSession struct {
 	Status       string
 	RunningJobID string
 	PausedBy     string
-	// Reported, when set, is the status GetSession answers instead of
-	// Status: what the queue read just before the session moved on (it
-	// started running meanwhile, say). A delivery clears it.
+	// Reported, when set, is the status the next GetSession answers
+	// instead of Status: what the queue read just before the session moved
+	// on (it started running meanwhile, say). That read, or a delivery,
+	// clears it.
 	Reported      string
 	DrainAttempts int32
 }
@@ -188,9 +189,12 @@ func (f *lifecycleFake) getSession(ref string) (*lifecyclev1.GetSessionResponse,
 		if ref == strconv.FormatInt(s.ID, 10) || ref == s.Slug {
 			st := s.Status
 			if s.Reported != "" {
-				st = s.Reported
+				// Read once, just before the session moved on: the next
+				// read sees where it is.
+				st, s.Reported = s.Reported, ""
 			}
-			return &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{Id: s.ID, Slug: s.Slug, Status: st, PausedBy: s.PausedBy}},
+			return &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{Id: s.ID, Slug: s.Slug, Status: st, PausedBy: s.PausedBy,
+				RunningJobId: s.RunningJobID}},
 				f.readDelay, nil
 		}
 	}
@@ -302,8 +306,8 @@ func (f *lifecycleFake) RecordDrainAttempt(_ context.Context, req *lifecyclev1.R
 }
 
 // runnerFake halts turns: InterruptTurn answers interrupted when the
-// lifecycle fake has the session running, after delay (the termination
-// ladder takes a while).
+// lifecycle fake has the session running the turn it names (any turn, when
+// it names none), after delay (the termination ladder takes a while).
 type runnerFake struct {
 	runnerv1.UnimplementedRunnerServiceServer
 	log       *callLog
@@ -345,7 +349,7 @@ func (f *runnerFake) InterruptTurn(_ context.Context, req *runnerv1.InterruptTur
 		return nil, fail
 	}
 	s := f.lifecycle.session(req.GetSessionId())
-	if s.Status != rules.StatusRunning {
+	if s.Status != rules.StatusRunning || req.GetTurnId() != "" && req.GetTurnId() != s.RunningJobID {
 		return &runnerv1.InterruptTurnResponse{}, nil
 	}
 	return &runnerv1.InterruptTurnResponse{Interrupted: true, TurnId: s.RunningJobID}, nil
