@@ -194,7 +194,7 @@ func (f *lifecycleFake) getSession(ref string) (*lifecyclev1.GetSessionResponse,
 				st, s.Reported = s.Reported, ""
 			}
 			return &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{Id: s.ID, Slug: s.Slug, Status: st, PausedBy: s.PausedBy,
-				RunningJobId: s.RunningJobID}},
+					RunningJobId: s.RunningJobID}},
 				f.readDelay, nil
 		}
 	}
