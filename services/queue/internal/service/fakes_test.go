@@ -193,9 +193,8 @@ func (f *lifecycleFake) getSession(ref string) (*lifecyclev1.GetSessionResponse,
 				// read sees where it is.
 				st, s.Reported = s.Reported, ""
 			}
-			return &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{Id: s.ID, Slug: s.Slug, Status: st, PausedBy: s.PausedBy,
-					RunningJobId: s.RunningJobID}},
-				f.readDelay, nil
+			read := &lifecyclev1.Session{Id: s.ID, Slug: s.Slug, Status: st, PausedBy: s.PausedBy, RunningJobId: s.RunningJobID}
+			return &lifecyclev1.GetSessionResponse{Session: read}, f.readDelay, nil
 		}
 	}
 	return nil, 0, status.Errorf(codes.NotFound, "no session %s", ref)
