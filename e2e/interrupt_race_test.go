@@ -66,9 +66,11 @@ func requireEachRanWhole(t *testing.T, api restClient, id int64, words []string)
 	for _, w := range words {
 		n := 0
 		for _, tr := range turns[1:] {
-			n += strings.Count(tr.Text, w)
+			if strings.Contains(tr.Text, w) {
+				n++
+			}
 		}
-		require.Equal(t, 1, n, "%q: said once, at the end of its own whole turn: %+v", w, turns)
+		require.Equal(t, 1, n, "%q: said by one turn, at the end of its whole run: %+v", w, turns)
 	}
 	require.Equal(t, []string{"start", "pause"}, api.transitions(t, id),
 		"the session rested only once, after every message's turn")
