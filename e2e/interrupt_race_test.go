@@ -129,8 +129,9 @@ func TestConcurrentInterruptsEachRunAWholeTurn(t *testing.T) {
 			ids := api.queueFollowUps(t, id, prompts)
 			time.Sleep(time.Until(started.Add(runs + offset)))
 			for _, code := range api.interruptAll(t, id, ids) {
-				// 400: its message was handed over by the turn's end first.
-				require.Contains(t, []int{http.StatusOK, http.StatusBadRequest}, code)
+				// 422: its message was handed over by the turn's end first
+				// ("no longer pending"), and runs whole all the same.
+				require.Contains(t, []int{http.StatusOK, http.StatusUnprocessableEntity}, code)
 			}
 			requireEachRanWhole(t, api, id, words)
 		})
