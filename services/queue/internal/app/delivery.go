@@ -424,26 +424,27 @@ func (q *Queue) Interrupt(ctx context.Context, ref string, id, actingID int64) (
 }
 
 // interrupt halts the turn that was running when the interrupt was asked
-// (asked, the session as read then) and delivers message id in its place,
-// holding the session's interrupt lock throughout.
+// (asked, the session as read then) and delivers message id in its place.
 //
-// Interrupts of one session wait for one another on that lock, so by the
-// time one is served the turn it was asked to halt may have given way to
-// another: the message an earlier interrupt delivered, or the one a turn
-// end handed over. That turn is not halted — each message runs as a whole
-// turn — and the message goes to the front of the queue instead, to be
-// handed over when that turn ends (m pending, interrupted false). So is
-// the message of an interrupt that finds the turn's process not started
-// yet, or already ended: the runner leaves such a turn alone.
+// The halt comes first, outside the session's interrupt lock: the turn-end
+// hand-over takes that lock from inside the session's workflow, which must
+// be free to answer the halt. The delivery then happens under the lock,
+// and only in place of the halted turn (AFTER_INTERRUPT from that job):
+// when interrupts are sent together, the first delivered replaces the
+// turn, and the turn it makes runs whole. So does one a turn end handed
+// over, and one the runner found still starting or already ended (it
+// halts nothing then). Such a message goes to the front of the queue
+// instead, to be handed over when the running turn ends (m pending,
+// interrupted false).
 func (q *Queue) interrupt(ctx context.Context, asked Session, id int64) (m domain.Message, interrupted bool, err error) {
 	if q.runner == nil {
 		return domain.Message{}, false, ErrNoRunner
 	}
 	sessionID := asked.ID
-	err = q.messages.LockForInterrupt(ctx, sessionID, func(ctx context.Context) error {
-		// Check before halting anything: an interrupt for a message already
-		// sent (a repeated interrupt, say) would halt the very turn that
-		// message became and deliver nothing in its place.
+	// Check before halting anything: an interrupt for a message already
+	// sent (a repeated interrupt, say) would halt the very turn that
+	// message became and deliver nothing in its place.
+	pending := func(ctx context.Context) error {
 		msg, err := q.messages.Message(ctx, sessionID, id)
 		if err != nil {
 			return err
@@ -451,20 +452,31 @@ func (q *Queue) interrupt(ctx context.Context, asked Session, id int64) (m domai
 		if msg.Status != domain.StatusPending {
 			return fmt.Errorf("%w: message %d is %s, so there is nothing to interrupt the turn for", domain.ErrNotPending, id, msg.Status)
 		}
-		turn := runningTurn(asked)
-		if turn == "" {
-			// At rest when asked (or read without its turn): the turn running
-			// now, if any, is the one to halt.
-			now, err := q.sessions.Get(ctx, strconv.FormatInt(sessionID, 10))
-			if err != nil {
-				return err
-			}
-			turn = runningTurn(now)
+		return nil
+	}
+	if err := pending(ctx); err != nil {
+		return domain.Message{}, false, err
+	}
+	turn := runningTurn(asked)
+	if turn == "" {
+		// At rest when asked (or read without its turn): the turn running
+		// now, if any, is the one to halt.
+		now, err := q.sessions.Get(ctx, strconv.FormatInt(sessionID, 10))
+		if err != nil {
+			return domain.Message{}, false, err
 		}
-		if turn != "" {
-			if interrupted, err = q.runner.InterruptTurn(ctx, sessionID, turn, "queue interrupt"); err != nil {
-				return err
-			}
+		turn = runningTurn(now)
+	}
+	if turn != "" {
+		if interrupted, err = q.runner.InterruptTurn(ctx, sessionID, turn, "queue interrupt"); err != nil {
+			return domain.Message{}, false, err
+		}
+	}
+	err = q.messages.LockForInterrupt(ctx, sessionID, func(ctx context.Context) error {
+		// Again under the lock: a concurrent interrupt with the same message
+		// may have delivered it (both halted the one turn).
+		if err := pending(ctx); err != nil {
+			return err
 		}
 		var (
 			mode    Mode
@@ -481,7 +493,7 @@ func (q *Queue) interrupt(ctx context.Context, asked Session, id int64) (m domai
 		send := func(ctx context.Context, msg domain.Message) (string, bool, error) {
 			for _, mode = range modes {
 				d, err := q.turns.Deliver(ctx, Delivery{SessionID: sessionID, ID: domain.DeliveryID(msg), Prompt: msg.Content,
-					Goal: msg.Goal, Mode: mode, What: fmt.Sprintf("queued message #%d", msg.ID)})
+					Goal: msg.Goal, Mode: mode, FromJobID: fromJob(mode, turn), What: fmt.Sprintf("queued message #%d", msg.ID)})
 				if err != nil {
 					return "", false, err
 				}
@@ -495,18 +507,17 @@ func (q *Queue) interrupt(ctx context.Context, asked Session, id int64) (m domai
 					return "", false, fmt.Errorf("%w: %s", ErrRefused, d.Message)
 				}
 			}
-			if !interrupted {
-				// Running a turn this interrupt was not asked to halt.
-				busy = true
-				return "", false, nil
-			}
-			return "", false, fmt.Errorf("%w: session %d is neither running nor at rest", ErrRefused, sessionID)
+			// Running a turn that is not the halted one: another delivery
+			// took its place, or nothing was halted.
+			busy = true
+			return "", false, nil
 		}
 		var ok bool
 		m, ok, err = q.messages.Deliver(ctx, sessionID, domain.Pick{MessageID: id}, send)
 		if err == nil && busy {
 			// Next: handed over as the running turn ends, which the queue's
 			// lock orders after this.
+			interrupted = false
 			m, err = q.messages.Update(ctx, sessionID, id, domain.Edit{}, 1)
 			return err
 		}
@@ -528,6 +539,16 @@ func (q *Queue) interrupt(ctx context.Context, asked Session, id int64) (m domai
 		return err
 	})
 	return m, interrupted, err
+}
+
+// fromJob is what a delivery in mode names as the turn it follows: after
+// an interrupt, the halted turn, which it replaces only while that turn is
+// the session's running one.
+func fromJob(mode Mode, turn string) string {
+	if mode == ModeAfterInterrupt {
+		return turn
+	}
+	return ""
 }
 
 // runningTurn is the turn s runs (its running_job_id), "" when it runs

