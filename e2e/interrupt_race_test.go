@@ -113,10 +113,10 @@ func TestConcurrentInterruptsEachRunAWholeTurn(t *testing.T) {
 
 	// The running turn ends on its own while the interrupts, sent together
 	// just before, are being served: before the first halts it, between
-	// the two, or as its own end hands a message over. (Interrupts sent
-	// after a hand-over began are asked against the handed-over turn, and
-	// halt it.)
-	for _, offset := range []time.Duration{-500 * time.Millisecond, -150 * time.Millisecond, 0} {
+	// the two, or as its own end hands a message over. (An interrupt asked
+	// once a hand-over has begun is asked against the handed-over turn, and
+	// halts it: that is the turn running when it was asked.)
+	for _, offset := range []time.Duration{-500 * time.Millisecond, -250 * time.Millisecond, -100 * time.Millisecond} {
 		t.Run(fmt.Sprintf("two interrupts racing the turn's end at %v", offset), func(t *testing.T) {
 			t.Parallel()
 			const runs = 3 * time.Second
