@@ -147,3 +147,57 @@ func agentsOf(s *stack, id int64) []string {
 	}
 	return pids
 }
+
+// TestKilledRunnerCutsOffItsTurnOnTheTranscript: kill -9 the runner while a
+// session's agent works. What the agent prints after that is read by no
+// one; the restarted runner, which kills the agent it left, ends that turn
+// on the transcript: its last line says it was cut off and by what, and the
+// turn has an outcome.
+func TestKilledRunnerCutsOffItsTurnOnTheTranscript(t *testing.T) {
+	t.Parallel()
+	s := newStackRunning(t, true)
+	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
+	id := api.createRunning(t, gitRepo(t), "@demo say before the crash\n@demo sleep 300s\n@demo say after the crash")
+	api.waitStatus(t, id, "running")
+	type page struct {
+		Turns []struct {
+			TurnID  string `json:"turn_id"`
+			Outcome string
+			EndedAt *time.Time `json:"ended_at"`
+		}
+		Lines []struct {
+			TurnID  string `json:"turn_id"`
+			Type    string
+			Text    string
+			IsError bool `json:"is_error"`
+		}
+	}
+	lostTurn := fmt.Sprintf("session-%d/turn-1", id)
+	read := func() page {
+		code, body := api.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%d/transcript?turn=%s", id, lostTurn), "")
+		require.Equal(t, 200, code, body)
+		var p page
+		require.NoError(t, json.Unmarshal([]byte(body), &p), body)
+		return p
+	}
+	require.Eventually(t, func() bool {
+		p := read()
+		return len(p.Lines) > 0 && strings.Contains(p.Lines[len(p.Lines)-1].Text, "before the crash")
+	}, 30*time.Second, 100*time.Millisecond, "the agent never said its first words")
+
+	s.kill("runner")
+	s.start("runner")
+	s.waitHealthy("runner")
+	var got page
+	require.Eventually(t, func() bool {
+		got = read()
+		return len(got.Turns) == 1 && got.Turns[0].Outcome != ""
+	}, 15*time.Second, 100*time.Millisecond, "the lost turn never got an ending")
+	require.Contains(t, got.Turns[0].Outcome, "cut off")
+	require.NotNil(t, got.Turns[0].EndedAt)
+	last := got.Lines[len(got.Lines)-1]
+	require.Equal(t, "zimmer/cut_off", last.Type)
+	require.True(t, last.IsError)
+	require.Contains(t, last.Text, "This turn was cut off: the runner on node")
+	require.Contains(t, last.Text, "SIGKILL")
+}

@@ -210,6 +210,41 @@ func TestSessionsRunTurns(t *testing.T) {
 		require.Equal(t, []string{"start", "pause"}, api.transitions(t, id))
 	})
 
+	// An agent's grandchild outlives it and is killed by the turn's sweep:
+	// its zombie belongs to the runner (the subreaper), which reaps it
+	// when it dies, not minutes later at the zombie reaper's schedule.
+	t.Run("a grandchild killed by the turn's sweep is reaped at once", func(t *testing.T) {
+		t.Parallel()
+		id := api.createRunning(t, repo, "@demo spawn-grandchild 60s\n@demo say leaving my grandchild behind")
+		api.waitStatus(t, id, "needs_input")
+		code, body := api.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%d/transcript", id), "")
+		require.Equal(t, 200, code, body)
+		var page struct{ Lines []struct{ Raw string } }
+		require.NoError(t, json.Unmarshal([]byte(body), &page), body)
+		grandchild := 0
+		for _, l := range page.Lines {
+			var line struct {
+				Subtype string
+				PID     int
+			}
+			if json.Unmarshal([]byte(l.Raw), &line) == nil && line.Subtype == "grandchild" {
+				grandchild = line.PID
+			}
+		}
+		require.Positive(t, grandchild, "the transcript names the grandchild: %s", body)
+		runner := s.procs["runner"].Process.Pid
+		// The sweep SIGKILLed it when the turn ended; it must not stay the
+		// runner's zombie (RUNNER_ZOMBIE_REAP_INTERVAL is minutes).
+		require.Eventually(t, func() bool {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", grandchild))
+			if err != nil {
+				return true // reaped
+			}
+			f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+			return f[1] != fmt.Sprint(runner) // the pid went to someone else
+		}, 3*time.Second, 20*time.Millisecond, "grandchild %d lingers as the runner's zombie", grandchild)
+	})
+
 	t.Run("a clone failure fails the session saying what git said", func(t *testing.T) {
 		t.Parallel()
 		id := api.createRunning(t, filepath.Join(repo, "missing"), "@demo say never")

@@ -134,9 +134,15 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 		}
 		var r *queuev1.InterruptWithEnqueuedMessageResponse
 		r, err = t.queue.InterruptWithEnqueuedMessage(ctx, in)
-		lead = fmt.Sprintf("Session %s was not running a turn: message %d is its turn now.", in.GetSessionId(), in.GetMessageId())
-		if r.GetInterrupted() {
+		switch {
+		case r.GetInterrupted():
 			lead = fmt.Sprintf("Session %s's running turn was stopped: message %d is its turn now.", in.GetSessionId(), in.GetMessageId())
+		case r.GetEnqueuedMessage().GetStatus() == "pending":
+			// The turn it was to halt had given way to another, which runs
+			// whole; the queue's message says so.
+			lead = fmt.Sprintf("Session %s's running turn was not stopped: message %d is next in line.", in.GetSessionId(), in.GetMessageId())
+		default:
+			lead = fmt.Sprintf("Session %s was not running a turn: message %d is its turn now.", in.GetSessionId(), in.GetMessageId())
 		}
 		resp, lead = r, withMessage(lead, r.GetMessage())
 	}

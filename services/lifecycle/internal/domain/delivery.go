@@ -24,8 +24,9 @@ const (
 	// ended. The turn hands over without a pause: no transition, and the
 	// runner that asked runs the prompt itself (no turn request).
 	DeliverHandover
-	// DeliverAfterInterrupt: the session is running and its turn was just
-	// halted on purpose. No transition; the runner is asked for the turn.
+	// DeliverAfterInterrupt: the session is running and its turn
+	// (FromJobID, when given) was just halted on purpose. No transition;
+	// the runner is asked for the turn.
 	DeliverAfterInterrupt
 )
 
@@ -83,7 +84,9 @@ type DeliverCommand struct {
 	// Goal becomes the session's goal; "" keeps it.
 	Goal string
 	Mode DeliveryMode
-	// FromJobID is, for a handover, the running job whose turn ended.
+	// FromJobID is, for a handover, the running job whose turn ended; for
+	// a delivery after an interrupt, the running job whose turn was halted
+	// (empty: whichever runs).
 	FromJobID string
 	// Automatic marks a drain's delivery rather than a caller's: the
 	// outage and mcp_retry refusals apply only to it.
@@ -224,6 +227,11 @@ func refuseDelivery(s Session, mode DeliveryMode, fromJobID string, automatic bo
 	case DeliverAfterInterrupt:
 		if s.Status != StatusRunning {
 			return refuse(RefusedBusy, "is %s, not running: deliver to it as an idle session", s.Status)
+		}
+		if fromJobID != "" && m.RunningJobID != fromJobID {
+			// Another delivery replaced the halted turn first: the turn it
+			// made runs whole, and this message waits for it.
+			return refuse(RefusedBusy, "is running turn %q, not the interrupted %q: another delivery took its place", m.RunningJobID, fromJobID)
 		}
 	}
 	return nil

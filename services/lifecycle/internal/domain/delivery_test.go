@@ -147,6 +147,8 @@ func TestDeliveryRefusals(t *testing.T) {
 		{"handover from the running job", with(domain.StatusRunning, nil), handover, "session-5/turn-3", true, 0, ""},
 		{"interrupt to idle", with(domain.StatusWaiting, nil), interrupt, "", false, domain.RefusedBusy, "deliver to it as an idle session"},
 		{"interrupt to running", with(domain.StatusRunning, nil), interrupt, "", false, 0, ""},
+		{"interrupt of the running job", with(domain.StatusRunning, nil), interrupt, "session-5/turn-3", false, 0, ""},
+		{"interrupt of a job already replaced", with(domain.StatusRunning, nil), interrupt, "session-5/turn-2", false, domain.RefusedBusy, `not the interrupted "session-5/turn-2"`},
 		{"idle to a session whose first turn has not started", unstarted("fix the build", nil), idle, "", false, domain.RefusedBusy, "first turn"},
 		{"idle to a session that ran and sleeps", unstarted("fix the build", &now), idle, "", false, 0, ""},
 		{"idle to a session created without a prompt", unstarted("", nil), idle, "", false, 0, ""},

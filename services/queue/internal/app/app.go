@@ -34,6 +34,8 @@ var (
 type Session struct {
 	ID     int64
 	Status string // rules.Status*
+	// RunningJobID names the turn a running session runs.
+	RunningJobID string
 }
 
 // Sessions resolves a session ref (numeric id or slug) through lifecycle;

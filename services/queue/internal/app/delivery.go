@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -75,10 +76,12 @@ type Turns interface {
 	Deliver(ctx context.Context, d Delivery) (Delivered, error)
 }
 
-// Interrupter is the runner's InterruptTurn: it halts the session's running
-// turn (by the termination ladder) and answers once its process is gone.
+// Interrupter is the runner's InterruptTurn: it halts the session's turn
+// turnID (by the termination ladder) if its process runs, and answers once
+// that process is gone. Any other turn, and one still starting, is left to
+// run whole (interrupted false).
 type Interrupter interface {
-	InterruptTurn(ctx context.Context, sessionID int64, reason string) (interrupted bool, err error)
+	InterruptTurn(ctx context.Context, sessionID int64, turnID, reason string) (interrupted bool, err error)
 }
 
 // UncleEdge is what recording "acting queued or interrupted target" did
@@ -314,7 +317,7 @@ func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, erro
 				return false, err
 			}
 			if found {
-				res, err = q.followUpQueued(ctx, m, in.ForceImmediate)
+				res, err = q.followUpQueued(ctx, s, m, in.ForceImmediate)
 				return err == nil, err
 			}
 		}
@@ -347,7 +350,7 @@ func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, erro
 		if !in.ForceImmediate {
 			q.poke(ctx, s.ID)
 		}
-		res, err = q.followUpQueued(ctx, m, in.ForceImmediate)
+		res, err = q.followUpQueued(ctx, s, m, in.ForceImmediate)
 		return err == nil, err
 	})
 	return res, err
@@ -356,18 +359,31 @@ func (q *Queue) FollowUp(ctx context.Context, in FollowUp) (FollowUpResult, erro
 // followUpQueued answers a follow-up queued as m: waiting in the queue,
 // or, when forced, the turn it became by interrupting the running one (at
 // once if it is still pending; a retry finds it sent).
-func (q *Queue) followUpQueued(ctx context.Context, m domain.Message, force bool) (FollowUpResult, error) {
+func (q *Queue) followUpQueued(ctx context.Context, asked Session, m domain.Message, force bool) (FollowUpResult, error) {
 	if !force || m.Status == domain.StatusUndelivered {
 		return FollowUpResult{Queued: m, Message: domain.FollowUpQueuedMessage}, nil
 	}
 	if m.Status != domain.StatusSent {
-		sent, _, err := q.interrupt(ctx, m.SessionID, m.ID)
+		now, _, err := q.interrupt(ctx, asked, m.ID)
 		if err != nil {
 			return q.interruptFailed(ctx, m, err)
 		}
-		m = sent
+		if now.Status != domain.StatusSent {
+			return FollowUpResult{Queued: now, Message: NextInLineMessage(now)}, nil
+		}
+		m = now
 	}
 	return interruptedFor(m), nil
+}
+
+// NextInLineMessage says that the interrupt with message m halted nothing:
+// the turn it was asked to halt had already given way to another (an
+// earlier interrupt's message, a hand-over), which runs whole, and m is
+// first in line behind it.
+func NextInLineMessage(m domain.Message) string {
+	return fmt.Sprintf("Message %d is first in line: the turn it was to interrupt had already given way to another "+
+		"(an earlier interrupt's message, or the next queued one), which runs to its end; session %d takes message %d as soon as it does.",
+		m.ID, m.SessionID, m.ID)
 }
 
 // interruptedFor answers a forced follow-up that became the turn m.
@@ -463,22 +479,34 @@ func (q *Queue) Interrupt(ctx context.Context, ref string, id, actingID int64) (
 		uncle       UncleEdge
 	)
 	err = q.withUncle(ctx, actingID, s.ID, "interrupt", &uncle, func() (bool, error) {
-		m, interrupted, err = q.interrupt(ctx, s.ID, id)
+		m, interrupted, err = q.interrupt(ctx, s, id)
 		return err == nil, err
 	})
 	return m, interrupted, err
 }
 
-// interrupt halts the running turn and delivers message id in its place,
-// holding the session's interrupt lock throughout.
-func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Message, interrupted bool, err error) {
+// interrupt halts the turn that was running when the interrupt was asked
+// (asked, the session as read then) and delivers message id in its place.
+//
+// The halt comes first, outside the session's interrupt lock: the turn-end
+// hand-over takes that lock from inside the session's workflow, which must
+// be free to answer the halt. The delivery then happens under the lock,
+// and only in place of the halted turn (AFTER_INTERRUPT from that job):
+// when interrupts are sent together, the first delivered replaces the
+// turn, and the turn it makes runs whole. So does one a turn end handed
+// over, and one the runner found still starting or already ended (it
+// halts nothing then). Such a message goes to the front of the queue
+// instead, to be handed over when the running turn ends (m pending,
+// interrupted false).
+func (q *Queue) interrupt(ctx context.Context, asked Session, id int64) (m domain.Message, interrupted bool, err error) {
 	if q.runner == nil {
 		return domain.Message{}, false, ErrNoRunner
 	}
-	err = q.messages.LockForInterrupt(ctx, sessionID, func(ctx context.Context) error {
-		// Check before halting anything: an interrupt for a message already
-		// sent (a repeated interrupt, say) would halt the very turn that
-		// message became and deliver nothing in its place.
+	sessionID := asked.ID
+	// Check before halting anything: an interrupt for a message already
+	// sent (a repeated interrupt, say) would halt the very turn that
+	// message became and deliver nothing in its place.
+	pending := func(ctx context.Context) error {
 		msg, err := q.messages.Message(ctx, sessionID, id)
 		if err != nil {
 			return err
@@ -493,20 +521,48 @@ func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Me
 				func(context.Context, domain.Message) (string, bool, error) { return "", false, never })
 			return err
 		}
-		interrupted, err = q.runner.InterruptTurn(ctx, sessionID, "queue interrupt")
+		return nil
+	}
+	if err := pending(ctx); err != nil {
+		return domain.Message{}, false, err
+	}
+	turn := runningTurn(asked)
+	if turn == "" {
+		// At rest when asked (or read without its turn): the turn running
+		// now, if any, is the one to halt.
+		now, err := q.sessions.Get(ctx, strconv.FormatInt(sessionID, 10))
 		if err != nil {
+			return domain.Message{}, false, err
+		}
+		turn = runningTurn(now)
+	}
+	if turn != "" {
+		if interrupted, err = q.runner.InterruptTurn(ctx, sessionID, turn, "queue interrupt"); err != nil {
+			return domain.Message{}, false, err
+		}
+	}
+	err = q.messages.LockForInterrupt(ctx, sessionID, func(ctx context.Context) error {
+		// Again under the lock: a concurrent interrupt with the same message
+		// may have delivered it (both halted the one turn).
+		if err := pending(ctx); err != nil {
 			return err
 		}
 		var (
 			mode    Mode
 			already bool
+			busy    bool
 		)
+		modes := []Mode{ModeIdle}
+		if interrupted {
+			// The session is running (its turn just halted) or, paused
+			// meanwhile, at rest: lifecycle's refusal of one mode is the
+			// other's cue.
+			modes = []Mode{ModeAfterInterrupt, ModeIdle}
+		}
 		send := func(ctx context.Context, msg domain.Message) (string, bool, error) {
-			// The session is running (its turn just halted) or at rest:
-			// lifecycle's refusal of one mode is the other's cue.
-			for _, mode = range []Mode{ModeAfterInterrupt, ModeIdle} {
+			for _, mode = range modes {
 				d, err := q.turns.Deliver(ctx, Delivery{SessionID: sessionID, ID: domain.DeliveryID(msg), Prompt: msg.Content,
-					Goal: msg.Goal, Mode: mode, What: fmt.Sprintf("queued message #%d", msg.ID)})
+					Goal: msg.Goal, Mode: mode, FromJobID: fromJob(mode, turn), What: fmt.Sprintf("queued message #%d", msg.ID)})
 				if err != nil {
 					return "", false, err
 				}
@@ -520,10 +576,20 @@ func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Me
 					return "", false, fmt.Errorf("%w: %s", ErrRefused, d.Message)
 				}
 			}
-			return "", false, fmt.Errorf("%w: session %d is neither running nor at rest", ErrRefused, sessionID)
+			// Running a turn that is not the halted one: another delivery
+			// took its place, or nothing was halted.
+			busy = true
+			return "", false, nil
 		}
 		var ok bool
 		m, ok, err = q.messages.Deliver(ctx, sessionID, domain.Pick{MessageID: id}, send)
+		if err == nil && busy {
+			// Next: handed over as the running turn ends, which the queue's
+			// lock orders after this.
+			interrupted = false
+			m, err = q.messages.Update(ctx, sessionID, id, domain.Edit{}, 1)
+			return err
+		}
 		if err == nil && !ok {
 			err = fmt.Errorf("%w: session %d's queue is sealed", domain.ErrSealed, sessionID)
 		}
@@ -542,6 +608,25 @@ func (q *Queue) interrupt(ctx context.Context, sessionID, id int64) (m domain.Me
 		return err
 	})
 	return m, interrupted, err
+}
+
+// fromJob is what a delivery in mode names as the turn it follows: after
+// an interrupt, the halted turn, which it replaces only while that turn is
+// the session's running one.
+func fromJob(mode Mode, turn string) string {
+	if mode == ModeAfterInterrupt {
+		return turn
+	}
+	return ""
+}
+
+// runningTurn is the turn s runs (its running_job_id), "" when it runs
+// none.
+func runningTurn(s Session) string {
+	if s.Status != rules.StatusRunning {
+		return ""
+	}
+	return s.RunningJobID
 }
 
 // withUncle records acting's uncle edge over target (when acting is set)

@@ -46,7 +46,8 @@ func (l *Lifecycle) Get(ctx context.Context, ref string) (app.Session, error) {
 		}
 		return app.Session{}, fmt.Errorf("lifecycle GetSession %q: %w", ref, err)
 	}
-	return app.Session{ID: resp.GetSession().GetId(), Status: resp.GetSession().GetStatus()}, nil
+	return app.Session{ID: resp.GetSession().GetId(), Status: resp.GetSession().GetStatus(),
+		RunningJobID: resp.GetSession().GetRunningJobId()}, nil
 }
 
 // Pause implements app.Pauser: lifecycle's pause, as the queue service

@@ -72,8 +72,8 @@ func NewRunner(conn grpc.ClientConnInterface) *Runner {
 }
 
 // InterruptTurn implements app.Interrupter.
-func (r *Runner) InterruptTurn(ctx context.Context, sessionID int64, reason string) (bool, error) {
-	resp, err := r.client.InterruptTurn(ctx, &runnerv1.InterruptTurnRequest{SessionId: sessionID, Reason: reason})
+func (r *Runner) InterruptTurn(ctx context.Context, sessionID int64, turnID, reason string) (bool, error) {
+	resp, err := r.client.InterruptTurn(ctx, &runnerv1.InterruptTurnRequest{SessionId: sessionID, Reason: reason, TurnId: turnID})
 	if err != nil {
 		return false, fmt.Errorf("runner InterruptTurn of session %d: %w", sessionID, err)
 	}

@@ -7,6 +7,7 @@ import (
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	"github.com/zimmerhq/zimmer/services/queue/internal/app"
+	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
 )
 
 // FollowUp implements queuev1.QueueServiceServer.
@@ -49,7 +50,10 @@ func (s *Server) InterruptWithEnqueuedMessage(ctx context.Context, req *queuev1.
 		return nil, s.toStatus(ctx, err)
 	}
 	msg := fmt.Sprintf("The running turn was stopped; message %d is session %d's turn now.", m.ID, m.SessionID)
-	if !interrupted {
+	switch {
+	case m.Status == domain.StatusPending:
+		msg = app.NextInLineMessage(m)
+	case !interrupted:
 		msg = fmt.Sprintf("No turn was running; message %d is session %d's turn now.", m.ID, m.SessionID)
 	}
 	return &queuev1.InterruptWithEnqueuedMessageResponse{EnqueuedMessage: toProto(m), Interrupted: interrupted, Message: msg}, nil

@@ -293,10 +293,22 @@ func TestAForcedFollowUpRacingItsRetryInterruptsOnce(t *testing.T) {
 		require.Equal(t, queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED, answers[i].GetOutcome())
 		require.Equal(t, h.lifecycle.session(2).RunningJobID, answers[i].GetJobId())
 	}
-	require.Len(t, h.runner.interrupts(), 1)
+	requireOneTurnHalted(t, h, "job-2")
 	require.Len(t, h.deliveriesTo(2), 1)
 	require.Equal(t, map[string]int{"sent": 1}, h.byStatus(t, 2))
 	require.Empty(t, h.lifecycle.pauseCalls())
+}
+
+// requireOneTurnHalted: every InterruptTurn named turn, the one running
+// when the interrupts were asked. Calls racing each other both ask before
+// either delivers; the runner halts that turn once and answers each alike.
+func requireOneTurnHalted(t *testing.T, h *harness, turn string) {
+	t.Helper()
+	calls := h.runner.interrupts()
+	require.NotEmpty(t, calls)
+	for _, c := range calls {
+		require.Equal(t, turn, c.GetTurnId())
+	}
 }
 
 func TestUncleEdgeIsRecordedBeforeTheDelivery(t *testing.T) {
@@ -609,12 +621,16 @@ func TestSendNow(t *testing.T) {
 	require.Equal(t, "job-2", h.lifecycle.session(2).RunningJobID)
 }
 
-// Two interrupts of one running session at once: each is served in turn
-// (halt, deliver) and each message becomes a turn exactly once, in the
-// order the interrupts took the session's lock.
-func TestConcurrentInterruptsDeliverEachMessageOnceInOrder(t *testing.T) {
+// Two interrupts of one running session at once: each is served in turn,
+// under the session's lock. The first halts the turn both were asked to
+// halt and delivers its message; the second finds that turn gone — the
+// running one is the first's message, which must run whole — so it halts
+// nothing and its message goes to the front, to be handed over when the
+// first's turn ends. Each message is delivered once; none is lost.
+func TestConcurrentInterruptsHaltOnlyTheTurnTheyWereAskedToHalt(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, roster()...)
+	c := h.enqueue(t, 2, "C (queued before)")
 	a, b := h.enqueue(t, 2, "A"), h.enqueue(t, 2, "B")
 	h.runner.setDelay(300 * time.Millisecond) // the ladder takes a while
 
@@ -632,28 +648,43 @@ func TestConcurrentInterruptsDeliverEachMessageOnceInOrder(t *testing.T) {
 	wg.Wait()
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
-	require.True(t, answers[0].GetInterrupted())
-	require.True(t, answers[1].GetInterrupted())
 
-	calls := h.log.with("runner.", "lifecycle.DeliverTurn")
-	require.Len(t, calls, 4)
-	require.Equal(t, "runner.InterruptTurn 2", calls[0])
-	require.Equal(t, "runner.InterruptTurn 2", calls[2], "the second interrupt waited for the first to deliver: %v", calls)
-	delivered := h.deliveriesTo(2)
-	require.Len(t, delivered, 2)
-	require.ElementsMatch(t, []string{messageDelivery(a.GetId()), messageDelivery(b.GetId())},
-		[]string{delivered[0].DeliveryID, delivered[1].DeliveryID}, "each message exactly once")
-	for i, d := range delivered {
-		require.Equal(t, "lifecycle.DeliverTurn DELIVERY_MODE_AFTER_INTERRUPT "+d.DeliveryID, calls[2*i+1])
+	calls := h.runner.interrupts()
+	require.Len(t, calls, 2)
+	for _, c := range calls {
+		require.Equal(t, "job-2", c.GetTurnId(), "each names the turn running when it was asked")
 	}
-	require.Equal(t, delivered[1].JobID, h.lifecycle.session(2).RunningJobID, "the later interrupt's message is the turn now")
-	require.Equal(t, map[string]int{"sent": 2}, h.byStatus(t, 2), "no message left pending")
+	delivered := h.deliveriesTo(2)
+	require.Len(t, delivered, 1, "only the first interrupt's message replaced the halted turn")
+	require.Equal(t, lifecyclev1.DeliveryMode_DELIVERY_MODE_AFTER_INTERRUPT, delivered[0].Mode)
+	first, second := answers[0], answers[1]
+	if delivered[0].DeliveryID != messageDelivery(a.GetId()) {
+		first, second = second, first
+	}
+	require.True(t, first.GetInterrupted())
+	require.Equal(t, "sent", first.GetEnqueuedMessage().GetStatus())
+	require.False(t, second.GetInterrupted(), "the first's message runs whole")
+	require.Equal(t, "pending", second.GetEnqueuedMessage().GetStatus())
+	require.Equal(t, int32(1), second.GetEnqueuedMessage().GetPosition(), "next in line")
+	require.Contains(t, second.GetMessage(), "is first in line")
+	require.Equal(t, delivered[0].JobID, h.lifecycle.session(2).RunningJobID, "the first's message is the turn now")
+	ms := h.messages(t, 2)
+	require.Equal(t, int32(2), ms[c.GetId()].GetPosition(), "the message queued before waits behind it")
+	require.Equal(t, map[string]int{"sent": 1, "pending": 2}, h.byStatus(t, 2), "none lost")
 	require.Empty(t, h.lifecycle.pauseCalls())
+
+	// The first's turn ends: the hand-over takes the second's message.
+	next, err := h.internal.DeliverNextMessage(t.Context(), &queuev1.DeliverNextMessageRequest{SessionId: 2, FromJobId: delivered[0].JobID})
+	require.NoError(t, err)
+	require.True(t, next.GetDelivered())
+	require.Equal(t, second.GetEnqueuedMessage().GetId(), next.GetEnqueuedMessage().GetId())
 }
 
 // More interrupts of one session at once than the queue has database
 // connections (16): the ones waiting for the session's lock must not starve
-// the one holding it of the connection its delivery needs.
+// the one holding it of the connection its delivery needs. One halts the
+// turn they were all asked to halt; every other message is next in line,
+// none lost.
 func TestManyConcurrentInterruptsOfOneSessionAllComplete(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, roster()...)
@@ -678,8 +709,8 @@ func TestManyConcurrentInterruptsOfOneSessionAllComplete(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	require.Len(t, h.deliveriesTo(2), n, "each message became a turn once")
-	require.Equal(t, map[string]int{"sent": n}, h.byStatus(t, 2))
+	require.Len(t, h.deliveriesTo(2), 1, "one message replaced the halted turn")
+	require.Equal(t, map[string]int{"sent": 1, "pending": n - 1}, h.byStatus(t, 2))
 }
 
 // Interrupting with a message that an interrupt already delivered (a
@@ -704,7 +735,7 @@ func TestInterruptWithAMessageAlreadySentHaltsNothing(t *testing.T) {
 	require.ElementsMatch(t, []codes.Code{codes.OK, codes.FailedPrecondition}, codesSeen, "%v", errs)
 	delivered := h.deliveriesTo(2)
 	require.Len(t, delivered, 1)
-	require.Len(t, h.runner.interrupts(), 1, "the second interrupt found its message sent and halted nothing")
+	requireOneTurnHalted(t, h, "job-2")
 	s := h.lifecycle.session(2)
 	require.Equal(t, rules.StatusRunning, s.Status)
 	require.Equal(t, delivered[0].JobID, s.RunningJobID, "the message's turn runs on")
@@ -750,7 +781,11 @@ func TestInterruptRetriedAfterALostAnswerPausesTheSession(t *testing.T) {
 	require.Error(t, err, "the answer was lost")
 	require.Len(t, h.lifecycle.pauseCalls(), 1, "the first attempt paused (its delivery looked failed)")
 
-	h.lifecycle.setStatus(2, rules.StatusRunning) // the applied delivery's turn runs
+	applied := h.deliveriesTo(2)
+	require.Len(t, applied, 1)
+	h.lifecycle.update(2, func(s *fakeSession) { // the applied delivery's turn runs
+		s.Status, s.RunningJobID = rules.StatusRunning, applied[0].JobID
+	})
 	_, err = h.queue.InterruptWithEnqueuedMessage(t.Context(), &queuev1.InterruptWithEnqueuedMessageRequest{SessionId: "2", MessageId: m.GetId()})
 	require.NoError(t, err)
 	require.Equal(t, "sent", h.messages(t, 2)[m.GetId()].GetStatus())

@@ -70,9 +70,10 @@ type fakeSession struct {
 	Status       string
 	RunningJobID string
 	PausedBy     string
-	// Reported, when set, is the status GetSession answers instead of
-	// Status: what the queue read just before the session moved on (it
-	// started running meanwhile, say). A delivery clears it.
+	// Reported, when set, is the status the next GetSession answers
+	// instead of Status: what the queue read just before the session moved
+	// on (it started running meanwhile, say). That read, or a delivery,
+	// clears it.
 	Reported      string
 	DrainAttempts int32
 }
@@ -91,7 +92,8 @@ type appliedDelivery struct {
 // answered already_delivered with its job whatever the session's state;
 // archived and failed sessions are CLOSED; IDLE wants a session at rest,
 // HANDOVER the running turn from_job_id, AFTER_INTERRUPT a running
-// session, and anything else is BUSY. A delivery draws a fresh job id and
+// session still running from_job_id (when given), and anything else is
+// BUSY. A delivery draws a fresh job id and
 // leaves the session running it.
 type lifecycleFake struct {
 	lifecyclev1.UnimplementedLifecycleServiceServer
@@ -195,10 +197,12 @@ func (f *lifecycleFake) getSession(ref string) (*lifecyclev1.GetSessionResponse,
 		if ref == strconv.FormatInt(s.ID, 10) || ref == s.Slug {
 			st := s.Status
 			if s.Reported != "" {
-				st = s.Reported
+				// Read once, just before the session moved on: the next
+				// read sees where it is.
+				st, s.Reported = s.Reported, ""
 			}
-			return &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{Id: s.ID, Slug: s.Slug, Status: st, PausedBy: s.PausedBy}},
-				f.readDelay, nil
+			read := &lifecyclev1.Session{Id: s.ID, Slug: s.Slug, Status: st, PausedBy: s.PausedBy, RunningJobId: s.RunningJobID}
+			return &lifecyclev1.GetSessionResponse{Session: read}, f.readDelay, nil
 		}
 	}
 	return nil, 0, status.Errorf(codes.NotFound, "no session %s", ref)
@@ -251,6 +255,9 @@ func (f *lifecycleFake) DeliverTurn(_ context.Context, req *lifecyclev1.DeliverT
 	case lifecyclev1.DeliveryMode_DELIVERY_MODE_AFTER_INTERRUPT:
 		if s.Status != rules.StatusRunning {
 			return refuse(lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_BUSY, "is "+s.Status+", not running")
+		}
+		if req.GetFromJobId() != "" && s.RunningJobID != req.GetFromJobId() {
+			return refuse(lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_BUSY, fmt.Sprintf("is running turn %q, not the interrupted %q", s.RunningJobID, req.GetFromJobId()))
 		}
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "mode %s", req.GetMode())
@@ -309,8 +316,8 @@ func (f *lifecycleFake) RecordDrainAttempt(_ context.Context, req *lifecyclev1.R
 }
 
 // runnerFake halts turns: InterruptTurn answers interrupted when the
-// lifecycle fake has the session running, after delay (the termination
-// ladder takes a while).
+// lifecycle fake has the session running the turn it names (any turn, when
+// it names none), after delay (the termination ladder takes a while).
 type runnerFake struct {
 	runnerv1.UnimplementedRunnerServiceServer
 	log       *callLog
@@ -352,7 +359,7 @@ func (f *runnerFake) InterruptTurn(_ context.Context, req *runnerv1.InterruptTur
 		return nil, fail
 	}
 	s := f.lifecycle.session(req.GetSessionId())
-	if s.Status != rules.StatusRunning {
+	if s.Status != rules.StatusRunning || req.GetTurnId() != "" && req.GetTurnId() != s.RunningJobID {
 		return &runnerv1.InterruptTurnResponse{}, nil
 	}
 	return &runnerv1.InterruptTurnResponse{Interrupted: true, TurnId: s.RunningJobID}, nil

@@ -54,7 +54,7 @@ func (s *Server) InterruptTurn(ctx context.Context, req *runnerv1.InterruptTurnR
 	h, err := s.interrupts.Updater.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   workflow.ID(req.GetSessionId()),
 		UpdateName:   workflow.UpdateInterruptTurn,
-		Args:         []any{workflow.InterruptTurnRequest{Reason: req.GetReason()}},
+		Args:         []any{workflow.InterruptTurnRequest{Reason: req.GetReason(), TurnID: req.GetTurnId()}},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	var res workflow.InterruptTurnResult

@@ -79,11 +79,13 @@
 // SetChildSubreaper makes the runner the reaper of its agents' orphans
 // (grandchildren whose leader ended), which would otherwise go to init; a
 // group sweep still reaches them. Their zombies, and any other child no one
-// waits for, are collected by ReapZombies, which never takes a pid a live
-// waiter owns: not a leader this package has not reaped (a registry, kept
-// in step with forks under a lock), and not a zombie younger than MinAge
-// by its own sightings (os/exec's Wait, in the workspace package's git
-// calls, collects its child within moments). See ZombieReaper.
+// waits for, are collected by ZombieReaper passes, which never take a pid a
+// live waiter owns: not a leader this package has not reaped (a registry,
+// kept in step with forks under a lock), and, outside the agents' own
+// process groups, not a zombie younger than MinAge by its own sightings
+// (os/exec's Wait, in the workspace package's git calls, collects its child
+// within moments). RunZombieReaper runs a pass at every SIGCHLD, so an
+// agent's orphan is collected when it dies. See ZombieReaper.
 //
 // Exit.SignalSentByUs tells a signal the ladder sent (a pause, an archive)
 // from one it did not (an OOM kill, a crash), which the turn routes

@@ -17,6 +17,8 @@ type procInfo struct {
 	State string
 	Ppid  int
 	Pgrp  int
+	// Session is the session id (field 6).
+	Session int
 	// StartTime is field 22, the time the process started after boot in
 	// clock ticks: with the pid it names one process for the life of the
 	// machine, so a recycled pid is told from the one recorded.
@@ -60,7 +62,7 @@ func parseProcInfo(pid int, data string) (procInfo, error) {
 		errs = append(errs, err)
 		return n
 	}
-	s.Ppid, s.Pgrp = atoi(f[1]), atoi(f[2])
+	s.Ppid, s.Pgrp, s.Session = atoi(f[1]), atoi(f[2]), atoi(f[3])
 	start, err := strconv.ParseUint(f[22-3], 10, 64)
 	s.StartTime = start
 	if err := errors.Join(append(errs, err)...); err != nil {

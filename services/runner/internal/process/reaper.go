@@ -1,10 +1,13 @@
 package process
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -26,13 +29,21 @@ func SetChildSubreaper() error {
 // reaped yet: ReapZombies never touches them, as their waiters collect
 // their status. fork holds forkMu shared, a reaper pass holds it
 // exclusively, so no pass runs between a fork and its registration.
+//
+// groups holds the process groups those leaders made (pgid = the leader's
+// pid) while any process of theirs is left, zombies included: a pgid is not
+// handed out again while a process holds it, so a zombie in one of them is
+// an agent's descendant, which no waiter but the reaper will ever collect.
+// A pass forgets a group once the leader is reaped and no process of the
+// group is left.
 type registry struct {
 	forkMu sync.RWMutex
 	mu     sync.Mutex
 	pids   map[int]struct{}
+	groups map[int]struct{}
 }
 
-var children = &registry{pids: map[int]struct{}{}}
+var children = &registry{pids: map[int]struct{}{}, groups: map[int]struct{}{}}
 
 func (r *registry) fork(start func() (int, error)) (int, error) {
 	r.forkMu.RLock()
@@ -41,9 +52,34 @@ func (r *registry) fork(start func() (int, error)) (int, error) {
 	if err == nil {
 		r.mu.Lock()
 		r.pids[pid] = struct{}{}
+		r.groups[pid] = struct{}{}
 		r.mu.Unlock()
 	}
 	return pid, err
+}
+
+func (r *registry) isGroup(pgid int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.groups[pgid]
+	return ok
+}
+
+// forgetGroups drops the groups whose leader is reaped and of which no
+// process is left in procs. Called with forkMu held, so no group is made
+// meanwhile.
+func (r *registry) forgetGroups(procs []procInfo) {
+	present := map[int]bool{}
+	for _, p := range procs {
+		present[p.Pgrp] = true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for g := range r.groups {
+		if _, leader := r.pids[g]; !leader && !present[g] {
+			delete(r.groups, g)
+		}
+	}
 }
 
 func (r *registry) remove(pid int) {
@@ -77,8 +113,15 @@ const DefaultZombieAge = 10 * time.Second
 //     zombie within moments, so one that stays a zombie that long has none.
 //
 // What is left are the orphans reparented to the runner as a subreaper
-// (SetChildSubreaper), which nobody else would ever wait for. A pass only
+// (SetChildSubreaper), which nobody else would ever wait for. One kind of
+// them is reaped at the first sighting: a zombie in a process group this
+// package started (an agent's, which it left when its leader ended) and in
+// the runner's own session. os/exec's commands are never there: they share
+// the runner's group, or (git) start a session of their own. A pass only
 // waits for pids it picked (wait4 on each, WNOHANG), never for any child.
+//
+// Run drives passes as children end (SIGCHLD), so a zombie is collected at
+// once, or MinAge later when it needs a second sighting.
 type ZombieReaper struct {
 	// MinAge is how long a zombie must have been seen before it is reaped
 	// (DefaultZombieAge when 0).
@@ -119,9 +162,14 @@ func (z *ZombieReaper) Pass() ([]Reaped, error) {
 	if err != nil {
 		return nil, err
 	}
+	children.forgetGroups(procs)
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	now, self := time.Now(), os.Getpid()
+	now, self, selfGroup := time.Now(), os.Getpid(), unix.Getpgrp()
+	selfSession, err := unix.Getsid(0)
+	if err != nil {
+		return nil, fmt.Errorf("read the runner's session id: %w", err)
+	}
 	seen := map[int]sighting{}
 	var (
 		reaped []Reaped
@@ -131,8 +179,9 @@ func (z *ZombieReaper) Pass() ([]Reaped, error) {
 		if p.Ppid != self || p.State != "Z" || children.has(p.Pid) {
 			continue
 		}
+		agents := p.Pgrp != selfGroup && p.Session == selfSession && children.isGroup(p.Pgrp)
 		before, ok := z.seen[p.Pid]
-		if !ok || before.startTime != p.StartTime || now.Sub(before.at) < minAge {
+		if !agents && (!ok || before.startTime != p.StartTime || now.Sub(before.at) < minAge) {
 			if !ok || before.startTime != p.StartTime {
 				before = sighting{startTime: p.StartTime, at: now}
 			}
@@ -155,4 +204,50 @@ func (z *ZombieReaper) Pass() ([]Reaped, error) {
 	}
 	z.seen = seen
 	return reaped, errors.Join(errs...)
+}
+
+// Pending reports whether the last pass left zombies to look at again once
+// they are MinAge old.
+func (z *ZombieReaper) Pending() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return len(z.seen) > 0
+}
+
+// Run runs a pass at once, at every SIGCHLD (a child of the runner ended:
+// one of its own, or an orphan reparented to it), and MinAge after a pass
+// that left zombies to see again, until ctx ends. report hears of each
+// pass that reaped something or failed. A burst of SIGCHLDs makes one pass.
+func (z *ZombieReaper) Run(ctx context.Context, report func([]Reaped, error)) {
+	minAge := z.MinAge
+	if minAge <= 0 {
+		minAge = DefaultZombieAge
+	}
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	defer signal.Stop(chld)
+	again := time.NewTimer(0)
+	defer again.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-chld:
+		case <-again.C:
+		}
+		reaped, err := z.Pass()
+		if len(reaped) > 0 || err != nil {
+			report(reaped, err)
+		}
+		if z.Pending() {
+			// A little past MinAge, so the next pass finds them old enough.
+			again.Reset(minAge + minAge/10)
+		}
+	}
+}
+
+// RunZombieReaper runs the process's own ZombieReaper (see Run): the
+// runner's, which keeps its zombies from lingering.
+func RunZombieReaper(ctx context.Context, report func([]Reaped, error)) {
+	defaultReaper.Run(ctx, report)
 }

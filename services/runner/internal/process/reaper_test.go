@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // subreaperEnv makes the test binary, re-run, play the subreaper runner in
@@ -20,10 +22,13 @@ const subreaperEnv = "ZIMMER_PROCESS_TEST_SUBREAPER"
 
 // subjectReport is what the subject prints, as JSON after reportPrefix.
 type subjectReport struct {
-	Orphan int
-	// OrphanZombieAfterFirstPass: a first pass left the orphan our zombie
-	// (seen once is not reaped).
-	OrphanZombieAfterFirstPass bool
+	// Orphan stayed in its agent's group; Escaped left it (setsid).
+	Orphan, Escaped int
+	// FirstPass is what the first pass reaped.
+	FirstPass []int
+	// EscapedZombieAfterFirstPass: a first pass left the escaped orphan our
+	// zombie (seen once is not reaped).
+	EscapedZombieAfterFirstPass bool
 	// ExecZombieAfterYoungPass: a second pass, sooner than MinAge after
 	// the first, left os/exec's zombie alone.
 	ExecZombieAfterYoungPass bool
@@ -41,11 +46,13 @@ type subjectReport struct {
 const reportPrefix = "REPORT "
 
 // TestZombieReaperReapsOnlyOrphans runs the subject in a child of the test
-// binary that becomes a child subreaper: an agent's grandchild, orphaned
-// when its leader exits, is reparented to it and dies. The reaper leaves
-// that zombie at the first pass and at a second one too soon after, and
-// reaps it once MinAge has passed; an os/exec command's zombie (Wait still
-// to come) and a Process's leader (its waiter held back) keep their status.
+// binary that becomes a child subreaper: an agent's grandchildren, orphaned
+// when its leader exits, are reparented to it and die. The one still in the
+// agent's group is reaped at the first pass. The one that left it (setsid)
+// could be anyone's, so the reaper leaves it at the first pass and at a
+// second one too soon after, and reaps it once MinAge has passed; an
+// os/exec command's zombie (Wait still to come) and a Process's leader
+// (its waiter held back) keep their status.
 func TestZombieReaperReapsOnlyOrphans(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -65,11 +72,13 @@ func TestZombieReaperReapsOnlyOrphans(t *testing.T) {
 	require.True(t, found, "subject: %s", out)
 
 	require.Positive(t, got.Orphan)
-	require.True(t, got.OrphanZombieAfterFirstPass, "a zombie seen once is not reaped")
+	require.Positive(t, got.Escaped)
+	require.Equal(t, []int{got.Orphan}, got.FirstPass, "an agent's orphan is reaped at once, and nothing else")
+	require.True(t, got.EscapedZombieAfterFirstPass, "a zombie outside the agents' groups seen once is not reaped")
 	require.True(t, got.ExecZombieAfterYoungPass, "a zombie seen for less than MinAge is not reaped")
 	require.Empty(t, got.ExecWaitErr, "os/exec's Wait kept its child")
 	require.Equal(t, 3, got.ExecExitCode)
-	require.Equal(t, []int{got.Orphan}, got.Reaped, "only the orphan is reaped")
+	require.Equal(t, []int{got.Escaped}, got.Reaped, "only the escaped orphan is reaped")
 	require.True(t, got.LeaderStatus, "the Process's waiter kept its leader's status")
 	require.Equal(t, 5, got.LeaderExitCode)
 }
@@ -92,21 +101,27 @@ func TestZombieReaperSubject(t *testing.T) {
 	p, err := Start(Command{Path: "sh", Args: []string{"sh", "-c", "sleep 0.2; exit 5"}}, Options{})
 	require.NoError(t, err)
 	p.leader.mu.Lock()
-	// An agent whose grandchild outlives it and then dies: our orphan.
-	leader, out := startSh(t, `sh -c 'echo orphan $$; sleep 0.3; exit 9' & exit 0`, Options{DrainTimeout: time.Second})
+	// An agent whose grandchildren outlive it and then die: our orphans,
+	// one in the agent's group, one that left it for a session of its own.
+	leader, out := startSh(t, `sh -c 'echo orphan $$; sleep 0.3; exit 9' &
+setsid -f sh -c 'echo escaped $$; sleep 0.3; exit 8'
+exit 0`, Options{DrainTimeout: time.Second})
 	report.Orphan = pidAfter(t, out.waitFor(t, "orphan "))
+	report.Escaped = pidAfter(t, out.waitFor(t, "escaped "))
 	wait(t, leader)
 	// A git-like command whose Wait comes later.
 	execCmd := exec.Command("sh", "-c", "exit 3")
 	require.NoError(t, execCmd.Start())
 	require.Eventually(t, func() bool {
-		return isZombie(report.Orphan) && isZombie(execCmd.Process.Pid) && isZombie(p.Pid())
-	}, 5*time.Second, 10*time.Millisecond, "three zombies of ours")
+		return isZombie(report.Orphan) && isZombie(report.Escaped) && isZombie(execCmd.Process.Pid) && isZombie(p.Pid())
+	}, 5*time.Second, 10*time.Millisecond, "four zombies of ours")
 
 	reaped, err := reaper.Pass()
 	require.NoError(t, err)
-	require.Empty(t, reaped)
-	report.OrphanZombieAfterFirstPass = isZombie(report.Orphan)
+	for _, r := range reaped {
+		report.FirstPass = append(report.FirstPass, r.Pid)
+	}
+	report.EscapedZombieAfterFirstPass = isZombie(report.Escaped)
 	reaped, err = reaper.Pass()
 	require.NoError(t, err)
 	require.Empty(t, reaped)
@@ -130,6 +145,94 @@ func TestZombieReaperSubject(t *testing.T) {
 	p.leader.mu.Unlock()
 	e := wait(t, p)
 	report.LeaderExitCode, report.LeaderStatus = e.Code, e.StatusKnown
+
+	data, err := json.Marshal(report)
+	require.NoError(t, err)
+	_, _ = os.Stdout.Write([]byte(reportPrefix + string(data) + "\n"))
+}
+
+// runSubjectEnv makes the test binary, re-run, play the subreaper runner in
+// TestZombieReaperRunSubject.
+const runSubjectEnv = "ZIMMER_PROCESS_TEST_RUN_SUBREAPER"
+
+// runReport is what TestZombieReaperRunSubject prints after reportPrefix.
+type runReport struct {
+	Orphan int
+	// ReapedAfter is how long after its SIGKILL the orphan was reaped.
+	ReapedAfter time.Duration
+	Reported    []int
+}
+
+// TestZombieReaperRunReapsAnOrphanWhenItDies: with Run going, an agent's
+// grandchild that outlived its leader and is then killed is reaped at once
+// (its SIGCHLD drives a pass), not at the next scheduled pass.
+func TestZombieReaperRunReapsAnOrphanWhenItDies(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestZombieReaperRunSubject$", "-test.count=1")
+	cmd.Env = append(os.Environ(), runSubjectEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "subject: %s", out)
+	var got runReport
+	found := false
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, reportPrefix); ok {
+			require.NoError(t, json.Unmarshal([]byte(rest), &got))
+			found = true
+		}
+	}
+	require.True(t, found, "subject: %s", out)
+	require.Positive(t, got.Orphan)
+	require.Less(t, got.ReapedAfter, 2*time.Second, "reaped when it died")
+	require.Equal(t, []int{got.Orphan}, got.Reported)
+}
+
+// TestZombieReaperRunSubject is the subject's side (see runSubjectEnv).
+func TestZombieReaperRunSubject(t *testing.T) {
+	if os.Getenv(runSubjectEnv) != "1" {
+		t.Skip("run by TestZombieReaperRunReapsAnOrphanWhenItDies in a child process")
+	}
+	require.NoError(t, SetChildSubreaper())
+	// MinAge far beyond the test: only the agents' groups rule can reap.
+	reaper := &ZombieReaper{MinAge: time.Hour}
+	var (
+		mu       sync.Mutex
+		reported []int
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		reaper.Run(ctx, func(r []Reaped, err error) {
+			require.NoError(t, err)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, z := range r {
+				reported = append(reported, z.Pid)
+			}
+		})
+	}()
+	leader, out := startSh(t, `sh -c 'echo orphan $$; exec sleep 60' & exit 0`, Options{DrainTimeout: 100 * time.Millisecond})
+	var report runReport
+	report.Orphan = pidAfter(t, out.waitFor(t, "orphan "))
+	wait(t, leader)
+	require.Eventually(t, func() bool {
+		info, err := readProcInfo(report.Orphan)
+		return err == nil && info.Ppid == os.Getpid()
+	}, 5*time.Second, 10*time.Millisecond, "the orphan is ours")
+	killed := time.Now()
+	require.NoError(t, unix.Kill(report.Orphan, unix.SIGKILL))
+	require.Eventually(t, func() bool {
+		_, err := readProcInfo(report.Orphan)
+		return errors.Is(err, errNoProcess)
+	}, 10*time.Second, 5*time.Millisecond, "the orphan's zombie is reaped")
+	report.ReapedAfter = time.Since(killed)
+	cancel()
+	<-ran
+	mu.Lock()
+	report.Reported = reported
+	mu.Unlock()
 
 	data, err := json.Marshal(report)
 	require.NoError(t, err)

@@ -96,7 +96,9 @@ const KillBound = 5 * time.Second
 // gone but whose group still has live members (survivors of a leader that
 // ended) gets its group SIGKILLed too. Every record it is done with is
 // deleted; one of a recycled pid, or of a group already empty, is just
-// deleted. It returns the records whose processes it killed.
+// deleted. It returns every record it is done with, saying whether it
+// killed the processes: each names a process the previous incarnation
+// started and never saw end, so its turn (Record.Labels) was cut off.
 //
 // The runner calls it before its node worker polls the node's task queue:
 // a StopTurn served by this incarnation then proves the previous one's
@@ -105,7 +107,7 @@ const KillBound = 5 * time.Second
 // record for the next start. The error says what could not be done at all
 // (an unreadable folder or /proc, a record that cannot be deleted); a
 // missing folder holds nothing.
-func KillRecorded(ctx context.Context, dir string, logger *slog.Logger) ([]Record, error) {
+func KillRecorded(ctx context.Context, dir string, logger *slog.Logger) ([]Left, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -117,8 +119,8 @@ func KillRecorded(ctx context.Context, dir string, logger *slog.Logger) ([]Recor
 		return nil, fmt.Errorf("read the process records: %w", err)
 	}
 	var (
-		killed []Record
-		errs   []error
+		left []Left
+		errs []error
 	)
 	for _, e := range entries {
 		path := filepath.Join(dir, e.Name())
@@ -149,11 +151,23 @@ func KillRecorded(ctx context.Context, dir string, logger *slog.Logger) ([]Recor
 		}
 		if didKill {
 			logger.Info("killed a process the runner's previous incarnation left", "process", r)
-			killed = append(killed, r)
 		}
-		errs = append(errs, removeRecord(path))
+		if err := removeRecord(path); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		left = append(left, Left{Record: r, Killed: didKill})
 	}
-	return killed, errors.Join(errs...)
+	return left, errors.Join(errs...)
+}
+
+// Left is a process a previous incarnation of the runner started and never
+// saw end, as KillRecorded found it.
+type Left struct {
+	Record Record
+	// Killed: it was still running and KillRecorded SIGKILLed its group;
+	// false when it had ended by then (its pid gone or recycled).
+	Killed bool
 }
 
 func readRecord(path string) (Record, error) {

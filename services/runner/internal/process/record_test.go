@@ -46,8 +46,14 @@ func killRecorded(t *testing.T, dir string) []Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	killed, err := KillRecorded(ctx, dir, slogx.Discard())
+	left, err := KillRecorded(ctx, dir, slogx.Discard())
 	require.NoError(t, err)
+	var killed []Record
+	for _, l := range left {
+		if l.Killed {
+			killed = append(killed, l.Record)
+		}
+	}
 	return killed
 }
 
@@ -199,10 +205,10 @@ func TestRecordIsJSON(t *testing.T) {
 func TestParseProcInfo(t *testing.T) {
 	t.Parallel()
 	// comm with a space and a parenthesis; field 22 (starttime) is 4242.
-	stat := "123 (we (ird) x) Z 1 123 123 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0"
+	stat := "123 (we (ird) x) Z 1 123 120 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0"
 	got, err := parseProcInfo(123, stat)
 	require.NoError(t, err)
-	require.Equal(t, procInfo{Pid: 123, State: "Z", Ppid: 1, Pgrp: 123, StartTime: 4242}, got)
+	require.Equal(t, procInfo{Pid: 123, State: "Z", Ppid: 1, Pgrp: 123, Session: 120, StartTime: 4242}, got)
 	require.True(t, got.ended())
 	_, err = parseProcInfo(1, "garbage")
 	require.Error(t, err)
@@ -211,6 +217,9 @@ func TestParseProcInfo(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.Getppid(), self.Ppid)
 	require.Equal(t, unix.Getpgrp(), self.Pgrp)
+	sid, err := unix.Getsid(0)
+	require.NoError(t, err)
+	require.Equal(t, sid, self.Session)
 }
 
 func pidAfter(t *testing.T, line string) int {

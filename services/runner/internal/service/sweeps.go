@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/worker"
@@ -11,10 +12,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clients"
 	"github.com/zimmerhq/zimmer/services/runner/internal/config"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
+	"github.com/zimmerhq/zimmer/services/runner/internal/store"
 	"github.com/zimmerhq/zimmer/services/runner/internal/sweep"
+	"github.com/zimmerhq/zimmer/services/runner/internal/transcript"
 	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
 
@@ -37,9 +41,12 @@ func (s *Service) takeOverNode(ctx context.Context, cfg config.Config) error {
 		// reach them while they keep their group.
 		s.Logger.Warn("the runner is not the subreaper of its agents' orphans", "error", err)
 	}
-	killed, err := process.KillRecorded(ctx, ProcessRecordDir(cfg), s.Logger)
-	if len(killed) > 0 {
-		s.Logger.Info("killed the agent processes the node's previous incarnation left", "count", len(killed))
+	left, err := process.KillRecorded(ctx, ProcessRecordDir(cfg), s.Logger)
+	if len(left) > 0 {
+		s.Logger.Info("killed the agent processes the node's previous incarnation left", "count", len(left))
+	}
+	for _, l := range left {
+		s.cutOff(ctx, cfg.Node, l)
 	}
 	if err != nil {
 		return fmt.Errorf("kill the processes the node's previous incarnation left: %w", err)
@@ -76,6 +83,48 @@ func (s *Service) sweepNodeCredentials(ctx context.Context, lifecycle rw.Lifecyc
 	}
 }
 
+// cutOff gives the turn of a process the node's previous incarnation left
+// an ending on its transcript: that runner died while the turn ran (what
+// the agent printed after that was read by no one), and this one killed
+// what was left of it, or found it ended. A turn already ended keeps its
+// ending. A failure is logged: the turn's recovery does not wait on it.
+func (s *Service) cutOff(ctx context.Context, node string, l process.Left) {
+	turnID := l.Record.Labels["turn"]
+	sessionID, err := strconv.ParseInt(l.Record.Labels["session"], 10, 64)
+	if turnID == "" || err != nil {
+		return // not a turn's process
+	}
+	outcome, note := cutOffText(node, l)
+	ended, err := store.NewTranscripts(s.Pool, transcript.DefaultLimits).CutOff(ctx, sessionID, turnID, outcome,
+		agent.Event{Kind: agent.KindSystem, Type: CutOffType, Text: note, IsError: true})
+	if err != nil {
+		s.Logger.Warn("record on the transcript that the turn was cut off", "session_id", sessionID, "turn", turnID, "error", err)
+		return
+	}
+	if ended {
+		s.Transcripts.Notifier.Notify(sessionID)
+	}
+}
+
+// CutOffType is the Type of the transcript line that ends a turn its runner
+// died during (agent.KindSystem).
+const CutOffType = "zimmer/cut_off"
+
+// cutOffText is the ending and the last line of a turn cut off by its
+// runner's death.
+func cutOffText(node string, l process.Left) (outcome, note string) {
+	why := fmt.Sprintf("the runner on node %q died while this turn ran (killed, or its machine went down), "+
+		"so nothing the agent printed after that was read", node)
+	if l.Killed {
+		return "cut off: the runner died mid-turn; its next incarnation killed the agent (SIGKILL)",
+			fmt.Sprintf("[Zimmer] This turn was cut off: %s. When the runner came back it killed the agent's process group "+
+				"(SIGKILL to pid %d); Zimmer recovers the session from here.", why, l.Record.Pid)
+	}
+	return "cut off: the runner died mid-turn; the agent had ended by the time it came back (exit status unknown)",
+		fmt.Sprintf("[Zimmer] This turn was cut off: %s. The agent (pid %d) had ended by the time the runner came back; "+
+			"how it ended is unknown. Zimmer recovers the session from here.", why, l.Record.Pid)
+}
+
 // runSweeps sets up the runner's sweeps (package sweep): the orphan sweep
 // on the shared queue, asking lifecycle over conn and handing requests
 // through starter, and this node's zombie reaper on its own queue (node).
@@ -90,6 +139,21 @@ func (s *Service) runSweeps(ctx context.Context, cfg config.Config, conn grpc.Cl
 		cfg.OrphanGrace, cfg.OrphanSweepInterval); err != nil {
 		return err
 	}
+	// Zombies are reaped as children end (SIGCHLD): an agent's orphan at
+	// once, anything else once it is old enough to be no waiter's. The
+	// schedule's passes remain a backstop.
+	s.Go(func(ctx context.Context) error {
+		process.RunZombieReaper(ctx, func(reaped []process.Reaped, err error) {
+			for _, r := range reaped {
+				s.Logger.InfoContext(ctx, "reaped a zombie no one was waiting for",
+					"pid", r.Pid, "exit_status", r.Status.ExitStatus(), "signal", r.Status.Signal().String())
+			}
+			if err != nil {
+				s.Logger.WarnContext(ctx, "reap zombies", "error", err)
+			}
+		})
+		return nil
+	})
 	reaper := sweep.ZombieReaper{Reap: process.ReapZombies, Logger: s.Logger}
 	return sweep.SetupZombieReaper(ctx, s.Temporal, node, cfg.Node, reaper, cfg.ZombieReapInterval)
 }

@@ -18,14 +18,17 @@ import (
 	"github.com/zimmerhq/zimmer/services/runner/internal/config"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
 	"github.com/zimmerhq/zimmer/services/runner/internal/service"
+	"github.com/zimmerhq/zimmer/services/runner/internal/store"
 	"github.com/zimmerhq/zimmer/services/runner/internal/sweep"
+	"github.com/zimmerhq/zimmer/services/runner/internal/transcript"
 	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
 
 // TestNodeKillsWhatItsPreviousIncarnationLeftAndSchedulesItsSweeps: an
 // agent recorded by the node's previous incarnation (a runner killed -9
 // leaves it, in its own group, ignoring SIGTERM) is SIGKILLed while the
-// node is made, before it can serve its queue; the node ensures
+// node is made, before it can serve its queue, and its turn gets an ending
+// on the transcript saying it was cut off and by what; the node ensures
 // runner-orphaned-sessions and its runner-zombie-reaper-<node> with the
 // configured intervals.
 func TestNodeKillsWhatItsPreviousIncarnationLeftAndSchedulesItsSweeps(t *testing.T) {
@@ -54,7 +57,7 @@ func TestNodeKillsWhatItsPreviousIncarnationLeftAndSchedulesItsSweeps(t *testing
 
 	// The previous incarnation's agent, recorded where the node records.
 	agent, err := process.Start(process.Command{Path: "sh", Args: []string{"sh", "-c", `trap "" TERM; exec sleep 60`}},
-		process.Options{RecordDir: service.ProcessRecordDir(cfg), Labels: map[string]string{"turn": "lost"}})
+		process.Options{RecordDir: service.ProcessRecordDir(cfg), Labels: map[string]string{"turn": "lost", "session": "7"}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = syscall.Kill(-agent.Pid(), syscall.SIGKILL) })
 	records, err := os.ReadDir(service.ProcessRecordDir(cfg))
@@ -71,6 +74,15 @@ func TestNodeKillsWhatItsPreviousIncarnationLeftAndSchedulesItsSweeps(t *testing
 	records, err = os.ReadDir(service.ProcessRecordDir(cfg))
 	require.NoError(t, err)
 	require.Empty(t, records)
+	page, err := store.NewTranscripts(svc.Pool, transcript.DefaultLimits).Page(t.Context(), transcript.Query{SessionID: 7, TurnID: "lost"})
+	require.NoError(t, err)
+	require.Len(t, page.Turns, 1, "the lost turn has a transcript")
+	require.Contains(t, page.Turns[0].Outcome, "cut off")
+	require.Contains(t, page.Turns[0].Outcome, "SIGKILL")
+	require.Len(t, page.Lines, 1)
+	require.Equal(t, service.CutOffType, page.Lines[0].Type)
+	require.Contains(t, page.Lines[0].Text, fmt.Sprintf("the runner on node %q died while this turn ran", nodeName))
+	require.Contains(t, page.Lines[0].Text, fmt.Sprintf("SIGKILL to pid %d", agent.Pid()))
 
 	schedule := func(id string) *client.ScheduleWorkflowAction {
 		desc, err := svc.Temporal.ScheduleClient().GetHandle(t.Context(), id).Describe(t.Context())

@@ -39,53 +39,90 @@ func (s *Transcripts) Append(ctx context.Context, sessionID int64, turnID string
 	if turnID == "" {
 		return errors.New("append transcript line: no turn id")
 	}
-	line := s.limits.NewLine(sessionID, turnID, e)
 	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		var u transcript.Usage
-		var owner int64
-		err := tx.QueryRow(ctx, `
-			INSERT INTO transcript_turns (turn_id, session_id) VALUES ($1, $2)
-			ON CONFLICT (turn_id) DO UPDATE SET turn_id = EXCLUDED.turn_id
-			RETURNING session_id, stored_lines, stored_bytes, dropped_lines`, turnID, sessionID).
-			Scan(&owner, &u.StoredLines, &u.StoredBytes, &u.DroppedLines)
-		if err != nil {
-			return err
-		}
-		if owner != sessionID {
-			return fmt.Errorf("turn %s belongs to session %d, not %d", turnID, owner, sessionID)
-		}
-		size := transcript.Size(line)
-		switch s.limits.Admit(u, size) {
-		case transcript.Store:
-			_, err = tx.Exec(ctx, `
-				WITH l AS (
-					INSERT INTO transcript_lines (turn_id, session_id, seq, kind, type, text, raw, raw_truncated, is_error)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-				)
-				UPDATE transcript_turns SET stored_lines = stored_lines + 1, stored_bytes = stored_bytes + $10
-				WHERE turn_id = $1`,
-				turnID, sessionID, u.StoredLines+1, line.Kind, line.Type, line.Text, line.Raw, line.RawTruncated, line.IsError, size)
-		case transcript.DropFirst:
-			_, err = tx.Exec(ctx, `
-				WITH l AS (
-					INSERT INTO transcript_lines (turn_id, session_id, seq, kind, text) VALUES ($1, $2, $3, $4, $5)
-				)
-				UPDATE transcript_turns SET dropped_lines = 1 WHERE turn_id = $1`,
-				turnID, sessionID, u.StoredLines+1, transcript.KindDropped, s.limits.DroppedText(1))
-		case transcript.Drop:
-			_, err = tx.Exec(ctx, `
-				WITH t AS (
-					UPDATE transcript_turns SET dropped_lines = dropped_lines + 1 WHERE turn_id = $1
-				)
-				UPDATE transcript_lines SET text = $3 WHERE turn_id = $1 AND seq = $2`,
-				turnID, u.StoredLines+1, s.limits.DroppedText(u.DroppedLines+1))
-		}
-		return err
+		return s.appendIn(ctx, tx, sessionID, turnID, e)
 	})
 	if err != nil {
 		return fmt.Errorf("append transcript line of turn %s: %w", turnID, err)
 	}
 	return nil
+}
+
+// appendIn is Append inside tx.
+func (s *Transcripts) appendIn(ctx context.Context, tx pgx.Tx, sessionID int64, turnID string, e agent.Event) error {
+	line := s.limits.NewLine(sessionID, turnID, e)
+	var u transcript.Usage
+	var owner int64
+	err := tx.QueryRow(ctx, `
+		INSERT INTO transcript_turns (turn_id, session_id) VALUES ($1, $2)
+		ON CONFLICT (turn_id) DO UPDATE SET turn_id = EXCLUDED.turn_id
+		RETURNING session_id, stored_lines, stored_bytes, dropped_lines`, turnID, sessionID).
+		Scan(&owner, &u.StoredLines, &u.StoredBytes, &u.DroppedLines)
+	if err != nil {
+		return err
+	}
+	if owner != sessionID {
+		return fmt.Errorf("turn %s belongs to session %d, not %d", turnID, owner, sessionID)
+	}
+	size := transcript.Size(line)
+	switch s.limits.Admit(u, size) {
+	case transcript.Store:
+		_, err = tx.Exec(ctx, `
+			WITH l AS (
+				INSERT INTO transcript_lines (turn_id, session_id, seq, kind, type, text, raw, raw_truncated, is_error)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			)
+			UPDATE transcript_turns SET stored_lines = stored_lines + 1, stored_bytes = stored_bytes + $10
+			WHERE turn_id = $1`,
+			turnID, sessionID, u.StoredLines+1, line.Kind, line.Type, line.Text, line.Raw, line.RawTruncated, line.IsError, size)
+	case transcript.DropFirst:
+		_, err = tx.Exec(ctx, `
+			WITH l AS (
+				INSERT INTO transcript_lines (turn_id, session_id, seq, kind, text) VALUES ($1, $2, $3, $4, $5)
+			)
+			UPDATE transcript_turns SET dropped_lines = 1 WHERE turn_id = $1`,
+			turnID, sessionID, u.StoredLines+1, transcript.KindDropped, s.limits.DroppedText(1))
+	case transcript.Drop:
+		_, err = tx.Exec(ctx, `
+			WITH t AS (
+				UPDATE transcript_turns SET dropped_lines = dropped_lines + 1 WHERE turn_id = $1
+			)
+			UPDATE transcript_lines SET text = $3 WHERE turn_id = $1 AND seq = $2`,
+			turnID, u.StoredLines+1, s.limits.DroppedText(u.DroppedLines+1))
+	}
+	return err
+}
+
+// CutOff ends a turn whose runner never saw it end: note becomes its last
+// line and outcome its ending, together, unless the turn has an ending
+// already (then nothing changes, and ended is false). The runner's next
+// incarnation calls it for the turns whose processes its predecessor left.
+func (s *Transcripts) CutOff(ctx context.Context, sessionID int64, turnID, outcome string, note agent.Event) (ended bool, err error) {
+	if turnID == "" || outcome == "" {
+		return false, errors.New("cut off transcript turn: a turn id and an outcome are required")
+	}
+	err = pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
+		var done bool
+		err := tx.QueryRow(ctx, `SELECT ended_at IS NOT NULL FROM transcript_turns WHERE turn_id = $1 FOR UPDATE`, turnID).Scan(&done)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if done {
+			return nil
+		}
+		if err := s.appendIn(ctx, tx, sessionID, turnID, note); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE transcript_turns SET ended_at = now(), outcome = $2 WHERE turn_id = $1`, turnID, outcome); err != nil {
+			return err
+		}
+		ended = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("cut off transcript turn %s: %w", turnID, err)
+	}
+	return ended, nil
 }
 
 // EndTurn records how a turn ended (outcome: e.g. "exited 0", "killed by

@@ -231,3 +231,41 @@ func TestTranscriptConcurrentAppendsKeepSeqsAndBounds(t *testing.T) {
 	}
 	require.Equal(t, limits.DroppedText(50), lines[150].Text)
 }
+
+// A turn its runner died during is cut off: the note is its last line and
+// the outcome its ending, together; a turn that already ended keeps its
+// ending and gets no note.
+func TestCutOffEndsATurnThatHasNoEnding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTranscripts(t, transcript.DefaultLimits)
+	appendAll(t, s, 1, "lost", "before the crash")
+	appendAll(t, s, 1, "done", "finished")
+	require.NoError(t, s.EndTurn(ctx, 1, "done", "exit status 0"))
+	note := agent.Event{Kind: agent.KindSystem, Type: "zimmer/cut_off", Text: "cut off", IsError: true}
+
+	ended, err := s.CutOff(ctx, 1, "lost", "cut off: the runner died", note)
+	require.NoError(t, err)
+	require.True(t, ended)
+	ended, err = s.CutOff(ctx, 1, "lost", "cut off again", note)
+	require.NoError(t, err)
+	require.False(t, ended, "an ended turn keeps its ending")
+	ended, err = s.CutOff(ctx, 1, "done", "cut off: the runner died", note)
+	require.NoError(t, err)
+	require.False(t, ended)
+	ended, err = s.CutOff(ctx, 1, "silent", "cut off: the runner died", note)
+	require.NoError(t, err)
+	require.True(t, ended, "a turn that printed nothing gets its ending too")
+
+	page, err := s.Page(ctx, transcript.Query{SessionID: 1, TurnID: "lost"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"lost:before the crash", "lost:cut off"}, texts(page.Lines))
+	require.Equal(t, "zimmer/cut_off", page.Lines[1].Type)
+	require.True(t, page.Lines[1].IsError)
+	require.Equal(t, "cut off: the runner died", page.Turns[0].Outcome)
+	require.False(t, page.Turns[0].EndedAt.IsZero())
+	page, err = s.Page(ctx, transcript.Query{SessionID: 1, TurnID: "done"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"done:finished"}, texts(page.Lines))
+	require.Equal(t, "exit status 0", page.Turns[0].Outcome)
+}

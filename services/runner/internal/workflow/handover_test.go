@@ -188,6 +188,26 @@ func TestAnInterruptDuringTheDrainStartsNoHandedOverTurn(t *testing.T) {
 	require.Empty(t, h.continued().Pending)
 }
 
+// A queue interrupt of the turn whose process just ended, landing while the
+// queue answers its drain, halts nothing and marks nothing: the turn's end
+// is routed, and the message the queue hands over (the interrupt's own,
+// which it put first in line) runs whole.
+func TestAQueueInterruptDuringTheDrainSparesTheHandedOverTurn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Minute, exited(0), exited(0))
+	h.queueTakes = time.Minute
+	h.queue = map[string]rw.HandOver{"session-7/turn-1": handedOver("queue/m1", "next")}
+	answer := h.interruptTurnAt(90*time.Second, rw.InterruptTurnRequest{Reason: "queue interrupt", TurnID: "session-7/turn-1"})
+	h.run(2, first("work"))
+
+	require.NoError(t, answer.err)
+	require.True(t, answer.done)
+	require.Equal(t, rw.InterruptTurnResult{}, answer.result, "no process to halt")
+	require.Equal(t, []string{"session-7/turn-1", "queue/m1"}, h.turnIDs(), "the handed-over turn runs")
+	require.Equal(t, []string{rw.EventStart, rw.EventPause}, h.events(), "and the session rests after it")
+}
+
 // Recorded runs replay on today's code. Each history is a session's run on
 // the dev server (zimmer-runner-test) with every activity faked: a first
 // turn, then a restart's turn, each exiting 0.

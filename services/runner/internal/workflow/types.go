@@ -241,6 +241,12 @@ type InterruptRequest struct {
 // the session's next state.
 type InterruptTurnRequest struct {
 	Reason string
+	// TurnID, when set, halts only that turn, and only once its process
+	// runs: any other turn, and one still starting, run whole, unmarked
+	// (the queue's interrupts, which name the turn running when they were
+	// asked). Empty halts whatever runs and keeps the next process from
+	// starting (a pause, an archive).
+	TurnID string
 }
 
 // InterruptTurnResult answers an InterruptTurnRequest once no process of the

@@ -147,7 +147,20 @@ type turnRunner struct {
 // stops its process by the ladder on its node, and answers once RunTurn has
 // returned (the process is gone). Between processes there is nothing to
 // stop: the mark keeps the next one from starting.
+//
+// One naming its turn (req.TurnID: a queue interrupt, which replaces the
+// turn with a message) acts only while that turn's process runs. A turn
+// still starting, or one that began after the interrupt was asked (an
+// earlier interrupt's message), is another message's turn: it is neither
+// halted nor marked, and runs whole; the queue makes the interrupt's
+// message the next turn instead. So is a turn whose process already ended
+// (its end is routed: the queue hands that message over).
 func (t *turnRunner) interrupt(ctx workflow.Context, req InterruptTurnRequest) (InterruptTurnResult, error) {
+	if req.TurnID != "" && t.process != req.TurnID {
+		workflow.GetLogger(ctx).Info("the interrupt's turn is not the one running: nothing halted",
+			"turn", req.TurnID, "running", t.process, "reason", req.Reason)
+		return InterruptTurnResult{}, nil
+	}
 	t.interrupted = true
 	id := t.process
 	if id == "" {

@@ -462,6 +462,11 @@ func TestAnInterruptStopsTheTurnOnlyWhenTheSessionLeftRunning(t *testing.T) {
 // interruptAt sends the InterruptTurn update at the mocked time after and
 // records its answer and when it came.
 func (h *harness) interruptAt(after time.Duration) *updateAnswer {
+	return h.interruptTurnAt(after, rw.InterruptTurnRequest{Reason: "pause"})
+}
+
+// interruptTurnAt is interruptAt with req.
+func (h *harness) interruptTurnAt(after time.Duration, req rw.InterruptTurnRequest) *updateAnswer {
 	a := &updateAnswer{}
 	h.env.RegisterDelayedCallback(func() {
 		h.env.UpdateWorkflow(rw.UpdateInterruptTurn, "", &testsuite.TestUpdateCallback{
@@ -472,7 +477,7 @@ func (h *harness) interruptAt(after time.Duration) *updateAnswer {
 					a.result = r
 				}
 			},
-		}, rw.InterruptTurnRequest{Reason: "pause"})
+		}, req)
 	}, after)
 	return a
 }
@@ -565,4 +570,46 @@ func TestAPromptlessSessionWaitsForItsFirstMessage(t *testing.T) {
 	require.Equal(t, "do the thing", h.turns[0].Prompt)
 	require.False(t, h.turns[0].Resume, "the first message starts the conversation")
 	require.Equal(t, "/ws/7", h.turns[0].Workspace.Workdir, "in the clone made at creation")
+}
+
+// A queue interrupt names the turn it was asked to halt. While that turn's
+// process runs it is halted like any other; a call naming another turn (the
+// one running began after the interrupt was asked: an earlier interrupt's
+// message) halts nothing and marks nothing, and the running turn ends as
+// it would have.
+func TestInterruptTurnNamingATurnHaltsOnlyThatOne(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		turn   string
+		halted bool
+	}{
+		"the running turn": {turn: "session-7/turn-1", halted: true},
+		"another turn":     {turn: "queue/m0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			h.onTurns(time.Hour, exited(0))
+			var stops []string
+			h.env.OnActivity(rw.ActivityStopTurn, mock.Anything, mock.Anything).Return(
+				func(_ context.Context, turnID string) error {
+					stops = append(stops, turnID)
+					return nil
+				}).Maybe()
+			answer := h.interruptTurnAt(time.Minute, rw.InterruptTurnRequest{Reason: "queue interrupt", TurnID: tc.turn})
+			h.run(1, first("@demo sleep 60s"))
+
+			require.NoError(t, answer.err)
+			require.True(t, answer.done)
+			if tc.halted {
+				require.Equal(t, rw.InterruptTurnResult{Interrupted: true, TurnID: tc.turn}, answer.result)
+				require.Equal(t, []string{tc.turn}, stops)
+				require.Equal(t, []string{rw.EventStart}, h.events(), "the interrupter owns the state")
+				return
+			}
+			require.Equal(t, rw.InterruptTurnResult{}, answer.result)
+			require.Empty(t, stops, "nothing halted")
+			require.Equal(t, []string{rw.EventStart, rw.EventPause}, h.events(), "the turn ran whole and its end was routed")
+		})
+	}
 }

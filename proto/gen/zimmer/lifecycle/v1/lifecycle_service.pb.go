@@ -2994,7 +2994,9 @@ type DeliverTurnRequest struct {
 	// Set on the session (≤ 50,000 characters); "" keeps its goal.
 	Goal string       `protobuf:"bytes,4,opt,name=goal,proto3" json:"goal,omitempty"`
 	Mode DeliveryMode `protobuf:"varint,5,opt,name=mode,proto3,enum=zimmer.lifecycle.v1.DeliveryMode" json:"mode,omitempty"`
-	// HANDOVER: the running job whose turn ended.
+	// HANDOVER: the running job whose turn ended. AFTER_INTERRUPT: the
+	// running job whose turn was halted; when another delivery has replaced
+	// it already, the answer is BUSY (empty: whichever job runs).
 	FromJobId string `protobuf:"bytes,6,opt,name=from_job_id,json=fromJobId,proto3" json:"from_job_id,omitempty"`
 	// A drain's delivery, not a caller's: the refusal states of an auth
 	// outage park and an mcp_retry pause apply.

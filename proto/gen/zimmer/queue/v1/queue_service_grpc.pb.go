@@ -60,7 +60,11 @@ type QueueServiceClient interface {
 	// InterruptWithEnqueuedMessage stops the running turn through the
 	// runner's termination ladder and delivers the message as the next turn;
 	// on an idle session it delivers at once. Concurrent interrupts of one
-	// session are served one after another, each message exactly once.
+	// session are served one after another, each message exactly once. An
+	// interrupt halts only the turn that was running when it was asked: if
+	// that turn has already given way to another (an earlier interrupt's
+	// message, a hand-over), the other runs whole and the message is put
+	// first in line (pending, position 1, interrupted false).
 	InterruptWithEnqueuedMessage(ctx context.Context, in *InterruptWithEnqueuedMessageRequest, opts ...grpc.CallOption) (*InterruptWithEnqueuedMessageResponse, error)
 	// FollowUp sends a session its next prompt: an idle session (waiting,
 	// needs_input) gets it as a turn now (REST 200); a running one queues it
@@ -220,7 +224,11 @@ type QueueServiceServer interface {
 	// InterruptWithEnqueuedMessage stops the running turn through the
 	// runner's termination ladder and delivers the message as the next turn;
 	// on an idle session it delivers at once. Concurrent interrupts of one
-	// session are served one after another, each message exactly once.
+	// session are served one after another, each message exactly once. An
+	// interrupt halts only the turn that was running when it was asked: if
+	// that turn has already given way to another (an earlier interrupt's
+	// message, a hand-over), the other runs whole and the message is put
+	// first in line (pending, position 1, interrupted false).
 	InterruptWithEnqueuedMessage(context.Context, *InterruptWithEnqueuedMessageRequest) (*InterruptWithEnqueuedMessageResponse, error)
 	// FollowUp sends a session its next prompt: an idle session (waiting,
 	// needs_input) gets it as a turn now (REST 200); a running one queues it

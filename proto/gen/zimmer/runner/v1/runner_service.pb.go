@@ -30,7 +30,15 @@ type InterruptTurnRequest struct {
 	SessionId int64 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Why, for the logs and the workflow's history ("pause", "archive",
 	// "queue interrupt").
-	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Only this turn: the session's running_job_id as the caller saw it when
+	// it was asked. Its process is halted if it is running; any other turn
+	// (one that began after the caller looked: an earlier interrupt's
+	// message, a hand-over) and a turn whose process has not started yet are
+	// left to run whole, nothing is marked, and the answer is interrupted
+	// false. The queue's interrupts set it. Empty: whatever runs is halted
+	// and no process starts after it (lifecycle's pause and archive).
+	TurnId        string `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -75,6 +83,13 @@ func (x *InterruptTurnRequest) GetSessionId() int64 {
 func (x *InterruptTurnRequest) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *InterruptTurnRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
 	}
 	return ""
 }
@@ -1002,11 +1017,12 @@ var File_zimmer_runner_v1_runner_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
-	"%zimmer/runner/v1/runner_service.proto\x12\x10zimmer.runner.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"M\n" +
+	"%zimmer/runner/v1/runner_service.proto\x12\x10zimmer.runner.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"f\n" +
 	"\x14InterruptTurnRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"R\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x17\n" +
+	"\aturn_id\x18\x03 \x01(\tR\x06turnId\"R\n" +
 	"\x15InterruptTurnResponse\x12 \n" +
 	"\vinterrupted\x18\x01 \x01(\bR\vinterrupted\x12\x17\n" +
 	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"\xc1\x01\n" +
