@@ -226,7 +226,7 @@ func TestQueueDelivery(t *testing.T) {
 
 		res = callTool(t, c, "get_session", map[string]any{"session_id": id})
 		require.False(t, res.IsError, text(res))
-		require.Contains(t, text(res), "[undelivered: never delivered, retired ")
+		require.Contains(t, text(res), "[undelivered: never delivered because the session was archived while the message was queued, retired ")
 		require.Contains(t, text(res), content)
 
 		// The loss pages: lifecycle's relay hands the archive's effect to the
