@@ -619,24 +619,33 @@ func untilRefused(ctx workflow.Context) workflow.Context {
 	})
 }
 
-// localTransition is transition's local activity, asked again after every
-// five minutes without an answer, as the drain is: a local activity's
-// retries are bounded by its schedule-to-close timeout.
+// localTransition is transition's local activity.
 func (t *turnRunner) localTransition(ctx workflow.Context, req TransitionRequest) error {
+	return askLocally(ctx, ActivityTransition, req, ErrRefused)
+}
+
+// askLocally runs a short, idempotent call to another service as a local
+// activity, in the workflow task at hand (no dispatch), asked again after
+// every five minutes without an answer, as the drain is: a local
+// activity's retries are bounded by its schedule-to-close timeout. An
+// answer, a refusal (nonRetryable) or the workflow's cancellation ends it.
+func askLocally(ctx workflow.Context, activity string, req any, nonRetryable string) error {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    transitionTimeout,
 		ScheduleToCloseTimeout: 5 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: []string{ErrRefused},
+			NonRetryableErrorTypes: []string{nonRetryable},
 		},
 	})
 	for {
-		err := workflow.ExecuteLocalActivity(lctx, ActivityTransition, req).Get(ctx, nil)
-		if err == nil || isRefused(err) || temporal.IsCanceledError(err) || ctx.Err() != nil {
+		err := workflow.ExecuteLocalActivity(lctx, activity, req).Get(ctx, nil)
+		var appErr *temporal.ApplicationError
+		if err == nil || ctx.Err() != nil || temporal.IsCanceledError(err) ||
+			(errors.As(err, &appErr) && appErr.Type() == nonRetryable) {
 			return err
 		}
-		workflow.GetLogger(ctx).Warn("lifecycle did not answer a transition; asking again", "event", req.Event, "error", err)
+		workflow.GetLogger(ctx).Warn("no answer in five minutes; asking again", "activity", activity, "error", err)
 	}
 }
 
