@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
@@ -58,4 +59,49 @@ func TestQueuedMessagesAreHandedOverAsTurnsWithoutAPause(t *testing.T) {
 		"queue/m1": {"the second message"},
 		"queue/m2": {"the third message"},
 	}, said, "each turn ran its own prompt")
+}
+
+// The turn's path on the real dev server, counted in its history: lifecycle
+// transitions run as local activities inside the workflow task that asks
+// for them (docs/temporal.md), so a first turn waits for two workflow tasks
+// and two activity dispatches (PrepareWorkspace, RunTurn) before its
+// process starts, and its clean exit for one workflow task before the
+// pause: the revocation of the turn's credentials, the drain and the
+// transitions are never scheduled as activities of their own.
+func TestATurnsTransitionsCostNoDispatch(t *testing.T) {
+	t.Parallel()
+	id := newSessionID()
+	n := startNode(t, func(string) *queuev1.DeliverNextMessageResponse { return nil })
+	n.create(t, id, "@demo say one turn")
+	require.Eventually(t, func() bool { return n.lifecycle.count(id, rw.EventPause) > 0 },
+		60*time.Second, 20*time.Millisecond, "the session never paused")
+	require.Equal(t, []string{rw.EventStart, rw.EventPause}, n.lifecycle.events(id))
+
+	var path []string
+	it := n.svc.Temporal.GetWorkflowHistory(t.Context(), rw.ID(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+			path = append(path, "workflow task")
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			path = append(path, e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName())
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			if e.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity" {
+				path = append(path, "local")
+			}
+		}
+	}
+	var dispatched []string
+	for _, step := range path {
+		if step != "local" {
+			dispatched = append(dispatched, step)
+		}
+	}
+	require.Equal(t, []string{
+		"workflow task", rw.ActivityPrepareWorkspace,
+		"workflow task", rw.ActivityRunTurn,
+		"workflow task", // the exit: the credentials' revocation, the drain and the pause run inside it
+	}, dispatched, "the dispatches on the turn's path (whole history: %v)", path)
 }

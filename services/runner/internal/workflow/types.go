@@ -115,6 +115,12 @@ const lostTurnChange = "lost-turn-recovery"
 // it left that to RunTurn (and a lost turn's to revokeLost).
 const turnCredentialsChange = "turn-credentials-revoked-by-workflow"
 
+// localTransitionChange versions firing lifecycle events as local
+// activities, run inside the workflow task: runs from before it scheduled
+// each as an activity on the shared queue, two Temporal dispatches more on
+// every start and pause (docs/temporal.md).
+const localTransitionChange = "transition-as-local-activity"
+
 // MaxSignalRecoveries is how many turns in a row that died by a signal
 // Zimmer did not send are resumed with system recovery; the next such death
 // fails the session (the spec's MAX_SIGNAL_DEATH_RETRIES).

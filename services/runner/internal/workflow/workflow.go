@@ -583,17 +583,20 @@ func untilAnswered(ctx workflow.Context) workflow.Context {
 }
 
 // transition fires one lifecycle event, retried until lifecycle answers.
+// It runs as a local activity, in the workflow task that asks for it: a
+// start then costs no dispatch before RunTurn is scheduled, and a pause
+// none after the drain. A transition is as idempotent either way (a
+// retried call that had applied is told apart by lifecycle's answer), and
+// a worker that dies mid-call leaves the workflow task to another, which
+// runs it again.
 func (t *turnRunner) transition(ctx workflow.Context, req TransitionRequest) error {
 	req.SessionID = t.st.Session.ID
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           TaskQueue,
-		StartToCloseTimeout: transitionTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: []string{ErrRefused},
-		},
-	})
-	err := workflow.ExecuteActivity(actx, ActivityTransition, req).Get(ctx, nil)
+	var err error
+	if workflow.GetVersion(ctx, localTransitionChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		err = workflow.ExecuteActivity(untilRefused(ctx), ActivityTransition, req).Get(ctx, nil)
+	} else {
+		err = t.localTransition(ctx, req)
+	}
 	if err == nil {
 		upsertMemo(ctx, map[string]any{"last_event": req.Event})
 		if t.st.SearchAttributes {
@@ -601,6 +604,49 @@ func (t *turnRunner) transition(ctx workflow.Context, req TransitionRequest) err
 		}
 	}
 	return err
+}
+
+// untilRefused runs a transition as an activity on the shared queue,
+// retried until lifecycle answers, a refusal being an answer.
+func untilRefused(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           TaskQueue,
+		StartToCloseTimeout: transitionTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			NonRetryableErrorTypes: []string{ErrRefused},
+		},
+	})
+}
+
+// localTransition is transition's local activity.
+func (t *turnRunner) localTransition(ctx workflow.Context, req TransitionRequest) error {
+	return askLocally(ctx, ActivityTransition, req, ErrRefused)
+}
+
+// askLocally runs a short, idempotent call to another service as a local
+// activity, in the workflow task at hand (no dispatch), asked again after
+// every five minutes without an answer, as the drain is: a local
+// activity's retries are bounded by its schedule-to-close timeout. An
+// answer, a refusal (nonRetryable) or the workflow's cancellation ends it.
+func askLocally(ctx workflow.Context, activity string, req any, nonRetryable string) error {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    transitionTimeout,
+		ScheduleToCloseTimeout: 5 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			NonRetryableErrorTypes: []string{nonRetryable},
+		},
+	})
+	for {
+		err := workflow.ExecuteLocalActivity(lctx, activity, req).Get(ctx, nil)
+		var appErr *temporal.ApplicationError
+		if err == nil || ctx.Err() != nil || temporal.IsCanceledError(err) ||
+			(errors.As(err, &appErr) && appErr.Type() == nonRetryable) {
+			return err
+		}
+		workflow.GetLogger(ctx).Warn("no answer in five minutes; asking again", "activity", activity, "error", err)
+	}
 }
 
 // endTransition is a transition after which a refusal means someone else

@@ -295,6 +295,7 @@ func TestCloneFailureFailsTheSessionWithGitsReason(t *testing.T) {
 	acts := &rw.Activities{}
 	acts.RegisterShared(h.env)
 	acts.RegisterNode(h.env)
+	h.env.OnActivity(rw.ActivityRevokeTurnCredentials, mock.Anything, mock.Anything).Return(nil).Maybe()
 	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req rw.TransitionRequest) error {
 			h.transitions = append(h.transitions, req)
@@ -323,6 +324,7 @@ func TestRefusedStartRunsNoTurn(t *testing.T) {
 	acts := &rw.Activities{}
 	acts.RegisterShared(h.env)
 	acts.RegisterNode(h.env)
+	h.env.OnActivity(rw.ActivityRevokeTurnCredentials, mock.Anything, mock.Anything).Return(nil).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(rw.Workspace{Workdir: "/w"}, nil)
 	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
 		temporal.NewNonRetryableApplicationError("lifecycle refused start with the session archived", rw.ErrRefused, nil))
@@ -340,6 +342,7 @@ func TestAFirstTurnAskedAgainAfterARefusedStartRuns(t *testing.T) {
 	acts := &rw.Activities{}
 	acts.RegisterShared(h.env)
 	acts.RegisterNode(h.env)
+	h.env.OnActivity(rw.ActivityRevokeTurnCredentials, mock.Anything, mock.Anything).Return(nil).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(rw.Workspace{Workdir: "/w"}, nil)
 	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req rw.TransitionRequest) error {
