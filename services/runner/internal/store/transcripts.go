@@ -39,13 +39,39 @@ func (s *Transcripts) Append(ctx context.Context, sessionID int64, turnID string
 	if turnID == "" {
 		return errors.New("append transcript line: no turn id")
 	}
-	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		return s.appendIn(ctx, tx, sessionID, turnID, e)
+	err := throughOutage(ctx, func() error {
+		return pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
+			return s.appendIn(ctx, tx, sessionID, turnID, e)
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("append transcript line of turn %s: %w", turnID, err)
 	}
 	return nil
+}
+
+// outageBudget is how long a transcript write waits out a database that
+// does not answer (a restart, a failover) before the line is given up.
+const outageBudget = 2 * time.Minute
+
+// throughOutage runs write until it succeeds, fails for a reason of its
+// own, or the database has been unavailable for outageBudget: what an
+// agent prints while Postgres restarts is kept, not dropped (the lines
+// wait, in order, on the turn's delivery goroutine). A write whose commit
+// was acknowledged but whose answer was lost may be kept twice.
+func throughOutage(ctx context.Context, write func() error) error {
+	deadline := time.Now().Add(outageBudget)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		err := write()
+		if !pgdb.Unavailable(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // appendIn is Append inside tx.
@@ -133,11 +159,14 @@ func (s *Transcripts) EndTurn(ctx context.Context, sessionID int64, turnID, outc
 	if turnID == "" || outcome == "" {
 		return errors.New("end transcript turn: a turn id and an outcome are required")
 	}
-	_, err := s.pool.Exec(ctx, `
-		INSERT INTO transcript_turns (turn_id, session_id, ended_at, outcome) VALUES ($1, $2, now(), $3)
-		ON CONFLICT (turn_id) DO UPDATE SET ended_at = now(), outcome = EXCLUDED.outcome
-		WHERE transcript_turns.ended_at IS NULL AND transcript_turns.session_id = EXCLUDED.session_id`,
-		turnID, sessionID, outcome)
+	err := throughOutage(ctx, func() error {
+		_, err := s.pool.Exec(ctx, `
+			INSERT INTO transcript_turns (turn_id, session_id, ended_at, outcome) VALUES ($1, $2, now(), $3)
+			ON CONFLICT (turn_id) DO UPDATE SET ended_at = now(), outcome = EXCLUDED.outcome
+			WHERE transcript_turns.ended_at IS NULL AND transcript_turns.session_id = EXCLUDED.session_id`,
+			turnID, sessionID, outcome)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("end transcript turn %s: %w", turnID, err)
 	}
