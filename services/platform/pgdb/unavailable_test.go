@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,8 +48,8 @@ func TestUnavailableDuringAnOutage(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	u, err := url.Parse(dbURL)
 	require.NoError(t, err)
-	proxy := startProxy(t, u.Host)
-	u.Host = proxy.addr()
+	proxy := pgtest.NewProxy(t, u.Host)
+	u.Host = proxy.Addr
 
 	pool, err := pgdb.Open(ctx, u.String())
 	require.NoError(t, err)
@@ -58,7 +57,7 @@ func TestUnavailableDuringAnOutage(t *testing.T) {
 	var one int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT 1`).Scan(&one))
 
-	proxy.close()
+	proxy.Down()
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for range 3 { // the broken pooled connection, then new connections refused
@@ -66,51 +65,4 @@ func TestUnavailableDuringAnOutage(t *testing.T) {
 		require.Error(t, err)
 		require.Truef(t, pgdb.Unavailable(err), "%v (%T) is not classified unavailable", err, err)
 	}
-}
-
-// proxy forwards TCP connections to a target until closed, then refuses
-// new ones and cuts the open ones.
-type proxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &proxy{ln: ln}
-	t.Cleanup(p.close)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
-			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) close() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = nil
 }
