@@ -86,6 +86,10 @@ proto: $(BIN)/buf ## Generate Go code and OpenAPI from proto/
 docs: ## Regenerate docs/state-machine.md from the lifecycle rules table
 	cd services/lifecycle && go generate ./rules
 
+.PHONY: doc-links
+doc-links: ## Check that every relative link in README.md, deploy/README.md and docs/ resolves
+	go run scripts/doclinks.go
+
 .PHONY: proto-lint
 proto-lint: $(BIN)/buf ## Lint the protos
 	$(BIN)/buf lint

@@ -189,8 +189,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 			// its retries, which come within minutes, for a week.
 			{Name: "deliveries", Keep: cfg.DeliveryRetention, Prune: repo.PruneDeliveries},
 			// The sweeps: the same plumbing, a schedule named for the
-			// sweep, pruning what has been left too long (docs/architecture.md,
-			// "Sweeps").
+			// sweep, pruning what has been left too long (docs/contexts/lifecycle.md,
+			// LC-20).
 			{Name: "stale-sessions", ScheduleID: Name + "-stale-sessions", Keep: cfg.StaleAfter,
 				Every: cfg.StaleSweepInterval, Prune: stale.ArchiveUntouchedSince},
 			{Name: "expired-elicitations", ScheduleID: Name + "-expired-elicitations", Keep: cfg.ElicitationExpiry,

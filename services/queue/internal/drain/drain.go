@@ -11,7 +11,7 @@
 //
 // Its ports (Lifecycle, Deliverer, Sessions, Seals) are its own, so it
 // depends on no other package of the queue; internal/service wires them.
-// docs/architecture.md ("Drain after pause") says why it is shaped this way.
+// docs/contexts/queue.md (QU-7) says why it is shaped this way.
 package drain
 
 import (

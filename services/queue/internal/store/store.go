@@ -2,7 +2,7 @@
 // Messages repository.
 //
 // Two mechanisms carry the queue's promises across a database it does not
-// share (docs/architecture.md, "Queue", says the whole protocol):
+// share (docs/contexts/queue.md, QU-5 and QU-12, says the whole protocol):
 //
 //   - Deliver claims, sends (lifecycle's DeliverTurn, applied once per
 //     delivery id) and marks sent in one transaction, holding the session's

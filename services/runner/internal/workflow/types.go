@@ -6,7 +6,7 @@
 // reports every turn's start and end to it through the Transition activity,
 // which calls lifecycle's TransitionSession as the runner service.
 //
-// docs/architecture.md ("Turns") says why it is shaped this way.
+// docs/contexts/runner.md (RN-1 to RN-8) says why it is shaped this way.
 package workflow
 
 import (
