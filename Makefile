@@ -142,8 +142,8 @@ clean: ## Remove bin/ and .data/ (refuses while anything runs from them; kills n
 	@go run ./deploy/devstack/cmd/zimmer-dev clean
 
 .PHONY: ci
-ci: ## What .ci/run runs: tools, proto-check, vet, lint, test
-	@for t in tools proto-check vet lint test; do \
+ci: ## What .ci/run runs: tools, proto-check, vet, lint, doc-links, test
+	@for t in tools proto-check vet lint doc-links test; do \
 		start=$$SECONDS; echo "::: make $$t"; \
 		$(MAKE) --no-print-directory $$t; \
 		echo "::: make $$t done in $$((SECONDS - start))s"; \
