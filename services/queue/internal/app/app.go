@@ -52,8 +52,8 @@ type Messages interface {
 	Keyed(ctx context.Context, sessionID int64, idempotencyKey string) (domain.Message, bool, error)
 	Update(ctx context.Context, sessionID, id int64, edit domain.Edit, position int) (domain.Message, error)
 	Delete(ctx context.Context, sessionID, id int64) error
-	// Deliver claims a pending message, sends it and marks it sent in one
-	// transaction (see store).
+	// Deliver claims a pending message under a lease, sends it with
+	// nothing held open, and settles the claim (see store).
 	Deliver(ctx context.Context, sessionID int64, pick domain.Pick, send domain.Send) (domain.Message, bool, error)
 	HandedOver(ctx context.Context, sessionID int64, fromJobID string) (domain.Message, bool, error)
 	LockForInterrupt(ctx context.Context, sessionID int64, fn func(ctx context.Context) error) error

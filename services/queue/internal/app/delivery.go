@@ -511,7 +511,9 @@ func (q *Queue) interrupt(ctx context.Context, asked Session, id int64) (m domai
 		if err != nil {
 			return err
 		}
-		if msg.Status != domain.StatusPending {
+		// Processing is a claim in flight (the drain's, say): it settles
+		// sent, and the delivery below says so, or pending again.
+		if !msg.Live() {
 			return fmt.Errorf("%w: message %d is %s, so there is nothing to interrupt the turn for", domain.ErrNotPending, id, msg.Status)
 		}
 		if never := domain.CheckDeliverable(msg); never != nil {
