@@ -60,6 +60,8 @@ type Messages interface {
 	// nothing held open, and settles the claim (see store).
 	Deliver(ctx context.Context, sessionID int64, pick domain.Pick, send domain.Send) (domain.Message, bool, error)
 	HandedOver(ctx context.Context, sessionID int64, fromJobID string) (domain.Message, bool, error)
+	// LockForInterrupt runs fn under the session's interrupt lease: one
+	// interrupt or turn-end hand-over of a session at a time.
 	LockForInterrupt(ctx context.Context, sessionID int64, fn func(ctx context.Context) error) error
 	// Abandon ends a deleted session's live messages undelivered.
 	Abandon(ctx context.Context, sessionID int64, reason string) ([]domain.Message, error)
