@@ -1,11 +1,13 @@
-// Package app is the queue's use cases over a session's enqueued messages:
-// list, enqueue, edit or reorder, delete, and their delivery as turns
-// (delivery.go): follow-ups, send now, interrupt, the runner's turn-end
-// hand-over, the after-pause drain, and the archive's seal and retirement. A session
-// lives in lifecycle, not here: every use case resolves the session named
-// (id or slug) through the Sessions port first, which also says whether it
-// exists and what state it is in; the Messages port is the queue's own
-// store.
+// Package app is the queue's use cases over a session's enqueued messages,
+// one type each (as in every context): list, enqueue, edit or reorder and
+// delete them (messages.go); deliver them as turns — the runner's turn-end
+// hand-over, the after-pause drain, and the abandonment of a deleted
+// session's queue (delivery.go), follow-ups (followup.go), send now and
+// interrupt (interrupt.go); and the archive's seal, retirement and
+// reopening (archive.go). A session lives in lifecycle, not here: every use
+// case a caller names a session to resolves it (id or slug) through the
+// Sessions port first, which also says whether it exists and what state it
+// is in; the Messages port is the queue's own store.
 package app
 
 import (
@@ -15,8 +17,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/alert"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
 )
 
@@ -52,10 +56,12 @@ type Messages interface {
 	Keyed(ctx context.Context, sessionID int64, idempotencyKey string) (domain.Message, bool, error)
 	Update(ctx context.Context, sessionID, id int64, edit domain.Edit, position int) (domain.Message, error)
 	Delete(ctx context.Context, sessionID, id int64) error
-	// Deliver claims a pending message, sends it and marks it sent in one
-	// transaction (see store).
+	// Deliver claims a pending message under a lease, sends it with
+	// nothing held open, and settles the claim (see store).
 	Deliver(ctx context.Context, sessionID int64, pick domain.Pick, send domain.Send) (domain.Message, bool, error)
 	HandedOver(ctx context.Context, sessionID int64, fromJobID string) (domain.Message, bool, error)
+	// LockForInterrupt runs fn under the session's interrupt lease: one
+	// interrupt or turn-end hand-over of a session at a time.
 	LockForInterrupt(ctx context.Context, sessionID int64, fn func(ctx context.Context) error) error
 	// Abandon ends a deleted session's live messages undelivered.
 	Abandon(ctx context.Context, sessionID int64, reason string) ([]domain.Message, error)
@@ -80,116 +86,65 @@ type Deps struct {
 	Logger   *slog.Logger
 }
 
-// WithDrains sets the drain the use cases poke after an enqueue: the drain
-// is built over the use cases, so it comes after New.
-func (q *Queue) WithDrains(d Drains) { q.drains = d }
-
-// Queue is the enqueued-messages use cases.
+// Queue is the queue's use cases, wired over one set of ports.
 type Queue struct {
-	sessions Sessions
-	messages Messages
-	turns    Turns
-	runner   Interrupter
-	pauser   Pauser
-	uncles   Uncles
-	drains   Drains
-	alerts   alert.Raiser
-	logger   *slog.Logger
+	List    ListMessages
+	Enqueue EnqueueMessage
+	Update  UpdateMessage
+	Delete  DeleteMessage
+	// FollowUp, SendNow and Interrupt deliver a caller's prompt or queued
+	// message now (or queue it).
+	FollowUp  SendFollowUp
+	SendNow   SendNow
+	Interrupt Interrupt
+	// DeliverNext is the runner's turn-end hand-over; DeliverPending and
+	// Abandon are the after-pause drain's.
+	DeliverNext    DeliverNext
+	DeliverPending DeliverPending
+	Abandon        AbandonQueue
+	// Seal, Unseal, Retire and Reopen are the archive protocol's.
+	Seal   SealQueue
+	Unseal UnsealQueue
+	Retire RetireQueue
+	Reopen ReopenQueue
 }
 
-// New returns the use cases over d.
-func New(d Deps) *Queue {
+// New wires the use cases over d. The drain delivers through
+// DeliverPending and Abandon, which poke no drain, and the others poke it:
+// so the composition root builds the use cases once without Drains for
+// the drain, and again with it.
+func New(d Deps) Queue {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
 	if d.Alerts == nil {
 		d.Alerts = alert.Log{Logger: d.Logger}
 	}
-	return &Queue{sessions: d.Sessions, messages: d.Messages, turns: d.Turns, runner: d.Runner, pauser: d.Pauser,
-		uncles: d.Uncles, drains: d.Drains, alerts: d.Alerts, logger: d.Logger}
+	return Queue{
+		List:    ListMessages{Sessions: d.Sessions, Messages: d.Messages},
+		Enqueue: EnqueueMessage{Sessions: d.Sessions, Messages: d.Messages, Uncles: d.Uncles, Drains: d.Drains, Alerts: d.Alerts, Logger: d.Logger},
+		Update:  UpdateMessage{Sessions: d.Sessions, Messages: d.Messages},
+		Delete:  DeleteMessage{Sessions: d.Sessions, Messages: d.Messages},
+		// A follow-up may do everything the others do: it takes every port.
+		FollowUp: SendFollowUp(d),
+		SendNow:  SendNow{Sessions: d.Sessions, Messages: d.Messages, Turns: d.Turns, Uncles: d.Uncles, Alerts: d.Alerts, Logger: d.Logger},
+		Interrupt: Interrupt{Sessions: d.Sessions, Messages: d.Messages, Turns: d.Turns, Runner: d.Runner, Pauser: d.Pauser,
+			Uncles: d.Uncles, Alerts: d.Alerts, Logger: d.Logger},
+		DeliverNext:    DeliverNext{Messages: d.Messages, Turns: d.Turns, Logger: d.Logger},
+		DeliverPending: DeliverPending{Messages: d.Messages, Turns: d.Turns, Logger: d.Logger},
+		Abandon:        AbandonQueue{Messages: d.Messages, Logger: d.Logger},
+		Seal:           SealQueue{Messages: d.Messages},
+		Unseal:         UnsealQueue{Messages: d.Messages},
+		Retire:         RetireQueue{Messages: d.Messages, Alerts: d.Alerts, Logger: d.Logger},
+		Reopen:         ReopenQueue{Messages: d.Messages},
+	}
 }
 
-// Enqueue is a request to queue a message.
-type Enqueue struct {
-	SessionRef      string
-	Content         string
-	Goal            string
-	ActingSessionID int64
-	IdempotencyKey  string
-}
-
-// List is the session's queue. A session credential reads its own
-// session's queue, or any with the sessions.read scope.
-func (q *Queue) List(ctx context.Context, ref string) ([]domain.Message, error) {
-	s, err := q.session(ctx, ref, principal.Principal.MayRead)
-	if err != nil {
-		return nil, err
-	}
-	return q.messages.List(ctx, s.ID)
-}
-
-// Enqueue appends a caller's message to the session's queue. An archived
-// or failed session refuses it: nothing would deliver it. A session
-// credential queues onto its own session only, and as that session
-// whatever the request declares. The origin is always "caller": Zimmer's
-// own notices are queued by the pollers, never through a request.
-func (q *Queue) Enqueue(ctx context.Context, in Enqueue) (domain.Message, bool, error) {
-	s, err := q.openSession(ctx, in.SessionRef)
-	if err != nil {
-		return domain.Message{}, false, err
-	}
-	actingID, err := acting(ctx, in.ActingSessionID)
-	if err != nil {
-		return domain.Message{}, false, err
-	}
-	var (
-		m       domain.Message
-		created bool
-		uncle   UncleEdge
-	)
-	n := domain.NewMessage{
-		SessionID: s.ID, Origin: domain.OriginCaller, ActingSessionID: actingID,
-		Content: in.Content, Goal: in.Goal, IdempotencyKey: in.IdempotencyKey,
-	}
-	if err := n.Validate(); err != nil {
-		return domain.Message{}, false, err
-	}
-	err = q.withUncle(ctx, n.ActingSessionID, s.ID, "enqueue", &uncle, func() (bool, error) {
-		m, created, err = q.messages.Enqueue(ctx, n)
-		return err == nil, err
-	})
-	if err != nil {
-		return domain.Message{}, false, err
-	}
-	// A session at rest takes it within seconds (the drain); a running one
-	// at its turn end, and the drain finds nothing to do.
-	q.poke(ctx, s.ID)
-	return m, created, nil
-}
-
-// Update edits a pending message and, when position is not 0, moves it.
-func (q *Queue) Update(ctx context.Context, ref string, id int64, edit domain.Edit, position int) (domain.Message, error) {
-	s, err := q.session(ctx, ref, principal.Principal.MayActOn)
-	if err != nil {
-		return domain.Message{}, err
-	}
-	return q.messages.Update(ctx, s.ID, id, edit, position)
-}
-
-// Delete removes a pending message.
-func (q *Queue) Delete(ctx context.Context, ref string, id int64) error {
-	s, err := q.session(ctx, ref, principal.Principal.MayActOn)
-	if err != nil {
-		return err
-	}
-	return q.messages.Delete(ctx, s.ID, id)
-}
-
-// session resolves ref and refuses a session credential the session
+// resolve resolves ref and refuses a session credential the session
 // unless may allows it: principal.MayRead for a read, MayActOn for a
 // write.
-func (q *Queue) session(ctx context.Context, ref string, may func(principal.Principal, int64) bool) (Session, error) {
-	s, err := q.sessions.Get(ctx, ref)
+func resolve(ctx context.Context, sessions Sessions, ref string, may func(principal.Principal, int64) bool) (Session, error) {
+	s, err := sessions.Get(ctx, ref)
 	if err != nil {
 		return Session{}, err
 	}
@@ -199,4 +154,48 @@ func (q *Queue) session(ctx context.Context, ref string, may func(principal.Prin
 	}
 	return Session{}, fmt.Errorf("%w: session #%d's credential may act only on its own session's queue, not on session %d's; that needs an operator key",
 		ErrForbidden, p.SessionID, s.ID)
+}
+
+// openSession resolves ref for a call that sends the session a message:
+// it must be the caller's to act on and still take messages.
+func openSession(ctx context.Context, sessions Sessions, ref string) (Session, error) {
+	s, err := resolve(ctx, sessions, ref, principal.Principal.MayActOn)
+	if err != nil {
+		return Session{}, err
+	}
+	return s, closed(s)
+}
+
+// acting is the session a call acts as (principal.ActingAs): a session
+// credential's own session, and another declared is refused; else what it
+// declares.
+func acting(ctx context.Context, declared int64) (int64, error) {
+	p, ok := principal.FromContext(ctx)
+	if !ok {
+		return declared, nil
+	}
+	id, err := p.ActingAs(declared)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrForbidden, err)
+	}
+	return id, nil
+}
+
+// closed refuses a session nothing delivers to.
+func closed(s Session) error {
+	switch s.Status {
+	case rules.StatusArchived:
+		return fmt.Errorf("%w: session %d is archived, so nothing would deliver the message; unarchive it first", ErrClosed, s.ID)
+	case rules.StatusFailed:
+		return fmt.Errorf("%w: session %d has failed; restart it (action restart, or POST /api/v1/sessions/%d/restart) and send the message again",
+			ErrClosed, s.ID, s.ID)
+	}
+	return nil
+}
+
+func invalidIf(cond bool, field, msg string) error {
+	if !cond {
+		return nil
+	}
+	return validation.Invalid(field, "%s", msg)
 }

@@ -18,10 +18,11 @@ type Pick struct {
 	HandedOverFrom string
 }
 
-// Send makes a claimed message a turn, inside the claim's transaction, and
-// returns the turn's job id. ok false means the session cannot take the
-// message now: the claim rolls back and nothing changes. An error rolls it
-// back too.
+// Send makes a claimed message a turn and returns the turn's job id. It
+// runs while the message is claimed under a lease, with no transaction
+// open, before the lease's deadline. ok false means the session cannot take
+// the message now: the claim is released and the message is pending as it
+// was. An error releases it too.
 type Send func(ctx context.Context, m Message) (jobID string, ok bool, err error)
 
 // DeliveryID names a message's delivery to lifecycle, which applies a

@@ -71,8 +71,8 @@ type Lifecycle interface {
 }
 
 // Deliverer delivers the session's next pending message as a turn, if
-// there is one and the session still takes it (the queue's app: claim,
-// DeliverTurn IDLE automatic, mark sent, in one transaction). delivered is
+// there is one and the session still takes it (the queue's app: claim
+// under a lease, DeliverTurn IDLE automatic, mark sent). delivered is
 // false when nothing was delivered and nothing went wrong: the queue is
 // empty, or lifecycle refused.
 //

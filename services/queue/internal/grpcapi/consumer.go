@@ -29,7 +29,7 @@ const (
 // pages); one it does not own is answered applied false.
 type Consumer struct {
 	lifecyclev1.UnimplementedSessionEventConsumerServiceServer
-	queue  *app.Queue
+	queue  app.Queue
 	drains app.Drains
 	server *Server
 }
@@ -39,7 +39,7 @@ var _ lifecyclev1.SessionEventConsumerServiceServer = (*Consumer)(nil)
 // NewConsumer returns the consumer over the use cases; drains is the
 // after-pause drain (nil without Temporal: the effect is answered
 // unavailable, so lifecycle keeps it until a queue with Temporal takes it).
-func NewConsumer(queue *app.Queue, drains app.Drains, logger *slog.Logger) *Consumer {
+func NewConsumer(queue app.Queue, drains app.Drains, logger *slog.Logger) *Consumer {
 	return &Consumer{queue: queue, drains: drains, server: NewServer(queue, logger)}
 }
 
@@ -71,12 +71,12 @@ func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.Con
 		var at time.Time
 		if at, err = stampField(payload, "archived_at"); err == nil {
 			forced, _ := payload["forced"].(bool)
-			err = c.queue.Retire(ctx, id, forced, at)
+			err = c.queue.Retire.Handle(ctx, id, forced, at)
 		}
 	case EffectReopen:
 		var at time.Time
 		if at, err = stampField(payload, "unarchived_at"); err == nil {
-			err = c.queue.Reopen(ctx, id, at)
+			err = c.queue.Reopen.Handle(ctx, id, at)
 		}
 	default:
 		return &lifecyclev1.ConsumeSessionEventResponse{}, nil

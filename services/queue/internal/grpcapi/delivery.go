@@ -12,7 +12,7 @@ import (
 
 // FollowUp implements queuev1.QueueServiceServer.
 func (s *Server) FollowUp(ctx context.Context, req *queuev1.FollowUpRequest) (*queuev1.FollowUpResponse, error) {
-	r, err := s.queue.FollowUp(ctx, app.FollowUp{
+	r, err := s.queue.FollowUp.Handle(ctx, app.FollowUp{
 		SessionRef: req.GetSessionId(), Prompt: req.GetPrompt(), Goal: req.GetGoal(), ForceImmediate: req.GetForceImmediate(),
 		ActingSessionID: req.GetActingSessionId(), IdempotencyKey: req.GetIdempotencyKey(),
 	})
@@ -31,7 +31,7 @@ func (s *Server) FollowUp(ctx context.Context, req *queuev1.FollowUpRequest) (*q
 
 // SendEnqueuedMessageNow implements queuev1.QueueServiceServer.
 func (s *Server) SendEnqueuedMessageNow(ctx context.Context, req *queuev1.SendEnqueuedMessageNowRequest) (*queuev1.SendEnqueuedMessageNowResponse, error) {
-	m, delivered, err := s.queue.SendNow(ctx, req.GetSessionId(), req.GetMessageId(), req.GetActingSessionId())
+	m, delivered, err := s.queue.SendNow.Handle(ctx, req.GetSessionId(), req.GetMessageId(), req.GetActingSessionId())
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
@@ -45,7 +45,7 @@ func (s *Server) SendEnqueuedMessageNow(ctx context.Context, req *queuev1.SendEn
 
 // InterruptWithEnqueuedMessage implements queuev1.QueueServiceServer.
 func (s *Server) InterruptWithEnqueuedMessage(ctx context.Context, req *queuev1.InterruptWithEnqueuedMessageRequest) (*queuev1.InterruptWithEnqueuedMessageResponse, error) {
-	m, interrupted, err := s.queue.Interrupt(ctx, req.GetSessionId(), req.GetMessageId(), req.GetActingSessionId())
+	m, interrupted, err := s.queue.Interrupt.Handle(ctx, req.GetSessionId(), req.GetMessageId(), req.GetActingSessionId())
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
@@ -61,7 +61,7 @@ func (s *Server) InterruptWithEnqueuedMessage(ctx context.Context, req *queuev1.
 
 // DeliverNextMessage implements queuev1.QueueServiceServer.
 func (s *Server) DeliverNextMessage(ctx context.Context, req *queuev1.DeliverNextMessageRequest) (*queuev1.DeliverNextMessageResponse, error) {
-	h, ok, err := s.queue.DeliverNext(ctx, req.GetSessionId(), req.GetFromJobId())
+	h, ok, err := s.queue.DeliverNext.Handle(ctx, req.GetSessionId(), req.GetFromJobId())
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
@@ -73,7 +73,7 @@ func (s *Server) DeliverNextMessage(ctx context.Context, req *queuev1.DeliverNex
 
 // SealQueue implements queuev1.QueueServiceServer.
 func (s *Server) SealQueue(ctx context.Context, req *queuev1.SealQueueRequest) (*queuev1.SealQueueResponse, error) {
-	refusal, clause, live, err := s.queue.Seal(ctx, req.GetSessionId(), req.GetAttemptId(), req.GetForce())
+	refusal, clause, live, err := s.queue.Seal.Handle(ctx, req.GetSessionId(), req.GetAttemptId(), req.GetForce())
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
@@ -82,7 +82,7 @@ func (s *Server) SealQueue(ctx context.Context, req *queuev1.SealQueueRequest) (
 
 // UnsealQueue implements queuev1.QueueServiceServer.
 func (s *Server) UnsealQueue(ctx context.Context, req *queuev1.UnsealQueueRequest) (*queuev1.UnsealQueueResponse, error) {
-	if err := s.queue.Unseal(ctx, req.GetSessionId(), req.GetAttemptId()); err != nil {
+	if err := s.queue.Unseal.Handle(ctx, req.GetSessionId(), req.GetAttemptId()); err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
 	return &queuev1.UnsealQueueResponse{}, nil

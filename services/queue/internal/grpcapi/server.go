@@ -24,14 +24,14 @@ import (
 // Server implements queuev1.QueueServiceServer.
 type Server struct {
 	queuev1.UnimplementedQueueServiceServer
-	queue  *app.Queue
+	queue  app.Queue
 	logger *slog.Logger
 }
 
 var _ queuev1.QueueServiceServer = (*Server)(nil)
 
 // NewServer returns the queue API over the use cases.
-func NewServer(queue *app.Queue, logger *slog.Logger) *Server {
+func NewServer(queue app.Queue, logger *slog.Logger) *Server {
 	return &Server{queue: queue, logger: logger}
 }
 
@@ -40,7 +40,7 @@ func (s *Server) Register(g *grpc.Server) { queuev1.RegisterQueueServiceServer(g
 
 // ListEnqueuedMessages implements queuev1.QueueServiceServer.
 func (s *Server) ListEnqueuedMessages(ctx context.Context, req *queuev1.ListEnqueuedMessagesRequest) (*queuev1.ListEnqueuedMessagesResponse, error) {
-	ms, err := s.queue.List(ctx, req.GetSessionId())
+	ms, err := s.queue.List.Handle(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
@@ -53,7 +53,7 @@ func (s *Server) ListEnqueuedMessages(ctx context.Context, req *queuev1.ListEnqu
 
 // EnqueueMessage implements queuev1.QueueServiceServer.
 func (s *Server) EnqueueMessage(ctx context.Context, req *queuev1.EnqueueMessageRequest) (*queuev1.EnqueueMessageResponse, error) {
-	m, created, err := s.queue.Enqueue(ctx, app.Enqueue{
+	m, created, err := s.queue.Enqueue.Handle(ctx, app.Enqueue{
 		SessionRef: req.GetSessionId(), Content: req.GetContent(), Goal: req.GetGoal(),
 		ActingSessionID: req.GetActingSessionId(), IdempotencyKey: req.GetIdempotencyKey(),
 	})
@@ -69,7 +69,7 @@ func (s *Server) EnqueueMessage(ctx context.Context, req *queuev1.EnqueueMessage
 
 // UpdateEnqueuedMessage implements queuev1.QueueServiceServer.
 func (s *Server) UpdateEnqueuedMessage(ctx context.Context, req *queuev1.UpdateEnqueuedMessageRequest) (*queuev1.UpdateEnqueuedMessageResponse, error) {
-	m, err := s.queue.Update(ctx, req.GetSessionId(), req.GetMessageId(),
+	m, err := s.queue.Update.Handle(ctx, req.GetSessionId(), req.GetMessageId(),
 		domain.Edit{Content: req.Content, Goal: req.Goal}, int(req.GetPosition()))
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
@@ -79,7 +79,7 @@ func (s *Server) UpdateEnqueuedMessage(ctx context.Context, req *queuev1.UpdateE
 
 // DeleteEnqueuedMessage implements queuev1.QueueServiceServer.
 func (s *Server) DeleteEnqueuedMessage(ctx context.Context, req *queuev1.DeleteEnqueuedMessageRequest) (*queuev1.DeleteEnqueuedMessageResponse, error) {
-	if err := s.queue.Delete(ctx, req.GetSessionId(), req.GetMessageId()); err != nil {
+	if err := s.queue.Delete.Handle(ctx, req.GetSessionId(), req.GetMessageId()); err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
 	return &queuev1.DeleteEnqueuedMessageResponse{}, nil

@@ -86,22 +86,37 @@ func (s *Service) wire(ctx context.Context, cfg config.Config, logger *slog.Logg
 		}
 		deps.Alerts = alert.Notification{Client: notificationv1.NewNotificationServiceClient(conn)}
 	}
-	// The drain delivers through the use cases, and the use cases poke the
-	// drain: the queue is built first and learns its drain once installed.
+	// The drain delivers through two use cases that poke no drain, and the
+	// others poke it: the use cases are built without it for the drain,
+	// then again with it.
 	queue := app.New(deps)
-	var drains app.Drains
 	if s.Temporal != nil {
 		starter, err := drain.Install(ctx, s.Temporal, s.Worker, drain.Deps{
-			Lifecycle: clients.NewDrainLifecycle(lifecycleConn), Deliverer: queue, Alerts: deps.Alerts,
-			Sessions: clients.NewDrainLifecycle(lifecycleConn), Seals: messages, Logger: logger, Delay: cfg.DrainDelay,
+			Lifecycle: clients.NewDrainLifecycle(lifecycleConn), Alerts: deps.Alerts,
+			Deliverer: drainDeliverer{deliver: queue.DeliverPending, abandon: queue.Abandon},
+			Sessions:  clients.NewDrainLifecycle(lifecycleConn), Seals: messages, Logger: logger, Delay: cfg.DrainDelay,
 		})
 		if err != nil {
 			return err
 		}
-		drains = starter
-		queue.WithDrains(starter)
+		deps.Drains = starter
+		queue = app.New(deps)
 	}
 	grpcapi.NewServer(queue, logger).Register(s.GRPC.Server)
-	grpcapi.NewConsumer(queue, drains, logger).Register(s.GRPC.Server)
+	grpcapi.NewConsumer(queue, deps.Drains, logger).Register(s.GRPC.Server)
 	return nil
+}
+
+// drainDeliverer is the drain's Deliverer over the two use cases it runs.
+type drainDeliverer struct {
+	deliver app.DeliverPending
+	abandon app.AbandonQueue
+}
+
+func (d drainDeliverer) DeliverPending(ctx context.Context, sessionID int64) (bool, error) {
+	return d.deliver.Handle(ctx, sessionID)
+}
+
+func (d drainDeliverer) Abandon(ctx context.Context, sessionID int64) (int, error) {
+	return d.abandon.Handle(ctx, sessionID)
 }

@@ -16,16 +16,27 @@ import (
 
 // Messages is the enqueued_messages repository. Every write to one
 // session's queue locks that session's session_queues row first, decides
-// with the domain, then writes, in one transaction; so positions stay
-// 1..n without gaps however many callers write at once.
+// with the domain, then writes, in one short transaction; so positions stay
+// 1..n without gaps however many callers write at once. No transaction
+// outlives the statements in it: a delivery's claim is a lease (Claim).
 type Messages struct {
-	pool  *pgxpool.Pool
-	clock clock.Clock
+	pool   *pgxpool.Pool
+	clock  clock.Clock
+	leases Leases
 }
 
-// NewMessages returns the repository over pool, stamping times from clk.
+// NewMessages returns the repository over pool, stamping times from clk,
+// with the DefaultLeases.
 func NewMessages(pool *pgxpool.Pool, clk clock.Clock) *Messages {
-	return &Messages{pool: pool, clock: clk}
+	return &Messages{pool: pool, clock: clk, leases: DefaultLeases}
+}
+
+// WithLeases returns the repository with other leases (tests shorten them
+// to see a dead holder's claim expire).
+func (s *Messages) WithLeases(l Leases) *Messages {
+	c := *s
+	c.leases = l
+	return &c
 }
 
 const messageColumns = `id, session_id, position, status, origin, coalesce(acting_session_id, 0), content,
@@ -75,34 +86,7 @@ func lockSession(ctx context.Context, tx pgx.Tx, sessionID int64, strength strin
 }
 
 func (s *Messages) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgdb.InTx(ctx, s.db(ctx), pgx.ReadCommitted, fn)
-}
-
-// dbConn is what the store runs its statements on: the pool, or one
-// connection taken from it.
-type dbConn interface {
-	pgdb.DBTX
-	pgdb.TxBeginner
-}
-
-var (
-	_ dbConn = (*pgxpool.Pool)(nil)
-	_ dbConn = (*pgxpool.Conn)(nil)
-)
-
-// lockedConnKey carries, in the context of the work done under a
-// session's interrupt lock, the connection that holds the lock.
-type lockedConnKey struct{}
-
-// db is the connection to work on in ctx: under an interrupt lock, the
-// connection holding it, so that the work needs no second connection
-// (the interrupts waiting for the lock may hold every other one); else the
-// pool.
-func (s *Messages) db(ctx context.Context) dbConn {
-	if c, ok := ctx.Value(lockedConnKey{}).(*pgxpool.Conn); ok {
-		return c
-	}
-	return s.pool
+	return pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, fn)
 }
 
 // Enqueue validates n and appends it to its session's queue. A create
@@ -153,7 +137,7 @@ func (s *Messages) Enqueue(ctx context.Context, n domain.NewMessage) (m domain.M
 // List is the session's queue: live messages in delivery order, then the
 // sent and undelivered ones, oldest first.
 func (s *Messages) List(ctx context.Context, sessionID int64) ([]domain.Message, error) {
-	ms, err := collectMessages(s.db(ctx).Query(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
+	ms, err := collectMessages(s.pool.Query(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
 		WHERE session_id = $1
 		ORDER BY status NOT IN ('pending', 'processing'), CASE WHEN status IN ('pending', 'processing') THEN position END, id`, sessionID))
 	if err != nil {
@@ -165,7 +149,7 @@ func (s *Messages) List(ctx context.Context, sessionID int64) ([]domain.Message,
 // Message is one message of the session's queue, whatever its status; an
 // unknown one is domain.ErrNotFound.
 func (s *Messages) Message(ctx context.Context, sessionID, id int64) (domain.Message, error) {
-	m, err := scanMessage(s.db(ctx).QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
+	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
 		WHERE session_id = $1 AND id = $2`, sessionID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Message{}, fmt.Errorf("message %d of session %d: %w", id, sessionID, domain.ErrNotFound)
@@ -178,7 +162,7 @@ func (s *Messages) Message(ctx context.Context, sessionID, id int64) (domain.Mes
 
 // Keyed is the session's message queued under idempotencyKey, if any.
 func (s *Messages) Keyed(ctx context.Context, sessionID int64, idempotencyKey string) (domain.Message, bool, error) {
-	m, err := scanMessage(s.db(ctx).QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
+	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
 		WHERE session_id = $1 AND idempotency_key = $2`, sessionID, idempotencyKey))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Message{}, false, nil
@@ -196,7 +180,7 @@ func (s *Messages) Update(ctx context.Context, sessionID, id int64, edit domain.
 		return domain.Message{}, err
 	}
 	var m domain.Message
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.afterClaims(ctx, func(tx pgx.Tx) error {
 		pending, err := lockPendingMessage(ctx, tx, sessionID, id)
 		if err != nil {
 			return err
@@ -229,9 +213,14 @@ func (s *Messages) Update(ctx context.Context, sessionID, id int64, edit domain.
 
 // lockPendingMessage locks the session's queue for a change of one message
 // and returns the pending order, after checking the message is one of the
-// session's and still pending.
+// session's and still pending. A change waits for the delivery in flight
+// (errClaimInFlight, under afterClaims) instead of racing it: the message
+// being delivered is sent or pending again by then.
 func lockPendingMessage(ctx context.Context, tx pgx.Tx, sessionID, id int64) (pending, error) {
 	if _, err := lockSession(ctx, tx, sessionID, "FOR NO KEY UPDATE"); err != nil {
+		return pending{}, err
+	}
+	if err := noClaimInFlight(ctx, tx, sessionID); err != nil {
 		return pending{}, err
 	}
 	order, err := pendingOrder(ctx, tx, sessionID)
@@ -246,7 +235,7 @@ func lockPendingMessage(ctx context.Context, tx pgx.Tx, sessionID, id int64) (pe
 
 // Delete removes a pending message and closes the gap it leaves.
 func (s *Messages) Delete(ctx context.Context, sessionID, id int64) error {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.afterClaims(ctx, func(tx pgx.Tx) error {
 		if _, err := lockPendingMessage(ctx, tx, sessionID, id); err != nil {
 			return err
 		}
@@ -324,41 +313,4 @@ func closeGaps(ctx context.Context, tx pgx.Tx, sessionID int64, now time.Time) e
 		return fmt.Errorf("close gaps in queue: %w", err)
 	}
 	return nil
-}
-
-// ClaimNext claims the session's first pending message inside tx, the
-// deliverer's own outermost transaction: a delivery that fails rolls tx
-// back and the message is pending again. It claims nothing (ok false) from
-// a sealed queue. The claim holds the session's queue lock (FOR NO KEY
-// UPDATE) until tx ends: one session's deliveries follow each other, as its
-// turns do, edits and reorders wait for the delivery in flight instead of
-// racing it, and a seal waits for it. SKIP LOCKED still keeps any deliverer
-// off a message another holds.
-func (s *Messages) ClaimNext(ctx context.Context, tx pgx.Tx, sessionID int64) (m domain.Message, ok bool, err error) {
-	var by *string
-	err = tx.QueryRow(ctx, `SELECT sealed_by FROM session_queues WHERE session_id = $1 FOR NO KEY UPDATE`, sessionID).Scan(&by)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && by != nil) {
-		return domain.Message{}, false, nil // no queue yet, or sealed
-	}
-	if err != nil {
-		return domain.Message{}, false, fmt.Errorf("lock session %d's queue: %w", sessionID, err)
-	}
-	now := s.clock.Now()
-	m, err = scanMessage(tx.QueryRow(ctx, `UPDATE enqueued_messages SET status = 'processing', claimed_at = $2, updated_at = $2
-		WHERE id = (SELECT id FROM enqueued_messages WHERE session_id = $1 AND status = 'pending'
-		            ORDER BY position LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING `+messageColumns, sessionID, now))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return domain.Message{}, false, nil
-	}
-	if err != nil {
-		return domain.Message{}, false, fmt.Errorf("claim from session %d's queue: %w", sessionID, err)
-	}
-	return m, true, nil
-}
-
-// MarkSent records, inside the claiming tx, that the claimed message was
-// delivered; the messages behind it move up.
-func (s *Messages) MarkSent(ctx context.Context, tx pgx.Tx, m domain.Message) error {
-	return s.markSent(ctx, tx, m, "", "")
 }

@@ -2,13 +2,11 @@ package store_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zimmerhq/zimmer/services/platform/clock"
@@ -143,27 +141,22 @@ func TestUpdateAndDelete(t *testing.T) {
 func TestClaimDeliverAndRollBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ms, db := newMessages(t)
+	ms, _ := newMessages(t)
 	enqueue(t, ms, 1, "a")
 	enqueue(t, ms, 1, "b")
 
-	failed := errors.New("the turn did not start")
-	err := pgdb.InTx(ctx, db, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		m, ok, err := ms.ClaimNext(ctx, tx, 1)
-		require.NoError(t, err)
-		require.True(t, ok)
-		require.Equal(t, "a", m.Content)
-		return failed
-	})
-	require.ErrorIs(t, err, failed)
+	c, ok, err := ms.Claim(ctx, 1, domain.Pick{})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "a", c.Message.Content)
+	require.NoError(t, ms.Release(ctx, c))
 	require.Equal(t, []string{"a", "b"}, live(t, ms, 1), "a failed delivery leaves the message pending")
 
-	require.NoError(t, pgdb.InTx(ctx, db, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		m, ok, err := ms.ClaimNext(ctx, tx, 1)
-		require.NoError(t, err)
-		require.True(t, ok)
-		return ms.MarkSent(ctx, tx, m)
-	}))
+	c, ok, err = ms.Claim(ctx, 1, domain.Pick{})
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = ms.MarkSent(ctx, c, "", "")
+	require.NoError(t, err)
 	require.Equal(t, []string{"b"}, live(t, ms, 1), "the rest move up")
 	all, err := ms.List(ctx, 1)
 	require.NoError(t, err)
@@ -172,27 +165,26 @@ func TestClaimDeliverAndRollBack(t *testing.T) {
 }
 
 // One session's deliveries follow each other: while one claim is open, a
-// second deliverer waits for it (the claim holds the session's queue lock),
-// and then takes the next message, never the same one.
+// second deliverer waits for it (the claim's lease holds the session's
+// deliveries), and then takes the next message, never the same one.
 func TestConcurrentClaimsNeverTakeTheSameMessage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ms, db := newMessages(t)
+	ms, _ := newMessages(t)
 	first, second := enqueue(t, ms, 1, "a"), enqueue(t, ms, 1, "b")
 
 	claimed := make(chan int64, 2)
 	release := make(chan struct{})
 	claim := func(hold bool) {
-		require.NoError(t, pgdb.InTx(ctx, db, pgx.ReadCommitted, func(tx pgx.Tx) error {
-			m, ok, err := ms.ClaimNext(ctx, tx, 1)
-			require.NoError(t, err)
-			require.True(t, ok)
-			claimed <- m.ID
-			if hold {
-				<-release
-			}
-			return ms.MarkSent(ctx, tx, m)
-		}))
+		c, ok, err := ms.Claim(ctx, 1, domain.Pick{})
+		require.NoError(t, err)
+		require.True(t, ok)
+		claimed <- c.Message.ID
+		if hold {
+			<-release
+		}
+		_, err = ms.MarkSent(ctx, c, "", "")
+		require.NoError(t, err)
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { claim(true) })

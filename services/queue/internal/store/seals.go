@@ -16,16 +16,18 @@ import (
 // behalf of one archive attempt (by names it), and returns the live
 // messages the archive would discard, in delivery order: the guard's
 // refusal and the archive line are written from them, and nothing can
-// change them while the seal holds. Sealing waits for every claim in flight
-// to commit or roll back. Sealing again with the same by is a no-op that
-// returns the same messages; another attempt's seal refuses with
-// domain.ErrArchiveInProgress. A retirement's seal whose unarchive has not reached
-// the queue yet is taken over.
+// change them while the seal holds. Sealing again with the same by is a
+// no-op that returns the same messages; another attempt's seal refuses with
+// domain.ErrArchiveInProgress. A retirement's seal whose unarchive has not
+// reached the queue yet is taken over.
+//
+// The seal commits first, so no new claim starts, and then the live
+// messages are read once the delivery in flight, if any, has settled (sent,
+// or pending again): none of them is half delivered.
 func (s *Messages) Seal(ctx context.Context, sessionID int64, by string) ([]domain.Message, error) {
 	if by == "" || by == RetiredSeal {
 		return nil, fmt.Errorf("seal: the archive attempt must be named, and not %q", RetiredSeal)
 	}
-	var live []domain.Message
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		sealedBy, err := lockSession(ctx, tx, sessionID, "FOR UPDATE")
 		if err != nil {
@@ -52,12 +54,26 @@ func (s *Messages) Seal(ctx context.Context, sessionID int64, by string) ([]doma
 		default:
 			return domain.ErrArchiveInProgress
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("seal session %d's queue: %w", sessionID, err)
+	}
+	var live []domain.Message
+	err = s.afterClaims(ctx, func(tx pgx.Tx) error {
+		if _, err := lockSession(ctx, tx, sessionID, "FOR UPDATE"); err != nil {
+			return err
+		}
+		if err := noClaimInFlight(ctx, tx, sessionID); err != nil {
+			return err
+		}
+		var err error
 		live, err = collectMessages(tx.Query(ctx, `SELECT `+messageColumns+` FROM enqueued_messages
 			WHERE session_id = $1 AND status IN ('pending', 'processing') ORDER BY position`, sessionID))
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("seal session %d's queue: %w", sessionID, err)
+		return nil, fmt.Errorf("read sealed session %d's queue: %w", sessionID, err)
 	}
 	return live, nil
 }
@@ -67,7 +83,7 @@ func (s *Messages) Seal(ctx context.Context, sessionID int64, by string) ([]doma
 // a queue that by does not hold is a no-op, so a late unseal from an
 // abandoned attempt never opens a queue another archive sealed.
 func (s *Messages) Unseal(ctx context.Context, sessionID int64, by string) error {
-	if _, err := s.db(ctx).Exec(ctx, `UPDATE session_queues SET sealed_at = NULL, sealed_by = NULL
+	if _, err := s.pool.Exec(ctx, `UPDATE session_queues SET sealed_at = NULL, sealed_by = NULL
 		WHERE session_id = $1 AND sealed_by = $2 AND sealed_by <> $3`, sessionID, by, RetiredSeal); err != nil {
 		return fmt.Errorf("unseal session %d's queue: %w", sessionID, err)
 	}
@@ -86,8 +102,11 @@ const RetiredSeal = "retired"
 // retires nothing and leaves the queue open.
 func (s *Messages) Retire(ctx context.Context, sessionID int64, archivedAt time.Time) ([]domain.Message, error) {
 	var retired []domain.Message
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.afterClaims(ctx, func(tx pgx.Tx) error {
 		if _, err := lockSession(ctx, tx, sessionID, "FOR UPDATE"); err != nil {
+			return err
+		}
+		if err := noClaimInFlight(ctx, tx, sessionID); err != nil {
 			return err
 		}
 		var reopened *time.Time

@@ -5,10 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
 	"github.com/zimmerhq/zimmer/services/queue/internal/store"
 )
@@ -16,7 +14,7 @@ import (
 func TestSealRefusesEnqueueAndDelivery(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ms, db := newMessages(t)
+	ms, _ := newMessages(t)
 	a := enqueue(t, ms, 1, "a")
 	keyed, _, err := ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "k", IdempotencyKey: "k"})
 	require.NoError(t, err)
@@ -32,12 +30,9 @@ func TestSealRefusesEnqueueAndDelivery(t *testing.T) {
 	require.False(t, created)
 	require.Equal(t, keyed.ID, again.ID)
 
-	require.NoError(t, pgdb.InTx(ctx, db, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		_, ok, err := ms.ClaimNext(ctx, tx, 1)
-		require.NoError(t, err)
-		require.False(t, ok, "a sealed queue delivers nothing")
-		return nil
-	}))
+	_, ok, err := ms.Claim(ctx, 1, domain.Pick{})
+	require.NoError(t, err)
+	require.False(t, ok, "a sealed queue delivers nothing")
 
 	_, err = ms.Seal(ctx, 1, "archive-2")
 	require.ErrorIs(t, err, domain.ErrArchiveInProgress)
@@ -57,16 +52,15 @@ func TestSealRefusesEnqueueAndDelivery(t *testing.T) {
 func TestRetireReturnsExactlyTheLiveMessages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ms, db := newMessages(t)
+	ms, _ := newMessages(t)
 	sent := enqueue(t, ms, 1, "sent")
-	require.NoError(t, pgdb.InTx(ctx, db, pgx.ReadCommitted, func(tx pgx.Tx) error {
-		m, _, err := ms.ClaimNext(ctx, tx, 1)
-		require.NoError(t, err)
-		require.Equal(t, sent.ID, m.ID)
-		return ms.MarkSent(ctx, tx, m)
-	}))
+	claim, _, err := ms.Claim(ctx, 1, domain.Pick{})
+	require.NoError(t, err)
+	require.Equal(t, sent.ID, claim.Message.ID)
+	_, err = ms.MarkSent(ctx, claim, "", "")
+	require.NoError(t, err)
 	b, c := enqueue(t, ms, 1, "b"), enqueue(t, ms, 1, "c")
-	_, err := ms.Update(ctx, 1, c.ID, domain.Edit{}, 1)
+	_, err = ms.Update(ctx, 1, c.ID, domain.Edit{}, 1)
 	require.NoError(t, err)
 	other := enqueue(t, ms, 2, "another session's")
 

@@ -4,10 +4,13 @@
 // Two mechanisms carry the queue's promises across a database it does not
 // share (docs/contexts/queue.md, QU-5 and QU-12, says the whole protocol):
 //
-//   - Deliver claims, sends (lifecycle's DeliverTurn, applied once per
-//     delivery id) and marks sent in one transaction, holding the session's
-//     session_queues row, so a failed send leaves the message pending and a
-//     retried one never runs twice.
+//   - Deliver claims a message under a lease (committed: status
+//     processing, one per session), calls lifecycle's DeliverTurn (applied
+//     once per delivery id) with no transaction, row lock or connection
+//     held, then settles the claim: sent, or pending again. A failed send
+//     leaves the message pending, a retried one never runs twice, and a
+//     holder that dies leaves a claim that expires. The session's interrupt
+//     lease (LockForInterrupt) is a committed lease the same way.
 //   - The seal on session_queues stands in for the archive's commit: Seal
 //     (named by the archive attempt) closes the queue and returns what the
 //     archive would discard, Unseal undoes an attempt that did not commit,

@@ -75,6 +75,21 @@ func TestSchemaRules(t *testing.T) {
 			SQL:      `INSERT INTO enqueued_messages (session_id, position, origin, content, undelivered_reason) VALUES (20, 1, 'caller', 'a', 'why')`,
 			WantCode: pgerrcode.CheckViolation,
 		},
+		{
+			Name:     "processing without a lease",
+			Setup:    insert + `(21, 1, 'caller', 'x')`,
+			SQL:      `UPDATE enqueued_messages SET status = 'processing', claimed_at = now() WHERE session_id = 21`,
+			WantCode: pgerrcode.CheckViolation,
+		},
+		{
+			Name: "two claims in one session",
+			Setup: insert + `(22, 1, 'caller', 'a'), (22, 2, 'caller', 'b');
+				UPDATE enqueued_messages SET status = 'processing', claimed_at = now(), lease_id = gen_random_uuid(),
+				    lease_expires_at = now() WHERE session_id = 22 AND content = 'a'`,
+			SQL: `UPDATE enqueued_messages SET status = 'processing', claimed_at = now(), lease_id = gen_random_uuid(),
+				lease_expires_at = now() WHERE session_id = 22 AND content = 'b'`,
+			WantCode: pgerrcode.UniqueViolation,
+		},
 		{Name: "content over the limit", SQL: insert + `(17, 1, 'caller', repeat('a', 500001))`, WantCode: pgerrcode.CheckViolation},
 		{Name: "a seal without its holder", SQL: `INSERT INTO session_queues (session_id, sealed_at) VALUES (18, now())`, WantCode: pgerrcode.CheckViolation},
 		{Name: "a reorder over several statements defers the check", Setup: insert + `(15, 1, 'caller', 'a'), (15, 2, 'caller', 'b')`, SQL: reorder},
