@@ -18,11 +18,10 @@ import (
 // TemporalCLIVersion is the temporal CLI built into bin/ when it is missing.
 const TemporalCLIVersion = "v1.5.1"
 
-// DevServerDynamicConfig is the dynamic config of every in-memory Temporal
-// dev server Zimmer starts (make test's, the e2e stacks', zimmer-dev
-// temporal's for the benchmark recipes), from here (DevServerArgs). A
-// server on a SQLite file (make run's, the crash tests') keeps the CLI's
-// defaults. Why each value, measured, and what a real cluster needs
+// DevServerDynamicConfig is the dynamic config of every Temporal dev server
+// Zimmer starts (make run's, make test's, the e2e stacks' and crash tests',
+// zimmer-dev temporal's for the benchmark recipes), applied by
+// DevServerArgs. Why each value, measured, and what a real cluster needs
 // instead: docs/temporal.md.
 var DevServerDynamicConfig = map[string]string{
 	// The history service loads queue tasks through a limiter of 20 loads a
@@ -39,12 +38,27 @@ var DevServerDynamicConfig = map[string]string{
 	"matching.numTaskqueueWritePartitions": "1",
 }
 
+// devServerSQLitePragmas are the journal settings of a dev server on a
+// SQLite file. The default rollback journal costs several fsyncs a commit,
+// and without the limiter a burst outran it (persistence timing out in the
+// crash tests); a write-ahead log costs one, and with synchronous=full that
+// one is still taken before a commit is acknowledged, so a server killed
+// (or a machine losing power) loses nothing it acknowledged.
+var devServerSQLitePragmas = []string{"journal_mode=wal", "synchronous=full"}
+
 // DevServerArgs are the `temporal server start-dev` flags that apply
-// DevServerDynamicConfig, in a stable order.
-func DevServerArgs() []string {
+// DevServerDynamicConfig, in a stable order, and, when dbFile is not empty,
+// keep the server's state in that SQLite file with devServerSQLitePragmas.
+func DevServerArgs(dbFile string) []string {
 	var args []string
 	for _, k := range slices.Sorted(maps.Keys(DevServerDynamicConfig)) {
 		args = append(args, "--dynamic-config-value", k+"="+DevServerDynamicConfig[k])
+	}
+	if dbFile != "" {
+		args = append(args, "--db-filename", dbFile)
+		for _, p := range devServerSQLitePragmas {
+			args = append(args, "--sqlite-pragma", p)
+		}
 	}
 	return args
 }
@@ -109,11 +123,7 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 	}
 	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(opts.Port),
 		"--namespace", opts.Namespace, "--log-level", "warn"}
-	if opts.DBFile == "" {
-		// In memory only: a SQLite file server without the limiter was
-		// overwhelmed by bursts in the crash tests (docs/temporal.md).
-		args = append(args, DevServerArgs()...)
-	}
+	args = append(args, DevServerArgs(opts.DBFile)...)
 	t := &Temporal{address: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Port))}
 	if opts.Headless {
 		args = append(args, "--headless")
@@ -126,10 +136,6 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 		args = append(args, "--ui-port", strconv.Itoa(opts.UIPort))
 		t.uiURL = fmt.Sprintf("http://127.0.0.1:%d", opts.UIPort)
 	}
-	if opts.DBFile != "" {
-		args = append(args, "--db-filename", opts.DBFile)
-	}
-
 	// Not CommandContext: the server's lifetime is governed by Stop, not by the
 	// context of the start-up call.
 	cmd := exec.Command(opts.Bin, args...)
