@@ -76,11 +76,9 @@ func (d *devTemporal) start() {
 	logf, err := os.OpenFile(d.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(d.t, err)
 	defer logf.Close()
-	// The CLI's own dynamic config: this server keeps its state in a SQLite
-	// file, which the history queues' default limiter keeps from being
-	// overwhelmed (docs/temporal.md).
-	cmd := exec.Command(d.bin, "server", "start-dev", "--ip", "127.0.0.1", "--port", port,
-		"--http-port", d.httpPort, "--headless", "--db-filename", d.db, "--log-level", "warn")
+	args := append([]string{"server", "start-dev", "--ip", "127.0.0.1", "--port", port,
+		"--http-port", d.httpPort, "--headless", "--log-level", "warn"}, devstack.DevServerArgs(d.db)...)
+	cmd := exec.Command(d.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	require.NoError(d.t, cmd.Start())

@@ -18,20 +18,20 @@ import (
 // TemporalCLIVersion is the temporal CLI built into bin/ when it is missing.
 const TemporalCLIVersion = "v1.5.1"
 
-// DevServerDynamicConfig is the dynamic config of every in-memory Temporal
-// dev server Zimmer starts (make test's, the e2e stacks', zimmer-dev
-// temporal's for the benchmark recipes), from here (DevServerArgs). A
-// server on a SQLite file (make run's, the crash tests') keeps the CLI's
-// defaults. Why each value, measured, and what a real cluster needs
-// instead: docs/temporal.md.
+// DevServerDynamicConfig is the dynamic config of every Temporal dev server
+// Zimmer starts (make run's, make test's, the e2e stacks' and crash tests',
+// zimmer-dev temporal's for the benchmark recipes), applied by
+// DevServerArgs; a server on a SQLite file keeps the loads' default rate
+// (fileKeepsDefault). Why each value, measured, and what a real cluster
+// needs instead: docs/temporal.md.
 var DevServerDynamicConfig = map[string]string{
 	// The history service loads queue tasks through a limiter of 20 loads a
 	// second per shard (burst 20), and the dev server has one shard for
 	// everything: past the burst every hop (workflow task, activity task)
 	// waited 40–46 ms for the next token, and 1,000 timers due together
 	// trickled out over half a minute.
-	"history.transferProcessorMaxPollRPS": "1000",
-	"history.timerProcessorMaxPollRPS":    "1000",
+	transferLoads: "1000",
+	timerLoads:    "1000",
 	// With the limiter gone, about 1 % of tasks started ~2 s late: a backlog
 	// forwarded between the default four task-queue partitions. One server
 	// gains nothing from partitions.
@@ -39,12 +39,45 @@ var DevServerDynamicConfig = map[string]string{
 	"matching.numTaskqueueWritePartitions": "1",
 }
 
+const (
+	transferLoads = "history.transferProcessorMaxPollRPS"
+	timerLoads    = "history.timerProcessorMaxPollRPS"
+)
+
+// A server on a SQLite file keeps the limiter's default rate: without it,
+// the queues' loads (each a query on the file's one connection) starved
+// its fsync'd commits under a burst until persistence timed out and
+// nothing moved — in the crash tests, 100 sessions at once, with the
+// default journal and with a write-ahead log alike (docs/temporal.md).
+var fileKeepsDefault = []string{transferLoads, timerLoads}
+
+// devServerSQLitePragmas are the journal settings of a dev server on a
+// SQLite file: a write-ahead log costs one fsync a commit where the default
+// rollback journal costs several, and synchronous=full still takes it
+// before a commit is acknowledged, so a killed server — or a machine losing
+// power — loses nothing it acknowledged.
+var devServerSQLitePragmas = []string{"journal_mode=wal", "synchronous=full"}
+
 // DevServerArgs are the `temporal server start-dev` flags that apply
-// DevServerDynamicConfig, in a stable order.
-func DevServerArgs() []string {
+// DevServerDynamicConfig, in a stable order, and, when dbFile is not empty,
+// keep the server's state in that SQLite file with devServerSQLitePragmas
+// and without the keys of fileKeepsDefault.
+func DevServerArgs(dbFile string) []string {
+	config := maps.Clone(DevServerDynamicConfig)
+	if dbFile != "" {
+		for _, k := range fileKeepsDefault {
+			delete(config, k)
+		}
+	}
 	var args []string
-	for _, k := range slices.Sorted(maps.Keys(DevServerDynamicConfig)) {
-		args = append(args, "--dynamic-config-value", k+"="+DevServerDynamicConfig[k])
+	for _, k := range slices.Sorted(maps.Keys(config)) {
+		args = append(args, "--dynamic-config-value", k+"="+config[k])
+	}
+	if dbFile != "" {
+		args = append(args, "--db-filename", dbFile)
+		for _, p := range devServerSQLitePragmas {
+			args = append(args, "--sqlite-pragma", p)
+		}
 	}
 	return args
 }
@@ -109,11 +142,7 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 	}
 	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(opts.Port),
 		"--namespace", opts.Namespace, "--log-level", "warn"}
-	if opts.DBFile == "" {
-		// In memory only: a SQLite file server without the limiter was
-		// overwhelmed by bursts in the crash tests (docs/temporal.md).
-		args = append(args, DevServerArgs()...)
-	}
+	args = append(args, DevServerArgs(opts.DBFile)...)
 	t := &Temporal{address: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Port))}
 	if opts.Headless {
 		args = append(args, "--headless")
@@ -126,10 +155,6 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 		args = append(args, "--ui-port", strconv.Itoa(opts.UIPort))
 		t.uiURL = fmt.Sprintf("http://127.0.0.1:%d", opts.UIPort)
 	}
-	if opts.DBFile != "" {
-		args = append(args, "--db-filename", opts.DBFile)
-	}
-
 	// Not CommandContext: the server's lifetime is governed by Stop, not by the
 	// context of the start-up call.
 	cmd := exec.Command(opts.Bin, args...)

@@ -70,3 +70,17 @@ func TestStartTemporalPortInUse(t *testing.T) {
 	})
 	require.ErrorContains(t, err, "exited during start-up")
 }
+
+// TestAFileBackedDevServerKeepsAWriteAheadLog: a server on a SQLite file
+// journals through a write-ahead log (one fsync a commit, not several), so
+// it keeps up without the history queues' limiter (docs/temporal.md).
+func TestAFileBackedDevServerKeepsAWriteAheadLog(t *testing.T) {
+	t.Parallel()
+	bin := temporalBin(t)
+	db := filepath.Join(t.TempDir(), "temporal.db")
+	tmp, err := StartTemporal(t.Context(), TemporalOptions{Bin: bin, Headless: true, DBFile: db})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tmp.Stop() })
+	_, err = os.Stat(db + "-wal")
+	require.NoError(t, err, "the server's SQLite file has a write-ahead log beside it")
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,6 +66,14 @@ type Relay struct {
 	Backoff      time.Duration
 	MaxBackoff   time.Duration
 	BatchSize    int
+
+	// Concurrency is how many aggregates a round hands over at once
+	// (default 1: the whole batch one by one, in id order). Messages of one
+	// aggregate always go one at a time, in id order; raise it only for a
+	// subscriber to which different aggregates are independent (no message
+	// needs another aggregate's to have arrived first), so that a burst is
+	// not paced by one RPC at a time.
+	Concurrency int
 
 	// DeliveryTimeout bounds one hand-off (default 5s): a hung subscriber
 	// costs a timeout, a transient failure. Lease is how long claimed
@@ -137,6 +146,9 @@ func (r *Relay) round(ctx context.Context) (claimedN int, stopped bool, err erro
 	if err != nil {
 		return 0, false, err
 	}
+	if r.Concurrency > 1 {
+		return r.deliverConcurrently(ctx, lease, leaseEnds, msgs)
+	}
 	for i, m := range msgs {
 		if ctx.Err() != nil || time.Until(leaseEnds) < r.DeliveryTimeout {
 			r.release(ctx, lease, msgs[i:])
@@ -153,6 +165,85 @@ func (r *Relay) round(ctx context.Context) (claimedN int, stopped bool, err erro
 		}
 	}
 	return len(msgs), false, nil
+}
+
+// deliverConcurrently is round's delivery with Concurrency > 1: each
+// aggregate's messages in id order by one goroutine, up to Concurrency
+// aggregates at a time. The first unreachable subscriber or failure to
+// record stops every aggregate before its next message, as the serial
+// round stops; what was not handed over is released.
+func (r *Relay) deliverConcurrently(ctx context.Context, lease, leaseEnds time.Time, msgs []claimed) (int, bool, error) {
+	var (
+		mu       sync.Mutex
+		stopped  bool
+		firstErr error
+		left     []claimed
+	)
+	// halt records how the aggregate's run ended; rest is what it did not
+	// hand over.
+	halt := func(rest []claimed, unreachable bool, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		left = append(left, rest...)
+		stopped = stopped || unreachable
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	halted := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return stopped || firstErr != nil
+	}
+	slots := make(chan struct{}, r.Concurrency)
+	var wg sync.WaitGroup
+	for _, group := range byAggregate(msgs) {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			for i, m := range group {
+				if halted() || ctx.Err() != nil || time.Until(leaseEnds) < r.DeliveryTimeout {
+					halt(group[i:], false, ctx.Err())
+					return
+				}
+				err := r.deliverOne(ctx, lease, m)
+				if errors.Is(err, errUnreachable) {
+					halt(group[i+1:], true, nil)
+					return
+				}
+				if err != nil {
+					halt(group[i:], false, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(left) > 0 {
+		slices.SortFunc(left, func(a, b claimed) int { return cmp.Compare(a.Seq, b.Seq) })
+		r.release(ctx, lease, left)
+	}
+	if stopped {
+		return len(msgs), true, nil
+	}
+	return len(msgs), false, firstErr
+}
+
+// byAggregate splits msgs (in id order) into each aggregate's messages, in
+// id order, the aggregates in the order of their first message.
+func byAggregate(msgs []claimed) [][]claimed {
+	index := map[string]int{}
+	var groups [][]claimed
+	for _, m := range msgs {
+		i, ok := index[m.AggregateKey]
+		if !ok {
+			i = len(groups)
+			index[m.AggregateKey] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], m)
+	}
+	return groups
 }
 
 // errUnreachable ends a round after a failure of class unreachable was

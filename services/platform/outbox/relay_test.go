@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -360,4 +361,99 @@ func TestAnUnreachableSubscriberCostsOneProbeAndIsRetriedWithinAPoll(t *testing.
 	for _, id := range ids {
 		require.True(t, readRow(t, pool, id).Delivered, "every message delivered once the subscriber is back")
 	}
+}
+
+// TestConcurrentRelayKeepsEachAggregatesOrder: with Concurrency, a round
+// hands different aggregates over at once — a burst is not paced by one
+// RPC at a time — while each aggregate's messages still go one at a time,
+// in id order, each once.
+func TestConcurrentRelayKeepsEachAggregatesOrder(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t, outbox.Migrations)
+	const aggregates, each, concurrency = 12, 4, 6
+	var want []string // event ids in commit order, each "<aggregate>/<n>" in its payload
+	for n := range each {
+		for a := range aggregates {
+			require.NoError(t, pgdb.InTx(t.Context(), pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
+				id, err := outbox.Enqueue(t.Context(), tx, []string{"a"}, outbox.Event{
+					Topic: "t", AggregateKey: fmt.Sprint(a), Payload: fmt.Appendf(nil, "%d/%d", a, n)})
+				want = append(want, id)
+				return err
+			}))
+		}
+	}
+	var (
+		mu        sync.Mutex
+		got       = map[string][]string{} // aggregate → payloads in arrival order
+		inFlight  = map[string]bool{}
+		now, peak int
+	)
+	r := &outbox.Relay{Pool: pool, Subscriber: "a", Concurrency: concurrency, Deliver: func(_ context.Context, m outbox.Message) error {
+		mu.Lock()
+		require.False(t, inFlight[m.AggregateKey], "two messages of aggregate %s at once", m.AggregateKey)
+		inFlight[m.AggregateKey], now = true, now+1
+		peak = max(peak, now)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond) // the subscriber's RPC
+		mu.Lock()
+		defer mu.Unlock()
+		inFlight[m.AggregateKey], now = false, now-1
+		got[m.AggregateKey] = append(got[m.AggregateKey], string(m.Payload))
+		return nil
+	}}
+	start := time.Now()
+	n, err := r.DeliverPending(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, aggregates*each, n)
+	took := time.Since(start)
+	for a := range aggregates {
+		var in []string
+		for i := range each {
+			in = append(in, fmt.Sprintf("%d/%d", a, i))
+		}
+		require.Equal(t, in, got[fmt.Sprint(a)], "aggregate %d's messages in id order, each once", a)
+	}
+	require.Equal(t, concurrency, peak, "up to Concurrency aggregates at once, never more")
+	require.Less(t, took, time.Duration(aggregates*each)*20*time.Millisecond/2, "a burst is not paced by one RPC at a time")
+	for _, id := range want {
+		require.True(t, readRow(t, pool, id).Delivered)
+	}
+}
+
+// TestConcurrentRelayStopsAtAnUnreachableSubscriber: as the serial round
+// does, the first unreachable answer stops the round; what was not handed
+// over is released, due again at once, and delivered by the next round.
+func TestConcurrentRelayStopsAtAnUnreachableSubscriber(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t, outbox.Migrations)
+	for a := range 8 {
+		require.NoError(t, pgdb.InTx(t.Context(), pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
+			for range 3 {
+				if _, err := outbox.Enqueue(t.Context(), tx, []string{"a"}, outbox.Event{Topic: "t", AggregateKey: fmt.Sprint(a), Payload: []byte("p")}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+	var calls atomic.Int32
+	down := atomic.Bool{}
+	down.Store(true)
+	r := &outbox.Relay{Pool: pool, Subscriber: "a", Concurrency: 4, Deliver: func(context.Context, outbox.Message) error {
+		calls.Add(1)
+		if down.Load() {
+			return status.Error(codes.Unavailable, "restarting")
+		}
+		return nil
+	}}
+	_, err := r.DeliverPending(t.Context())
+	require.NoError(t, err)
+	require.LessOrEqual(t, int(calls.Load()), 4, "each aggregate in flight stops at its first unreachable answer; no other starts")
+	require.Equal(t, 24, pending(t, pool, "a"))
+	down.Store(false)
+	require.Eventually(t, func() bool {
+		_, err := r.DeliverPending(t.Context())
+		require.NoError(t, err)
+		return pending(t, pool, "a") == 0
+	}, 10*time.Second, 50*time.Millisecond, "the released messages are delivered once the subscriber is back")
 }

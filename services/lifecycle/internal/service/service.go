@@ -209,6 +209,18 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	return svc, nil
 }
 
+// independentAggregates are the subscribers to which one aggregate's events
+// never wait on another's: the runner's turns (each session's workflow
+// orders its own) and the triggers' timers (each trigger's Wake workflow).
+// Their relays hand up to relayConcurrency aggregates over at once, so 200
+// sessions created together do not start one SignalWithStart at a time
+// (docs/benchmarks.md › Runner, the burst). The lineage's and the
+// effects' subscribers keep the serial, id-ordered relay: a child's events
+// may assume its parent's arrived first.
+var independentAggregates = map[string]bool{events.SubscriberRunnerTurns: true, events.SubscriberTriggers: true}
+
+const relayConcurrency = 16
+
 // relay runs an outbox relay for one subscriber for the life of the service.
 func (s *Service) relay(subscriber string, deliver outbox.DeliverFunc, cfg config.Config, reporter clients.FailureReporter) *outbox.Relay {
 	r := &outbox.Relay{
@@ -221,6 +233,9 @@ func (s *Service) relay(subscriber string, deliver outbox.DeliverFunc, cfg confi
 		Logger:       s.Logger,
 		PollInterval: cfg.RelayPollInterval,
 		DeadAfter:    cfg.DeadAfterAttempts,
+	}
+	if independentAggregates[subscriber] {
+		r.Concurrency = relayConcurrency
 	}
 	s.Go(r.Run)
 	return r
