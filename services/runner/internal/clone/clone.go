@@ -22,17 +22,25 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workspace"
 )
 
-// Workflow, activity and schedule names, as the Temporal Web UI shows them.
+// runner and reaperJob name the trash reaper's periodic job.
+const (
+	runner    = "runner"
+	reaperJob = "trash-reaper"
+)
+
+// ReaperScheduleID is the trash reaper's schedule and the id of the
+// workflows it starts.
+var ReaperScheduleID = periodic.ScheduleID(runner, reaperJob)
+
+// Workflow and activity names, as the Temporal Web UI shows them.
 const (
 	CleanupWorkflowName = "zimmer.runner.CloneCleanup"
 	RestoreWorkflowName = "zimmer.runner.CloneRestore"
 	ReaperWorkflowName  = "zimmer.runner.TrashReaper"
-	// ReaperScheduleID is the trash reaper's schedule and the id of the
-	// workflows it starts.
-	ReaperScheduleID = "runner-trash-reaper"
 
 	// Shared activities (any node: the database and lifecycle).
 	ActivityLocate       = "zimmer.runner.LocateClone"
