@@ -391,12 +391,12 @@ func judgeChaos(t *testing.T, s *stack, api restClient, temporalAddr string, ses
 			} else {
 				r.strandedRunning++
 				r.note("stranded in running: %s; turn_state %+v (query error: %v); its workflow: %s", describe(), state, qerr,
-					describeWorkflow(tc, fmt.Sprintf("session-%d", cs.id)))
+					describeWorkflow(tc, fmt.Sprintf("session/%d", cs.id)))
 			}
 		case "waiting":
 			if w, ok := wakes[cs.id]; !ok || w.Status != "armed" || !w.FireAt.After(now) {
 				r.waitingNoWake++
-				r.note("waiting with no future wake: %s; its workflow: %s", describe(), describeWorkflow(tc, fmt.Sprintf("session-%d", cs.id)))
+				r.note("waiting with no future wake: %s; its workflow: %s", describe(), describeWorkflow(tc, fmt.Sprintf("session/%d", cs.id)))
 			}
 		case "archived":
 			r.archived++
@@ -466,7 +466,7 @@ func judgeChaos(t *testing.T, s *stack, api restClient, temporalAddr string, ses
 			default:
 				r.wakesLost++
 				r.note("wake %d lost: %s, fire_at %s: %s; its workflow: %s", w.ID, w.Status, w.FireAt, describe(),
-					describeWorkflow(tc, fmt.Sprintf("wake/%d/%d", cs.id, w.ID)))
+					describeWorkflow(tc, fmt.Sprintf("session/%d/wake/%d", cs.id, w.ID)))
 			}
 		}
 	}
@@ -490,7 +490,7 @@ func queryTurnState(tc client.Client, id int64) (turnState, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var st turnState
-	v, err := tc.QueryWorkflow(ctx, fmt.Sprintf("session-%d", id), "", "turn_state")
+	v, err := tc.QueryWorkflow(ctx, fmt.Sprintf("session/%d", id), "", "turn_state")
 	if err != nil {
 		return st, err
 	}

@@ -39,7 +39,7 @@ func TestKilledRunnerMidTurnIsRecoveredOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer tc.Close()
 	require.Eventually(t, func() bool {
-		d, err := tc.DescribeWorkflow(t.Context(), fmt.Sprintf("session-%d", id), "")
+		d, err := tc.DescribeWorkflow(t.Context(), fmt.Sprintf("session/%d", id), "")
 		if err != nil {
 			return false
 		}
