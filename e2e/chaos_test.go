@@ -69,8 +69,7 @@ type turnState struct {
 // 50 sessions; 20 with -short (wakes due over 30 s instead of 70 s).
 // About three minutes: the runner's lost turns are noticed by the
 // heartbeat timeout (30 s) before anything recovers them, and the waves
-// are 25 s apart. It runs in make test; ZIMMER_CHAOS=0 skips it (and
-// TestFollowUpDuringRecovery) for a quicker local run.
+// are 25 s apart. It is a crash test: make test-chaos runs it.
 func TestChaos(t *testing.T) {
 	skipWithoutChaos(t)
 	t.Parallel()
@@ -575,8 +574,9 @@ func describeDeliveries(t *testing.T, s *stack, id int64) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// skipWithoutChaos skips the chaos tests when ZIMMER_CHAOS=0: they take
-// minutes, and a quick local run may do without them; make test runs them.
+// skipWithoutChaos marks a crash test (devstack.CrashTests, which
+// TestCrashTestsAreListed keeps in step): make test skips it, make
+// test-chaos runs it, and a hand-run go test skips it when ZIMMER_CHAOS=0.
 func skipWithoutChaos(t *testing.T) {
 	t.Helper()
 	if os.Getenv("ZIMMER_CHAOS") == "0" {
