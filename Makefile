@@ -30,8 +30,12 @@ run: zimmer-dev ## Run Postgres, Temporal (Web UI :8233), all services and the g
 	$(ZIMMER_DEV) run
 
 .PHONY: test
-test: zimmer-dev ## Test every go.work module against private Postgres and Temporal (ARGS=... for go test)
+test: zimmer-dev ## Test every go.work module against private Postgres and Temporal, crash tests aside (ARGS=... for go test)
 	$(ZIMMER_DEV) test $(ARGS)
+
+.PHONY: test-chaos
+test-chaos: zimmer-dev ## The e2e crash tests (kill -9 mid-turn; devstack.CrashTests) against the same (ARGS=...)
+	$(ZIMMER_DEV) test-chaos $(ARGS)
 
 .PHONY: test-short
 test-short: zimmer-dev ## Like test, with -short
@@ -142,8 +146,8 @@ clean: ## Remove bin/ and .data/ (refuses while anything runs from them; kills n
 	@go run ./deploy/devstack/cmd/zimmer-dev clean
 
 .PHONY: ci
-ci: ## What .ci/run runs: tools, proto-check, vet, lint, doc-links, test
-	@for t in tools proto-check vet lint doc-links test; do \
+ci: ## What .ci/run runs: tools, proto-check, vet, lint, doc-links, test, test-chaos
+	@for t in tools proto-check vet lint doc-links test test-chaos; do \
 		start=$$SECONDS; echo "::: make $$t"; \
 		$(MAKE) --no-print-directory $$t; \
 		echo "::: make $$t done in $$((SECONDS - start))s"; \

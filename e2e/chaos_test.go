@@ -69,8 +69,7 @@ type turnState struct {
 // 50 sessions; 20 with -short (wakes due over 30 s instead of 70 s).
 // About three minutes: the runner's lost turns are noticed by the
 // heartbeat timeout (30 s) before anything recovers them, and the waves
-// are 25 s apart. It runs in make test; ZIMMER_CHAOS=0 skips it (and
-// TestFollowUpDuringRecovery) for a quicker local run.
+// are 25 s apart. It is a crash test: make test-chaos runs it.
 func TestChaos(t *testing.T) {
 	skipWithoutChaos(t)
 	t.Parallel()
@@ -391,12 +390,12 @@ func judgeChaos(t *testing.T, s *stack, api restClient, temporalAddr string, ses
 			} else {
 				r.strandedRunning++
 				r.note("stranded in running: %s; turn_state %+v (query error: %v); its workflow: %s", describe(), state, qerr,
-					describeWorkflow(tc, fmt.Sprintf("session-%d", cs.id)))
+					describeWorkflow(tc, fmt.Sprintf("session/%d", cs.id)))
 			}
 		case "waiting":
 			if w, ok := wakes[cs.id]; !ok || w.Status != "armed" || !w.FireAt.After(now) {
 				r.waitingNoWake++
-				r.note("waiting with no future wake: %s; its workflow: %s", describe(), describeWorkflow(tc, fmt.Sprintf("session-%d", cs.id)))
+				r.note("waiting with no future wake: %s; its workflow: %s", describe(), describeWorkflow(tc, fmt.Sprintf("session/%d", cs.id)))
 			}
 		case "archived":
 			r.archived++
@@ -466,7 +465,7 @@ func judgeChaos(t *testing.T, s *stack, api restClient, temporalAddr string, ses
 			default:
 				r.wakesLost++
 				r.note("wake %d lost: %s, fire_at %s: %s; its workflow: %s", w.ID, w.Status, w.FireAt, describe(),
-					describeWorkflow(tc, fmt.Sprintf("wake/%d/%d", cs.id, w.ID)))
+					describeWorkflow(tc, fmt.Sprintf("session/%d/wake/%d", cs.id, w.ID)))
 			}
 		}
 	}
@@ -490,7 +489,7 @@ func queryTurnState(tc client.Client, id int64) (turnState, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var st turnState
-	v, err := tc.QueryWorkflow(ctx, fmt.Sprintf("session-%d", id), "", "turn_state")
+	v, err := tc.QueryWorkflow(ctx, fmt.Sprintf("session/%d", id), "", "turn_state")
 	if err != nil {
 		return st, err
 	}
@@ -575,8 +574,9 @@ func describeDeliveries(t *testing.T, s *stack, id int64) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// skipWithoutChaos skips the chaos tests when ZIMMER_CHAOS=0: they take
-// minutes, and a quick local run may do without them; make test runs them.
+// skipWithoutChaos marks a crash test (devstack.CrashTests, which
+// TestCrashTestsAreListed keeps in step): make test skips it, make
+// test-chaos runs it, and a hand-run go test skips it when ZIMMER_CHAOS=0.
 func skipWithoutChaos(t *testing.T) {
 	t.Helper()
 	if os.Getenv("ZIMMER_CHAOS") == "0" {

@@ -89,6 +89,7 @@ func agentWorkdirs(t *testing.T, w *agentWatch, id int64) []string {
 // b, node a's sessions go on, and a restart runs b's sessions on a, in a
 // clone made anew there.
 func TestMultiNode(t *testing.T) {
+	skipWithoutChaos(t)
 	t.Parallel()
 	const deadAfter = 20 * time.Second
 	dirB := t.TempDir()

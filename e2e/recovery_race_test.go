@@ -19,7 +19,7 @@ import (
 // with the runner; the test watches lifecycle's rows and sends each
 // session its follow-up the moment it stands paused by the recovery.
 // The delivered message is then the session's recovery: no nudge runs
-// beside it. About 45 s; ZIMMER_CHAOS=0 skips it. Before a411d02 the recovery took its refused resume for its own
+// beside it. About 45 s; a crash test (make test-chaos). Before a411d02 the recovery took its refused resume for its own
 // and ran the nudge too (in the chaos test, whose lifecycle then died and
 // delayed the pause's interrupt, that nudge's pause stopped the delivered
 // turn: the follow-up was answered 200 and never ran).

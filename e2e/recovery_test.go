@@ -24,6 +24,7 @@ import (
 // nudge naming its path — and at no moment do two agent processes run for
 // the session.
 func TestKilledRunnerMidTurnIsRecoveredOnce(t *testing.T) {
+	skipWithoutChaos(t)
 	t.Parallel()
 	s := newStackRunning(t, true)
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
@@ -39,7 +40,7 @@ func TestKilledRunnerMidTurnIsRecoveredOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer tc.Close()
 	require.Eventually(t, func() bool {
-		d, err := tc.DescribeWorkflow(t.Context(), fmt.Sprintf("session-%d", id), "")
+		d, err := tc.DescribeWorkflow(t.Context(), fmt.Sprintf("session/%d", id), "")
 		if err != nil {
 			return false
 		}
@@ -154,6 +155,7 @@ func agentsOf(s *stack, id int64) []string {
 // on the transcript: its last line says it was cut off and by what, and the
 // turn has an outcome.
 func TestKilledRunnerCutsOffItsTurnOnTheTranscript(t *testing.T) {
+	skipWithoutChaos(t)
 	t.Parallel()
 	s := newStackRunning(t, true)
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}

@@ -118,8 +118,8 @@ func TestSessionsRunTurns(t *testing.T) {
 				Namespace: s.namespace,
 				Query:     fmt.Sprintf("ZimmerSessionId = %d AND ZimmerStatus = 'needs_input' AND ZimmerRuntime = 'demo'", id),
 			})
-			return err == nil && len(resp.GetExecutions()) == 1 && resp.GetExecutions()[0].GetExecution().GetWorkflowId() == fmt.Sprintf("session-%d", id)
-		}, 20*time.Second, 200*time.Millisecond, "no workflow session-%d with its search attributes", id)
+			return err == nil && len(resp.GetExecutions()) == 1 && resp.GetExecutions()[0].GetExecution().GetWorkflowId() == fmt.Sprintf("session/%d", id)
+		}, 20*time.Second, 200*time.Millisecond, "no workflow session/%d with its search attributes", id)
 
 		// A follow-up by restart: a deliberate resume, whose turn the runner
 		// runs in the same clone, under the job lifecycle named as the

@@ -50,7 +50,7 @@ type stack struct {
 	// namespace is the Temporal namespace of the stack, one of its own, so
 	// that no other stack's worker (they share the dev server) picks up its
 	// sessions' workflows, whose ids name sessions by their ids (a runner's
-	// session-<id>, the queue's queue-drain-<id>), which every stack's
+	// session/<id>, the queue's session/<id>/drain), which every stack's
 	// sessions reuse.
 	namespace string
 	// turns: lifecycle announces turn requests to the runner

@@ -117,7 +117,7 @@ func TestTriggers(t *testing.T) {
 		wake := armed[0]
 		require.Equal(t, "one_time", wake.Kind)
 		require.Equal(t, "wake_me_up_later", wake.Source)
-		require.Equal(t, fmt.Sprintf("wake/%d/%d", id, wake.ID), wake.WorkflowID)
+		require.Equal(t, fmt.Sprintf("session/%d/wake/%d", id, wake.ID), wake.WorkflowID)
 		require.Equal(t, "@demo say woke up on time", wake.Prompt)
 
 		// The turn ends, and the session sleeps on its wake.

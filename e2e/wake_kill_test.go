@@ -106,6 +106,7 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 // resume — and none early: neither the trigger's firing nor its turn
 // before its fire_at.
 func TestWakeKill(t *testing.T) {
+	skipWithoutChaos(t)
 	t.Parallel()
 	n := 100
 	if testing.Short() {

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
 	"github.com/zimmerhq/zimmer/services/platform/retention"
@@ -25,13 +26,22 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 )
 
+// svc is the service the workflow tests register the outbox's retention
+// for.
+const svc = "lifecycle"
+
+// input is what the schedule passes the outbox's retention runs.
+func input(keep time.Duration) periodic.SweepInput {
+	return periodic.SweepInput{Sweep: "outbox-retention", Activity: retention.ActivityName(svc, "outbox"), Window: keep, Did: "deleted"}
+}
+
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(tlog.NewStructuredLogger(slogx.Discard()))
 	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(retention.Workflow, workflow.RegisterOptions{Name: retention.WorkflowName("outbox")})
-	env.RegisterActivityWithOptions(outbox.RetentionPolicy(nil, time.Hour).Prune, activity.RegisterOptions{Name: retention.ActivityName("outbox")})
+	env.RegisterWorkflowWithOptions(periodic.SweepWorkflow, workflow.RegisterOptions{Name: retention.WorkflowName(svc, "outbox")})
+	env.RegisterActivityWithOptions(outbox.RetentionPolicy(nil, time.Hour).Prune, activity.RegisterOptions{Name: retention.ActivityName(svc, "outbox")})
 	return env
 }
 
@@ -42,14 +52,14 @@ func TestWorkflowPrunesWhatWasDeliveredBeforeTheRetention(t *testing.T) {
 	env := newEnv(t)
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	env.SetStartTime(start)
-	env.OnActivity(retention.ActivityName("outbox"), mock.Anything, start.Add(-24*time.Hour)).Return(int64(7), nil).Once()
+	env.OnActivity(retention.ActivityName(svc, "outbox"), mock.Anything, start.Add(-24*time.Hour)).Return(int64(7), nil).Once()
 
-	env.ExecuteWorkflow(retention.WorkflowName("outbox"), retention.Input{Policy: "outbox", Keep: 24 * time.Hour})
+	env.ExecuteWorkflow(retention.WorkflowName(svc, "outbox"), input(24*time.Hour))
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var got retention.Result
+	var got periodic.SweepResult
 	require.NoError(t, env.GetWorkflowResult(&got))
-	require.Equal(t, retention.Result{Cutoff: start.Add(-24 * time.Hour), Deleted: 7}, got)
+	require.Equal(t, periodic.SweepResult{Cutoff: start.Add(-24 * time.Hour), Done: 7}, got)
 	env.AssertExpectations(t)
 }
 
@@ -61,14 +71,14 @@ func TestWorkflowRetriesAFailedPrune(t *testing.T) {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	env.SetStartTime(start)
 	cutoff := start.Add(-time.Hour)
-	env.OnActivity(retention.ActivityName("outbox"), mock.Anything, cutoff).Return(int64(0), errors.New("connection refused")).Once()
-	env.OnActivity(retention.ActivityName("outbox"), mock.Anything, cutoff).Return(int64(3), nil).Once()
+	env.OnActivity(retention.ActivityName(svc, "outbox"), mock.Anything, cutoff).Return(int64(0), errors.New("connection refused")).Once()
+	env.OnActivity(retention.ActivityName(svc, "outbox"), mock.Anything, cutoff).Return(int64(3), nil).Once()
 
-	env.ExecuteWorkflow(retention.WorkflowName("outbox"), retention.Input{Policy: "outbox", Keep: time.Hour})
+	env.ExecuteWorkflow(retention.WorkflowName(svc, "outbox"), input(time.Hour))
 	require.NoError(t, env.GetWorkflowError())
-	var got retention.Result
+	var got periodic.SweepResult
 	require.NoError(t, env.GetWorkflowResult(&got))
-	require.EqualValues(t, 3, got.Deleted)
+	require.EqualValues(t, 3, got.Done)
 	require.GreaterOrEqual(t, env.Now().Sub(start), time.Second, "the retry waited its backoff")
 	env.AssertExpectations(t)
 }
@@ -76,9 +86,9 @@ func TestWorkflowRetriesAFailedPrune(t *testing.T) {
 func TestWorkflowRefusesANonPositiveRetention(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
-	env.ExecuteWorkflow(retention.WorkflowName("outbox"), retention.Input{Policy: "outbox"})
-	require.ErrorContains(t, env.GetWorkflowError(), "retention must be positive")
-	env.AssertNotCalled(t, retention.ActivityName("outbox"), mock.Anything, mock.Anything)
+	env.ExecuteWorkflow(retention.WorkflowName(svc, "outbox"), input(0))
+	require.ErrorContains(t, env.GetWorkflowError(), "must be positive")
+	env.AssertNotCalled(t, retention.ActivityName(svc, "outbox"), mock.Anything, mock.Anything)
 }
 
 // TestScheduleLeavesOnlyInFlightAndDeadMessages creates the schedule on the
@@ -141,9 +151,9 @@ func TestScheduleLeavesOnlyInFlightAndDeadMessages(t *testing.T) {
 		run = desc.Info.RecentActions[0]
 		return true
 	}, servicetest.Timeout, 100*time.Millisecond, "the trigger started a run")
-	var got retention.Result
+	var got periodic.SweepResult
 	require.NoError(t, c.GetWorkflow(ctx, run.StartWorkflowResult.WorkflowID, run.StartWorkflowResult.FirstExecutionRunID).Get(ctx, &got))
-	require.EqualValues(t, 4, got.Deleted)
+	require.EqualValues(t, 4, got.Done)
 
 	rows, err := pool.Query(ctx, `SELECT event_id::text FROM outbox_messages ORDER BY id`)
 	require.NoError(t, err)

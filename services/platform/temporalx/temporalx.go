@@ -1,17 +1,14 @@
-// Package temporalx connects a service to Temporal, runs its worker and
-// keeps its schedules.
+// Package temporalx connects a service to Temporal and runs its worker;
+// its schedules are package periodic's.
 package temporalx
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -79,69 +76,4 @@ func Probe(ctx context.Context, c client.Client, service, workflowID string) (st
 		return "", fmt.Errorf("probe %s: %w", TaskQueue(service), err)
 	}
 	return got, nil
-}
-
-// EnsureSchedule creates the schedule opts describes, or, when one with its
-// id exists (another replica, or an earlier start), makes its spec, action
-// and policies what opts says, so a changed configuration takes effect on
-// the next start. The schedule's state is left alone: an operator's pause
-// in the Web UI survives restarts.
-func EnsureSchedule(ctx context.Context, c client.Client, opts client.ScheduleOptions) error {
-	_, err := c.ScheduleClient().Create(ctx, opts)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return fmt.Errorf("create schedule %s: %w", opts.ID, err)
-	}
-	err = c.ScheduleClient().GetHandle(ctx, opts.ID).Update(ctx, client.ScheduleUpdateOptions{
-		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
-			s := in.Description.Schedule
-			s.Spec = &opts.Spec
-			s.Action = opts.Action
-			s.Policy = &client.SchedulePolicies{
-				Overlap:        opts.Overlap,
-				CatchupWindow:  opts.CatchupWindow,
-				PauseOnFailure: opts.PauseOnFailure,
-			}
-			return &client.ScheduleUpdate{Schedule: &s}, nil
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("update schedule %s: %w", opts.ID, err)
-	}
-	return nil
-}
-
-// Every is a schedule that starts one workflow at a fixed interval: a sweep
-// or a retention run. Its runs are named by its id, so an operator finds
-// them in the Web UI under the schedule's name.
-type Every struct {
-	// ID names the schedule and its runs.
-	ID       string
-	Workflow string
-	Args     []any
-	// TaskQueue is the queue of the worker that runs the workflow.
-	TaskQueue string
-	// Interval is the cadence; it must be positive.
-	Interval time.Duration
-	// RunTimeout bounds one run: a run no worker takes (its service or
-	// node is gone) gives way to the next instead of blocking the schedule
-	// for ever.
-	RunTimeout time.Duration
-}
-
-// EnsureEvery is EnsureSchedule for an Every.
-func EnsureEvery(ctx context.Context, c client.Client, e Every) error {
-	if e.Interval <= 0 {
-		return fmt.Errorf("the interval of schedule %s must be positive, got %s", e.ID, e.Interval)
-	}
-	return EnsureSchedule(ctx, c, client.ScheduleOptions{
-		ID:   e.ID,
-		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: e.Interval}}},
-		Action: &client.ScheduleWorkflowAction{
-			ID: e.ID, Workflow: e.Workflow, Args: e.Args, TaskQueue: e.TaskQueue,
-			WorkflowExecutionTimeout: e.RunTimeout,
-		},
-	})
 }

@@ -1,6 +1,7 @@
 // Command zimmer-dev runs Zimmer's local dev stack: a private Postgres cluster,
 // the Temporal dev server, every service and the gateway (`run`), or the same
-// infrastructure around `go test` for every go.work module (`test`).
+// infrastructure around `go test` for every go.work module (`test`) or for
+// the e2e crash tests (`test-chaos`).
 package main
 
 import (
@@ -20,7 +21,10 @@ const usage = `usage: zimmer-dev <command> [args]
 
 commands:
   run                 Postgres + Temporal + all services + gateway, in the foreground (make run)
-  test [go test args] every go.work module's tests against private Postgres and Temporal (make test)
+  test [go test args] every go.work module's tests against private Postgres and Temporal, without
+                      the crash tests (make test)
+  test-chaos [go test args]
+                      the e2e crash tests (kill -9 of parts of the stack) against the same (make test-chaos)
   db-up               start (or reuse) the make-run Postgres and create the service databases
   db-down             stop the make-run Postgres
   temporal            a headless, in-memory Temporal dev server alone, in the foreground, with the
@@ -52,6 +56,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return e.runStack(ctx)
 	case "test":
 		return e.runTests(ctx, args[1:])
+	case "test-chaos":
+		return e.runChaosTests(ctx, args[1:])
 	case "db-up":
 		return e.dbUp(ctx)
 	case "db-down":

@@ -16,16 +16,41 @@ import (
 )
 
 // testFlags are the house defaults for `make test`; extra args come after
-// them, so a caller's -count, -p or -timeout wins. The timeout is a quarter
-// of go test's default: one deadlocked package must not eat the whole CI
-// budget, yet the e2e package — its crash tests run stacks for minutes —
-// fits in it.
+// them, so a caller's -count, -p, -timeout or -skip wins. The timeout is a
+// quarter of go test's default: one deadlocked package must not eat the
+// whole CI budget.
 var testFlags = []string{"-race", "-count=1", "-shuffle=on", "-p", "2", "-timeout=15m"}
+
+// chaosTimeout bounds `make test-chaos`: its tests run stacks for minutes
+// each, two at a time.
+const chaosTimeout = "-timeout=30m"
 
 // runTests is `make test`: fresh infrastructure, then `go test` in every
 // go.work module, one module at a time (the machine has two cores; -p 2
-// already fills them).
-func (e *env) runTests(ctx context.Context, args []string) (err error) {
+// already fills them), without the crash tests (devstack.CrashTests), which
+// `make test-chaos` runs.
+func (e *env) runTests(ctx context.Context, args []string) error {
+	modules, err := e.modules(ctx)
+	if err != nil {
+		return err
+	}
+	flags := append(slices.Clone(testFlags), "-skip", devstack.CrashTestPattern())
+	return e.testWithInfra(ctx, modules, flags, args, nil)
+}
+
+// runChaosTests is `make test-chaos`: the same fresh infrastructure, then
+// the crash tests alone, in the e2e module. ZIMMER_CHAOS=1 overrides a
+// ZIMMER_CHAOS=0 left in the caller's environment for hand-run tests.
+func (e *env) runChaosTests(ctx context.Context, args []string) error {
+	flags := append(slices.Clone(testFlags), chaosTimeout, "-run", devstack.CrashTestPattern())
+	return e.testWithInfra(ctx, []string{filepath.Join(e.root, "e2e")}, flags, args,
+		map[string]string{"ZIMMER_CHAOS": "1"})
+}
+
+// testWithInfra starts a private Postgres and Temporal, then runs
+// `go test flags args ./...` in each module with the variables the tests
+// read (and extra), and prints a summary.
+func (e *env) testWithInfra(ctx context.Context, modules, flags, args []string, extra map[string]string) (err error) {
 	start := time.Now()
 	unlock, err := devstack.Lock(filepath.Join(e.dataDir, "test.lock"), false)
 	if err != nil {
@@ -52,23 +77,20 @@ func (e *env) runTests(ctx context.Context, args []string) (err error) {
 		"TEMPORAL_CLI":                 e.temporalCLI(),
 		"ZIMMER_REPO_ROOT":             e.root,
 	}
+	maps.Copy(vars, extra)
 	testEnv := os.Environ()
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		testEnv = append(testEnv, k+"="+vars[k])
 		e.say("export %s=%s", k, vars[k])
 	}
 
-	modules, err := e.modules(ctx)
-	if err != nil {
-		return err
-	}
 	type result struct {
 		rel     string
 		err     error
 		elapsed time.Duration
 	}
 	var results []result
-	goArgs := append(append(append([]string{"test"}, testFlags...), args...), "./...")
+	goArgs := append(append(append([]string{"test"}, flags...), args...), "./...")
 	for _, dir := range modules {
 		if ctx.Err() != nil {
 			break

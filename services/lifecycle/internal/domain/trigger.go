@@ -9,6 +9,7 @@ import (
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
+	"github.com/zimmerhq/zimmer/services/platform/workflowid"
 )
 
 // Triggers are a session's wake-ups: one-time schedules (a wall-clock
@@ -101,7 +102,7 @@ func (t Trigger) TurnPrompt() string {
 }
 
 // WorkflowID names the Temporal workflow that times the trigger.
-func (t Trigger) WorkflowID() string { return fmt.Sprintf("wake/%d/%d", t.SessionID, t.ID) }
+func (t Trigger) WorkflowID() string { return workflowid.Wake(t.SessionID, t.ID) }
 
 // WakeRequest asks for a one-time wake: at WakeAt or after Delay ("90s",
 // "15m", "2h"), exactly one of the two.

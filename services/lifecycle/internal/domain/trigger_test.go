@@ -280,7 +280,7 @@ func TestTurnPrompt(t *testing.T) {
 	failed := domain.StatusFailed
 	require.Equal(t, "[Zimmer] Session #12 is now failed.",
 		domain.Trigger{Kind: domain.KindSessionState, WatchedSessionID: 12, FiredState: &failed}.TurnPrompt())
-	require.Equal(t, "wake/5/3", domain.Trigger{ID: 3, SessionID: 5}.WorkflowID())
+	require.Equal(t, "session/5/wake/3", domain.Trigger{ID: 3, SessionID: 5}.WorkflowID())
 }
 
 func TestCancelTrigger(t *testing.T) {

@@ -423,7 +423,7 @@ func TestDeliveriesRetentionIsScheduled(t *testing.T) {
 		action, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
 		require.True(t, ok)
 		require.Equal(t, temporalx.TaskQueue(service.Name), action.TaskQueue)
-		require.Equal(t, retention.WorkflowName(policy), action.Workflow)
+		require.Equal(t, retention.WorkflowName(service.Name, policy), action.Workflow)
 		require.Equal(t, every, desc.Schedule.Spec.Intervals[0].Every)
 	}
 	require.Equal(t, "lifecycle-deliveries-retention", retention.ScheduleID(service.Name, "deliveries"))

@@ -24,6 +24,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 	"github.com/zimmerhq/zimmer/services/platform/retention"
 )
@@ -188,19 +189,25 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 			// lifecycle-deliveries-retention: a delivery's record answers
 			// its retries, which come within minutes, for a week.
 			{Name: "deliveries", Keep: cfg.DeliveryRetention, Prune: repo.PruneDeliveries},
-			// The sweeps: the same plumbing, a schedule named for the
-			// sweep, pruning what has been left too long (docs/contexts/lifecycle.md,
-			// LC-20).
-			{Name: "stale-sessions", ScheduleID: Name + "-stale-sessions", Keep: cfg.StaleAfter,
-				Every: cfg.StaleSweepInterval, Prune: stale.ArchiveUntouchedSince},
-			{Name: "expired-elicitations", ScheduleID: Name + "-expired-elicitations", Keep: cfg.ElicitationExpiry,
-				Every: cfg.ElicitationSweepInterval, Prune: elicitations.ExpireBlockedSince},
-			// Keep is the shortest heartbeat interval: no session that
-			// came to rest within it can be due.
-			{Name: "heartbeat", ScheduleID: Name + "-heartbeat", Keep: domain.MinHeartbeatSeconds * time.Second,
-				Every: cfg.HeartbeatSweepInterval, Prune: heartbeat.NudgeRestingSince},
 		} {
 			if err := retention.Setup(ctx, h.Temporal, h.Worker, Name, p); err != nil {
+				h.Close()
+				return nil, err
+			}
+		}
+		// The sweeps act on what has been left too long
+		// (docs/architecture.md, "Sweeps").
+		for _, s := range []periodic.Sweep{
+			{Name: "stale-sessions", Window: cfg.StaleAfter, Every: cfg.StaleSweepInterval,
+				Did: "archived", Run: stale.ArchiveUntouchedSince},
+			{Name: "expired-elicitations", Window: cfg.ElicitationExpiry, Every: cfg.ElicitationSweepInterval,
+				Did: "expired", Run: elicitations.ExpireBlockedSince},
+			// The window is the shortest heartbeat interval: no session
+			// that came to rest within it can be due.
+			{Name: "heartbeat", Window: domain.MinHeartbeatSeconds * time.Second, Every: cfg.HeartbeatSweepInterval,
+				Did: "nudged", Run: heartbeat.NudgeRestingSince},
+		} {
+			if err := periodic.SetupSweep(ctx, h.Temporal, h.Worker, Name, s); err != nil {
 				h.Close()
 				return nil, err
 			}

@@ -345,6 +345,6 @@ func TestWorkerPollsAndSchedulesOutboxRetention(t *testing.T) {
 	action, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
 	require.True(t, ok)
 	require.Equal(t, temporalx.TaskQueue(service.Name), action.TaskQueue)
-	require.Equal(t, retention.WorkflowName("outbox"), action.Workflow)
+	require.Equal(t, retention.WorkflowName(service.Name, "outbox"), action.Workflow)
 	require.Equal(t, time.Hour, desc.Schedule.Spec.Intervals[0].Every)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/service"
-	"github.com/zimmerhq/zimmer/services/platform/retention"
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 )
@@ -48,7 +48,7 @@ func requireSchedule(t *testing.T, svc *service.Service, id, sweep string, every
 	action, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
 	require.True(t, ok)
 	require.Equal(t, temporalx.TaskQueue(service.Name), action.TaskQueue)
-	require.Equal(t, retention.WorkflowName(sweep), action.Workflow)
+	require.Equal(t, periodic.SweepWorkflowName(service.Name, sweep), action.Workflow)
 	require.Equal(t, every, desc.Schedule.Spec.Intervals[0].Every)
 	return handle
 }

@@ -49,7 +49,7 @@ func TestTriggerServiceOverGRPC(t *testing.T) {
 	require.Equal(t, "waiting", resp.GetSession().GetStatus(), "asleep before the call returns")
 	require.Equal(t, []interruptCall{{id, "pause_until", "running"}}, runner.recorded(), "the turn was halted first")
 	require.Equal(t, at, resp.GetTrigger().GetFireAt().AsTime())
-	require.Equal(t, fmt.Sprintf("wake/%d/%d", id, resp.GetTrigger().GetId()), resp.GetTrigger().GetWorkflowId())
+	require.Equal(t, fmt.Sprintf("session/%d/wake/%d", id, resp.GetTrigger().GetId()), resp.GetTrigger().GetWorkflowId())
 	require.Equal(t, "pause_until", resp.GetTrigger().GetSource())
 
 	_, err = triggers.PauseUntil(ctx, &lifecyclev1.PauseUntilRequest{SessionId: ref, WakeAt: timestamppb.New(time.Now().Add(5 * time.Second))})

@@ -1,5 +1,5 @@
 // Package wake is the triggers' clock: one Temporal workflow per trigger,
-// zimmer.lifecycle.Wake (id wake/<session>/<trigger>, task queue
+// zimmer.lifecycle.Wake (id session/<session>/wake/<trigger>, task queue
 // zimmer-lifecycle), which sleeps until the trigger's time and then fires
 // it through the FireTrigger activity, retried until it succeeds. The
 // trigger's row in lifecycle's database is the truth: the workflow is

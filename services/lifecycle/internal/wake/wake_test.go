@@ -165,7 +165,7 @@ func TestStarterStartsOneWorkflowPerTrigger(t *testing.T) {
 
 	require.NoError(t, s.Deliver(t.Context(), msg))
 	require.Len(t, f.opts, 1)
-	require.Equal(t, "wake/5/7", f.opts[0].ID)
+	require.Equal(t, "session/5/wake/7", f.opts[0].ID)
 	require.Equal(t, "zimmer-lifecycle", f.opts[0].TaskQueue)
 	require.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE, f.opts[0].WorkflowIDReusePolicy, "a second start is a no-op")
 	require.Equal(t, []any{wake.Input{TriggerID: 7, SessionID: 5, FireAt: fireAt}}, f.args[0])

@@ -16,8 +16,8 @@ import (
 
 // Names under which the page workflow and its activity are registered.
 const (
-	WorkflowName = "notification.PageAlert"
-	ActivityName = "notification.DeliverAlert"
+	WorkflowName = "zimmer.notification.PageAlert"
+	ActivityName = "zimmer.notification.DeliverAlert"
 )
 
 // permanentFailure is the application error type of a sink refusal that

@@ -6,7 +6,7 @@
 //     backoff (pager.DeliverToSinks: the alerts' rule), and records when
 //     the first sink had it: the push of a failure and of an agent's
 //     message.
-//   - NeedsInputDebounce (workflow debounce/needs-input/<session id>) is a
+//   - NeedsInputDebounce (workflow session/<session id>/debounce/needs-input) is a
 //     session's pauses: each pause signals it (signal-with-start, signal
 //     paused carrying the pause's needs_input_count), and it pushes for the
 //     latest pause once no other pause followed for the debounce, if
@@ -32,17 +32,18 @@ import (
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
 	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
+	"github.com/zimmerhq/zimmer/services/platform/workflowid"
 )
 
 // Names registered with the worker. They are part of the workflows'
 // histories: renaming one strands the workflows already running.
 const (
-	PushWorkflowName     = "notification.Push"
-	DebounceWorkflowName = "notification.NeedsInputDebounce"
+	PushWorkflowName     = "zimmer.notification.Push"
+	DebounceWorkflowName = "zimmer.notification.NeedsInputDebounce"
 
-	ActivityDeliverPush      = "notification.DeliverPush"
-	ActivityMarkPushed       = "notification.MarkPushed"
-	ActivityRecordNeedsInput = "notification.RecordNeedsInput"
+	ActivityDeliverPush      = "zimmer.notification.DeliverPush"
+	ActivityMarkPushed       = "zimmer.notification.MarkPushed"
+	ActivityRecordNeedsInput = "zimmer.notification.RecordNeedsInput"
 
 	// SignalPaused tells a session's debounce that it paused (Paused).
 	SignalPaused = "paused"
@@ -57,9 +58,7 @@ const DefaultDebounce = 60 * time.Second
 func PushWorkflowID(notificationID int64) string { return fmt.Sprintf("push/%d", notificationID) }
 
 // DebounceWorkflowID names session's needs-input debounce.
-func DebounceWorkflowID(sessionID int64) string {
-	return fmt.Sprintf("debounce/needs-input/%d", sessionID)
-}
+func DebounceWorkflowID(sessionID int64) string { return workflowid.NeedsInputDebounce(sessionID) }
 
 // Message is what the sinks deliver for n, keyed notification/<id> so a
 // receiver can drop a retried delivery that had in fact arrived.

@@ -26,25 +26,25 @@ func TestStarterSignalsTheSessionsDebounce(t *testing.T) {
 	t.Parallel()
 	c := &mocks.Client{}
 	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	c.On("SignalWithStartWorkflow", mock.Anything, "debounce/needs-input/42", push.SignalPaused, push.Paused{Marker: 7, At: at},
+	c.On("SignalWithStartWorkflow", mock.Anything, "session/42/debounce/needs-input", push.SignalPaused, push.Paused{Marker: 7, At: at},
 		mock.Anything, push.DebounceWorkflowName, mock.Anything).Return(nil, nil)
 	s := push.NewStarter(c, "zimmer-notification", []sink.Sink{sink.Log{}}, 2*time.Second)
 
 	require.NoError(t, s.Paused(context.Background(), 42, 7, at))
 	opts := c.Calls[0].Arguments.Get(4).(client.StartWorkflowOptions)
-	require.Equal(t, "debounce/needs-input/42", opts.ID)
+	require.Equal(t, "session/42/debounce/needs-input", opts.ID)
 	require.Equal(t, "zimmer-notification", opts.TaskQueue)
 	require.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE, opts.WorkflowIDReusePolicy, "a later pause starts a new debounce")
 	require.Equal(t, push.DebounceInput{SessionID: 42, Debounce: 2 * time.Second, Sinks: []string{"log"}}, c.Calls[0].Arguments.Get(6))
 
-	c.On("SignalWithStartWorkflow", mock.Anything, "debounce/needs-input/43", mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+	c.On("SignalWithStartWorkflow", mock.Anything, "session/43/debounce/needs-input", mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
 		Return(nil, errors.New("connection refused"))
 	err := s.Paused(context.Background(), 43, 1, at)
 	require.ErrorContains(t, err, "signal session 43's needs-input debounce (pause 1): connection refused")
 	require.ErrorIs(t, err, app.ErrNotStarted, "answered unavailable: lifecycle keeps the pause")
 
 	def := push.NewStarter(c, "q", nil, 0)
-	c.On("SignalWithStartWorkflow", mock.Anything, "debounce/needs-input/44", mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+	c.On("SignalWithStartWorkflow", mock.Anything, "session/44/debounce/needs-input", mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
 		Return(nil, nil)
 	require.NoError(t, def.Paused(context.Background(), 44, 1, at))
 	require.Equal(t, push.DefaultDebounce, c.Calls[2].Arguments.Get(6).(push.DebounceInput).Debounce, "the default debounce is the spec's 60 s")

@@ -21,6 +21,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
+	"github.com/zimmerhq/zimmer/services/platform/workflowid"
 )
 
 // BenchEnv turns the needs-input push benchmark on (its value, when a
@@ -99,7 +100,7 @@ func TestBenchmarkNeedsInputPushLateness(t *testing.T) {
 	bare := timer.lateness(ctx, t, debounce)
 	// Let every debounce finish (record its push) before the worker stops.
 	for i := range n {
-		require.NoError(t, svc.Temporal.GetWorkflow(ctx, fmt.Sprintf("debounce/needs-input/%d", base+int64(i)), "").Get(ctx, nil))
+		require.NoError(t, svc.Temporal.GetWorkflow(ctx, workflowid.NeedsInputDebounce(base+int64(i)), "").Get(ctx, nil))
 	}
 	t.Logf("%d sessions pausing %s apart, debounce %s; lateness over the debounce:", n, pace, debounce)
 	t.Logf("  Temporal timer (workflow.Sleep, then one activity): %s", summary(bare))

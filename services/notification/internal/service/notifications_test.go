@@ -448,7 +448,7 @@ func TestPushesReachTheWebhookThroughTemporal(t *testing.T) {
 	require.EqualValues(t, 1, pushed.GetMarker())
 	require.Equal(t, fmt.Sprintf("notification/%d", pushed.GetId()), payload.DedupKey)
 	var outcome push.DebounceResult
-	require.NoError(t, svc.Temporal.GetWorkflow(ctx, fmt.Sprintf("debounce/needs-input/%d", waiting.GetId()), "").Get(ctx, &outcome))
+	require.NoError(t, svc.Temporal.GetWorkflow(ctx, push.DebounceWorkflowID(waiting.GetId()), "").Get(ctx, &outcome))
 	require.Equal(t, pushed.GetId(), outcome.NotificationID)
 
 	// A resume inside the window: no push. The resume's effect stales the
@@ -462,7 +462,7 @@ func TestPushesReachTheWebhookThroughTemporal(t *testing.T) {
 	resp, err = consumer.ConsumeSessionEvent(ctx, effect("mark_notifications_stale", resumed, nil))
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
-	require.NoError(t, svc.Temporal.GetWorkflow(ctx, fmt.Sprintf("debounce/needs-input/%d", waiting.GetId()), "").Get(ctx, &outcome))
+	require.NoError(t, svc.Temporal.GetWorkflow(ctx, push.DebounceWorkflowID(waiting.GetId()), "").Get(ctx, &outcome))
 	require.Contains(t, outcome.Skipped, "is running now")
 	list, err := inbox.ListNotifications(ctx, &notificationv1.ListNotificationsRequest{SessionId: waiting.GetId()})
 	require.NoError(t, err)

@@ -26,8 +26,8 @@ import (
 	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
 	"github.com/zimmerhq/zimmer/services/notification/internal/store"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
-	"github.com/zimmerhq/zimmer/services/platform/retention"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 )
@@ -88,11 +88,11 @@ func TestRedriveActivityStartsWhatNeverStartedOnce(t *testing.T) {
 	redrive := app.NewRedrive(alerts, notifications,
 		pager.NewTemporal(c, service.Name, sinks, nil, slogx.Discard()),
 		push.NewStarter(c, "zimmer-notification", sinks, time.Minute), clock.System{})
-	policy := service.RedrivePolicy(service.Name, redrive)
-	require.Equal(t, "notification-redrive", policy.ScheduleID)
-	require.Equal(t, app.RedriveAfter, policy.Keep, "runs every minute, for what is a minute old")
+	policy := service.RedriveSweep(redrive)
+	require.Equal(t, "notification-redrive", periodic.ScheduleID(service.Name, policy.Name))
+	require.Equal(t, app.RedriveAfter, policy.Window, "runs every minute, for what is a minute old")
 
-	started, err := policy.Prune(ctx, time.Now().Add(-app.RedriveAfter))
+	started, err := policy.Run(ctx, time.Now().Add(-app.RedriveAfter))
 	require.NoError(t, err)
 	require.EqualValues(t, 4, started)
 	require.ElementsMatch(t, []string{
@@ -100,7 +100,7 @@ func TestRedriveActivityStartsWhatNeverStartedOnce(t *testing.T) {
 		push.PushWorkflowID(lostPush.ID), push.PushWorkflowID(lostPushRecord.ID),
 	}, startsOf(c), "each once; nothing recorded started, and no needs_input")
 
-	started, err = policy.Prune(ctx, time.Now().Add(-app.RedriveAfter))
+	started, err = policy.Run(ctx, time.Now().Add(-app.RedriveAfter))
 	require.NoError(t, err)
 	require.Zero(t, started, "all recorded started, the already started too")
 	require.Len(t, startsOf(c), 4)
@@ -220,9 +220,9 @@ func TestRedriveDeliversWhatFailedToStartThroughTemporal(t *testing.T) {
 		return len(later) > 0
 	}, servicetest.Timeout, 100*time.Millisecond, "the trigger started a run")
 	for _, a := range later {
-		var result retention.Result
+		var result periodic.SweepResult
 		require.NoError(t, svc.Temporal.GetWorkflow(ctx, a.StartWorkflowResult.WorkflowID, a.StartWorkflowResult.FirstExecutionRunID).Get(ctx, &result))
-		require.Zero(t, result.Deleted, "nothing left to start")
+		require.Zero(t, result.Done, "nothing left to start")
 	}
 	require.Empty(t, webhook.delivered)
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
-	"github.com/zimmerhq/zimmer/services/platform/retention"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 )
 
@@ -112,7 +112,7 @@ func (s *Service) wire(ctx context.Context, cfg config.Config, routes sink.Route
 	if s.Worker != nil {
 		push.Register(s.Worker, &push.Activities{NeedsInput: s.Notifications.NeedsInput, Pushed: s.Notifications.Pushed, Sinks: routes.Push})
 		redrive := app.NewRedrive(alerts, repo, redrivePage, pusher, clock.System{})
-		if err := retention.Setup(ctx, s.Temporal, s.Worker, worker, RedrivePolicy(worker, redrive)); err != nil {
+		if err := periodic.SetupSweep(ctx, s.Temporal, s.Worker, worker, RedriveSweep(redrive)); err != nil {
 			return fmt.Errorf("schedule the re-drive of unstarted pages and pushes: %w", err)
 		}
 	}
@@ -121,22 +121,20 @@ func (s *Service) wire(ctx context.Context, cfg config.Config, routes sink.Route
 	return nil
 }
 
+// redrive names the re-drive's periodic sweep.
+const redriveSweep = "redrive"
+
 // RedriveScheduleID names the re-drive's schedule of the service whose
 // worker is named worker: notification-redrive.
-func RedriveScheduleID(worker string) string { return worker + "-redrive" }
+func RedriveScheduleID(worker string) string { return periodic.ScheduleID(worker, redriveSweep) }
 
-// RedrivePolicy runs the re-drive as a platform schedule: every
+// RedriveSweep runs the re-drive as a periodic sweep: every
 // app.RedriveAfter on the worker's task queue, each run starting the pages
 // and pushes unstarted since before its time minus app.RedriveAfter (its
-// result's Deleted counts the starts). A page or push whose start failed,
-// or was lost with the process, is thus started within about two minutes.
-func RedrivePolicy(worker string, redrive app.RedriveStarts) retention.Policy {
-	return retention.Policy{
-		Name:       "redrive",
-		ScheduleID: RedriveScheduleID(worker),
-		Keep:       app.RedriveAfter,
-		Prune:      redrive.Handle,
-	}
+// result counts the starts). A page or push whose start failed, or was
+// lost with the process, is thus started within about two minutes.
+func RedriveSweep(starts app.RedriveStarts) periodic.Sweep {
+	return periodic.Sweep{Name: redriveSweep, Window: app.RedriveAfter, Did: "started", Run: starts.Handle}
 }
 
 // hookedStarts is the Temporal client with config.BeforeStart in front of

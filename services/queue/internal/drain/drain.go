@@ -1,6 +1,6 @@
 // Package drain delivers a session's queued messages when no turn end
 // will: after a pause that is not a turn end, and after any enqueue. One
-// Temporal workflow per session (id queue-drain-<session_id>, type
+// Temporal workflow per session (id session/<session_id>/drain, type
 // zimmer.queue.Drain, on the queue's task queue zimmer-queue) is started or
 // poked by signal-with-start; it waits a little, then makes up to three
 // attempts 30 seconds apart, and pages an operator when all three fail,
@@ -19,6 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/zimmerhq/zimmer/services/platform/workflowid"
 )
 
 // Names registered with the worker. They are part of the workflow's
@@ -47,7 +49,7 @@ const (
 )
 
 // WorkflowID is the id of session's drain workflow.
-func WorkflowID(sessionID int64) string { return fmt.Sprintf("queue-drain-%d", sessionID) }
+func WorkflowID(sessionID int64) string { return workflowid.Drain(sessionID) }
 
 // AlertKey deduplicates the exhausted-drain alert per session.
 func AlertKey(sessionID int64) string { return fmt.Sprintf("queue_drain_exhausted/%d", sessionID) }

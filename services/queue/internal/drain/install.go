@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/zimmerhq/zimmer/services/platform/alert"
-	"github.com/zimmerhq/zimmer/services/platform/retention"
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 )
 
@@ -54,7 +54,7 @@ func Install(ctx context.Context, temporal client.Client, w worker.Worker, deps 
 	acts := &Activities{Lifecycle: deps.Lifecycle, Deliverer: deps.Deliverer, Alerts: deps.Alerts}
 	acts.Register(w)
 	sweep := &Sweep{Seals: deps.Seals, Sessions: deps.Sessions, Logger: deps.Logger}
-	if err := retention.Setup(ctx, temporal, w, deps.Service, sweep.Policy(deps.Service)); err != nil {
+	if err := periodic.SetupSweep(ctx, temporal, w, deps.Service, sweep.Periodic()); err != nil {
 		return nil, fmt.Errorf("install the stale-seal sweep: %w", err)
 	}
 	return &Starter{client: temporal, taskQueue: temporalx.TaskQueue(deps.Service), delay: deps.Delay}, nil

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
-	"github.com/zimmerhq/zimmer/services/platform/retention"
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 )
 
 // StaleSealAge is how long an archive attempt may hold a session's seal
@@ -36,16 +36,11 @@ type Sweep struct {
 	Logger   *slog.Logger
 }
 
-// Policy runs the sweep as a retention policy: the schedule
+// Periodic runs the sweep as a periodic sweep: the schedule
 // <service>-stale-seals every StaleSealAge on the service's task queue,
-// pruning seals placed before its run's time minus StaleSealAge.
-func (s *Sweep) Policy(service string) retention.Policy {
-	return retention.Policy{
-		Name:       "stale-seals",
-		ScheduleID: service + "-stale-seals",
-		Keep:       StaleSealAge,
-		Prune:      s.UnsealStale,
-	}
+// lifting seals placed before its run's time minus StaleSealAge.
+func (s *Sweep) Periodic() periodic.Sweep {
+	return periodic.Sweep{Name: "stale-seals", Window: StaleSealAge, Did: "unsealed", Run: s.UnsealStale}
 }
 
 // UnsealStale lifts the stale seals placed before cutoff and says how many.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 	"github.com/zimmerhq/zimmer/services/queue/internal/drain"
@@ -102,7 +103,7 @@ func TestSweepUnsealsStaleSealsOfSessionsNotArchived(t *testing.T) {
 
 func TestSweepRunsEveryMinuteUnderItsOwnSchedule(t *testing.T) {
 	t.Parallel()
-	p := (&drain.Sweep{}).Policy("queue")
-	require.Equal(t, "queue-stale-seals", p.ScheduleID)
-	require.Equal(t, time.Minute, p.Keep)
+	p := (&drain.Sweep{}).Periodic()
+	require.Equal(t, "queue-stale-seals", periodic.ScheduleID("queue", p.Name))
+	require.Equal(t, time.Minute, p.Window)
 }

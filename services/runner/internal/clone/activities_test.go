@@ -115,6 +115,6 @@ func TestStartCleanupAndRestoreAreOncePerRun(t *testing.T) {
 	ok, err = clone.StartRestore(context.Background(), starter, 3)
 	require.NoError(t, err)
 	require.False(t, ok, "a restore already running does this one's work")
-	require.Equal(t, "clone-cleanup/3", starter.started[0].ID)
+	require.Equal(t, "session/3/clone-cleanup", starter.started[0].ID)
 	require.True(t, starter.started[0].WorkflowExecutionErrorWhenAlreadyStarted)
 }

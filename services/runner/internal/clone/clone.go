@@ -1,12 +1,12 @@
 // Package clone runs a session's clone through its life after archive on
 // Temporal, on the node whose disk holds it:
 //
-//   - clone-cleanup/<session> (zimmer.runner.CloneCleanup), started by the
+//   - session/<session>/clone-cleanup (zimmer.runner.CloneCleanup), started by the
 //     archive's enqueue_deferred_cleanup effect: it waits the undo window
 //     (a workflow timer), re-reads the session, and if it is still archived
 //     preserves or deletes the clone (workspace.Keeper.Preserve), which asks
 //     again under the clone's lock right before deleting anything.
-//   - clone-restore/<session> (zimmer.runner.CloneRestore), started by the
+//   - session/<session>/clone-restore (zimmer.runner.CloneRestore), started by the
 //     unarchive's restore_clone effect: it brings the clone back at the path
 //     the session's turns know (workspace.Keeper.Restore).
 //   - the Temporal Schedule runner-trash-reaper (zimmer.runner.TrashReaper):
@@ -19,20 +19,28 @@
 package clone
 
 import (
-	"strconv"
 	"time"
 
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
+	"github.com/zimmerhq/zimmer/services/platform/workflowid"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workspace"
 )
 
-// Workflow, activity and schedule names, as the Temporal Web UI shows them.
+// runner and reaperJob name the trash reaper's periodic job.
+const (
+	runner    = "runner"
+	reaperJob = "trash-reaper"
+)
+
+// ReaperScheduleID is the trash reaper's schedule and the id of the
+// workflows it starts.
+var ReaperScheduleID = periodic.ScheduleID(runner, reaperJob)
+
+// Workflow and activity names, as the Temporal Web UI shows them.
 const (
 	CleanupWorkflowName = "zimmer.runner.CloneCleanup"
 	RestoreWorkflowName = "zimmer.runner.CloneRestore"
 	ReaperWorkflowName  = "zimmer.runner.TrashReaper"
-	// ReaperScheduleID is the trash reaper's schedule and the id of the
-	// workflows it starts.
-	ReaperScheduleID = "runner-trash-reaper"
 
 	// Shared activities (any node: the database and lifecycle).
 	ActivityLocate       = "zimmer.runner.LocateClone"
@@ -66,10 +74,10 @@ const (
 )
 
 // CleanupID is the workflow id of session id's clean-up.
-func CleanupID(id int64) string { return "clone-cleanup/" + strconv.FormatInt(id, 10) }
+func CleanupID(id int64) string { return workflowid.CloneCleanup(id) }
 
 // RestoreID is the workflow id of session id's restore.
-func RestoreID(id int64) string { return "clone-restore/" + strconv.FormatInt(id, 10) }
+func RestoreID(id int64) string { return workflowid.CloneRestore(id) }
 
 // CleanupInput starts a clean-up.
 type CleanupInput struct {

@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/zimmerhq/zimmer/services/platform/temporalx"
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
 
@@ -15,8 +15,8 @@ import (
 // to that interval. A run still going when the next is due is not doubled
 // (the default overlap policy skips it).
 func Schedule(ctx context.Context, c client.Client, interval time.Duration) error {
-	return temporalx.EnsureEvery(ctx, c, temporalx.Every{
-		ID: ReaperScheduleID, Workflow: ReaperWorkflowName, TaskQueue: rw.TaskQueue, Interval: interval,
+	return periodic.Ensure(ctx, c, periodic.Job{
+		Service: runner, Name: reaperJob, Workflow: ReaperWorkflowName, TaskQueue: rw.TaskQueue, Every: interval,
 		// A run that outlives this is stuck (a node that never takes its
 		// work is left after reapStartTimeout); the next one starts over.
 		RunTimeout: max(interval, time.Hour),

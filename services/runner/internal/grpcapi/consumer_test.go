@@ -60,10 +60,10 @@ func TestCreationSignalsWithStartTheFirstTurn(t *testing.T) {
 	require.True(t, resp.GetApplied())
 	require.Len(t, starter.calls, 1)
 	call := starter.calls[0]
-	require.Equal(t, "session-42", call.workflowID)
+	require.Equal(t, "session/42", call.workflowID)
 	require.Equal(t, workflow.SignalTurn, call.signal)
 	require.Equal(t, workflow.TaskQueue, call.opts.TaskQueue)
-	require.Equal(t, "session-42", call.opts.ID)
+	require.Equal(t, "session/42", call.opts.ID)
 	require.Equal(t, workflow.WorkflowName, call.workflow)
 	spec := workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main", Subdirectory: "svc"}
 	require.Equal(t, workflow.TurnRequest{RequestID: "ev-1", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec}, call.arg)
@@ -93,7 +93,7 @@ func TestADeliberateResumeAsksForAResumeTurn(t *testing.T) {
 	resp, err = consume(t, c, updated("ev-3", &lifecyclev1.Transition{From: "running", To: "needs_input", Events: []string{"pause"}}))
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
-	require.Equal(t, []string{"session-42"}, starter.interrupts, "leaving running may stop the turn")
+	require.Equal(t, []string{"session/42"}, starter.interrupts, "leaving running may stop the turn")
 
 	for _, e := range []*lifecyclev1.SessionEvent{
 		updated("ev-3b", &lifecyclev1.Transition{From: "needs_input", To: "waiting", Events: []string{"sleep"}}),

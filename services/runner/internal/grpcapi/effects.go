@@ -29,8 +29,8 @@ var notBuilt = map[string]bool{EffectInference: true, EffectStatusSummary: true,
 
 // Effects handles the effects lifecycle addresses to the runner: an
 // archive's deferred clean-up of the session's clone starts
-// clone-cleanup/<session>, an unarchive's restore starts
-// clone-restore/<session>. Delivery is at least once: a workflow of the
+// session/<session>/clone-cleanup, an unarchive's restore starts
+// session/<session>/clone-restore. Delivery is at least once: a workflow of the
 // same id already running answers applied false (it re-reads the session
 // before it acts, so it serves this event too); one run after another is
 // harmless (a clean-up of a preserved clone, a restore of a ready one, do

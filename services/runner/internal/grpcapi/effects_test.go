@@ -66,7 +66,7 @@ func TestDeferredCleanupStartsTheClonesCleanUp(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
 	require.Len(t, w.started, 1)
-	require.Equal(t, "clone-cleanup/42", w.started[0].opts.ID)
+	require.Equal(t, "session/42/clone-cleanup", w.started[0].opts.ID)
 	require.Equal(t, "zimmer-runner", w.started[0].opts.TaskQueue)
 	require.Equal(t, clone.CleanupWorkflowName, w.started[0].name)
 	require.Equal(t, []any{clone.CleanupInput{
@@ -74,7 +74,7 @@ func TestDeferredCleanupStartsTheClonesCleanUp(t *testing.T) {
 	}}, w.started[0].args)
 
 	// Redelivered while that run waits out its window: it serves both.
-	w.running = map[string]bool{"clone-cleanup/42": true}
+	w.running = map[string]bool{"session/42/clone-cleanup": true}
 	resp, err = consume(t, c, effect(42, grpcapi.EffectDeferredCleanup, map[string]any{"trash_after": "2026-03-05T12:00:00Z"}))
 	require.NoError(t, err)
 	require.False(t, resp.GetApplied())
@@ -105,7 +105,7 @@ func TestRestoreCloneStartsTheClonesRestore(t *testing.T) {
 	resp, err := consume(t, c, effect(42, grpcapi.EffectRestoreClone, nil))
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
-	require.Equal(t, "clone-restore/42", w.started[0].opts.ID)
+	require.Equal(t, "session/42/clone-restore", w.started[0].opts.ID)
 	require.Equal(t, []any{clone.RestoreInput{SessionID: 42}}, w.started[0].args)
 }
 

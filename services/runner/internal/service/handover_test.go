@@ -23,7 +23,7 @@ import (
 func TestQueuedMessagesAreHandedOverAsTurnsWithoutAPause(t *testing.T) {
 	t.Parallel()
 	id := newSessionID()
-	first := rw.ID(id) + "/turn-1"
+	first := fmt.Sprintf("session-%d/turn-1", id)
 	next := map[string]*queuev1.DeliverNextMessageResponse{
 		first:      {Delivered: true, JobId: "queue/m1", Prompt: "@demo say the second message"},
 		"queue/m1": {Delivered: true, JobId: "queue/m2", Prompt: "@demo say the third message"},

@@ -47,6 +47,6 @@ func TestTranscriptRetentionIsScheduled(t *testing.T) {
 	require.NoError(t, err)
 	action, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
 	require.True(t, ok)
-	require.Equal(t, retention.WorkflowName("transcripts"), action.Workflow)
+	require.Equal(t, retention.WorkflowName(service.Name, "transcripts"), action.Workflow)
 	require.Equal(t, time.Hour, desc.Schedule.Spec.Intervals[0].Every, "48h runs hourly")
 }

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
-	"github.com/zimmerhq/zimmer/services/platform/retention"
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 	"github.com/zimmerhq/zimmer/services/runner/internal/config"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
@@ -92,7 +92,7 @@ func TestNodeKillsWhatItsPreviousIncarnationLeftAndSchedulesItsSweeps(t *testing
 		return action
 	}
 	orphans := schedule(sweep.OrphanedSessionsScheduleID)
-	require.Equal(t, retention.WorkflowName("orphaned-sessions"), orphans.Workflow)
+	require.Equal(t, periodic.SweepWorkflowName(service.Name, "orphaned-sessions"), orphans.Workflow)
 	require.Equal(t, rw.TaskQueue, orphans.TaskQueue)
 	zombies := schedule(sweep.ZombieReaperScheduleID(nodeName))
 	require.Equal(t, rw.NodeTaskQueue(nodeName), zombies.TaskQueue)

@@ -17,18 +17,28 @@ import (
 	"go.temporal.io/sdk/worker"
 	tw "go.temporal.io/sdk/workflow"
 
-	"github.com/zimmerhq/zimmer/services/platform/retention"
-	"github.com/zimmerhq/zimmer/services/platform/temporalx"
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
 
+// runner is the service's name in its schedules' names.
+const runner = "runner"
+
+// orphanedSessions names the orphan sweep (periodic.Sweep).
+const orphanedSessions = "orphaned-sessions"
+
 // OrphanedSessionsScheduleID names the orphan sweep's schedule (one for
 // all nodes: each node's start ensures it, and any node runs it).
-const OrphanedSessionsScheduleID = "runner-orphaned-sessions"
+var OrphanedSessionsScheduleID = periodic.ScheduleID(runner, orphanedSessions)
 
 // ZombieReaperScheduleID names node's zombie reaper schedule.
-func ZombieReaperScheduleID(node string) string { return "runner-zombie-reaper-" + node }
+func ZombieReaperScheduleID(node string) string {
+	return periodic.ScheduleID(runner, zombieReaper(node))
+}
+
+// zombieReaper names node's zombie reaper job.
+func zombieReaper(node string) string { return "zombie-reaper-" + node }
 
 // Names the zombie reaper's workflow and activity are registered under, on
 // each node's own worker.
@@ -43,11 +53,10 @@ const (
 func SetupOrphanedSessions(ctx context.Context, c client.Client, shared worker.Registry, service string,
 	o OrphanedSessions, grace, every time.Duration,
 ) error {
-	// The sweep is retention's plumbing, as lifecycle's sweeps are: a
-	// schedule of a workflow whose cutoff is its own clock minus a window.
-	return retention.Setup(ctx, c, shared, service, retention.Policy{
-		Name: "orphaned-sessions", ScheduleID: OrphanedSessionsScheduleID,
-		Keep: grace, Every: every, Prune: o.RecoverSettledBefore,
+	// A sweep, as lifecycle's are: a schedule of a workflow whose cutoff
+	// is its own clock minus a window.
+	return periodic.SetupSweep(ctx, c, shared, service, periodic.Sweep{
+		Name: orphanedSessions, Window: grace, Every: every, Did: "recovered", Run: o.RecoverSettledBefore,
 	})
 }
 
@@ -97,10 +106,10 @@ func SetupZombieReaper(ctx context.Context, c client.Client, nodeWorker worker.R
 ) error {
 	nodeWorker.RegisterWorkflowWithOptions(ReapZombiesWorkflow, tw.RegisterOptions{Name: ZombieReaperWorkflow})
 	nodeWorker.RegisterActivityWithOptions(z.ReapZombies, activity.RegisterOptions{Name: ZombieReaperActivity})
-	return temporalx.EnsureEvery(ctx, c, temporalx.Every{
-		ID: ZombieReaperScheduleID(node), Workflow: ZombieReaperWorkflow, TaskQueue: workflow.NodeTaskQueue(node),
+	return periodic.Ensure(ctx, c, periodic.Job{
+		Service: runner, Name: zombieReaper(node), Workflow: ZombieReaperWorkflow, TaskQueue: workflow.NodeTaskQueue(node),
 		// A run of a node that is gone gives way to the next one.
-		Interval: every, RunTimeout: max(every, time.Minute),
+		Every: every, RunTimeout: max(every, time.Minute),
 	})
 }
 

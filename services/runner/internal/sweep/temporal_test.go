@@ -12,7 +12,7 @@ import (
 	tw "go.temporal.io/sdk/workflow"
 	"golang.org/x/sys/unix"
 
-	"github.com/zimmerhq/zimmer/services/platform/retention"
+	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
@@ -128,10 +128,10 @@ func TestOrphanedSessionsScheduleOnTemporal(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, time.Hour, desc.Schedule.Spec.Intervals[0].Every)
 
-	var got retention.Result
+	var got periodic.SweepResult
 	start := time.Now()
 	runSchedule(t, c, sweep.OrphanedSessionsScheduleID, &got)
-	require.EqualValues(t, 3, got.Deleted, "three sessions were handed their recovery")
+	require.EqualValues(t, 3, got.Done, "three sessions were handed their recovery")
 	require.WithinDuration(t, start.Add(-grace), got.Cutoff, 30*time.Second, "settled for the grace")
 	require.Len(t, lc.asked, 1)
 

@@ -1,5 +1,5 @@
 // Package workflow drives a session's turns on Temporal: one workflow per
-// session (id session-<id>, on the runner's task queue zimmer-runner) takes
+// session (id session/<id>, on the runner's task queue zimmer-runner) takes
 // turn requests by signal and runs them one at a time, each turn an activity
 // (RunTurn) on the task queue of the node holding the session's clone
 // (zimmer-runner-<node>). Lifecycle owns the session's state: the workflow
@@ -11,10 +11,11 @@ package workflow
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/zimmerhq/zimmer/services/platform/workflowid"
 )
 
 // Names registered with the worker. They are part of the workflow's history:
@@ -141,7 +142,7 @@ const RecoveryPrompt = "[Zimmer system recovery] Your previous process died by a
 const ContinuePrompt = "[Zimmer] Your session was restarted; continue where you left off."
 
 // ID is the workflow id of a session's workflow.
-func ID(sessionID int64) string { return "session-" + strconv.FormatInt(sessionID, 10) }
+func ID(sessionID int64) string { return workflowid.Session(sessionID) }
 
 // TaskQueue is the runner's shared task queue: the session workflows and the
 // Transition, SessionState and legacy drain activities, which any node may
@@ -468,9 +469,11 @@ type TurnResult struct {
 // lost still closes.
 const turnCredentialTTL = turnMaxDuration
 
-// turnID names a turn: the session's workflow id and the turn's number. It
-// is the session's running_job_id while the turn runs.
-func turnID(sessionID int64, n int) string { return fmt.Sprintf("%s/turn-%d", ID(sessionID), n) }
+// turnID names a turn: the session's id and the turn's number. It is the
+// session's running_job_id while the turn runs and names the turn's lines
+// in the transcript, so it is data callers read, not a workflow id, and
+// keeps its format (session-7/turn-1) apart from the workflow ids'.
+func turnID(sessionID int64, n int) string { return fmt.Sprintf("session-%d/turn-%d", sessionID, n) }
 
 // Timeouts of the activities; the turn itself has no deadline (an agent may
 // work for hours) but must heartbeat.

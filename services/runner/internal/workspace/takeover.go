@@ -34,7 +34,7 @@ func (p *Preparer) TakeOver(ctx context.Context, sessionID int64, from string) e
 
 // AwaitRestore waits, polling every poll, while the session's clone is
 // being given back — its workspace still in the trash's states because the
-// unarchive's restore (clone-restore/<session>) has not finished — and
+// unarchive's restore (session/<session>/clone-restore) has not finished — and
 // answers once the clone is ready on disk. A ready workspace whose clone is
 // gone, or one that cannot become ready, is an error at once.
 func (p *Preparer) AwaitRestore(ctx context.Context, sessionID int64, poll time.Duration) error {

@@ -38,7 +38,7 @@ const (
 // lifecycle's database (wake_triggers) because the transitions that read it
 // (resume's cancel-or-preserve, the conditional re-sleep, a first start's
 // guard) read it in their own transaction. Each trigger's timer is a
-// Temporal workflow, wake/<session_id>/<trigger_id>, on zimmer-lifecycle.
+// Temporal workflow, session/<session_id>/wake/<trigger_id>, on zimmer-lifecycle.
 type TriggerServiceClient interface {
 	// WakeMeUpLater sleeps the session until wake_at (or now + delay) and
 	// arms a one-time wake that resumes it with prompt: a needs_input or
@@ -161,7 +161,7 @@ func (c *triggerServiceClient) AwaitingScheduledWake(ctx context.Context, in *Aw
 // lifecycle's database (wake_triggers) because the transitions that read it
 // (resume's cancel-or-preserve, the conditional re-sleep, a first start's
 // guard) read it in their own transaction. Each trigger's timer is a
-// Temporal workflow, wake/<session_id>/<trigger_id>, on zimmer-lifecycle.
+// Temporal workflow, session/<session_id>/wake/<trigger_id>, on zimmer-lifecycle.
 type TriggerServiceServer interface {
 	// WakeMeUpLater sleeps the session until wake_at (or now + delay) and
 	// arms a one-time wake that resumes it with prompt: a needs_input or

@@ -1,0 +1,33 @@
+// Package workflowid names the Temporal workflows of a session, whichever
+// service starts them: each is session/<id> or under it, so an operator
+// finds all of session 7's in the Web UI with
+//
+//	WorkflowId = "session/7" OR WorkflowId STARTS_WITH "session/7/"
+//
+// It imports the standard library only, so domain packages may use it.
+package workflowid
+
+import "strconv"
+
+// Session is the session's own workflow (the runner's turns).
+func Session(sessionID int64) string { return "session/" + strconv.FormatInt(sessionID, 10) }
+
+// Drain is the queue's after-pause drain of the session's messages.
+func Drain(sessionID int64) string { return Session(sessionID) + "/drain" }
+
+// NeedsInputDebounce is notification's debounce of the session's pauses.
+func NeedsInputDebounce(sessionID int64) string {
+	return Session(sessionID) + "/debounce/needs-input"
+}
+
+// CloneCleanup is the runner's preservation of an archived session's clone.
+func CloneCleanup(sessionID int64) string { return Session(sessionID) + "/clone-cleanup" }
+
+// CloneRestore is the runner's restoration of an unarchived session's
+// clone.
+func CloneRestore(sessionID int64) string { return Session(sessionID) + "/clone-restore" }
+
+// Wake is lifecycle's timer of the session's trigger.
+func Wake(sessionID, triggerID int64) string {
+	return Session(sessionID) + "/wake/" + strconv.FormatInt(triggerID, 10)
+}
