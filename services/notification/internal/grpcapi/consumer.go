@@ -54,11 +54,12 @@ func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.Con
 
 func (c *Consumer) consume(ctx context.Context, e *lifecyclev1.SessionEvent) (bool, error) {
 	eff := e.GetEffect()
+	if eff == nil {
+		return false, nil // no effect: not notification's to apply
+	}
 	switch eff.GetKind().(type) {
 	case *lifecyclev1.SessionEffect_NeedsInputPush, *lifecyclev1.SessionEffect_FailurePush,
 		*lifecyclev1.SessionEffect_MarkNotificationsStale, *lifecyclev1.SessionEffect_DismissNotifications:
-	case nil:
-		return false, nil // no effect: not notification's to apply
 	default:
 		return effect.Unhandled(ctx, c.errors.logger, e, "not notification's").GetApplied(), nil
 	}

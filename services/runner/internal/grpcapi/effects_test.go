@@ -169,3 +169,16 @@ func TestEffectsNotBuiltAreAcknowledged(t *testing.T) {
 	require.Contains(t, log.String(), "not the runner's")
 	require.Contains(t, log.String(), "effect=dismiss_notifications")
 }
+
+// TestARunnerWithoutEffectsSaysSo: a runner that carries out no effects
+// (no clones) answers one applied false and names it in the log.
+func TestARunnerWithoutEffectsSaysSo(t *testing.T) {
+	t.Parallel()
+	var log bytes.Buffer
+	c := grpcapi.NewConsumer(&fakeStarter{}, workflow.Starter{Node: "n1"}, "demo", slog.New(slog.NewTextHandler(&log, nil)))
+	resp, err := consume(t, c, effect(42, restoreClone()))
+	require.NoError(t, err)
+	require.False(t, resp.GetApplied())
+	require.Contains(t, log.String(), "this runner carries out no effects")
+	require.Contains(t, log.String(), "effect=restore_clone")
+}
