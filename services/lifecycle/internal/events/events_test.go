@@ -153,13 +153,14 @@ func TestEffectsTravelTypedAndReadBackAsTheStreamShowsThem(t *testing.T) {
 		require.NoError(t, err)
 		entries = append(entries, read...)
 	}
+	name := events.Codec{}.EffectName // the names themselves: lifecycle/effect's test
 	require.Equal(t, []string{
 		events.TopicSessionUpdated,
-		events.TopicEffectPrefix + "enqueue_debounced_needs_input_push_notification",
-		events.TopicEffectPrefix + "enqueue_deferred_cleanup",
-		events.TopicEffectPrefix + "retire_enqueued_messages",
-		events.TopicEffectPrefix + "harvest_status_summary_fork",
-		events.TopicEffectPrefix + "harvest_status_summary_fork",
+		events.TopicEffectPrefix + name(domain.NeedsInputPush{}),
+		events.TopicEffectPrefix + name(domain.DeferredCleanup{}),
+		events.TopicEffectPrefix + name(domain.RetireMessages{}),
+		events.TopicEffectPrefix + name(domain.HarvestFork{}),
+		events.TopicEffectPrefix + name(domain.HarvestFork{}),
 	}, topics)
 	require.Equal(t, [][]string{{events.SubscriberLineage}, {domain.OwnerNotification}, {domain.OwnerRunner}, {domain.OwnerQueue},
 		{domain.OwnerRunner}, {domain.OwnerRunner}}, owners)
@@ -176,9 +177,9 @@ func TestEffectsTravelTypedAndReadBackAsTheStreamShowsThem(t *testing.T) {
 	for i, e := range entries {
 		names[i] = e.Name
 	}
-	require.Equal(t, []string{"transition", "cancel_pending_one_time_wake_triggers",
-		"enqueue_debounced_needs_input_push_notification", "enqueue_deferred_cleanup", "retire_enqueued_messages",
-		"harvest_status_summary_fork", "harvest_status_summary_fork"}, names)
+	require.Equal(t, []string{"transition", name(domain.CancelWakes{}),
+		name(domain.NeedsInputPush{}), name(domain.DeferredCleanup{}), name(domain.RetireMessages{}),
+		name(domain.HarvestFork{}), name(domain.HarvestFork{})}, names)
 	require.Equal(t, map[string]any{}, entries[1].Payload, "lifecycle's own effects show no payload")
 	require.Equal(t, map[string]any{"needs_input_count": int64(7)}, entries[2].Payload)
 	require.Equal(t, map[string]any{"trash_after": "2026-12-04T12:00:00Z"}, entries[3].Payload)
