@@ -101,7 +101,10 @@ func seedMessages(t testing.TB, outer protoreflect.MessageType) []proto.Message 
 			Pagination: &lifecyclev1.Pagination{Page: 1, PerPage: 25, TotalCount: 2, TotalPages: 1},
 		},
 		&lifecyclev1.SessionEvent{EventId: "e", SessionId: 9, Payload: &lifecyclev1.SessionEvent_Effect{Effect: &lifecyclev1.SessionEffect{
-			Name: "dismiss_notifications", Payload: meta, Session: &lifecyclev1.Session{Id: 9, NeedsInputCount: 3},
+			Kind: &lifecyclev1.SessionEffect_RetireMessages{RetireMessages: &lifecyclev1.RetireMessagesEffect{
+				Forced: true, ArchivedAt: timestamppb.New(time.Date(2026, 3, 5, 12, 0, 0, 0, time.UTC)),
+			}},
+			Session: &lifecyclev1.Session{Id: 9, NeedsInputCount: 3},
 		}}},
 		hierarchyProvenance(),
 	}

@@ -37,6 +37,9 @@ var Migrations = pgdb.MigrationSet{Name: "lifecycle", FS: pgdb.MigrationsDir(mig
 type Codec interface {
 	Encode(domain.Fact) ([]outbox.Addressed, error)
 	Stream(topic string, payload []byte) ([]domain.StreamEvent, error)
+	// EffectName is the spec's callback name of an effect, as its stream
+	// entry and logs show it.
+	EffectName(domain.Effect) string
 }
 
 // Sessions is the Postgres SessionRepository.

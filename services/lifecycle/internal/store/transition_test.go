@@ -164,9 +164,10 @@ func TestStreamOutlivesTheOutbox(t *testing.T) {
 	for _, e := range before {
 		names = append(names, e.Name)
 	}
+	name := events.Codec{}.EffectName
 	require.Equal(t, []string{
-		"transition", domain.EffectRecordFlags,
-		"transition", domain.EffectFireTriggers, domain.EffectNeedsInputPush, domain.EffectStatusSummary, domain.EffectDrain,
+		"transition", name(domain.RecordFlags{}),
+		"transition", name(domain.FireTriggers{}), name(domain.NeedsInputPush{}), name(domain.StatusSummaryRefresh{}), name(domain.Drain{}),
 	}, names)
 	require.Equal(t, map[string]any{"from": "running", "to": "needs_input", "events": []any{"pause"}}, before[2].Payload)
 	require.Equal(t, map[string]any{"needs_input_count": float64(1)}, before[4].Payload)

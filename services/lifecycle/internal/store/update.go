@@ -295,8 +295,8 @@ func (s *Sessions) planTransition(w *writes, cur domain.Session, wakes domain.Wa
 		return err
 	}
 	for _, e := range out.Effects {
-		if e.Name == domain.EffectRecordFlags {
-			w.flags(cur.ID, out.Session.UpdatedAt)
+		if _, ok := e.(domain.RecordFlags); ok {
+			w.flags(cur.ID, out.Session.UpdatedAt, s.codec.EffectName(e))
 			break
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/effect"
 	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
@@ -66,7 +67,10 @@ func (c *Consumer) Register(g *grpc.Server) {
 
 // ConsumeSessionEvent implements lifecyclev1.SessionEventConsumerServiceServer.
 func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.ConsumeSessionEventRequest) (*lifecyclev1.ConsumeSessionEventResponse, error) {
-	if req.GetEvent().GetEffect() != nil && c.effects != nil {
+	if req.GetEvent().GetEffect() != nil {
+		if c.effects == nil {
+			return effect.Unhandled(ctx, c.logger, req.GetEvent(), "this runner carries out no effects"), nil
+		}
 		return c.effects.Consume(ctx, req.GetEvent())
 	}
 	if leftRunning(req.GetEvent()) {
