@@ -56,7 +56,7 @@ func TestActionSessionFollowUp(t *testing.T) {
 	res := call(t, c, "action_session", map[string]any{"action": "follow_up", "session_id": 7, "prompt": "go on", "goal": "ship it", "acting_session_id": 3})
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "Delivered to session 7: the prompt is its turn now (job job-1)."), textOf(res))
-	require.Contains(t, textOf(res), `"outcome":"FOLLOW_UP_OUTCOME_DELIVERED"`)
+	require.Contains(t, textOf(res), `"outcome":"delivered"`)
 	calls := queue.Calls("FollowUp")
 	require.Len(t, calls, 1)
 	require.True(t, proto.Equal(&queuev1.FollowUpRequest{SessionId: "7", Prompt: "go on", Goal: "ship it", ActingSessionId: 3}, calls[0].Request),
@@ -69,12 +69,12 @@ func TestActionSessionFollowUp(t *testing.T) {
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "Queued for session worker as message 1 (position 1): the session is running, "+
 		"so it is sent as its next turn when the current one ends.\n"+queuefake.QueuedMessage), textOf(res))
-	require.Equal(t, "FOLLOW_UP_OUTCOME_QUEUED", structured(t, res)["outcome"])
+	require.Equal(t, "queued", structured(t, res)["outcome"])
 	require.Equal(t, "k", queue.Calls("FollowUp")[1].Request.(*queuev1.FollowUpRequest).GetIdempotencyKey())
 
 	res = call(t, c, "action_session", map[string]any{"action": "follow_up", "session_id": "worker", "prompt": "now", "force_immediate": true})
 	require.False(t, res.IsError, textOf(res))
-	require.Equal(t, "FOLLOW_UP_OUTCOME_DELIVERED", structured(t, res)["outcome"])
+	require.Equal(t, "delivered", structured(t, res)["outcome"])
 
 	for _, tc := range []struct {
 		args map[string]any

@@ -138,6 +138,9 @@ func conforms(t *testing.T, doc openAPIDoc, schema map[string]any, value any, wh
 		}
 	case "string":
 		require.IsType(t, "", value, where)
+		if words, ok := schema["enum"].([]any); ok {
+			require.Contains(t, words, value, "%s: one of the documented words", where)
+		}
 	case "boolean":
 		require.IsType(t, true, value, where)
 	case "integer":

@@ -127,7 +127,10 @@ func TestFollowUpOverREST(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
 	conformsTo(resp, "200")
 	body := resp.json(t)
-	require.Equal(t, "FOLLOW_UP_OUTCOME_DELIVERED", body["outcome"])
+	require.Equal(t, "delivered", body["outcome"])
+	require.Contains(t, body, "uncle_edge")
+	require.Nil(t, body["uncle_edge"], "an unset enum is null")
+	require.NotContains(t, string(resp.body), "UNSPECIFIED")
 	require.NotEmpty(t, body["job_id"])
 	calls := b.queue.Calls("FollowUp")
 	require.Len(t, calls, 1)
@@ -141,14 +144,14 @@ func TestFollowUpOverREST(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, resp.status, "%s", resp.body)
 	conformsTo(resp, "202")
 	body = resp.json(t)
-	require.Equal(t, "FOLLOW_UP_OUTCOME_QUEUED", body["outcome"])
+	require.Equal(t, "queued", body["outcome"])
 	require.Equal(t, queuefake.QueuedMessage, body["message"])
 	require.Equal(t, "after this turn", body["enqueued_message"].(map[string]any)["content"])
 	require.Equal(t, "the-worker", b.queue.Calls("FollowUp")[1].Request.(*queuev1.FollowUpRequest).GetSessionId(), "a slug reaches the queue as given")
 
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/the-worker/follow_up", `{"prompt":"now","force_immediate":true}`)
 	require.Equal(t, http.StatusOK, resp.status, "force_immediate delivers now: %s", resp.body)
-	require.Equal(t, "FOLLOW_UP_OUTCOME_DELIVERED", resp.json(t)["outcome"])
+	require.Equal(t, "delivered", resp.json(t)["outcome"])
 
 	// Errors keep the gateway's one mapping.
 	before := len(b.queue.Calls())
