@@ -14,10 +14,14 @@ import (
 	"path"
 	"slices"
 	"sync"
+	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/zimmerhq/zimmer/services/platform/principal"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
@@ -126,4 +130,39 @@ func Answer[Resp proto.Message](ctx context.Context, r *Recorder, req proto.Mess
 		r.defaults(resp)
 	}
 	return resp.Interface().(Resp), nil
+}
+
+// RequireEveryMethod calls each unary method of services over conn with an
+// empty request and requires that a fake recorded it under its name and
+// did not leave it Unimplemented: a new RPC cannot fall through unnoticed.
+// It returns how many methods it called.
+func RequireEveryMethod(t testing.TB, conn grpc.ClientConnInterface, r *Recorder, services ...protoreflect.ServiceDescriptor) int {
+	t.Helper()
+	newMessage := func(md protoreflect.MessageDescriptor) proto.Message {
+		mt, err := protoregistry.GlobalTypes.FindMessageByName(md.FullName())
+		if err != nil {
+			t.Fatalf("no type %s: %v", md.FullName(), err)
+		}
+		return mt.New().Interface()
+	}
+	called := 0
+	for _, sd := range services {
+		methods := sd.Methods()
+		for i := range methods.Len() {
+			m := methods.Get(i)
+			if m.IsStreamingClient() || m.IsStreamingServer() {
+				continue
+			}
+			before := len(r.Calls(string(m.Name())))
+			err := conn.Invoke(context.Background(), "/"+string(sd.FullName())+"/"+string(m.Name()), newMessage(m.Input()), newMessage(m.Output()))
+			if status.Code(err) == codes.Unimplemented {
+				t.Errorf("%s is not implemented by the fake: %v", m.Name(), err)
+			}
+			if got := len(r.Calls(string(m.Name()))); got != before+1 {
+				t.Errorf("%s: %d calls recorded under its name, want %d", m.Name(), got, before+1)
+			}
+			called++
+		}
+	}
+	return called
 }
