@@ -125,7 +125,7 @@ vet: ## go vet every go.work module
 lint: vet $(GOLANGCI_LINT) ## golangci-lint (.golangci.yml) in every module, and the domain layering check
 	@failed=0; for d in $(MODULES); do \
 		echo "golangci-lint $${d#$(CURDIR)/}"; \
-		(cd "$$d" && $(GOLANGCI_LINT) run ./...) || failed=1; \
+		(cd "$$d" && $(GOLANGCI_LINT) run --allow-parallel-runners ./...) || failed=1; \
 	done; [ $$failed -eq 0 ]
 	@for d in services/*/internal/domain; do \
 		[ -d "$$d" ] || continue; \
