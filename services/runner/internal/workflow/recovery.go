@@ -304,40 +304,17 @@ func refusedIsNothing(ctx workflow.Context, err error) error {
 // noteProgress reads a lost turn's last heartbeat: a runtime that had
 // reported its conversation confirms it, so the recovery resumes it rather
 // than replaying the start.
-// It returns the turn's credential, which the turn could not revoke.
-func (st *State) noteProgress(lost error) (credentialID string) {
+func (st *State) noteProgress(lost error) {
 	var te *temporal.TimeoutError
 	if !errors.As(lost, &te) || !te.HasLastHeartbeatDetails() {
-		return ""
+		return
 	}
 	var p TurnProgress
 	if err := te.LastHeartbeatDetails(&p); err != nil {
-		return "" // an older runner's detail (the turn id)
+		return
 	}
 	if p.RuntimeSessionID != "" {
 		st.Confirmed, st.RuntimeSessionID = true, p.RuntimeSessionID
-	}
-	return p.CredentialID
-}
-
-// revokeLost revokes the credential of a lost turn, whose agent can no
-// longer be trusted to be the session's: a credential outliving its turn
-// is a key nobody holds on purpose. A failure is logged, not fatal: the
-// recovery goes on.
-func (t *turnRunner) revokeLost(ctx workflow.Context, credentialID string) {
-	if credentialID == "" {
-		return
-	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              TaskQueue,
-		StartToCloseTimeout:    transitionTimeout,
-		ScheduleToCloseTimeout: 10 * time.Minute,
-		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
-	})
-	err := workflow.ExecuteActivity(actx, ActivityRevokeCredential,
-		RevokeRequest{SessionID: t.st.Session.ID, CredentialID: credentialID}).Get(ctx, nil)
-	if err != nil {
-		workflow.GetLogger(ctx).Error("revoke a lost turn's session credential", "credential_id", credentialID, "error", err)
 	}
 }
 

@@ -62,7 +62,6 @@ type recoveryHarness struct {
 	stops     []string
 	queues    []string // task queue of each RunTurn
 	abandoned []rw.AbandonRequest
-	revoked   []rw.RevokeRequest
 }
 
 func newRecoveryHarness(t *testing.T, outcomes ...turnOutcome) *recoveryHarness {
@@ -95,13 +94,6 @@ func newRecoveryHarness(t *testing.T, outcomes ...turnOutcome) *recoveryHarness 
 			s := h.states[min(reads, len(h.states)-1)]
 			reads++
 			return s, nil
-		}).Maybe()
-	h.env.OnActivity(rw.ActivityRevokeCredential, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req rw.RevokeRequest) error {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.revoked = append(h.revoked, req)
-			return nil
 		}).Maybe()
 	h.env.OnActivity(rw.ActivityAbandonRecovery, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req rw.AbandonRequest) error {
@@ -309,7 +301,7 @@ func TestOrphanSweepRequestLeavesASessionAtRestAlone(t *testing.T) {
 func TestLostFirstTurnWhoseRuntimeHadBegunIsRecoveredNotReplayed(t *testing.T) {
 	t.Parallel()
 	begun := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil,
-		rw.TurnProgress{TurnID: "session-7/turn-1", CredentialID: "cred-9", RuntimeSessionID: "conv-9"})
+		rw.TurnProgress{TurnID: "session-7/turn-1", RuntimeSessionID: "conv-9"})
 	h := newRecoveryHarness(t, turnOutcome{err: begun}, turnOutcome{result: exited(0)})
 	h.states = []rw.SessionState{{Status: "running", Prompt: "build it"}}
 	h.run(1, first("build it"))
@@ -322,5 +314,4 @@ func TestLostFirstTurnWhoseRuntimeHadBegunIsRecoveredNotReplayed(t *testing.T) {
 	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventResume, rw.EventPause}, h.events())
 	require.Equal(t, []rw.TurnCredentialsRequest{{SessionID: sessionID, TurnID: "session-7/turn-1"}, {SessionID: sessionID, TurnID: h.turns[1].TurnID}},
 		h.revocations, "the lost turn's credentials are revoked: nobody holds them on purpose any more")
-	require.Empty(t, h.revoked, "by turn, not by the id its last heartbeat named")
 }

@@ -30,10 +30,6 @@ const (
 	// workflow task that learnt of the exit, so a handed-over turn waits for
 	// no extra dispatch by Temporal.
 	ActivityDrain = "zimmer.runner.DrainQueue"
-	// ActivityDrainBeforePause is the drain hook of the runs that began
-	// before hand-overs (a no-op taking the session id); they replay it,
-	// and pause after it until they continue as new.
-	ActivityDrainBeforePause = "zimmer.runner.DrainBeforePause"
 
 	// SignalTurn asks for a turn (TurnRequest).
 	SignalTurn = "turn"
@@ -58,10 +54,7 @@ const (
 	// ActivityAbandonRecovery calls lifecycle's AbandonRecovery
 	// (AbandonRequest).
 	ActivityAbandonRecovery = "zimmer.runner.AbandonRecovery"
-	// ActivityRevokeCredential revokes a lost turn's session credential
-	// (RevokeRequest).
-	ActivityRevokeCredential = "zimmer.runner.RevokeCredential"
-	ActivityStopTurn         = "zimmer.runner.StopTurn"
+	ActivityStopTurn        = "zimmer.runner.StopTurn"
 )
 
 // ActivityRevokeTurnCredentials revokes every credential minted for a turn
@@ -90,38 +83,6 @@ const (
 	ErrDrainRefused = "DrainRefused"
 )
 
-// handOverChange versions the turn-end drain: runs whose history predates
-// it pause after the legacy no-op activity (workflow.DefaultVersion),
-// newer ones drain the queue (version 1).
-const handOverChange = "queue-hand-over"
-
-// promptlessFirstChange versions the first turn of a session created
-// without a prompt: runs from before it started an agent with the
-// continue nudge; now the clone is made and the session waits in waiting
-// for its first message.
-const promptlessFirstChange = "promptless-first-turn"
-
-// firstOnceChange versions dropping, when it comes to run, a first turn
-// that finds the session started: runs from before it would start the
-// session again.
-const firstOnceChange = "first-turn-once"
-
-// lostTurnChange versions recovering a lost turn (its heartbeat timed out)
-// and retrying one a runner shutdown stopped: runs from before it failed
-// the session.
-const lostTurnChange = "lost-turn-recovery"
-
-// turnCredentialsChange versions revoking a turn's credentials from the
-// workflow once its RunTurn has ended, however it ended: runs from before
-// it left that to RunTurn (and a lost turn's to revokeLost).
-const turnCredentialsChange = "turn-credentials-revoked-by-workflow"
-
-// localTransitionChange versions firing lifecycle events as local
-// activities, run inside the workflow task: runs from before it scheduled
-// each as an activity on the shared queue, two Temporal dispatches more on
-// every start and pause (docs/temporal.md).
-const localTransitionChange = "transition-as-local-activity"
-
 // MaxSignalRecoveries is how many turns in a row that died by a signal
 // Zimmer did not send are resumed with system recovery; the next such death
 // fails the session (the spec's MAX_SIGNAL_DEATH_RETRIES).
@@ -145,8 +106,7 @@ const ContinuePrompt = "[Zimmer] Your session was restarted; continue where you 
 func ID(sessionID int64) string { return workflowid.Session(sessionID) }
 
 // TaskQueue is the runner's shared task queue: the session workflows and the
-// Transition, SessionState and legacy drain activities, which any node may
-// run.
+// activities any node may run (SessionState, AbandonRecovery).
 const TaskQueue = "zimmer-runner"
 
 // ClonesTaskQueue is polled by every runner node for PrepareWorkspace
@@ -297,12 +257,6 @@ type CredentialRequest struct {
 	TTL         time.Duration
 }
 
-// RevokeRequest revokes a session credential.
-type RevokeRequest struct {
-	SessionID    int64
-	CredentialID string
-}
-
 // AbandonRequest gives up recovering a session (AbandonRecovery).
 type AbandonRequest struct {
 	SessionID int64
@@ -438,9 +392,6 @@ type RunTurnRequest struct {
 // TurnProgress is RunTurn's heartbeat detail.
 type TurnProgress struct {
 	TurnID string
-	// CredentialID is the session credential minted for the turn: a lost
-	// turn cannot revoke it, so the workflow does.
-	CredentialID string
 	// RuntimeSessionID is the conversation id the runtime reported so far:
 	// once set, the conversation exists and a lost turn resumes it.
 	RuntimeSessionID string

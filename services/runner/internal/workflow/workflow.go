@@ -186,8 +186,7 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnReque
 	if req.Kind == KindRecover {
 		return t.recoverRequested(ctx, req)
 	}
-	if req.Kind == KindFirst && st.Started &&
-		workflow.GetVersion(ctx, firstOnceChange, workflow.DefaultVersion, 1) == 1 {
+	if req.Kind == KindFirst && st.Started {
 		// Accepted before the session started, behind a turn that then
 		// started it: a start now (the session may be waiting again)
 		// would run its first prompt a second time.
@@ -204,8 +203,7 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnReque
 		}
 		st.Workspace = &ws
 	}
-	if req.Kind == KindFirst && strings.TrimSpace(req.Prompt) == "" &&
-		workflow.GetVersion(ctx, promptlessFirstChange, workflow.DefaultVersion, 1) == 1 {
+	if req.Kind == KindFirst && strings.TrimSpace(req.Prompt) == "" {
 		// Created without a prompt: the clone is ready and the session
 		// waits for its first message, which a delivery resumes it with.
 		workflow.GetLogger(ctx).Info("session created without a prompt: clone ready, waiting for its first message")
@@ -277,20 +275,17 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 		case scheduleToStartTimeout(runErr):
 			// Its node never took the turn: no process started.
 			return nil, t.nodeDead(ctx, id, "the node did not take the turn")
-		case temporal.IsTimeoutError(runErr) &&
-			workflow.GetVersion(ctx, lostTurnChange, workflow.DefaultVersion, 1) == 1:
+		case temporal.IsTimeoutError(runErr):
 			// Lost: the node or its runner died, or Temporal lost the
-			// activity. Prove the process gone, then decide.
-			if credentialID := st.noteProgress(runErr); !t.revokesTurns(ctx) {
-				t.revokeLost(ctx, credentialID)
-			}
+			// activity. Prove the process gone, then decide (runProcess
+			// revoked its credentials).
+			st.noteProgress(runErr)
 			if after, err = t.afterLoss(ctx, id, PathInterruptedTurn, "no heartbeat from node "+strconv.Quote(st.Node), prompt, true); err != nil {
 				return nil, err
 			}
 		case runErr != nil:
 			return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: notRunReason(runErr)})
-		case result.Shutdown &&
-			workflow.GetVersion(ctx, lostTurnChange, workflow.DefaultVersion, 1) == 1:
+		case result.Shutdown:
 			st.Confirmed = true
 			if shutdowns >= MaxShutdownRetries {
 				return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: fmt.Sprintf(
@@ -356,12 +351,6 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 // end routes a clean exit of turn id: the queue may hand the next turn over
 // (the session stays running, no transition at all); else the turn pauses.
 func (t *turnRunner) end(ctx workflow.Context, id string) (*TurnRequest, error) {
-	if workflow.GetVersion(ctx, handOverChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		if err := t.drainBeforePause(ctx); err != nil {
-			return nil, err
-		}
-		return nil, t.endTransition(ctx, TransitionRequest{Event: EventPause})
-	}
 	h, err := t.drain(ctx, id)
 	if err != nil {
 		return nil, err
@@ -565,13 +554,6 @@ func (t *turnRunner) drain(ctx workflow.Context, id string) (HandOver, error) {
 	}
 }
 
-// drainBeforePause is the legacy drain of runs that began before
-// hand-overs.
-func (t *turnRunner) drainBeforePause(ctx workflow.Context) error {
-	actx := untilAnswered(ctx)
-	return workflow.ExecuteActivity(actx, ActivityDrainBeforePause, t.st.Session.ID).Get(ctx, nil)
-}
-
 // untilAnswered runs an activity on the shared queue, retried until the
 // service it calls answers (each attempt bounded by transitionTimeout).
 func untilAnswered(ctx workflow.Context) workflow.Context {
@@ -591,12 +573,7 @@ func untilAnswered(ctx workflow.Context) workflow.Context {
 // runs it again.
 func (t *turnRunner) transition(ctx workflow.Context, req TransitionRequest) error {
 	req.SessionID = t.st.Session.ID
-	var err error
-	if workflow.GetVersion(ctx, localTransitionChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		err = workflow.ExecuteActivity(untilRefused(ctx), ActivityTransition, req).Get(ctx, nil)
-	} else {
-		err = t.localTransition(ctx, req)
-	}
+	err := askLocally(ctx, ActivityTransition, req, ErrRefused)
 	if err == nil {
 		upsertMemo(ctx, map[string]any{"last_event": req.Event})
 		if t.st.SearchAttributes {
@@ -604,24 +581,6 @@ func (t *turnRunner) transition(ctx workflow.Context, req TransitionRequest) err
 		}
 	}
 	return err
-}
-
-// untilRefused runs a transition as an activity on the shared queue,
-// retried until lifecycle answers, a refusal being an answer.
-func untilRefused(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           TaskQueue,
-		StartToCloseTimeout: transitionTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: []string{ErrRefused},
-		},
-	})
-}
-
-// localTransition is transition's local activity.
-func (t *turnRunner) localTransition(ctx workflow.Context, req TransitionRequest) error {
-	return askLocally(ctx, ActivityTransition, req, ErrRefused)
 }
 
 // askLocally runs a short, idempotent call to another service as a local
