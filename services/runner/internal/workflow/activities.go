@@ -26,9 +26,9 @@ import (
 // Lifecycle is what the turn needs of the lifecycle service, called as the
 // runner service.
 type Lifecycle interface {
-	// Transition fires one event. A refusal whose session is already where
-	// the event leads (a retried call that had applied) is success; any
-	// other refusal is a *RefusedError.
+	// Transition fires one event under req.IdempotencyKey: a retry of a
+	// call that had applied is answered as already applied (success); a
+	// refusal is a *RefusedError.
 	Transition(ctx context.Context, req TransitionRequest) error
 	// MintCredential issues a session credential for one turn's agent.
 	MintCredential(ctx context.Context, req CredentialRequest) (id, token string, err error)
@@ -49,12 +49,17 @@ type Lifecycle interface {
 }
 
 // RefusedError is lifecycle refusing a transition for the session's state.
+// Status is set only when the refusal names it without the message
+// (domain.StatusGone: lifecycle knows no such session).
 type RefusedError struct {
 	Event, Status, Message string
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("lifecycle refused %s with the session %s: %s", e.Event, e.Status, e.Message)
+	if e.Status != "" {
+		return fmt.Sprintf("lifecycle refused %s with the session %s: %s", e.Event, e.Status, e.Message)
+	}
+	return fmt.Sprintf("lifecycle refused %s: %s", e.Event, e.Message)
 }
 
 // Preparer makes a session's clone (workspace.Preparer).
