@@ -26,10 +26,11 @@ var stop = step{stop: true}
 // or the handed-over turn (next) runs instead.
 func (s step) ends() bool { return s.stop || s.next != nil }
 
-// afterLoss decides what follows the loss of turn lostID (the process is
-// proven gone when prove is false, or proven here) and makes it so: the
-// stand-down table on the session as lifecycle has it now, the budget, and
-// then the queue's next message or a recovery turn. prompt is the lost
+// afterLoss carries out what follows the loss of turn lostID (the process
+// is proven gone when prove is false, or proven here): domain.PlanLoss
+// decides on the session as lifecycle has it now and the budgets spent,
+// and this makes it so — nothing, a failure, an abandoned recovery, the
+// queue's next message, or a recovery turn. prompt is the lost
 // turn's, which a replayed start runs again ("" reads the session's own).
 func (t *turnRunner) afterLoss(ctx workflow.Context, lostID, path, cause, prompt string, prove bool) (step, error) {
 	st := t.st

@@ -122,7 +122,7 @@ const (
 	KindHandOver = "handover"
 	// KindRecover asks the workflow to recover the session if its turn is
 	// gone (the orphan sweep): it re-reads the session and, when no turn
-	// of it is live, decides by the stand-down table (Decide).
+	// of it is live, decides by the stand-down table (domain.Decide).
 	KindRecover = "recover"
 )
 
