@@ -41,8 +41,9 @@ func TestRecordTheReplayedRun(t *testing.T) {
 
 	const node = "node-a"
 	var (
-		mu     sync.Mutex
-		events []string
+		mu         sync.Mutex
+		events     []string
+		handedOver bool
 	)
 	shared := worker.New(c, rw.TaskQueue, worker.Options{})
 	shared.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
@@ -55,8 +56,11 @@ func TestRecordTheReplayedRun(t *testing.T) {
 	shared.RegisterActivityWithOptions(func(context.Context, rw.TurnCredentialsRequest) error { return nil },
 		activity.RegisterOptions{Name: rw.ActivityRevokeTurnCredentials})
 	shared.RegisterActivityWithOptions(func(_ context.Context, req rw.DrainRequest) (rw.HandOver, error) {
-		if req.FromJobID == rw.ID(sessionID)+"/turn-1" {
-			return handedOver("queue/m1", "next"), nil
+		if req.FromJobID == "session-7/turn-1" {
+			mu.Lock()
+			defer mu.Unlock()
+			handedOver = true
+			return rw.HandOver{Delivered: true, JobID: "queue/m1", Prompt: "next"}, nil
 		}
 		return rw.HandOver{}, nil
 	}, activity.RegisterOptions{Name: rw.ActivityDrain})
@@ -91,6 +95,9 @@ func TestRecordTheReplayedRun(t *testing.T) {
 	pauses(1)
 	require.NoError(t, starter.Send(t.Context(), rw.TurnRequest{RequestID: "restart-1", Kind: rw.KindResume, JobID: "resume/1", Session: spec}))
 	pauses(2)
+	mu.Lock()
+	require.True(t, handedOver, "the recorded run hands queue/m1 over at the first turn's end")
+	mu.Unlock()
 
 	hist := &historypb.History{}
 	it := c.GetWorkflowHistory(t.Context(), rw.ID(sessionID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
