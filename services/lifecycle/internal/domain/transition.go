@@ -57,6 +57,11 @@ type Command struct {
 	// queued message was never delivered …"), appended to the archive line
 	// in its words; "" when nothing is retired or no queue was asked.
 	RetirementClause string
+	// IdempotencyKey, when set, names this transition: lifecycle records
+	// it with the change, and a call with the same key again (a retried
+	// activity whose first attempt committed) is answered as already
+	// applied, changing nothing. Never persisted on the session.
+	IdempotencyKey string
 }
 
 // Validate checks the details a caller sent with the command.
@@ -65,6 +70,7 @@ func (c Command) Validate() error {
 	checkText(&vs, "failure_reason", c.FailureReason, MaxFailureReasonChars, "say why in a sentence and leave the detail in the logs")
 	checkText(&vs, "paused_by", c.PausedBy, MaxPausedByChars, "")
 	checkText(&vs, "running_job_id", c.RunningJobID, MaxRunningJobIDChars, "")
+	checkText(&vs, "idempotency_key", c.IdempotencyKey, MaxIdempotencyKeyChars, "")
 	return vs.Err()
 }
 
@@ -278,6 +284,10 @@ type Outcome struct {
 	// TurnPrompt is the prompt of the turn AsksForTurn asks for: a
 	// delivery's; "" for a restart (the runner's continue nudge).
 	TurnPrompt string
+	// AlreadyApplied: a call with the same idempotency key applied this
+	// transition before; nothing changed now, and Session is the session
+	// as it stands (From is the state the first call moved it from).
+	AlreadyApplied bool
 }
 
 // Apply runs cmd against s: the guard, the state change and every piece of

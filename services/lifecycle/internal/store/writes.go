@@ -94,6 +94,24 @@ func (w *writes) delivery(deliveryID string, sessionID int64, jobID string) {
 	}, `INSERT INTO deliveries (delivery_id, session_id, job_id) VALUES ($1, $2, $3)`, deliveryID, sessionID, jobID)
 }
 
+// appliedTransition queues the record of a transition applied under its
+// caller's idempotency key, which answers the call's retries.
+func (w *writes) appliedTransition(key string, sessionID int64, out *domain.Outcome) {
+	event := ""
+	if len(out.Applied) > 0 {
+		event = string(out.Applied[0])
+	}
+	w.queue(func(err error) error {
+		if pgdb.Code(err) == pgdb.CodeUniqueViolation {
+			// Read under session sessionID's lock and not found: another
+			// session's transition took the key meanwhile.
+			return fmt.Errorf("idempotency key %q was applied to another session meanwhile; a key names one transition: %w", key, domain.ErrAlreadyExists)
+		}
+		return fmt.Errorf("record the transition of session %d under key %q: %w", sessionID, key, err)
+	}, `INSERT INTO applied_transitions (idempotency_key, session_id, event, from_status) VALUES ($1, $2, $3, $4)`,
+		key, sessionID, event, int16(out.From))
+}
+
 // markers queues the session's markers alone, for bookkeeping that is not
 // a transition (a drain attempt counted).
 func (w *writes) markers(id int64, m domain.Markers) error {

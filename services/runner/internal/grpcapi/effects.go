@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
@@ -67,7 +66,7 @@ func (e *Effects) Consume(ctx context.Context, ev *lifecyclev1.SessionEvent) (*l
 		name := effect.Name(eff)
 		e.logger.Warn("start a session clone's workflow", "effect", name, "session_id", id, "error", err)
 		// Temporal's trouble is transient for the relay: it retries.
-		return nil, status.Errorf(codes.Unavailable, "hand %s of session %d to Temporal: %v", name, id, err)
+		return nil, toStatus(refuse(codes.Unavailable, "hand %s of session %d to Temporal: %v", name, id, err))
 	}
 	return &lifecyclev1.ConsumeSessionEventResponse{Applied: started}, nil
 }
