@@ -167,11 +167,14 @@ func NewGetPromptBlocks(provenance GetSessionProvenance, clk clock.Clock) GetPro
 }
 
 // Handle renders sessionID's blocks; viaMCP is the provenance_via_mcp_enabled
-// setting.
-func (uc GetPromptBlocks) Handle(ctx context.Context, sessionID int64, viaMCP bool) (domain.PromptBlocks, error) {
+// setting and notes the session's notes (lifecycle's), rendered here so
+// that every untrusted string of the prompt meets the one sanitiser.
+func (uc GetPromptBlocks) Handle(ctx context.Context, sessionID int64, viaMCP bool, notes string) (domain.PromptBlocks, error) {
 	p, err := uc.provenance.Handle(ctx, sessionID)
 	if err != nil {
 		return domain.PromptBlocks{}, err
 	}
-	return domain.RenderPromptBlocks(p, uc.clock.Now(), viaMCP), nil
+	b := domain.RenderPromptBlocks(p, uc.clock.Now(), viaMCP)
+	b.SessionNotes = domain.RenderSessionNotes(notes)
+	return b, nil
 }
