@@ -162,7 +162,10 @@ func (s *ProvenanceServer) GetSessionProvenance(ctx context.Context, req *lineag
 
 // GetPromptBlocks implements lineagev1.ProvenanceServiceServer.
 func (s *ProvenanceServer) GetPromptBlocks(ctx context.Context, req *lineagev1.GetPromptBlocksRequest) (*lineagev1.GetPromptBlocksResponse, error) {
-	b, err := s.uc.GetPromptBlocks.Handle(ctx, req.GetSessionId(), req.GetProvenanceViaMcpEnabled(), req.GetSessionNotes())
+	b, err := s.uc.GetPromptBlocks.Handle(ctx, app.PromptBlocksRequest{
+		SessionID: req.GetSessionId(), ViaMCP: req.GetProvenanceViaMcpEnabled(), Notes: req.GetSessionNotes(),
+		RequireRecorded: req.GetRequireRecorded(),
+	})
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/runner/internal/prompt"
@@ -24,8 +26,14 @@ func NewLineage(conn grpc.ClientConnInterface) *Lineage {
 // PromptBlocks renders the session's notes and provenance blocks.
 func (l *Lineage) PromptBlocks(ctx context.Context, sessionID int64, notes string, viaMCP bool) (prompt.Blocks, error) {
 	resp, err := l.client.GetPromptBlocks(ctx, &lineagev1.GetPromptBlocksRequest{
-		SessionId: sessionID, SessionNotes: notes, ProvenanceViaMcpEnabled: viaMCP,
+		SessionId: sessionID, SessionNotes: notes, ProvenanceViaMcpEnabled: viaMCP, RequireRecorded: true,
 	})
+	if status.Code(err) == codes.NotFound {
+		// The session's created event has not reached lineage yet: it will,
+		// so the turn waits for it (an Unavailable is asked again).
+		return prompt.Blocks{}, status.Errorf(codes.Unavailable, "lineage has not recorded session %d yet: %s",
+			sessionID, status.Convert(err).Message())
+	}
 	if err != nil {
 		return prompt.Blocks{}, fmt.Errorf("lineage GetPromptBlocks of session %d: %w", sessionID, err)
 	}

@@ -902,9 +902,14 @@ type GetPromptBlocksRequest struct {
 	ProvenanceViaMcpEnabled bool `protobuf:"varint,2,opt,name=provenance_via_mcp_enabled,json=provenanceViaMcpEnabled,proto3" json:"provenance_via_mcp_enabled,omitempty"`
 	// The session's notes (lifecycle's Session.notes), rendered as the
 	// <session-notes> block; empty renders none.
-	SessionNotes  string `protobuf:"bytes,3,opt,name=session_notes,json=sessionNotes,proto3" json:"session_notes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SessionNotes string `protobuf:"bytes,3,opt,name=session_notes,json=sessionNotes,proto3" json:"session_notes,omitempty"`
+	// NOT_FOUND for a session lineage holds no node for yet (its created
+	// event still on its way) instead of rendering it alone: the runner asks
+	// again, so a spawned session's first turn never goes without its
+	// hierarchy.
+	RequireRecorded bool `protobuf:"varint,4,opt,name=require_recorded,json=requireRecorded,proto3" json:"require_recorded,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetPromptBlocksRequest) Reset() {
@@ -956,6 +961,13 @@ func (x *GetPromptBlocksRequest) GetSessionNotes() string {
 		return x.SessionNotes
 	}
 	return ""
+}
+
+func (x *GetPromptBlocksRequest) GetRequireRecorded() bool {
+	if x != nil {
+		return x.RequireRecorded
+	}
+	return false
 }
 
 type GetPromptBlocksResponse struct {
@@ -1112,12 +1124,13 @@ const file_zimmer_lineage_v1_provenance_service_proto_rawDesc = "" +
 	"\x18elsewhere_count_is_floor\x18\x05 \x01(\bR\x15elsewhereCountIsFloor\x12,\n" +
 	"\x12human_message_here\x18\x06 \x01(\bR\x10humanMessageHere\x12/\n" +
 	"\x06people\x18\a \x03(\v2\x17.zimmer.lineage.v1.UserR\x06people\x12\x1a\n" +
-	"\bmarkdown\x18\b \x01(\tR\bmarkdown\"\x99\x01\n" +
+	"\bmarkdown\x18\b \x01(\tR\bmarkdown\"\xc4\x01\n" +
 	"\x16GetPromptBlocksRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\x12;\n" +
 	"\x1aprovenance_via_mcp_enabled\x18\x02 \x01(\bR\x17provenanceViaMcpEnabled\x12#\n" +
-	"\rsession_notes\x18\x03 \x01(\tR\fsessionNotes\"\xa6\x01\n" +
+	"\rsession_notes\x18\x03 \x01(\tR\fsessionNotes\x12)\n" +
+	"\x10require_recorded\x18\x04 \x01(\bR\x0frequireRecorded\"\xa6\x01\n" +
 	"\x17GetPromptBlocksResponse\x12+\n" +
 	"\x11session_hierarchy\x18\x01 \x01(\tR\x10sessionHierarchy\x12%\n" +
 	"\x0ehuman_messages\x18\x02 \x01(\tR\rhumanMessages\x12\x12\n" +
