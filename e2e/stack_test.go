@@ -186,7 +186,7 @@ func (s *stack) env(name string) []string {
 		env = append(env, "RUNNER_DEMO_AGENT_PATH="+filepath.Join(s.bin, "zimmer-demo-agent"),
 			"RUNNER_WORKSPACES_DIR="+s.workspaces, "RUNNER_LIFECYCLE_ADDR="+s.addr["lifecycle"],
 			"RUNNER_MCP_URL=http://"+s.addr["gateway"]+"/mcp", "RUNNER_NODE=e2e-"+filepath.Base(s.workspaces),
-			"RUNNER_QUEUE_ADDR="+s.addr["queue"])
+			"RUNNER_QUEUE_ADDR="+s.addr["queue"], "RUNNER_LINEAGE_ADDR="+s.addr["lineage"])
 	}
 	if name == "queue" {
 		env = append(env, "QUEUE_LIFECYCLE_ADDR="+s.addr["lifecycle"], "QUEUE_RUNNER_ADDR="+s.addr["runner"],

@@ -48,6 +48,7 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	require.Equal(t, "127.0.0.1:9101", runner["RUNNER_LIFECYCLE_ADDR"])
 	require.Equal(t, "http://127.0.0.1:8080/mcp", runner["RUNNER_MCP_URL"])
 	require.Equal(t, "127.0.0.1:9103", runner["RUNNER_QUEUE_ADDR"])
+	require.Equal(t, "127.0.0.1:9202", runner["RUNNER_LINEAGE_ADDR"])
 
 	queue := e.serviceEnv(services[2], "postgres://local/zimmer_queue", addrs, common)
 	require.Equal(t, "127.0.0.1:9101", queue["QUEUE_LIFECYCLE_ADDR"])

@@ -374,6 +374,8 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 		m["RUNNER_MCP_URL"] = "http://" + dialable(e.get("GATEWAY_HTTP_ADDR", "127.0.0.1:8080")) + "/mcp"
 		// A turn's end hands the next queued message over before pausing.
 		m["RUNNER_QUEUE_ADDR"] = dialable(addrs["queue"])
+		// Each turn's prompt carries the blocks lineage renders.
+		m["RUNNER_LINEAGE_ADDR"] = dialable(addrs["lineage"])
 	}
 	if s.name == "queue" {
 		// The queue resolves sessions and delivers turns through lifecycle,

@@ -134,10 +134,19 @@ func NewGetSessionProvenance(hierarchy HierarchyWalker, users UserRepository, me
 // rather than refused: messages may already be recorded against it, and
 // the answer must not depend on event delivery.
 func (uc GetSessionProvenance) Handle(ctx context.Context, sessionID int64) (domain.SessionProvenance, error) {
+	return uc.handle(ctx, sessionID, false)
+}
+
+// handle is Handle; requireRecorded refuses a session lineage holds no
+// node for (domain.SessionNotKnown) instead of showing it alone.
+func (uc GetSessionProvenance) handle(ctx context.Context, sessionID int64, requireRecorded bool) (domain.SessionProvenance, error) {
 	if sessionID <= 0 {
 		return domain.SessionProvenance{}, validation.Invalid("session_id", "must be a positive session id")
 	}
 	h, err := uc.hierarchy.Handle(ctx, sessionID)
+	if errors.Is(err, domain.ErrNotFound) && requireRecorded {
+		return domain.SessionProvenance{}, domain.SessionNotKnown(sessionID)
+	}
 	if errors.Is(err, domain.ErrNotFound) {
 		h = domain.Hierarchy{OriginID: sessionID, RootIDs: []int64{sessionID},
 			Nodes: []domain.HierarchyNode{{ID: sessionID, Current: true}}}
@@ -166,12 +175,28 @@ func NewGetPromptBlocks(provenance GetSessionProvenance, clk clock.Clock) GetPro
 	return GetPromptBlocks{provenance: provenance, clock: clk}
 }
 
-// Handle renders sessionID's blocks; viaMCP is the provenance_via_mcp_enabled
-// setting.
-func (uc GetPromptBlocks) Handle(ctx context.Context, sessionID int64, viaMCP bool) (domain.PromptBlocks, error) {
-	p, err := uc.provenance.Handle(ctx, sessionID)
+// PromptBlocksRequest asks for one session's prompt blocks.
+type PromptBlocksRequest struct {
+	SessionID int64
+	// ViaMCP is the provenance_via_mcp_enabled setting.
+	ViaMCP bool
+	// Notes are the session's notes (lifecycle's), rendered here so that
+	// every untrusted string of the prompt meets the one sanitiser.
+	Notes string
+	// RequireRecorded refuses (domain.SessionNotKnown) a session whose
+	// created event has not reached lineage yet, rather than render it
+	// alone: a spawned session's first turn must not go without its
+	// hierarchy because an event trailed.
+	RequireRecorded bool
+}
+
+// Handle renders the session's blocks.
+func (uc GetPromptBlocks) Handle(ctx context.Context, req PromptBlocksRequest) (domain.PromptBlocks, error) {
+	p, err := uc.provenance.handle(ctx, req.SessionID, req.RequireRecorded)
 	if err != nil {
 		return domain.PromptBlocks{}, err
 	}
-	return domain.RenderPromptBlocks(p, uc.clock.Now(), viaMCP), nil
+	b := domain.RenderPromptBlocks(p, uc.clock.Now(), req.ViaMCP)
+	b.SessionNotes = domain.RenderSessionNotes(req.Notes)
+	return b, nil
 }

@@ -18,6 +18,7 @@ const (
 	TagSessionHierarchy = "session-hierarchy"
 	TagHumanMessages    = "human-messages"
 	TagPeople           = "people"
+	TagSessionNotes     = "session-notes"
 )
 
 // SessionProvenance is everything the renderers need about one session:
@@ -85,11 +86,13 @@ func (p SessionProvenance) People() []User {
 }
 
 // PromptBlocks are the blocks appended to an agent's prompt on every turn.
-// Either may be empty: no hierarchy block for a session alone in its tree,
-// no message block when nobody in the tree has a record. A truncated walk
-// that found nothing does not know that nobody has one, so its message
-// block is still rendered, stating the counts as a floor.
+// Any may be empty: no notes block for a session without notes, no
+// hierarchy block for a session alone in its tree, no message block when
+// nobody in the tree has a record. A truncated walk that found nothing does
+// not know that nobody has one, so its message block is still rendered,
+// stating the counts as a floor.
 type PromptBlocks struct {
+	SessionNotes     string
 	SessionHierarchy string
 	HumanMessages    string
 }
@@ -97,7 +100,7 @@ type PromptBlocks struct {
 // Text joins the non-empty blocks.
 func (b PromptBlocks) Text() string {
 	var parts []string
-	for _, s := range []string{b.SessionHierarchy, b.HumanMessages} {
+	for _, s := range []string{b.SessionNotes, b.SessionHierarchy, b.HumanMessages} {
 		if s != "" {
 			parts = append(parts, s)
 		}
@@ -158,6 +161,23 @@ func RenderPromptBlocks(p SessionProvenance, now time.Time, viaMCP bool) PromptB
 	closeTag(&b, TagHumanMessages)
 	out.HumanMessages = b.String()
 	return out
+}
+
+// RenderSessionNotes renders a session's notes as the <session-notes>
+// block, "" when it has none. Notes are free text anyone holding the
+// session's credential may write, so they are quoted like a human's words:
+// they can neither close the block nor start a line that reads as
+// structure.
+func RenderSessionNotes(notes string) string {
+	if strings.TrimSpace(notes) == "" {
+		return ""
+	}
+	var b strings.Builder
+	open(&b, TagSessionNotes)
+	b.WriteString("Notes kept on this session (action_session update_notes edits them), quoted:\n")
+	b.WriteString(Quote(strings.Trim(notes, "\r\n"), QuotePrefix))
+	closeTag(&b, TagSessionNotes)
+	return b.String()
 }
 
 // RenderProvenanceSections renders the markdown sections get_session and

@@ -112,9 +112,12 @@ func checkRendering(t *testing.T, s string) {
 	off := domain.RenderPromptBlocks(p, time.Unix(200, 0), false)
 	on := domain.RenderPromptBlocks(p, time.Unix(200, 0), true)
 	md := domain.RenderProvenanceSections(p)
+	// The session's notes are one more untrusted field of the prompt.
+	off.SessionNotes = domain.RenderSessionNotes("notes " + s)
+	on.SessionNotes = off.SessionNotes
 
 	for _, text := range []string{off.Text(), on.Text()} {
-		for _, tag := range []string{"session-hierarchy", "human-messages"} {
+		for _, tag := range []string{"session-notes", "session-hierarchy", "human-messages"} {
 			require.Equal(t, 1, strings.Count(text, "<"+tag+">"), text)
 			require.Equal(t, 1, strings.Count(text, "</"+tag+">"), text)
 		}
@@ -147,14 +150,16 @@ func checkRendering(t *testing.T, s string) {
 	for i := range neutral.Messages.Messages {
 		neutral.Messages.Messages[i].Content = "x"
 	}
-	require.Equal(t, domain.RenderPromptBlocks(neutral, time.Unix(200, 0), true), on)
+	neutralOn := domain.RenderPromptBlocks(neutral, time.Unix(200, 0), true)
+	neutralOn.SessionNotes = on.SessionNotes
+	require.Equal(t, neutralOn, on)
 }
 
 // structural reports whether line is one the renderers write: a tag, a
 // heading, a renderer sentence, an outline or entry bullet, or quoted text.
 func structural(line string) bool {
 	for _, prefix := range []string{
-		"<session-hierarchy>", "</session-hierarchy>", "<human-messages>", "</human-messages>", "<people>", "</people>",
+		"<session-notes>", "</session-notes>", "Notes kept on this session ", "<session-hierarchy>", "</session-hierarchy>", "<human-messages>", "</human-messages>", "<people>", "</people>",
 		"### Session Hierarchy", "### Human Messages", "### People", "Session #", "Truncated: ", "Current time: ",
 		"Authored in this session: ", "Only ", "To read ", "No human-authored ", "How to read the outline: ", "- #", "  - #",
 		"- [here] ", "- [elsewhere] ", "- Notes on ", "  >", "… ",

@@ -162,11 +162,16 @@ func (s *ProvenanceServer) GetSessionProvenance(ctx context.Context, req *lineag
 
 // GetPromptBlocks implements lineagev1.ProvenanceServiceServer.
 func (s *ProvenanceServer) GetPromptBlocks(ctx context.Context, req *lineagev1.GetPromptBlocksRequest) (*lineagev1.GetPromptBlocksResponse, error) {
-	b, err := s.uc.GetPromptBlocks.Handle(ctx, req.GetSessionId(), req.GetProvenanceViaMcpEnabled())
+	b, err := s.uc.GetPromptBlocks.Handle(ctx, app.PromptBlocksRequest{
+		SessionID: req.GetSessionId(), ViaMCP: req.GetProvenanceViaMcpEnabled(), Notes: req.GetSessionNotes(),
+		RequireRecorded: req.GetRequireRecorded(),
+	})
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	return &lineagev1.GetPromptBlocksResponse{SessionHierarchy: b.SessionHierarchy, HumanMessages: b.HumanMessages, Text: b.Text()}, nil
+	return &lineagev1.GetPromptBlocksResponse{
+		SessionNotes: b.SessionNotes, SessionHierarchy: b.SessionHierarchy, HumanMessages: b.HumanMessages, Text: b.Text(),
+	}, nil
 }
 
 func userToProto(u domain.User) *lineagev1.User {

@@ -177,6 +177,29 @@ func (l *Lifecycle) Note(ctx context.Context, sessionID int64, noteID, message s
 	return nil
 }
 
+// PromptSession reads what a turn's prompt needs of its session and the
+// provenance setting it runs under.
+func (l *Lifecycle) PromptSession(ctx context.Context, sessionID int64) (workflow.PromptSession, error) {
+	got, err := l.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: strconv.FormatInt(sessionID, 10)})
+	if err != nil {
+		return workflow.PromptSession{}, fmt.Errorf("read session %d: %w", sessionID, err)
+	}
+	settings, err := l.client.GetSettings(ctx, &lifecyclev1.GetSettingsRequest{})
+	if err != nil {
+		return workflow.PromptSession{}, fmt.Errorf("read the experimental settings: %w", err)
+	}
+	s := got.GetSession()
+	return workflow.PromptSession{
+		Goal: s.GetGoal(), Notes: s.GetNotes(),
+		StatusSummaryFork: s.GetCustomMetadata().GetFields()[statusSummaryForkKey].GetBoolValue(),
+		ProvenanceViaMCP:  settings.GetSettings().GetProvenanceViaMcpEnabled(),
+	}, nil
+}
+
+// statusSummaryForkKey marks a status-summary fork in custom_metadata
+// (lifecycle's domain.StatusSummaryForkKey).
+const statusSummaryForkKey = "status_summary_fork"
+
 // session reads a session; one lifecycle does not know is {Status:
 // domain.StatusGone}, which every reader here treats as gone.
 func (l *Lifecycle) session(ctx context.Context, sessionID int64) (*lifecyclev1.Session, error) {

@@ -3,7 +3,7 @@
 // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and ZIMMER_API_KEYS (see
 // host.LoadConfig), plus the runner's own RUNNER_NODE,
 // RUNNER_WORKSPACES_DIR, the services it calls (RUNNER_LIFECYCLE_ADDR,
-// RUNNER_QUEUE_ADDR) and its turns' settings.
+// RUNNER_QUEUE_ADDR, RUNNER_LINEAGE_ADDR) and its turns' settings.
 package config
 
 import (
@@ -47,6 +47,12 @@ type Config struct {
 	// 127.0.0.1:9103). "none" (empty here): no queue is asked and every
 	// clean exit pauses.
 	QueueAddr string
+	// LineageAddr is RUNNER_LINEAGE_ADDR: the lineage service that renders
+	// each turn's <session-notes>, <session-hierarchy> and <human-messages>
+	// blocks (default 127.0.0.1:9102). "none" (empty here): turns carry
+	// their text alone, no goal and no blocks — a test rig's setting,
+	// never a deployment's.
+	LineageAddr string
 	// MCPURL is RUNNER_MCP_URL: the gateway's MCP endpoint the agents call
 	// with their session credential (default http://127.0.0.1:8080/mcp).
 	MCPURL string
@@ -89,6 +95,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		WorkspacesDir string        `env:"RUNNER_WORKSPACES_DIR"`
 		LifecycleAddr string        `env:"RUNNER_LIFECYCLE_ADDR, default=127.0.0.1:9101"`
 		QueueAddr     string        `env:"RUNNER_QUEUE_ADDR, default=127.0.0.1:9103"`
+		LineageAddr   string        `env:"RUNNER_LINEAGE_ADDR, default=127.0.0.1:9102"`
 		MCPURL        string        `env:"RUNNER_MCP_URL, default=http://127.0.0.1:8080/mcp"`
 		TermGrace     time.Duration `env:"RUNNER_SIGTERM_GRACE, default=3s"`
 		KillGrace     time.Duration `env:"RUNNER_SIGKILL_GRACE, default=1s"`
@@ -108,9 +115,12 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if env.QueueAddr == "none" {
 		env.QueueAddr = ""
 	}
+	if env.LineageAddr == "none" {
+		env.LineageAddr = ""
+	}
 	cfg := Config{
 		Config: base, Node: env.Node, WorkspacesDir: env.WorkspacesDir,
-		LifecycleAddr: env.LifecycleAddr, QueueAddr: env.QueueAddr, MCPURL: env.MCPURL, Agents: env.Agents,
+		LifecycleAddr: env.LifecycleAddr, QueueAddr: env.QueueAddr, LineageAddr: env.LineageAddr, MCPURL: env.MCPURL, Agents: env.Agents,
 		Ladder:              process.Ladder{TermGrace: env.TermGrace, KillGrace: env.KillGrace, SweepGrace: env.SweepGrace},
 		TranscriptRetention: env.Transcripts, NodeDeadAfter: env.NodeDeadAfter,
 		OrphanSweepInterval: env.OrphanSweep, OrphanGrace: env.OrphanGrace, ZombieReapInterval: env.ZombieReap,
@@ -176,6 +186,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("preservation_dir", c.Clones.PreservationDir),
 		slog.String("lifecycle_addr", c.LifecycleAddr),
 		slog.String("queue_addr", c.QueueAddr),
+		slog.String("lineage_addr", c.LineageAddr),
 		slog.String("mcp_url", c.MCPURL),
 		slog.String("default_runtime", c.Agents.DefaultRuntime),
 	)

@@ -75,6 +75,7 @@ func TestLoadTurnSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:9101", cfg.LifecycleAddr)
 	require.Equal(t, "127.0.0.1:9103", cfg.QueueAddr)
+	require.Equal(t, "127.0.0.1:9102", cfg.LineageAddr)
 	require.Equal(t, "http://127.0.0.1:8080/mcp", cfg.MCPURL)
 	require.Equal(t, "demo", cfg.Agents.DefaultRuntime)
 	require.Equal(t, "zimmer-demo-agent", cfg.Agents.DemoAgentPath)
@@ -95,9 +96,10 @@ func TestLoadTurnSettings(t *testing.T) {
 
 func TestLoadQueueNone(t *testing.T) {
 	t.Parallel()
-	cfg, err := load(map[string]string{"HOME": "/home/z", "RUNNER_QUEUE_ADDR": "none"})
+	cfg, err := load(map[string]string{"HOME": "/home/z", "RUNNER_QUEUE_ADDR": "none", "RUNNER_LINEAGE_ADDR": "none"})
 	require.NoError(t, err)
 	require.Empty(t, cfg.QueueAddr, "none: no queue is asked, every clean exit pauses")
+	require.Empty(t, cfg.LineageAddr, "none: turns carry their text alone")
 }
 
 func TestLoadTranscriptRetention(t *testing.T) {

@@ -26,10 +26,17 @@ const RecoveryPrompt = "[Zimmer system recovery] Your previous process died by a
 // given RecoveryPrompt again.
 const recoveryMark = "[Zimmer system recovery]"
 
+// IsSystemRecovery reports whether a turn's text is a recovery nudge (the
+// spec's AutomatedPrompts.system_recovery?): compare with it, never with
+// the constant, since a nudge names its path after the standing text.
+func IsSystemRecovery(text string) bool {
+	return strings.Contains(text, recoveryMark)
+}
+
 // AfterSignalDeath is the prompt of the turn that resumes one whose process
 // died by signal: the lost turn's, with RecoveryPrompt appended once.
 func AfterSignalDeath(prompt, signal string) string {
-	if strings.Contains(prompt, recoveryMark) {
+	if IsSystemRecovery(prompt) {
 		return prompt
 	}
 	return prompt + "\n\n" + fmt.Sprintf(RecoveryPrompt, signal)

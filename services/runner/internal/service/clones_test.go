@@ -46,6 +46,7 @@ func TestArchiveAndUnarchiveCarryTheClonesWorkThroughTheTrash(t *testing.T) {
 		"RUNNER_WORKSPACES_DIR":      filepath.Join(dir, "workspaces"),
 		"RUNNER_LIFECYCLE_ADDR":      lifecycleAddr,
 		"RUNNER_QUEUE_ADDR":          "none",
+		"RUNNER_LINEAGE_ADDR":        "none",
 		"RUNNER_CLONE_UNDO_WINDOW":   "1s",
 		"RUNNER_TRASH_REAP_INTERVAL": "30m",
 	}))

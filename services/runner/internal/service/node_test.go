@@ -56,6 +56,7 @@ func startNode(t *testing.T, deliver func(from string) *queuev1.DeliverNextMessa
 		"RUNNER_WORKSPACES_DIR":  filepath.Join(dir, "workspaces"),
 		"RUNNER_LIFECYCLE_ADDR":  lifecycleAddr,
 		"RUNNER_QUEUE_ADDR":      queueAddr,
+		"RUNNER_LINEAGE_ADDR":    "none",
 		"RUNNER_MCP_URL":         "http://127.0.0.1:1/mcp",
 		"RUNNER_DEMO_AGENT_PATH": agentBin,
 		"RUNNER_DEFAULT_RUNTIME": "demo",

@@ -44,6 +44,7 @@ func TestNodeKillsWhatItsPreviousIncarnationLeftAndSchedulesItsSweeps(t *testing
 		"RUNNER_WORKSPACES_DIR":        t.TempDir(),
 		"RUNNER_LIFECYCLE_ADDR":        lifecycleAddr,
 		"RUNNER_QUEUE_ADDR":            "none",
+		"RUNNER_LINEAGE_ADDR":          "none",
 		"RUNNER_MCP_URL":               "http://127.0.0.1:1/mcp",
 		"RUNNER_DEMO_AGENT_PATH":       "/bin/true",
 		"RUNNER_DEFAULT_RUNTIME":       "demo",

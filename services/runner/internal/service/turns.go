@@ -79,8 +79,18 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		}
 		queue = clients.NewQueue(qconn)
 	}
+	lifecycle := clients.NewLifecycle(conn)
+	var prompts rw.PromptSources
+	if cfg.LineageAddr != "" {
+		lconn, err := s.Dial(cfg.LineageAddr)
+		if err != nil {
+			return fmt.Errorf("dial lineage at %s: %w", cfg.LineageAddr, err)
+		}
+		prompts = promptSources{Lifecycle: lifecycle, Lineage: clients.NewLineage(lconn)}
+	}
 	acts := &rw.Activities{
-		Lifecycle:   clients.NewLifecycle(conn),
+		Lifecycle:   lifecycle,
+		Prompts:     prompts,
 		Preparer:    preparer,
 		Runtimes:    runtimes,
 		StateDir:    filepath.Join(cfg.WorkspacesDir, ".state"),
@@ -194,4 +204,11 @@ func hasAll(have map[string]enumspb.IndexedValueType) bool {
 		}
 	}
 	return true
+}
+
+// promptSources gathers a turn's prompt from lifecycle (the session) and
+// lineage (the blocks).
+type promptSources struct {
+	*clients.Lifecycle
+	*clients.Lineage
 }

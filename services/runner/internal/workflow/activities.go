@@ -145,6 +145,9 @@ type Activities struct {
 	// Queue hands a turn's successor over at its clean exit; nil is
 	// NoQueue.
 	Queue Queue
+	// Prompts are where a turn's prompt is gathered from (composePrompt);
+	// nil sends the turn's text alone.
+	Prompts PromptSources
 	// Process tunes the agent processes (the termination ladder's graces).
 	Process process.Options
 	// HeartbeatInterval is how often RunTurn heartbeats (default 5s; well
@@ -338,6 +341,10 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	if err := a.awaitClone(ctx, req); err != nil {
 		return notStarted(err)
 	}
+	composed, err := a.composePrompt(ctx, req)
+	if err != nil {
+		return TurnResult{}, err
+	}
 	credID, token, err := a.mint(ctx, req)
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("mint the session's credential: %w", err)
@@ -348,7 +355,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	defer a.revoke(ctx, req.Session.ID, credID)
 	launch, err := rt.Prepare(agent.Turn{
 		SessionID: req.Session.ID, RuntimeSessionID: req.RuntimeSessionID, Resume: req.Resume,
-		Prompt: req.Prompt, Workdir: req.Workspace.Workdir, StateDir: req.Workspace.StateDir,
+		Prompt: composed.Text, Workdir: req.Workspace.Workdir, StateDir: req.Workspace.StateDir,
 		MCP: agent.MCPEndpoint{URL: a.MCPURL, Token: token},
 	})
 	if err != nil {
@@ -369,6 +376,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	opts.OnLine = follower.line
 	// Named in its process record, for the next incarnation's logs (SWEEPS).
 	opts.Labels = map[string]string{"turn": req.TurnID, "session": strconv.FormatInt(req.Session.ID, 10)}
+	a.recordPrompt(ctx, req, composed)
 	p, err := a.startTurn(req.TurnID, process.Command{
 		Path: launch.Args[0], Args: launch.Args, Dir: launch.Dir,
 		Env: launch.Environ(os.Environ()), Stdin: launch.Stdin,

@@ -900,8 +900,16 @@ type GetPromptBlocksRequest struct {
 	// The Provenance context on demand setting: counts and a pointer when
 	// true, the full record when false.
 	ProvenanceViaMcpEnabled bool `protobuf:"varint,2,opt,name=provenance_via_mcp_enabled,json=provenanceViaMcpEnabled,proto3" json:"provenance_via_mcp_enabled,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// The session's notes (lifecycle's Session.notes), rendered as the
+	// <session-notes> block; empty renders none.
+	SessionNotes string `protobuf:"bytes,3,opt,name=session_notes,json=sessionNotes,proto3" json:"session_notes,omitempty"`
+	// NOT_FOUND for a session lineage holds no node for yet (its created
+	// event still on its way) instead of rendering it alone: the runner asks
+	// again, so a spawned session's first turn never goes without its
+	// hierarchy.
+	RequireRecorded bool `protobuf:"varint,4,opt,name=require_recorded,json=requireRecorded,proto3" json:"require_recorded,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetPromptBlocksRequest) Reset() {
@@ -948,6 +956,20 @@ func (x *GetPromptBlocksRequest) GetProvenanceViaMcpEnabled() bool {
 	return false
 }
 
+func (x *GetPromptBlocksRequest) GetSessionNotes() string {
+	if x != nil {
+		return x.SessionNotes
+	}
+	return ""
+}
+
+func (x *GetPromptBlocksRequest) GetRequireRecorded() bool {
+	if x != nil {
+		return x.RequireRecorded
+	}
+	return false
+}
+
 type GetPromptBlocksResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Empty for a session alone in its tree.
@@ -955,7 +977,9 @@ type GetPromptBlocksResponse struct {
 	// Empty when nobody in the tree has a record.
 	HumanMessages string `protobuf:"bytes,2,opt,name=human_messages,json=humanMessages,proto3" json:"human_messages,omitempty"`
 	// The non-empty blocks joined, ready to append.
-	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	Text string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	// Empty when the session has no notes.
+	SessionNotes  string `protobuf:"bytes,4,opt,name=session_notes,json=sessionNotes,proto3" json:"session_notes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1007,6 +1031,13 @@ func (x *GetPromptBlocksResponse) GetHumanMessages() string {
 func (x *GetPromptBlocksResponse) GetText() string {
 	if x != nil {
 		return x.Text
+	}
+	return ""
+}
+
+func (x *GetPromptBlocksResponse) GetSessionNotes() string {
+	if x != nil {
+		return x.SessionNotes
 	}
 	return ""
 }
@@ -1093,15 +1124,18 @@ const file_zimmer_lineage_v1_provenance_service_proto_rawDesc = "" +
 	"\x18elsewhere_count_is_floor\x18\x05 \x01(\bR\x15elsewhereCountIsFloor\x12,\n" +
 	"\x12human_message_here\x18\x06 \x01(\bR\x10humanMessageHere\x12/\n" +
 	"\x06people\x18\a \x03(\v2\x17.zimmer.lineage.v1.UserR\x06people\x12\x1a\n" +
-	"\bmarkdown\x18\b \x01(\tR\bmarkdown\"t\n" +
+	"\bmarkdown\x18\b \x01(\tR\bmarkdown\"\xc4\x01\n" +
 	"\x16GetPromptBlocksRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\x12;\n" +
-	"\x1aprovenance_via_mcp_enabled\x18\x02 \x01(\bR\x17provenanceViaMcpEnabled\"\x81\x01\n" +
+	"\x1aprovenance_via_mcp_enabled\x18\x02 \x01(\bR\x17provenanceViaMcpEnabled\x12#\n" +
+	"\rsession_notes\x18\x03 \x01(\tR\fsessionNotes\x12)\n" +
+	"\x10require_recorded\x18\x04 \x01(\bR\x0frequireRecorded\"\xa6\x01\n" +
 	"\x17GetPromptBlocksResponse\x12+\n" +
 	"\x11session_hierarchy\x18\x01 \x01(\tR\x10sessionHierarchy\x12%\n" +
 	"\x0ehuman_messages\x18\x02 \x01(\tR\rhumanMessages\x12\x12\n" +
-	"\x04text\x18\x03 \x01(\tR\x04text2\xae\x05\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\x12#\n" +
+	"\rsession_notes\x18\x04 \x01(\tR\fsessionNotes2\xae\x05\n" +
 	"\x11ProvenanceService\x12^\n" +
 	"\tListUsers\x12#.zimmer.lineage.v1.ListUsersRequest\x1a$.zimmer.lineage.v1.ListUsersResponse\"\x06\xea\xe0\x18\x02\b\x03\x12a\n" +
 	"\n" +

@@ -72,9 +72,10 @@ type ProvenanceServiceClient interface {
 	// Messages", "### People"). A session credential reads its own session's,
 	// or any session's with the sessions.read scope.
 	GetSessionProvenance(ctx context.Context, in *GetSessionProvenanceRequest, opts ...grpc.CallOption) (*GetSessionProvenanceResponse, error)
-	// GetPromptBlocks renders the <session-hierarchy> and <human-messages>
-	// blocks appended to a session's prompt on every turn: internal, for the
-	// runner that builds the prompt.
+	// GetPromptBlocks renders the <session-notes>, <session-hierarchy> and
+	// <human-messages> blocks appended to a session's prompt on every turn,
+	// every interpolated string through lineage's one sanitiser: internal,
+	// for the runner that builds the prompt (docs/prompts.md).
 	GetPromptBlocks(ctx context.Context, in *GetPromptBlocksRequest, opts ...grpc.CallOption) (*GetPromptBlocksResponse, error)
 }
 
@@ -191,9 +192,10 @@ type ProvenanceServiceServer interface {
 	// Messages", "### People"). A session credential reads its own session's,
 	// or any session's with the sessions.read scope.
 	GetSessionProvenance(context.Context, *GetSessionProvenanceRequest) (*GetSessionProvenanceResponse, error)
-	// GetPromptBlocks renders the <session-hierarchy> and <human-messages>
-	// blocks appended to a session's prompt on every turn: internal, for the
-	// runner that builds the prompt.
+	// GetPromptBlocks renders the <session-notes>, <session-hierarchy> and
+	// <human-messages> blocks appended to a session's prompt on every turn,
+	// every interpolated string through lineage's one sanitiser: internal,
+	// for the runner that builds the prompt (docs/prompts.md).
 	GetPromptBlocks(context.Context, *GetPromptBlocksRequest) (*GetPromptBlocksResponse, error)
 	mustEmbedUnimplementedProvenanceServiceServer()
 }
