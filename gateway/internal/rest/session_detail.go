@@ -43,7 +43,8 @@ const DegradedHeader = "X-Zimmer-Degraded"
 const queueDegraded = "queue: enqueued_messages is unknown (left empty), not an empty queue"
 
 // NewSessionDetail answers GET /api/v1/sessions/{id} with
-// {"session", "enqueued_messages", "session_hierarchy", "human_messages"}:
+// {"session", "status_summary", "enqueued_messages", "session_hierarchy",
+// "human_messages"} (status_summary null until summaries exist):
 // the session from lifecycle, its queue's pending and undelivered messages
 // from the queue (DetailEnqueuedMessages), and from lineage the hierarchy
 // and the human messages gathered across it (a bare array, each with its
@@ -108,6 +109,9 @@ type SessionDetailJSON struct {
 	SessionHierarchy *lineagev1.SessionHierarchy `json:"session_hierarchy" nullable:"true" doc:"The sessions this one came from, its siblings and uncles. Null when lineage could not be asked (the X-Zimmer-Degraded header says so): unknown, not empty."`
 	// Nil (null) when unknown; empty ([]) when nobody said anything.
 	HumanMessages []HumanMessageJSON `json:"human_messages" nullable:"true" doc:"The newest 25 human messages recorded anywhere in the hierarchy, oldest first (the conversation in the order it was said), each with its origin: here (said to this session) or elsewhere (context from another session of the hierarchy). [] when there are none; null when lineage could not be asked: unknown, not empty."`
+	// Always nil (null) until Zimmer writes status summaries; the key is
+	// there now so clients of the original's shape read it unchanged.
+	StatusSummary *string `json:"status_summary" nullable:"true" doc:"The session's status summary, beside session as the original answers it. Null: Zimmer does not write status summaries yet."`
 }
 
 // HumanMessageJSON is one entry of human_messages.
@@ -118,7 +122,7 @@ type HumanMessageJSON struct {
 	AuthorDisplayName   *string        `json:"author_display_name" doc:"The author's name, or null when the key no longer resolves."`
 	EntryPoint          string         `json:"entry_point" doc:"Where the message entered Zimmer, e.g. web_ui.follow_up or slack.dm."`
 	Channel             string         `json:"channel" doc:"The medium it arrived through: web_ui or slack."`
-	ChannelLabel        string         `json:"channel_label" doc:"The channel's name for a reader: Web UI or Slack."`
+	ChannelLabel        string         `json:"channel_label" doc:"Where it was said, for a reader: Zimmer web UI or Slack, followed for a message said elsewhere by the session it was said in, e.g. Slack (session #12)."`
 	AuthoredInSessionID int64          `json:"authored_in_session_id"`
 	AuthoredIn          AuthoredInJSON `json:"authored_in" doc:"The session it was said in, named as the hierarchy names it."`
 	Content             string         `json:"content"`
@@ -211,10 +215,11 @@ func (d SessionDetailJSON) encode(m *wirejson.Marshaler) ([]byte, error) {
 	}
 	return encode(struct {
 		Session          json.RawMessage   `json:"session"`
+		StatusSummary    *string           `json:"status_summary"`
 		EnqueuedMessages []json.RawMessage `json:"enqueued_messages"`
 		SessionHierarchy json.RawMessage   `json:"session_hierarchy"`
 		HumanMessages    json.RawMessage   `json:"human_messages"`
-	}{session, queued, hierarchy, messages}) // d's keys, each value already encoded
+	}{session, d.StatusSummary, queued, hierarchy, messages}) // d's keys, each value already encoded
 }
 
 // HumanMessagesJSON is the REST form of msgs, in lineage's order (which
