@@ -175,9 +175,29 @@ func (s *Server) ListEnqueuedMessages(ctx context.Context, req *queuev1.ListEnqu
 	}
 	out := &queuev1.ListEnqueuedMessagesResponse{EnqueuedMessages: []*queuev1.EnqueuedMessage{}}
 	for _, m := range append(slices.Clone(s.queues[req.GetSessionId()]), s.done[req.GetSessionId()]...) {
-		out.EnqueuedMessages = append(out.EnqueuedMessages, clone(m))
+		if len(req.GetStatus()) == 0 || slices.Contains(req.GetStatus(), m.GetStatus()) {
+			out.EnqueuedMessages = append(out.EnqueuedMessages, clone(m))
+		}
 	}
+	// One page holds everything: the fake pages nothing.
+	n := len(out.EnqueuedMessages)
+	out.Pagination = &queuev1.Pagination{Page: 1, PerPage: max(req.GetPerPage(), int32(n)), TotalCount: int64(n), TotalPages: 1}
 	return out, nil
+}
+
+// GetEnqueuedMessage implements queuev1.QueueServiceServer.
+func (s *Server) GetEnqueuedMessage(ctx context.Context, req *queuev1.GetEnqueuedMessageRequest) (*queuev1.GetEnqueuedMessageResponse, error) {
+	err := s.record(ctx, "GetEnqueuedMessage", req)
+	defer s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range append(slices.Clone(s.queues[req.GetSessionId()]), s.done[req.GetSessionId()]...) {
+		if m.GetId() == req.GetMessageId() {
+			return &queuev1.GetEnqueuedMessageResponse{EnqueuedMessage: clone(m)}, nil
+		}
+	}
+	return nil, status.Error(codes.NotFound, "no such enqueued message")
 }
 
 // EnqueueMessage implements queuev1.QueueServiceServer.

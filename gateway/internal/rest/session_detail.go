@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // SessionDetailPattern is the one route the session detail composition
@@ -82,15 +82,26 @@ type sessionDetail struct {
 func DetailEnqueuedMessages(ctx context.Context, queue queuev1.QueueServiceClient, sessionID int64, logger *slog.Logger) (_ []*queuev1.EnqueuedMessage, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, QueueTimeout)
 	defer cancel()
-	resp, err := queue.ListEnqueuedMessages(ctx, &queuev1.ListEnqueuedMessagesRequest{SessionId: strconv.FormatInt(sessionID, 10)})
-	if err != nil {
-		logger.WarnContext(ctx, "session detail without its queued messages: the queue failed", "session_id", sessionID, "error", err)
-		return []*queuev1.EnqueuedMessage{}, false
+	out := []*queuev1.EnqueuedMessage{}
+	for page := int32(1); ; page++ {
+		resp, err := queue.ListEnqueuedMessages(ctx, &queuev1.ListEnqueuedMessagesRequest{
+			SessionId: strconv.FormatInt(sessionID, 10), Status: []string{StatusPending, StatusProcessing, StatusUndelivered},
+			Page: page, PerPage: rules.MaxPerPage,
+		})
+		if err != nil {
+			logger.WarnContext(ctx, "session detail without its queued messages: the queue failed", "session_id", sessionID, "error", err)
+			return []*queuev1.EnqueuedMessage{}, false
+		}
+		out = append(out, resp.GetEnqueuedMessages()...)
+		if page >= resp.GetPagination().GetTotalPages() || page >= MaxDetailQueuePages {
+			return out, true
+		}
 	}
-	return slices.DeleteFunc(resp.GetEnqueuedMessages(), func(m *queuev1.EnqueuedMessage) bool {
-		return m.GetStatus() != StatusPending && m.GetStatus() != StatusProcessing && m.GetStatus() != StatusUndelivered
-	}), true
 }
+
+// MaxDetailQueuePages bounds how many pages of a queue a session's detail
+// reads (rules.MaxPerPage each), so a runaway queue cannot hold it up.
+const MaxDetailQueuePages = 10
 
 // The statuses of a queued message the detail shows (the queue's words).
 const (

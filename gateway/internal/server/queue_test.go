@@ -93,7 +93,7 @@ func TestManageEnqueuedMessagesOverMCP(t *testing.T) {
 	}{
 		{map[string]any{"action": "create", "session_id": "7", "content": "x", "origin": "automated_pr_merged"}, `unknown argument "origin"`},
 		{map[string]any{"action": "list", "session_id": "7", "content": "x"}, `argument "content" is not read by action list`},
-		{map[string]any{"action": "purge", "session_id": "7"}, `unknown action "purge"; use one of list, create, update, delete`},
+		{map[string]any{"action": "purge", "session_id": "7"}, `unknown action "purge"; use one of list, get, create, update, reorder, delete, send_now, interrupt`},
 	} {
 		before := len(b.queue.Calls())
 		res, err := c.CallTool(t.Context(), callRequest("manage_enqueued_messages", tc.args))

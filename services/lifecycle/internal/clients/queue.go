@@ -103,14 +103,11 @@ var _ app.PendingMessages = Queue{}
 func (q Queue) HasPendingMessages(ctx context.Context, sessionID int64) (bool, error) {
 	ctx, cancel := q.bound(ctx)
 	defer cancel()
-	resp, err := q.Client.ListEnqueuedMessages(ctx, &queuev1.ListEnqueuedMessagesRequest{SessionId: strconv.FormatInt(sessionID, 10)})
+	resp, err := q.Client.ListEnqueuedMessages(ctx, &queuev1.ListEnqueuedMessagesRequest{
+		SessionId: strconv.FormatInt(sessionID, 10), Status: []string{"pending", "processing"}, PerPage: 1,
+	})
 	if err != nil {
 		return false, fmt.Errorf("list session %d's queued messages: %w", sessionID, err)
 	}
-	for _, m := range resp.GetEnqueuedMessages() {
-		if s := m.GetStatus(); s == "pending" || s == "processing" {
-			return true, nil
-		}
-	}
-	return false, nil
+	return resp.GetPagination().GetTotalCount() > 0 || len(resp.GetEnqueuedMessages()) > 0, nil
 }
