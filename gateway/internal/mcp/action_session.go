@@ -2,8 +2,10 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -256,6 +258,13 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 		}
 		resp, message, err = send(ctx, in, t.lifecycle.SleepSession)
 	case "archive":
+		if bad, ok := a.undeclaredActing(); ok {
+			// The original archives all the same, as by a caller who did
+			// not say which session it is: archiving is not refused over
+			// a malformed self-description.
+			t.logger.WarnContext(ctx, "archive with an acting_session_id that is not a session id; archiving as an undeclared caller",
+				"acting_session_id", bad)
+		}
 		in := &lifecyclev1.ArchiveSessionRequest{}
 		if res := a.decode(in, names); res != nil {
 			return res, nil
@@ -450,4 +459,28 @@ func (t *tools) followUp(ctx context.Context, in *queuev1.FollowUpRequest) *mcpg
 		lead += "\n" + msg
 	}
 	return t.jsonResult(ctx, lead, resp)
+}
+
+// undeclaredActing drops an acting_session_id that names no session (not
+// a number, nor a string of digits) and returns what it was: the call then
+// goes ahead as an undeclared caller's.
+func (a *args) undeclaredActing() (string, bool) {
+	v, ok := a.raw["acting_session_id"]
+	if !ok {
+		return "", false
+	}
+	var n json.Number
+	if json.Unmarshal(v, &n) == nil {
+		if _, err := n.Int64(); err == nil {
+			return "", false
+		}
+	}
+	var str string
+	if json.Unmarshal(v, &str) == nil {
+		if _, err := strconv.ParseInt(str, 10, 64); err == nil {
+			return "", false
+		}
+	}
+	delete(a.raw, "acting_session_id")
+	return string(v), true
 }

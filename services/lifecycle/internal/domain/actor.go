@@ -40,6 +40,12 @@ type Actor struct {
 	By string
 }
 
+// BulkForceNote follows the queue's refusal of one session of a bulk
+// archive: force there is one flag for the whole batch, so re-calling with
+// it discards every refused session's messages, not this one's alone.
+const BulkForceNote = "\n\nThis was a bulk archive: \"force\": true applies to every session in the batch, not to this one alone. " +
+	"To discard only this session's messages, archive it on its own with \"force\": true."
+
 // Phrase says who the actor is, for a timeline line.
 func (a Actor) Phrase() string {
 	if a.Bulk {

@@ -2,7 +2,9 @@ package service_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -68,4 +70,31 @@ func TestQueueAPIAsCompleteAsTheOriginals(t *testing.T) {
 		fmt.Sprintf(domain.LineEnqueued, ids[0], 1), fmt.Sprintf(domain.LineEnqueued, ids[1], 2), fmt.Sprintf(domain.LineEnqueued, ids[2], 3),
 	}, h.lifecycle.timeline(2), "every enqueue writes a timeline line")
 	require.Equal(t, []string{fmt.Sprintf(domain.LineEnqueued, other.GetId(), 1)}, h.lifecycle.timeline(5))
+}
+
+// Issue 23 rule 17: a refusal's previews are at most 160 characters, and
+// the retirement alert has a title.
+func TestArchiveRefusalPreviewsAndRetirementAlertTitle(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, roster()...)
+	long := strings.Repeat("a very long queued message ", 20)
+	h.enqueue(t, 5, long)
+
+	refusal := h.archive(t, 5, false).GetRefusal()
+	require.NotEmpty(t, refusal)
+	var previews []string
+	for _, line := range strings.Split(refusal, "\n") {
+		if p, ok := strings.CutPrefix(line, "  1. "); ok {
+			previews = append(previews, p)
+		}
+	}
+	require.Len(t, previews, 1, refusal)
+	require.LessOrEqual(t, utf8.RuneCountInString(previews[0]), 160, "a preview is at most 160 characters: %q", previews[0])
+	require.True(t, strings.HasSuffix(previews[0], "..."), previews[0])
+
+	require.Empty(t, h.archive(t, 5, true).GetRefusal())
+	raised := h.notification.raised()
+	require.Len(t, raised, 1)
+	require.Equal(t, domain.RetirementAlertTitle, raised[0].GetDetails().AsMap()["title"])
+	require.Equal(t, "Queued messages discarded by an archive", raised[0].GetDetails().AsMap()["title"])
 }
