@@ -51,7 +51,9 @@ var sessionActions = []sessionAction{
 		"pass force to discard them.", &lifecyclev1.ArchiveSessionRequest{}, []string{"session_id", "force"}},
 	{"bulk_archive", "archive session_ids, each on its own: a session with queued messages not delivered is refused (listed in " +
 		"the errors) unless force.", &lifecyclev1.BulkArchiveSessionsRequest{}, []string{"session_ids", "force"}},
-	{"unarchive", "restore: the session lands in needs_input, ready for its next message, whatever state it was archived from.", &lifecyclev1.UnarchiveSessionRequest{}, []string{"session_id"}},
+	{"unarchive", "restore in full: the session lands in needs_input, ready for its next message, whatever state it was archived from, " +
+		"with the failure and process state it was archived with cleared (failure_reason included); the answer says whether its clone " +
+		"comes back (clone_restored) and whether it is recreated from what the archive preserved (clone_recreated).", &lifecyclev1.UnarchiveSessionRequest{}, []string{"session_id"}},
 	{"restart", "re-run a failed or idle session (a deliberate resume).", &lifecyclev1.RestartSessionRequest{}, []string{"session_id"}},
 	{"refresh", "nudge a session that may be stuck, by its state: a " + rules.StatusNeedsInput + " or " + rules.StatusFailed +
 		" session that ran before resumes with a continue nudge as its turn; a session that never started, one asleep on a wake " +

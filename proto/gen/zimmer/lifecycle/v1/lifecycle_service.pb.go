@@ -899,9 +899,17 @@ type UnarchiveSessionResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
 	// What happened, in words.
-	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The session's clone comes back with it: the runner puts a retained
+	// clone back to work, or re-clones a deleted one and applies the work
+	// its archive preserved. False when the session never had a clone, or
+	// the runner could not be asked.
+	CloneRestored bool `protobuf:"varint,3,opt,name=clone_restored,json=cloneRestored,proto3" json:"clone_restored,omitempty"`
+	// The clone had been deleted and is being recreated (re-cloned, with
+	// the preserved work applied), rather than put back as it stood.
+	CloneRecreated bool `protobuf:"varint,4,opt,name=clone_recreated,json=cloneRecreated,proto3" json:"clone_recreated,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UnarchiveSessionResponse) Reset() {
@@ -946,6 +954,20 @@ func (x *UnarchiveSessionResponse) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *UnarchiveSessionResponse) GetCloneRestored() bool {
+	if x != nil {
+		return x.CloneRestored
+	}
+	return false
+}
+
+func (x *UnarchiveSessionResponse) GetCloneRecreated() bool {
+	if x != nil {
+		return x.CloneRecreated
+	}
+	return false
 }
 
 type RestartSessionRequest struct {
@@ -4066,10 +4088,12 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
 	"\x11acting_session_id\x18\x02 \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01B\x14\n" +
-	"\x12_acting_session_id\"l\n" +
+	"\x12_acting_session_id\"\xbc\x01\n" +
 	"\x18UnarchiveSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"}\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12%\n" +
+	"\x0eclone_restored\x18\x03 \x01(\bR\rcloneRestored\x12'\n" +
+	"\x0fclone_recreated\x18\x04 \x01(\bR\x0ecloneRecreated\"}\n" +
 	"\x15RestartSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
