@@ -109,5 +109,12 @@ func (q Queue) HasPendingMessages(ctx context.Context, sessionID int64) (bool, e
 	if err != nil {
 		return false, fmt.Errorf("list session %d's queued messages: %w", sessionID, err)
 	}
-	return resp.GetPagination().GetTotalCount() > 0 || len(resp.GetEnqueuedMessages()) > 0, nil
+	// The statuses are checked all the same: a queue that predates the
+	// filter answers every message, unpaged.
+	for _, m := range resp.GetEnqueuedMessages() {
+		if s := m.GetStatus(); s == "pending" || s == "processing" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
