@@ -175,10 +175,17 @@ func TestProvenance(t *testing.T) {
 		first, last := msgs[0], msgs[len(msgs)-1]
 		require.Equal(t, "web_ui.follow_up", first.EntryPoint)
 		require.Equal(t, "web_ui", first.Channel)
-		require.Equal(t, "Web UI", first.ChannelLabel)
+		// The original's channel labels; one said elsewhere names its session.
+		label := func(channel string, origin string, in int64) string {
+			if origin == "elsewhere" {
+				return fmt.Sprintf("%s (session #%d)", channel, in)
+			}
+			return channel
+		}
+		require.Equal(t, label("Zimmer web UI", first.Origin, first.AuthoredInSessionID), first.ChannelLabel)
 		require.Equal(t, "slack.dm", last.EntryPoint)
 		require.Equal(t, "slack", last.Channel)
-		require.Equal(t, "Slack", last.ChannelLabel)
+		require.Equal(t, label("Slack", last.Origin, last.AuthoredInSessionID), last.ChannelLabel)
 
 		var labelled bool
 		for _, n := range detail.SessionHierarchy.Nodes {
@@ -225,7 +232,8 @@ func TestProvenance(t *testing.T) {
 		require.Contains(t, blocks.GetHumanMessages(), "Absence is meaningful")
 		require.Contains(t, blocks.GetHumanMessages(), "never evidence that a human authorized")
 		require.Contains(t, blocks.GetSessionHierarchy(), "How to read the outline")
-		require.Contains(t, blocks.GetSessionHierarchy(), "(uncle: #N)")
+		// No uncle edge in this graph, so no uncle legend (issue 23 rule 19).
+		require.NotContains(t, blocks.GetSessionHierarchy(), "(uncle: #N)")
 		require.Contains(t, blocks.GetSessionHierarchy(), "spawned")
 		require.Contains(t, blocks.GetSessionHierarchy(), fmt.Sprintf("Session #%d ← this session", worker))
 	})

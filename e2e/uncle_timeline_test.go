@@ -68,24 +68,22 @@ func TestUncleEdgeOutcomesOnBothTimelines(t *testing.T) {
 		return got
 	}
 
-	// Written: senior queued junior.
+	// Written: senior queued junior. One line, the same on both ends,
+	// naming both by #id and the source (issue 23 rule 19).
 	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN, record(senior, junior, "mcp.action_session.follow_up"))
-	require.Equal(t, []string{fmt.Sprintf(
-		"[Lineage] This session is now an uncle of session #%d: it queued or interrupted that session via mcp.action_session.follow_up"+byQueue, junior,
-	)}, waitLines(senior, 1))
-	require.Equal(t, []string{fmt.Sprintf(
-		"[Lineage] Session #%d is now an uncle of this session: it queued or interrupted this session via mcp.action_session.follow_up"+byQueue, senior,
-	)}, waitLines(junior, 1))
+	written := fmt.Sprintf("[Lineage] Uncle edge recorded: session #%d is now an uncle of session #%d "+
+		"(session #%d queued or interrupted session #%d via mcp.action_session.follow_up)"+byQueue, senior, junior, senior, junior)
+	require.Equal(t, []string{written}, waitLines(senior, 1))
+	require.Equal(t, []string{written}, waitLines(junior, 1))
 
-	// Inverted: junior interrupted senior back.
+	// Inverted: junior interrupted senior back; the line names the old edge
+	// and the new.
 	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_INVERTED, record(junior, senior, "rest.enqueued_messages.interrupt"))
-	swap := fmt.Sprintf("uncle edge #%d → #%d replaced by #%d → #%d", senior, junior, junior, senior)
-	require.Equal(t, fmt.Sprintf(
-		"[Lineage] Seniority inverted: session #%d queued or interrupted this session via rest.enqueued_messages.interrupt and is now its uncle (%s)"+byQueue, junior, swap,
-	), waitLines(senior, 2)[1])
-	require.Equal(t, fmt.Sprintf(
-		"[Lineage] Seniority inverted: this session queued or interrupted session #%d via rest.enqueued_messages.interrupt and is now its uncle (%s)"+byQueue, senior, swap,
-	), waitLines(junior, 2)[1])
+	inverted := fmt.Sprintf("[Lineage] Uncle edge inverted: #%d → #%d replaced by #%d → #%d "+
+		"(session #%d queued or interrupted session #%d via rest.enqueued_messages.interrupt, so it is now the senior)"+byQueue,
+		senior, junior, junior, senior, junior, senior)
+	require.Equal(t, inverted, waitLines(senior, 2)[1])
+	require.Equal(t, inverted, waitLines(junior, 2)[1])
 
 	// Nothing: the edge is already recorded, and a session messaging
 	// itself says nothing about lineage. Lineage delivers in order, so once
@@ -95,6 +93,6 @@ func TestUncleEdgeOutcomesOnBothTimelines(t *testing.T) {
 	require.Equal(t, lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_WRITTEN, record(other, junior, "mcp.manage_enqueued_messages.send_now"))
 	waitLines(other, 1)
 	require.Len(t, waitLines(junior, 3), 3)
-	require.Contains(t, lineageLines(junior)[2], fmt.Sprintf("Session #%d is now an uncle", other))
+	require.Contains(t, lineageLines(junior)[2], fmt.Sprintf("session #%d is now an uncle of session #%d", other, junior))
 	require.Len(t, lineageLines(senior), 2, "the outcomes that changed nothing wrote nothing")
 }

@@ -2,8 +2,10 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -34,6 +36,10 @@ type sessionAction struct {
 	// check says what the decoded request lacks ("" for nothing); it runs
 	// when the arguments decoded without a problem.
 	check func(in proto.Message) string
+	// undeclaredActingGoesAhead: an acting_session_id that names no session
+	// is dropped (and logged) and the call goes ahead as an undeclared
+	// caller's, as the original archives whatever the caller said of itself.
+	undeclaredActingGoesAhead bool
 	// run sends the request and says what became of it.
 	run actionRun
 }
@@ -84,7 +90,8 @@ var sessionActions = []sessionAction{
 			"the refusal lists them; do not archive then (a session ending its turn gets them as its next turn), or read them and " +
 			"pass force to discard them.",
 		request: &lifecyclev1.ArchiveSessionRequest{}, args: []string{"session_id", "force"},
-		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.ArchiveSession),
+		undeclaredActingGoesAhead: true,
+		run:                       lifecycleRPC(lifecyclev1.LifecycleServiceClient.ArchiveSession),
 	},
 	{
 		name: "bulk_archive", doc: "archive session_ids, each on its own: a session with queued messages not delivered is refused (listed in " +
@@ -95,7 +102,9 @@ var sessionActions = []sessionAction{
 		},
 	},
 	{
-		name: "unarchive", doc: "restore: the session lands in needs_input, ready for its next message, whatever state it was archived from.",
+		name: "unarchive", doc: "restore in full: the session lands in needs_input, ready for its next message, whatever state it was archived from, " +
+			"with the failure and process state it was archived with cleared (failure_reason included); the answer says whether its clone " +
+			"comes back (clone_restored) and whether it is recreated from what the archive preserved (clone_recreated).",
 		request: &lifecyclev1.UnarchiveSessionRequest{}, args: []string{"session_id"},
 		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.UnarchiveSession),
 	},
@@ -333,6 +342,12 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 		return mcpgo.NewToolResultError(refuseAction(action, offered, sel.actions != nil)), nil
 	}
 	def, _ := findAction(action)
+	if def.undeclaredActingGoesAhead {
+		if bad, ok := a.undeclaredActing(); ok {
+			t.logger.WarnContext(ctx, action+" with an acting_session_id that is not a session id; archiving as an undeclared caller",
+				"acting_session_id", bad)
+		}
+	}
 	if def.needs != "" && !a.has(def.needs) {
 		a.problems = append(a.problems, fmt.Sprintf("%s needs %s %s", action, def.needs, def.needsHint))
 	}
@@ -462,4 +477,28 @@ func (t *tools) followUp(ctx context.Context, in *queuev1.FollowUpRequest) *mcpg
 		lead += "\n" + msg
 	}
 	return t.jsonResult(ctx, lead, resp)
+}
+
+// undeclaredActing drops an acting_session_id that names no session (not
+// a number, nor a string of digits) and returns what it was: the call then
+// goes ahead as an undeclared caller's.
+func (a *args) undeclaredActing() (string, bool) {
+	v, ok := a.raw["acting_session_id"]
+	if !ok {
+		return "", false
+	}
+	var n json.Number
+	if json.Unmarshal(v, &n) == nil {
+		if _, err := n.Int64(); err == nil {
+			return "", false
+		}
+	}
+	var str string
+	if json.Unmarshal(v, &str) == nil {
+		if _, err := strconv.ParseInt(str, 10, 64); err == nil {
+			return "", false
+		}
+	}
+	delete(a.raw, "acting_session_id")
+	return string(v), true
 }

@@ -23,33 +23,48 @@ const ToolManageEnqueuedMessages = "manage_enqueued_messages"
 // enqueuedActions are manage_enqueued_messages' actions, each with the
 // arguments it reads (decoded into its request message with protojson).
 var enqueuedActions = toolActions{
-	{"list", []string{"session_id"}},
+	{"list", []string{"session_id", "status", "page", "per_page"}},
+	{"get", []string{"session_id", "message_id"}},
 	{"create", []string{"session_id", "content", "goal", "acting_session_id", "idempotency_key"}},
 	{"update", []string{"session_id", "message_id", "content", "goal", "position"}},
+	{"reorder", []string{"session_id", "message_id", "position"}},
 	{"delete", []string{"session_id", "message_id"}},
-	{"send_now", []string{"session_id", "message_id", "acting_session_id"}},
+	{"send_now", []string{"session_id", "message_id", "content", "goal", "acting_session_id"}},
 	{"interrupt", []string{"session_id", "message_id", "acting_session_id"}},
 }
+
+// queueStatuses are a queued message's statuses (the queue's words), the
+// list action's filter.
+var queueStatuses = []string{rest.StatusPending, rest.StatusProcessing, "sent", rest.StatusUndelivered}
 
 func manageEnqueuedMessagesTool() mcpgo.Tool {
 	return mcpgo.NewTool(ToolManageEnqueuedMessages,
 		mcpgo.WithToolTitle("Manage a session's queued messages"),
 		mcpgo.WithDescription("Messages queued for a session are sent to it one by one, in position order, as its next turns: each when a turn ends, "+
 			"or soon after the session comes to rest. "+
-			"list shows the queue (pending and processing messages in order, then sent and undelivered ones: undelivered were never delivered, "+
-			"and each says why: its session was archived or deleted first, or it could never be a turn); create queues a message at the end (refused on an archived or failed session); "+
-			"update edits a pending message's content or goal, or moves it to position; delete removes a pending message; "+
+			"list shows the queue a page at a time (pending and processing messages in order, then sent and undelivered ones: undelivered were never delivered, "+
+			"and each says why: its session was archived or deleted first, or it could never be a turn), optionally only some statuses; "+
+			"get shows one message by its id; create queues a message at the end (refused on an archived or failed session); "+
+			"update edits a pending message's content or goal, or moves it to position; reorder moves a pending message to position; "+
+			"delete removes a pending message; "+
 			"send_now delivers a pending message now when the session is idle, or, when it is running, moves it to the front so it is "+
-			"the next turn when the current one ends; interrupt stops the running turn and delivers the message as the next turn "+
+			"the next turn when the current one ends — give content (and goal) instead of message_id to queue a message and send it in one call; "+
+			"interrupt stops the running turn and delivers the message as the next turn "+
 			"(on an idle session it delivers at once). Each message shows its origin: caller, or automated_<notice> for a notice Zimmer queued itself."),
 		mcpgo.WithString("action", mcpgo.Required(), mcpgo.Enum(enqueuedActions.names()...)),
 		mcpgo.WithString("session_id", mcpgo.Required(), mcpgo.Description(`The session's numeric id (e.g. "42") or its slug.`)),
-		mcpgo.WithInteger("message_id", mcpgo.Description("update, delete, send_now, interrupt: the queued message's id.")),
-		mcpgo.WithString("content", mcpgo.Description(counts.Sprintf("create (required), update: the message, up to %d characters; it becomes the turn's prompt.",
-			rules.MaxPromptChars))),
-		mcpgo.WithString("goal", mcpgo.Description(counts.Sprintf("create, update: set as the session's goal when the message is sent, up to %d characters.",
-			rules.MaxGoalChars))),
-		mcpgo.WithInteger("position", mcpgo.Min(1), mcpgo.Description("update: move the message here; 1 is sent first.")),
+		mcpgo.WithInteger("message_id", mcpgo.Description("get, update, reorder, delete, send_now, interrupt: the queued message's id "+
+			"(send_now: or content instead).")),
+		mcpgo.WithString("content", mcpgo.Description(counts.Sprintf("create (required), update, send_now (instead of message_id): the message, "+
+			"up to %d characters; it becomes the turn's prompt.", rules.MaxPromptChars))),
+		mcpgo.WithString("goal", mcpgo.Description(counts.Sprintf("create, update, send_now (with content): set as the session's goal when the "+
+			"message is sent, up to %d characters; a blank goal never replaces the session's.", rules.MaxGoalChars))),
+		mcpgo.WithInteger("position", mcpgo.Min(1), mcpgo.Description("reorder (required), update: move the message here; 1 is sent first.")),
+		mcpgo.WithAny("status", oneOrMany(queueStatuses), mcpgo.Description(
+			"list: only messages of this status or these statuses ("+strings.Join(queueStatuses, ", ")+"); none means every status.")),
+		mcpgo.WithInteger("page", mcpgo.Min(1), mcpgo.Description("list: the page to show, from 1 (the default).")),
+		mcpgo.WithInteger("per_page", mcpgo.Min(1), mcpgo.Max(rules.MaxPerPage), mcpgo.Description(counts.Sprintf(
+			"list: messages per page, %d when left out, at most %d.", rules.DefaultPerPage, rules.MaxPerPage))),
 		mcpgo.WithString("idempotency_key", mcpgo.Description("create: a retried create with the same key queues nothing new and returns the first message.")),
 		mcpgo.WithInteger("acting_session_id", mcpgo.Description("create, send_now, interrupt: your own session id, when you are a session "+
 			"(a session credential always acts as its own session).")),
@@ -81,6 +96,7 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 	)
 	switch action {
 	case "list":
+		a.oneAsList("status")
 		in := &queuev1.ListEnqueuedMessagesRequest{}
 		if res := a.decode(in, names); res != nil {
 			return res, nil
@@ -88,8 +104,29 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 		var r *queuev1.ListEnqueuedMessagesResponse
 		r, err = t.queue.ListEnqueuedMessages(ctx, in)
 		if err == nil {
-			resp, lead = r, listLead(in.GetSessionId(), r.GetEnqueuedMessages())
+			resp, lead = r, listLead(in.GetSessionId(), r.GetEnqueuedMessages(), r.GetPagination())
 		}
+	case "get":
+		in := &queuev1.GetEnqueuedMessageRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		var r *queuev1.GetEnqueuedMessageResponse
+		r, err = t.queue.GetEnqueuedMessage(ctx, in)
+		resp, lead = r, fmt.Sprintf("Session %s's message %d:\n%s", in.GetSessionId(), in.GetMessageId(),
+			strings.TrimRight(messageLine(r.GetEnqueuedMessage()), "\n"))
+	case "reorder":
+		if !a.has("position") {
+			return mcpgo.NewToolResultError("reorder needs position: where to move the message (1 is sent first)"), nil
+		}
+		in := &queuev1.UpdateEnqueuedMessageRequest{}
+		if res := a.decode(in, names); res != nil {
+			return res, nil
+		}
+		var r *queuev1.UpdateEnqueuedMessageResponse
+		r, err = t.queue.UpdateEnqueuedMessage(ctx, in)
+		m := r.GetEnqueuedMessage()
+		resp, lead = r, fmt.Sprintf("Message %d moved to position %d of session %d's queue.", m.GetId(), m.GetPosition(), m.GetSessionId())
 	case "create":
 		in := &queuev1.EnqueueMessageRequest{}
 		if res := a.decode(in, names); res != nil {
@@ -119,6 +156,23 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 		if res := a.decode(in, names); res != nil {
 			return res, nil
 		}
+		var staged string
+		if in.GetMessageId() == 0 && (a.has("content") || a.has("goal")) {
+			// Stage and send in one call: queue the message, then send it.
+			if a.has("message_id") {
+				return mcpgo.NewToolResultError("send_now takes message_id or content, not both"), nil
+			}
+			create := &queuev1.EnqueueMessageRequest{}
+			if res := a.decode(create, names); res != nil {
+				return res, nil
+			}
+			var c *queuev1.EnqueueMessageResponse
+			if c, err = t.queue.EnqueueMessage(ctx, create); err != nil {
+				return t.failureFrom(ctx, ToolManageEnqueuedMessages, "queue", err), nil
+			}
+			in.MessageId = c.GetEnqueuedMessage().GetId()
+			staged = fmt.Sprintf("Message %d queued for session %s, then sent now.\n", in.GetMessageId(), in.GetSessionId())
+		}
 		var r *queuev1.SendEnqueuedMessageNowResponse
 		r, err = t.queue.SendEnqueuedMessageNow(ctx, in)
 		lead = fmt.Sprintf("Message %d moved to the front of session %s's queue: the session is running, so it is the next turn when the "+
@@ -126,7 +180,7 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 		if r.GetDelivered() {
 			lead = fmt.Sprintf("Message %d delivered to session %s: it is the session's turn now.", in.GetMessageId(), in.GetSessionId())
 		}
-		resp, lead = r, withMessage(lead, r.GetMessage())
+		resp, lead = r, staged+withMessage(lead, r.GetMessage())
 	case "interrupt":
 		in := &queuev1.InterruptWithEnqueuedMessageRequest{}
 		if res := a.decode(in, names); res != nil {
@@ -163,12 +217,16 @@ func withMessage(lead, message string) string {
 
 // listLead is the queue in words, one line a message, so a model reads the
 // order and each message's origin without parsing the JSON.
-func listLead(ref string, ms []*queuev1.EnqueuedMessage) string {
-	if len(ms) == 0 {
+func listLead(ref string, ms []*queuev1.EnqueuedMessage, p *queuev1.Pagination) string {
+	if len(ms) == 0 && p.GetTotalCount() == 0 {
 		return fmt.Sprintf("Session %s has no queued messages.", ref)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Session %s's queue:\n", ref)
+	fmt.Fprintf(&b, "Session %s's queue", ref)
+	if p.GetTotalPages() > 1 || p.GetPage() > 1 {
+		fmt.Fprintf(&b, " (page %d of %d, %d messages in all)", p.GetPage(), p.GetTotalPages(), p.GetTotalCount())
+	}
+	b.WriteString(":\n")
 	for _, m := range ms {
 		b.WriteString(messageLine(m))
 	}

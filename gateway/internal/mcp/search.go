@@ -30,8 +30,9 @@ func quickSearchSessionsTool() mcpgo.Tool {
 			"Paged: the result says which page it is and how many there are."),
 		mcpgo.WithString("q", mcpgo.Description("Words to find, case-insensitively, in the title, prompt, slug or notes.")),
 		mcpgo.WithAny("status", oneOrMany(statuses), mcpgo.Description(
-			"One status or a list of them ("+strings.Join(statuses, ", ")+"); none means every status. "+
-				"A search never widens the statuses: to search the trash, ask for archived.")),
+			"One status or a list of them ("+strings.Join(statuses, ", ")+"); none means every status but archived "+
+				"(the trash), unless show_archived. A search never widens the statuses: to search the trash, ask for archived.")),
+		mcpgo.WithBoolean("show_archived", mcpgo.Description("With no status given, include archived sessions too (every status).")),
 		mcpgo.WithString("agent_root", mcpgo.Description("Only sessions of this agent configuration root.")),
 		mcpgo.WithString("genesis", mcpgo.Description("Only sessions of this genesis (api, or what a parent passed down).")),
 		mcpgo.WithString("scheduling_class", mcpgo.Enum(rules.SchedulingClasses()...), mcpgo.Description("Only sessions of this scheduling class.")),

@@ -88,6 +88,11 @@ func (s *Server) ListEnqueuedMessages(ctx context.Context, req *queuev1.ListEnqu
 	return grpcfake.Answer[*queuev1.ListEnqueuedMessagesResponse](ctx, s.Recorder, req)
 }
 
+// GetEnqueuedMessage implements queuev1.QueueServiceServer.
+func (s *Server) GetEnqueuedMessage(ctx context.Context, req *queuev1.GetEnqueuedMessageRequest) (*queuev1.GetEnqueuedMessageResponse, error) {
+	return grpcfake.Answer[*queuev1.GetEnqueuedMessageResponse](ctx, s.Recorder, req)
+}
+
 // EnqueueMessage implements queuev1.QueueServiceServer.
 func (s *Server) EnqueueMessage(ctx context.Context, req *queuev1.EnqueueMessageRequest) (*queuev1.EnqueueMessageResponse, error) {
 	return grpcfake.Answer[*queuev1.EnqueueMessageResponse](ctx, s.Recorder, req)

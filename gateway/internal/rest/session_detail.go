@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // SessionDetailPattern is the one route the session detail composition
@@ -43,7 +43,8 @@ const DegradedHeader = "X-Zimmer-Degraded"
 const queueDegraded = "queue: enqueued_messages is unknown (left empty), not an empty queue"
 
 // NewSessionDetail answers GET /api/v1/sessions/{id} with
-// {"session", "enqueued_messages", "session_hierarchy", "human_messages"}:
+// {"session", "status_summary", "enqueued_messages", "session_hierarchy",
+// "human_messages"} (status_summary null until summaries exist):
 // the session from lifecycle, its queue's pending and undelivered messages
 // from the queue (DetailEnqueuedMessages), and from lineage the hierarchy
 // and the human messages gathered across it (a bare array, each with its
@@ -81,15 +82,26 @@ type sessionDetail struct {
 func DetailEnqueuedMessages(ctx context.Context, queue queuev1.QueueServiceClient, sessionID int64, logger *slog.Logger) (_ []*queuev1.EnqueuedMessage, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, QueueTimeout)
 	defer cancel()
-	resp, err := queue.ListEnqueuedMessages(ctx, &queuev1.ListEnqueuedMessagesRequest{SessionId: strconv.FormatInt(sessionID, 10)})
-	if err != nil {
-		logger.WarnContext(ctx, "session detail without its queued messages: the queue failed", "session_id", sessionID, "error", err)
-		return []*queuev1.EnqueuedMessage{}, false
+	out := []*queuev1.EnqueuedMessage{}
+	for page := int32(1); ; page++ {
+		resp, err := queue.ListEnqueuedMessages(ctx, &queuev1.ListEnqueuedMessagesRequest{
+			SessionId: strconv.FormatInt(sessionID, 10), Status: []string{StatusPending, StatusProcessing, StatusUndelivered},
+			Page: page, PerPage: rules.MaxPerPage,
+		})
+		if err != nil {
+			logger.WarnContext(ctx, "session detail without its queued messages: the queue failed", "session_id", sessionID, "error", err)
+			return []*queuev1.EnqueuedMessage{}, false
+		}
+		out = append(out, resp.GetEnqueuedMessages()...)
+		if page >= resp.GetPagination().GetTotalPages() || page >= MaxDetailQueuePages {
+			return out, true
+		}
 	}
-	return slices.DeleteFunc(resp.GetEnqueuedMessages(), func(m *queuev1.EnqueuedMessage) bool {
-		return m.GetStatus() != StatusPending && m.GetStatus() != StatusProcessing && m.GetStatus() != StatusUndelivered
-	}), true
 }
+
+// MaxDetailQueuePages bounds how many pages of a queue a session's detail
+// reads (rules.MaxPerPage each), so a runaway queue cannot hold it up.
+const MaxDetailQueuePages = 10
 
 // The statuses of a queued message the detail shows (the queue's words).
 const (
@@ -108,6 +120,9 @@ type SessionDetailJSON struct {
 	SessionHierarchy *lineagev1.SessionHierarchy `json:"session_hierarchy" nullable:"true" doc:"The sessions this one came from, its siblings and uncles. Null when lineage could not be asked (the X-Zimmer-Degraded header says so): unknown, not empty."`
 	// Nil (null) when unknown; empty ([]) when nobody said anything.
 	HumanMessages []HumanMessageJSON `json:"human_messages" nullable:"true" doc:"The newest 25 human messages recorded anywhere in the hierarchy, oldest first (the conversation in the order it was said), each with its origin: here (said to this session) or elsewhere (context from another session of the hierarchy). [] when there are none; null when lineage could not be asked: unknown, not empty."`
+	// Always nil (null) until Zimmer writes status summaries; the key is
+	// there now so clients of the original's shape read it unchanged.
+	StatusSummary *string `json:"status_summary" nullable:"true" doc:"The session's status summary, beside session as the original answers it. Null: Zimmer does not write status summaries yet."`
 }
 
 // HumanMessageJSON is one entry of human_messages.
@@ -118,7 +133,7 @@ type HumanMessageJSON struct {
 	AuthorDisplayName   *string        `json:"author_display_name" doc:"The author's name, or null when the key no longer resolves."`
 	EntryPoint          string         `json:"entry_point" doc:"Where the message entered Zimmer, e.g. web_ui.follow_up or slack.dm."`
 	Channel             string         `json:"channel" doc:"The medium it arrived through: web_ui or slack."`
-	ChannelLabel        string         `json:"channel_label" doc:"The channel's name for a reader: Web UI or Slack."`
+	ChannelLabel        string         `json:"channel_label" doc:"Where it was said, for a reader: Zimmer web UI or Slack, followed for a message said elsewhere by the session it was said in, e.g. Slack (session #12)."`
 	AuthoredInSessionID int64          `json:"authored_in_session_id"`
 	AuthoredIn          AuthoredInJSON `json:"authored_in" doc:"The session it was said in, named as the hierarchy names it."`
 	Content             string         `json:"content"`
@@ -211,10 +226,11 @@ func (d SessionDetailJSON) encode(m *wirejson.Marshaler) ([]byte, error) {
 	}
 	return encode(struct {
 		Session          json.RawMessage   `json:"session"`
+		StatusSummary    *string           `json:"status_summary"`
 		EnqueuedMessages []json.RawMessage `json:"enqueued_messages"`
 		SessionHierarchy json.RawMessage   `json:"session_hierarchy"`
 		HumanMessages    json.RawMessage   `json:"human_messages"`
-	}{session, queued, hierarchy, messages}) // d's keys, each value already encoded
+	}{session, d.StatusSummary, queued, hierarchy, messages}) // d's keys, each value already encoded
 }
 
 // HumanMessagesJSON is the REST form of msgs, in lineage's order (which

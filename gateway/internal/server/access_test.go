@@ -68,7 +68,9 @@ const queuedMessage = "a message queued for this call"
 var enqueuedArgs = map[string]map[string]any{
 	"list":      {"session_id": "1"},
 	"create":    {"session_id": "1", "content": "walked"},
+	"get":       {"session_id": "1", "message_id": queuedMessage},
 	"update":    {"session_id": "1", "message_id": queuedMessage, "position": 1},
+	"reorder":   {"session_id": "1", "message_id": queuedMessage, "position": 1},
 	"delete":    {"session_id": "1", "message_id": queuedMessage},
 	"send_now":  {"session_id": "1", "message_id": queuedMessage},
 	"interrupt": {"session_id": "1", "message_id": queuedMessage},

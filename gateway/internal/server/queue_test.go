@@ -104,7 +104,7 @@ func TestManageEnqueuedMessagesOverMCP(t *testing.T) {
 	}{
 		{map[string]any{"action": "create", "session_id": "7", "content": "x", "origin": "automated_pr_merged"}, `unknown argument "origin"`},
 		{map[string]any{"action": "list", "session_id": "7", "content": "x"}, `argument "content" is not read by action list`},
-		{map[string]any{"action": "purge", "session_id": "7"}, `unknown action "purge"; use one of list, create, update, delete`},
+		{map[string]any{"action": "purge", "session_id": "7"}, `unknown action "purge"; use one of list, get, create, update, reorder, delete, send_now, interrupt`},
 	} {
 		before := len(b.queue.Calls())
 		res, err := c.CallTool(t.Context(), callRequest("manage_enqueued_messages", tc.args))
@@ -261,11 +261,12 @@ func TestSessionDetailCarriesTheQueue(t *testing.T) {
 	t.Parallel()
 	b := setupProvenance(t, provenanceOpts{})
 	b.fake.Answer("GetSession", &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{Id: 1, Slug: "worker", Status: "running"}}, nil)
-	// The queue lists what is still to be delivered, then what left it: an
-	// archive retired two, one was sent.
+	// The queue lists what is still to be delivered, then what left it
+	// undelivered (an archive retired two); the sent one it leaves out, as
+	// the detail asks it to (the status filter, asserted below).
 	b.queue.Answer("ListEnqueuedMessages", &queuev1.ListEnqueuedMessagesResponse{EnqueuedMessages: []*queuev1.EnqueuedMessage{
 		queuefake.Message(4, 1, 1, "waiting"), queuefake.Undelivered(queuefake.Message(1, 1, 0, "lost one")),
-		queuefake.Undelivered(queuefake.Message(2, 1, 0, "lost two")), queuefake.Sent(queuefake.Message(3, 1, 0, "sent")),
+		queuefake.Undelivered(queuefake.Message(2, 1, 0, "lost two")),
 	}}, nil)
 
 	for _, ref := range []string{"1", "worker"} {
@@ -285,6 +286,8 @@ func TestSessionDetailCarriesTheQueue(t *testing.T) {
 	list := b.queue.Calls("ListEnqueuedMessages")
 	require.Equal(t, "1", list[len(list)-1].Request.(*queuev1.ListEnqueuedMessagesRequest).GetSessionId(),
 		"the queue is asked by the id lifecycle resolved")
+	require.Equal(t, []string{"pending", "processing", "undelivered"}, list[len(list)-1].Request.(*queuev1.ListEnqueuedMessagesRequest).GetStatus(),
+		"never the sent ones: the detail does not ask for them")
 
 	b.queue.FailWith(status.Error(codes.Unavailable, "down"))
 	resp := b.call(t, http.MethodGet, "/api/v1/sessions/1", "")

@@ -293,6 +293,29 @@ type TransitionSession struct {
 	// Queue guards an archive (archive.go); nil when no queue is
 	// configured.
 	Queue QueueSealer
+	// Clones says what an unarchive does with the session's clone; nil
+	// when no runner is configured.
+	Clones CloneKeeper
+}
+
+// CloneKeeper reads the state of a session's clone from the runner that
+// keeps it: "" when the runner made none.
+type CloneKeeper interface {
+	CloneState(ctx context.Context, sessionID int64) (string, error)
+}
+
+// CloneRestoration says what the unarchive of session id does with its
+// clone. It never fails the unarchive, which has committed: a runner that
+// cannot be asked answers "not restored" and is logged by the caller.
+func (uc TransitionSession) CloneRestoration(ctx context.Context, sessionID int64) (domain.CloneRestoration, error) {
+	if uc.Clones == nil {
+		return domain.CloneRestoration{}, nil
+	}
+	state, err := uc.Clones.CloneState(ctx, sessionID)
+	if err != nil {
+		return domain.CloneRestoration{}, err
+	}
+	return domain.RestorationOf(state), nil
 }
 
 // Handle parses ref and applies verb with the details in cmd: archive is

@@ -68,7 +68,11 @@ func (uc TransitionSession) archive(ctx context.Context, ref string, cmd domain.
 				s.ID, domain.ErrUnavailable, err)
 		}
 		if seal.Refusal != "" {
-			return domain.Outcome{}, &domain.PreconditionError{Reason: seal.Refusal}
+			reason := seal.Refusal
+			if cmd.Actor.Bulk {
+				reason += domain.BulkForceNote
+			}
+			return domain.Outcome{}, &domain.PreconditionError{Reason: reason}
 		}
 		cmd.RetirementClause = seal.RetirementClause
 		unseal = func() { uc.unseal(ctx, s.ID, attempt) }

@@ -103,10 +103,14 @@ var _ app.PendingMessages = Queue{}
 func (q Queue) HasPendingMessages(ctx context.Context, sessionID int64) (bool, error) {
 	ctx, cancel := q.bound(ctx)
 	defer cancel()
-	resp, err := q.Client.ListEnqueuedMessages(ctx, &queuev1.ListEnqueuedMessagesRequest{SessionId: strconv.FormatInt(sessionID, 10)})
+	resp, err := q.Client.ListEnqueuedMessages(ctx, &queuev1.ListEnqueuedMessagesRequest{
+		SessionId: strconv.FormatInt(sessionID, 10), Status: []string{"pending", "processing"}, PerPage: 1,
+	})
 	if err != nil {
 		return false, fmt.Errorf("list session %d's queued messages: %w", sessionID, err)
 	}
+	// The statuses are checked all the same: a queue that predates the
+	// filter answers every message, unpaged.
 	for _, m := range resp.GetEnqueuedMessages() {
 		if s := m.GetStatus(); s == "pending" || s == "processing" {
 			return true, nil

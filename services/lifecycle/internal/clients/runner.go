@@ -3,7 +3,11 @@ package clients
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 )
@@ -26,4 +30,22 @@ func (r Runner) InterruptTurn(ctx context.Context, sessionID int64, reason strin
 		return fmt.Errorf("interrupt session %d's turn: %w", sessionID, err)
 	}
 	return nil
+}
+
+// CloneState implements app.CloneKeeper through the runner's GetClone: ""
+// when the runner made no clone for the session.
+func (r Runner) CloneState(ctx context.Context, sessionID int64) (string, error) {
+	if r.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
+		defer cancel()
+	}
+	resp, err := r.Client.GetClone(ctx, &runnerv1.GetCloneRequest{SessionId: strconv.FormatInt(sessionID, 10)})
+	if status.Code(err) == codes.NotFound {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read session %d's clone: %w", sessionID, err)
+	}
+	return resp.GetClone().GetState(), nil
 }

@@ -40,6 +40,12 @@ type Actor struct {
 	By string
 }
 
+// BulkForceNote follows the queue's refusal of one session of a bulk
+// archive: force there is one flag for the whole batch, so re-calling with
+// it discards every refused session's messages, not this one's alone.
+const BulkForceNote = "\n\nThis was a bulk archive: \"force\": true applies to every session in the batch, not to this one alone. " +
+	"To discard only this session's messages, archive it on its own with \"force\": true."
+
 // Phrase says who the actor is, for a timeline line.
 func (a Actor) Phrase() string {
 	if a.Bulk {
@@ -92,6 +98,13 @@ func ArchiveLine(a Actor, unresolvedPRs []string) string {
 	return line
 }
 
+// UnarchiveLine is the one line a restoration (unarchive to needs_input)
+// writes: the original's words, who asked, then the machine's own account
+// of the change, as every transition line gives it.
+func UnarchiveLine(a Actor, from, to Status, e Event) string {
+	return fmt.Sprintf("[State Machine] Session unarchived with full state restoration by %s: %s → %s (%s)", a.Phrase(), from, to, e)
+}
+
 // Attributed is line ending with the principal that made the call writing
 // it — "… (by operator key …abcd)" — so that every line a call writes
 // says who made it. The principal trails the line, so each line reads
@@ -108,4 +121,28 @@ func Attributed(line, by string) string {
 // refused and why, and who asked.
 func RefusalLine(err *TransitionError, by string) TimelineEntry {
 	return TimelineEntry{Kind: TimelineRefusal, Message: Attributed("[State Machine] refused: "+err.Error(), by)}
+}
+
+// CloneRestoration is what an unarchive does with the session's clone, as
+// the runner's record of it says.
+type CloneRestoration struct {
+	// Restored: a clone comes back with the session.
+	Restored bool
+	// Recreated: it had been deleted and is re-cloned, its preserved work
+	// applied.
+	Recreated bool
+}
+
+// RestorationOf reads the runner's clone state: a clone on disk (being
+// made, ready, or retained in the trash) is put back as it stands; a
+// deleted one (preserved, reaped) is recreated; none ("") or a failed one
+// is not restored.
+func RestorationOf(cloneState string) CloneRestoration {
+	switch cloneState {
+	case "provisioning", "ready", "retained":
+		return CloneRestoration{Restored: true}
+	case "preserved", "reaped":
+		return CloneRestoration{Restored: true, Recreated: true}
+	}
+	return CloneRestoration{}
 }

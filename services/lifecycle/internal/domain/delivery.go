@@ -82,7 +82,8 @@ type DeliverCommand struct {
 	// nothing and answers the first (the app enforces it under the lock).
 	DeliveryID string
 	Prompt     string
-	// Goal becomes the session's goal; "" keeps it.
+	// Goal becomes the session's goal; a blank one, or the goal it already
+	// has, keeps it and says nothing (GoalReplaces).
 	Goal string
 	Mode DeliveryMode
 	// FromJobID is, for a handover, the running job whose turn ended; for
@@ -150,16 +151,25 @@ func Deliver(s Session, cmd DeliverCommand, env Env) (Outcome, *DeliveryRefused,
 	if out.AsksForTurn {
 		out.TurnPrompt = cmd.Prompt
 	}
-	if cmd.Goal != "" {
+	setsGoal := GoalReplaces(out.Session.Goal, cmd.Goal)
+	if setsGoal {
 		out.Session.Goal = cmd.Goal
 	}
-	out.Timeline = append(out.Timeline, TimelineEntry{Kind: TimelineNote, Message: Attributed(deliveryLine(cmd), cmd.By)})
+	out.Timeline = append(out.Timeline, TimelineEntry{Kind: TimelineNote, Message: Attributed(deliveryLine(cmd, setsGoal), cmd.By)})
 	return out, nil, nil
+}
+
+// GoalReplaces says whether a goal a delivery carries becomes the
+// session's: a blank one (empty or only white space) never replaces the
+// goal the session has, and the same goal again changes nothing, so it
+// says nothing on the timeline either.
+func GoalReplaces(current, goal string) bool {
+	return !validation.Blank(goal) && goal != current
 }
 
 // deliveryLine is the timeline line of a delivery: what became the turn,
 // and how.
-func deliveryLine(cmd DeliverCommand) string {
+func deliveryLine(cmd DeliverCommand, setsGoal bool) string {
 	what := cmd.What
 	if what == "" {
 		what = "a message"
@@ -171,7 +181,7 @@ func deliveryLine(cmd DeliverCommand) string {
 	case DeliverAfterInterrupt:
 		line += " (after interrupting the running turn)"
 	}
-	if cmd.Goal != "" {
+	if setsGoal {
 		line += "; it set the session's goal"
 	}
 	return line

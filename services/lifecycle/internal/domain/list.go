@@ -1,6 +1,8 @@
 package domain
 
 import (
+	"slices"
+
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
@@ -31,6 +33,10 @@ type ListRequest struct {
 	SchedulingClass string
 	Page            int
 	PerPage         int
+	// ShowArchived lists the trash too when no status is named; without it
+	// (and without archived among Statuses) archived sessions are left out,
+	// as the original's list leaves them out.
+	ShowArchived bool
 }
 
 // Filter validates the request and applies defaults.
@@ -63,6 +69,9 @@ func (r ListRequest) Filter() (ListFilter, error) {
 		vs.Add("page", "must be 1 or more")
 	}
 	f.PerPage = rules.PerPage(f.PerPage)
+	if len(f.Statuses) == 0 && !r.ShowArchived {
+		f.Statuses = slices.DeleteFunc(slices.Clone(Statuses), func(s Status) bool { return s == StatusArchived })
+	}
 	checkSchedulingClass(&vs, f.SchedulingClass, true)
 	checkText(&vs, "q", f.Query, MaxQueryChars, "")
 	checkText(&vs, "agent_root", f.AgentRoot, MaxAgentRootChars, "")

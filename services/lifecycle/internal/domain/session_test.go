@@ -162,7 +162,11 @@ func TestListRequestFilter(t *testing.T) {
 
 	f, err := domain.ListRequest{}.Filter()
 	require.NoError(t, err)
-	require.Empty(t, f.Statuses, "none means every status")
+	require.Equal(t, []domain.Status{domain.StatusWaiting, domain.StatusRunning, domain.StatusNeedsInput, domain.StatusFailed}, f.Statuses,
+		"none means every status but archived")
+	f, err = domain.ListRequest{ShowArchived: true}.Filter()
+	require.NoError(t, err)
+	require.Empty(t, f.Statuses, "none with show_archived means every status")
 	require.Equal(t, 1, f.Page)
 	require.Equal(t, domain.DefaultPerPage, f.PerPage)
 

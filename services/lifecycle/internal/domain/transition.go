@@ -329,6 +329,9 @@ func Apply(s Session, cmd Command, env Env) (Outcome, error) {
 	case EventArchive:
 		t.archive(cmd)
 	case EventUnarchiveToWaiting, EventUnarchiveToFailed, EventUnarchiveToNeedsInput:
+		if e == EventUnarchiveToNeedsInput {
+			t.restore(cmd, s.Status)
+		}
 		t.s.TrashAfter = nil
 		t.s.ArchivedAt = nil
 		t.s.ArchivedFrom = nil
@@ -351,8 +354,8 @@ func (t *transition) fire(e Event) {
 	from := t.s.Status
 	t.s.Status = e.Target()
 	t.out.Applied = append(t.out.Applied, e)
-	if e == EventArchive {
-		return // the archive line, which names who did it, is this transition's line
+	if e == EventArchive || e == EventUnarchiveToNeedsInput {
+		return // the archive and restoration lines, which name who did it, are these transitions' lines
 	}
 	t.log(TimelineTransition, fmt.Sprintf("[State Machine] %s → %s (%s)", from, t.s.Status, e))
 }
@@ -399,6 +402,25 @@ func (t *transition) resume(cmd Command) {
 		m.PendingSleep = true
 		m.PendingSleepRequiresWake = true
 	}
+}
+
+// restore is the unarchive's full restoration: the session comes back
+// ready for its next message, with none of the failure or process state it
+// was archived with (failure_reason, the running job, paused_by, a pending
+// sleep, elicitation markers, MCP failure flags, the drain budget, an
+// abandoned recovery), and one line says so.
+func (t *transition) restore(cmd Command, from Status) {
+	m := &t.s.Markers
+	m.FailureReason = ""
+	m.RunningJobID = ""
+	m.PausedBy = ""
+	m.BlockedOnElicitation = false
+	m.LostElicitation = ""
+	m.MCPFailure = ""
+	m.DrainAttempts = 0
+	m.RecoveryAbandoned = ""
+	t.clearPendingSleep()
+	t.log(TimelineTransition, UnarchiveLine(cmd.Actor, from, t.s.Status, EventUnarchiveToNeedsInput))
 }
 
 // pause performs the spec's eight steps, in order.

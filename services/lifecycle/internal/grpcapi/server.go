@@ -106,6 +106,7 @@ func (s *Server) ListSessions(ctx context.Context, req *lifecyclev1.ListSessions
 		SchedulingClass: req.GetSchedulingClass(),
 		Page:            int(req.GetPage()),
 		PerPage:         int(req.GetPerPage()),
+		ShowArchived:    req.GetShowArchived(),
 	})
 	if err != nil {
 		return nil, s.toStatus(ctx, err)

@@ -117,7 +117,14 @@ func (s *Server) UnarchiveSession(ctx context.Context, req *lifecyclev1.Unarchiv
 	if err != nil {
 		return nil, err
 	}
-	return &lifecyclev1.UnarchiveSessionResponse{Session: sess, Message: msg}, nil
+	clone, err := s.sessions.Transition.CloneRestoration(ctx, sess.GetId())
+	if err != nil {
+		// The unarchive has committed and the runner's restore effect is
+		// queued; only the answer's clone fields are unknown.
+		s.logger.WarnContext(ctx, "unarchived; could not ask the runner about the clone", "session_id", sess.GetId(), "error", err)
+	}
+	return &lifecyclev1.UnarchiveSessionResponse{Session: sess, Message: msg,
+		CloneRestored: clone.Restored, CloneRecreated: clone.Recreated}, nil
 }
 
 // RestartSession implements lifecyclev1.LifecycleServiceServer.

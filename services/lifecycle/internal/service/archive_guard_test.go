@@ -18,6 +18,7 @@ import (
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/service"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 	"github.com/zimmerhq/zimmer/services/platform/pgtest"
@@ -285,7 +286,9 @@ func TestBulkArchiveReportsEachRefusalAndForceCoversTheBatch(t *testing.T) {
 	require.EqualValues(t, 2, resp.GetArchivedCount())
 	require.Len(t, resp.GetErrors(), 1)
 	require.Equal(t, fmt.Sprint(queued), resp.GetErrors()[0].GetSessionId())
-	require.Equal(t, text, resp.GetErrors()[0].GetError())
+	// Issue 23 rule 17: the bulk refusal says force is the whole batch's.
+	require.Equal(t, text+domain.BulkForceNote, resp.GetErrors()[0].GetError())
+	require.Contains(t, resp.GetErrors()[0].GetError(), `"force": true applies to every session in the batch`)
 	require.Equal(t, "needs_input", b.get(t, queued).GetStatus())
 	require.Equal(t, byOperator("[State Machine] Session moved to trash by an unrecorded caller (bulk)"), b.archiveLine(t, empty))
 

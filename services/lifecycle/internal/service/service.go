@@ -85,7 +85,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 			h.Close()
 			return nil, err
 		}
-		svc.Sessions.Transition.Turns = clients.Runner{Client: runnerv1.NewRunnerServiceClient(conn), Timeout: cfg.RunnerTimeout}
+		runner := clients.Runner{Client: runnerv1.NewRunnerServiceClient(conn), Timeout: cfg.RunnerTimeout}
+		svc.Sessions.Transition.Turns = runner
+		svc.Sessions.Transition.Clones = runner
 	}
 	// Without a queue, a wake is lifecycle's own delivery to the session
 	// once it is idle.

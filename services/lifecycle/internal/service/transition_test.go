@@ -103,7 +103,7 @@ func TestTransitionsOverGRPC(t *testing.T) {
 		"warning: [State Machine] goal mentions a pull request but no PR URL was recorded for this session yet",
 		"refusal: [State Machine] refused: cannot pause session 1: it is needs_input, and pause is only possible from running",
 		"transition: [State Machine] Session moved to trash by session #5225 via the MCP API",
-		"transition: [State Machine] archived → needs_input (unarchive_to_needs_input)",
+		"transition: [State Machine] Session unarchived with full state restoration by an unrecorded caller: archived → needs_input (unarchive_to_needs_input)",
 	), lines)
 
 	var names []string

@@ -101,3 +101,13 @@ func (h Hierarchy) SessionIDs() []int64 {
 	}
 	return ids
 }
+
+// HasUncleEdge says whether any node of h has an uncle.
+func (h Hierarchy) HasUncleEdge() bool {
+	for _, n := range h.Nodes {
+		if len(n.UncleIDs) > 0 {
+			return true
+		}
+	}
+	return false
+}

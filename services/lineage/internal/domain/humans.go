@@ -2,6 +2,7 @@ package domain
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -59,11 +60,11 @@ const (
 	ChannelSlack Channel = "slack"
 )
 
-// Label is the channel's name for a reader.
+// Label is the channel's name for a reader, the original's words.
 func (c Channel) Label() string {
 	switch c {
 	case ChannelWebUI:
-		return "Web UI"
+		return "Zimmer web UI"
 	case ChannelSlack:
 		return "Slack"
 	}
@@ -143,6 +144,17 @@ const (
 type PlacedMessage struct {
 	HumanMessage
 	Origin Origin
+}
+
+// ChannelLabel is where m was said, for a reader: the channel's label, and
+// for a message said elsewhere the session it was said in ("Slack
+// (session #12)"), so it is never read as said to this session.
+func (m PlacedMessage) ChannelLabel() string {
+	label := m.Provenance.Channel().Label()
+	if m.Origin == Elsewhere {
+		return fmt.Sprintf("%s (session #%d)", label, m.AuthoredInSessionID)
+	}
+	return label
 }
 
 // SessionHumanMessages is the record gathered across a session's whole

@@ -78,7 +78,7 @@ func TestProvenanceChannel(t *testing.T) {
 		}
 		require.Equal(t, want, p.Channel(), p)
 	}
-	require.Equal(t, "Web UI", domain.ChannelWebUI.Label())
+	require.Equal(t, "Zimmer web UI", domain.ChannelWebUI.Label())
 	require.Equal(t, "Slack", domain.ChannelSlack.Label())
 }
 

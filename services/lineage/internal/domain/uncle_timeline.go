@@ -27,26 +27,37 @@ type UncleEdgeChanged struct {
 	Lines []TimelineLine
 }
 
+// The uncle edge's timeline lines, written once here and read by the
+// tests: one sentence, the same on both sessions' timelines, naming both by
+// #id and the entry point that recorded the edge (its source).
+const (
+	// LineUncleWritten: uncle, junior, uncle, junior, source.
+	LineUncleWritten = "[Lineage] Uncle edge recorded: session #%d is now an uncle of session #%d " +
+		"(session #%d queued or interrupted session #%d via %s)"
+	// LineUncleInverted: the old edge (junior → uncle), the new one (uncle
+	// → junior), then uncle, junior, source.
+	LineUncleInverted = "[Lineage] Uncle edge inverted: #%d → #%d replaced by #%d → #%d " +
+		"(session #%d queued or interrupted session #%d via %s, so it is now the senior)"
+)
+
 // Changed returns the fact d announces for e at at, and false when d
 // changed nothing: a session messaging itself, an edge the graph already
 // asserts, a spawn ancestor, and the refusals write no line anywhere,
 // because nothing about either session's lineage is different afterwards.
 func (d UncleDecision) Changed(e UncleEdge, at time.Time) (UncleEdgeChanged, bool) {
 	a, b, via := e.UncleSessionID, e.SessionID, e.EntryPoint
-	var acting, target string
+	var line string
 	switch d.Outcome {
 	case UncleWritten:
-		acting = fmt.Sprintf("[Lineage] This session is now an uncle of session #%d: it queued or interrupted that session via %s", b, via)
-		target = fmt.Sprintf("[Lineage] Session #%d is now an uncle of this session: it queued or interrupted this session via %s", a, via)
+		line = fmt.Sprintf(LineUncleWritten, a, b, a, b, via)
 	case UncleInverted:
-		// The newer act of inspection supersedes the older one: say which
-		// edge went and which replaced it, on both sides.
-		swap := fmt.Sprintf("uncle edge #%d → #%d replaced by #%d → #%d", b, a, a, b)
-		acting = fmt.Sprintf("[Lineage] Seniority inverted: this session queued or interrupted session #%d via %s and is now its uncle (%s)", b, via, swap)
-		target = fmt.Sprintf("[Lineage] Seniority inverted: session #%d queued or interrupted this session via %s and is now its uncle (%s)", a, via, swap)
+		// The newer act of inspection supersedes the older one: name the
+		// edge that went and the one that replaced it.
+		line = fmt.Sprintf(LineUncleInverted, b, a, a, b, a, b, via)
 	default:
 		return UncleEdgeChanged{}, false
 	}
+	acting, target := line, line
 	return UncleEdgeChanged{
 		Edge:    e,
 		Outcome: d.Outcome,

@@ -10,7 +10,8 @@ import (
 )
 
 // TestUncleEdgeChangedLines: an edge written and an inversion each give
-// both sessions a sentence naming the other session and the entry point;
+// both sessions the same sentence naming both by #id and the entry point
+// (issue 23 rule 19), an inversion the old edge and the new;
 // every outcome that changes nothing gives neither a line.
 func TestUncleEdgeChangedLines(t *testing.T) {
 	t.Parallel()
@@ -23,13 +24,13 @@ func TestUncleEdgeChangedLines(t *testing.T) {
 	}{
 		{
 			domain.UncleWritten,
-			"[Lineage] This session is now an uncle of session #9: it queued or interrupted that session via mcp.action_session.follow_up",
-			"[Lineage] Session #7 is now an uncle of this session: it queued or interrupted this session via mcp.action_session.follow_up",
+			"[Lineage] Uncle edge recorded: session #7 is now an uncle of session #9 (session #7 queued or interrupted session #9 via mcp.action_session.follow_up)",
+			"[Lineage] Uncle edge recorded: session #7 is now an uncle of session #9 (session #7 queued or interrupted session #9 via mcp.action_session.follow_up)",
 		},
 		{
 			domain.UncleInverted,
-			"[Lineage] Seniority inverted: this session queued or interrupted session #9 via mcp.action_session.follow_up and is now its uncle (uncle edge #9 → #7 replaced by #7 → #9)",
-			"[Lineage] Seniority inverted: session #7 queued or interrupted this session via mcp.action_session.follow_up and is now its uncle (uncle edge #9 → #7 replaced by #7 → #9)",
+			"[Lineage] Uncle edge inverted: #9 → #7 replaced by #7 → #9 (session #7 queued or interrupted session #9 via mcp.action_session.follow_up, so it is now the senior)",
+			"[Lineage] Uncle edge inverted: #9 → #7 replaced by #7 → #9 (session #7 queued or interrupted session #9 via mcp.action_session.follow_up, so it is now the senior)",
 		},
 	}
 	for _, tt := range tests {

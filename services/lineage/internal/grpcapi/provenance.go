@@ -187,7 +187,7 @@ func userToProto(u domain.User) *lineagev1.User {
 func humanMessageToProto(m domain.PlacedMessage, roster domain.Roster, authoredIn string) *lineagev1.HumanMessage {
 	out := &lineagev1.HumanMessage{
 		Id: m.ID, Author: m.Author, Provenance: string(m.Provenance),
-		Channel: string(m.Provenance.Channel()), ChannelLabel: m.Provenance.Channel().Label(),
+		Channel: string(m.Provenance.Channel()), ChannelLabel: m.ChannelLabel(),
 		AuthoredInSessionId: m.AuthoredInSessionID, AuthoredInLabel: authoredIn,
 		Content: m.Content, SlackPermalink: m.SlackPermalink, OccurredAt: timestamp(m.OccurredAt), Origin: string(m.Origin),
 	}

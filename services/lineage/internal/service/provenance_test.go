@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -146,8 +147,19 @@ func TestProvenanceThroughGRPC(t *testing.T) {
 		require.Equal(t, "tadasant", first.GetAuthor(), "oldest first")
 		require.Equal(t, "juliehazz", last.GetAuthor())
 		require.Equal(t, "Julie", last.GetAuthorDisplayName())
-		require.Equal(t, []string{"web_ui", "Web UI", "Router"}, []string{first.GetChannel(), first.GetChannelLabel(), first.GetAuthoredInLabel()})
-		require.Equal(t, []string{"slack", "Slack", "Worker"}, []string{last.GetChannel(), last.GetChannelLabel(), last.GetAuthoredInLabel()})
+		// The original's channel labels; a message said elsewhere names
+		// the session it was said in (issue 23 rule 20).
+		label := func(channel string, m *lineagev1.HumanMessage) string {
+			if m.GetOrigin() == "elsewhere" {
+				return fmt.Sprintf("%s (session #%d)", channel, m.GetAuthoredInSessionId())
+			}
+			return channel
+		}
+		require.Equal(t, []string{"web_ui", label("Zimmer web UI", first), "Router"}, []string{first.GetChannel(), first.GetChannelLabel(), first.GetAuthoredInLabel()})
+		require.Equal(t, []string{"slack", label("Slack", last), "Worker"}, []string{last.GetChannel(), last.GetChannelLabel(), last.GetAuthoredInLabel()})
+		if tt.session == 101 {
+			require.Equal(t, "Slack (session #102)", last.GetChannelLabel())
+		}
 		require.Zero(t, p.GetOlderCount())
 		require.Contains(t, p.GetMarkdown(), "### Session Hierarchy")
 		require.Contains(t, p.GetMarkdown(), "### Human Messages")

@@ -91,7 +91,7 @@ func TestRelayDeliversUncleEdgeChangesToTheListedConsumers(t *testing.T) {
 	require.Len(t, got.GetLines(), 2)
 	require.Equal(t, int64(31), got.GetLines()[0].GetSessionId())
 	require.Equal(t, int64(32), got.GetLines()[1].GetSessionId())
-	require.Contains(t, got.GetLines()[1].GetMessage(), "Session #31 is now an uncle of this session")
+	require.Contains(t, got.GetLines()[1].GetMessage(), "session #31 is now an uncle of session #")
 	require.Contains(t, got.GetLines()[1].GetMessage(), "via rest.follow_up")
 	for _, l := range got.GetLines() {
 		require.True(t, strings.HasSuffix(l.GetMessage(), " (by session #31's credential)"), "each line names who made the call: %s", l.GetMessage())

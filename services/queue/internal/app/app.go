@@ -52,6 +52,7 @@ type Sessions interface {
 type Messages interface {
 	Enqueue(ctx context.Context, n domain.NewMessage) (domain.Message, bool, error)
 	List(ctx context.Context, sessionID int64) ([]domain.Message, error)
+	ListPage(ctx context.Context, sessionID int64, f domain.ListFilter) (domain.Page, error)
 	Message(ctx context.Context, sessionID, id int64) (domain.Message, error)
 	Keyed(ctx context.Context, sessionID int64, idempotencyKey string) (domain.Message, bool, error)
 	Update(ctx context.Context, sessionID, id int64, edit domain.Edit, position int) (domain.Message, error)
@@ -71,6 +72,12 @@ type Messages interface {
 	Reopen(ctx context.Context, sessionID int64, unarchivedAt time.Time) error
 }
 
+// Timeline writes lines on a session's timeline (lifecycle's). noteID
+// is the line's idempotency key: the same id writes once.
+type Timeline interface {
+	Note(ctx context.Context, sessionID int64, noteID, message string) error
+}
+
 // Deps are the queue's ports. Sessions and Messages are required; without
 // Turns nothing is delivered, and Uncles, Drains and Alerts are optional
 // (component tests): no uncle edges, no drain pokes, alerts to the log.
@@ -83,12 +90,15 @@ type Deps struct {
 	Uncles   Uncles
 	Drains   Drains
 	Alerts   alert.Raiser
+	// Timeline is optional (component tests): no enqueue lines without it.
+	Timeline Timeline
 	Logger   *slog.Logger
 }
 
 // Queue is the queue's use cases, wired over one set of ports.
 type Queue struct {
 	List    ListMessages
+	Get     GetMessage
 	Enqueue EnqueueMessage
 	Update  UpdateMessage
 	Delete  DeleteMessage
@@ -121,10 +131,12 @@ func New(d Deps) Queue {
 		d.Alerts = alert.Log{Logger: d.Logger}
 	}
 	return Queue{
-		List:    ListMessages{Sessions: d.Sessions, Messages: d.Messages},
-		Enqueue: EnqueueMessage{Sessions: d.Sessions, Messages: d.Messages, Uncles: d.Uncles, Drains: d.Drains, Alerts: d.Alerts, Logger: d.Logger},
-		Update:  UpdateMessage{Sessions: d.Sessions, Messages: d.Messages},
-		Delete:  DeleteMessage{Sessions: d.Sessions, Messages: d.Messages},
+		List: ListMessages{Sessions: d.Sessions, Messages: d.Messages},
+		Get:  GetMessage{Sessions: d.Sessions, Messages: d.Messages},
+		Enqueue: EnqueueMessage{Sessions: d.Sessions, Messages: d.Messages, Uncles: d.Uncles, Drains: d.Drains, Alerts: d.Alerts,
+			Timeline: d.Timeline, Logger: d.Logger},
+		Update: UpdateMessage{Sessions: d.Sessions, Messages: d.Messages},
+		Delete: DeleteMessage{Sessions: d.Sessions, Messages: d.Messages},
 		// A follow-up may do everything the others do: it takes every port.
 		FollowUp: SendFollowUp(d),
 		SendNow:  SendNow{Sessions: d.Sessions, Messages: d.Messages, Turns: d.Turns, Uncles: d.Uncles, Alerts: d.Alerts, Logger: d.Logger},

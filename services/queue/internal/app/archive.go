@@ -70,7 +70,7 @@ func (uc RetireQueue) Handle(ctx context.Context, sessionID int64, forced bool, 
 			ids[i] = m.ID
 		}
 		alert.Raise(ctx, uc.Alerts, uc.Logger, fmt.Sprintf("queue_messages_retired/%d", sessionID), a.Summary(sessionID),
-			map[string]any{"session_id": sessionID, "message_ids": ids, "forced": forced})
+			map[string]any{"title": domain.RetirementAlertTitle, "session_id": sessionID, "message_ids": ids, "forced": forced})
 	}
 	return nil
 }

@@ -48,6 +48,7 @@ type SendFollowUp struct {
 	Uncles   Uncles
 	Drains   Drains
 	Alerts   alert.Raiser
+	Timeline Timeline
 	Logger   *slog.Logger
 }
 
@@ -109,9 +110,12 @@ func (uc SendFollowUp) Handle(ctx context.Context, in FollowUp) (FollowUpResult,
 				return false, fmt.Errorf("%w: %s", ErrRefused, d.Message)
 			}
 		}
-		m, _, err := uc.Messages.Enqueue(ctx, n)
+		m, created, err := uc.Messages.Enqueue(ctx, n)
 		if err != nil {
 			return false, err
+		}
+		if created {
+			noteEnqueued(ctx, uc.Timeline, uc.Logger, m)
 		}
 		if !in.ForceImmediate {
 			poke(ctx, uc.Drains, uc.Logger, s.ID)

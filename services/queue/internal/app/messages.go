@@ -3,9 +3,13 @@ package app
 import (
 	"context"
 	"log/slog"
+	"strconv"
+
+	"github.com/google/uuid"
 
 	"github.com/zimmerhq/zimmer/services/platform/alert"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
 )
 
@@ -18,20 +22,45 @@ type Enqueue struct {
 	IdempotencyKey  string
 }
 
-// ListMessages is the session's queue. A session credential reads its own
-// session's queue, or any with the sessions.read scope.
+// ListMessages is a page of the session's queue. A session credential
+// reads its own session's queue, or any with the sessions.read scope.
 type ListMessages struct {
 	Sessions Sessions
 	Messages Messages
 }
 
-// Handle lists the queue of the session ref names.
-func (uc ListMessages) Handle(ctx context.Context, ref string) ([]domain.Message, error) {
+// Handle lists a page of the queue of the session ref names.
+func (uc ListMessages) Handle(ctx context.Context, ref string, req domain.ListRequest) (domain.Page, error) {
+	f, err := req.Filter()
+	if err != nil {
+		return domain.Page{}, err
+	}
 	s, err := resolve(ctx, uc.Sessions, ref, principal.Principal.MayRead)
 	if err != nil {
-		return nil, err
+		return domain.Page{}, err
 	}
-	return uc.Messages.List(ctx, s.ID)
+	return uc.Messages.ListPage(ctx, s.ID, f)
+}
+
+// GetMessage is one message of the session's queue, whatever its status;
+// another session's message is not found, as an unknown one is.
+type GetMessage struct {
+	Sessions Sessions
+	Messages Messages
+}
+
+// Handle reads message id of the session ref names.
+func (uc GetMessage) Handle(ctx context.Context, ref string, id int64) (domain.Message, error) {
+	var vs validation.Violations
+	domain.CheckPick(&vs, id, 0)
+	if err := vs.Err(); err != nil {
+		return domain.Message{}, err
+	}
+	s, err := resolve(ctx, uc.Sessions, ref, principal.Principal.MayRead)
+	if err != nil {
+		return domain.Message{}, err
+	}
+	return uc.Messages.Message(ctx, s.ID, id)
 }
 
 // EnqueueMessage appends a caller's message to the session's queue. An
@@ -47,6 +76,7 @@ type EnqueueMessage struct {
 	Uncles   Uncles
 	Drains   Drains
 	Alerts   alert.Raiser
+	Timeline Timeline
 	Logger   *slog.Logger
 }
 
@@ -79,11 +109,33 @@ func (uc EnqueueMessage) Handle(ctx context.Context, in Enqueue) (domain.Message
 	if err != nil {
 		return domain.Message{}, false, err
 	}
+	if created {
+		noteEnqueued(ctx, uc.Timeline, uc.Logger, m)
+	}
 	// A session at rest takes it within seconds (the drain); a running one
 	// at its turn end, and the drain finds nothing to do.
 	poke(ctx, uc.Drains, uc.Logger, s.ID)
 	return m, created, nil
 }
+
+// noteEnqueued says on the session's timeline that m was queued (every
+// enqueue does, follow-ups queued behind a turn included). The line's id
+// derives from the message's, so a retry writes it once. A failure is
+// logged, not returned: the message is queued, and the queue lists it.
+func noteEnqueued(ctx context.Context, timeline Timeline, logger *slog.Logger, m domain.Message) {
+	if timeline == nil {
+		return
+	}
+	noteID := uuid.NewSHA1(enqueueLines, []byte(strconv.FormatInt(m.ID, 10))).String()
+	if err := timeline.Note(ctx, m.SessionID, noteID, domain.EnqueuedLine(m)); err != nil {
+		logger.WarnContext(ctx, "write the enqueue's timeline line; the message is queued without it",
+			"session_id", m.SessionID, "message_id", m.ID, "error", err)
+	}
+}
+
+// enqueueLines is the namespace of the enqueue lines' ids (UUID v5 of the
+// message id).
+var enqueueLines = uuid.MustParse("5d0f4a52-8a8e-4c1e-9f0b-6c2d6c1b7e23")
 
 // UpdateMessage edits a pending message and, when position is not 0,
 // moves it.
@@ -94,6 +146,9 @@ type UpdateMessage struct {
 
 // Handle edits message id of the session ref names.
 func (uc UpdateMessage) Handle(ctx context.Context, ref string, id int64, edit domain.Edit, position int) (domain.Message, error) {
+	if err := domain.CheckUpdate(edit, position); err != nil {
+		return domain.Message{}, err
+	}
 	s, err := resolve(ctx, uc.Sessions, ref, principal.Principal.MayActOn)
 	if err != nil {
 		return domain.Message{}, err

@@ -25,6 +25,7 @@ type Lifecycle struct {
 var (
 	_ app.Sessions = (*Lifecycle)(nil)
 	_ app.Pauser   = (*Lifecycle)(nil)
+	_ app.Timeline = (*Lifecycle)(nil)
 )
 
 // NewLifecycle returns the adapter over conn.
@@ -48,6 +49,18 @@ func (l *Lifecycle) Get(ctx context.Context, ref string) (app.Session, error) {
 	}
 	return app.Session{ID: resp.GetSession().GetId(), Status: resp.GetSession().GetStatus(),
 		RunningJobID: resp.GetSession().GetRunningJobId()}, nil
+}
+
+// Note implements app.Timeline: lifecycle's RecordTimelineNote, whose
+// note id makes a retried line harmless.
+func (l *Lifecycle) Note(ctx context.Context, sessionID int64, noteID, message string) error {
+	_, err := l.client.RecordTimelineNote(ctx, &lifecyclev1.RecordTimelineNoteRequest{
+		SessionId: sessionID, NoteId: noteID, Message: message,
+	})
+	if err != nil {
+		return fmt.Errorf("note on session %d's timeline: %w", sessionID, err)
+	}
+	return nil
 }
 
 // Pause implements app.Pauser: lifecycle's pause, as the queue service

@@ -6,11 +6,16 @@ import (
 )
 
 // Previews: the refusal shows enough of each message for the caller to
-// decide whether to discard it; the archive line only names what was lost.
+// decide whether to discard it (at most 160 characters, as the original's);
+// the archive line only names what was lost.
 const (
-	RefusalPreviewChars    = 200
+	RefusalPreviewChars    = 160
 	RetirementPreviewChars = 120
 )
+
+// RetirementAlertTitle is the retirement alert's title (its details'
+// "title"): what an operator reads before the summary.
+const RetirementAlertTitle = "Queued messages discarded by an archive"
 
 // ArchiveRefusal is the archive guard's refusal over a session's live
 // queue, in delivery order: the messages numbered, what to do instead, and

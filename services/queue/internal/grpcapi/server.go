@@ -40,15 +40,32 @@ func (s *Server) Register(g *grpc.Server) { queuev1.RegisterQueueServiceServer(g
 
 // ListEnqueuedMessages implements queuev1.QueueServiceServer.
 func (s *Server) ListEnqueuedMessages(ctx context.Context, req *queuev1.ListEnqueuedMessagesRequest) (*queuev1.ListEnqueuedMessagesResponse, error) {
-	ms, err := s.queue.List.Handle(ctx, req.GetSessionId())
+	page, err := s.queue.List.Handle(ctx, req.GetSessionId(), domain.ListRequest{
+		Statuses: req.GetStatus(), Page: int(req.GetPage()), PerPage: int(req.GetPerPage()),
+	})
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	out := &queuev1.ListEnqueuedMessagesResponse{EnqueuedMessages: make([]*queuev1.EnqueuedMessage, 0, len(ms))}
-	for _, m := range ms {
+	out := &queuev1.ListEnqueuedMessagesResponse{
+		EnqueuedMessages: make([]*queuev1.EnqueuedMessage, 0, len(page.Messages)),
+		Pagination: &queuev1.Pagination{
+			Page: int32(page.Page), PerPage: int32(page.PerPage), //nolint:gosec // bounded by rules.MaxPerPage and the request's int32
+			TotalCount: page.TotalCount, TotalPages: int32(page.TotalPages()), //nolint:gosec // a queue's pages
+		},
+	}
+	for _, m := range page.Messages {
 		out.EnqueuedMessages = append(out.EnqueuedMessages, toProto(m))
 	}
 	return out, nil
+}
+
+// GetEnqueuedMessage implements queuev1.QueueServiceServer.
+func (s *Server) GetEnqueuedMessage(ctx context.Context, req *queuev1.GetEnqueuedMessageRequest) (*queuev1.GetEnqueuedMessageResponse, error) {
+	m, err := s.queue.Get.Handle(ctx, req.GetSessionId(), req.GetMessageId())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &queuev1.GetEnqueuedMessageResponse{EnqueuedMessage: toProto(m)}, nil
 }
 
 // EnqueueMessage implements queuev1.QueueServiceServer.

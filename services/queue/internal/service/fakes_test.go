@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,6 +117,32 @@ type lifecycleFake struct {
 	// readDelay holds every GetSession answer back, after the status is
 	// read: the caller acts on a status that may have changed meanwhile.
 	readDelay time.Duration
+	// notes are the timeline lines the queue wrote, by note id.
+	notes map[string]*lifecyclev1.RecordTimelineNoteRequest
+}
+
+func (f *lifecycleFake) RecordTimelineNote(_ context.Context, req *lifecyclev1.RecordTimelineNoteRequest) (*lifecyclev1.RecordTimelineNoteResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.notes == nil {
+		f.notes = map[string]*lifecyclev1.RecordTimelineNoteRequest{}
+	}
+	f.notes[req.GetNoteId()] = req
+	return &lifecyclev1.RecordTimelineNoteResponse{}, nil
+}
+
+// timeline is the lines the queue wrote on session id's timeline, sorted.
+func (f *lifecycleFake) timeline(id int64) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, n := range f.notes {
+		if n.GetSessionId() == id {
+			out = append(out, n.GetMessage())
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func newLifecycleFake(log *callLog, sessions ...*fakeSession) *lifecycleFake {
@@ -538,11 +565,20 @@ func (h *harness) messages(t *testing.T, session int64) map[int64]*queuev1.Enque
 	return out
 }
 
+// list is the session's whole queue, every page of it.
 func (h *harness) list(t *testing.T, session int64) []*queuev1.EnqueuedMessage {
 	t.Helper()
-	resp, err := h.queue.ListEnqueuedMessages(t.Context(), &queuev1.ListEnqueuedMessagesRequest{SessionId: strconv.FormatInt(session, 10)})
-	require.NoError(t, err)
-	return resp.GetEnqueuedMessages()
+	var out []*queuev1.EnqueuedMessage
+	for page := int32(1); ; page++ {
+		resp, err := h.queue.ListEnqueuedMessages(t.Context(), &queuev1.ListEnqueuedMessagesRequest{
+			SessionId: strconv.FormatInt(session, 10), Page: page, PerPage: rules.MaxPerPage,
+		})
+		require.NoError(t, err)
+		out = append(out, resp.GetEnqueuedMessages()...)
+		if page >= resp.GetPagination().GetTotalPages() {
+			return out
+		}
+	}
 }
 
 // byStatus counts the session's messages by status.

@@ -63,7 +63,7 @@ func (s *Service) wire(ctx context.Context, cfg config.Config, logger *slog.Logg
 	messages := store.NewMessages(s.Pool, clock.System{})
 	deps := app.Deps{
 		Sessions: lifecycle, Messages: messages, Turns: clients.NewTurns(lifecycleConn),
-		Pauser: lifecycle, Alerts: alert.Log{Logger: logger}, Logger: logger,
+		Pauser: lifecycle, Timeline: lifecycle, Alerts: alert.Log{Logger: logger}, Logger: logger,
 	}
 	if cfg.RunnerAddr != "" {
 		conn, err := s.Dial(cfg.RunnerAddr)

@@ -146,6 +146,30 @@ func (s *Messages) List(ctx context.Context, sessionID int64) ([]domain.Message,
 	return ms, nil
 }
 
+// ListPage is one page of the session's queue in List's order, only the
+// filter's statuses when it names any, with the size of the whole result.
+func (s *Messages) ListPage(ctx context.Context, sessionID int64, f domain.ListFilter) (domain.Page, error) {
+	statuses := make([]string, len(f.Statuses))
+	for i, st := range f.Statuses {
+		statuses[i] = string(st)
+	}
+	page := domain.Page{Page: f.Page, PerPage: f.PerPage, Messages: []domain.Message{}}
+	const where = `WHERE session_id = $1 AND (cardinality($2::text[]) = 0 OR status = ANY($2))`
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM enqueued_messages `+where, sessionID, statuses).Scan(&page.TotalCount); err != nil {
+		return domain.Page{}, fmt.Errorf("count session %d's queue: %w", sessionID, err)
+	}
+	ms, err := collectMessages(s.pool.Query(ctx, `SELECT `+messageColumns+` FROM enqueued_messages `+where+`
+		ORDER BY status NOT IN ('pending', 'processing'), CASE WHEN status IN ('pending', 'processing') THEN position END, id
+		LIMIT $3 OFFSET $4`, sessionID, statuses, f.PerPage, f.Offset()))
+	if err != nil {
+		return domain.Page{}, fmt.Errorf("list a page of session %d's queue: %w", sessionID, err)
+	}
+	if ms != nil {
+		page.Messages = ms
+	}
+	return page, nil
+}
+
 // Message is one message of the session's queue, whatever its status; an
 // unknown one is domain.ErrNotFound.
 func (s *Messages) Message(ctx context.Context, sessionID, id int64) (domain.Message, error) {

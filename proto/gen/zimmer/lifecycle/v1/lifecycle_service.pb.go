@@ -467,7 +467,8 @@ func (x *GetSessionResponse) GetEnqueuedMessages() []*v1.EnqueuedMessage {
 
 type ListSessionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Statuses to include; none means every status.
+	// Statuses to include; none means every status but archived (the trash),
+	// unless show_archived. Naming archived here lists archived sessions.
 	Status []string `protobuf:"bytes,1,rep,name=status,proto3" json:"status,omitempty"`
 	// Free-text search over title and prompt.
 	Q               string `protobuf:"bytes,2,opt,name=q,proto3" json:"q,omitempty"`
@@ -477,7 +478,9 @@ type ListSessionsRequest struct {
 	// 1-based page number; default 1.
 	Page int32 `protobuf:"varint,6,opt,name=page,proto3" json:"page,omitempty"`
 	// Page size.
-	PerPage       int32 `protobuf:"varint,7,opt,name=per_page,json=perPage,proto3" json:"per_page,omitempty"`
+	PerPage int32 `protobuf:"varint,7,opt,name=per_page,json=perPage,proto3" json:"per_page,omitempty"`
+	// With no status filter, include archived sessions too (every status).
+	ShowArchived  bool `protobuf:"varint,8,opt,name=show_archived,json=showArchived,proto3" json:"show_archived,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -559,6 +562,13 @@ func (x *ListSessionsRequest) GetPerPage() int32 {
 		return x.PerPage
 	}
 	return 0
+}
+
+func (x *ListSessionsRequest) GetShowArchived() bool {
+	if x != nil {
+		return x.ShowArchived
+	}
+	return false
 }
 
 type ListSessionsResponse struct {
@@ -889,9 +899,17 @@ type UnarchiveSessionResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
 	// What happened, in words.
-	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The session's clone comes back with it: the runner puts a retained
+	// clone back to work, or re-clones a deleted one and applies the work
+	// its archive preserved. False when the session never had a clone, or
+	// the runner could not be asked.
+	CloneRestored bool `protobuf:"varint,3,opt,name=clone_restored,json=cloneRestored,proto3" json:"clone_restored,omitempty"`
+	// The clone had been deleted and is being recreated (re-cloned, with
+	// the preserved work applied), rather than put back as it stood.
+	CloneRecreated bool `protobuf:"varint,4,opt,name=clone_recreated,json=cloneRecreated,proto3" json:"clone_recreated,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UnarchiveSessionResponse) Reset() {
@@ -936,6 +954,20 @@ func (x *UnarchiveSessionResponse) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *UnarchiveSessionResponse) GetCloneRestored() bool {
+	if x != nil {
+		return x.CloneRestored
+	}
+	return false
+}
+
+func (x *UnarchiveSessionResponse) GetCloneRecreated() bool {
+	if x != nil {
+		return x.CloneRecreated
+	}
+	return false
 }
 
 type RestartSessionRequest struct {
@@ -4044,7 +4076,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x9b\x01\n" +
 	"\x12GetSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12M\n" +
-	"\x11enqueued_messages\x18\x02 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\xce\x01\n" +
+	"\x11enqueued_messages\x18\x02 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\xf3\x01\n" +
 	"\x13ListSessionsRequest\x12\x16\n" +
 	"\x06status\x18\x01 \x03(\tR\x06status\x12\f\n" +
 	"\x01q\x18\x02 \x01(\tR\x01q\x12\x1d\n" +
@@ -4053,7 +4085,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\agenesis\x18\x04 \x01(\tR\agenesis\x12)\n" +
 	"\x10scheduling_class\x18\x05 \x01(\tR\x0fschedulingClass\x12\x12\n" +
 	"\x04page\x18\x06 \x01(\x05R\x04page\x12\x19\n" +
-	"\bper_page\x18\a \x01(\x05R\aperPage\"\x91\x01\n" +
+	"\bper_page\x18\a \x01(\x05R\aperPage\x12#\n" +
+	"\rshow_archived\x18\b \x01(\bR\fshowArchived\"\x91\x01\n" +
 	"\x14ListSessionsResponse\x128\n" +
 	"\bsessions\x18\x01 \x03(\v2\x1c.zimmer.lifecycle.v1.SessionR\bsessions\x12?\n" +
 	"\n" +
@@ -4079,10 +4112,12 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
 	"\x11acting_session_id\x18\x02 \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01B\x14\n" +
-	"\x12_acting_session_id\"l\n" +
+	"\x12_acting_session_id\"\xbc\x01\n" +
 	"\x18UnarchiveSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"}\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12%\n" +
+	"\x0eclone_restored\x18\x03 \x01(\bR\rcloneRestored\x12'\n" +
+	"\x0fclone_recreated\x18\x04 \x01(\bR\x0ecloneRecreated\"}\n" +
 	"\x15RestartSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +

@@ -461,7 +461,9 @@ type HumanMessage struct {
 	Provenance string `protobuf:"bytes,4,opt,name=provenance,proto3" json:"provenance,omitempty"`
 	// The medium the provenance belongs to: "web_ui" or "slack".
 	Channel string `protobuf:"bytes,10,opt,name=channel,proto3" json:"channel,omitempty"`
-	// The channel's name for a reader: "Web UI" or "Slack".
+	// Where it was said, for a reader: "Zimmer web UI" or "Slack" (the
+	// original's words), followed for a message said elsewhere by the
+	// session it was said in: "Slack (session #12)".
 	ChannelLabel        string `protobuf:"bytes,11,opt,name=channel_label,json=channelLabel,proto3" json:"channel_label,omitempty"`
 	AuthoredInSessionId int64  `protobuf:"varint,5,opt,name=authored_in_session_id,json=authoredInSessionId,proto3" json:"authored_in_session_id,omitempty"`
 	// What the hierarchy names the session it was said in: its title, or

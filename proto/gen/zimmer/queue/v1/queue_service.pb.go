@@ -238,7 +238,14 @@ func (x *EnqueuedMessage) GetUndeliveredReason() string {
 type ListEnqueuedMessagesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Numeric id or slug.
-	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Statuses to include (pending, processing, sent, undelivered); none
+	// means every status. An unknown status is refused.
+	Status []string `protobuf:"bytes,2,rep,name=status,proto3" json:"status,omitempty"`
+	// 1-based page number; default 1.
+	Page int32 `protobuf:"varint,3,opt,name=page,proto3" json:"page,omitempty"`
+	// Page size: the default when 0, at most 100.
+	PerPage       int32 `protobuf:"varint,4,opt,name=per_page,json=perPage,proto3" json:"per_page,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -280,9 +287,31 @@ func (x *ListEnqueuedMessagesRequest) GetSessionId() string {
 	return ""
 }
 
+func (x *ListEnqueuedMessagesRequest) GetStatus() []string {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *ListEnqueuedMessagesRequest) GetPage() int32 {
+	if x != nil {
+		return x.Page
+	}
+	return 0
+}
+
+func (x *ListEnqueuedMessagesRequest) GetPerPage() int32 {
+	if x != nil {
+		return x.PerPage
+	}
+	return 0
+}
+
 type ListEnqueuedMessagesResponse struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	EnqueuedMessages []*EnqueuedMessage     `protobuf:"bytes,1,rep,name=enqueued_messages,json=enqueuedMessages,proto3" json:"enqueued_messages,omitempty"`
+	Pagination       *Pagination            `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -324,6 +353,179 @@ func (x *ListEnqueuedMessagesResponse) GetEnqueuedMessages() []*EnqueuedMessage 
 	return nil
 }
 
+func (x *ListEnqueuedMessagesResponse) GetPagination() *Pagination {
+	if x != nil {
+		return x.Pagination
+	}
+	return nil
+}
+
+// Pagination says which page a list is and how large the whole result is.
+type Pagination struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Page          int32                  `protobuf:"varint,1,opt,name=page,proto3" json:"page,omitempty"`
+	PerPage       int32                  `protobuf:"varint,2,opt,name=per_page,json=perPage,proto3" json:"per_page,omitempty"`
+	TotalCount    int64                  `protobuf:"varint,3,opt,name=total_count,json=totalCount,proto3" json:"total_count,omitempty"`
+	TotalPages    int32                  `protobuf:"varint,4,opt,name=total_pages,json=totalPages,proto3" json:"total_pages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Pagination) Reset() {
+	*x = Pagination{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Pagination) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Pagination) ProtoMessage() {}
+
+func (x *Pagination) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Pagination.ProtoReflect.Descriptor instead.
+func (*Pagination) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Pagination) GetPage() int32 {
+	if x != nil {
+		return x.Page
+	}
+	return 0
+}
+
+func (x *Pagination) GetPerPage() int32 {
+	if x != nil {
+		return x.PerPage
+	}
+	return 0
+}
+
+func (x *Pagination) GetTotalCount() int64 {
+	if x != nil {
+		return x.TotalCount
+	}
+	return 0
+}
+
+func (x *Pagination) GetTotalPages() int32 {
+	if x != nil {
+		return x.TotalPages
+	}
+	return 0
+}
+
+type GetEnqueuedMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	MessageId     int64  `protobuf:"varint,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetEnqueuedMessageRequest) Reset() {
+	*x = GetEnqueuedMessageRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetEnqueuedMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetEnqueuedMessageRequest) ProtoMessage() {}
+
+func (x *GetEnqueuedMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetEnqueuedMessageRequest.ProtoReflect.Descriptor instead.
+func (*GetEnqueuedMessageRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetEnqueuedMessageRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *GetEnqueuedMessageRequest) GetMessageId() int64 {
+	if x != nil {
+		return x.MessageId
+	}
+	return 0
+}
+
+type GetEnqueuedMessageResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	EnqueuedMessage *EnqueuedMessage       `protobuf:"bytes,1,opt,name=enqueued_message,json=enqueuedMessage,proto3" json:"enqueued_message,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *GetEnqueuedMessageResponse) Reset() {
+	*x = GetEnqueuedMessageResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetEnqueuedMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetEnqueuedMessageResponse) ProtoMessage() {}
+
+func (x *GetEnqueuedMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetEnqueuedMessageResponse.ProtoReflect.Descriptor instead.
+func (*GetEnqueuedMessageResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GetEnqueuedMessageResponse) GetEnqueuedMessage() *EnqueuedMessage {
+	if x != nil {
+		return x.EnqueuedMessage
+	}
+	return nil
+}
+
 type EnqueueMessageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Numeric id or slug.
@@ -343,7 +545,7 @@ type EnqueueMessageRequest struct {
 
 func (x *EnqueueMessageRequest) Reset() {
 	*x = EnqueueMessageRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[3]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -355,7 +557,7 @@ func (x *EnqueueMessageRequest) String() string {
 func (*EnqueueMessageRequest) ProtoMessage() {}
 
 func (x *EnqueueMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[3]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -368,7 +570,7 @@ func (x *EnqueueMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueMessageRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueMessageRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EnqueueMessageRequest) GetSessionId() string {
@@ -418,7 +620,7 @@ type EnqueueMessageResponse struct {
 
 func (x *EnqueueMessageResponse) Reset() {
 	*x = EnqueueMessageResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[4]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -430,7 +632,7 @@ func (x *EnqueueMessageResponse) String() string {
 func (*EnqueueMessageResponse) ProtoMessage() {}
 
 func (x *EnqueueMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[4]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -443,7 +645,7 @@ func (x *EnqueueMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueMessageResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueMessageResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EnqueueMessageResponse) GetEnqueuedMessage() *EnqueuedMessage {
@@ -474,7 +676,9 @@ type UpdateEnqueuedMessageRequest struct {
 	MessageId int64   `protobuf:"varint,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	Content   *string `protobuf:"bytes,3,opt,name=content,proto3,oneof" json:"content,omitempty"`
 	Goal      *string `protobuf:"bytes,4,opt,name=goal,proto3,oneof" json:"goal,omitempty"`
-	// Move the message here (1 is delivered first); 0 leaves it in place.
+	// Move the message here: 1 is delivered first, at most the queue's
+	// length. 0 (absent) leaves it in place; below 0 is refused, and so is
+	// an update that changes nothing.
 	Position      int32 `protobuf:"varint,5,opt,name=position,proto3" json:"position,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -482,7 +686,7 @@ type UpdateEnqueuedMessageRequest struct {
 
 func (x *UpdateEnqueuedMessageRequest) Reset() {
 	*x = UpdateEnqueuedMessageRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[5]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -494,7 +698,7 @@ func (x *UpdateEnqueuedMessageRequest) String() string {
 func (*UpdateEnqueuedMessageRequest) ProtoMessage() {}
 
 func (x *UpdateEnqueuedMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[5]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -507,7 +711,7 @@ func (x *UpdateEnqueuedMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateEnqueuedMessageRequest.ProtoReflect.Descriptor instead.
 func (*UpdateEnqueuedMessageRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpdateEnqueuedMessageRequest) GetSessionId() string {
@@ -554,7 +758,7 @@ type UpdateEnqueuedMessageResponse struct {
 
 func (x *UpdateEnqueuedMessageResponse) Reset() {
 	*x = UpdateEnqueuedMessageResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[6]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +770,7 @@ func (x *UpdateEnqueuedMessageResponse) String() string {
 func (*UpdateEnqueuedMessageResponse) ProtoMessage() {}
 
 func (x *UpdateEnqueuedMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[6]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +783,7 @@ func (x *UpdateEnqueuedMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateEnqueuedMessageResponse.ProtoReflect.Descriptor instead.
 func (*UpdateEnqueuedMessageResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{6}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpdateEnqueuedMessageResponse) GetEnqueuedMessage() *EnqueuedMessage {
@@ -600,7 +804,7 @@ type DeleteEnqueuedMessageRequest struct {
 
 func (x *DeleteEnqueuedMessageRequest) Reset() {
 	*x = DeleteEnqueuedMessageRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[7]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -612,7 +816,7 @@ func (x *DeleteEnqueuedMessageRequest) String() string {
 func (*DeleteEnqueuedMessageRequest) ProtoMessage() {}
 
 func (x *DeleteEnqueuedMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[7]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -625,7 +829,7 @@ func (x *DeleteEnqueuedMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteEnqueuedMessageRequest.ProtoReflect.Descriptor instead.
 func (*DeleteEnqueuedMessageRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{7}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteEnqueuedMessageRequest) GetSessionId() string {
@@ -650,7 +854,7 @@ type DeleteEnqueuedMessageResponse struct {
 
 func (x *DeleteEnqueuedMessageResponse) Reset() {
 	*x = DeleteEnqueuedMessageResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[8]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -662,7 +866,7 @@ func (x *DeleteEnqueuedMessageResponse) String() string {
 func (*DeleteEnqueuedMessageResponse) ProtoMessage() {}
 
 func (x *DeleteEnqueuedMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[8]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -675,7 +879,7 @@ func (x *DeleteEnqueuedMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteEnqueuedMessageResponse.ProtoReflect.Descriptor instead.
 func (*DeleteEnqueuedMessageResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{8}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{11}
 }
 
 type SendEnqueuedMessageNowRequest struct {
@@ -692,7 +896,7 @@ type SendEnqueuedMessageNowRequest struct {
 
 func (x *SendEnqueuedMessageNowRequest) Reset() {
 	*x = SendEnqueuedMessageNowRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[9]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -704,7 +908,7 @@ func (x *SendEnqueuedMessageNowRequest) String() string {
 func (*SendEnqueuedMessageNowRequest) ProtoMessage() {}
 
 func (x *SendEnqueuedMessageNowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[9]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -717,7 +921,7 @@ func (x *SendEnqueuedMessageNowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendEnqueuedMessageNowRequest.ProtoReflect.Descriptor instead.
 func (*SendEnqueuedMessageNowRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{9}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SendEnqueuedMessageNowRequest) GetSessionId() string {
@@ -754,7 +958,7 @@ type SendEnqueuedMessageNowResponse struct {
 
 func (x *SendEnqueuedMessageNowResponse) Reset() {
 	*x = SendEnqueuedMessageNowResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[10]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -766,7 +970,7 @@ func (x *SendEnqueuedMessageNowResponse) String() string {
 func (*SendEnqueuedMessageNowResponse) ProtoMessage() {}
 
 func (x *SendEnqueuedMessageNowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[10]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,7 +983,7 @@ func (x *SendEnqueuedMessageNowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendEnqueuedMessageNowResponse.ProtoReflect.Descriptor instead.
 func (*SendEnqueuedMessageNowResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{10}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SendEnqueuedMessageNowResponse) GetEnqueuedMessage() *EnqueuedMessage {
@@ -816,7 +1020,7 @@ type InterruptWithEnqueuedMessageRequest struct {
 
 func (x *InterruptWithEnqueuedMessageRequest) Reset() {
 	*x = InterruptWithEnqueuedMessageRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[11]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -828,7 +1032,7 @@ func (x *InterruptWithEnqueuedMessageRequest) String() string {
 func (*InterruptWithEnqueuedMessageRequest) ProtoMessage() {}
 
 func (x *InterruptWithEnqueuedMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[11]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -841,7 +1045,7 @@ func (x *InterruptWithEnqueuedMessageRequest) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use InterruptWithEnqueuedMessageRequest.ProtoReflect.Descriptor instead.
 func (*InterruptWithEnqueuedMessageRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{11}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *InterruptWithEnqueuedMessageRequest) GetSessionId() string {
@@ -877,7 +1081,7 @@ type InterruptWithEnqueuedMessageResponse struct {
 
 func (x *InterruptWithEnqueuedMessageResponse) Reset() {
 	*x = InterruptWithEnqueuedMessageResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[12]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +1093,7 @@ func (x *InterruptWithEnqueuedMessageResponse) String() string {
 func (*InterruptWithEnqueuedMessageResponse) ProtoMessage() {}
 
 func (x *InterruptWithEnqueuedMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[12]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +1106,7 @@ func (x *InterruptWithEnqueuedMessageResponse) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use InterruptWithEnqueuedMessageResponse.ProtoReflect.Descriptor instead.
 func (*InterruptWithEnqueuedMessageResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{12}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *InterruptWithEnqueuedMessageResponse) GetEnqueuedMessage() *EnqueuedMessage {
@@ -947,7 +1151,7 @@ type FollowUpRequest struct {
 
 func (x *FollowUpRequest) Reset() {
 	*x = FollowUpRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[13]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -959,7 +1163,7 @@ func (x *FollowUpRequest) String() string {
 func (*FollowUpRequest) ProtoMessage() {}
 
 func (x *FollowUpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[13]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -972,7 +1176,7 @@ func (x *FollowUpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowUpRequest.ProtoReflect.Descriptor instead.
 func (*FollowUpRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{13}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FollowUpRequest) GetSessionId() string {
@@ -1033,7 +1237,7 @@ type FollowUpResponse struct {
 
 func (x *FollowUpResponse) Reset() {
 	*x = FollowUpResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[14]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1045,7 +1249,7 @@ func (x *FollowUpResponse) String() string {
 func (*FollowUpResponse) ProtoMessage() {}
 
 func (x *FollowUpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[14]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1058,7 +1262,7 @@ func (x *FollowUpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowUpResponse.ProtoReflect.Descriptor instead.
 func (*FollowUpResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{14}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FollowUpResponse) GetOutcome() FollowUpOutcome {
@@ -1107,7 +1311,7 @@ type DeliverNextMessageRequest struct {
 
 func (x *DeliverNextMessageRequest) Reset() {
 	*x = DeliverNextMessageRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[15]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1323,7 @@ func (x *DeliverNextMessageRequest) String() string {
 func (*DeliverNextMessageRequest) ProtoMessage() {}
 
 func (x *DeliverNextMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[15]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1336,7 @@ func (x *DeliverNextMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverNextMessageRequest.ProtoReflect.Descriptor instead.
 func (*DeliverNextMessageRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{15}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeliverNextMessageRequest) GetSessionId() int64 {
@@ -1164,7 +1368,7 @@ type DeliverNextMessageResponse struct {
 
 func (x *DeliverNextMessageResponse) Reset() {
 	*x = DeliverNextMessageResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[16]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1380,7 @@ func (x *DeliverNextMessageResponse) String() string {
 func (*DeliverNextMessageResponse) ProtoMessage() {}
 
 func (x *DeliverNextMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[16]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1393,7 @@ func (x *DeliverNextMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverNextMessageResponse.ProtoReflect.Descriptor instead.
 func (*DeliverNextMessageResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{16}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeliverNextMessageResponse) GetDelivered() bool {
@@ -1233,7 +1437,7 @@ type SealQueueRequest struct {
 
 func (x *SealQueueRequest) Reset() {
 	*x = SealQueueRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[17]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1449,7 @@ func (x *SealQueueRequest) String() string {
 func (*SealQueueRequest) ProtoMessage() {}
 
 func (x *SealQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[17]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1462,7 @@ func (x *SealQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SealQueueRequest.ProtoReflect.Descriptor instead.
 func (*SealQueueRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{17}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SealQueueRequest) GetSessionId() int64 {
@@ -1297,7 +1501,7 @@ type SealQueueResponse struct {
 
 func (x *SealQueueResponse) Reset() {
 	*x = SealQueueResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[18]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +1513,7 @@ func (x *SealQueueResponse) String() string {
 func (*SealQueueResponse) ProtoMessage() {}
 
 func (x *SealQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[18]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +1526,7 @@ func (x *SealQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SealQueueResponse.ProtoReflect.Descriptor instead.
 func (*SealQueueResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{18}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SealQueueResponse) GetRefusal() string {
@@ -1356,7 +1560,7 @@ type UnsealQueueRequest struct {
 
 func (x *UnsealQueueRequest) Reset() {
 	*x = UnsealQueueRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[19]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1572,7 @@ func (x *UnsealQueueRequest) String() string {
 func (*UnsealQueueRequest) ProtoMessage() {}
 
 func (x *UnsealQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[19]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1585,7 @@ func (x *UnsealQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsealQueueRequest.ProtoReflect.Descriptor instead.
 func (*UnsealQueueRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{19}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UnsealQueueRequest) GetSessionId() int64 {
@@ -1406,7 +1610,7 @@ type UnsealQueueResponse struct {
 
 func (x *UnsealQueueResponse) Reset() {
 	*x = UnsealQueueResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[20]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1622,7 @@ func (x *UnsealQueueResponse) String() string {
 func (*UnsealQueueResponse) ProtoMessage() {}
 
 func (x *UnsealQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[20]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1635,7 @@ func (x *UnsealQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsealQueueResponse.ProtoReflect.Descriptor instead.
 func (*UnsealQueueResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{20}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{23}
 }
 
 var File_zimmer_queue_v1_queue_service_proto protoreflect.FileDescriptor
@@ -1457,12 +1661,33 @@ const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
 	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x123\n" +
 	"\asent_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\x12A\n" +
 	"\x0eundelivered_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\rundeliveredAt\x12-\n" +
-	"\x12undelivered_reason\x18\x0e \x01(\tR\x11undeliveredReason\"<\n" +
+	"\x12undelivered_reason\x18\x0e \x01(\tR\x11undeliveredReason\"\x83\x01\n" +
 	"\x1bListEnqueuedMessagesRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"m\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06status\x18\x02 \x03(\tR\x06status\x12\x12\n" +
+	"\x04page\x18\x03 \x01(\x05R\x04page\x12\x19\n" +
+	"\bper_page\x18\x04 \x01(\x05R\aperPage\"\xaa\x01\n" +
 	"\x1cListEnqueuedMessagesResponse\x12M\n" +
-	"\x11enqueued_messages\x18\x01 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\xb9\x01\n" +
+	"\x11enqueued_messages\x18\x01 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\x12;\n" +
+	"\n" +
+	"pagination\x18\x02 \x01(\v2\x1b.zimmer.queue.v1.PaginationR\n" +
+	"pagination\"}\n" +
+	"\n" +
+	"Pagination\x12\x12\n" +
+	"\x04page\x18\x01 \x01(\x05R\x04page\x12\x19\n" +
+	"\bper_page\x18\x02 \x01(\x05R\aperPage\x12\x1f\n" +
+	"\vtotal_count\x18\x03 \x01(\x03R\n" +
+	"totalCount\x12\x1f\n" +
+	"\vtotal_pages\x18\x04 \x01(\x05R\n" +
+	"totalPages\"Y\n" +
+	"\x19GetEnqueuedMessageRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\x03R\tmessageId\"i\n" +
+	"\x1aGetEnqueuedMessageResponse\x12K\n" +
+	"\x10enqueued_message\x18\x01 \x01(\v2 .zimmer.queue.v1.EnqueuedMessageR\x0fenqueuedMessage\"\xb9\x01\n" +
 	"\x15EnqueueMessageRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +
@@ -1556,9 +1781,10 @@ const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
 	"\x0fFollowUpOutcome\x12!\n" +
 	"\x1dFOLLOW_UP_OUTCOME_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bFOLLOW_UP_OUTCOME_DELIVERED\x10\x01\x12\x1c\n" +
-	"\x18FOLLOW_UP_OUTCOME_QUEUED\x10\x022\x9c\r\n" +
+	"\x18FOLLOW_UP_OUTCOME_QUEUED\x10\x022\xde\x0e\n" +
 	"\fQueueService\x12\xb8\x01\n" +
-	"\x14ListEnqueuedMessages\x12,.zimmer.queue.v1.ListEnqueuedMessagesRequest\x1a-.zimmer.queue.v1.ListEnqueuedMessagesResponse\"C\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x021\x12//api/v1/sessions/{session_id}/enqueued_messages\x12\xa9\x01\n" +
+	"\x14ListEnqueuedMessages\x12,.zimmer.queue.v1.ListEnqueuedMessagesRequest\x1a-.zimmer.queue.v1.ListEnqueuedMessagesResponse\"C\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x021\x12//api/v1/sessions/{session_id}/enqueued_messages\x12\xbf\x01\n" +
+	"\x12GetEnqueuedMessage\x12*.zimmer.queue.v1.GetEnqueuedMessageRequest\x1a+.zimmer.queue.v1.GetEnqueuedMessageResponse\"P\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02>\x12</api/v1/sessions/{session_id}/enqueued_messages/{message_id}\x12\xa9\x01\n" +
 	"\x0eEnqueueMessage\x12&.zimmer.queue.v1.EnqueueMessageRequest\x1a'.zimmer.queue.v1.EnqueueMessageResponse\"F\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x024:\x01*\"//api/v1/sessions/{session_id}/enqueued_messages\x12\xcb\x01\n" +
 	"\x15UpdateEnqueuedMessage\x12-.zimmer.queue.v1.UpdateEnqueuedMessageRequest\x1a..zimmer.queue.v1.UpdateEnqueuedMessageResponse\"S\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02A:\x01*2</api/v1/sessions/{session_id}/enqueued_messages/{message_id}\x12\xc8\x01\n" +
 	"\x15DeleteEnqueuedMessage\x12-.zimmer.queue.v1.DeleteEnqueuedMessageRequest\x1a..zimmer.queue.v1.DeleteEnqueuedMessageResponse\"P\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02>*</api/v1/sessions/{session_id}/enqueued_messages/{message_id}\x12\xd7\x01\n" +
@@ -1582,72 +1808,79 @@ func file_zimmer_queue_v1_queue_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_queue_v1_queue_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zimmer_queue_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_zimmer_queue_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_zimmer_queue_v1_queue_service_proto_goTypes = []any{
 	(FollowUpOutcome)(0),                         // 0: zimmer.queue.v1.FollowUpOutcome
 	(*EnqueuedMessage)(nil),                      // 1: zimmer.queue.v1.EnqueuedMessage
 	(*ListEnqueuedMessagesRequest)(nil),          // 2: zimmer.queue.v1.ListEnqueuedMessagesRequest
 	(*ListEnqueuedMessagesResponse)(nil),         // 3: zimmer.queue.v1.ListEnqueuedMessagesResponse
-	(*EnqueueMessageRequest)(nil),                // 4: zimmer.queue.v1.EnqueueMessageRequest
-	(*EnqueueMessageResponse)(nil),               // 5: zimmer.queue.v1.EnqueueMessageResponse
-	(*UpdateEnqueuedMessageRequest)(nil),         // 6: zimmer.queue.v1.UpdateEnqueuedMessageRequest
-	(*UpdateEnqueuedMessageResponse)(nil),        // 7: zimmer.queue.v1.UpdateEnqueuedMessageResponse
-	(*DeleteEnqueuedMessageRequest)(nil),         // 8: zimmer.queue.v1.DeleteEnqueuedMessageRequest
-	(*DeleteEnqueuedMessageResponse)(nil),        // 9: zimmer.queue.v1.DeleteEnqueuedMessageResponse
-	(*SendEnqueuedMessageNowRequest)(nil),        // 10: zimmer.queue.v1.SendEnqueuedMessageNowRequest
-	(*SendEnqueuedMessageNowResponse)(nil),       // 11: zimmer.queue.v1.SendEnqueuedMessageNowResponse
-	(*InterruptWithEnqueuedMessageRequest)(nil),  // 12: zimmer.queue.v1.InterruptWithEnqueuedMessageRequest
-	(*InterruptWithEnqueuedMessageResponse)(nil), // 13: zimmer.queue.v1.InterruptWithEnqueuedMessageResponse
-	(*FollowUpRequest)(nil),                      // 14: zimmer.queue.v1.FollowUpRequest
-	(*FollowUpResponse)(nil),                     // 15: zimmer.queue.v1.FollowUpResponse
-	(*DeliverNextMessageRequest)(nil),            // 16: zimmer.queue.v1.DeliverNextMessageRequest
-	(*DeliverNextMessageResponse)(nil),           // 17: zimmer.queue.v1.DeliverNextMessageResponse
-	(*SealQueueRequest)(nil),                     // 18: zimmer.queue.v1.SealQueueRequest
-	(*SealQueueResponse)(nil),                    // 19: zimmer.queue.v1.SealQueueResponse
-	(*UnsealQueueRequest)(nil),                   // 20: zimmer.queue.v1.UnsealQueueRequest
-	(*UnsealQueueResponse)(nil),                  // 21: zimmer.queue.v1.UnsealQueueResponse
-	(*timestamppb.Timestamp)(nil),                // 22: google.protobuf.Timestamp
-	(v1.UncleEdgeOutcome)(0),                     // 23: zimmer.lineage.v1.UncleEdgeOutcome
+	(*Pagination)(nil),                           // 4: zimmer.queue.v1.Pagination
+	(*GetEnqueuedMessageRequest)(nil),            // 5: zimmer.queue.v1.GetEnqueuedMessageRequest
+	(*GetEnqueuedMessageResponse)(nil),           // 6: zimmer.queue.v1.GetEnqueuedMessageResponse
+	(*EnqueueMessageRequest)(nil),                // 7: zimmer.queue.v1.EnqueueMessageRequest
+	(*EnqueueMessageResponse)(nil),               // 8: zimmer.queue.v1.EnqueueMessageResponse
+	(*UpdateEnqueuedMessageRequest)(nil),         // 9: zimmer.queue.v1.UpdateEnqueuedMessageRequest
+	(*UpdateEnqueuedMessageResponse)(nil),        // 10: zimmer.queue.v1.UpdateEnqueuedMessageResponse
+	(*DeleteEnqueuedMessageRequest)(nil),         // 11: zimmer.queue.v1.DeleteEnqueuedMessageRequest
+	(*DeleteEnqueuedMessageResponse)(nil),        // 12: zimmer.queue.v1.DeleteEnqueuedMessageResponse
+	(*SendEnqueuedMessageNowRequest)(nil),        // 13: zimmer.queue.v1.SendEnqueuedMessageNowRequest
+	(*SendEnqueuedMessageNowResponse)(nil),       // 14: zimmer.queue.v1.SendEnqueuedMessageNowResponse
+	(*InterruptWithEnqueuedMessageRequest)(nil),  // 15: zimmer.queue.v1.InterruptWithEnqueuedMessageRequest
+	(*InterruptWithEnqueuedMessageResponse)(nil), // 16: zimmer.queue.v1.InterruptWithEnqueuedMessageResponse
+	(*FollowUpRequest)(nil),                      // 17: zimmer.queue.v1.FollowUpRequest
+	(*FollowUpResponse)(nil),                     // 18: zimmer.queue.v1.FollowUpResponse
+	(*DeliverNextMessageRequest)(nil),            // 19: zimmer.queue.v1.DeliverNextMessageRequest
+	(*DeliverNextMessageResponse)(nil),           // 20: zimmer.queue.v1.DeliverNextMessageResponse
+	(*SealQueueRequest)(nil),                     // 21: zimmer.queue.v1.SealQueueRequest
+	(*SealQueueResponse)(nil),                    // 22: zimmer.queue.v1.SealQueueResponse
+	(*UnsealQueueRequest)(nil),                   // 23: zimmer.queue.v1.UnsealQueueRequest
+	(*UnsealQueueResponse)(nil),                  // 24: zimmer.queue.v1.UnsealQueueResponse
+	(*timestamppb.Timestamp)(nil),                // 25: google.protobuf.Timestamp
+	(v1.UncleEdgeOutcome)(0),                     // 26: zimmer.lineage.v1.UncleEdgeOutcome
 }
 var file_zimmer_queue_v1_queue_service_proto_depIdxs = []int32{
-	22, // 0: zimmer.queue.v1.EnqueuedMessage.created_at:type_name -> google.protobuf.Timestamp
-	22, // 1: zimmer.queue.v1.EnqueuedMessage.updated_at:type_name -> google.protobuf.Timestamp
-	22, // 2: zimmer.queue.v1.EnqueuedMessage.sent_at:type_name -> google.protobuf.Timestamp
-	22, // 3: zimmer.queue.v1.EnqueuedMessage.undelivered_at:type_name -> google.protobuf.Timestamp
+	25, // 0: zimmer.queue.v1.EnqueuedMessage.created_at:type_name -> google.protobuf.Timestamp
+	25, // 1: zimmer.queue.v1.EnqueuedMessage.updated_at:type_name -> google.protobuf.Timestamp
+	25, // 2: zimmer.queue.v1.EnqueuedMessage.sent_at:type_name -> google.protobuf.Timestamp
+	25, // 3: zimmer.queue.v1.EnqueuedMessage.undelivered_at:type_name -> google.protobuf.Timestamp
 	1,  // 4: zimmer.queue.v1.ListEnqueuedMessagesResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	1,  // 5: zimmer.queue.v1.EnqueueMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	1,  // 6: zimmer.queue.v1.UpdateEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	1,  // 7: zimmer.queue.v1.SendEnqueuedMessageNowResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	1,  // 8: zimmer.queue.v1.InterruptWithEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	0,  // 9: zimmer.queue.v1.FollowUpResponse.outcome:type_name -> zimmer.queue.v1.FollowUpOutcome
-	1,  // 10: zimmer.queue.v1.FollowUpResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	23, // 11: zimmer.queue.v1.FollowUpResponse.uncle_edge:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
-	1,  // 12: zimmer.queue.v1.DeliverNextMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	2,  // 13: zimmer.queue.v1.QueueService.ListEnqueuedMessages:input_type -> zimmer.queue.v1.ListEnqueuedMessagesRequest
-	4,  // 14: zimmer.queue.v1.QueueService.EnqueueMessage:input_type -> zimmer.queue.v1.EnqueueMessageRequest
-	6,  // 15: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:input_type -> zimmer.queue.v1.UpdateEnqueuedMessageRequest
-	8,  // 16: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:input_type -> zimmer.queue.v1.DeleteEnqueuedMessageRequest
-	10, // 17: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:input_type -> zimmer.queue.v1.SendEnqueuedMessageNowRequest
-	12, // 18: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:input_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageRequest
-	14, // 19: zimmer.queue.v1.QueueService.FollowUp:input_type -> zimmer.queue.v1.FollowUpRequest
-	16, // 20: zimmer.queue.v1.QueueService.DeliverNextMessage:input_type -> zimmer.queue.v1.DeliverNextMessageRequest
-	18, // 21: zimmer.queue.v1.QueueService.SealQueue:input_type -> zimmer.queue.v1.SealQueueRequest
-	20, // 22: zimmer.queue.v1.QueueService.UnsealQueue:input_type -> zimmer.queue.v1.UnsealQueueRequest
-	3,  // 23: zimmer.queue.v1.QueueService.ListEnqueuedMessages:output_type -> zimmer.queue.v1.ListEnqueuedMessagesResponse
-	5,  // 24: zimmer.queue.v1.QueueService.EnqueueMessage:output_type -> zimmer.queue.v1.EnqueueMessageResponse
-	7,  // 25: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:output_type -> zimmer.queue.v1.UpdateEnqueuedMessageResponse
-	9,  // 26: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:output_type -> zimmer.queue.v1.DeleteEnqueuedMessageResponse
-	11, // 27: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:output_type -> zimmer.queue.v1.SendEnqueuedMessageNowResponse
-	13, // 28: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:output_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageResponse
-	15, // 29: zimmer.queue.v1.QueueService.FollowUp:output_type -> zimmer.queue.v1.FollowUpResponse
-	17, // 30: zimmer.queue.v1.QueueService.DeliverNextMessage:output_type -> zimmer.queue.v1.DeliverNextMessageResponse
-	19, // 31: zimmer.queue.v1.QueueService.SealQueue:output_type -> zimmer.queue.v1.SealQueueResponse
-	21, // 32: zimmer.queue.v1.QueueService.UnsealQueue:output_type -> zimmer.queue.v1.UnsealQueueResponse
-	23, // [23:33] is the sub-list for method output_type
-	13, // [13:23] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	4,  // 5: zimmer.queue.v1.ListEnqueuedMessagesResponse.pagination:type_name -> zimmer.queue.v1.Pagination
+	1,  // 6: zimmer.queue.v1.GetEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	1,  // 7: zimmer.queue.v1.EnqueueMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	1,  // 8: zimmer.queue.v1.UpdateEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	1,  // 9: zimmer.queue.v1.SendEnqueuedMessageNowResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	1,  // 10: zimmer.queue.v1.InterruptWithEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	0,  // 11: zimmer.queue.v1.FollowUpResponse.outcome:type_name -> zimmer.queue.v1.FollowUpOutcome
+	1,  // 12: zimmer.queue.v1.FollowUpResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	26, // 13: zimmer.queue.v1.FollowUpResponse.uncle_edge:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
+	1,  // 14: zimmer.queue.v1.DeliverNextMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	2,  // 15: zimmer.queue.v1.QueueService.ListEnqueuedMessages:input_type -> zimmer.queue.v1.ListEnqueuedMessagesRequest
+	5,  // 16: zimmer.queue.v1.QueueService.GetEnqueuedMessage:input_type -> zimmer.queue.v1.GetEnqueuedMessageRequest
+	7,  // 17: zimmer.queue.v1.QueueService.EnqueueMessage:input_type -> zimmer.queue.v1.EnqueueMessageRequest
+	9,  // 18: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:input_type -> zimmer.queue.v1.UpdateEnqueuedMessageRequest
+	11, // 19: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:input_type -> zimmer.queue.v1.DeleteEnqueuedMessageRequest
+	13, // 20: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:input_type -> zimmer.queue.v1.SendEnqueuedMessageNowRequest
+	15, // 21: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:input_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageRequest
+	17, // 22: zimmer.queue.v1.QueueService.FollowUp:input_type -> zimmer.queue.v1.FollowUpRequest
+	19, // 23: zimmer.queue.v1.QueueService.DeliverNextMessage:input_type -> zimmer.queue.v1.DeliverNextMessageRequest
+	21, // 24: zimmer.queue.v1.QueueService.SealQueue:input_type -> zimmer.queue.v1.SealQueueRequest
+	23, // 25: zimmer.queue.v1.QueueService.UnsealQueue:input_type -> zimmer.queue.v1.UnsealQueueRequest
+	3,  // 26: zimmer.queue.v1.QueueService.ListEnqueuedMessages:output_type -> zimmer.queue.v1.ListEnqueuedMessagesResponse
+	6,  // 27: zimmer.queue.v1.QueueService.GetEnqueuedMessage:output_type -> zimmer.queue.v1.GetEnqueuedMessageResponse
+	8,  // 28: zimmer.queue.v1.QueueService.EnqueueMessage:output_type -> zimmer.queue.v1.EnqueueMessageResponse
+	10, // 29: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:output_type -> zimmer.queue.v1.UpdateEnqueuedMessageResponse
+	12, // 30: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:output_type -> zimmer.queue.v1.DeleteEnqueuedMessageResponse
+	14, // 31: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:output_type -> zimmer.queue.v1.SendEnqueuedMessageNowResponse
+	16, // 32: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:output_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageResponse
+	18, // 33: zimmer.queue.v1.QueueService.FollowUp:output_type -> zimmer.queue.v1.FollowUpResponse
+	20, // 34: zimmer.queue.v1.QueueService.DeliverNextMessage:output_type -> zimmer.queue.v1.DeliverNextMessageResponse
+	22, // 35: zimmer.queue.v1.QueueService.SealQueue:output_type -> zimmer.queue.v1.SealQueueResponse
+	24, // 36: zimmer.queue.v1.QueueService.UnsealQueue:output_type -> zimmer.queue.v1.UnsealQueueResponse
+	26, // [26:37] is the sub-list for method output_type
+	15, // [15:26] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_queue_v1_queue_service_proto_init() }
@@ -1655,14 +1888,14 @@ func file_zimmer_queue_v1_queue_service_proto_init() {
 	if File_zimmer_queue_v1_queue_service_proto != nil {
 		return
 	}
-	file_zimmer_queue_v1_queue_service_proto_msgTypes[5].OneofWrappers = []any{}
+	file_zimmer_queue_v1_queue_service_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_queue_v1_queue_service_proto_rawDesc), len(file_zimmer_queue_v1_queue_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   21,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

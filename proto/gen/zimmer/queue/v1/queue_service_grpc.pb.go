@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	QueueService_ListEnqueuedMessages_FullMethodName         = "/zimmer.queue.v1.QueueService/ListEnqueuedMessages"
+	QueueService_GetEnqueuedMessage_FullMethodName           = "/zimmer.queue.v1.QueueService/GetEnqueuedMessage"
 	QueueService_EnqueueMessage_FullMethodName               = "/zimmer.queue.v1.QueueService/EnqueueMessage"
 	QueueService_UpdateEnqueuedMessage_FullMethodName        = "/zimmer.queue.v1.QueueService/UpdateEnqueuedMessage"
 	QueueService_DeleteEnqueuedMessage_FullMethodName        = "/zimmer.queue.v1.QueueService/DeleteEnqueuedMessage"
@@ -40,8 +41,12 @@ const (
 // which also says whether it may take messages.
 type QueueServiceClient interface {
 	// ListEnqueuedMessages is a session's queue: pending and processing
-	// messages in delivery order, then the sent and undelivered ones.
+	// messages in delivery order, then the sent and undelivered ones, a page
+	// at a time, optionally only some statuses.
 	ListEnqueuedMessages(ctx context.Context, in *ListEnqueuedMessagesRequest, opts ...grpc.CallOption) (*ListEnqueuedMessagesResponse, error)
+	// GetEnqueuedMessage is one message of a session's queue, whatever its
+	// status; a message of another session is not found.
+	GetEnqueuedMessage(ctx context.Context, in *GetEnqueuedMessageRequest, opts ...grpc.CallOption) (*GetEnqueuedMessageResponse, error)
 	// EnqueueMessage appends a message to a session's queue; refused on an
 	// archived or failed session. A retried create with the same
 	// idempotency_key returns the first message.
@@ -99,6 +104,16 @@ func (c *queueServiceClient) ListEnqueuedMessages(ctx context.Context, in *ListE
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListEnqueuedMessagesResponse)
 	err := c.cc.Invoke(ctx, QueueService_ListEnqueuedMessages_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queueServiceClient) GetEnqueuedMessage(ctx context.Context, in *GetEnqueuedMessageRequest, opts ...grpc.CallOption) (*GetEnqueuedMessageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetEnqueuedMessageResponse)
+	err := c.cc.Invoke(ctx, QueueService_GetEnqueuedMessage_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -204,8 +219,12 @@ func (c *queueServiceClient) UnsealQueue(ctx context.Context, in *UnsealQueueReq
 // which also says whether it may take messages.
 type QueueServiceServer interface {
 	// ListEnqueuedMessages is a session's queue: pending and processing
-	// messages in delivery order, then the sent and undelivered ones.
+	// messages in delivery order, then the sent and undelivered ones, a page
+	// at a time, optionally only some statuses.
 	ListEnqueuedMessages(context.Context, *ListEnqueuedMessagesRequest) (*ListEnqueuedMessagesResponse, error)
+	// GetEnqueuedMessage is one message of a session's queue, whatever its
+	// status; a message of another session is not found.
+	GetEnqueuedMessage(context.Context, *GetEnqueuedMessageRequest) (*GetEnqueuedMessageResponse, error)
 	// EnqueueMessage appends a message to a session's queue; refused on an
 	// archived or failed session. A retried create with the same
 	// idempotency_key returns the first message.
@@ -261,6 +280,9 @@ type UnimplementedQueueServiceServer struct{}
 
 func (UnimplementedQueueServiceServer) ListEnqueuedMessages(context.Context, *ListEnqueuedMessagesRequest) (*ListEnqueuedMessagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListEnqueuedMessages not implemented")
+}
+func (UnimplementedQueueServiceServer) GetEnqueuedMessage(context.Context, *GetEnqueuedMessageRequest) (*GetEnqueuedMessageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetEnqueuedMessage not implemented")
 }
 func (UnimplementedQueueServiceServer) EnqueueMessage(context.Context, *EnqueueMessageRequest) (*EnqueueMessageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EnqueueMessage not implemented")
@@ -324,6 +346,24 @@ func _QueueService_ListEnqueuedMessages_Handler(srv interface{}, ctx context.Con
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(QueueServiceServer).ListEnqueuedMessages(ctx, req.(*ListEnqueuedMessagesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _QueueService_GetEnqueuedMessage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetEnqueuedMessageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).GetEnqueuedMessage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_GetEnqueuedMessage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).GetEnqueuedMessage(ctx, req.(*GetEnqueuedMessageRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -500,6 +540,10 @@ var QueueService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListEnqueuedMessages",
 			Handler:    _QueueService_ListEnqueuedMessages_Handler,
+		},
+		{
+			MethodName: "GetEnqueuedMessage",
+			Handler:    _QueueService_GetEnqueuedMessage_Handler,
 		},
 		{
 			MethodName: "EnqueueMessage",
