@@ -64,10 +64,14 @@ func TestTriggerServiceOverGRPC(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "waiting", later.GetSession().GetStatus())
 	other := b.needsInput(t)
-	watch, err := triggers.WatchSession(ctx, &lifecyclev1.WatchSessionRequest{SessionId: ref, WatchedSessionId: other, States: []string{"needs_input", "failed"}})
+	// other is needs_input already: watching it for that is refused
+	// (issue 23 rule 5); for what it is not yet, the watcher arms.
+	_, err = triggers.WatchSession(ctx, &lifecyclev1.WatchSessionRequest{SessionId: ref, WatchedSessionId: other, States: []string{"needs_input", "failed"}})
+	require.Equal(t, []string{"states"}, badFields(t, err))
+	watch, err := triggers.WatchSession(ctx, &lifecyclev1.WatchSessionRequest{SessionId: ref, WatchedSessionId: other, States: []string{"failed", "archived"}})
 	require.NoError(t, err)
-	require.Equal(t, []string{"needs_input", "failed"}, watch.GetTrigger().GetStates())
-	require.Equal(t, fmt.Sprintf("Watcher #%d armed: session %d gets its next turn when session %d is next needs_input or failed.",
+	require.Equal(t, []string{"failed", "archived"}, watch.GetTrigger().GetStates())
+	require.Equal(t, fmt.Sprintf("Watcher #%d armed: session %d is asleep, and gets its next turn when session %d is next failed or archived.",
 		watch.GetTrigger().GetId(), id, other), watch.GetMessage())
 
 	list, err := triggers.ListTriggers(ctx, &lifecyclev1.ListTriggersRequest{SessionId: ref})
@@ -100,8 +104,10 @@ func TestTriggerServiceOverGRPC(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, refreshed.GetRefreshed())
 	require.Contains(t, refreshed.GetMessage(), "asleep on purpose")
+	// A needs_input session gets the plain re-read, no turn (issue 23
+	// rule 6).
 	refreshed, err = b.operator.RefreshSession(ctx, &lifecyclev1.RefreshSessionRequest{SessionId: fmt.Sprint(other)})
 	require.NoError(t, err)
-	require.True(t, refreshed.GetRefreshed(), refreshed.GetMessage())
-	require.Equal(t, "running", refreshed.GetSession().GetStatus())
+	require.False(t, refreshed.GetRefreshed(), refreshed.GetMessage())
+	require.Equal(t, "needs_input", refreshed.GetSession().GetStatus())
 }
