@@ -40,10 +40,11 @@ var sessionActions = []sessionAction{
 	{"pause", "stop a running turn (→ needs_input).", &lifecyclev1.PauseSessionRequest{}, []string{"session_id"}},
 	{"sleep", "a needs_input session goes to waiting; a running one sleeps when its turn ends.", &lifecyclev1.SleepSessionRequest{}, []string{"session_id"}},
 	{"pause_until", fmt.Sprintf("the operator's Pause Until: the session sleeps in %s now (a running turn is stopped first) with one "+
-		"wake armed at wake_at, which resumes it with prompt as its turn; a later pause_until replaces it. Refused for a time in the "+
-		"past or inside the %d s grace window, and from %s or %s sessions.", rules.StatusWaiting, rules.WakeGraceSeconds,
-		rules.StatusFailed, rules.StatusArchived),
-		&lifecyclev1.PauseUntilRequest{}, []string{"session_id", "wake_at", "prompt"}},
+		"wake armed at wake_at (in timezone), which resumes it with prompt as its turn; it supersedes the session's other armed "+
+		"one-time wake-ups (not its watchers). Refused for a time that cannot be read (%s), in the past or inside the %d s grace "+
+		"window (%s), and for a session that never started or is %s or %s (%s).", rules.StatusWaiting, rules.WakeRefusedUnparseable,
+		rules.WakeGraceSeconds, rules.WakeRefusedTooSoon, rules.StatusFailed, rules.StatusArchived, rules.WakeRefusedNotWakeable),
+		&lifecyclev1.PauseUntilRequest{}, []string{"session_id", "wake_at", "timezone", "prompt"}},
 	{"archive", "move to the trash (restorable for 4 days). Refused while messages queued for the session are not delivered: " +
 		"the refusal lists them; do not archive then (a session ending its turn gets them as its next turn), or read them and " +
 		"pass force to discard them.", &lifecyclev1.ArchiveSessionRequest{}, []string{"session_id", "force"}},
@@ -90,8 +91,8 @@ var actionArgs = []actionArg{
 	})}},
 	{"prompt", mcpgo.WithString, counts.Sprintf("the next turn's prompt, at most %d characters (pause_until: the wake's turn; "+
 		"left out, a standard nudge saying the wake-up fired).", rules.MaxPromptChars), nil},
-	{"wake_at", mcpgo.WithString, fmt.Sprintf("when to wake, as an RFC 3339 time (e.g. \"2026-01-02T15:04:05Z\"), at least %d s from now.",
-		rules.WakeGraceSeconds), []mcpgo.PropertyOption{dateTime}},
+	{"wake_at", mcpgo.WithString, "pause_until: " + wakeAtDoc, nil},
+	{"timezone", mcpgo.WithString, "pause_until: " + timezoneDoc, nil},
 	{"goal", mcpgo.WithString, counts.Sprintf("set as the session's goal with the prompt, at most %d characters (left out: the goal stays).",
 		rules.MaxGoalChars), nil},
 	{"force_immediate", mcpgo.WithBoolean, "on a running session, stop its turn and deliver now instead of queueing.", nil},
@@ -281,7 +282,7 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 		resp, message, err = send(ctx, in, t.lifecycle.RefreshSession)
 	case "pause_until":
 		if !a.has("wake_at") {
-			a.problems = append(a.problems, "pause_until needs wake_at (an RFC 3339 time)")
+			a.problems = append(a.problems, "pause_until needs wake_at (an ISO-8601 date-time, e.g. \"2030-04-15T09:30:00\", read in timezone)")
 		}
 		in := &lifecyclev1.PauseUntilRequest{}
 		if res := a.decode(in, names); res != nil {

@@ -326,7 +326,10 @@ type PauseUntilRequest struct {
 	// Deprecated: Marked as deprecated in zimmer/lifecycle/v1/trigger_service.proto.
 	WakeAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=wake_at,json=wakeAt,proto3" json:"wake_at,omitempty"`
 	Prompt string                 `protobuf:"bytes,3,opt,name=prompt,proto3" json:"prompt,omitempty"`
-	// When to wake, as WakeMeUpLaterRequest's (JSON name wake_at).
+	// When to wake: a naive ISO-8601 date-time ("2030-04-15T09:30:00", or
+	// to the minute "2030-04-15T09:30") read in timezone, or RFC 3339 with
+	// a Z (UTC); at least 30 s from now. Its JSON name is wake_at, as in
+	// WakeMeUpLaterRequest.
 	WakeAtText string `protobuf:"bytes,4,opt,name=wake_at_text,json=wake_at,proto3" json:"wake_at_text,omitempty"`
 	// The IANA zone wake_at is read in (default UTC).
 	Timezone      string `protobuf:"bytes,5,opt,name=timezone,proto3" json:"timezone,omitempty"`
