@@ -44,7 +44,8 @@ func TestTriggerServiceOverGRPC(t *testing.T) {
 	id := b.running(t)
 	ref := fmt.Sprint(id)
 	at := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-	resp, err := triggers.PauseUntil(ctx, &lifecyclev1.PauseUntilRequest{SessionId: ref, WakeAt: timestamppb.New(at), Prompt: "go on"})
+	// A gRPC caller of the RFC 3339 era still arms with the Timestamp.
+	resp, err := triggers.PauseUntil(ctx, &lifecyclev1.PauseUntilRequest{SessionId: ref, WakeAt: timestamppb.New(at), Prompt: "go on"}) //nolint:staticcheck // the deprecated field is still read
 	require.NoError(t, err)
 	require.Equal(t, "waiting", resp.GetSession().GetStatus(), "asleep before the call returns")
 	require.Equal(t, []interruptCall{{id, "pause_until", "running"}}, runner.recorded(), "the turn was halted first")
@@ -52,10 +53,10 @@ func TestTriggerServiceOverGRPC(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("session/%d/wake/%d", id, resp.GetTrigger().GetId()), resp.GetTrigger().GetWorkflowId())
 	require.Equal(t, "pause_until", resp.GetTrigger().GetSource())
 
-	_, err = triggers.PauseUntil(ctx, &lifecyclev1.PauseUntilRequest{SessionId: ref, WakeAt: timestamppb.New(time.Now().Add(5 * time.Second))})
+	_, err = triggers.PauseUntil(ctx, &lifecyclev1.PauseUntilRequest{SessionId: ref, WakeAtText: time.Now().UTC().Add(5 * time.Second).Format(time.RFC3339)})
 	require.Equal(t, []string{"wake_at"}, badFields(t, err))
 	require.Contains(t, status.Convert(err).Message(), "grace window")
-	_, err = triggers.WakeMeUpLater(ctx, &lifecyclev1.WakeMeUpLaterRequest{SessionId: ref, WakeAt: timestamppb.New(at), Delay: "1h"})
+	_, err = triggers.WakeMeUpLater(ctx, &lifecyclev1.WakeMeUpLaterRequest{SessionId: ref, WakeAtText: at.UTC().Format(time.RFC3339), Delay: "1h"})
 	require.Equal(t, []string{"wake_at", "delay"}, badFields(t, err))
 	_, err = triggers.WatchSession(ctx, &lifecyclev1.WatchSessionRequest{SessionId: ref, WatchedSessionId: id, States: []string{"running"}})
 	require.Equal(t, []string{"watched_session_id", "states"}, badFields(t, err))
