@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -699,3 +700,49 @@ func TestAWakeAsksANeverStartedSessionForItsFirstTurn(t *testing.T) {
 
 // rfc is t as RFC 3339 in UTC, a wake_at the one rule reads.
 func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// TestBulkAsleepIsThePerSessionAnswer: issue 23 rule 6. The batch question
+// "which of these are asleep" (AwaitingScheduledWake) and refresh's own
+// reading under the lock agree on every kind of waiting session: a wake
+// ahead or a watcher is asleep; an overdue wake, a cancelled one and none
+// are a stall the refresh nudges.
+func TestBulkAsleepIsThePerSessionAnswer(t *testing.T) {
+	t.Parallel()
+	b := trigSetup(t)
+	ctx := context.Background()
+	waitingWith := func(arm func(domain.Session)) domain.Session {
+		s := b.sessionIn(t, domain.StatusNeedsInput)
+		arm(s)
+		return s
+	}
+	watched := b.sessionIn(t, domain.StatusRunning)
+	sessions := map[string]domain.Session{
+		"a wake ahead": waitingWith(func(s domain.Session) { b.wakeIn(t, s, 3*time.Hour) }),
+		"overdue":      waitingWith(func(s domain.Session) { b.wakeIn(t, s, time.Hour) }),
+		"a watcher": waitingWith(func(s domain.Session) {
+			_, err := b.triggers.Watch(ctx, strconv.FormatInt(s.ID, 10),
+				domain.WatchRequest{WatchedSessionID: watched.ID, States: []string{"failed"}}, domain.Actor{})
+			require.NoError(t, err)
+		}),
+		"cancelled": waitingWith(func(s domain.Session) {
+			a := b.wakeIn(t, s, 3*time.Hour)
+			_, err := b.triggers.Cancel(ctx, strconv.FormatInt(s.ID, 10), a.Trigger.ID, "")
+			require.NoError(t, err)
+		}),
+		"nothing": b.sessionIn(t, domain.StatusWaiting),
+	}
+	b.clock.Advance(2 * time.Hour) // "overdue" is past its wake, "a wake ahead" is not
+	var ids []int64
+	for _, s := range sessions {
+		ids = append(ids, s.ID)
+	}
+	asleep, err := b.triggers.AwaitingScheduledWake(ctx, ids)
+	require.NoError(t, err)
+	for name, s := range sessions {
+		r, err := b.triggers.Refresh(ctx, strconv.FormatInt(s.ID, 10), domain.Actor{})
+		require.NoError(t, err, name)
+		require.Equal(t, slices.Contains(asleep, s.ID), !r.Refreshed, "%s: the batch and the refresh disagree (%s)", name, r.Message)
+		wantAsleep := name == "a wake ahead" || name == "a watcher"
+		require.Equal(t, wantAsleep, !r.Refreshed, "%s: %s", name, r.Message)
+	}
+}
