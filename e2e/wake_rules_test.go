@@ -41,7 +41,7 @@ func TestWakeRules(t *testing.T) {
 		require.Eventually(t, func() bool {
 			turns = api.timedTurns(t, id)
 			return len(turns) == 1 && turns[0].Ended && api.session(t, id).Status == "waiting"
-		}, 60*time.Second, 100*time.Millisecond, "session %d never slept after its turn (turns: %+v)", id, turns)
+		}, 60*time.Second, 100*time.Millisecond, "session %d never slept after its turn", id)
 		return turns
 	}
 	// ahead is a naive UTC wall-clock time d from now.
