@@ -80,7 +80,11 @@ func TestArchivePreservesTheClonesWorkAndUnarchiveRestoresIt(t *testing.T) {
 	code, body := api.do(t, "POST", fmt.Sprintf("/api/v1/sessions/%d/archive", id), "{}")
 	require.Equal(t, 200, code, body)
 	preserved := api.waitCloneState(t, id, "preserved")
-	require.NoDirExists(t, clone)
+	// The runner records the preservation before it deletes the clone (a
+	// crash between the two leaves a clone the retry deletes): the
+	// directory goes a moment after the state says preserved.
+	require.Eventually(t, func() bool { _, err := os.Stat(clone); return os.IsNotExist(err) },
+		10*time.Second, 20*time.Millisecond, "the preserved clone %s is deleted", clone)
 	require.NotNil(t, preserved.Artifacts, "%+v", preserved)
 	require.FileExists(t, preserved.Artifacts.BundlePath)
 	require.FileExists(t, preserved.Artifacts.PatchPath)

@@ -125,7 +125,7 @@ func TestQueueDelivery(t *testing.T) {
 			prompts = append(prompts, prompt)
 			code, got := api.followUp(t, id, fmt.Sprintf(`{"prompt":%q}`, prompt))
 			require.Equal(t, http.StatusAccepted, code, "a running session queues: %+v", got)
-			require.Equal(t, "FOLLOW_UP_OUTCOME_QUEUED", got.Outcome)
+			require.Equal(t, "queued", got.Outcome)
 			require.Equal(t, "Message queued (session is running). It will be sent when the agent completes its current task.", got.Message)
 			require.Equal(t, i, got.EnqueuedMessage.Position)
 		}
@@ -163,7 +163,7 @@ func TestQueueDelivery(t *testing.T) {
 
 		code, got := api.followUp(t, id, `{"prompt":"@demo say hello again","goal":"say it twice"}`)
 		require.Equal(t, http.StatusOK, code, "delivered: %+v", got)
-		require.Equal(t, "FOLLOW_UP_OUTCOME_DELIVERED", got.Outcome)
+		require.Equal(t, "delivered", got.Outcome)
 		require.NotEmpty(t, got.JobID, "the turn's job is named")
 		require.Empty(t, api.queue(t, id), "a delivered follow-up is never queued")
 
@@ -264,7 +264,7 @@ func TestQueueDelivery(t *testing.T) {
 		require.Contains(t, body, `"status":"needs_input"`, "archived while running, restored to needs_input")
 		code, got = api.followUp(t, id, `{"prompt":"@demo say back from the trash\n@demo sleep 8s"}`)
 		require.Equal(t, http.StatusOK, code, "an unarchived session at rest takes a follow-up as its turn: %+v", got)
-		require.Equal(t, "FOLLOW_UP_OUTCOME_DELIVERED", got.Outcome)
+		require.Equal(t, "delivered", got.Outcome)
 		require.Eventually(t, func() bool { return len(turnProcesses(t, s, id)) > 0 }, 20*time.Second, 50*time.Millisecond,
 			"the follow-up's agent never started")
 		// Queued behind that turn: the queue is open again (the unarchive's
@@ -276,7 +276,7 @@ func TestQueueDelivery(t *testing.T) {
 			code, got = api.followUp(t, id, fmt.Sprintf(`{"prompt":%q,"idempotency_key":"after-unarchive"}`, again))
 			return code == http.StatusAccepted
 		}, 5*time.Second, 100*time.Millisecond, "a follow-up to the unarchived running session was never queued: %d %+v", code, got)
-		require.Equal(t, "FOLLOW_UP_OUTCOME_QUEUED", got.Outcome)
+		require.Equal(t, "queued", got.Outcome)
 		requeued := got.EnqueuedMessage.ID
 		require.Equal(t, 1, got.EnqueuedMessage.Position, "the undelivered message holds no place in the queue")
 

@@ -1,6 +1,11 @@
-// Package lineagefake is an in-memory lineage ProvenanceService for the
-// gateway's tests: canned provenance per session, a roster, and a count of
-// every call so a test can prove which methods a surface reaches.
+// Package lineagefake is a lineage ProvenanceService for the gateway's
+// tests: a grpcfake recorder. By default it answers a session's provenance
+// as the session alone in its hierarchy (SetProvenance answers another for
+// a session) and the roster as Roster(); anything else is what the test
+// set (Answer, Handle, FailWith), else the method's empty response.
+// RecordHumanMessage also requires, as lineage does, the actor a boundary
+// declared (boundary.Verified): that is what the gateway's test boundary
+// is tested against. Lineage's own tests prove its rules.
 package lineagefake
 
 import (
@@ -12,7 +17,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/grpcfake"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	"github.com/zimmerhq/zimmer/services/platform/boundary"
 )
@@ -20,205 +28,122 @@ import (
 // WriteMethods are the ProvenanceService methods that change state.
 var WriteMethods = []string{"CreateUser", "UpdateUser", "RecordHumanMessage"}
 
-// Server is the fake.
-type Server struct {
-	lineagev1.UnimplementedProvenanceServiceServer
-
-	mu         sync.Mutex
-	calls      map[string]int
-	provenance map[int64]*lineagev1.GetSessionProvenanceResponse
-	users      []*lineagev1.User
-	fail       error
-	recorded   []Recorded
+// Roster is the users ListUsers answers by default.
+func Roster() []*lineagev1.User {
+	return []*lineagev1.User{{Key: "juliehazz", DisplayName: "Julie"}, {Key: "tadasant", DisplayName: "Tadas"}}
 }
 
-// Recorded is a human message the fake recorded, with the actor the
-// boundary established.
+// Alone is the provenance of session id alone in its hierarchy, with no
+// human messages.
+func Alone(id int64) *lineagev1.GetSessionProvenanceResponse {
+	return &lineagev1.GetSessionProvenanceResponse{
+		SessionHierarchy: &lineagev1.SessionHierarchy{OriginSessionId: id, RootSessionIds: []int64{id},
+			Nodes: []*lineagev1.HierarchyNode{{Id: id, Current: true}}},
+		Markdown: fmt.Sprintf("### Session Hierarchy\n\nSession #%d is alone in its hierarchy.\n\n### Human Messages\n\nAuthored in this session: 0. Elsewhere in the hierarchy: 0.\n", id),
+	}
+}
+
+// Call is one call the fake received.
+type Call = grpcfake.Call
+
+// Recorded is a human message lineage answered as recorded, with the actor
+// the boundary declared.
 type Recorded struct {
 	Actor   boundary.Actor
 	Request *lineagev1.RecordHumanMessageRequest
 }
 
-// New returns a fake holding the seeded roster.
+// Server implements lineagev1.ProvenanceServiceServer as a recorder.
+type Server struct {
+	lineagev1.UnimplementedProvenanceServiceServer
+	*grpcfake.Recorder
+
+	mu         sync.Mutex
+	provenance map[int64]*lineagev1.GetSessionProvenanceResponse
+	recorded   []Recorded
+}
+
+// New returns a fake with no calls and the default answers.
 func New() *Server {
-	return &Server{
-		calls:      map[string]int{},
+	s := &Server{
+		Recorder: grpcfake.NewRecorder(func(resp protoreflect.Message) {
+			if r, ok := resp.Interface().(*lineagev1.ListUsersResponse); ok {
+				r.Users = Roster()
+			}
+		}),
 		provenance: map[int64]*lineagev1.GetSessionProvenanceResponse{},
-		users: []*lineagev1.User{
-			{Key: "juliehazz", DisplayName: "Julie"},
-			{Key: "tadasant", DisplayName: "Tadas"},
-		},
 	}
+	s.Handle("GetSessionProvenance", func(m proto.Message) (proto.Message, error) {
+		id := m.(*lineagev1.GetSessionProvenanceRequest).GetSessionId()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if p, ok := s.provenance[id]; ok {
+			return proto.Clone(p), nil
+		}
+		return Alone(id), nil
+	})
+	return s
 }
 
 // Register adds the fake to g.
 func (s *Server) Register(g *grpc.Server) { lineagev1.RegisterProvenanceServiceServer(g, s) }
 
-// SetProvenance is what GetSessionProvenance answers for id.
+// SetProvenance is what GetSessionProvenance answers for session id.
 func (s *Server) SetProvenance(id int64, p *lineagev1.GetSessionProvenanceResponse) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.provenance[id] = p
+	s.provenance[id] = proto.CloneOf(p)
 }
 
-// FailWith makes every call fail with err (nil: succeed again).
-func (s *Server) FailWith(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fail = err
-}
-
-// Calls returns how often method was called.
-func (s *Server) Calls(method string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[method]
-}
-
-func (s *Server) enter(method string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls[method]++
-	return s.fail
-}
-
-// ListUsers implements lineagev1.ProvenanceServiceServer.
-func (s *Server) ListUsers(context.Context, *lineagev1.ListUsersRequest) (*lineagev1.ListUsersResponse, error) {
-	if err := s.enter("ListUsers"); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return &lineagev1.ListUsersResponse{Users: slices.Clone(s.users)}, nil
-}
-
-// CreateUser implements lineagev1.ProvenanceServiceServer.
-func (s *Server) CreateUser(_ context.Context, req *lineagev1.CreateUserRequest) (*lineagev1.CreateUserResponse, error) {
-	if err := s.enter("CreateUser"); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, u := range s.users {
-		if u.GetKey() == req.GetKey() {
-			return nil, status.Errorf(codes.AlreadyExists, "user %q already exists", req.GetKey())
-		}
-		if err := s.taken(u, req.GetKey(), req.GetSlackUserIds()); err != nil {
-			return nil, err
-		}
-	}
-	u := &lineagev1.User{Key: req.GetKey(), DisplayName: req.GetDisplayName(), Email: req.GetEmail(), SlackUserIds: req.GetSlackUserIds(), Notes: req.GetNotes()}
-	s.users = append(s.users, u)
-	return &lineagev1.CreateUserResponse{User: u}, nil
-}
-
-// UpdateUser implements lineagev1.ProvenanceServiceServer.
-func (s *Server) UpdateUser(_ context.Context, req *lineagev1.UpdateUserRequest) (*lineagev1.UpdateUserResponse, error) {
-	if err := s.enter("UpdateUser"); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var target *lineagev1.User
-	for _, u := range s.users {
-		if u.GetKey() == req.GetKey() {
-			target = u
-		} else if req.GetSetSlackUserIds() {
-			if err := s.taken(u, req.GetKey(), req.GetSlackUserIds()); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if target == nil {
-		return nil, status.Errorf(codes.NotFound, "no user with key %q", req.GetKey())
-	}
-	if req.DisplayName != nil {
-		target.DisplayName = req.GetDisplayName()
-	}
-	if req.Email != nil {
-		target.Email = req.GetEmail()
-	}
-	if req.Notes != nil {
-		target.Notes = req.GetNotes()
-	}
-	if req.GetSetSlackUserIds() {
-		target.SlackUserIds = req.GetSlackUserIds()
-	}
-	return &lineagev1.UpdateUserResponse{User: target}, nil
-}
-
-func (s *Server) taken(other *lineagev1.User, key string, ids []string) error {
-	for _, id := range ids {
-		if other.GetKey() != key && slices.Contains(other.GetSlackUserIds(), id) {
-			return status.Error(codes.Aborted, fmt.Sprintf("slack user ID %s already belongs to user %q; remove it there first", id, other.GetKey()))
-		}
-	}
-	return nil
-}
-
-// RecordHumanMessage implements lineagev1.ProvenanceServiceServer as
-// lineage does: only with a boundary's verified actor (boundary.Verified).
-// No public surface of the gateway may call it, and tests count that none
-// does; only the test boundary does.
-func (s *Server) RecordHumanMessage(ctx context.Context, req *lineagev1.RecordHumanMessageRequest) (*lineagev1.RecordHumanMessageResponse, error) {
-	if err := s.enter("RecordHumanMessage"); err != nil {
-		return nil, err
-	}
-	actor, err := boundary.Verified(ctx)
-	if err != nil {
-		return nil, status.Error(codes.PermissionDenied, err.Error())
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	author := "tadasant" // the default admin
-	if actor.Kind == boundary.SlackUser {
-		author = ""
-		for _, u := range s.users {
-			if slices.Contains(u.GetSlackUserIds(), actor.SlackUserID) {
-				author = u.GetKey()
-			}
-		}
-		if author == "" {
-			return &lineagev1.RecordHumanMessageResponse{NotRecordedReason: "slack user " + actor.SlackUserID + " belongs to nobody in the users roster"}, nil
-		}
-	}
-	s.recorded = append(s.recorded, Recorded{Actor: actor, Request: req})
-	return &lineagev1.RecordHumanMessageResponse{Recorded: true, Message: &lineagev1.HumanMessage{
-		Id: int64(len(s.recorded)), Author: author, Provenance: req.GetProvenance(),
-		AuthoredInSessionId: req.GetAuthoredInSessionId(), Content: req.GetContent(),
-	}}, nil
-}
-
-// Recorded returns the messages recorded, oldest first.
+// Recorded are the messages answered as recorded, oldest first.
 func (s *Server) Recorded() []Recorded {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.recorded)
 }
 
-// GetSessionProvenance implements lineagev1.ProvenanceServiceServer: the
-// canned answer, else the session alone with no messages.
-func (s *Server) GetSessionProvenance(_ context.Context, req *lineagev1.GetSessionProvenanceRequest) (*lineagev1.GetSessionProvenanceResponse, error) {
-	if err := s.enter("GetSessionProvenance"); err != nil {
+// ListUsers implements lineagev1.ProvenanceServiceServer.
+func (s *Server) ListUsers(ctx context.Context, req *lineagev1.ListUsersRequest) (*lineagev1.ListUsersResponse, error) {
+	return grpcfake.Answer[*lineagev1.ListUsersResponse](ctx, s.Recorder, req)
+}
+
+// CreateUser implements lineagev1.ProvenanceServiceServer.
+func (s *Server) CreateUser(ctx context.Context, req *lineagev1.CreateUserRequest) (*lineagev1.CreateUserResponse, error) {
+	return grpcfake.Answer[*lineagev1.CreateUserResponse](ctx, s.Recorder, req)
+}
+
+// UpdateUser implements lineagev1.ProvenanceServiceServer.
+func (s *Server) UpdateUser(ctx context.Context, req *lineagev1.UpdateUserRequest) (*lineagev1.UpdateUserResponse, error) {
+	return grpcfake.Answer[*lineagev1.UpdateUserResponse](ctx, s.Recorder, req)
+}
+
+// RecordHumanMessage implements lineagev1.ProvenanceServiceServer: refused
+// without a boundary's verified actor, as lineage refuses it; otherwise
+// answered, and kept in Recorded with the actor when the answer says it
+// was recorded.
+func (s *Server) RecordHumanMessage(ctx context.Context, req *lineagev1.RecordHumanMessageRequest) (*lineagev1.RecordHumanMessageResponse, error) {
+	resp, err := grpcfake.Answer[*lineagev1.RecordHumanMessageResponse](ctx, s.Recorder, req)
+	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.provenance[req.GetSessionId()]; ok {
-		return p, nil
+	actor, err := boundary.Verified(ctx)
+	if err != nil {
+		return nil, status.Error(codes.PermissionDenied, err.Error())
 	}
-	id := req.GetSessionId()
-	return &lineagev1.GetSessionProvenanceResponse{
-		SessionHierarchy: &lineagev1.SessionHierarchy{OriginSessionId: id, RootSessionIds: []int64{id},
-			Nodes: []*lineagev1.HierarchyNode{{Id: id, Current: true}}},
-		Markdown: fmt.Sprintf("### Session Hierarchy\n\nSession #%d is alone in its hierarchy.\n\n### Human Messages\n\nAuthored in this session: 0. Elsewhere in the hierarchy: 0.\n", id),
-	}, nil
+	if resp.GetRecorded() {
+		s.mu.Lock()
+		s.recorded = append(s.recorded, Recorded{Actor: actor, Request: proto.CloneOf(req)})
+		s.mu.Unlock()
+	}
+	return resp, nil
+}
+
+// GetSessionProvenance implements lineagev1.ProvenanceServiceServer.
+func (s *Server) GetSessionProvenance(ctx context.Context, req *lineagev1.GetSessionProvenanceRequest) (*lineagev1.GetSessionProvenanceResponse, error) {
+	return grpcfake.Answer[*lineagev1.GetSessionProvenanceResponse](ctx, s.Recorder, req)
 }
 
 // GetPromptBlocks implements lineagev1.ProvenanceServiceServer.
-func (s *Server) GetPromptBlocks(context.Context, *lineagev1.GetPromptBlocksRequest) (*lineagev1.GetPromptBlocksResponse, error) {
-	if err := s.enter("GetPromptBlocks"); err != nil {
-		return nil, err
-	}
-	return &lineagev1.GetPromptBlocksResponse{}, nil
+func (s *Server) GetPromptBlocks(ctx context.Context, req *lineagev1.GetPromptBlocksRequest) (*lineagev1.GetPromptBlocksResponse, error) {
+	return grpcfake.Answer[*lineagev1.GetPromptBlocksResponse](ctx, s.Recorder, req)
 }

@@ -21,53 +21,151 @@ const ToolActionSession = "action_session"
 
 // sessionAction is one action of action_session: what it does, for the
 // tool's description, the request it sends and the arguments it reads
-// besides action and acting_session_id, each a field of that request.
+// besides action and acting_session_id, each a field of that request;
+// what the request must hold; and how it is sent.
 type sessionAction struct {
 	name    string
 	doc     string
 	request proto.Message
 	args    []string
+	// needs is an argument the action cannot go without, and a hint of
+	// its values for the refusal ("" for none).
+	needs, needsHint string
+	// check says what the decoded request lacks ("" for nothing); it runs
+	// when the arguments decoded without a problem.
+	check func(in proto.Message) string
+	// run sends the request and says what became of it.
+	run actionRun
 }
+
+// actionRun sends an action's decoded request and answers the tool call.
+type actionRun func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult
 
 // sessionActions are action_session's actions, in the order the tool lists
 // them.
 var sessionActions = []sessionAction{
-	{"follow_up", "send the session its next prompt. Delivered now (REST's 200) when the session is idle (waiting or needs_input): " +
-		"the prompt is its turn at once. Queued (REST's 202) when it is running: the prompt waits in the session's queue and is sent " +
-		"as its next turn when the current one ends — unless force_immediate, which stops the running turn and delivers now. " +
-		"Refused on an archived session (unarchive it first) and a failed one (restart it).",
-		&queuev1.FollowUpRequest{}, []string{"session_id", "prompt", "goal", "force_immediate", "idempotency_key"}},
-	{"pause", "stop a running turn (→ needs_input).", &lifecyclev1.PauseSessionRequest{}, []string{"session_id"}},
-	{"sleep", "a needs_input session goes to waiting; a running one sleeps when its turn ends.", &lifecyclev1.SleepSessionRequest{}, []string{"session_id"}},
-	{"pause_until", fmt.Sprintf("the operator's Pause Until: the session sleeps in %s now (a running turn is stopped first) with one "+
-		"wake armed at wake_at (in timezone), which resumes it with prompt as its turn; it supersedes the session's other armed "+
-		"one-time wake-ups (not its watchers). Refused for a time that cannot be read (%s), in the past or inside the %d s grace "+
-		"window (%s), and for a session that never started or is %s or %s (%s).", rules.StatusWaiting, rules.WakeRefusedUnparseable,
-		rules.WakeGraceSeconds, rules.WakeRefusedTooSoon, rules.StatusFailed, rules.StatusArchived, rules.WakeRefusedNotWakeable),
-		&lifecyclev1.PauseUntilRequest{}, []string{"session_id", "wake_at", "timezone", "prompt"}},
-	{"archive", "move to the trash (restorable for 4 days). Refused while messages queued for the session are not delivered: " +
-		"the refusal lists them; do not archive then (a session ending its turn gets them as its next turn), or read them and " +
-		"pass force to discard them.", &lifecyclev1.ArchiveSessionRequest{}, []string{"session_id", "force"}},
-	{"bulk_archive", "archive session_ids, each on its own: a session with queued messages not delivered is refused (listed in " +
-		"the errors) unless force.", &lifecyclev1.BulkArchiveSessionsRequest{}, []string{"session_ids", "force"}},
-	{"unarchive", "restore: the session lands in needs_input, ready for its next message, whatever state it was archived from.", &lifecyclev1.UnarchiveSessionRequest{}, []string{"session_id"}},
-	{"restart", "re-run a failed or idle session (a deliberate resume).", &lifecyclev1.RestartSessionRequest{}, []string{"session_id"}},
-	{"refresh", "nudge a session that may be stuck, by its state: a " + rules.StatusNeedsInput + " or " + rules.StatusFailed +
-		" session that ran before resumes with a continue nudge as its turn; a session that never started, one asleep on a wake " +
-		"still ahead of it, a " + rules.StatusRunning + " one and an " + rules.StatusArchived + " one are left alone, and the " +
-		"answer says why.", &lifecyclev1.RefreshSessionRequest{}, []string{"session_id"}},
-	{"fail", "mark a session that will not recover as failed, with failure_reason.", &lifecyclev1.FailSessionRequest{}, []string{"session_id", "failure_reason"}},
-	{"update_title", "set the session's title.", &lifecyclev1.UpdateSessionRequest{}, []string{"session_id", "title"}},
-	{"update_notes", "replace the session's notes, its free-form memory (shown to its agent as <session-notes>).",
-		&lifecyclev1.UpdateSessionRequest{}, []string{"session_id", "notes"}},
-	{"set_heartbeat", "turn the heartbeat nudge on or off (enabled) and set its interval_seconds; give either or both.",
-		&lifecyclev1.SetSessionHeartbeatRequest{}, []string{"session_id", "enabled", "interval_seconds"}},
-	{"update_push_notifications", "turn on or off (push_notifications) the push the operator gets when the session pauses and waits " +
-		"for its next message; a failure is pushed either way.", &lifecyclev1.UpdateSessionRequest{}, []string{"session_id", "push_notifications"}},
-	{"transition", "fire one event of the state machine as the machine states it, with event and the options it reads: the low-level driver " +
-		"for harnesses and operators. Prefer the named actions; this one chooses nothing (sleep on a running session is refused, " +
-		"unarchive names its target).", &lifecyclev1.TransitionSessionRequest{},
-		[]string{"session_id", "event", "failure_reason", "system_recovery", "running_job_id", "paused_by"}},
+	{
+		name: "follow_up", doc: "send the session its next prompt. Delivered now (REST's 200) when the session is idle (waiting or needs_input): " +
+			"the prompt is its turn at once. Queued (REST's 202) when it is running: the prompt waits in the session's queue and is sent " +
+			"as its next turn when the current one ends — unless force_immediate, which stops the running turn and delivers now. " +
+			"Refused on an archived session (unarchive it first) and a failed one (restart it).",
+		request: &queuev1.FollowUpRequest{}, args: []string{"session_id", "prompt", "goal", "force_immediate", "idempotency_key"},
+		run: func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
+			return t.followUp(ctx, in.(*queuev1.FollowUpRequest))
+		},
+	},
+	{
+		name: "pause", doc: "stop a running turn (→ needs_input).",
+		request: &lifecyclev1.PauseSessionRequest{}, args: []string{"session_id"},
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.PauseSession),
+	},
+	{
+		name: "sleep", doc: "a needs_input session goes to waiting; a running one sleeps when its turn ends.",
+		request: &lifecyclev1.SleepSessionRequest{}, args: []string{"session_id"},
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.SleepSession),
+	},
+	{
+		name: "pause_until", doc: fmt.Sprintf("the operator's Pause Until: the session sleeps in %s now (a running turn is stopped first) with one "+
+			"wake armed at wake_at (in timezone), which resumes it with prompt as its turn; it supersedes the session's other armed "+
+			"one-time wake-ups (not its watchers). Refused for a time that cannot be read (%s), in the past or inside the %d s grace "+
+			"window (%s), and for a session that never started or is %s or %s (%s).", rules.StatusWaiting, rules.WakeRefusedUnparseable,
+			rules.WakeGraceSeconds, rules.WakeRefusedTooSoon, rules.StatusFailed, rules.StatusArchived, rules.WakeRefusedNotWakeable),
+		request: &lifecyclev1.PauseUntilRequest{}, args: []string{"session_id", "wake_at", "timezone", "prompt"},
+		needs: "wake_at", needsHint: `(an ISO-8601 date-time, e.g. "2030-04-15T09:30:00", read in timezone)`,
+		run: func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
+			if t.triggers == nil {
+				return mcpgo.NewToolResultError(noTriggers)
+			}
+			r, err := t.triggers.PauseUntil(ctx, in.(*lifecyclev1.PauseUntilRequest))
+			return t.sessionAnswer(ctx, r, r.GetMessage(), err)
+		},
+	},
+	{
+		name: "archive", doc: "move to the trash (restorable for 4 days). Refused while messages queued for the session are not delivered: " +
+			"the refusal lists them; do not archive then (a session ending its turn gets them as its next turn), or read them and " +
+			"pass force to discard them.",
+		request: &lifecyclev1.ArchiveSessionRequest{}, args: []string{"session_id", "force"},
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.ArchiveSession),
+	},
+	{
+		name: "bulk_archive", doc: "archive session_ids, each on its own: a session with queued messages not delivered is refused (listed in " +
+			"the errors) unless force.",
+		request: &lifecyclev1.BulkArchiveSessionsRequest{}, args: []string{"session_ids", "force"},
+		run: func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
+			return t.bulkArchive(ctx, in.(*lifecyclev1.BulkArchiveSessionsRequest))
+		},
+	},
+	{
+		name: "unarchive", doc: "restore: the session lands in needs_input, ready for its next message, whatever state it was archived from.",
+		request: &lifecyclev1.UnarchiveSessionRequest{}, args: []string{"session_id"},
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.UnarchiveSession),
+	},
+	{
+		name: "restart", doc: "re-run a failed or idle session (a deliberate resume).",
+		request: &lifecyclev1.RestartSessionRequest{}, args: []string{"session_id"},
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.RestartSession),
+	},
+	{
+		name: "refresh", doc: "nudge a session that may be stuck, by its state: a stalled one (" + rules.StatusWaiting + ", started " +
+			"before, no wake still ahead of it) and a " + rules.StatusFailed + " one resume with a continue nudge as their turn; a " +
+			rules.StatusNeedsInput + " one, one that never started, one asleep on a wake still ahead of it or on a watcher, a " +
+			rules.StatusRunning + " one and an " + rules.StatusArchived + " one get a plain re-read (no turn), and the answer says why.",
+		request: &lifecyclev1.RefreshSessionRequest{}, args: []string{"session_id"},
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.RefreshSession),
+	},
+	{
+		name: "fail", doc: "mark a session that will not recover as failed, with failure_reason.",
+		request: &lifecyclev1.FailSessionRequest{}, args: []string{"session_id", "failure_reason"},
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.FailSession),
+	},
+	{
+		name: "update_title", doc: "set the session's title.",
+		request: &lifecyclev1.UpdateSessionRequest{}, args: []string{"session_id", "title"},
+		needs: "title", needsHint: `("" clears it)`,
+		run: updateSession(fieldUpdated("title")),
+	},
+	{
+		name: "update_notes", doc: "replace the session's notes, its free-form memory (shown to its agent as <session-notes>).",
+		request: &lifecyclev1.UpdateSessionRequest{}, args: []string{"session_id", "notes"},
+		needs: "notes", needsHint: `("" clears it)`,
+		run: updateSession(fieldUpdated("notes")),
+	},
+	{
+		name: "set_heartbeat", doc: "turn the heartbeat nudge on or off (enabled) and set its interval_seconds; give either or both.",
+		request: &lifecyclev1.SetSessionHeartbeatRequest{}, args: []string{"session_id", "enabled", "interval_seconds"},
+		check: func(in proto.Message) string {
+			if r := in.(*lifecyclev1.SetSessionHeartbeatRequest); r.Enabled == nil && r.IntervalSeconds == nil {
+				return fmt.Sprintf("set_heartbeat needs enabled (true or false), interval_seconds (%d to %d) or both",
+					rules.MinHeartbeatSeconds, rules.MaxHeartbeatSeconds)
+			}
+			return ""
+		},
+		run: func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
+			r, err := t.lifecycle.SetSessionHeartbeat(ctx, in.(*lifecyclev1.SetSessionHeartbeatRequest))
+			return t.sessionAnswer(ctx, r, heartbeatMessage(r.GetSession()), err)
+		},
+	},
+	{
+		name: "update_push_notifications", doc: "turn on or off (push_notifications) the push the operator gets when the session pauses and waits " +
+			"for its next message; a failure is pushed either way.",
+		request: &lifecyclev1.UpdateSessionRequest{}, args: []string{"session_id", "push_notifications"},
+		needs: "push_notifications", needsHint: "(true or false)",
+		run: updateSession(pushMessage),
+	},
+	{
+		name: "transition", doc: "fire one event of the state machine as the machine states it, with event and the options it reads: the low-level driver " +
+			"for harnesses and operators. Prefer the named actions; this one chooses nothing (sleep on a running session is refused, " +
+			"unarchive names its target).",
+		request: &lifecyclev1.TransitionSessionRequest{},
+		args:    []string{"session_id", "event", "failure_reason", "system_recovery", "running_job_id", "paused_by"},
+		check: func(in proto.Message) string {
+			if in.(*lifecyclev1.TransitionSessionRequest).GetEvent() == "" {
+				return "transition needs event, one of " + strings.Join(rules.Events(), ", ")
+			}
+			return ""
+		},
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.TransitionSession),
+	},
 }
 
 // SelfSessionActions are the actions action_session keeps in the
@@ -236,146 +334,60 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 		return mcpgo.NewToolResultError(refuseAction(action, offered, sel.actions != nil)), nil
 	}
 	def, _ := findAction(action)
-	names := append(slices.Clone(def.args), "acting_session_id")
-	ctx = surface.Outgoing(ctx, via)
-	var (
-		resp    sessionResponse
-		message string
-		err     error
-	)
-	switch action {
-	case "pause":
-		in := &lifecyclev1.PauseSessionRequest{}
-		if res := a.decode(in, names); res != nil {
-			return res, nil
-		}
-		resp, message, err = send(ctx, in, t.lifecycle.PauseSession)
-	case "sleep":
-		in := &lifecyclev1.SleepSessionRequest{}
-		if res := a.decode(in, names); res != nil {
-			return res, nil
-		}
-		resp, message, err = send(ctx, in, t.lifecycle.SleepSession)
-	case "archive":
-		in := &lifecyclev1.ArchiveSessionRequest{}
-		if res := a.decode(in, names); res != nil {
-			return res, nil
-		}
-		resp, message, err = send(ctx, in, t.lifecycle.ArchiveSession)
-	case "unarchive":
-		in := &lifecyclev1.UnarchiveSessionRequest{}
-		if res := a.decode(in, names); res != nil {
-			return res, nil
-		}
-		resp, message, err = send(ctx, in, t.lifecycle.UnarchiveSession)
-	case "restart":
-		in := &lifecyclev1.RestartSessionRequest{}
-		if res := a.decode(in, names); res != nil {
-			return res, nil
-		}
-		resp, message, err = send(ctx, in, t.lifecycle.RestartSession)
-	case "refresh":
-		in := &lifecyclev1.RefreshSessionRequest{}
-		if res := a.decode(in, names); res != nil {
-			return res, nil
-		}
-		resp, message, err = send(ctx, in, t.lifecycle.RefreshSession)
-	case "pause_until":
-		if !a.has("wake_at") {
-			a.problems = append(a.problems, "pause_until needs wake_at (an ISO-8601 date-time, e.g. \"2030-04-15T09:30:00\", read in timezone)")
-		}
-		in := &lifecyclev1.PauseUntilRequest{}
-		if res := a.decode(in, names); res != nil {
-			return res, nil
-		}
-		if t.triggers == nil {
-			return mcpgo.NewToolResultError(noTriggers), nil
-		}
-		resp, message, err = send(ctx, in, t.triggers.PauseUntil)
-	case "fail":
-		in := &lifecyclev1.FailSessionRequest{}
-		if res := a.decode(in, names); res != nil {
-			return res, nil
-		}
-		resp, message, err = send(ctx, in, t.lifecycle.FailSession)
-	case "follow_up":
-		in := &queuev1.FollowUpRequest{}
-		if res := a.decode(in, names); res != nil {
-			return res, nil
-		}
-		return t.followUp(ctx, in), nil
-	case "bulk_archive":
-		in := &lifecyclev1.BulkArchiveSessionsRequest{}
-		if res := a.decode(in, names); res != nil {
-			return res, nil
-		}
-		return t.bulkArchive(ctx, in), nil
-	case "update_title", "update_notes":
-		field := strings.TrimPrefix(action, "update_")
-		if !a.has(field) {
-			a.problems = append(a.problems, fmt.Sprintf("%s needs %s (\"\" clears it)", action, field))
-		}
-		in := &lifecyclev1.UpdateSessionRequest{}
-		if res := a.decode(in, names); res != nil {
-			return res, nil
-		}
-		var r *lifecyclev1.UpdateSessionResponse
-		r, err = t.lifecycle.UpdateSession(ctx, in)
-		resp, message = r, fmt.Sprintf("Session %d: %s updated.", r.GetSession().GetId(), field)
-	case "update_push_notifications":
-		if !a.has("push_notifications") {
-			a.problems = append(a.problems, "update_push_notifications needs push_notifications (true or false)")
-		}
-		in := &lifecyclev1.UpdateSessionRequest{}
-		if res := a.decode(in, names); res != nil {
-			return res, nil
-		}
-		var r *lifecyclev1.UpdateSessionResponse
-		r, err = t.lifecycle.UpdateSession(ctx, in)
-		resp, message = r, pushMessage(r.GetSession())
-	case "set_heartbeat":
-		in := &lifecyclev1.SetSessionHeartbeatRequest{}
-		a.into(in, names...)
-		if in.Enabled == nil && in.IntervalSeconds == nil && len(a.problems) == 0 {
-			a.problems = append(a.problems, fmt.Sprintf("set_heartbeat needs enabled (true or false), interval_seconds (%d to %d) or both",
-				rules.MinHeartbeatSeconds, rules.MaxHeartbeatSeconds))
-		}
-		if res := a.problem(); res != nil {
-			return res, nil
-		}
-		var r *lifecyclev1.SetSessionHeartbeatResponse
-		r, err = t.lifecycle.SetSessionHeartbeat(ctx, in)
-		resp, message = r, heartbeatMessage(r.GetSession())
-	case "transition":
-		in := &lifecyclev1.TransitionSessionRequest{}
-		a.into(in, names...)
-		if in.GetEvent() == "" && len(a.problems) == 0 {
-			a.problems = append(a.problems, "transition needs event, one of "+strings.Join(rules.Events(), ", "))
-		}
-		if res := a.problem(); res != nil {
-			return res, nil
-		}
-		resp, message, err = send(ctx, in, t.lifecycle.TransitionSession)
+	if def.needs != "" && !a.has(def.needs) {
+		a.problems = append(a.problems, fmt.Sprintf("%s needs %s %s", action, def.needs, def.needsHint))
 	}
-	if err != nil {
-		return t.failure(ctx, ToolActionSession, err), nil
+	in := def.request.ProtoReflect().New().Interface()
+	a.into(in, append(slices.Clone(def.args), "acting_session_id")...)
+	if def.check != nil && len(a.problems) == 0 {
+		if problem := def.check(in); problem != "" {
+			a.problems = append(a.problems, problem)
+		}
 	}
-	return t.sessionResult(ctx, message, resp.GetSession(), resp), nil
+	if res := a.problem(); res != nil {
+		return res, nil
+	}
+	return def.run(surface.Outgoing(ctx, via), t, in), nil
 }
 
-// sessionResponse is a response carrying the session the call left.
-type sessionResponse interface {
+// lifecycleRPC is the run of an action that is one lifecycle call whose
+// response carries the session it left and says what happened.
+func lifecycleRPC[Req proto.Message, Resp interface {
 	proto.Message
 	GetSession() *lifecyclev1.Session
+	GetMessage() string
+}](rpc func(lifecyclev1.LifecycleServiceClient, context.Context, Req, ...grpc.CallOption) (Resp, error)) actionRun {
+	return func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
+		r, err := rpc(t.lifecycle, ctx, in.(Req))
+		return t.sessionAnswer(ctx, r, r.GetMessage(), err)
+	}
 }
 
-// send calls rpc with in; its response says what happened in words.
-func send[Req proto.Message, Resp interface {
-	sessionResponse
-	GetMessage() string
-}](ctx context.Context, in Req, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (sessionResponse, string, error) {
-	r, err := rpc(ctx, in)
-	return r, r.GetMessage(), err
+// fieldUpdated says that UpdateSession set field of the session.
+func fieldUpdated(field string) func(*lifecyclev1.Session) string {
+	return func(s *lifecyclev1.Session) string { return fmt.Sprintf("Session %d: %s updated.", s.GetId(), field) }
+}
+
+// updateSession is the run of an action that is an UpdateSession, saying
+// what it did with message.
+func updateSession(message func(*lifecyclev1.Session) string) actionRun {
+	return func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
+		r, err := t.lifecycle.UpdateSession(ctx, in.(*lifecyclev1.UpdateSessionRequest))
+		return t.sessionAnswer(ctx, r, message(r.GetSession()), err)
+	}
+}
+
+// sessionAnswer answers a call whose response r carries the session it
+// left, with message saying what happened; or err's tool error.
+func (t *tools) sessionAnswer(ctx context.Context, r interface {
+	proto.Message
+	GetSession() *lifecyclev1.Session
+}, message string, err error,
+) *mcpgo.CallToolResult {
+	if err != nil {
+		return t.failure(ctx, ToolActionSession, err)
+	}
+	return t.sessionResult(ctx, message, r.GetSession(), r)
 }
 
 // decode decodes the named arguments into in, returning the tool error for

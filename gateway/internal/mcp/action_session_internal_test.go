@@ -30,3 +30,17 @@ func TestActionArgumentsAreRequestFields(t *testing.T) {
 		require.True(t, used, "argument %s is read by no action", arg.name)
 	}
 }
+
+// Every action is dispatched from its row: it says how it is sent, and
+// what it needs is one of the arguments it reads.
+func TestEverySessionActionRunsFromItsRow(t *testing.T) {
+	t.Parallel()
+
+	for _, a := range sessionActions {
+		require.NotNil(t, a.run, "%s has no run", a.name)
+		if a.needs != "" {
+			require.Contains(t, a.args, a.needs, "%s needs an argument it does not read", a.name)
+			require.NotEmpty(t, a.needsHint, "%s: the refusal says what %s takes", a.name, a.needs)
+		}
+	}
+}

@@ -8,8 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/auth"
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
@@ -19,8 +20,10 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
+	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 type notificationBundle struct {
@@ -78,8 +81,13 @@ func TestGetNotificationsListsTheInboxWithItsFilters(t *testing.T) {
 	b := setupNotifications(t, nil)
 	b.answerSlug()
 	c := b.connect(t, "/?tool_groups=notifications")
-	b.notifications.Add(&notificationv1.Notification{Type: "needs_input", SessionId: 12, Title: "#12 needs input", Body: "Fix the flaky test\nwaits", Marker: 3})
-	b.notifications.Add(&notificationv1.Notification{Type: "failure", SessionId: 13, Title: "#13 failed", Read: true})
+	first := notificationfake.Notification(1, "needs_input", 12, "#12 needs input")
+	first.Body, first.Marker = "Fix the flaky test\nwaits", 3
+	second := notificationfake.Notification(2, "failure", 13, "#13 failed")
+	second.Read = true
+	b.notifications.Answer("ListNotifications", &notificationv1.ListNotificationsResponse{
+		UnreadCount: 1, Notifications: []*notificationv1.Notification{second, first},
+	}, nil)
 
 	res := call(t, c, "get_notifications", map[string]any{})
 	require.False(t, res.IsError, textOf(res))
@@ -91,6 +99,9 @@ func TestGetNotificationsListsTheInboxWithItsFilters(t *testing.T) {
 
 	// The filters reach the service as given; a slug is resolved through
 	// lifecycle to the id the service takes.
+	b.notifications.Answer("ListNotifications", &notificationv1.ListNotificationsResponse{
+		UnreadCount: 1, Notifications: []*notificationv1.Notification{first},
+	}, nil)
 	for _, ref := range []any{"flaky", 12, "12"} {
 		res = call(t, c, "get_notifications", map[string]any{"unread": true, "type": "needs_input", "session_id": ref, "page_size": 1})
 		require.False(t, res.IsError, textOf(res))
@@ -98,6 +109,9 @@ func TestGetNotificationsListsTheInboxWithItsFilters(t *testing.T) {
 			b.lastNotificationRequest(t, "ListNotifications")), "%v", ref)
 		require.Contains(t, textOf(res), "- #1 [needs_input] session #12")
 	}
+	b.notifications.Answer("ListNotifications", &notificationv1.ListNotificationsResponse{
+		UnreadCount: 1, Notifications: []*notificationv1.Notification{second}, NextPageToken: "1",
+	}, nil)
 	res = call(t, c, "get_notifications", map[string]any{"page_size": 1})
 	require.Contains(t, textOf(res), `More: call get_notifications again with page_token "1".`)
 
@@ -117,8 +131,11 @@ func TestActionNotificationReadsDismissesAndReadsAll(t *testing.T) {
 	b := setupNotifications(t, nil)
 	b.answerSlug()
 	c := b.connect(t, "/?tool_groups=notifications")
-	first := b.notifications.Add(&notificationv1.Notification{Type: "needs_input", SessionId: 12, Title: "#12 needs input"})
-	b.notifications.Add(&notificationv1.Notification{Type: "agent_message", SessionId: 13, Title: "done"})
+	first := notificationfake.Notification(1, "needs_input", 12, "#12 needs input")
+	b.notifications.Answer("MarkNotificationRead", &notificationv1.MarkNotificationReadResponse{Notification: notificationfake.Read(proto.CloneOf(first))}, nil)
+	b.notifications.Answer("DismissNotification", &notificationv1.DismissNotificationResponse{
+		Notification: notificationfake.Dismissed(notificationfake.Notification(2, "agent_message", 13, "done")),
+	}, nil)
 
 	res := call(t, c, "action_notification", map[string]any{"action": "read", "notification_id": first.GetId()})
 	require.False(t, res.IsError, textOf(res))
@@ -130,9 +147,11 @@ func TestActionNotificationReadsDismissesAndReadsAll(t *testing.T) {
 	require.False(t, res.IsError, textOf(res))
 	require.Contains(t, textOf(res), "Marked 0 of session #12's unread notifications read.")
 	require.True(t, proto.Equal(&notificationv1.MarkAllNotificationsReadRequest{SessionId: 12}, b.lastNotificationRequest(t, "MarkAllNotificationsRead")))
+	b.notifications.Answer("MarkAllNotificationsRead", &notificationv1.MarkAllNotificationsReadResponse{Marked: 1}, nil)
 	res = call(t, c, "action_notification", map[string]any{"action": "read_all"})
 	require.Contains(t, textOf(res), "Marked 1 of every session's unread notifications read.")
 
+	b.notifications.Answer("MarkNotificationRead", nil, status.Error(codes.NotFound, "notification 99 not found; list them with GET /api/v1/notifications"))
 	res = call(t, c, "action_notification", map[string]any{"action": "read", "notification_id": 99})
 	require.True(t, res.IsError)
 	require.Equal(t, "notification 99 not found; list them with GET /api/v1/notifications", textOf(res), "the service's words")
@@ -163,15 +182,20 @@ func TestSendPushNotification(t *testing.T) {
 		b := setupNotifications(t, nil)
 		b.answerSlug()
 		c := b.connect(t, "/?tool_groups=notifications")
+		b.notifications.Answer("SendPushNotification", &notificationv1.SendPushNotificationResponse{
+			Notification: notificationfake.Notification(1, "agent_message", 12, "Deploy is done"),
+		}, nil)
 		res := call(t, c, "send_push_notification", map[string]any{"title": "Deploy is done", "body": "all green", "session_id": "flaky"})
 		require.False(t, res.IsError, textOf(res))
 		require.True(t, strings.HasPrefix(textOf(res), "Sent notification #1 to the operator, from session #12.\n\n```json\n"), textOf(res))
 		require.True(t, proto.Equal(&notificationv1.SendPushNotificationRequest{Title: "Deploy is done", Body: "all green", SessionId: 12},
 			b.lastNotificationRequest(t, "SendPushNotification")))
 
+		b.notifications.Answer("SendPushNotification", nil, grpcstatus.InvalidArgument(validation.Invalid("title", "is longer than 200 characters")))
 		res = call(t, c, "send_push_notification", map[string]any{"title": strings.Repeat("t", 201)})
 		require.True(t, res.IsError)
 		require.Equal(t, "title: is longer than 200 characters", textOf(res), "the service's validation, field named")
+		b.notifications.Answer("SendPushNotification", nil, grpcstatus.InvalidArgument(validation.Invalid("title", "is required: one line the operator reads first")))
 		res = call(t, c, "send_push_notification", map[string]any{"body": "no title"})
 		require.True(t, res.IsError)
 		require.Equal(t, "title: is required: one line the operator reads first", textOf(res))
@@ -182,6 +206,9 @@ func TestSendPushNotification(t *testing.T) {
 		p := credential(7, principal.ScopeSelf)
 		b := setupNotifications(t, &p)
 		c := b.connect(t, "/")
+		b.notifications.Answer("SendPushNotification", &notificationv1.SendPushNotificationResponse{ // as the credential's session
+			Notification: notificationfake.Notification(1, "agent_message", 7, "blocked on review"),
+		}, nil)
 		for _, args := range []map[string]any{{"title": "blocked on review"}, {"title": "blocked on review", "session_id": 7}} {
 			res := call(t, c, "send_push_notification", args)
 			require.False(t, res.IsError, textOf(res))
@@ -209,9 +236,9 @@ func TestGetAlertsShowsRepeatCounts(t *testing.T) {
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "No alerts.\n\n```json\n{\"alerts\":[]}"), textOf(res))
 
-	at := timestamppb.New(notificationfake.Now)
-	b.notifications.SetAlerts(&notificationv1.Alert{Id: 4, DedupKey: "cleanup_running_job", Summary: "cleanup failed\nfor #12", Occurrences: 3,
-		FirstSeenAt: at, LastSeenAt: at, DedupUntil: at})
+	b.notifications.Answer("ListAlerts", &notificationv1.ListAlertsResponse{Alerts: []*notificationv1.Alert{
+		notificationfake.Alert(4, "cleanup_running_job", "cleanup failed\nfor #12", 3),
+	}}, nil)
 	res = call(t, c, "get_alerts", map[string]any{"page_size": 10})
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "1 alerts, newest first:\n\n"+
@@ -219,6 +246,7 @@ func TestGetAlertsShowsRepeatCounts(t *testing.T) {
 	require.Contains(t, textOf(res), `"occurrences":3`)
 	require.True(t, proto.Equal(&notificationv1.ListAlertsRequest{PageSize: 10}, b.lastNotificationRequest(t, "ListAlerts")))
 
+	b.notifications.Answer("ListAlerts", nil, grpcstatus.InvalidArgument(validation.Invalid("page_size", "is 501; use 1 to 500 (0: 50)")))
 	res = call(t, c, "get_alerts", map[string]any{"page_size": 501})
 	require.True(t, res.IsError)
 	require.Equal(t, "page_size: is 501; use 1 to 500 (0: 50)", textOf(res))

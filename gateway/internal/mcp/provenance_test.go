@@ -78,7 +78,7 @@ func TestGetSessionHasProvenanceSections(t *testing.T) {
 	require.True(t, res.IsError)
 	require.Contains(t, textOf(res), `unknown argument "extra"`)
 	for _, m := range lineagefake.WriteMethods {
-		require.Zero(t, lineage.Calls(m))
+		require.Empty(t, lineage.Calls(m))
 	}
 }
 

@@ -53,10 +53,14 @@ func TestActionSessionFollowUp(t *testing.T) {
 	b, queue := setupQueue(t)
 	c := b.connect(t, "/?tool_groups=sessions")
 
+	delivered := &queuev1.FollowUpResponse{
+		Outcome: queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED, JobId: "job-1", Message: "Session 7 runs the follow-up as its turn job-1.",
+	}
+	queue.Answer("FollowUp", delivered, nil)
 	res := call(t, c, "action_session", map[string]any{"action": "follow_up", "session_id": 7, "prompt": "go on", "goal": "ship it", "acting_session_id": 3})
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "Delivered to session 7: the prompt is its turn now (job job-1)."), textOf(res))
-	require.Contains(t, textOf(res), `"outcome":"FOLLOW_UP_OUTCOME_DELIVERED"`)
+	require.Contains(t, textOf(res), `"outcome":"delivered"`)
 	calls := queue.Calls("FollowUp")
 	require.Len(t, calls, 1)
 	require.True(t, proto.Equal(&queuev1.FollowUpRequest{SessionId: "7", Prompt: "go on", Goal: "ship it", ActingSessionId: 3}, calls[0].Request),
@@ -64,17 +68,21 @@ func TestActionSessionFollowUp(t *testing.T) {
 	require.Empty(t, b.fake.Calls(), "a follow-up is the queue's, not lifecycle's")
 	require.Equal(t, surface.MCP, calls[0].Surface)
 
-	queue.SetRunning("worker", true)
+	queue.Answer("FollowUp", &queuev1.FollowUpResponse{ // the session runs a turn
+		Outcome: queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED, Message: queuefake.QueuedMessage,
+		EnqueuedMessage: queuefake.Message(1, 8, 1, "after this turn"),
+	}, nil)
 	res = call(t, c, "action_session", map[string]any{"action": "follow_up", "session_id": "worker", "prompt": "after this turn", "idempotency_key": "k"})
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "Queued for session worker as message 1 (position 1): the session is running, "+
 		"so it is sent as its next turn when the current one ends.\n"+queuefake.QueuedMessage), textOf(res))
-	require.Equal(t, "FOLLOW_UP_OUTCOME_QUEUED", structured(t, res)["outcome"])
+	require.Equal(t, "queued", structured(t, res)["outcome"])
 	require.Equal(t, "k", queue.Calls("FollowUp")[1].Request.(*queuev1.FollowUpRequest).GetIdempotencyKey())
 
+	queue.Answer("FollowUp", delivered, nil)
 	res = call(t, c, "action_session", map[string]any{"action": "follow_up", "session_id": "worker", "prompt": "now", "force_immediate": true})
 	require.False(t, res.IsError, textOf(res))
-	require.Equal(t, "FOLLOW_UP_OUTCOME_DELIVERED", structured(t, res)["outcome"])
+	require.Equal(t, "delivered", structured(t, res)["outcome"])
 
 	for _, tc := range []struct {
 		args map[string]any
@@ -103,28 +111,41 @@ func TestManageEnqueuedMessagesSendNowAndInterrupt(t *testing.T) {
 	t.Parallel()
 	b, queue := setupQueue(t)
 	c := b.connect(t, "/?tool_groups=sessions")
+	queue.Handle("EnqueueMessage", queuefake.Enqueues())
 	for _, content := range []string{"first", "second", "third"} {
 		res := call(t, c, "manage_enqueued_messages", map[string]any{"action": "create", "session_id": "7", "content": content})
 		require.False(t, res.IsError, textOf(res))
 	}
 
-	queue.SetRunning("7", true)
+	// Session 7 runs a turn: the message moves to the front.
+	queue.Answer("SendEnqueuedMessageNow", &queuev1.SendEnqueuedMessageNowResponse{
+		EnqueuedMessage: queuefake.Message(3, 7, 1, "third"), Message: "moved to the front: it is the next turn",
+	}, nil)
 	res := call(t, c, "manage_enqueued_messages", map[string]any{"action": "send_now", "session_id": "7", "message_id": 3, "acting_session_id": 2})
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "Message 3 moved to the front of session 7's queue: the session is running"), textOf(res))
 	require.EqualValues(t, 2, queue.Calls("SendEnqueuedMessageNow")[0].Request.(*queuev1.SendEnqueuedMessageNowRequest).GetActingSessionId())
 	require.Equal(t, surface.MCP, queue.Calls("SendEnqueuedMessageNow")[0].Surface, "the queue names the surface on the uncle edge")
 
+	queue.Answer("InterruptWithEnqueuedMessage", &queuev1.InterruptWithEnqueuedMessageResponse{
+		EnqueuedMessage: queuefake.Sent(queuefake.Message(3, 7, 0, "third")), Interrupted: true, Message: "delivered as the next turn",
+	}, nil)
 	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "interrupt", "session_id": "7", "message_id": 3})
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "Session 7's running turn was stopped: message 3 is its turn now."), textOf(res))
 	require.Equal(t, true, structured(t, res)["interrupted"])
 
-	queue.SetRunning("7", false)
+	// Session 7 is idle: the message is its turn now.
+	queue.Answer("SendEnqueuedMessageNow", &queuev1.SendEnqueuedMessageNowResponse{
+		EnqueuedMessage: queuefake.Sent(queuefake.Message(1, 7, 0, "first")), Delivered: true, Message: "delivered as the next turn",
+	}, nil)
 	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "send_now", "session_id": "7", "message_id": 1})
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "Message 1 delivered to session 7: it is the session's turn now."), textOf(res))
 
+	queue.Answer("ListEnqueuedMessages", &queuev1.ListEnqueuedMessagesResponse{EnqueuedMessages: []*queuev1.EnqueuedMessage{
+		queuefake.Message(2, 7, 1, "second"), queuefake.Sent(queuefake.Message(3, 7, 0, "third")), queuefake.Sent(queuefake.Message(1, 7, 0, "first")),
+	}}, nil)
 	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "list", "session_id": "7"})
 	require.Contains(t, textOf(res), "- [#1 pending] message 2, origin caller: second\n- [sent] message 3, origin caller: third\n- [sent] message 1, origin caller: first")
 
@@ -135,6 +156,7 @@ func TestManageEnqueuedMessagesSendNowAndInterrupt(t *testing.T) {
 		{map[string]any{"action": "send_now", "session_id": "7", "message_id": 2, "position": 1}, `argument "position" is not read by action send_now`},
 		{map[string]any{"action": "interrupt", "session_id": "7", "message_id": 99}, "no such enqueued message"},
 	} {
+		queue.Answer("InterruptWithEnqueuedMessage", nil, status.Error(codes.NotFound, "no such enqueued message"))
 		res := call(t, c, "manage_enqueued_messages", tc.args)
 		require.True(t, res.IsError, textOf(res))
 		require.Contains(t, textOf(res), tc.want)
@@ -155,15 +177,12 @@ func TestGetSessionShowsTheQueue(t *testing.T) {
 	require.False(t, res.IsError, textOf(res))
 	require.Contains(t, textOf(res), "### Queued messages\n\nNone waiting, and none undelivered.\n")
 
-	for _, content := range []string{"lost", "sent", "waiting"} {
-		res := call(t, c, "manage_enqueued_messages", map[string]any{"action": "create", "session_id": "7", "content": content})
-		require.False(t, res.IsError, textOf(res))
-		if content == "lost" {
-			queue.Retire("7")
-		}
-	}
-	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "send_now", "session_id": "7", "message_id": 2})
-	require.False(t, res.IsError, textOf(res))
+	// The queue lists what is still to be delivered, then what left it: an
+	// archive retired one, one was sent.
+	queue.Answer("ListEnqueuedMessages", &queuev1.ListEnqueuedMessagesResponse{EnqueuedMessages: []*queuev1.EnqueuedMessage{
+		queuefake.Message(3, 7, 1, "waiting"), queuefake.Undelivered(queuefake.Message(1, 7, 0, "lost")),
+		queuefake.Sent(queuefake.Message(2, 7, 0, "sent")),
+	}}, nil)
 
 	res = call(t, c, "get_session", map[string]any{"session_id": "7"})
 	require.False(t, res.IsError, textOf(res))

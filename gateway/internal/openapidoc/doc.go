@@ -5,6 +5,8 @@
 //
 //   - 64-bit integers are integers: the gateway's JSON (wirejson) sends
 //     them as numbers, not protojson's strings;
+//   - enum values are the words wirejson sends and reads ("delivered",
+//     not FOLLOW_UP_OUTCOME_DELIVERED);
 //   - errors are the gateway's {"error": kind, "message": ..., "messages":
 //     [...]} (jsonhttp.Error), not a google.rpc.Status;
 //   - a create answers 201, a delete 204 with no body, and a follow-up 200
@@ -51,7 +53,7 @@ func Finish(raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("not an OpenAPI 2.0 document with paths and definitions")
 	}
 	d := &document{root: root, paths: root.obj("paths"), defs: root.obj("definitions")}
-	for _, step := range []func() error{d.integers, d.errorResponses, d.successStatuses, d.sessionDetail, d.rules, d.jsonNames} {
+	for _, step := range []func() error{d.integers, d.enums, d.errorResponses, d.successStatuses, d.sessionDetail, d.rules, d.jsonNames} {
 		if err := step(); err != nil {
 			return nil, fmt.Errorf("finish the OpenAPI document: %w", err)
 		}

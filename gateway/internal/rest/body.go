@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 )
 
 // maxKeptBody bounds the copy of a body kept to explain its refusal: the
@@ -139,7 +141,7 @@ func scalarExample(fd protoreflect.FieldDescriptor) string {
 		return "1.5"
 	case protoreflect.EnumKind:
 		if v := fd.Enum().Values(); v.Len() > 1 {
-			return fmt.Sprintf("%q", v.Get(1).Name())
+			return fmt.Sprintf("%q", wirejson.EnumWord(v.Get(1)))
 		}
 		return `"..."`
 	case protoreflect.MessageKind, protoreflect.GroupKind:
@@ -186,13 +188,13 @@ func takesScalar(fd protoreflect.FieldDescriptor) string {
 	case protoreflect.FloatKind, protoreflect.DoubleKind:
 		return "a number"
 	case protoreflect.EnumKind:
-		var names []string
+		var words []string
 		for i := range fd.Enum().Values().Len() {
-			if i > 0 { // the zero value is "unspecified"
-				names = append(names, string(fd.Enum().Values().Get(i).Name()))
+			if w := wirejson.EnumWord(fd.Enum().Values().Get(i)); w != "" { // the zero value has none
+				words = append(words, w)
 			}
 		}
-		return "one of " + strings.Join(names, ", ")
+		return "one of " + strings.Join(words, ", ")
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		switch fd.Message().FullName() {
 		case "google.protobuf.Timestamp":

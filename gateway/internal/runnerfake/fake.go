@@ -1,8 +1,8 @@
-// Package runnerfake is a runner service for the gateway's tests: it
-// records every call, answers GetTranscript with a canned page (GetClone
-// with a canned clone) and streams
-// FollowTranscript from lines a test pushes. It keeps no transcript; the
-// runner's own tests prove the real one.
+// Package runnerfake is a runner service for the gateway's tests: a
+// grpcfake recorder answering GetTranscript with Transcript() and GetClone
+// with the session's Clone unless the test set another answer, and
+// streaming FollowTranscript from lines a test pushes. It keeps no
+// transcript; the runner's own tests prove the real one.
 package runnerfake
 
 import (
@@ -16,10 +16,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/grpcfake"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
-	"github.com/zimmerhq/zimmer/services/platform/principal"
 )
 
 // Now is the time of the default transcript.
@@ -46,56 +47,45 @@ func Line(id int64, text string) *runnerv1.TranscriptLine {
 }
 
 // Call is one call the fake received.
-type Call struct {
-	Method    string // "GetTranscript" or "FollowTranscript"
-	Request   proto.Message
-	Principal principal.Principal // the principal the gateway forwarded
-}
+type Call = grpcfake.Call
 
-// Server implements runnerv1.RunnerServiceServer.
+// Server implements runnerv1.RunnerServiceServer as a recorder.
 type Server struct {
 	runnerv1.UnimplementedRunnerServiceServer
+	*grpcfake.Recorder
 
-	mu         sync.Mutex
-	calls      []Call
-	transcript *runnerv1.GetTranscriptResponse
-	fail       error
-	followers  []chan *runnerv1.TranscriptLine
-	followed   chan struct{} // closed and replaced when a follower arrives
+	mu        sync.Mutex
+	followers []chan *runnerv1.TranscriptLine
+	followed  chan struct{} // closed and replaced when a follower arrives
 }
 
-// New returns a fake answering Transcript().
-func New() *Server { return &Server{transcript: Transcript(), followed: make(chan struct{})} }
+// New returns a fake with no calls and the default answers.
+func New() *Server {
+	s := &Server{
+		Recorder: grpcfake.NewRecorder(func(resp protoreflect.Message) {
+			if r, ok := resp.Interface().(*runnerv1.GetTranscriptResponse); ok {
+				proto.Merge(r, Transcript())
+			}
+		}),
+		followed: make(chan struct{}),
+	}
+	s.Handle("GetClone", func(m proto.Message) (proto.Message, error) {
+		ref := m.(*runnerv1.GetCloneRequest).GetSessionId()
+		id, err := strconv.ParseInt(ref, 10, 64)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "session_id %q is not numeric", ref)
+		}
+		return &runnerv1.GetCloneResponse{Clone: Clone(id)}, nil
+	})
+	return s
+}
 
 // Register adds the fake to g.
 func (s *Server) Register(g *grpc.Server) { runnerv1.RegisterRunnerServiceServer(g, s) }
 
-// FailWith makes every later call fail with err (nil restores the answers).
-func (s *Server) FailWith(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fail = err
-}
-
 // SetTranscript is what GetTranscript answers from now on.
 func (s *Server) SetTranscript(resp *runnerv1.GetTranscriptResponse) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.transcript = proto.Clone(resp).(*runnerv1.GetTranscriptResponse)
-}
-
-// Calls are the calls received so far, oldest first; with methods, only
-// the calls of those.
-func (s *Server) Calls(methods ...string) []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Call
-	for _, c := range s.calls {
-		if len(methods) == 0 || slices.Contains(methods, c.Method) {
-			out = append(out, c)
-		}
-	}
-	return out
+	s.Answer("GetTranscript", resp, nil)
 }
 
 // Followers is how many FollowTranscript streams are open.
@@ -126,29 +116,21 @@ func (s *Server) Push(line *runnerv1.TranscriptLine) {
 	}
 }
 
-func (s *Server) record(ctx context.Context, method string, req proto.Message) error {
-	p, _ := principal.FromContext(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = append(s.calls, Call{Method: method, Request: proto.Clone(req), Principal: p})
-	return s.fail
-}
-
 // GetTranscript implements runnerv1.RunnerServiceServer.
 func (s *Server) GetTranscript(ctx context.Context, req *runnerv1.GetTranscriptRequest) (*runnerv1.GetTranscriptResponse, error) {
-	if err := s.record(ctx, "GetTranscript", req); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return proto.Clone(s.transcript).(*runnerv1.GetTranscriptResponse), nil
+	return grpcfake.Answer[*runnerv1.GetTranscriptResponse](ctx, s.Recorder, req)
+}
+
+// InterruptTurn implements runnerv1.RunnerServiceServer.
+func (s *Server) InterruptTurn(ctx context.Context, req *runnerv1.InterruptTurnRequest) (*runnerv1.InterruptTurnResponse, error) {
+	return grpcfake.Answer[*runnerv1.InterruptTurnResponse](ctx, s.Recorder, req)
 }
 
 // FollowTranscript implements runnerv1.RunnerServiceServer: it streams what
 // Push sends until the caller goes away.
 func (s *Server) FollowTranscript(req *runnerv1.FollowTranscriptRequest, stream grpc.ServerStreamingServer[runnerv1.FollowTranscriptResponse]) error {
 	ctx := stream.Context()
-	if err := s.record(ctx, "FollowTranscript", req); err != nil {
+	if err := s.Record(ctx, req); err != nil {
 		return err
 	}
 	lines := make(chan *runnerv1.TranscriptLine, 100)
@@ -189,14 +171,7 @@ func Clone(id int64) *runnerv1.Clone {
 	}
 }
 
-// GetClone implements runnerv1.RunnerServiceServer: Clone of the session.
+// GetClone implements runnerv1.RunnerServiceServer.
 func (s *Server) GetClone(ctx context.Context, req *runnerv1.GetCloneRequest) (*runnerv1.GetCloneResponse, error) {
-	if err := s.record(ctx, "GetClone", req); err != nil {
-		return nil, err
-	}
-	id, err := strconv.ParseInt(req.GetSessionId(), 10, 64)
-	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "session_id %q is not numeric", req.GetSessionId())
-	}
-	return &runnerv1.GetCloneResponse{Clone: Clone(id)}, nil
+	return grpcfake.Answer[*runnerv1.GetCloneResponse](ctx, s.Recorder, req)
 }

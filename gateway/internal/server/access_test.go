@@ -13,6 +13,8 @@ import (
 
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
+	"github.com/zimmerhq/zimmer/gateway/internal/notificationfake"
+	"github.com/zimmerhq/zimmer/gateway/internal/queuefake"
 	"github.com/zimmerhq/zimmer/gateway/openapi"
 	accessv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/access/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
@@ -154,7 +156,10 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 		t.Run(key.name, func(t *testing.T) {
 			t.Parallel()
 			b := setupProvenance(t, provenanceOpts{})
-			b.notifications.Add(&notificationv1.Notification{Type: "needs_input", SessionId: 1, Title: "walked"})
+			b.notifications.Answer("ListNotifications", &notificationv1.ListNotificationsResponse{
+				Notifications: []*notificationv1.Notification{notificationfake.Notification(1, "needs_input", 1, "walked")},
+			}, nil)
+			b.queue.Handle("EnqueueMessage", queuefake.Enqueues())
 			var refusedREST, refusedTools []string
 			for _, r := range routes {
 				// A runner route reaches the runner (after lifecycle resolved

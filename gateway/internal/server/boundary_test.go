@@ -103,10 +103,10 @@ func TestNoKeyAssertsAHumanByRouteFieldOrHeader(t *testing.T) {
 		}
 	}
 
-	require.Zero(t, b.lineage.Calls("RecordHumanMessage"), "a client reached RecordHumanMessage")
+	require.Empty(t, b.lineage.Calls("RecordHumanMessage"), "a client reached RecordHumanMessage")
 	require.Empty(t, b.lineage.Recorded())
-	require.Zero(t, b.lineage.Calls("CreateUser"))
-	require.Zero(t, b.lineage.Calls("UpdateUser"))
+	require.Empty(t, b.lineage.Calls("CreateUser"))
+	require.Empty(t, b.lineage.Calls("UpdateUser"))
 }
 
 // A gateway built without the testboundary tag refuses to start with the

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/notificationfake"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 )
@@ -53,11 +54,18 @@ func TestEveryRouteAnswersWhatTheContractSays(t *testing.T) {
 
 	// The notification service's routes answer with one of each: a
 	// notification (1, which every route finds) and an alert with details.
-	b.notifications.Add(&notificationv1.Notification{Type: "needs_input", SessionId: 1, Title: "#1 needs input", Marker: 1})
+	n := notificationfake.Notification(1, "needs_input", 1, "#1 needs input")
+	n.Marker = 1
+	b.notifications.Answer("ListNotifications", &notificationv1.ListNotificationsResponse{UnreadCount: 1, Notifications: []*notificationv1.Notification{n}}, nil)
+	b.notifications.Answer("MarkNotificationRead", &notificationv1.MarkNotificationReadResponse{Notification: n}, nil)
+	b.notifications.Answer("DismissNotification", &notificationv1.DismissNotificationResponse{Notification: n}, nil)
+	b.notifications.Answer("MarkAllNotificationsRead", &notificationv1.MarkAllNotificationsReadResponse{Marked: 1}, nil)
+	b.notifications.Answer("SendPushNotification", &notificationv1.SendPushNotificationResponse{Notification: n}, nil)
 	details, err := structpb.NewStruct(map[string]any{"session_id": 1})
 	require.NoError(t, err)
-	b.notifications.SetAlerts(&notificationv1.Alert{Id: 1, DedupKey: "walked", Summary: "walked", Details: details, Occurrences: 2,
-		FirstSeenAt: timestamppb.Now(), LastSeenAt: timestamppb.Now(), DedupUntil: timestamppb.Now()})
+	alert := notificationfake.Alert(1, "walked", "walked", 2)
+	alert.Details = details
+	b.notifications.Answer("ListAlerts", &notificationv1.ListAlertsResponse{Alerts: []*notificationv1.Alert{alert}}, nil)
 
 	resp := b.do(t, http.MethodGet, "/openapi.json", "")
 	require.Equal(t, http.StatusOK, resp.status)
@@ -147,6 +155,9 @@ func conforms(t *testing.T, doc openAPIDoc, schema map[string]any, value any, wh
 		}
 	case "string":
 		require.IsType(t, "", value, where)
+		if words, ok := schema["enum"].([]any); ok {
+			require.Contains(t, words, value, "%s: one of the documented words", where)
+		}
 	case "boolean":
 		require.IsType(t, true, value, where)
 	case "integer":

@@ -6,13 +6,16 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/notificationfake"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
+	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // lastNotificationRequest is the notification fake's last request of method.
@@ -29,8 +32,12 @@ func (b *testBundle) lastNotificationRequest(t *testing.T, method string) proto.
 func TestNotificationsOverREST(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
-	first := b.notifications.Add(&notificationv1.Notification{Type: "needs_input", SessionId: 12, Title: "#12 needs input", Marker: 3})
-	b.notifications.Add(&notificationv1.Notification{Type: "failure", SessionId: 13, Title: "#13 failed"})
+	first := notificationfake.Notification(1, "needs_input", 12, "#12 needs input")
+	first.Marker = 3
+	second := notificationfake.Notification(2, "failure", 13, "#13 failed")
+	b.notifications.Answer("ListNotifications", &notificationv1.ListNotificationsResponse{
+		UnreadCount: 2, Notifications: []*notificationv1.Notification{first},
+	}, nil)
 
 	resp := b.call(t, http.MethodGet, "/api/v1/notifications?unread=true&type=needs_input&session_id=12&page_size=5", "")
 	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
@@ -47,28 +54,36 @@ func TestNotificationsOverREST(t *testing.T) {
 	require.Equal(t, "needs_input", got["type"])
 	require.Equal(t, false, got["read"])
 
+	read := notificationfake.Read(proto.CloneOf(first))
+	b.notifications.Answer("MarkNotificationRead", &notificationv1.MarkNotificationReadResponse{Notification: read}, nil)
 	resp = b.call(t, http.MethodPost, "/api/v1/notifications/1/read", "")
 	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
 	require.Equal(t, true, resp.json(t)["notification"].(map[string]any)["read"])
 	require.True(t, proto.Equal(&notificationv1.MarkNotificationReadRequest{NotificationId: first.GetId()}, b.lastNotificationRequest(t, "MarkNotificationRead")))
 
+	b.notifications.Answer("DismissNotification", &notificationv1.DismissNotificationResponse{Notification: notificationfake.Dismissed(second)}, nil)
 	resp = b.call(t, http.MethodPost, "/api/v1/notifications/2/dismiss", "{}")
 	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
 	require.Equal(t, true, resp.json(t)["notification"].(map[string]any)["dismissed"])
 
+	b.notifications.Answer("MarkAllNotificationsRead", &notificationv1.MarkAllNotificationsReadResponse{Marked: 1}, nil)
 	resp = b.call(t, http.MethodPost, "/api/v1/notifications/read_all", `{"session_id": 13}`)
 	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
 	require.Equal(t, json.Number("1"), resp.json(t)["marked"])
 	require.True(t, proto.Equal(&notificationv1.MarkAllNotificationsReadRequest{SessionId: 13}, b.lastNotificationRequest(t, "MarkAllNotificationsRead")))
 
+	// The service hides the dismissed one and counts no unread.
+	b.notifications.Answer("ListNotifications", &notificationv1.ListNotificationsResponse{Notifications: []*notificationv1.Notification{read}}, nil)
 	resp = b.call(t, http.MethodGet, "/api/v1/notifications", "")
 	require.Equal(t, http.StatusOK, resp.status)
 	require.Equal(t, json.Number("0"), resp.json(t)["unread_count"])
 	require.Len(t, resp.json(t)["notifications"], 1, "the dismissed one is hidden")
 
+	b.notifications.Answer("MarkNotificationRead", nil, status.Error(codes.NotFound, "notification 99 not found; list them with GET /api/v1/notifications"))
 	resp = b.call(t, http.MethodPost, "/api/v1/notifications/99/read", "")
 	require.Equal(t, http.StatusNotFound, resp.status)
 	require.Equal(t, "notification 99 not found; list them with GET /api/v1/notifications", resp.errorText(t))
+	b.notifications.Answer("ListNotifications", nil, grpcstatus.InvalidArgument(validation.Invalid("page_size", "is 501; use 1 to 500 (0: 50)")))
 	resp = b.call(t, http.MethodGet, "/api/v1/notifications?page_size=501", "")
 	require.Equal(t, http.StatusUnprocessableEntity, resp.status, "the service's rule: 422")
 	resp = b.call(t, http.MethodGet, "/api/v1/notifications?page_size=many", "")
@@ -80,9 +95,9 @@ func TestNotificationsOverREST(t *testing.T) {
 func TestAlertsOverREST(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
-	at := timestamppb.New(notificationfake.Now)
-	b.notifications.SetAlerts(&notificationv1.Alert{Id: 4, DedupKey: "cleanup_running_job", Summary: "cleanup failed", Occurrences: 3,
-		FirstSeenAt: at, LastSeenAt: at, DedupUntil: at})
+	b.notifications.Answer("ListAlerts", &notificationv1.ListAlertsResponse{Alerts: []*notificationv1.Alert{
+		notificationfake.Alert(4, "cleanup_running_job", "cleanup failed", 3),
+	}}, nil)
 
 	resp := b.call(t, http.MethodGet, "/api/v1/alerts?page_size=10", "")
 	require.Equal(t, http.StatusOK, resp.status, string(resp.body))

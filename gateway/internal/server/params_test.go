@@ -54,7 +54,7 @@ func TestBadTextInParametersIsRefusedNamingTheParameter(t *testing.T) {
 	resp := b.supervise(t, http.MethodPatch, "/supervisor/users/%FF", `{"notes": "x"}`)
 	require.Equal(t, http.StatusBadRequest, resp.status, string(resp.body))
 	require.Contains(t, resp.errorText(t), `path parameter "key" is not valid UTF-8`)
-	require.Zero(t, b.lineage.Calls("UpdateUser"))
+	require.Empty(t, b.lineage.Calls("UpdateUser"))
 
 	// MCP: a session reference holding a NUL is refused before any call.
 	c, err := mcpClient(t, b.url+"/mcp", testKey)

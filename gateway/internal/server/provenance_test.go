@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -173,7 +175,7 @@ func TestSessionDetailComposesProvenance(t *testing.T) {
 	require.NotEmpty(t, resp.errorText(t))
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/api/v1/sessions", "").status)
 	require.Equal(t, http.StatusUnauthorized, b.do(t, http.MethodGet, "/api/v1/sessions/1", "").status, "the key is still required")
-	require.Zero(t, b.lineage.Calls("RecordHumanMessage"))
+	require.Empty(t, b.lineage.Calls("RecordHumanMessage"))
 }
 
 // Lineage down does not fail the detail: 200, both lineage keys null
@@ -237,16 +239,21 @@ func TestSupervisorUsers(t *testing.T) {
 	t.Parallel()
 	b := setupProvenance(t, provenanceOpts{})
 
+	b.lineage.Answer("CreateUser", &lineagev1.CreateUserResponse{User: &lineagev1.User{Key: "sam", DisplayName: "Sam", SlackUserIds: []string{"U1"}}}, nil)
 	resp := b.supervise(t, http.MethodPost, "/supervisor/users", `{"key": "sam", "display_name": "Sam", "slack_user_ids": ["U1"]}`)
 	require.Equal(t, http.StatusCreated, resp.status, string(resp.body))
 	require.Equal(t, "sam", resp.json(t)["user"].(map[string]any)["key"])
 
+	b.lineage.Answer("UpdateUser", &lineagev1.UpdateUserResponse{User: &lineagev1.User{
+		Key: "juliehazz", DisplayName: "Julie", Notes: "Owns the UI.", Email: "julie@example.com",
+	}}, nil)
 	resp = b.supervise(t, http.MethodPatch, "/supervisor/users/juliehazz", `{"notes": "Owns the UI.", "email": "julie@example.com"}`)
 	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
 	user := resp.json(t)["user"].(map[string]any)
 	require.Equal(t, "Owns the UI.", user["notes"])
 	require.Equal(t, "julie@example.com", user["email"])
 
+	b.lineage.Answer("UpdateUser", nil, status.Error(codes.Aborted, `slack user ID U1 already belongs to user "sam"; remove it there first`))
 	resp = b.supervise(t, http.MethodPatch, "/supervisor/users/juliehazz", `{"slack_user_ids": ["U1"]}`)
 	require.Equal(t, http.StatusConflict, resp.status)
 	require.Contains(t, resp.errorText(t), `slack user ID U1 already belongs to user "sam"`)
@@ -268,7 +275,7 @@ func TestSupervisorUsers(t *testing.T) {
 		resp = b.supervise(t, tt.method, tt.path, `{}`)
 		require.Contains(t, []int{http.StatusNotFound, http.StatusMethodNotAllowed}, resp.status, "%s %s", tt.method, tt.path)
 	}
-	require.Zero(t, b.lineage.Calls("RecordHumanMessage"))
-	require.Equal(t, 1, b.lineage.Calls("CreateUser"))
+	require.Empty(t, b.lineage.Calls("RecordHumanMessage"))
+	require.Len(t, b.lineage.Calls("CreateUser"), 1)
 	require.True(t, strings.HasPrefix(supervisor.Routes[0], "GET /supervisor/"))
 }

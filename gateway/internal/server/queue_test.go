@@ -27,6 +27,7 @@ func TestEnqueuedMessagesOverREST(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	base := "/api/v1/sessions/7/enqueued_messages"
+	b.queue.Handle("EnqueueMessage", queuefake.Enqueues())
 	for _, content := range []string{"first", "second", "third"} {
 		resp := b.call(t, http.MethodPost, base, `{"content":"`+content+`","goal":"g","idempotency_key":"k-`+content+`"}`)
 		require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
@@ -45,12 +46,16 @@ func TestEnqueuedMessagesOverREST(t *testing.T) {
 	require.Contains(t, resp.errorText(t), "origin")
 	require.Len(t, b.queue.Calls(), before)
 
+	b.queue.Answer("UpdateEnqueuedMessage", &queuev1.UpdateEnqueuedMessageResponse{EnqueuedMessage: queuefake.Message(3, 7, 1, "third, first")}, nil)
 	resp = b.call(t, http.MethodPatch, base+"/3", `{"position":1,"content":"third, first"}`)
 	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
 	require.Equal(t, json.Number("1"), resp.json(t)["enqueued_message"].(map[string]any)["position"])
 	resp = b.call(t, http.MethodDelete, base+"/1", "")
 	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
 
+	b.queue.Answer("ListEnqueuedMessages", &queuev1.ListEnqueuedMessagesResponse{EnqueuedMessages: []*queuev1.EnqueuedMessage{
+		queuefake.Message(3, 7, 1, "third, first"), queuefake.Message(2, 7, 2, "second"),
+	}}, nil)
 	resp = b.call(t, http.MethodGet, base, "")
 	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
 	var got []any
@@ -59,6 +64,7 @@ func TestEnqueuedMessagesOverREST(t *testing.T) {
 	}
 	require.Equal(t, []any{"third, first", "second"}, got)
 
+	b.queue.Answer("DeleteEnqueuedMessage", nil, status.Error(codes.NotFound, "no such enqueued message"))
 	resp = b.call(t, http.MethodDelete, base+"/1", "")
 	require.Equal(t, http.StatusNotFound, resp.status, "%s", resp.body)
 	require.Equal(t, "no such enqueued message", resp.errorText(t))
@@ -78,9 +84,14 @@ func TestManageEnqueuedMessagesOverMCP(t *testing.T) {
 		require.False(t, res.IsError, textOf(res))
 		return textOf(res)
 	}
+	b.queue.Handle("EnqueueMessage", queuefake.Enqueues())
 	call(map[string]any{"action": "create", "session_id": 7, "content": "first"})
 	call(map[string]any{"action": "create", "session_id": "7", "content": "second", "goal": "ship it"})
+	b.queue.Answer("UpdateEnqueuedMessage", &queuev1.UpdateEnqueuedMessageResponse{EnqueuedMessage: queuefake.Message(2, 7, 1, "second")}, nil)
 	call(map[string]any{"action": "update", "session_id": "7", "message_id": 2, "position": 1})
+	b.queue.Answer("ListEnqueuedMessages", &queuev1.ListEnqueuedMessagesResponse{EnqueuedMessages: []*queuev1.EnqueuedMessage{
+		queuefake.Message(2, 7, 1, "second"), queuefake.Message(1, 7, 2, "first"),
+	}}, nil)
 	text := call(map[string]any{"action": "list", "session_id": "7"})
 	require.Contains(t, text, "- [#1 pending] message 2, origin caller: second\n- [#2 pending] message 1, origin caller: first")
 	call(map[string]any{"action": "delete", "session_id": "7", "message_id": 1})
@@ -123,11 +134,18 @@ func TestFollowUpOverREST(t *testing.T) {
 		conforms(t, doc, documented[status].Schema, value, "follow_up "+status)
 	}
 
+	delivered := &queuev1.FollowUpResponse{
+		Outcome: queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED, JobId: "job-1", Message: "Session 7 runs the follow-up as its turn job-1.",
+	}
+	b.queue.Answer("FollowUp", delivered, nil)
 	resp := b.call(t, http.MethodPost, "/api/v1/sessions/7/follow_up", `{"prompt":"go on","goal":"ship it","acting_session_id":3,"idempotency_key":"k"}`)
 	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
 	conformsTo(resp, "200")
 	body := resp.json(t)
-	require.Equal(t, "FOLLOW_UP_OUTCOME_DELIVERED", body["outcome"])
+	require.Equal(t, "delivered", body["outcome"])
+	require.Contains(t, body, "uncle_edge")
+	require.Nil(t, body["uncle_edge"], "an unset enum is null")
+	require.NotContains(t, string(resp.body), "UNSPECIFIED")
 	require.NotEmpty(t, body["job_id"])
 	calls := b.queue.Calls("FollowUp")
 	require.Len(t, calls, 1)
@@ -136,19 +154,23 @@ func TestFollowUpOverREST(t *testing.T) {
 	require.Equal(t, principal.Operator, calls[0].Principal.Kind, "the gateway forwards who called")
 	require.Equal(t, surface.REST, calls[0].Surface, "and the surface it came through")
 
-	b.queue.SetRunning("the-worker", true)
+	b.queue.Answer("FollowUp", &queuev1.FollowUpResponse{ // the session runs a turn
+		Outcome: queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED, Message: queuefake.QueuedMessage,
+		EnqueuedMessage: queuefake.Message(1, 8, 1, "after this turn"),
+	}, nil)
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/the-worker/follow_up", `{"prompt":"after this turn"}`)
 	require.Equal(t, http.StatusAccepted, resp.status, "%s", resp.body)
 	conformsTo(resp, "202")
 	body = resp.json(t)
-	require.Equal(t, "FOLLOW_UP_OUTCOME_QUEUED", body["outcome"])
+	require.Equal(t, "queued", body["outcome"])
 	require.Equal(t, queuefake.QueuedMessage, body["message"])
 	require.Equal(t, "after this turn", body["enqueued_message"].(map[string]any)["content"])
 	require.Equal(t, "the-worker", b.queue.Calls("FollowUp")[1].Request.(*queuev1.FollowUpRequest).GetSessionId(), "a slug reaches the queue as given")
 
+	b.queue.Answer("FollowUp", delivered, nil)
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/the-worker/follow_up", `{"prompt":"now","force_immediate":true}`)
 	require.Equal(t, http.StatusOK, resp.status, "force_immediate delivers now: %s", resp.body)
-	require.Equal(t, "FOLLOW_UP_OUTCOME_DELIVERED", resp.json(t)["outcome"])
+	require.Equal(t, "delivered", resp.json(t)["outcome"])
 
 	// Errors keep the gateway's one mapping.
 	before := len(b.queue.Calls())
@@ -156,6 +178,7 @@ func TestFollowUpOverREST(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, resp.status, "%s", resp.body)
 	require.Contains(t, resp.errorText(t), `promt: is not a field of this request`)
 	require.Len(t, b.queue.Calls(), before, "a body that is not the route's reaches nothing")
+	b.queue.Answer("FollowUp", nil, status.Error(codes.InvalidArgument, "prompt: is required"))
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/7/follow_up", `{}`)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.status, "%s", resp.body)
 	_, kind, _ := resp.problem(t)
@@ -180,6 +203,7 @@ func TestSendNowAndInterruptOverREST(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	base := "/api/v1/sessions/7/enqueued_messages"
+	b.queue.Handle("EnqueueMessage", queuefake.Enqueues())
 	var ids []string
 	for _, content := range []string{"first", "second", "third"} {
 		resp := b.call(t, http.MethodPost, base, `{"content":"`+content+`"}`)
@@ -187,7 +211,10 @@ func TestSendNowAndInterruptOverREST(t *testing.T) {
 		ids = append(ids, resp.json(t)["enqueued_message"].(map[string]any)["id"].(json.Number).String())
 	}
 
-	b.queue.SetRunning("7", true)
+	// Session 7 runs a turn: the message moves to the front.
+	b.queue.Answer("SendEnqueuedMessageNow", &queuev1.SendEnqueuedMessageNowResponse{
+		EnqueuedMessage: queuefake.Message(3, 7, 1, "third"), Message: "moved to the front: it is the next turn",
+	}, nil)
 	resp := b.call(t, http.MethodPost, base+"/"+ids[2]+"/send_now", `{"acting_session_id":3}`)
 	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
 	require.Equal(t, false, resp.json(t)["delivered"])
@@ -196,18 +223,25 @@ func TestSendNowAndInterruptOverREST(t *testing.T) {
 	require.Equal(t, "7", send.GetSessionId())
 	require.EqualValues(t, 3, send.GetActingSessionId())
 
+	b.queue.Answer("InterruptWithEnqueuedMessage", &queuev1.InterruptWithEnqueuedMessageResponse{
+		EnqueuedMessage: queuefake.Sent(queuefake.Message(2, 7, 0, "second")), Interrupted: true, Message: "delivered as the next turn",
+	}, nil)
 	resp = b.call(t, http.MethodPost, base+"/"+ids[1]+"/interrupt", `{}`)
 	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
 	require.Equal(t, true, resp.json(t)["interrupted"])
 	require.Equal(t, "sent", resp.json(t)["enqueued_message"].(map[string]any)["status"])
 
-	b.queue.SetRunning("7", false)
+	// Session 7 is idle: the message is its turn now.
+	b.queue.Answer("SendEnqueuedMessageNow", &queuev1.SendEnqueuedMessageNowResponse{
+		EnqueuedMessage: queuefake.Sent(queuefake.Message(1, 7, 0, "first")), Delivered: true, Message: "delivered as the next turn",
+	}, nil)
 	resp = b.call(t, http.MethodPost, base+"/"+ids[0]+"/send_now", `{}`)
 	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
 	require.Equal(t, true, resp.json(t)["delivered"])
 
 	resp = b.call(t, http.MethodPost, base+"/one/interrupt", `{}`)
 	require.Equal(t, http.StatusBadRequest, resp.status, "a message id is a number: %s", resp.body)
+	b.queue.Answer("SendEnqueuedMessageNow", nil, status.Error(codes.NotFound, "no such enqueued message"))
 	resp = b.call(t, http.MethodPost, base+"/999/send_now", `{}`)
 	require.Equal(t, http.StatusNotFound, resp.status, "%s", resp.body)
 	for path, wantKind := range map[string]string{base + "/1/send_now": "Cannot send now", base + "/1/interrupt": "Cannot interrupt"} {
@@ -227,16 +261,12 @@ func TestSessionDetailCarriesTheQueue(t *testing.T) {
 	t.Parallel()
 	b := setupProvenance(t, provenanceOpts{})
 	b.fake.Answer("GetSession", &lifecyclev1.GetSessionResponse{Session: &lifecyclev1.Session{Id: 1, Slug: "worker", Status: "running"}}, nil)
-	base := "/api/v1/sessions/1/enqueued_messages"
-	for _, content := range []string{"lost one", "lost two", "sent", "waiting"} {
-		require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, base, `{"content":"`+content+`"}`).status)
-		switch content {
-		case "lost two":
-			b.queue.Retire("1") // an archive retired the first two
-		case "sent":
-			require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, base+"/3/send_now", `{}`).status)
-		}
-	}
+	// The queue lists what is still to be delivered, then what left it: an
+	// archive retired two, one was sent.
+	b.queue.Answer("ListEnqueuedMessages", &queuev1.ListEnqueuedMessagesResponse{EnqueuedMessages: []*queuev1.EnqueuedMessage{
+		queuefake.Message(4, 1, 1, "waiting"), queuefake.Undelivered(queuefake.Message(1, 1, 0, "lost one")),
+		queuefake.Undelivered(queuefake.Message(2, 1, 0, "lost two")), queuefake.Sent(queuefake.Message(3, 1, 0, "sent")),
+	}}, nil)
 
 	for _, ref := range []string{"1", "worker"} {
 		resp := b.call(t, http.MethodGet, "/api/v1/sessions/"+ref, "")

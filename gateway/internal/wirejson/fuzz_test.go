@@ -3,6 +3,7 @@ package wirejson_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 )
 
 // FuzzMarshalMatchesProtojson checks Marshal against a reference built the
@@ -34,6 +36,7 @@ func FuzzMarshalMatchesProtojson(f *testing.F) {
 		(&lifecyclev1.ListSessionsResponse{}).ProtoReflect().Type(),
 		(&lifecyclev1.SessionEvent{}).ProtoReflect().Type(),
 		(&lineagev1.GetSessionProvenanceResponse{}).ProtoReflect().Type(),
+		(&queuev1.FollowUpResponse{}).ProtoReflect().Type(),
 	}
 	for i, m := range seedMessages(f, outer) {
 		b, err := proto.Marshal(m)
@@ -101,9 +104,14 @@ func seedMessages(t testing.TB, outer protoreflect.MessageType) []proto.Message 
 			Pagination: &lifecyclev1.Pagination{Page: 1, PerPage: 25, TotalCount: 2, TotalPages: 1},
 		},
 		&lifecyclev1.SessionEvent{EventId: "e", SessionId: 9, Payload: &lifecyclev1.SessionEvent_Effect{Effect: &lifecyclev1.SessionEffect{
-			Name: "dismiss_notifications", Payload: meta, Session: &lifecyclev1.Session{Id: 9, NeedsInputCount: 3},
+			Kind: &lifecyclev1.SessionEffect_RetireMessages{RetireMessages: &lifecyclev1.RetireMessagesEffect{
+				Forced: true, ArchivedAt: timestamppb.New(time.Date(2026, 3, 5, 12, 0, 0, 0, time.UTC)),
+			}},
+			Session: &lifecyclev1.Session{Id: 9, NeedsInputCount: 3},
 		}}},
 		hierarchyProvenance(),
+		&queuev1.FollowUpResponse{Outcome: queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED, Message: "queued",
+			EnqueuedMessage: &queuev1.EnqueuedMessage{Id: 5, SessionId: 1}},
 	}
 }
 
@@ -115,7 +123,8 @@ func hierarchyProvenance() *lineagev1.GetSessionProvenanceResponse {
 }
 
 // reference is m as protojson writes it (with Marshal's options), fixed up
-// as a tree.
+// as a tree: 64-bit integers as numbers, unset optionals as null, enum
+// values as words (fixEnum).
 func reference(m proto.Message) (any, error) {
 	b, err := wirejson.NewMarshaler().MarshalOptions.Marshal(m)
 	if err != nil {
@@ -193,8 +202,32 @@ func fixScalar(fd protoreflect.FieldDescriptor, v any) any {
 		return fixNumber(v)
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		return fixMessage(fd.Message(), v)
+	case protoreflect.EnumKind:
+		return fixEnum(fd.Enum(), v)
 	}
 	return v
+}
+
+// fixEnum is an enum value's word, found independently of
+// wirejson.EnumWord: the name past the prefix all of the enum's value
+// names share, in lower case; null for the zero value.
+func fixEnum(ed protoreflect.EnumDescriptor, v any) any {
+	name, ok := v.(string)
+	if !ok || ed.Values().ByName(protoreflect.Name(name)) == nil {
+		return v
+	}
+	if ed.Values().ByName(protoreflect.Name(name)).Number() == 0 {
+		return nil
+	}
+	prefix := string(ed.Values().Get(0).Name())
+	for i := range ed.Values().Len() {
+		n := string(ed.Values().Get(i).Name())
+		for !strings.HasPrefix(n, prefix) {
+			prefix = prefix[:len(prefix)-1]
+		}
+	}
+	prefix = prefix[:strings.LastIndexByte(prefix, '_')+1]
+	return strings.ToLower(strings.TrimPrefix(name, prefix))
 }
 
 func fixNumber(v any) any {

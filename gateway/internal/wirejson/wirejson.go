@@ -1,7 +1,10 @@
 // Package wirejson is the JSON form of the API's messages on every gateway
 // surface: protojson with proto (snake_case) field names, unpopulated fields
-// emitted, and one change protojson does not offer — 64-bit integers are JSON
-// numbers, not strings, so ids read as numbers in every client.
+// emitted, and two changes protojson does not offer — 64-bit integers are
+// JSON numbers, not strings, so ids read as numbers in every client; and
+// enum values are the spec's lower-case words ("delivered", not
+// FOLLOW_UP_OUTCOME_DELIVERED; an unset one is null), read back as words
+// or as their full names (EnumWord).
 //
 // Trade-off: a JavaScript client reads integers above 2^53 imprecisely. Ids
 // and counts stay far below that; protojson's strings would make every
@@ -24,9 +27,10 @@ import (
 )
 
 // Marshaler is a runtime.Marshaler: grpc-gateway's JSONPb whose Marshal
-// renders 64-bit integers as numbers and unset proto3 optional fields as
-// null. Decoding is JSONPb's protojson: unknown fields are an error, and
-// 64-bit integers are accepted as numbers or strings.
+// renders 64-bit integers as numbers, enum values as words and unset
+// proto3 optional fields as null. Decoding is JSONPb's protojson once enum
+// words are read as their names: unknown fields are an error, and 64-bit
+// integers are accepted as numbers or strings.
 type Marshaler struct {
 	runtime.JSONPb
 }
@@ -233,9 +237,34 @@ func (w *walker) scalar(fd protoreflect.FieldDescriptor) error {
 		return w.integer(false)
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		return w.message(fd.Message())
+	case protoreflect.EnumKind:
+		return w.enum(fd.Enum())
 	default:
 		return w.copyValue()
 	}
+}
+
+// enum writes the next value, a value of ed protojson wrote by name, as
+// its word (EnumWord); the zero value as null. A number (a value this
+// build does not know) and NullValue's null are copied.
+func (w *walker) enum(ed protoreflect.EnumDescriptor) error {
+	if w.in.peek() != '"' {
+		return w.copyValue()
+	}
+	raw, err := w.in.str()
+	if err != nil {
+		return err
+	}
+	v := ed.Values().ByName(protoreflect.Name(keyName(raw)))
+	switch {
+	case v == nil: // never from protojson, which writes known names
+		w.out.Write(raw)
+	case EnumWord(v) == "":
+		w.out.WriteString("null")
+	default:
+		writeString(w.out, EnumWord(v))
+	}
+	return nil
 }
 
 // integer writes the next value, a 64-bit integer protojson wrote as a

@@ -21,6 +21,8 @@ import (
 
 	"github.com/zimmerhq/zimmer/gateway/internal/wirejson"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 )
 
 // testFile declares a message with a 64-bit integer in every position the
@@ -212,4 +214,46 @@ func TestDecodeIsProtojson(t *testing.T) {
 
 	err := m.NewDecoder(strings.NewReader(`{"prompt":"p","nope":1}`)).Decode(&lifecyclev1.CreateSessionRequest{})
 	require.ErrorContains(t, err, `unknown field "nope"`)
+}
+
+func TestEnumsAreTheSpecsWords(t *testing.T) {
+	t.Parallel()
+
+	for _, tc := range []struct {
+		value protoreflect.Enum
+		want  string
+	}{
+		{queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED, "delivered"},
+		{queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED, "queued"},
+		{queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_UNSPECIFIED, ""},
+		{lineagev1.UncleEdgeOutcome_UNCLE_EDGE_OUTCOME_NOTHING_ALREADY_REACHABLE, "nothing_already_reachable"},
+		{lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION, "blocked_on_elicitation"},
+	} {
+		v := tc.value.Descriptor().Values().ByNumber(tc.value.Number())
+		require.Equal(t, tc.want, wirejson.EnumWord(v), v.Name())
+	}
+
+	m := wirejson.NewMarshaler()
+	b, err := m.Marshal(&queuev1.FollowUpResponse{Outcome: queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED})
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"outcome":"delivered"`)
+	require.Contains(t, string(b), `"uncle_edge":null`, "an unset enum is null, never …_UNSPECIFIED")
+	require.NotContains(t, string(b), "UNSPECIFIED")
+
+	for _, body := range []string{`{"mode":"handover"}`, `{"mode":"DELIVERY_MODE_HANDOVER"}`, `{"mode":2}`, `{ "mode" : "handover" , "prompt":"p"}`} {
+		var req lifecyclev1.DeliverTurnRequest
+		require.NoError(t, m.NewDecoder(strings.NewReader(body)).Decode(&req), body)
+		require.Equal(t, lifecyclev1.DeliveryMode_DELIVERY_MODE_HANDOVER, req.GetMode(), body)
+		req.Reset()
+		require.NoError(t, m.Unmarshal([]byte(body), &req), body)
+		require.Equal(t, lifecyclev1.DeliveryMode_DELIVERY_MODE_HANDOVER, req.GetMode(), body)
+	}
+	var resp queuev1.FollowUpResponse
+	require.NoError(t, m.Unmarshal(b, &resp), "an answer reads back")
+	require.Equal(t, queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED, resp.GetOutcome())
+
+	err = m.NewDecoder(strings.NewReader(`{"mode":"sideways"}`)).Decode(&lifecyclev1.DeliverTurnRequest{})
+	require.ErrorContains(t, err, "sideways", "a word of no value is protojson's refusal")
+	err = m.NewDecoder(strings.NewReader(`{"mode":"unspecified"}`)).Decode(&lifecyclev1.DeliverTurnRequest{})
+	require.Error(t, err, "the zero value has no word")
 }

@@ -23,7 +23,10 @@ const (
 	// what it delivered ("queued message #12"): DeliverTurn, internal.
 	MaxDeliveryIDChars   = 255
 	MaxDeliveryWhatChars = 200
-	MaxMetadataBytes     = 256 << 10
+	// A transition's idempotency key (TransitionSession, internal): the
+	// runner's name one step of one workflow run.
+	MaxIdempotencyKeyChars = 255
+	MaxMetadataBytes       = 256 << 10
 	// MaxMetadataDepth bounds how deeply custom_metadata nests: the object
 	// itself is level 1, and each object or array inside another adds one.
 	// Deeper values are refused whole, as are bigger ones: one row must

@@ -26,6 +26,17 @@ func Statuses() []string {
 	return []string{StatusWaiting, StatusRunning, StatusNeedsInput, StatusFailed, StatusArchived}
 }
 
+// The paused_by words other contexts decide on: a session paused by one
+// of them is not at rest by a person's hand.
+const (
+	// PausedByRecovery parks a session a recovery path took between its lost
+	// turn and the next one.
+	PausedByRecovery = "recovery"
+	// PausedByMCPRetry parks a session whose agent's MCP connection failed,
+	// until a retry resumes it.
+	PausedByMCPRetry = "mcp_retry"
+)
+
 // The events of the state machine.
 const (
 	EventStart                  = "start"

@@ -401,11 +401,9 @@ func TestConcurrentRelayKeepsEachAggregatesOrder(t *testing.T) {
 		got[m.AggregateKey] = append(got[m.AggregateKey], string(m.Payload))
 		return nil
 	}}
-	start := time.Now()
 	n, err := r.DeliverPending(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, aggregates*each, n)
-	took := time.Since(start)
 	for a := range aggregates {
 		var in []string
 		for i := range each {
@@ -413,8 +411,10 @@ func TestConcurrentRelayKeepsEachAggregatesOrder(t *testing.T) {
 		}
 		require.Equal(t, in, got[fmt.Sprint(a)], "aggregate %d's messages in id order, each once", a)
 	}
+	// Concurrency aggregates in flight at once: a burst is not paced by one
+	// RPC at a time (a wall-clock bound would say the same, less surely on
+	// a busy machine).
 	require.Equal(t, concurrency, peak, "up to Concurrency aggregates at once, never more")
-	require.Less(t, took, time.Duration(aggregates*each)*20*time.Millisecond/2, "a burst is not paced by one RPC at a time")
 	for _, id := range want {
 		require.True(t, readRow(t, pool, id).Delivered)
 	}

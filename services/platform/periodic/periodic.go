@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 )
@@ -72,7 +73,33 @@ func Ensure(ctx context.Context, c client.Client, j Job) error {
 // policies of the one that exists. The SDK updates without a conflict
 // token, so concurrent updates do not fail: the last one wins, and every
 // replica writes the same.
+//
+// A call the server did not answer in time (replicas creating the same
+// schedule at once on a busy server) is asked again until ctx ends: a
+// service's start should not fail on what a second try settles.
 func ensureSchedule(ctx context.Context, c client.Client, opts client.ScheduleOptions) error {
+	for {
+		err := ensureScheduleOnce(ctx, c, opts)
+		if err == nil || ctx.Err() != nil || !unanswered(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// unanswered reports whether err is a call that timed out or found the
+// server unavailable, which a retry may settle.
+func unanswered(err error) bool {
+	var deadline *serviceerror.DeadlineExceeded
+	var unavailable *serviceerror.Unavailable
+	return errors.As(err, &deadline) || errors.As(err, &unavailable) || errors.Is(err, context.DeadlineExceeded)
+}
+
+func ensureScheduleOnce(ctx context.Context, c client.Client, opts client.ScheduleOptions) error {
 	_, err := c.ScheduleClient().Create(ctx, opts)
 	if err == nil {
 		return nil

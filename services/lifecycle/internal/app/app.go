@@ -5,6 +5,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,6 +48,21 @@ type SessionRepository interface {
 	// retried delivery sees the first one once it committed.
 	Deliver(ctx context.Context, id int64, deliveryID string,
 		decide func(domain.Session, domain.Wakes, *DeliveryRecord) (Change, error)) (Change, error)
+	// UpdateOnce is Update with the record of the transition applied under
+	// key read under the session's lock too (nil when none has that key),
+	// so a retried transition sees the first one once it committed. A
+	// Transitioned change it commits is recorded under key.
+	UpdateOnce(ctx context.Context, ref domain.SessionRef, key string,
+		decide func(domain.Session, domain.Wakes, *TransitionRecord) (Change, error)) (Change, error)
+}
+
+// TransitionRecord is a transition lifecycle applied under its caller's
+// idempotency key: the session, the event and the state it moved from.
+type TransitionRecord struct {
+	Key       string
+	SessionID int64
+	Event     domain.Event
+	From      domain.Status
 }
 
 // DeliveryRecord is a delivery lifecycle applied: its id, the session and
@@ -67,6 +83,10 @@ type Change struct {
 	// owning context carries out, and, when the outcome asks for them, the
 	// experimental-setting flags, whose failure never stops the transition.
 	Transitioned *domain.Outcome
+	// TransitionKey, beside Transitioned, records the transition under its
+	// caller's idempotency key (TransitionRecord), which answers its
+	// retries.
+	TransitionKey string
 	// Edited is a patch applied: it writes the editable columns and the note
 	// naming what changed, and announces SessionEdited.
 	Edited *Edit
@@ -326,9 +346,46 @@ func (uc TransitionSession) Fire(ctx context.Context, ref string, event string, 
 		return domain.Outcome{}, err
 	}
 	cmd.Event = e
-	return uc.apply(ctx, r, cmd.Actor.By, func(s domain.Session, env domain.Env) (domain.Outcome, error) {
+	return uc.applyOnce(ctx, r, cmd, func(s domain.Session, env domain.Env) (domain.Outcome, error) {
 		return domain.Apply(s, cmd, env)
 	})
+}
+
+// applyOnce is apply for a command that may carry an idempotency key: the
+// change is recorded under it, and a call with a key already applied to
+// this event and session is answered as already applied (the session as it
+// stands), changing nothing. A key applied to another session or event is
+// a caller's mistake, refused.
+func (uc TransitionSession) applyOnce(ctx context.Context, r domain.SessionRef, cmd domain.Command,
+	decide func(domain.Session, domain.Env) (domain.Outcome, error),
+) (domain.Outcome, error) {
+	key := cmd.IdempotencyKey
+	if key == "" {
+		return uc.apply(ctx, r, cmd.Actor.By, decide)
+	}
+	var answer domain.Outcome
+	c, err := uc.Repo.UpdateOnce(ctx, r, key, func(s domain.Session, wakes domain.Wakes, prior *TransitionRecord) (Change, error) {
+		answer = domain.Outcome{} // a retried transaction decides afresh
+		if prior != nil {
+			if prior.SessionID != s.ID || prior.Event != cmd.Event {
+				return Change{}, &domain.PreconditionError{Reason: fmt.Sprintf(
+					"idempotency key %q was used for %s of session %d, not %s of session %d; a key names one transition",
+					key, prior.Event, prior.SessionID, cmd.Event, s.ID)}
+			}
+			answer = domain.Outcome{Session: s, From: prior.From, AlreadyApplied: true}
+			return Change{Nothing: true}, nil
+		}
+		c, err := uc.decide(s, wakes, cmd.Actor.By, decide)
+		c.TransitionKey = key
+		return c, err
+	})
+	switch {
+	case err != nil:
+		return domain.Outcome{}, err
+	case c.Transitioned != nil:
+		return *c.Transitioned, nil
+	}
+	return answer, nil
 }
 
 // apply decides under the session's lock, from the session, its armed
@@ -338,21 +395,29 @@ func (uc TransitionSession) apply(ctx context.Context, r domain.SessionRef, by s
 	decide func(domain.Session, domain.Env) (domain.Outcome, error),
 ) (domain.Outcome, error) {
 	c, err := uc.Repo.Update(ctx, r, func(s domain.Session, wakes domain.Wakes) (Change, error) {
-		env := domain.Env{Now: uc.Clock.Now(), Wakes: wakes, TrashRetention: uc.TrashRetention, FreshJobID: freshJobID()}
-		out, err := decide(s, env)
-		var refused *domain.TransitionError
-		if errors.As(err, &refused) {
-			return Change{Refused: &Refusal{Err: refused, At: env.Now, By: by}}, nil
-		}
-		if err != nil {
-			return Change{}, err
-		}
-		return Change{Transitioned: &out}, nil
+		return uc.decide(s, wakes, by, decide)
 	})
 	if err != nil {
 		return domain.Outcome{}, err
 	}
 	return *c.Transitioned, nil
+}
+
+// decide is apply's decision under the lock: the outcome, or the refusal
+// naming by.
+func (uc TransitionSession) decide(s domain.Session, wakes domain.Wakes, by string,
+	decide func(domain.Session, domain.Env) (domain.Outcome, error),
+) (Change, error) {
+	env := domain.Env{Now: uc.Clock.Now(), Wakes: wakes, TrashRetention: uc.TrashRetention, FreshJobID: freshJobID()}
+	out, err := decide(s, env)
+	var refused *domain.TransitionError
+	if errors.As(err, &refused) {
+		return Change{Refused: &Refusal{Err: refused, At: env.Now, By: by}}, nil
+	}
+	if err != nil {
+		return Change{}, err
+	}
+	return Change{Transitioned: &out}, nil
 }
 
 // freshJobID names the job of a resume whose caller named none (a restart):

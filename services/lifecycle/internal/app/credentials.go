@@ -33,19 +33,21 @@ type CredentialRepository interface {
 		decide func(domain.Session) (domain.MintedCredential, domain.TimelineEntry, error)) (domain.MintedCredential, error)
 	// RevokeCredential locks the session and its credential id, passes both
 	// to decide and, when decide revoked a live credential, writes the
-	// revocation and its timeline line (domain.CredentialRevokedLine). A
-	// credential id the session does not have is ErrNotFound.
+	// revocation and the timeline line decided, if any
+	// (domain.RevocationLine). A credential id the session does not have
+	// is ErrNotFound.
 	RevokeCredential(ctx context.Context, ref domain.SessionRef, id string,
-		decide func(domain.Session, domain.Credential) (domain.Credential, error)) (domain.Credential, error)
+		decide func(domain.Session, domain.Credential) (domain.Credential, *domain.TimelineEntry, error)) (domain.Credential, error)
 	// RevokeTurnCredentials locks the session and revokes, at at, every live
 	// credential of it minted for turn turnID
-	// (domain.RevokedByTurnEnd), each with its timeline line; it returns
+	// (domain.RevokedByTurnEnd), with no timeline line (a service's
+	// revocation of a turn credential: domain.RevocationLine); it returns
 	// how many it revoked.
 	RevokeTurnCredentials(ctx context.Context, ref domain.SessionRef, turnID string, at time.Time) (int, error)
 	// SweepNodeCredentials revokes, at at, every live credential minted for
 	// a turn on node by an incarnation other than incarnation
-	// (domain.RevokedByNodeRestart), each with its timeline line; it
-	// returns how many it revoked.
+	// (domain.RevokedByNodeRestart), with no timeline line (as
+	// RevokeTurnCredentials); it returns how many it revoked.
 	SweepNodeCredentials(ctx context.Context, node, incarnation string, at time.Time) (int, error)
 	// CredentialByDigest returns the credential whose token has digest, or
 	// domain.UnknownCredential().
@@ -95,8 +97,10 @@ type RevokeSessionCredential struct {
 }
 
 // Handle revokes credential id of the session ref names; by describes the
-// caller, and is what a later caller with the credential is told.
-func (uc RevokeSessionCredential) Handle(ctx context.Context, ref, id, by string) (domain.Credential, error) {
+// caller, and is what a later caller with the credential is told;
+// byService says the caller is a Zimmer service (the runner ending its
+// turn's credential), which domain.RevocationLine reads.
+func (uc RevokeSessionCredential) Handle(ctx context.Context, ref, id, by string, byService bool) (domain.Credential, error) {
 	r, err := domain.ParseSessionRef(ref)
 	if err != nil {
 		return domain.Credential{}, err
@@ -104,8 +108,12 @@ func (uc RevokeSessionCredential) Handle(ctx context.Context, ref, id, by string
 	if err := domain.ParseCredentialID(id); err != nil {
 		return domain.Credential{}, err
 	}
-	return uc.Repo.RevokeCredential(ctx, r, strings.ToLower(id), func(_ domain.Session, c domain.Credential) (domain.Credential, error) {
-		return c.Revoke(domain.RevokedBy(by), uc.Clock.Now()), nil
+	return uc.Repo.RevokeCredential(ctx, r, strings.ToLower(id), func(_ domain.Session, c domain.Credential) (domain.Credential, *domain.TimelineEntry, error) {
+		c = c.Revoke(domain.RevokedBy(by), uc.Clock.Now())
+		if line, ok := domain.RevocationLine(c, byService); ok {
+			return c, &line, nil
+		}
+		return c, nil, nil
 	})
 }
 

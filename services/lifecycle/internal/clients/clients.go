@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/effect"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
 	"github.com/zimmerhq/zimmer/services/platform/alert"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
@@ -70,7 +71,7 @@ func (r FailureReporter) OnFailure(ctx context.Context, m outbox.Message, attemp
 	if err != nil || !evt.GetEffect().GetAlerting() {
 		return
 	}
-	name := evt.GetEffect().GetName()
+	name := effect.Name(evt.GetEffect())
 	alert.Raise(ctx, r.Alerts, r.Logger, name,
 		fmt.Sprintf("side effect %s keeps failing (%d attempts): %v", name, attempts, derr),
 		map[string]any{"session_id": evt.GetSessionId(), "event_id": m.ID, "attempts": attempts, "error": derr.Error()})

@@ -199,10 +199,13 @@ func RevokedBy(who string) string { return who + " revoked it" }
 const credentialRevoked = "[Credentials] session credential %s revoked: %s"
 
 // CredentialMintedLine is the timeline line of a mint: the credential's id
-// and scopes and who minted it, never its token.
+// and scopes, the turn it is for and who minted it, never its token.
 func CredentialMintedLine(c Credential, by string) TimelineEntry {
-	return TimelineEntry{Kind: TimelineNote, Message: Attributed(fmt.Sprintf("[Credentials] session credential %s minted (scopes: %s)",
-		c.ID, strings.Join(c.Scopes, ", ")), by)}
+	line := fmt.Sprintf("[Credentials] session credential %s minted (scopes: %s)", c.ID, strings.Join(c.Scopes, ", "))
+	if c.Turn != nil {
+		line += fmt.Sprintf(" for turn %s, whose end revokes it", c.Turn.TurnID)
+	}
+	return TimelineEntry{Kind: TimelineNote, Message: Attributed(line, by)}
 }
 
 // CredentialRevokedLine is the timeline line of a revoked credential. Its
@@ -210,6 +213,22 @@ func CredentialMintedLine(c Credential, by string) TimelineEntry {
 // whose own line names its principal.
 func CredentialRevokedLine(c Credential) TimelineEntry {
 	return TimelineEntry{Kind: TimelineNote, Message: fmt.Sprintf(credentialRevoked, c.ID, c.RevokedReason)}
+}
+
+// RevocationLine is the timeline line of revoking c, and whether there is
+// one: a session's timeline carries one credentials line per turn, not
+// two. A credential minted for a turn is on the timeline at its mint, whose
+// line says the turn's end revokes it; when a Zimmer service revokes it
+// (the runner as its agent exits, the turn's end, its node's restart: the
+// ends the mint line announced) the credential alone records the
+// revocation (revoked_at, revoked_reason, which every later call with it
+// is told). Every other revocation — an admin's, an archive's — is a line,
+// of any credential.
+func RevocationLine(c Credential, byService bool) (TimelineEntry, bool) {
+	if c.Turn != nil && byService {
+		return TimelineEntry{}, false
+	}
+	return CredentialRevokedLine(c), true
 }
 
 // CredentialRevokedTemplate is CredentialRevokedLine for reason with the

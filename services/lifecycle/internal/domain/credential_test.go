@@ -203,3 +203,35 @@ func TestMintOptionsAreChecked(t *testing.T) {
 	require.EqualError(t, domain.ParseTurnID(""), "turn_id: is required: the turn whose credentials end")
 	require.EqualError(t, domain.ParseNodeSweep("n", ""), "incarnation: is required: the runner node and the incarnation asking, whose credentials are kept")
 }
+
+// A turn's credential is one line, its mint's, which says the turn's end
+// revokes it: a service's revocation of it writes none. Any other
+// revocation is a line, of any credential.
+func TestATurnCredentialsRevocationByItsRunnerIsNoLine(t *testing.T) {
+	t.Parallel()
+	turn := &domain.CredentialTurn{Node: "n1", Incarnation: "i1", TurnID: "session-3/turn-1"}
+	c, err := domain.MintCredential(domain.Session{ID: 3, MCPToolGroups: []string{"sessions"}}, credentialID, secret, credentialNow,
+		domain.MintOptions{TTL: time.Hour, Turn: turn})
+	require.NoError(t, err)
+	require.Equal(t, "[Credentials] session credential "+credentialID+" minted (scopes: self, sessions.read, sessions.start) "+
+		"for turn session-3/turn-1, whose end revokes it (by the runner)", domain.CredentialMintedLine(c.Credential, "the runner").Message)
+
+	for _, tc := range []struct {
+		name      string
+		turn      *domain.CredentialTurn
+		byService bool
+		line      bool
+	}{
+		{"a turn's, by its runner", turn, true, false},
+		{"a turn's, by an admin", turn, false, true},
+		{"an admin's, by a service", nil, true, true},
+		{"an admin's, by an admin", nil, false, true},
+	} {
+		c := domain.Credential{ID: credentialID, Turn: tc.turn}.Revoke(domain.RevokedBy("x"), credentialNow)
+		line, ok := domain.RevocationLine(c, tc.byService)
+		require.Equal(t, tc.line, ok, tc.name)
+		if ok {
+			require.Equal(t, domain.CredentialRevokedLine(c), line, tc.name)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package domain
 import (
 	"fmt"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
@@ -67,7 +68,7 @@ const (
 
 // PausedByMCPRetry is the paused_by of a session paused while a retry of a
 // failing MCP server is scheduled.
-const PausedByMCPRetry = "mcp_retry"
+const PausedByMCPRetry = rules.PausedByMCPRetry
 
 // DeliveryRefused is a refused delivery: why, and why in words.
 type DeliveryRefused struct {

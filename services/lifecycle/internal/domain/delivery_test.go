@@ -49,10 +49,10 @@ func TestDeliverToIdleIsAResume(t *testing.T) {
 		require.Zero(t, out.Session.Markers.DrainAttempts, "each idle spell gets its own drain budget")
 		require.Empty(t, out.Session.Markers.MCPFailure)
 		require.Equal(t, &now, out.Session.ElapsedSince)
-		require.Contains(t, effectNames(out), domain.EffectCancelWakes)
+		require.Contains(t, effectNames(out), kinds(domain.CancelWakes{})[0])
 		for _, e := range out.Effects {
-			if e.Name == domain.EffectCancelWakes {
-				require.Equal(t, false, e.Payload["preserve"], "a delivery is a deliberate resume")
+			if cancel, ok := e.(domain.CancelWakes); ok {
+				require.Equal(t, false, cancel.Preserve, "a delivery is a deliberate resume")
 			}
 		}
 		require.Equal(t, []domain.TimelineEntry{

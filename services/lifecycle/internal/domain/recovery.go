@@ -1,10 +1,14 @@
 package domain
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+)
 
 // PausedByRecovery is the paused_by of a session a recovery parked between
 // its lost turn and the next: the recovery sweeps select on it.
-const PausedByRecovery = "recovery"
+const PausedByRecovery = rules.PausedByRecovery
 
 // MaxRecoveryReasonChars bounds the reason AbandonRecovery records.
 const MaxRecoveryReasonChars = 2000

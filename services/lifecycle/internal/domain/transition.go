@@ -57,6 +57,11 @@ type Command struct {
 	// queued message was never delivered …"), appended to the archive line
 	// in its words; "" when nothing is retired or no queue was asked.
 	RetirementClause string
+	// IdempotencyKey, when set, names this transition: lifecycle records
+	// it with the change, and a call with the same key again (a retried
+	// activity whose first attempt committed) is answered as already
+	// applied, changing nothing. Never persisted on the session.
+	IdempotencyKey string
 }
 
 // Validate checks the details a caller sent with the command.
@@ -65,6 +70,7 @@ func (c Command) Validate() error {
 	checkText(&vs, "failure_reason", c.FailureReason, MaxFailureReasonChars, "say why in a sentence and leave the detail in the logs")
 	checkText(&vs, "paused_by", c.PausedBy, MaxPausedByChars, "")
 	checkText(&vs, "running_job_id", c.RunningJobID, MaxRunningJobIDChars, "")
+	checkText(&vs, "idempotency_key", c.IdempotencyKey, MaxIdempotencyKeyChars, "")
 	return vs.Err()
 }
 
@@ -106,44 +112,73 @@ type Env struct {
 }
 
 // Effect is a side effect of a transition that belongs to another context
-// or runs after commit. It is recorded in the transition's own transaction
-// and delivered at least once; Name is the spec's callback name, which is
-// also the dedup key of the alert its failure raises.
-type Effect struct {
-	Name    string
-	Payload map[string]any
+// or that lifecycle carries out inside the transition. It is recorded in
+// the transition's own transaction and delivered at least once. Each kind
+// is a type of its own carrying its fields; its name (the spec's callback
+// name, also the dedup key of the alert its failure raises) is the wire's
+// (event.proto's effect_name). Every kind decides its owner and whether
+// its failure pages, so a new kind cannot forget either.
+type Effect interface {
+	// Owner is the context that carries the effect out, or "" when
+	// lifecycle does it itself inside the transition.
+	Owner() string
+	// Alerting reports whether a failure of this effect pages (the spec's
+	// "Alerts" row) rather than only being logged: a failure there leaves
+	// persistent state inconsistent and nothing reconciles it.
+	Alerting() bool
 }
 
-// Alerting reports whether a failure of this effect pages (the spec's
-// "Alerts" row) rather than only being logged: a failure there leaves
-// persistent state inconsistent and nothing reconciles it.
-func (e Effect) Alerting() bool { return alertingEffects[e.Name] }
-
-// Effect names, as the spec's callbacks.
-const (
-	EffectFireTriggers          = "fire_ao_event_triggers"
-	EffectNeedsInputPush        = "enqueue_debounced_needs_input_push_notification"
-	EffectInference             = "enqueue_session_inference_if_needed"
-	EffectStatusSummary         = "enqueue_status_summary_refresh"
-	EffectDrain                 = "drain_enqueued_messages_after_pause"
-	EffectCancelWakes           = "cancel_pending_one_time_wake_triggers"
-	EffectMarkNotificationStale = "mark_notifications_stale"
-	EffectFailurePush           = "enqueue_failure_push_notification"
-	EffectDismissNotifications  = "dismiss_notifications"
-	EffectCleanupWatchers       = "cleanup_watched_session_ao_event_triggers"
-	EffectDeferredCleanup       = "enqueue_deferred_cleanup"
-	EffectHarvestFork           = "harvest_status_summary_fork"
-	EffectRecordFlags           = "record_experimental_setting_flags"
-	// EffectRetireMessages: an archive retires the session's queued
-	// messages to undelivered (and the queue pages per its rule).
-	EffectRetireMessages = "retire_enqueued_messages"
-	// EffectReopenMessages: an unarchive reopens the session's queue; what
-	// was retired stays undelivered.
-	EffectReopenMessages = "reopen_enqueued_messages"
-	// EffectRestoreClone: an unarchive brings the session's clone back (the
+// The effects, as the spec's callbacks.
+type (
+	// FireTriggers fires the session's AO event triggers: Trigger is
+	// session_needs_input, session_failed or session_archived.
+	FireTriggers struct{ Trigger string }
+	// NeedsInputPush is a pause's debounced push; NeedsInputCount is the
+	// debounce's marker.
+	NeedsInputPush struct{ NeedsInputCount int64 }
+	// Inference infers the title a paused session lacks.
+	Inference struct{}
+	// StatusSummaryRefresh refreshes the session's status summary.
+	StatusSummaryRefresh struct{}
+	// Drain drains the session's queue after a pause; StatusAfter is what
+	// the pause left (a pending sleep may have moved it on).
+	Drain struct{ StatusAfter Status }
+	// CancelWakes cancels the session's pending wake-ups, unless Preserve
+	// (a recovery resume keeps them armed).
+	CancelWakes struct{ Preserve bool }
+	// MarkNotificationsStale stales the session's notifications.
+	MarkNotificationsStale struct{}
+	// FailurePush is a failure's push.
+	FailurePush struct{ FailureReason string }
+	// DismissNotifications dismisses an archived session's notifications.
+	DismissNotifications struct{}
+	// CleanupWatchers cancels the watchers an archived session armed.
+	CleanupWatchers struct{}
+	// DeferredCleanup cleans the archived session's clone up once the
+	// trash's deadline, TrashAfter, has passed.
+	DeferredCleanup struct{ TrashAfter time.Time }
+	// HarvestFork harvests a status-summary fork whose one turn ended;
+	// Failed (with its FailureReason) when it failed rather than paused.
+	HarvestFork struct {
+		Failed        bool
+		FailureReason string
+	}
+	// RecordFlags records the experimental settings a start or resume ran
+	// with.
+	RecordFlags struct{}
+	// RetireMessages: an archive retires the session's queued messages to
+	// undelivered (and the queue pages per its rule).
+	RetireMessages struct {
+		Forced     bool
+		ArchivedAt time.Time
+	}
+	// ReopenMessages: an unarchive reopens the session's queue; what was
+	// retired stays undelivered.
+	ReopenMessages struct{ UnarchivedAt time.Time }
+	// RestoreClone: an unarchive brings the session's clone back (the
 	// runner re-clones and applies what the archive preserved, or puts a
 	// retained clone back to work).
-	EffectRestoreClone = "restore_clone"
+	RestoreClone struct{}
 )
 
 // Contexts that own effects.
@@ -159,48 +194,61 @@ const (
 	OwnerTriggers = "triggers"
 )
 
-// effectOwners: an effect with no owner is carried out by lifecycle in the
+// Owners. An effect with no owner is carried out by lifecycle in the
 // transition's own transaction. The three trigger effects are lifecycle's:
 // the armed set lives in its wake_triggers, and resume's cancel, a
 // watcher's firing and the watchers' clean-up must be decided under the
 // session's lock (the triggers' timers hear of them through the outbox's
 // "triggers" subscriber).
-var effectOwners = map[string]string{
-	EffectNeedsInputPush:        OwnerNotification,
-	EffectFailurePush:           OwnerNotification,
-	EffectMarkNotificationStale: OwnerNotification,
-	EffectDismissNotifications:  OwnerNotification,
-	EffectDrain:                 OwnerQueue,
-	EffectRetireMessages:        OwnerQueue,
-	EffectReopenMessages:        OwnerQueue,
-	EffectDeferredCleanup:       OwnerRunner,
-	EffectInference:             OwnerRunner,
-	EffectStatusSummary:         OwnerRunner,
-	EffectHarvestFork:           OwnerRunner,
-	EffectRestoreClone:          OwnerRunner,
-}
+func (FireTriggers) Owner() string           { return "" }
+func (CancelWakes) Owner() string            { return "" }
+func (CleanupWatchers) Owner() string        { return "" }
+func (RecordFlags) Owner() string            { return "" }
+func (NeedsInputPush) Owner() string         { return OwnerNotification }
+func (FailurePush) Owner() string            { return OwnerNotification }
+func (MarkNotificationsStale) Owner() string { return OwnerNotification }
+func (DismissNotifications) Owner() string   { return OwnerNotification }
+func (Drain) Owner() string                  { return OwnerQueue }
+func (RetireMessages) Owner() string         { return OwnerQueue }
+func (ReopenMessages) Owner() string         { return OwnerQueue }
+func (DeferredCleanup) Owner() string        { return OwnerRunner }
+func (Inference) Owner() string              { return OwnerRunner }
+func (StatusSummaryRefresh) Owner() string   { return OwnerRunner }
+func (HarvestFork) Owner() string            { return OwnerRunner }
+func (RestoreClone) Owner() string           { return OwnerRunner }
 
-// Owner is the context that carries the effect out, or "" when lifecycle
-// does it itself inside the transition.
-func (e Effect) Owner() string { return effectOwners[e.Name] }
+// Alerting, the spec's table.
+func (FireTriggers) Alerting() bool    { return true }
+func (CancelWakes) Alerting() bool     { return true }
+func (CleanupWatchers) Alerting() bool { return true }
 
-var alertingEffects = map[string]bool{
-	EffectFireTriggers:    true,
-	EffectCancelWakes:     true,
-	EffectCleanupWatchers: true,
-	// Not in the spec's table (drain came later) but the same kind: a lost
-	// drain leaves a message pending on a session at rest, which nothing
-	// else reconciles.
-	EffectDrain: true,
-	// A lost retirement leaves messages pending on an archived session
-	// that nothing will ever deliver, unrecorded; a lost reopening leaves a
-	// restored session's queue sealed against every enqueue.
-	EffectRetireMessages: true,
-	EffectReopenMessages: true,
-	// A lost restore leaves a restored session without its clone and its
-	// preserved work in the store, which nothing else reconciles.
-	EffectRestoreClone: true,
-}
+// Alerting: not in the spec's table (drain came later) but the same kind:
+// a lost drain leaves a message pending on a session at rest, which
+// nothing else reconciles.
+func (Drain) Alerting() bool { return true }
+
+// Alerting: a lost retirement leaves messages pending on an archived
+// session that nothing will ever deliver, unrecorded; a lost reopening
+// leaves a restored session's queue sealed against every enqueue.
+func (RetireMessages) Alerting() bool { return true }
+
+// Alerting: see RetireMessages.
+func (ReopenMessages) Alerting() bool { return true }
+
+// Alerting: a lost restore leaves a restored session without its clone
+// and its preserved work in the store, which nothing else reconciles.
+func (RestoreClone) Alerting() bool { return true }
+
+// Alerting: the rest only log their failures.
+func (NeedsInputPush) Alerting() bool         { return false }
+func (FailurePush) Alerting() bool            { return false }
+func (MarkNotificationsStale) Alerting() bool { return false }
+func (DismissNotifications) Alerting() bool   { return false }
+func (DeferredCleanup) Alerting() bool        { return false }
+func (Inference) Alerting() bool              { return false }
+func (StatusSummaryRefresh) Alerting() bool   { return false }
+func (HarvestFork) Alerting() bool            { return false }
+func (RecordFlags) Alerting() bool            { return false }
 
 // TimelineKind classifies a timeline line.
 type TimelineKind string
@@ -236,6 +284,10 @@ type Outcome struct {
 	// TurnPrompt is the prompt of the turn AsksForTurn asks for: a
 	// delivery's; "" for a restart (the runner's continue nudge).
 	TurnPrompt string
+	// AlreadyApplied: a call with the same idempotency key applied this
+	// transition before; nothing changed now, and Session is the session
+	// as it stands (From is the state the first call moved it from).
+	AlreadyApplied bool
 }
 
 // Apply runs cmd against s: the guard, the state change and every piece of
@@ -258,7 +310,7 @@ func Apply(s Session, cmd Command, env Env) (Outcome, error) {
 	case EventStart:
 		t.s.ElapsedSince = ptrTime(env.Now)
 		t.s.Markers.RunningJobID = cmd.RunningJobID
-		t.effect(EffectRecordFlags, nil)
+		t.effect(RecordFlags{})
 	case EventResume:
 		t.resume(cmd)
 	case EventPause:
@@ -269,7 +321,7 @@ func Apply(s Session, cmd Command, env Env) (Outcome, error) {
 		// The agent process is alive and mid-round-trip: keep the running
 		// job, surface the session as needing input.
 		t.s.Markers.BlockedOnElicitation = true
-		t.effect(EffectFireTriggers, map[string]any{"trigger": "session_needs_input"})
+		t.effect(FireTriggers{Trigger: "session_needs_input"})
 	case EventUnblockFromElicitation:
 		t.s.Markers.BlockedOnElicitation = false
 	case EventFail:
@@ -280,8 +332,8 @@ func Apply(s Session, cmd Command, env Env) (Outcome, error) {
 		t.s.TrashAfter = nil
 		t.s.ArchivedAt = nil
 		t.s.ArchivedFrom = nil
-		t.effect(EffectReopenMessages, map[string]any{"unarchived_at": env.Now.UTC().Format(time.RFC3339)})
-		t.effect(EffectRestoreClone, nil)
+		t.effect(ReopenMessages{UnarchivedAt: env.Now})
+		t.effect(RestoreClone{})
 	}
 	t.s.UpdatedAt = env.Now
 	t.out.Session = t.s
@@ -305,11 +357,8 @@ func (t *transition) fire(e Event) {
 	t.log(TimelineTransition, fmt.Sprintf("[State Machine] %s → %s (%s)", from, t.s.Status, e))
 }
 
-func (t *transition) effect(name string, payload map[string]any) {
-	if payload == nil {
-		payload = map[string]any{}
-	}
-	t.out.Effects = append(t.out.Effects, Effect{Name: name, Payload: payload})
+func (t *transition) effect(e Effect) {
+	t.out.Effects = append(t.out.Effects, e)
 }
 
 func (t *transition) log(kind TimelineKind, msg string) {
@@ -322,7 +371,7 @@ func (t *transition) isFork() bool {
 }
 
 func (t *transition) resume(cmd Command) {
-	t.effect(EffectRecordFlags, nil)
+	t.effect(RecordFlags{})
 	m := &t.s.Markers
 	m.MCPFailure = ""
 	m.PausedBy = ""
@@ -337,15 +386,15 @@ func (t *transition) resume(cmd Command) {
 		t.out.AsksForTurn = true
 	}
 	t.s.ElapsedSince = ptrTime(t.env.Now)
-	t.effect(EffectMarkNotificationStale, nil)
+	t.effect(MarkNotificationsStale{})
 	if !cmd.SystemRecovery {
-		t.effect(EffectCancelWakes, map[string]any{"preserve": false})
+		t.effect(CancelWakes{Preserve: false})
 		return
 	}
 	// A recovery resume did not choose to wake: what the session was
 	// sleeping on is still what it waits for. Keep it armed, and when a
 	// wall-clock wake is among it, go back to sleep once this turn ends.
-	t.effect(EffectCancelWakes, map[string]any{"preserve": true})
+	t.effect(CancelWakes{Preserve: true})
 	if t.env.Wakes.OneTime > 0 {
 		m.PendingSleep = true
 		m.PendingSleepRequiresWake = true
@@ -363,18 +412,18 @@ func (t *transition) pause(cmd Command) {
 	if fork {
 		// Its one turn is finished: harvest and archive it instead of
 		// notifying anyone (steps 3–6 skipped).
-		t.effect(EffectHarvestFork, nil)
+		t.effect(HarvestFork{})
 	} else {
-		t.effect(EffectFireTriggers, map[string]any{"trigger": "session_needs_input"}) // 3
-		t.s.Markers.NeedsInputCount++                                                  // 4: the debounce marker
-		t.effect(EffectNeedsInputPush, map[string]any{"needs_input_count": t.s.Markers.NeedsInputCount})
+		t.effect(FireTriggers{Trigger: "session_needs_input"}) // 3
+		t.s.Markers.NeedsInputCount++                          // 4: the debounce marker
+		t.effect(NeedsInputPush{NeedsInputCount: t.s.Markers.NeedsInputCount})
 		if strings.TrimSpace(t.s.Title) == "" { // 5
-			t.effect(EffectInference, nil)
+			t.effect(Inference{})
 		}
-		t.effect(EffectStatusSummary, nil) // 6
+		t.effect(StatusSummaryRefresh{}) // 6
 	}
-	t.executePendingSleep()                                                    // 7
-	t.effect(EffectDrain, map[string]any{"status_after": t.s.Status.String()}) // 8: reads what the sleep left
+	t.executePendingSleep()                  // 7
+	t.effect(Drain{StatusAfter: t.s.Status}) // 8: reads what the sleep left
 }
 
 func (t *transition) executePendingSleep() {
@@ -402,11 +451,11 @@ func (t *transition) fail(cmd Command) {
 	t.s.Markers.FailureReason = cmd.FailureReason
 	t.s.Markers.RunningJobID = ""
 	if t.isFork() {
-		t.effect(EffectHarvestFork, map[string]any{"failure_reason": cmd.FailureReason})
+		t.effect(HarvestFork{Failed: true, FailureReason: cmd.FailureReason})
 	} else {
-		t.effect(EffectFireTriggers, map[string]any{"trigger": "session_failed"})
-		t.effect(EffectFailurePush, map[string]any{"failure_reason": cmd.FailureReason})
-		t.effect(EffectStatusSummary, nil)
+		t.effect(FireTriggers{Trigger: "session_failed"})
+		t.effect(FailurePush{FailureReason: cmd.FailureReason})
+		t.effect(StatusSummaryRefresh{})
 	}
 	if cmd.FailureReason != "" {
 		t.log(TimelineWarning, "[State Machine] failure reason: "+cmd.FailureReason)
@@ -419,13 +468,13 @@ func (t *transition) archive(cmd Command) {
 	t.s.ArchivedFrom = &from
 	t.s.ArchivedAt = ptrTime(t.env.Now)
 	t.s.TrashAfter = ptrTime(t.env.Now.Add(t.env.TrashRetention))
-	t.effect(EffectDismissNotifications, nil)
-	t.effect(EffectFireTriggers, map[string]any{"trigger": "session_archived"})
-	t.effect(EffectCleanupWatchers, nil)
-	t.effect(EffectDeferredCleanup, map[string]any{"trash_after": t.s.TrashAfter.UTC().Format(time.RFC3339)})
+	t.effect(DismissNotifications{})
+	t.effect(FireTriggers{Trigger: "session_archived"})
+	t.effect(CleanupWatchers{})
+	t.effect(DeferredCleanup{TrashAfter: *t.s.TrashAfter})
 	// Every archive retires the queue, a system archive too: the guard is
 	// the caller's, the record of what was lost is the transition's.
-	t.effect(EffectRetireMessages, map[string]any{"forced": cmd.Force, "archived_at": t.s.ArchivedAt.UTC().Format(time.RFC3339)})
+	t.effect(RetireMessages{Forced: cmd.Force, ArchivedAt: *t.s.ArchivedAt})
 	// The spec's words first (who, the unresolved pull requests), then the
 	// queue's words for what the archive retires.
 	t.log(TimelineTransition, ArchiveLine(cmd.Actor, unresolvedPullRequests(t.s.CustomMetadata))+cmd.RetirementClause)

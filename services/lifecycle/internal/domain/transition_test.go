@@ -22,10 +22,15 @@ func session(st domain.Status) domain.Session {
 	return domain.Session{ID: 5, Status: st, GitRoot: "g", Title: "t", CustomMetadata: map[string]any{}}
 }
 
-func effectNames(o domain.Outcome) []string {
+// effectNames names the kinds of the effects an outcome requested, in
+// order.
+func effectNames(o domain.Outcome) []string { return kinds(o.Effects...) }
+
+// kinds names the kinds of effects.
+func kinds(effects ...domain.Effect) []string {
 	var names []string
-	for _, e := range o.Effects {
-		names = append(names, e.Name)
+	for _, e := range effects {
+		names = append(names, fmt.Sprintf("%T", e))
 	}
 	return names
 }
@@ -127,15 +132,15 @@ func TestPausePerformsTheEightStepsInOrder(t *testing.T) {
 
 	out, err := domain.Apply(s, domain.Command{Event: domain.EventPause, PausedBy: "user"}, env())
 	require.NoError(t, err)
-	require.Empty(t, cmp.Diff([]string{
-		domain.EffectFireTriggers,   // 3
-		domain.EffectNeedsInputPush, // 4
-		domain.EffectInference,      // 5: the title is still pending
-		domain.EffectStatusSummary,  // 6
-		domain.EffectDrain,          // 8, last
-	}, effectNames(out)), "(-want +got)")
-	require.Equal(t, "session_needs_input", out.Effects[0].Payload["trigger"])
-	require.EqualValues(t, 7, out.Effects[1].Payload["needs_input_count"], "the debounce marker is incremented")
+	require.Empty(t, cmp.Diff(kinds(
+		domain.FireTriggers{},         // 3
+		domain.NeedsInputPush{},       // 4
+		domain.Inference{},            // 5: the title is still pending
+		domain.StatusSummaryRefresh{}, // 6
+		domain.Drain{},                // 8, last
+	), effectNames(out)), "(-want +got)")
+	require.Equal(t, "session_needs_input", out.Effects[0].(domain.FireTriggers).Trigger)
+	require.EqualValues(t, 7, out.Effects[1].(domain.NeedsInputPush).NeedsInputCount, "the debounce marker is incremented")
 	require.EqualValues(t, 7, out.Session.Markers.NeedsInputCount)
 	require.Empty(t, out.Session.Markers.RunningJobID, "2: job cleaned up")
 	require.Equal(t, "user", out.Session.Markers.PausedBy)
@@ -144,7 +149,7 @@ func TestPausePerformsTheEightStepsInOrder(t *testing.T) {
 	require.Equal(t, []domain.Event{domain.EventPause, domain.EventSleep}, out.Applied)
 	require.Equal(t, domain.StatusWaiting, out.Session.Status)
 	require.False(t, out.Session.Markers.PendingSleep)
-	require.Equal(t, "waiting", out.Effects[4].Payload["status_after"])
+	require.Equal(t, "waiting", out.Effects[4].(domain.Drain).StatusAfter.String())
 
 	// 1: the PR warning, first, and once per session.
 	require.Equal(t, domain.TimelineWarning, out.Timeline[1].Kind)
@@ -170,12 +175,12 @@ func TestStatusSummaryForkIsHarvestedNotAnnounced(t *testing.T) {
 
 	out, err := domain.Apply(s, domain.Command{Event: domain.EventPause}, env())
 	require.NoError(t, err)
-	require.Equal(t, []string{domain.EffectHarvestFork, domain.EffectDrain}, effectNames(out))
+	require.Equal(t, kinds(domain.HarvestFork{}, domain.Drain{}), effectNames(out))
 	require.Len(t, out.Timeline, 1, "no PR warning for a fork")
 
 	out, err = domain.Apply(s, domain.Command{Event: domain.EventFail, FailureReason: "boom"}, env())
 	require.NoError(t, err)
-	require.Equal(t, []string{domain.EffectHarvestFork}, effectNames(out))
+	require.Equal(t, kinds(domain.HarvestFork{}), effectNames(out))
 }
 
 func TestPendingSleepThatRequiresAWakeIsDroppedWhenNothingIsArmed(t *testing.T) {
@@ -211,12 +216,12 @@ func TestDeliberateAndSystemRecoveryResume(t *testing.T) {
 	m := out.Session.Markers
 	require.Equal(t, domain.Markers{NeedsInputCount: 3, RunningJobID: "job-2"}, m, "a deliberate resume clears every marker")
 	require.Equal(t, now, *out.Session.ElapsedSince, "elapsed clock reset")
-	require.Equal(t, []string{domain.EffectRecordFlags, domain.EffectMarkNotificationStale, domain.EffectCancelWakes}, effectNames(out))
-	require.Equal(t, false, out.Effects[2].Payload["preserve"])
+	require.Equal(t, kinds(domain.RecordFlags{}, domain.MarkNotificationsStale{}, domain.CancelWakes{}), effectNames(out))
+	require.Equal(t, false, out.Effects[2].(domain.CancelWakes).Preserve)
 
 	out, err = domain.Apply(s, domain.Command{Event: domain.EventResume, SystemRecovery: true}, e)
 	require.NoError(t, err)
-	require.Equal(t, true, out.Effects[2].Payload["preserve"], "recovery keeps the wakes armed")
+	require.Equal(t, true, out.Effects[2].(domain.CancelWakes).Preserve, "recovery keeps the wakes armed")
 	require.True(t, out.Session.Markers.PendingSleep, "and re-sleeps on the wall-clock wake after the turn")
 	require.True(t, out.Session.Markers.PendingSleepRequiresWake)
 
@@ -260,8 +265,8 @@ func TestFail(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "clone vanished", out.Session.Markers.FailureReason)
 	require.Empty(t, out.Session.Markers.RunningJobID)
-	require.Equal(t, []string{domain.EffectFireTriggers, domain.EffectFailurePush, domain.EffectStatusSummary}, effectNames(out))
-	require.Equal(t, "session_failed", out.Effects[0].Payload["trigger"])
+	require.Equal(t, kinds(domain.FireTriggers{}, domain.FailurePush{}, domain.StatusSummaryRefresh{}), effectNames(out))
+	require.Equal(t, "session_failed", out.Effects[0].(domain.FireTriggers).Trigger)
 	require.Contains(t, out.Timeline[len(out.Timeline)-1].Message, "no PR URL", "the PR warning comes last")
 }
 
@@ -277,17 +282,17 @@ func TestArchiveAndUnarchive(t *testing.T) {
 	require.Equal(t, now, *a.ArchivedAt)
 	require.Equal(t, now.Add(96*time.Hour), *a.TrashAfter)
 	require.Equal(t, domain.StatusFailed, *a.ArchivedFrom)
-	require.Equal(t, []string{domain.EffectDismissNotifications, domain.EffectFireTriggers, domain.EffectCleanupWatchers, domain.EffectDeferredCleanup,
-		domain.EffectRetireMessages}, effectNames(out))
-	require.Equal(t, map[string]any{"forced": false, "archived_at": "2026-11-30T12:00:00Z"}, out.Effects[4].Payload,
+	require.Equal(t, kinds(domain.DismissNotifications{}, domain.FireTriggers{}, domain.CleanupWatchers{}, domain.DeferredCleanup{},
+		domain.RetireMessages{}), effectNames(out))
+	require.Equal(t, domain.RetireMessages{Forced: false, ArchivedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, out.Effects[4],
 		"an archive that did not force past the guard (a system archive among them) pages about what it retires")
 	require.Equal(t, "[State Machine] Session moved to trash by session #5225 via the MCP API — 1 tracked pull request had not reached a terminal state, so no merge notification will be delivered for it: https://github.com/acme/app/pull/2",
 		out.Timeline[0].Message)
 
 	back, err := domain.Apply(a, domain.Command{Event: domain.EventUnarchiveToFailed}, env())
 	require.NoError(t, err)
-	require.Equal(t, []string{domain.EffectReopenMessages, domain.EffectRestoreClone}, effectNames(back))
-	require.Equal(t, map[string]any{"unarchived_at": "2026-11-30T12:00:00Z"}, back.Effects[0].Payload)
+	require.Equal(t, kinds(domain.ReopenMessages{}, domain.RestoreClone{}), effectNames(back))
+	require.Equal(t, domain.ReopenMessages{UnarchivedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, back.Effects[0])
 	require.Equal(t, domain.StatusFailed, back.Session.Status, "the raw event keeps its target")
 	require.Nil(t, back.Session.TrashAfter, "unarchive clears the trash expiry")
 	require.Nil(t, back.Session.ArchivedFrom)
@@ -303,7 +308,7 @@ func TestArchiveAndUnarchive(t *testing.T) {
 		back, err := domain.Apply(out.Session, domain.Command{Event: domain.EventRestore}, env())
 		require.NoError(t, err)
 		require.Equal(t, domain.StatusNeedsInput, back.Session.Status, "archived from %s", from)
-		require.Equal(t, []string{domain.EffectReopenMessages, domain.EffectRestoreClone}, effectNames(back),
+		require.Equal(t, kinds(domain.ReopenMessages{}, domain.RestoreClone{}), effectNames(back),
 			"every unarchive reopens the queue and restores the clone")
 	}
 }
@@ -346,22 +351,22 @@ func TestForcedArchiveNamesWhatItRetires(t *testing.T) {
 		" — 1 tracked pull request had not reached a terminal state, so no merge notification will be delivered for it: https://github.com/acme/app/pull/2"+
 		clause+" (by operator key …abcd)", out.Timeline[0].Message)
 	retire := out.Effects[len(out.Effects)-1]
-	require.Equal(t, domain.EffectRetireMessages, retire.Name)
-	require.Equal(t, true, retire.Payload["forced"])
+	require.IsType(t, domain.RetireMessages{}, retire)
+	require.Equal(t, true, retire.(domain.RetireMessages).Forced)
 	require.Equal(t, domain.OwnerQueue, retire.Owner())
 	require.True(t, retire.Alerting())
-	reopen := domain.Effect{Name: domain.EffectReopenMessages}
+	reopen := domain.ReopenMessages{}
 	require.Equal(t, domain.OwnerQueue, reopen.Owner())
 	require.True(t, reopen.Alerting())
 }
 
 func TestEffectAlertSplit(t *testing.T) {
 	t.Parallel()
-	require.True(t, domain.Effect{Name: domain.EffectCancelWakes}.Alerting())
-	require.True(t, domain.Effect{Name: domain.EffectFireTriggers}.Alerting())
-	require.False(t, domain.Effect{Name: domain.EffectFailurePush}.Alerting())
-	require.False(t, domain.Effect{Name: domain.EffectDismissNotifications}.Alerting())
-	restore := domain.Effect{Name: domain.EffectRestoreClone}
+	require.True(t, domain.CancelWakes{}.Alerting())
+	require.True(t, domain.FireTriggers{}.Alerting())
+	require.False(t, domain.FailurePush{}.Alerting())
+	require.False(t, domain.DismissNotifications{}.Alerting())
+	restore := domain.RestoreClone{}
 	require.True(t, restore.Alerting(), "a lost restore strands the preserved work")
 	require.Equal(t, domain.OwnerRunner, restore.Owner())
 	require.True(t, errors.Is(&domain.NotFoundError{}, domain.ErrNotFound))

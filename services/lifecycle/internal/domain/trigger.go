@@ -363,18 +363,17 @@ type Watch struct {
 	States    []Status
 }
 
-// firedStates maps fire_ao_event_triggers' payload to the state it fires.
+// firedStates maps FireTriggers' trigger to the state it fires.
 var firedStates = map[string]Status{
 	"session_needs_input": StatusNeedsInput,
 	"session_failed":      StatusFailed,
 	"session_archived":    StatusArchived,
 }
 
-// WatchesFired returns, for a fire_ao_event_triggers effect, the state it
+// WatchesFired returns, for a FireTriggers effect, the state it
 // fires and the armed watchers waiting for it. Each fires once.
-func WatchesFired(e Effect, watching []Watch) (Status, []Watch) {
-	name, _ := e.Payload["trigger"].(string)
-	st, ok := firedStates[name]
+func WatchesFired(e FireTriggers, watching []Watch) (Status, []Watch) {
+	st, ok := firedStates[e.Trigger]
 	if !ok {
 		return 0, nil
 	}

@@ -202,8 +202,8 @@ func TestWatchesFired(t *testing.T) {
 		{TriggerID: 2, SessionID: 8, States: []domain.Status{domain.StatusFailed, domain.StatusArchived}},
 		{TriggerID: 3, SessionID: 9, States: []domain.Status{domain.StatusArchived, domain.StatusNeedsInput}},
 	}
-	fire := func(name string) domain.Effect {
-		return domain.Effect{Name: domain.EffectFireTriggers, Payload: map[string]any{"trigger": name}}
+	fire := func(name string) domain.FireTriggers {
+		return domain.FireTriggers{Trigger: name}
 	}
 	st, fired := domain.WatchesFired(fire("session_needs_input"), watching)
 	require.Equal(t, domain.StatusNeedsInput, st)
@@ -327,7 +327,7 @@ func TestRefresh(t *testing.T) {
 		require.Equal(t, []domain.Event{domain.EventResume}, out.Applied)
 		require.True(t, out.AsksForTurn, "the continue nudge is a turn")
 		require.Empty(t, out.TurnPrompt)
-		require.Equal(t, false, out.Effects[len(out.Effects)-1].Payload["preserve"], "a deliberate resume")
+		require.Equal(t, false, out.Effects[len(out.Effects)-1].(domain.CancelWakes).Preserve, "a deliberate resume")
 	}
 	blocked := ran(domain.StatusNeedsInput)
 	blocked.Markers.BlockedOnElicitation = true

@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/effect"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
@@ -60,6 +60,16 @@ type Codec struct{}
 // Encode turns a fact into outbox events.
 func (Codec) Encode(f domain.Fact) ([]outbox.Addressed, error) { return Encode(f) }
 
+// EffectName is the spec's callback name of e ("" for a kind without a
+// wire message, which Encode refuses).
+func (Codec) EffectName(e domain.Effect) string {
+	msg, err := Effect(e)
+	if err != nil {
+		return ""
+	}
+	return effect.Name(msg)
+}
+
 // Stream reads a recorded event back as stream entries.
 func (Codec) Stream(topic string, payload []byte) ([]domain.StreamEvent, error) {
 	return Stream(topic, payload)
@@ -98,18 +108,18 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 		}
 		var effects []outbox.Addressed
 		for _, e := range f.Outcome.Effects {
+			msg, err := Effect(e)
+			if err != nil {
+				return nil, err
+			}
+			name := effect.Name(msg)
 			if e.Owner() == "" {
-				t.LocalEffects = append(t.LocalEffects, e.Name)
+				t.LocalEffects = append(t.LocalEffects, name)
 				continue
 			}
-			payload, err := structpb.NewStruct(e.Payload)
-			if err != nil {
-				return nil, fmt.Errorf("encode payload of %s: %w", e.Name, err)
-			}
-			a, err := build(TopicEffectPrefix+e.Name, f.Session, &lifecyclev1.SessionEvent{
-				Payload: &lifecyclev1.SessionEvent_Effect{Effect: &lifecyclev1.SessionEffect{
-					Name: e.Name, Alerting: e.Alerting(), Payload: payload, Session: s,
-				}},
+			msg.Alerting, msg.Session = e.Alerting(), s
+			a, err := build(TopicEffectPrefix+name, f.Session, &lifecyclev1.SessionEvent{
+				Payload: &lifecyclev1.SessionEvent_Effect{Effect: msg},
 			}, e.Owner())
 			if err != nil {
 				return nil, err
@@ -195,8 +205,8 @@ func Stream(_ string, payload []byte) ([]domain.StreamEvent, error) {
 		return out, nil
 	case *lifecyclev1.SessionEvent_Effect:
 		return []domain.StreamEvent{{
-			Name: p.Effect.GetName(), Alerting: p.Effect.GetAlerting(), CreatedAt: at,
-			Payload: p.Effect.GetPayload().AsMap(),
+			Name: effect.Name(p.Effect), Alerting: p.Effect.GetAlerting(), CreatedAt: at,
+			Payload: streamPayload(effect.Kind(p.Effect)),
 		}}, nil
 	default:
 		return nil, nil

@@ -118,3 +118,97 @@ func TestEveryTurnRequestCarriesItsJobAndPrompt(t *testing.T) {
 	require.Equal(t, "build it", turn.GetPrompt(), "the first turn runs the session's own prompt")
 	require.Empty(t, turn.GetJobId(), "the runner draws the first turn's job")
 }
+
+// Every effect of a transition travels as its typed message to its owner,
+// under its name; lifecycle's own ride on the announcement by name; and
+// each reads back into the event stream as operators have always seen it
+// (fields by name, times in whole RFC 3339 seconds).
+func TestEffectsTravelTypedAndReadBackAsTheStreamShowsThem(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 30, 12, 0, 0, 750_000_000, time.UTC) // a fraction the wire drops
+	s := domain.Session{ID: 4, Status: domain.StatusArchived, UpdatedAt: at}
+	f := domain.SessionTransitioned{Session: s, Outcome: domain.Outcome{
+		From: domain.StatusFailed, Applied: []domain.Event{domain.EventArchive},
+		Effects: []domain.Effect{
+			domain.CancelWakes{Preserve: true},
+			domain.NeedsInputPush{NeedsInputCount: 7},
+			domain.DeferredCleanup{TrashAfter: at.Add(96 * time.Hour)},
+			domain.RetireMessages{Forced: false, ArchivedAt: at},
+			domain.HarvestFork{},
+			domain.HarvestFork{Failed: true, FailureReason: ""},
+		},
+	}}
+	addressed, err := events.Encode(f)
+	require.NoError(t, err)
+	require.Len(t, addressed, 6, "the announcement and one event per owned effect")
+
+	var (
+		topics  []string
+		owners  [][]string
+		entries []domain.StreamEvent
+	)
+	for _, a := range addressed {
+		topics, owners = append(topics, a.Event.Topic), append(owners, a.Subscribers)
+		read, err := events.Stream(a.Event.Topic, a.Event.Payload)
+		require.NoError(t, err)
+		entries = append(entries, read...)
+	}
+	name := events.Codec{}.EffectName // the names themselves: lifecycle/effect's test
+	require.Equal(t, []string{
+		events.TopicSessionUpdated,
+		events.TopicEffectPrefix + name(domain.NeedsInputPush{}),
+		events.TopicEffectPrefix + name(domain.DeferredCleanup{}),
+		events.TopicEffectPrefix + name(domain.RetireMessages{}),
+		events.TopicEffectPrefix + name(domain.HarvestFork{}),
+		events.TopicEffectPrefix + name(domain.HarvestFork{}),
+	}, topics)
+	require.Equal(t, [][]string{{events.SubscriberLineage}, {domain.OwnerNotification}, {domain.OwnerRunner}, {domain.OwnerQueue},
+		{domain.OwnerRunner}, {domain.OwnerRunner}}, owners)
+
+	retire, err := events.Decode(addressed[3].Event.Payload)
+	require.NoError(t, err)
+	kind, ok := retire.GetEffect().GetKind().(*lifecyclev1.SessionEffect_RetireMessages)
+	require.True(t, ok, "the queue switches on the effect's type")
+	require.Equal(t, at.Truncate(time.Second), kind.RetireMessages.GetArchivedAt().AsTime())
+	require.True(t, retire.GetEffect().GetAlerting())
+	require.EqualValues(t, 4, retire.GetEffect().GetSession().GetId())
+
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name
+	}
+	require.Equal(t, []string{"transition", name(domain.CancelWakes{}),
+		name(domain.NeedsInputPush{}), name(domain.DeferredCleanup{}), name(domain.RetireMessages{}),
+		name(domain.HarvestFork{}), name(domain.HarvestFork{})}, names)
+	require.Equal(t, map[string]any{}, entries[1].Payload, "lifecycle's own effects show no payload")
+	require.Equal(t, map[string]any{"needs_input_count": int64(7)}, entries[2].Payload)
+	require.Equal(t, map[string]any{"trash_after": "2026-12-04T12:00:00Z"}, entries[3].Payload)
+	require.Equal(t, map[string]any{"forced": false, "archived_at": "2026-11-30T12:00:00Z"}, entries[4].Payload)
+	require.Equal(t, map[string]any{}, entries[5].Payload, "a paused fork's harvest carries no reason")
+	require.Equal(t, map[string]any{"failure_reason": ""}, entries[6].Payload, "a failed fork's carries its reason, even empty")
+}
+
+// Every kind of the domain's effects has its wire message, and so its name;
+// a kind without one is refused, not sent nameless.
+func TestEveryDomainEffectHasItsWireMessage(t *testing.T) {
+	t.Parallel()
+	names := map[string]bool{}
+	for _, e := range []domain.Effect{
+		domain.FireTriggers{}, domain.NeedsInputPush{}, domain.Inference{}, domain.StatusSummaryRefresh{}, domain.Drain{},
+		domain.CancelWakes{}, domain.MarkNotificationsStale{}, domain.FailurePush{}, domain.DismissNotifications{},
+		domain.CleanupWatchers{}, domain.DeferredCleanup{}, domain.HarvestFork{}, domain.RecordFlags{},
+		domain.RetireMessages{}, domain.ReopenMessages{}, domain.RestoreClone{},
+	} {
+		name := events.Codec{}.EffectName(e)
+		require.NotEmpty(t, name, "%T", e)
+		require.False(t, names[name], "%T shares its name %s", e, name)
+		names[name] = true
+	}
+	_, err := events.Effect(unknownEffect{})
+	require.ErrorContains(t, err, "no wire message for effect events_test.unknownEffect")
+}
+
+type unknownEffect struct{}
+
+func (unknownEffect) Owner() string  { return domain.OwnerQueue }
+func (unknownEffect) Alerting() bool { return false }

@@ -9,6 +9,7 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/principal"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
@@ -40,7 +41,8 @@ func (s *Server) MintSessionCredential(ctx context.Context, req *lifecyclev1.Min
 
 // RevokeSessionCredential implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) RevokeSessionCredential(ctx context.Context, req *lifecyclev1.RevokeSessionCredentialRequest) (*lifecyclev1.RevokeSessionCredentialResponse, error) {
-	c, err := s.credentials.Revoke.Handle(ctx, req.GetSessionId(), req.GetCredentialId(), revoker(ctx))
+	p, _ := principal.FromContext(ctx)
+	c, err := s.credentials.Revoke.Handle(ctx, req.GetSessionId(), req.GetCredentialId(), revoker(ctx), p.Kind == principal.Service)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}

@@ -62,6 +62,9 @@ func (s *Server) transition(ctx context.Context, ref string, verb app.Verb, cmd 
 }
 
 func describe(out domain.Outcome) string {
+	if out.AlreadyApplied {
+		return fmt.Sprintf("Session %d: already applied (from %s); it is %s now.", out.Session.ID, out.From, out.Session.Status)
+	}
 	if len(out.Applied) == 0 && out.Session.Markers.PendingSleep {
 		return fmt.Sprintf("Session %d is running; it will go to waiting when its turn ends.", out.Session.ID)
 	}
@@ -137,6 +140,7 @@ func (s *Server) TransitionSession(ctx context.Context, req *lifecyclev1.Transit
 		SystemRecovery: req.GetSystemRecovery(),
 		RunningJobID:   req.GetRunningJobId(),
 		PausedBy:       req.GetPausedBy(),
+		IdempotencyKey: req.GetIdempotencyKey(),
 	})
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
@@ -145,7 +149,7 @@ func (s *Server) TransitionSession(ctx context.Context, req *lifecyclev1.Transit
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	return &lifecyclev1.TransitionSessionResponse{Session: sess, Message: describe(out)}, nil
+	return &lifecyclev1.TransitionSessionResponse{Session: sess, Message: describe(out), AlreadyApplied: out.AlreadyApplied}, nil
 }
 
 // GetSessionTimeline implements lifecyclev1.LifecycleServiceServer.

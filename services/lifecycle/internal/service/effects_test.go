@@ -15,6 +15,7 @@ import (
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/effect"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
@@ -51,7 +52,7 @@ func (f *fakeContext) ConsumeSessionEvent(_ context.Context, req *lifecyclev1.Co
 	if _, ok := f.consumed[id]; ok {
 		return &lifecyclev1.ConsumeSessionEventResponse{}, nil
 	}
-	f.consumed[id] = req.GetEvent().GetEffect().GetName()
+	f.consumed[id] = effect.Name(req.GetEvent().GetEffect())
 	return &lifecyclev1.ConsumeSessionEventResponse{Applied: true}, nil
 }
 

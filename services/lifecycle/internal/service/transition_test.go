@@ -331,3 +331,33 @@ func TestConcurrentConflictingTransitions(t *testing.T) {
 }
 
 var _ grpc.ClientConnInterface = (*grpc.ClientConn)(nil)
+
+// TestARetriedTransitionIsAnsweredAlreadyApplied: over gRPC, a
+// TransitionSession repeated with its idempotency_key (the runner's retried
+// activity) is answered already_applied with the session as it stands; the
+// same key on another event is refused, and another key is decided afresh.
+func TestARetriedTransitionIsAnsweredAlreadyApplied(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+	s := b.create(t, &lifecyclev1.CreateSessionRequest{})
+	start := &lifecyclev1.TransitionSessionRequest{SessionId: fmt.Sprint(s.GetId()), Event: "start", RunningJobId: "job-1",
+		IdempotencyKey: "session-1/run-a/turn-1/1-start"}
+
+	first, err := b.client.TransitionSession(ctx, start)
+	require.NoError(t, err)
+	require.False(t, first.GetAlreadyApplied())
+	again, err := b.client.TransitionSession(ctx, start)
+	require.NoError(t, err, "a retry is answered, not refused")
+	require.True(t, again.GetAlreadyApplied())
+	require.Equal(t, "running", again.GetSession().GetStatus())
+	require.Equal(t, first.GetSession().GetVersion(), again.GetSession().GetVersion(), "nothing changed")
+	require.Contains(t, again.GetMessage(), "already applied")
+
+	_, err = b.client.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{SessionId: fmt.Sprint(s.GetId()), Event: "pause",
+		IdempotencyKey: start.GetIdempotencyKey()})
+	require.Equal(t, codes.FailedPrecondition, status.Code(err), "a key names one transition")
+	_, err = b.client.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{SessionId: fmt.Sprint(s.GetId()), Event: "start",
+		RunningJobId: "job-2", IdempotencyKey: "session-1/run-a/turn-2/2-start"})
+	require.Equal(t, codes.FailedPrecondition, status.Code(err), "another start is refused as before")
+}

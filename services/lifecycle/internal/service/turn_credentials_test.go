@@ -79,9 +79,13 @@ func TestATurnsEndRevokesItsCredentials(t *testing.T) {
 		_, err = b.authenticate(c.GetToken())
 		require.NoError(t, err, "another turn's credential, or an admin's, is not this turn's")
 	}
+	// One credentials line per turn: the mint's, which says the turn's end
+	// revokes it; the revocation is the credential's own record (above).
 	lines := timeline(t, b.credBundle, s.GetId())
-	require.Contains(t, lines[len(lines)-1].GetMessage(),
-		"[Credentials] session credential "+first.GetId()+" revoked: its turn session-1/turn-1 ended")
+	require.Equal(t, []string{
+		"[Credentials] session credential " + first.GetId() + " minted (scopes: self, sessions.read, sessions.start) " +
+			"for turn session-1/turn-1, whose end revokes it (by the runner)",
+	}, credentialLinesOf(lines, first.GetId()))
 
 	resp, err = b.runner.RevokeTurnCredentials(ctx, &lifecyclev1.RevokeTurnCredentialsRequest{SessionId: id, TurnId: "session-1/turn-1"})
 	require.NoError(t, err, "a retried revocation lands again")
@@ -124,8 +128,8 @@ func TestANodesNextRunnerRevokesItsPredecessorsTurnCredentials(t *testing.T) {
 		require.NoError(t, err)
 	}
 	lines := timeline(t, b.credBundle, s2.GetId())
-	require.True(t, strings.HasPrefix(lines[len(lines)-1].GetMessage(), "[Credentials] session credential "+old2.GetId()+" revoked: the runner of node"),
-		lines[len(lines)-1].GetMessage())
+	require.Len(t, credentialLinesOf(lines, old2.GetId()), 1, "the mint's line only: the sweep's revocation is the credential's record")
+	require.True(t, strings.HasPrefix(credentialLinesOf(lines, old2.GetId())[0], "[Credentials] session credential "+old2.GetId()+" minted"))
 
 	resp, err = b.runner.SweepNodeCredentials(ctx, &lifecyclev1.SweepNodeCredentialsRequest{Node: "n1", Incarnation: "now"})
 	require.NoError(t, err)
@@ -166,4 +170,44 @@ func TestACredentialOpensNothingPastItsExpiry(t *testing.T) {
 		SessionId: fmt.Sprint(s.GetId()), Turn: &lifecyclev1.CredentialTurn{Node: "n1", TurnId: "t"},
 	})
 	requireStatus(t, err, codes.InvalidArgument, "turn.incarnation: is required for a turn's credential")
+}
+
+// credentialLinesOf are the timeline lines naming credential id.
+func credentialLinesOf(lines []*lifecyclev1.TimelineLine, id string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.Contains(l.GetMessage(), id) {
+			out = append(out, l.GetMessage())
+		}
+	}
+	return out
+}
+
+// A turn's credential is one timeline line, its mint's: the runner's own
+// revocation as its agent exits (RevokeSessionCredential as a service)
+// writes none, as the turn's end and the node sweep do not. An admin's
+// revocation of one is a line, as of any credential.
+func TestATurnCredentialIsOneTimelineLine(t *testing.T) {
+	t.Parallel()
+	b := setupTurnCredentials(t)
+	ctx := context.Background()
+	s := create(t, b.operator)
+	id := fmt.Sprint(s.GetId())
+	byRunner := b.mintForTurn(t, s.GetId(), "n1", "i1", "session-1/turn-1", time.Hour)
+	byAdmin := b.mintForTurn(t, s.GetId(), "n1", "i1", "session-1/turn-2", time.Hour)
+
+	_, err := b.runner.RevokeSessionCredential(ctx, &lifecyclev1.RevokeSessionCredentialRequest{SessionId: id, CredentialId: byRunner.GetId()})
+	require.NoError(t, err)
+	_, err = b.authenticate(byRunner.GetToken())
+	requireStatus(t, err, codes.Unauthenticated, "credential revoked: the runner revoked it")
+	_, err = b.admin.RevokeSessionCredential(ctx, &lifecyclev1.RevokeSessionCredentialRequest{SessionId: id, CredentialId: byAdmin.GetId()})
+	require.NoError(t, err)
+
+	lines := timeline(t, b.credBundle, s.GetId())
+	got := credentialLinesOf(lines, byRunner.GetId())
+	require.Len(t, got, 1, "%v", got)
+	require.Contains(t, got[0], "minted (scopes: self, sessions.read, sessions.start) for turn session-1/turn-1, whose end revokes it")
+	got = credentialLinesOf(lines, byAdmin.GetId())
+	require.Len(t, got, 2, "%v", got)
+	require.Contains(t, got[1], "[Credentials] session credential "+byAdmin.GetId()+" revoked: admin key")
 }

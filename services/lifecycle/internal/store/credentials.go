@@ -123,7 +123,7 @@ func (s *Sessions) MintCredential(ctx context.Context, ref domain.SessionRef,
 
 // RevokeCredential implements app.CredentialRepository.
 func (s *Sessions) RevokeCredential(ctx context.Context, ref domain.SessionRef, id string,
-	decide func(domain.Session, domain.Credential) (domain.Credential, error),
+	decide func(domain.Session, domain.Credential) (domain.Credential, *domain.TimelineEntry, error),
 ) (domain.Credential, error) {
 	var revoked domain.Credential
 	err := s.inTx(ctx, func(conn *pgx.Conn) error {
@@ -158,7 +158,7 @@ func (s *Sessions) RevokeCredential(ctx context.Context, ref domain.SessionRef, 
 		if err != nil {
 			return err
 		}
-		next, err := decide(sess, cur)
+		next, line, err := decide(sess, cur)
 		if err != nil {
 			return err
 		}
@@ -166,7 +166,9 @@ func (s *Sessions) RevokeCredential(ctx context.Context, ref domain.SessionRef, 
 		if cur.RevokedAt == nil && next.RevokedAt != nil {
 			w.queue(func(err error) error { return fmt.Errorf("revoke credential %s: %w", id, err) },
 				`UPDATE session_credentials SET revoked_at = $2, revoked_reason = $3 WHERE id = $1`, id, next.RevokedAt, next.RevokedReason)
-			w.timeline(sess.ID, *next.RevokedAt, domain.CredentialRevokedLine(next))
+			if line != nil {
+				w.timeline(sess.ID, *next.RevokedAt, *line)
+			}
 		}
 		if err := w.commit(ctx, conn, s.logger); err != nil {
 			return err
@@ -194,16 +196,14 @@ func (s *Sessions) RevokeTurnCredentials(ctx context.Context, ref domain.Session
 		if err != nil {
 			return err
 		}
-		reason := domain.RevokedByTurnEnd(turnID)
+		// No timeline line: the runner's revocation of a turn credential is
+		// recorded on the credential alone (domain.RevocationLine).
 		err = conn.QueryRow(ctx, `
 			WITH revoked AS (
 				UPDATE session_credentials SET revoked_at = $3, revoked_reason = $4
-				WHERE session_id = $1 AND turn_id = $2 AND revoked_at IS NULL RETURNING id),
-			lines AS (
-				INSERT INTO session_timeline (session_id, kind, message, created_at)
-				SELECT $1, $5, format($6, id), $3 FROM revoked ORDER BY id)
+				WHERE session_id = $1 AND turn_id = $2 AND revoked_at IS NULL RETURNING id)
 			SELECT count(*) FROM revoked`,
-			sess.ID, turnID, at, reason, domain.TimelineNote, domain.CredentialRevokedTemplate(reason)).Scan(&revoked)
+			sess.ID, turnID, at, domain.RevokedByTurnEnd(turnID)).Scan(&revoked)
 		if err != nil {
 			return fmt.Errorf("revoke the credentials of turn %s of session %d: %w", turnID, sess.ID, err)
 		}
@@ -220,20 +220,18 @@ func (s *Sessions) RevokeTurnCredentials(ctx context.Context, ref domain.Session
 // against the writes that hold them FOR SHARE (a write never waits on a
 // sweep while holding what the sweep waits for).
 func (s *Sessions) SweepNodeCredentials(ctx context.Context, node, incarnation string, at time.Time) (int, error) {
-	reason := domain.RevokedByNodeRestart(node)
 	var revoked int
 	// One statement, retried by inTx should it deadlock with an archive
-	// revoking some of the same rows.
+	// revoking some of the same rows. No timeline line: the runner's
+	// revocation of a turn credential is recorded on the credential alone
+	// (domain.RevocationLine).
 	err := s.inTx(ctx, func(conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, `
 		WITH revoked AS (
 			UPDATE session_credentials SET revoked_at = $3, revoked_reason = $4
-			WHERE turn_node = $1 AND turn_incarnation <> $2 AND revoked_at IS NULL RETURNING id, session_id),
-		lines AS (
-			INSERT INTO session_timeline (session_id, kind, message, created_at)
-			SELECT session_id, $5, format($6, id), $3 FROM revoked ORDER BY session_id, id)
+			WHERE turn_node = $1 AND turn_incarnation <> $2 AND revoked_at IS NULL RETURNING id)
 		SELECT count(*) FROM revoked`,
-			node, incarnation, at, reason, domain.TimelineNote, domain.CredentialRevokedTemplate(reason)).Scan(&revoked)
+			node, incarnation, at, domain.RevokedByNodeRestart(node)).Scan(&revoked)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("revoke the turn credentials of node %q: %w", node, err)

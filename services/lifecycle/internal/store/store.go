@@ -37,6 +37,9 @@ var Migrations = pgdb.MigrationSet{Name: "lifecycle", FS: pgdb.MigrationsDir(mig
 type Codec interface {
 	Encode(domain.Fact) ([]outbox.Addressed, error)
 	Stream(topic string, payload []byte) ([]domain.StreamEvent, error)
+	// EffectName is the spec's callback name of an effect, as its stream
+	// entry and logs show it.
+	EffectName(domain.Effect) string
 }
 
 // Sessions is the Postgres SessionRepository.
@@ -101,6 +104,40 @@ func (s *Sessions) Get(ctx context.Context, ref domain.SessionRef) (domain.Sessi
 
 // List implements app.SessionRepository.
 func (s *Sessions) List(ctx context.Context, f domain.ListFilter) (domain.Page, error) {
+	where, args := listFilter(f)
+	// The page's bounds follow the filter's arguments, so the count below
+	// can share the filter as it is.
+	q := `SELECT ` + listColumns + `, count(*) OVER () FROM sessions` + where +
+		" ORDER BY id DESC LIMIT $" + strconv.Itoa(len(args)+1) + " OFFSET $" + strconv.Itoa(len(args)+2)
+
+	rows, err := s.pool.Query(ctx, q, append(slices.Clone(args), f.PerPage, (f.Page-1)*f.PerPage)...)
+	if err != nil {
+		return domain.Page{}, fmt.Errorf("list sessions: %w", err)
+	}
+	page := domain.Page{Page: f.Page, PerPage: f.PerPage, Sessions: []domain.Session{}}
+	for rows.Next() {
+		sess, err := scanSession(rows, &page.TotalCount)
+		if err != nil {
+			return domain.Page{}, fmt.Errorf("list sessions: %w", err)
+		}
+		page.Sessions = append(page.Sessions, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return domain.Page{}, fmt.Errorf("list sessions: %w", err)
+	}
+	if len(page.Sessions) == 0 && f.Page > 1 {
+		// Past the last page the window function has no row to report the
+		// total on; count separately so the pagination stays truthful.
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sessions`+where, args...).Scan(&page.TotalCount); err != nil {
+			return domain.Page{}, fmt.Errorf("count sessions: %w", err)
+		}
+	}
+	return page, nil
+}
+
+// listFilter is f's WHERE clause (empty, or starting with a space) and its
+// arguments, $1 onwards: built once for both the page and the count.
+func listFilter(f domain.ListFilter) (string, []any) {
 	var (
 		where []string
 		args  []any
@@ -129,39 +166,10 @@ func (s *Sessions) List(ctx context.Context, f domain.ListFilter) (domain.Page, 
 	if f.SchedulingClass != "" {
 		where = append(where, "scheduling_class = "+arg(f.SchedulingClass))
 	}
-	q := `SELECT ` + listColumns + `, count(*) OVER () FROM sessions`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+	if len(where) == 0 {
+		return "", nil
 	}
-	q += " ORDER BY id DESC LIMIT " + arg(f.PerPage) + " OFFSET " + arg((f.Page-1)*f.PerPage)
-
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return domain.Page{}, fmt.Errorf("list sessions: %w", err)
-	}
-	page := domain.Page{Page: f.Page, PerPage: f.PerPage, Sessions: []domain.Session{}}
-	for rows.Next() {
-		sess, err := scanSession(rows, &page.TotalCount)
-		if err != nil {
-			return domain.Page{}, fmt.Errorf("list sessions: %w", err)
-		}
-		page.Sessions = append(page.Sessions, sess)
-	}
-	if err := rows.Err(); err != nil {
-		return domain.Page{}, fmt.Errorf("list sessions: %w", err)
-	}
-	if len(page.Sessions) == 0 && f.Page > 1 {
-		// Past the last page the window function has no row to report the
-		// total on; count separately so the pagination stays truthful.
-		countQ := `SELECT count(*) FROM sessions`
-		if len(where) > 0 {
-			countQ += " WHERE " + strings.Join(where, " AND ")
-		}
-		if err := s.pool.QueryRow(ctx, countQ, args[:len(args)-2]...).Scan(&page.TotalCount); err != nil {
-			return domain.Page{}, fmt.Errorf("count sessions: %w", err)
-		}
-	}
-	return page, nil
+	return " WHERE " + strings.Join(where, " AND "), args
 }
 
 func scanSession(row pgx.Row, extra ...any) (domain.Session, error) {

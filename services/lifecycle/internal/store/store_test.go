@@ -157,4 +157,9 @@ func TestListFiltersAndPages(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, page.Sessions)
 	require.EqualValues(t, 3, page.TotalCount, "past the end the total is still told")
+
+	page, err = b.sessions.List.Handle(ctx, domain.ListRequest{PerPage: 1, Page: 9, AgentRoot: "zimmer", Query: "i"})
+	require.NoError(t, err)
+	require.Empty(t, page.Sessions)
+	require.EqualValues(t, 2, page.TotalCount, "past the end the total counts what the filter matches")
 }

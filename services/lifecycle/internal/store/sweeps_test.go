@@ -139,7 +139,7 @@ func TestStaleSweepArchivesExactlyTheUntouchedAtRest(t *testing.T) {
 		require.NoError(t, err)
 		var retired []map[string]any
 		for _, e := range evs {
-			if e.Name == domain.EffectRetireMessages {
+			if e.Name == (events.Codec{}).EffectName(domain.RetireMessages{}) {
 				require.True(t, e.Alerting, c.name)
 				retired = append(retired, e.Payload)
 			}

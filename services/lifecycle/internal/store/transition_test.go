@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -164,9 +165,10 @@ func TestStreamOutlivesTheOutbox(t *testing.T) {
 	for _, e := range before {
 		names = append(names, e.Name)
 	}
+	name := events.Codec{}.EffectName
 	require.Equal(t, []string{
-		"transition", domain.EffectRecordFlags,
-		"transition", domain.EffectFireTriggers, domain.EffectNeedsInputPush, domain.EffectStatusSummary, domain.EffectDrain,
+		"transition", name(domain.RecordFlags{}),
+		"transition", name(domain.FireTriggers{}), name(domain.NeedsInputPush{}), name(domain.StatusSummaryRefresh{}), name(domain.Drain{}),
 	}, names)
 	require.Equal(t, map[string]any{"from": "running", "to": "needs_input", "events": []any{"pause"}}, before[2].Payload)
 	require.Equal(t, map[string]any{"needs_input_count": float64(1)}, before[4].Payload)
@@ -180,4 +182,63 @@ func TestStreamOutlivesTheOutbox(t *testing.T) {
 	after, err := b.sessions.History.Events(ctx, ref)
 	require.NoError(t, err)
 	require.Equal(t, before, after)
+}
+
+// TestARetriedTransitionWithItsKeyIsANoOp: a transition fired with an
+// idempotency key is recorded with its change, so the same call again — a
+// retried activity whose first attempt committed and lost its answer — is
+// answered as already applied and changes nothing, even after the session
+// moved on; a call with another key is decided afresh, and refused as
+// before; a key names one transition.
+func TestARetriedTransitionWithItsKeyIsANoOp(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	s, err := b.sessions.Create.Handle(ctx, domain.NewSession{Prompt: "p", GitRoot: "g"})
+	require.NoError(t, err)
+	ref := strconv.FormatInt(s.ID, 10)
+	start := domain.Command{RunningJobID: "session-1/turn-1", IdempotencyKey: "session-1/run-a/1/start"}
+	pause := domain.Command{IdempotencyKey: "session-1/run-a/2/pause"}
+
+	out, err := b.sessions.Transition.Fire(ctx, ref, string(domain.EventStart), start)
+	require.NoError(t, err)
+	require.False(t, out.AlreadyApplied)
+	_, err = b.sessions.Transition.Fire(ctx, ref, string(domain.EventPause), pause)
+	require.NoError(t, err)
+	lines := b.count(t, `SELECT count(*) FROM session_timeline WHERE session_id = $1`, s.ID)
+	announced := b.count(t, `SELECT count(*) FROM session_events WHERE session_id = $1`, s.ID)
+
+	for _, retry := range []struct {
+		event domain.Event
+		cmd   domain.Command
+		from  domain.Status
+	}{{domain.EventStart, start, domain.StatusWaiting}, {domain.EventPause, pause, domain.StatusRunning}} {
+		again, err := b.sessions.Transition.Fire(ctx, ref, string(retry.event), retry.cmd)
+		require.NoError(t, err, "%s's retry is answered, not refused", retry.event)
+		require.True(t, again.AlreadyApplied, retry.event)
+		require.Equal(t, retry.from, again.From, "the state the first call moved it from")
+		require.Equal(t, domain.StatusNeedsInput, again.Session.Status, "the session as it stands")
+	}
+	got, err := b.sessions.Get.Handle(ctx, ref)
+	require.NoError(t, err)
+	require.EqualValues(t, 1+2, got.Version, "created and two transitions: the retries changed nothing")
+	require.Equal(t, domain.StatusNeedsInput, got.Status)
+	require.Equal(t, lines, b.count(t, `SELECT count(*) FROM session_timeline WHERE session_id = $1`, s.ID), "no line, not even a refusal")
+	require.Equal(t, announced, b.count(t, `SELECT count(*) FROM session_events WHERE session_id = $1`, s.ID), "nothing announced")
+
+	_, err = b.sessions.Transition.Fire(ctx, ref, string(domain.EventPause), domain.Command{IdempotencyKey: "session-1/run-a/3/pause"})
+	var refused *domain.TransitionError
+	require.ErrorAs(t, err, &refused, "another key is another pause: refused from needs_input, as before")
+	require.Equal(t, domain.StatusNeedsInput, refused.From)
+
+	_, err = b.sessions.Transition.Fire(ctx, ref, string(domain.EventFail), domain.Command{IdempotencyKey: start.IdempotencyKey, FailureReason: "x"})
+	require.ErrorIs(t, err, domain.ErrPrecondition, "a key names one transition")
+	other, err := b.sessions.Create.Handle(ctx, domain.NewSession{Prompt: "p", GitRoot: "g"})
+	require.NoError(t, err)
+	_, err = b.sessions.Transition.Fire(ctx, strconv.FormatInt(other.ID, 10), string(domain.EventStart), start)
+	require.ErrorIs(t, err, domain.ErrPrecondition, "of one session")
+
+	n, err := store.NewSessions(b.pool, events.Codec{}, nil, slogx.Discard()).PruneDeliveries(ctx, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n, "the two records go with the deliveries' retention")
 }

@@ -267,9 +267,9 @@ func (s *Sessions) planTriggerEffects(w *writes, cur domain.Session, wakes domai
 	at := out.Session.UpdatedAt
 	fired := map[int64]bool{}
 	for _, e := range out.Effects {
-		switch e.Name {
-		case domain.EffectCancelWakes:
-			if preserve, _ := e.Payload["preserve"].(bool); !preserve {
+		switch e := e.(type) {
+		case domain.CancelWakes:
+			if !e.Preserve {
 				// Every kind: a watcher left armed would later wake a
 				// session that its resume already made busy.
 				w.queue(func(err error) error {
@@ -278,7 +278,7 @@ func (s *Sessions) planTriggerEffects(w *writes, cur domain.Session, wakes domai
 					UPDATE wake_triggers SET status = 'cancelled', cancelled_at = $2
 					WHERE session_id = $1 AND status = 'armed'`, cur.ID, at)
 			}
-		case domain.EffectFireTriggers:
+		case domain.FireTriggers:
 			state, due := domain.WatchesFired(e, wakes.Watching)
 			if len(due) == 0 {
 				continue
@@ -298,7 +298,7 @@ func (s *Sessions) planTriggerEffects(w *writes, cur domain.Session, wakes domai
 					return err
 				}
 			}
-		case domain.EffectCleanupWatchers:
+		case domain.CleanupWatchers:
 			var left []domain.Watch
 			for _, d := range wakes.Watching {
 				if !fired[d.TriggerID] {

@@ -130,6 +130,36 @@ func (s *Sessions) Deliver(ctx context.Context, id int64, deliveryID string,
 	})
 }
 
+// UpdateOnce implements app.SessionRepository: Update, reading the record
+// of the transition applied under key after the session's lock, so one that
+// committed while this call waited for the lock is seen.
+func (s *Sessions) UpdateOnce(ctx context.Context, ref domain.SessionRef, key string,
+	decide func(domain.Session, domain.Wakes, *app.TransitionRecord) (app.Change, error),
+) (app.Change, error) {
+	var prior *app.TransitionRecord
+	also := lockedRead{
+		queue: func(b *pgx.Batch) {
+			b.Queue(`SELECT session_id, event, from_status FROM applied_transitions WHERE idempotency_key = $1`, key)
+		},
+		scan: func(br pgx.BatchResults) error {
+			r := app.TransitionRecord{Key: key}
+			err := br.QueryRow().Scan(&r.SessionID, &r.Event, &r.From)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				prior = nil
+			case err != nil:
+				return fmt.Errorf("read the transition applied under key %q: %w", key, err)
+			default:
+				prior = &r
+			}
+			return nil
+		},
+	}
+	return s.update(ctx, ref, also, func(cur domain.Session, wakes domain.Wakes) (app.Change, error) {
+		return decide(cur, wakes, prior)
+	})
+}
+
 // lockedRead is what a write reads besides the session and its wake-ups:
 // queue adds statements that run once the session is locked, scan reads
 // their results in order. The zero value reads nothing.
@@ -222,6 +252,9 @@ func (s *Sessions) plan(w *writes, cur domain.Session, wakes domain.Wakes, c *ap
 	}
 	switch {
 	case c.Transitioned != nil:
+		if c.TransitionKey != "" {
+			w.appliedTransition(c.TransitionKey, cur.ID, c.Transitioned)
+		}
 		return s.planTransition(w, cur, wakes, c.Transitioned)
 	case c.Armed != nil:
 		return s.planArming(w, cur, wakes, c.Armed)
@@ -295,8 +328,8 @@ func (s *Sessions) planTransition(w *writes, cur domain.Session, wakes domain.Wa
 		return err
 	}
 	for _, e := range out.Effects {
-		if e.Name == domain.EffectRecordFlags {
-			w.flags(cur.ID, out.Session.UpdatedAt)
+		if _, ok := e.(domain.RecordFlags); ok {
+			w.flags(cur.ID, out.Session.UpdatedAt, s.codec.EffectName(e))
 			break
 		}
 	}

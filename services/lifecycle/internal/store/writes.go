@@ -23,8 +23,9 @@ type writes struct {
 	wrap []func(error) error // how each statement's error is reported
 	// flagsAt is the index of the savepoint before the flags, or 0: their
 	// failure is rolled back to alone, so it never stops the transition.
-	flagsAt   int
-	sessionID int64 // for the flags' warning
+	flagsAt     int
+	sessionID   int64  // for the flags' warning
+	flagsEffect string // the effect's name, for the same
 }
 
 func (w *writes) queue(wrap func(error) error, sql string, args ...any) {
@@ -45,7 +46,7 @@ func (w *writes) commit(ctx context.Context, conn *pgx.Conn, logger *slog.Logger
 				return w.wrap[i](err)
 			}
 			logger.WarnContext(ctx, "record experimental setting flags failed; the transition goes on",
-				"session_id", w.sessionID, "effect", domain.EffectRecordFlags, "error", err)
+				"session_id", w.sessionID, "effect", w.flagsEffect, "error", err)
 			// By the simple protocol: after a failed batch pgx forgets the
 			// batch's prepared statements but drops them only once the
 			// transaction is over, so preparing COMMIT again would collide.
@@ -91,6 +92,24 @@ func (w *writes) delivery(deliveryID string, sessionID int64, jobID string) {
 		}
 		return fmt.Errorf("record delivery %q of session %d: %w", deliveryID, sessionID, err)
 	}, `INSERT INTO deliveries (delivery_id, session_id, job_id) VALUES ($1, $2, $3)`, deliveryID, sessionID, jobID)
+}
+
+// appliedTransition queues the record of a transition applied under its
+// caller's idempotency key, which answers the call's retries.
+func (w *writes) appliedTransition(key string, sessionID int64, out *domain.Outcome) {
+	event := ""
+	if len(out.Applied) > 0 {
+		event = string(out.Applied[0])
+	}
+	w.queue(func(err error) error {
+		if pgdb.Code(err) == pgdb.CodeUniqueViolation {
+			// Read under session sessionID's lock and not found: another
+			// session's transition took the key meanwhile.
+			return fmt.Errorf("idempotency key %q was applied to another session meanwhile; a key names one transition: %w", key, domain.ErrAlreadyExists)
+		}
+		return fmt.Errorf("record the transition of session %d under key %q: %w", sessionID, key, err)
+	}, `INSERT INTO applied_transitions (idempotency_key, session_id, event, from_status) VALUES ($1, $2, $3, $4)`,
+		key, sessionID, event, int16(out.From))
 }
 
 // markers queues the session's markers alone, for bookkeeping that is not
@@ -194,7 +213,7 @@ func (w *writes) stream(codec Codec, id int64, announced []outbox.Addressed, eff
 			return -1
 		}
 		for i, e := range effects {
-			if e.Name == name {
+			if codec.EffectName(e) == name {
 				return i
 			}
 		}
@@ -214,8 +233,8 @@ func (w *writes) stream(codec Codec, id int64, announced []outbox.Addressed, eff
 // flags queues, behind a savepoint, the experimental settings a start or
 // resume ran with: the first fixes the start-of-life value, every later one
 // moves the end-of-life value. It must come last.
-func (w *writes) flags(id int64, at time.Time) {
-	w.flagsAt, w.sessionID = w.b.Len(), id
+func (w *writes) flags(id int64, at time.Time, effect string) {
+	w.flagsAt, w.sessionID, w.flagsEffect = w.b.Len(), id, effect
 	w.queue(func(err error) error { return fmt.Errorf("savepoint before the flags: %w", err) }, "SAVEPOINT record_flags")
 	w.queue(func(err error) error { return fmt.Errorf("record flags of session %d: %w", id, err) }, `
 		INSERT INTO session_experimental_flags (session_id, setting, start_value, end_value, started_at, ended_at)

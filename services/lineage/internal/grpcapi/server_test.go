@@ -88,7 +88,8 @@ func TestWireValidation(t *testing.T) {
 		{"created without session", createdEvent("00000000-0000-4000-8000-000000000001", nil), "event.created.session"},
 		{"an effect, which lineage does not own", &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{
 			EventId: "00000000-0000-4000-8000-000000000001",
-			Payload: &lifecyclev1.SessionEvent_Effect{Effect: &lifecyclev1.SessionEffect{Name: "push"}},
+			Payload: &lifecyclev1.SessionEvent_Effect{Effect: &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_FailurePush{
+				FailurePush: &lifecyclev1.FailurePushEffect{FailureReason: "push"}}}},
 		}}, "event.payload"},
 		{"session without updated_at", createdEvent("00000000-0000-4000-8000-000000000001", &lifecyclev1.Session{Id: 1}), "event.created.session.updated_at"},
 	}

@@ -3,25 +3,16 @@ package grpcapi
 import (
 	"context"
 	"log/slog"
-	"math"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/effect"
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
 	"github.com/zimmerhq/zimmer/services/notification/internal/wire"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
-)
-
-// The lifecycle effects notification carries out (lifecycle's domain names
-// them; notification is their owner).
-const (
-	EffectNeedsInputPush = "enqueue_debounced_needs_input_push_notification"
-	EffectFailurePush    = "enqueue_failure_push_notification"
-	EffectMarkStale      = "mark_notifications_stale"
-	EffectDismiss        = "dismiss_notifications"
 )
 
 // Consumer implements lifecyclev1.SessionEventConsumerServiceServer for the
@@ -31,8 +22,9 @@ const (
 // push; a resume stales and an archive dismisses the session's
 // notifications. Delivery is at least once and each is idempotent (applied
 // false for a redelivery it recognises). An effect it cannot read is
-// InvalidArgument (lifecycle parks it dead and pages); one it does not own,
-// or an event that is no effect, is answered applied false.
+// InvalidArgument (lifecycle parks it dead and pages); one it does not own
+// is answered applied false by effect.Unhandled, and an event that is no
+// effect applied false without a word.
 type Consumer struct {
 	lifecyclev1.UnimplementedSessionEventConsumerServiceServer
 	notifications app.Notifications
@@ -61,11 +53,15 @@ func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.Con
 }
 
 func (c *Consumer) consume(ctx context.Context, e *lifecyclev1.SessionEvent) (bool, error) {
-	effect := e.GetEffect()
-	switch effect.GetName() {
-	case EffectNeedsInputPush, EffectFailurePush, EffectMarkStale, EffectDismiss:
+	eff := e.GetEffect()
+	if eff == nil {
+		return false, nil // no effect: not notification's to apply
+	}
+	switch eff.GetKind().(type) {
+	case *lifecyclev1.SessionEffect_NeedsInputPush, *lifecyclev1.SessionEffect_FailurePush,
+		*lifecyclev1.SessionEffect_MarkNotificationsStale, *lifecyclev1.SessionEffect_DismissNotifications:
 	default:
-		return false, nil
+		return effect.Unhandled(ctx, c.errors.logger, e, "not notification's").GetApplied(), nil
 	}
 	id := e.GetSessionId()
 	if id <= 0 {
@@ -74,34 +70,33 @@ func (c *Consumer) consume(ctx context.Context, e *lifecyclev1.SessionEvent) (bo
 	if _, err := uuid.Parse(e.GetEventId()); err != nil {
 		return false, validation.Invalid("event.event_id", "must be the event's UUID, got %q", e.GetEventId())
 	}
-	payload := effect.GetPayload().AsMap()
-	switch effect.GetName() {
-	case EffectNeedsInputPush:
-		marker, err := positiveCount(payload, "needs_input_count")
-		if err != nil {
-			return false, err
+	switch kind := eff.GetKind().(type) {
+	case *lifecyclev1.SessionEffect_NeedsInputPush:
+		marker := kind.NeedsInputPush.GetNeedsInputCount()
+		if marker < 1 {
+			return false, validation.Invalid("event.effect.needs_input_push.needs_input_count", "must be a positive whole number, got %d", marker)
 		}
 		if e.GetOccurredAt() == nil {
 			return false, validation.Invalid("event.occurred_at", "is required: the debounce counts from the pause")
 		}
 		return true, c.notifications.Paused.Handle(ctx, id, marker, e.GetOccurredAt().AsTime())
-	case EffectFailurePush:
-		s, err := snapshot(effect, id)
+	case *lifecyclev1.SessionEffect_FailurePush:
+		s, err := snapshot(eff, id)
 		if err != nil {
 			return false, err
 		}
-		reason, _ := payload["failure_reason"].(string)
+		reason := kind.FailurePush.GetFailureReason()
 		if reason == "" {
-			reason = effect.GetSession().GetFailureReason()
+			reason = eff.GetSession().GetFailureReason()
 		}
 		return c.notifications.Failure.Handle(ctx, e.GetEventId(), s, reason)
-	case EffectMarkStale:
-		s, err := snapshot(effect, id)
+	case *lifecyclev1.SessionEffect_MarkNotificationsStale:
+		s, err := snapshot(eff, id)
 		if err != nil {
 			return false, err
 		}
 		return c.notifications.Stale.Handle(ctx, e.GetEventId(), id, s.NeedsInputCount)
-	default: // EffectDismiss
+	default: // DismissNotifications
 		if e.GetOccurredAt() == nil {
 			return false, validation.Invalid("event.occurred_at", "is required: the archive dismisses what was created before it")
 		}
@@ -111,8 +106,8 @@ func (c *Consumer) consume(ctx context.Context, e *lifecyclev1.SessionEvent) (bo
 
 // snapshot is the session as the transition left it, which the effect
 // carries.
-func snapshot(effect *lifecyclev1.SessionEffect, id int64) (domain.Session, error) {
-	s := effect.GetSession()
+func snapshot(eff *lifecyclev1.SessionEffect, id int64) (domain.Session, error) {
+	s := eff.GetSession()
 	switch {
 	case s == nil:
 		return domain.Session{}, validation.Invalid("event.effect.session", "is required: the session as the transition left it")
@@ -120,14 +115,4 @@ func snapshot(effect *lifecyclev1.SessionEffect, id int64) (domain.Session, erro
 		return domain.Session{}, validation.Invalid("event.effect.session.id", "is %d but the event is about session %d", s.GetId(), id)
 	}
 	return wire.Session(s), nil
-}
-
-// positiveCount reads a positive whole number from an effect's payload
-// (a JSON number: a float64).
-func positiveCount(payload map[string]any, field string) (int64, error) {
-	f, ok := payload[field].(float64)
-	if !ok || f < 1 || f != math.Trunc(f) || f > math.MaxInt64 {
-		return 0, validation.Invalid("event.effect.payload."+field, "must be a positive whole number, got %v", payload[field])
-	}
-	return int64(f), nil
 }

@@ -75,7 +75,7 @@ func TestBenchmarkNeedsInputPushLateness(t *testing.T) {
 		s := &lifecyclev1.Session{Id: base + int64(i), Status: "needs_input", NeedsInputCount: 1, PushNotifications: true}
 		lifecycle.set(s)
 		paused[s.GetId()] = time.Now()
-		_, err := consumer.ConsumeSessionEvent(ctx, effect("enqueue_debounced_needs_input_push_notification", s, map[string]any{"needs_input_count": 1}))
+		_, err := consumer.ConsumeSessionEvent(ctx, effect(needsInputPush(1), s))
 		require.NoError(t, err)
 	}
 	var push, afterCheck []time.Duration

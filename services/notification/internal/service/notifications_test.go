@@ -22,7 +22,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
@@ -89,18 +88,41 @@ func startLifecycle(t *testing.T, f *fakeLifecycle) string {
 	return lis.Addr().String()
 }
 
-// effect is lifecycle's event carrying the effect name about s.
-func effect(name string, s *lifecyclev1.Session, payload map[string]any) *lifecyclev1.ConsumeSessionEventRequest {
-	p, err := structpb.NewStruct(payload)
-	if err != nil {
-		panic(err)
-	}
+// effect is lifecycle's event carrying the effect e about s.
+func effect(e *lifecyclev1.SessionEffect, s *lifecyclev1.Session) *lifecyclev1.ConsumeSessionEventRequest {
+	e.Session = s
 	return &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{
 		EventId:    uuid.NewString(),
 		SessionId:  s.GetId(),
 		OccurredAt: timestamppb.Now(),
-		Payload:    &lifecyclev1.SessionEvent_Effect{Effect: &lifecyclev1.SessionEffect{Name: name, Payload: p, Session: s}},
+		Payload:    &lifecyclev1.SessionEvent_Effect{Effect: e},
 	}}
+}
+
+// The effects lifecycle sends, as its events carry them.
+func needsInputPush(count int64) *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_NeedsInputPush{
+		NeedsInputPush: &lifecyclev1.NeedsInputPushEffect{NeedsInputCount: count}}}
+}
+
+func failurePush(reason string) *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_FailurePush{
+		FailurePush: &lifecyclev1.FailurePushEffect{FailureReason: reason}}}
+}
+
+func markStale() *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_MarkNotificationsStale{
+		MarkNotificationsStale: &lifecyclev1.MarkNotificationsStaleEffect{}}}
+}
+
+func dismiss() *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_DismissNotifications{
+		DismissNotifications: &lifecyclev1.DismissNotificationsEffect{}}}
+}
+
+// drain is the queue's effect, which notification does not own.
+func drain() *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_Drain{Drain: &lifecyclev1.DrainEffect{}}}
 }
 
 // fieldsOf lists the fields an InvalidArgument status names.
@@ -133,7 +155,7 @@ func TestNotificationsOverGRPC(t *testing.T) {
 
 	// A failure: recorded and pushed at once, whatever the session's opt-in.
 	failed := &lifecyclev1.Session{Id: 42, Title: "Fix the flaky test", Status: "failed", NeedsInputCount: 2, FailureReason: "the clone is gone"}
-	failure := effect("enqueue_failure_push_notification", failed, map[string]any{"failure_reason": "the clone is gone"})
+	failure := effect(failurePush("the clone is gone"), failed)
 	resp, err := consumer.ConsumeSessionEvent(ctx, failure)
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
@@ -164,7 +186,7 @@ func TestNotificationsOverGRPC(t *testing.T) {
 	// A pause's push needs the debounce, which needs Temporal: lifecycle
 	// is told to retry.
 	waiting := &lifecyclev1.Session{Id: 42, Status: "needs_input", NeedsInputCount: 3, PushNotifications: true}
-	_, err = consumer.ConsumeSessionEvent(ctx, effect("enqueue_debounced_needs_input_push_notification", waiting, map[string]any{"needs_input_count": 3}))
+	_, err = consumer.ConsumeSessionEvent(ctx, effect(needsInputPush(3), waiting))
 	require.Equal(t, codes.Unavailable, status.Code(err))
 	require.Contains(t, status.Convert(err).Message(), "no Temporal")
 
@@ -173,10 +195,9 @@ func TestNotificationsOverGRPC(t *testing.T) {
 		req   *lifecyclev1.ConsumeSessionEventRequest
 		field string
 	}{
-		{effect("enqueue_debounced_needs_input_push_notification", waiting, map[string]any{"needs_input_count": "3"}), "event.effect.payload.needs_input_count"},
-		{effect("enqueue_debounced_needs_input_push_notification", waiting, map[string]any{"needs_input_count": 0}), "event.effect.payload.needs_input_count"},
-		{effect("enqueue_failure_push_notification", &lifecyclev1.Session{Id: 42}, nil), ""},
-		{effect("mark_notifications_stale", &lifecyclev1.Session{Id: 0}, nil), "event.session_id"},
+		{effect(needsInputPush(0), waiting), "event.effect.needs_input_push.needs_input_count"},
+		{effect(failurePush(""), &lifecyclev1.Session{Id: 42}), ""},
+		{effect(markStale(), &lifecyclev1.Session{Id: 0}), "event.session_id"},
 	} {
 		if bad.field == "" { // a snapshot of another session
 			bad.req.GetEvent().SessionId = 7
@@ -186,18 +207,18 @@ func TestNotificationsOverGRPC(t *testing.T) {
 		require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
 		require.Equal(t, []string{bad.field}, fieldsOf(err))
 	}
-	notUUID := effect("dismiss_notifications", failed, nil)
+	notUUID := effect(dismiss(), failed)
 	notUUID.GetEvent().EventId = "evt-1"
 	_, err = consumer.ConsumeSessionEvent(ctx, notUUID)
 	require.Equal(t, []string{"event.event_id"}, fieldsOf(err))
-	undated := effect("enqueue_debounced_needs_input_push_notification", waiting, map[string]any{"needs_input_count": 3})
+	undated := effect(needsInputPush(3), waiting)
 	undated.GetEvent().OccurredAt = nil
 	_, err = consumer.ConsumeSessionEvent(ctx, undated)
 	require.Equal(t, []string{"event.occurred_at"}, fieldsOf(err), "the debounce counts from the pause")
 
 	// Effects notification does not own, and events that are no effect,
 	// are not its to apply.
-	resp, err = consumer.ConsumeSessionEvent(ctx, effect("drain_enqueued_messages_after_pause", waiting, nil))
+	resp, err = consumer.ConsumeSessionEvent(ctx, effect(drain(), waiting))
 	require.NoError(t, err)
 	require.False(t, resp.GetApplied())
 	resp, err = consumer.ConsumeSessionEvent(ctx, &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{
@@ -253,7 +274,7 @@ func TestNotificationsOverGRPC(t *testing.T) {
 	require.Zero(t, all.GetUnreadCount())
 
 	// Archive: the session's notifications are dismissed, once.
-	archive := effect("dismiss_notifications", &lifecyclev1.Session{Id: 42, Status: "archived"}, nil)
+	archive := effect(dismiss(), &lifecyclev1.Session{Id: 42, Status: "archived"})
 	resp, err = consumer.ConsumeSessionEvent(ctx, archive)
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
@@ -427,7 +448,7 @@ func TestPushesReachTheWebhookThroughTemporal(t *testing.T) {
 	waiting := &lifecyclev1.Session{Id: testSessionID(), Title: "Fix the flaky test", Status: "needs_input", NeedsInputCount: 1, PushNotifications: true}
 	lifecycle.set(waiting)
 	paused := time.Now()
-	resp, err := consumer.ConsumeSessionEvent(ctx, effect("enqueue_debounced_needs_input_push_notification", waiting, map[string]any{"needs_input_count": 1}))
+	resp, err := consumer.ConsumeSessionEvent(ctx, effect(needsInputPush(1), waiting))
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
 	d, payload := receive("the needs-input push")
@@ -455,11 +476,11 @@ func TestPushesReachTheWebhookThroughTemporal(t *testing.T) {
 	// pushed notification, not the pause that follows it.
 	second := &lifecyclev1.Session{Id: waiting.GetId(), Status: "needs_input", NeedsInputCount: 2, PushNotifications: true}
 	lifecycle.set(second)
-	_, err = consumer.ConsumeSessionEvent(ctx, effect("enqueue_debounced_needs_input_push_notification", second, map[string]any{"needs_input_count": 2}))
+	_, err = consumer.ConsumeSessionEvent(ctx, effect(needsInputPush(2), second))
 	require.NoError(t, err)
 	resumed := &lifecyclev1.Session{Id: waiting.GetId(), Status: "running", NeedsInputCount: 2, PushNotifications: true}
 	lifecycle.set(resumed)
-	resp, err = consumer.ConsumeSessionEvent(ctx, effect("mark_notifications_stale", resumed, nil))
+	resp, err = consumer.ConsumeSessionEvent(ctx, effect(markStale(), resumed))
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
 	require.NoError(t, svc.Temporal.GetWorkflow(ctx, push.DebounceWorkflowID(waiting.GetId()), "").Get(ctx, &outcome))
@@ -475,7 +496,7 @@ func TestPushesReachTheWebhookThroughTemporal(t *testing.T) {
 	webhook.statuses = []int{http.StatusServiceUnavailable}
 	webhook.mu.Unlock()
 	failed := &lifecyclev1.Session{Id: testSessionID(), Title: "Port the parser", Status: "failed", PushNotifications: false}
-	resp, err = consumer.ConsumeSessionEvent(ctx, effect("enqueue_failure_push_notification", failed, map[string]any{"failure_reason": "the agent exited with status 1"}))
+	resp, err = consumer.ConsumeSessionEvent(ctx, effect(failurePush("the agent exited with status 1"), failed))
 	answered := time.Now()
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())

@@ -153,7 +153,7 @@ func TestRedriveDeliversWhatFailedToStartThroughTemporal(t *testing.T) {
 	require.True(t, raised.GetPaged(), "the raise is answered; its page is the re-drive's")
 	consumer := lifecyclev1.NewSessionEventConsumerServiceClient(servicetest.DialAsService(t, svc.Addr(), "lifecycle"))
 	failed := &lifecyclev1.Session{Id: 4, Title: "Port the parser", Status: "failed"}
-	_, err = consumer.ConsumeSessionEvent(ctx, effect("enqueue_failure_push_notification", failed, map[string]any{"failure_reason": "exit 1"}))
+	_, err = consumer.ConsumeSessionEvent(ctx, effect(failurePush("exit 1"), failed))
 	require.Equal(t, codes.Unavailable, status.Code(err), "lifecycle keeps the effect: %v", err)
 	var lostMessage int64
 	require.NoError(t, svc.Pool.QueryRow(ctx, `INSERT INTO notifications (type, session_id, title) VALUES ('agent_message', 4, 'Tests are green') RETURNING id`).Scan(&lostMessage))

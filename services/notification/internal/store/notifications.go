@@ -23,10 +23,12 @@ var _ app.NotificationRepository = (*Notifications)(nil)
 // NewNotifications returns a repository over pool.
 func NewNotifications(pool *pgxpool.Pool) *Notifications { return &Notifications{pool: pool} }
 
-// The inbox topics under which lifecycle's effects are claimed.
+// The inbox topics under which lifecycle's effects are claimed: a label of
+// what the claim applied, in notification's words (the event id alone
+// deduplicates; lifecycle names its effects).
 const (
-	topicStale   = "mark_notifications_stale"
-	topicDismiss = "dismiss_notifications"
+	topicStale   = "notifications.stale"
+	topicDismiss = "notifications.dismiss"
 )
 
 const notificationColumns = `id, type, coalesce(session_id, 0), title, body, marker, coalesce(dedup_key, ''),

@@ -11,13 +11,15 @@ import (
 )
 
 // Runs recorded on the Temporal dev server replay against today's code, so
-// a change of the workflow's commands fails here instead of stranding the
-// drains already running (such a change goes behind workflow.GetVersion):
+// a change of the workflow's commands fails here. Nothing is deployed yet,
+// so such a change needs no workflow.GetVersion gate (docs/temporal.md says
+// from when it does):
 //
-//   - drain_session_not_found_retried.json: recorded before issue 20's
-//     session-gone-ends-drain: lifecycle answered NotFound to all three
-//     attempts, 30 s apart, and the drain paged as exhausted. Today a drain
-//     ends at the first NotFound; one already running keeps its old course.
+//   - drain_session_not_found_retried.json: three attempts, 30 s apart,
+//     each failing with an error that is not ErrTypeSessionGone (recorded
+//     before the activity typed NotFound as that), and the drain paged as
+//     exhausted: the course of every attempt's failure retrying cannot
+//     tell apart.
 func TestRecordedRunsReplay(t *testing.T) {
 	t.Parallel()
 	for _, file := range []string{"testdata/drain_session_not_found_retried.json"} {

@@ -36,10 +36,6 @@ const (
 	OutcomeSessionGone Outcome = "session_gone"
 )
 
-// sessionGoneVersion marks the change that ends a drain at once when its
-// session is gone: histories from before it tried again.
-const sessionGoneVersion = "session-gone-ends-drain"
-
 // Exhausted is the alert the workflow raises when the attempts are spent.
 type Exhausted struct {
 	SessionID int64
@@ -108,7 +104,7 @@ func run(ctx workflow.Context, in Input) (Outcome, error) {
 		}
 		var a Attempt
 		if err := workflow.ExecuteActivity(actx, ActivityRecordAttempt, in.SessionID).Get(ctx, &a); err != nil {
-			if sessionGone(err) && workflow.GetVersion(ctx, sessionGoneVersion, workflow.DefaultVersion, 1) == 1 {
+			if sessionGone(err) {
 				return OutcomeSessionGone, abandon(ctx, in.SessionID)
 			}
 			alert.LastError = "count the attempt with lifecycle: " + rootMessage(err)

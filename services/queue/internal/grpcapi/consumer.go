@@ -7,18 +7,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/effect"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 	"github.com/zimmerhq/zimmer/services/queue/internal/app"
-)
-
-// The lifecycle effects the queue carries out (lifecycle's domain names
-// them; the queue is their owner).
-const (
-	EffectDrain  = "drain_enqueued_messages_after_pause"
-	EffectRetire = "retire_enqueued_messages"
-	EffectReopen = "reopen_enqueued_messages"
 )
 
 // Consumer implements lifecyclev1.SessionEventConsumerServiceServer for
@@ -26,12 +20,14 @@ const (
 // session's drain workflow), an archive's retirement and an unarchive's
 // reopening. Delivery is at least once and each is idempotent. An effect
 // the queue cannot read is InvalidArgument (lifecycle parks it dead and
-// pages); one it does not own is answered applied false.
+// pages); one it does not own is answered applied false by
+// effect.Unhandled.
 type Consumer struct {
 	lifecyclev1.UnimplementedSessionEventConsumerServiceServer
 	queue  app.Queue
 	drains app.Drains
 	server *Server
+	logger *slog.Logger
 }
 
 var _ lifecyclev1.SessionEventConsumerServiceServer = (*Consumer)(nil)
@@ -40,7 +36,7 @@ var _ lifecyclev1.SessionEventConsumerServiceServer = (*Consumer)(nil)
 // after-pause drain (nil without Temporal: the effect is answered
 // unavailable, so lifecycle keeps it until a queue with Temporal takes it).
 func NewConsumer(queue app.Queue, drains app.Drains, logger *slog.Logger) *Consumer {
-	return &Consumer{queue: queue, drains: drains, server: NewServer(queue, logger)}
+	return &Consumer{queue: queue, drains: drains, server: NewServer(queue, logger), logger: logger}
 }
 
 // Register adds the consumer to g.
@@ -51,35 +47,33 @@ func (c *Consumer) Register(g *grpc.Server) {
 // ConsumeSessionEvent implements lifecyclev1.SessionEventConsumerServiceServer.
 func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.ConsumeSessionEventRequest) (*lifecyclev1.ConsumeSessionEventResponse, error) {
 	e := req.GetEvent()
-	effect := e.GetEffect()
-	if effect == nil {
+	eff := e.GetEffect()
+	if eff == nil {
 		return &lifecyclev1.ConsumeSessionEventResponse{}, nil
 	}
 	id := e.GetSessionId()
 	if id <= 0 {
 		return nil, c.server.toStatus(ctx, validation.Invalid("event.session_id", "must be the session's positive id"))
 	}
-	payload := effect.GetPayload().AsMap()
 	var err error
-	switch effect.GetName() {
-	case EffectDrain:
+	switch kind := eff.GetKind().(type) {
+	case *lifecyclev1.SessionEffect_Drain:
 		if c.drains == nil {
 			return nil, c.server.toStatus(ctx, fmt.Errorf("%w: this queue runs no drain (no Temporal)", errUnavailable))
 		}
 		err = c.drains.Poke(ctx, id)
-	case EffectRetire:
+	case *lifecyclev1.SessionEffect_RetireMessages:
 		var at time.Time
-		if at, err = stampField(payload, "archived_at"); err == nil {
-			forced, _ := payload["forced"].(bool)
-			err = c.queue.Retire.Handle(ctx, id, forced, at)
+		if at, err = effectTime(kind.RetireMessages.GetArchivedAt(), "event.effect.retire_messages.archived_at"); err == nil {
+			err = c.queue.Retire.Handle(ctx, id, kind.RetireMessages.GetForced(), at)
 		}
-	case EffectReopen:
+	case *lifecyclev1.SessionEffect_ReopenMessages:
 		var at time.Time
-		if at, err = stampField(payload, "unarchived_at"); err == nil {
+		if at, err = effectTime(kind.ReopenMessages.GetUnarchivedAt(), "event.effect.reopen_messages.unarchived_at"); err == nil {
 			err = c.queue.Reopen.Handle(ctx, id, at)
 		}
 	default:
-		return &lifecyclev1.ConsumeSessionEventResponse{}, nil
+		return effect.Unhandled(ctx, c.logger, e, "not the queue's"), nil
 	}
 	if err != nil {
 		return nil, c.server.toStatus(ctx, err)
@@ -87,12 +81,13 @@ func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.Con
 	return &lifecyclev1.ConsumeSessionEventResponse{Applied: true}, nil
 }
 
-// stampField reads an RFC 3339 time from an effect's payload.
-func stampField(payload map[string]any, field string) (time.Time, error) {
-	s, _ := payload[field].(string)
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, validation.Invalid("event.effect.payload."+field, "must be an RFC 3339 time, got %q", s)
+// effectTime reads a time an effect must carry.
+func effectTime(ts *timestamppb.Timestamp, field string) (time.Time, error) {
+	if ts == nil {
+		return time.Time{}, validation.Invalid(field, "is required")
 	}
-	return t, nil
+	if err := ts.CheckValid(); err != nil {
+		return time.Time{}, validation.Invalid(field, "must be a valid time: %v", err)
+	}
+	return ts.AsTime(), nil
 }

@@ -314,14 +314,14 @@ func TestConsumerRefusesAnEffectItCannotRead(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, roster()...)
 	h.enqueue(t, 1, "kept")
-	err := h.effect(t, 1, "retire_enqueued_messages", map[string]any{"forced": true, "archived_at": "yesterday"})
+	err := h.effect(t, 1, retireEffect(true, nil)) // no archived_at
 	requireCode(t, codes.InvalidArgument, err)
 	require.Contains(t, status.Convert(err).Message(), "archived_at")
 	require.Equal(t, map[string]int{"pending": 1}, h.byStatus(t, 1), "nothing retired on an unreadable effect")
-	require.NoError(t, h.effect(t, 1, "some_other_owners_effect", map[string]any{}))
+	require.NoError(t, h.effect(t, 1, notificationsEffect()))
 	require.Equal(t, map[string]int{"pending": 1}, h.byStatus(t, 1))
 	// Without Temporal this queue runs no drain: lifecycle keeps the effect
 	// for one that does.
-	err = h.effect(t, 1, "drain_enqueued_messages_after_pause", map[string]any{})
+	err = h.effect(t, 1, drainEffect(""))
 	requireCode(t, codes.Unavailable, err)
 }

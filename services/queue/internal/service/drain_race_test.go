@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
@@ -37,13 +36,11 @@ func TestAMessageEnqueuedBetweenTheTurnEndDrainAndThePauseIsDelivered(t *testing
 
 	// The pause commits and its drain effect is delivered.
 	h.lifecycle.setStatus(2, rules.StatusNeedsInput)
-	payload, err := structpb.NewStruct(map[string]any{"status_after": "needs_input"})
-	require.NoError(t, err)
+	drain := drainEffect("needs_input")
+	drain.Alerting = true
 	_, err = h.consumer.ConsumeSessionEvent(t.Context(), &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{
 		EventId: "pause-2", SessionId: 2,
-		Payload: &lifecyclev1.SessionEvent_Effect{Effect: &lifecyclev1.SessionEffect{
-			Name: "drain_enqueued_messages_after_pause", Alerting: true, Payload: payload,
-		}},
+		Payload: &lifecyclev1.SessionEvent_Effect{Effect: drain},
 	}})
 	require.NoError(t, err)
 

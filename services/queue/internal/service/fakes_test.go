@@ -15,13 +15,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/effect"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
@@ -555,29 +556,48 @@ func (h *harness) byStatus(t *testing.T, session int64) map[string]int {
 }
 
 // effect hands the queue's consumer one of lifecycle's effects.
-func (h *harness) effect(t *testing.T, session int64, name string, payload map[string]any) error {
+func (h *harness) effect(t *testing.T, session int64, e *lifecyclev1.SessionEffect) error {
 	t.Helper()
-	p, err := structpb.NewStruct(payload)
-	require.NoError(t, err)
-	_, err = h.consumer.ConsumeSessionEvent(t.Context(), &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{
-		EventId: fmt.Sprintf("%s/%d/%d", name, session, time.Now().UnixNano()), SessionId: session,
-		Payload: &lifecyclev1.SessionEvent_Effect{Effect: &lifecyclev1.SessionEffect{Name: name, Alerting: true, Payload: p}},
+	e.Alerting = true
+	_, err := h.consumer.ConsumeSessionEvent(t.Context(), &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{
+		EventId: fmt.Sprintf("%s/%d/%d", effect.Name(e), session, time.Now().UnixNano()), SessionId: session,
+		Payload: &lifecyclev1.SessionEvent_Effect{Effect: e},
 	}})
 	return err
+}
+
+// The effects lifecycle addresses to the queue, as its events carry them.
+func retireEffect(forced bool, at *timestamppb.Timestamp) *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_RetireMessages{
+		RetireMessages: &lifecyclev1.RetireMessagesEffect{Forced: forced, ArchivedAt: at}}}
+}
+
+func reopenEffect(at *timestamppb.Timestamp) *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_ReopenMessages{
+		ReopenMessages: &lifecyclev1.ReopenMessagesEffect{UnarchivedAt: at}}}
+}
+
+func drainEffect(statusAfter string) *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_Drain{
+		Drain: &lifecyclev1.DrainEffect{StatusAfter: statusAfter}}}
+}
+
+// notificationsEffect is another owner's.
+func notificationsEffect() *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_DismissNotifications{
+		DismissNotifications: &lifecyclev1.DismissNotificationsEffect{}}}
 }
 
 // retire is the archive's effect, after lifecycle committed it at at.
 func (h *harness) retire(t *testing.T, session int64, forced bool, at time.Time) {
 	t.Helper()
-	require.NoError(t, h.effect(t, session, "retire_enqueued_messages",
-		map[string]any{"forced": forced, "archived_at": at.UTC().Format(time.RFC3339Nano)}))
+	require.NoError(t, h.effect(t, session, retireEffect(forced, timestamppb.New(at))))
 }
 
 // reopen is the unarchive's effect.
 func (h *harness) reopen(t *testing.T, session int64, at time.Time) {
 	t.Helper()
-	require.NoError(t, h.effect(t, session, "reopen_enqueued_messages",
-		map[string]any{"unarchived_at": at.UTC().Format(time.RFC3339Nano)}))
+	require.NoError(t, h.effect(t, session, reopenEffect(timestamppb.New(at))))
 }
 
 // archive is lifecycle's guarded archive, as it drives the queue: seal

@@ -133,7 +133,7 @@ func TestADrainOfADeletedSessionEndsAtOnce(t *testing.T) {
 	// Running: the enqueue's poke finds the session busy and ends.
 	a, b := h.enqueue(t, 2, "a"), h.enqueue(t, 2, "b")
 	h.lifecycle.remove(2)
-	require.NoError(t, h.effect(t, 2, "drain_enqueued_messages_after_pause", map[string]any{"status_after": "needs_input"}))
+	require.NoError(t, h.effect(t, 2, drainEffect("needs_input")))
 	require.Eventually(t, func() bool {
 		var n int
 		require.NoError(t, h.svc.Pool.QueryRow(t.Context(),

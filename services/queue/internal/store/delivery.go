@@ -126,7 +126,7 @@ func (s *Messages) Claim(ctx context.Context, sessionID int64, pick domain.Pick)
 		lease := uuid.New()
 		m, err := scanMessage(tx.QueryRow(ctx, `UPDATE enqueued_messages
 			SET status = 'processing', claimed_at = $3, lease_id = $4, lease_expires_at = now() + $5 * interval '1 millisecond'
-			WHERE id = (SELECT id FROM enqueued_messages WHERE session_id = $1 AND status = 'pending' AND ($2 = 0 OR id = $2)
+			WHERE id = (SELECT id FROM enqueued_messages WHERE session_id = $1 AND status = 'pending' AND ($2::bigint = 0 OR id = $2)
 			            ORDER BY position LIMIT 1)
 			RETURNING `+messageColumns, sessionID, pick.MessageID, s.clock.Now(), lease, s.leases.Claim.Milliseconds()))
 		switch {

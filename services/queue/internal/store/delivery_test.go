@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -83,6 +84,8 @@ func TestDeliverANamedMessage(t *testing.T) {
 	require.ErrorIs(t, err, domain.ErrNotPending)
 	_, _, err = ms.Deliver(ctx, 1, domain.Pick{MessageID: other.ID}, sendAs("x"))
 	require.ErrorIs(t, err, domain.ErrNotFound, "another session's message is not this queue's")
+	_, _, err = ms.Deliver(ctx, 1, domain.Pick{MessageID: math.MaxInt64}, sendAs("x"))
+	require.ErrorIs(t, err, domain.ErrNotFound, "the largest id is an id like any other")
 	_, err = ms.Seal(ctx, 1, "archive")
 	require.NoError(t, err)
 	_, _, err = ms.Deliver(ctx, 1, domain.Pick{MessageID: b.ID + 100}, sendAs("x"))

@@ -15,7 +15,9 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	"github.com/zimmerhq/zimmer/services/runner/internal/sweep"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
@@ -38,49 +40,25 @@ func NewLifecycle(conn grpc.ClientConnInterface) *Lifecycle {
 	return &Lifecycle{client: lifecyclev1.NewLifecycleServiceClient(conn), triggers: lifecyclev1.NewTriggerServiceClient(conn)}
 }
 
-// settled are the statuses each event may leave a session in: a refusal
-// while the session already stands there is a retried call that had applied
-// (the activity's first attempt committed and its answer was lost). A pause
-// may end in waiting when it executed a pending sleep. A start or resume
-// naming its job applied only if the session runs under that job: running
-// under another, someone else resumed it (a delivery in the window between
-// a recovery's pause and its resume), and the caller's turn must not run.
-var settled = map[string][]string{
-	workflow.EventStart:   {"running"},
-	workflow.EventResume:  {"running"},
-	workflow.EventUnblock: {"running"},
-	workflow.EventPause:   {"needs_input", "waiting"},
-	workflow.EventBlock:   {"needs_input"},
-	workflow.EventFail:    {"failed"},
-}
-
-// Transition implements workflow.Lifecycle.
+// Transition implements workflow.Lifecycle. It names the transition by
+// req.IdempotencyKey, so a retry of a call that had applied is answered
+// by lifecycle as already applied (success); a refusal is the session's
+// state refusing this call, never an earlier attempt of it.
 func (l *Lifecycle) Transition(ctx context.Context, req workflow.TransitionRequest) error {
-	id := strconv.FormatInt(req.SessionID, 10)
 	_, err := l.client.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{
-		SessionId: id, Event: req.Event, FailureReason: req.FailureReason,
+		SessionId: strconv.FormatInt(req.SessionID, 10), Event: req.Event, FailureReason: req.FailureReason,
 		SystemRecovery: req.SystemRecovery, RunningJobId: req.RunningJobID, PausedBy: req.PausedBy,
+		IdempotencyKey: req.IdempotencyKey,
 	})
 	switch status.Code(err) {
 	case codes.OK:
 		return nil
 	case codes.NotFound:
-		return &workflow.RefusedError{Event: req.Event, Status: "gone", Message: status.Convert(err).Message()}
+		return &workflow.RefusedError{Event: req.Event, Status: domain.StatusGone, Message: status.Convert(err).Message()}
 	case codes.FailedPrecondition:
-	default:
-		return fmt.Errorf("lifecycle %s of session %d: %w", req.Event, req.SessionID, err)
+		return &workflow.RefusedError{Event: req.Event, Message: status.Convert(err).Message()}
 	}
-	got, getErr := l.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: id})
-	if getErr != nil {
-		return fmt.Errorf("lifecycle refused %s of session %d (%w); reading it back: %w", req.Event, req.SessionID, err, getErr)
-	}
-	s := got.GetSession()
-	if slices.Contains(settled[req.Event], s.GetStatus()) &&
-		(req.Event != workflow.EventBlock || s.GetBlockedOnElicitation()) &&
-		(req.RunningJobID == "" || s.GetRunningJobId() == req.RunningJobID) {
-		return nil
-	}
-	return &workflow.RefusedError{Event: req.Event, Status: s.GetStatus(), Message: status.Convert(err).Message()}
+	return fmt.Errorf("lifecycle %s of session %d: %w", req.Event, req.SessionID, err)
 }
 
 // MintCredential implements workflow.Lifecycle.
@@ -142,7 +120,7 @@ func (l *Lifecycle) SessionState(ctx context.Context, sessionID int64) (workflow
 			Branch: s.GetBranch(), Subdirectory: s.GetSubdirectory(),
 		},
 	}
-	if st.Status == "waiting" {
+	if st.Status == rules.StatusWaiting {
 		asleep, err := l.triggers.AwaitingScheduledWake(ctx, &lifecyclev1.AwaitingScheduledWakeRequest{SessionIds: []int64{sessionID}})
 		if err != nil {
 			return workflow.SessionState{}, fmt.Errorf("ask whether session %d is asleep on a wake: %w", sessionID, err)
@@ -200,11 +178,11 @@ func (l *Lifecycle) Note(ctx context.Context, sessionID int64, noteID, message s
 }
 
 // session reads a session; one lifecycle does not know is {Status:
-// "deleted"}, which every reader here treats as gone.
+// domain.StatusGone}, which every reader here treats as gone.
 func (l *Lifecycle) session(ctx context.Context, sessionID int64) (*lifecyclev1.Session, error) {
 	got, err := l.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: strconv.FormatInt(sessionID, 10)})
 	if status.Code(err) == codes.NotFound {
-		return &lifecyclev1.Session{Id: sessionID, Status: "deleted"}, nil
+		return &lifecyclev1.Session{Id: sessionID, Status: domain.StatusGone}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read session %d: %w", sessionID, err)

@@ -14,19 +14,20 @@ import (
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
 
-// refusingLifecycle refuses every transition, the session standing as the
-// test says.
-type refusingLifecycle struct {
+// scriptedLifecycle answers every transition with err, recording what it
+// was asked; it cannot be read back (GetSession is unimplemented).
+type scriptedLifecycle struct {
 	lifecyclev1.UnimplementedLifecycleServiceServer
-	session *lifecyclev1.Session
+	err   error
+	asked []*lifecyclev1.TransitionSessionRequest
 }
 
-func (f *refusingLifecycle) TransitionSession(context.Context, *lifecyclev1.TransitionSessionRequest) (*lifecyclev1.TransitionSessionResponse, error) {
-	return nil, status.Error(codes.FailedPrecondition, "cannot resume: it is running")
-}
-
-func (f *refusingLifecycle) GetSession(context.Context, *lifecyclev1.GetSessionRequest) (*lifecyclev1.GetSessionResponse, error) {
-	return &lifecyclev1.GetSessionResponse{Session: f.session}, nil
+func (f *scriptedLifecycle) TransitionSession(_ context.Context, req *lifecyclev1.TransitionSessionRequest) (*lifecyclev1.TransitionSessionResponse, error) {
+	f.asked = append(f.asked, req)
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &lifecyclev1.TransitionSessionResponse{Session: &lifecyclev1.Session{Id: 7}, AlreadyApplied: true}, nil
 }
 
 func serveLifecycle(t *testing.T, l lifecyclev1.LifecycleServiceServer) *clients.Lifecycle {
@@ -34,20 +35,32 @@ func serveLifecycle(t *testing.T, l lifecyclev1.LifecycleServiceServer) *clients
 	return clients.NewLifecycle(serve(t, func(s *grpc.Server) { lifecyclev1.RegisterLifecycleServiceServer(s, l) }))
 }
 
-// A refused resume is a retried call that had applied only when the
-// session runs under the job it named: running under another job, someone
-// else resumed it (a delivery between a recovery's pause and its resume),
-// and the caller's turn must not run.
-func TestRefusedResumeAppliedOnlyUnderItsOwnJob(t *testing.T) {
+// A transition names itself by its idempotency key, and the client takes
+// lifecycle's answer as it is: already applied (a retry of a call that had
+// landed) is success, a refusal is a RefusedError, and the session is never
+// read back to guess which an earlier attempt did.
+func TestATransitionIsAnsweredByItsKeyNotByAReadBack(t *testing.T) {
 	t.Parallel()
-	l := serveLifecycle(t, &refusingLifecycle{session: &lifecyclev1.Session{Id: 7, Status: "running", RunningJobId: "queue/m1"}})
 	ctx := context.Background()
+	applied := &scriptedLifecycle{}
+	req := workflow.TransitionRequest{SessionID: 7, Event: workflow.EventResume, RunningJobID: "session-7/turn-5",
+		SystemRecovery: true, IdempotencyKey: "session-7/run-1/turn-5/3-resume"}
+	require.NoError(t, serveLifecycle(t, applied).Transition(ctx, req), "already applied is success")
+	require.Len(t, applied.asked, 1)
+	require.Equal(t, "session-7/run-1/turn-5/3-resume", applied.asked[0].GetIdempotencyKey())
 
-	require.NoError(t, l.Transition(ctx, workflow.TransitionRequest{SessionID: 7, Event: workflow.EventResume, RunningJobID: "queue/m1"}),
-		"running under its job: the first attempt had applied")
-	err := l.Transition(ctx, workflow.TransitionRequest{SessionID: 7, Event: workflow.EventResume, RunningJobID: "session-7/turn-5", SystemRecovery: true})
+	refusing := &scriptedLifecycle{err: status.Error(codes.FailedPrecondition, "cannot resume: it is running")}
+	err := serveLifecycle(t, refusing).Transition(ctx, req)
 	var refused *workflow.RefusedError
 	require.ErrorAs(t, err, &refused, "running under another job: someone else resumed it")
-	require.NoError(t, l.Transition(ctx, workflow.TransitionRequest{SessionID: 7, Event: workflow.EventUnblock}),
-		"an event naming no job settles on the status alone")
+	require.Contains(t, err.Error(), "cannot resume: it is running")
+
+	gone := &scriptedLifecycle{err: status.Error(codes.NotFound, "no session 7")}
+	require.ErrorAs(t, serveLifecycle(t, gone).Transition(ctx, req), &refused)
+	require.Equal(t, "deleted", refused.Status)
+
+	down := &scriptedLifecycle{err: status.Error(codes.Unavailable, "lifecycle is down")}
+	err = serveLifecycle(t, down).Transition(ctx, req)
+	require.Error(t, err)
+	require.NotErrorAs(t, err, &refused, "asked again, not refused")
 }

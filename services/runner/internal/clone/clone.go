@@ -21,8 +21,10 @@ package clone
 import (
 	"time"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/periodic"
 	"github.com/zimmerhq/zimmer/services/platform/workflowid"
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workspace"
 )
 
@@ -105,8 +107,8 @@ type Location struct {
 
 // SessionState is what the clone's life reads of a session from lifecycle.
 type SessionState struct {
-	// Status is the session's status; "deleted" when lifecycle has no such
-	// session.
+	// Status is the session's status; domain.StatusGone when lifecycle has
+	// no such session.
 	Status     string
 	ArchivedAt *time.Time
 	TrashAfter *time.Time
@@ -114,7 +116,9 @@ type SessionState struct {
 
 // Archived says whether the session is in the trash (a deleted session's
 // clone is garbage too: it is cleaned up like an archived one's).
-func (s SessionState) Archived() bool { return s.Status == "archived" || s.Status == "deleted" }
+func (s SessionState) Archived() bool {
+	return s.Status == rules.StatusArchived || s.Status == domain.StatusGone
+}
 
 // Report is what a node activity did with a clone, for the workflow's
 // result and log.

@@ -3,12 +3,12 @@ package grpcapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
@@ -38,7 +38,7 @@ func (s *Server) WithClones(c Clones) *Server {
 // GetClone implements runnerv1.RunnerServiceServer.
 func (s *Server) GetClone(ctx context.Context, req *runnerv1.GetCloneRequest) (*runnerv1.GetCloneResponse, error) {
 	if s.clones.Store == nil {
-		return nil, status.Error(codes.Unimplemented, "this runner keeps no clones")
+		return nil, toStatus(refuse(codes.Unimplemented, "this runner keeps no clones"))
 	}
 	ref := strings.TrimSpace(req.GetSessionId())
 	id, err := strconv.ParseInt(ref, 10, 64)
@@ -47,17 +47,16 @@ func (s *Server) GetClone(ctx context.Context, req *runnerv1.GetCloneRequest) (*
 			"must be a session's numeric id (the runner does not resolve slugs; lifecycle's GetSession does), got %q", ref))
 	}
 	if p, ok := principal.FromContext(ctx); ok && !p.MayRead(id) {
-		return nil, status.Errorf(codes.PermissionDenied,
+		return nil, toStatus(refuse(codes.PermissionDenied,
 			"session #%d's credential may read only its own session's clone, not session #%d's; that needs the sessions.read scope or an operator key",
-			p.SessionID, id)
+			p.SessionID, id))
 	}
 	w, err := s.clones.Store.Get(ctx, id)
 	switch {
 	case errors.Is(err, workspace.ErrNotFound):
-		return nil, status.Errorf(codes.NotFound, "session %d has no clone: the runner has not made one for it yet", id)
+		return nil, toStatus(refuse(codes.NotFound, "session %d has no clone: the runner has not made one for it yet", id))
 	case err != nil:
-		s.clones.Logger.ErrorContext(ctx, "read a session's clone", "session_id", id, "error", err)
-		return nil, status.Error(codes.Internal, "internal error")
+		return nil, toStatus(fmt.Errorf("read the clone of session %d: %w", id, err))
 	}
 	return &runnerv1.GetCloneResponse{Clone: cloneMessage(w)}, nil
 }

@@ -8,10 +8,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
-	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
+	"github.com/zimmerhq/zimmer/services/lifecycle/effect"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
@@ -66,7 +66,10 @@ func (c *Consumer) Register(g *grpc.Server) {
 
 // ConsumeSessionEvent implements lifecyclev1.SessionEventConsumerServiceServer.
 func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.ConsumeSessionEventRequest) (*lifecyclev1.ConsumeSessionEventResponse, error) {
-	if req.GetEvent().GetEffect() != nil && c.effects != nil {
+	if req.GetEvent().GetEffect() != nil {
+		if c.effects == nil {
+			return effect.Unhandled(ctx, c.logger, req.GetEvent(), "this runner carries out no effects"), nil
+		}
 		return c.effects.Consume(ctx, req.GetEvent())
 	}
 	if leftRunning(req.GetEvent()) {
@@ -86,7 +89,7 @@ func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.Con
 	if err != nil {
 		c.logger.Warn("signal-with-start a session's workflow", "session_id", turn.Session.ID, "error", err)
 		// Temporal's trouble is transient for the relay: it retries.
-		return nil, status.Errorf(codes.Unavailable, "hand the turn of session %d to Temporal: %v", turn.Session.ID, err)
+		return nil, toStatus(refuse(codes.Unavailable, "hand the turn of session %d to Temporal: %v", turn.Session.ID, err))
 	}
 	return &lifecyclev1.ConsumeSessionEventResponse{Applied: true}, nil
 }
@@ -94,7 +97,7 @@ func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.Con
 // leftRunning: the event announces a transition out of running.
 func leftRunning(e *lifecyclev1.SessionEvent) bool {
 	t := e.GetUpdated().GetTransition()
-	return t != nil && t.GetFrom() == "running" && t.GetTo() != "running"
+	return t != nil && t.GetFrom() == rules.StatusRunning && t.GetTo() != rules.StatusRunning
 }
 
 // interrupt asks the session's workflow to stop its running turn; the
@@ -111,7 +114,7 @@ func (c *Consumer) interrupt(ctx context.Context, e *lifecyclev1.SessionEvent) (
 	case errors.As(err, &notFound):
 		return &lifecyclev1.ConsumeSessionEventResponse{Applied: false}, nil
 	case err != nil:
-		return nil, status.Errorf(codes.Unavailable, "signal the workflow of session %d: %v", e.GetSessionId(), err)
+		return nil, toStatus(refuse(codes.Unavailable, "signal the workflow of session %d: %v", e.GetSessionId(), err))
 	}
 	return &lifecyclev1.ConsumeSessionEventResponse{Applied: true}, nil
 }
@@ -162,11 +165,4 @@ func turnRequest(e *lifecyclev1.SessionEvent) (workflow.TurnRequest, bool, error
 		Branch: s.GetBranch(), Subdirectory: s.GetSubdirectory(),
 	}
 	return req, true, nil
-}
-
-func toStatus(err error) error {
-	if st, ok := grpcstatus.Common(err); ok {
-		return st
-	}
-	return status.Error(codes.Internal, err.Error())
 }

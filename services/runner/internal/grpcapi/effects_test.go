@@ -13,10 +13,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	lifecycleeffect "github.com/zimmerhq/zimmer/services/lifecycle/effect"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
 	"github.com/zimmerhq/zimmer/services/runner/internal/grpcapi"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
@@ -51,18 +51,47 @@ func effectConsumer(w *fakeWorkflows, log *bytes.Buffer) *grpcapi.Consumer {
 		WithEffects(grpcapi.NewEffects(w, 2*time.Minute, logger))
 }
 
-func effect(id int64, name string, payload map[string]any) *lifecyclev1.SessionEvent {
-	p, _ := structpb.NewStruct(payload)
-	return &lifecyclev1.SessionEvent{EventId: "ev-" + name, SessionId: id, Payload: &lifecyclev1.SessionEvent_Effect{
-		Effect: &lifecyclev1.SessionEffect{Name: name, Payload: p, Session: &lifecyclev1.Session{Id: id}},
-	}}
+func effect(id int64, e *lifecyclev1.SessionEffect) *lifecyclev1.SessionEvent {
+	e.Session = &lifecyclev1.Session{Id: id}
+	return &lifecyclev1.SessionEvent{EventId: "ev-" + lifecycleeffect.Name(e), SessionId: id, Payload: &lifecyclev1.SessionEvent_Effect{Effect: e}}
 }
+
+// The effects lifecycle addresses to the runner, as its events carry them.
+func deferredCleanup(trashAfter *timestamppb.Timestamp) *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_DeferredCleanup{
+		DeferredCleanup: &lifecyclev1.DeferredCleanupEffect{TrashAfter: trashAfter}}}
+}
+
+func restoreClone() *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_RestoreClone{RestoreClone: &lifecyclev1.RestoreCloneEffect{}}}
+}
+
+func inference() *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_Inference{Inference: &lifecyclev1.InferenceEffect{}}}
+}
+
+func statusSummaryRefresh() *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_StatusSummaryRefresh{
+		StatusSummaryRefresh: &lifecyclev1.StatusSummaryRefreshEffect{}}}
+}
+
+func harvestFork() *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_HarvestFork{HarvestFork: &lifecyclev1.HarvestForkEffect{}}}
+}
+
+// dismissNotifications is notification's.
+func dismissNotifications() *lifecyclev1.SessionEffect {
+	return &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_DismissNotifications{
+		DismissNotifications: &lifecyclev1.DismissNotificationsEffect{}}}
+}
+
+var archiveDeadline = timestamppb.New(time.Date(2026, 3, 5, 12, 0, 0, 0, time.UTC))
 
 func TestDeferredCleanupStartsTheClonesCleanUp(t *testing.T) {
 	t.Parallel()
 	w := &fakeWorkflows{}
 	c := effectConsumer(w, &bytes.Buffer{})
-	resp, err := consume(t, c, effect(42, grpcapi.EffectDeferredCleanup, map[string]any{"trash_after": "2026-03-05T12:00:00Z"}))
+	resp, err := consume(t, c, effect(42, deferredCleanup(archiveDeadline)))
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
 	require.Len(t, w.started, 1)
@@ -75,7 +104,7 @@ func TestDeferredCleanupStartsTheClonesCleanUp(t *testing.T) {
 
 	// Redelivered while that run waits out its window: it serves both.
 	w.running = map[string]bool{"session/42/clone-cleanup": true}
-	resp, err = consume(t, c, effect(42, grpcapi.EffectDeferredCleanup, map[string]any{"trash_after": "2026-03-05T12:00:00Z"}))
+	resp, err = consume(t, c, effect(42, deferredCleanup(archiveDeadline)))
 	require.NoError(t, err)
 	require.False(t, resp.GetApplied())
 	require.Len(t, w.started, 1)
@@ -85,16 +114,16 @@ func TestDeferredCleanupReadsTheDeadlineOffTheSessionWhenThePayloadLacksIt(t *te
 	t.Parallel()
 	w := &fakeWorkflows{}
 	c := effectConsumer(w, &bytes.Buffer{})
-	e := effect(42, grpcapi.EffectDeferredCleanup, nil)
+	e := effect(42, deferredCleanup(nil))
 	deadline := time.Date(2026, 3, 5, 12, 0, 0, 0, time.UTC)
 	e.GetEffect().Session.TrashAfter = timestamppb.New(deadline)
 	_, err := consume(t, c, e)
 	require.NoError(t, err)
 	require.Equal(t, deadline, w.started[0].args[0].(clone.CleanupInput).TrashAfter)
 
-	_, err = consume(t, c, effect(42, grpcapi.EffectDeferredCleanup, map[string]any{"trash_after": "soon"}))
+	_, err = consume(t, c, effect(42, deferredCleanup(&timestamppb.Timestamp{Nanos: -1})))
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
-	_, err = consume(t, c, effect(42, grpcapi.EffectDeferredCleanup, nil))
+	_, err = consume(t, c, effect(42, deferredCleanup(nil)))
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
 }
 
@@ -102,7 +131,7 @@ func TestRestoreCloneStartsTheClonesRestore(t *testing.T) {
 	t.Parallel()
 	w := &fakeWorkflows{}
 	c := effectConsumer(w, &bytes.Buffer{})
-	resp, err := consume(t, c, effect(42, grpcapi.EffectRestoreClone, nil))
+	resp, err := consume(t, c, effect(42, restoreClone()))
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())
 	require.Equal(t, "session/42/clone-restore", w.started[0].opts.ID)
@@ -112,19 +141,21 @@ func TestRestoreCloneStartsTheClonesRestore(t *testing.T) {
 func TestTemporalTroubleIsRetriedByTheRelay(t *testing.T) {
 	t.Parallel()
 	w := &fakeWorkflows{err: errors.New("connection refused")}
-	_, err := consume(t, effectConsumer(w, &bytes.Buffer{}), effect(42, grpcapi.EffectRestoreClone, nil))
+	_, err := consume(t, effectConsumer(w, &bytes.Buffer{}), effect(42, restoreClone()))
 	require.Equal(t, codes.Unavailable, status.Code(err))
 }
 
 // TestEffectsNotBuiltAreAcknowledged: the other runner-owned effects are
 // answered (so the relay stops retrying) and say so in the log; an effect
-// the runner does not own is answered applied false without a word.
+// the runner does not own is answered applied false, and the log names it
+// (lifecycle/effect.Unhandled, the consumers' one way to say so).
 func TestEffectsNotBuiltAreAcknowledged(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{grpcapi.EffectInference, grpcapi.EffectStatusSummary, grpcapi.EffectHarvestFork} {
+	for _, e := range []*lifecyclev1.SessionEffect{inference(), statusSummaryRefresh(), harvestFork()} {
+		name := lifecycleeffect.Name(e)
 		var log bytes.Buffer
 		w := &fakeWorkflows{}
-		resp, err := consume(t, effectConsumer(w, &log), effect(42, name, nil))
+		resp, err := consume(t, effectConsumer(w, &log), effect(42, e))
 		require.NoError(t, err, name)
 		require.False(t, resp.GetApplied())
 		require.Empty(t, w.started)
@@ -132,8 +163,22 @@ func TestEffectsNotBuiltAreAcknowledged(t *testing.T) {
 		require.Contains(t, log.String(), name)
 	}
 	var log bytes.Buffer
-	resp, err := consume(t, effectConsumer(&fakeWorkflows{}, &log), effect(42, "dismiss_notifications", nil))
+	resp, err := consume(t, effectConsumer(&fakeWorkflows{}, &log), effect(42, dismissNotifications()))
 	require.NoError(t, err)
 	require.False(t, resp.GetApplied())
-	require.Empty(t, log.String())
+	require.Contains(t, log.String(), "not the runner's")
+	require.Contains(t, log.String(), "effect=dismiss_notifications")
+}
+
+// TestARunnerWithoutEffectsSaysSo: a runner that carries out no effects
+// (no clones) answers one applied false and names it in the log.
+func TestARunnerWithoutEffectsSaysSo(t *testing.T) {
+	t.Parallel()
+	var log bytes.Buffer
+	c := grpcapi.NewConsumer(&fakeStarter{}, workflow.Starter{Node: "n1"}, "demo", slog.New(slog.NewTextHandler(&log, nil)))
+	resp, err := consume(t, c, effect(42, restoreClone()))
+	require.NoError(t, err)
+	require.False(t, resp.GetApplied())
+	require.Contains(t, log.String(), "this runner carries out no effects")
+	require.Contains(t, log.String(), "effect=restore_clone")
 }

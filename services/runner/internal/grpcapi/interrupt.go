@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
@@ -66,7 +65,7 @@ func (s *Server) InterruptTurn(ctx context.Context, req *runnerv1.InterruptTurnR
 	case errors.As(err, &notFound):
 		return &runnerv1.InterruptTurnResponse{}, nil
 	case err != nil:
-		return nil, status.Errorf(codes.Unavailable, "interrupt the turn of session %d: %v", req.GetSessionId(), err)
+		return nil, toStatus(refuse(codes.Unavailable, "interrupt the turn of session %d: %v", req.GetSessionId(), err))
 	}
 	return &runnerv1.InterruptTurnResponse{Interrupted: res.Interrupted, TurnId: res.TurnID}, nil
 }

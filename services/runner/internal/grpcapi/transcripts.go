@@ -2,7 +2,6 @@ package grpcapi
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
-	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 	"github.com/zimmerhq/zimmer/services/runner/internal/transcript"
@@ -49,7 +47,7 @@ func (s *Server) WithTranscripts(t Transcripts) *Server {
 // GetTranscript implements runnerv1.RunnerServiceServer.
 func (s *Server) GetTranscript(ctx context.Context, req *runnerv1.GetTranscriptRequest) (*runnerv1.GetTranscriptResponse, error) {
 	if s.transcripts.Store == nil {
-		return nil, status.Error(codes.Unimplemented, "this runner keeps no transcripts")
+		return nil, toStatus(refuse(codes.Unimplemented, "this runner keeps no transcripts"))
 	}
 	id, err := readableSession(ctx, req.GetSessionId())
 	if err != nil {
@@ -88,7 +86,7 @@ func (s *Server) GetTranscript(ctx context.Context, req *runnerv1.GetTranscriptR
 // until the caller goes away.
 func (s *Server) FollowTranscript(req *runnerv1.FollowTranscriptRequest, stream grpc.ServerStreamingServer[runnerv1.FollowTranscriptResponse]) error {
 	if s.transcripts.Store == nil {
-		return status.Error(codes.Unimplemented, "this runner keeps no transcripts")
+		return toStatus(refuse(codes.Unimplemented, "this runner keeps no transcripts"))
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
@@ -129,24 +127,24 @@ func readableSession(ctx context.Context, ref string) (int64, error) {
 		return 0, validation.Invalid("session_id", "must be a session's numeric id (the runner does not resolve slugs; lifecycle's GetSession does), got %q", ref)
 	}
 	if p, ok := principal.FromContext(ctx); ok && !p.MayRead(id) {
-		return 0, status.Errorf(codes.PermissionDenied,
+		return 0, refuse(codes.PermissionDenied,
 			"session #%d's credential may read only its own session's transcript, not session #%d's; that needs the sessions.read scope or an operator key",
 			p.SessionID, id)
 	}
 	return id, nil
 }
 
+// transcriptStatus is toStatus for the transcript methods; the stream's
+// internal errors are logged here, as no interceptor logs a stream's.
 func (s *Server) transcriptStatus(ctx context.Context, err error) error {
 	if _, ok := status.FromError(err); ok {
-		return err
+		return err // the stream's own (the caller went away)
 	}
-	if st, ok := grpcstatus.Common(err); ok {
-		return st
-	}
-	if s.transcripts.Logger != nil {
+	st := toStatus(err)
+	if status.Code(st) == codes.Internal && s.transcripts.Logger != nil {
 		s.transcripts.Logger.ErrorContext(ctx, "transcript request failed", "error", err)
 	}
-	return status.Error(codes.Internal, fmt.Sprintf("reading the transcript failed: %v", err))
+	return st
 }
 
 func turnMessage(t transcript.Turn) *runnerv1.TranscriptTurn {

@@ -13,10 +13,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/effect"
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
 	"github.com/zimmerhq/zimmer/services/runner/internal/config"
@@ -73,7 +75,8 @@ func TestArchiveAndUnarchiveCarryTheClonesWorkThroughTheTrash(t *testing.T) {
 	// work and deletes the clone.
 	setStatus(lifecycle, id, "archived")
 	trashAfter := time.Now().Add(96 * time.Hour).UTC().Truncate(time.Second)
-	consumeEffect(t, events, id, "enqueue_deferred_cleanup", map[string]any{"trash_after": trashAfter.Format(time.RFC3339)})
+	consumeEffect(t, events, id, &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_DeferredCleanup{
+		DeferredCleanup: &lifecyclev1.DeferredCleanupEffect{TrashAfter: timestamppb.New(trashAfter)}}})
 	began := time.Now()
 	var report clone.Report
 	require.NoError(t, svc.Temporal.GetWorkflow(ctx, clone.CleanupID(id), "").Get(ctx, &report))
@@ -101,7 +104,8 @@ func TestArchiveAndUnarchiveCarryTheClonesWorkThroughTheTrash(t *testing.T) {
 
 	// Unarchived: the clone is back where the session's turns look for it.
 	setStatus(lifecycle, id, "needs_input")
-	consumeEffect(t, events, id, "restore_clone", nil)
+	consumeEffect(t, events, id, &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_RestoreClone{
+		RestoreClone: &lifecyclev1.RestoreCloneEffect{}}})
 	require.NoError(t, svc.Temporal.GetWorkflow(ctx, clone.RestoreID(id), "").Get(ctx, &report))
 	require.Equal(t, workspace.OutcomeRestored, report.Outcome, report.Detail)
 	require.Equal(t, head, gitAt(t, w.Path, "rev-parse", "HEAD"))
@@ -127,14 +131,11 @@ func setStatus(f *fakeLifecycle, id int64, status string) {
 
 // consumeEffect delivers an effect as lifecycle's relay does to the
 // subscriber runner.
-func consumeEffect(t *testing.T, events lifecyclev1.SessionEventConsumerServiceClient, id int64, name string, payload map[string]any) {
+func consumeEffect(t *testing.T, events lifecyclev1.SessionEventConsumerServiceClient, id int64, e *lifecyclev1.SessionEffect) {
 	t.Helper()
-	p, err := structpb.NewStruct(payload)
-	require.NoError(t, err)
+	e.Session = &lifecyclev1.Session{Id: id}
 	resp, err := events.ConsumeSessionEvent(t.Context(), &lifecyclev1.ConsumeSessionEventRequest{Event: &lifecyclev1.SessionEvent{
-		EventId: fmt.Sprintf("%s-%d", name, id), SessionId: id, Payload: &lifecyclev1.SessionEvent_Effect{
-			Effect: &lifecyclev1.SessionEffect{Name: name, Payload: p, Session: &lifecyclev1.Session{Id: id}},
-		},
+		EventId: fmt.Sprintf("%s-%d", effect.Name(e), id), SessionId: id, Payload: &lifecyclev1.SessionEvent_Effect{Effect: e},
 	}})
 	require.NoError(t, err)
 	require.True(t, resp.GetApplied())

@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
 
@@ -83,7 +85,7 @@ func Orphaned(state workflow.TurnState, found bool) bool {
 // running session is stranded with its job (the turn lifecycle believes
 // live), a parked one with its last change.
 func RequestID(c Candidate) string {
-	if c.Status == "running" && c.RunningJobID != "" {
+	if c.Status == rules.StatusRunning && c.RunningJobID != "" {
 		return "recover/orphan/" + c.RunningJobID
 	}
 	return "recover/orphan/" + strconv.FormatInt(c.SessionID, 10) + "/" + strconv.FormatInt(c.UpdatedAt.Unix(), 10)
@@ -117,7 +119,7 @@ func (o OrphanedSessions) RecoverSettledBefore(ctx context.Context, cutoff time.
 			continue
 		}
 		req := workflow.TurnRequest{
-			RequestID: RequestID(c), Kind: workflow.KindRecover, Path: workflow.PathOrphanSweep,
+			RequestID: RequestID(c), Kind: workflow.KindRecover, Path: domain.PathOrphanSweep,
 			Session: workflow.SessionSpec{ID: c.SessionID},
 		}
 		if err := o.Turns.Send(ctx, req); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	"github.com/zimmerhq/zimmer/services/runner/internal/sweep"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
@@ -128,7 +129,7 @@ func TestRecoverSettledBefore(t *testing.T) {
 	require.Equal(t, []time.Time{cutoff}, lc.asked)
 	require.Equal(t, sweep.DefaultBatch, lc.limit)
 	recover := func(id int64, requestID string) workflow.TurnRequest {
-		return workflow.TurnRequest{RequestID: requestID, Kind: workflow.KindRecover, Path: workflow.PathOrphanSweep,
+		return workflow.TurnRequest{RequestID: requestID, Kind: workflow.KindRecover, Path: domain.PathOrphanSweep,
 			Session: workflow.SessionSpec{ID: id}}
 	}
 	require.Equal(t, []workflow.TurnRequest{

@@ -41,10 +41,11 @@ func ZombieReaperScheduleID(node string) string {
 func zombieReaper(node string) string { return "zombie-reaper-" + node }
 
 // Names the zombie reaper's workflow and activity are registered under, on
-// each node's own worker.
+// each node's own worker: the workflow is named for the job (as the clone
+// TrashReaper is), the activity for what it does (as ReapClone is).
 const (
-	ZombieReaperWorkflow = "zimmer.runner.ReapZombies"
-	ZombieReaperActivity = "zimmer.runner.ReapZombiesActivity"
+	ZombieReaperWorkflow = "zimmer.runner.ZombieReaper"
+	ActivityReapZombies  = "zimmer.runner.ReapZombies"
 )
 
 // SetupOrphanedSessions registers the orphan sweep on the runner's shared
@@ -87,15 +88,16 @@ func (z ZombieReaper) logger() *slog.Logger {
 	return z.Logger
 }
 
-// ReapZombiesWorkflow runs the zombie reaper's activity once, on the
-// workflow's own task queue: the node's, whose zombies are its own.
-func ReapZombiesWorkflow(ctx tw.Context) (int, error) {
+// ReapZombiesOnce is the zombie reaper's workflow: it runs the activity
+// once, on the workflow's own task queue: the node's, whose zombies are
+// its own.
+func ReapZombiesOnce(ctx tw.Context) (int, error) {
 	ctx = tw.WithActivityOptions(ctx, tw.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
 	var n int
-	err := tw.ExecuteActivity(ctx, ZombieReaperActivity).Get(ctx, &n)
+	err := tw.ExecuteActivity(ctx, ActivityReapZombies).Get(ctx, &n)
 	return n, err
 }
 
@@ -104,8 +106,8 @@ func ReapZombiesWorkflow(ctx tw.Context) (int, error) {
 func SetupZombieReaper(ctx context.Context, c client.Client, nodeWorker worker.Registry, node string,
 	z ZombieReaper, every time.Duration,
 ) error {
-	nodeWorker.RegisterWorkflowWithOptions(ReapZombiesWorkflow, tw.RegisterOptions{Name: ZombieReaperWorkflow})
-	nodeWorker.RegisterActivityWithOptions(z.ReapZombies, activity.RegisterOptions{Name: ZombieReaperActivity})
+	nodeWorker.RegisterWorkflowWithOptions(ReapZombiesOnce, tw.RegisterOptions{Name: ZombieReaperWorkflow})
+	nodeWorker.RegisterActivityWithOptions(z.ReapZombies, activity.RegisterOptions{Name: ActivityReapZombies})
 	return periodic.Ensure(ctx, c, periodic.Job{
 		Service: runner, Name: zombieReaper(node), Workflow: ZombieReaperWorkflow, TaskQueue: workflow.NodeTaskQueue(node),
 		// A run of a node that is gone gives way to the next one.

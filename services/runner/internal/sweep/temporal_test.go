@@ -16,6 +16,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
 	"github.com/zimmerhq/zimmer/services/runner/internal/sweep"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
@@ -137,7 +138,7 @@ func TestOrphanedSessionsScheduleOnTemporal(t *testing.T) {
 
 	require.Empty(t, requestsOf(t, c, busy))
 	recover := func(id int64, requestID string) []workflow.TurnRequest {
-		return []workflow.TurnRequest{{RequestID: requestID, Kind: workflow.KindRecover, Path: workflow.PathOrphanSweep,
+		return []workflow.TurnRequest{{RequestID: requestID, Kind: workflow.KindRecover, Path: domain.PathOrphanSweep,
 			Session: workflow.SessionSpec{ID: id}}}
 	}
 	require.Equal(t, recover(missing, "recover/orphan/job-missing"), requestsOf(t, c, missing))

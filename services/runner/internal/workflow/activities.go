@@ -26,9 +26,9 @@ import (
 // Lifecycle is what the turn needs of the lifecycle service, called as the
 // runner service.
 type Lifecycle interface {
-	// Transition fires one event. A refusal whose session is already where
-	// the event leads (a retried call that had applied) is success; any
-	// other refusal is a *RefusedError.
+	// Transition fires one event under req.IdempotencyKey: a retry of a
+	// call that had applied is answered as already applied (success); a
+	// refusal is a *RefusedError.
 	Transition(ctx context.Context, req TransitionRequest) error
 	// MintCredential issues a session credential for one turn's agent.
 	MintCredential(ctx context.Context, req CredentialRequest) (id, token string, err error)
@@ -49,12 +49,17 @@ type Lifecycle interface {
 }
 
 // RefusedError is lifecycle refusing a transition for the session's state.
+// Status is set only when the refusal names it without the message
+// (domain.StatusGone: lifecycle knows no such session).
 type RefusedError struct {
 	Event, Status, Message string
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("lifecycle refused %s with the session %s: %s", e.Event, e.Status, e.Message)
+	if e.Status != "" {
+		return fmt.Sprintf("lifecycle refused %s with the session %s: %s", e.Event, e.Status, e.Message)
+	}
+	return fmt.Sprintf("lifecycle refused %s: %s", e.Event, e.Message)
 }
 
 // Preparer makes a session's clone (workspace.Preparer).
@@ -175,10 +180,8 @@ type ActivityRegistry interface {
 func (a *Activities) RegisterShared(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.Transition, activity.RegisterOptions{Name: ActivityTransition})
 	w.RegisterActivityWithOptions(a.DrainQueue, activity.RegisterOptions{Name: ActivityDrain})
-	w.RegisterActivityWithOptions(a.DrainBeforePause, activity.RegisterOptions{Name: ActivityDrainBeforePause})
 	w.RegisterActivityWithOptions(a.SessionState, activity.RegisterOptions{Name: ActivitySessionState})
 	w.RegisterActivityWithOptions(a.AbandonRecovery, activity.RegisterOptions{Name: ActivityAbandonRecovery})
-	w.RegisterActivityWithOptions(a.RevokeCredential, activity.RegisterOptions{Name: ActivityRevokeCredential})
 	w.RegisterActivityWithOptions(a.RevokeTurnCredentials, activity.RegisterOptions{Name: ActivityRevokeTurnCredentials})
 }
 
@@ -190,11 +193,6 @@ func (a *Activities) RevokeTurnCredentials(ctx context.Context, req TurnCredenti
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrCredentialsRefused, err)
 	}
 	return err
-}
-
-// RevokeCredential revokes a lost turn's session credential.
-func (a *Activities) RevokeCredential(ctx context.Context, req RevokeRequest) error {
-	return a.Lifecycle.RevokeCredential(ctx, req.SessionID, req.CredentialID)
 }
 
 // AbandonRecovery gives up recovering the session automatically (its
@@ -304,11 +302,6 @@ func (a *Activities) DrainQueue(ctx context.Context, req DrainRequest) (HandOver
 	return h, nil
 }
 
-// DrainBeforePause is the drain hook of the runs that began before
-// hand-overs, which replay it: it never did anything, and still does not
-// (their turns pause; the queue's after-pause drain delivers).
-func (a *Activities) DrainBeforePause(context.Context, int64) error { return nil }
-
 // PrepareWorkspace makes (or checks) the session's clone on this node. A
 // clone that cannot be made is a non-retryable ErrPrepareFailed carrying
 // the session's failure_reason.
@@ -349,8 +342,9 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("mint the session's credential: %w", err)
 	}
-	// Said at once: should the turn be lost, the workflow revokes it.
-	activity.RecordHeartbeat(ctx, TurnProgress{TurnID: req.TurnID, CredentialID: credID})
+	// Should the turn be lost, the workflow revokes its credentials by
+	// turn id (RevokeTurnCredentials).
+	activity.RecordHeartbeat(ctx, TurnProgress{TurnID: req.TurnID})
 	defer a.revoke(ctx, req.Session.ID, credID)
 	launch, err := rt.Prepare(agent.Turn{
 		SessionID: req.Session.ID, RuntimeSessionID: req.RuntimeSessionID, Resume: req.Resume,
@@ -369,7 +363,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 		}
 	}()
 
-	follower := &lineFollower{a: a, ctx: ctx, rt: rt, req: req, credentialID: credID,
+	follower := &lineFollower{a: a, ctx: ctx, rt: rt, req: req,
 		workflowID: activity.GetInfo(ctx).WorkflowExecution.ID}
 	opts := a.Process
 	opts.OnLine = follower.line
@@ -556,9 +550,7 @@ type lineFollower struct {
 	req RunTurnRequest
 	// workflowID is signalled without a run id: the current run is the
 	// one waiting for this turn.
-	// credentialID is the turn's session credential.
-	credentialID string
-	workflowID   string
+	workflowID string
 
 	mu               sync.Mutex
 	blocked          bool
@@ -583,7 +575,7 @@ func (f *lineFollower) line(l process.Line) {
 		// Said at once, not at the next tick: a turn lost in its first
 		// seconds must still resume the conversation it began, not replay
 		// the start.
-		activity.RecordHeartbeat(f.ctx, TurnProgress{TurnID: f.req.TurnID, CredentialID: f.credentialID, RuntimeSessionID: f.runtimeSessionID})
+		activity.RecordHeartbeat(f.ctx, TurnProgress{TurnID: f.req.TurnID, RuntimeSessionID: f.runtimeSessionID})
 	}
 	switch blocked := ev.Kind == agent.KindElicitation; {
 	case blocked && !f.blocked:
@@ -605,7 +597,7 @@ func (f *lineFollower) line(l process.Line) {
 func (f *lineFollower) progress() TurnProgress {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return TurnProgress{TurnID: f.req.TurnID, CredentialID: f.credentialID, RuntimeSessionID: f.runtimeSessionID}
+	return TurnProgress{TurnID: f.req.TurnID, RuntimeSessionID: f.runtimeSessionID}
 }
 
 func (f *lineFollower) signal(s ElicitationSignal) {

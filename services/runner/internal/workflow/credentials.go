@@ -12,9 +12,6 @@ import (
 // turn's end and what follows it), asked until lifecycle answers. A turn
 // that never minted one costs a call that revokes nothing.
 func (t *turnRunner) revokeTurn(ctx workflow.Context, id string) {
-	if !t.revokesTurns(ctx) {
-		return // RunTurn revoked its own, and revokeLost a lost one's
-	}
 	err := askLocally(ctx, ActivityRevokeTurnCredentials,
 		TurnCredentialsRequest{SessionID: t.st.Session.ID, TurnID: id}, ErrCredentialsRefused)
 	if err != nil {
@@ -23,10 +20,4 @@ func (t *turnRunner) revokeTurn(ctx workflow.Context, id string) {
 		// still close it.
 		workflow.GetLogger(ctx).Error("revoke the ended turn's credentials", "turn", id, "error", err)
 	}
-}
-
-// revokesTurns reports whether this run revokes every turn's credentials
-// itself (revokeTurn); runs from before it did not.
-func (t *turnRunner) revokesTurns(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, turnCredentialsChange, workflow.DefaultVersion, 1) == 1
 }

@@ -208,31 +208,20 @@ func TestAQueueInterruptDuringTheDrainSparesTheHandedOverTurn(t *testing.T) {
 	require.Equal(t, []string{rw.EventStart, rw.EventPause}, h.events(), "and the session rests after it")
 }
 
-// Recorded runs replay on today's code. Each history is a session's run on
-// the dev server (zimmer-runner-test) with every activity faked: a first
-// turn, then a restart's turn, each exiting 0.
-//   - session_before_handover.json, under the code before hand-overs: each
-//     turn end ran the legacy drain activity and paused, and still does;
-//   - session_handover.json, at 43b54c9: the first turn's drain handed
-//     queue/m1 over (no transition), whose drain answered nothing.
+// Recorded runs replay on today's code, so a change of the workflow's
+// commands fails here. Each history is a session's run on the dev server
+// with every activity faked: a first turn, then a restart's turn, each
+// exiting 0.
+//   - session_handover.json (TestRecordTheReplayedRun records it): the
+//     first turn's drain handed queue/m1 over (no transition), whose drain
+//     answered nothing.
 func TestRecordedRunsReplay(t *testing.T) {
 	t.Parallel()
-	for _, file := range []string{"testdata/session_before_handover.json", "testdata/session_handover.json"} {
+	for _, file := range []string{"testdata/session_handover.json"} {
 		r := worker.NewWorkflowReplayer()
 		r.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
 		require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, file), file)
 	}
-}
-
-// The legacy path itself, where such a run goes on: its next clean exit
-// runs DrainBeforePause and pauses, asking the queue nothing.
-func TestTheLegacyDrainActivityDoesNothing(t *testing.T) {
-	t.Parallel()
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	(&rw.Activities{}).RegisterShared(env)
-	_, err := env.ExecuteActivity(rw.ActivityDrainBeforePause, int64(7))
-	require.NoError(t, err)
 }
 
 // The drain activity asks the queue named by Activities.Queue for the

@@ -2,86 +2,15 @@ package workflow
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 )
-
-// Decision is what a lost turn calls for, or a session the orphan sweep
-// found with no live turn.
-type Decision int
-
-// Decisions.
-const (
-	// StandDown: the session is at rest (a finished turn, a deliberate
-	// pause, asleep on a wake ahead, failed, archived); nothing was
-	// interrupted, so nothing runs.
-	StandDown Decision = iota
-	// Recover: resume with the recovery nudge naming its path (or deliver
-	// the queued message instead).
-	Recover
-	// ReplayStart: the runtime never confirmed a conversation to resume;
-	// the session's first prompt runs again as a fresh start, at most
-	// MaxStartReplays times.
-	ReplayStart
-)
-
-func (d Decision) String() string {
-	return [...]string{"stand down", "recover", "replay the start"}[d]
-}
-
-// PausedByRecovery is the paused_by marker of a session a recovery parked
-// between its lost turn and the next one.
-const PausedByRecovery = "recovery"
-
-// Decide is the stand-down table (session-lifecycle.md, "A finished turn is
-// not an interruption" and "waiting is three different situations"), a
-// positive test: it names the states that are done being driven, and
-// everything else recovers. confirmed says whether the runtime has a
-// conversation to resume (a turn's process ran before).
-func Decide(s SessionState, confirmed bool) Decision {
-	again := Recover
-	if !confirmed {
-		again = ReplayStart
-	}
-	switch s.Status {
-	case "running":
-		return again
-	case "needs_input":
-		// Blocked on an elicitation carries no paused_by, and is not at
-		// rest: the process it waited in is gone.
-		if s.BlockedOnElicitation || s.PausedBy == PausedByRecovery || s.PausedBy == "mcp_retry" {
-			return again
-		}
-		return StandDown // the turn finished (no paused_by) or a user paused it
-	case "waiting":
-		if s.AwaitingWake {
-			return StandDown // asleep on purpose: let the wake fire
-		}
-		return again // stranded mid-start or mid-sleep
-	}
-	return StandDown // failed, archived, deleted
-}
-
-// RecoveryNudge is the prompt of a recovery turn: the standing text, then
-// one line naming the path that sent it and why, so neither the agent nor a
-// human reading over its shoulder has to guess (the spec's
-// system_recovery(reason:)).
-func RecoveryNudge(path, cause string) string {
-	line := "Recovery path: " + path
-	if cause != "" {
-		line += " (" + cause + ")"
-	}
-	return SystemRecoveryPrompt + "\n" + line + "."
-}
-
-// SystemRecoveryPrompt is the standing text of every recovery nudge.
-const SystemRecoveryPrompt = "[Zimmer system recovery] Your previous turn was interrupted before it finished " +
-	"(nothing you did was lost on purpose); continue where you left off."
 
 // step is what follows a lost turn: nothing (stop), the turn the queue
 // handed over (next), or a recovery turn under id with prompt.
@@ -93,10 +22,15 @@ type step struct {
 
 var stop = step{stop: true}
 
-// afterLoss decides what follows the loss of turn lostID (the process is
-// proven gone when prove is false, or proven here) and makes it so: the
-// stand-down table on the session as lifecycle has it now, the budget, and
-// then the queue's next message or a recovery turn. prompt is the lost
+// ends reports whether the lost turn's handling ends here: nothing runs,
+// or the handed-over turn (next) runs instead.
+func (s step) ends() bool { return s.stop || s.next != nil }
+
+// afterLoss carries out what follows the loss of turn lostID (the process
+// is proven gone when prove is false, or proven here): domain.PlanLoss
+// decides on the session as lifecycle has it now and the budgets spent,
+// and this makes it so — nothing, a failure, an abandoned recovery, the
+// queue's next message, or a recovery turn. prompt is the lost
 // turn's, which a replayed start runs again ("" reads the session's own).
 func (t *turnRunner) afterLoss(ctx workflow.Context, lostID, path, cause, prompt string, prove bool) (step, error) {
 	st := t.st
@@ -120,51 +54,44 @@ func (t *turnRunner) afterLoss(ctx workflow.Context, lostID, path, cause, prompt
 	if st.Session.GitRoot == "" && s.Spec.ID != 0 {
 		st.Session = s.Spec // a workflow the orphan sweep started knows only the id
 	}
-	d := Decide(s, st.Confirmed)
+	plan := domain.PlanLoss(s, st.Confirmed, st.Recoveries, st.StartReplays)
 	log.Info("a turn was lost", "turn", lostID, "path", path, "cause", cause, "status", s.Status,
-		"paused_by", s.PausedBy, "decision", d.String())
-	switch d {
-	case StandDown:
+		"paused_by", s.PausedBy, "decision", plan.Decision.String(), "exhausted", plan.Exhausted)
+	switch {
+	case plan.Decision == domain.StandDown:
 		return stop, nil
-	case ReplayStart:
-		if st.StartReplays >= MaxStartReplays {
-			return stop, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: fmt.Sprintf(
-				"The agent's first turn was lost %d times before its runtime began a conversation (last: %s); "+
-					"Zimmer stopped replaying it. Check the runner node %q, then restart the session.",
-				st.StartReplays+1, cause, st.Node)})
-		}
+	case plan.Decision == domain.ReplayStart && plan.Exhausted:
+		return stop, t.endTransition(ctx, TransitionRequest{Event: EventFail,
+			FailureReason: domain.StartReplaysReason(st.StartReplays, cause, st.Node)})
+	case plan.Decision == domain.ReplayStart:
 		st.StartReplays++
 		st.Started = false // nothing to resume: the runtime starts afresh
 		if prompt == "" {
 			prompt = s.Prompt
 		}
-	case Recover:
-		if st.Recoveries >= MaxRecoveries {
-			return stop, t.abandon(ctx, s, fmt.Sprintf(
-				"Zimmer recovered this session %d times in a row without a turn finishing (last: %s, %s); "+
-					"it stopped recovering it. Restart the session when its cause is fixed.",
-				st.Recoveries, path, cause))
-		}
+	case plan.Exhausted: // domain.Recover
+		return stop, t.abandon(ctx, plan, domain.RecoveriesReason(st.Recoveries, path, cause))
+	default: // domain.Recover
 		st.Recoveries++
-		prompt = RecoveryNudge(path, cause)
+		prompt = domain.RecoveryNudge(path, cause)
 	}
-	if s.Status == "running" {
-		if d == Recover {
-			// A queued message is delivered instead of the nudge: someone
-			// has taken the session over.
-			h, err := t.drain(ctx, lostID)
-			if err != nil {
-				return stop, err
-			}
-			if t.interrupted {
-				return stop, nil
-			}
-			if h.Delivered {
-				log.Info("the queue handed its next message over instead of the recovery nudge", "lost", lostID, "next", h.JobID)
-				return step{next: &TurnRequest{RequestID: h.JobID, Kind: KindHandOver, JobID: h.JobID, Prompt: h.Prompt, Session: st.Session}}, nil
-			}
+	if plan.DrainFirst {
+		// A queued message is delivered instead of the nudge: someone has
+		// taken the session over.
+		h, err := t.drain(ctx, lostID)
+		if err != nil {
+			return stop, err
 		}
-		if err := t.transition(ctx, TransitionRequest{Event: EventPause, PausedBy: PausedByRecovery}); err != nil {
+		if t.interrupted {
+			return stop, nil
+		}
+		if h.Delivered {
+			log.Info("the queue handed its next message over instead of the recovery nudge", "lost", lostID, "next", h.JobID)
+			return step{next: &TurnRequest{RequestID: h.JobID, Kind: KindHandOver, JobID: h.JobID, Prompt: h.Prompt, Session: st.Session}}, nil
+		}
+	}
+	if plan.Park {
+		if err := t.transition(ctx, TransitionRequest{Event: EventPause, PausedBy: domain.PausedByRecovery}); err != nil {
 			return stop, refusedIsNothing(ctx, err)
 		}
 		if t.interrupted {
@@ -236,9 +163,8 @@ func (t *turnRunner) proveGone(ctx workflow.Context, id string) (dead bool, err 
 		case temporal.IsCanceledError(err):
 			return false, err
 		case attempt >= maxStopAttempts:
-			return false, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: fmt.Sprintf(
-				"The runner node %q could not stop the lost turn %s's process (%s); Zimmer will not start another "+
-					"beside it. Check the node, then restart the session.", t.st.Node, id, rootMessage(err))})
+			return false, t.endTransition(ctx, TransitionRequest{Event: EventFail,
+				FailureReason: domain.StopFailedReason(t.st.Node, id, rootMessage(err))})
 		}
 		workflow.GetLogger(ctx).Warn("stop a lost turn's process; asking again", "turn", id, "error", err)
 		if err := workflow.Sleep(ctx, 10*time.Second); err != nil {
@@ -260,10 +186,7 @@ func scheduleToStartTimeout(err error) bool {
 func (t *turnRunner) nodeDead(ctx workflow.Context, lostID, cause string) error {
 	st := t.st
 	node := st.Node
-	reason := fmt.Sprintf("The runner node %q, which holds this session's clone, lost turn %s (%s) and did not come back "+
-		"within %s; Zimmer declared it dead. Restart the session to run it on a live node: its clone is made anew there "+
-		"from %s, and work not pushed from node %q stays on that node's disk.",
-		node, lostID, cause, st.nodeDeadAfter(), st.Session.GitRoot, node)
+	reason := domain.NodeDeadReason(node, lostID, cause, st.nodeDeadAfter(), st.Session.GitRoot)
 	st.LostNode = node
 	st.Node, st.Workspace, st.Started, st.Confirmed, st.RuntimeSessionID = "", nil, false, false, ""
 	upsertMemo(ctx, map[string]any{"node": ""})
@@ -272,10 +195,10 @@ func (t *turnRunner) nodeDead(ctx workflow.Context, lostID, cause string) error 
 
 // abandon gives up recovering: lifecycle drops the recovery marker and
 // records why, and the session rests where it is for a human.
-func (t *turnRunner) abandon(ctx workflow.Context, s SessionState, reason string) error {
+func (t *turnRunner) abandon(ctx workflow.Context, plan domain.LossPlan, reason string) error {
 	workflow.GetLogger(ctx).Error("recovery abandoned", "session_id", t.st.Session.ID, "reason", reason)
-	if s.Status == "running" {
-		if err := t.transition(ctx, TransitionRequest{Event: EventPause, PausedBy: PausedByRecovery}); err != nil {
+	if plan.Park {
+		if err := t.transition(ctx, TransitionRequest{Event: EventPause, PausedBy: domain.PausedByRecovery}); err != nil {
 			return refusedIsNothing(ctx, err)
 		}
 	}
@@ -304,40 +227,17 @@ func refusedIsNothing(ctx workflow.Context, err error) error {
 // noteProgress reads a lost turn's last heartbeat: a runtime that had
 // reported its conversation confirms it, so the recovery resumes it rather
 // than replaying the start.
-// It returns the turn's credential, which the turn could not revoke.
-func (st *State) noteProgress(lost error) (credentialID string) {
+func (st *State) noteProgress(lost error) {
 	var te *temporal.TimeoutError
 	if !errors.As(lost, &te) || !te.HasLastHeartbeatDetails() {
-		return ""
+		return
 	}
 	var p TurnProgress
 	if err := te.LastHeartbeatDetails(&p); err != nil {
-		return "" // an older runner's detail (the turn id)
+		return
 	}
 	if p.RuntimeSessionID != "" {
 		st.Confirmed, st.RuntimeSessionID = true, p.RuntimeSessionID
-	}
-	return p.CredentialID
-}
-
-// revokeLost revokes the credential of a lost turn, whose agent can no
-// longer be trusted to be the session's: a credential outliving its turn
-// is a key nobody holds on purpose. A failure is logged, not fatal: the
-// recovery goes on.
-func (t *turnRunner) revokeLost(ctx workflow.Context, credentialID string) {
-	if credentialID == "" {
-		return
-	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              TaskQueue,
-		StartToCloseTimeout:    transitionTimeout,
-		ScheduleToCloseTimeout: 10 * time.Minute,
-		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
-	})
-	err := workflow.ExecuteActivity(actx, ActivityRevokeCredential,
-		RevokeRequest{SessionID: t.st.Session.ID, CredentialID: credentialID}).Get(ctx, nil)
-	if err != nil {
-		workflow.GetLogger(ctx).Error("revoke a lost turn's session credential", "credential_id", credentialID, "error", err)
 	}
 }
 

@@ -12,35 +12,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
-
-func TestDecideIsTheStandDownTable(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		name      string
-		s         rw.SessionState
-		confirmed bool
-		want      rw.Decision
-	}{
-		{"still running", rw.SessionState{Status: "running"}, true, rw.Recover},
-		{"still running, the runtime never began", rw.SessionState{Status: "running"}, false, rw.ReplayStart},
-		{"finished its turn (no paused_by)", rw.SessionState{Status: "needs_input"}, true, rw.StandDown},
-		{"paused by a user", rw.SessionState{Status: "needs_input", PausedBy: "user"}, true, rw.StandDown},
-		{"parked by a recovery", rw.SessionState{Status: "needs_input", PausedBy: "recovery"}, true, rw.Recover},
-		{"parked for an MCP retry", rw.SessionState{Status: "needs_input", PausedBy: "mcp_retry"}, true, rw.Recover},
-		{"blocked on an elicitation", rw.SessionState{Status: "needs_input", BlockedOnElicitation: true}, true, rw.Recover},
-		{"asleep on a wake ahead", rw.SessionState{Status: "waiting", AwaitingWake: true}, true, rw.StandDown},
-		{"asleep on a wake ahead, never began", rw.SessionState{Status: "waiting", AwaitingWake: true}, false, rw.StandDown},
-		{"waiting, stranded mid-start", rw.SessionState{Status: "waiting"}, true, rw.Recover},
-		{"waiting, no conversation yet", rw.SessionState{Status: "waiting"}, false, rw.ReplayStart},
-		{"failed", rw.SessionState{Status: "failed"}, true, rw.StandDown},
-		{"archived", rw.SessionState{Status: "archived"}, true, rw.StandDown},
-		{"deleted", rw.SessionState{Status: "deleted"}, true, rw.StandDown},
-	} {
-		require.Equal(t, c.want, rw.Decide(c.s, c.confirmed), c.name)
-	}
-}
 
 // lost is RunTurn's error when its heartbeat timed out: the node or its
 // runner died mid-turn.
@@ -62,7 +36,6 @@ type recoveryHarness struct {
 	stops     []string
 	queues    []string // task queue of each RunTurn
 	abandoned []rw.AbandonRequest
-	revoked   []rw.RevokeRequest
 }
 
 func newRecoveryHarness(t *testing.T, outcomes ...turnOutcome) *recoveryHarness {
@@ -95,13 +68,6 @@ func newRecoveryHarness(t *testing.T, outcomes ...turnOutcome) *recoveryHarness 
 			s := h.states[min(reads, len(h.states)-1)]
 			reads++
 			return s, nil
-		}).Maybe()
-	h.env.OnActivity(rw.ActivityRevokeCredential, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req rw.RevokeRequest) error {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.revoked = append(h.revoked, req)
-			return nil
 		}).Maybe()
 	h.env.OnActivity(rw.ActivityAbandonRecovery, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req rw.AbandonRequest) error {
@@ -154,7 +120,7 @@ func TestLostTurnIsProvenGoneThenRecoveredWithANudgeNamingItsPath(t *testing.T) 
 	second := h.turns[1]
 	require.Equal(t, "session-7/turn-5", second.TurnID)
 	require.True(t, second.Resume, "the runtime's conversation is resumed")
-	require.True(t, strings.HasPrefix(second.Prompt, rw.SystemRecoveryPrompt), second.Prompt)
+	require.True(t, strings.HasPrefix(second.Prompt, domain.SystemRecoveryPrompt), second.Prompt)
 	require.Contains(t, second.Prompt, "Recovery path: interrupted turn")
 	require.Contains(t, second.Prompt, `node "n1"`)
 	require.Equal(t, []rw.DrainRequest{{SessionID: sessionID, FromJobID: "job-a"}, {SessionID: sessionID, FromJobID: "session-7/turn-5"}},
@@ -211,12 +177,12 @@ func TestDeadNodeFailsTheSessionNamingItAndARestartRunsOnALiveNode(t *testing.T)
 	require.Equal(t, []string{"n1"}, h.takeOvers, "taking the workspace over from the dead node")
 	require.Equal(t, []string{"zimmer-runner-n1", "zimmer-runner-n2"}, h.queues, "and runs there")
 	require.False(t, h.turns[1].Resume, "the dead node's conversation cannot be resumed elsewhere")
-	require.Equal(t, rw.ContinuePrompt, h.turns[1].Prompt)
+	require.Equal(t, domain.ContinuePrompt, h.turns[1].Prompt)
 }
 
 func TestRecoveryBudgetIsSpentThenAbandoned(t *testing.T) {
 	t.Parallel()
-	outcomes := make([]turnOutcome, rw.MaxRecoveries+1)
+	outcomes := make([]turnOutcome, domain.MaxRecoveries+1)
 	for i := range outcomes {
 		outcomes[i] = turnOutcome{err: lost}
 	}
@@ -224,7 +190,7 @@ func TestRecoveryBudgetIsSpentThenAbandoned(t *testing.T) {
 	h.states = []rw.SessionState{{Status: "running"}}
 	h.runFrom(ran(), 1, resumeReq("job-a", "fix the bug"))
 
-	require.Len(t, h.turns, rw.MaxRecoveries+1, "12 recoveries, then no more turns")
+	require.Len(t, h.turns, domain.MaxRecoveries+1, "12 recoveries, then no more turns")
 	require.Len(t, h.abandoned, 1, "given up once")
 	require.Contains(t, h.abandoned[0].Reason, "12 times in a row")
 	events := h.events()
@@ -235,7 +201,7 @@ func TestRecoveryBudgetIsSpentThenAbandoned(t *testing.T) {
 func TestCleanExitRefillsTheRecoveryBudget(t *testing.T) {
 	t.Parallel()
 	st := ran()
-	st.Recoveries = rw.MaxRecoveries - 1
+	st.Recoveries = domain.MaxRecoveries - 1
 	h := newRecoveryHarness(t, turnOutcome{err: lost}, turnOutcome{result: exited(0)}, turnOutcome{err: lost}, turnOutcome{result: exited(0)})
 	h.states = []rw.SessionState{{Status: "running"}}
 	h.runFrom(st, 2, resumeReq("job-a", "one"), resumeReq("job-b", "two"))
@@ -246,7 +212,7 @@ func TestCleanExitRefillsTheRecoveryBudget(t *testing.T) {
 
 func TestLostFirstTurnReplaysTheStartThenFails(t *testing.T) {
 	t.Parallel()
-	outcomes := make([]turnOutcome, rw.MaxStartReplays+1)
+	outcomes := make([]turnOutcome, domain.MaxStartReplays+1)
 	for i := range outcomes {
 		outcomes[i] = turnOutcome{err: lost}
 	}
@@ -254,7 +220,7 @@ func TestLostFirstTurnReplaysTheStartThenFails(t *testing.T) {
 	h.states = []rw.SessionState{{Status: "running", Prompt: "build it"}}
 	h.run(1, first("build it"))
 
-	require.Len(t, h.turns, rw.MaxStartReplays+1)
+	require.Len(t, h.turns, domain.MaxStartReplays+1)
 	for _, turn := range h.turns {
 		require.Equal(t, "build it", turn.Prompt, "a replayed start runs the first prompt again, not a nudge")
 		require.False(t, turn.Resume, "there is no conversation to resume yet")
@@ -285,7 +251,7 @@ func TestOrphanSweepRequestRecoversARunningSessionWithNoTurn(t *testing.T) {
 	h.states = []rw.SessionState{{Status: "running", RunningJobID: "job-gone", Spec: spec}}
 	st := ran()
 	st.Session = rw.SessionSpec{ID: sessionID} // as the sweep starts it
-	h.runFrom(st, 1, rw.TurnRequest{RequestID: "recover/orphan/job-gone", Kind: rw.KindRecover, Path: rw.PathOrphanSweep,
+	h.runFrom(st, 1, rw.TurnRequest{RequestID: "recover/orphan/job-gone", Kind: rw.KindRecover, Path: domain.PathOrphanSweep,
 		Session: rw.SessionSpec{ID: sessionID}})
 
 	require.Empty(t, h.stops, "nothing of this workflow was running")
@@ -299,7 +265,7 @@ func TestOrphanSweepRequestLeavesASessionAtRestAlone(t *testing.T) {
 	t.Parallel()
 	h := newRecoveryHarness(t)
 	h.states = []rw.SessionState{{Status: "needs_input", PausedBy: "user"}}
-	h.runFrom(ran(), 1, rw.TurnRequest{RequestID: "recover/orphan/7/1", Kind: rw.KindRecover, Path: rw.PathOrphanSweep,
+	h.runFrom(ran(), 1, rw.TurnRequest{RequestID: "recover/orphan/7/1", Kind: rw.KindRecover, Path: domain.PathOrphanSweep,
 		Session: rw.SessionSpec{ID: sessionID}})
 
 	require.Empty(t, h.events())
@@ -309,7 +275,7 @@ func TestOrphanSweepRequestLeavesASessionAtRestAlone(t *testing.T) {
 func TestLostFirstTurnWhoseRuntimeHadBegunIsRecoveredNotReplayed(t *testing.T) {
 	t.Parallel()
 	begun := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil,
-		rw.TurnProgress{TurnID: "session-7/turn-1", CredentialID: "cred-9", RuntimeSessionID: "conv-9"})
+		rw.TurnProgress{TurnID: "session-7/turn-1", RuntimeSessionID: "conv-9"})
 	h := newRecoveryHarness(t, turnOutcome{err: begun}, turnOutcome{result: exited(0)})
 	h.states = []rw.SessionState{{Status: "running", Prompt: "build it"}}
 	h.run(1, first("build it"))
@@ -322,5 +288,4 @@ func TestLostFirstTurnWhoseRuntimeHadBegunIsRecoveredNotReplayed(t *testing.T) {
 	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventResume, rw.EventPause}, h.events())
 	require.Equal(t, []rw.TurnCredentialsRequest{{SessionID: sessionID, TurnID: "session-7/turn-1"}, {SessionID: sessionID, TurnID: h.turns[1].TurnID}},
 		h.revocations, "the lost turn's credentials are revoked: nobody holds them on purpose any more")
-	require.Empty(t, h.revoked, "by turn, not by the id its last heartbeat named")
 }

@@ -15,7 +15,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/workflowid"
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 )
 
 // Names registered with the worker. They are part of the workflow's history:
@@ -30,10 +32,6 @@ const (
 	// workflow task that learnt of the exit, so a handed-over turn waits for
 	// no extra dispatch by Temporal.
 	ActivityDrain = "zimmer.runner.DrainQueue"
-	// ActivityDrainBeforePause is the drain hook of the runs that began
-	// before hand-overs (a no-op taking the session id); they replay it,
-	// and pause after it until they continue as new.
-	ActivityDrainBeforePause = "zimmer.runner.DrainBeforePause"
 
 	// SignalTurn asks for a turn (TurnRequest).
 	SignalTurn = "turn"
@@ -58,10 +56,7 @@ const (
 	// ActivityAbandonRecovery calls lifecycle's AbandonRecovery
 	// (AbandonRequest).
 	ActivityAbandonRecovery = "zimmer.runner.AbandonRecovery"
-	// ActivityRevokeCredential revokes a lost turn's session credential
-	// (RevokeRequest).
-	ActivityRevokeCredential = "zimmer.runner.RevokeCredential"
-	ActivityStopTurn         = "zimmer.runner.StopTurn"
+	ActivityStopTurn        = "zimmer.runner.StopTurn"
 )
 
 // ActivityRevokeTurnCredentials revokes every credential minted for a turn
@@ -90,63 +85,15 @@ const (
 	ErrDrainRefused = "DrainRefused"
 )
 
-// handOverChange versions the turn-end drain: runs whose history predates
-// it pause after the legacy no-op activity (workflow.DefaultVersion),
-// newer ones drain the queue (version 1).
-const handOverChange = "queue-hand-over"
-
-// promptlessFirstChange versions the first turn of a session created
-// without a prompt: runs from before it started an agent with the
-// continue nudge; now the clone is made and the session waits in waiting
-// for its first message.
-const promptlessFirstChange = "promptless-first-turn"
-
-// firstOnceChange versions dropping, when it comes to run, a first turn
-// that finds the session started: runs from before it would start the
-// session again.
-const firstOnceChange = "first-turn-once"
-
-// lostTurnChange versions recovering a lost turn (its heartbeat timed out)
-// and retrying one a runner shutdown stopped: runs from before it failed
-// the session.
-const lostTurnChange = "lost-turn-recovery"
-
-// turnCredentialsChange versions revoking a turn's credentials from the
-// workflow once its RunTurn has ended, however it ended: runs from before
-// it left that to RunTurn (and a lost turn's to revokeLost).
-const turnCredentialsChange = "turn-credentials-revoked-by-workflow"
-
-// localTransitionChange versions firing lifecycle events as local
-// activities, run inside the workflow task: runs from before it scheduled
-// each as an activity on the shared queue, two Temporal dispatches more on
-// every start and pause (docs/temporal.md).
-const localTransitionChange = "transition-as-local-activity"
-
-// MaxSignalRecoveries is how many turns in a row that died by a signal
-// Zimmer did not send are resumed with system recovery; the next such death
-// fails the session (the spec's MAX_SIGNAL_DEATH_RETRIES).
-const MaxSignalRecoveries = 3
-
 // DefaultTurnsPerRun is after how many turns a session's workflow continues
 // as new, so its history stays small however long the session lives.
 const DefaultTurnsPerRun = 50
-
-// RecoveryPrompt is appended to the prompt of a turn whose process died by a
-// signal Zimmer did not send, when the turn is run again: the spec's
-// system_recovery(reason:) names the path after the standing text.
-const RecoveryPrompt = "[Zimmer system recovery] Your previous process died by a signal Zimmer did not send (%s); " +
-	"continue where you left off."
-
-// ContinuePrompt is the prompt of a deliberate resume that carries none
-// (restart): the spec's continue nudge.
-const ContinuePrompt = "[Zimmer] Your session was restarted; continue where you left off."
 
 // ID is the workflow id of a session's workflow.
 func ID(sessionID int64) string { return workflowid.Session(sessionID) }
 
 // TaskQueue is the runner's shared task queue: the session workflows and the
-// Transition, SessionState and legacy drain activities, which any node may
-// run.
+// activities any node may run (SessionState, AbandonRecovery).
 const TaskQueue = "zimmer-runner"
 
 // ClonesTaskQueue is polled by every runner node for PrepareWorkspace
@@ -175,18 +122,8 @@ const (
 	KindHandOver = "handover"
 	// KindRecover asks the workflow to recover the session if its turn is
 	// gone (the orphan sweep): it re-reads the session and, when no turn
-	// of it is live, decides by the stand-down table (Decide).
+	// of it is live, decides by the stand-down table (domain.Decide).
 	KindRecover = "recover"
-)
-
-// Recovery paths: which producer sent a recovery nudge. Each is named in
-// the nudge's last line (RecoveryNudge), so neither the agent nor a human
-// reading over its shoulder has to guess which fired.
-const (
-	PathInterruptedTurn = "interrupted turn"
-	PathOrphanSweep     = "orphan sweep"
-	PathRunnerShutdown  = "runner shutdown"
-	PathSignalDeath     = "signal death"
 )
 
 // TurnState is the answer to QueryTurnState.
@@ -206,7 +143,8 @@ type TurnRequest struct {
 	// runs a second turn.
 	RequestID string
 	Kind      string
-	// Prompt is the turn's prompt; empty on a resume means ContinuePrompt.
+	// Prompt is the turn's prompt; empty on a resume means
+	// domain.ContinuePrompt.
 	Prompt string
 	// JobID is a resume's or a hand-over's running_job_id, which lifecycle
 	// drew for it: the turn runs under it, so the session's running job
@@ -215,18 +153,17 @@ type TurnRequest struct {
 	JobID string
 	// Session is what the first turn needs to clone and launch.
 	Session SessionSpec
-	// Path names a KindRecover request's producer (PathOrphanSweep).
+	// Path names a KindRecover request's producer (domain.PathOrphanSweep).
 	Path string
 }
 
-// SessionSpec is what the runner needs to know of a session.
-type SessionSpec struct {
-	ID           int64
-	Runtime      string
-	GitRoot      string
-	Branch       string
-	Subdirectory string
-}
+// SessionSpec and SessionState are the runner domain's, carried in the
+// workflow's payloads (State, TurnRequest, the SessionState activity's
+// answer) under the names they have always had there.
+type (
+	SessionSpec  = domain.SessionSpec
+	SessionState = domain.SessionState
+)
 
 // ElicitationSignal reports that the agent blocked on an elicitation
 // (Blocked) or went on (!Blocked).
@@ -264,22 +201,6 @@ type InterruptTurnResult struct {
 	TurnID      string
 }
 
-// SessionState is what the workflow reads of a session before stopping its
-// turn or recovering a lost one.
-type SessionState struct {
-	Status               string
-	BlockedOnElicitation bool
-	PausedBy             string
-	RunningJobID         string
-	// AwaitingWake: asleep on purpose, a wake still ahead of it (asked only
-	// of a waiting session).
-	AwaitingWake bool
-	// Prompt is the session's own prompt, and Spec what a turn needs: a
-	// workflow started by the orphan sweep knows neither.
-	Prompt string
-	Spec   SessionSpec
-}
-
 // TurnCredentialsRequest revokes the credentials minted for one turn.
 type TurnCredentialsRequest struct {
 	SessionID int64
@@ -295,12 +216,6 @@ type CredentialRequest struct {
 	Node        string
 	Incarnation string
 	TTL         time.Duration
-}
-
-// RevokeRequest revokes a session credential.
-type RevokeRequest struct {
-	SessionID    int64
-	CredentialID string
 }
 
 // AbandonRequest gives up recovering a session (AbandonRecovery).
@@ -338,14 +253,18 @@ type State struct {
 	// queue unserved before it is declared dead (0: DefaultNodeDeadAfter).
 	NodeDeadAfter time.Duration
 	// Recoveries counts the automatic recoveries since the last clean
-	// exit; at MaxRecoveries Zimmer gives up (AbandonRecovery).
+	// exit; at domain.MaxRecoveries Zimmer gives up (AbandonRecovery).
 	Recoveries int
 	// Confirmed: a turn's process ran to a known end or reported the
 	// runtime's conversation, so the next turn may resume it. A lost turn
 	// before that replays the start instead (StartReplays of them, at most
-	// MaxStartReplays).
+	// domain.MaxStartReplays).
 	Confirmed    bool
 	StartReplays int
+	// fired counts the transitions this run fired, for their idempotency
+	// keys; unexported, so it starts again with each run (whose id the
+	// keys carry).
+	fired int
 	// SearchAttributes: the namespace has ZimmerSessionId, ZimmerStatus and
 	// ZimmerRuntime (the runner registers them at start where Temporal lets
 	// it), so the workflow keeps them current for the Web UI's filters.
@@ -358,15 +277,6 @@ var (
 	SearchStatus    = temporal.NewSearchAttributeKeyKeyword("ZimmerStatus")
 	SearchRuntime   = temporal.NewSearchAttributeKeyKeyword("ZimmerRuntime")
 )
-
-// arrivals is the status each event the workflow fires leaves the session
-// in, as the ZimmerStatus search attribute shows it (a pause that executes a
-// pending sleep shows needs_input until the next event: the workflow does not
-// read the session back).
-var arrivals = map[string]string{
-	EventStart: "running", EventResume: "running", EventUnblock: "running",
-	EventPause: "needs_input", EventBlock: "needs_input", EventFail: "failed",
-}
 
 const maxSeen = 200
 
@@ -389,16 +299,19 @@ type TransitionRequest struct {
 	FailureReason  string
 	SystemRecovery bool
 	PausedBy       string
+	// IdempotencyKey names this transition (idempotencyKey): lifecycle
+	// answers a retry with it as already applied.
+	IdempotencyKey string
 }
 
-// Lifecycle events the workflow fires.
+// Lifecycle events the workflow fires: lifecycle's own (rules).
 const (
-	EventStart   = "start"
-	EventPause   = "pause"
-	EventResume  = "resume"
-	EventFail    = "fail"
-	EventBlock   = "block_on_elicitation"
-	EventUnblock = "unblock_from_elicitation"
+	EventStart   = rules.EventStart
+	EventPause   = rules.EventPause
+	EventResume  = rules.EventResume
+	EventFail    = rules.EventFail
+	EventBlock   = rules.EventBlockOnElicitation
+	EventUnblock = rules.EventUnblockFromElicitation
 )
 
 // DrainRequest asks the queue for the turn that follows FromJobID, the turn
@@ -438,9 +351,6 @@ type RunTurnRequest struct {
 // TurnProgress is RunTurn's heartbeat detail.
 type TurnProgress struct {
 	TurnID string
-	// CredentialID is the session credential minted for the turn: a lost
-	// turn cannot revoke it, so the workflow does.
-	CredentialID string
 	// RuntimeSessionID is the conversation id the runtime reported so far:
 	// once set, the conversation exists and a lost turn resumes it.
 	RuntimeSessionID string
@@ -457,11 +367,19 @@ type TurnResult struct {
 	StatusKnown bool
 	// Shutdown: the runner node was shutting down (SIGTERM to the runner,
 	// a deploy) and stopped the process by the ladder; the turn is retried
-	// (PathRunnerShutdown), at most MaxShutdownRetries times in a row.
+	// (domain.PathRunnerShutdown), at most domain.MaxShutdownRetries times
+	// in a row.
 	Shutdown   bool
 	StderrTail []string
 	// RuntimeSessionID is the conversation id the runtime reported, if any.
 	RuntimeSessionID string
+}
+
+// End is how the turn ended, for the runner domain's turn-state table
+// (domain.AfterTurn).
+func (r TurnResult) End() domain.TurnEnd {
+	return domain.TurnEnd{Shutdown: r.Shutdown, StatusKnown: r.StatusKnown, ExitCode: r.ExitCode,
+		Signal: r.Signal, SignalSentByUs: r.SignalSentByUs}
 }
 
 // turnCredentialTTL is how long a turn's credential lives at most: as long
@@ -487,17 +405,5 @@ const (
 	drainAttemptTimeout = 10 * time.Second
 )
 
-// Recovery bounds (session-lifecycle.md).
-const (
-	// MaxRecoveries is the auto-continue budget: automatic recoveries in a
-	// row without a clean exit before Zimmer gives up (AbandonRecovery).
-	MaxRecoveries = 12
-	// MaxStartReplays bounds replaying a first turn lost before the
-	// runtime confirmed its conversation; then the session fails.
-	MaxStartReplays = 20
-	// MaxShutdownRetries bounds retrying turns a runner shutdown stopped,
-	// in a row; the next one fails the session.
-	MaxShutdownRetries = 3
-	// DefaultNodeDeadAfter: see State.NodeDeadAfter.
-	DefaultNodeDeadAfter = 5 * time.Minute
-)
+// DefaultNodeDeadAfter: see State.NodeDeadAfter.
+const DefaultNodeDeadAfter = 5 * time.Minute

@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 )
 
 // Session is a session's workflow: it runs the turns it is asked for, one at
@@ -186,8 +188,7 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnReque
 	if req.Kind == KindRecover {
 		return t.recoverRequested(ctx, req)
 	}
-	if req.Kind == KindFirst && st.Started &&
-		workflow.GetVersion(ctx, firstOnceChange, workflow.DefaultVersion, 1) == 1 {
+	if req.Kind == KindFirst && st.Started {
 		// Accepted before the session started, behind a turn that then
 		// started it: a start now (the session may be waiting again)
 		// would run its first prompt a second time.
@@ -204,8 +205,7 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnReque
 		}
 		st.Workspace = &ws
 	}
-	if req.Kind == KindFirst && strings.TrimSpace(req.Prompt) == "" &&
-		workflow.GetVersion(ctx, promptlessFirstChange, workflow.DefaultVersion, 1) == 1 {
+	if req.Kind == KindFirst && strings.TrimSpace(req.Prompt) == "" {
 		// Created without a prompt: the clone is ready and the session
 		// waits for its first message, which a delivery resumes it with.
 		workflow.GetLogger(ctx).Info("session created without a prompt: clone ready, waiting for its first message")
@@ -235,7 +235,7 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnReque
 	}
 	prompt := req.Prompt
 	if strings.TrimSpace(prompt) == "" {
-		prompt = ContinuePrompt
+		prompt = domain.ContinuePrompt
 	}
 	return t.turns(ctx, id, prompt)
 }
@@ -272,60 +272,47 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 			// its state is theirs.
 			return nil, nil
 		}
-		var after step
 		switch {
 		case scheduleToStartTimeout(runErr):
 			// Its node never took the turn: no process started.
 			return nil, t.nodeDead(ctx, id, "the node did not take the turn")
-		case temporal.IsTimeoutError(runErr) &&
-			workflow.GetVersion(ctx, lostTurnChange, workflow.DefaultVersion, 1) == 1:
+		case temporal.IsTimeoutError(runErr):
 			// Lost: the node or its runner died, or Temporal lost the
-			// activity. Prove the process gone, then decide.
-			if credentialID := st.noteProgress(runErr); !t.revokesTurns(ctx) {
-				t.revokeLost(ctx, credentialID)
+			// activity. Prove the process gone, then decide (runProcess
+			// revoked its credentials).
+			st.noteProgress(runErr)
+			after, err := t.afterLoss(ctx, id, domain.PathInterruptedTurn, "no heartbeat from node "+strconv.Quote(st.Node), prompt, true)
+			if err != nil || after.ends() {
+				return after.next, err
 			}
-			if after, err = t.afterLoss(ctx, id, PathInterruptedTurn, "no heartbeat from node "+strconv.Quote(st.Node), prompt, true); err != nil {
-				return nil, err
-			}
-		case runErr != nil:
-			return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: notRunReason(runErr)})
-		case result.Shutdown &&
-			workflow.GetVersion(ctx, lostTurnChange, workflow.DefaultVersion, 1) == 1:
-			st.Confirmed = true
-			if shutdowns >= MaxShutdownRetries {
-				return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: fmt.Sprintf(
-					"The runner node %q shut down during this session's turn %d times in a row; Zimmer stopped retrying it. "+
-						"Restart the session once the node is stable.", st.Node, MaxShutdownRetries+1)})
-			}
-			shutdowns++
-			if after, err = t.afterLoss(ctx, id, PathRunnerShutdown, "the runner node "+strconv.Quote(st.Node)+" shut down", prompt, false); err != nil {
-				return nil, err
-			}
-		}
-		switch {
-		case after.stop:
-			return nil, nil
-		case after.next != nil:
-			return after.next, nil
-		case after.id != "":
 			id, prompt = after.id, after.prompt
 			continue
+		case runErr != nil:
+			return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: notRunReason(runErr)})
 		}
 		st.Confirmed = true
-		if result.RuntimeSessionID != "" {
+		if result.RuntimeSessionID != "" && !result.Shutdown {
 			st.RuntimeSessionID = result.RuntimeSessionID
 		}
-		switch {
-		case result.StatusKnown && result.Signal == "" && result.ExitCode == 0:
+		next, reason := domain.AfterTurn(result.End(), recoveries, shutdowns, st.Node, result.StderrTail)
+		switch next {
+		case domain.NextRoute:
 			st.Recoveries, st.StartReplays = 0, 0
 			return t.end(ctx, id)
-		case result.Signal != "" && result.SignalSentByUs:
+		case domain.NextLeave:
 			// Zimmer stopped it (a pause, an archive): whoever asked owns
 			// the session's state.
 			return nil, nil
-		case result.Signal != "" && recoveries < MaxSignalRecoveries:
+		case domain.NextRetryShutdown:
+			shutdowns++
+			after, err := t.afterLoss(ctx, id, domain.PathRunnerShutdown, "the runner node "+strconv.Quote(st.Node)+" shut down", prompt, false)
+			if err != nil || after.ends() {
+				return after.next, err
+			}
+			id, prompt = after.id, after.prompt
+		case domain.NextResumeAfterSignal:
 			recoveries++
-			if err := t.endTransition(ctx, TransitionRequest{Event: EventPause, PausedBy: PausedByRecovery}); err != nil {
+			if err := t.endTransition(ctx, TransitionRequest{Event: EventPause, PausedBy: domain.PausedByRecovery}); err != nil {
 				return nil, err
 			}
 			if t.interrupted {
@@ -340,15 +327,9 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 			if err != nil {
 				return nil, err
 			}
-			if !strings.Contains(prompt, "[Zimmer system recovery]") {
-				prompt += "\n\n" + fmt.Sprintf(RecoveryPrompt, result.Signal)
-			}
-		case result.Signal != "":
-			return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: fmt.Sprintf(
-				"The agent's process died by %s, which Zimmer did not send, %d times in a row; Zimmer stopped resuming it. %s",
-				result.Signal, MaxSignalRecoveries+1, stderrTail(result.StderrTail))})
-		default:
-			return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: exitReason(result)})
+			prompt = domain.AfterSignalDeath(prompt, result.Signal)
+		default: // domain.NextFail
+			return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: reason})
 		}
 	}
 }
@@ -356,12 +337,6 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 // end routes a clean exit of turn id: the queue may hand the next turn over
 // (the session stays running, no transition at all); else the turn pauses.
 func (t *turnRunner) end(ctx workflow.Context, id string) (*TurnRequest, error) {
-	if workflow.GetVersion(ctx, handOverChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		if err := t.drainBeforePause(ctx); err != nil {
-			return nil, err
-		}
-		return nil, t.endTransition(ctx, TransitionRequest{Event: EventPause})
-	}
 	h, err := t.drain(ctx, id)
 	if err != nil {
 		return nil, err
@@ -414,8 +389,7 @@ func (t *turnRunner) prepare(ctx workflow.Context) (ws Workspace, failed string,
 	case temporal.IsCanceledError(err):
 		return Workspace{}, "", err
 	default:
-		return Workspace{}, "The runner could not prepare the session's clone after several attempts: " +
-			rootMessage(err) + ". Check the runner's logs and disk, then restart the session.", nil
+		return Workspace{}, domain.PrepareGaveUpReason(rootMessage(err)), nil
 	}
 }
 
@@ -507,15 +481,14 @@ func (t *turnRunner) stop(ctx workflow.Context, id string, cancelTurn workflow.C
 	return nil
 }
 
-// leftRunning reports whether the session is no longer running by someone
-// else's hand: not running, and not merely blocked on an elicitation (which
-// the process lives through). A late interrupt finds it running again.
+// leftRunning reads the session and reports whether it left running by
+// someone else's hand (domain.SessionState.LeftRunning).
 func (t *turnRunner) leftRunning(ctx workflow.Context) (bool, error) {
 	s, err := t.sessionState(ctx)
 	if err != nil {
 		return false, err
 	}
-	return s.Status != "running" && !s.BlockedOnElicitation, nil
+	return s.LeftRunning(), nil
 }
 
 func (t *turnRunner) elicitation(ctx workflow.Context, id string, s ElicitationSignal) error {
@@ -565,13 +538,6 @@ func (t *turnRunner) drain(ctx workflow.Context, id string) (HandOver, error) {
 	}
 }
 
-// drainBeforePause is the legacy drain of runs that began before
-// hand-overs.
-func (t *turnRunner) drainBeforePause(ctx workflow.Context) error {
-	actx := untilAnswered(ctx)
-	return workflow.ExecuteActivity(actx, ActivityDrainBeforePause, t.st.Session.ID).Get(ctx, nil)
-}
-
 // untilAnswered runs an activity on the shared queue, retried until the
 // service it calls answers (each attempt bounded by transitionTimeout).
 func untilAnswered(ctx workflow.Context) workflow.Context {
@@ -585,43 +551,31 @@ func untilAnswered(ctx workflow.Context) workflow.Context {
 // transition fires one lifecycle event, retried until lifecycle answers.
 // It runs as a local activity, in the workflow task that asks for it: a
 // start then costs no dispatch before RunTurn is scheduled, and a pause
-// none after the drain. A transition is as idempotent either way (a
-// retried call that had applied is told apart by lifecycle's answer), and
-// a worker that dies mid-call leaves the workflow task to another, which
-// runs it again.
+// none after the drain. Each carries its own idempotency key, so a retry
+// of a call that had applied — the activity's next attempt, or the
+// workflow task run again by another worker after this one died — is
+// answered as already applied by lifecycle itself.
 func (t *turnRunner) transition(ctx workflow.Context, req TransitionRequest) error {
 	req.SessionID = t.st.Session.ID
-	var err error
-	if workflow.GetVersion(ctx, localTransitionChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		err = workflow.ExecuteActivity(untilRefused(ctx), ActivityTransition, req).Get(ctx, nil)
-	} else {
-		err = t.localTransition(ctx, req)
-	}
+	req.IdempotencyKey = t.st.idempotencyKey(ctx, req.Event)
+	err := askLocally(ctx, ActivityTransition, req, ErrRefused)
 	if err == nil {
 		upsertMemo(ctx, map[string]any{"last_event": req.Event})
 		if t.st.SearchAttributes {
-			upsertSearch(ctx, SearchStatus.ValueSet(arrivals[req.Event]))
+			upsertSearch(ctx, SearchStatus.ValueSet(domain.Arrival(req.Event)))
 		}
 	}
 	return err
 }
 
-// untilRefused runs a transition as an activity on the shared queue,
-// retried until lifecycle answers, a refusal being an answer.
-func untilRefused(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           TaskQueue,
-		StartToCloseTimeout: transitionTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: []string{ErrRefused},
-		},
-	})
-}
-
-// localTransition is transition's local activity.
-func (t *turnRunner) localTransition(ctx workflow.Context, req TransitionRequest) error {
-	return askLocally(ctx, ActivityTransition, req, ErrRefused)
+// idempotencyKey names the next transition this run fires: the workflow's
+// id and run id, the session's turn count, and the transition's place in
+// the run. Replay computes the same key for the same call, and no other
+// call gets it.
+func (st *State) idempotencyKey(ctx workflow.Context, event string) string {
+	st.fired++
+	info := workflow.GetInfo(ctx).WorkflowExecution
+	return fmt.Sprintf("%s/%s/turn-%d/%d-%s", info.ID, info.RunID, st.Turns, st.fired, event)
 }
 
 // askLocally runs a short, idempotent call to another service as a local
@@ -691,40 +645,14 @@ func rootMessage(err error) string {
 	return err.Error()
 }
 
+// notRunReason is the failure reason of a turn whose RunTurn failed.
 func notRunReason(err error) string {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == ErrTurnNotStarted {
-		return "The agent could not be started: " + appErr.Message()
+		return domain.NotStartedReason(appErr.Message())
 	}
 	if temporal.IsTimeoutError(err) {
-		return "The runner lost the agent's process (no heartbeat from its node): " + rootMessage(err) +
-			". Restart the session to run a new turn."
+		return domain.LostProcessReason(rootMessage(err))
 	}
-	return "The agent's turn failed in the runner: " + rootMessage(err) + ". Restart the session to run a new turn."
-}
-
-func exitReason(r TurnResult) string {
-	if !r.StatusKnown {
-		return "The agent's process ended with an unknown status. " + stderrTail(r.StderrTail)
-	}
-	return fmt.Sprintf("The agent exited with code %d. %s", r.ExitCode, stderrTail(r.StderrTail))
-}
-
-// failureTailLines bounds the stderr quoted in a failure_reason: its last
-// lines say what went wrong, the rest is in the transcript.
-const failureTailLines = 5
-
-func stderrTail(lines []string) string {
-	if len(lines) == 0 {
-		return "It wrote nothing on stderr."
-	}
-	if len(lines) > failureTailLines {
-		lines = lines[len(lines)-failureTailLines:]
-	}
-	const maxChars = 1500
-	tail := strings.Join(lines, "\n")
-	if r := []rune(tail); len(r) > maxChars {
-		tail = "…" + string(r[len(r)-maxChars:])
-	}
-	return "Last stderr lines:\n" + tail
+	return domain.TurnFailedReason(rootMessage(err))
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
 
@@ -191,6 +192,28 @@ func TestExitZeroDrainsThenPauses(t *testing.T) {
 	require.Equal(t, "/ws/7", h.turns[0].Workspace.Workdir)
 	require.False(t, h.turns[0].Resume)
 	require.NotEmpty(t, h.turns[0].RuntimeSessionID, "the first turn is given the runtime's conversation id")
+}
+
+// Each transition the workflow fires carries its own idempotency key,
+// drawn from the run and the transition's place in it, so lifecycle can
+// answer a retry of one as already applied and never confuse two.
+func TestEachTransitionCarriesItsOwnIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Minute, killed("SIGKILL"), exited(0))
+	h.run(1, first("@demo say hi"))
+
+	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventResume, rw.EventPause}, h.events())
+	keys := make([]string, len(h.transitions))
+	for i, tr := range h.transitions {
+		keys[i] = tr.IdempotencyKey
+	}
+	require.Equal(t, []string{
+		"default-test-workflow-id/default-test-run-id/turn-1/1-start",
+		"default-test-workflow-id/default-test-run-id/turn-1/2-pause",
+		"default-test-workflow-id/default-test-run-id/turn-2/3-resume",
+		"default-test-workflow-id/default-test-run-id/turn-2/4-pause",
+	}, keys)
 }
 
 func TestNonZeroExitFailsNamingTheCodeAndStderr(t *testing.T) {
@@ -394,7 +417,7 @@ func TestARedeliveredRequestRunsNoSecondTurn(t *testing.T) {
 	require.Equal(t, []string{rw.EventStart, rw.EventPause, rw.EventPause}, h.events(),
 		"a resume's turn needs no start: lifecycle already moved the session")
 	require.Len(t, h.turns, 2)
-	require.Equal(t, rw.ContinuePrompt, h.turns[1].Prompt)
+	require.Equal(t, domain.ContinuePrompt, h.turns[1].Prompt)
 	require.True(t, h.turns[1].Resume)
 	require.Equal(t, h.turns[0].RuntimeSessionID, h.turns[1].RuntimeSessionID, "one conversation across turns")
 }

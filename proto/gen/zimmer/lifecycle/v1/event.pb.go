@@ -9,7 +9,7 @@ package lifecyclev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
-	structpb "google.golang.org/protobuf/types/known/structpb"
+	descriptorpb "google.golang.org/protobuf/types/descriptorpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -469,18 +469,40 @@ func (x *SessionDeleted) GetSessionId() int64 {
 // SessionEffect is a side effect a transition requested of another context
 // (a push, a drain, a trigger firing), recorded in the transition's own
 // transaction and delivered at least once to the context that owns it.
+// Consumers switch on kind's type; the effect's name is its message's
+// effect_name (lifecycle/effect.Name reads it).
 type SessionEffect struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The spec's callback name, e.g. "drain_enqueued_messages_after_pause";
-	// also the dedup key of the alert its failure raises.
-	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Whether a failure to carry it out raises an alert rather than only
 	// being logged.
-	Alerting bool             `protobuf:"varint,2,opt,name=alerting,proto3" json:"alerting,omitempty"`
-	Payload  *structpb.Struct `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
+	Alerting bool `protobuf:"varint,2,opt,name=alerting,proto3" json:"alerting,omitempty"`
 	// The session as the transition left it, without its prompt (it can be
 	// long, and no effect needs it; GetSession has it).
-	Session       *Session `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	Session *Session `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	// The effect, one message per kind the lifecycle domain emits. The four
+	// lifecycle carries out inside the transition (fire_triggers,
+	// cancel_wakes, cleanup_watchers, record_flags) are never delivered: a
+	// transition's announcement names them (Transition.local_effects).
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*SessionEffect_FireTriggers
+	//	*SessionEffect_NeedsInputPush
+	//	*SessionEffect_Inference
+	//	*SessionEffect_StatusSummaryRefresh
+	//	*SessionEffect_Drain
+	//	*SessionEffect_CancelWakes
+	//	*SessionEffect_MarkNotificationsStale
+	//	*SessionEffect_FailurePush
+	//	*SessionEffect_DismissNotifications
+	//	*SessionEffect_CleanupWatchers
+	//	*SessionEffect_DeferredCleanup
+	//	*SessionEffect_HarvestFork
+	//	*SessionEffect_RecordFlags
+	//	*SessionEffect_RetireMessages
+	//	*SessionEffect_ReopenMessages
+	//	*SessionEffect_RestoreClone
+	Kind          isSessionEffect_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -515,25 +537,11 @@ func (*SessionEffect) Descriptor() ([]byte, []int) {
 	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *SessionEffect) GetName() string {
-	if x != nil {
-		return x.Name
-	}
-	return ""
-}
-
 func (x *SessionEffect) GetAlerting() bool {
 	if x != nil {
 		return x.Alerting
 	}
 	return false
-}
-
-func (x *SessionEffect) GetPayload() *structpb.Struct {
-	if x != nil {
-		return x.Payload
-	}
-	return nil
 }
 
 func (x *SessionEffect) GetSession() *Session {
@@ -543,11 +551,980 @@ func (x *SessionEffect) GetSession() *Session {
 	return nil
 }
 
+func (x *SessionEffect) GetKind() isSessionEffect_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetFireTriggers() *FireTriggersEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_FireTriggers); ok {
+			return x.FireTriggers
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetNeedsInputPush() *NeedsInputPushEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_NeedsInputPush); ok {
+			return x.NeedsInputPush
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetInference() *InferenceEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_Inference); ok {
+			return x.Inference
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetStatusSummaryRefresh() *StatusSummaryRefreshEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_StatusSummaryRefresh); ok {
+			return x.StatusSummaryRefresh
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetDrain() *DrainEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_Drain); ok {
+			return x.Drain
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetCancelWakes() *CancelWakesEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_CancelWakes); ok {
+			return x.CancelWakes
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetMarkNotificationsStale() *MarkNotificationsStaleEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_MarkNotificationsStale); ok {
+			return x.MarkNotificationsStale
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetFailurePush() *FailurePushEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_FailurePush); ok {
+			return x.FailurePush
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetDismissNotifications() *DismissNotificationsEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_DismissNotifications); ok {
+			return x.DismissNotifications
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetCleanupWatchers() *CleanupWatchersEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_CleanupWatchers); ok {
+			return x.CleanupWatchers
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetDeferredCleanup() *DeferredCleanupEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_DeferredCleanup); ok {
+			return x.DeferredCleanup
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetHarvestFork() *HarvestForkEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_HarvestFork); ok {
+			return x.HarvestFork
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetRecordFlags() *RecordFlagsEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_RecordFlags); ok {
+			return x.RecordFlags
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetRetireMessages() *RetireMessagesEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_RetireMessages); ok {
+			return x.RetireMessages
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetReopenMessages() *ReopenMessagesEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_ReopenMessages); ok {
+			return x.ReopenMessages
+		}
+	}
+	return nil
+}
+
+func (x *SessionEffect) GetRestoreClone() *RestoreCloneEffect {
+	if x != nil {
+		if x, ok := x.Kind.(*SessionEffect_RestoreClone); ok {
+			return x.RestoreClone
+		}
+	}
+	return nil
+}
+
+type isSessionEffect_Kind interface {
+	isSessionEffect_Kind()
+}
+
+type SessionEffect_FireTriggers struct {
+	FireTriggers *FireTriggersEffect `protobuf:"bytes,5,opt,name=fire_triggers,json=fireTriggers,proto3,oneof"`
+}
+
+type SessionEffect_NeedsInputPush struct {
+	NeedsInputPush *NeedsInputPushEffect `protobuf:"bytes,6,opt,name=needs_input_push,json=needsInputPush,proto3,oneof"`
+}
+
+type SessionEffect_Inference struct {
+	Inference *InferenceEffect `protobuf:"bytes,7,opt,name=inference,proto3,oneof"`
+}
+
+type SessionEffect_StatusSummaryRefresh struct {
+	StatusSummaryRefresh *StatusSummaryRefreshEffect `protobuf:"bytes,8,opt,name=status_summary_refresh,json=statusSummaryRefresh,proto3,oneof"`
+}
+
+type SessionEffect_Drain struct {
+	Drain *DrainEffect `protobuf:"bytes,9,opt,name=drain,proto3,oneof"`
+}
+
+type SessionEffect_CancelWakes struct {
+	CancelWakes *CancelWakesEffect `protobuf:"bytes,10,opt,name=cancel_wakes,json=cancelWakes,proto3,oneof"`
+}
+
+type SessionEffect_MarkNotificationsStale struct {
+	MarkNotificationsStale *MarkNotificationsStaleEffect `protobuf:"bytes,11,opt,name=mark_notifications_stale,json=markNotificationsStale,proto3,oneof"`
+}
+
+type SessionEffect_FailurePush struct {
+	FailurePush *FailurePushEffect `protobuf:"bytes,12,opt,name=failure_push,json=failurePush,proto3,oneof"`
+}
+
+type SessionEffect_DismissNotifications struct {
+	DismissNotifications *DismissNotificationsEffect `protobuf:"bytes,13,opt,name=dismiss_notifications,json=dismissNotifications,proto3,oneof"`
+}
+
+type SessionEffect_CleanupWatchers struct {
+	CleanupWatchers *CleanupWatchersEffect `protobuf:"bytes,14,opt,name=cleanup_watchers,json=cleanupWatchers,proto3,oneof"`
+}
+
+type SessionEffect_DeferredCleanup struct {
+	DeferredCleanup *DeferredCleanupEffect `protobuf:"bytes,15,opt,name=deferred_cleanup,json=deferredCleanup,proto3,oneof"`
+}
+
+type SessionEffect_HarvestFork struct {
+	HarvestFork *HarvestForkEffect `protobuf:"bytes,16,opt,name=harvest_fork,json=harvestFork,proto3,oneof"`
+}
+
+type SessionEffect_RecordFlags struct {
+	RecordFlags *RecordFlagsEffect `protobuf:"bytes,17,opt,name=record_flags,json=recordFlags,proto3,oneof"`
+}
+
+type SessionEffect_RetireMessages struct {
+	RetireMessages *RetireMessagesEffect `protobuf:"bytes,18,opt,name=retire_messages,json=retireMessages,proto3,oneof"`
+}
+
+type SessionEffect_ReopenMessages struct {
+	ReopenMessages *ReopenMessagesEffect `protobuf:"bytes,19,opt,name=reopen_messages,json=reopenMessages,proto3,oneof"`
+}
+
+type SessionEffect_RestoreClone struct {
+	RestoreClone *RestoreCloneEffect `protobuf:"bytes,20,opt,name=restore_clone,json=restoreClone,proto3,oneof"`
+}
+
+func (*SessionEffect_FireTriggers) isSessionEffect_Kind() {}
+
+func (*SessionEffect_NeedsInputPush) isSessionEffect_Kind() {}
+
+func (*SessionEffect_Inference) isSessionEffect_Kind() {}
+
+func (*SessionEffect_StatusSummaryRefresh) isSessionEffect_Kind() {}
+
+func (*SessionEffect_Drain) isSessionEffect_Kind() {}
+
+func (*SessionEffect_CancelWakes) isSessionEffect_Kind() {}
+
+func (*SessionEffect_MarkNotificationsStale) isSessionEffect_Kind() {}
+
+func (*SessionEffect_FailurePush) isSessionEffect_Kind() {}
+
+func (*SessionEffect_DismissNotifications) isSessionEffect_Kind() {}
+
+func (*SessionEffect_CleanupWatchers) isSessionEffect_Kind() {}
+
+func (*SessionEffect_DeferredCleanup) isSessionEffect_Kind() {}
+
+func (*SessionEffect_HarvestFork) isSessionEffect_Kind() {}
+
+func (*SessionEffect_RecordFlags) isSessionEffect_Kind() {}
+
+func (*SessionEffect_RetireMessages) isSessionEffect_Kind() {}
+
+func (*SessionEffect_ReopenMessages) isSessionEffect_Kind() {}
+
+func (*SessionEffect_RestoreClone) isSessionEffect_Kind() {}
+
+// FireTriggersEffect fires the session's AO event triggers (lifecycle's,
+// inside the transition: the watchers armed on the session's new state).
+type FireTriggersEffect struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// session_needs_input, session_failed or session_archived.
+	Trigger       string `protobuf:"bytes,1,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FireTriggersEffect) Reset() {
+	*x = FireTriggersEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FireTriggersEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FireTriggersEffect) ProtoMessage() {}
+
+func (x *FireTriggersEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FireTriggersEffect.ProtoReflect.Descriptor instead.
+func (*FireTriggersEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *FireTriggersEffect) GetTrigger() string {
+	if x != nil {
+		return x.Trigger
+	}
+	return ""
+}
+
+// NeedsInputPushEffect asks notification for the debounced needs-input push
+// of a pause.
+type NeedsInputPushEffect struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's needs_input_count after the pause: the debounce's marker.
+	NeedsInputCount int64 `protobuf:"varint,1,opt,name=needs_input_count,json=needsInputCount,proto3" json:"needs_input_count,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *NeedsInputPushEffect) Reset() {
+	*x = NeedsInputPushEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NeedsInputPushEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NeedsInputPushEffect) ProtoMessage() {}
+
+func (x *NeedsInputPushEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NeedsInputPushEffect.ProtoReflect.Descriptor instead.
+func (*NeedsInputPushEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *NeedsInputPushEffect) GetNeedsInputCount() int64 {
+	if x != nil {
+		return x.NeedsInputCount
+	}
+	return 0
+}
+
+// InferenceEffect asks the runner to infer a title the session lacks.
+type InferenceEffect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InferenceEffect) Reset() {
+	*x = InferenceEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InferenceEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InferenceEffect) ProtoMessage() {}
+
+func (x *InferenceEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InferenceEffect.ProtoReflect.Descriptor instead.
+func (*InferenceEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{9}
+}
+
+// StatusSummaryRefreshEffect asks the runner to refresh the session's status
+// summary.
+type StatusSummaryRefreshEffect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatusSummaryRefreshEffect) Reset() {
+	*x = StatusSummaryRefreshEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatusSummaryRefreshEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatusSummaryRefreshEffect) ProtoMessage() {}
+
+func (x *StatusSummaryRefreshEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatusSummaryRefreshEffect.ProtoReflect.Descriptor instead.
+func (*StatusSummaryRefreshEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{10}
+}
+
+// DrainEffect asks the queue to drain the session's queued messages after a
+// pause.
+type DrainEffect struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The status the pause left (a pending sleep may have moved it on).
+	StatusAfter   string `protobuf:"bytes,1,opt,name=status_after,json=statusAfter,proto3" json:"status_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainEffect) Reset() {
+	*x = DrainEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainEffect) ProtoMessage() {}
+
+func (x *DrainEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainEffect.ProtoReflect.Descriptor instead.
+func (*DrainEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DrainEffect) GetStatusAfter() string {
+	if x != nil {
+		return x.StatusAfter
+	}
+	return ""
+}
+
+// CancelWakesEffect cancels the session's pending wake-ups (lifecycle's,
+// inside a resume).
+type CancelWakesEffect struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A recovery resume keeps them armed.
+	Preserve      bool `protobuf:"varint,1,opt,name=preserve,proto3" json:"preserve,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelWakesEffect) Reset() {
+	*x = CancelWakesEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelWakesEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelWakesEffect) ProtoMessage() {}
+
+func (x *CancelWakesEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelWakesEffect.ProtoReflect.Descriptor instead.
+func (*CancelWakesEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CancelWakesEffect) GetPreserve() bool {
+	if x != nil {
+		return x.Preserve
+	}
+	return false
+}
+
+// MarkNotificationsStaleEffect asks notification to stale the session's
+// notifications (a resume).
+type MarkNotificationsStaleEffect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkNotificationsStaleEffect) Reset() {
+	*x = MarkNotificationsStaleEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkNotificationsStaleEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkNotificationsStaleEffect) ProtoMessage() {}
+
+func (x *MarkNotificationsStaleEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkNotificationsStaleEffect.ProtoReflect.Descriptor instead.
+func (*MarkNotificationsStaleEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{13}
+}
+
+// FailurePushEffect asks notification for a failure's push.
+type FailurePushEffect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FailureReason string                 `protobuf:"bytes,1,opt,name=failure_reason,json=failureReason,proto3" json:"failure_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FailurePushEffect) Reset() {
+	*x = FailurePushEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FailurePushEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FailurePushEffect) ProtoMessage() {}
+
+func (x *FailurePushEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FailurePushEffect.ProtoReflect.Descriptor instead.
+func (*FailurePushEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *FailurePushEffect) GetFailureReason() string {
+	if x != nil {
+		return x.FailureReason
+	}
+	return ""
+}
+
+// DismissNotificationsEffect asks notification to dismiss the session's
+// notifications (an archive).
+type DismissNotificationsEffect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DismissNotificationsEffect) Reset() {
+	*x = DismissNotificationsEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DismissNotificationsEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DismissNotificationsEffect) ProtoMessage() {}
+
+func (x *DismissNotificationsEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DismissNotificationsEffect.ProtoReflect.Descriptor instead.
+func (*DismissNotificationsEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{15}
+}
+
+// CleanupWatchersEffect cancels the watchers the archived session armed
+// (lifecycle's, inside the archive).
+type CleanupWatchersEffect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleanupWatchersEffect) Reset() {
+	*x = CleanupWatchersEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanupWatchersEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanupWatchersEffect) ProtoMessage() {}
+
+func (x *CleanupWatchersEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanupWatchersEffect.ProtoReflect.Descriptor instead.
+func (*CleanupWatchersEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{16}
+}
+
+// DeferredCleanupEffect asks the runner to clean the archived session's
+// clone up once the trash's deadline has passed.
+type DeferredCleanupEffect struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The deadline of what the trash keeps, in whole seconds.
+	TrashAfter    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=trash_after,json=trashAfter,proto3" json:"trash_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeferredCleanupEffect) Reset() {
+	*x = DeferredCleanupEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeferredCleanupEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeferredCleanupEffect) ProtoMessage() {}
+
+func (x *DeferredCleanupEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeferredCleanupEffect.ProtoReflect.Descriptor instead.
+func (*DeferredCleanupEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DeferredCleanupEffect) GetTrashAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.TrashAfter
+	}
+	return nil
+}
+
+// HarvestForkEffect asks the runner to harvest a status-summary fork whose
+// one turn ended.
+type HarvestForkEffect struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Set when the fork failed rather than paused.
+	FailureReason *string `protobuf:"bytes,1,opt,name=failure_reason,json=failureReason,proto3,oneof" json:"failure_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HarvestForkEffect) Reset() {
+	*x = HarvestForkEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HarvestForkEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HarvestForkEffect) ProtoMessage() {}
+
+func (x *HarvestForkEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HarvestForkEffect.ProtoReflect.Descriptor instead.
+func (*HarvestForkEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *HarvestForkEffect) GetFailureReason() string {
+	if x != nil && x.FailureReason != nil {
+		return *x.FailureReason
+	}
+	return ""
+}
+
+// RecordFlagsEffect records the experimental settings a start or resume ran
+// with (lifecycle's, inside the transition).
+type RecordFlagsEffect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordFlagsEffect) Reset() {
+	*x = RecordFlagsEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordFlagsEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordFlagsEffect) ProtoMessage() {}
+
+func (x *RecordFlagsEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordFlagsEffect.ProtoReflect.Descriptor instead.
+func (*RecordFlagsEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{19}
+}
+
+// RetireMessagesEffect asks the queue to retire the archived session's
+// queued messages to undelivered (the queue pages per its rule).
+type RetireMessagesEffect struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The archive was forced past the queue's guard.
+	Forced bool `protobuf:"varint,1,opt,name=forced,proto3" json:"forced,omitempty"`
+	// When the session was archived, in whole seconds.
+	ArchivedAt    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=archived_at,json=archivedAt,proto3" json:"archived_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetireMessagesEffect) Reset() {
+	*x = RetireMessagesEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetireMessagesEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetireMessagesEffect) ProtoMessage() {}
+
+func (x *RetireMessagesEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetireMessagesEffect.ProtoReflect.Descriptor instead.
+func (*RetireMessagesEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RetireMessagesEffect) GetForced() bool {
+	if x != nil {
+		return x.Forced
+	}
+	return false
+}
+
+func (x *RetireMessagesEffect) GetArchivedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ArchivedAt
+	}
+	return nil
+}
+
+// ReopenMessagesEffect asks the queue to reopen an unarchived session's
+// queue; what was retired stays undelivered.
+type ReopenMessagesEffect struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the session was unarchived, in whole seconds.
+	UnarchivedAt  *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=unarchived_at,json=unarchivedAt,proto3" json:"unarchived_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReopenMessagesEffect) Reset() {
+	*x = ReopenMessagesEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReopenMessagesEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReopenMessagesEffect) ProtoMessage() {}
+
+func (x *ReopenMessagesEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReopenMessagesEffect.ProtoReflect.Descriptor instead.
+func (*ReopenMessagesEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ReopenMessagesEffect) GetUnarchivedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UnarchivedAt
+	}
+	return nil
+}
+
+// RestoreCloneEffect asks the runner to bring an unarchived session's clone
+// back (re-clone and apply what the archive preserved, or put a retained
+// clone back to work).
+type RestoreCloneEffect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreCloneEffect) Reset() {
+	*x = RestoreCloneEffect{}
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreCloneEffect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreCloneEffect) ProtoMessage() {}
+
+func (x *RestoreCloneEffect) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_event_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreCloneEffect.ProtoReflect.Descriptor instead.
+func (*RestoreCloneEffect) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_event_proto_rawDescGZIP(), []int{22}
+}
+
+var file_zimmer_lifecycle_v1_event_proto_extTypes = []protoimpl.ExtensionInfo{
+	{
+		ExtendedType:  (*descriptorpb.MessageOptions)(nil),
+		ExtensionType: (*string)(nil),
+		Field:         50001,
+		Name:          "zimmer.lifecycle.v1.effect_name",
+		Tag:           "bytes,50001,opt,name=effect_name",
+		Filename:      "zimmer/lifecycle/v1/event.proto",
+	},
+}
+
+// Extension fields to descriptorpb.MessageOptions.
+var (
+	// effect_name is the spec's callback name of the effect a message
+	// carries, the one place it is spelt: it names the effect in the
+	// session's event stream, in the topic and in logs, and it is the dedup
+	// key of the alert the effect's failure raises.
+	//
+	// optional string effect_name = 50001;
+	E_EffectName = &file_zimmer_lifecycle_v1_event_proto_extTypes[0]
+)
+
 var File_zimmer_lifecycle_v1_event_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x1fzimmer/lifecycle/v1/event.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!zimmer/lifecycle/v1/session.proto\"\x91\x03\n" +
+	"\x1fzimmer/lifecycle/v1/event.proto\x12\x13zimmer.lifecycle.v1\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!zimmer/lifecycle/v1/session.proto\"\x91\x03\n" +
 	"\fSessionEvent\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1d\n" +
 	"\n" +
@@ -580,12 +1557,59 @@ const file_zimmer_lifecycle_v1_event_proto_rawDesc = "" +
 	"\rlocal_effects\x18\x04 \x03(\tR\flocalEffects\"/\n" +
 	"\x0eSessionDeleted\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\x03R\tsessionId\"\xaa\x01\n" +
-	"\rSessionEffect\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
-	"\balerting\x18\x02 \x01(\bR\balerting\x121\n" +
-	"\apayload\x18\x03 \x01(\v2\x17.google.protobuf.StructR\apayload\x126\n" +
-	"\asession\x18\x04 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asessionBFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
+	"session_id\x18\x01 \x01(\x03R\tsessionId\"\xcf\v\n" +
+	"\rSessionEffect\x12\x1a\n" +
+	"\balerting\x18\x02 \x01(\bR\balerting\x126\n" +
+	"\asession\x18\x04 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12N\n" +
+	"\rfire_triggers\x18\x05 \x01(\v2'.zimmer.lifecycle.v1.FireTriggersEffectH\x00R\ffireTriggers\x12U\n" +
+	"\x10needs_input_push\x18\x06 \x01(\v2).zimmer.lifecycle.v1.NeedsInputPushEffectH\x00R\x0eneedsInputPush\x12D\n" +
+	"\tinference\x18\a \x01(\v2$.zimmer.lifecycle.v1.InferenceEffectH\x00R\tinference\x12g\n" +
+	"\x16status_summary_refresh\x18\b \x01(\v2/.zimmer.lifecycle.v1.StatusSummaryRefreshEffectH\x00R\x14statusSummaryRefresh\x128\n" +
+	"\x05drain\x18\t \x01(\v2 .zimmer.lifecycle.v1.DrainEffectH\x00R\x05drain\x12K\n" +
+	"\fcancel_wakes\x18\n" +
+	" \x01(\v2&.zimmer.lifecycle.v1.CancelWakesEffectH\x00R\vcancelWakes\x12m\n" +
+	"\x18mark_notifications_stale\x18\v \x01(\v21.zimmer.lifecycle.v1.MarkNotificationsStaleEffectH\x00R\x16markNotificationsStale\x12K\n" +
+	"\ffailure_push\x18\f \x01(\v2&.zimmer.lifecycle.v1.FailurePushEffectH\x00R\vfailurePush\x12f\n" +
+	"\x15dismiss_notifications\x18\r \x01(\v2/.zimmer.lifecycle.v1.DismissNotificationsEffectH\x00R\x14dismissNotifications\x12W\n" +
+	"\x10cleanup_watchers\x18\x0e \x01(\v2*.zimmer.lifecycle.v1.CleanupWatchersEffectH\x00R\x0fcleanupWatchers\x12W\n" +
+	"\x10deferred_cleanup\x18\x0f \x01(\v2*.zimmer.lifecycle.v1.DeferredCleanupEffectH\x00R\x0fdeferredCleanup\x12K\n" +
+	"\fharvest_fork\x18\x10 \x01(\v2&.zimmer.lifecycle.v1.HarvestForkEffectH\x00R\vharvestFork\x12K\n" +
+	"\frecord_flags\x18\x11 \x01(\v2&.zimmer.lifecycle.v1.RecordFlagsEffectH\x00R\vrecordFlags\x12T\n" +
+	"\x0fretire_messages\x18\x12 \x01(\v2).zimmer.lifecycle.v1.RetireMessagesEffectH\x00R\x0eretireMessages\x12T\n" +
+	"\x0freopen_messages\x18\x13 \x01(\v2).zimmer.lifecycle.v1.ReopenMessagesEffectH\x00R\x0ereopenMessages\x12N\n" +
+	"\rrestore_clone\x18\x14 \x01(\v2'.zimmer.lifecycle.v1.RestoreCloneEffectH\x00R\frestoreCloneB\x06\n" +
+	"\x04kindJ\x04\b\x01\x10\x02J\x04\b\x03\x10\x04R\x04nameR\apayload\"J\n" +
+	"\x12FireTriggersEffect\x12\x18\n" +
+	"\atrigger\x18\x01 \x01(\tR\atrigger:\x1a\x8a\xb5\x18\x16fire_ao_event_triggers\"w\n" +
+	"\x14NeedsInputPushEffect\x12*\n" +
+	"\x11needs_input_count\x18\x01 \x01(\x03R\x0fneedsInputCount:3\x8a\xb5\x18/enqueue_debounced_needs_input_push_notification\":\n" +
+	"\x0fInferenceEffect:'\x8a\xb5\x18#enqueue_session_inference_if_needed\"@\n" +
+	"\x1aStatusSummaryRefreshEffect:\"\x8a\xb5\x18\x1eenqueue_status_summary_refresh\"Y\n" +
+	"\vDrainEffect\x12!\n" +
+	"\fstatus_after\x18\x01 \x01(\tR\vstatusAfter:'\x8a\xb5\x18#drain_enqueued_messages_after_pause\"Z\n" +
+	"\x11CancelWakesEffect\x12\x1a\n" +
+	"\bpreserve\x18\x01 \x01(\bR\bpreserve:)\x8a\xb5\x18%cancel_pending_one_time_wake_triggers\"<\n" +
+	"\x1cMarkNotificationsStaleEffect:\x1c\x8a\xb5\x18\x18mark_notifications_stale\"a\n" +
+	"\x11FailurePushEffect\x12%\n" +
+	"\x0efailure_reason\x18\x01 \x01(\tR\rfailureReason:%\x8a\xb5\x18!enqueue_failure_push_notification\"7\n" +
+	"\x1aDismissNotificationsEffect:\x19\x8a\xb5\x18\x15dismiss_notifications\"F\n" +
+	"\x15CleanupWatchersEffect:-\x8a\xb5\x18)cleanup_watched_session_ao_event_triggers\"r\n" +
+	"\x15DeferredCleanupEffect\x12;\n" +
+	"\vtrash_after\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"trashAfter:\x1c\x8a\xb5\x18\x18enqueue_deferred_cleanup\"s\n" +
+	"\x11HarvestForkEffect\x12*\n" +
+	"\x0efailure_reason\x18\x01 \x01(\tH\x00R\rfailureReason\x88\x01\x01:\x1f\x8a\xb5\x18\x1bharvest_status_summary_forkB\x11\n" +
+	"\x0f_failure_reason\":\n" +
+	"\x11RecordFlagsEffect:%\x8a\xb5\x18!record_experimental_setting_flags\"\x89\x01\n" +
+	"\x14RetireMessagesEffect\x12\x16\n" +
+	"\x06forced\x18\x01 \x01(\bR\x06forced\x12;\n" +
+	"\varchived_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"archivedAt:\x1c\x8a\xb5\x18\x18retire_enqueued_messages\"u\n" +
+	"\x14ReopenMessagesEffect\x12?\n" +
+	"\runarchived_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\funarchivedAt:\x1c\x8a\xb5\x18\x18reopen_enqueued_messages\"'\n" +
+	"\x12RestoreCloneEffect:\x11\x8a\xb5\x18\rrestore_clone:B\n" +
+	"\veffect_name\x12\x1f.google.protobuf.MessageOptions\x18ц\x03 \x01(\tR\n" +
+	"effectNameBFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
 
 var (
 	file_zimmer_lifecycle_v1_event_proto_rawDescOnce sync.Once
@@ -599,36 +1623,71 @@ func file_zimmer_lifecycle_v1_event_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_event_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_zimmer_lifecycle_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_zimmer_lifecycle_v1_event_proto_goTypes = []any{
-	(*SessionEvent)(nil),          // 0: zimmer.lifecycle.v1.SessionEvent
-	(*SessionCreated)(nil),        // 1: zimmer.lifecycle.v1.SessionCreated
-	(*SessionUpdated)(nil),        // 2: zimmer.lifecycle.v1.SessionUpdated
-	(*TurnRequest)(nil),           // 3: zimmer.lifecycle.v1.TurnRequest
-	(*Transition)(nil),            // 4: zimmer.lifecycle.v1.Transition
-	(*SessionDeleted)(nil),        // 5: zimmer.lifecycle.v1.SessionDeleted
-	(*SessionEffect)(nil),         // 6: zimmer.lifecycle.v1.SessionEffect
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
-	(*Session)(nil),               // 8: zimmer.lifecycle.v1.Session
-	(*structpb.Struct)(nil),       // 9: google.protobuf.Struct
+	(*SessionEvent)(nil),                 // 0: zimmer.lifecycle.v1.SessionEvent
+	(*SessionCreated)(nil),               // 1: zimmer.lifecycle.v1.SessionCreated
+	(*SessionUpdated)(nil),               // 2: zimmer.lifecycle.v1.SessionUpdated
+	(*TurnRequest)(nil),                  // 3: zimmer.lifecycle.v1.TurnRequest
+	(*Transition)(nil),                   // 4: zimmer.lifecycle.v1.Transition
+	(*SessionDeleted)(nil),               // 5: zimmer.lifecycle.v1.SessionDeleted
+	(*SessionEffect)(nil),                // 6: zimmer.lifecycle.v1.SessionEffect
+	(*FireTriggersEffect)(nil),           // 7: zimmer.lifecycle.v1.FireTriggersEffect
+	(*NeedsInputPushEffect)(nil),         // 8: zimmer.lifecycle.v1.NeedsInputPushEffect
+	(*InferenceEffect)(nil),              // 9: zimmer.lifecycle.v1.InferenceEffect
+	(*StatusSummaryRefreshEffect)(nil),   // 10: zimmer.lifecycle.v1.StatusSummaryRefreshEffect
+	(*DrainEffect)(nil),                  // 11: zimmer.lifecycle.v1.DrainEffect
+	(*CancelWakesEffect)(nil),            // 12: zimmer.lifecycle.v1.CancelWakesEffect
+	(*MarkNotificationsStaleEffect)(nil), // 13: zimmer.lifecycle.v1.MarkNotificationsStaleEffect
+	(*FailurePushEffect)(nil),            // 14: zimmer.lifecycle.v1.FailurePushEffect
+	(*DismissNotificationsEffect)(nil),   // 15: zimmer.lifecycle.v1.DismissNotificationsEffect
+	(*CleanupWatchersEffect)(nil),        // 16: zimmer.lifecycle.v1.CleanupWatchersEffect
+	(*DeferredCleanupEffect)(nil),        // 17: zimmer.lifecycle.v1.DeferredCleanupEffect
+	(*HarvestForkEffect)(nil),            // 18: zimmer.lifecycle.v1.HarvestForkEffect
+	(*RecordFlagsEffect)(nil),            // 19: zimmer.lifecycle.v1.RecordFlagsEffect
+	(*RetireMessagesEffect)(nil),         // 20: zimmer.lifecycle.v1.RetireMessagesEffect
+	(*ReopenMessagesEffect)(nil),         // 21: zimmer.lifecycle.v1.ReopenMessagesEffect
+	(*RestoreCloneEffect)(nil),           // 22: zimmer.lifecycle.v1.RestoreCloneEffect
+	(*timestamppb.Timestamp)(nil),        // 23: google.protobuf.Timestamp
+	(*Session)(nil),                      // 24: zimmer.lifecycle.v1.Session
+	(*descriptorpb.MessageOptions)(nil),  // 25: google.protobuf.MessageOptions
 }
 var file_zimmer_lifecycle_v1_event_proto_depIdxs = []int32{
-	7,  // 0: zimmer.lifecycle.v1.SessionEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	23, // 0: zimmer.lifecycle.v1.SessionEvent.occurred_at:type_name -> google.protobuf.Timestamp
 	1,  // 1: zimmer.lifecycle.v1.SessionEvent.created:type_name -> zimmer.lifecycle.v1.SessionCreated
 	2,  // 2: zimmer.lifecycle.v1.SessionEvent.updated:type_name -> zimmer.lifecycle.v1.SessionUpdated
 	5,  // 3: zimmer.lifecycle.v1.SessionEvent.deleted:type_name -> zimmer.lifecycle.v1.SessionDeleted
 	6,  // 4: zimmer.lifecycle.v1.SessionEvent.effect:type_name -> zimmer.lifecycle.v1.SessionEffect
-	8,  // 5: zimmer.lifecycle.v1.SessionCreated.session:type_name -> zimmer.lifecycle.v1.Session
-	8,  // 6: zimmer.lifecycle.v1.SessionUpdated.session:type_name -> zimmer.lifecycle.v1.Session
+	24, // 5: zimmer.lifecycle.v1.SessionCreated.session:type_name -> zimmer.lifecycle.v1.Session
+	24, // 6: zimmer.lifecycle.v1.SessionUpdated.session:type_name -> zimmer.lifecycle.v1.Session
 	4,  // 7: zimmer.lifecycle.v1.SessionUpdated.transition:type_name -> zimmer.lifecycle.v1.Transition
 	3,  // 8: zimmer.lifecycle.v1.SessionUpdated.turn:type_name -> zimmer.lifecycle.v1.TurnRequest
-	9,  // 9: zimmer.lifecycle.v1.SessionEffect.payload:type_name -> google.protobuf.Struct
-	8,  // 10: zimmer.lifecycle.v1.SessionEffect.session:type_name -> zimmer.lifecycle.v1.Session
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	24, // 9: zimmer.lifecycle.v1.SessionEffect.session:type_name -> zimmer.lifecycle.v1.Session
+	7,  // 10: zimmer.lifecycle.v1.SessionEffect.fire_triggers:type_name -> zimmer.lifecycle.v1.FireTriggersEffect
+	8,  // 11: zimmer.lifecycle.v1.SessionEffect.needs_input_push:type_name -> zimmer.lifecycle.v1.NeedsInputPushEffect
+	9,  // 12: zimmer.lifecycle.v1.SessionEffect.inference:type_name -> zimmer.lifecycle.v1.InferenceEffect
+	10, // 13: zimmer.lifecycle.v1.SessionEffect.status_summary_refresh:type_name -> zimmer.lifecycle.v1.StatusSummaryRefreshEffect
+	11, // 14: zimmer.lifecycle.v1.SessionEffect.drain:type_name -> zimmer.lifecycle.v1.DrainEffect
+	12, // 15: zimmer.lifecycle.v1.SessionEffect.cancel_wakes:type_name -> zimmer.lifecycle.v1.CancelWakesEffect
+	13, // 16: zimmer.lifecycle.v1.SessionEffect.mark_notifications_stale:type_name -> zimmer.lifecycle.v1.MarkNotificationsStaleEffect
+	14, // 17: zimmer.lifecycle.v1.SessionEffect.failure_push:type_name -> zimmer.lifecycle.v1.FailurePushEffect
+	15, // 18: zimmer.lifecycle.v1.SessionEffect.dismiss_notifications:type_name -> zimmer.lifecycle.v1.DismissNotificationsEffect
+	16, // 19: zimmer.lifecycle.v1.SessionEffect.cleanup_watchers:type_name -> zimmer.lifecycle.v1.CleanupWatchersEffect
+	17, // 20: zimmer.lifecycle.v1.SessionEffect.deferred_cleanup:type_name -> zimmer.lifecycle.v1.DeferredCleanupEffect
+	18, // 21: zimmer.lifecycle.v1.SessionEffect.harvest_fork:type_name -> zimmer.lifecycle.v1.HarvestForkEffect
+	19, // 22: zimmer.lifecycle.v1.SessionEffect.record_flags:type_name -> zimmer.lifecycle.v1.RecordFlagsEffect
+	20, // 23: zimmer.lifecycle.v1.SessionEffect.retire_messages:type_name -> zimmer.lifecycle.v1.RetireMessagesEffect
+	21, // 24: zimmer.lifecycle.v1.SessionEffect.reopen_messages:type_name -> zimmer.lifecycle.v1.ReopenMessagesEffect
+	22, // 25: zimmer.lifecycle.v1.SessionEffect.restore_clone:type_name -> zimmer.lifecycle.v1.RestoreCloneEffect
+	23, // 26: zimmer.lifecycle.v1.DeferredCleanupEffect.trash_after:type_name -> google.protobuf.Timestamp
+	23, // 27: zimmer.lifecycle.v1.RetireMessagesEffect.archived_at:type_name -> google.protobuf.Timestamp
+	23, // 28: zimmer.lifecycle.v1.ReopenMessagesEffect.unarchived_at:type_name -> google.protobuf.Timestamp
+	25, // 29: zimmer.lifecycle.v1.effect_name:extendee -> google.protobuf.MessageOptions
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	29, // [29:30] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_event_proto_init() }
@@ -643,19 +1702,39 @@ func file_zimmer_lifecycle_v1_event_proto_init() {
 		(*SessionEvent_Deleted)(nil),
 		(*SessionEvent_Effect)(nil),
 	}
+	file_zimmer_lifecycle_v1_event_proto_msgTypes[6].OneofWrappers = []any{
+		(*SessionEffect_FireTriggers)(nil),
+		(*SessionEffect_NeedsInputPush)(nil),
+		(*SessionEffect_Inference)(nil),
+		(*SessionEffect_StatusSummaryRefresh)(nil),
+		(*SessionEffect_Drain)(nil),
+		(*SessionEffect_CancelWakes)(nil),
+		(*SessionEffect_MarkNotificationsStale)(nil),
+		(*SessionEffect_FailurePush)(nil),
+		(*SessionEffect_DismissNotifications)(nil),
+		(*SessionEffect_CleanupWatchers)(nil),
+		(*SessionEffect_DeferredCleanup)(nil),
+		(*SessionEffect_HarvestFork)(nil),
+		(*SessionEffect_RecordFlags)(nil),
+		(*SessionEffect_RetireMessages)(nil),
+		(*SessionEffect_ReopenMessages)(nil),
+		(*SessionEffect_RestoreClone)(nil),
+	}
+	file_zimmer_lifecycle_v1_event_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_event_proto_rawDesc), len(file_zimmer_lifecycle_v1_event_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
-			NumExtensions: 0,
+			NumMessages:   23,
+			NumExtensions: 1,
 			NumServices:   0,
 		},
 		GoTypes:           file_zimmer_lifecycle_v1_event_proto_goTypes,
 		DependencyIndexes: file_zimmer_lifecycle_v1_event_proto_depIdxs,
 		MessageInfos:      file_zimmer_lifecycle_v1_event_proto_msgTypes,
+		ExtensionInfos:    file_zimmer_lifecycle_v1_event_proto_extTypes,
 	}.Build()
 	File_zimmer_lifecycle_v1_event_proto = out.File
 	file_zimmer_lifecycle_v1_event_proto_goTypes = nil

@@ -1363,8 +1363,15 @@ type TransitionSessionRequest struct {
 	// The session making the call, when the caller is one (self-declared); an
 	// archive names it on the archive line.
 	ActingSessionId *int64 `protobuf:"varint,7,opt,name=acting_session_id,json=actingSessionId,proto3,oneof" json:"acting_session_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Names this transition, so a retry is answered rather than applied
+	// twice (at most 255 characters): lifecycle records the key with the
+	// change, and a call with a key it applied to the same session and event
+	// answers already_applied and changes nothing. A key applied to another
+	// session or event is refused (FailedPrecondition). Empty applies the
+	// event every time it is allowed.
+	IdempotencyKey string `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TransitionSessionRequest) Reset() {
@@ -1446,13 +1453,23 @@ func (x *TransitionSessionRequest) GetActingSessionId() int64 {
 	return 0
 }
 
+func (x *TransitionSessionRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
 type TransitionSessionResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
 	// What happened, in words.
-	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// A call with the same idempotency_key applied the transition before;
+	// nothing changed now, and session is as it stands.
+	AlreadyApplied bool `protobuf:"varint,3,opt,name=already_applied,json=alreadyApplied,proto3" json:"already_applied,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TransitionSessionResponse) Reset() {
@@ -1497,6 +1514,13 @@ func (x *TransitionSessionResponse) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *TransitionSessionResponse) GetAlreadyApplied() bool {
+	if x != nil {
+		return x.AlreadyApplied
+	}
+	return false
 }
 
 type BulkArchiveSessionsRequest struct {
@@ -4087,7 +4111,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"U\n" +
 	"\x19ListSessionEventsResponse\x128\n" +
-	"\x06events\x18\x01 \x03(\v2 .zimmer.lifecycle.v1.StreamEventR\x06events\"\xa9\x02\n" +
+	"\x06events\x18\x01 \x03(\v2 .zimmer.lifecycle.v1.StreamEventR\x06events\"\xd2\x02\n" +
 	"\x18TransitionSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -4096,11 +4120,13 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x0fsystem_recovery\x18\x04 \x01(\bR\x0esystemRecovery\x12$\n" +
 	"\x0erunning_job_id\x18\x05 \x01(\tR\frunningJobId\x12\x1b\n" +
 	"\tpaused_by\x18\x06 \x01(\tR\bpausedBy\x12/\n" +
-	"\x11acting_session_id\x18\a \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01B\x14\n" +
-	"\x12_acting_session_id\"m\n" +
+	"\x11acting_session_id\x18\a \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01\x12'\n" +
+	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKeyB\x14\n" +
+	"\x12_acting_session_id\"\x96\x01\n" +
 	"\x19TransitionSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x9a\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12'\n" +
+	"\x0falready_applied\x18\x03 \x01(\bR\x0ealreadyApplied\"\x9a\x01\n" +
 	"\x1aBulkArchiveSessionsRequest\x12\x1f\n" +
 	"\vsession_ids\x18\x01 \x03(\tR\n" +
 	"sessionIds\x12\x14\n" +

@@ -1,0 +1,1 @@
+DROP TABLE applied_transitions;
