@@ -207,8 +207,10 @@ type WatchRequest struct {
 func (r WatchRequest) Validate(sessionID int64) ([]Status, error) {
 	var vs validation.Violations
 	switch {
-	case r.WatchedSessionID <= 0:
+	case r.WatchedSessionID == 0:
 		vs.Add("watched_session_id", "is required: the numeric id of the session to watch")
+	case r.WatchedSessionID < 0:
+		vs.Add("watched_session_id", "must be a positive session id, got %d", r.WatchedSessionID)
 	case r.WatchedSessionID == sessionID:
 		vs.Add("watched_session_id", "is the session itself; a session cannot watch itself")
 	}

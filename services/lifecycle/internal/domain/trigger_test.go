@@ -97,6 +97,7 @@ func TestWatchRequestValidate(t *testing.T) {
 	}{
 		"itself":          {domain.WatchRequest{WatchedSessionID: 5, States: []string{"failed"}}, []string{"watched_session_id"}},
 		"no watched":      {domain.WatchRequest{States: []string{"failed"}}, []string{"watched_session_id"}},
+		"negative":        {domain.WatchRequest{WatchedSessionID: -3, States: []string{"failed"}}, []string{"watched_session_id"}},
 		"no states":       {domain.WatchRequest{WatchedSessionID: 9}, []string{"states"}},
 		"running":         {domain.WatchRequest{WatchedSessionID: 9, States: []string{"running"}}, []string{"states"}},
 		"waiting":         {domain.WatchRequest{WatchedSessionID: 9, States: []string{"needs_input", "waiting"}}, []string{"states"}},
