@@ -17,6 +17,8 @@ type errorBody struct {
 	Error    string   `json:"error"`
 	Message  string   `json:"message"`
 	Messages []string `json:"messages"`
+	// Code is a coded refusal's code (issue 23: ScheduleWakeUp's).
+	Code string `json:"code,omitempty"`
 }
 
 func readError(t *testing.T, body string) errorBody {

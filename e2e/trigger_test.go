@@ -216,40 +216,24 @@ func TestTriggers(t *testing.T) {
 		}
 	})
 
-	t.Run("Pause Until on a session that never started: the wake starts it", func(t *testing.T) {
+	// Issue 23 rule 4: Pause Until is not offered to a session that never
+	// started (it was armed, and the wake started it, before).
+	t.Run("Pause Until refuses a session that never started", func(t *testing.T) {
 		t.Parallel()
 		id := api.createRunning(t, repo, "@demo say the first prompt ran")
 		wakeAt := time.Now().Add(31 * time.Second).UTC().Truncate(time.Second)
 		code, body := api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/pause_until", id),
 			fmt.Sprintf(`{"wake_at":%q,"prompt":"@demo say the wake's prompt ran"}`, wakeAt.Format(time.RFC3339)))
-		require.Equal(t, http.StatusOK, code, body)
 		if got := api.transitions(t, id); len(got) > 0 {
 			// The runner's first start landed before the Pause Until: that
 			// halted a running turn, the case above.
 			t.Skipf("the session started before the Pause Until (%v): nothing here never started", got)
 		}
-
-		// Its first start is refused while the wake is ahead.
-		for time.Now().Before(wakeAt.Add(-200 * time.Millisecond)) {
-			require.Equal(t, "waiting", api.session(t, id).Status, "started before %s", wakeAt)
-			require.Empty(t, api.timedTurns(t, id), "a turn started before %s", wakeAt)
-			time.Sleep(250 * time.Millisecond)
-		}
-
-		// The wake starts it with its own prompt, then the wake's runs.
-		var turns []timedTurn
-		require.Eventually(t, func() bool {
-			turns = api.timedTurns(t, id)
-			return len(turns) == 2 && turns[1].Ended
-		}, 45*time.Second, 100*time.Millisecond, "the wake never started the session (turns: %+v)", turns)
-		require.Contains(t, turns[0].Text, "the first prompt ran")
-		require.False(t, turns[0].StartedAt.Before(wakeAt), "the first turn started at %s, before the wake at %s", turns[0].StartedAt, wakeAt)
-		require.Contains(t, turns[1].Text, "the wake's prompt ran")
-		api.waitStatus(t, id, "needs_input")
-		got := api.transitions(t, id)
-		require.Equal(t, "start", got[0], "%v", got)
-		require.Equal(t, 1, strings.Count(strings.Join(got, " "), "start"), "started once: %v", got)
-		require.Empty(t, api.triggers(t, id), "the wake fired")
+		require.Equal(t, http.StatusUnprocessableEntity, code, body)
+		refusal := readError(t, body)
+		require.Equal(t, "not_wakeable", refusal.Code)
+		require.Contains(t, refusal.Message, "cannot be paused from here")
+		require.Empty(t, api.triggers(t, id), "nothing armed")
 	})
 
 	t.Run("a watcher wakes its session when the watched one needs input", func(t *testing.T) {
@@ -269,8 +253,9 @@ func TestTriggers(t *testing.T) {
 		require.Equal(t, watched, armed[0].WatchedSessionID)
 		require.Equal(t, []string{"needs_input"}, armed[0].States)
 
-		// The watcher's own turn ends; it waits in needs_input, one turn.
-		api.waitStatus(t, watcher, "needs_input")
+		// The watcher's own turn ends; it sleeps on its watcher (issue 23
+		// rule 5), one turn.
+		api.waitStatus(t, watcher, "waiting")
 		require.Len(t, api.timedTurns(t, watcher), 1, "nothing woke the watcher yet")
 
 		// The watched session's turn ends: the watcher gets a turn with the
@@ -301,7 +286,7 @@ func TestTriggers(t *testing.T) {
 			watched))
 		require.Eventually(t, func() bool { return len(api.triggers(t, watcher)) == 1 }, 30*time.Second, 100*time.Millisecond,
 			"the agent never armed its watcher")
-		api.waitStatus(t, watcher, "needs_input")
+		api.waitStatus(t, watcher, "waiting") // asleep on its watcher (issue 23 rule 5)
 
 		code, got := api.followUp(t, watcher, `{"prompt":"@demo say taken over by hand"}`)
 		require.Less(t, code, 300, "%+v", got)
@@ -324,11 +309,18 @@ func TestTriggers(t *testing.T) {
 		require.Equal(t, "needs_input", api.session(t, watcher).Status)
 	})
 
-	t.Run("refresh gives a session that needs input a turn", func(t *testing.T) {
+	// Issue 23 rule 6: a needs_input session gets the plain re-read; a
+	// waiting one with nothing ahead (slept by hand) is stalled: nudged.
+	t.Run("refresh gives a stalled session a turn", func(t *testing.T) {
 		t.Parallel()
 		id := api.createRunning(t, repo, "@demo say first")
 		api.waitStatus(t, id, "needs_input")
 		r := api.refresh(t, id)
+		require.False(t, r.Refreshed, r.Message)
+		require.Equal(t, "needs_input", r.Session.Status, r.Message)
+		code, body := api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/sleep", id), "{}")
+		require.Less(t, code, 300, body)
+		r = api.refresh(t, id)
 		require.True(t, r.Refreshed, r.Message)
 		require.Equal(t, "running", r.Session.Status, r.Message)
 		require.Eventually(t, func() bool {
@@ -336,7 +328,7 @@ func TestTriggers(t *testing.T) {
 			return len(turns) == 2 && turns[1].Ended
 		}, 30*time.Second, 100*time.Millisecond, "the refresh's turn never ran")
 		api.waitStatus(t, id, "needs_input")
-		require.Equal(t, []string{"start", "pause", "resume", "pause"}, api.transitions(t, id))
+		require.Equal(t, []string{"start", "pause", "sleep", "resume", "pause"}, api.transitions(t, id))
 
 		// A running session is left alone, saying so.
 		running := api.createRunning(t, repo, "@demo sleep 10s")

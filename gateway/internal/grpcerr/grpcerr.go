@@ -35,6 +35,9 @@ type Problem struct {
 	// Messages has one entry per problem: each field violation of a
 	// validation failure, otherwise Message alone.
 	Messages []string
+	// Reason is the service's code for a refusal a caller can act on (an
+	// errdetails.ErrorInfo's reason, e.g. "wake_at_too_soon"), or "".
+	Reason string
 }
 
 // Internal reports whether the failure is the system's, not the caller's:
@@ -91,7 +94,24 @@ func from(service, method string, err error) Problem {
 	if vs := violations(st); len(vs) > 0 && (p.Code == codes.InvalidArgument || p.Code == codes.OutOfRange) {
 		p.Messages = vs
 	}
+	if reasoned[p.Code] {
+		p.Reason = reason(st)
+	}
 	return p
+}
+
+// reasoned are the codes whose ErrorInfo reason a caller is shown: the
+// refusals of a well-formed request (422), which a script branches on.
+var reasoned = map[codes.Code]bool{codes.InvalidArgument: true, codes.FailedPrecondition: true}
+
+// reason is the reason of st's errdetails.ErrorInfo, or "".
+func reason(st *status.Status) string {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.GetReason()
+		}
+	}
+	return ""
 }
 
 // overrides are the gateway's departures from grpc-gateway's status codes.

@@ -43,6 +43,8 @@ type Error struct {
 	// Messages has one entry per problem: each field that failed
 	// validation, or the message alone.
 	Messages []string `json:"messages" doc:"One entry per problem, e.g. each field that failed validation; never empty."`
+	// Code is the service's code for the refusal, when it has one.
+	Code string `json:"code,omitempty" doc:"The refusal's code, when the rule that refused has one, e.g. \"unparseable_wake_at\", \"wake_at_too_soon\", \"not_wakeable\", \"missing_prompt\"."`
 }
 
 // The kinds of failure the gateway names beyond a status's words (see
@@ -96,13 +98,18 @@ func WriteError(w http.ResponseWriter, status int, message string) {
 // empty), message and one entry per problem in messages (message alone when
 // none are given).
 func WriteProblem(w http.ResponseWriter, status int, kind, message string, messages ...string) {
+	WriteCodedProblem(w, status, kind, "", message, messages...)
+}
+
+// WriteCodedProblem is WriteProblem with the refusal's code ("" for none).
+func WriteCodedProblem(w http.ResponseWriter, status int, kind, code, message string, messages ...string) {
 	if kind == "" {
 		kind = Kind(status)
 	}
 	if len(messages) == 0 {
 		messages = []string{message}
 	}
-	Write(w, status, Error{Error: kind, Message: message, Messages: messages})
+	Write(w, status, Error{Error: kind, Message: message, Messages: messages, Code: code})
 }
 
 // Decode reads r's body, at most maxBytes, as one JSON object into v,

@@ -72,11 +72,12 @@ var sessionActions = []sessionAction{
 	},
 	{
 		name: "pause_until", doc: fmt.Sprintf("the operator's Pause Until: the session sleeps in %s now (a running turn is stopped first) with one "+
-			"wake armed at wake_at, which resumes it with prompt as its turn; a later pause_until replaces it. Refused for a time in the "+
-			"past or inside the %d s grace window, and from %s or %s sessions.", rules.StatusWaiting, rules.WakeGraceSeconds,
-			rules.StatusFailed, rules.StatusArchived),
-		request: &lifecyclev1.PauseUntilRequest{}, args: []string{"session_id", "wake_at", "prompt"},
-		needs: "wake_at", needsHint: "(an RFC 3339 time)",
+			"wake armed at wake_at (in timezone), which resumes it with prompt as its turn; it supersedes the session's other armed "+
+			"one-time wake-ups (not its watchers). Refused for a time that cannot be read (%s), in the past or inside the %d s grace "+
+			"window (%s), and for a session that never started or is %s or %s (%s).", rules.StatusWaiting, rules.WakeRefusedUnparseable,
+			rules.WakeGraceSeconds, rules.WakeRefusedTooSoon, rules.StatusFailed, rules.StatusArchived, rules.WakeRefusedNotWakeable),
+		request: &lifecyclev1.PauseUntilRequest{}, args: []string{"session_id", "wake_at", "timezone", "prompt"},
+		needs: "wake_at", needsHint: `(an ISO-8601 date-time, e.g. "2030-04-15T09:30:00", read in timezone)`,
 		run: func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
 			if t.triggers == nil {
 				return mcpgo.NewToolResultError(noTriggers)
@@ -114,10 +115,10 @@ var sessionActions = []sessionAction{
 		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.RestartSession),
 	},
 	{
-		name: "refresh", doc: "nudge a session that may be stuck, by its state: a " + rules.StatusNeedsInput + " or " + rules.StatusFailed +
-			" session that ran before resumes with a continue nudge as its turn; a session that never started, one asleep on a wake " +
-			"still ahead of it, a " + rules.StatusRunning + " one and an " + rules.StatusArchived + " one are left alone, and the " +
-			"answer says why.",
+		name: "refresh", doc: "nudge a session that may be stuck, by its state: a stalled one (" + rules.StatusWaiting + ", started " +
+			"before, no wake still ahead of it) and a " + rules.StatusFailed + " one resume with a continue nudge as their turn; a " +
+			rules.StatusNeedsInput + " one, one that never started, one asleep on a wake still ahead of it or on a watcher, a " +
+			rules.StatusRunning + " one and an " + rules.StatusArchived + " one get a plain re-read (no turn), and the answer says why.",
 		request: &lifecyclev1.RefreshSessionRequest{}, args: []string{"session_id"},
 		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.RefreshSession),
 	},
@@ -197,8 +198,8 @@ var actionArgs = []actionArg{
 	})}},
 	{"prompt", mcpgo.WithString, counts.Sprintf("the next turn's prompt, at most %d characters (pause_until: the wake's turn; "+
 		"left out, a standard nudge saying the wake-up fired).", rules.MaxPromptChars), nil},
-	{"wake_at", mcpgo.WithString, fmt.Sprintf("when to wake, as an RFC 3339 time (e.g. \"2026-01-02T15:04:05Z\"), at least %d s from now.",
-		rules.WakeGraceSeconds), []mcpgo.PropertyOption{dateTime}},
+	{"wake_at", mcpgo.WithString, "pause_until: " + wakeAtDoc, nil},
+	{"timezone", mcpgo.WithString, "pause_until: " + timezoneDoc, nil},
 	{"goal", mcpgo.WithString, counts.Sprintf("set as the session's goal with the prompt, at most %d characters (left out: the goal stays).",
 		rules.MaxGoalChars), nil},
 	{"force_immediate", mcpgo.WithBoolean, "on a running session, stop its turn and deliver now instead of queueing.", nil},

@@ -84,9 +84,19 @@ func readArgs(req mcpgo.CallToolRequest, accepted []string) *args {
 // tool that takes a request message whole.
 func fieldNames(msg proto.Message) []string {
 	fields := msg.ProtoReflect().Descriptor().Fields()
-	names := make([]string, fields.Len())
+	names := make([]string, 0, fields.Len())
 	for i := range fields.Len() {
-		names[i] = string(fields.Get(i).Name())
+		// A field with an explicit json_name is called that on the JSON
+		// surfaces (wake_at_text is wake_at, beside the deprecated
+		// Timestamp of that name): one argument, listed once.
+		f := fields.Get(i)
+		name := string(f.Name())
+		if f.JSONName() != defaultJSONName(name) {
+			name = f.JSONName()
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
 	}
 	return names
 }
@@ -253,4 +263,23 @@ func (a *args) problem() *mcpgo.CallToolResult {
 		return nil
 	}
 	return mcpgo.NewToolResultError("invalid arguments: " + strings.Join(a.problems, "; "))
+}
+
+// defaultJSONName is protoc's JSON name for a field without json_name:
+// lowerCamelCase of its name (session_id → sessionId).
+func defaultJSONName(name string) string {
+	var b strings.Builder
+	upper := false
+	for _, r := range name {
+		switch {
+		case r == '_':
+			upper = true
+		case upper:
+			b.WriteString(strings.ToUpper(string(r)))
+			upper = false
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -115,12 +115,18 @@ type Options struct {
 	// MaxSessions bounds the open sessions: opening one more ends the one
 	// idle longest (DefaultMaxSessions when zero).
 	MaxSessions int
+	// Now is the server's clock, which wake_me_up_later's description
+	// shows (time.Now when nil).
+	Now func() time.Time
 }
 
 // NewHandler returns the MCP endpoint over the lifecycle service's client.
 func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logger, opts Options) *Handler {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	t := &tools{lifecycle: lifecycle, triggers: opts.Triggers, provenance: opts.Provenance, runner: opts.Runner, queue: opts.Queue,
-		notifications: opts.Notifications, logger: logger}
+		notifications: opts.Notifications, logger: logger, now: opts.Now}
 	h := &Handler{logger: logger}
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = DefaultSessionTTL
@@ -141,6 +147,8 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 		// The filter applies to tools/list and tools/call alike, so a tool
 		// outside the selected groups can be neither seen nor called.
 		mcpserver.WithToolFilter(filterTools),
+		// Then each list renders wake_me_up_later at the server's time.
+		mcpserver.WithToolFilter(t.renderNow),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithRecovery(),
 		mcpserver.WithLogger(logger),
@@ -155,7 +163,7 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 	srv.AddTool(getNotificationsTool(), t.getNotifications)
 	srv.AddTool(sendPushNotificationTool(), t.sendPushNotification)
 	srv.AddTool(actionNotificationTool(), t.actionNotification)
-	srv.AddTool(wakeMeUpLaterTool(), t.wakeMeUpLater)
+	srv.AddTool(wakeMeUpLaterTool(opts.Now()), t.wakeMeUpLater)
 	srv.AddTool(wakeWhenSessionChangesStateTool(), t.wakeWhenSessionChangesState)
 	srv.AddTool(searchTriggersTool(), t.searchTriggers)
 	srv.AddTool(actionTriggerTool(), t.actionTrigger)
@@ -339,6 +347,19 @@ func filterTools(ctx context.Context, tools []mcpgo.Tool) []mcpgo.Tool {
 		kept = append(kept, t)
 	}
 	return kept
+}
+
+// renderNow is the tool filter that renders, on every tools/list, the
+// tools whose description says the server's time: wake_me_up_later, so an
+// agent computes a wake time without a clock of its own.
+func (t *tools) renderNow(_ context.Context, listed []mcpgo.Tool) []mcpgo.Tool {
+	out := slices.Clone(listed)
+	for i, tool := range out {
+		if tool.Name == ToolWakeMeUpLater {
+			out[i] = wakeMeUpLaterTool(t.now())
+		}
+	}
+	return out
 }
 
 // warnUnknownGroups logs, once per client handshake, the tool groups a

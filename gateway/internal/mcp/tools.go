@@ -33,6 +33,7 @@ type tools struct {
 	queue         queuev1.QueueServiceClient
 	notifications notificationv1.NotificationServiceClient
 	logger        *slog.Logger
+	now           func() time.Time
 }
 
 // counts writes numbers in descriptions as people read them (500,000).
@@ -177,6 +178,10 @@ func (t *tools) failureFrom(ctx context.Context, tool, service string, err error
 	p := grpcerr.From(service, err)
 	if p.Internal() {
 		t.logger.ErrorContext(ctx, "MCP tool call failed", "tool", tool, "code", p.Code.String(), "error", err)
+	}
+	if p.Reason != "" {
+		// The refusal's code first, as REST's body carries it.
+		return mcpgo.NewToolResultError(p.Reason + ": " + p.Message)
 	}
 	return mcpgo.NewToolResultError(p.Message)
 }

@@ -34,10 +34,21 @@ var (
 )
 
 // wakeDoc is what a one-time wake does and refuses, for the tools that arm
-// one.
+// one, with the refusals' codes (ScheduleWakeUp's, lifecycle's rule).
 var wakeDoc = fmt.Sprintf("When it fires, the session is resumed with prompt as its turn (delivered at once to an idle session, "+
-	"queued behind a running turn). Refused for a time in the past or inside the %d s grace window (at least %d s from now), "+
-	"and from %s or %s sessions.", rules.WakeGraceSeconds, rules.WakeGraceSeconds, rules.StatusFailed, rules.StatusArchived)
+	"queued behind a running turn). Refused, with a code: a wake_at or timezone that cannot be read (%s), a time in the past "+
+	"or inside the %d s grace window, at least %d s from now (%s), a %s or %s session (%s), a blank prompt (%s).",
+	rules.WakeRefusedUnparseable, rules.WakeGraceSeconds, rules.WakeGraceSeconds, rules.WakeRefusedTooSoon,
+	rules.StatusFailed, rules.StatusArchived, rules.WakeRefusedNotWakeable, rules.WakeRefusedMissingPrompt)
+
+// wakeAtDoc describes the wake_at argument of the tools that arm a wake.
+var wakeAtDoc = fmt.Sprintf(`When to wake: a date-time without an offset, read in timezone, e.g. "2030-04-15T09:30:00" `+
+	`(to the minute: "2030-04-15T09:30"); RFC 3339 with a Z is UTC. An offset ("+05:00") or a date alone is refused. `+
+	`At least %d s from now.`, rules.WakeGraceSeconds)
+
+// timezoneDoc describes the timezone argument.
+const timezoneDoc = `The IANA time zone wake_at is read in, e.g. "America/New_York" or "Europe/Berlin"; left out: UTC. ` +
+	`Stored as given and echoed back.`
 
 // promptDoc describes a wake's prompt argument.
 var promptDoc = counts.Sprintf("The prompt of the turn the wake starts, at most %d characters; left out: a standard nudge saying the "+
@@ -46,16 +57,22 @@ var promptDoc = counts.Sprintf("The prompt of the turn the wake starts, at most 
 // sessionToWakeDoc describes the session_id of the arming tools.
 const sessionToWakeDoc = `The session to wake: its numeric id (e.g. "42") or its slug. A session credential arms its own session: leave it out.`
 
-func wakeMeUpLaterTool() mcpgo.Tool {
+// wakeMeUpLaterTool is the tool as listed at now: its description says the
+// server's time, so an agent computes a wake time without a clock of its
+// own (the tool filter renders it afresh on every tools/list).
+func wakeMeUpLaterTool(now time.Time) mcpgo.Tool {
 	return mcpgo.NewTool(ToolWakeMeUpLater,
 		mcpgo.WithToolTitle("Wake me up later"),
-		mcpgo.WithDescription("Sleep the session until wake_at, or for delay from now, and arm a one-time wake. A "+rules.StatusNeedsInput+
-			" or "+rules.StatusWaiting+" session goes to "+rules.StatusWaiting+" now; a "+rules.StatusRunning+" one (an agent calling "+
-			"this in its turn) goes to "+rules.StatusWaiting+" when the turn ends. "+wakeDoc+" A deliberate resume before then "+
-			"(a follow-up, a restart) cancels the wake. Give exactly one of wake_at and delay."),
+		mcpgo.WithDescription(fmt.Sprintf("The server's time is now %s (%s UTC). ", now.UTC().Format("2006-01-02T15:04:05"),
+			now.UTC().Format("Monday"))+
+			"Sleep the session until wake_at (wall-clock time in timezone), or for delay from now, and arm a one-time wake. A "+
+			rules.StatusNeedsInput+" or "+rules.StatusWaiting+" session goes to "+rules.StatusWaiting+" now; a "+rules.StatusRunning+
+			" one (an agent calling this in its turn) goes to "+rules.StatusWaiting+" when the turn ends. Wakes add up: arming one "+
+			"keeps the others. "+wakeDoc+" A deliberate resume before then (a follow-up, a restart) cancels the wake. Give exactly "+
+			"one of wake_at and delay."),
 		mcpgo.WithString("session_id", mcpgo.Description(sessionToWakeDoc)),
-		mcpgo.WithString("wake_at", dateTime, mcpgo.Description(fmt.Sprintf(
-			"When to wake, as an RFC 3339 time (e.g. \"2026-01-02T15:04:05Z\"); at least %d s from now.", rules.WakeGraceSeconds))),
+		mcpgo.WithString("wake_at", mcpgo.Description(wakeAtDoc)),
+		mcpgo.WithString("timezone", mcpgo.Description(timezoneDoc)),
 		mcpgo.WithString("delay", mcpgo.Description(fmt.Sprintf(
 			"How long from now to wake, e.g. \"90s\", \"15m\", \"2h\"; at least %d s.", rules.WakeGraceSeconds))),
 		mcpgo.WithString("prompt", mcpgo.Description(promptDoc)),
@@ -70,10 +87,12 @@ func wakeWhenSessionChangesStateTool() mcpgo.Tool {
 	return mcpgo.NewTool(ToolWakeMeUpWhenSessionChangesState,
 		mcpgo.WithToolTitle("Wake me up when a session changes state"),
 		mcpgo.WithDescription("Arm a watcher: when watched_session_id next reaches one of states ("+strings.Join(rules.WatchableStates(), ", ")+
-			"), the session gets prompt as its next turn — delivered at once when it is idle ("+rules.StatusNeedsInput+" or "+
-			rules.StatusWaiting+"), queued behind its turn when it is "+rules.StatusRunning+". A watcher fires once, on the first of "+
-			"those states the watched session reaches after it is armed; arm another to keep watching. Arming it does not put the "+
-			"session to sleep: end your turn and the watcher wakes you. An orchestrator uses it to wait for its children."),
+			"), the session gets prompt as its next turn. Arming it puts the session to sleep as a wake does: a "+rules.StatusNeedsInput+
+			" one goes to "+rules.StatusWaiting+" now, a "+rules.StatusRunning+" one (an agent calling this in its turn) when the turn "+
+			"ends. A watcher fires once, on the first of those states the watched session reaches after it is armed; arm another to "+
+			"keep watching. Refused: watching the session itself, a session that does not exist, one already in a state watched for "+
+			"(act on it now), a "+rules.StatusFailed+" or "+rules.StatusArchived+" one (it will not transition further), a state "+
+			"that cannot be watched. An orchestrator uses it to wait for its children."),
 		mcpgo.WithString("session_id", mcpgo.Description(sessionToWakeDoc)),
 		mcpgo.WithString("watched_session_id", mcpgo.Required(), mcpgo.Description(
 			`The session to watch: its numeric id (e.g. "42") or its slug; not the session to wake.`)),
@@ -124,9 +143,6 @@ func actionTriggerTool() mcpgo.Tool {
 		mcpgo.WithOpenWorldHintAnnotation(false),
 	)
 }
-
-// dateTime marks a string argument as an RFC 3339 time.
-func dateTime(schema map[string]any) { schema["format"] = "date-time" }
 
 // sessionToWake settles the session_id of an arming tool: a session
 // credential's own session (naming another is refused), a key's required.

@@ -5,11 +5,13 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -72,11 +74,13 @@ func TestWakeMeUpLaterArmsAOneTimeWake(t *testing.T) {
 	require.True(t, proto.Equal(&lifecyclev1.WakeMeUpLaterRequest{SessionId: "sleeper", Delay: "5m", Prompt: "check the build"}, req), "%v", req)
 	require.Equal(t, surface.MCP, via)
 
-	// By wake_at, an RFC 3339 time, a numeric id as a number.
-	res = call(t, c, mcp.ToolWakeMeUpLater, map[string]any{"session_id": 12, "wake_at": "2030-01-02T04:04:05+01:00"})
+	// By wake_at in a timezone, a numeric id as a number: the text goes
+	// to lifecycle as given, whose one rule (ScheduleWakeUp) reads it.
+	res = call(t, c, mcp.ToolWakeMeUpLater, map[string]any{"session_id": 12, "wake_at": "2030-01-02T04:04:05", "timezone": "Europe/Paris"})
 	require.False(t, res.IsError, textOf(res))
 	req, _ = lastRequest(t, b.fake, "WakeMeUpLater")
-	require.True(t, proto.Equal(&lifecyclev1.WakeMeUpLaterRequest{SessionId: "12", WakeAt: timestamppb.New(fireAt)}, req), "%v", req)
+	require.True(t, proto.Equal(&lifecyclev1.WakeMeUpLaterRequest{SessionId: "12", WakeAtText: "2030-01-02T04:04:05", Timezone: "Europe/Paris"},
+		req), "%v", req)
 
 	// What the gateway can tell is wrong never reaches lifecycle.
 	before := len(b.fake.Calls("WakeMeUpLater"))
@@ -85,11 +89,9 @@ func TestWakeMeUpLaterArmsAOneTimeWake(t *testing.T) {
 		want string
 	}{
 		{map[string]any{"delay": "5m"}, "invalid arguments: session_id is required: the session to wake, by numeric id or slug"},
-		{map[string]any{"session_id": "12", "wake_at": "tomorrow"},
-			`invalid arguments: wake_at must be an RFC 3339 time such as "2026-01-02T15:04:05Z", got "tomorrow"`},
 		{map[string]any{"session_id": "12", "delay": 300}, "invalid arguments: delay must be a string"},
 		{map[string]any{"session_id": "12", "when": "later"},
-			`invalid arguments: unknown argument "when" (accepted: session_id, wake_at, delay, prompt)`},
+			`invalid arguments: unknown argument "when" (accepted: session_id, wake_at, delay, prompt, timezone)`},
 	} {
 		res = call(t, c, mcp.ToolWakeMeUpLater, tc.args)
 		require.True(t, res.IsError, "%v", tc.args)
@@ -267,16 +269,12 @@ func TestActionSessionRefreshAndPauseUntil(t *testing.T) {
 	require.False(t, res.IsError, textOf(res))
 	require.True(t, strings.HasPrefix(textOf(res), "Session #3 paused until 2030-01-02T03:04:05Z.\n\n## Session #3"), textOf(res))
 	req, _ = lastRequest(t, b.fake, "PauseUntil")
-	require.True(t, proto.Equal(&lifecyclev1.PauseUntilRequest{SessionId: "3", WakeAt: timestamppb.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)),
-		Prompt: "go on"}, req), "%v", req)
+	require.True(t, proto.Equal(&lifecyclev1.PauseUntilRequest{SessionId: "3", WakeAtText: "2030-01-02T03:04:05Z", Prompt: "go on"}, req), "%v", req)
 
 	before := len(b.fake.Calls())
 	res = call(t, c, mcp.ToolActionSession, map[string]any{"action": "pause_until", "session_id": "3"})
 	require.True(t, res.IsError)
-	require.Equal(t, "invalid arguments: pause_until needs wake_at (an RFC 3339 time)", textOf(res))
-	res = call(t, c, mcp.ToolActionSession, map[string]any{"action": "pause_until", "session_id": "3", "wake_at": "soon"})
-	require.True(t, res.IsError)
-	require.Equal(t, `invalid arguments: wake_at must be an RFC 3339 time such as "2026-01-02T15:04:05Z", got "soon"`, textOf(res))
+	require.Equal(t, `invalid arguments: pause_until needs wake_at (an ISO-8601 date-time, e.g. "2030-04-15T09:30:00", read in timezone)`, textOf(res))
 	require.Len(t, b.fake.Calls(), before)
 }
 
@@ -298,7 +296,8 @@ func TestTriggerToolsDescribeTheRules(t *testing.T) {
 	require.Contains(t, wake.Description, grace)
 	require.Contains(t, wake.Description, "resumed with prompt as its turn")
 	require.Contains(t, wake.Description, "Give exactly one of wake_at and delay")
-	require.Equal(t, "date-time", wake.InputSchema.Properties["wake_at"].(map[string]any)["format"])
+	require.Nil(t, wake.InputSchema.Properties["wake_at"].(map[string]any)["format"], "a naive date-time is no RFC 3339 date-time")
+	require.Contains(t, wake.InputSchema.Properties, "timezone")
 	require.Empty(t, wake.InputSchema.Required, "session_id is a key's to give, a credential's to leave out")
 
 	watch := tools[mcp.ToolWakeMeUpWhenSessionChangesState]
@@ -337,4 +336,67 @@ func TestTriggerToolsWithoutTheService(t *testing.T) {
 		require.Equal(t, "the trigger service is not configured on this gateway", textOf(res), tool)
 	}
 	require.Empty(t, fake.Calls())
+}
+
+// TestWakeMeUpLaterShowsTheServerTime: issue 23 rule 2. The tool's
+// description says the server's time, rendered afresh on every
+// tools/list, so an agent computes a wake time without a clock of its
+// own.
+func TestWakeMeUpLaterShowsTheServerTime(t *testing.T) {
+	t.Parallel()
+	fake := lifecyclefake.New()
+	conn := grpctest.DialAsService(t, grpctest.Serve(t, fake.Register))
+	var (
+		mu  sync.Mutex
+		now = time.Date(2030, 4, 15, 9, 30, 0, 0, time.UTC)
+	)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	h := mcp.NewHandler(lifecyclev1.NewLifecycleServiceClient(conn), slog.New(slog.DiscardHandler),
+		mcp.Options{Version: "test", Triggers: lifecyclev1.NewTriggerServiceClient(conn), Now: clock})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	b := &testBundle{url: ts.URL, fake: fake}
+
+	described := func(path string) string {
+		t.Helper()
+		res, err := b.connect(t, path).ListTools(t.Context(), mcpgo.ListToolsRequest{})
+		require.NoError(t, err)
+		for _, tool := range res.Tools {
+			if tool.Name == mcp.ToolWakeMeUpLater {
+				return tool.Description
+			}
+		}
+		t.Fatalf("%s lists no %s", path, mcp.ToolWakeMeUpLater)
+		return ""
+	}
+	require.Contains(t, described("/"), "The server's time is now 2030-04-15T09:30:00 (Monday UTC).")
+
+	mu.Lock()
+	now = now.Add(90*time.Minute + 7*time.Second)
+	mu.Unlock()
+	for _, path := range []string{"/", "/?tool_groups=triggers"} {
+		got := described(path)
+		require.Contains(t, got, "The server's time is now 2030-04-15T11:00:07 (Monday UTC).", "rendered afresh (%s)", path)
+		require.NotContains(t, got, "09:30:00", path)
+	}
+}
+
+// TestWakeRefusalsCarryTheirCode: lifecycle's coded refusal (an
+// ErrorInfo's reason) leads the tool error, as REST's body carries it.
+func TestWakeRefusalsCarryTheirCode(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.connect(t, "/")
+	st, err := status.New(codes.InvalidArgument, "wake_at: 2020-01-01T00:00:00 (UTC) is in the past").WithDetails(
+		&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "wake_at", Description: "2020-01-01T00:00:00 (UTC) is in the past"}}},
+		&errdetails.ErrorInfo{Reason: rules.WakeRefusedTooSoon, Domain: rules.ErrorDomain})
+	require.NoError(t, err)
+	b.fake.Answer("WakeMeUpLater", nil, st.Err())
+	res := call(t, c, mcp.ToolWakeMeUpLater, map[string]any{"session_id": "12", "wake_at": "2020-01-01T00:00:00"})
+	require.True(t, res.IsError)
+	require.Equal(t, "wake_at_too_soon: wake_at: 2020-01-01T00:00:00 (UTC) is in the past", textOf(res))
 }

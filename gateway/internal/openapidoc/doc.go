@@ -16,7 +16,10 @@
 //     GetSessionResponse;
 //   - the lifecycle rules (services/lifecycle/rules) give the state
 //     machine's events, the status words and the field limits as schema
-//     keywords and sentences.
+//     keywords and sentences;
+//   - a field with an explicit json_name is documented under it (the
+//     gateway decodes bodies by it), in place of a deprecated field of
+//     that name it supersedes (wake_at_text is wake_at).
 //
 // Finish is idempotent: finishing a finished document changes nothing.
 package openapidoc
@@ -25,6 +28,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -49,7 +53,7 @@ func Finish(raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("not an OpenAPI 2.0 document with paths and definitions")
 	}
 	d := &document{root: root, paths: root.obj("paths"), defs: root.obj("definitions")}
-	for _, step := range []func() error{d.integers, d.enums, d.errorResponses, d.successStatuses, d.sessionDetail, d.rules} {
+	for _, step := range []func() error{d.integers, d.enums, d.errorResponses, d.successStatuses, d.sessionDetail, d.rules, d.jsonNames} {
 		if err := step(); err != nil {
 			return nil, fmt.Errorf("finish the OpenAPI document: %w", err)
 		}
@@ -146,6 +150,62 @@ func (d *document) successStatuses() error {
 		op.set("responses", finished)
 		return nil
 	})
+}
+
+// jsonNames documents each property whose proto field has an explicit
+// json_name under that name, replacing the property of that name (the
+// deprecated field it supersedes), in the superseded one's place.
+func (d *document) jsonNames() error {
+	renamed := customJSONNames()
+	for _, name := range d.defs.keys {
+		props := d.defs.obj(name).obj("properties")
+		if props == nil {
+			continue
+		}
+		for _, key := range slices.Clone(props.keys) {
+			jsonName, ok := renamed[key]
+			if !ok {
+				continue
+			}
+			v := props.get(key)
+			props.remove(key)
+			props.set(jsonName, v)
+		}
+	}
+	return nil
+}
+
+// customJSONNames maps the proto name of every zimmer field with an
+// explicit json_name (one that is not protoc's lowerCamelCase) to it.
+func customJSONNames() map[string]string {
+	_, _ = methodOf("LifecycleService_GetSession") // the files are registered
+	out := map[string]string{}
+	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		if strings.HasPrefix(string(fd.Package()), "zimmer.") {
+			for i := range fd.Messages().Len() {
+				fields := fd.Messages().Get(i).Fields()
+				for j := range fields.Len() {
+					f := fields.Get(j)
+					if f.JSONName() != lowerCamel(string(f.Name())) {
+						out[string(f.Name())] = f.JSONName()
+					}
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// lowerCamel is protoc's JSON name of a field without json_name.
+func lowerCamel(name string) string {
+	parts := strings.Split(name, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
 }
 
 // methodOf finds the RPC an operation id ("LifecycleService_GetSession")

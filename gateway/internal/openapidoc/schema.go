@@ -3,6 +3,7 @@ package openapidoc
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -35,12 +36,13 @@ func (d *document) define(t reflect.Type) (*object, error) {
 	var required []any
 	for i := range t.NumField() {
 		f := t.Field(i)
-		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		key, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if key == "" || key == "-" {
 			continue
 		}
-		// Every key is always written; a nil pointer (of a plain value)
-		// or a field tagged nullable as null.
+		// Every key is always written but an omitempty one (required
+		// otherwise); a nil pointer (of a plain value) or a field tagged
+		// nullable as null.
 		ft := f.Type
 		nullable := f.Tag.Get("nullable") == "true"
 		if ft.Kind() == reflect.Pointer && !ft.Implements(protoMessage) {
@@ -57,7 +59,9 @@ func (d *document) define(t reflect.Type) (*object, error) {
 			s.set("x-nullable", true)
 		}
 		props.set(key, s)
-		required = append(required, key)
+		if !slices.Contains(strings.Split(opts, ","), "omitempty") {
+			required = append(required, key)
+		}
 	}
 	def.set("properties", props)
 	def.set("required", required)

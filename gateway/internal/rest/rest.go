@@ -350,7 +350,7 @@ func (h *handler) serviceError(ctx context.Context, _ *runtime.ServeMux, _ runti
 		h.logger.ErrorContext(ctx, "service rejected the gateway's identity; give the gateway and the services the same ZIMMER_INTERNAL_TOKEN",
 			"rpc", method, "error", err)
 	}
-	jsonhttp.WriteProblem(w, p.HTTPStatus, p.Kind, p.Message, p.Messages...)
+	jsonhttp.WriteCodedProblem(w, p.HTTPStatus, p.Kind, p.Reason, p.Message, p.Messages...)
 }
 
 func (h *handler) routingError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, status int) {

@@ -107,8 +107,8 @@ func (r response) json(t *testing.T) map[string]any {
 }
 
 // errorText checks the body is the API's error shape, exactly {"error":
-// kind, "message": explanation, "messages": [one per problem]}, and returns
-// the message.
+// kind, "message": explanation, "messages": [one per problem]} and, for a
+// refusal that has one, its "code", and returns the message.
 func (r response) errorText(t *testing.T) string {
 	t.Helper()
 	msg, _, _ := r.problem(t)
@@ -119,7 +119,12 @@ func (r response) errorText(t *testing.T) string {
 func (r response) problem(t *testing.T) (message, kind string, messages []string) {
 	t.Helper()
 	m := r.json(t)
-	require.Len(t, m, 3, "error bodies are exactly {\"error\", \"message\", \"messages\"}: %s", r.body)
+	if code, ok := m["code"]; ok {
+		require.IsType(t, "", code, "a refusal's code is a word: %s", r.body)
+		require.NotEmpty(t, code, "a code is left out rather than empty: %s", r.body)
+		delete(m, "code")
+	}
+	require.Len(t, m, 3, "error bodies are exactly {\"error\", \"message\", \"messages\"} (and a refusal's code): %s", r.body)
 	kind, ok := m["error"].(string)
 	require.True(t, ok && kind != "", "error names the kind: %s", r.body)
 	message, ok = m["message"].(string)
@@ -479,8 +484,6 @@ func TestMalformedBodySaysWhatToSend(t *testing.T) {
 			[]string{`force_immediate: takes true or false (a JSON boolean, unquoted), got "true"`}, `"force_immediate": true`},
 		{"/api/v1/sessions/bulk_archive", `{"session_ids": [1], "force": "0"}`, http.StatusUnprocessableEntity, "Validation failed",
 			[]string{`force: takes true or false (a JSON boolean, unquoted), got "0"`}, `{"session_ids": [12, "release-router"], "force": true, "acting_session_id": 1}`},
-		{"/api/v1/sessions/7/pause_until", `{"wake_at": "2030-01-02 03:04"}`, http.StatusUnprocessableEntity, "Validation failed",
-			[]string{`wake_at: takes an RFC 3339 time with a zone, e.g. "2030-01-02T03:04:05Z", got "2030-01-02 03:04"`}, `{"wake_at": "2030-01-02T03:04:05Z", "prompt": "..."}`},
 		{"/api/v1/sessions/7/follow_up", `{"promt": "p", "force_immediate": 1}`, http.StatusUnprocessableEntity, "Validation failed",
 			[]string{`force_immediate: takes true or false (a JSON boolean, unquoted), got 1`, `promt: is not a field of this request; ` +
 				`its fields are prompt, goal, force_immediate, acting_session_id, idempotency_key`}, `"force_immediate": true`},

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"net/http"
 	"testing"
 	"time"
@@ -29,10 +30,11 @@ func TestTriggersOverREST(t *testing.T) {
 	b.fake.Answer("PauseUntil", &lifecyclev1.PauseUntilResponse{Trigger: armed, Session: &lifecyclev1.Session{Id: 12, Status: "waiting"},
 		Message: "Session #12 paused until 2030-01-02T03:04:05Z."}, nil)
 
-	resp := b.call(t, http.MethodPost, "/api/v1/sessions/sleeper/pause_until", `{"wake_at":"2030-01-02T04:04:05+01:00","prompt":"go on"}`)
+	resp := b.call(t, http.MethodPost, "/api/v1/sessions/sleeper/pause_until",
+		`{"wake_at":"2030-01-02T04:04:05","timezone":"Europe/Paris","prompt":"go on"}`)
 	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
-	require.True(t, proto.Equal(&lifecyclev1.PauseUntilRequest{SessionId: "sleeper", WakeAt: timestamppb.New(wakeAt), Prompt: "go on"},
-		b.lastRequest(t, "PauseUntil")))
+	require.True(t, proto.Equal(&lifecyclev1.PauseUntilRequest{SessionId: "sleeper", WakeAtText: "2030-01-02T04:04:05", Timezone: "Europe/Paris",
+		Prompt: "go on"}, b.lastRequest(t, "PauseUntil")), "wake_at goes to lifecycle as text, whose one rule reads it")
 	calls := b.fake.Calls("PauseUntil")
 	require.Equal(t, surface.REST, calls[len(calls)-1].Surface)
 	body := resp.json(t)
@@ -43,12 +45,17 @@ func TestTriggersOverREST(t *testing.T) {
 	require.Equal(t, "2030-01-02T03:04:05Z", trigger["fire_at"])
 	require.Equal(t, "wake/12/4", trigger["workflow_id"])
 
-	// A wake_at that is no time is refused naming it, never sent.
-	before := len(b.fake.Calls("PauseUntil"))
+	// A wake_at that is no time is lifecycle's to refuse (the one rule,
+	// ScheduleWakeUp): its 422 carries the refusal's code in the body.
+	st, err := status.New(codes.InvalidArgument, `wake_at: "tomorrow" is not an ISO-8601 date-time`).WithDetails(
+		&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "wake_at", Description: `"tomorrow" is not an ISO-8601 date-time`}}},
+		&errdetails.ErrorInfo{Reason: "unparseable_wake_at", Domain: "lifecycle.zimmer"})
+	require.NoError(t, err)
+	b.fake.Answer("PauseUntil", nil, st.Err())
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/12/pause_until", `{"wake_at":"tomorrow"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.status, string(resp.body))
-	require.Contains(t, resp.errorText(t), `wake_at: takes an RFC 3339 time with a zone, e.g. "2030-01-02T03:04:05Z", got "tomorrow"`)
-	require.Len(t, b.fake.Calls("PauseUntil"), before)
+	require.Equal(t, "unparseable_wake_at", resp.json(t)["code"], string(resp.body))
+	require.Contains(t, resp.errorText(t), `wake_at: "tomorrow" is not an ISO-8601 date-time`)
 	// The grace window is lifecycle's rule: its refusal is a 422 naming it.
 	b.fake.Answer("PauseUntil", nil, invalid("wake_at", "is inside the 30 s grace window: wake at least 30 s from now"))
 	resp = b.call(t, http.MethodPost, "/api/v1/sessions/12/pause_until", `{"wake_at":"2030-01-02T03:04:05Z"}`)

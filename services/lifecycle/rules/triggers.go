@@ -24,3 +24,19 @@ func TriggerKinds() []string { return []string{TriggerKindOneTime, TriggerKindSe
 // (wake_me_up_when_session_changes_state) may wait for: the ones a session
 // comes to rest in.
 func WatchableStates() []string { return []string{StatusNeedsInput, StatusFailed, StatusArchived} }
+
+// ErrorDomain is the google.rpc.ErrorInfo domain of lifecycle's refusals.
+const ErrorDomain = "lifecycle.zimmer"
+
+// ScheduleWakeUp's refusal codes, the original's, sent as an ErrorInfo's
+// reason from wake_me_up_later and Pause Until alike.
+const (
+	// WakeRefusedUnparseable: wake_at or timezone cannot be read.
+	WakeRefusedUnparseable = "unparseable_wake_at"
+	// WakeRefusedTooSoon: wake_at is past or inside the grace window.
+	WakeRefusedTooSoon = "wake_at_too_soon"
+	// WakeRefusedNotWakeable: the session is in a state nothing can wake.
+	WakeRefusedNotWakeable = "not_wakeable"
+	// WakeRefusedMissingPrompt: the prompt is blank.
+	WakeRefusedMissingPrompt = "missing_prompt"
+)

@@ -124,17 +124,17 @@ type Change struct {
 // is what arming did to the session — a sleep now or deferred, a pause and
 // sleep — written as a transition; nil when the session stays as it is
 // (asleep already, or a watcher), and then Timeline is written alone.
-// Supersede cancels the session's armed Pause Until triggers in the same
-// commit (a new Pause Until replaces the last: never two armed, never none
-// in between). A one-time trigger is announced to the triggers' timers.
+// Supersedes are the session's own armed one-time wake-ups a Pause Until
+// cancels in the same commit (it replaces them: never two armed, never
+// none in between). A one-time trigger is announced to the triggers' timers.
 type Arming struct {
 	Trigger domain.Trigger
 	// Session is the session as committed (the repository sets it).
-	Session   domain.Session
-	Outcome   *domain.Outcome
-	Timeline  []domain.TimelineEntry
-	At        time.Time
-	Supersede bool
+	Session    domain.Session
+	Outcome    *domain.Outcome
+	Timeline   []domain.TimelineEntry
+	At         time.Time
+	Supersedes []int64
 }
 
 // TriggerMove writes a trigger's new status (and when), its session's

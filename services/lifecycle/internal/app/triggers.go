@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
@@ -16,12 +15,13 @@ import (
 // write on the sessions' one write path (Update's shape: the session
 // locked, a pure decision, one commit).
 type TriggerRepository interface {
-	// Arm is Update with a fresh trigger id drawn under the session's lock
-	// and, when watched is set, that session locked FOR KEY SHARE (it
-	// exists, and its transitions wait for the arming, so a watcher armed
-	// is seen by the next one); watchedExists is false when it does not.
+	// Arm is Update with what arming reads under the session's lock
+	// (ArmingRead): a fresh trigger id, the session's own armed one-time
+	// wake-ups and, when watched is set, that session's status, locked FOR
+	// KEY SHARE (its transitions wait for the arming, so a watcher armed is
+	// seen by the next one).
 	Arm(ctx context.Context, ref domain.SessionRef, watched int64,
-		decide func(s domain.Session, wakes domain.Wakes, triggerID int64, watchedExists bool) (Change, error)) (Change, error)
+		decide func(s domain.Session, wakes domain.Wakes, read ArmingRead) (Change, error)) (Change, error)
 	// WithTrigger is Update with trigger triggerID read FOR UPDATE under
 	// the session's lock; a trigger of another session is NotFound.
 	WithTrigger(ctx context.Context, ref domain.SessionRef, triggerID int64,
@@ -31,6 +31,18 @@ type TriggerRepository interface {
 	// WakesOf returns the armed wake-ups of each of ids that has any, in
 	// one query.
 	WakesOf(ctx context.Context, ids []int64) (map[int64]domain.Wakes, error)
+}
+
+// ArmingRead is what Arm reads beside the locked session.
+type ArmingRead struct {
+	// TriggerID is the fresh trigger's id.
+	TriggerID int64
+	// OneTimeArmed are the ids of the session's own armed one-time
+	// wake-ups, oldest first: what a Pause Until supersedes.
+	OneTimeArmed []int64
+	// WatchedStatus is the watched session's status; nil when it does not
+	// exist (or none is watched).
+	WatchedStatus *domain.Status
 }
 
 // TriggerFilter selects armed triggers.
@@ -77,20 +89,20 @@ type Armed struct {
 
 // WakeMeUpLater arms a one-time wake of the session at req's time: a
 // needs_input session sleeps now, a waiting one stays asleep, a running
-// one sleeps when its turn ends.
+// one sleeps when its turn ends. Agent wakes add up: it supersedes none.
 func (uc Triggers) WakeMeUpLater(ctx context.Context, ref string, req domain.WakeRequest, actor domain.Actor) (Armed, error) {
 	req.DelayAllowed = true
 	return uc.armWake(ctx, ref, req, domain.SourceWakeMeUpLater, false, actor)
 }
 
 // PauseUntil is the operator's Pause Until: the session is asleep in
-// waiting with one wake armed at wakeAt when it returns, replacing the
-// session's previous Pause Until in the same commit. A running turn is
-// halted first (the runner's InterruptTurn, as a pause does); should the
-// halt not land, the sleep is deferred to the turn's end, the spec's
-// fallback.
-func (uc Triggers) PauseUntil(ctx context.Context, ref string, wakeAt *time.Time, prompt string, actor domain.Actor) (Armed, error) {
-	req := domain.WakeRequest{WakeAt: wakeAt, Prompt: prompt}
+// waiting with one wake armed at req's time when it returns, its own
+// unfired one-time wake-ups superseded in the same commit (never two
+// armed, never none in between). A running turn is halted first (the
+// runner's InterruptTurn, as a pause does); should the halt not land, the
+// sleep is deferred to the turn's end, the spec's fallback.
+func (uc Triggers) PauseUntil(ctx context.Context, ref string, req domain.WakeRequest, actor domain.Actor) (Armed, error) {
+	req.DelayAllowed = false
 	if _, err := req.FireAt(uc.Clock.Now()); err != nil {
 		return Armed{}, err // refused before a turn is halted
 	}
@@ -101,6 +113,9 @@ func (uc Triggers) PauseUntil(ctx context.Context, ref string, wakeAt *time.Time
 	s, err := uc.Sessions.Get(ctx, r)
 	if err != nil {
 		return Armed{}, err
+	}
+	if err := domain.CanPauseUntil(s); err != nil {
+		return Armed{}, err // refused before a turn is halted; checked again under the lock
 	}
 	halted := s.Status == domain.StatusRunning
 	if halted && uc.Turns != nil {
@@ -120,20 +135,24 @@ func (uc Triggers) armWake(ctx context.Context, ref string, req domain.WakeReque
 	if err != nil {
 		return Armed{}, err
 	}
-	fireAt, err := req.FireAt(uc.Clock.Now())
+	wakeAt, err := req.FireAt(uc.Clock.Now())
 	if err != nil {
 		return Armed{}, err
 	}
 	cmd := domain.Command{Actor: actor}
-	c, err := uc.Repo.Arm(ctx, r, 0, func(s domain.Session, wakes domain.Wakes, id int64, _ bool) (Change, error) {
+	c, err := uc.Repo.Arm(ctx, r, 0, func(s domain.Session, wakes domain.Wakes, read ArmingRead) (Change, error) {
 		env := domain.Env{Now: uc.Clock.Now(), Wakes: wakes, FreshJobID: freshJobID()}
-		t := domain.Trigger{ID: id, SessionID: s.ID, Kind: domain.KindOneTime, FireAt: fireAt, Prompt: req.Prompt,
-			Source: source, Status: domain.TriggerArmed, CreatedAt: env.Now}
-		out, err := domain.ArmWake(s, t, halted && s.Status == domain.StatusRunning, cmd, env)
+		t := domain.Trigger{ID: read.TriggerID, SessionID: s.ID, Kind: domain.KindOneTime, FireAt: wakeAt.At,
+			Timezone: wakeAt.Timezone, Prompt: req.Prompt, Source: source, Status: domain.TriggerArmed, CreatedAt: env.Now}
+		var supersedes []int64
+		if source == domain.SourcePauseUntil {
+			supersedes = read.OneTimeArmed
+		}
+		out, err := domain.ArmWake(s, t, supersedes, halted && s.Status == domain.StatusRunning, cmd, env)
 		if err != nil {
 			return Change{}, err
 		}
-		a := &Arming{Trigger: t, At: env.Now, Supersede: source == domain.SourcePauseUntil}
+		a := &Arming{Trigger: t, At: env.Now, Supersedes: supersedes}
 		if len(out.Applied) == 0 && out.Session.Markers == s.Markers {
 			a.Timeline = out.Timeline // asleep already: the session stays as it is
 		} else {
@@ -149,47 +168,56 @@ func (uc Triggers) armWake(ctx context.Context, ref string, req domain.WakeReque
 
 func armed(a *Arming) Armed {
 	t := a.Trigger
-	at := t.FireAt.UTC().Format(time.RFC3339)
+	at := domain.WakeAt{At: t.FireAt, Timezone: t.Timezone}.Format()
 	s := a.Session
 	msg := fmt.Sprintf("Session %d is asleep; wake-up #%d wakes it at %s.", s.ID, t.ID, at)
 	if s.Status == domain.StatusRunning {
 		msg = fmt.Sprintf("Session %d goes to sleep when its turn ends; wake-up #%d wakes it at %s.", s.ID, t.ID, at)
 	}
+	if len(a.Supersedes) > 0 {
+		msg += " It supersedes " + domain.WakeUpList(a.Supersedes) + "."
+	}
 	return Armed{Trigger: t, Session: s, Message: msg}
 }
 
 // Watch arms a watcher: when the watched session next reaches one of the
-// states, the session gets the prompt as its next turn. The session's
-// state is unchanged.
-func (uc Triggers) Watch(ctx context.Context, ref string, req domain.WatchRequest, by string) (domain.Trigger, error) {
+// states, the session gets the prompt as its next turn. Arming it puts the
+// session to sleep as a wake does (waiting now, or when its running turn
+// ends).
+func (uc Triggers) Watch(ctx context.Context, ref string, req domain.WatchRequest, actor domain.Actor) (Armed, error) {
 	r, err := domain.ParseSessionRef(ref)
 	if err != nil {
-		return domain.Trigger{}, err
+		return Armed{}, err
 	}
 	if _, err := req.Validate(r.ID); err != nil {
-		return domain.Trigger{}, err // every field but "itself" for a slug, checked again below
+		return Armed{}, err // every field but "itself" for a slug, checked again below
 	}
-	c, err := uc.Repo.Arm(ctx, r, req.WatchedSessionID, func(s domain.Session, _ domain.Wakes, id int64, watchedExists bool) (Change, error) {
+	cmd := domain.Command{Actor: actor}
+	c, err := uc.Repo.Arm(ctx, r, req.WatchedSessionID, func(s domain.Session, wakes domain.Wakes, read ArmingRead) (Change, error) {
 		states, err := req.Validate(s.ID)
 		if err != nil {
 			return Change{}, err
 		}
-		if !watchedExists {
-			return Change{}, validation.Invalid("watched_session_id", "session %d does not exist", req.WatchedSessionID)
-		}
-		now := uc.Clock.Now()
-		t := domain.Trigger{ID: id, SessionID: s.ID, Kind: domain.KindSessionState, WatchedSessionID: req.WatchedSessionID,
-			States: states, Prompt: req.Prompt, Source: domain.SourceWatch, Status: domain.TriggerArmed, CreatedAt: now}
-		line, err := domain.ArmWatch(s, t, by)
+		env := domain.Env{Now: uc.Clock.Now(), Wakes: wakes, FreshJobID: freshJobID()}
+		t := domain.Trigger{ID: read.TriggerID, SessionID: s.ID, Kind: domain.KindSessionState, WatchedSessionID: req.WatchedSessionID,
+			States: states, Prompt: req.Prompt, Source: domain.SourceWatch, Status: domain.TriggerArmed, CreatedAt: env.Now}
+		out, err := domain.ArmWatch(s, t, read.WatchedStatus, cmd, env)
 		if err != nil {
 			return Change{}, err
 		}
-		return Change{Armed: &Arming{Trigger: t, Timeline: []domain.TimelineEntry{line}, At: now}}, nil
+		a := &Arming{Trigger: t, At: env.Now}
+		if len(out.Applied) == 0 && out.Session.Markers == s.Markers {
+			a.Timeline = out.Timeline
+		} else {
+			a.Outcome = &out
+		}
+		return Change{Armed: a}, nil
 	})
 	if err != nil {
-		return domain.Trigger{}, err
+		return Armed{}, err
 	}
-	return c.Armed.Trigger, nil
+	a := c.Armed
+	return Armed{Trigger: a.Trigger, Session: a.Session}, nil
 }
 
 // List lists the session's armed triggers, soonest first.

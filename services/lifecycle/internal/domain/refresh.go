@@ -2,14 +2,17 @@ package domain
 
 import "fmt"
 
-// Refresh decides what refreshing a session does (the spec's "Refresh"):
-// a session that ran before and is failed, needs_input, or waiting without
-// sleeping on purpose resumes deliberately with the continue nudge (a turn
-// with prompt ""); a never-started one, one asleep on a wake still ahead
-// of it, a running one, an archived one and one blocked on an elicitation
-// (its process is alive) are left alone, and the reason says why. asleep is awaiting_scheduled_wake, read under the session's
-// lock (a read that failed counts as asleep: an error never wakes a
-// sleeper).
+// Refresh decides what refreshing one session does (the spec's "Refresh",
+// the per-session control): a stalled session — waiting, started before,
+// and with no wake still ahead — and a failed one (the spec restarts it)
+// resume deliberately with the continue nudge (a turn with prompt ""); a
+// needs_input one (the spec continues those only in bulk), a never-started
+// one, one asleep on a wake still ahead of it, a running one, an archived
+// one and one blocked on an elicitation (its process is alive) get the
+// plain re-read — no turn — and the reason says why. asleep is
+// awaiting_scheduled_wake (Wakes.Asleep, the bulk question's answer too),
+// read under the session's lock (a read that failed counts as asleep: an
+// error never wakes a sleeper).
 func Refresh(s Session, asleep bool, cmd Command, env Env) (Outcome, string, error) {
 	switch {
 	case s.Status == StatusRunning:
@@ -20,6 +23,8 @@ func Refresh(s Session, asleep bool, cmd Command, env Env) (Outcome, string, err
 		return Outcome{}, fmt.Sprintf("Session %d is blocked on an MCP elicitation: its agent process is alive and waiting for an answer, and a nudge would start a second one.", s.ID), nil
 	case s.ElapsedSince == nil:
 		return Outcome{}, fmt.Sprintf("Session %d has never started: there is no conversation to continue; it is still queued for its first turn.", s.ID), nil
+	case s.Status == StatusNeedsInput:
+		return Outcome{}, fmt.Sprintf("Session %d needs input: its last turn ended waiting for an answer, so a refresh re-reads it and starts no turn; send a follow-up to give it one.", s.ID), nil
 	case s.Status == StatusWaiting && asleep:
 		return Outcome{}, fmt.Sprintf("Session %d is asleep on purpose until a wake-up armed for it: a nudge would wake it early and cancel that wake-up, so it was left asleep.", s.ID), nil
 	}

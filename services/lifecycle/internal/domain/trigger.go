@@ -53,8 +53,10 @@ type Trigger struct {
 	ID        int64
 	SessionID int64 // the session it wakes
 	Kind      TriggerKind
-	// FireAt is when a one-time trigger fires (zero for a watcher).
-	FireAt time.Time
+	// FireAt is when a one-time trigger fires (zero for a watcher), and
+	// Timezone the IANA zone it was asked in, kept verbatim to echo it.
+	FireAt   time.Time
+	Timezone string
 	// WatchedSessionID and States: a watcher's session and the states it
 	// waits for.
 	WatchedSessionID int64
@@ -104,37 +106,44 @@ func (t Trigger) TurnPrompt() string {
 // WorkflowID names the Temporal workflow that times the trigger.
 func (t Trigger) WorkflowID() string { return workflowid.Wake(t.SessionID, t.ID) }
 
-// WakeRequest asks for a one-time wake: at WakeAt or after Delay ("90s",
-// "15m", "2h"), exactly one of the two.
+// WakeRequest asks for a one-time wake (ScheduleWakeUp, the one rule MCP's
+// wake_me_up_later and REST's Pause Until share): at WakeAt, wall-clock
+// time in Timezone (ParseWakeAt), or after Delay ("90s", "15m", "2h"),
+// exactly one of the two.
 type WakeRequest struct {
-	WakeAt *time.Time
-	Delay  string
-	Prompt string
+	WakeAt   string
+	Timezone string
+	Delay    string
+	Prompt   string
 	// DelayAllowed: wake_me_up_later takes a delay; Pause Until only a time.
 	DelayAllowed bool
 }
 
-// FireAt validates r and returns when the wake fires: refused in the past,
-// inside the grace window, with both or neither of wake_at and delay, and
-// with a prompt over the limit, each naming its field.
-func (r WakeRequest) FireAt(now time.Time) (time.Time, error) {
-	var (
-		vs validation.Violations
-		at time.Time
-	)
-	checkPrompt(&vs, "prompt", r.Prompt, false)
+// FireAt validates r and returns when the wake fires and the zone it was
+// asked in: an unreadable time is unparseable_wake_at, one in the past or
+// inside the grace window wake_at_too_soon, a blank prompt missing_prompt
+// (*WakeRefusal); both or neither of wake_at and delay, a bad delay and a
+// prompt over the limit are refused naming their field.
+func (r WakeRequest) FireAt(now time.Time) (WakeAt, error) {
+	var vs validation.Violations
 	delay := strings.TrimSpace(r.Delay)
+	given := strings.TrimSpace(r.WakeAt) != ""
 	switch {
 	case delay != "" && !r.DelayAllowed:
 		vs.Add("delay", "is not taken here: give wake_at, the time to wake")
-	case r.WakeAt != nil && delay != "":
+	case given && delay != "":
 		vs.Add("wake_at", "give exactly one of wake_at and delay, not both")
 		vs.Add("delay", "give exactly one of wake_at and delay, not both")
-	case r.WakeAt == nil && delay == "" && r.DelayAllowed:
+	case !given && delay == "" && r.DelayAllowed:
 		vs.Add("wake_at", `is required, or give delay instead (e.g. "90s", "15m", "2h")`)
-	case r.WakeAt == nil && delay == "":
-		vs.Add("wake_at", "is required: the time to wake (RFC 3339)")
-	case delay != "":
+	case !given && delay == "":
+		vs.Add("wake_at", "is required: %s", wakeAtExample)
+	}
+	if err := vs.Err(); err != nil {
+		return WakeAt{}, err
+	}
+	var at WakeAt
+	if delay != "" {
 		d, err := time.ParseDuration(delay)
 		switch {
 		case err != nil:
@@ -144,25 +153,35 @@ func (r WakeRequest) FireAt(now time.Time) (time.Time, error) {
 		case d > MaxWakeDelay:
 			vs.Add("delay", "is more than %d days ahead; wake earlier and sleep again", MaxWakeDays)
 		case d < WakeGrace:
-			vs.Add("delay", "%s is inside the %s grace window: a wake must be at least %s ahead", d, WakeGrace, WakeGrace)
+			return WakeAt{}, &WakeRefusal{Code: RefusedWakeAtTooSoon, Field: "delay", Reason: fmt.Sprintf(
+				"%s is inside the %s grace window: a wake must be at least %s ahead. %s", d, WakeGrace, WakeGrace, noTrigger)}
 		default:
-			at = now.Add(d)
+			at = WakeAt{At: now.Add(d).UTC(), Timezone: DefaultWakeTimezone}
 		}
-	default:
-		switch w := r.WakeAt.UTC(); {
+	} else {
+		var err error
+		if at, err = ParseWakeAt(r.WakeAt, r.Timezone); err != nil {
+			return WakeAt{}, err
+		}
+		switch w := at.At; {
 		case !w.After(now):
-			vs.Add("wake_at", "%s is in the past (it is %s now)", w.Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+			return WakeAt{}, &WakeRefusal{Code: RefusedWakeAtTooSoon, Field: "wake_at", Reason: fmt.Sprintf(
+				"%s is in the past (it is %s now). %s", at.Format(), WakeAt{At: now, Timezone: at.Timezone}.Format(), noTrigger)}
 		case w.Before(now.Add(WakeGrace)):
-			vs.Add("wake_at", "%s is inside the %s grace window: a wake must be at least %s ahead (it is %s now)",
-				w.Format(time.RFC3339), WakeGrace, WakeGrace, now.UTC().Format(time.RFC3339))
+			return WakeAt{}, &WakeRefusal{Code: RefusedWakeAtTooSoon, Field: "wake_at", Reason: fmt.Sprintf(
+				"%s is inside the %s grace window: a wake must be at least %s ahead (it is %s now). %s",
+				at.Format(), WakeGrace, WakeGrace, WakeAt{At: now, Timezone: at.Timezone}.Format(), noTrigger)}
 		case w.After(now.Add(MaxWakeDelay)):
 			vs.Add("wake_at", "is more than %d days ahead; wake earlier and sleep again", MaxWakeDays)
-		default:
-			at = w
 		}
 	}
+	if r.Prompt != "" && validation.Blank(r.Prompt) {
+		return WakeAt{}, &WakeRefusal{Code: RefusedMissingPrompt, Field: "prompt", Reason: "is blank (only white space): " +
+			"send the wake's turn prompt, or leave it out for the standard wake-up nudge"}
+	}
+	checkPrompt(&vs, "prompt", r.Prompt, false)
 	if err := vs.Err(); err != nil {
-		return time.Time{}, err
+		return WakeAt{}, err
 	}
 	return at, nil
 }
@@ -188,8 +207,10 @@ type WatchRequest struct {
 func (r WatchRequest) Validate(sessionID int64) ([]Status, error) {
 	var vs validation.Violations
 	switch {
-	case r.WatchedSessionID <= 0:
+	case r.WatchedSessionID == 0:
 		vs.Add("watched_session_id", "is required: the numeric id of the session to watch")
+	case r.WatchedSessionID < 0:
+		vs.Add("watched_session_id", "must be a positive session id, got %d", r.WatchedSessionID)
 	case r.WatchedSessionID == sessionID:
 		vs.Add("watched_session_id", "is the session itself; a session cannot watch itself")
 	}
@@ -213,67 +234,127 @@ func (r WatchRequest) Validate(sessionID int64) ([]Status, error) {
 	return states, nil
 }
 
-// canBeWoken refuses arming a wake for a session nothing can wake.
+// canBeWoken refuses arming a wake for a session nothing can wake
+// (not_wakeable).
 func canBeWoken(s Session) error {
 	if s.Status == StatusFailed || s.Status == StatusArchived {
-		return &PreconditionError{Reason: fmt.Sprintf(
+		return &WakeRefusal{Code: RefusedNotWakeable, Reason: fmt.Sprintf(
 			"session %d is %s: a wake-up armed now would point at a session nothing can wake; only needs_input, running and waiting sessions can be put to sleep (restart or restore it first)",
 			s.ID, s.Status)}
 	}
 	return nil
 }
 
-// ArmWake decides a one-time wake's arming: a needs_input session sleeps
-// now; a waiting one stays asleep; a running one sleeps when its turn ends
-// (a pending sleep) — unless haltedForPause, Pause Until having halted its
-// turn, which pauses it and sleeps it now. t is the trigger to insert;
-// the outcome's timeline names its time.
-func ArmWake(s Session, t Trigger, haltedForPause bool, cmd Command, env Env) (Outcome, error) {
-	if err := canBeWoken(s); err != nil {
-		return Outcome{}, err
+// CanPauseUntil refuses the operator's Pause Until where it is not offered
+// (not_wakeable): a session that never started (its first turn is the
+// spawn pipeline's, not a sleeper's) and a failed or archived one.
+func CanPauseUntil(s Session) error {
+	switch {
+	case s.Status == StatusFailed || s.Status == StatusArchived:
+		return &WakeRefusal{Code: RefusedNotWakeable, Reason: fmt.Sprintf(
+			"session %d is %s: it cannot be paused from here; only needs_input, running and waiting sessions can be paused until a time (restart or restore it first)",
+			s.ID, s.Status)}
+	case s.ElapsedSince == nil && s.Status != StatusRunning:
+		return &WakeRefusal{Code: RefusedNotWakeable, Reason: fmt.Sprintf(
+			"session %d has never started: it cannot be paused from here; wait for its first turn to begin, then pause it", s.ID)}
 	}
-	var (
-		out Outcome
-		err error
-	)
+	return nil
+}
+
+// goToSleep puts s to sleep for a trigger armed for it: a needs_input
+// session sleeps now; a waiting one stays asleep; a running one sleeps
+// when its turn ends (a pending sleep) — unless haltedForPause, Pause
+// Until having halted its turn, which pauses it and sleeps it now.
+func goToSleep(s Session, haltedForPause bool, cmd Command, env Env) (Outcome, error) {
 	switch s.Status {
 	case StatusRunning:
 		if !haltedForPause {
-			out, err = Sleep(s, cmd, env)
-			break
+			return Sleep(s, cmd, env)
 		}
 		// The turn is halted: pause, whose deferred sleep then executes,
 		// so the session is asleep before the request returns.
 		s.Markers.PendingSleep, s.Markers.PendingSleepRequiresWake = true, false
 		cmd.Event, cmd.PausedBy = EventPause, "user"
-		out, err = Apply(s, cmd, env)
+		return Apply(s, cmd, env)
 	case StatusNeedsInput:
 		cmd.Event = EventSleep
-		out, err = Apply(s, cmd, env)
+		return Apply(s, cmd, env)
 	default: // waiting: asleep already
 		s.UpdatedAt = env.Now
-		out = Outcome{Session: s, From: s.Status}
+		return Outcome{Session: s, From: s.Status}, nil
 	}
+}
+
+// ArmWake decides a one-time wake's arming: the session goes to sleep
+// (goToSleep) and, for a Pause Until, the session's own armed one-time
+// wake-ups in supersedes are cancelled by the same commit. t is the
+// trigger to insert; the outcome's timeline names its time and zone and
+// what it superseded.
+func ArmWake(s Session, t Trigger, supersedes []int64, haltedForPause bool, cmd Command, env Env) (Outcome, error) {
+	if err := canBeWoken(s); err != nil {
+		return Outcome{}, err
+	}
+	if t.Source == SourcePauseUntil {
+		if err := CanPauseUntil(s); err != nil {
+			return Outcome{}, err
+		}
+	}
+	out, err := goToSleep(s, haltedForPause, cmd, env)
 	if err != nil {
 		return Outcome{}, err
 	}
-	out.Timeline = append(out.Timeline, TimelineEntry{Kind: TimelineNote, Message: Attributed(
-		fmt.Sprintf("[Trigger] wake-up #%d armed for %s (%s)", t.ID, t.FireAt.UTC().Format(time.RFC3339), t.Source), cmd.Actor.By)})
+	line := fmt.Sprintf("[Trigger] wake-up #%d armed for %s (%s)", t.ID, WakeAt{At: t.FireAt, Timezone: t.Timezone}.Format(), t.Source)
+	if len(supersedes) > 0 {
+		line += ", superseding " + WakeUpList(supersedes)
+	}
+	out.Timeline = append(out.Timeline, TimelineEntry{Kind: TimelineNote, Message: Attributed(line, cmd.Actor.By)})
 	return out, nil
 }
 
-// ArmWatch decides a watcher's arming: the session's state is unchanged.
-func ArmWatch(s Session, t Trigger, by string) (TimelineEntry, error) {
+// WakeUpList names wake-ups by id: "wake-up #3", "wake-ups #3, #5".
+func WakeUpList(ids []int64) string {
+	refs := make([]string, len(ids))
+	for i, id := range ids {
+		refs[i] = fmt.Sprintf("#%d", id)
+	}
+	if len(ids) == 1 {
+		return "wake-up " + refs[0]
+	}
+	return "wake-ups " + strings.Join(refs, ", ")
+}
+
+// ArmWatch decides a watcher's arming: refused when the watched session
+// does not exist (watched is nil), will not transition further (failed or
+// archived), or is already in a state watched for; otherwise the session
+// goes to sleep as for a wake (goToSleep), and the timeline says what
+// wakes it.
+func ArmWatch(s Session, t Trigger, watched *Status, cmd Command, env Env) (Outcome, error) {
 	if err := canBeWoken(s); err != nil {
-		return TimelineEntry{}, err
+		return Outcome{}, err
+	}
+	switch {
+	case watched == nil:
+		return Outcome{}, validation.Invalid("watched_session_id", "session %d does not exist: give the numeric id of an existing session",
+			t.WatchedSessionID)
+	case *watched == StatusFailed || *watched == StatusArchived:
+		return Outcome{}, validation.Invalid("watched_session_id", "session %d is %s and will not transition further: nothing would fire the watcher",
+			t.WatchedSessionID, *watched)
+	case slices.Contains(t.States, *watched):
+		return Outcome{}, validation.Invalid("states", "session %d is already %s: a watcher fires on the next transition into a state, "+
+			"so act on it now instead of watching for it", t.WatchedSessionID, *watched)
+	}
+	out, err := goToSleep(s, false, cmd, env)
+	if err != nil {
+		return Outcome{}, err
 	}
 	states := make([]string, len(t.States))
 	for i, st := range t.States {
 		states[i] = st.String()
 	}
-	return TimelineEntry{Kind: TimelineNote, Message: Attributed(fmt.Sprintf(
+	out.Timeline = append(out.Timeline, TimelineEntry{Kind: TimelineNote, Message: Attributed(fmt.Sprintf(
 		"[Trigger] watcher #%d armed: wakes this session when session #%d is next %s", t.ID, t.WatchedSessionID,
-		strings.Join(states, " or ")), by)}, nil
+		strings.Join(states, " or ")), cmd.Actor.By)})
+	return out, nil
 }
 
 // Watch is an armed watcher of a session: another session's trigger that

@@ -12,10 +12,17 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
-// fields returns the fields a validation error names, or nil.
+// fields returns the fields a validation error or a wake refusal names,
+// or nil.
 func fields(t *testing.T, err error) []string {
 	t.Helper()
-	var verr *validation.Error
+	var (
+		verr *validation.Error
+		wake *domain.WakeRefusal
+	)
+	if errors.As(err, &wake) {
+		return []string{wake.Field}
+	}
 	if !errors.As(err, &verr) {
 		return nil
 	}
@@ -28,7 +35,7 @@ func fields(t *testing.T, err error) []string {
 
 func TestWakeRequestFireAt(t *testing.T) {
 	t.Parallel()
-	at := func(d time.Duration) *time.Time { w := now.Add(d); return &w }
+	at := func(d time.Duration) string { return now.Add(d).UTC().Format(time.RFC3339) }
 	tests := []struct {
 		name   string
 		req    domain.WakeRequest
@@ -55,7 +62,7 @@ func TestWakeRequestFireAt(t *testing.T) {
 		{name: "too far", req: domain.WakeRequest{Delay: "9000h", DelayAllowed: true}, fields: []string{"delay"}, reason: "is more than 366 days ahead"},
 		{name: "too far at", req: domain.WakeRequest{WakeAt: at(9000 * time.Hour)}, fields: []string{"wake_at"}, reason: "is more than 366 days ahead"},
 		{name: "long prompt", req: domain.WakeRequest{WakeAt: at(time.Hour), Prompt: strings.Repeat("x", domain.MaxPromptChars+1)}, fields: []string{"prompt"}},
-		{name: "blank prompt", req: domain.WakeRequest{WakeAt: at(time.Hour), Prompt: "\n\r\t"}, fields: []string{"prompt"}, reason: "or leave it out"},
+		{name: "blank prompt", req: domain.WakeRequest{WakeAt: at(time.Hour), Prompt: "\n\r\t"}, fields: []string{"prompt"}, reason: "missing_prompt"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,10 +70,16 @@ func TestWakeRequestFireAt(t *testing.T) {
 			got, err := tc.req.FireAt(now)
 			if tc.fields == nil {
 				require.NoError(t, err)
-				require.Equal(t, tc.want, got)
+				require.Equal(t, tc.want, got.At)
+				require.Equal(t, "UTC", got.Timezone)
 				return
 			}
 			require.Equal(t, tc.fields, fields(t, err), "%v", err)
+			var wake *domain.WakeRefusal
+			if errors.As(err, &wake) {
+				require.Contains(t, wake.Code+": "+err.Error(), tc.reason)
+				return
+			}
 			require.Contains(t, err.Error(), tc.reason)
 		})
 	}
@@ -84,6 +97,7 @@ func TestWatchRequestValidate(t *testing.T) {
 	}{
 		"itself":          {domain.WatchRequest{WatchedSessionID: 5, States: []string{"failed"}}, []string{"watched_session_id"}},
 		"no watched":      {domain.WatchRequest{States: []string{"failed"}}, []string{"watched_session_id"}},
+		"negative":        {domain.WatchRequest{WatchedSessionID: -3, States: []string{"failed"}}, []string{"watched_session_id"}},
 		"no states":       {domain.WatchRequest{WatchedSessionID: 9}, []string{"states"}},
 		"running":         {domain.WatchRequest{WatchedSessionID: 9, States: []string{"running"}}, []string{"states"}},
 		"waiting":         {domain.WatchRequest{WatchedSessionID: 9, States: []string{"needs_input", "waiting"}}, []string{"states"}},
@@ -106,22 +120,22 @@ func TestWatchRequestValidate(t *testing.T) {
 func TestArmWakeFromEachState(t *testing.T) {
 	t.Parallel()
 	wake := domain.Trigger{ID: 41, SessionID: 5, Kind: domain.KindOneTime, FireAt: now.Add(time.Hour), Source: domain.SourceWakeMeUpLater}
-	line := "[Trigger] wake-up #41 armed for 2026-11-30T13:00:00Z (wake_me_up_later)"
+	line := "[Trigger] wake-up #41 armed for 2026-11-30T13:00:00 (UTC) (wake_me_up_later)"
 
-	out, err := domain.ArmWake(session(domain.StatusNeedsInput), wake, false, domain.Command{}, env())
+	out, err := domain.ArmWake(session(domain.StatusNeedsInput), wake, nil, false, domain.Command{}, env())
 	require.NoError(t, err)
 	require.Equal(t, domain.StatusWaiting, out.Session.Status)
 	require.Equal(t, []domain.Event{domain.EventSleep}, out.Applied)
 	require.Equal(t, line, out.Timeline[len(out.Timeline)-1].Message)
 
-	out, err = domain.ArmWake(session(domain.StatusWaiting), wake, false, domain.Command{}, env())
+	out, err = domain.ArmWake(session(domain.StatusWaiting), wake, nil, false, domain.Command{}, env())
 	require.NoError(t, err)
 	require.Equal(t, domain.StatusWaiting, out.Session.Status)
 	require.Empty(t, out.Applied)
 	require.Empty(t, out.Effects)
 	require.Equal(t, []domain.TimelineEntry{{Kind: domain.TimelineNote, Message: line}}, out.Timeline)
 
-	out, err = domain.ArmWake(session(domain.StatusRunning), wake, false, domain.Command{}, env())
+	out, err = domain.ArmWake(session(domain.StatusRunning), wake, nil, false, domain.Command{}, env())
 	require.NoError(t, err)
 	require.Equal(t, domain.StatusRunning, out.Session.Status)
 	require.True(t, out.Session.Markers.PendingSleep, "sleeps when its turn ends")
@@ -129,7 +143,7 @@ func TestArmWakeFromEachState(t *testing.T) {
 
 	running := session(domain.StatusRunning)
 	running.Markers.RunningJobID = "job-1"
-	out, err = domain.ArmWake(running, wake, true, domain.Command{}, env())
+	out, err = domain.ArmWake(running, wake, nil, true, domain.Command{}, env())
 	require.NoError(t, err)
 	require.Equal(t, domain.StatusWaiting, out.Session.Status, "Pause Until halted the turn: paused and asleep now")
 	require.Equal(t, []domain.Event{domain.EventPause, domain.EventSleep}, out.Applied)
@@ -138,11 +152,16 @@ func TestArmWakeFromEachState(t *testing.T) {
 	require.Empty(t, out.Session.Markers.RunningJobID)
 
 	for _, st := range []domain.Status{domain.StatusFailed, domain.StatusArchived} {
-		_, err := domain.ArmWake(session(st), wake, false, domain.Command{}, env())
-		require.ErrorIs(t, err, domain.ErrPrecondition, "%s", st)
+		_, err := domain.ArmWake(session(st), wake, nil, false, domain.Command{}, env())
+		var refused *domain.WakeRefusal
+		require.ErrorAs(t, err, &refused, "%s", st)
+		require.Equal(t, domain.RefusedNotWakeable, refused.Code)
+		require.True(t, refused.StateRefusal())
 		require.Contains(t, err.Error(), "is "+st.String())
-		_, err = domain.ArmWatch(session(st), domain.Trigger{ID: 1, Kind: domain.KindSessionState}, "")
-		require.ErrorIs(t, err, domain.ErrPrecondition, "%s", st)
+		require.Contains(t, err.Error(), "only needs_input, running and waiting")
+		needs := domain.StatusNeedsInput
+		_, err = domain.ArmWatch(session(st), domain.Trigger{ID: 1, Kind: domain.KindSessionState}, &needs, domain.Command{}, env())
+		require.ErrorAs(t, err, &refused, "%s", st)
 	}
 }
 
@@ -302,7 +321,7 @@ func TestRefresh(t *testing.T) {
 		s.ElapsedSince = &now
 		return s
 	}
-	for _, st := range []domain.Status{domain.StatusNeedsInput, domain.StatusFailed, domain.StatusWaiting} {
+	for _, st := range []domain.Status{domain.StatusFailed, domain.StatusWaiting} {
 		out, why, err := domain.Refresh(ran(st), false, domain.Command{}, env())
 		require.NoError(t, err)
 		require.Empty(t, why, "%s", st)
@@ -320,6 +339,7 @@ func TestRefresh(t *testing.T) {
 		reason string
 	}{
 		"running":     {ran(domain.StatusRunning), false, "is running"},
+		"needs_input": {ran(domain.StatusNeedsInput), false, "starts no turn"},
 		"archived":    {ran(domain.StatusArchived), false, "is archived"},
 		"never":       {never, false, "never started"},
 		"asleep":      {ran(domain.StatusWaiting), true, "asleep on purpose"},
@@ -330,9 +350,9 @@ func TestRefresh(t *testing.T) {
 		require.Contains(t, why, tc.reason, name)
 		require.Empty(t, out.Applied, name)
 	}
-	// Asleep matters only to a waiting session (a needs_input one with a
-	// watcher left armed by a recovery is nudged).
-	_, why, err := domain.Refresh(ran(domain.StatusNeedsInput), true, domain.Command{}, env())
+	// Asleep matters only to a waiting session: a failed one with a
+	// watcher left armed is restarted all the same.
+	_, why, err := domain.Refresh(ran(domain.StatusFailed), true, domain.Command{}, env())
 	require.NoError(t, err)
 	require.Empty(t, why)
 }

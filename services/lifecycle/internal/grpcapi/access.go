@@ -131,7 +131,7 @@ func childOf(ctx context.Context, declared *int64) (*int64, error) {
 // internal token is Unauthenticated too).
 func credentialRefused(err error) error {
 	st := status.New(codes.Unauthenticated, err.Error())
-	if marked, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: rules.CredentialRefusedReason, Domain: "lifecycle.zimmer"}); derr == nil {
+	if marked, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: rules.CredentialRefusedReason, Domain: rules.ErrorDomain}); derr == nil {
 		st = marked
 	}
 	return st.Err()

@@ -6,14 +6,17 @@ import (
 	"errors"
 	"log/slog"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
 )
 
@@ -134,6 +137,10 @@ func (s *Server) ListSessions(ctx context.Context, req *lifecyclev1.ListSessions
 // are logged and answered with "internal error": their text may carry
 // details a caller must not see.
 func (s *Server) toStatus(ctx context.Context, err error) error {
+	var wake *domain.WakeRefusal
+	if errors.As(err, &wake) {
+		return wakeRefused(wake)
+	}
 	if st, ok := grpcstatus.Common(err); ok {
 		return st
 	}
@@ -164,4 +171,25 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 	}
 	s.logger.ErrorContext(ctx, "internal error", "error", err)
 	return status.Error(codes.Internal, "internal error")
+}
+
+// wakeRefused is ScheduleWakeUp's refusal: FailedPrecondition when the
+// session's state refused it, InvalidArgument with the field's violation
+// otherwise (both 422 on REST), the original's code as an ErrorInfo's
+// reason, which the gateway shows on REST and MCP alike.
+func wakeRefused(e *domain.WakeRefusal) error {
+	code := codes.InvalidArgument
+	var details []protoadapt.MessageV1
+	if e.StateRefusal() {
+		code = codes.FailedPrecondition
+	} else {
+		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+			{Field: e.Field, Description: e.Reason}}})
+	}
+	details = append(details, &errdetails.ErrorInfo{Reason: e.Code, Domain: rules.ErrorDomain})
+	st := status.New(code, e.Error())
+	if withDetails, err := st.WithDetails(details...); err == nil {
+		st = withDetails
+	}
+	return st.Err()
 }

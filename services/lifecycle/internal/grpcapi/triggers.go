@@ -42,6 +42,16 @@ func timeOrNil(ts *timestamppb.Timestamp) *time.Time {
 	return &t
 }
 
+// wakeAtText is a request's wake_at as text: wake_at_text (JSON's
+// wake_at), or the deprecated Timestamp a gRPC caller may still send, as
+// RFC 3339 in UTC (a Z), which the one rule reads alike.
+func wakeAtText(text string, legacy *timestamppb.Timestamp) string {
+	if text != "" || legacy == nil {
+		return text
+	}
+	return legacy.AsTime().UTC().Format(time.RFC3339Nano)
+}
+
 // WakeMeUpLater implements lifecyclev1.TriggerServiceServer.
 func (t *triggerServer) WakeMeUpLater(ctx context.Context, req *lifecyclev1.WakeMeUpLaterRequest) (*lifecyclev1.WakeMeUpLaterResponse, error) {
 	ref, err := t.s.ownRef(ctx, req.GetSessionId())
@@ -49,7 +59,8 @@ func (t *triggerServer) WakeMeUpLater(ctx context.Context, req *lifecyclev1.Wake
 		return nil, t.s.toStatus(ctx, err)
 	}
 	a, err := t.s.triggers.WakeMeUpLater(ctx, ref, domain.WakeRequest{
-		WakeAt: timeOrNil(req.GetWakeAt()), Delay: req.GetDelay(), Prompt: req.GetPrompt(),
+		WakeAt:   wakeAtText(req.GetWakeAtText(), req.GetWakeAt()), //nolint:staticcheck // the deprecated field is still read
+		Timezone: req.GetTimezone(), Delay: req.GetDelay(), Prompt: req.GetPrompt(),
 	}, actor(ctx, nil))
 	if err != nil {
 		return nil, t.s.toStatus(ctx, err)
@@ -63,7 +74,10 @@ func (t *triggerServer) WakeMeUpLater(ctx context.Context, req *lifecyclev1.Wake
 
 // PauseUntil implements lifecyclev1.TriggerServiceServer.
 func (t *triggerServer) PauseUntil(ctx context.Context, req *lifecyclev1.PauseUntilRequest) (*lifecyclev1.PauseUntilResponse, error) {
-	a, err := t.s.triggers.PauseUntil(ctx, req.GetSessionId(), timeOrNil(req.GetWakeAt()), req.GetPrompt(), actor(ctx, nil))
+	a, err := t.s.triggers.PauseUntil(ctx, req.GetSessionId(), domain.WakeRequest{
+		WakeAt:   wakeAtText(req.GetWakeAtText(), req.GetWakeAt()), //nolint:staticcheck // the deprecated field is still read
+		Timezone: req.GetTimezone(), Prompt: req.GetPrompt(),
+	}, actor(ctx, nil))
 	if err != nil {
 		return nil, t.s.toStatus(ctx, err)
 	}
@@ -80,16 +94,25 @@ func (t *triggerServer) WatchSession(ctx context.Context, req *lifecyclev1.Watch
 	if err != nil {
 		return nil, t.s.toStatus(ctx, err)
 	}
-	tr, err := t.s.triggers.Watch(ctx, ref, domain.WatchRequest{
+	a, err := t.s.triggers.Watch(ctx, ref, domain.WatchRequest{
 		WatchedSessionID: req.GetWatchedSessionId(), States: req.GetStates(), Prompt: req.GetPrompt(),
-	}, auditBy(ctx))
+	}, actor(ctx, nil))
 	if err != nil {
 		return nil, t.s.toStatus(ctx, err)
 	}
+	tr := a.Trigger
 	m := wire.Trigger(tr)
-	return &lifecyclev1.WatchSessionResponse{Trigger: m, Message: fmt.Sprintf(
-		"Watcher #%d armed: session %d gets its next turn when session %d is next %s.",
-		tr.ID, tr.SessionID, tr.WatchedSessionID, strings.Join(m.GetStates(), " or "))}, nil
+	sleeps := "is asleep"
+	if a.Session.Status == domain.StatusRunning {
+		sleeps = "goes to sleep when its turn ends"
+	}
+	sess, err := wire.Session(a.Session)
+	if err != nil {
+		return nil, t.s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.WatchSessionResponse{Trigger: m, Session: sess, Message: fmt.Sprintf(
+		"Watcher #%d armed: session %d %s, and gets its next turn when session %d is next %s.",
+		tr.ID, tr.SessionID, sleeps, tr.WatchedSessionID, strings.Join(m.GetStates(), " or "))}, nil
 }
 
 // ListTriggers implements lifecyclev1.TriggerServiceServer.

@@ -44,7 +44,8 @@ func TestTriggerServiceOverGRPC(t *testing.T) {
 	id := b.running(t)
 	ref := fmt.Sprint(id)
 	at := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-	resp, err := triggers.PauseUntil(ctx, &lifecyclev1.PauseUntilRequest{SessionId: ref, WakeAt: timestamppb.New(at), Prompt: "go on"})
+	// A gRPC caller of the RFC 3339 era still arms with the Timestamp.
+	resp, err := triggers.PauseUntil(ctx, &lifecyclev1.PauseUntilRequest{SessionId: ref, WakeAt: timestamppb.New(at), Prompt: "go on"}) //nolint:staticcheck // the deprecated field is still read
 	require.NoError(t, err)
 	require.Equal(t, "waiting", resp.GetSession().GetStatus(), "asleep before the call returns")
 	require.Equal(t, []interruptCall{{id, "pause_until", "running"}}, runner.recorded(), "the turn was halted first")
@@ -52,10 +53,10 @@ func TestTriggerServiceOverGRPC(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("session/%d/wake/%d", id, resp.GetTrigger().GetId()), resp.GetTrigger().GetWorkflowId())
 	require.Equal(t, "pause_until", resp.GetTrigger().GetSource())
 
-	_, err = triggers.PauseUntil(ctx, &lifecyclev1.PauseUntilRequest{SessionId: ref, WakeAt: timestamppb.New(time.Now().Add(5 * time.Second))})
+	_, err = triggers.PauseUntil(ctx, &lifecyclev1.PauseUntilRequest{SessionId: ref, WakeAtText: time.Now().UTC().Add(5 * time.Second).Format(time.RFC3339)})
 	require.Equal(t, []string{"wake_at"}, badFields(t, err))
 	require.Contains(t, status.Convert(err).Message(), "grace window")
-	_, err = triggers.WakeMeUpLater(ctx, &lifecyclev1.WakeMeUpLaterRequest{SessionId: ref, WakeAt: timestamppb.New(at), Delay: "1h"})
+	_, err = triggers.WakeMeUpLater(ctx, &lifecyclev1.WakeMeUpLaterRequest{SessionId: ref, WakeAtText: at.UTC().Format(time.RFC3339), Delay: "1h"})
 	require.Equal(t, []string{"wake_at", "delay"}, badFields(t, err))
 	_, err = triggers.WatchSession(ctx, &lifecyclev1.WatchSessionRequest{SessionId: ref, WatchedSessionId: id, States: []string{"running"}})
 	require.Equal(t, []string{"watched_session_id", "states"}, badFields(t, err))
@@ -64,10 +65,14 @@ func TestTriggerServiceOverGRPC(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "waiting", later.GetSession().GetStatus())
 	other := b.needsInput(t)
-	watch, err := triggers.WatchSession(ctx, &lifecyclev1.WatchSessionRequest{SessionId: ref, WatchedSessionId: other, States: []string{"needs_input", "failed"}})
+	// other is needs_input already: watching it for that is refused
+	// (issue 23 rule 5); for what it is not yet, the watcher arms.
+	_, err = triggers.WatchSession(ctx, &lifecyclev1.WatchSessionRequest{SessionId: ref, WatchedSessionId: other, States: []string{"needs_input", "failed"}})
+	require.Equal(t, []string{"states"}, badFields(t, err))
+	watch, err := triggers.WatchSession(ctx, &lifecyclev1.WatchSessionRequest{SessionId: ref, WatchedSessionId: other, States: []string{"failed", "archived"}})
 	require.NoError(t, err)
-	require.Equal(t, []string{"needs_input", "failed"}, watch.GetTrigger().GetStates())
-	require.Equal(t, fmt.Sprintf("Watcher #%d armed: session %d gets its next turn when session %d is next needs_input or failed.",
+	require.Equal(t, []string{"failed", "archived"}, watch.GetTrigger().GetStates())
+	require.Equal(t, fmt.Sprintf("Watcher #%d armed: session %d is asleep, and gets its next turn when session %d is next failed or archived.",
 		watch.GetTrigger().GetId(), id, other), watch.GetMessage())
 
 	list, err := triggers.ListTriggers(ctx, &lifecyclev1.ListTriggersRequest{SessionId: ref})
@@ -100,8 +105,10 @@ func TestTriggerServiceOverGRPC(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, refreshed.GetRefreshed())
 	require.Contains(t, refreshed.GetMessage(), "asleep on purpose")
+	// A needs_input session gets the plain re-read, no turn (issue 23
+	// rule 6).
 	refreshed, err = b.operator.RefreshSession(ctx, &lifecyclev1.RefreshSessionRequest{SessionId: fmt.Sprint(other)})
 	require.NoError(t, err)
-	require.True(t, refreshed.GetRefreshed(), refreshed.GetMessage())
-	require.Equal(t, "running", refreshed.GetSession().GetStatus())
+	require.False(t, refreshed.GetRefreshed(), refreshed.GetMessage())
+	require.Equal(t, "needs_input", refreshed.GetSession().GetStatus())
 }

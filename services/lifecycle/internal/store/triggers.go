@@ -71,7 +71,7 @@ func stateWords(states []domain.Status) []string {
 }
 
 const triggerColumns = `id, session_id, kind, fire_at, COALESCE(watched_session_id, 0), states, prompt, source,
-	status, fired_state, created_at, fired_at, cancelled_at`
+	status, fired_state, created_at, fired_at, cancelled_at, timezone`
 
 func scanTrigger(row pgx.Row) (domain.Trigger, error) {
 	var (
@@ -81,7 +81,7 @@ func scanTrigger(row pgx.Row) (domain.Trigger, error) {
 		firedState *string
 	)
 	if err := row.Scan(&t.ID, &t.SessionID, &t.Kind, &fireAt, &t.WatchedSessionID, &states, &t.Prompt, &t.Source,
-		&t.Status, &firedState, &t.CreatedAt, &t.FiredAt, &t.CancelledAt); err != nil {
+		&t.Status, &firedState, &t.CreatedAt, &t.FiredAt, &t.CancelledAt, &t.Timezone); err != nil {
 		return domain.Trigger{}, err
 	}
 	var err error
@@ -107,42 +107,57 @@ func scanTrigger(row pgx.Row) (domain.Trigger, error) {
 	return t, nil
 }
 
+// The session's own armed one-time wake-ups, read after its lock: what a
+// Pause Until supersedes.
+const oneTimeArmedColumns = `SELECT COALESCE(array_agg(w.id ORDER BY w.id), '{}') FROM wake_triggers w
+	WHERE w.kind = 'one_time' AND w.status = 'armed' AND w.session_id = `
+
+var (
+	oneTimeArmedByID   = oneTimeArmedColumns + `$1`
+	oneTimeArmedBySlug = oneTimeArmedColumns + `(SELECT id FROM sessions WHERE slug = $1)`
+)
+
 // Arm implements app.TriggerRepository.
 func (s *Sessions) Arm(ctx context.Context, ref domain.SessionRef, watched int64,
-	decide func(domain.Session, domain.Wakes, int64, bool) (app.Change, error),
+	decide func(domain.Session, domain.Wakes, app.ArmingRead) (app.Change, error),
 ) (app.Change, error) {
-	var (
-		id            int64
-		watchedExists bool
-	)
+	var read app.ArmingRead
 	also := lockedRead{
 		queue: func(b *pgx.Batch) {
 			b.Queue(`SELECT nextval('wake_triggers_id_seq')`)
+			if ref.Slug != "" {
+				b.Queue(oneTimeArmedBySlug, ref.Slug)
+			} else {
+				b.Queue(oneTimeArmedByID, ref.ID)
+			}
 			if watched > 0 {
-				b.Queue(`SELECT id FROM sessions WHERE id = $1 FOR KEY SHARE`, watched)
+				b.Queue(`SELECT status FROM sessions WHERE id = $1 FOR KEY SHARE`, watched)
 			}
 		},
 		scan: func(br pgx.BatchResults) error {
-			if err := br.QueryRow().Scan(&id); err != nil {
+			read = app.ArmingRead{}
+			if err := br.QueryRow().Scan(&read.TriggerID); err != nil {
 				return fmt.Errorf("draw a trigger id: %w", err)
 			}
+			if err := br.QueryRow().Scan(&read.OneTimeArmed); err != nil {
+				return fmt.Errorf("read the armed wake-ups of session %s: %w", ref, err)
+			}
 			if watched > 0 {
-				var got int64
-				err := br.QueryRow().Scan(&got)
+				var st domain.Status
+				err := br.QueryRow().Scan(&st)
 				switch {
 				case errors.Is(err, pgx.ErrNoRows):
-					watchedExists = false
 				case err != nil:
 					return fmt.Errorf("lock watched session %d: %w", watched, err)
 				default:
-					watchedExists = true
+					read.WatchedStatus = &st
 				}
 			}
 			return nil
 		},
 	}
 	return s.update(ctx, ref, also, func(cur domain.Session, wakes domain.Wakes) (app.Change, error) {
-		return decide(cur, wakes, id, watchedExists)
+		return decide(cur, wakes, read)
 	})
 }
 
@@ -314,16 +329,17 @@ func planWatchersGone(w *writes, id int64, watchers []domain.Watch, at time.Time
 		WHERE id = ANY($1) AND status = 'armed'`, ids, at)
 }
 
-// planArming queues a trigger's arming: the superseded Pause Until
-// cancelled, the trigger inserted, what it did to the session, and its
+// planArming queues a trigger's arming: the wake-ups a Pause Until
+// supersedes cancelled, the trigger inserted, what it did to the session, and its
 // announcement to the triggers' timers (one-time triggers: a watcher's
 // timer starts when it is due).
 func (s *Sessions) planArming(w *writes, cur domain.Session, wakes domain.Wakes, a *app.Arming) error {
 	t := a.Trigger
-	if a.Supersede {
-		w.queue(func(err error) error { return fmt.Errorf("cancel the Pause Until of session %d: %w", cur.ID, err) }, `
-			UPDATE wake_triggers SET status = 'cancelled', cancelled_at = $2
-			WHERE session_id = $1 AND source = 'pause_until' AND status = 'armed'`, cur.ID, a.At)
+	if len(a.Supersedes) > 0 {
+		// Read under the session's lock, so none fired or was armed since.
+		w.queue(func(err error) error { return fmt.Errorf("supersede the wake-ups of session %d: %w", cur.ID, err) }, `
+			UPDATE wake_triggers SET status = 'cancelled', cancelled_at = $3
+			WHERE id = ANY($2) AND session_id = $1 AND kind = 'one_time' AND status = 'armed'`, cur.ID, a.Supersedes, a.At)
 	}
 	var fireAt *time.Time
 	if !t.FireAt.IsZero() {
@@ -334,9 +350,9 @@ func (s *Sessions) planArming(w *writes, cur domain.Session, wakes domain.Wakes,
 		watched = &t.WatchedSessionID
 	}
 	w.queue(func(err error) error { return fmt.Errorf("arm trigger #%d of session %d: %w", t.ID, cur.ID, err) }, `
-		INSERT INTO wake_triggers (id, session_id, kind, fire_at, watched_session_id, states, prompt, source, status, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'armed', $9)`,
-		t.ID, cur.ID, string(t.Kind), fireAt, watched, stateWords(t.States), t.Prompt, string(t.Source), t.CreatedAt)
+		INSERT INTO wake_triggers (id, session_id, kind, fire_at, watched_session_id, states, prompt, source, status, created_at, timezone)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'armed', $9, $10)`,
+		t.ID, cur.ID, string(t.Kind), fireAt, watched, stateWords(t.States), t.Prompt, string(t.Source), t.CreatedAt, timezoneOf(t))
 	if a.Outcome != nil {
 		if err := s.planTransition(w, cur, wakes, a.Outcome); err != nil {
 			return err
@@ -382,4 +398,13 @@ func (s *Sessions) planTriggerMove(w *writes, cur domain.Session, m *app.Trigger
 		}
 	}
 	return nil
+}
+
+// timezoneOf is the zone stored with t: a watcher has no time, so none
+// of its own; the column's default names UTC.
+func timezoneOf(t domain.Trigger) string {
+	if t.Timezone == "" {
+		return domain.DefaultWakeTimezone
+	}
+	return t.Timezone
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -122,7 +123,7 @@ func (b trigBundle) sessionIn(t *testing.T, st domain.Status) domain.Session {
 func (b trigBundle) wakeIn(t *testing.T, s domain.Session, d time.Duration) app.Armed {
 	t.Helper()
 	at := b.clock.Now().Add(d)
-	a, err := b.triggers.WakeMeUpLater(context.Background(), strconv.FormatInt(s.ID, 10), domain.WakeRequest{WakeAt: &at}, domain.Actor{})
+	a, err := b.triggers.WakeMeUpLater(context.Background(), strconv.FormatInt(s.ID, 10), domain.WakeRequest{WakeAt: rfc(at)}, domain.Actor{})
 	require.NoError(t, err)
 	return a
 }
@@ -161,12 +162,12 @@ func TestArmingFromEachState(t *testing.T) {
 		require.Len(t, b.armed(t, s.ID), 1)
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM outbox_messages WHERE topic = $1 AND subscriber = 'triggers' AND aggregate_key = $2`,
 			events.TopicTriggerArmed, strconv.FormatInt(s.ID, 10)), "the timer hears of it from the same commit")
-		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM session_timeline WHERE session_id = $1 AND message LIKE '[Trigger] wake-up #% armed for 2026-11-30T10:00:00Z (wake_me_up_later)'`, s.ID))
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM session_timeline WHERE session_id = $1 AND message LIKE '[Trigger] wake-up #% armed for 2026-11-30T10:00:00 (UTC) (wake_me_up_later)'`, s.ID))
 	}
 	for _, st := range []domain.Status{domain.StatusFailed, domain.StatusArchived} {
 		s := b.sessionIn(t, st)
 		at := trigNow.Add(time.Hour)
-		_, err := b.triggers.WakeMeUpLater(ctx, strconv.FormatInt(s.ID, 10), domain.WakeRequest{WakeAt: &at}, domain.Actor{})
+		_, err := b.triggers.WakeMeUpLater(ctx, strconv.FormatInt(s.ID, 10), domain.WakeRequest{WakeAt: rfc(at)}, domain.Actor{})
 		require.ErrorIs(t, err, domain.ErrPrecondition, "from %s", st)
 		require.Empty(t, b.armed(t, s.ID))
 	}
@@ -183,21 +184,28 @@ func TestArmingRefusalsNameTheirFields(t *testing.T) {
 		req   domain.WakeRequest
 		field string
 	}{
-		"past":    {domain.WakeRequest{WakeAt: &past}, "wake_at"},
-		"grace":   {domain.WakeRequest{WakeAt: &grace}, "wake_at"},
+		"past":    {domain.WakeRequest{WakeAt: rfc(past)}, "wake_at"},
+		"grace":   {domain.WakeRequest{WakeAt: rfc(grace)}, "wake_at"},
 		"neither": {domain.WakeRequest{}, "wake_at"},
 		"delay":   {domain.WakeRequest{Delay: "10s"}, "delay"},
 	} {
 		_, err := b.triggers.WakeMeUpLater(ctx, ref, tc.req, domain.Actor{})
-		var verr *validation.Error
+		var (
+			verr    *validation.Error
+			refused *domain.WakeRefusal
+		)
+		if errors.As(err, &refused) {
+			require.Equal(t, tc.field, refused.Field, name)
+			continue
+		}
 		require.ErrorAs(t, err, &verr, name)
 		require.Equal(t, tc.field, verr.Violations[0].Field, name)
 	}
-	_, err := b.triggers.PauseUntil(ctx, ref, &grace, "", domain.Actor{})
+	_, err := b.triggers.PauseUntil(ctx, ref, domain.WakeRequest{WakeAt: rfc(grace), Prompt: ""}, domain.Actor{})
 	require.ErrorContains(t, err, "grace window")
-	_, err = b.triggers.Watch(ctx, ref, domain.WatchRequest{WatchedSessionID: s.ID, States: []string{"failed"}}, "")
+	_, err = b.triggers.Watch(ctx, ref, domain.WatchRequest{WatchedSessionID: s.ID, States: []string{"failed"}}, domain.Actor{})
 	require.ErrorContains(t, err, "cannot watch itself")
-	_, err = b.triggers.Watch(ctx, ref, domain.WatchRequest{WatchedSessionID: 99999, States: []string{"failed"}}, "")
+	_, err = b.triggers.Watch(ctx, ref, domain.WatchRequest{WatchedSessionID: 99999, States: []string{"failed"}}, domain.Actor{})
 	var verr *validation.Error
 	require.ErrorAs(t, err, &verr)
 	require.Equal(t, "watched_session_id", verr.Violations[0].Field)
@@ -216,7 +224,7 @@ func TestPauseUntilSupersedesAtomically(t *testing.T) {
 	s := b.sessionIn(t, domain.StatusNeedsInput)
 	ref := strconv.FormatInt(s.ID, 10)
 	first := trigNow.Add(time.Hour)
-	_, err := b.triggers.PauseUntil(ctx, ref, &first, "", domain.Actor{})
+	_, err := b.triggers.PauseUntil(ctx, ref, domain.WakeRequest{WakeAt: rfc(first), Prompt: ""}, domain.Actor{})
 	require.NoError(t, err)
 
 	stop := make(chan struct{})
@@ -237,7 +245,7 @@ func TestPauseUntilSupersedesAtomically(t *testing.T) {
 	for i := range 20 {
 		wg.Go(func() {
 			at := trigNow.Add(time.Duration(i+2) * time.Hour)
-			_, err := b.triggers.PauseUntil(ctx, ref, &at, fmt.Sprint("p", i), domain.Actor{})
+			_, err := b.triggers.PauseUntil(ctx, ref, domain.WakeRequest{WakeAt: rfc(at), Prompt: fmt.Sprint("p", i)}, domain.Actor{})
 			errs <- err
 		})
 	}
@@ -254,12 +262,23 @@ func TestPauseUntilSupersedesAtomically(t *testing.T) {
 	for _, n := range seen {
 		require.Equal(t, 1, n, "never none and never two armed in between")
 	}
-	// A wake_me_up_later beside it is not superseded by the next one.
-	b.wakeIn(t, s, 3*time.Hour)
-	at := trigNow.Add(4 * time.Hour)
-	_, err = b.triggers.PauseUntil(ctx, ref, &at, "", domain.Actor{})
+	// Issue 23 rule 3: a wake_me_up_later beside it is the session's own
+	// one-time wake-up too, superseded by the next Pause Until; a watcher
+	// and another session's wake-ups are not.
+	agent := b.wakeIn(t, s, 3*time.Hour)
+	other := b.sessionIn(t, domain.StatusNeedsInput)
+	b.wakeIn(t, other, 3*time.Hour)
+	watched := b.sessionIn(t, domain.StatusRunning)
+	_, err = b.triggers.Watch(ctx, ref, domain.WatchRequest{WatchedSessionID: watched.ID, States: []string{"failed"}}, domain.Actor{})
 	require.NoError(t, err)
-	require.Len(t, b.armed(t, s.ID), 2)
+	at := trigNow.Add(4 * time.Hour)
+	_, err = b.triggers.PauseUntil(ctx, ref, domain.WakeRequest{WakeAt: rfc(at), Prompt: ""}, domain.Actor{})
+	require.NoError(t, err)
+	require.Len(t, b.armed(t, s.ID), 2, "the new Pause Until and the watcher")
+	require.Equal(t, "cancelled", b.status(t, agent.Trigger.ID))
+	require.Len(t, b.armed(t, other.ID), 1, "another session's wake is its own")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM session_timeline WHERE session_id = $1 AND message LIKE $2`, s.ID,
+		fmt.Sprintf("%%superseding wake-ups #%%, #%d", agent.Trigger.ID)), "the line names what it superseded")
 }
 
 // TestResumeCancelsRecoveryPreserves: a deliberate resume cancels every
@@ -276,12 +295,12 @@ func TestResumeCancelsRecoveryPreserves(t *testing.T) {
 	s := b.sessionIn(t, domain.StatusNeedsInput)
 	ref := strconv.FormatInt(s.ID, 10)
 	a := b.wakeIn(t, s, time.Hour)
-	watch, err := b.triggers.Watch(ctx, ref, domain.WatchRequest{WatchedSessionID: other.ID, States: []string{"failed"}}, "")
+	watch, err := b.triggers.Watch(ctx, ref, domain.WatchRequest{WatchedSessionID: other.ID, States: []string{"failed"}}, domain.Actor{})
 	require.NoError(t, err)
 	out, err := b.sessions.Transition.Handle(ctx, ref, app.VerbRestart, domain.Command{})
 	require.NoError(t, err)
 	require.Equal(t, "cancelled", b.status(t, a.Trigger.ID))
-	require.Equal(t, "cancelled", b.status(t, watch.ID), "a deliberate resume cancels the watcher too")
+	require.Equal(t, "cancelled", b.status(t, watch.Trigger.ID), "a deliberate resume cancels the watcher too")
 	require.Empty(t, b.armed(t, s.ID))
 	got, err := b.sessions.Get.Handle(ctx, ref)
 	require.NoError(t, err)
@@ -289,19 +308,19 @@ func TestResumeCancelsRecoveryPreserves(t *testing.T) {
 	// The watched session reaching the state no longer wakes the resumed one.
 	_, err = b.sessions.Transition.Fire(ctx, strconv.FormatInt(other.ID, 10), "fail", domain.Command{})
 	require.NoError(t, err)
-	require.Equal(t, "cancelled", b.status(t, watch.ID))
+	require.Equal(t, "cancelled", b.status(t, watch.Trigger.ID))
 
 	r := b.sessionIn(t, domain.StatusNeedsInput)
 	rref := strconv.FormatInt(r.ID, 10)
 	a = b.wakeIn(t, r, time.Hour)
 	watched := b.sessionIn(t, domain.StatusRunning)
-	rwatch, err := b.triggers.Watch(ctx, rref, domain.WatchRequest{WatchedSessionID: watched.ID, States: []string{"failed"}}, "")
+	rwatch, err := b.triggers.Watch(ctx, rref, domain.WatchRequest{WatchedSessionID: watched.ID, States: []string{"failed"}}, domain.Actor{})
 	require.NoError(t, err)
 	out, err = b.sessions.Transition.Fire(ctx, rref, "resume", domain.Command{SystemRecovery: true})
 	require.NoError(t, err)
 	require.Equal(t, "armed", b.status(t, a.Trigger.ID), "a recovery resume keeps the wake")
-	require.Equal(t, "armed", b.status(t, rwatch.ID), "and the watcher")
-	_, err = b.triggers.Cancel(ctx, rref, rwatch.ID, "")
+	require.Equal(t, "armed", b.status(t, rwatch.Trigger.ID), "and the watcher")
+	_, err = b.triggers.Cancel(ctx, rref, rwatch.Trigger.ID, "")
 	require.NoError(t, err)
 	require.True(t, out.Session.Markers.PendingSleepRequiresWake)
 	out, err = b.sessions.Transition.Fire(ctx, rref, "pause", domain.Command{})
@@ -337,7 +356,7 @@ func TestArmDuringResume(t *testing.T) {
 		wg.Go(func() {
 			at := trigNow.Add(time.Hour)
 			var err error
-			arm, err = b.triggers.WakeMeUpLater(ctx, ref, domain.WakeRequest{WakeAt: &at}, domain.Actor{})
+			arm, err = b.triggers.WakeMeUpLater(ctx, ref, domain.WakeRequest{WakeAt: rfc(at)}, domain.Actor{})
 			require.NoError(t, err)
 		})
 		wg.Go(func() {
@@ -475,9 +494,9 @@ func TestWatcherFiresOncePerWatchedTransition(t *testing.T) {
 	onFail := b.sessionIn(t, domain.StatusNeedsInput)
 	onEither := b.sessionIn(t, domain.StatusWaiting)
 	watch := func(s domain.Session, states ...string) domain.Trigger {
-		tr, err := b.triggers.Watch(ctx, strconv.FormatInt(s.ID, 10), domain.WatchRequest{WatchedSessionID: watched.ID, States: states}, "")
+		tr, err := b.triggers.Watch(ctx, strconv.FormatInt(s.ID, 10), domain.WatchRequest{WatchedSessionID: watched.ID, States: states}, domain.Actor{})
 		require.NoError(t, err)
-		return tr
+		return tr.Trigger
 	}
 	wInput, wFail, wEither := watch(onInput, "needs_input"), watch(onFail, "failed"), watch(onEither, "archived", "needs_input")
 	due := func() int {
@@ -517,7 +536,7 @@ func TestAwaitingScheduledWakeInOneQuery(t *testing.T) {
 	ahead := b.sessionIn(t, domain.StatusNeedsInput)
 	b.wakeIn(t, ahead, time.Hour)
 	watcher := b.sessionIn(t, domain.StatusNeedsInput)
-	_, err := b.triggers.Watch(ctx, strconv.FormatInt(watcher.ID, 10), domain.WatchRequest{WatchedSessionID: ahead.ID, States: []string{"failed"}}, "")
+	_, err := b.triggers.Watch(ctx, strconv.FormatInt(watcher.ID, 10), domain.WatchRequest{WatchedSessionID: ahead.ID, States: []string{"failed"}}, domain.Actor{})
 	require.NoError(t, err)
 	overdue := b.sessionIn(t, domain.StatusNeedsInput)
 	b.wakeIn(t, overdue, time.Minute)
@@ -541,7 +560,9 @@ func TestFirstStartWaitsForTheWake(t *testing.T) {
 	require.NoError(t, err)
 	ref := strconv.FormatInt(s.ID, 10)
 	at := trigNow.Add(time.Hour)
-	_, err = b.triggers.PauseUntil(ctx, ref, &at, "", domain.Actor{})
+	// An operator's wake_me_up_later: Pause Until refuses a session that
+	// never started (issue 23 rule 4).
+	_, err = b.triggers.WakeMeUpLater(ctx, ref, domain.WakeRequest{WakeAt: rfc(at)}, domain.Actor{})
 	require.NoError(t, err)
 	_, err = b.sessions.Transition.Fire(ctx, ref, "start", domain.Command{})
 	var terr *domain.TransitionError
@@ -561,7 +582,7 @@ func TestRefreshPerState(t *testing.T) {
 		require.NoError(t, err)
 		return r
 	}
-	for _, st := range []domain.Status{domain.StatusNeedsInput, domain.StatusFailed, domain.StatusWaiting} {
+	for _, st := range []domain.Status{domain.StatusFailed, domain.StatusWaiting} {
 		r := refresh(b.sessionIn(t, st))
 		require.True(t, r.Refreshed, "%s: %s", st, r.Message)
 		require.Equal(t, domain.StatusRunning, r.Session.Status)
@@ -600,15 +621,15 @@ func TestDeletingAWatchedSessionCancelsItsWatchers(t *testing.T) {
 	ctx := context.Background()
 	watched := b.sessionIn(t, domain.StatusRunning)
 	s := b.sessionIn(t, domain.StatusNeedsInput)
-	tr, err := b.triggers.Watch(ctx, strconv.FormatInt(s.ID, 10), domain.WatchRequest{WatchedSessionID: watched.ID, States: []string{"failed"}}, "")
+	tr, err := b.triggers.Watch(ctx, strconv.FormatInt(s.ID, 10), domain.WatchRequest{WatchedSessionID: watched.ID, States: []string{"failed"}}, domain.Actor{})
 	require.NoError(t, err)
 	require.NoError(t, b.sessions.Delete.Handle(ctx, strconv.FormatInt(watched.ID, 10)))
-	require.Equal(t, "cancelled", b.status(t, tr.ID))
+	require.Equal(t, "cancelled", b.status(t, tr.Trigger.ID))
 	asleep, err := b.triggers.AwaitingScheduledWake(ctx, []int64{s.ID})
 	require.NoError(t, err)
 	require.Empty(t, asleep, "no watcher waits for a session that is gone")
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM session_timeline WHERE session_id = $1 AND message = $2`, s.ID,
-		fmt.Sprintf("[Trigger] watcher #%d cancelled: session #%d was deleted", tr.ID, watched.ID)))
+		fmt.Sprintf("[Trigger] watcher #%d cancelled: session #%d was deleted", tr.Trigger.ID, watched.ID)))
 }
 
 // TestAWakeAsksANeverStartedSessionForItsFirstTurn: a Pause Until on a
@@ -645,7 +666,9 @@ func TestAWakeAsksANeverStartedSessionForItsFirstTurn(t *testing.T) {
 	require.NoError(t, err)
 	ref := strconv.FormatInt(s.ID, 10)
 	at := trigNow.Add(time.Hour)
-	a, err := b.triggers.PauseUntil(ctx, ref, &at, "wake up", domain.Actor{})
+	// An operator's wake_me_up_later: Pause Until refuses a session that
+	// never started (issue 23 rule 4).
+	a, err := b.triggers.WakeMeUpLater(ctx, ref, domain.WakeRequest{WakeAt: rfc(at), Prompt: "wake up"}, domain.Actor{})
 	require.NoError(t, err)
 	_, err = b.sessions.Transition.Fire(ctx, ref, "start", domain.Command{})
 	var terr *domain.TransitionError
@@ -673,4 +696,53 @@ func TestAWakeAsksANeverStartedSessionForItsFirstTurn(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, domain.FireDeliver, f.Step)
 	require.Empty(t, firstTurns(ran.ID), "a session that ran is resumed by the wake's prompt, not started")
+}
+
+// rfc is t as RFC 3339 in UTC, a wake_at the one rule reads.
+func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// TestBulkAsleepIsThePerSessionAnswer: issue 23 rule 6. The batch question
+// "which of these are asleep" (AwaitingScheduledWake) and refresh's own
+// reading under the lock agree on every kind of waiting session: a wake
+// ahead or a watcher is asleep; an overdue wake, a cancelled one and none
+// are a stall the refresh nudges.
+func TestBulkAsleepIsThePerSessionAnswer(t *testing.T) {
+	t.Parallel()
+	b := trigSetup(t)
+	ctx := context.Background()
+	waitingWith := func(arm func(domain.Session)) domain.Session {
+		s := b.sessionIn(t, domain.StatusNeedsInput)
+		arm(s)
+		return s
+	}
+	watched := b.sessionIn(t, domain.StatusRunning)
+	sessions := map[string]domain.Session{
+		"a wake ahead": waitingWith(func(s domain.Session) { b.wakeIn(t, s, 3*time.Hour) }),
+		"overdue":      waitingWith(func(s domain.Session) { b.wakeIn(t, s, time.Hour) }),
+		"a watcher": waitingWith(func(s domain.Session) {
+			_, err := b.triggers.Watch(ctx, strconv.FormatInt(s.ID, 10),
+				domain.WatchRequest{WatchedSessionID: watched.ID, States: []string{"failed"}}, domain.Actor{})
+			require.NoError(t, err)
+		}),
+		"cancelled": waitingWith(func(s domain.Session) {
+			a := b.wakeIn(t, s, 3*time.Hour)
+			_, err := b.triggers.Cancel(ctx, strconv.FormatInt(s.ID, 10), a.Trigger.ID, "")
+			require.NoError(t, err)
+		}),
+		"nothing": b.sessionIn(t, domain.StatusWaiting),
+	}
+	b.clock.Advance(2 * time.Hour) // "overdue" is past its wake, "a wake ahead" is not
+	var ids []int64
+	for _, s := range sessions {
+		ids = append(ids, s.ID)
+	}
+	asleep, err := b.triggers.AwaitingScheduledWake(ctx, ids)
+	require.NoError(t, err)
+	for name, s := range sessions {
+		r, err := b.triggers.Refresh(ctx, strconv.FormatInt(s.ID, 10), domain.Actor{})
+		require.NoError(t, err, name)
+		require.Equal(t, slices.Contains(asleep, s.ID), !r.Refreshed, "%s: the batch and the refresh disagree (%s)", name, r.Message)
+		wantAsleep := name == "a wake ahead" || name == "a watcher"
+		require.Equal(t, wantAsleep, !r.Refreshed, "%s: %s", name, r.Message)
+	}
 }

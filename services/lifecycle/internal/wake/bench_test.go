@@ -114,7 +114,7 @@ func TestBenchmarkWakeLateness(t *testing.T) {
 		if err := timer.start(ctx, i, second); err != nil {
 			return err
 		}
-		_, err := triggers.WakeMeUpLater(ctx, strconv.FormatInt(ids[i], 10), domain.WakeRequest{WakeAt: &second}, domain.Actor{})
+		_, err := triggers.WakeMeUpLater(ctx, strconv.FormatInt(ids[i], 10), domain.WakeRequest{WakeAt: second.UTC().Format(time.RFC3339)}, domain.Actor{})
 		return err
 	})
 	armedIn := time.Since(armed)

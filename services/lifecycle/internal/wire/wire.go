@@ -87,6 +87,7 @@ func Trigger(t domain.Trigger) *lifecyclev1.Trigger {
 	}
 	if t.Kind == domain.KindOneTime {
 		m.WorkflowId = t.WorkflowID()
+		m.Timezone = t.Timezone
 	}
 	return m
 }

@@ -43,7 +43,10 @@ type Trigger struct {
 	Source    string                 `protobuf:"bytes,8,opt,name=source,proto3" json:"source,omitempty"`
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// The Temporal workflow that times it (one_time), for the Web UI.
-	WorkflowId    string `protobuf:"bytes,10,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	WorkflowId string `protobuf:"bytes,10,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	// one_time: the IANA zone its wake_at was asked in, verbatim ("UTC"
+	// when none was named); fire_at is the same instant in UTC.
+	Timezone      string `protobuf:"bytes,11,opt,name=timezone,proto3" json:"timezone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -148,16 +151,35 @@ func (x *Trigger) GetWorkflowId() string {
 	return ""
 }
 
+func (x *Trigger) GetTimezone() string {
+	if x != nil {
+		return x.Timezone
+	}
+	return ""
+}
+
 type WakeMeUpLaterRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Numeric id or slug; a session credential's own session.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// When to wake (RFC 3339), or
+	// Superseded by wake_at_text, which the JSON surfaces call wake_at:
+	// read only when that is empty (a gRPC caller of the RFC 3339 era).
+	//
+	// Deprecated: Marked as deprecated in zimmer/lifecycle/v1/trigger_service.proto.
 	WakeAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=wake_at,json=wakeAt,proto3" json:"wake_at,omitempty"`
-	// how long from now ("90s", "15m", "2h"); exactly one of the two.
+	// how long from now ("90s", "15m", "2h"); exactly one of it and wake_at.
 	Delay string `protobuf:"bytes,3,opt,name=delay,proto3" json:"delay,omitempty"`
 	// The wake's turn prompt (≤ 500,000 characters).
-	Prompt        string `protobuf:"bytes,4,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	Prompt string `protobuf:"bytes,4,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// When to wake: a naive ISO-8601 date-time ("2030-04-15T09:30:00", or
+	// to the minute "2030-04-15T09:30") read in timezone, or RFC 3339 with
+	// a Z (UTC). Its JSON name is wake_at: REST bodies and MCP arguments
+	// send {"wake_at": "..."} (the Timestamp field 2 keeps its proto name
+	// for the wire's sake; its JSON name is wakeAt).
+	WakeAtText string `protobuf:"bytes,5,opt,name=wake_at_text,json=wake_at,proto3" json:"wake_at_text,omitempty"`
+	// The IANA zone wake_at is read in (default UTC), e.g.
+	// "America/New_York"; stored verbatim and echoed back.
+	Timezone      string `protobuf:"bytes,6,opt,name=timezone,proto3" json:"timezone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -199,6 +221,7 @@ func (x *WakeMeUpLaterRequest) GetSessionId() string {
 	return ""
 }
 
+// Deprecated: Marked as deprecated in zimmer/lifecycle/v1/trigger_service.proto.
 func (x *WakeMeUpLaterRequest) GetWakeAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.WakeAt
@@ -216,6 +239,20 @@ func (x *WakeMeUpLaterRequest) GetDelay() string {
 func (x *WakeMeUpLaterRequest) GetPrompt() string {
 	if x != nil {
 		return x.Prompt
+	}
+	return ""
+}
+
+func (x *WakeMeUpLaterRequest) GetWakeAtText() string {
+	if x != nil {
+		return x.WakeAtText
+	}
+	return ""
+}
+
+func (x *WakeMeUpLaterRequest) GetTimezone() string {
+	if x != nil {
+		return x.Timezone
 	}
 	return ""
 }
@@ -283,9 +320,19 @@ func (x *WakeMeUpLaterResponse) GetMessage() string {
 type PauseUntilRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Numeric id or slug.
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	WakeAt        *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=wake_at,json=wakeAt,proto3" json:"wake_at,omitempty"`
-	Prompt        string                 `protobuf:"bytes,3,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Superseded by wake_at_text, as in WakeMeUpLaterRequest.
+	//
+	// Deprecated: Marked as deprecated in zimmer/lifecycle/v1/trigger_service.proto.
+	WakeAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=wake_at,json=wakeAt,proto3" json:"wake_at,omitempty"`
+	Prompt string                 `protobuf:"bytes,3,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// When to wake: a naive ISO-8601 date-time ("2030-04-15T09:30:00", or
+	// to the minute "2030-04-15T09:30") read in timezone, or RFC 3339 with
+	// a Z (UTC); at least 30 s from now. Its JSON name is wake_at, as in
+	// WakeMeUpLaterRequest.
+	WakeAtText string `protobuf:"bytes,4,opt,name=wake_at_text,json=wake_at,proto3" json:"wake_at_text,omitempty"`
+	// The IANA zone wake_at is read in (default UTC).
+	Timezone      string `protobuf:"bytes,5,opt,name=timezone,proto3" json:"timezone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -327,6 +374,7 @@ func (x *PauseUntilRequest) GetSessionId() string {
 	return ""
 }
 
+// Deprecated: Marked as deprecated in zimmer/lifecycle/v1/trigger_service.proto.
 func (x *PauseUntilRequest) GetWakeAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.WakeAt
@@ -337,6 +385,20 @@ func (x *PauseUntilRequest) GetWakeAt() *timestamppb.Timestamp {
 func (x *PauseUntilRequest) GetPrompt() string {
 	if x != nil {
 		return x.Prompt
+	}
+	return ""
+}
+
+func (x *PauseUntilRequest) GetWakeAtText() string {
+	if x != nil {
+		return x.WakeAtText
+	}
+	return ""
+}
+
+func (x *PauseUntilRequest) GetTimezone() string {
+	if x != nil {
+		return x.Timezone
 	}
 	return ""
 }
@@ -473,9 +535,12 @@ func (x *WatchSessionRequest) GetPrompt() string {
 }
 
 type WatchSessionResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Trigger       *Trigger               `protobuf:"bytes,1,opt,name=trigger,proto3" json:"trigger,omitempty"`
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Trigger *Trigger               `protobuf:"bytes,1,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The session the watcher wakes, as the arming left it: asleep
+	// (waiting), or running with its sleep deferred to its turn's end.
+	Session       *Session `protobuf:"bytes,3,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -522,6 +587,13 @@ func (x *WatchSessionResponse) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *WatchSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
 }
 
 type ListTriggersRequest struct {
@@ -917,7 +989,7 @@ var File_zimmer_lifecycle_v1_trigger_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_trigger_service_proto_rawDesc = "" +
 	"\n" +
-	")zimmer/lifecycle/v1/trigger_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a!zimmer/lifecycle/v1/session.proto\"\xd3\x02\n" +
+	")zimmer/lifecycle/v1/trigger_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a!zimmer/lifecycle/v1/session.proto\"\xef\x02\n" +
 	"\aTrigger\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
 	"\n" +
@@ -932,22 +1004,27 @@ const file_zimmer_lifecycle_v1_trigger_service_proto_rawDesc = "" +
 	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1f\n" +
 	"\vworkflow_id\x18\n" +
 	" \x01(\tR\n" +
-	"workflowId\"\x98\x01\n" +
+	"workflowId\x12\x1a\n" +
+	"\btimezone\x18\v \x01(\tR\btimezone\"\xd7\x01\n" +
 	"\x14WakeMeUpLaterRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x123\n" +
-	"\awake_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06wakeAt\x12\x14\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x127\n" +
+	"\awake_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampB\x02\x18\x01R\x06wakeAt\x12\x14\n" +
 	"\x05delay\x18\x03 \x01(\tR\x05delay\x12\x16\n" +
-	"\x06prompt\x18\x04 \x01(\tR\x06prompt\"\xa1\x01\n" +
+	"\x06prompt\x18\x04 \x01(\tR\x06prompt\x12\x1d\n" +
+	"\fwake_at_text\x18\x05 \x01(\tR\awake_at\x12\x1a\n" +
+	"\btimezone\x18\x06 \x01(\tR\btimezone\"\xa1\x01\n" +
 	"\x15WakeMeUpLaterResponse\x126\n" +
 	"\atrigger\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.TriggerR\atrigger\x126\n" +
 	"\asession\x18\x02 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x7f\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xbe\x01\n" +
 	"\x11PauseUntilRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x123\n" +
-	"\awake_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06wakeAt\x12\x16\n" +
-	"\x06prompt\x18\x03 \x01(\tR\x06prompt\"\x9e\x01\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x127\n" +
+	"\awake_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampB\x02\x18\x01R\x06wakeAt\x12\x16\n" +
+	"\x06prompt\x18\x03 \x01(\tR\x06prompt\x12\x1d\n" +
+	"\fwake_at_text\x18\x04 \x01(\tR\awake_at\x12\x1a\n" +
+	"\btimezone\x18\x05 \x01(\tR\btimezone\"\x9e\x01\n" +
 	"\x12PauseUntilResponse\x126\n" +
 	"\atrigger\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.TriggerR\atrigger\x126\n" +
 	"\asession\x18\x02 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
@@ -957,10 +1034,11 @@ const file_zimmer_lifecycle_v1_trigger_service_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12,\n" +
 	"\x12watched_session_id\x18\x02 \x01(\x03R\x10watchedSessionId\x12\x16\n" +
 	"\x06states\x18\x03 \x03(\tR\x06states\x12\x16\n" +
-	"\x06prompt\x18\x04 \x01(\tR\x06prompt\"h\n" +
+	"\x06prompt\x18\x04 \x01(\tR\x06prompt\"\xa0\x01\n" +
 	"\x14WatchSessionResponse\x126\n" +
 	"\atrigger\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.TriggerR\atrigger\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"4\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x126\n" +
+	"\asession\x18\x03 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"4\n" +
 	"\x13ListTriggersRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"P\n" +
@@ -1038,28 +1116,29 @@ var file_zimmer_lifecycle_v1_trigger_service_proto_depIdxs = []int32{
 	0,  // 6: zimmer.lifecycle.v1.PauseUntilResponse.trigger:type_name -> zimmer.lifecycle.v1.Trigger
 	16, // 7: zimmer.lifecycle.v1.PauseUntilResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	0,  // 8: zimmer.lifecycle.v1.WatchSessionResponse.trigger:type_name -> zimmer.lifecycle.v1.Trigger
-	0,  // 9: zimmer.lifecycle.v1.ListTriggersResponse.triggers:type_name -> zimmer.lifecycle.v1.Trigger
-	0,  // 10: zimmer.lifecycle.v1.SearchTriggersResponse.triggers:type_name -> zimmer.lifecycle.v1.Trigger
-	0,  // 11: zimmer.lifecycle.v1.CancelTriggerResponse.trigger:type_name -> zimmer.lifecycle.v1.Trigger
-	1,  // 12: zimmer.lifecycle.v1.TriggerService.WakeMeUpLater:input_type -> zimmer.lifecycle.v1.WakeMeUpLaterRequest
-	3,  // 13: zimmer.lifecycle.v1.TriggerService.PauseUntil:input_type -> zimmer.lifecycle.v1.PauseUntilRequest
-	5,  // 14: zimmer.lifecycle.v1.TriggerService.WatchSession:input_type -> zimmer.lifecycle.v1.WatchSessionRequest
-	7,  // 15: zimmer.lifecycle.v1.TriggerService.ListTriggers:input_type -> zimmer.lifecycle.v1.ListTriggersRequest
-	9,  // 16: zimmer.lifecycle.v1.TriggerService.SearchTriggers:input_type -> zimmer.lifecycle.v1.SearchTriggersRequest
-	11, // 17: zimmer.lifecycle.v1.TriggerService.CancelTrigger:input_type -> zimmer.lifecycle.v1.CancelTriggerRequest
-	13, // 18: zimmer.lifecycle.v1.TriggerService.AwaitingScheduledWake:input_type -> zimmer.lifecycle.v1.AwaitingScheduledWakeRequest
-	2,  // 19: zimmer.lifecycle.v1.TriggerService.WakeMeUpLater:output_type -> zimmer.lifecycle.v1.WakeMeUpLaterResponse
-	4,  // 20: zimmer.lifecycle.v1.TriggerService.PauseUntil:output_type -> zimmer.lifecycle.v1.PauseUntilResponse
-	6,  // 21: zimmer.lifecycle.v1.TriggerService.WatchSession:output_type -> zimmer.lifecycle.v1.WatchSessionResponse
-	8,  // 22: zimmer.lifecycle.v1.TriggerService.ListTriggers:output_type -> zimmer.lifecycle.v1.ListTriggersResponse
-	10, // 23: zimmer.lifecycle.v1.TriggerService.SearchTriggers:output_type -> zimmer.lifecycle.v1.SearchTriggersResponse
-	12, // 24: zimmer.lifecycle.v1.TriggerService.CancelTrigger:output_type -> zimmer.lifecycle.v1.CancelTriggerResponse
-	14, // 25: zimmer.lifecycle.v1.TriggerService.AwaitingScheduledWake:output_type -> zimmer.lifecycle.v1.AwaitingScheduledWakeResponse
-	19, // [19:26] is the sub-list for method output_type
-	12, // [12:19] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	16, // 9: zimmer.lifecycle.v1.WatchSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	0,  // 10: zimmer.lifecycle.v1.ListTriggersResponse.triggers:type_name -> zimmer.lifecycle.v1.Trigger
+	0,  // 11: zimmer.lifecycle.v1.SearchTriggersResponse.triggers:type_name -> zimmer.lifecycle.v1.Trigger
+	0,  // 12: zimmer.lifecycle.v1.CancelTriggerResponse.trigger:type_name -> zimmer.lifecycle.v1.Trigger
+	1,  // 13: zimmer.lifecycle.v1.TriggerService.WakeMeUpLater:input_type -> zimmer.lifecycle.v1.WakeMeUpLaterRequest
+	3,  // 14: zimmer.lifecycle.v1.TriggerService.PauseUntil:input_type -> zimmer.lifecycle.v1.PauseUntilRequest
+	5,  // 15: zimmer.lifecycle.v1.TriggerService.WatchSession:input_type -> zimmer.lifecycle.v1.WatchSessionRequest
+	7,  // 16: zimmer.lifecycle.v1.TriggerService.ListTriggers:input_type -> zimmer.lifecycle.v1.ListTriggersRequest
+	9,  // 17: zimmer.lifecycle.v1.TriggerService.SearchTriggers:input_type -> zimmer.lifecycle.v1.SearchTriggersRequest
+	11, // 18: zimmer.lifecycle.v1.TriggerService.CancelTrigger:input_type -> zimmer.lifecycle.v1.CancelTriggerRequest
+	13, // 19: zimmer.lifecycle.v1.TriggerService.AwaitingScheduledWake:input_type -> zimmer.lifecycle.v1.AwaitingScheduledWakeRequest
+	2,  // 20: zimmer.lifecycle.v1.TriggerService.WakeMeUpLater:output_type -> zimmer.lifecycle.v1.WakeMeUpLaterResponse
+	4,  // 21: zimmer.lifecycle.v1.TriggerService.PauseUntil:output_type -> zimmer.lifecycle.v1.PauseUntilResponse
+	6,  // 22: zimmer.lifecycle.v1.TriggerService.WatchSession:output_type -> zimmer.lifecycle.v1.WatchSessionResponse
+	8,  // 23: zimmer.lifecycle.v1.TriggerService.ListTriggers:output_type -> zimmer.lifecycle.v1.ListTriggersResponse
+	10, // 24: zimmer.lifecycle.v1.TriggerService.SearchTriggers:output_type -> zimmer.lifecycle.v1.SearchTriggersResponse
+	12, // 25: zimmer.lifecycle.v1.TriggerService.CancelTrigger:output_type -> zimmer.lifecycle.v1.CancelTriggerResponse
+	14, // 26: zimmer.lifecycle.v1.TriggerService.AwaitingScheduledWake:output_type -> zimmer.lifecycle.v1.AwaitingScheduledWakeResponse
+	20, // [20:27] is the sub-list for method output_type
+	13, // [13:20] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_trigger_service_proto_init() }

@@ -48,13 +48,15 @@ type TriggerServiceClient interface {
 	WakeMeUpLater(ctx context.Context, in *WakeMeUpLaterRequest, opts ...grpc.CallOption) (*WakeMeUpLaterResponse, error)
 	// PauseUntil is the operator's Pause Until: the session is asleep in
 	// waiting with one wake armed at wake_at before the call returns (a
-	// running turn is halted first), and a previous Pause Until is replaced
-	// in the same commit (never two armed, never none in between).
+	// running turn is halted first), and the session's own armed one-time
+	// wake-ups are superseded in the same commit (never two armed, never
+	// none in between). Refused as WakeMeUpLater, and for a session that
+	// never started (not_wakeable).
 	PauseUntil(ctx context.Context, in *PauseUntilRequest, opts ...grpc.CallOption) (*PauseUntilResponse, error)
 	// WatchSession arms a watcher: when watched_session_id next reaches one
 	// of states (needs_input, failed, archived), the session gets prompt as
-	// its next turn (delivered, or queued behind a running turn). A watcher
-	// fires once.
+	// its next turn (delivered, or queued behind a running turn). Arming it
+	// puts the session to sleep as a wake does. A watcher fires once.
 	WatchSession(ctx context.Context, in *WatchSessionRequest, opts ...grpc.CallOption) (*WatchSessionResponse, error)
 	// ListTriggers lists a session's armed triggers, soonest first.
 	ListTriggers(ctx context.Context, in *ListTriggersRequest, opts ...grpc.CallOption) (*ListTriggersResponse, error)
@@ -171,13 +173,15 @@ type TriggerServiceServer interface {
 	WakeMeUpLater(context.Context, *WakeMeUpLaterRequest) (*WakeMeUpLaterResponse, error)
 	// PauseUntil is the operator's Pause Until: the session is asleep in
 	// waiting with one wake armed at wake_at before the call returns (a
-	// running turn is halted first), and a previous Pause Until is replaced
-	// in the same commit (never two armed, never none in between).
+	// running turn is halted first), and the session's own armed one-time
+	// wake-ups are superseded in the same commit (never two armed, never
+	// none in between). Refused as WakeMeUpLater, and for a session that
+	// never started (not_wakeable).
 	PauseUntil(context.Context, *PauseUntilRequest) (*PauseUntilResponse, error)
 	// WatchSession arms a watcher: when watched_session_id next reaches one
 	// of states (needs_input, failed, archived), the session gets prompt as
-	// its next turn (delivered, or queued behind a running turn). A watcher
-	// fires once.
+	// its next turn (delivered, or queued behind a running turn). Arming it
+	// puts the session to sleep as a wake does. A watcher fires once.
 	WatchSession(context.Context, *WatchSessionRequest) (*WatchSessionResponse, error)
 	// ListTriggers lists a session's armed triggers, soonest first.
 	ListTriggers(context.Context, *ListTriggersRequest) (*ListTriggersResponse, error)

@@ -1,0 +1,1 @@
+ALTER TABLE wake_triggers DROP COLUMN timezone;
