@@ -7,9 +7,9 @@
 // The console is a principal of its own (docs/security.md): its human
 // signs in with the console's password, never an API key or a session
 // credential, and its cookie opens /console/ only. It calls the services
-// over connections of its own, as the service "console", so every line it
-// writes on a timeline says "(by the console)" and lineage believes the
-// human boundary it declares: what the human types is recorded as their
+// over connections of its own, as the service "console", so a line its own
+// call writes on a timeline says "(by the console)" and lineage believes
+// the human boundary it declares: what the human types is recorded as their
 // human message (platform/boundary), and no API route can do the same.
 package console
 

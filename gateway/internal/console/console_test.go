@@ -384,6 +384,12 @@ func TestDashboardOpensOnNeedsInputAndKeepsFilters(t *testing.T) {
 	require.Equal(t, "spot", got.GetSchedulingClass())
 	require.Empty(t, got.GetQ())
 
+	// No status ticked is every status, and stays so.
+	require.Equal(t, http.StatusOK, b.get(t, c, "/console/?filter=1").code)
+	require.Empty(t, lastList().GetStatus())
+	require.Equal(t, http.StatusOK, b.get(t, c, "/console/").code)
+	require.Empty(t, lastList().GetStatus(), "everything, not the default again")
+
 	require.Equal(t, http.StatusOK, b.get(t, c, "/console/?reset=1").code)
 	require.Equal(t, []string{"needs_input"}, lastList().GetStatus())
 	require.Empty(t, lastList().GetSchedulingClass())

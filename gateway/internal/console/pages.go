@@ -20,8 +20,8 @@ import (
 
 const (
 	// FiltersCookieName keeps the dashboard's status and scheduling class
-	// filters between visits.
-	FiltersCookieName = "zimmer_console_filters"
+	// filters between visits (the spec's sessions_filters cookie).
+	FiltersCookieName = "sessions_filters"
 	// DashboardPageSize is how many cards the dashboard shows.
 	DashboardPageSize = 50
 	// TranscriptLines is how many transcript lines the session page shows.
