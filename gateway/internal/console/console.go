@@ -103,6 +103,9 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	if err := ValidatePasswordHash(opts.PasswordHash); err != nil {
 		return nil, err
 	}
+	if opts.PasswordHash != "" && opts.AdminUser == "" {
+		return nil, fmt.Errorf("%s is empty: the console signs in the human it names", AdminUserEnv)
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
