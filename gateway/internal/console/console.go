@@ -14,6 +14,7 @@
 package console
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -26,11 +27,13 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/grpc"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
+	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
 const (
@@ -85,6 +88,18 @@ func ValidatePasswordHash(hash string) error {
 		return fmt.Errorf("%s: want a bcrypt hash ($2a$/$2b$…), e.g. from `htpasswd -nbBC 12 '' password | cut -d: -f2`: %w", PasswordHashEnv, err)
 	}
 	return nil
+}
+
+// DeclareWebUI is the console connections' interceptor: every call says
+// it entered Zimmer through the web UI (platform/surface), which lifecycle
+// names on the lines it writes ("moved to trash by a user in the web UI").
+func DeclareWebUI(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	return invoker(surface.Outgoing(ctx, surface.WebUI), method, req, reply, cc, opts...)
+}
+
+// DeclareWebUIStream is DeclareWebUI for streams.
+func DeclareWebUIStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	return streamer(surface.Outgoing(ctx, surface.WebUI), desc, cc, method, opts...)
 }
 
 // Handler serves the console.

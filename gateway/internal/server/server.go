@@ -171,15 +171,17 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 }
 
 // newConsole dials the services the console calls as the service
-// "console", acting as itself: no client principal is ever forwarded on
-// these connections, so lineage believes the human boundary the console
-// declares, and the timelines name the console.
+// "console", acting as itself, from the web UI surface: no client
+// principal is ever forwarded on these connections, so lineage believes
+// the human boundary the console declares, and lifecycle's lines say the
+// web UI acted (an archive: "moved to trash by a user in the web UI").
 func (s *Server) newConsole(cfg config.Config, logger *slog.Logger) (*console.Handler, error) {
 	if cfg.ConsolePasswordHash == "" {
 		logger.Warn(console.PasswordHashEnv + " unset: the console (/console/) answers 503")
 	}
 	dial := func(addr string) (*grpc.ClientConn, error) {
-		conn, err := grpcclient.Dial(addr, grpcclient.AsService("console", cfg.InternalToken))
+		conn, err := grpcclient.Dial(addr, grpcclient.AsService("console", cfg.InternalToken),
+			grpc.WithChainUnaryInterceptor(console.DeclareWebUI), grpc.WithChainStreamInterceptor(console.DeclareWebUIStream))
 		if err != nil {
 			return nil, fmt.Errorf("dial %s for the console: %w", addr, err)
 		}
