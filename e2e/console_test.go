@@ -21,19 +21,21 @@ import (
 type consoleBrowser struct {
 	base   string
 	client *http.Client
+	// lastLocation is where the last form's answer redirected.
+	lastLocation string
 }
 
 var consoleCSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-func newConsoleBrowser(t *testing.T, base string) consoleBrowser {
+func newConsoleBrowser(t *testing.T, base string) *consoleBrowser {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
-	return consoleBrowser{base: base, client: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+	return &consoleBrowser{base: base, client: &http.Client{Jar: jar, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
-func (b consoleBrowser) get(t *testing.T, path string) (int, string) {
+func (b *consoleBrowser) get(t *testing.T, path string) (int, string) {
 	t.Helper()
 	resp, err := b.client.Get(b.base + path)
 	require.NoError(t, err)
@@ -44,7 +46,7 @@ func (b consoleBrowser) get(t *testing.T, path string) (int, string) {
 }
 
 // submit posts form to path with the CSRF token of the page at page.
-func (b consoleBrowser) submit(t *testing.T, page, path string, form url.Values) (int, string) {
+func (b *consoleBrowser) submit(t *testing.T, page, path string, form url.Values) (int, string) {
 	t.Helper()
 	code, body := b.get(t, page)
 	require.Equal(t, http.StatusOK, code, body)
@@ -59,6 +61,7 @@ func (b consoleBrowser) submit(t *testing.T, page, path string, form url.Values)
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
+	b.lastLocation = resp.Header.Get("Location")
 	return resp.StatusCode, string(out)
 }
 
@@ -67,7 +70,8 @@ func (b consoleBrowser) submit(t *testing.T, page, path string, form url.Values)
 // open it), finds the session waiting for them, and types a follow-up,
 // which becomes the session's next turn and the admin's human message
 // (web_ui.follow_up), as the REST API then shows; the console's cookie
-// opens no API route.
+// opens no API route. A session created in the console records its
+// prompt (web_ui.new_session).
 func TestConsoleFollowUpIsATurnAndAHumanMessage(t *testing.T) {
 	t.Parallel()
 	const password = "e2e console password"
@@ -137,4 +141,25 @@ func TestConsoleFollowUpIsATurnAndAHumanMessage(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "typed in the console")
 	require.Contains(t, body, "web_ui.follow_up")
+
+	// A session created in the console: its prompt is the human's
+	// web_ui.new_session message there.
+	code, body = browser.submit(t, "/console/sessions/new", "/console/sessions", url.Values{
+		"prompt": {"@demo say made in the console"}, "git_root": {gitRepo(t)}, "title": {"From the console"}, "parent": {fmt.Sprint(id)},
+	})
+	require.Equal(t, http.StatusSeeOther, code, body)
+	var child int64
+	_, err = fmt.Sscanf(strings.TrimPrefix(browser.lastLocation, "/console/sessions/"), "%d", &child)
+	require.NoError(t, err, browser.lastLocation)
+	code, body = api.do(t, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d", child), "")
+	require.Equal(t, http.StatusOK, code, body)
+	detail.HumanMessages = nil
+	require.NoError(t, json.Unmarshal([]byte(body), &detail), body)
+	var here []string
+	for _, m := range detail.HumanMessages {
+		if m.Origin == "here" {
+			here = append(here, m.EntryPoint+": "+m.Content)
+		}
+	}
+	require.Equal(t, []string{"web_ui.new_session: @demo say made in the console"}, here, body)
 }

@@ -127,7 +127,7 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	h := &Handler{clients: clients, opts: opts, logger: logger,
 		signIns: newSignIns(opts.Now), throttle: newThrottle(opts.Now), pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{"age": h.age, "statusWords": statusWords}
-	for _, page := range []string{"login", "dashboard", "session", "problem"} {
+	for _, page := range []string{"login", "dashboard", "session", "new", "problem"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parse the console's %s page: %w", page, err)
@@ -144,6 +144,8 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	mux.HandleFunc("POST /console/login", h.login)
 	mux.HandleFunc("POST /console/logout", h.mutating(h.logout))
 	mux.HandleFunc("GET /console/{$}", h.signedIn(h.dashboard))
+	mux.HandleFunc("GET /console/sessions/new", h.signedIn(h.newSessionPage))
+	mux.HandleFunc("POST /console/sessions", h.mutating(h.createSession))
 	mux.HandleFunc("GET /console/sessions/{id}", h.signedIn(h.sessionPage))
 	mux.HandleFunc("POST /console/sessions/{id}/follow-up", h.mutating(h.followUp))
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {

@@ -46,6 +46,7 @@ type fakes struct {
 	lists      []*lifecyclev1.ListSessionsRequest
 	session    *lifecyclev1.Session
 	followUps  []*queuev1.FollowUpRequest
+	creates    []*lifecyclev1.CreateSessionRequest
 	recorded   []*lineagev1.RecordHumanMessageRequest
 	recordedMD []metadata.MD
 	roster     []string
@@ -71,6 +72,16 @@ func (l fakeLifecycle) GetSession(_ context.Context, in *lifecyclev1.GetSessionR
 		return nil, status.Errorf(codes.NotFound, "session %s not found", in.GetSessionId())
 	}
 	return &lifecyclev1.GetSessionResponse{Session: l.f.session}, nil
+}
+
+func (l fakeLifecycle) CreateSession(_ context.Context, in *lifecyclev1.CreateSessionRequest, _ ...grpc.CallOption) (*lifecyclev1.CreateSessionResponse, error) {
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	l.f.creates = append(l.f.creates, in)
+	if in.GetGitRoot() == "" {
+		return nil, status.Error(codes.InvalidArgument, "git_root: required")
+	}
+	return &lifecyclev1.CreateSessionResponse{Session: &lifecyclev1.Session{Id: 8, Prompt: in.GetPrompt()}}, nil
 }
 
 type fakeQueue struct {
@@ -437,6 +448,49 @@ func TestAFollowUpIsDeliveredAndRecordedAsTheHumansMessage(t *testing.T) {
 	a = b.get(t, c, "/console/sessions/7")
 	require.Contains(t, a.body, "Delivered as the next turn.")
 	require.NotContains(t, a.body, "not recorded")
+}
+
+func TestANewSessionIsCreatedAndItsPromptRecorded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.signedIn(t)
+	token := b.csrf(t, c, "/console/sessions/new?parent=7")
+	form := url.Values{"csrf": {token}, "prompt": {"fix the flaky test"}, "title": {hostile}, "git_root": {"/repo"},
+		"branch": {"main"}, "agent_root": {"zimmer"}, "agent_runtime": {"demo"}, "parent": {"7"}, "scheduling_class": {"spot"}}
+	a := b.post(t, c, "/console/sessions", form)
+	require.Equal(t, http.StatusSeeOther, a.code, a.body)
+	require.Equal(t, "/console/sessions/8", a.header.Get("Location"))
+
+	b.fakes.mu.Lock()
+	require.Len(t, b.fakes.creates, 1)
+	got := b.fakes.creates[0]
+	require.Equal(t, "fix the flaky test", got.GetPrompt())
+	require.Equal(t, hostile, got.GetTitle())
+	require.Equal(t, int64(7), got.GetParentSessionId())
+	require.Equal(t, "spot", got.GetSchedulingClass())
+	require.Equal(t, "demo", got.GetAgentRuntime())
+	require.Len(t, b.fakes.recorded, 1)
+	require.Equal(t, console.ProvenanceNewSession, b.fakes.recorded[0].GetProvenance())
+	require.Equal(t, int64(8), b.fakes.recorded[0].GetAuthoredInSessionId())
+	require.Equal(t, "fix the flaky test", b.fakes.recorded[0].GetContent())
+	b.fakes.mu.Unlock()
+
+	// Refused: the form comes back with lifecycle's reason and what was
+	// typed, escaped; nothing is recorded.
+	form.Del("git_root")
+	a = b.post(t, c, "/console/sessions", form)
+	require.Equal(t, http.StatusUnprocessableEntity, a.code, a.body)
+	require.Contains(t, a.body, "git_root: required")
+	require.Contains(t, a.body, "fix the flaky test</textarea>")
+	require.NotContains(t, a.body, "<script>alert")
+	form.Set("git_root", "/repo")
+	form.Set("parent", "the big one")
+	a = b.post(t, c, "/console/sessions", form)
+	require.Equal(t, http.StatusUnprocessableEntity, a.code, a.body)
+	require.Contains(t, a.body, "is not a session id")
+	b.fakes.mu.Lock()
+	defer b.fakes.mu.Unlock()
+	require.Len(t, b.fakes.recorded, 1)
 }
 
 func TestAnAdminOutsideTheRosterIsToldNothingIsRecorded(t *testing.T) {
