@@ -162,4 +162,15 @@ func TestConsoleFollowUpIsATurnAndAHumanMessage(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"web_ui.new_session: @demo say made in the console"}, here, body)
+
+	// To the end of its life: archived from the console, which the
+	// timeline attributes to the web UI, then restored.
+	code, body = browser.submit(t, page, page+"/archive", url.Values{})
+	require.Equal(t, http.StatusSeeOther, code, body)
+	require.Equal(t, "archived", api.session(t, id).Status)
+	require.Contains(t, strings.Join(timeline(t, api, id, "transition"), "\n"),
+		"Session moved to trash by a user in the web UI (by the console)")
+	code, body = browser.submit(t, page, page+"/restore", url.Values{})
+	require.Equal(t, http.StatusSeeOther, code, body)
+	require.NotEqual(t, "archived", api.session(t, id).Status)
 }

@@ -148,6 +148,11 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	mux.HandleFunc("POST /console/sessions", h.mutating(h.createSession))
 	mux.HandleFunc("GET /console/sessions/{id}", h.signedIn(h.sessionPage))
 	mux.HandleFunc("POST /console/sessions/{id}/follow-up", h.mutating(h.followUp))
+	mux.HandleFunc("POST /console/sessions/{id}/pause", h.mutating(h.sessionAction("pause", h.pause)))
+	mux.HandleFunc("POST /console/sessions/{id}/restore", h.mutating(h.sessionAction("restore", h.restore)))
+	mux.HandleFunc("POST /console/sessions/{id}/archive", h.mutating(func(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
+		h.sessionAction("archive", h.archive(r.PostForm.Get("force") != ""))(w, r, cookie, in)
+	}))
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusNotFound, fmt.Sprintf("There is no console page %s %s.", r.Method, r.URL.Path))
 	})

@@ -47,6 +47,7 @@ type fakes struct {
 	session    *lifecyclev1.Session
 	followUps  []*queuev1.FollowUpRequest
 	creates    []*lifecyclev1.CreateSessionRequest
+	archives   []*lifecyclev1.ArchiveSessionRequest
 	recorded   []*lineagev1.RecordHumanMessageRequest
 	recordedMD []metadata.MD
 	roster     []string
@@ -82,6 +83,17 @@ func (l fakeLifecycle) CreateSession(_ context.Context, in *lifecyclev1.CreateSe
 		return nil, status.Error(codes.InvalidArgument, "git_root: required")
 	}
 	return &lifecyclev1.CreateSessionResponse{Session: &lifecyclev1.Session{Id: 8, Prompt: in.GetPrompt()}}, nil
+}
+
+// ArchiveSession refuses as the archive guard does, unless forced.
+func (l fakeLifecycle) ArchiveSession(_ context.Context, in *lifecyclev1.ArchiveSessionRequest, _ ...grpc.CallOption) (*lifecyclev1.ArchiveSessionResponse, error) {
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	l.f.archives = append(l.f.archives, in)
+	if !in.GetForce() {
+		return nil, status.Error(codes.FailedPrecondition, "session #7 has 2 queued messages not yet delivered; read them, then archive with force")
+	}
+	return &lifecyclev1.ArchiveSessionResponse{Session: l.f.session, Message: "Session moved to trash."}, nil
 }
 
 type fakeQueue struct {
@@ -491,6 +503,30 @@ func TestANewSessionIsCreatedAndItsPromptRecorded(t *testing.T) {
 	b.fakes.mu.Lock()
 	defer b.fakes.mu.Unlock()
 	require.Len(t, b.fakes.recorded, 1)
+}
+
+func TestTheArchiveGuardsRefusalAndArchiveAnyway(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.signedIn(t)
+	a := b.get(t, c, "/console/sessions/7")
+	require.Contains(t, a.body, `action="/console/sessions/7/archive"`, "needs_input may be archived")
+	require.NotContains(t, a.body, `action="/console/sessions/7/pause"`, "only a running session is paused")
+	require.NotContains(t, a.body, `action="/console/sessions/7/restore"`)
+	token := csrfField.FindStringSubmatch(a.body)[1]
+
+	a = b.post(t, c, "/console/sessions/7/archive", url.Values{"csrf": {token}})
+	require.Equal(t, http.StatusUnprocessableEntity, a.code, a.body, "grpcerr's status for a refused transition")
+	require.Contains(t, a.body, "2 queued messages not yet delivered")
+	require.Contains(t, a.body, "Archive anyway")
+
+	a = b.post(t, c, "/console/sessions/7/archive", url.Values{"csrf": {token}, "force": {"1"}})
+	require.Equal(t, http.StatusSeeOther, a.code, a.body)
+	require.Contains(t, b.get(t, c, "/console/sessions/7").body, "Session moved to trash.")
+	b.fakes.mu.Lock()
+	defer b.fakes.mu.Unlock()
+	require.Len(t, b.fakes.archives, 2)
+	require.True(t, b.fakes.archives[1].GetForce())
 }
 
 func TestAnAdminOutsideTheRosterIsToldNothingIsRecorded(t *testing.T) {

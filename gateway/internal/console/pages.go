@@ -166,9 +166,21 @@ type sessionData struct {
 	// IdempotencyKey makes the follow-up form deliver once however often
 	// it is submitted.
 	IdempotencyKey string
+	// Actions are the status actions the session's status allows.
+	Actions actions
+	// Refusal is lifecycle's words for an action it just refused;
+	// OfferArchiveAnyway shows the archive guard's "Archive anyway".
+	Refusal            string
+	OfferArchiveAnyway bool
 }
 
 func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
+	h.renderSession(w, r, cookie, in, http.StatusOK, nil)
+}
+
+// renderSession answers the session's page with status; adjust, when not
+// nil, adds what the request that led here has to say.
+func (h *Handler) renderSession(w http.ResponseWriter, r *http.Request, cookie string, in signIn, status int, adjust func(*sessionData)) {
 	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
 	defer cancel()
 	got, err := h.clients.Lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: r.PathValue("id")})
@@ -177,7 +189,10 @@ func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request, cookie str
 		return
 	}
 	s := got.GetSession()
-	data := sessionData{Session: s, IdempotencyKey: randomToken()}
+	data := sessionData{Session: s, IdempotencyKey: randomToken(), Actions: allowedActions(s.GetStatus())}
+	if adjust != nil {
+		adjust(&data)
+	}
 	id := strconv.FormatInt(s.GetId(), 10)
 	if tr, err := h.clients.Runner.GetTranscript(ctx, &runnerv1.GetTranscriptRequest{SessionId: id, PageSize: TranscriptLines}); err != nil {
 		data.TranscriptError = grpcerr.From("runner", err).Message
@@ -194,7 +209,7 @@ func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request, cookie str
 	if s.GetTitle() != "" {
 		title += " " + s.GetTitle()
 	}
-	h.render(w, r, http.StatusOK, "session", h.signedInPage(ctx, cookie, in, title, data))
+	h.render(w, r, status, "session", h.signedInPage(ctx, cookie, in, title, data))
 }
 
 // followUp sends what the human typed as the session's next prompt, then
