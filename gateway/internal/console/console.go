@@ -148,6 +148,7 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	mux.HandleFunc("POST /console/sessions", h.mutating(h.createSession))
 	mux.HandleFunc("GET /console/sessions/{id}", h.signedIn(h.sessionPage))
 	mux.HandleFunc("POST /console/sessions/{id}/follow-up", h.mutating(h.followUp))
+	mux.HandleFunc("POST /console/sessions/{id}/enqueue", h.mutating(h.enqueue))
 	mux.HandleFunc("POST /console/sessions/{id}/pause", h.mutating(h.sessionAction("pause", h.pause)))
 	mux.HandleFunc("POST /console/sessions/{id}/restore", h.mutating(h.sessionAction("restore", h.restore)))
 	mux.HandleFunc("POST /console/sessions/{id}/archive", h.mutating(func(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {

@@ -48,6 +48,7 @@ type fakes struct {
 	followUps  []*queuev1.FollowUpRequest
 	creates    []*lifecyclev1.CreateSessionRequest
 	archives   []*lifecyclev1.ArchiveSessionRequest
+	enqueued   map[string]bool // idempotency keys seen
 	recorded   []*lineagev1.RecordHumanMessageRequest
 	recordedMD []metadata.MD
 	roster     []string
@@ -106,6 +107,17 @@ func (q fakeQueue) FollowUp(_ context.Context, in *queuev1.FollowUpRequest, _ ..
 	defer q.f.mu.Unlock()
 	q.f.followUps = append(q.f.followUps, in)
 	return &queuev1.FollowUpResponse{Outcome: queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED, Message: "Delivered as the next turn."}, nil
+}
+
+func (q fakeQueue) EnqueueMessage(_ context.Context, in *queuev1.EnqueueMessageRequest, _ ...grpc.CallOption) (*queuev1.EnqueueMessageResponse, error) {
+	q.f.mu.Lock()
+	defer q.f.mu.Unlock()
+	if q.f.enqueued == nil {
+		q.f.enqueued = map[string]bool{}
+	}
+	created := !q.f.enqueued[in.GetIdempotencyKey()]
+	q.f.enqueued[in.GetIdempotencyKey()] = true
+	return &queuev1.EnqueueMessageResponse{Created: created, Message: "Queued."}, nil
 }
 
 type fakeRunner struct {
@@ -527,6 +539,27 @@ func TestTheArchiveGuardsRefusalAndArchiveAnyway(t *testing.T) {
 	defer b.fakes.mu.Unlock()
 	require.Len(t, b.fakes.archives, 2)
 	require.True(t, b.fakes.archives[1].GetForce())
+}
+
+func TestAQueuedMessageIsRecordedWhenTypedAndOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.signedIn(t)
+	page := b.get(t, c, "/console/sessions/7").body
+	token := csrfField.FindStringSubmatch(page)[1]
+	key := regexp.MustCompile(`action="/console/sessions/7/enqueue"[^>]*>\s*<input[^>]*>\s*<input type="hidden" name="idempotency_key" value="([^"]+)"`).FindStringSubmatch(page)
+	require.NotNil(t, key, page)
+	form := url.Values{"csrf": {token}, "idempotency_key": {key[1]}, "content": {"then add tests"}}
+	for range 2 { // a double submit
+		a := b.post(t, c, "/console/sessions/7/enqueue", form)
+		require.Equal(t, http.StatusSeeOther, a.code, a.body)
+	}
+	b.fakes.mu.Lock()
+	defer b.fakes.mu.Unlock()
+	require.Len(t, b.fakes.recorded, 1, "recorded once, when typed")
+	require.Equal(t, console.ProvenanceEnqueuedMessage, b.fakes.recorded[0].GetProvenance())
+	require.Equal(t, "then add tests", b.fakes.recorded[0].GetContent())
+	require.Equal(t, int64(7), b.fakes.recorded[0].GetAuthoredInSessionId())
 }
 
 func TestAnAdminOutsideTheRosterIsToldNothingIsRecorded(t *testing.T) {

@@ -163,9 +163,10 @@ type sessionData struct {
 	HereCount       int32
 	ElsewhereCount  int32
 	OlderCount      int32
-	// IdempotencyKey makes the follow-up form deliver once however often
-	// it is submitted.
+	// IdempotencyKey and EnqueueKey make the follow-up and queue forms
+	// deliver once however often they are submitted.
 	IdempotencyKey string
+	EnqueueKey     string
 	// Actions are the status actions the session's status allows.
 	Actions actions
 	// Refusal is lifecycle's words for an action it just refused;
@@ -189,7 +190,7 @@ func (h *Handler) renderSession(w http.ResponseWriter, r *http.Request, cookie s
 		return
 	}
 	s := got.GetSession()
-	data := sessionData{Session: s, IdempotencyKey: randomToken(), Actions: allowedActions(s.GetStatus())}
+	data := sessionData{Session: s, IdempotencyKey: randomToken(), EnqueueKey: randomToken(), Actions: allowedActions(s.GetStatus())}
 	if adjust != nil {
 		adjust(&data)
 	}
@@ -238,6 +239,42 @@ func (h *Handler) followUp(w http.ResponseWriter, r *http.Request, cookie string
 	flash := resp.GetMessage()
 	if note := h.recordHumanMessage(ctx, id, ProvenanceFollowUp, prompt); note != "" {
 		flash += " " + note
+	}
+	h.signIns.setFlash(cookie, flash)
+	http.Redirect(w, r, fmt.Sprintf("/console/sessions/%d", id), http.StatusSeeOther)
+}
+
+// ProvenanceEnqueuedMessage is the human message's entry point for a
+// message queued in the console: recorded when typed, not when delivered
+// (the spec's capture table).
+const ProvenanceEnqueuedMessage = "web_ui.enqueued_message"
+
+// enqueue queues what the human typed as the session's next message and
+// records it as their human message when the queue created it (a
+// resubmitted form, answered from its idempotency key, records nothing
+// twice).
+func (h *Handler) enqueue(w http.ResponseWriter, r *http.Request, cookie string, _ signIn) {
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	got, err := h.clients.Lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: r.PathValue("id")})
+	if err != nil {
+		h.failed(w, r, "lifecycle", err)
+		return
+	}
+	id := got.GetSession().GetId()
+	content := r.PostForm.Get("content")
+	resp, err := h.clients.Queue.EnqueueMessage(ctx, &queuev1.EnqueueMessageRequest{
+		SessionId: strconv.FormatInt(id, 10), Content: content, IdempotencyKey: r.PostForm.Get("idempotency_key"),
+	})
+	if err != nil {
+		h.failed(w, r, "queue", err)
+		return
+	}
+	flash := resp.GetMessage()
+	if resp.GetCreated() {
+		if note := h.recordHumanMessage(ctx, id, ProvenanceEnqueuedMessage, content); note != "" {
+			flash += " " + note
+		}
 	}
 	h.signIns.setFlash(cookie, flash)
 	http.Redirect(w, r, fmt.Sprintf("/console/sessions/%d", id), http.StatusSeeOther)
