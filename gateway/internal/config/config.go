@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/console"
 	"github.com/zimmerhq/zimmer/gateway/internal/testboundary"
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
@@ -53,6 +54,15 @@ type Config struct {
 	// the fleet keys. Unset, the surface answers 503.
 	SupervisorUser     string `env:"ZIMMER_SUPERVISOR_USER"`
 	SupervisorPassword string `env:"ZIMMER_SUPERVISOR_PASSWORD"`
+
+	// AdminUser is ZIMMER_ADMIN_USER: the roster key of the one human the
+	// console (/console/) speaks for, and the user name they sign in
+	// with. Lineage reads the same variable, with the same default, to
+	// attribute what the console records.
+	AdminUser string `env:"ZIMMER_ADMIN_USER, default=tadasant"`
+	// ConsolePasswordHash is ZIMMER_CONSOLE_PASSWORD_HASH: the bcrypt hash
+	// of the console's password. Unset, the console answers 503.
+	ConsolePasswordHash string `env:"ZIMMER_CONSOLE_PASSWORD_HASH"`
 
 	// TestBoundaryToken is GATEWAY_TEST_BOUNDARY_TOKEN: it enables the
 	// test-only human boundary (package testboundary) and is the token it
@@ -103,6 +113,9 @@ func (c Config) Validate() error {
 	if err := testboundary.Validate(c.TestBoundaryToken); err != nil {
 		return err
 	}
+	if err := console.ValidatePasswordHash(c.ConsolePasswordHash); err != nil {
+		return err
+	}
 	for _, s := range c.Services() {
 		if _, _, err := net.SplitHostPort(s.Addr); err != nil {
 			return fmt.Errorf("GATEWAY_%s_ADDR %q: want host:port", strings.ToUpper(s.Name), s.Addr)
@@ -125,6 +138,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("admin_api_keys_set", apikey.Parse(c.AdminAPIKeys).Enabled()),
 		slog.Bool("internal_token_set", c.InternalToken != ""))
 	attrs = append(attrs, slog.Bool("supervisor_enabled", c.SupervisorUser != "" && c.SupervisorPassword != ""),
-		slog.Bool("test_boundary_enabled", c.TestBoundaryToken != ""))
+		slog.Bool("test_boundary_enabled", c.TestBoundaryToken != ""),
+		slog.String("admin_user", c.AdminUser), slog.Bool("console_enabled", c.ConsolePasswordHash != ""))
 	return slog.GroupValue(attrs...)
 }

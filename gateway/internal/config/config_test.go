@@ -109,3 +109,21 @@ func TestLoadSupervisorCredentials(t *testing.T) {
 	_, err = config.Load(context.Background(), env(map[string]string{"ZIMMER_SUPERVISOR_USER": "operator"}))
 	require.ErrorContains(t, err, "set both")
 }
+
+func TestLoadConsole(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(context.Background(), env(nil))
+	require.NoError(t, err)
+	require.Equal(t, "tadasant", cfg.AdminUser, "lineage's default: the console signs in the human lineage attributes to")
+	require.Empty(t, cfg.ConsolePasswordHash, "the console is off until a password is set")
+
+	hash := "$2a$04$0123456789012345678901uQHzO5bD8pEIj0oS9r6i2q0y3MZ0qW6" // bcrypt shape, cost 4
+	cfg, err = config.Load(context.Background(), env(map[string]string{"ZIMMER_CONSOLE_PASSWORD_HASH": hash, "ZIMMER_ADMIN_USER": "julie"}))
+	require.NoError(t, err)
+	require.Equal(t, hash, cfg.ConsolePasswordHash)
+	require.Equal(t, "julie", cfg.AdminUser)
+	require.NotContains(t, fmt.Sprint(slog.AnyValue(cfg).Resolve()), hash, "the hash stays out of logs")
+
+	_, err = config.Load(context.Background(), env(map[string]string{"ZIMMER_CONSOLE_PASSWORD_HASH": "plain password"}))
+	require.ErrorContains(t, err, "ZIMMER_CONSOLE_PASSWORD_HASH")
+}

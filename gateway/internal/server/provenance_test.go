@@ -66,6 +66,9 @@ func setupProvenance(t *testing.T, opts provenanceOpts) *provenanceBundle {
 		APIKeys:          testKey + "," + otherKey,
 		AdminAPIKeys:     adminKey,
 		InternalToken:    grpctest.InternalToken,
+		// The console on, so that the walks meet its forms as they are.
+		ConsolePasswordHash: consolePasswordHash(t),
+		AdminUser:           "tadasant",
 	}
 	if !opts.noSupervisor {
 		cfg.SupervisorUser, cfg.SupervisorPassword = supervisorUser, supervisorPass

@@ -1,6 +1,6 @@
 // Package server is the gateway's composition root: it dials the services
-// and serves REST (/api/v1), MCP (/mcp), /healthz, /readyz and /openapi.json on one
-// HTTP server.
+// and serves REST (/api/v1), MCP (/mcp), the operator console (/console/),
+// /healthz, /readyz and /openapi.json on one HTTP server.
 package server
 
 import (
@@ -17,6 +17,7 @@ import (
 
 	"github.com/zimmerhq/zimmer/gateway/internal/auth"
 	"github.com/zimmerhq/zimmer/gateway/internal/config"
+	"github.com/zimmerhq/zimmer/gateway/internal/console"
 	"github.com/zimmerhq/zimmer/gateway/internal/health"
 	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
@@ -153,12 +154,62 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 		logger.Warn("GATEWAY_TEST_BOUNDARY_TOKEN set: serving the test-only human boundary", "route", testboundary.Route)
 		mux.Handle(testboundary.Route, testboundary.NewHandler(provenance, cfg.TestBoundaryToken, logger))
 	}
+	// The operator console: its own sign-in (never an API key), its own
+	// connections as the service "console" (never a client's principal).
+	consoleHandler, err := s.newConsole(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle(console.Prefix, consoleHandler)
+	mux.Handle("/console", consoleHandler)
 	mux.Handle("/mcp", auth.Require(authn, s.mcp))
 	mux.Handle("/mcp/", auth.Require(authn, s.mcp))
 	mux.Handle("/", noRoute)
 	s.handler = logRequests(logger, recoverPanics(logger, canonicalPaths(jsonCharset(mux))))
 	logger.Info("gateway ready", "config", cfg)
 	return s, nil
+}
+
+// newConsole dials the services the console calls as the service
+// "console", acting as itself, from the web UI surface: no client
+// principal is ever forwarded on these connections, so lineage believes
+// the human boundary the console declares, and lifecycle's lines say the
+// web UI acted (an archive: "moved to trash by a user in the web UI").
+func (s *Server) newConsole(cfg config.Config, logger *slog.Logger) (*console.Handler, error) {
+	if cfg.ConsolePasswordHash == "" {
+		logger.Warn(console.PasswordHashEnv + " unset: the console (/console/) answers 503")
+	}
+	dial := func(addr string) (*grpc.ClientConn, error) {
+		conn, err := grpcclient.Dial(addr, grpcclient.AsService("console", cfg.InternalToken),
+			grpc.WithChainUnaryInterceptor(console.DeclareWebUI), grpc.WithChainStreamInterceptor(console.DeclareWebUIStream))
+		if err != nil {
+			return nil, fmt.Errorf("dial %s for the console: %w", addr, err)
+		}
+		s.conns = append(s.conns, conn)
+		return conn, nil
+	}
+	lifecycleConn, err := dial(cfg.LifecycleAddr)
+	if err != nil {
+		return nil, err
+	}
+	queueConn, err := dial(cfg.QueueAddr)
+	if err != nil {
+		return nil, err
+	}
+	runnerConn, err := dial(cfg.RunnerAddr)
+	if err != nil {
+		return nil, err
+	}
+	lineageConn, err := dial(cfg.LineageAddr)
+	if err != nil {
+		return nil, err
+	}
+	return console.New(console.Clients{
+		Lifecycle:  lifecyclev1.NewLifecycleServiceClient(lifecycleConn),
+		Queue:      queuev1.NewQueueServiceClient(queueConn),
+		Runner:     runnerv1.NewRunnerServiceClient(runnerConn),
+		Provenance: lineagev1.NewProvenanceServiceClient(lineageConn),
+	}, console.Options{AdminUser: cfg.AdminUser, PasswordHash: cfg.ConsolePasswordHash}, logger.With("component", "console"))
 }
 
 // Handler is the whole HTTP surface; tests serve it with httptest.

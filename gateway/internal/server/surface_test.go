@@ -23,7 +23,8 @@ import (
 
 // TestNoPublicSurfaceWritesHumanMessages walks every public surface — each
 // REST route of the generated OpenAPI document (with every method), the
-// routes a client might guess, the supervisor surface, and every MCP tool
+// routes a client might guess, the console's forms (with a key, not its
+// sign-in), the supervisor surface, and every MCP tool
 // of every tool group — against a lineage fake that counts calls, and
 // proves none of them creates or edits a human message, nor (outside the
 // Basic-guarded supervisor) the roster.
@@ -67,6 +68,9 @@ func TestNoPublicSurfaceWritesHumanMessages(t *testing.T) {
 	paths := []string{
 		"/api/v1/human_messages", "/api/v1/users", "/api/v1/sessions/1/human_messages",
 		"/api/v1/sessions/1/provenance", "/api/v1/provenance/human_messages",
+		// The console records what its signed-in human types; a key opens
+		// none of its forms.
+		"/console/sessions/1/follow-up", "/console/login", "/console/logout", "/console/",
 	}
 	for path := range doc.Paths {
 		paths = append(paths, param.ReplaceAllString(path, "1"))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/zimmerhq/zimmer/deploy/devstack"
 )
@@ -59,8 +60,9 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	notification := e.serviceEnv(services[4], "postgres://local/zimmer_notification", addrs, common)
 	require.Equal(t, "127.0.0.1:9101", notification["NOTIFICATION_LIFECYCLE_ADDR"], "the debounce asks lifecycle")
 
-	gw := e.gatewayEnv(addrs, ":8080", common)
+	gw := e.gatewayEnv(addrs, ":8080", common, "$2a$10$hash")
 	require.Equal(t, ":8080", gw["GATEWAY_HTTP_ADDR"])
+	require.Equal(t, "$2a$10$hash", gw["ZIMMER_CONSOLE_PASSWORD_HASH"], "the console's password, as a hash only")
 	require.Equal(t, "127.0.0.1:9202", gw["GATEWAY_LINEAGE_ADDR"])
 	require.Equal(t, "127.0.0.1:9105", gw["GATEWAY_NOTIFICATION_ADDR"])
 }
@@ -163,4 +165,32 @@ func TestRunGeneratesTheKeyAndTheInternalTokenOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "mine", token)
 	require.NoFileExists(t, filepath.Join(set.dataDir, "internal-token"))
+}
+
+func TestConsolePasswordIsGeneratedOnceAndPrinted(t *testing.T) {
+	t.Parallel()
+	e := testEnv(nil)
+	e.dataDir = t.TempDir()
+	hash, signIn, err := e.consoleLogin()
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(e.dataDir, "console-password"))
+	require.NoError(t, err)
+	password := strings.TrimSpace(string(b))
+	require.NoError(t, bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)))
+	require.Equal(t, "user tadasant, password "+password, signIn, "printed beside the URLs")
+	fi, err := os.Stat(filepath.Join(e.dataDir, "console-password"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	_, again, err := e.consoleLogin()
+	require.NoError(t, err)
+	require.Equal(t, signIn, again, "generated once")
+
+	set := testEnv(map[string]string{"ZIMMER_CONSOLE_PASSWORD_HASH": "$2a$10$mine", "ZIMMER_ADMIN_USER": "julie"})
+	set.dataDir = t.TempDir()
+	hash, signIn, err = set.consoleLogin()
+	require.NoError(t, err)
+	require.Equal(t, "$2a$10$mine", hash)
+	require.Equal(t, "julie / the password of your ZIMMER_CONSOLE_PASSWORD_HASH", signIn)
+	require.NoFileExists(t, filepath.Join(set.dataDir, "console-password"))
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/metadata"
 
@@ -128,6 +129,11 @@ func (e *env) runStack(ctx context.Context) (err error) {
 		"ZIMMER_INTERNAL_TOKEN": internalToken,
 	}
 
+	consoleHash, consoleSignIn, err := e.consoleLogin()
+	if err != nil {
+		return err
+	}
+
 	logDir := filepath.Join(e.dataDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return err
@@ -162,7 +168,7 @@ func (e *env) runStack(ctx context.Context) (err error) {
 	}
 	e.say("services ready")
 
-	if gw, err = e.superviseComponent(gateway, logDir, e.gatewayEnv(addrs, httpAddr, common)); err != nil {
+	if gw, err = e.superviseComponent(gateway, logDir, e.gatewayEnv(addrs, httpAddr, common, consoleHash)); err != nil {
 		return err
 	}
 	base := "http://" + dialable(httpAddr)
@@ -173,6 +179,8 @@ func (e *env) runStack(ctx context.Context) (err error) {
 	}
 
 	printBox(e.out, [][2]string{
+		{"Console", base + "/console/"},
+		{"Console sign-in", consoleSignIn},
 		{"REST", base + "/api/v1"},
 		{"OpenAPI", base + "/openapi.json"},
 		{"MCP", base + "/mcp"},
@@ -321,6 +329,27 @@ func (e *env) internalToken() (string, error) {
 	return e.secret("internal-token", "internal token")
 }
 
+// consoleLogin returns the console's password hash for the gateway
+// (ZIMMER_CONSOLE_PASSWORD_HASH) and how to sign in, to print beside the
+// URLs. Unless the caller set the hash, the password is generated once into
+// the data folder (console-password, mode 0600) and printed: it opens the
+// console only, never the API.
+func (e *env) consoleLogin() (hash, signIn string, err error) {
+	user := e.get("ZIMMER_ADMIN_USER", "tadasant")
+	if h := e.getenv("ZIMMER_CONSOLE_PASSWORD_HASH"); h != "" {
+		return h, user + " / the password of your ZIMMER_CONSOLE_PASSWORD_HASH", nil
+	}
+	password, err := e.secret("console-password", "console password")
+	if err != nil {
+		return "", "", err
+	}
+	b, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return "", "", fmt.Errorf("hash the console password: %w", err)
+	}
+	return string(b), "user " + user + ", password " + password, nil
+}
+
 // secret returns the secret kept in the data folder's file name, generating
 // 32 random bytes (hex) into it, readable by the owner only, the first time.
 func (e *env) secret(name, what string) (string, error) {
@@ -403,8 +432,8 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 	return e.withCallerEnv(m)
 }
 
-func (e *env) gatewayEnv(addrs map[string]string, httpAddr string, common map[string]string) map[string]string {
-	m := map[string]string{"GATEWAY_HTTP_ADDR": httpAddr}
+func (e *env) gatewayEnv(addrs map[string]string, httpAddr string, common map[string]string, consoleHash string) map[string]string {
+	m := map[string]string{"GATEWAY_HTTP_ADDR": httpAddr, "ZIMMER_CONSOLE_PASSWORD_HASH": consoleHash}
 	for _, s := range services {
 		m[envName("gateway", s.name+"_ADDR")] = dialable(addrs[s.name])
 	}

@@ -1,0 +1,312 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
+	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/platform/boundary"
+)
+
+const (
+	// FiltersCookieName keeps the dashboard's status and scheduling class
+	// filters between visits (the spec's sessions_filters cookie).
+	FiltersCookieName = "sessions_filters"
+	// DashboardPageSize is how many cards the dashboard shows.
+	DashboardPageSize = 50
+	// TranscriptLines is how many transcript lines the session page shows.
+	TranscriptLines = 200
+	// ProvenanceFollowUp is the human message's entry point for a
+	// follow-up typed in the console (the spec's capture table).
+	ProvenanceFollowUp = "web_ui.follow_up"
+	callTimeout        = 10 * time.Second
+)
+
+// DefaultStatuses is what the dashboard shows until the human picks
+// others: what waits for them (session-lifecycle.md, "What the dashboard
+// shows you").
+var DefaultStatuses = []string{rules.StatusNeedsInput}
+
+// filters is the dashboard's selection.
+type filters struct {
+	Statuses        []string
+	SchedulingClass string
+	Query           string
+}
+
+// readFilters takes the filters from the form when it was submitted (and
+// keeps them in the cookie), from the cookie otherwise, else the default.
+// Reset forgets the cookie. Unknown words are dropped, never sent on.
+func (h *Handler) readFilters(w http.ResponseWriter, r *http.Request) filters {
+	q := r.URL.Query()
+	f := filters{Query: q.Get("q")}
+	switch {
+	case q.Has("reset"):
+		http.SetCookie(w, h.cookie(r, FiltersCookieName, "", -1))
+		f.Query = ""
+	case q.Has("filter"):
+		f.Statuses, f.SchedulingClass = knownStatuses(q["status"]), knownClass(q.Get("class"))
+		kept := url.Values{"status": f.Statuses, "class": {f.SchedulingClass}}
+		http.SetCookie(w, h.cookie(r, FiltersCookieName, kept.Encode(), 365*24*3600))
+		return f
+	default:
+		if c, err := r.Cookie(FiltersCookieName); err == nil {
+			if kept, err := url.ParseQuery(c.Value); err == nil {
+				f.Statuses, f.SchedulingClass = knownStatuses(kept["status"]), knownClass(kept.Get("class"))
+				return f
+			}
+		}
+	}
+	f.Statuses = slices.Clone(DefaultStatuses)
+	return f
+}
+
+func knownStatuses(words []string) []string {
+	var out []string
+	for _, w := range words {
+		if slices.Contains(rules.Statuses(), w) && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func knownClass(word string) string {
+	if slices.Contains(rules.SchedulingClasses(), word) {
+		return word
+	}
+	return ""
+}
+
+// statusCount is one entry of the status summary.
+type statusCount struct {
+	Status   string
+	Count    int64
+	Selected bool
+}
+
+type dashboardData struct {
+	Filters   filters
+	Summary   []statusCount
+	Classes   []string
+	Sessions  []*lifecyclev1.Session
+	Total     int64
+	Truncated bool
+}
+
+func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
+	f := h.readFilters(w, r)
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	resp, err := h.clients.Lifecycle.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{
+		Status: f.Statuses, Q: f.Query, SchedulingClass: f.SchedulingClass, PerPage: DashboardPageSize,
+	})
+	if err != nil {
+		h.failed(w, r, "lifecycle", err)
+		return
+	}
+	data := dashboardData{Filters: f, Classes: rules.SchedulingClasses(), Sessions: resp.GetSessions(),
+		Total: resp.GetPagination().GetTotalCount()}
+	data.Truncated = data.Total > int64(len(data.Sessions))
+	// The summary above the search box: how many sessions each status
+	// holds, whatever the filters.
+	for _, s := range rules.Statuses() {
+		n, err := h.clients.Lifecycle.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{Status: []string{s}, PerPage: 1})
+		if err != nil {
+			h.failed(w, r, "lifecycle", err)
+			return
+		}
+		data.Summary = append(data.Summary, statusCount{Status: s, Count: n.GetPagination().GetTotalCount(), Selected: slices.Contains(f.Statuses, s)})
+	}
+	h.render(w, r, http.StatusOK, "dashboard", h.signedInPage(ctx, cookie, in, "Sessions", data))
+}
+
+// signedInPage is a page's frame for a signed-in human.
+func (h *Handler) signedInPage(ctx context.Context, cookie string, in signIn, title string, data any) page {
+	return page{Title: title, CSRF: in.csrf, RosterWarning: h.rosterWarning(ctx), Flash: h.signIns.takeFlash(cookie), Data: data}
+}
+
+// rosterWarning says, when it is so, that what the human types is not
+// recorded: ZIMMER_ADMIN_USER names nobody in the roster (lineage then
+// records nothing rather than guess an author).
+func (h *Handler) rosterWarning(ctx context.Context) string {
+	resp, err := h.clients.Provenance.ListUsers(ctx, &lineagev1.ListUsersRequest{})
+	if err != nil {
+		h.logger.WarnContext(ctx, "console could not read the roster", "error", err)
+		return "The users roster could not be read, so it is unknown whether what you type is recorded as your human message."
+	}
+	for _, u := range resp.GetUsers() {
+		if u.GetKey() == h.opts.AdminUser {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s %q names nobody in the users roster (/supervisor/users): what you type here is delivered but NOT recorded as a human message.",
+		AdminUserEnv, h.opts.AdminUser)
+}
+
+type sessionData struct {
+	Session *lifecyclev1.Session
+	// Transcript is the newest turns' lines, newest turn first.
+	Transcript      []*runnerv1.TranscriptLine
+	TranscriptError string
+	HumanMessages   []*lineagev1.HumanMessage
+	HereCount       int32
+	ElsewhereCount  int32
+	OlderCount      int32
+	// IdempotencyKey and EnqueueKey make the follow-up and queue forms
+	// deliver once however often they are submitted.
+	IdempotencyKey string
+	EnqueueKey     string
+	// Actions are the status actions the session's status allows.
+	Actions actions
+	// Refusal is lifecycle's words for an action it just refused;
+	// OfferArchiveAnyway shows the archive guard's "Archive anyway".
+	Refusal            string
+	OfferArchiveAnyway bool
+}
+
+func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
+	h.renderSession(w, r, cookie, in, http.StatusOK, nil)
+}
+
+// renderSession answers the session's page with status; adjust, when not
+// nil, adds what the request that led here has to say.
+func (h *Handler) renderSession(w http.ResponseWriter, r *http.Request, cookie string, in signIn, status int, adjust func(*sessionData)) {
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	got, err := h.clients.Lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: r.PathValue("id")})
+	if err != nil {
+		h.failed(w, r, "lifecycle", err)
+		return
+	}
+	s := got.GetSession()
+	data := sessionData{Session: s, IdempotencyKey: randomToken(), EnqueueKey: randomToken(), Actions: allowedActions(s.GetStatus())}
+	if adjust != nil {
+		adjust(&data)
+	}
+	id := strconv.FormatInt(s.GetId(), 10)
+	if tr, err := h.clients.Runner.GetTranscript(ctx, &runnerv1.GetTranscriptRequest{SessionId: id, PageSize: TranscriptLines}); err != nil {
+		data.TranscriptError = grpcerr.From("runner", err).Message
+	} else {
+		data.Transcript = tr.GetLines()
+	}
+	if pv, err := h.clients.Provenance.GetSessionProvenance(ctx, &lineagev1.GetSessionProvenanceRequest{SessionId: s.GetId()}); err == nil {
+		data.HumanMessages, data.OlderCount = pv.GetHumanMessages(), pv.GetOlderCount()
+		data.HereCount, data.ElsewhereCount = pv.GetHereCount(), pv.GetElsewhereCount()
+	} else {
+		h.logger.WarnContext(ctx, "console could not read a session's provenance", "session_id", s.GetId(), "error", err)
+	}
+	title := fmt.Sprintf("#%d", s.GetId())
+	if s.GetTitle() != "" {
+		title += " " + s.GetTitle()
+	}
+	h.render(w, r, status, "session", h.signedInPage(ctx, cookie, in, title, data))
+}
+
+// followUp sends what the human typed as the session's next prompt, then
+// records it as their human message (web_ui.follow_up) through the human
+// boundary: the console's connection is the service "console" acting as
+// itself, declaring the web UI's admin, which is what lineage believes. A
+// follow-up the queue refused was not delivered, so nothing is recorded.
+func (h *Handler) followUp(w http.ResponseWriter, r *http.Request, cookie string, _ signIn) {
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	got, err := h.clients.Lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: r.PathValue("id")})
+	if err != nil {
+		h.failed(w, r, "lifecycle", err)
+		return
+	}
+	id := got.GetSession().GetId()
+	prompt := r.PostForm.Get("prompt")
+	resp, err := h.clients.Queue.FollowUp(ctx, &queuev1.FollowUpRequest{
+		SessionId: strconv.FormatInt(id, 10), Prompt: prompt,
+		ForceImmediate: r.PostForm.Get("force_immediate") != "", IdempotencyKey: r.PostForm.Get("idempotency_key"),
+	})
+	if err != nil {
+		h.failed(w, r, "queue", err)
+		return
+	}
+	flash := resp.GetMessage()
+	if note := h.recordHumanMessage(ctx, id, ProvenanceFollowUp, prompt); note != "" {
+		flash += " " + note
+	}
+	h.signIns.setFlash(cookie, flash)
+	http.Redirect(w, r, fmt.Sprintf("/console/sessions/%d", id), http.StatusSeeOther)
+}
+
+// ProvenanceEnqueuedMessage is the human message's entry point for a
+// message queued in the console: recorded when typed, not when delivered
+// (the spec's capture table).
+const ProvenanceEnqueuedMessage = "web_ui.enqueued_message"
+
+// enqueue queues what the human typed as the session's next message and
+// records it as their human message when the queue created it (a
+// resubmitted form, answered from its idempotency key, records nothing
+// twice).
+func (h *Handler) enqueue(w http.ResponseWriter, r *http.Request, cookie string, _ signIn) {
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	got, err := h.clients.Lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: r.PathValue("id")})
+	if err != nil {
+		h.failed(w, r, "lifecycle", err)
+		return
+	}
+	id := got.GetSession().GetId()
+	content := r.PostForm.Get("content")
+	resp, err := h.clients.Queue.EnqueueMessage(ctx, &queuev1.EnqueueMessageRequest{
+		SessionId: strconv.FormatInt(id, 10), Content: content, IdempotencyKey: r.PostForm.Get("idempotency_key"),
+	})
+	if err != nil {
+		h.failed(w, r, "queue", err)
+		return
+	}
+	flash := resp.GetMessage()
+	if resp.GetCreated() {
+		if note := h.recordHumanMessage(ctx, id, ProvenanceEnqueuedMessage, content); note != "" {
+			flash += " " + note
+		}
+	}
+	h.signIns.setFlash(cookie, flash)
+	http.Redirect(w, r, fmt.Sprintf("/console/sessions/%d", id), http.StatusSeeOther)
+}
+
+// recordHumanMessage records what the human said in session id, and
+// returns what to tell them when it was not recorded.
+func (h *Handler) recordHumanMessage(ctx context.Context, id int64, provenance, content string) string {
+	ctx, err := boundary.Outgoing(ctx, boundary.Actor{Kind: boundary.WebUIAdmin})
+	if err != nil {
+		h.logger.ErrorContext(ctx, "declare the console's human", "error", err)
+		return "It was not recorded as your human message (internal error)."
+	}
+	rec, err := h.clients.Provenance.RecordHumanMessage(ctx, &lineagev1.RecordHumanMessageRequest{
+		Provenance: provenance, AuthoredInSessionId: id, Content: content,
+	})
+	switch {
+	case err != nil:
+		h.logger.ErrorContext(ctx, "record the console's human message", "session_id", id, "error", err)
+		return "It was not recorded as your human message: " + grpcerr.From("lineage", err).Message
+	case !rec.GetRecorded():
+		return "It was not recorded as your human message: " + rec.GetNotRecordedReason() + "."
+	}
+	return ""
+}
+
+// failed answers a page for a service's refusal or failure, in the
+// service's words (grpcerr), logging what is the system's fault.
+func (h *Handler) failed(w http.ResponseWriter, r *http.Request, service string, err error) {
+	p := grpcerr.From(service, err)
+	if p.Internal() {
+		h.logger.ErrorContext(r.Context(), "console call failed", "service", service, "path", r.URL.Path, "code", p.Code.String(), "error", err)
+	}
+	h.problem(w, r, p.HTTPStatus, p.Message)
+}
