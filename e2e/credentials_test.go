@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -115,6 +116,7 @@ var restAccess = map[string]struct{ sessions, selfOnly expect }{
 	// The queue checks the session before the message: on its own session
 	// the walk's message id (noMessage) is unknown, 404.
 	"ListEnqueuedMessages":         {expect{ok, ok}, expect{ok, denied}},
+	"GetEnqueuedMessage":           {expect{http.StatusNotFound, http.StatusNotFound}, expect{http.StatusNotFound, denied}},
 	"EnqueueMessage":               {expect{ok, denied}, expect{ok, denied}},
 	"UpdateEnqueuedMessage":        {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
 	"DeleteEnqueuedMessage":        {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
@@ -299,7 +301,11 @@ func TestSessionCredentials(t *testing.T) {
 			}
 		}
 		require.Equal(t, "waiting", getSession(t, admin, other)["status"])
-		require.Contains(t, last(timeline(t, admin, own, "note")), fmt.Sprintf("(by session #%d's credential)", own))
+		// The credential's own write is attributed to it (the queue's
+		// "[Queue] message #N queued" lines, written since, are the queue's).
+		byCredential := fmt.Sprintf("(by session #%d's credential)", own)
+		require.True(t, slices.ContainsFunc(timeline(t, admin, own, "note"), func(l string) bool { return strings.HasSuffix(l, byCredential) }),
+			"a note line %s", byCredential)
 	})
 
 	t.Run("a credential on another session", func(t *testing.T) {

@@ -36,7 +36,7 @@ type step struct {
 	event   string
 	opts    map[string]any
 	to      string
-	archive string // the archiver phrase of the archive line
+	archive string // the caller phrase of the archive (and full unarchive) line
 	check   func(t *testing.T, session map[string]any)
 }
 
@@ -66,9 +66,9 @@ func walk(acting int64, actor, anon string) []step {
 			require.Equal(t, false, s["blocked_on_elicitation"])
 		}},
 		{event: "archive", to: "archived", archive: anon},
-		{event: "unarchive_to_needs_input", to: "needs_input"},
+		{event: "unarchive_to_needs_input", to: "needs_input", archive: anon},
 		{event: "archive", opts: map[string]any{"acting_session_id": acting}, to: "archived", archive: actor},
-		{event: "unarchive_to_needs_input", to: "needs_input"},
+		{event: "unarchive_to_needs_input", to: "needs_input", archive: anon},
 		{event: "resume", to: "running"},
 		{event: "fail", opts: map[string]any{"failure_reason": "e2e: the turn crashed"}, to: "failed", check: func(t *testing.T, s map[string]any) {
 			require.Equal(t, "e2e: the turn crashed", s["failure_reason"])
@@ -112,8 +112,11 @@ func driveMachine(t *testing.T, api restClient, id int64, steps []step, fire fir
 			st.check(t, got)
 		}
 		want := fmt.Sprintf("[State Machine] %s → %s (%s)", from, st.to, st.event)
-		if st.event == "archive" {
+		switch st.event {
+		case "archive":
 			want = "[State Machine] Session moved to trash by " + st.archive
+		case "unarchive_to_needs_input": // the full restoration says so, naming the caller
+			want = fmt.Sprintf("[State Machine] Session unarchived with full state restoration by %s: %s → %s (%s)", st.archive, from, st.to, st.event)
 		}
 		want += adminSuffix(api.key) // the caller, named after the spec's words
 		lines := timeline(t, api, id, "transition")

@@ -240,7 +240,7 @@ func TestRecordUncleEdgeAnnouncesBothTimelines(t *testing.T) {
 			require.Contains(t, l.GetMessage(), "via "+evt.GetEntryPoint())
 		}
 	}
-	require.Contains(t, inverted.GetLines()[1].GetMessage(), "uncle edge #1 → #2 replaced by #2 → #1")
+	require.Contains(t, inverted.GetLines()[1].GetMessage(), "Uncle edge inverted: #1 → #2 replaced by #2 → #1")
 }
 
 // TestRecordUncleEdgeAnnouncementRollsBackWithTheChange: the announcement
