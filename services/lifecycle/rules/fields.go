@@ -84,6 +84,15 @@ func PerPage(requested int) int {
 	return min(max(requested, 1), MaxPerPage)
 }
 
+// TotalPages is how many pages of perPage a list of total spans (0 for no
+// page size).
+func TotalPages(total int64, perPage int) int {
+	if perPage <= 0 {
+		return 0
+	}
+	return int((total + int64(perPage) - 1) / int64(perPage))
+}
+
 // Scheduling classes; a session created without one inherits its parent's,
 // and one without a parent is priority.
 const (

@@ -99,9 +99,4 @@ type Page struct {
 }
 
 // TotalPages is how many pages the whole result spans.
-func (p Page) TotalPages() int {
-	if p.PerPage == 0 {
-		return 0
-	}
-	return int((p.TotalCount + int64(p.PerPage) - 1) / int64(p.PerPage))
-}
+func (p Page) TotalPages() int { return rules.TotalPages(p.TotalCount, p.PerPage) }
