@@ -35,23 +35,11 @@ func Dial(ctx context.Context, address, namespace string, logger *slog.Logger) (
 	return c, nil
 }
 
-// WorkerOptions is o with the poller behaviour every Zimmer worker uses:
-// pollers that scale with the task queue's backlog (the SDK's autoscaling,
-// 2 to 32 each for workflow and activity tasks) instead of the default
-// fixed two, which paced a burst of 200 session starts at a few workflow
-// tasks a second (docs/benchmarks.md › Runner, the burst).
-func WorkerOptions(o worker.Options) worker.Options {
-	scaling := worker.PollerBehaviorAutoscalingOptions{InitialNumberOfPollers: 2, MinimumNumberOfPollers: 2, MaximumNumberOfPollers: 32}
-	o.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(scaling)
-	o.ActivityTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(scaling)
-	return o
-}
-
 // NewWorker returns a worker for service's task queue with the probe
 // workflow registered; the service registers its own workflows and
 // activities before starting it.
 func NewWorker(c client.Client, service string) worker.Worker {
-	w := worker.New(c, TaskQueue(service), WorkerOptions(worker.Options{}))
+	w := worker.New(c, TaskQueue(service), worker.Options{})
 	w.RegisterWorkflowWithOptions(probe(service), workflow.RegisterOptions{Name: ProbeWorkflowName})
 	return w
 }

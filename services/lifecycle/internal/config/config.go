@@ -21,6 +21,12 @@ type Config struct {
 	// RelayPollInterval is LIFECYCLE_RELAY_POLL_INTERVAL: the longest an
 	// event waits when a commit notification is missed.
 	RelayPollInterval time.Duration
+	// TurnRelayConcurrency is LIFECYCLE_TURN_RELAY_CONCURRENCY: how many
+	// sessions (triggers) the runner_turns and triggers relays hand over at
+	// once, each one's events still in order (default 1: one at a time).
+	// Raise it on a cluster whose persistence takes concurrent workflow
+	// starts; the dev servers' SQLite file does not (docs/temporal.md).
+	TurnRelayConcurrency int
 	// TrashRetention is LIFECYCLE_TRASH_RETENTION: how long an archived
 	// session stays restorable (the spec's 4 days).
 	TrashRetention time.Duration
@@ -92,6 +98,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	}
 	var env struct {
 		RelayPollInterval time.Duration `env:"LIFECYCLE_RELAY_POLL_INTERVAL, default=1s"`
+		TurnRelayConc     int           `env:"LIFECYCLE_TURN_RELAY_CONCURRENCY, default=1"`
 		TrashRetention    time.Duration `env:"LIFECYCLE_TRASH_RETENTION, default=96h"`
 		EffectConsumers   string        `env:"LIFECYCLE_EFFECT_CONSUMERS, default=lineage=127.0.0.1:9102"`
 		NotificationAddr  string        `env:"LIFECYCLE_NOTIFICATION_ADDR, default=127.0.0.1:9105"`
@@ -121,6 +128,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	}
 	if env.AlertAfter < 1 {
 		return Config{}, fmt.Errorf("LIFECYCLE_ALERT_AFTER_ATTEMPTS must be 1 or more, got %d", env.AlertAfter)
+	}
+	if env.TurnRelayConc < 1 {
+		return Config{}, fmt.Errorf("LIFECYCLE_TURN_RELAY_CONCURRENCY must be 1 or more, got %d", env.TurnRelayConc)
 	}
 	if env.DeadAfter < 1 {
 		return Config{}, fmt.Errorf("LIFECYCLE_DEAD_AFTER_ATTEMPTS must be 1 or more, got %d", env.DeadAfter)
@@ -159,21 +169,22 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL must be positive, got %s", env.HeartbeatInterval)
 	}
 	return Config{
-		Config:             base,
-		RelayPollInterval:  env.RelayPollInterval,
-		TrashRetention:     env.TrashRetention,
-		EffectConsumers:    consumers,
-		NotificationAddr:   env.NotificationAddr,
-		AlertAfterAttempts: env.AlertAfter,
-		DeadAfterAttempts:  env.DeadAfter,
-		OutboxRetention:    env.OutboxRetention,
-		RunnerAddr:         env.RunnerAddr,
-		RunnerTimeout:      env.RunnerTimeout,
-		QueueAddr:          env.QueueAddr,
-		QueueTimeout:       env.QueueTimeout,
-		DeliveryRetention:  env.DeliveryRetention,
-		StaleSweepInterval: env.StaleInterval,
-		StaleAfter:         env.StaleAfter,
+		Config:               base,
+		RelayPollInterval:    env.RelayPollInterval,
+		TurnRelayConcurrency: env.TurnRelayConc,
+		TrashRetention:       env.TrashRetention,
+		EffectConsumers:      consumers,
+		NotificationAddr:     env.NotificationAddr,
+		AlertAfterAttempts:   env.AlertAfter,
+		DeadAfterAttempts:    env.DeadAfter,
+		OutboxRetention:      env.OutboxRetention,
+		RunnerAddr:           env.RunnerAddr,
+		RunnerTimeout:        env.RunnerTimeout,
+		QueueAddr:            env.QueueAddr,
+		QueueTimeout:         env.QueueTimeout,
+		DeliveryRetention:    env.DeliveryRetention,
+		StaleSweepInterval:   env.StaleInterval,
+		StaleAfter:           env.StaleAfter,
 
 		ElicitationSweepInterval: env.ElicitInterval,
 		ElicitationExpiry:        env.ElicitExpiry,
@@ -201,6 +212,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Any("host", c.Config),
 		slog.Duration("relay_poll_interval", c.RelayPollInterval),
+		slog.Int("turn_relay_concurrency", c.TurnRelayConcurrency),
 		slog.Duration("trash_retention", c.TrashRetention),
 		slog.Any("effect_consumers", c.EffectConsumers),
 		slog.String("notification_addr", c.NotificationAddr),

@@ -24,17 +24,20 @@ func TestDefaultsDeliverToLineageAndKeepADayOfDeliveries(t *testing.T) {
 	require.Equal(t, 24*time.Hour, cfg.OutboxRetention)
 	require.Equal(t, 20, cfg.DeadAfterAttempts)
 	require.Equal(t, 3, cfg.AlertAfterAttempts)
+	require.Equal(t, 1, cfg.TurnRelayConcurrency, "one session at a time unless the deployment says so")
 }
 
 func TestConsumersAreOneList(t *testing.T) {
 	t.Parallel()
 	cfg, err := load(t, map[string]string{
-		"LIFECYCLE_EFFECT_CONSUMERS":     " lineage=10.0.0.2:9102, queue=10.0.0.3:9103 ",
-		"LIFECYCLE_OUTBOX_RETENTION":     "2h",
-		"LIFECYCLE_DEAD_AFTER_ATTEMPTS":  "5",
-		"LIFECYCLE_ALERT_AFTER_ATTEMPTS": "2",
+		"LIFECYCLE_EFFECT_CONSUMERS":       " lineage=10.0.0.2:9102, queue=10.0.0.3:9103 ",
+		"LIFECYCLE_OUTBOX_RETENTION":       "2h",
+		"LIFECYCLE_DEAD_AFTER_ATTEMPTS":    "5",
+		"LIFECYCLE_ALERT_AFTER_ATTEMPTS":   "2",
+		"LIFECYCLE_TURN_RELAY_CONCURRENCY": "16",
 	})
 	require.NoError(t, err)
+	require.Equal(t, 16, cfg.TurnRelayConcurrency)
 	require.Equal(t, map[string]string{"lineage": "10.0.0.2:9102", "queue": "10.0.0.3:9103"}, cfg.EffectConsumers)
 	require.Equal(t, 2*time.Hour, cfg.OutboxRetention)
 	require.Equal(t, 5, cfg.DeadAfterAttempts)
@@ -47,6 +50,7 @@ func TestBadValuesFailFast(t *testing.T) {
 		"zero retention":           {"LIFECYCLE_OUTBOX_RETENTION": "0s"},
 		"negative retention":       {"LIFECYCLE_OUTBOX_RETENTION": "-1h"},
 		"never dead":               {"LIFECYCLE_DEAD_AFTER_ATTEMPTS": "-1"},
+		"no turn relay":            {"LIFECYCLE_TURN_RELAY_CONCURRENCY": "0"},
 		"no runner timeout":        {"LIFECYCLE_RUNNER_TIMEOUT": "0s"},
 		"no queue timeout":         {"LIFECYCLE_QUEUE_TIMEOUT": "0s"},
 		"no delivery retention":    {"LIFECYCLE_DELIVERY_RETENTION": "0s"},

@@ -221,14 +221,13 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 // independentAggregates are the subscribers to which one aggregate's events
 // never wait on another's: the runner's turns (each session's workflow
 // orders its own) and the triggers' timers (each trigger's Wake workflow).
-// Their relays hand up to relayConcurrency aggregates over at once, so 200
-// sessions created together do not start one SignalWithStart at a time
-// (docs/benchmarks.md › Runner, the burst). The lineage's and the
-// effects' subscribers keep the serial, id-ordered relay: a child's events
-// may assume its parent's arrived first.
+// Their relays may hand cfg.TurnRelayConcurrency aggregates over at once
+// (default one): on a persistence that takes concurrent workflow starts, a
+// burst of creations is then not paced by one SignalWithStart at a time
+// (docs/temporal.md). The lineage's and the effects' subscribers keep the
+// serial, id-ordered relay: a child's events may assume its parent's
+// arrived first.
 var independentAggregates = map[string]bool{events.SubscriberRunnerTurns: true, events.SubscriberTriggers: true}
-
-const relayConcurrency = 16
 
 // relay runs an outbox relay for one subscriber for the life of the service.
 func (s *Service) relay(subscriber string, deliver outbox.DeliverFunc, cfg config.Config, reporter clients.FailureReporter) *outbox.Relay {
@@ -244,7 +243,7 @@ func (s *Service) relay(subscriber string, deliver outbox.DeliverFunc, cfg confi
 		DeadAfter:    cfg.DeadAfterAttempts,
 	}
 	if independentAggregates[subscriber] {
-		r.Concurrency = relayConcurrency
+		r.Concurrency = cfg.TurnRelayConcurrency
 	}
 	s.Go(r.Run)
 	return r

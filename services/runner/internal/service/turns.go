@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/zimmerhq/zimmer/services/platform/retention"
-	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clients"
 	"github.com/zimmerhq/zimmer/services/runner/internal/config"
@@ -117,18 +116,18 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		return nil
 	})
 	l := cfg.Ladder
-	node := worker.New(s.Temporal, rw.NodeTaskQueue(cfg.Node), temporalx.WorkerOptions(worker.Options{
+	node := worker.New(s.Temporal, rw.NodeTaskQueue(cfg.Node), worker.Options{
 		WorkerStopTimeout: l.TermGrace + l.KillGrace + l.SweepGrace + 5*time.Second,
 		// RunTurn heartbeats every 5 s, and at once when it learns what a
 		// lost turn's recovery needs (its credential, the runtime's
 		// conversation id): the SDK's default throttle (0.8 of the 30 s
 		// heartbeat timeout) would hold those back for up to 24 s.
 		MaxHeartbeatThrottleInterval: time.Second,
-	}))
+	})
 	acts.RegisterNode(node)
 	// Every node also takes first clones from the shared queue: the node
 	// that makes a session's clone holds its turns.
-	clones := worker.New(s.Temporal, rw.ClonesTaskQueue, temporalx.WorkerOptions(worker.Options{}))
+	clones := worker.New(s.Temporal, rw.ClonesTaskQueue, worker.Options{})
 	acts.RegisterClones(clones)
 	s.Go(func(ctx context.Context) error {
 		if err := node.Start(); err != nil {
