@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -24,12 +25,10 @@ var testFlags = []string{"-race", "-count=1", "-shuffle=on", "-p", "2", "-timeou
 // each, two at a time.
 const chaosTimeout = "-timeout=30m"
 
-// runTests is `make test`: fresh infrastructure, then one `go test` over
-// every go.work module's packages, without the crash tests
-// (devstack.CrashTests), which `make test-chaos` runs. One invocation, not
-// one per module: go test's -p then schedules the e2e package, which
-// mostly waits on the stacks it starts, beside the services' packages
-// instead of after them.
+// runTests is `make test`: fresh infrastructure, then `go test` in every
+// go.work module, one module at a time (the machine has two cores; -p 2
+// already fills them), without the crash tests (devstack.CrashTests), which
+// `make test-chaos` runs.
 func (e *env) runTests(ctx context.Context, args []string) error {
 	modules, err := e.modules(ctx)
 	if err != nil {
@@ -48,9 +47,9 @@ func (e *env) runChaosTests(ctx context.Context, args []string) error {
 		map[string]string{"ZIMMER_CHAOS": "1"})
 }
 
-// testWithInfra starts a private Postgres and Temporal, then runs one
-// `go test flags args` over the packages of modules with the variables the
-// tests read (and extra), and says how long it took.
+// testWithInfra starts a private Postgres and Temporal, then runs
+// `go test flags args ./...` in each module with the variables the tests
+// read (and extra), and prints a summary.
 func (e *env) testWithInfra(ctx context.Context, modules, flags, args []string, extra map[string]string) (err error) {
 	start := time.Now()
 	unlock, err := devstack.Lock(filepath.Join(e.dataDir, "test.lock"), false)
@@ -85,25 +84,45 @@ func (e *env) testWithInfra(ctx context.Context, modules, flags, args []string, 
 		e.say("export %s=%s", k, vars[k])
 	}
 
-	goArgs := append(append([]string{"test"}, flags...), args...)
-	for _, dir := range modules {
-		rel, err := filepath.Rel(e.root, dir)
-		if err != nil {
-			return err
-		}
-		goArgs = append(goArgs, "./"+filepath.ToSlash(rel)+"/...")
+	type result struct {
+		rel     string
+		err     error
+		elapsed time.Duration
 	}
-	e.say("go %s", strings.Join(goArgs, " "))
-	err = e.goTest(ctx, e.root, goArgs, testEnv)
-	elapsed := time.Since(start).Round(100 * time.Millisecond)
+	var results []result
+	goArgs := append(append(append([]string{"test"}, flags...), args...), "./...")
+	for _, dir := range modules {
+		if ctx.Err() != nil {
+			break
+		}
+		rel, _ := filepath.Rel(e.root, dir)
+		e.say("go %s   (in %s)", strings.Join(goArgs, " "), rel)
+		t0 := time.Now()
+		err := e.goTest(ctx, dir, goArgs, testEnv)
+		results = append(results, result{rel, err, time.Since(t0)})
+	}
+
 	fmt.Fprintln(e.out)
+	var failed []string
+	for _, r := range results {
+		status := "ok  "
+		switch {
+		case errors.Is(r.err, context.Canceled):
+			status = "STOP"
+		case r.err != nil:
+			status = "FAIL"
+			failed = append(failed, r.rel)
+		}
+		fmt.Fprintf(e.out, "%s  %-28s %6.1fs\n", status, r.rel, r.elapsed.Seconds())
+	}
+	elapsed := time.Since(start).Round(100 * time.Millisecond)
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("interrupted after %s", elapsed)
-	case err != nil:
-		return fmt.Errorf("tests failed in %s (the FAIL lines above say which): %w", elapsed, err)
+	case len(failed) > 0:
+		return fmt.Errorf("%d of %d modules failed in %s: %s", len(failed), len(modules), elapsed, strings.Join(failed, ", "))
 	}
-	fmt.Fprintf(e.out, "all %d modules' tests passed in %s\n", len(modules), elapsed)
+	fmt.Fprintf(e.out, "all %d modules passed in %s\n", len(modules), elapsed)
 	return nil
 }
 
