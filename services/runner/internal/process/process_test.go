@@ -55,16 +55,24 @@ func (c *lines) texts(s Stream) []string {
 	return out
 }
 
-// waitFor returns the first delivered line starting with prefix.
+// waitFor returns the first delivered line starting with prefix, among
+// all lines so far: two processes' lines may come in either order, so a
+// wait for one must not consume the other's.
 func (c *lines) waitFor(t *testing.T, prefix string) string {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
-		select {
-		case l := <-c.seen:
+		c.mu.Lock()
+		for _, l := range c.all {
 			if strings.HasPrefix(l.Text, prefix) {
+				c.mu.Unlock()
 				return l.Text
 			}
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.seen:
+		case <-time.After(50 * time.Millisecond): // a wake-up add dropped
 		case <-timeout:
 			t.Fatalf("no line starting with %q", prefix)
 		}
