@@ -102,3 +102,8 @@ const (
 
 // SchedulingClasses are the scheduling classes, the default first.
 func SchedulingClasses() []string { return []string{SchedulingPriority, SchedulingSpot} }
+
+// StatusSummaryForkKey marks, in custom_metadata, Zimmer's own throwaway
+// status-summary fork: its pause or failure is harvested, not announced,
+// and its prompt carries no inherited goal (the runner's prompt builder).
+const StatusSummaryForkKey = "status_summary_fork"

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
@@ -29,9 +30,9 @@ type Markers struct {
 	RecoveryAbandoned string
 }
 
-// StatusSummaryForkKey marks, in custom_metadata, Zimmer's own throwaway
-// status-summary fork: its pause or failure is harvested, not announced.
-const StatusSummaryForkKey = "status_summary_fork"
+// StatusSummaryForkKey is rules.StatusSummaryForkKey, the marker this
+// domain reads.
+const StatusSummaryForkKey = rules.StatusSummaryForkKey
 
 // Command asks for one event, with what the event needs to know.
 type Command struct {

@@ -191,14 +191,10 @@ func (l *Lifecycle) PromptSession(ctx context.Context, sessionID int64) (workflo
 	s := got.GetSession()
 	return workflow.PromptSession{
 		Goal: s.GetGoal(), Notes: s.GetNotes(),
-		StatusSummaryFork: s.GetCustomMetadata().GetFields()[statusSummaryForkKey].GetBoolValue(),
+		StatusSummaryFork: s.GetCustomMetadata().GetFields()[rules.StatusSummaryForkKey].GetBoolValue(),
 		ProvenanceViaMCP:  settings.GetSettings().GetProvenanceViaMcpEnabled(),
 	}, nil
 }
-
-// statusSummaryForkKey marks a status-summary fork in custom_metadata
-// (lifecycle's domain.StatusSummaryForkKey).
-const statusSummaryForkKey = "status_summary_fork"
 
 // session reads a session; one lifecycle does not know is {Status:
 // domain.StatusGone}, which every reader here treats as gone.
