@@ -71,7 +71,8 @@ const wakeAtExample = `an ISO-8601 date-time without an offset, e.g. "2030-04-15
 // zone timezone ("" is UTC). RFC 3339 with a Z is UTC and takes no other
 // zone. An offset, a date without a time, and a zone that is not IANA's
 // are refused (unparseable_wake_at) saying what to send. The time is
-// whole seconds: a wake fires at a second, and the echo is exact.
+// whole seconds, a fraction rounded up: a wake fires at a second, the echo
+// is exact, and it is never earlier than the caller asked.
 func ParseWakeAt(text, timezone string) (WakeAt, error) {
 	zone := strings.TrimSpace(timezone)
 	if zone == "" {
@@ -121,7 +122,10 @@ func ParseWakeAt(text, timezone string) (WakeAt, error) {
 	if err != nil {
 		return refuse("%q is not an ISO-8601 date-time: give %s", s, wakeAtExample)
 	}
-	return WakeAt{At: at.Truncate(time.Second), Timezone: zone}, nil
+	if whole := at.Truncate(time.Second); whole.Before(at) {
+		at = whole.Add(time.Second)
+	}
+	return WakeAt{At: at, Timezone: zone}, nil
 }
 
 // loadZone resolves an IANA zone name. "Local" is the server's zone,
