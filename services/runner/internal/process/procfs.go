@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // procInfo is what this package reads of /proc/<pid>/stat.
@@ -99,16 +101,31 @@ func listProcs() ([]procInfo, error) {
 // liveMembers lists the processes of group pgid that have not ended:
 // a zombie in the group (an orphan waiting for its reaper, which for a
 // subreaper runner is the runner itself) runs nothing.
+//
+// A /proc listing taken while a process is being released can miss a live
+// neighbour (seen on Linux 6: an agent's orphan missing from the listing
+// taken as its leader was reaped). A listing that shows nobody of a group
+// the kernel says is still held (signal 0) was such a misread and is
+// taken again, a few times at most.
 func liveMembers(pgid int) ([]procInfo, error) {
-	all, err := listProcs()
-	if err != nil {
-		return nil, err
-	}
-	var out []procInfo
-	for _, s := range all {
-		if s.Pgrp == pgid && !s.ended() {
-			out = append(out, s)
+	const listings = 3
+	for n := 1; ; n++ {
+		all, err := listProcs()
+		if err != nil {
+			return nil, err
+		}
+		var live []procInfo
+		held := false
+		for _, s := range all {
+			if s.Pgrp == pgid {
+				held = true
+				if !s.ended() {
+					live = append(live, s)
+				}
+			}
+		}
+		if held || n == listings || errors.Is(unix.Kill(-pgid, 0), unix.ESRCH) {
+			return live, nil
 		}
 	}
-	return out, nil
 }

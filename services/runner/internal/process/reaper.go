@@ -65,18 +65,18 @@ func (r *registry) isGroup(pgid int) bool {
 	return ok
 }
 
-// forgetGroups drops the groups whose leader is reaped and of which no
-// process is left in procs. Called with forkMu held, so no group is made
-// meanwhile.
-func (r *registry) forgetGroups(procs []procInfo) {
-	present := map[int]bool{}
-	for _, p := range procs {
-		present[p.Pgrp] = true
-	}
+// forgetGroups drops the groups whose leader is reaped and which no
+// process holds any more. Called with forkMu held, so no group is made
+// meanwhile. It asks the kernel (signal 0 to the group: ESRCH once no
+// process, zombies included, holds the id) rather than a /proc listing:
+// a listing taken while a process is being released can miss a live
+// neighbour (seen: the leader's reaping hid its orphan), and a group
+// forgotten while its orphan lives leaves that orphan's zombie unreaped.
+func (r *registry) forgetGroups() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for g := range r.groups {
-		if _, leader := r.pids[g]; !leader && !present[g] {
+		if _, leader := r.pids[g]; !leader && errors.Is(unix.Kill(-g, 0), unix.ESRCH) {
 			delete(r.groups, g)
 		}
 	}
@@ -162,7 +162,7 @@ func (z *ZombieReaper) Pass() ([]Reaped, error) {
 	if err != nil {
 		return nil, err
 	}
-	children.forgetGroups(procs)
+	children.forgetGroups()
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	now, self, selfGroup := time.Now(), os.Getpid(), unix.Getpgrp()
