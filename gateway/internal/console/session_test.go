@@ -461,10 +461,16 @@ func TestARestartActsOnceHoweverOftenSubmitted(t *testing.T) {
 	require.Len(t, b.calls(), 1, "restarted once")
 	require.Contains(t, b.get(t, c, "/console/sessions/7").body, console.AlreadyDone)
 
+	// Past the memory's window the same form acts again (a page left
+	// open that long is a deliberate click).
+	b.advance(console.OnceFormTTL)
+	require.Equal(t, http.StatusSeeOther, b.post(t, c, "/console/sessions/7/restart", f).code)
+	require.Len(t, b.calls(), 2)
+
 	// The next render's form is a new key: a deliberate second restart acts.
 	f = form(t, b.get(t, c, "/console/sessions/7").body, "/console/sessions/7/restart")
 	require.Equal(t, http.StatusSeeOther, b.post(t, c, "/console/sessions/7/restart", f).code)
-	require.Len(t, b.calls(), 2)
+	require.Len(t, b.calls(), 3)
 }
 
 func TestTitleAndNotesAreEditable(t *testing.T) {
