@@ -31,6 +31,7 @@ import (
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
@@ -64,6 +65,10 @@ type Clients struct {
 	Queue      queuev1.QueueServiceClient
 	Runner     runnerv1.RunnerServiceClient
 	Provenance lineagev1.ProvenanceServiceClient
+	// Triggers are lifecycle's wake-ups (Pause Until, the session page's
+	// triggers); Notifications the inbox and the alerts.
+	Triggers      lifecyclev1.TriggerServiceClient
+	Notifications notificationv1.NotificationServiceClient
 }
 
 // Options configure the console.
@@ -111,6 +116,11 @@ type Handler struct {
 	throttle *throttle
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
+	// streams bounds the transcript streams open at once (a slot each).
+	streams chan struct{}
+	// onceForms remembers the forms whose action a resubmission must not
+	// repeat (restart), by their idempotency key.
+	onceForms *onceForms
 }
 
 // New returns the console over clients.
@@ -125,9 +135,11 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 		opts.Now = time.Now
 	}
 	h := &Handler{clients: clients, opts: opts, logger: logger,
-		signIns: newSignIns(opts.Now), throttle: newThrottle(opts.Now), pages: map[string]*template.Template{}}
-	funcs := template.FuncMap{"age": h.age, "statusWords": statusWords}
-	for _, page := range []string{"login", "dashboard", "session", "new", "problem"} {
+		signIns: newSignIns(opts.Now), throttle: newThrottle(opts.Now), pages: map[string]*template.Template{},
+		streams: make(chan struct{}, MaxTranscriptStreams), onceForms: newOnceForms(opts.Now)}
+	funcs := template.FuncMap{"age": h.age, "statusWords": statusWords, "at": at, "inZone": inZone, "size": size, "details": alertDetails,
+		"pending": pending, "add": func(a, b int32) int32 { return a + b }}
+	for _, page := range []string{"login", "dashboard", "session", "new", "problem", "inbox", "alerts"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parse the console's %s page: %w", page, err)
@@ -154,6 +166,8 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	mux.HandleFunc("POST /console/sessions/{id}/archive", h.mutating(func(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
 		h.sessionAction("archive", h.archive(r.PostForm.Get("force") != ""))(w, r, cookie, in)
 	}))
+	h.sessionRoutes(mux)
+	h.inboxRoutes(mux)
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusNotFound, fmt.Sprintf("There is no console page %s %s.", r.Method, r.URL.Path))
 	})
@@ -221,7 +235,9 @@ type page struct {
 	// that is so.
 	RosterWarning string
 	Flash         string
-	Data          any
+	// Unread is the inbox's unread count, shown in the header.
+	Unread int32
+	Data   any
 }
 
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/console"
@@ -54,6 +55,9 @@ type fakes struct {
 	roster     []string
 	transcript []*runnerv1.TranscriptLine
 	messages   []*lineagev1.HumanMessage
+	// page is what the session page's other parts, the inbox and the
+	// alerts read and record (session_test.go).
+	page pageFakes
 }
 
 type fakeLifecycle struct {
@@ -70,10 +74,12 @@ func (l fakeLifecycle) ListSessions(_ context.Context, in *lifecyclev1.ListSessi
 }
 
 func (l fakeLifecycle) GetSession(_ context.Context, in *lifecyclev1.GetSessionRequest, _ ...grpc.CallOption) (*lifecyclev1.GetSessionResponse, error) {
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
 	if in.GetSessionId() != strconv.FormatInt(l.f.session.GetId(), 10) {
 		return nil, status.Errorf(codes.NotFound, "session %s not found", in.GetSessionId())
 	}
-	return &lifecyclev1.GetSessionResponse{Session: l.f.session}, nil
+	return &lifecyclev1.GetSessionResponse{Session: proto.CloneOf(l.f.session)}, nil
 }
 
 func (l fakeLifecycle) CreateSession(_ context.Context, in *lifecyclev1.CreateSessionRequest, _ ...grpc.CallOption) (*lifecyclev1.CreateSessionResponse, error) {
@@ -94,6 +100,7 @@ func (l fakeLifecycle) ArchiveSession(_ context.Context, in *lifecyclev1.Archive
 	if !in.GetForce() {
 		return nil, status.Error(codes.FailedPrecondition, "session #7 has 2 queued messages not yet delivered; read them, then archive with force")
 	}
+	l.f.session.Status = "archived"
 	return &lifecyclev1.ArchiveSessionResponse{Session: l.f.session, Message: "Session moved to trash."}, nil
 }
 
@@ -145,7 +152,10 @@ func (p fakeProvenance) ListUsers(context.Context, *lineagev1.ListUsersRequest, 
 }
 
 func (p fakeProvenance) GetSessionProvenance(context.Context, *lineagev1.GetSessionProvenanceRequest, ...grpc.CallOption) (*lineagev1.GetSessionProvenanceResponse, error) {
-	return &lineagev1.GetSessionProvenanceResponse{HumanMessages: p.f.messages, HereCount: int32(len(p.f.messages))}, nil
+	p.f.mu.Lock()
+	defer p.f.mu.Unlock()
+	return &lineagev1.GetSessionProvenanceResponse{HumanMessages: p.f.messages, HereCount: int32(len(p.f.messages)),
+		SessionHierarchy: p.f.page.hierarchy, ElsewhereCountIsFloor: p.f.page.hierarchy.GetTruncated()}, nil
 }
 
 func (p fakeProvenance) RecordHumanMessage(ctx context.Context, in *lineagev1.RecordHumanMessageRequest, _ ...grpc.CallOption) (*lineagev1.RecordHumanMessageResponse, error) {
@@ -177,11 +187,13 @@ func setup(t *testing.T) testBundle {
 		session: &lifecyclev1.Session{Id: 7, Status: "needs_input", Title: hostile, Prompt: hostile, Notes: hostile,
 			AgentRoot: hostile, Genesis: "api", UpdatedAt: timestamppb.Now()},
 		transcript: []*runnerv1.TranscriptLine{{Id: 1, Kind: "assistant", Text: hostile}},
-		messages:   []*lineagev1.HumanMessage{{Author: adminUser, Provenance: console.ProvenanceFollowUp, Content: hostile, Origin: "here"}},
+		messages:   []*lineagev1.HumanMessage{{Author: adminUser, Provenance: console.ProvenanceFollowUp, Content: hostile, Origin: "here", AuthoredInSessionId: 7}},
+		page:       newPageFakes(),
 	}
 	now, mu := time.Now(), &sync.Mutex{}
 	h, err := console.New(console.Clients{
 		Lifecycle: fakeLifecycle{f: f}, Queue: fakeQueue{f: f}, Runner: fakeRunner{f: f}, Provenance: fakeProvenance{f: f},
+		Triggers: fakeTriggers{f: f}, Notifications: fakeNotifications{f: f},
 	}, console.Options{AdminUser: adminUser, PasswordHash: string(hash), Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }},
 		slogx.Discard())
 	require.NoError(t, err)
@@ -434,7 +446,11 @@ func TestUserTextIsNeverRenderedUnescaped(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	c := b.signedIn(t)
-	for _, path := range []string{"/console/", "/console/sessions/7"} {
+	// The session page carries the hostile text in every part (title,
+	// prompt, notes, transcript, human messages, the hierarchy's titles
+	// and agent roots, queued messages, the timeline, the clone's note, a
+	// trigger's prompt); the inbox and the alerts in theirs.
+	for _, path := range []string{"/console/", "/console/sessions/7", "/console/notifications", "/console/alerts"} {
 		a := b.get(t, c, path)
 		require.Equal(t, http.StatusOK, a.code, a.body)
 		require.NotContains(t, a.body, `<script>alert`, path)

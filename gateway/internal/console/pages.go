@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
@@ -133,7 +134,8 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request, cookie strin
 
 // signedInPage is a page's frame for a signed-in human.
 func (h *Handler) signedInPage(ctx context.Context, cookie string, in signIn, title string, data any) page {
-	return page{Title: title, CSRF: in.csrf, RosterWarning: h.rosterWarning(ctx), Flash: h.signIns.takeFlash(cookie), Data: data}
+	return page{Title: title, CSRF: in.csrf, RosterWarning: h.rosterWarning(ctx), Flash: h.signIns.takeFlash(cookie),
+		Unread: h.unreadCount(ctx), Data: data}
 }
 
 // rosterWarning says, when it is so, that what the human types is not
@@ -173,6 +175,8 @@ type sessionData struct {
 	// OfferArchiveAnyway shows the archive guard's "Archive anyway".
 	Refusal            string
 	OfferArchiveAnyway bool
+	// The rest of the page (details.go).
+	details
 }
 
 func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
@@ -191,21 +195,42 @@ func (h *Handler) renderSession(w http.ResponseWriter, r *http.Request, cookie s
 	}
 	s := got.GetSession()
 	data := sessionData{Session: s, IdempotencyKey: randomToken(), EnqueueKey: randomToken(), Actions: allowedActions(s.GetStatus())}
+	data.Trashed = r.URL.Query().Has("trashed") && data.Actions.Restore
 	if adjust != nil {
 		adjust(&data)
 	}
+	data.TitleValue, data.NotesValue = s.GetTitle(), s.GetNotes()
+	if data.TitleDraft != nil {
+		data.TitleValue = *data.TitleDraft
+	}
+	if data.NotesDraft != nil {
+		data.NotesValue = *data.NotesDraft
+	}
 	id := strconv.FormatInt(s.GetId(), 10)
-	if tr, err := h.clients.Runner.GetTranscript(ctx, &runnerv1.GetTranscriptRequest{SessionId: id, PageSize: TranscriptLines}); err != nil {
-		data.TranscriptError = grpcerr.From("runner", err).Message
-	} else {
-		data.Transcript = tr.GetLines()
-	}
-	if pv, err := h.clients.Provenance.GetSessionProvenance(ctx, &lineagev1.GetSessionProvenanceRequest{SessionId: s.GetId()}); err == nil {
-		data.HumanMessages, data.OlderCount = pv.GetHumanMessages(), pv.GetOlderCount()
-		data.HereCount, data.ElsewhereCount = pv.GetHereCount(), pv.GetElsewhereCount()
-	} else {
-		h.logger.WarnContext(ctx, "console could not read a session's provenance", "session_id", s.GetId(), "error", err)
-	}
+	// The page's parts come from four services; asked at once, the page
+	// costs the slowest of them, not their sum.
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if tr, err := h.clients.Runner.GetTranscript(ctx, &runnerv1.GetTranscriptRequest{SessionId: id, PageSize: TranscriptLines}); err != nil {
+			data.TranscriptError = grpcerr.From("runner", err).Message
+		} else {
+			data.Transcript = tr.GetLines()
+		}
+	})
+	wg.Go(func() {
+		if pv, err := h.clients.Provenance.GetSessionProvenance(ctx, &lineagev1.GetSessionProvenanceRequest{SessionId: s.GetId()}); err == nil {
+			data.HumanMessages, data.OlderCount = pv.GetHumanMessages(), pv.GetOlderCount()
+			data.HereCount, data.ElsewhereCount = pv.GetHereCount(), pv.GetElsewhereCount()
+			data.ElsewhereIsFloor = pv.GetElsewhereCountIsFloor()
+			data.Hierarchy, data.HierarchyTree = pv.GetSessionHierarchy(), hierarchyTree(pv.GetSessionHierarchy().GetNodes())
+		} else {
+			data.HierarchyError = grpcerr.From("lineage", err).Message
+			h.logger.WarnContext(ctx, "console could not read a session's provenance", "session_id", s.GetId(), "error", err)
+		}
+	})
+	h.loadDetails(ctx, &wg, id, &data.details)
+	wg.Wait()
+	data.StreamAfter = lastLineID(data.Transcript)
 	title := fmt.Sprintf("#%d", s.GetId())
 	if s.GetTitle() != "" {
 		title += " " + s.GetTitle()

@@ -93,6 +93,16 @@ func (s *signIns) get(cookie string) (signIn, bool) {
 	return *in, true
 }
 
+// alive reports whether cookie's sign-in is live, without counting the
+// question as activity (a stream left open must not keep a sign-in alive
+// forever).
+func (s *signIns) alive(cookie string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.m[sha256.Sum256([]byte(cookie))]
+	return ok && s.now().Sub(in.lastSeen) <= SignInTTL
+}
+
 // setFlash keeps msg for the next page cookie's browser loads.
 func (s *signIns) setFlash(cookie, msg string) {
 	s.mu.Lock()

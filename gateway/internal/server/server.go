@@ -204,11 +204,17 @@ func (s *Server) newConsole(cfg config.Config, logger *slog.Logger) (*console.Ha
 	if err != nil {
 		return nil, err
 	}
+	notificationConn, err := dial(cfg.NotificationAddr)
+	if err != nil {
+		return nil, err
+	}
 	return console.New(console.Clients{
-		Lifecycle:  lifecyclev1.NewLifecycleServiceClient(lifecycleConn),
-		Queue:      queuev1.NewQueueServiceClient(queueConn),
-		Runner:     runnerv1.NewRunnerServiceClient(runnerConn),
-		Provenance: lineagev1.NewProvenanceServiceClient(lineageConn),
+		Lifecycle:     lifecyclev1.NewLifecycleServiceClient(lifecycleConn),
+		Queue:         queuev1.NewQueueServiceClient(queueConn),
+		Runner:        runnerv1.NewRunnerServiceClient(runnerConn),
+		Provenance:    lineagev1.NewProvenanceServiceClient(lineageConn),
+		Triggers:      lifecyclev1.NewTriggerServiceClient(lifecycleConn),
+		Notifications: notificationv1.NewNotificationServiceClient(notificationConn),
 	}, console.Options{AdminUser: cfg.AdminUser, PasswordHash: cfg.ConsolePasswordHash}, logger.With("component", "console"))
 }
 

@@ -25,6 +25,12 @@ func TriggerKinds() []string { return []string{TriggerKindOneTime, TriggerKindSe
 // comes to rest in.
 func WatchableStates() []string { return []string{StatusNeedsInput, StatusFailed, StatusArchived} }
 
+// WakeableStatuses are the states a session may be put to sleep from with
+// a wake armed (wake_me_up_later, Pause Until, a watcher): from failed or
+// archived nothing can wake it, so the wake would point at a session no
+// one can resume. The operator console offers Pause Until only in these.
+func WakeableStatuses() []string { return []string{StatusNeedsInput, StatusRunning, StatusWaiting} }
+
 // ErrorDomain is the google.rpc.ErrorInfo domain of lifecycle's refusals.
 const ErrorDomain = "lifecycle.zimmer"
 

@@ -195,6 +195,15 @@ var WatchableStates = func() []Status {
 	return out
 }()
 
+// WakeableStates are the states a wake may be armed in (rules').
+var WakeableStates = func() []Status {
+	var out []Status
+	for _, w := range rules.WakeableStatuses() {
+		out = append(out, mustParseStatus(w))
+	}
+	return out
+}()
+
 // WatchRequest asks to wake session SessionID when WatchedSessionID next
 // reaches one of States.
 type WatchRequest struct {
@@ -237,7 +246,7 @@ func (r WatchRequest) Validate(sessionID int64) ([]Status, error) {
 // canBeWoken refuses arming a wake for a session nothing can wake
 // (not_wakeable).
 func canBeWoken(s Session) error {
-	if s.Status == StatusFailed || s.Status == StatusArchived {
+	if !slices.Contains(WakeableStates, s.Status) {
 		return &WakeRefusal{Code: RefusedNotWakeable, Reason: fmt.Sprintf(
 			"session %d is %s: a wake-up armed now would point at a session nothing can wake; only needs_input, running and waiting sessions can be put to sleep (restart or restore it first)",
 			s.ID, s.Status)}
@@ -250,7 +259,7 @@ func canBeWoken(s Session) error {
 // spawn pipeline's, not a sleeper's) and a failed or archived one.
 func CanPauseUntil(s Session) error {
 	switch {
-	case s.Status == StatusFailed || s.Status == StatusArchived:
+	case !slices.Contains(WakeableStates, s.Status):
 		return &WakeRefusal{Code: RefusedNotWakeable, Reason: fmt.Sprintf(
 			"session %d is %s: it cannot be paused from here; only needs_input, running and waiting sessions can be paused until a time (restart or restore it first)",
 			s.ID, s.Status)}
