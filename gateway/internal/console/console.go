@@ -115,6 +115,14 @@ type Handler struct {
 	signIns  *signIns
 	throttle *throttle
 	pages    map[string]*template.Template
+	// liveTemplate renders the dashboard's live parts and the cards'
+	// answers (cards.html).
+	liveTemplate *template.Template
+	// liveSlots bounds the live dashboards (MaxLiveDashboards).
+	liveSlots chan struct{}
+	// liveCtx ends every live dashboard when the gateway stops (StopLive).
+	liveCtx  context.Context
+	StopLive context.CancelFunc
 	mux      *http.ServeMux
 	// streams bounds the transcript streams open at once (a slot each).
 	streams chan struct{}
@@ -136,15 +144,30 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	}
 	h := &Handler{clients: clients, opts: opts, logger: logger,
 		signIns: newSignIns(opts.Now), throttle: newThrottle(opts.Now), pages: map[string]*template.Template{},
-		streams: make(chan struct{}, MaxTranscriptStreams), onceForms: newOnceForms(opts.Now)}
+		streams: make(chan struct{}, MaxTranscriptStreams), onceForms: newOnceForms(opts.Now),
+		liveSlots: make(chan struct{}, MaxLiveDashboards)}
+	h.liveCtx, h.StopLive = context.WithCancel(context.Background())
 	funcs := template.FuncMap{"age": h.age, "statusWords": statusWords, "at": at, "inZone": inZone, "size": size, "details": alertDetails,
 		"pending": pending, "add": func(a, b int32) int32 { return a + b }}
 	for _, page := range []string{"login", "dashboard", "session", "new", "problem", "inbox", "alerts"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
+		files := []string{"templates/layout.html", "templates/" + page + ".html"}
+		if page == "dashboard" {
+			files = append(files, "templates/cards.html")
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, files...)
 		if err != nil {
 			return nil, fmt.Errorf("parse the console's %s page: %w", page, err)
 		}
 		h.pages[page] = t
+	}
+	// The drawer is the session page's content without the layout.
+	drawer, err := template.New("drawer.html").Funcs(funcs).ParseFS(templateFS, "templates/drawer.html", "templates/session.html")
+	if err != nil {
+		return nil, fmt.Errorf("parse the console's drawer: %w", err)
+	}
+	h.pages["drawer"] = drawer
+	if h.liveTemplate, err = template.New("cards.html").Funcs(funcs).ParseFS(templateFS, "templates/cards.html"); err != nil {
+		return nil, fmt.Errorf("parse the console's cards: %w", err)
 	}
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {
@@ -156,6 +179,13 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	mux.HandleFunc("POST /console/login", h.login)
 	mux.HandleFunc("POST /console/logout", h.mutating(h.logout))
 	mux.HandleFunc("GET /console/{$}", h.signedIn(h.dashboard))
+	mux.HandleFunc("GET /console/live", h.live)
+	mux.HandleFunc("POST /console/refresh-all", h.mutating(h.refreshAll))
+	mux.HandleFunc("POST /console/quick-prompt", h.mutating(h.quickPrompt))
+	mux.HandleFunc("POST /console/sessions/{id}/refresh", h.mutating(h.refresh))
+	mux.HandleFunc("POST /console/sessions/{id}/trash", h.mutating(h.trash))
+	mux.HandleFunc("POST /console/sessions/{id}/undo-trash", h.mutating(h.undoTrash))
+	mux.HandleFunc("GET /console/sessions/{id}/drawer", h.signedIn(h.sessionPage))
 	mux.HandleFunc("GET /console/sessions/new", h.signedIn(h.newSessionPage))
 	mux.HandleFunc("POST /console/sessions", h.mutating(h.createSession))
 	mux.HandleFunc("GET /console/sessions/{id}", h.signedIn(h.sessionPage))

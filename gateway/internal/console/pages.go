@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -15,16 +13,10 @@ import (
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
-	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/boundary"
 )
 
 const (
-	// FiltersCookieName keeps the dashboard's status and scheduling class
-	// filters between visits (the spec's sessions_filters cookie).
-	FiltersCookieName = "sessions_filters"
-	// DashboardPageSize is how many cards the dashboard shows.
-	DashboardPageSize = 50
 	// TranscriptLines is how many transcript lines the session page shows.
 	TranscriptLines = 200
 	// ProvenanceFollowUp is the human message's entry point for a
@@ -32,105 +24,6 @@ const (
 	ProvenanceFollowUp = "web_ui.follow_up"
 	callTimeout        = 10 * time.Second
 )
-
-// DefaultStatuses is what the dashboard shows until the human picks
-// others: what waits for them (session-lifecycle.md, "What the dashboard
-// shows you").
-var DefaultStatuses = []string{rules.StatusNeedsInput}
-
-// filters is the dashboard's selection.
-type filters struct {
-	Statuses        []string
-	SchedulingClass string
-	Query           string
-}
-
-// readFilters takes the filters from the form when it was submitted (and
-// keeps them in the cookie), from the cookie otherwise, else the default.
-// Reset forgets the cookie. Unknown words are dropped, never sent on.
-func (h *Handler) readFilters(w http.ResponseWriter, r *http.Request) filters {
-	q := r.URL.Query()
-	f := filters{Query: q.Get("q")}
-	switch {
-	case q.Has("reset"):
-		http.SetCookie(w, h.cookie(r, FiltersCookieName, "", -1))
-		f.Query = ""
-	case q.Has("filter"):
-		f.Statuses, f.SchedulingClass = knownStatuses(q["status"]), knownClass(q.Get("class"))
-		kept := url.Values{"status": f.Statuses, "class": {f.SchedulingClass}}
-		http.SetCookie(w, h.cookie(r, FiltersCookieName, kept.Encode(), 365*24*3600))
-		return f
-	default:
-		if c, err := r.Cookie(FiltersCookieName); err == nil {
-			if kept, err := url.ParseQuery(c.Value); err == nil {
-				f.Statuses, f.SchedulingClass = knownStatuses(kept["status"]), knownClass(kept.Get("class"))
-				return f
-			}
-		}
-	}
-	f.Statuses = slices.Clone(DefaultStatuses)
-	return f
-}
-
-func knownStatuses(words []string) []string {
-	var out []string
-	for _, w := range words {
-		if slices.Contains(rules.Statuses(), w) && !slices.Contains(out, w) {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-func knownClass(word string) string {
-	if slices.Contains(rules.SchedulingClasses(), word) {
-		return word
-	}
-	return ""
-}
-
-// statusCount is one entry of the status summary.
-type statusCount struct {
-	Status   string
-	Count    int64
-	Selected bool
-}
-
-type dashboardData struct {
-	Filters   filters
-	Summary   []statusCount
-	Classes   []string
-	Sessions  []*lifecyclev1.Session
-	Total     int64
-	Truncated bool
-}
-
-func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
-	f := h.readFilters(w, r)
-	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
-	defer cancel()
-	resp, err := h.clients.Lifecycle.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{
-		Status: f.Statuses, Q: f.Query, SchedulingClass: f.SchedulingClass, PerPage: DashboardPageSize,
-	})
-	if err != nil {
-		h.failed(w, r, "lifecycle", err)
-		return
-	}
-	data := dashboardData{Filters: f, Classes: rules.SchedulingClasses(), Sessions: resp.GetSessions(),
-		Total: resp.GetPagination().GetTotalCount()}
-	data.Truncated = data.Total > int64(len(data.Sessions))
-	// The summary above the search box: how many sessions each status
-	// holds, whatever the filters.
-	for _, s := range rules.Statuses() {
-		n, err := h.clients.Lifecycle.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{Status: []string{s}, PerPage: 1})
-		if err != nil {
-			h.failed(w, r, "lifecycle", err)
-			return
-		}
-		data.Summary = append(data.Summary, statusCount{Status: s, Count: n.GetPagination().GetTotalCount(), Selected: slices.Contains(f.Statuses, s)})
-	}
-	h.render(w, r, http.StatusOK, "dashboard", h.signedInPage(ctx, cookie, in, "Sessions", data))
-}
 
 // signedInPage is a page's frame for a signed-in human.
 func (h *Handler) signedInPage(ctx context.Context, cookie string, in signIn, title string, data any) page {
@@ -235,7 +128,7 @@ func (h *Handler) renderSession(w http.ResponseWriter, r *http.Request, cookie s
 	if s.GetTitle() != "" {
 		title += " " + s.GetTitle()
 	}
-	h.render(w, r, status, "session", h.signedInPage(ctx, cookie, in, title, data))
+	h.render(w, r, status, sessionTemplate(r), h.signedInPage(ctx, cookie, in, title, data))
 }
 
 // followUp sends what the human typed as the session's next prompt, then

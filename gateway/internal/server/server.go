@@ -46,6 +46,7 @@ type Server struct {
 	logger  *slog.Logger
 	conns   []*grpc.ClientConn
 	mcp     *mcp.Handler
+	console *console.Handler
 	handler http.Handler
 }
 
@@ -160,6 +161,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	if err != nil {
 		return nil, err
 	}
+	s.console = consoleHandler
 	mux.Handle(console.Prefix, consoleHandler)
 	mux.Handle("/console", consoleHandler)
 	mux.Handle("/mcp", auth.Require(authn, s.mcp))
@@ -247,6 +249,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	if err := s.mcp.Shutdown(shutdownCtx); err != nil {
 		s.logger.Warn("close MCP sessions", "error", err)
 	}
+	// Live dashboards never end by themselves: end them, and their
+	// browsers reconnect to the next gateway with their Last-Event-ID.
+	s.console.StopLive()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		s.logger.Warn("graceful shutdown timed out; closing connections", "error", err)
 		_ = srv.Close()

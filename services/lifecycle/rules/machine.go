@@ -35,6 +35,9 @@ const (
 	// PausedByMCPRetry parks a session whose agent's MCP connection failed,
 	// until a retry resumes it.
 	PausedByMCPRetry = "mcp_retry"
+	// PausedByUser is a session a person paused by hand (Pause, Pause
+	// Until): a bulk refresh leaves it at rest.
+	PausedByUser = "user"
 )
 
 // The events of the state machine.

@@ -283,7 +283,7 @@ func goToSleep(s Session, haltedForPause bool, cmd Command, env Env) (Outcome, e
 		// The turn is halted: pause, whose deferred sleep then executes,
 		// so the session is asleep before the request returns.
 		s.Markers.PendingSleep, s.Markers.PendingSleepRequiresWake = true, false
-		cmd.Event, cmd.PausedBy = EventPause, "user"
+		cmd.Event, cmd.PausedBy = EventPause, rules.PausedByUser
 		return Apply(s, cmd, env)
 	case StatusNeedsInput:
 		cmd.Event = EventSleep

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
@@ -355,4 +356,44 @@ func TestRefresh(t *testing.T) {
 	_, why, err := domain.Refresh(ran(domain.StatusFailed), true, domain.Command{}, env())
 	require.NoError(t, err)
 	require.Empty(t, why)
+}
+
+// TestBulkRefresh: the bulk controls ("Refresh all") continue a
+// needs_input session too, unless a person paused it by hand; for every
+// other state the rule is the per-card one.
+func TestBulkRefresh(t *testing.T) {
+	t.Parallel()
+	bulk := domain.Command{Actor: domain.Actor{Kind: domain.ActorWebUI, Bulk: true}}
+	ran := func(st domain.Status, pausedBy string) domain.Session {
+		s := session(st)
+		s.ElapsedSince = &now
+		s.Markers.PausedBy = pausedBy
+		return s
+	}
+	for _, pausedBy := range []string{"", rules.PausedByRecovery} {
+		out, why, err := domain.Refresh(ran(domain.StatusNeedsInput, pausedBy), false, bulk, env())
+		require.NoError(t, err)
+		require.Empty(t, why, "paused by %q", pausedBy)
+		require.Equal(t, []domain.Event{domain.EventResume}, out.Applied)
+		require.True(t, out.AsksForTurn)
+	}
+	out, why, err := domain.Refresh(ran(domain.StatusNeedsInput, rules.PausedByUser), false, bulk, env())
+	require.NoError(t, err)
+	require.Contains(t, why, "paused by hand")
+	require.Empty(t, out.Applied)
+	for name, tc := range map[string]struct {
+		s      domain.Session
+		asleep bool
+		reason string
+	}{
+		"running":  {ran(domain.StatusRunning, ""), false, "is running"},
+		"archived": {ran(domain.StatusArchived, ""), false, "is archived"},
+		"never":    {session(domain.StatusWaiting), false, "never started"},
+		"asleep":   {ran(domain.StatusWaiting, ""), true, "asleep on purpose"},
+	} {
+		out, why, err := domain.Refresh(tc.s, tc.asleep, bulk, env())
+		require.NoError(t, err, name)
+		require.Contains(t, why, tc.reason, name)
+		require.Empty(t, out.Applied, name)
+	}
 }

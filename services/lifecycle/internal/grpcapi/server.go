@@ -31,7 +31,9 @@ type Server struct {
 	recoveryCandidates app.ListRecoveryCandidates
 	// externalLines serves RecordTimelineNote (deliveries.go).
 	externalLines app.AppendExternalTimelineLines
-	logger        *slog.Logger
+	// sessionChanges serves WatchSessionChanges (changes.go).
+	sessionChanges app.WatchSessionChanges
+	logger         *slog.Logger
 }
 
 // NewServer returns the API over the use cases.

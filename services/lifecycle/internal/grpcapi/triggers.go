@@ -164,7 +164,9 @@ func (t *triggerServer) AwaitingScheduledWake(ctx context.Context, req *lifecycl
 
 // RefreshSession implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) RefreshSession(ctx context.Context, req *lifecyclev1.RefreshSessionRequest) (*lifecyclev1.RefreshSessionResponse, error) {
-	r, err := s.triggers.Refresh(ctx, req.GetSessionId(), actor(ctx, nil))
+	who := actor(ctx, nil)
+	who.Bulk = req.GetBulk()
+	r, err := s.triggers.Refresh(ctx, req.GetSessionId(), who)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}

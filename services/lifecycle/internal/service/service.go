@@ -114,9 +114,13 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	// owns: lineage's events (uncle edges recorded or inverted) and the
 	// runner's notes (what became of a clone).
 	externalLines := app.AppendExternalTimelineLines{Repo: repo, Clock: clock.System{}}
+	// Closed when the service stops, which ends every WatchSessionChanges.
+	stopping := make(chan struct{})
+	h.Go(func(ctx context.Context) error { <-ctx.Done(); close(stopping); return nil })
 	api := grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).
 		WithCredentials(svc.Credentials).WithTriggers(svc.Triggers).
-		WithRecoveryCandidates(app.ListRecoveryCandidates{Candidates: repo}).WithExternalLines(externalLines)
+		WithRecoveryCandidates(app.ListRecoveryCandidates{Candidates: repo}).WithExternalLines(externalLines).
+		WithSessionChanges(app.WatchSessionChanges{Feed: repo, Stopping: stopping})
 	api.Register(h.GRPC.Server)
 	api.RegisterTriggers(h.GRPC.Server)
 	grpcapi.NewLineageConsumer(externalLines, logger).Register(h.GRPC.Server)

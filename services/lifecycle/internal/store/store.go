@@ -47,7 +47,9 @@ type Sessions struct {
 	pool   *pgxpool.Pool
 	codec  Codec
 	signal *outbox.Signal
-	logger *slog.Logger
+	// changed wakes this process's WatchSessionChanges streams (changes.go).
+	changed *changeSignal
+	logger  *slog.Logger
 }
 
 var _ app.SessionRepository = (*Sessions)(nil)
@@ -56,7 +58,7 @@ var _ app.SessionRepository = (*Sessions)(nil)
 // every commit that recorded outbox events (nil: relays poll). Bookkeeping
 // whose failure must not stop a transition is logged to logger.
 func NewSessions(pool *pgxpool.Pool, codec Codec, signal *outbox.Signal, logger *slog.Logger) *Sessions {
-	return &Sessions{pool: pool, codec: codec, signal: signal, logger: logger}
+	return &Sessions{pool: pool, codec: codec, signal: signal, changed: newChangeSignal(), logger: logger}
 }
 
 // columns are a session's columns in the order scanSession reads them.

@@ -232,7 +232,8 @@ func (s *Sessions) update(ctx context.Context, ref domain.SessionRef, also locke
 	}
 	if committed.Transitioned != nil || committed.Edited != nil || committed.Deleted || committed.Delivered != nil ||
 		committed.Armed != nil || committed.Triggered != nil {
-		s.signal.Notify() // it announced something
+		s.signal.Notify()  // it announced something
+		s.changed.notify() // it may have written a "transition" entry
 	}
 	return committed, nil
 }

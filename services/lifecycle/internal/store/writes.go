@@ -220,6 +220,10 @@ func (w *writes) stream(codec Codec, id int64, announced []outbox.Addressed, eff
 		return len(effects)
 	}
 	slices.SortStableFunc(entries, func(a, b entry) int { return rank(a.e.Name) - rank(b.e.Name) })
+	if len(entries) > 0 {
+		w.queue(func(err error) error { return fmt.Errorf("lock the event stream's order: %w", err) },
+			`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, sessionEventsLock)
+	}
 	for _, en := range entries {
 		e := en.e
 		w.queue(func(err error) error { return fmt.Errorf("write event %s of session %d: %w", e.Name, id, err) }, `

@@ -70,6 +70,9 @@ type Messages interface {
 	Unseal(ctx context.Context, sessionID int64, by string) error
 	Retire(ctx context.Context, sessionID int64, archivedAt time.Time) ([]domain.Message, error)
 	Reopen(ctx context.Context, sessionID int64, unarchivedAt time.Time) error
+	// CountPending counts the pending messages of each session that has
+	// any.
+	CountPending(ctx context.Context, sessionIDs []int64) (map[int64]int32, error)
 }
 
 // Timeline writes lines on a session's timeline (lifecycle's). noteID
@@ -117,6 +120,8 @@ type Queue struct {
 	Unseal UnsealQueue
 	Retire RetireQueue
 	Reopen ReopenQueue
+	// CountPending is the console's dashboard cards'.
+	CountPending CountPending
 }
 
 // New wires the use cases over d. The drain delivers through
@@ -149,6 +154,7 @@ func New(d Deps) Queue {
 		Unseal:         UnsealQueue{Messages: d.Messages},
 		Retire:         RetireQueue{Messages: d.Messages, Alerts: d.Alerts, Logger: d.Logger},
 		Reopen:         ReopenQueue{Messages: d.Messages},
+		CountPending:   CountPending{Messages: d.Messages},
 	}
 }
 

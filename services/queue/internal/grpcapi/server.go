@@ -59,6 +59,16 @@ func (s *Server) ListEnqueuedMessages(ctx context.Context, req *queuev1.ListEnqu
 	return out, nil
 }
 
+// CountPendingMessages implements queuev1.QueueServiceServer: internal,
+// the console's dashboard cards.
+func (s *Server) CountPendingMessages(ctx context.Context, req *queuev1.CountPendingMessagesRequest) (*queuev1.CountPendingMessagesResponse, error) {
+	counts, err := s.queue.CountPending.Handle(ctx, req.GetSessionIds())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &queuev1.CountPendingMessagesResponse{Pending: counts}, nil
+}
+
 // GetEnqueuedMessage implements queuev1.QueueServiceServer.
 func (s *Server) GetEnqueuedMessage(ctx context.Context, req *queuev1.GetEnqueuedMessageRequest) (*queuev1.GetEnqueuedMessageResponse, error) {
 	m, err := s.queue.Get.Handle(ctx, req.GetSessionId(), req.GetMessageId())

@@ -146,6 +146,23 @@ func (s *Messages) List(ctx context.Context, sessionID int64) ([]domain.Message,
 	return ms, nil
 }
 
+// CountPending implements app.Messages: one grouped read over the
+// session index for them all.
+func (s *Messages) CountPending(ctx context.Context, sessionIDs []int64) (map[int64]int32, error) {
+	rows, err := s.pool.Query(ctx, `SELECT session_id, count(*)::int FROM enqueued_messages
+		WHERE session_id = ANY($1) AND status = $2 GROUP BY session_id`, sessionIDs, string(domain.StatusPending))
+	if err != nil {
+		return nil, fmt.Errorf("count pending messages: %w", err)
+	}
+	counts := make(map[int64]int32, len(sessionIDs))
+	var id int64
+	var n int32
+	if _, err := pgx.ForEachRow(rows, []any{&id, &n}, func() error { counts[id] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("count pending messages: %w", err)
+	}
+	return counts, nil
+}
+
 // ListPage is one page of the session's queue in List's order, only the
 // filter's statuses when it names any, with the size of the whole result.
 func (s *Messages) ListPage(ctx context.Context, sessionID int64, f domain.ListFilter) (domain.Page, error) {

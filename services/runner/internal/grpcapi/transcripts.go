@@ -22,6 +22,48 @@ import (
 type TranscriptStore interface {
 	transcript.Reader
 	Page(ctx context.Context, q transcript.Query) (transcript.Page, error)
+	// LatestLines returns the newest line of each of the sessions that has
+	// one.
+	LatestLines(ctx context.Context, sessionIDs []int64) ([]transcript.Line, error)
+}
+
+// MaxLatestLines bounds the sessions one GetLatestTranscriptLines asks
+// about.
+const MaxLatestLines = 500
+
+// GetLatestTranscriptLines implements runnerv1.RunnerServiceServer:
+// internal, the console's dashboard cards.
+func (s *Server) GetLatestTranscriptLines(ctx context.Context, req *runnerv1.GetLatestTranscriptLinesRequest) (*runnerv1.GetLatestTranscriptLinesResponse, error) {
+	if s.transcripts.Store == nil {
+		return nil, toStatus(refuse(codes.Unimplemented, "this runner keeps no transcripts"))
+	}
+	ids := req.GetSessionIds()
+	var vs validation.Violations
+	if len(ids) > MaxLatestLines {
+		vs.Add("session_ids", "ask about at most %d sessions at once (got %d)", MaxLatestLines, len(ids))
+	}
+	for _, id := range ids {
+		if id < 1 {
+			vs.Add("session_ids", "%d is not a session id", id)
+			break
+		}
+	}
+	if err := vs.Err(); err != nil {
+		return nil, s.transcriptStatus(ctx, err)
+	}
+	resp := &runnerv1.GetLatestTranscriptLinesResponse{}
+	if len(ids) == 0 {
+		return resp, nil
+	}
+	lines, err := s.transcripts.Store.LatestLines(ctx, ids)
+	if err != nil {
+		return nil, s.transcriptStatus(ctx, err)
+	}
+	for _, l := range lines {
+		l.Raw, l.RawTruncated = "", false
+		resp.Lines = append(resp.Lines, lineMessage(l))
+	}
+	return resp, nil
 }
 
 // Transcripts is what GetTranscript and FollowTranscript need: the store,

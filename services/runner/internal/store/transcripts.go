@@ -263,6 +263,23 @@ func (s *Transcripts) turns(ctx context.Context, ids []string) ([]transcript.Tur
 	})
 }
 
+// LatestLines returns the newest line of each of the sessions that has
+// one: one index probe per session (transcript_lines_session), one query
+// for them all.
+func (s *Transcripts) LatestLines(ctx context.Context, sessionIDs []int64) ([]transcript.Line, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+lineColumns+` FROM unnest($1::bigint[]) AS s(id)
+		CROSS JOIN LATERAL (SELECT * FROM transcript_lines WHERE session_id = s.id ORDER BY id DESC LIMIT 1) l`, sessionIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read the latest transcript lines: %w", err)
+	}
+	lines, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (transcript.Line, error) { return scanLine(row) })
+	if err != nil {
+		return nil, fmt.Errorf("read the latest transcript lines: %w", err)
+	}
+	return lines, nil
+}
+
 // LinesAfter implements transcript.Reader.
 func (s *Transcripts) LinesAfter(ctx context.Context, sessionID, afterID int64, limit int) ([]transcript.Line, error) {
 	rows, err := s.pool.Query(ctx, `

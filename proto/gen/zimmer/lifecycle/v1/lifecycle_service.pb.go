@@ -3338,7 +3338,11 @@ func (x *RecordDrainAttemptResponse) GetAttempts() int32 {
 type RefreshSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Numeric id or slug.
-	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The refresh is one of a bulk control's ("Refresh all" on the
+	// dashboard): a needs_input session then continues with the nudge too,
+	// unless a person paused it by hand (paused_by "user").
+	Bulk          bool `protobuf:"varint,2,opt,name=bulk,proto3" json:"bulk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3378,6 +3382,13 @@ func (x *RefreshSessionRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *RefreshSessionRequest) GetBulk() bool {
+	if x != nil {
+		return x.Bulk
+	}
+	return false
 }
 
 type RefreshSessionResponse struct {
@@ -4042,6 +4053,198 @@ func (*RecordTimelineNoteResponse) Descriptor() ([]byte, []int) {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{65}
 }
 
+type WatchSessionChangesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Start after this id (SessionChange.event_id, or a position). Unset, or
+	// past the newest change (a cursor from another database), starts at the
+	// newest change: only what happens from now on.
+	AfterEventId  *int64 `protobuf:"varint,1,opt,name=after_event_id,json=afterEventId,proto3,oneof" json:"after_event_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchSessionChangesRequest) Reset() {
+	*x = WatchSessionChangesRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchSessionChangesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchSessionChangesRequest) ProtoMessage() {}
+
+func (x *WatchSessionChangesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchSessionChangesRequest.ProtoReflect.Descriptor instead.
+func (*WatchSessionChangesRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *WatchSessionChangesRequest) GetAfterEventId() int64 {
+	if x != nil && x.AfterEventId != nil {
+		return *x.AfterEventId
+	}
+	return 0
+}
+
+type WatchSessionChangesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cursor once this message is accounted for: a watcher that resumes
+	// with after_event_id = position misses nothing and sees nothing twice.
+	Position int64 `protobuf:"varint,1,opt,name=position,proto3" json:"position,omitempty"`
+	// Unset on the first message, which only says where the watch starts.
+	Change        *SessionChange `protobuf:"bytes,2,opt,name=change,proto3" json:"change,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchSessionChangesResponse) Reset() {
+	*x = WatchSessionChangesResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchSessionChangesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchSessionChangesResponse) ProtoMessage() {}
+
+func (x *WatchSessionChangesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchSessionChangesResponse.ProtoReflect.Descriptor instead.
+func (*WatchSessionChangesResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *WatchSessionChangesResponse) GetPosition() int64 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *WatchSessionChangesResponse) GetChange() *SessionChange {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+// SessionChange is one transition of a session, as its event stream
+// recorded it.
+type SessionChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The transition's entry in the session's event stream
+	// (StreamEvent.id): ordered as the changes committed, the cursor.
+	EventId   int64 `protobuf:"varint,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	SessionId int64 `protobuf:"varint,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Statuses before and after, as the spec's words.
+	From string `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
+	To   string `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`
+	// The machine events applied, in order.
+	Events        []string               `protobuf:"bytes,5,rep,name=events,proto3" json:"events,omitempty"`
+	OccurredAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionChange) Reset() {
+	*x = SessionChange{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionChange) ProtoMessage() {}
+
+func (x *SessionChange) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionChange.ProtoReflect.Descriptor instead.
+func (*SessionChange) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *SessionChange) GetEventId() int64 {
+	if x != nil {
+		return x.EventId
+	}
+	return 0
+}
+
+func (x *SessionChange) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *SessionChange) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *SessionChange) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *SessionChange) GetEvents() []string {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *SessionChange) GetOccurredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OccurredAt
+	}
+	return nil
+}
+
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
@@ -4308,10 +4511,11 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x1aRecordDrainAttemptResponse\x12>\n" +
 	"\arefusal\x18\x01 \x01(\x0e2$.zimmer.lifecycle.v1.DeliveryRefusalR\arefusal\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1a\n" +
-	"\battempts\x18\x03 \x01(\x05R\battempts\"6\n" +
+	"\battempts\x18\x03 \x01(\x05R\battempts\"J\n" +
 	"\x15RefreshSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\x88\x01\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04bulk\x18\x02 \x01(\bR\x04bulk\"\x88\x01\n" +
 	"\x16RefreshSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x1c\n" +
 	"\trefreshed\x18\x02 \x01(\bR\trefreshed\x12\x18\n" +
@@ -4356,7 +4560,22 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
 	"\awarning\x18\x03 \x01(\bR\awarning\x12\x17\n" +
 	"\anote_id\x18\x04 \x01(\tR\x06noteId\"\x1c\n" +
-	"\x1aRecordTimelineNoteResponse*\x84\x01\n" +
+	"\x1aRecordTimelineNoteResponse\"Z\n" +
+	"\x1aWatchSessionChangesRequest\x12)\n" +
+	"\x0eafter_event_id\x18\x01 \x01(\x03H\x00R\fafterEventId\x88\x01\x01B\x11\n" +
+	"\x0f_after_event_id\"u\n" +
+	"\x1bWatchSessionChangesResponse\x12\x1a\n" +
+	"\bposition\x18\x01 \x01(\x03R\bposition\x12:\n" +
+	"\x06change\x18\x02 \x01(\v2\".zimmer.lifecycle.v1.SessionChangeR\x06change\"\xc2\x01\n" +
+	"\rSessionChange\x12\x19\n" +
+	"\bevent_id\x18\x01 \x01(\x03R\aeventId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\x03R\tsessionId\x12\x12\n" +
+	"\x04from\x18\x03 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x04 \x01(\tR\x02to\x12\x16\n" +
+	"\x06events\x18\x05 \x03(\tR\x06events\x12;\n" +
+	"\voccurred_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"occurredAt*\x84\x01\n" +
 	"\fDeliveryMode\x12\x1d\n" +
 	"\x19DELIVERY_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVERY_MODE_IDLE\x10\x01\x12\x1a\n" +
@@ -4368,7 +4587,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x17DELIVERY_REFUSAL_CLOSED\x10\x02\x12+\n" +
 	"'DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION\x10\x03\x12 \n" +
 	"\x1cDELIVERY_REFUSAL_AUTH_OUTAGE\x10\x04\x12\x1e\n" +
-	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x052\xab#\n" +
+	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x052\xb0$\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -4399,7 +4618,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x16ListRecoveryCandidates\x122.zimmer.lifecycle.v1.ListRecoveryCandidatesRequest\x1a3.zimmer.lifecycle.v1.ListRecoveryCandidatesResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
 	"\x0fAbandonRecovery\x12+.zimmer.lifecycle.v1.AbandonRecoveryRequest\x1a,.zimmer.lifecycle.v1.AbandonRecoveryResponse\"\x06\xea\xe0\x18\x02\b\x03\x12}\n" +
 	"\x12RecordTimelineNote\x12..zimmer.lifecycle.v1.RecordTimelineNoteRequest\x1a/.zimmer.lifecycle.v1.RecordTimelineNoteResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\xa1\x01\n" +
-	"\x0eRefreshSession\x12*.zimmer.lifecycle.v1.RefreshSessionRequest\x1a+.zimmer.lifecycle.v1.RefreshSessionResponse\"6\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/refresh2\xa0\x01\n" +
+	"\x0eRefreshSession\x12*.zimmer.lifecycle.v1.RefreshSessionRequest\x1a+.zimmer.lifecycle.v1.RefreshSessionResponse\"6\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/refresh\x12\x82\x01\n" +
+	"\x13WatchSessionChanges\x12/.zimmer.lifecycle.v1.WatchSessionChangesRequest\x1a0.zimmer.lifecycle.v1.WatchSessionChangesResponse\"\x06\xea\xe0\x18\x02\b\x030\x012\xa0\x01\n" +
 	"\x1bSessionEventConsumerService\x12\x80\x01\n" +
 	"\x13ConsumeSessionEvent\x12/.zimmer.lifecycle.v1.ConsumeSessionEventRequest\x1a0.zimmer.lifecycle.v1.ConsumeSessionEventResponse\"\x06\xea\xe0\x18\x02\b\x03BFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
 
@@ -4416,7 +4636,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
@@ -4486,124 +4706,131 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*AbandonRecoveryResponse)(nil),               // 65: zimmer.lifecycle.v1.AbandonRecoveryResponse
 	(*RecordTimelineNoteRequest)(nil),             // 66: zimmer.lifecycle.v1.RecordTimelineNoteRequest
 	(*RecordTimelineNoteResponse)(nil),            // 67: zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	(*structpb.Struct)(nil),                       // 68: google.protobuf.Struct
-	(*Session)(nil),                               // 69: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 70: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 71: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 72: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 73: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 74: zimmer.lifecycle.v1.StreamEvent
-	(*durationpb.Duration)(nil),                   // 75: google.protobuf.Duration
-	(*SessionEvent)(nil),                          // 76: zimmer.lifecycle.v1.SessionEvent
+	(*WatchSessionChangesRequest)(nil),            // 68: zimmer.lifecycle.v1.WatchSessionChangesRequest
+	(*WatchSessionChangesResponse)(nil),           // 69: zimmer.lifecycle.v1.WatchSessionChangesResponse
+	(*SessionChange)(nil),                         // 70: zimmer.lifecycle.v1.SessionChange
+	(*structpb.Struct)(nil),                       // 71: google.protobuf.Struct
+	(*Session)(nil),                               // 72: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 73: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 74: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 75: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 76: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 77: zimmer.lifecycle.v1.StreamEvent
+	(*durationpb.Duration)(nil),                   // 78: google.protobuf.Duration
+	(*SessionEvent)(nil),                          // 79: zimmer.lifecycle.v1.SessionEvent
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	68, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	69, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	69, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	70, // 3: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	69, // 4: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	71, // 5: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	69, // 6: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	69, // 7: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	69, // 8: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	69, // 9: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	69, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	72, // 11: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	73, // 12: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	74, // 13: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	69, // 14: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	71, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	72, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	72, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	73, // 3: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	72, // 4: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	74, // 5: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	72, // 6: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	72, // 7: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	72, // 8: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	72, // 9: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	72, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	75, // 11: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	76, // 12: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	77, // 13: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	72, // 14: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	26, // 15: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	75, // 16: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
+	78, // 16: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
 	28, // 17: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	30, // 18: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	72, // 19: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	75, // 19: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
 	33, // 20: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	72, // 21: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	72, // 22: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	72, // 23: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
+	75, // 21: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	75, // 22: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	75, // 23: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
 	28, // 24: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	33, // 25: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	68, // 26: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	69, // 27: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	69, // 28: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	71, // 26: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	72, // 27: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	72, // 28: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	42, // 29: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
 	42, // 30: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	76, // 31: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	69, // 32: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	79, // 31: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	72, // 32: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	0,  // 33: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
 	1,  // 34: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	69, // 35: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	72, // 35: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	1,  // 36: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	69, // 37: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	72, // 38: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	72, // 37: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	75, // 38: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
 	59, // 39: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
-	72, // 40: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
-	69, // 41: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	2,  // 42: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	4,  // 43: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	6,  // 44: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	36, // 45: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	38, // 46: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	40, // 47: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	43, // 48: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	45, // 49: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	8,  // 50: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	10, // 51: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	16, // 52: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	24, // 53: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	12, // 54: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	14, // 55: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	49, // 56: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	18, // 57: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	20, // 58: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	22, // 59: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	27, // 60: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	31, // 61: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	34, // 62: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	60, // 63: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	62, // 64: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	51, // 65: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	53, // 66: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	57, // 67: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	64, // 68: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
-	66, // 69: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	55, // 70: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	47, // 71: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	3,  // 72: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	5,  // 73: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	7,  // 74: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	37, // 75: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	39, // 76: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	41, // 77: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	44, // 78: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	46, // 79: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	9,  // 80: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	11, // 81: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	17, // 82: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	25, // 83: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	13, // 84: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	15, // 85: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	50, // 86: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	19, // 87: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	21, // 88: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	23, // 89: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	29, // 90: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	32, // 91: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	35, // 92: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	61, // 93: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	63, // 94: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	52, // 95: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	54, // 96: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	58, // 97: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	65, // 98: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
-	67, // 99: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	56, // 100: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	48, // 101: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	72, // [72:102] is the sub-list for method output_type
-	42, // [42:72] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	75, // 40: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	72, // 41: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	70, // 42: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
+	75, // 43: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
+	2,  // 44: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	4,  // 45: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	6,  // 46: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	36, // 47: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	38, // 48: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	40, // 49: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	43, // 50: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	45, // 51: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	8,  // 52: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	10, // 53: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	16, // 54: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	24, // 55: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	12, // 56: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	14, // 57: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	49, // 58: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	18, // 59: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	20, // 60: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	22, // 61: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	27, // 62: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	31, // 63: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	34, // 64: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	60, // 65: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	62, // 66: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	51, // 67: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	53, // 68: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	57, // 69: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	64, // 70: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	66, // 71: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	55, // 72: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	68, // 73: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
+	47, // 74: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	3,  // 75: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	5,  // 76: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	7,  // 77: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	37, // 78: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	39, // 79: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	41, // 80: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	44, // 81: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	46, // 82: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	9,  // 83: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	11, // 84: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	17, // 85: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	25, // 86: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	13, // 87: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	15, // 88: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	50, // 89: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	19, // 90: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	21, // 91: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	23, // 92: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	29, // 93: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	32, // 94: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	35, // 95: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	61, // 96: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	63, // 97: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	52, // 98: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	54, // 99: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	58, // 100: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	65, // 101: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	67, // 102: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	56, // 103: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	69, // 104: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
+	48, // 105: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	75, // [75:106] is the sub-list for method output_type
+	44, // [44:75] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -4625,13 +4852,14 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[66].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   66,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

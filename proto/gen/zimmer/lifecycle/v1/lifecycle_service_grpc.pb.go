@@ -48,6 +48,7 @@ const (
 	LifecycleService_AbandonRecovery_FullMethodName               = "/zimmer.lifecycle.v1.LifecycleService/AbandonRecovery"
 	LifecycleService_RecordTimelineNote_FullMethodName            = "/zimmer.lifecycle.v1.LifecycleService/RecordTimelineNote"
 	LifecycleService_RefreshSession_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/RefreshSession"
+	LifecycleService_WatchSessionChanges_FullMethodName           = "/zimmer.lifecycle.v1.LifecycleService/WatchSessionChanges"
 )
 
 // LifecycleServiceClient is the client API for LifecycleService service.
@@ -174,11 +175,20 @@ type LifecycleServiceClient interface {
 	// writes nothing again, so a retried call is harmless. Internal.
 	RecordTimelineNote(ctx context.Context, in *RecordTimelineNoteRequest, opts ...grpc.CallOption) (*RecordTimelineNoteResponse, error)
 	// RefreshSession nudges a session that may be stuck, per its state
-	// (session-lifecycle.md, refresh): a needs_input or failed session that
-	// ran before resumes with the continue nudge; a never-started one, one
-	// asleep on a wake still ahead of it, a running one and an archived one
-	// are left alone, and the answer says why.
+	// (session-lifecycle.md, "Manual refresh"): a waiting or failed session
+	// that ran before resumes with the continue nudge, and so does a
+	// needs_input one refreshed in bulk (bulk) that no person paused; a
+	// never-started one, one asleep on a wake still ahead of it, a running
+	// one and an archived one are left alone, and the answer says why.
 	RefreshSession(ctx context.Context, in *RefreshSessionRequest, opts ...grpc.CallOption) (*RefreshSessionResponse, error)
+	// WatchSessionChanges streams every session's state changes, oldest
+	// first, from after_event_id on, and never ends by itself: each change is
+	// a transition's entry in the session's event stream (ListSessionEvents),
+	// whose id is the cursor, so a watcher that comes back with the last id
+	// it saw gets exactly what it missed, no more and no less. The first
+	// message carries no change: it says where the watch starts. Internal:
+	// the console relays it to the browsers showing the dashboard.
+	WatchSessionChanges(ctx context.Context, in *WatchSessionChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchSessionChangesResponse], error)
 }
 
 type lifecycleServiceClient struct {
@@ -479,6 +489,25 @@ func (c *lifecycleServiceClient) RefreshSession(ctx context.Context, in *Refresh
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) WatchSessionChanges(ctx context.Context, in *WatchSessionChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchSessionChangesResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &LifecycleService_ServiceDesc.Streams[0], LifecycleService_WatchSessionChanges_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchSessionChangesRequest, WatchSessionChangesResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type LifecycleService_WatchSessionChangesClient = grpc.ServerStreamingClient[WatchSessionChangesResponse]
+
 // LifecycleServiceServer is the server API for LifecycleService service.
 // All implementations must embed UnimplementedLifecycleServiceServer
 // for forward compatibility.
@@ -603,11 +632,20 @@ type LifecycleServiceServer interface {
 	// writes nothing again, so a retried call is harmless. Internal.
 	RecordTimelineNote(context.Context, *RecordTimelineNoteRequest) (*RecordTimelineNoteResponse, error)
 	// RefreshSession nudges a session that may be stuck, per its state
-	// (session-lifecycle.md, refresh): a needs_input or failed session that
-	// ran before resumes with the continue nudge; a never-started one, one
-	// asleep on a wake still ahead of it, a running one and an archived one
-	// are left alone, and the answer says why.
+	// (session-lifecycle.md, "Manual refresh"): a waiting or failed session
+	// that ran before resumes with the continue nudge, and so does a
+	// needs_input one refreshed in bulk (bulk) that no person paused; a
+	// never-started one, one asleep on a wake still ahead of it, a running
+	// one and an archived one are left alone, and the answer says why.
 	RefreshSession(context.Context, *RefreshSessionRequest) (*RefreshSessionResponse, error)
+	// WatchSessionChanges streams every session's state changes, oldest
+	// first, from after_event_id on, and never ends by itself: each change is
+	// a transition's entry in the session's event stream (ListSessionEvents),
+	// whose id is the cursor, so a watcher that comes back with the last id
+	// it saw gets exactly what it missed, no more and no less. The first
+	// message carries no change: it says where the watch starts. Internal:
+	// the console relays it to the browsers showing the dashboard.
+	WatchSessionChanges(*WatchSessionChangesRequest, grpc.ServerStreamingServer[WatchSessionChangesResponse]) error
 	mustEmbedUnimplementedLifecycleServiceServer()
 }
 
@@ -704,6 +742,9 @@ func (UnimplementedLifecycleServiceServer) RecordTimelineNote(context.Context, *
 }
 func (UnimplementedLifecycleServiceServer) RefreshSession(context.Context, *RefreshSessionRequest) (*RefreshSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RefreshSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) WatchSessionChanges(*WatchSessionChangesRequest, grpc.ServerStreamingServer[WatchSessionChangesResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchSessionChanges not implemented")
 }
 func (UnimplementedLifecycleServiceServer) mustEmbedUnimplementedLifecycleServiceServer() {}
 func (UnimplementedLifecycleServiceServer) testEmbeddedByValue()                          {}
@@ -1248,6 +1289,17 @@ func _LifecycleService_RefreshSession_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_WatchSessionChanges_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchSessionChangesRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(LifecycleServiceServer).WatchSessionChanges(m, &grpc.GenericServerStream[WatchSessionChangesRequest, WatchSessionChangesResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type LifecycleService_WatchSessionChangesServer = grpc.ServerStreamingServer[WatchSessionChangesResponse]
+
 // LifecycleService_ServiceDesc is the grpc.ServiceDesc for LifecycleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1372,7 +1424,13 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _LifecycleService_RefreshSession_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchSessionChanges",
+			Handler:       _LifecycleService_WatchSessionChanges_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "zimmer/lifecycle/v1/lifecycle_service.proto",
 }
 

@@ -1638,6 +1638,96 @@ func (*UnsealQueueResponse) Descriptor() ([]byte, []int) {
 	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{23}
 }
 
+type CountPendingMessagesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The sessions' numeric ids (at most 500).
+	SessionIds    []int64 `protobuf:"varint,1,rep,packed,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountPendingMessagesRequest) Reset() {
+	*x = CountPendingMessagesRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountPendingMessagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountPendingMessagesRequest) ProtoMessage() {}
+
+func (x *CountPendingMessagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountPendingMessagesRequest.ProtoReflect.Descriptor instead.
+func (*CountPendingMessagesRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CountPendingMessagesRequest) GetSessionIds() []int64 {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+type CountPendingMessagesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Pending messages by session id; a session with none is left out.
+	Pending       map[int64]int32 `protobuf:"bytes,1,rep,name=pending,proto3" json:"pending,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountPendingMessagesResponse) Reset() {
+	*x = CountPendingMessagesResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountPendingMessagesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountPendingMessagesResponse) ProtoMessage() {}
+
+func (x *CountPendingMessagesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountPendingMessagesResponse.ProtoReflect.Descriptor instead.
+func (*CountPendingMessagesResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CountPendingMessagesResponse) GetPending() map[int64]int32 {
+	if x != nil {
+		return x.Pending
+	}
+	return nil
+}
+
 var File_zimmer_queue_v1_queue_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
@@ -1777,11 +1867,19 @@ const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x1d\n" +
 	"\n" +
 	"attempt_id\x18\x02 \x01(\tR\tattemptId\"\x15\n" +
-	"\x13UnsealQueueResponse*s\n" +
+	"\x13UnsealQueueResponse\">\n" +
+	"\x1bCountPendingMessagesRequest\x12\x1f\n" +
+	"\vsession_ids\x18\x01 \x03(\x03R\n" +
+	"sessionIds\"\xb0\x01\n" +
+	"\x1cCountPendingMessagesResponse\x12T\n" +
+	"\apending\x18\x01 \x03(\v2:.zimmer.queue.v1.CountPendingMessagesResponse.PendingEntryR\apending\x1a:\n" +
+	"\fPendingEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x03R\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01*s\n" +
 	"\x0fFollowUpOutcome\x12!\n" +
 	"\x1dFOLLOW_UP_OUTCOME_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bFOLLOW_UP_OUTCOME_DELIVERED\x10\x01\x12\x1c\n" +
-	"\x18FOLLOW_UP_OUTCOME_QUEUED\x10\x022\xde\x0e\n" +
+	"\x18FOLLOW_UP_OUTCOME_QUEUED\x10\x022\xdb\x0f\n" +
 	"\fQueueService\x12\xb8\x01\n" +
 	"\x14ListEnqueuedMessages\x12,.zimmer.queue.v1.ListEnqueuedMessagesRequest\x1a-.zimmer.queue.v1.ListEnqueuedMessagesResponse\"C\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x021\x12//api/v1/sessions/{session_id}/enqueued_messages\x12\xbf\x01\n" +
 	"\x12GetEnqueuedMessage\x12*.zimmer.queue.v1.GetEnqueuedMessageRequest\x1a+.zimmer.queue.v1.GetEnqueuedMessageResponse\"P\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02>\x12</api/v1/sessions/{session_id}/enqueued_messages/{message_id}\x12\xa9\x01\n" +
@@ -1793,7 +1891,8 @@ const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
 	"\bFollowUp\x12 .zimmer.queue.v1.FollowUpRequest\x1a!.zimmer.queue.v1.FollowUpResponse\">\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02,:\x01*\"'/api/v1/sessions/{session_id}/follow_up\x12u\n" +
 	"\x12DeliverNextMessage\x12*.zimmer.queue.v1.DeliverNextMessageRequest\x1a+.zimmer.queue.v1.DeliverNextMessageResponse\"\x06\xea\xe0\x18\x02\b\x03\x12Z\n" +
 	"\tSealQueue\x12!.zimmer.queue.v1.SealQueueRequest\x1a\".zimmer.queue.v1.SealQueueResponse\"\x06\xea\xe0\x18\x02\b\x03\x12`\n" +
-	"\vUnsealQueue\x12#.zimmer.queue.v1.UnsealQueueRequest\x1a$.zimmer.queue.v1.UnsealQueueResponse\"\x06\xea\xe0\x18\x02\b\x03B>Z<github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1;queuev1b\x06proto3"
+	"\vUnsealQueue\x12#.zimmer.queue.v1.UnsealQueueRequest\x1a$.zimmer.queue.v1.UnsealQueueResponse\"\x06\xea\xe0\x18\x02\b\x03\x12{\n" +
+	"\x14CountPendingMessages\x12,.zimmer.queue.v1.CountPendingMessagesRequest\x1a-.zimmer.queue.v1.CountPendingMessagesResponse\"\x06\xea\xe0\x18\x02\b\x03B>Z<github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1;queuev1b\x06proto3"
 
 var (
 	file_zimmer_queue_v1_queue_service_proto_rawDescOnce sync.Once
@@ -1808,7 +1907,7 @@ func file_zimmer_queue_v1_queue_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_queue_v1_queue_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zimmer_queue_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_zimmer_queue_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_zimmer_queue_v1_queue_service_proto_goTypes = []any{
 	(FollowUpOutcome)(0),                         // 0: zimmer.queue.v1.FollowUpOutcome
 	(*EnqueuedMessage)(nil),                      // 1: zimmer.queue.v1.EnqueuedMessage
@@ -1835,14 +1934,17 @@ var file_zimmer_queue_v1_queue_service_proto_goTypes = []any{
 	(*SealQueueResponse)(nil),                    // 22: zimmer.queue.v1.SealQueueResponse
 	(*UnsealQueueRequest)(nil),                   // 23: zimmer.queue.v1.UnsealQueueRequest
 	(*UnsealQueueResponse)(nil),                  // 24: zimmer.queue.v1.UnsealQueueResponse
-	(*timestamppb.Timestamp)(nil),                // 25: google.protobuf.Timestamp
-	(v1.UncleEdgeOutcome)(0),                     // 26: zimmer.lineage.v1.UncleEdgeOutcome
+	(*CountPendingMessagesRequest)(nil),          // 25: zimmer.queue.v1.CountPendingMessagesRequest
+	(*CountPendingMessagesResponse)(nil),         // 26: zimmer.queue.v1.CountPendingMessagesResponse
+	nil,                                          // 27: zimmer.queue.v1.CountPendingMessagesResponse.PendingEntry
+	(*timestamppb.Timestamp)(nil),                // 28: google.protobuf.Timestamp
+	(v1.UncleEdgeOutcome)(0),                     // 29: zimmer.lineage.v1.UncleEdgeOutcome
 }
 var file_zimmer_queue_v1_queue_service_proto_depIdxs = []int32{
-	25, // 0: zimmer.queue.v1.EnqueuedMessage.created_at:type_name -> google.protobuf.Timestamp
-	25, // 1: zimmer.queue.v1.EnqueuedMessage.updated_at:type_name -> google.protobuf.Timestamp
-	25, // 2: zimmer.queue.v1.EnqueuedMessage.sent_at:type_name -> google.protobuf.Timestamp
-	25, // 3: zimmer.queue.v1.EnqueuedMessage.undelivered_at:type_name -> google.protobuf.Timestamp
+	28, // 0: zimmer.queue.v1.EnqueuedMessage.created_at:type_name -> google.protobuf.Timestamp
+	28, // 1: zimmer.queue.v1.EnqueuedMessage.updated_at:type_name -> google.protobuf.Timestamp
+	28, // 2: zimmer.queue.v1.EnqueuedMessage.sent_at:type_name -> google.protobuf.Timestamp
+	28, // 3: zimmer.queue.v1.EnqueuedMessage.undelivered_at:type_name -> google.protobuf.Timestamp
 	1,  // 4: zimmer.queue.v1.ListEnqueuedMessagesResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
 	4,  // 5: zimmer.queue.v1.ListEnqueuedMessagesResponse.pagination:type_name -> zimmer.queue.v1.Pagination
 	1,  // 6: zimmer.queue.v1.GetEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
@@ -1852,35 +1954,38 @@ var file_zimmer_queue_v1_queue_service_proto_depIdxs = []int32{
 	1,  // 10: zimmer.queue.v1.InterruptWithEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
 	0,  // 11: zimmer.queue.v1.FollowUpResponse.outcome:type_name -> zimmer.queue.v1.FollowUpOutcome
 	1,  // 12: zimmer.queue.v1.FollowUpResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	26, // 13: zimmer.queue.v1.FollowUpResponse.uncle_edge:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
+	29, // 13: zimmer.queue.v1.FollowUpResponse.uncle_edge:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
 	1,  // 14: zimmer.queue.v1.DeliverNextMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	2,  // 15: zimmer.queue.v1.QueueService.ListEnqueuedMessages:input_type -> zimmer.queue.v1.ListEnqueuedMessagesRequest
-	5,  // 16: zimmer.queue.v1.QueueService.GetEnqueuedMessage:input_type -> zimmer.queue.v1.GetEnqueuedMessageRequest
-	7,  // 17: zimmer.queue.v1.QueueService.EnqueueMessage:input_type -> zimmer.queue.v1.EnqueueMessageRequest
-	9,  // 18: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:input_type -> zimmer.queue.v1.UpdateEnqueuedMessageRequest
-	11, // 19: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:input_type -> zimmer.queue.v1.DeleteEnqueuedMessageRequest
-	13, // 20: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:input_type -> zimmer.queue.v1.SendEnqueuedMessageNowRequest
-	15, // 21: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:input_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageRequest
-	17, // 22: zimmer.queue.v1.QueueService.FollowUp:input_type -> zimmer.queue.v1.FollowUpRequest
-	19, // 23: zimmer.queue.v1.QueueService.DeliverNextMessage:input_type -> zimmer.queue.v1.DeliverNextMessageRequest
-	21, // 24: zimmer.queue.v1.QueueService.SealQueue:input_type -> zimmer.queue.v1.SealQueueRequest
-	23, // 25: zimmer.queue.v1.QueueService.UnsealQueue:input_type -> zimmer.queue.v1.UnsealQueueRequest
-	3,  // 26: zimmer.queue.v1.QueueService.ListEnqueuedMessages:output_type -> zimmer.queue.v1.ListEnqueuedMessagesResponse
-	6,  // 27: zimmer.queue.v1.QueueService.GetEnqueuedMessage:output_type -> zimmer.queue.v1.GetEnqueuedMessageResponse
-	8,  // 28: zimmer.queue.v1.QueueService.EnqueueMessage:output_type -> zimmer.queue.v1.EnqueueMessageResponse
-	10, // 29: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:output_type -> zimmer.queue.v1.UpdateEnqueuedMessageResponse
-	12, // 30: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:output_type -> zimmer.queue.v1.DeleteEnqueuedMessageResponse
-	14, // 31: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:output_type -> zimmer.queue.v1.SendEnqueuedMessageNowResponse
-	16, // 32: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:output_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageResponse
-	18, // 33: zimmer.queue.v1.QueueService.FollowUp:output_type -> zimmer.queue.v1.FollowUpResponse
-	20, // 34: zimmer.queue.v1.QueueService.DeliverNextMessage:output_type -> zimmer.queue.v1.DeliverNextMessageResponse
-	22, // 35: zimmer.queue.v1.QueueService.SealQueue:output_type -> zimmer.queue.v1.SealQueueResponse
-	24, // 36: zimmer.queue.v1.QueueService.UnsealQueue:output_type -> zimmer.queue.v1.UnsealQueueResponse
-	26, // [26:37] is the sub-list for method output_type
-	15, // [15:26] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	27, // 15: zimmer.queue.v1.CountPendingMessagesResponse.pending:type_name -> zimmer.queue.v1.CountPendingMessagesResponse.PendingEntry
+	2,  // 16: zimmer.queue.v1.QueueService.ListEnqueuedMessages:input_type -> zimmer.queue.v1.ListEnqueuedMessagesRequest
+	5,  // 17: zimmer.queue.v1.QueueService.GetEnqueuedMessage:input_type -> zimmer.queue.v1.GetEnqueuedMessageRequest
+	7,  // 18: zimmer.queue.v1.QueueService.EnqueueMessage:input_type -> zimmer.queue.v1.EnqueueMessageRequest
+	9,  // 19: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:input_type -> zimmer.queue.v1.UpdateEnqueuedMessageRequest
+	11, // 20: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:input_type -> zimmer.queue.v1.DeleteEnqueuedMessageRequest
+	13, // 21: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:input_type -> zimmer.queue.v1.SendEnqueuedMessageNowRequest
+	15, // 22: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:input_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageRequest
+	17, // 23: zimmer.queue.v1.QueueService.FollowUp:input_type -> zimmer.queue.v1.FollowUpRequest
+	19, // 24: zimmer.queue.v1.QueueService.DeliverNextMessage:input_type -> zimmer.queue.v1.DeliverNextMessageRequest
+	21, // 25: zimmer.queue.v1.QueueService.SealQueue:input_type -> zimmer.queue.v1.SealQueueRequest
+	23, // 26: zimmer.queue.v1.QueueService.UnsealQueue:input_type -> zimmer.queue.v1.UnsealQueueRequest
+	25, // 27: zimmer.queue.v1.QueueService.CountPendingMessages:input_type -> zimmer.queue.v1.CountPendingMessagesRequest
+	3,  // 28: zimmer.queue.v1.QueueService.ListEnqueuedMessages:output_type -> zimmer.queue.v1.ListEnqueuedMessagesResponse
+	6,  // 29: zimmer.queue.v1.QueueService.GetEnqueuedMessage:output_type -> zimmer.queue.v1.GetEnqueuedMessageResponse
+	8,  // 30: zimmer.queue.v1.QueueService.EnqueueMessage:output_type -> zimmer.queue.v1.EnqueueMessageResponse
+	10, // 31: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:output_type -> zimmer.queue.v1.UpdateEnqueuedMessageResponse
+	12, // 32: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:output_type -> zimmer.queue.v1.DeleteEnqueuedMessageResponse
+	14, // 33: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:output_type -> zimmer.queue.v1.SendEnqueuedMessageNowResponse
+	16, // 34: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:output_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageResponse
+	18, // 35: zimmer.queue.v1.QueueService.FollowUp:output_type -> zimmer.queue.v1.FollowUpResponse
+	20, // 36: zimmer.queue.v1.QueueService.DeliverNextMessage:output_type -> zimmer.queue.v1.DeliverNextMessageResponse
+	22, // 37: zimmer.queue.v1.QueueService.SealQueue:output_type -> zimmer.queue.v1.SealQueueResponse
+	24, // 38: zimmer.queue.v1.QueueService.UnsealQueue:output_type -> zimmer.queue.v1.UnsealQueueResponse
+	26, // 39: zimmer.queue.v1.QueueService.CountPendingMessages:output_type -> zimmer.queue.v1.CountPendingMessagesResponse
+	28, // [28:40] is the sub-list for method output_type
+	16, // [16:28] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_queue_v1_queue_service_proto_init() }
@@ -1895,7 +2000,7 @@ func file_zimmer_queue_v1_queue_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_queue_v1_queue_service_proto_rawDesc), len(file_zimmer_queue_v1_queue_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	QueueService_DeliverNextMessage_FullMethodName           = "/zimmer.queue.v1.QueueService/DeliverNextMessage"
 	QueueService_SealQueue_FullMethodName                    = "/zimmer.queue.v1.QueueService/SealQueue"
 	QueueService_UnsealQueue_FullMethodName                  = "/zimmer.queue.v1.QueueService/UnsealQueue"
+	QueueService_CountPendingMessages_FullMethodName         = "/zimmer.queue.v1.QueueService/CountPendingMessages"
 )
 
 // QueueServiceClient is the client API for QueueService service.
@@ -90,6 +91,10 @@ type QueueServiceClient interface {
 	// UnsealQueue reopens a queue the archive attempt sealed (a no-op for any
 	// other attempt's seal). Internal.
 	UnsealQueue(ctx context.Context, in *UnsealQueueRequest, opts ...grpc.CallOption) (*UnsealQueueResponse, error)
+	// CountPendingMessages counts the pending messages of each of up to 500
+	// sessions, in one read: the console's dashboard cards, which would
+	// otherwise ask once per card. Internal.
+	CountPendingMessages(ctx context.Context, in *CountPendingMessagesRequest, opts ...grpc.CallOption) (*CountPendingMessagesResponse, error)
 }
 
 type queueServiceClient struct {
@@ -210,6 +215,16 @@ func (c *queueServiceClient) UnsealQueue(ctx context.Context, in *UnsealQueueReq
 	return out, nil
 }
 
+func (c *queueServiceClient) CountPendingMessages(ctx context.Context, in *CountPendingMessagesRequest, opts ...grpc.CallOption) (*CountPendingMessagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CountPendingMessagesResponse)
+	err := c.cc.Invoke(ctx, QueueService_CountPendingMessages_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // QueueServiceServer is the server API for QueueService service.
 // All implementations must embed UnimplementedQueueServiceServer
 // for forward compatibility.
@@ -268,6 +283,10 @@ type QueueServiceServer interface {
 	// UnsealQueue reopens a queue the archive attempt sealed (a no-op for any
 	// other attempt's seal). Internal.
 	UnsealQueue(context.Context, *UnsealQueueRequest) (*UnsealQueueResponse, error)
+	// CountPendingMessages counts the pending messages of each of up to 500
+	// sessions, in one read: the console's dashboard cards, which would
+	// otherwise ask once per card. Internal.
+	CountPendingMessages(context.Context, *CountPendingMessagesRequest) (*CountPendingMessagesResponse, error)
 	mustEmbedUnimplementedQueueServiceServer()
 }
 
@@ -310,6 +329,9 @@ func (UnimplementedQueueServiceServer) SealQueue(context.Context, *SealQueueRequ
 }
 func (UnimplementedQueueServiceServer) UnsealQueue(context.Context, *UnsealQueueRequest) (*UnsealQueueResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UnsealQueue not implemented")
+}
+func (UnimplementedQueueServiceServer) CountPendingMessages(context.Context, *CountPendingMessagesRequest) (*CountPendingMessagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CountPendingMessages not implemented")
 }
 func (UnimplementedQueueServiceServer) mustEmbedUnimplementedQueueServiceServer() {}
 func (UnimplementedQueueServiceServer) testEmbeddedByValue()                      {}
@@ -530,6 +552,24 @@ func _QueueService_UnsealQueue_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _QueueService_CountPendingMessages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CountPendingMessagesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).CountPendingMessages(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_CountPendingMessages_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).CountPendingMessages(ctx, req.(*CountPendingMessagesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // QueueService_ServiceDesc is the grpc.ServiceDesc for QueueService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -580,6 +620,10 @@ var QueueService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UnsealQueue",
 			Handler:    _QueueService_UnsealQueue_Handler,
+		},
+		{
+			MethodName: "CountPendingMessages",
+			Handler:    _QueueService_CountPendingMessages_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1013,6 +1013,97 @@ func (x *PreservedArtifacts) GetHeadBranch() string {
 	return ""
 }
 
+type GetLatestTranscriptLinesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The sessions' numeric ids (at most 500).
+	SessionIds    []int64 `protobuf:"varint,1,rep,packed,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLatestTranscriptLinesRequest) Reset() {
+	*x = GetLatestTranscriptLinesRequest{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLatestTranscriptLinesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLatestTranscriptLinesRequest) ProtoMessage() {}
+
+func (x *GetLatestTranscriptLinesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLatestTranscriptLinesRequest.ProtoReflect.Descriptor instead.
+func (*GetLatestTranscriptLinesRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GetLatestTranscriptLinesRequest) GetSessionIds() []int64 {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+type GetLatestTranscriptLinesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The newest line of each session that has one, in no order; raw is left
+	// out (text is what a card shows).
+	Lines         []*TranscriptLine `protobuf:"bytes,1,rep,name=lines,proto3" json:"lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLatestTranscriptLinesResponse) Reset() {
+	*x = GetLatestTranscriptLinesResponse{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLatestTranscriptLinesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLatestTranscriptLinesResponse) ProtoMessage() {}
+
+func (x *GetLatestTranscriptLinesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLatestTranscriptLinesResponse.ProtoReflect.Descriptor instead.
+func (*GetLatestTranscriptLinesResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GetLatestTranscriptLinesResponse) GetLines() []*TranscriptLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
 var File_zimmer_runner_v1_runner_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
@@ -1109,12 +1200,18 @@ const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"patchBytes\x12\x12\n" +
 	"\x04head\x18\x06 \x01(\tR\x04head\x12\x1f\n" +
 	"\vhead_branch\x18\a \x01(\tR\n" +
-	"headBranch2\xa2\x04\n" +
+	"headBranch\"B\n" +
+	"\x1fGetLatestTranscriptLinesRequest\x12\x1f\n" +
+	"\vsession_ids\x18\x01 \x03(\x03R\n" +
+	"sessionIds\"Z\n" +
+	" GetLatestTranscriptLinesResponse\x126\n" +
+	"\x05lines\x18\x01 \x03(\v2 .zimmer.runner.v1.TranscriptLineR\x05lines2\xae\x05\n" +
 	"\rRunnerService\x12\x9e\x01\n" +
 	"\rGetTranscript\x12&.zimmer.runner.v1.GetTranscriptRequest\x1a'.zimmer.runner.v1.GetTranscriptResponse\"<\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02*\x12(/api/v1/sessions/{session_id}/transcript\x12y\n" +
 	"\x10FollowTranscript\x12).zimmer.runner.v1.FollowTranscriptRequest\x1a*.zimmer.runner.v1.FollowTranscriptResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04self0\x01\x12\x8a\x01\n" +
 	"\bGetClone\x12!.zimmer.runner.v1.GetCloneRequest\x1a\".zimmer.runner.v1.GetCloneResponse\"7\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02%\x12#/api/v1/sessions/{session_id}/clone\x12h\n" +
-	"\rInterruptTurn\x12&.zimmer.runner.v1.InterruptTurnRequest\x1a'.zimmer.runner.v1.InterruptTurnResponse\"\x06\xea\xe0\x18\x02\b\x03B@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
+	"\rInterruptTurn\x12&.zimmer.runner.v1.InterruptTurnRequest\x1a'.zimmer.runner.v1.InterruptTurnResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x89\x01\n" +
+	"\x18GetLatestTranscriptLines\x121.zimmer.runner.v1.GetLatestTranscriptLinesRequest\x1a2.zimmer.runner.v1.GetLatestTranscriptLinesResponse\"\x06\xea\xe0\x18\x02\b\x03B@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
 
 var (
 	file_zimmer_runner_v1_runner_service_proto_rawDescOnce sync.Once
@@ -1128,46 +1225,51 @@ func file_zimmer_runner_v1_runner_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_runner_v1_runner_service_proto_rawDescData
 }
 
-var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_zimmer_runner_v1_runner_service_proto_goTypes = []any{
-	(*InterruptTurnRequest)(nil),     // 0: zimmer.runner.v1.InterruptTurnRequest
-	(*InterruptTurnResponse)(nil),    // 1: zimmer.runner.v1.InterruptTurnResponse
-	(*GetTranscriptRequest)(nil),     // 2: zimmer.runner.v1.GetTranscriptRequest
-	(*GetTranscriptResponse)(nil),    // 3: zimmer.runner.v1.GetTranscriptResponse
-	(*FollowTranscriptRequest)(nil),  // 4: zimmer.runner.v1.FollowTranscriptRequest
-	(*FollowTranscriptResponse)(nil), // 5: zimmer.runner.v1.FollowTranscriptResponse
-	(*TranscriptTurn)(nil),           // 6: zimmer.runner.v1.TranscriptTurn
-	(*TranscriptLine)(nil),           // 7: zimmer.runner.v1.TranscriptLine
-	(*GetCloneRequest)(nil),          // 8: zimmer.runner.v1.GetCloneRequest
-	(*GetCloneResponse)(nil),         // 9: zimmer.runner.v1.GetCloneResponse
-	(*Clone)(nil),                    // 10: zimmer.runner.v1.Clone
-	(*PreservedArtifacts)(nil),       // 11: zimmer.runner.v1.PreservedArtifacts
-	(*timestamppb.Timestamp)(nil),    // 12: google.protobuf.Timestamp
+	(*InterruptTurnRequest)(nil),             // 0: zimmer.runner.v1.InterruptTurnRequest
+	(*InterruptTurnResponse)(nil),            // 1: zimmer.runner.v1.InterruptTurnResponse
+	(*GetTranscriptRequest)(nil),             // 2: zimmer.runner.v1.GetTranscriptRequest
+	(*GetTranscriptResponse)(nil),            // 3: zimmer.runner.v1.GetTranscriptResponse
+	(*FollowTranscriptRequest)(nil),          // 4: zimmer.runner.v1.FollowTranscriptRequest
+	(*FollowTranscriptResponse)(nil),         // 5: zimmer.runner.v1.FollowTranscriptResponse
+	(*TranscriptTurn)(nil),                   // 6: zimmer.runner.v1.TranscriptTurn
+	(*TranscriptLine)(nil),                   // 7: zimmer.runner.v1.TranscriptLine
+	(*GetCloneRequest)(nil),                  // 8: zimmer.runner.v1.GetCloneRequest
+	(*GetCloneResponse)(nil),                 // 9: zimmer.runner.v1.GetCloneResponse
+	(*Clone)(nil),                            // 10: zimmer.runner.v1.Clone
+	(*PreservedArtifacts)(nil),               // 11: zimmer.runner.v1.PreservedArtifacts
+	(*GetLatestTranscriptLinesRequest)(nil),  // 12: zimmer.runner.v1.GetLatestTranscriptLinesRequest
+	(*GetLatestTranscriptLinesResponse)(nil), // 13: zimmer.runner.v1.GetLatestTranscriptLinesResponse
+	(*timestamppb.Timestamp)(nil),            // 14: google.protobuf.Timestamp
 }
 var file_zimmer_runner_v1_runner_service_proto_depIdxs = []int32{
 	6,  // 0: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
 	7,  // 1: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
 	7,  // 2: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
-	12, // 3: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
-	12, // 4: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
-	12, // 5: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
+	14, // 3: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
+	14, // 4: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
+	14, // 5: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
 	10, // 6: zimmer.runner.v1.GetCloneResponse.clone:type_name -> zimmer.runner.v1.Clone
-	12, // 7: zimmer.runner.v1.Clone.trash_after:type_name -> google.protobuf.Timestamp
+	14, // 7: zimmer.runner.v1.Clone.trash_after:type_name -> google.protobuf.Timestamp
 	11, // 8: zimmer.runner.v1.Clone.artifacts:type_name -> zimmer.runner.v1.PreservedArtifacts
-	12, // 9: zimmer.runner.v1.Clone.updated_at:type_name -> google.protobuf.Timestamp
-	2,  // 10: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
-	4,  // 11: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
-	8,  // 12: zimmer.runner.v1.RunnerService.GetClone:input_type -> zimmer.runner.v1.GetCloneRequest
-	0,  // 13: zimmer.runner.v1.RunnerService.InterruptTurn:input_type -> zimmer.runner.v1.InterruptTurnRequest
-	3,  // 14: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
-	5,  // 15: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
-	9,  // 16: zimmer.runner.v1.RunnerService.GetClone:output_type -> zimmer.runner.v1.GetCloneResponse
-	1,  // 17: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
-	14, // [14:18] is the sub-list for method output_type
-	10, // [10:14] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	14, // 9: zimmer.runner.v1.Clone.updated_at:type_name -> google.protobuf.Timestamp
+	7,  // 10: zimmer.runner.v1.GetLatestTranscriptLinesResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
+	2,  // 11: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
+	4,  // 12: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
+	8,  // 13: zimmer.runner.v1.RunnerService.GetClone:input_type -> zimmer.runner.v1.GetCloneRequest
+	0,  // 14: zimmer.runner.v1.RunnerService.InterruptTurn:input_type -> zimmer.runner.v1.InterruptTurnRequest
+	12, // 15: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:input_type -> zimmer.runner.v1.GetLatestTranscriptLinesRequest
+	3,  // 16: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
+	5,  // 17: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
+	9,  // 18: zimmer.runner.v1.RunnerService.GetClone:output_type -> zimmer.runner.v1.GetCloneResponse
+	1,  // 19: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
+	13, // 20: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:output_type -> zimmer.runner.v1.GetLatestTranscriptLinesResponse
+	16, // [16:21] is the sub-list for method output_type
+	11, // [11:16] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_runner_v1_runner_service_proto_init() }
@@ -1181,7 +1283,7 @@ func file_zimmer_runner_v1_runner_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_runner_v1_runner_service_proto_rawDesc), len(file_zimmer_runner_v1_runner_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,10 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RunnerService_GetTranscript_FullMethodName    = "/zimmer.runner.v1.RunnerService/GetTranscript"
-	RunnerService_FollowTranscript_FullMethodName = "/zimmer.runner.v1.RunnerService/FollowTranscript"
-	RunnerService_GetClone_FullMethodName         = "/zimmer.runner.v1.RunnerService/GetClone"
-	RunnerService_InterruptTurn_FullMethodName    = "/zimmer.runner.v1.RunnerService/InterruptTurn"
+	RunnerService_GetTranscript_FullMethodName            = "/zimmer.runner.v1.RunnerService/GetTranscript"
+	RunnerService_FollowTranscript_FullMethodName         = "/zimmer.runner.v1.RunnerService/FollowTranscript"
+	RunnerService_GetClone_FullMethodName                 = "/zimmer.runner.v1.RunnerService/GetClone"
+	RunnerService_InterruptTurn_FullMethodName            = "/zimmer.runner.v1.RunnerService/InterruptTurn"
+	RunnerService_GetLatestTranscriptLines_FullMethodName = "/zimmer.runner.v1.RunnerService/GetLatestTranscriptLines"
 )
 
 // RunnerServiceClient is the client API for RunnerService service.
@@ -61,6 +62,10 @@ type RunnerServiceClient interface {
 	// session's next state. Lifecycle calls it before pausing or archiving a
 	// running session, the queue before delivering an interrupt. Idempotent.
 	InterruptTurn(ctx context.Context, in *InterruptTurnRequest, opts ...grpc.CallOption) (*InterruptTurnResponse, error)
+	// GetLatestTranscriptLines returns the newest transcript line of each of
+	// up to 500 sessions, in one read: the console's dashboard cards, which
+	// would otherwise ask once per card. Internal.
+	GetLatestTranscriptLines(ctx context.Context, in *GetLatestTranscriptLinesRequest, opts ...grpc.CallOption) (*GetLatestTranscriptLinesResponse, error)
 }
 
 type runnerServiceClient struct {
@@ -120,6 +125,16 @@ func (c *runnerServiceClient) InterruptTurn(ctx context.Context, in *InterruptTu
 	return out, nil
 }
 
+func (c *runnerServiceClient) GetLatestTranscriptLines(ctx context.Context, in *GetLatestTranscriptLinesRequest, opts ...grpc.CallOption) (*GetLatestTranscriptLinesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetLatestTranscriptLinesResponse)
+	err := c.cc.Invoke(ctx, RunnerService_GetLatestTranscriptLines_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunnerServiceServer is the server API for RunnerService service.
 // All implementations must embed UnimplementedRunnerServiceServer
 // for forward compatibility.
@@ -156,6 +171,10 @@ type RunnerServiceServer interface {
 	// session's next state. Lifecycle calls it before pausing or archiving a
 	// running session, the queue before delivering an interrupt. Idempotent.
 	InterruptTurn(context.Context, *InterruptTurnRequest) (*InterruptTurnResponse, error)
+	// GetLatestTranscriptLines returns the newest transcript line of each of
+	// up to 500 sessions, in one read: the console's dashboard cards, which
+	// would otherwise ask once per card. Internal.
+	GetLatestTranscriptLines(context.Context, *GetLatestTranscriptLinesRequest) (*GetLatestTranscriptLinesResponse, error)
 	mustEmbedUnimplementedRunnerServiceServer()
 }
 
@@ -177,6 +196,9 @@ func (UnimplementedRunnerServiceServer) GetClone(context.Context, *GetCloneReque
 }
 func (UnimplementedRunnerServiceServer) InterruptTurn(context.Context, *InterruptTurnRequest) (*InterruptTurnResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method InterruptTurn not implemented")
+}
+func (UnimplementedRunnerServiceServer) GetLatestTranscriptLines(context.Context, *GetLatestTranscriptLinesRequest) (*GetLatestTranscriptLinesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetLatestTranscriptLines not implemented")
 }
 func (UnimplementedRunnerServiceServer) mustEmbedUnimplementedRunnerServiceServer() {}
 func (UnimplementedRunnerServiceServer) testEmbeddedByValue()                       {}
@@ -264,6 +286,24 @@ func _RunnerService_InterruptTurn_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunnerService_GetLatestTranscriptLines_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetLatestTranscriptLinesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).GetLatestTranscriptLines(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_GetLatestTranscriptLines_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).GetLatestTranscriptLines(ctx, req.(*GetLatestTranscriptLinesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunnerService_ServiceDesc is the grpc.ServiceDesc for RunnerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -282,6 +322,10 @@ var RunnerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "InterruptTurn",
 			Handler:    _RunnerService_InterruptTurn_Handler,
+		},
+		{
+			MethodName: "GetLatestTranscriptLines",
+			Handler:    _RunnerService_GetLatestTranscriptLines_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,238 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
+	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+)
+
+// The dashboard's own actions: a card's Trash (with its Undo) and
+// refresh, "Refresh all", and the quick prompt. Asked by htmx (HX-Request),
+// each answers with what changes on the dashboard — the toast, the card it
+// took away or brought back — swapped out of band, so the answer does not
+// depend on the live stream (a dead stream must not lose a click's result);
+// asked by a plain form, each comes back to the dashboard with the words
+// as its flash.
+
+const (
+	// ProvenanceQuickPrompt is the human message's entry point for a
+	// session started from the dashboard's quick prompt (the spec's
+	// capture table).
+	ProvenanceQuickPrompt = "web_ui.quick_prompt"
+	// QuickGitRootCookieName keeps the repository the quick prompt used
+	// last, for the next one.
+	QuickGitRootCookieName = "quick_git_root"
+	// refreshAllConcurrency bounds the refreshes "Refresh all" has in
+	// flight at once.
+	refreshAllConcurrency = 4
+	// refreshAllTimeout bounds "Refresh all" as a whole.
+	refreshAllTimeout = 2 * time.Minute
+)
+
+// toastData is what the toast says and offers.
+type toastData struct {
+	Text string
+	// Undo offers Undo for the session just trashed; ArchiveAnyway offers
+	// the archive guard's override for the session it refused.
+	Undo, ArchiveAnyway int64
+	// View, beside Undo's answer, is the dashboard as it now stands.
+	View *dashboardData
+}
+
+func fromHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }
+
+// answerCard answers a card's action: the named part of cards.html for
+// htmx, the dashboard with the toast's words as flash otherwise.
+func (h *Handler) answerCard(w http.ResponseWriter, r *http.Request, cookie string, in signIn, part string, t toastData) {
+	if !fromHTMX(r) {
+		h.signIns.setFlash(cookie, t.Text)
+		http.Redirect(w, r, Prefix, http.StatusSeeOther)
+		return
+	}
+	var b bytes.Buffer
+	if err := h.liveTemplate.ExecuteTemplate(&b, part, page{CSRF: in.csrf, Data: t}); err != nil {
+		h.logger.ErrorContext(r.Context(), "render a card's answer", "part", part, "error", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(b.Bytes())
+}
+
+// refusal is a toast for a service's refusal or failure, in its words.
+func (h *Handler) refusal(r *http.Request, service string, err error) toastData {
+	p := grpcerr.From(service, err)
+	if p.Internal() {
+		h.logger.ErrorContext(r.Context(), "console call failed", "service", service, "path", r.URL.Path, "code", p.Code.String(), "error", err)
+	}
+	return toastData{Text: p.Message}
+}
+
+// trash archives a card's session: the card goes and the toast offers Undo
+// (session-lifecycle.md, "How the dashboard answers"). The archive is the
+// session page's (the guard's refusal offers "Archive anyway"), so its line
+// says it was moved to trash by a user in the web UI.
+func (h *Handler) trash(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	force := r.PostForm.Get("force") != ""
+	resp, err := h.clients.Lifecycle.ArchiveSession(ctx, &lifecyclev1.ArchiveSessionRequest{SessionId: r.PathValue("id"), Force: force})
+	if err != nil {
+		t := h.refusal(r, "lifecycle", err)
+		if p := grpcerr.From("lifecycle", err); !force && !p.Internal() && p.HTTPStatus != http.StatusNotFound {
+			if id, perr := strconv.ParseInt(r.PathValue("id"), 10, 64); perr == nil {
+				t.ArchiveAnyway = id
+			}
+		}
+		h.answerCard(w, r, cookie, in, "toast", t)
+		return
+	}
+	id := resp.GetSession().GetId()
+	h.answerCard(w, r, cookie, in, "trashed", toastData{Text: fmt.Sprintf("Session #%d moved to trash.", id), Undo: id})
+}
+
+// undoTrash restores a session the toast's Undo names, back in its place
+// among the cards.
+func (h *Handler) undoTrash(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	resp, err := h.clients.Lifecycle.UnarchiveSession(ctx, &lifecyclev1.UnarchiveSessionRequest{SessionId: r.PathValue("id")})
+	if err != nil {
+		h.answerCard(w, r, cookie, in, "toast", h.refusal(r, "lifecycle", err))
+		return
+	}
+	t := toastData{Text: fmt.Sprintf("Session #%d restored.", resp.GetSession().GetId())}
+	if fromHTMX(r) {
+		view, err := h.dashboardView(ctx, h.readFilters(w, r), in)
+		if err == nil {
+			t.View = &view
+		} // else the live stream brings the card back
+	}
+	h.answerCard(w, r, cookie, in, "restored", t)
+}
+
+// refresh is a card's refresh: lifecycle's rule for one session, in its
+// words.
+func (h *Handler) refresh(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	resp, err := h.clients.Lifecycle.RefreshSession(ctx, &lifecyclev1.RefreshSessionRequest{SessionId: r.PathValue("id")})
+	if err != nil {
+		h.answerCard(w, r, cookie, in, "toast", h.refusal(r, "lifecycle", err))
+		return
+	}
+	h.answerCard(w, r, cookie, in, "toast", toastData{Text: resp.GetMessage()})
+}
+
+// refreshAll is "Refresh all": every session not archived, each refreshed
+// by lifecycle's rule as a bulk act (RefreshSessionRequest.bulk). Zimmer
+// has no categories, so none is frozen and every one counts. The toast
+// says how many got a turn and how many were left alone.
+func (h *Handler) refreshAll(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
+	ctx, cancel := context.WithTimeout(r.Context(), refreshAllTimeout)
+	defer cancel()
+	var live []string
+	for _, s := range rules.Statuses() {
+		if s != rules.StatusArchived {
+			live = append(live, s)
+		}
+	}
+	var ids []string
+	for pageNo := int32(1); ; pageNo++ {
+		resp, err := h.clients.Lifecycle.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{Status: live, Page: pageNo, PerPage: rules.MaxPerPage})
+		if err != nil {
+			h.answerCard(w, r, cookie, in, "toast", h.refusal(r, "lifecycle", err))
+			return
+		}
+		for _, s := range resp.GetSessions() {
+			ids = append(ids, strconv.FormatInt(s.GetId(), 10))
+		}
+		if pageNo >= resp.GetPagination().GetTotalPages() || len(resp.GetSessions()) == 0 {
+			break
+		}
+	}
+	var (
+		mu                sync.Mutex
+		refreshed, leftBe int
+		failures          []string
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(refreshAllConcurrency)
+	for _, id := range ids {
+		g.Go(func() error {
+			resp, err := h.clients.Lifecycle.RefreshSession(gctx, &lifecyclev1.RefreshSessionRequest{SessionId: id, Bulk: true})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				failures = append(failures, "#"+id+": "+grpcerr.From("lifecycle", err).Message)
+			case resp.GetRefreshed():
+				refreshed++
+			default:
+				leftBe++
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	text := fmt.Sprintf("Refreshed all %d sessions not archived: %d got the continue nudge, %d were left as they are (refresh one to see why).",
+		len(ids), refreshed, leftBe)
+	if len(failures) > 0 {
+		text += " Not refreshed: " + strings.Join(failures, "; ")
+	}
+	h.answerCard(w, r, cookie, in, "toast", toastData{Text: text})
+}
+
+// quickPrompt starts a session from the dashboard's quick prompt — a
+// prompt and the repository it works in, nothing else — and records the
+// prompt as the human's web_ui.quick_prompt message in it, then opens it.
+func (h *Handler) quickPrompt(w http.ResponseWriter, r *http.Request, cookie string, _ signIn) {
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	prompt, gitRoot := r.PostForm.Get("prompt"), strings.TrimSpace(r.PostForm.Get("git_root"))
+	resp, err := h.clients.Lifecycle.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{Prompt: prompt, GitRoot: gitRoot})
+	if err != nil {
+		p := grpcerr.From("lifecycle", err)
+		if p.Internal() {
+			h.failed(w, r, "lifecycle", err)
+			return
+		}
+		why := p.Message
+		if len(p.Messages) > 0 {
+			why = strings.Join(p.Messages, "; ")
+		}
+		h.signIns.setFlash(cookie, "The quick prompt started nothing: "+why)
+		http.Redirect(w, r, Prefix, http.StatusSeeOther)
+		return
+	}
+	http.SetCookie(w, h.cookie(r, QuickGitRootCookieName, url.QueryEscape(gitRoot), 365*24*3600))
+	id := resp.GetSession().GetId()
+	flash := fmt.Sprintf("Session #%d started.", id)
+	if note := h.recordHumanMessage(ctx, id, ProvenanceQuickPrompt, prompt); note != "" {
+		flash += " " + note
+	}
+	h.signIns.setFlash(cookie, flash)
+	http.Redirect(w, r, fmt.Sprintf("/console/sessions/%d", id), http.StatusSeeOther)
+}
+
+// quickGitRoot is the repository the quick prompt used last.
+func quickGitRoot(r *http.Request) string {
+	if c, err := r.Cookie(QuickGitRootCookieName); err == nil {
+		if v, err := url.QueryUnescape(c.Value); err == nil {
+			return v
+		}
+	}
+	return ""
+}
