@@ -19,10 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RunnerService_GetTranscript_FullMethodName    = "/zimmer.runner.v1.RunnerService/GetTranscript"
-	RunnerService_FollowTranscript_FullMethodName = "/zimmer.runner.v1.RunnerService/FollowTranscript"
-	RunnerService_GetClone_FullMethodName         = "/zimmer.runner.v1.RunnerService/GetClone"
-	RunnerService_InterruptTurn_FullMethodName    = "/zimmer.runner.v1.RunnerService/InterruptTurn"
+	RunnerService_GetTranscript_FullMethodName     = "/zimmer.runner.v1.RunnerService/GetTranscript"
+	RunnerService_FollowTranscript_FullMethodName  = "/zimmer.runner.v1.RunnerService/FollowTranscript"
+	RunnerService_GetClone_FullMethodName          = "/zimmer.runner.v1.RunnerService/GetClone"
+	RunnerService_InterruptTurn_FullMethodName     = "/zimmer.runner.v1.RunnerService/InterruptTurn"
+	RunnerService_AnswerElicitation_FullMethodName = "/zimmer.runner.v1.RunnerService/AnswerElicitation"
 )
 
 // RunnerServiceClient is the client API for RunnerService service.
@@ -61,6 +62,16 @@ type RunnerServiceClient interface {
 	// session's next state. Lifecycle calls it before pausing or archiving a
 	// running session, the queue before delivering an interrupt. Idempotent.
 	InterruptTurn(ctx context.Context, in *InterruptTurnRequest, opts ...grpc.CallOption) (*InterruptTurnResponse, error)
+	// AnswerElicitation hands an answer to the agent process blocked on an
+	// elicitation. The session's workflow owns the turn and routes the answer
+	// to the node running it (an activity on zimmer-runner-<node>), which
+	// writes it on the agent's stdin and answers once the agent has said
+	// what it did with it. Refused with FailedPrecondition, saying which,
+	// when the turn is not running any more, the agent is not waiting on that
+	// elicitation (answered, or it stopped waiting), or its runtime takes no
+	// answers; Unavailable when the node does not answer. Lifecycle calls it
+	// after checking the answer against the requested schema.
+	AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error)
 }
 
 type runnerServiceClient struct {
@@ -120,6 +131,16 @@ func (c *runnerServiceClient) InterruptTurn(ctx context.Context, in *InterruptTu
 	return out, nil
 }
 
+func (c *runnerServiceClient) AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AnswerElicitationResponse)
+	err := c.cc.Invoke(ctx, RunnerService_AnswerElicitation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunnerServiceServer is the server API for RunnerService service.
 // All implementations must embed UnimplementedRunnerServiceServer
 // for forward compatibility.
@@ -156,6 +177,16 @@ type RunnerServiceServer interface {
 	// session's next state. Lifecycle calls it before pausing or archiving a
 	// running session, the queue before delivering an interrupt. Idempotent.
 	InterruptTurn(context.Context, *InterruptTurnRequest) (*InterruptTurnResponse, error)
+	// AnswerElicitation hands an answer to the agent process blocked on an
+	// elicitation. The session's workflow owns the turn and routes the answer
+	// to the node running it (an activity on zimmer-runner-<node>), which
+	// writes it on the agent's stdin and answers once the agent has said
+	// what it did with it. Refused with FailedPrecondition, saying which,
+	// when the turn is not running any more, the agent is not waiting on that
+	// elicitation (answered, or it stopped waiting), or its runtime takes no
+	// answers; Unavailable when the node does not answer. Lifecycle calls it
+	// after checking the answer against the requested schema.
+	AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error)
 	mustEmbedUnimplementedRunnerServiceServer()
 }
 
@@ -177,6 +208,9 @@ func (UnimplementedRunnerServiceServer) GetClone(context.Context, *GetCloneReque
 }
 func (UnimplementedRunnerServiceServer) InterruptTurn(context.Context, *InterruptTurnRequest) (*InterruptTurnResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method InterruptTurn not implemented")
+}
+func (UnimplementedRunnerServiceServer) AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AnswerElicitation not implemented")
 }
 func (UnimplementedRunnerServiceServer) mustEmbedUnimplementedRunnerServiceServer() {}
 func (UnimplementedRunnerServiceServer) testEmbeddedByValue()                       {}
@@ -264,6 +298,24 @@ func _RunnerService_InterruptTurn_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunnerService_AnswerElicitation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AnswerElicitationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).AnswerElicitation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_AnswerElicitation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).AnswerElicitation(ctx, req.(*AnswerElicitationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunnerService_ServiceDesc is the grpc.ServiceDesc for RunnerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -282,6 +334,10 @@ var RunnerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "InterruptTurn",
 			Handler:    _RunnerService_InterruptTurn_Handler,
+		},
+		{
+			MethodName: "AnswerElicitation",
+			Handler:    _RunnerService_AnswerElicitation_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
