@@ -126,6 +126,11 @@ func (s *Server) InterruptTurn(ctx context.Context, req *runnerv1.InterruptTurnR
 	return grpcfake.Answer[*runnerv1.InterruptTurnResponse](ctx, s.Recorder, req)
 }
 
+// AnswerElicitation implements runnerv1.RunnerServiceServer.
+func (s *Server) AnswerElicitation(ctx context.Context, req *runnerv1.AnswerElicitationRequest) (*runnerv1.AnswerElicitationResponse, error) {
+	return grpcfake.Answer[*runnerv1.AnswerElicitationResponse](ctx, s.Recorder, req)
+}
+
 // FollowTranscript implements runnerv1.RunnerServiceServer: it streams what
 // Push sends until the caller goes away.
 func (s *Server) FollowTranscript(req *runnerv1.FollowTranscriptRequest, stream grpc.ServerStreamingServer[runnerv1.FollowTranscriptResponse]) error {
