@@ -128,7 +128,11 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 		signIns: newSignIns(opts.Now), throttle: newThrottle(opts.Now), pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{"age": h.age, "statusWords": statusWords}
 	for _, page := range []string{"login", "dashboard", "session", "new", "problem"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
+		files := []string{"templates/layout.html", "templates/" + page + ".html"}
+		if page == "session" {
+			files = append(files, "templates/elicitation.html") // its partial (elicitation.go)
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, files...)
 		if err != nil {
 			return nil, fmt.Errorf("parse the console's %s page: %w", page, err)
 		}
@@ -149,6 +153,7 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	mux.HandleFunc("GET /console/sessions/{id}", h.signedIn(h.sessionPage))
 	mux.HandleFunc("POST /console/sessions/{id}/follow-up", h.mutating(h.followUp))
 	mux.HandleFunc("POST /console/sessions/{id}/enqueue", h.mutating(h.enqueue))
+	mux.HandleFunc("POST /console/sessions/{id}/elicitations/{eid}/answer", h.mutating(h.answerElicitation))
 	mux.HandleFunc("POST /console/sessions/{id}/pause", h.mutating(h.sessionAction("pause", h.pause)))
 	mux.HandleFunc("POST /console/sessions/{id}/restore", h.mutating(h.sessionAction("restore", h.restore)))
 	mux.HandleFunc("POST /console/sessions/{id}/archive", h.mutating(func(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {

@@ -173,6 +173,8 @@ type sessionData struct {
 	// OfferArchiveAnyway shows the archive guard's "Archive anyway".
 	Refusal            string
 	OfferArchiveAnyway bool
+	// Elicitation is the elicitation partial's (elicitation.go).
+	Elicitation *elicitationView
 }
 
 func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
@@ -194,6 +196,7 @@ func (h *Handler) renderSession(w http.ResponseWriter, r *http.Request, cookie s
 	if adjust != nil {
 		adjust(&data)
 	}
+	data.Elicitation = h.elicitationView(ctx, s)
 	id := strconv.FormatInt(s.GetId(), 10)
 	if tr, err := h.clients.Runner.GetTranscript(ctx, &runnerv1.GetTranscriptRequest{SessionId: id, PageSize: TranscriptLines}); err != nil {
 		data.TranscriptError = grpcerr.From("runner", err).Message
