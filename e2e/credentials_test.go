@@ -140,6 +140,10 @@ var restAccess = map[string]struct{ sessions, selfOnly expect }{
 	"CancelTrigger":  {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
 	"PauseUntil":     {expect{denied, denied}, expect{denied, denied}},
 	"RefreshSession": {expect{denied, denied}, expect{denied, denied}},
+	// Elicitations: a credential reads its own session's pending question,
+	// as every read; it never answers one, its own agent's least of all.
+	"ListElicitations":  {expect{ok, ok}, expect{ok, denied}},
+	"AnswerElicitation": {expect{denied, denied}, expect{denied, denied}},
 }
 
 // pendingMessages are the ids of session id's messages still to be
@@ -252,6 +256,7 @@ func TestSessionCredentials(t *testing.T) {
 						p = strings.ReplaceAll(p, "{message_id}", noMessage)
 						p = strings.ReplaceAll(p, "{notification_id}", noMessage)
 						p = strings.ReplaceAll(p, "{trigger_id}", noMessage)
+						p = strings.ReplaceAll(p, "{elicitation_id}", noMessage)
 						reqBody := ""
 						if b, ok := restBodies[rpc]; ok {
 							reqBody = fmt.Sprintf(b, target)

@@ -151,8 +151,11 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 		"pending": pending, "add": func(a, b int32) int32 { return a + b }}
 	for _, page := range []string{"login", "dashboard", "session", "new", "problem", "inbox", "alerts"} {
 		files := []string{"templates/layout.html", "templates/" + page + ".html"}
-		if page == "dashboard" {
+		switch page {
+		case "dashboard":
 			files = append(files, "templates/cards.html")
+		case "session":
+			files = append(files, "templates/elicitation.html") // its partial (elicitation.go)
 		}
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, files...)
 		if err != nil {
@@ -161,7 +164,7 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 		h.pages[page] = t
 	}
 	// The drawer is the session page's content without the layout.
-	drawer, err := template.New("drawer.html").Funcs(funcs).ParseFS(templateFS, "templates/drawer.html", "templates/session.html")
+	drawer, err := template.New("drawer.html").Funcs(funcs).ParseFS(templateFS, "templates/drawer.html", "templates/session.html", "templates/elicitation.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse the console's drawer: %w", err)
 	}
@@ -191,6 +194,7 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	mux.HandleFunc("GET /console/sessions/{id}", h.signedIn(h.sessionPage))
 	mux.HandleFunc("POST /console/sessions/{id}/follow-up", h.mutating(h.followUp))
 	mux.HandleFunc("POST /console/sessions/{id}/enqueue", h.mutating(h.enqueue))
+	mux.HandleFunc("POST /console/sessions/{id}/elicitations/{eid}/answer", h.mutating(h.answerElicitation))
 	mux.HandleFunc("POST /console/sessions/{id}/pause", h.mutating(h.sessionAction("pause", h.pause)))
 	mux.HandleFunc("POST /console/sessions/{id}/restore", h.mutating(h.sessionAction("restore", h.restore)))
 	mux.HandleFunc("POST /console/sessions/{id}/archive", h.mutating(func(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {

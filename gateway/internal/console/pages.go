@@ -70,6 +70,8 @@ type sessionData struct {
 	OfferArchiveAnyway bool
 	// The rest of the page (details.go).
 	details
+	// Elicitation is the elicitation partial's (elicitation.go).
+	Elicitation *elicitationView
 }
 
 func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
@@ -99,6 +101,7 @@ func (h *Handler) renderSession(w http.ResponseWriter, r *http.Request, cookie s
 	if data.NotesDraft != nil {
 		data.NotesValue = *data.NotesDraft
 	}
+	data.Elicitation = h.elicitationView(ctx, s)
 	id := strconv.FormatInt(s.GetId(), 10)
 	// The page's parts come from four services; asked at once, the page
 	// costs the slowest of them, not their sum.

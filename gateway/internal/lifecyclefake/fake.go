@@ -111,6 +111,16 @@ func (s *Server) UpdateSettings(ctx context.Context, req *lifecyclev1.UpdateSett
 	return grpcfake.Answer[*lifecyclev1.UpdateSettingsResponse](ctx, s.Recorder, req)
 }
 
+// ListElicitations implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) ListElicitations(ctx context.Context, req *lifecyclev1.ListElicitationsRequest) (*lifecyclev1.ListElicitationsResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.ListElicitationsResponse](ctx, s.Recorder, req)
+}
+
+// AnswerElicitation implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) AnswerElicitation(ctx context.Context, req *lifecyclev1.AnswerElicitationRequest) (*lifecyclev1.AnswerElicitationResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.AnswerElicitationResponse](ctx, s.Recorder, req)
+}
+
 // PauseSession implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) PauseSession(ctx context.Context, req *lifecyclev1.PauseSessionRequest) (*lifecyclev1.PauseSessionResponse, error) {
 	return grpcfake.Answer[*lifecyclev1.PauseSessionResponse](ctx, s.Recorder, req)

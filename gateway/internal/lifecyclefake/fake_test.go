@@ -15,7 +15,7 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 )
 
-// Every RPC of the service is recorded and answered, so a new RPC cannot
+// Every unary RPC of the service is recorded and answered, so a new RPC cannot
 // fall through to Unimplemented unnoticed.
 func TestEveryMethodIsRecordedAndAnswered(t *testing.T) {
 	t.Parallel()
@@ -38,6 +38,9 @@ func TestEveryMethodIsRecordedAndAnswered(t *testing.T) {
 		methods := sd.Methods()
 		for i := range methods.Len() {
 			m := methods.Get(i)
+			if m.IsStreamingServer() || m.IsStreamingClient() {
+				continue // WatchSessionChanges: the console's own tests drive it
+			}
 			resp := newMessage(m.Output())
 			err := conn.Invoke(t.Context(), "/"+string(sd.FullName())+"/"+string(m.Name()), newMessage(m.Input()), resp)
 			require.NoError(t, err, m.Name())

@@ -40,7 +40,7 @@ const (
 // gets every group.
 var Groups = map[string][]string{
 	"sessions": {ToolQuickSearchSessions, ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession, ToolManageEnqueuedMessages,
-		ToolGetAlerts},
+		ToolAnswerElicitation, ToolGetAlerts},
 	"notifications": {ToolGetNotifications, ToolSendPushNotification, ToolActionNotification},
 	"triggers":      {ToolWakeMeUpLater, ToolWakeMeUpWhenSessionChangesState, ToolSearchTriggers, ToolActionTrigger},
 	"self_session": {ToolGetSession, ToolGetSessionProvenance, ToolSendPushNotification, ToolWakeMeUpLater,
@@ -61,6 +61,7 @@ const instructions = `Zimmer runs AI coding-agent sessions. A session is address
 	`start_session creates one (it starts in the "` + rules.StatusWaiting + `" status); get_session shows one; ` +
 	`action_session sends it a follow-up or changes its lifecycle, title, notes or heartbeat; ` +
 	`manage_enqueued_messages lists, edits and sends the messages queued for it; ` +
+	`answer_elicitation answers the question a session's agent is blocked on; ` +
 	`get_alerts lists the operational alerts. ` +
 	`wake_me_up_later sleeps a session until a time and wakes it with a prompt; ` +
 	`wake_me_up_when_session_changes_state wakes it when another session needs input, fails or is archived; ` +
@@ -159,6 +160,7 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 	srv.AddTool(getSessionProvenanceTool(), t.getSessionProvenance)
 	srv.AddTool(actionSessionTool(nil), t.actionSession)
 	srv.AddTool(manageEnqueuedMessagesTool(), t.manageEnqueuedMessages)
+	srv.AddTool(answerElicitationTool(), t.answerElicitation)
 	srv.AddTool(getAlertsTool(), t.getAlerts)
 	srv.AddTool(getNotificationsTool(), t.getNotifications)
 	srv.AddTool(sendPushNotificationTool(), t.sendPushNotification)

@@ -50,6 +50,11 @@ func renderSession(s *lifecyclev1.Session, js []byte) string {
 		bullet("updated_at", s.GetUpdatedAt().AsTime().Format(time.RFC3339))
 	}
 
+	if l := s.GetLostElicitation(); l != nil {
+		fmt.Fprintf(&b, "\n### Lost elicitation\n\nA question the agent asked went unanswered (%s): %s — %s\n",
+			l.GetReason(), l.GetRequestId(), oneLine(l.GetSummary()))
+	}
+
 	quote(&b, "Prompt", s.GetPrompt())
 	quote(&b, "Goal", s.GetGoal())
 	quote(&b, "Notes", s.GetNotes())

@@ -133,6 +133,9 @@ func (t *tools) getSession(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		queued = queueSection(resp.GetEnqueuedMessages(), ok)
 	}
 	res := t.sessionResult(ctx, "", resp.GetSession(), resp)
+	if pending := t.elicitationSection(ctx, resp.GetSession()); pending != "" && !res.IsError {
+		appendText(res, "\n"+pending)
+	}
 	if queued != "" && !res.IsError {
 		appendText(res, "\n"+queued)
 	}

@@ -137,3 +137,8 @@ func (s *Server) SealQueue(ctx context.Context, req *queuev1.SealQueueRequest) (
 func (s *Server) UnsealQueue(ctx context.Context, req *queuev1.UnsealQueueRequest) (*queuev1.UnsealQueueResponse, error) {
 	return grpcfake.Answer[*queuev1.UnsealQueueResponse](ctx, s.Recorder, req)
 }
+
+// CountPendingMessages implements queuev1.QueueServiceServer.
+func (s *Server) CountPendingMessages(ctx context.Context, req *queuev1.CountPendingMessagesRequest) (*queuev1.CountPendingMessagesResponse, error) {
+	return grpcfake.Answer[*queuev1.CountPendingMessagesResponse](ctx, s.Recorder, req)
+}

@@ -126,6 +126,11 @@ func (s *Server) InterruptTurn(ctx context.Context, req *runnerv1.InterruptTurnR
 	return grpcfake.Answer[*runnerv1.InterruptTurnResponse](ctx, s.Recorder, req)
 }
 
+// AnswerElicitation implements runnerv1.RunnerServiceServer.
+func (s *Server) AnswerElicitation(ctx context.Context, req *runnerv1.AnswerElicitationRequest) (*runnerv1.AnswerElicitationResponse, error) {
+	return grpcfake.Answer[*runnerv1.AnswerElicitationResponse](ctx, s.Recorder, req)
+}
+
 // FollowTranscript implements runnerv1.RunnerServiceServer: it streams what
 // Push sends until the caller goes away.
 func (s *Server) FollowTranscript(req *runnerv1.FollowTranscriptRequest, stream grpc.ServerStreamingServer[runnerv1.FollowTranscriptResponse]) error {
@@ -174,4 +179,9 @@ func Clone(id int64) *runnerv1.Clone {
 // GetClone implements runnerv1.RunnerServiceServer.
 func (s *Server) GetClone(ctx context.Context, req *runnerv1.GetCloneRequest) (*runnerv1.GetCloneResponse, error) {
 	return grpcfake.Answer[*runnerv1.GetCloneResponse](ctx, s.Recorder, req)
+}
+
+// GetLatestTranscriptLines implements runnerv1.RunnerServiceServer.
+func (s *Server) GetLatestTranscriptLines(ctx context.Context, req *runnerv1.GetLatestTranscriptLinesRequest) (*runnerv1.GetLatestTranscriptLinesResponse, error) {
+	return grpcfake.Answer[*runnerv1.GetLatestTranscriptLinesResponse](ctx, s.Recorder, req)
 }

@@ -101,6 +101,7 @@ var toolArgs = map[string]map[string]any{
 	mcp.ToolGetNotifications:     {"unread": true},
 	mcp.ToolSendPushNotification: {"title": "walked", "session_id": "1"},
 	mcp.ToolGetAlerts:            {"page_size": 10},
+	mcp.ToolAnswerElicitation:    {"session_id": "1", "elicitation_id": "elicit_demo_1", "action": "cancel"},
 
 	mcp.ToolWakeMeUpLater:                   {"session_id": "1", "delay": "5m"},
 	mcp.ToolWakeMeUpWhenSessionChangesState: {"session_id": "1", "watched_session_id": 2, "states": []any{"needs_input"}},

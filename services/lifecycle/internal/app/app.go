@@ -483,6 +483,9 @@ type Sessions struct {
 	Deliver      DeliverTurn
 	DrainAttempt RecordDrainAttempt
 	Abandon      AbandonRecovery
+	// Elicitations lists and answers what agents are blocked on; its
+	// Answerer is the runner, set by the composition root.
+	Elicitations Elicitations
 }
 
 // DefaultTrashRetention is the spec's TRASH_RETENTION_PERIOD.
@@ -505,6 +508,7 @@ func NewSessions(repo SessionRepository, clk clock.Clock, trashRetention time.Du
 		Deliver:      DeliverTurn{Repo: repo, Clock: clk},
 		DrainAttempt: RecordDrainAttempt{Repo: repo},
 		Abandon:      AbandonRecovery{Repo: repo, Clock: clk},
+		Elicitations: Elicitations{Repo: repo, Clock: clk},
 	}
 }
 

@@ -9,7 +9,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 )
 
 // Runner halts turns through the runner's InterruptTurn (app.TurnInterrupter).
@@ -48,4 +51,34 @@ func (r Runner) CloneState(ctx context.Context, sessionID int64) (string, error)
 		return "", fmt.Errorf("read session %d's clone: %w", sessionID, err)
 	}
 	return resp.GetClone().GetState(), nil
+}
+
+// AnswerElicitation implements app.ElicitationAnswerer through the
+// runner's AnswerElicitation: the runner's refusal (FailedPrecondition: the
+// turn gone, the agent not waiting on it) comes back as it is, for the
+// caller to pass on.
+func (r Runner) AnswerElicitation(ctx context.Context, sessionID int64, e domain.Elicitation, answer domain.ElicitationAnswer) (string, error) {
+	req := &runnerv1.AnswerElicitationRequest{SessionId: sessionID, TurnId: e.TurnID, ElicitationId: e.ID, Action: answer.Action}
+	if answer.Content != nil {
+		content, err := structpb.NewStruct(answer.Content)
+		if err != nil {
+			return "", fmt.Errorf("encode the answer to elicitation %q: %w", e.ID, err)
+		}
+		req.Content = content
+	}
+	if r.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
+		defer cancel()
+	}
+	resp, err := r.Client.AnswerElicitation(ctx, req)
+	switch status.Code(err) {
+	case codes.OK:
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		return "", fmt.Errorf("the runner did not hand session %d's agent the answer to elicitation %q; retry shortly: %w (%v)",
+			sessionID, e.ID, domain.ErrUnavailable, status.Convert(err).Message())
+	default:
+		return "", fmt.Errorf("hand session %d's agent the answer to elicitation %q: %w", sessionID, e.ID, err)
+	}
+	return resp.GetAction(), nil
 }

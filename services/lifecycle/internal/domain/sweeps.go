@@ -84,8 +84,8 @@ func ExpireElicitationBlock(s Session, cutoff time.Time, expiry time.Duration, e
 	}
 	age := spanWords(expiry)
 	s.Markers.BlockedOnElicitation = false
-	s.Markers.LostElicitation = "An MCP elicitation went unanswered for over " + age +
-		" and its round-trip is gone; the session is waiting for your next message."
+	s.Markers.LostElicitation = lose(s.Markers.Elicitation, LostStranded, env.Now)
+	s.Markers.Elicitation = nil
 	s.UpdatedAt = env.Now
 	return Outcome{
 		Session: s,

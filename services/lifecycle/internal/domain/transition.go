@@ -17,14 +17,18 @@ type Markers struct {
 	PendingSleep             bool
 	PendingSleepRequiresWake bool
 	BlockedOnElicitation     bool
-	LostElicitation          string
-	MCPFailure               string
-	AuthOutageReason         string
-	DrainAttempts            int
-	NeedsInputCount          int64
-	PRURLWarned              bool
-	RunningJobID             string
-	FailureReason            string
+	// Elicitation is the question the agent is blocked on, while
+	// BlockedOnElicitation lasts (nil when the block named none).
+	Elicitation *Elicitation
+	// LostElicitation is the banner of a question that went unanswered.
+	LostElicitation  *LostElicitation
+	MCPFailure       string
+	AuthOutageReason string
+	DrainAttempts    int
+	NeedsInputCount  int64
+	PRURLWarned      bool
+	RunningJobID     string
+	FailureReason    string
 	// RecoveryAbandoned says why Zimmer stopped recovering the session
 	// automatically (AbandonRecovery); cleared by resume.
 	RecoveryAbandoned string
@@ -63,6 +67,12 @@ type Command struct {
 	// activity whose first attempt committed) is answered as already
 	// applied, changing nothing. Never persisted on the session.
 	IdempotencyKey string
+	// Elicitation is what block_on_elicitation blocks on.
+	Elicitation *Elicitation
+	// ElicitationOutcome is what became of the question an
+	// unblock_from_elicitation ends: an action the agent took, LostExpired
+	// or LostStranded (which leave the banner), or "" (unknown).
+	ElicitationOutcome string
 }
 
 // Validate checks the details a caller sent with the command.
@@ -72,6 +82,10 @@ func (c Command) Validate() error {
 	checkText(&vs, "paused_by", c.PausedBy, MaxPausedByChars, "")
 	checkText(&vs, "running_job_id", c.RunningJobID, MaxRunningJobIDChars, "")
 	checkText(&vs, "idempotency_key", c.IdempotencyKey, MaxIdempotencyKeyChars, "")
+	validateElicitation(&vs, c.Elicitation)
+	if err := ValidateElicitationOutcome(c.ElicitationOutcome); err != nil {
+		return err
+	}
 	return vs.Err()
 }
 
@@ -322,9 +336,11 @@ func Apply(s Session, cmd Command, env Env) (Outcome, error) {
 		// The agent process is alive and mid-round-trip: keep the running
 		// job, surface the session as needing input.
 		t.s.Markers.BlockedOnElicitation = true
+		t.block(cmd.Elicitation)
 		t.effect(FireTriggers{Trigger: "session_needs_input"})
 	case EventUnblockFromElicitation:
 		t.s.Markers.BlockedOnElicitation = false
+		t.unblock(cmd.ElicitationOutcome)
 	case EventFail:
 		t.fail(cmd)
 	case EventArchive:
@@ -380,7 +396,8 @@ func (t *transition) resume(cmd Command) {
 	m.MCPFailure = ""
 	m.PausedBy = ""
 	m.BlockedOnElicitation = false
-	m.LostElicitation = ""
+	m.Elicitation = nil
+	m.LostElicitation = nil
 	t.clearPendingSleep()
 	m.DrainAttempts = 0
 	m.RecoveryAbandoned = ""
@@ -405,6 +422,48 @@ func (t *transition) resume(cmd Command) {
 	}
 }
 
+// block records the question the agent is blocked on: a fresh
+// elicitation clears the banner of a lost one. A block naming none (a raw
+// transition) keeps no question, and nothing can answer it.
+func (t *transition) block(e *Elicitation) {
+	m := &t.s.Markers
+	m.LostElicitation = nil
+	m.Elicitation = nil
+	if e == nil {
+		return
+	}
+	pending := *e
+	pending.RequestedAt = t.env.Now
+	if pending.TurnID == "" {
+		pending.TurnID = m.RunningJobID
+	}
+	m.Elicitation = &pending
+	t.log(TimelineNote, fmt.Sprintf("[Elicitation] the agent asks (%s): %s", quoteID(pending.ID),
+		clipRunes(strings.Join(strings.Fields(pending.Message), " "), MaxLostSummaryRunes)))
+}
+
+// unblock ends the block: a question that expired or was stranded leaves
+// the lost_elicitation banner; an answer (a cancel too) leaves none.
+func (t *transition) unblock(outcome string) {
+	m := &t.s.Markers
+	pending := m.Elicitation
+	m.Elicitation = nil
+	if outcome != LostExpired && outcome != LostStranded {
+		return
+	}
+	m.LostElicitation = lose(pending, outcome, t.env.Now)
+	t.log(TimelineWarning, LostElicitationLine(*m.LostElicitation))
+}
+
+// LostElicitationLine is the timeline line of a question lost.
+func LostElicitationLine(l LostElicitation) string {
+	why := "the agent stopped waiting before anyone answered"
+	if l.Reason == LostStranded {
+		why = "its round-trip is gone: nobody can answer it now"
+	}
+	return fmt.Sprintf("[Elicitation] %s went unanswered (%s): %s; lost_elicitation set", quoteID(l.RequestID), l.Reason, why)
+}
+
 // restore is the unarchive's full restoration: the session comes back
 // ready for its next message, with none of the failure or process state it
 // was archived with (failure_reason, the running job, paused_by, a pending
@@ -416,7 +475,8 @@ func (t *transition) restore(cmd Command, from Status) {
 	m.RunningJobID = ""
 	m.PausedBy = ""
 	m.BlockedOnElicitation = false
-	m.LostElicitation = ""
+	m.Elicitation = nil
+	m.LostElicitation = nil
 	m.MCPFailure = ""
 	m.DrainAttempts = 0
 	m.RecoveryAbandoned = ""
@@ -491,6 +551,10 @@ func (t *transition) archive(cmd Command) {
 	t.s.ArchivedFrom = &from
 	t.s.ArchivedAt = ptrTime(t.env.Now)
 	t.s.TrashAfter = ptrTime(t.env.Now.Add(t.env.TrashRetention))
+	// Nobody answers an archived session's questions, and its banner would
+	// speak of a session that is put away.
+	t.s.Markers.Elicitation = nil
+	t.s.Markers.LostElicitation = nil
 	t.effect(DismissNotifications{})
 	t.effect(FireTriggers{Trigger: "session_archived"})
 	t.effect(CleanupWatchers{})

@@ -205,7 +205,8 @@ func TestDeliberateAndSystemRecoveryResume(t *testing.T) {
 	t.Parallel()
 	s := session(domain.StatusNeedsInput)
 	s.Markers = domain.Markers{
-		PausedBy: "user", MCPFailure: "server x", BlockedOnElicitation: true, LostElicitation: "gone",
+		PausedBy: "user", MCPFailure: "server x", BlockedOnElicitation: true, LostElicitation: &domain.LostElicitation{Reason: domain.LostExpired},
+		Elicitation:  &domain.Elicitation{ID: "e"},
 		PendingSleep: true, DrainAttempts: 2, NeedsInputCount: 3,
 	}
 	e := env()

@@ -148,6 +148,9 @@ func (s *Server) TransitionSession(ctx context.Context, req *lifecyclev1.Transit
 		RunningJobID:   req.GetRunningJobId(),
 		PausedBy:       req.GetPausedBy(),
 		IdempotencyKey: req.GetIdempotencyKey(),
+
+		Elicitation:        wire.ElicitationFrom(req.GetElicitation()),
+		ElicitationOutcome: req.GetElicitationOutcome(),
 	})
 	if err != nil {
 		return nil, s.toStatus(ctx, err)

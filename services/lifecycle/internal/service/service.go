@@ -78,6 +78,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	repo := store.NewSessions(h.Pool, events.Codec{}, signal, logger)
 	svc := &Service{Host: h, signal: signal, Sessions: app.NewSessions(repo, clock.System{}, cfg.TrashRetention),
 		Credentials: app.NewCredentials(repo, clock.System{})}
+	svc.Sessions.Elicitations.Logger = logger
 	if cfg.RunnerAddr != "" {
 		// A pause or an archive of a running session halts its turn first.
 		conn, err := h.Dial(cfg.RunnerAddr)
@@ -88,6 +89,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		runner := clients.Runner{Client: runnerv1.NewRunnerServiceClient(conn), Timeout: cfg.RunnerTimeout}
 		svc.Sessions.Transition.Turns = runner
 		svc.Sessions.Transition.Clones = runner
+		svc.Sessions.Elicitations.Answerer = runner
 	}
 	// Without a queue, a wake is lifecycle's own delivery to the session
 	// once it is idle.

@@ -298,7 +298,9 @@ func TestElicitationSweepClearsExactlyTheStrandedBlocks(t *testing.T) {
 		want++
 		require.Equal(t, domain.StatusNeedsInput, got.Status, c.name)
 		require.False(t, got.Markers.BlockedOnElicitation, c.name)
-		require.Contains(t, got.Markers.LostElicitation, "unanswered for over 1 hour", c.name)
+		require.NotNil(t, got.Markers.LostElicitation, c.name)
+		require.Equal(t, domain.LostStranded, got.Markers.LostElicitation.Reason, c.name)
+		require.Equal(t, sweepNow, got.Markers.LostElicitation.LostAt, c.name)
 		require.Equal(t, sweepNow, got.UpdatedAt, c.name)
 		require.Equal(t, []string{expiredLine}, b.timelineMatching(t, ids[i], "[Elicitation]"), c.name)
 	}
@@ -330,7 +332,7 @@ func TestElicitationSweepLosesToTheAnswer(t *testing.T) {
 	got, err := b.sessions.Get.Handle(context.Background(), strconv.FormatInt(answered.ID, 10))
 	require.NoError(t, err)
 	require.Equal(t, domain.StatusRunning, got.Status, "the answer that committed first wins")
-	require.Empty(t, got.Markers.LostElicitation)
+	require.Nil(t, got.Markers.LostElicitation)
 	require.Empty(t, b.timelineMatching(t, answered.ID, "[Elicitation]"))
 	require.Equal(t, domain.StatusNeedsInput, b.status(t, bystander.ID))
 	require.Equal(t, []string{expiredLine}, b.timelineMatching(t, bystander.ID, "[Elicitation]"))

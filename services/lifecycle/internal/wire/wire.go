@@ -58,7 +58,49 @@ func Session(s domain.Session) (*lifecyclev1.Session, error) {
 		McpToolGroups:             s.MCPToolGroups,
 		RunningJobId:              s.Markers.RunningJobID,
 		PushNotifications:         s.PushNotifications,
+		LostElicitation:           lostElicitation(s.Markers.LostElicitation),
 	}, nil
+}
+
+func lostElicitation(l *domain.LostElicitation) *lifecyclev1.LostElicitation {
+	if l == nil {
+		return nil
+	}
+	return &lifecyclev1.LostElicitation{Reason: l.Reason, RequestId: l.RequestID, Summary: l.Summary, LostAt: timestamppb.New(l.LostAt)}
+}
+
+// Elicitation converts the question session sessionID is blocked on to
+// its message.
+func Elicitation(sessionID int64, e domain.Elicitation) (*lifecyclev1.Elicitation, error) {
+	m := &lifecyclev1.Elicitation{Id: e.ID, SessionId: sessionID, TurnId: e.TurnID, Message: e.Message,
+		RequestedAt: timestamppb.New(e.RequestedAt)}
+	if e.RequestedSchema != nil {
+		schema, err := structpb.NewStruct(e.RequestedSchema)
+		if err != nil {
+			return nil, fmt.Errorf("encode the requested schema of elicitation %q: %w", e.ID, err)
+		}
+		m.RequestedSchema = schema
+	}
+	if !e.ExpiresAt.IsZero() {
+		m.ExpiresAt = timestamppb.New(e.ExpiresAt)
+	}
+	return m, nil
+}
+
+// ElicitationFrom is the question a block_on_elicitation request carries;
+// nil when it carries none.
+func ElicitationFrom(m *lifecyclev1.Elicitation) *domain.Elicitation {
+	if m == nil {
+		return nil
+	}
+	e := &domain.Elicitation{ID: m.GetId(), TurnID: m.GetTurnId(), Message: m.GetMessage()}
+	if m.GetRequestedSchema() != nil {
+		e.RequestedSchema = m.GetRequestedSchema().AsMap()
+	}
+	if m.GetExpiresAt() != nil {
+		e.ExpiresAt = m.GetExpiresAt().AsTime()
+	}
+	return e
 }
 
 func timestampOrNil(t *time.Time) *timestamppb.Timestamp {

@@ -180,9 +180,11 @@ func (a *agent) callMCP(ctx context.Context, tool string, args map[string]any) e
 
 // elicit reports an elicitation and blocks up to s.duration for its answer:
 // a line on stdin (when the prompt came from a file). A JSON object with an
-// "action" is taken as the MCP elicitation response ({"action":"decline"});
-// any other line accepts, as {"answer": line}. Signals keep their usual
-// effect meanwhile: SIGTERM ends the agent unless ignore-sigterm.
+// "action" is taken as the MCP elicitation response ({"action":"decline"}),
+// and one naming another elicitation's "id" (a late answer to an earlier
+// question) is ignored, said on stderr; any other line accepts, as
+// {"answer": line}. Signals keep their usual effect meanwhile: SIGTERM
+// ends the agent unless ignore-sigterm.
 func (a *agent) elicit(s step) error {
 	id := a.out.nextID("elicit")
 	if err := a.out.write(elicitationLine{
@@ -210,7 +212,12 @@ func (a *agent) elicit(s step) error {
 				answers = nil // stdin closed: only the timeout is left
 				continue
 			}
-			result.Action, result.Content = parseAnswer(answer)
+			answered, action, content := parseAnswer(answer)
+			if answered != "" && answered != id {
+				_, _ = fmt.Fprintf(a.stderr, "zimmer-demo-agent: ignoring an answer to %s: waiting on %s\n", answered, id)
+				continue
+			}
+			result.Action, result.Content = action, content
 		case <-timeout.C:
 			result.Action = "timeout"
 		}
@@ -232,13 +239,16 @@ func readAnswers(r io.Reader) <-chan string {
 	return ch
 }
 
-func parseAnswer(line string) (action string, content map[string]any) {
+// parseAnswer reads one answer line: the id of the elicitation it answers
+// ("" when it names none), its action and content.
+func parseAnswer(line string) (id, action string, content map[string]any) {
 	var resp struct {
+		ID      string         `json:"id"`
 		Action  string         `json:"action"`
 		Content map[string]any `json:"content"`
 	}
 	if json.Unmarshal([]byte(line), &resp) == nil && resp.Action != "" {
-		return resp.Action, resp.Content
+		return resp.ID, resp.Action, resp.Content
 	}
-	return "accept", map[string]any{"answer": line}
+	return "", "accept", map[string]any{"answer": line}
 }

@@ -390,6 +390,16 @@ func TestElicit(t *testing.T) {
 		require.Equal(t, 0, r.wait(t).Code)
 		require.Equal(t, "decline", r.lines()[2]["action"])
 	})
+	t.Run("an answer to another elicitation is ignored", func(t *testing.T) {
+		t.Parallel()
+		stdin := `{"id":"elicit_demo_0","action":"accept","content":{"answer":"late"}}` + "\n" +
+			`{"id":"elicit_demo_1","action":"cancel"}` + "\n"
+		r := startAgent(t, "@demo elicit 20s", runOpts{stdin: []byte(stdin)})
+		require.Equal(t, 0, r.wait(t).Code)
+		objs := r.lines()
+		require.Equal(t, "elicit_demo_1", objs[1]["id"], "the runner's answers name this id")
+		require.Equal(t, "cancel", objs[2]["action"], "the late answer to another question was not taken")
+	})
 	t.Run("no answer: waits the duration", func(t *testing.T) {
 		t.Parallel()
 		start := time.Now()

@@ -74,18 +74,23 @@ func TestParseScriptRejectsMalformedDirectives(t *testing.T) {
 
 func TestParseAnswer(t *testing.T) {
 	t.Parallel()
-	action, content := parseAnswer("ship it")
+	_, action, content := parseAnswer("ship it")
 	require.Equal(t, "accept", action)
 	require.Equal(t, map[string]any{"answer": "ship it"}, content)
 
-	action, content = parseAnswer(`{"action":"decline"}`)
+	_, action, content = parseAnswer(`{"action":"decline"}`)
 	require.Equal(t, "decline", action)
 	require.Nil(t, content)
 
-	action, content = parseAnswer(`{"action":"accept","content":{"answer":"yes"}}`)
+	_, action, content = parseAnswer(`{"action":"accept","content":{"answer":"yes"}}`)
 	require.Equal(t, "accept", action)
 	require.Equal(t, map[string]any{"answer": "yes"}, content)
 
-	action, _ = parseAnswer(`{"answer":"no action field"}`)
+	_, action, _ = parseAnswer(`{"answer":"no action field"}`)
 	require.Equal(t, "accept", action)
+
+	// The runner's answers name the elicitation they answer.
+	id, action, _ := parseAnswer(`{"id":"elicit_demo_3","action":"cancel"}`)
+	require.Equal(t, "elicit_demo_3", id)
+	require.Equal(t, "cancel", action)
 }

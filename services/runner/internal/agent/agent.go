@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -100,6 +101,9 @@ type Launch struct {
 	// Stdin is written to the process's stdin, which is then closed; nil
 	// means an empty stdin (never the runner's own).
 	Stdin []byte
+	// TakesAnswers: the agent reads elicitation answers on its stdin,
+	// which stays open for them (Stdin is then nil); see AnswerLine.
+	TakesAnswers bool
 	// Files must be written (WriteFiles) before the process starts.
 	Files []File
 }
@@ -239,6 +243,9 @@ type Event struct {
 	RuntimeSessionID string
 	// Elicitation is set on KindElicitation events.
 	Elicitation *Elicitation
+	// ElicitationResult is set on the line saying what became of an
+	// elicitation (the demo agent's system/elicitation_result).
+	ElicitationResult *ElicitationResult
 }
 
 // Elicitation is what an agent blocked on an MCP elicitation reported.
@@ -249,7 +256,22 @@ type Elicitation struct {
 	Message string
 	// Timeout is how long the agent waits for the answer, if it said.
 	Timeout time.Duration
+	// RequestedSchema is the JSON Schema the answer's content must match,
+	// if the agent sent one.
+	RequestedSchema map[string]any
 }
+
+// ElicitationResult is what an agent did about an elicitation: the action
+// it took on an answer (accept, decline, cancel), or ElicitationTimedOut
+// when it stopped waiting.
+type ElicitationResult struct {
+	ID     string
+	Action string
+}
+
+// ElicitationTimedOut is the action of an elicitation the agent stopped
+// waiting for.
+const ElicitationTimedOut = "timeout"
 
 // maxTextRunes bounds Event.Text: a tool result can be a whole file, and the
 // text is a rendering for people; the raw line keeps everything.
@@ -329,4 +351,20 @@ func baseEnv(turn Turn) []string {
 		EnvMCPURL + "=" + turn.MCP.URL,
 		EnvWorkdir + "=" + turn.Workdir,
 	}
+}
+
+// AnswerLine is an elicitation's answer as a runtime that TakesAnswers
+// reads it on stdin: one line of JSON, MCP's elicitation response with the
+// id of the elicitation it answers, so an agent can tell a late answer to
+// an earlier question from the answer to its current one.
+func AnswerLine(id, action string, content map[string]any) ([]byte, error) {
+	b, err := json.Marshal(struct {
+		ID      string         `json:"id"`
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content,omitempty"`
+	}{id, action, content})
+	if err != nil {
+		return nil, fmt.Errorf("encode the answer to elicitation %q: %w", id, err)
+	}
+	return append(b, '\n'), nil
 }

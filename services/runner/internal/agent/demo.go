@@ -55,6 +55,8 @@ func (d *Demo) Prepare(turn Turn) (Launch, error) {
 		Env:   append(baseEnv(turn), EnvMCPToken+"="+turn.MCP.Token),
 		Dir:   turn.Workdir,
 		Files: []File{{Path: promptPath, Contents: []byte(turn.Prompt)}},
+		// The prompt is a file, so stdin is free for elicitation answers.
+		TakesAnswers: true,
 	}, nil
 }
 

@@ -23,6 +23,7 @@ func TestDemoCommandLine(t *testing.T) {
 	prompt := filepath.Join(b.stateDir, "demo-prompt.txt")
 	require.Equal(t, []string{sh, "--prompt-file", prompt, "--session-id", testRuntimeUUID}, l.Args)
 	require.Nil(t, l.Stdin, "stdin stays free for elicitation answers")
+	require.True(t, l.TakesAnswers, "and open for them")
 	require.Equal(t, []agent.File{{Path: prompt, Contents: []byte("@demo say hi")}}, l.Files)
 	require.Contains(t, l.Env, "ZIMMER_MCP_TOKEN="+testToken)
 	require.Contains(t, l.Env, "ZIMMER_MCP_URL="+testMCPURL)

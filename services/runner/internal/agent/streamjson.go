@@ -39,9 +39,13 @@ type streamLine struct {
 	NumTurns   int             `json:"num_turns"`
 	// The demo agent's elicitation line:
 	// {"type":"elicitation","id":"…","text":"…","requested_schema":{…},"timeout_ms":60000,"session_id":"…"}
-	ID        string `json:"id"`
-	Text      string `json:"text"`
-	TimeoutMS int64  `json:"timeout_ms"`
+	ID              string         `json:"id"`
+	Text            string         `json:"text"`
+	TimeoutMS       int64          `json:"timeout_ms"`
+	RequestedSchema map[string]any `json:"requested_schema"`
+	// ... and its result line:
+	// {"type":"system","subtype":"elicitation_result","id":"…","action":"accept|decline|cancel|timeout",…}
+	Action string `json:"action"`
 }
 
 type mcpServerInfo struct {
@@ -75,7 +79,11 @@ func parseStreamJSON(line string) Event {
 	raw := line
 	switch l.Type {
 	case "system":
-		return Event{Kind: KindSystem, Type: join("system", l.Subtype), Text: clip(systemText(l)), Raw: raw, RuntimeSessionID: l.SessionID}
+		ev := Event{Kind: KindSystem, Type: join("system", l.Subtype), Text: clip(systemText(l)), Raw: raw, RuntimeSessionID: l.SessionID}
+		if l.Subtype == "elicitation_result" && l.ID != "" {
+			ev.ElicitationResult = &ElicitationResult{ID: l.ID, Action: l.Action}
+		}
+		return ev
 	case "assistant":
 		kind, text := assistantText(l.Message)
 		return Event{Kind: kind, Type: "assistant", Text: clip(text), Raw: raw}
@@ -86,7 +94,7 @@ func parseStreamJSON(line string) Event {
 		isErr := l.IsError || l.Subtype != "success"
 		return Event{Kind: KindResult, Type: join("result", l.Subtype), Text: clip(resultText(l, isErr)), Raw: raw, IsError: isErr, RuntimeSessionID: l.SessionID}
 	case "elicitation":
-		e := &Elicitation{ID: l.ID, Message: l.Text, Timeout: time.Duration(l.TimeoutMS) * time.Millisecond}
+		e := &Elicitation{ID: l.ID, Message: l.Text, Timeout: time.Duration(l.TimeoutMS) * time.Millisecond, RequestedSchema: l.RequestedSchema}
 		return Event{Kind: KindElicitation, Type: "elicitation", Text: clip(l.Text), Raw: raw, RuntimeSessionID: l.SessionID, Elicitation: e}
 	case "error":
 		return Event{Kind: KindError, Type: "error", Text: clip(firstNonEmpty(l.Text, l.Result, raw)), Raw: raw, IsError: true}
@@ -96,6 +104,9 @@ func parseStreamJSON(line string) Event {
 }
 
 func systemText(l streamLine) string {
+	if l.Subtype == "elicitation_result" && l.ID != "" {
+		return fmt.Sprintf("elicitation %s: %s", l.ID, l.Action)
+	}
 	if l.Subtype != "init" {
 		return join("system", l.Subtype)
 	}

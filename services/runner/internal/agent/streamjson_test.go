@@ -64,7 +64,7 @@ func TestStreamJSONLineShapes(t *testing.T) {
 		{"result max turns", `{"type":"result","subtype":"error_max_turns","is_error":false,"num_turns":3}`, agent.KindResult, "turn ended in error (error_max_turns)", true},
 		{"result no subtype", `{"type":"result","is_error":false,"result":"?"}`, agent.KindResult, "turn ended in error (no subtype: ?)", true},
 		{"elicitation", `{"type":"elicitation","id":"elicit_demo_3","text":"Deploy to production?","requested_schema":{"type":"object"},"timeout_ms":60000,"session_id":"s"}`, agent.KindElicitation, "Deploy to production?", false},
-		{"elicitation result", `{"type":"system","subtype":"elicitation_result","id":"elicit_demo_3","action":"timeout","session_id":"s"}`, agent.KindSystem, "system/elicitation_result", false},
+		{"elicitation result", `{"type":"system","subtype":"elicitation_result","id":"elicit_demo_3","action":"timeout","session_id":"s"}`, agent.KindSystem, "elicitation elicit_demo_3: timeout", false},
 		{"error line", `{"type":"error","text":"boom"}`, agent.KindError, "boom", true},
 		{"unknown type", `{"type":"stream_event","event":{"type":"content_block_delta"}}`, agent.KindText, `{"type":"stream_event","event":{"type":"content_block_delta"}}`, false},
 		{"no type", `{"hello":"world"}`, agent.KindText, `{"hello":"world"}`, false},
@@ -88,11 +88,22 @@ func TestStreamJSONElicitation(t *testing.T) {
 	t.Parallel()
 	ev := agent.NewDemo(agent.DemoOptions{}).ParseLine(`{"type":"elicitation","id":"elicit_demo_3","text":"Deploy?","requested_schema":{"type":"object"},"timeout_ms":1500,"session_id":"s-1"}`)
 	require.Equal(t, agent.KindElicitation, ev.Kind)
-	require.Equal(t, &agent.Elicitation{ID: "elicit_demo_3", Message: "Deploy?", Timeout: 1500 * time.Millisecond}, ev.Elicitation)
+	require.Equal(t, &agent.Elicitation{ID: "elicit_demo_3", Message: "Deploy?", Timeout: 1500 * time.Millisecond,
+		RequestedSchema: map[string]any{"type": "object"}}, ev.Elicitation)
 	require.Equal(t, "s-1", ev.RuntimeSessionID)
 
 	ev = agent.NewDemo(agent.DemoOptions{}).ParseLine(`{"type":"assistant","message":{"content":"hi"}}`)
 	require.Nil(t, ev.Elicitation, "only elicitation lines carry one")
+	require.Nil(t, ev.ElicitationResult)
+
+	ev = agent.NewDemo(agent.DemoOptions{}).ParseLine(`{"type":"system","subtype":"elicitation_result","id":"elicit_demo_3","action":"decline","session_id":"s-1"}`)
+	require.Equal(t, &agent.ElicitationResult{ID: "elicit_demo_3", Action: "decline"}, ev.ElicitationResult)
+	require.Equal(t, "elicitation elicit_demo_3: decline", ev.Text)
+
+	line, err := agent.AnswerLine("elicit_demo_3", "accept", map[string]any{"answer": "yes"})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"id":"elicit_demo_3","action":"accept","content":{"answer":"yes"}}`, string(line))
+	require.True(t, strings.HasSuffix(string(line), "\n"), "one line")
 }
 
 func TestStreamJSONTextIsBounded(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
@@ -45,11 +46,25 @@ func NewLifecycle(conn grpc.ClientConnInterface) *Lifecycle {
 // by lifecycle as already applied (success); a refusal is the session's
 // state refusing this call, never an earlier attempt of it.
 func (l *Lifecycle) Transition(ctx context.Context, req workflow.TransitionRequest) error {
-	_, err := l.client.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{
+	msg := &lifecyclev1.TransitionSessionRequest{
 		SessionId: strconv.FormatInt(req.SessionID, 10), Event: req.Event, FailureReason: req.FailureReason,
 		SystemRecovery: req.SystemRecovery, RunningJobId: req.RunningJobID, PausedBy: req.PausedBy,
-		IdempotencyKey: req.IdempotencyKey,
-	})
+		IdempotencyKey: req.IdempotencyKey, ElicitationOutcome: req.ElicitationOutcome,
+	}
+	if e := req.Elicitation; e != nil {
+		msg.Elicitation = &lifecyclev1.Elicitation{Id: e.ID, TurnId: e.TurnID, Message: e.Message}
+		if e.RequestedSchema != nil {
+			// A schema the wire cannot carry (it came from JSON, so it
+			// always can) would leave the question without one.
+			if schema, err := structpb.NewStruct(e.RequestedSchema); err == nil {
+				msg.Elicitation.RequestedSchema = schema
+			}
+		}
+		if !e.ExpiresAt.IsZero() {
+			msg.Elicitation.ExpiresAt = timestamppb.New(e.ExpiresAt)
+		}
+	}
+	_, err := l.client.TransitionSession(ctx, msg)
 	switch status.Code(err) {
 	case codes.OK:
 		return nil

@@ -31,6 +31,9 @@ type Command struct {
 	// Stdin is written to the child's stdin, which is then closed; nil
 	// gives it /dev/null.
 	Stdin []byte
+	// KeepStdinOpen gives the child a stdin pipe that stays open for
+	// Process.WriteInput until the leader exits (Stdin must be nil).
+	KeepStdinOpen bool
 }
 
 // Options tune one run; the zero value is usable.
@@ -137,6 +140,9 @@ type Process struct {
 	recordMu   sync.Mutex
 	recordPath string // "" without a record, and once it is removed
 
+	inputMu sync.Mutex
+	input   *os.File // the open stdin (KeepStdinOpen); nil once the leader exited
+
 	termOnce sync.Once
 	termDone chan struct{}
 	term     Termination
@@ -170,7 +176,10 @@ func Start(cmd Command, opts Options) (*Process, error) {
 			_ = f.Close()
 		}
 	}
-	stdinChild, stdinParent, err := stdinFiles(cmd.Stdin)
+	if cmd.KeepStdinOpen && cmd.Stdin != nil {
+		return nil, fmt.Errorf("start %s: KeepStdinOpen takes no Stdin: write it with WriteInput", cmd.Path)
+	}
+	stdinChild, stdinParent, err := stdinFiles(cmd.Stdin, cmd.KeepStdinOpen)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: stdin: %w", cmd.Path, err)
 	}
@@ -221,7 +230,11 @@ func Start(cmd Command, opts Options) (*Process, error) {
 		recordPath: recordPath,
 	}
 	go p.leader.waitExit(opts.Ladder.Poll)
-	if stdinParent != nil {
+	switch {
+	case cmd.KeepStdinOpen:
+		p.input = stdinParent
+		go p.closeInputAtExit()
+	case stdinParent != nil:
 		go writeStdin(stdinParent, cmd.Stdin, p.leader.exited)
 	}
 	go p.collect(outR, errR)
@@ -270,8 +283,8 @@ func (p *Process) dropRecord() {
 	p.recordPath = ""
 }
 
-func stdinFiles(data []byte) (child, parent *os.File, err error) {
-	if data == nil {
+func stdinFiles(data []byte, keepOpen bool) (child, parent *os.File, err error) {
+	if data == nil && !keepOpen {
 		f, err := os.Open(os.DevNull)
 		return f, nil, err
 	}
@@ -294,6 +307,42 @@ func writeStdin(w *os.File, data []byte, exited <-chan struct{}) {
 		_ = w.Close()
 		<-written
 	}
+}
+
+// ErrNoInput: the process's stdin is not open for WriteInput (it was not
+// started with KeepStdinOpen, or its leader exited).
+var ErrNoInput = errors.New("the process takes no input: its stdin is not open")
+
+// inputWriteTimeout bounds one WriteInput: a child that stops reading
+// fills the pipe, and the write must not block for ever.
+const inputWriteTimeout = 5 * time.Second
+
+// WriteInput writes b to the process's open stdin (KeepStdinOpen), whole
+// or not at all as far as one call can tell: writes are serialised, so
+// two callers' lines never interleave.
+func (p *Process) WriteInput(b []byte) error {
+	p.inputMu.Lock()
+	defer p.inputMu.Unlock()
+	if p.input == nil {
+		return ErrNoInput
+	}
+	if err := p.input.SetWriteDeadline(time.Now().Add(inputWriteTimeout)); err != nil {
+		return fmt.Errorf("write to pid %d's stdin: %w", p.leader.pid, err)
+	}
+	if _, err := p.input.Write(b); err != nil {
+		return fmt.Errorf("write to pid %d's stdin: %w", p.leader.pid, err)
+	}
+	return nil
+}
+
+// closeInputAtExit closes the open stdin once the leader is gone: nothing
+// reads it any more.
+func (p *Process) closeInputAtExit() {
+	<-p.leader.exited
+	p.inputMu.Lock()
+	defer p.inputMu.Unlock()
+	_ = p.input.Close()
+	p.input = nil
 }
 
 // collect reads both pipes until EOF, or until DrainTimeout after the leader

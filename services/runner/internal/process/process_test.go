@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -204,6 +205,30 @@ func TestStdinNeverReadDoesNotHang(t *testing.T) {
 	p, err := Start(Command{Path: "true", Stdin: make([]byte, 4<<20)}, Options{})
 	require.NoError(t, err)
 	require.Equal(t, 0, wait(t, p).Code)
+}
+
+// An open stdin takes lines while the child lives (an agent's answers),
+// and refuses them once it is gone.
+func TestKeepStdinOpenTakesInputUntilExit(t *testing.T) {
+	t.Parallel()
+	out := newLines()
+	p, err := Start(Command{Path: "sh", Args: []string{"sh", "-c", "read a; echo got $a; read b; echo got $b"}, KeepStdinOpen: true},
+		Options{OnLine: out.add})
+	require.NoError(t, err)
+	require.NoError(t, p.WriteInput([]byte("one\n")))
+	out.waitFor(t, "got one")
+	require.NoError(t, p.WriteInput([]byte("two\n")))
+	require.Equal(t, 0, wait(t, p).Code)
+	require.Equal(t, []string{"got one", "got two"}, out.texts(Stdout))
+	require.Eventually(t, func() bool { return errors.Is(p.WriteInput([]byte("late\n")), ErrNoInput) },
+		5*time.Second, 10*time.Millisecond, "the leader's exit closes the input")
+
+	_, err = Start(Command{Path: "cat", Stdin: []byte("x"), KeepStdinOpen: true}, Options{})
+	require.ErrorContains(t, err, "KeepStdinOpen takes no Stdin")
+	closed, err := Start(Command{Path: "true"}, Options{})
+	require.NoError(t, err)
+	require.ErrorIs(t, closed.WriteInput([]byte("x")), ErrNoInput, "a stdin not kept open takes nothing")
+	wait(t, closed)
 }
 
 func TestStartErrors(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workspace"
@@ -165,6 +166,9 @@ type Activities struct {
 	mu sync.Mutex
 	// running maps a running turn's id to its process.
 	running map[string]*process.Process
+	// followers maps a running turn's id to what follows its output: the
+	// elicitation its agent waits on, where an answer goes.
+	followers map[string]*lineFollower
 	// stopped are the turns StopTurn ended or forbade, with when: a RunTurn
 	// that was lost on its way to starting its process (its heartbeat timed
 	// out while it minted the credential, say) must not start it after the
@@ -220,6 +224,7 @@ func (a *Activities) RegisterNode(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.PrepareWorkspace, activity.RegisterOptions{Name: ActivityPrepareWorkspace})
 	w.RegisterActivityWithOptions(a.RunTurn, activity.RegisterOptions{Name: ActivityRunTurn})
 	w.RegisterActivityWithOptions(a.StopTurn, activity.RegisterOptions{Name: ActivityStopTurn})
+	w.RegisterActivityWithOptions(a.DeliverElicitationAnswer, activity.RegisterOptions{Name: ActivityDeliverAnswer})
 }
 
 // StopTurn terminates a turn's process running on this node by the ladder
@@ -254,8 +259,9 @@ func (a *Activities) StopTurn(ctx context.Context, turnID string) error {
 // than a lost RunTurn can take to reach its process's start.
 const stoppedMemory = 24 * time.Hour
 
-// startTurn starts a turn's process unless StopTurn got there first.
-func (a *Activities) startTurn(turnID string, cmd process.Command, opts process.Options) (*process.Process, error) {
+// startTurn starts a turn's process unless StopTurn got there first; f
+// follows its output and takes the answers to its elicitations.
+func (a *Activities) startTurn(turnID string, cmd process.Command, opts process.Options, f *lineFollower) (*process.Process, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, ok := a.stopped[turnID]; ok {
@@ -267,8 +273,11 @@ func (a *Activities) startTurn(turnID string, cmd process.Command, opts process.
 	}
 	if a.running == nil {
 		a.running = map[string]*process.Process{}
+		a.followers = map[string]*lineFollower{}
 	}
 	a.running[turnID] = p
+	f.started(p)
+	a.followers[turnID] = f
 	return p, nil
 }
 
@@ -276,6 +285,31 @@ func (a *Activities) forget(turnID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.running, turnID)
+	delete(a.followers, turnID)
+}
+
+// DeliverElicitationAnswer hands an answer to the agent of a turn running
+// on this node: it writes the answer on the agent's stdin and returns the
+// action the agent reported taking. A turn not running here, an agent not
+// waiting on that elicitation (answered, or it stopped waiting first) or
+// one whose runtime takes no answers is ErrElicitationNotPending.
+func (a *Activities) DeliverElicitationAnswer(ctx context.Context, req AnswerElicitationRequest) (AnswerElicitationResult, error) {
+	a.mu.Lock()
+	f := a.followers[req.TurnID]
+	a.mu.Unlock()
+	if f == nil {
+		return AnswerElicitationResult{}, notPending("turn %s's agent is not running on runner node %s any more; send the session a message instead", req.TurnID, a.Node)
+	}
+	action, err := f.answer(ctx, req)
+	if err != nil {
+		return AnswerElicitationResult{}, err
+	}
+	return AnswerElicitationResult{Action: action}, nil
+}
+
+func notPending(format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	return temporal.NewNonRetryableApplicationError(msg, ErrElicitationNotPending, nil)
 }
 
 var errStoppedBeforeStart = errors.New("the turn was stopped (StopTurn) before its process started: not starting it")
@@ -371,7 +405,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	}()
 
 	follower := &lineFollower{a: a, ctx: ctx, rt: rt, req: req,
-		workflowID: activity.GetInfo(ctx).WorkflowExecution.ID}
+		workflowID: activity.GetInfo(ctx).WorkflowExecution.ID, takesAnswers: launch.TakesAnswers}
 	opts := a.Process
 	opts.OnLine = follower.line
 	// Named in its process record, for the next incarnation's logs (SWEEPS).
@@ -379,8 +413,8 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	a.recordPrompt(ctx, req, composed)
 	p, err := a.startTurn(req.TurnID, process.Command{
 		Path: launch.Args[0], Args: launch.Args, Dir: launch.Dir,
-		Env: launch.Environ(os.Environ()), Stdin: launch.Stdin,
-	}, opts)
+		Env: launch.Environ(os.Environ()), Stdin: launch.Stdin, KeepStdinOpen: launch.TakesAnswers,
+	}, opts, follower)
 	if errors.Is(err, errStoppedBeforeStart) {
 		return TurnResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTurnNotStarted, err)
 	}
@@ -560,9 +594,97 @@ type lineFollower struct {
 	// one waiting for this turn.
 	workflowID string
 
+	takesAnswers bool
+
 	mu               sync.Mutex
 	blocked          bool
 	runtimeSessionID string
+	// proc is the agent's process, once started.
+	proc *process.Process
+	// pending is the elicitation the agent waits on, from its line until
+	// the line saying what became of it.
+	pending *agent.Elicitation
+	// answering is the elicitation an answer was written for, and took
+	// receives the action the agent then reported.
+	answering string
+	took      chan string
+}
+
+func (f *lineFollower) started(p *process.Process) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.proc = p
+}
+
+// answerAckTimeout bounds the wait for the agent to say what it did with
+// an answer written on its stdin.
+const answerAckTimeout = 10 * time.Second
+
+// answer writes req on the agent's stdin, if it waits on that elicitation
+// and nobody else is answering it, and returns the action the agent then
+// reported. An agent that stopped waiting before it read the answer
+// reports a timeout: that answer is refused as not pending, never taken
+// for a success.
+func (f *lineFollower) answer(ctx context.Context, req AnswerElicitationRequest) (string, error) {
+	f.mu.Lock()
+	switch {
+	case !f.takesAnswers || f.proc == nil:
+		f.mu.Unlock()
+		return "", notPending("the agent of turn %s (runtime %s) takes no answers to elicitations", req.TurnID, f.rt.Name())
+	case f.pending == nil:
+		f.mu.Unlock()
+		return "", notPending("the agent of turn %s is not waiting on elicitation %q any more: it was answered or it stopped waiting", req.TurnID, req.ID)
+	case f.pending.ID != req.ID:
+		pending := f.pending.ID
+		f.mu.Unlock()
+		return "", notPending("the agent of turn %s waits on elicitation %q, not %q", req.TurnID, pending, req.ID)
+	case f.answering != "":
+		f.mu.Unlock()
+		return "", notPending("elicitation %q is being answered by another caller; its agent takes one answer", req.ID)
+	}
+	took := make(chan string, 1)
+	f.answering, f.took = req.ID, took
+	p := f.proc
+	f.mu.Unlock()
+	release := func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.answering == req.ID {
+			f.answering, f.took = "", nil
+		}
+	}
+
+	line, err := agent.AnswerLine(req.ID, req.Action, req.Content)
+	if err == nil {
+		err = p.WriteInput(line)
+	}
+	if errors.Is(err, process.ErrNoInput) {
+		release()
+		return "", notPending("the agent of turn %s has ended: it cannot take the answer", req.TurnID)
+	}
+	if err != nil {
+		release()
+		return "", fmt.Errorf("hand the agent of turn %s the answer to elicitation %q: %w", req.TurnID, req.ID, err)
+	}
+	wait := time.NewTimer(answerAckTimeout)
+	defer wait.Stop()
+	select {
+	case action := <-took:
+		if action == agent.ElicitationTimedOut {
+			return "", notPending("elicitation %q expired: the agent stopped waiting before the answer reached it", req.ID)
+		}
+		return action, nil
+	case <-p.Done():
+		release()
+		return "", notPending("the agent of turn %s ended before it took the answer to elicitation %q", req.TurnID, req.ID)
+	case <-wait.C:
+		release()
+		return "", fmt.Errorf("the agent of turn %s was handed the answer to elicitation %q but did not say what it did with it within %s",
+			req.TurnID, req.ID, answerAckTimeout)
+	case <-ctx.Done():
+		release()
+		return "", ctx.Err()
+	}
 }
 
 func (f *lineFollower) line(l process.Line) {
@@ -585,17 +707,36 @@ func (f *lineFollower) line(l process.Line) {
 		// the start.
 		activity.RecordHeartbeat(f.ctx, TurnProgress{TurnID: f.req.TurnID, RuntimeSessionID: f.runtimeSessionID})
 	}
+	outcome := ""
+	if e := ev.Elicitation; e != nil {
+		f.pending = e
+	}
+	if r := ev.ElicitationResult; r != nil && f.pending != nil && r.ID == f.pending.ID {
+		f.pending = nil
+		if f.answering == r.ID {
+			f.took <- r.Action
+			f.answering, f.took = "", nil
+		}
+		outcome = r.Action
+		if outcome == agent.ElicitationTimedOut {
+			outcome = rules.ElicitationExpired
+		}
+	}
 	switch blocked := ev.Kind == agent.KindElicitation; {
 	case blocked && !f.blocked:
-		msg := ""
-		if ev.Elicitation != nil {
-			msg = ev.Elicitation.Message
+		msg, info := "", (*ElicitationInfo)(nil)
+		if e := ev.Elicitation; e != nil {
+			msg = e.Message
+			info = &ElicitationInfo{ID: e.ID, TurnID: f.req.TurnID, Message: e.Message, RequestedSchema: e.RequestedSchema}
+			if e.Timeout > 0 {
+				info.ExpiresAt = time.Now().Add(e.Timeout)
+			}
 		}
-		f.signal(ElicitationSignal{TurnID: f.req.TurnID, Blocked: true, Message: msg})
+		f.signal(ElicitationSignal{TurnID: f.req.TurnID, Blocked: true, Message: msg, Elicitation: info})
 	case !blocked && f.blocked:
 		// The agent printed something else: its elicitation was answered
-		// (or gave up) and it went on.
-		f.signal(ElicitationSignal{TurnID: f.req.TurnID})
+		// (or gave up) and it went on; its result line says which.
+		f.signal(ElicitationSignal{TurnID: f.req.TurnID, Outcome: outcome})
 	}
 }
 

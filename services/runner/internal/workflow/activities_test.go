@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -219,6 +220,76 @@ func TestRunTurnSignalsAnElicitationAndItsEnd(t *testing.T) {
 	require.True(t, f.signals.signals[0].Blocked)
 	require.Equal(t, "session-7/turn-1", f.signals.signals[0].TurnID)
 	require.False(t, f.signals.signals[1].Blocked)
+}
+
+// An answer reaches the demo agent on its stdin while it waits, and the
+// agent's result line says what it did; an answer to another question, or
+// one it no longer waits on, is refused as not pending.
+func TestAnAnswerReachesTheAgentWaitingOnIt(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.env.ExecuteActivity(rw.ActivityRunTurn, rw.RunTurnRequest{
+			Session: rw.SessionSpec{ID: 7, Runtime: "demo"}, TurnID: "session-7/turn-1", Prompt: "@demo elicit 30s may I?\n@demo say went on",
+			Workspace: rw.Workspace{Workdir: t.TempDir(), StateDir: t.TempDir()},
+		})
+		done <- err
+	}()
+	var question *rw.ElicitationInfo
+	require.Eventually(t, func() bool {
+		f.signals.mu.Lock()
+		defer f.signals.mu.Unlock()
+		if len(f.signals.signals) > 0 {
+			question = f.signals.signals[0].Elicitation
+		}
+		return question != nil
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, "may I?", question.Message)
+	require.Equal(t, "session-7/turn-1", question.TurnID)
+	require.Equal(t, "object", question.RequestedSchema["type"])
+	require.False(t, question.ExpiresAt.IsZero(), "the agent said how long it waits")
+
+	notPending := func(err error, words string) {
+		t.Helper()
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, err, &appErr)
+		require.Equal(t, rw.ErrElicitationNotPending, appErr.Type())
+		require.Contains(t, appErr.Message(), words)
+	}
+	_, err := f.acts.DeliverElicitationAnswer(t.Context(), rw.AnswerElicitationRequest{TurnID: "session-7/turn-1", ID: "elicit_other", Action: "cancel"})
+	notPending(err, `waits on elicitation "`+question.ID+`", not "elicit_other"`)
+	_, err = f.acts.DeliverElicitationAnswer(t.Context(), rw.AnswerElicitationRequest{TurnID: "session-7/turn-9", ID: question.ID, Action: "cancel"})
+	notPending(err, "not running on runner node n1")
+
+	got, err := f.acts.DeliverElicitationAnswer(t.Context(), rw.AnswerElicitationRequest{TurnID: "session-7/turn-1", ID: question.ID,
+		Action: "accept", Content: map[string]any{"answer": "yes, go"}})
+	require.NoError(t, err)
+	require.Equal(t, "accept", got.Action)
+	_, err = f.acts.DeliverElicitationAnswer(t.Context(), rw.AnswerElicitationRequest{TurnID: "session-7/turn-1", ID: question.ID, Action: "cancel"})
+	require.Error(t, err, "answered once: no second answer")
+
+	require.NoError(t, <-done)
+	require.Len(t, f.signals.signals, 2)
+	require.Equal(t, "accept", f.signals.signals[1].Outcome)
+	var raw []string
+	for _, e := range f.sink.events {
+		raw = append(raw, e.Raw)
+	}
+	require.Contains(t, strings.Join(raw, "\n"), `"content":{"answer":"yes, go"}`, "the agent's result carries the answer")
+	require.Contains(t, strings.Join(raw, "\n"), "went on")
+}
+
+// A question the agent stops waiting on ends the block as expired.
+func TestAnElicitationNobodyAnswersExpires(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	result := f.run(t, "@demo elicit 200ms anyone?\n@demo say went on")
+	require.Zero(t, result.ExitCode)
+	require.Len(t, f.signals.signals, 2)
+	require.Equal(t, "expired", f.signals.signals[1].Outcome)
+	_, err := f.acts.DeliverElicitationAnswer(t.Context(), rw.AnswerElicitationRequest{TurnID: "session-7/turn-1", ID: "elicit_demo_1", Action: "cancel"})
+	require.ErrorContains(t, err, "not running on runner node n1", "the turn is over")
 }
 
 func TestRunTurnRefusesAnUnknownRuntime(t *testing.T) {

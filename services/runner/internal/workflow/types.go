@@ -48,6 +48,15 @@ const (
 	// is then not routed. RunnerService.InterruptTurn sends it.
 	UpdateInterruptTurn = "interrupt_turn"
 
+	// UpdateAnswerElicitation hands an answer to the agent of the running
+	// turn (AnswerElicitationRequest → AnswerElicitationResult) through
+	// ActivityDeliverAnswer on the turn's node. RunnerService's
+	// AnswerElicitation sends it.
+	UpdateAnswerElicitation = "answer_elicitation"
+	// ActivityDeliverAnswer writes an answer on the agent's stdin on the
+	// node running it, and returns what the agent did with it.
+	ActivityDeliverAnswer = "zimmer.runner.DeliverElicitationAnswer"
+
 	// QueryTurnState answers TurnState: whether the workflow is running a
 	// turn, for the orphan sweep.
 	QueryTurnState = "turn_state"
@@ -75,6 +84,10 @@ const (
 	// ErrTurnNotStarted: the agent process could not be started (unknown
 	// runtime, missing binary); the message says why. Never retried.
 	ErrTurnNotStarted = "TurnNotStarted"
+	// ErrElicitationNotPending: the agent is not waiting on the
+	// elicitation an answer names (answered, it stopped waiting, its turn
+	// ended) or cannot take answers; the message says which. Never retried.
+	ErrElicitationNotPending = "ElicitationNotPending"
 	// ErrRefused: lifecycle refused the transition and the session is not
 	// where the transition would have put it: someone else moved it (an
 	// archive, a user's pause). Never retried.
@@ -171,6 +184,24 @@ type ElicitationSignal struct {
 	TurnID  string
 	Blocked bool
 	Message string
+	// Blocked: the question (nil when the agent did not say).
+	Elicitation *ElicitationInfo
+	// !Blocked: what became of it (TransitionRequest.ElicitationOutcome).
+	Outcome string
+}
+
+// AnswerElicitationRequest is the answer_elicitation update: an answer for
+// the agent of turn TurnID, blocked on elicitation ID.
+type AnswerElicitationRequest struct {
+	TurnID  string
+	ID      string
+	Action  string
+	Content map[string]any
+}
+
+// AnswerElicitationResult is the action the agent reported taking.
+type AnswerElicitationResult struct {
+	Action string
 }
 
 // InterruptRequest asks the workflow to stop the running turn if the
@@ -302,6 +333,22 @@ type TransitionRequest struct {
 	// IdempotencyKey names this transition (idempotencyKey): lifecycle
 	// answers a retry with it as already applied.
 	IdempotencyKey string
+	// Elicitation is what EventBlock blocks on.
+	Elicitation *ElicitationInfo
+	// ElicitationOutcome is what became of the question EventUnblock ends
+	// (rules: an action the agent took, expired or stranded; "" unknown).
+	ElicitationOutcome string
+}
+
+// ElicitationInfo is the question an agent blocked on, as lifecycle keeps
+// it for answers.
+type ElicitationInfo struct {
+	ID              string
+	TurnID          string
+	Message         string
+	RequestedSchema map[string]any
+	// ExpiresAt is when the agent stops waiting; zero when it did not say.
+	ExpiresAt time.Time
 }
 
 // Lifecycle events the workflow fires: lifecycle's own (rules).

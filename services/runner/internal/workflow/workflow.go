@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 )
 
@@ -27,7 +28,8 @@ func Session(ctx workflow.Context, st State) error {
 	if perRun <= 0 {
 		perRun = DefaultTurnsPerRun
 	}
-	// active is the turn being run, for the interrupt update's handler.
+	// active is the turn being run, for the interrupt update's handler and
+	// the answer update's validator.
 	var active *turnRunner
 	err := workflow.SetUpdateHandler(ctx, UpdateInterruptTurn,
 		func(ctx workflow.Context, req InterruptTurnRequest) (InterruptTurnResult, error) {
@@ -38,6 +40,23 @@ func Session(ctx workflow.Context, st State) error {
 		})
 	if err != nil {
 		return fmt.Errorf("set the %s update handler: %w", UpdateInterruptTurn, err)
+	}
+	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswerElicitation,
+		func(ctx workflow.Context, req AnswerElicitationRequest) (AnswerElicitationResult, error) {
+			return deliverAnswer(ctx, st.Node, req)
+		},
+		workflow.UpdateHandlerOptions{Validator: func(req AnswerElicitationRequest) error {
+			// Only the running turn's agent can take an answer; whether it
+			// still waits on this question is its node's to say.
+			if active == nil || active.process == "" || active.process != req.TurnID {
+				return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+					"turn %s is not running any more: its agent cannot take an answer; send the session a message instead", req.TurnID),
+					ErrElicitationNotPending, nil)
+			}
+			return nil
+		}})
+	if err != nil {
+		return fmt.Errorf("set the %s update handler: %w", UpdateAnswerElicitation, err)
 	}
 	err = workflow.SetQueryHandler(ctx, QueryTurnState, func() (TurnState, error) {
 		return TurnState{InFlight: active != nil, Pending: len(st.Pending), Node: st.Node}, nil
@@ -256,8 +275,10 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 			return nil, err
 		}
 		if t.blocked {
-			// The process is gone: nothing is blocked any more.
-			if err := t.endTransition(ctx, TransitionRequest{Event: EventUnblock}); err != nil {
+			// The process is gone: nothing is blocked any more, and its
+			// question can never be answered (stranded).
+			err := t.endTransition(ctx, TransitionRequest{Event: EventUnblock, ElicitationOutcome: rules.ElicitationStranded})
+			if err != nil {
 				return nil, err
 			}
 			t.blocked = false
@@ -495,11 +516,11 @@ func (t *turnRunner) elicitation(ctx workflow.Context, id string, s ElicitationS
 	if s.TurnID != id || s.Blocked == t.blocked {
 		return nil // another turn's, or no change
 	}
-	event := EventUnblock
+	req := TransitionRequest{Event: EventUnblock, ElicitationOutcome: s.Outcome}
 	if s.Blocked {
-		event = EventBlock
+		req = TransitionRequest{Event: EventBlock, Elicitation: s.Elicitation}
 	}
-	if err := t.endTransition(ctx, TransitionRequest{Event: event}); err != nil {
+	if err := t.endTransition(ctx, req); err != nil {
 		return err
 	}
 	t.blocked = s.Blocked
@@ -656,3 +677,38 @@ func notRunReason(err error) string {
 	}
 	return domain.TurnFailedReason(rootMessage(err))
 }
+
+// deliverAnswer is the answer_elicitation update: the answer goes to the
+// node running the turn (its own task queue), which writes it on the
+// agent's stdin and returns what the agent did with it. Never retried: the
+// agent takes one answer, and a second attempt could only be refused.
+func deliverAnswer(ctx workflow.Context, node string, req AnswerElicitationRequest) (AnswerElicitationResult, error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: NodeTaskQueue(node),
+		// A node that does not take it within this is not running the
+		// agent any more (or not at all).
+		ScheduleToStartTimeout: answerScheduleTimeout,
+		StartToCloseTimeout:    answerTimeout,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	var res AnswerElicitationResult
+	err := workflow.ExecuteActivity(actx, ActivityDeliverAnswer, req).Get(ctx, &res)
+	var appErr *temporal.ApplicationError
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &appErr) && appErr.Type() == ErrElicitationNotPending:
+		return res, temporal.NewNonRetryableApplicationError(appErr.Message(), ErrElicitationNotPending, nil)
+	case temporal.IsTimeoutError(err):
+		return res, fmt.Errorf("runner node %s did not hand the agent the answer in time; retry shortly: %w", node, err)
+	}
+	return res, err
+}
+
+// The bounds of one answer's delivery: the node taking it, and writing it
+// and hearing what the agent did (the agent's own wait, answerAckTimeout,
+// is inside it).
+const (
+	answerScheduleTimeout = 15 * time.Second
+	answerTimeout         = 30 * time.Second
+)

@@ -310,6 +310,89 @@ func TestProcessEndingWhileBlockedUnblocksBeforeItsEnd(t *testing.T) {
 	require.Equal(t, []string{rw.EventStart, rw.EventBlock, rw.EventUnblock, rw.EventFail}, h.events())
 }
 
+// The question travels with the block and what became of it with the
+// unblock; a process that ends while blocked strands it.
+func TestElicitationTransitionsCarryTheQuestionAndItsOutcome(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Minute, exited(0))
+	question := &rw.ElicitationInfo{ID: "elicit_demo_1", TurnID: "session-7/turn-1", Message: "ok?"}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(rw.SignalElicitation, rw.ElicitationSignal{TurnID: "session-7/turn-1", Blocked: true, Message: "ok?", Elicitation: question})
+	}, 10*time.Second)
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(rw.SignalElicitation, rw.ElicitationSignal{TurnID: "session-7/turn-1", Outcome: "expired"})
+	}, 20*time.Second)
+	h.run(1, first("@demo elicit 10s"))
+	require.Equal(t, []string{rw.EventStart, rw.EventBlock, rw.EventUnblock, rw.EventPause}, h.events())
+	require.Equal(t, question, h.transitions[1].Elicitation)
+	require.Equal(t, "expired", h.transitions[2].ElicitationOutcome)
+
+	h = newHarness(t)
+	h.onTurns(time.Minute, exited(2))
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(rw.SignalElicitation, rw.ElicitationSignal{TurnID: "session-7/turn-1", Blocked: true, Elicitation: question})
+	}, 10*time.Second)
+	h.run(1, first("@demo elicit 1h"))
+	require.Equal(t, []string{rw.EventStart, rw.EventBlock, rw.EventUnblock, rw.EventFail}, h.events())
+	require.Equal(t, "stranded", h.transitions[2].ElicitationOutcome, "the process ended while its agent waited")
+}
+
+// An answer goes to the running turn's node through the update; one for a
+// turn that is not running is rejected before anything runs.
+func TestAnswerElicitationGoesToTheTurnsNode(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.onTurns(time.Minute, exited(0))
+	var delivered []rw.AnswerElicitationRequest
+	var queues []string
+	h.env.OnActivity(rw.ActivityDeliverAnswer, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, req rw.AnswerElicitationRequest) (rw.AnswerElicitationResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			delivered = append(delivered, req)
+			queues = append(queues, activity.GetInfo(ctx).TaskQueue)
+			return rw.AnswerElicitationResult{Action: req.Action}, nil
+		}).Maybe()
+	answerAt := func(after time.Duration, req rw.AnswerElicitationRequest) *elicitAnswer {
+		a := &elicitAnswer{}
+		h.env.RegisterDelayedCallback(func() {
+			h.env.UpdateWorkflow(rw.UpdateAnswerElicitation, "", &testsuite.TestUpdateCallback{
+				OnReject: func(err error) { a.rejected = err },
+				OnComplete: func(res any, err error) {
+					a.err = err
+					if r, ok := res.(rw.AnswerElicitationResult); ok {
+						a.result = r
+					}
+				},
+			}, req)
+		}, after)
+		return a
+	}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(rw.SignalElicitation, rw.ElicitationSignal{TurnID: "session-7/turn-1", Blocked: true,
+			Elicitation: &rw.ElicitationInfo{ID: "elicit_demo_1", TurnID: "session-7/turn-1"}})
+	}, 10*time.Second)
+	stale := answerAt(15*time.Second, rw.AnswerElicitationRequest{TurnID: "session-7/turn-0", ID: "elicit_demo_1", Action: "cancel"})
+	good := answerAt(16*time.Second, rw.AnswerElicitationRequest{TurnID: "session-7/turn-1", ID: "elicit_demo_1", Action: "accept",
+		Content: map[string]any{"answer": "yes"}})
+	h.run(1, first("@demo elicit 1m"))
+
+	require.Error(t, stale.rejected)
+	require.Contains(t, stale.rejected.Error(), "turn session-7/turn-0 is not running any more")
+	require.NoError(t, good.rejected)
+	require.NoError(t, good.err)
+	require.Equal(t, "accept", good.result.Action)
+	require.Equal(t, []rw.AnswerElicitationRequest{{TurnID: "session-7/turn-1", ID: "elicit_demo_1", Action: "accept",
+		Content: map[string]any{"answer": "yes"}}}, delivered)
+	require.Equal(t, []string{rw.NodeTaskQueue("n1")}, queues, "on the node running the turn")
+}
+
+type elicitAnswer struct {
+	rejected, err error
+	result        rw.AnswerElicitationResult
+}
+
 func TestCloneFailureFailsTheSessionWithGitsReason(t *testing.T) {
 	t.Parallel()
 	var suite testsuite.WorkflowTestSuite

@@ -154,6 +154,231 @@ func (DeliveryRefusal) EnumDescriptor() ([]byte, []int) {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{1}
 }
 
+type ListElicitationsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListElicitationsRequest) Reset() {
+	*x = ListElicitationsRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListElicitationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListElicitationsRequest) ProtoMessage() {}
+
+func (x *ListElicitationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListElicitationsRequest.ProtoReflect.Descriptor instead.
+func (*ListElicitationsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListElicitationsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type ListElicitationsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pending elicitations, oldest first: none or one.
+	Elicitations  []*Elicitation `protobuf:"bytes,1,rep,name=elicitations,proto3" json:"elicitations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListElicitationsResponse) Reset() {
+	*x = ListElicitationsResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListElicitationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListElicitationsResponse) ProtoMessage() {}
+
+func (x *ListElicitationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListElicitationsResponse.ProtoReflect.Descriptor instead.
+func (*ListElicitationsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListElicitationsResponse) GetElicitations() []*Elicitation {
+	if x != nil {
+		return x.Elicitations
+	}
+	return nil
+}
+
+type AnswerElicitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The elicitation's id (Elicitation.id).
+	ElicitationId string `protobuf:"bytes,2,opt,name=elicitation_id,json=elicitationId,proto3" json:"elicitation_id,omitempty"`
+	// accept, decline or cancel.
+	Action string `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	// With accept: the answer, an object matching the elicitation's
+	// requested_schema. Must be absent with decline and cancel.
+	Content       *structpb.Struct `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerElicitationRequest) Reset() {
+	*x = AnswerElicitationRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerElicitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerElicitationRequest) ProtoMessage() {}
+
+func (x *AnswerElicitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerElicitationRequest.ProtoReflect.Descriptor instead.
+func (*AnswerElicitationRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AnswerElicitationRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *AnswerElicitationRequest) GetElicitationId() string {
+	if x != nil {
+		return x.ElicitationId
+	}
+	return ""
+}
+
+func (x *AnswerElicitationRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *AnswerElicitationRequest) GetContent() *structpb.Struct {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+type AnswerElicitationResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// What happened, in words.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The action the agent reported taking (accept, decline or cancel).
+	Action        string `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerElicitationResponse) Reset() {
+	*x = AnswerElicitationResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerElicitationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerElicitationResponse) ProtoMessage() {}
+
+func (x *AnswerElicitationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerElicitationResponse.ProtoReflect.Descriptor instead.
+func (*AnswerElicitationResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *AnswerElicitationResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *AnswerElicitationResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *AnswerElicitationResponse) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
 type CreateSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The task for the agent. Optional: a session created without one clones
@@ -188,7 +413,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[0]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -200,7 +425,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[0]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -213,7 +438,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{0}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateSessionRequest) GetPrompt() string {
@@ -330,7 +555,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[1]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -342,7 +567,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[1]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -355,7 +580,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{1}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -375,7 +600,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[2]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -387,7 +612,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[2]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -400,7 +625,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{2}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -423,7 +648,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -435,7 +660,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -448,7 +673,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -487,7 +712,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +724,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +737,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListSessionsRequest) GetStatus() []string {
@@ -585,7 +810,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +822,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +835,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -639,7 +864,7 @@ type PauseSessionRequest struct {
 
 func (x *PauseSessionRequest) Reset() {
 	*x = PauseSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[6]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +876,7 @@ func (x *PauseSessionRequest) String() string {
 func (*PauseSessionRequest) ProtoMessage() {}
 
 func (x *PauseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[6]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +889,7 @@ func (x *PauseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseSessionRequest.ProtoReflect.Descriptor instead.
 func (*PauseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{6}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PauseSessionRequest) GetSessionId() string {
@@ -692,7 +917,7 @@ type PauseSessionResponse struct {
 
 func (x *PauseSessionResponse) Reset() {
 	*x = PauseSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[7]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -704,7 +929,7 @@ func (x *PauseSessionResponse) String() string {
 func (*PauseSessionResponse) ProtoMessage() {}
 
 func (x *PauseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[7]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -717,7 +942,7 @@ func (x *PauseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseSessionResponse.ProtoReflect.Descriptor instead.
 func (*PauseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{7}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PauseSessionResponse) GetSession() *Session {
@@ -746,7 +971,7 @@ type SleepSessionRequest struct {
 
 func (x *SleepSessionRequest) Reset() {
 	*x = SleepSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[8]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +983,7 @@ func (x *SleepSessionRequest) String() string {
 func (*SleepSessionRequest) ProtoMessage() {}
 
 func (x *SleepSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[8]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +996,7 @@ func (x *SleepSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SleepSessionRequest.ProtoReflect.Descriptor instead.
 func (*SleepSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{8}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SleepSessionRequest) GetSessionId() string {
@@ -799,7 +1024,7 @@ type SleepSessionResponse struct {
 
 func (x *SleepSessionResponse) Reset() {
 	*x = SleepSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[9]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +1036,7 @@ func (x *SleepSessionResponse) String() string {
 func (*SleepSessionResponse) ProtoMessage() {}
 
 func (x *SleepSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[9]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +1049,7 @@ func (x *SleepSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SleepSessionResponse.ProtoReflect.Descriptor instead.
 func (*SleepSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{9}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SleepSessionResponse) GetSession() *Session {
@@ -853,7 +1078,7 @@ type UnarchiveSessionRequest struct {
 
 func (x *UnarchiveSessionRequest) Reset() {
 	*x = UnarchiveSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[10]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +1090,7 @@ func (x *UnarchiveSessionRequest) String() string {
 func (*UnarchiveSessionRequest) ProtoMessage() {}
 
 func (x *UnarchiveSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[10]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +1103,7 @@ func (x *UnarchiveSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnarchiveSessionRequest.ProtoReflect.Descriptor instead.
 func (*UnarchiveSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{10}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UnarchiveSessionRequest) GetSessionId() string {
@@ -914,7 +1139,7 @@ type UnarchiveSessionResponse struct {
 
 func (x *UnarchiveSessionResponse) Reset() {
 	*x = UnarchiveSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[11]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1151,7 @@ func (x *UnarchiveSessionResponse) String() string {
 func (*UnarchiveSessionResponse) ProtoMessage() {}
 
 func (x *UnarchiveSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[11]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1164,7 @@ func (x *UnarchiveSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnarchiveSessionResponse.ProtoReflect.Descriptor instead.
 func (*UnarchiveSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{11}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UnarchiveSessionResponse) GetSession() *Session {
@@ -982,7 +1207,7 @@ type RestartSessionRequest struct {
 
 func (x *RestartSessionRequest) Reset() {
 	*x = RestartSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[12]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1219,7 @@ func (x *RestartSessionRequest) String() string {
 func (*RestartSessionRequest) ProtoMessage() {}
 
 func (x *RestartSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[12]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1232,7 @@ func (x *RestartSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartSessionRequest.ProtoReflect.Descriptor instead.
 func (*RestartSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{12}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RestartSessionRequest) GetSessionId() string {
@@ -1035,7 +1260,7 @@ type RestartSessionResponse struct {
 
 func (x *RestartSessionResponse) Reset() {
 	*x = RestartSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[13]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1047,7 +1272,7 @@ func (x *RestartSessionResponse) String() string {
 func (*RestartSessionResponse) ProtoMessage() {}
 
 func (x *RestartSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[13]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1060,7 +1285,7 @@ func (x *RestartSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartSessionResponse.ProtoReflect.Descriptor instead.
 func (*RestartSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{13}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RestartSessionResponse) GetSession() *Session {
@@ -1093,7 +1318,7 @@ type ArchiveSessionRequest struct {
 
 func (x *ArchiveSessionRequest) Reset() {
 	*x = ArchiveSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1330,7 @@ func (x *ArchiveSessionRequest) String() string {
 func (*ArchiveSessionRequest) ProtoMessage() {}
 
 func (x *ArchiveSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,7 +1343,7 @@ func (x *ArchiveSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArchiveSessionRequest.ProtoReflect.Descriptor instead.
 func (*ArchiveSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{14}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ArchiveSessionRequest) GetSessionId() string {
@@ -1153,7 +1378,7 @@ type ArchiveSessionResponse struct {
 
 func (x *ArchiveSessionResponse) Reset() {
 	*x = ArchiveSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[15]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1165,7 +1390,7 @@ func (x *ArchiveSessionResponse) String() string {
 func (*ArchiveSessionResponse) ProtoMessage() {}
 
 func (x *ArchiveSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[15]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +1403,7 @@ func (x *ArchiveSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArchiveSessionResponse.ProtoReflect.Descriptor instead.
 func (*ArchiveSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{15}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ArchiveSessionResponse) GetSession() *Session {
@@ -1211,7 +1436,7 @@ type GetSessionTimelineRequest struct {
 
 func (x *GetSessionTimelineRequest) Reset() {
 	*x = GetSessionTimelineRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[16]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1448,7 @@ func (x *GetSessionTimelineRequest) String() string {
 func (*GetSessionTimelineRequest) ProtoMessage() {}
 
 func (x *GetSessionTimelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[16]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1461,7 @@ func (x *GetSessionTimelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionTimelineRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionTimelineRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{16}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetSessionTimelineRequest) GetSessionId() string {
@@ -1255,7 +1480,7 @@ type GetSessionTimelineResponse struct {
 
 func (x *GetSessionTimelineResponse) Reset() {
 	*x = GetSessionTimelineResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[17]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1267,7 +1492,7 @@ func (x *GetSessionTimelineResponse) String() string {
 func (*GetSessionTimelineResponse) ProtoMessage() {}
 
 func (x *GetSessionTimelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[17]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1280,7 +1505,7 @@ func (x *GetSessionTimelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionTimelineResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionTimelineResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{17}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetSessionTimelineResponse) GetTimeline() []*TimelineLine {
@@ -1299,7 +1524,7 @@ type ListSessionEventsRequest struct {
 
 func (x *ListSessionEventsRequest) Reset() {
 	*x = ListSessionEventsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[18]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1311,7 +1536,7 @@ func (x *ListSessionEventsRequest) String() string {
 func (*ListSessionEventsRequest) ProtoMessage() {}
 
 func (x *ListSessionEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[18]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1324,7 +1549,7 @@ func (x *ListSessionEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionEventsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{18}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListSessionEventsRequest) GetSessionId() string {
@@ -1343,7 +1568,7 @@ type ListSessionEventsResponse struct {
 
 func (x *ListSessionEventsResponse) Reset() {
 	*x = ListSessionEventsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[19]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1580,7 @@ func (x *ListSessionEventsResponse) String() string {
 func (*ListSessionEventsResponse) ProtoMessage() {}
 
 func (x *ListSessionEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[19]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1593,7 @@ func (x *ListSessionEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionEventsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{19}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListSessionEventsResponse) GetEvents() []*StreamEvent {
@@ -1402,13 +1627,24 @@ type TransitionSessionRequest struct {
 	// session or event is refused (FailedPrecondition). Empty applies the
 	// event every time it is allowed.
 	IdempotencyKey string `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// block_on_elicitation: the question the agent is blocked on, as the
+	// runner read it (id, message, requested_schema, expires_at; session_id
+	// and requested_at are lifecycle's). Without it the session is blocked
+	// with nothing anyone can answer.
+	Elicitation *Elicitation `protobuf:"bytes,9,opt,name=elicitation,proto3" json:"elicitation,omitempty"`
+	// unblock_from_elicitation: what became of the question — accept,
+	// decline, cancel (the agent took an answer), expired (the agent stopped
+	// waiting first) or stranded (its process ended while it waited). expired
+	// and stranded leave the session's lost_elicitation banner. Empty: the
+	// agent went on, no more is known.
+	ElicitationOutcome string `protobuf:"bytes,10,opt,name=elicitation_outcome,json=elicitationOutcome,proto3" json:"elicitation_outcome,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *TransitionSessionRequest) Reset() {
 	*x = TransitionSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[20]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1656,7 @@ func (x *TransitionSessionRequest) String() string {
 func (*TransitionSessionRequest) ProtoMessage() {}
 
 func (x *TransitionSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[20]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1669,7 @@ func (x *TransitionSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransitionSessionRequest.ProtoReflect.Descriptor instead.
 func (*TransitionSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{20}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TransitionSessionRequest) GetSessionId() string {
@@ -1492,6 +1728,20 @@ func (x *TransitionSessionRequest) GetIdempotencyKey() string {
 	return ""
 }
 
+func (x *TransitionSessionRequest) GetElicitation() *Elicitation {
+	if x != nil {
+		return x.Elicitation
+	}
+	return nil
+}
+
+func (x *TransitionSessionRequest) GetElicitationOutcome() string {
+	if x != nil {
+		return x.ElicitationOutcome
+	}
+	return ""
+}
+
 type TransitionSessionResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
@@ -1506,7 +1756,7 @@ type TransitionSessionResponse struct {
 
 func (x *TransitionSessionResponse) Reset() {
 	*x = TransitionSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[21]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1518,7 +1768,7 @@ func (x *TransitionSessionResponse) String() string {
 func (*TransitionSessionResponse) ProtoMessage() {}
 
 func (x *TransitionSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[21]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1531,7 +1781,7 @@ func (x *TransitionSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransitionSessionResponse.ProtoReflect.Descriptor instead.
 func (*TransitionSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{21}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TransitionSessionResponse) GetSession() *Session {
@@ -1568,7 +1818,7 @@ type BulkArchiveSessionsRequest struct {
 
 func (x *BulkArchiveSessionsRequest) Reset() {
 	*x = BulkArchiveSessionsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[22]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1830,7 @@ func (x *BulkArchiveSessionsRequest) String() string {
 func (*BulkArchiveSessionsRequest) ProtoMessage() {}
 
 func (x *BulkArchiveSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[22]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1843,7 @@ func (x *BulkArchiveSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkArchiveSessionsRequest.ProtoReflect.Descriptor instead.
 func (*BulkArchiveSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{22}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *BulkArchiveSessionsRequest) GetSessionIds() []string {
@@ -1627,7 +1877,7 @@ type BulkArchiveSessionsResponse struct {
 
 func (x *BulkArchiveSessionsResponse) Reset() {
 	*x = BulkArchiveSessionsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[23]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1889,7 @@ func (x *BulkArchiveSessionsResponse) String() string {
 func (*BulkArchiveSessionsResponse) ProtoMessage() {}
 
 func (x *BulkArchiveSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[23]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1902,7 @@ func (x *BulkArchiveSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkArchiveSessionsResponse.ProtoReflect.Descriptor instead.
 func (*BulkArchiveSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{23}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BulkArchiveSessionsResponse) GetArchivedCount() int32 {
@@ -1680,7 +1930,7 @@ type BulkArchiveError struct {
 
 func (x *BulkArchiveError) Reset() {
 	*x = BulkArchiveError{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[24]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1942,7 @@ func (x *BulkArchiveError) String() string {
 func (*BulkArchiveError) ProtoMessage() {}
 
 func (x *BulkArchiveError) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[24]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1955,7 @@ func (x *BulkArchiveError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkArchiveError.ProtoReflect.Descriptor instead.
 func (*BulkArchiveError) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{24}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BulkArchiveError) GetSessionId() string {
@@ -1740,7 +1990,7 @@ type MintSessionCredentialRequest struct {
 
 func (x *MintSessionCredentialRequest) Reset() {
 	*x = MintSessionCredentialRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +2002,7 @@ func (x *MintSessionCredentialRequest) String() string {
 func (*MintSessionCredentialRequest) ProtoMessage() {}
 
 func (x *MintSessionCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[25]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,7 +2015,7 @@ func (x *MintSessionCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MintSessionCredentialRequest.ProtoReflect.Descriptor instead.
 func (*MintSessionCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{25}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MintSessionCredentialRequest) GetSessionId() string {
@@ -1804,7 +2054,7 @@ type CredentialTurn struct {
 
 func (x *CredentialTurn) Reset() {
 	*x = CredentialTurn{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +2066,7 @@ func (x *CredentialTurn) String() string {
 func (*CredentialTurn) ProtoMessage() {}
 
 func (x *CredentialTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +2079,7 @@ func (x *CredentialTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialTurn.ProtoReflect.Descriptor instead.
 func (*CredentialTurn) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{26}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CredentialTurn) GetNode() string {
@@ -1862,7 +2112,7 @@ type MintSessionCredentialResponse struct {
 
 func (x *MintSessionCredentialResponse) Reset() {
 	*x = MintSessionCredentialResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +2124,7 @@ func (x *MintSessionCredentialResponse) String() string {
 func (*MintSessionCredentialResponse) ProtoMessage() {}
 
 func (x *MintSessionCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[27]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +2137,7 @@ func (x *MintSessionCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MintSessionCredentialResponse.ProtoReflect.Descriptor instead.
 func (*MintSessionCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{27}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *MintSessionCredentialResponse) GetCredential() *MintedSessionCredential {
@@ -1917,7 +2167,7 @@ type MintedSessionCredential struct {
 
 func (x *MintedSessionCredential) Reset() {
 	*x = MintedSessionCredential{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1929,7 +2179,7 @@ func (x *MintedSessionCredential) String() string {
 func (*MintedSessionCredential) ProtoMessage() {}
 
 func (x *MintedSessionCredential) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[28]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1942,7 +2192,7 @@ func (x *MintedSessionCredential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MintedSessionCredential.ProtoReflect.Descriptor instead.
 func (*MintedSessionCredential) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{28}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MintedSessionCredential) GetId() string {
@@ -1985,7 +2235,7 @@ type RevokeSessionCredentialRequest struct {
 
 func (x *RevokeSessionCredentialRequest) Reset() {
 	*x = RevokeSessionCredentialRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1997,7 +2247,7 @@ func (x *RevokeSessionCredentialRequest) String() string {
 func (*RevokeSessionCredentialRequest) ProtoMessage() {}
 
 func (x *RevokeSessionCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[29]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2010,7 +2260,7 @@ func (x *RevokeSessionCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionCredentialRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSessionCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{29}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RevokeSessionCredentialRequest) GetSessionId() string {
@@ -2036,7 +2286,7 @@ type RevokeSessionCredentialResponse struct {
 
 func (x *RevokeSessionCredentialResponse) Reset() {
 	*x = RevokeSessionCredentialResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2048,7 +2298,7 @@ func (x *RevokeSessionCredentialResponse) String() string {
 func (*RevokeSessionCredentialResponse) ProtoMessage() {}
 
 func (x *RevokeSessionCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[30]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2061,7 +2311,7 @@ func (x *RevokeSessionCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionCredentialResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSessionCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{30}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RevokeSessionCredentialResponse) GetCredential() *SessionCredential {
@@ -2092,7 +2342,7 @@ type SessionCredential struct {
 
 func (x *SessionCredential) Reset() {
 	*x = SessionCredential{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2354,7 @@ func (x *SessionCredential) String() string {
 func (*SessionCredential) ProtoMessage() {}
 
 func (x *SessionCredential) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[31]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2367,7 @@ func (x *SessionCredential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCredential.ProtoReflect.Descriptor instead.
 func (*SessionCredential) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{31}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SessionCredential) GetId() string {
@@ -2186,7 +2436,7 @@ type AuthenticateSessionCredentialRequest struct {
 
 func (x *AuthenticateSessionCredentialRequest) Reset() {
 	*x = AuthenticateSessionCredentialRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2198,7 +2448,7 @@ func (x *AuthenticateSessionCredentialRequest) String() string {
 func (*AuthenticateSessionCredentialRequest) ProtoMessage() {}
 
 func (x *AuthenticateSessionCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[32]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2211,7 +2461,7 @@ func (x *AuthenticateSessionCredentialRequest) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use AuthenticateSessionCredentialRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateSessionCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{32}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AuthenticateSessionCredentialRequest) GetToken() string {
@@ -2231,7 +2481,7 @@ type AuthenticateSessionCredentialResponse struct {
 
 func (x *AuthenticateSessionCredentialResponse) Reset() {
 	*x = AuthenticateSessionCredentialResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2243,7 +2493,7 @@ func (x *AuthenticateSessionCredentialResponse) String() string {
 func (*AuthenticateSessionCredentialResponse) ProtoMessage() {}
 
 func (x *AuthenticateSessionCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[33]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2256,7 +2506,7 @@ func (x *AuthenticateSessionCredentialResponse) ProtoReflect() protoreflect.Mess
 
 // Deprecated: Use AuthenticateSessionCredentialResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateSessionCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{33}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AuthenticateSessionCredentialResponse) GetCredential() *SessionCredential {
@@ -2289,7 +2539,7 @@ type UpdateSessionRequest struct {
 
 func (x *UpdateSessionRequest) Reset() {
 	*x = UpdateSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2301,7 +2551,7 @@ func (x *UpdateSessionRequest) String() string {
 func (*UpdateSessionRequest) ProtoMessage() {}
 
 func (x *UpdateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2314,7 +2564,7 @@ func (x *UpdateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSessionRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{34}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *UpdateSessionRequest) GetSessionId() string {
@@ -2403,7 +2653,7 @@ type UpdateSessionResponse struct {
 
 func (x *UpdateSessionResponse) Reset() {
 	*x = UpdateSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2415,7 +2665,7 @@ func (x *UpdateSessionResponse) String() string {
 func (*UpdateSessionResponse) ProtoMessage() {}
 
 func (x *UpdateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[35]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2428,7 +2678,7 @@ func (x *UpdateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSessionResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{35}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *UpdateSessionResponse) GetSession() *Session {
@@ -2449,7 +2699,7 @@ type SetSessionHeartbeatRequest struct {
 
 func (x *SetSessionHeartbeatRequest) Reset() {
 	*x = SetSessionHeartbeatRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2461,7 +2711,7 @@ func (x *SetSessionHeartbeatRequest) String() string {
 func (*SetSessionHeartbeatRequest) ProtoMessage() {}
 
 func (x *SetSessionHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2474,7 +2724,7 @@ func (x *SetSessionHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*SetSessionHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{36}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SetSessionHeartbeatRequest) GetSessionId() string {
@@ -2507,7 +2757,7 @@ type SetSessionHeartbeatResponse struct {
 
 func (x *SetSessionHeartbeatResponse) Reset() {
 	*x = SetSessionHeartbeatResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[37]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2519,7 +2769,7 @@ func (x *SetSessionHeartbeatResponse) String() string {
 func (*SetSessionHeartbeatResponse) ProtoMessage() {}
 
 func (x *SetSessionHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[37]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2532,7 +2782,7 @@ func (x *SetSessionHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*SetSessionHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{37}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SetSessionHeartbeatResponse) GetSession() *Session {
@@ -2551,7 +2801,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2813,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2826,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{38}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -2594,7 +2844,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[39]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2606,7 +2856,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[39]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2619,7 +2869,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{39}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{43}
 }
 
 // Settings are the experimental settings; each session records the values
@@ -2635,7 +2885,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2647,7 +2897,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2660,7 +2910,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{40}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Settings) GetProvenanceViaMcpEnabled() bool {
@@ -2678,7 +2928,7 @@ type GetSettingsRequest struct {
 
 func (x *GetSettingsRequest) Reset() {
 	*x = GetSettingsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[41]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2690,7 +2940,7 @@ func (x *GetSettingsRequest) String() string {
 func (*GetSettingsRequest) ProtoMessage() {}
 
 func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[41]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2703,7 +2953,7 @@ func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsRequest.ProtoReflect.Descriptor instead.
 func (*GetSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{41}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{45}
 }
 
 type GetSettingsResponse struct {
@@ -2715,7 +2965,7 @@ type GetSettingsResponse struct {
 
 func (x *GetSettingsResponse) Reset() {
 	*x = GetSettingsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[42]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +2977,7 @@ func (x *GetSettingsResponse) String() string {
 func (*GetSettingsResponse) ProtoMessage() {}
 
 func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[42]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +2990,7 @@ func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsResponse.ProtoReflect.Descriptor instead.
 func (*GetSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{42}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetSettingsResponse) GetSettings() *Settings {
@@ -2759,7 +3009,7 @@ type UpdateSettingsRequest struct {
 
 func (x *UpdateSettingsRequest) Reset() {
 	*x = UpdateSettingsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2771,7 +3021,7 @@ func (x *UpdateSettingsRequest) String() string {
 func (*UpdateSettingsRequest) ProtoMessage() {}
 
 func (x *UpdateSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2784,7 +3034,7 @@ func (x *UpdateSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSettingsRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{43}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *UpdateSettingsRequest) GetProvenanceViaMcpEnabled() bool {
@@ -2803,7 +3053,7 @@ type UpdateSettingsResponse struct {
 
 func (x *UpdateSettingsResponse) Reset() {
 	*x = UpdateSettingsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[44]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2815,7 +3065,7 @@ func (x *UpdateSettingsResponse) String() string {
 func (*UpdateSettingsResponse) ProtoMessage() {}
 
 func (x *UpdateSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[44]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2828,7 +3078,7 @@ func (x *UpdateSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSettingsResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{44}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *UpdateSettingsResponse) GetSettings() *Settings {
@@ -2847,7 +3097,7 @@ type ConsumeSessionEventRequest struct {
 
 func (x *ConsumeSessionEventRequest) Reset() {
 	*x = ConsumeSessionEventRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[45]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2859,7 +3109,7 @@ func (x *ConsumeSessionEventRequest) String() string {
 func (*ConsumeSessionEventRequest) ProtoMessage() {}
 
 func (x *ConsumeSessionEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[45]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2872,7 +3122,7 @@ func (x *ConsumeSessionEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumeSessionEventRequest.ProtoReflect.Descriptor instead.
 func (*ConsumeSessionEventRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{45}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ConsumeSessionEventRequest) GetEvent() *SessionEvent {
@@ -2892,7 +3142,7 @@ type ConsumeSessionEventResponse struct {
 
 func (x *ConsumeSessionEventResponse) Reset() {
 	*x = ConsumeSessionEventResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[46]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2904,7 +3154,7 @@ func (x *ConsumeSessionEventResponse) String() string {
 func (*ConsumeSessionEventResponse) ProtoMessage() {}
 
 func (x *ConsumeSessionEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[46]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2917,7 +3167,7 @@ func (x *ConsumeSessionEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumeSessionEventResponse.ProtoReflect.Descriptor instead.
 func (*ConsumeSessionEventResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{46}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ConsumeSessionEventResponse) GetApplied() bool {
@@ -2939,7 +3189,7 @@ type FailSessionRequest struct {
 
 func (x *FailSessionRequest) Reset() {
 	*x = FailSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2951,7 +3201,7 @@ func (x *FailSessionRequest) String() string {
 func (*FailSessionRequest) ProtoMessage() {}
 
 func (x *FailSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2964,7 +3214,7 @@ func (x *FailSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailSessionRequest.ProtoReflect.Descriptor instead.
 func (*FailSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{47}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *FailSessionRequest) GetSessionId() string {
@@ -2998,7 +3248,7 @@ type FailSessionResponse struct {
 
 func (x *FailSessionResponse) Reset() {
 	*x = FailSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[48]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3010,7 +3260,7 @@ func (x *FailSessionResponse) String() string {
 func (*FailSessionResponse) ProtoMessage() {}
 
 func (x *FailSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[48]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,7 +3273,7 @@ func (x *FailSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailSessionResponse.ProtoReflect.Descriptor instead.
 func (*FailSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{48}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *FailSessionResponse) GetSession() *Session {
@@ -3066,7 +3316,7 @@ type DeliverTurnRequest struct {
 
 func (x *DeliverTurnRequest) Reset() {
 	*x = DeliverTurnRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[49]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3078,7 +3328,7 @@ func (x *DeliverTurnRequest) String() string {
 func (*DeliverTurnRequest) ProtoMessage() {}
 
 func (x *DeliverTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[49]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3091,7 +3341,7 @@ func (x *DeliverTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverTurnRequest.ProtoReflect.Descriptor instead.
 func (*DeliverTurnRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{49}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DeliverTurnRequest) GetSessionId() int64 {
@@ -3166,7 +3416,7 @@ type DeliverTurnResponse struct {
 
 func (x *DeliverTurnResponse) Reset() {
 	*x = DeliverTurnResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[50]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3178,7 +3428,7 @@ func (x *DeliverTurnResponse) String() string {
 func (*DeliverTurnResponse) ProtoMessage() {}
 
 func (x *DeliverTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[50]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3191,7 +3441,7 @@ func (x *DeliverTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverTurnResponse.ProtoReflect.Descriptor instead.
 func (*DeliverTurnResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{50}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DeliverTurnResponse) GetRefusal() DeliveryRefusal {
@@ -3238,7 +3488,7 @@ type RecordDrainAttemptRequest struct {
 
 func (x *RecordDrainAttemptRequest) Reset() {
 	*x = RecordDrainAttemptRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3250,7 +3500,7 @@ func (x *RecordDrainAttemptRequest) String() string {
 func (*RecordDrainAttemptRequest) ProtoMessage() {}
 
 func (x *RecordDrainAttemptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3263,7 +3513,7 @@ func (x *RecordDrainAttemptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDrainAttemptRequest.ProtoReflect.Descriptor instead.
 func (*RecordDrainAttemptRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{51}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RecordDrainAttemptRequest) GetSessionId() int64 {
@@ -3286,7 +3536,7 @@ type RecordDrainAttemptResponse struct {
 
 func (x *RecordDrainAttemptResponse) Reset() {
 	*x = RecordDrainAttemptResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[52]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3298,7 +3548,7 @@ func (x *RecordDrainAttemptResponse) String() string {
 func (*RecordDrainAttemptResponse) ProtoMessage() {}
 
 func (x *RecordDrainAttemptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[52]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3311,7 +3561,7 @@ func (x *RecordDrainAttemptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDrainAttemptResponse.ProtoReflect.Descriptor instead.
 func (*RecordDrainAttemptResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{52}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RecordDrainAttemptResponse) GetRefusal() DeliveryRefusal {
@@ -3349,7 +3599,7 @@ type RefreshSessionRequest struct {
 
 func (x *RefreshSessionRequest) Reset() {
 	*x = RefreshSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[53]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3361,7 +3611,7 @@ func (x *RefreshSessionRequest) String() string {
 func (*RefreshSessionRequest) ProtoMessage() {}
 
 func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[53]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3374,7 +3624,7 @@ func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshSessionRequest.ProtoReflect.Descriptor instead.
 func (*RefreshSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{53}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RefreshSessionRequest) GetSessionId() string {
@@ -3404,7 +3654,7 @@ type RefreshSessionResponse struct {
 
 func (x *RefreshSessionResponse) Reset() {
 	*x = RefreshSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[54]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3416,7 +3666,7 @@ func (x *RefreshSessionResponse) String() string {
 func (*RefreshSessionResponse) ProtoMessage() {}
 
 func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[54]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3429,7 +3679,7 @@ func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshSessionResponse.ProtoReflect.Descriptor instead.
 func (*RefreshSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{54}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RefreshSessionResponse) GetSession() *Session {
@@ -3465,7 +3715,7 @@ type ListRecoveryCandidatesRequest struct {
 
 func (x *ListRecoveryCandidatesRequest) Reset() {
 	*x = ListRecoveryCandidatesRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[55]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3477,7 +3727,7 @@ func (x *ListRecoveryCandidatesRequest) String() string {
 func (*ListRecoveryCandidatesRequest) ProtoMessage() {}
 
 func (x *ListRecoveryCandidatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[55]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3490,7 +3740,7 @@ func (x *ListRecoveryCandidatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecoveryCandidatesRequest.ProtoReflect.Descriptor instead.
 func (*ListRecoveryCandidatesRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{55}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListRecoveryCandidatesRequest) GetSettledBefore() *timestamppb.Timestamp {
@@ -3516,7 +3766,7 @@ type ListRecoveryCandidatesResponse struct {
 
 func (x *ListRecoveryCandidatesResponse) Reset() {
 	*x = ListRecoveryCandidatesResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[56]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3528,7 +3778,7 @@ func (x *ListRecoveryCandidatesResponse) String() string {
 func (*ListRecoveryCandidatesResponse) ProtoMessage() {}
 
 func (x *ListRecoveryCandidatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[56]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3541,7 +3791,7 @@ func (x *ListRecoveryCandidatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecoveryCandidatesResponse.ProtoReflect.Descriptor instead.
 func (*ListRecoveryCandidatesResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{56}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListRecoveryCandidatesResponse) GetCandidates() []*RecoveryCandidate {
@@ -3568,7 +3818,7 @@ type RecoveryCandidate struct {
 
 func (x *RecoveryCandidate) Reset() {
 	*x = RecoveryCandidate{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[57]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3580,7 +3830,7 @@ func (x *RecoveryCandidate) String() string {
 func (*RecoveryCandidate) ProtoMessage() {}
 
 func (x *RecoveryCandidate) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[57]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3593,7 +3843,7 @@ func (x *RecoveryCandidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoveryCandidate.ProtoReflect.Descriptor instead.
 func (*RecoveryCandidate) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{57}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RecoveryCandidate) GetSessionId() int64 {
@@ -3650,7 +3900,7 @@ type RevokeTurnCredentialsRequest struct {
 
 func (x *RevokeTurnCredentialsRequest) Reset() {
 	*x = RevokeTurnCredentialsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[58]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3662,7 +3912,7 @@ func (x *RevokeTurnCredentialsRequest) String() string {
 func (*RevokeTurnCredentialsRequest) ProtoMessage() {}
 
 func (x *RevokeTurnCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[58]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3675,7 +3925,7 @@ func (x *RevokeTurnCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTurnCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTurnCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{58}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RevokeTurnCredentialsRequest) GetSessionId() string {
@@ -3702,7 +3952,7 @@ type RevokeTurnCredentialsResponse struct {
 
 func (x *RevokeTurnCredentialsResponse) Reset() {
 	*x = RevokeTurnCredentialsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[59]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3714,7 +3964,7 @@ func (x *RevokeTurnCredentialsResponse) String() string {
 func (*RevokeTurnCredentialsResponse) ProtoMessage() {}
 
 func (x *RevokeTurnCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[59]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3727,7 +3977,7 @@ func (x *RevokeTurnCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTurnCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTurnCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{59}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RevokeTurnCredentialsResponse) GetRevoked() int32 {
@@ -3749,7 +3999,7 @@ type SweepNodeCredentialsRequest struct {
 
 func (x *SweepNodeCredentialsRequest) Reset() {
 	*x = SweepNodeCredentialsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[60]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3761,7 +4011,7 @@ func (x *SweepNodeCredentialsRequest) String() string {
 func (*SweepNodeCredentialsRequest) ProtoMessage() {}
 
 func (x *SweepNodeCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[60]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3774,7 +4024,7 @@ func (x *SweepNodeCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SweepNodeCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*SweepNodeCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{60}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SweepNodeCredentialsRequest) GetNode() string {
@@ -3801,7 +4051,7 @@ type SweepNodeCredentialsResponse struct {
 
 func (x *SweepNodeCredentialsResponse) Reset() {
 	*x = SweepNodeCredentialsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[61]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3813,7 +4063,7 @@ func (x *SweepNodeCredentialsResponse) String() string {
 func (*SweepNodeCredentialsResponse) ProtoMessage() {}
 
 func (x *SweepNodeCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[61]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3826,7 +4076,7 @@ func (x *SweepNodeCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SweepNodeCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*SweepNodeCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{61}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SweepNodeCredentialsResponse) GetRevoked() int32 {
@@ -3848,7 +4098,7 @@ type AbandonRecoveryRequest struct {
 
 func (x *AbandonRecoveryRequest) Reset() {
 	*x = AbandonRecoveryRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[62]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3860,7 +4110,7 @@ func (x *AbandonRecoveryRequest) String() string {
 func (*AbandonRecoveryRequest) ProtoMessage() {}
 
 func (x *AbandonRecoveryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[62]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3873,7 +4123,7 @@ func (x *AbandonRecoveryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbandonRecoveryRequest.ProtoReflect.Descriptor instead.
 func (*AbandonRecoveryRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{62}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *AbandonRecoveryRequest) GetSessionId() int64 {
@@ -3902,7 +4152,7 @@ type AbandonRecoveryResponse struct {
 
 func (x *AbandonRecoveryResponse) Reset() {
 	*x = AbandonRecoveryResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[63]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3914,7 +4164,7 @@ func (x *AbandonRecoveryResponse) String() string {
 func (*AbandonRecoveryResponse) ProtoMessage() {}
 
 func (x *AbandonRecoveryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[63]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3927,7 +4177,7 @@ func (x *AbandonRecoveryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbandonRecoveryResponse.ProtoReflect.Descriptor instead.
 func (*AbandonRecoveryResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{63}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *AbandonRecoveryResponse) GetAbandoned() bool {
@@ -3961,7 +4211,7 @@ type RecordTimelineNoteRequest struct {
 
 func (x *RecordTimelineNoteRequest) Reset() {
 	*x = RecordTimelineNoteRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[64]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3973,7 +4223,7 @@ func (x *RecordTimelineNoteRequest) String() string {
 func (*RecordTimelineNoteRequest) ProtoMessage() {}
 
 func (x *RecordTimelineNoteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[64]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3986,7 +4236,7 @@ func (x *RecordTimelineNoteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordTimelineNoteRequest.ProtoReflect.Descriptor instead.
 func (*RecordTimelineNoteRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{64}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RecordTimelineNoteRequest) GetSessionId() int64 {
@@ -4025,7 +4275,7 @@ type RecordTimelineNoteResponse struct {
 
 func (x *RecordTimelineNoteResponse) Reset() {
 	*x = RecordTimelineNoteResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[65]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4037,7 +4287,7 @@ func (x *RecordTimelineNoteResponse) String() string {
 func (*RecordTimelineNoteResponse) ProtoMessage() {}
 
 func (x *RecordTimelineNoteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[65]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4050,7 +4300,7 @@ func (x *RecordTimelineNoteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordTimelineNoteResponse.ProtoReflect.Descriptor instead.
 func (*RecordTimelineNoteResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{65}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{69}
 }
 
 type WatchSessionChangesRequest struct {
@@ -4065,7 +4315,7 @@ type WatchSessionChangesRequest struct {
 
 func (x *WatchSessionChangesRequest) Reset() {
 	*x = WatchSessionChangesRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[66]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4077,7 +4327,7 @@ func (x *WatchSessionChangesRequest) String() string {
 func (*WatchSessionChangesRequest) ProtoMessage() {}
 
 func (x *WatchSessionChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[66]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4090,7 +4340,7 @@ func (x *WatchSessionChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSessionChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchSessionChangesRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{66}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *WatchSessionChangesRequest) GetAfterEventId() int64 {
@@ -4113,7 +4363,7 @@ type WatchSessionChangesResponse struct {
 
 func (x *WatchSessionChangesResponse) Reset() {
 	*x = WatchSessionChangesResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[67]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4125,7 +4375,7 @@ func (x *WatchSessionChangesResponse) String() string {
 func (*WatchSessionChangesResponse) ProtoMessage() {}
 
 func (x *WatchSessionChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[67]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4138,7 +4388,7 @@ func (x *WatchSessionChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSessionChangesResponse.ProtoReflect.Descriptor instead.
 func (*WatchSessionChangesResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{67}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *WatchSessionChangesResponse) GetPosition() int64 {
@@ -4175,7 +4425,7 @@ type SessionChange struct {
 
 func (x *SessionChange) Reset() {
 	*x = SessionChange{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[68]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4187,7 +4437,7 @@ func (x *SessionChange) String() string {
 func (*SessionChange) ProtoMessage() {}
 
 func (x *SessionChange) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[68]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4200,7 +4450,7 @@ func (x *SessionChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionChange.ProtoReflect.Descriptor instead.
 func (*SessionChange) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{68}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *SessionChange) GetEventId() int64 {
@@ -4249,7 +4499,22 @@ var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
-	"+zimmer/lifecycle/v1/lifecycle_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a#zimmer/queue/v1/queue_service.proto\x1a\x1fzimmer/lifecycle/v1/event.proto\x1a!zimmer/lifecycle/v1/session.proto\"\xce\x04\n" +
+	"+zimmer/lifecycle/v1/lifecycle_service.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a#zimmer/queue/v1/queue_service.proto\x1a\x1fzimmer/lifecycle/v1/event.proto\x1a!zimmer/lifecycle/v1/session.proto\"8\n" +
+	"\x17ListElicitationsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"`\n" +
+	"\x18ListElicitationsResponse\x12D\n" +
+	"\felicitations\x18\x01 \x03(\v2 .zimmer.lifecycle.v1.ElicitationR\felicitations\"\xab\x01\n" +
+	"\x18AnswerElicitationRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12%\n" +
+	"\x0eelicitation_id\x18\x02 \x01(\tR\relicitationId\x12\x16\n" +
+	"\x06action\x18\x03 \x01(\tR\x06action\x121\n" +
+	"\acontent\x18\x04 \x01(\v2\x17.google.protobuf.StructR\acontent\"\x85\x01\n" +
+	"\x19AnswerElicitationResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
+	"\x06action\x18\x03 \x01(\tR\x06action\"\xce\x04\n" +
 	"\x14CreateSessionRequest\x12\x16\n" +
 	"\x06prompt\x18\x01 \x01(\tR\x06prompt\x12\x19\n" +
 	"\bgit_root\x18\x02 \x01(\tR\agitRoot\x12\x16\n" +
@@ -4349,7 +4614,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"U\n" +
 	"\x19ListSessionEventsResponse\x128\n" +
-	"\x06events\x18\x01 \x03(\v2 .zimmer.lifecycle.v1.StreamEventR\x06events\"\xd2\x02\n" +
+	"\x06events\x18\x01 \x03(\v2 .zimmer.lifecycle.v1.StreamEventR\x06events\"\xc7\x03\n" +
 	"\x18TransitionSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -4359,7 +4624,10 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x0erunning_job_id\x18\x05 \x01(\tR\frunningJobId\x12\x1b\n" +
 	"\tpaused_by\x18\x06 \x01(\tR\bpausedBy\x12/\n" +
 	"\x11acting_session_id\x18\a \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01\x12'\n" +
-	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKeyB\x14\n" +
+	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\x12B\n" +
+	"\velicitation\x18\t \x01(\v2 .zimmer.lifecycle.v1.ElicitationR\velicitation\x12/\n" +
+	"\x13elicitation_outcome\x18\n" +
+	" \x01(\tR\x12elicitationOutcomeB\x14\n" +
 	"\x12_acting_session_id\"\x96\x01\n" +
 	"\x19TransitionSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
@@ -4587,7 +4855,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x17DELIVERY_REFUSAL_CLOSED\x10\x02\x12+\n" +
 	"'DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION\x10\x03\x12 \n" +
 	"\x1cDELIVERY_REFUSAL_AUTH_OUTAGE\x10\x04\x12\x1e\n" +
-	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x052\xb0$\n" +
+	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x052\xac'\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -4619,7 +4887,9 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x0fAbandonRecovery\x12+.zimmer.lifecycle.v1.AbandonRecoveryRequest\x1a,.zimmer.lifecycle.v1.AbandonRecoveryResponse\"\x06\xea\xe0\x18\x02\b\x03\x12}\n" +
 	"\x12RecordTimelineNote\x12..zimmer.lifecycle.v1.RecordTimelineNoteRequest\x1a/.zimmer.lifecycle.v1.RecordTimelineNoteResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\xa1\x01\n" +
 	"\x0eRefreshSession\x12*.zimmer.lifecycle.v1.RefreshSessionRequest\x1a+.zimmer.lifecycle.v1.RefreshSessionResponse\"6\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/refresh\x12\x82\x01\n" +
-	"\x13WatchSessionChanges\x12/.zimmer.lifecycle.v1.WatchSessionChangesRequest\x1a0.zimmer.lifecycle.v1.WatchSessionChangesResponse\"\x06\xea\xe0\x18\x02\b\x030\x012\xa0\x01\n" +
+	"\x13WatchSessionChanges\x12/.zimmer.lifecycle.v1.WatchSessionChangesRequest\x1a0.zimmer.lifecycle.v1.WatchSessionChangesResponse\"\x06\xea\xe0\x18\x02\b\x030\x01\x12\xaf\x01\n" +
+	"\x10ListElicitations\x12,.zimmer.lifecycle.v1.ListElicitationsRequest\x1a-.zimmer.lifecycle.v1.ListElicitationsResponse\">\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02,\x12*/api/v1/sessions/{session_id}/elicitations\x12\xc7\x01\n" +
+	"\x11AnswerElicitation\x12-.zimmer.lifecycle.v1.AnswerElicitationRequest\x1a..zimmer.lifecycle.v1.AnswerElicitationResponse\"S\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02G:\x01*\"B/api/v1/sessions/{session_id}/elicitations/{elicitation_id}/answer2\xa0\x01\n" +
 	"\x1bSessionEventConsumerService\x12\x80\x01\n" +
 	"\x13ConsumeSessionEvent\x12/.zimmer.lifecycle.v1.ConsumeSessionEventRequest\x1a0.zimmer.lifecycle.v1.ConsumeSessionEventResponse\"\x06\xea\xe0\x18\x02\b\x03BFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
 
@@ -4636,201 +4906,214 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
-	(*CreateSessionRequest)(nil),                  // 2: zimmer.lifecycle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),                 // 3: zimmer.lifecycle.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),                     // 4: zimmer.lifecycle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),                    // 5: zimmer.lifecycle.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),                   // 6: zimmer.lifecycle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),                  // 7: zimmer.lifecycle.v1.ListSessionsResponse
-	(*PauseSessionRequest)(nil),                   // 8: zimmer.lifecycle.v1.PauseSessionRequest
-	(*PauseSessionResponse)(nil),                  // 9: zimmer.lifecycle.v1.PauseSessionResponse
-	(*SleepSessionRequest)(nil),                   // 10: zimmer.lifecycle.v1.SleepSessionRequest
-	(*SleepSessionResponse)(nil),                  // 11: zimmer.lifecycle.v1.SleepSessionResponse
-	(*UnarchiveSessionRequest)(nil),               // 12: zimmer.lifecycle.v1.UnarchiveSessionRequest
-	(*UnarchiveSessionResponse)(nil),              // 13: zimmer.lifecycle.v1.UnarchiveSessionResponse
-	(*RestartSessionRequest)(nil),                 // 14: zimmer.lifecycle.v1.RestartSessionRequest
-	(*RestartSessionResponse)(nil),                // 15: zimmer.lifecycle.v1.RestartSessionResponse
-	(*ArchiveSessionRequest)(nil),                 // 16: zimmer.lifecycle.v1.ArchiveSessionRequest
-	(*ArchiveSessionResponse)(nil),                // 17: zimmer.lifecycle.v1.ArchiveSessionResponse
-	(*GetSessionTimelineRequest)(nil),             // 18: zimmer.lifecycle.v1.GetSessionTimelineRequest
-	(*GetSessionTimelineResponse)(nil),            // 19: zimmer.lifecycle.v1.GetSessionTimelineResponse
-	(*ListSessionEventsRequest)(nil),              // 20: zimmer.lifecycle.v1.ListSessionEventsRequest
-	(*ListSessionEventsResponse)(nil),             // 21: zimmer.lifecycle.v1.ListSessionEventsResponse
-	(*TransitionSessionRequest)(nil),              // 22: zimmer.lifecycle.v1.TransitionSessionRequest
-	(*TransitionSessionResponse)(nil),             // 23: zimmer.lifecycle.v1.TransitionSessionResponse
-	(*BulkArchiveSessionsRequest)(nil),            // 24: zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	(*BulkArchiveSessionsResponse)(nil),           // 25: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	(*BulkArchiveError)(nil),                      // 26: zimmer.lifecycle.v1.BulkArchiveError
-	(*MintSessionCredentialRequest)(nil),          // 27: zimmer.lifecycle.v1.MintSessionCredentialRequest
-	(*CredentialTurn)(nil),                        // 28: zimmer.lifecycle.v1.CredentialTurn
-	(*MintSessionCredentialResponse)(nil),         // 29: zimmer.lifecycle.v1.MintSessionCredentialResponse
-	(*MintedSessionCredential)(nil),               // 30: zimmer.lifecycle.v1.MintedSessionCredential
-	(*RevokeSessionCredentialRequest)(nil),        // 31: zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	(*RevokeSessionCredentialResponse)(nil),       // 32: zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	(*SessionCredential)(nil),                     // 33: zimmer.lifecycle.v1.SessionCredential
-	(*AuthenticateSessionCredentialRequest)(nil),  // 34: zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	(*AuthenticateSessionCredentialResponse)(nil), // 35: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	(*UpdateSessionRequest)(nil),                  // 36: zimmer.lifecycle.v1.UpdateSessionRequest
-	(*UpdateSessionResponse)(nil),                 // 37: zimmer.lifecycle.v1.UpdateSessionResponse
-	(*SetSessionHeartbeatRequest)(nil),            // 38: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	(*SetSessionHeartbeatResponse)(nil),           // 39: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	(*DeleteSessionRequest)(nil),                  // 40: zimmer.lifecycle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),                 // 41: zimmer.lifecycle.v1.DeleteSessionResponse
-	(*Settings)(nil),                              // 42: zimmer.lifecycle.v1.Settings
-	(*GetSettingsRequest)(nil),                    // 43: zimmer.lifecycle.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),                   // 44: zimmer.lifecycle.v1.GetSettingsResponse
-	(*UpdateSettingsRequest)(nil),                 // 45: zimmer.lifecycle.v1.UpdateSettingsRequest
-	(*UpdateSettingsResponse)(nil),                // 46: zimmer.lifecycle.v1.UpdateSettingsResponse
-	(*ConsumeSessionEventRequest)(nil),            // 47: zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	(*ConsumeSessionEventResponse)(nil),           // 48: zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	(*FailSessionRequest)(nil),                    // 49: zimmer.lifecycle.v1.FailSessionRequest
-	(*FailSessionResponse)(nil),                   // 50: zimmer.lifecycle.v1.FailSessionResponse
-	(*DeliverTurnRequest)(nil),                    // 51: zimmer.lifecycle.v1.DeliverTurnRequest
-	(*DeliverTurnResponse)(nil),                   // 52: zimmer.lifecycle.v1.DeliverTurnResponse
-	(*RecordDrainAttemptRequest)(nil),             // 53: zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	(*RecordDrainAttemptResponse)(nil),            // 54: zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	(*RefreshSessionRequest)(nil),                 // 55: zimmer.lifecycle.v1.RefreshSessionRequest
-	(*RefreshSessionResponse)(nil),                // 56: zimmer.lifecycle.v1.RefreshSessionResponse
-	(*ListRecoveryCandidatesRequest)(nil),         // 57: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	(*ListRecoveryCandidatesResponse)(nil),        // 58: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	(*RecoveryCandidate)(nil),                     // 59: zimmer.lifecycle.v1.RecoveryCandidate
-	(*RevokeTurnCredentialsRequest)(nil),          // 60: zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	(*RevokeTurnCredentialsResponse)(nil),         // 61: zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	(*SweepNodeCredentialsRequest)(nil),           // 62: zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	(*SweepNodeCredentialsResponse)(nil),          // 63: zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	(*AbandonRecoveryRequest)(nil),                // 64: zimmer.lifecycle.v1.AbandonRecoveryRequest
-	(*AbandonRecoveryResponse)(nil),               // 65: zimmer.lifecycle.v1.AbandonRecoveryResponse
-	(*RecordTimelineNoteRequest)(nil),             // 66: zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	(*RecordTimelineNoteResponse)(nil),            // 67: zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	(*WatchSessionChangesRequest)(nil),            // 68: zimmer.lifecycle.v1.WatchSessionChangesRequest
-	(*WatchSessionChangesResponse)(nil),           // 69: zimmer.lifecycle.v1.WatchSessionChangesResponse
-	(*SessionChange)(nil),                         // 70: zimmer.lifecycle.v1.SessionChange
-	(*structpb.Struct)(nil),                       // 71: google.protobuf.Struct
-	(*Session)(nil),                               // 72: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 73: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 74: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 75: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 76: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 77: zimmer.lifecycle.v1.StreamEvent
-	(*durationpb.Duration)(nil),                   // 78: google.protobuf.Duration
-	(*SessionEvent)(nil),                          // 79: zimmer.lifecycle.v1.SessionEvent
+	(*ListElicitationsRequest)(nil),               // 2: zimmer.lifecycle.v1.ListElicitationsRequest
+	(*ListElicitationsResponse)(nil),              // 3: zimmer.lifecycle.v1.ListElicitationsResponse
+	(*AnswerElicitationRequest)(nil),              // 4: zimmer.lifecycle.v1.AnswerElicitationRequest
+	(*AnswerElicitationResponse)(nil),             // 5: zimmer.lifecycle.v1.AnswerElicitationResponse
+	(*CreateSessionRequest)(nil),                  // 6: zimmer.lifecycle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),                 // 7: zimmer.lifecycle.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),                     // 8: zimmer.lifecycle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),                    // 9: zimmer.lifecycle.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),                   // 10: zimmer.lifecycle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),                  // 11: zimmer.lifecycle.v1.ListSessionsResponse
+	(*PauseSessionRequest)(nil),                   // 12: zimmer.lifecycle.v1.PauseSessionRequest
+	(*PauseSessionResponse)(nil),                  // 13: zimmer.lifecycle.v1.PauseSessionResponse
+	(*SleepSessionRequest)(nil),                   // 14: zimmer.lifecycle.v1.SleepSessionRequest
+	(*SleepSessionResponse)(nil),                  // 15: zimmer.lifecycle.v1.SleepSessionResponse
+	(*UnarchiveSessionRequest)(nil),               // 16: zimmer.lifecycle.v1.UnarchiveSessionRequest
+	(*UnarchiveSessionResponse)(nil),              // 17: zimmer.lifecycle.v1.UnarchiveSessionResponse
+	(*RestartSessionRequest)(nil),                 // 18: zimmer.lifecycle.v1.RestartSessionRequest
+	(*RestartSessionResponse)(nil),                // 19: zimmer.lifecycle.v1.RestartSessionResponse
+	(*ArchiveSessionRequest)(nil),                 // 20: zimmer.lifecycle.v1.ArchiveSessionRequest
+	(*ArchiveSessionResponse)(nil),                // 21: zimmer.lifecycle.v1.ArchiveSessionResponse
+	(*GetSessionTimelineRequest)(nil),             // 22: zimmer.lifecycle.v1.GetSessionTimelineRequest
+	(*GetSessionTimelineResponse)(nil),            // 23: zimmer.lifecycle.v1.GetSessionTimelineResponse
+	(*ListSessionEventsRequest)(nil),              // 24: zimmer.lifecycle.v1.ListSessionEventsRequest
+	(*ListSessionEventsResponse)(nil),             // 25: zimmer.lifecycle.v1.ListSessionEventsResponse
+	(*TransitionSessionRequest)(nil),              // 26: zimmer.lifecycle.v1.TransitionSessionRequest
+	(*TransitionSessionResponse)(nil),             // 27: zimmer.lifecycle.v1.TransitionSessionResponse
+	(*BulkArchiveSessionsRequest)(nil),            // 28: zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	(*BulkArchiveSessionsResponse)(nil),           // 29: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	(*BulkArchiveError)(nil),                      // 30: zimmer.lifecycle.v1.BulkArchiveError
+	(*MintSessionCredentialRequest)(nil),          // 31: zimmer.lifecycle.v1.MintSessionCredentialRequest
+	(*CredentialTurn)(nil),                        // 32: zimmer.lifecycle.v1.CredentialTurn
+	(*MintSessionCredentialResponse)(nil),         // 33: zimmer.lifecycle.v1.MintSessionCredentialResponse
+	(*MintedSessionCredential)(nil),               // 34: zimmer.lifecycle.v1.MintedSessionCredential
+	(*RevokeSessionCredentialRequest)(nil),        // 35: zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	(*RevokeSessionCredentialResponse)(nil),       // 36: zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	(*SessionCredential)(nil),                     // 37: zimmer.lifecycle.v1.SessionCredential
+	(*AuthenticateSessionCredentialRequest)(nil),  // 38: zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	(*AuthenticateSessionCredentialResponse)(nil), // 39: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	(*UpdateSessionRequest)(nil),                  // 40: zimmer.lifecycle.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil),                 // 41: zimmer.lifecycle.v1.UpdateSessionResponse
+	(*SetSessionHeartbeatRequest)(nil),            // 42: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	(*SetSessionHeartbeatResponse)(nil),           // 43: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	(*DeleteSessionRequest)(nil),                  // 44: zimmer.lifecycle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),                 // 45: zimmer.lifecycle.v1.DeleteSessionResponse
+	(*Settings)(nil),                              // 46: zimmer.lifecycle.v1.Settings
+	(*GetSettingsRequest)(nil),                    // 47: zimmer.lifecycle.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),                   // 48: zimmer.lifecycle.v1.GetSettingsResponse
+	(*UpdateSettingsRequest)(nil),                 // 49: zimmer.lifecycle.v1.UpdateSettingsRequest
+	(*UpdateSettingsResponse)(nil),                // 50: zimmer.lifecycle.v1.UpdateSettingsResponse
+	(*ConsumeSessionEventRequest)(nil),            // 51: zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	(*ConsumeSessionEventResponse)(nil),           // 52: zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	(*FailSessionRequest)(nil),                    // 53: zimmer.lifecycle.v1.FailSessionRequest
+	(*FailSessionResponse)(nil),                   // 54: zimmer.lifecycle.v1.FailSessionResponse
+	(*DeliverTurnRequest)(nil),                    // 55: zimmer.lifecycle.v1.DeliverTurnRequest
+	(*DeliverTurnResponse)(nil),                   // 56: zimmer.lifecycle.v1.DeliverTurnResponse
+	(*RecordDrainAttemptRequest)(nil),             // 57: zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	(*RecordDrainAttemptResponse)(nil),            // 58: zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	(*RefreshSessionRequest)(nil),                 // 59: zimmer.lifecycle.v1.RefreshSessionRequest
+	(*RefreshSessionResponse)(nil),                // 60: zimmer.lifecycle.v1.RefreshSessionResponse
+	(*ListRecoveryCandidatesRequest)(nil),         // 61: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	(*ListRecoveryCandidatesResponse)(nil),        // 62: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	(*RecoveryCandidate)(nil),                     // 63: zimmer.lifecycle.v1.RecoveryCandidate
+	(*RevokeTurnCredentialsRequest)(nil),          // 64: zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	(*RevokeTurnCredentialsResponse)(nil),         // 65: zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	(*SweepNodeCredentialsRequest)(nil),           // 66: zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	(*SweepNodeCredentialsResponse)(nil),          // 67: zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	(*AbandonRecoveryRequest)(nil),                // 68: zimmer.lifecycle.v1.AbandonRecoveryRequest
+	(*AbandonRecoveryResponse)(nil),               // 69: zimmer.lifecycle.v1.AbandonRecoveryResponse
+	(*RecordTimelineNoteRequest)(nil),             // 70: zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	(*RecordTimelineNoteResponse)(nil),            // 71: zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	(*WatchSessionChangesRequest)(nil),            // 72: zimmer.lifecycle.v1.WatchSessionChangesRequest
+	(*WatchSessionChangesResponse)(nil),           // 73: zimmer.lifecycle.v1.WatchSessionChangesResponse
+	(*SessionChange)(nil),                         // 74: zimmer.lifecycle.v1.SessionChange
+	(*Elicitation)(nil),                           // 75: zimmer.lifecycle.v1.Elicitation
+	(*structpb.Struct)(nil),                       // 76: google.protobuf.Struct
+	(*Session)(nil),                               // 77: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 78: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 79: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 80: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 81: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 82: zimmer.lifecycle.v1.StreamEvent
+	(*durationpb.Duration)(nil),                   // 83: google.protobuf.Duration
+	(*SessionEvent)(nil),                          // 84: zimmer.lifecycle.v1.SessionEvent
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	71, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	72, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	72, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	73, // 3: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	72, // 4: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	74, // 5: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	72, // 6: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	72, // 7: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	72, // 8: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	72, // 9: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	72, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	75, // 11: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	76, // 12: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	77, // 13: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	72, // 14: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	26, // 15: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	78, // 16: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
-	28, // 17: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
-	30, // 18: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	75, // 19: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	33, // 20: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	75, // 21: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	75, // 22: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	75, // 23: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
-	28, // 24: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
-	33, // 25: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	71, // 26: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	72, // 27: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	72, // 28: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	42, // 29: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	42, // 30: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	79, // 31: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	72, // 32: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	0,  // 33: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
-	1,  // 34: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	72, // 35: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	1,  // 36: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	72, // 37: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	75, // 38: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
-	59, // 39: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
-	75, // 40: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
-	72, // 41: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	70, // 42: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
-	75, // 43: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
-	2,  // 44: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	4,  // 45: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	6,  // 46: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	36, // 47: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	38, // 48: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	40, // 49: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	43, // 50: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	45, // 51: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	8,  // 52: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	10, // 53: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	16, // 54: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	24, // 55: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	12, // 56: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	14, // 57: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	49, // 58: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	18, // 59: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	20, // 60: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	22, // 61: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	27, // 62: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	31, // 63: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	34, // 64: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	60, // 65: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	62, // 66: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	51, // 67: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	53, // 68: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	57, // 69: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	64, // 70: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
-	66, // 71: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	55, // 72: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	68, // 73: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
-	47, // 74: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	3,  // 75: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	5,  // 76: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	7,  // 77: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	37, // 78: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	39, // 79: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	41, // 80: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	44, // 81: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	46, // 82: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	9,  // 83: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	11, // 84: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	17, // 85: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	25, // 86: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	13, // 87: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	15, // 88: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	50, // 89: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	19, // 90: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	21, // 91: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	23, // 92: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	29, // 93: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	32, // 94: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	35, // 95: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	61, // 96: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	63, // 97: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	52, // 98: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	54, // 99: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	58, // 100: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	65, // 101: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
-	67, // 102: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	56, // 103: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	69, // 104: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
-	48, // 105: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	75, // [75:106] is the sub-list for method output_type
-	44, // [44:75] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	75, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
+	76, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	77, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	76, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	77, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	77, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	78, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	77, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	79, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	77, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	77, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	77, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	77, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	77, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	80, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	81, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	82, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	75, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
+	77, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	30, // 19: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
+	83, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
+	32, // 21: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
+	34, // 22: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
+	80, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	37, // 24: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	80, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	80, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	80, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
+	32, // 28: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
+	37, // 29: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	76, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	77, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	77, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	46, // 33: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	46, // 34: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	84, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	77, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	0,  // 37: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
+	1,  // 38: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
+	77, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	1,  // 40: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
+	77, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	80, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	63, // 43: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
+	80, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	77, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	74, // 46: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
+	80, // 47: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
+	6,  // 48: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	8,  // 49: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	10, // 50: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	40, // 51: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	42, // 52: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	44, // 53: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	47, // 54: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	49, // 55: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	12, // 56: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	14, // 57: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	20, // 58: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	28, // 59: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	16, // 60: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	18, // 61: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	53, // 62: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	22, // 63: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	24, // 64: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	26, // 65: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	31, // 66: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	35, // 67: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	38, // 68: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	64, // 69: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	66, // 70: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	55, // 71: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	57, // 72: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	61, // 73: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	68, // 74: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	70, // 75: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	59, // 76: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	72, // 77: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
+	2,  // 78: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
+	4,  // 79: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
+	51, // 80: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	7,  // 81: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	9,  // 82: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	11, // 83: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	41, // 84: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	43, // 85: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	45, // 86: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	48, // 87: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	50, // 88: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	13, // 89: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	15, // 90: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	21, // 91: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	29, // 92: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	17, // 93: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	19, // 94: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	54, // 95: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	23, // 96: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	25, // 97: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	27, // 98: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	33, // 99: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	36, // 100: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	39, // 101: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	65, // 102: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	67, // 103: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	56, // 104: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	58, // 105: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	62, // 106: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	69, // 107: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	71, // 108: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	60, // 109: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	73, // 110: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
+	3,  // 111: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
+	5,  // 112: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
+	52, // 113: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	81, // [81:114] is the sub-list for method output_type
+	48, // [48:81] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -4840,26 +5123,26 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	}
 	file_zimmer_lifecycle_v1_event_proto_init()
 	file_zimmer_lifecycle_v1_session_proto_init()
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[0].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[6].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[8].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[4].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[10].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[12].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[20].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[22].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[34].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[36].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[43].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[16].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[18].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[24].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[26].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[38].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[66].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   69,
+			NumMessages:   73,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -49,6 +49,8 @@ const (
 	LifecycleService_RecordTimelineNote_FullMethodName            = "/zimmer.lifecycle.v1.LifecycleService/RecordTimelineNote"
 	LifecycleService_RefreshSession_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/RefreshSession"
 	LifecycleService_WatchSessionChanges_FullMethodName           = "/zimmer.lifecycle.v1.LifecycleService/WatchSessionChanges"
+	LifecycleService_ListElicitations_FullMethodName              = "/zimmer.lifecycle.v1.LifecycleService/ListElicitations"
+	LifecycleService_AnswerElicitation_FullMethodName             = "/zimmer.lifecycle.v1.LifecycleService/AnswerElicitation"
 )
 
 // LifecycleServiceClient is the client API for LifecycleService service.
@@ -189,6 +191,21 @@ type LifecycleServiceClient interface {
 	// message carries no change: it says where the watch starts. Internal:
 	// the console relays it to the browsers showing the dashboard.
 	WatchSessionChanges(ctx context.Context, in *WatchSessionChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchSessionChangesResponse], error)
+	// ListElicitations lists the elicitations the session's agent is blocked
+	// on, waiting for a human: at most one, since an agent blocks on one
+	// question at a time. Empty when it is not blocked.
+	ListElicitations(ctx context.Context, in *ListElicitationsRequest, opts ...grpc.CallOption) (*ListElicitationsResponse, error)
+	// AnswerElicitation answers the elicitation the session's agent is
+	// blocked on: accept (with content matching its requested_schema),
+	// decline or cancel. The answer is handed to the agent process on the
+	// runner node that runs it, and the call returns once the agent has taken
+	// it; the session then goes back to running. Refused: content that does
+	// not match the schema (InvalidArgument naming the field, REST 422); an
+	// elicitation that is not pending any more — answered, expired or its
+	// turn gone (NotFound or FailedPrecondition, REST 404 or 422, saying
+	// which); an archived session. A session credential may not answer its
+	// own agent's question: the answer is a human's (or an operator's).
+	AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error)
 }
 
 type lifecycleServiceClient struct {
@@ -508,6 +525,26 @@ func (c *lifecycleServiceClient) WatchSessionChanges(ctx context.Context, in *Wa
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type LifecycleService_WatchSessionChangesClient = grpc.ServerStreamingClient[WatchSessionChangesResponse]
 
+func (c *lifecycleServiceClient) ListElicitations(ctx context.Context, in *ListElicitationsRequest, opts ...grpc.CallOption) (*ListElicitationsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListElicitationsResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_ListElicitations_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AnswerElicitationResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_AnswerElicitation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LifecycleServiceServer is the server API for LifecycleService service.
 // All implementations must embed UnimplementedLifecycleServiceServer
 // for forward compatibility.
@@ -646,6 +683,21 @@ type LifecycleServiceServer interface {
 	// message carries no change: it says where the watch starts. Internal:
 	// the console relays it to the browsers showing the dashboard.
 	WatchSessionChanges(*WatchSessionChangesRequest, grpc.ServerStreamingServer[WatchSessionChangesResponse]) error
+	// ListElicitations lists the elicitations the session's agent is blocked
+	// on, waiting for a human: at most one, since an agent blocks on one
+	// question at a time. Empty when it is not blocked.
+	ListElicitations(context.Context, *ListElicitationsRequest) (*ListElicitationsResponse, error)
+	// AnswerElicitation answers the elicitation the session's agent is
+	// blocked on: accept (with content matching its requested_schema),
+	// decline or cancel. The answer is handed to the agent process on the
+	// runner node that runs it, and the call returns once the agent has taken
+	// it; the session then goes back to running. Refused: content that does
+	// not match the schema (InvalidArgument naming the field, REST 422); an
+	// elicitation that is not pending any more — answered, expired or its
+	// turn gone (NotFound or FailedPrecondition, REST 404 or 422, saying
+	// which); an archived session. A session credential may not answer its
+	// own agent's question: the answer is a human's (or an operator's).
+	AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error)
 	mustEmbedUnimplementedLifecycleServiceServer()
 }
 
@@ -745,6 +797,12 @@ func (UnimplementedLifecycleServiceServer) RefreshSession(context.Context, *Refr
 }
 func (UnimplementedLifecycleServiceServer) WatchSessionChanges(*WatchSessionChangesRequest, grpc.ServerStreamingServer[WatchSessionChangesResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchSessionChanges not implemented")
+}
+func (UnimplementedLifecycleServiceServer) ListElicitations(context.Context, *ListElicitationsRequest) (*ListElicitationsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListElicitations not implemented")
+}
+func (UnimplementedLifecycleServiceServer) AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AnswerElicitation not implemented")
 }
 func (UnimplementedLifecycleServiceServer) mustEmbedUnimplementedLifecycleServiceServer() {}
 func (UnimplementedLifecycleServiceServer) testEmbeddedByValue()                          {}
@@ -1300,6 +1358,42 @@ func _LifecycleService_WatchSessionChanges_Handler(srv interface{}, stream grpc.
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type LifecycleService_WatchSessionChangesServer = grpc.ServerStreamingServer[WatchSessionChangesResponse]
 
+func _LifecycleService_ListElicitations_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListElicitationsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).ListElicitations(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_ListElicitations_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).ListElicitations(ctx, req.(*ListElicitationsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_AnswerElicitation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AnswerElicitationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).AnswerElicitation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_AnswerElicitation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).AnswerElicitation(ctx, req.(*AnswerElicitationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LifecycleService_ServiceDesc is the grpc.ServiceDesc for LifecycleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1422,6 +1516,14 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RefreshSession",
 			Handler:    _LifecycleService_RefreshSession_Handler,
+		},
+		{
+			MethodName: "ListElicitations",
+			Handler:    _LifecycleService_ListElicitations_Handler,
+		},
+		{
+			MethodName: "AnswerElicitation",
+			Handler:    _LifecycleService_AnswerElicitation_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

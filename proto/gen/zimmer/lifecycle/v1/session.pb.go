@@ -88,8 +88,13 @@ type Session struct {
 	// budget was spent); empty otherwise. Cleared by the next resume.
 	// Read-only.
 	RecoveryContinueAbandoned string `protobuf:"bytes,33,opt,name=recovery_continue_abandoned,json=recoveryContinueAbandoned,proto3" json:"recovery_continue_abandoned,omitempty"`
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	// Set when a question the agent asked (an MCP elicitation) went
+	// unanswered: the banner that says a needs_input session is not merely
+	// idle. Cleared by a fresh elicitation, a resume and an archive.
+	// Read-only.
+	LostElicitation *LostElicitation `protobuf:"bytes,34,opt,name=lost_elicitation,json=lostElicitation,proto3" json:"lost_elicitation,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -353,6 +358,188 @@ func (x *Session) GetRecoveryContinueAbandoned() string {
 	return ""
 }
 
+func (x *Session) GetLostElicitation() *LostElicitation {
+	if x != nil {
+		return x.LostElicitation
+	}
+	return nil
+}
+
+// Elicitation is a question an agent is blocked on (an MCP elicitation):
+// its process is alive, waiting for a human's answer.
+type Elicitation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent's request id; answers name it.
+	Id        string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	SessionId int64  `protobuf:"varint,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The turn (running job) whose agent asked.
+	TurnId string `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// What the agent asks.
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// The JSON Schema the answer's content must match (MCP's restricted
+	// form: an object of string, number, integer, boolean and enum
+	// properties).
+	RequestedSchema *structpb.Struct       `protobuf:"bytes,5,opt,name=requested_schema,json=requestedSchema,proto3" json:"requested_schema,omitempty"`
+	RequestedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	// When the agent stops waiting, if it said.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Elicitation) Reset() {
+	*x = Elicitation{}
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Elicitation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Elicitation) ProtoMessage() {}
+
+func (x *Elicitation) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Elicitation.ProtoReflect.Descriptor instead.
+func (*Elicitation) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Elicitation) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Elicitation) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *Elicitation) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+func (x *Elicitation) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Elicitation) GetRequestedSchema() *structpb.Struct {
+	if x != nil {
+		return x.RequestedSchema
+	}
+	return nil
+}
+
+func (x *Elicitation) GetRequestedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RequestedAt
+	}
+	return nil
+}
+
+func (x *Elicitation) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+// LostElicitation says that an agent's question went unanswered.
+type LostElicitation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// expired: the agent stopped waiting before anyone answered; stranded:
+	// the round-trip is gone (the agent's process ended while it waited, or
+	// the block outlived the expired-elicitation sweep's window).
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The lost elicitation's id.
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// What the agent asked, cut to 200 characters.
+	Summary       string                 `protobuf:"bytes,3,opt,name=summary,proto3" json:"summary,omitempty"`
+	LostAt        *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=lost_at,json=lostAt,proto3" json:"lost_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LostElicitation) Reset() {
+	*x = LostElicitation{}
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LostElicitation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LostElicitation) ProtoMessage() {}
+
+func (x *LostElicitation) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LostElicitation.ProtoReflect.Descriptor instead.
+func (*LostElicitation) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *LostElicitation) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *LostElicitation) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *LostElicitation) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *LostElicitation) GetLostAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LostAt
+	}
+	return nil
+}
+
 // TimelineLine is one line of a session's timeline.
 type TimelineLine struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -367,7 +554,7 @@ type TimelineLine struct {
 
 func (x *TimelineLine) Reset() {
 	*x = TimelineLine{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -379,7 +566,7 @@ func (x *TimelineLine) String() string {
 func (*TimelineLine) ProtoMessage() {}
 
 func (x *TimelineLine) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -392,7 +579,7 @@ func (x *TimelineLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineLine.ProtoReflect.Descriptor instead.
 func (*TimelineLine) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{1}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TimelineLine) GetId() int64 {
@@ -441,7 +628,7 @@ type StreamEvent struct {
 
 func (x *StreamEvent) Reset() {
 	*x = StreamEvent{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -453,7 +640,7 @@ func (x *StreamEvent) String() string {
 func (*StreamEvent) ProtoMessage() {}
 
 func (x *StreamEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -466,7 +653,7 @@ func (x *StreamEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
 func (*StreamEvent) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{2}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *StreamEvent) GetId() int64 {
@@ -524,7 +711,7 @@ type Pagination struct {
 
 func (x *Pagination) Reset() {
 	*x = Pagination{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +723,7 @@ func (x *Pagination) String() string {
 func (*Pagination) ProtoMessage() {}
 
 func (x *Pagination) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +736,7 @@ func (x *Pagination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pagination.ProtoReflect.Descriptor instead.
 func (*Pagination) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Pagination) GetPage() int32 {
@@ -584,7 +771,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa3\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf4\n" +
 	"\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
@@ -627,8 +814,25 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\x0fmcp_tool_groups\x18\x1e \x03(\tR\rmcpToolGroups\x12$\n" +
 	"\x0erunning_job_id\x18\x1f \x01(\tR\frunningJobId\x12-\n" +
 	"\x12push_notifications\x18  \x01(\bR\x11pushNotifications\x12>\n" +
-	"\x1brecovery_continue_abandoned\x18! \x01(\tR\x19recoveryContinueAbandonedB\x14\n" +
-	"\x12_parent_session_id\"\x87\x01\n" +
+	"\x1brecovery_continue_abandoned\x18! \x01(\tR\x19recoveryContinueAbandoned\x12O\n" +
+	"\x10lost_elicitation\x18\" \x01(\v2$.zimmer.lifecycle.v1.LostElicitationR\x0flostElicitationB\x14\n" +
+	"\x12_parent_session_id\"\xad\x02\n" +
+	"\vElicitation\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\x03R\tsessionId\x12\x17\n" +
+	"\aturn_id\x18\x03 \x01(\tR\x06turnId\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12B\n" +
+	"\x10requested_schema\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x0frequestedSchema\x12=\n" +
+	"\frequested_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x97\x01\n" +
+	"\x0fLostElicitation\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x12\x18\n" +
+	"\asummary\x18\x03 \x01(\tR\asummary\x123\n" +
+	"\alost_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x06lostAt\"\x87\x01\n" +
 	"\fTimelineLine\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
@@ -664,29 +868,36 @@ func file_zimmer_lifecycle_v1_session_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_session_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_zimmer_lifecycle_v1_session_proto_goTypes = []any{
 	(*Session)(nil),               // 0: zimmer.lifecycle.v1.Session
-	(*TimelineLine)(nil),          // 1: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),           // 2: zimmer.lifecycle.v1.StreamEvent
-	(*Pagination)(nil),            // 3: zimmer.lifecycle.v1.Pagination
-	(*structpb.Struct)(nil),       // 4: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
+	(*Elicitation)(nil),           // 1: zimmer.lifecycle.v1.Elicitation
+	(*LostElicitation)(nil),       // 2: zimmer.lifecycle.v1.LostElicitation
+	(*TimelineLine)(nil),          // 3: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),           // 4: zimmer.lifecycle.v1.StreamEvent
+	(*Pagination)(nil),            // 5: zimmer.lifecycle.v1.Pagination
+	(*structpb.Struct)(nil),       // 6: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
 }
 var file_zimmer_lifecycle_v1_session_proto_depIdxs = []int32{
-	4, // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
-	5, // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	5, // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	5, // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
-	5, // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
-	5, // 5: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
-	4, // 6: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
-	5, // 7: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	6,  // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
+	7,  // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	7,  // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	7,  // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
+	7,  // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
+	2,  // 5: zimmer.lifecycle.v1.Session.lost_elicitation:type_name -> zimmer.lifecycle.v1.LostElicitation
+	6,  // 6: zimmer.lifecycle.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
+	7,  // 7: zimmer.lifecycle.v1.Elicitation.requested_at:type_name -> google.protobuf.Timestamp
+	7,  // 8: zimmer.lifecycle.v1.Elicitation.expires_at:type_name -> google.protobuf.Timestamp
+	7,  // 9: zimmer.lifecycle.v1.LostElicitation.lost_at:type_name -> google.protobuf.Timestamp
+	7,  // 10: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
+	6,  // 11: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
+	7,  // 12: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_session_proto_init() }
@@ -701,7 +912,7 @@ func file_zimmer_lifecycle_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_session_proto_rawDesc), len(file_zimmer_lifecycle_v1_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

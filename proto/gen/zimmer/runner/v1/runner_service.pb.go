@@ -11,6 +11,7 @@ import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -23,6 +24,132 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+type AnswerElicitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's numeric id.
+	SessionId int64 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The turn whose agent asked (its running job).
+	TurnId string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// The elicitation's id, as the agent named it.
+	ElicitationId string `protobuf:"bytes,3,opt,name=elicitation_id,json=elicitationId,proto3" json:"elicitation_id,omitempty"`
+	// accept, decline or cancel.
+	Action string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
+	// With accept: the answer's content.
+	Content       *structpb.Struct `protobuf:"bytes,5,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerElicitationRequest) Reset() {
+	*x = AnswerElicitationRequest{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerElicitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerElicitationRequest) ProtoMessage() {}
+
+func (x *AnswerElicitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerElicitationRequest.ProtoReflect.Descriptor instead.
+func (*AnswerElicitationRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *AnswerElicitationRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *AnswerElicitationRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+func (x *AnswerElicitationRequest) GetElicitationId() string {
+	if x != nil {
+		return x.ElicitationId
+	}
+	return ""
+}
+
+func (x *AnswerElicitationRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *AnswerElicitationRequest) GetContent() *structpb.Struct {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+type AnswerElicitationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The action the agent reported taking.
+	Action        string `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerElicitationResponse) Reset() {
+	*x = AnswerElicitationResponse{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerElicitationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerElicitationResponse) ProtoMessage() {}
+
+func (x *AnswerElicitationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerElicitationResponse.ProtoReflect.Descriptor instead.
+func (*AnswerElicitationResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AnswerElicitationResponse) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
 
 type InterruptTurnRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -45,7 +172,7 @@ type InterruptTurnRequest struct {
 
 func (x *InterruptTurnRequest) Reset() {
 	*x = InterruptTurnRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -57,7 +184,7 @@ func (x *InterruptTurnRequest) String() string {
 func (*InterruptTurnRequest) ProtoMessage() {}
 
 func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -70,7 +197,7 @@ func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptTurnRequest.ProtoReflect.Descriptor instead.
 func (*InterruptTurnRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{0}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *InterruptTurnRequest) GetSessionId() int64 {
@@ -106,7 +233,7 @@ type InterruptTurnResponse struct {
 
 func (x *InterruptTurnResponse) Reset() {
 	*x = InterruptTurnResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -118,7 +245,7 @@ func (x *InterruptTurnResponse) String() string {
 func (*InterruptTurnResponse) ProtoMessage() {}
 
 func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -131,7 +258,7 @@ func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptTurnResponse.ProtoReflect.Descriptor instead.
 func (*InterruptTurnResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{1}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *InterruptTurnResponse) GetInterrupted() bool {
@@ -172,7 +299,7 @@ type GetTranscriptRequest struct {
 
 func (x *GetTranscriptRequest) Reset() {
 	*x = GetTranscriptRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -184,7 +311,7 @@ func (x *GetTranscriptRequest) String() string {
 func (*GetTranscriptRequest) ProtoMessage() {}
 
 func (x *GetTranscriptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -197,7 +324,7 @@ func (x *GetTranscriptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTranscriptRequest.ProtoReflect.Descriptor instead.
 func (*GetTranscriptRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{2}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetTranscriptRequest) GetSessionId() string {
@@ -256,7 +383,7 @@ type GetTranscriptResponse struct {
 
 func (x *GetTranscriptResponse) Reset() {
 	*x = GetTranscriptResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -268,7 +395,7 @@ func (x *GetTranscriptResponse) String() string {
 func (*GetTranscriptResponse) ProtoMessage() {}
 
 func (x *GetTranscriptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -281,7 +408,7 @@ func (x *GetTranscriptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTranscriptResponse.ProtoReflect.Descriptor instead.
 func (*GetTranscriptResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetTranscriptResponse) GetTurns() []*TranscriptTurn {
@@ -317,7 +444,7 @@ type FollowTranscriptRequest struct {
 
 func (x *FollowTranscriptRequest) Reset() {
 	*x = FollowTranscriptRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -329,7 +456,7 @@ func (x *FollowTranscriptRequest) String() string {
 func (*FollowTranscriptRequest) ProtoMessage() {}
 
 func (x *FollowTranscriptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -342,7 +469,7 @@ func (x *FollowTranscriptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowTranscriptRequest.ProtoReflect.Descriptor instead.
 func (*FollowTranscriptRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FollowTranscriptRequest) GetSessionId() string {
@@ -369,7 +496,7 @@ type FollowTranscriptResponse struct {
 
 func (x *FollowTranscriptResponse) Reset() {
 	*x = FollowTranscriptResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +508,7 @@ func (x *FollowTranscriptResponse) String() string {
 func (*FollowTranscriptResponse) ProtoMessage() {}
 
 func (x *FollowTranscriptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +521,7 @@ func (x *FollowTranscriptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowTranscriptResponse.ProtoReflect.Descriptor instead.
 func (*FollowTranscriptResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FollowTranscriptResponse) GetLine() *TranscriptLine {
@@ -425,7 +552,7 @@ type TranscriptTurn struct {
 
 func (x *TranscriptTurn) Reset() {
 	*x = TranscriptTurn{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +564,7 @@ func (x *TranscriptTurn) String() string {
 func (*TranscriptTurn) ProtoMessage() {}
 
 func (x *TranscriptTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +577,7 @@ func (x *TranscriptTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptTurn.ProtoReflect.Descriptor instead.
 func (*TranscriptTurn) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{6}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TranscriptTurn) GetTurnId() string {
@@ -531,7 +658,7 @@ type TranscriptLine struct {
 
 func (x *TranscriptLine) Reset() {
 	*x = TranscriptLine{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -543,7 +670,7 @@ func (x *TranscriptLine) String() string {
 func (*TranscriptLine) ProtoMessage() {}
 
 func (x *TranscriptLine) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -556,7 +683,7 @@ func (x *TranscriptLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptLine.ProtoReflect.Descriptor instead.
 func (*TranscriptLine) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{7}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TranscriptLine) GetId() int64 {
@@ -647,7 +774,7 @@ type GetCloneRequest struct {
 
 func (x *GetCloneRequest) Reset() {
 	*x = GetCloneRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -659,7 +786,7 @@ func (x *GetCloneRequest) String() string {
 func (*GetCloneRequest) ProtoMessage() {}
 
 func (x *GetCloneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -672,7 +799,7 @@ func (x *GetCloneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCloneRequest.ProtoReflect.Descriptor instead.
 func (*GetCloneRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{8}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetCloneRequest) GetSessionId() string {
@@ -691,7 +818,7 @@ type GetCloneResponse struct {
 
 func (x *GetCloneResponse) Reset() {
 	*x = GetCloneResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +830,7 @@ func (x *GetCloneResponse) String() string {
 func (*GetCloneResponse) ProtoMessage() {}
 
 func (x *GetCloneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +843,7 @@ func (x *GetCloneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCloneResponse.ProtoReflect.Descriptor instead.
 func (*GetCloneResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{9}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetCloneResponse) GetClone() *Clone {
@@ -772,7 +899,7 @@ type Clone struct {
 
 func (x *Clone) Reset() {
 	*x = Clone{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -784,7 +911,7 @@ func (x *Clone) String() string {
 func (*Clone) ProtoMessage() {}
 
 func (x *Clone) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -797,7 +924,7 @@ func (x *Clone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Clone.ProtoReflect.Descriptor instead.
 func (*Clone) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{10}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Clone) GetSessionId() int64 {
@@ -936,7 +1063,7 @@ type PreservedArtifacts struct {
 
 func (x *PreservedArtifacts) Reset() {
 	*x = PreservedArtifacts{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1075,7 @@ func (x *PreservedArtifacts) String() string {
 func (*PreservedArtifacts) ProtoMessage() {}
 
 func (x *PreservedArtifacts) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1088,7 @@ func (x *PreservedArtifacts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreservedArtifacts.ProtoReflect.Descriptor instead.
 func (*PreservedArtifacts) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{11}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PreservedArtifacts) GetDir() string {
@@ -1023,7 +1150,7 @@ type GetLatestTranscriptLinesRequest struct {
 
 func (x *GetLatestTranscriptLinesRequest) Reset() {
 	*x = GetLatestTranscriptLinesRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1162,7 @@ func (x *GetLatestTranscriptLinesRequest) String() string {
 func (*GetLatestTranscriptLinesRequest) ProtoMessage() {}
 
 func (x *GetLatestTranscriptLinesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1175,7 @@ func (x *GetLatestTranscriptLinesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLatestTranscriptLinesRequest.ProtoReflect.Descriptor instead.
 func (*GetLatestTranscriptLinesRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{12}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetLatestTranscriptLinesRequest) GetSessionIds() []int64 {
@@ -1069,7 +1196,7 @@ type GetLatestTranscriptLinesResponse struct {
 
 func (x *GetLatestTranscriptLinesResponse) Reset() {
 	*x = GetLatestTranscriptLinesResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1208,7 @@ func (x *GetLatestTranscriptLinesResponse) String() string {
 func (*GetLatestTranscriptLinesResponse) ProtoMessage() {}
 
 func (x *GetLatestTranscriptLinesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1221,7 @@ func (x *GetLatestTranscriptLinesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLatestTranscriptLinesResponse.ProtoReflect.Descriptor instead.
 func (*GetLatestTranscriptLinesResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{13}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetLatestTranscriptLinesResponse) GetLines() []*TranscriptLine {
@@ -1108,7 +1235,16 @@ var File_zimmer_runner_v1_runner_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
-	"%zimmer/runner/v1/runner_service.proto\x12\x10zimmer.runner.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"f\n" +
+	"%zimmer/runner/v1/runner_service.proto\x12\x10zimmer.runner.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"\xc4\x01\n" +
+	"\x18AnswerElicitationRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x17\n" +
+	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12%\n" +
+	"\x0eelicitation_id\x18\x03 \x01(\tR\relicitationId\x12\x16\n" +
+	"\x06action\x18\x04 \x01(\tR\x06action\x121\n" +
+	"\acontent\x18\x05 \x01(\v2\x17.google.protobuf.StructR\acontent\"3\n" +
+	"\x19AnswerElicitationResponse\x12\x16\n" +
+	"\x06action\x18\x01 \x01(\tR\x06action\"f\n" +
 	"\x14InterruptTurnRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x16\n" +
@@ -1205,13 +1341,14 @@ const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\vsession_ids\x18\x01 \x03(\x03R\n" +
 	"sessionIds\"Z\n" +
 	" GetLatestTranscriptLinesResponse\x126\n" +
-	"\x05lines\x18\x01 \x03(\v2 .zimmer.runner.v1.TranscriptLineR\x05lines2\xae\x05\n" +
+	"\x05lines\x18\x01 \x03(\v2 .zimmer.runner.v1.TranscriptLineR\x05lines2\xa4\x06\n" +
 	"\rRunnerService\x12\x9e\x01\n" +
 	"\rGetTranscript\x12&.zimmer.runner.v1.GetTranscriptRequest\x1a'.zimmer.runner.v1.GetTranscriptResponse\"<\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02*\x12(/api/v1/sessions/{session_id}/transcript\x12y\n" +
 	"\x10FollowTranscript\x12).zimmer.runner.v1.FollowTranscriptRequest\x1a*.zimmer.runner.v1.FollowTranscriptResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04self0\x01\x12\x8a\x01\n" +
 	"\bGetClone\x12!.zimmer.runner.v1.GetCloneRequest\x1a\".zimmer.runner.v1.GetCloneResponse\"7\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02%\x12#/api/v1/sessions/{session_id}/clone\x12h\n" +
 	"\rInterruptTurn\x12&.zimmer.runner.v1.InterruptTurnRequest\x1a'.zimmer.runner.v1.InterruptTurnResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x89\x01\n" +
-	"\x18GetLatestTranscriptLines\x121.zimmer.runner.v1.GetLatestTranscriptLinesRequest\x1a2.zimmer.runner.v1.GetLatestTranscriptLinesResponse\"\x06\xea\xe0\x18\x02\b\x03B@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
+	"\x18GetLatestTranscriptLines\x121.zimmer.runner.v1.GetLatestTranscriptLinesRequest\x1a2.zimmer.runner.v1.GetLatestTranscriptLinesResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
+	"\x11AnswerElicitation\x12*.zimmer.runner.v1.AnswerElicitationRequest\x1a+.zimmer.runner.v1.AnswerElicitationResponse\"\x06\xea\xe0\x18\x02\b\x03B@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
 
 var (
 	file_zimmer_runner_v1_runner_service_proto_rawDescOnce sync.Once
@@ -1225,51 +1362,57 @@ func file_zimmer_runner_v1_runner_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_runner_v1_runner_service_proto_rawDescData
 }
 
-var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_zimmer_runner_v1_runner_service_proto_goTypes = []any{
-	(*InterruptTurnRequest)(nil),             // 0: zimmer.runner.v1.InterruptTurnRequest
-	(*InterruptTurnResponse)(nil),            // 1: zimmer.runner.v1.InterruptTurnResponse
-	(*GetTranscriptRequest)(nil),             // 2: zimmer.runner.v1.GetTranscriptRequest
-	(*GetTranscriptResponse)(nil),            // 3: zimmer.runner.v1.GetTranscriptResponse
-	(*FollowTranscriptRequest)(nil),          // 4: zimmer.runner.v1.FollowTranscriptRequest
-	(*FollowTranscriptResponse)(nil),         // 5: zimmer.runner.v1.FollowTranscriptResponse
-	(*TranscriptTurn)(nil),                   // 6: zimmer.runner.v1.TranscriptTurn
-	(*TranscriptLine)(nil),                   // 7: zimmer.runner.v1.TranscriptLine
-	(*GetCloneRequest)(nil),                  // 8: zimmer.runner.v1.GetCloneRequest
-	(*GetCloneResponse)(nil),                 // 9: zimmer.runner.v1.GetCloneResponse
-	(*Clone)(nil),                            // 10: zimmer.runner.v1.Clone
-	(*PreservedArtifacts)(nil),               // 11: zimmer.runner.v1.PreservedArtifacts
-	(*GetLatestTranscriptLinesRequest)(nil),  // 12: zimmer.runner.v1.GetLatestTranscriptLinesRequest
-	(*GetLatestTranscriptLinesResponse)(nil), // 13: zimmer.runner.v1.GetLatestTranscriptLinesResponse
-	(*timestamppb.Timestamp)(nil),            // 14: google.protobuf.Timestamp
+	(*AnswerElicitationRequest)(nil),         // 0: zimmer.runner.v1.AnswerElicitationRequest
+	(*AnswerElicitationResponse)(nil),        // 1: zimmer.runner.v1.AnswerElicitationResponse
+	(*InterruptTurnRequest)(nil),             // 2: zimmer.runner.v1.InterruptTurnRequest
+	(*InterruptTurnResponse)(nil),            // 3: zimmer.runner.v1.InterruptTurnResponse
+	(*GetTranscriptRequest)(nil),             // 4: zimmer.runner.v1.GetTranscriptRequest
+	(*GetTranscriptResponse)(nil),            // 5: zimmer.runner.v1.GetTranscriptResponse
+	(*FollowTranscriptRequest)(nil),          // 6: zimmer.runner.v1.FollowTranscriptRequest
+	(*FollowTranscriptResponse)(nil),         // 7: zimmer.runner.v1.FollowTranscriptResponse
+	(*TranscriptTurn)(nil),                   // 8: zimmer.runner.v1.TranscriptTurn
+	(*TranscriptLine)(nil),                   // 9: zimmer.runner.v1.TranscriptLine
+	(*GetCloneRequest)(nil),                  // 10: zimmer.runner.v1.GetCloneRequest
+	(*GetCloneResponse)(nil),                 // 11: zimmer.runner.v1.GetCloneResponse
+	(*Clone)(nil),                            // 12: zimmer.runner.v1.Clone
+	(*PreservedArtifacts)(nil),               // 13: zimmer.runner.v1.PreservedArtifacts
+	(*GetLatestTranscriptLinesRequest)(nil),  // 14: zimmer.runner.v1.GetLatestTranscriptLinesRequest
+	(*GetLatestTranscriptLinesResponse)(nil), // 15: zimmer.runner.v1.GetLatestTranscriptLinesResponse
+	(*structpb.Struct)(nil),                  // 16: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),            // 17: google.protobuf.Timestamp
 }
 var file_zimmer_runner_v1_runner_service_proto_depIdxs = []int32{
-	6,  // 0: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
-	7,  // 1: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
-	7,  // 2: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
-	14, // 3: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
-	14, // 4: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
-	14, // 5: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
-	10, // 6: zimmer.runner.v1.GetCloneResponse.clone:type_name -> zimmer.runner.v1.Clone
-	14, // 7: zimmer.runner.v1.Clone.trash_after:type_name -> google.protobuf.Timestamp
-	11, // 8: zimmer.runner.v1.Clone.artifacts:type_name -> zimmer.runner.v1.PreservedArtifacts
-	14, // 9: zimmer.runner.v1.Clone.updated_at:type_name -> google.protobuf.Timestamp
-	7,  // 10: zimmer.runner.v1.GetLatestTranscriptLinesResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
-	2,  // 11: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
-	4,  // 12: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
-	8,  // 13: zimmer.runner.v1.RunnerService.GetClone:input_type -> zimmer.runner.v1.GetCloneRequest
-	0,  // 14: zimmer.runner.v1.RunnerService.InterruptTurn:input_type -> zimmer.runner.v1.InterruptTurnRequest
-	12, // 15: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:input_type -> zimmer.runner.v1.GetLatestTranscriptLinesRequest
-	3,  // 16: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
-	5,  // 17: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
-	9,  // 18: zimmer.runner.v1.RunnerService.GetClone:output_type -> zimmer.runner.v1.GetCloneResponse
-	1,  // 19: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
-	13, // 20: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:output_type -> zimmer.runner.v1.GetLatestTranscriptLinesResponse
-	16, // [16:21] is the sub-list for method output_type
-	11, // [11:16] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	16, // 0: zimmer.runner.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	8,  // 1: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
+	9,  // 2: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
+	9,  // 3: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
+	17, // 4: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
+	17, // 5: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
+	17, // 6: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
+	12, // 7: zimmer.runner.v1.GetCloneResponse.clone:type_name -> zimmer.runner.v1.Clone
+	17, // 8: zimmer.runner.v1.Clone.trash_after:type_name -> google.protobuf.Timestamp
+	13, // 9: zimmer.runner.v1.Clone.artifacts:type_name -> zimmer.runner.v1.PreservedArtifacts
+	17, // 10: zimmer.runner.v1.Clone.updated_at:type_name -> google.protobuf.Timestamp
+	9,  // 11: zimmer.runner.v1.GetLatestTranscriptLinesResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
+	4,  // 12: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
+	6,  // 13: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
+	10, // 14: zimmer.runner.v1.RunnerService.GetClone:input_type -> zimmer.runner.v1.GetCloneRequest
+	2,  // 15: zimmer.runner.v1.RunnerService.InterruptTurn:input_type -> zimmer.runner.v1.InterruptTurnRequest
+	14, // 16: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:input_type -> zimmer.runner.v1.GetLatestTranscriptLinesRequest
+	0,  // 17: zimmer.runner.v1.RunnerService.AnswerElicitation:input_type -> zimmer.runner.v1.AnswerElicitationRequest
+	5,  // 18: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
+	7,  // 19: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
+	11, // 20: zimmer.runner.v1.RunnerService.GetClone:output_type -> zimmer.runner.v1.GetCloneResponse
+	3,  // 21: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
+	15, // 22: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:output_type -> zimmer.runner.v1.GetLatestTranscriptLinesResponse
+	1,  // 23: zimmer.runner.v1.RunnerService.AnswerElicitation:output_type -> zimmer.runner.v1.AnswerElicitationResponse
+	18, // [18:24] is the sub-list for method output_type
+	12, // [12:18] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_runner_v1_runner_service_proto_init() }
@@ -1283,7 +1426,7 @@ func file_zimmer_runner_v1_runner_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_runner_v1_runner_service_proto_rawDesc), len(file_zimmer_runner_v1_runner_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

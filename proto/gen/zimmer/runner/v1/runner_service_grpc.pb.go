@@ -24,6 +24,7 @@ const (
 	RunnerService_GetClone_FullMethodName                 = "/zimmer.runner.v1.RunnerService/GetClone"
 	RunnerService_InterruptTurn_FullMethodName            = "/zimmer.runner.v1.RunnerService/InterruptTurn"
 	RunnerService_GetLatestTranscriptLines_FullMethodName = "/zimmer.runner.v1.RunnerService/GetLatestTranscriptLines"
+	RunnerService_AnswerElicitation_FullMethodName        = "/zimmer.runner.v1.RunnerService/AnswerElicitation"
 )
 
 // RunnerServiceClient is the client API for RunnerService service.
@@ -66,6 +67,16 @@ type RunnerServiceClient interface {
 	// up to 500 sessions, in one read: the console's dashboard cards, which
 	// would otherwise ask once per card. Internal.
 	GetLatestTranscriptLines(ctx context.Context, in *GetLatestTranscriptLinesRequest, opts ...grpc.CallOption) (*GetLatestTranscriptLinesResponse, error)
+	// AnswerElicitation hands an answer to the agent process blocked on an
+	// elicitation. The session's workflow owns the turn and routes the answer
+	// to the node running it (an activity on zimmer-runner-<node>), which
+	// writes it on the agent's stdin and answers once the agent has said
+	// what it did with it. Refused with FailedPrecondition, saying which,
+	// when the turn is not running any more, the agent is not waiting on that
+	// elicitation (answered, or it stopped waiting), or its runtime takes no
+	// answers; Unavailable when the node does not answer. Lifecycle calls it
+	// after checking the answer against the requested schema.
+	AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error)
 }
 
 type runnerServiceClient struct {
@@ -135,6 +146,16 @@ func (c *runnerServiceClient) GetLatestTranscriptLines(ctx context.Context, in *
 	return out, nil
 }
 
+func (c *runnerServiceClient) AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AnswerElicitationResponse)
+	err := c.cc.Invoke(ctx, RunnerService_AnswerElicitation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunnerServiceServer is the server API for RunnerService service.
 // All implementations must embed UnimplementedRunnerServiceServer
 // for forward compatibility.
@@ -175,6 +196,16 @@ type RunnerServiceServer interface {
 	// up to 500 sessions, in one read: the console's dashboard cards, which
 	// would otherwise ask once per card. Internal.
 	GetLatestTranscriptLines(context.Context, *GetLatestTranscriptLinesRequest) (*GetLatestTranscriptLinesResponse, error)
+	// AnswerElicitation hands an answer to the agent process blocked on an
+	// elicitation. The session's workflow owns the turn and routes the answer
+	// to the node running it (an activity on zimmer-runner-<node>), which
+	// writes it on the agent's stdin and answers once the agent has said
+	// what it did with it. Refused with FailedPrecondition, saying which,
+	// when the turn is not running any more, the agent is not waiting on that
+	// elicitation (answered, or it stopped waiting), or its runtime takes no
+	// answers; Unavailable when the node does not answer. Lifecycle calls it
+	// after checking the answer against the requested schema.
+	AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error)
 	mustEmbedUnimplementedRunnerServiceServer()
 }
 
@@ -199,6 +230,9 @@ func (UnimplementedRunnerServiceServer) InterruptTurn(context.Context, *Interrup
 }
 func (UnimplementedRunnerServiceServer) GetLatestTranscriptLines(context.Context, *GetLatestTranscriptLinesRequest) (*GetLatestTranscriptLinesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetLatestTranscriptLines not implemented")
+}
+func (UnimplementedRunnerServiceServer) AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AnswerElicitation not implemented")
 }
 func (UnimplementedRunnerServiceServer) mustEmbedUnimplementedRunnerServiceServer() {}
 func (UnimplementedRunnerServiceServer) testEmbeddedByValue()                       {}
@@ -304,6 +338,24 @@ func _RunnerService_GetLatestTranscriptLines_Handler(srv interface{}, ctx contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunnerService_AnswerElicitation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AnswerElicitationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).AnswerElicitation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_AnswerElicitation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).AnswerElicitation(ctx, req.(*AnswerElicitationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunnerService_ServiceDesc is the grpc.ServiceDesc for RunnerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -326,6 +378,10 @@ var RunnerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetLatestTranscriptLines",
 			Handler:    _RunnerService_GetLatestTranscriptLines_Handler,
+		},
+		{
+			MethodName: "AnswerElicitation",
+			Handler:    _RunnerService_AnswerElicitation_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
