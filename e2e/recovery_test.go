@@ -100,6 +100,11 @@ func TestKilledRunnerMidTurnIsRecoveredOnce(t *testing.T) {
 	code, body := api.do(t, "GET", fmt.Sprintf("/api/v1/sessions/%d/transcript", id), "")
 	require.Equal(t, 200, code, body)
 	require.Contains(t, body, "Recovery path: interrupted turn", "the nudge names its path")
+	told := slices.ContainsFunc(timeline(t, api, id, "note"), func(l string) bool {
+		return strings.HasPrefix(l, fmt.Sprintf("[Recovery] Turn session-%d/turn-1 was lost (no heartbeat from node ", id)) &&
+			strings.Contains(l, "Zimmer resumed the session with the recovery nudge (path: interrupted turn; recovery 1 of 12)")
+	})
+	require.True(t, told, "the timeline says what recovery decided and why: %q", timeline(t, api, id, "note"))
 
 	// How long recovery took, against the heartbeat timeout that bounds it
 	// from below (docs/benchmarks.md, Recovery).

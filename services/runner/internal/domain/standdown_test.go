@@ -36,43 +36,89 @@ func TestDecideIsTheStandDownTable(t *testing.T) {
 	}
 }
 
-// PlanLoss: the stand-down table, then each decision's budget (one below
-// it runs, at it the decision is exhausted), then whether the session must
-// be parked first and the queue asked before the nudge.
+// PlanLoss: the stand-down table, then whether the recovery can continue
+// (rule 13: a running session it cannot continue is parked), then each
+// decision's budget (one below it runs, at it the decision is exhausted),
+// then whether the session must be parked first and the queue asked
+// before the nudge.
 func TestPlanLossSpendsEachDecisionsBudget(t *testing.T) {
 	t.Parallel()
 	running := domain.SessionState{Status: rules.StatusRunning}
 	parked := domain.SessionState{Status: rules.StatusNeedsInput, PausedBy: rules.PausedByRecovery}
 	finished := domain.SessionState{Status: rules.StatusNeedsInput}
+	interrupted := domain.Loss{Path: domain.PathInterruptedTurn, Confirmed: true}
+	neverBegan := domain.Loss{Path: domain.PathInterruptedTurn}
+	cloneGone := domain.Loss{Path: domain.PathInterruptedTurn, Confirmed: true, CloneGone: true}
+	found := domain.Loss{Path: domain.PathOrphanSweep, Confirmed: true}
+	rowOf := func(s domain.SessionState) domain.Row { return domain.RowFor(s) }
 	for _, c := range []struct {
 		name                     string
 		s                        domain.SessionState
-		confirmed                bool
+		loss                     domain.Loss
 		recoveries, startReplays int
 		want                     domain.LossPlan
 	}{
-		{"at rest: nothing, whatever was spent", finished, true, domain.MaxRecoveries, domain.MaxStartReplays,
-			domain.LossPlan{Decision: domain.StandDown}},
-		{"running: the queue first, then parked", running, true, 0, 0,
-			domain.LossPlan{Decision: domain.Recover, Park: true, DrainFirst: true}},
-		{"the last recovery of the budget", running, true, domain.MaxRecoveries - 1, 0,
-			domain.LossPlan{Decision: domain.Recover, Park: true, DrainFirst: true}},
-		{"the budget spent: abandoned, parked to rest", running, true, domain.MaxRecoveries, 0,
-			domain.LossPlan{Decision: domain.Recover, Exhausted: true, Park: true}},
-		{"parked already: resumed as it is", parked, true, 3, 0,
-			domain.LossPlan{Decision: domain.Recover}},
-		{"parked already, the budget spent", parked, true, domain.MaxRecoveries, 0,
-			domain.LossPlan{Decision: domain.Recover, Exhausted: true}},
-		{"never began: the start replayed, no queue asked", running, false, 0, 0,
-			domain.LossPlan{Decision: domain.ReplayStart, Park: true}},
-		{"the last replay of the budget", running, false, 0, domain.MaxStartReplays - 1,
-			domain.LossPlan{Decision: domain.ReplayStart, Park: true}},
-		{"the replays spent: the session fails", running, false, 0, domain.MaxStartReplays,
-			domain.LossPlan{Decision: domain.ReplayStart, Exhausted: true, Park: true}},
-		{"stranded mid-start", domain.SessionState{Status: rules.StatusWaiting}, false, 0, 0,
-			domain.LossPlan{Decision: domain.ReplayStart}},
+		{"at rest: nothing, whatever was spent", finished, interrupted, domain.MaxRecoveries, domain.MaxStartReplays,
+			domain.LossPlan{Decision: domain.StandDown, Row: rowOf(finished)}},
+		{"running: the queue first, then parked", running, interrupted, 0, 0,
+			domain.LossPlan{Decision: domain.Recover, Row: rowOf(running), Park: true, DrainFirst: true}},
+		{"the last recovery of the budget", running, interrupted, domain.MaxRecoveries - 1, 0,
+			domain.LossPlan{Decision: domain.Recover, Row: rowOf(running), Park: true, DrainFirst: true}},
+		{"the budget spent: abandoned, parked to rest", running, interrupted, domain.MaxRecoveries, 0,
+			domain.LossPlan{Decision: domain.Recover, Row: rowOf(running), Exhausted: true, Park: true}},
+		{"parked already: resumed as it is", parked, interrupted, 3, 0,
+			domain.LossPlan{Decision: domain.Recover, Row: rowOf(parked)}},
+		{"parked already, the budget spent", parked, interrupted, domain.MaxRecoveries, 0,
+			domain.LossPlan{Decision: domain.Recover, Row: rowOf(parked), Exhausted: true}},
+		{"never began, still running: parked, no queue asked", running, neverBegan, 0, 0,
+			domain.LossPlan{Decision: domain.Park, Row: rowOf(running), Park: true, Cannot: domain.CannotNoConversation}},
+		{"never began, whatever was spent: parked", running, neverBegan, 0, domain.MaxStartReplays,
+			domain.LossPlan{Decision: domain.Park, Row: rowOf(running), Park: true, Cannot: domain.CannotNoConversation}},
+		{"never began, picked up parked: the start replayed", parked, neverBegan, 0, domain.MaxStartReplays - 1,
+			domain.LossPlan{Decision: domain.ReplayStart, Row: rowOf(parked)}},
+		{"the replays spent: the session fails", parked, neverBegan, 0, domain.MaxStartReplays,
+			domain.LossPlan{Decision: domain.ReplayStart, Row: rowOf(parked), Exhausted: true}},
+		{"stranded mid-start", domain.SessionState{Status: rules.StatusWaiting}, neverBegan, 0, 0,
+			domain.LossPlan{Decision: domain.ReplayStart, Row: rowOf(domain.SessionState{Status: rules.StatusWaiting})}},
+		{"the clone gone, still running: parked", running, cloneGone, 0, 0,
+			domain.LossPlan{Decision: domain.Park, Row: rowOf(running), Park: true, Cannot: domain.CannotCloneGone}},
+		{"the clone gone, parked already: stays parked", parked, cloneGone, domain.MaxRecoveries - 1, 0,
+			domain.LossPlan{Decision: domain.Park, Row: rowOf(parked), Cannot: domain.CannotCloneGone}},
+		{"the clone gone through the budget: given up", parked, cloneGone, domain.MaxRecoveries, 0,
+			domain.LossPlan{Decision: domain.Park, Row: rowOf(parked), Exhausted: true, Cannot: domain.CannotCloneGone}},
+		{"a dead agent found: the queue first, else parked", running, found, 0, 0,
+			domain.LossPlan{Decision: domain.Park, Row: rowOf(running), Park: true, DrainFirst: true, Cannot: domain.CannotNothingQueued}},
+		{"a parked session found: resumed with the nudge", parked, found, 0, 0,
+			domain.LossPlan{Decision: domain.Recover, Row: rowOf(parked)}},
 	} {
-		require.Equal(t, c.want, domain.PlanLoss(c.s, c.confirmed, c.recoveries, c.startReplays), c.name)
+		got := domain.PlanLoss(c.s, c.loss, c.recoveries, c.startReplays)
+		require.Equal(t, c.want.Decision, got.Decision, c.name)
+		require.Equal(t, c.want.Row.Session, got.Row.Session, c.name)
+		require.Equal(t, c.want.Row.Recovers, got.Row.Recovers, c.name)
+		require.Equal(t, [3]bool{c.want.Exhausted, c.want.Park, c.want.DrainFirst}, [3]bool{got.Exhausted, got.Park, got.DrainFirst}, c.name)
+		require.Equal(t, c.want.Cannot, got.Cannot, c.name)
+	}
+}
+
+// Every row of the stand-down table is named, and decides as the spec
+// says; the name is what the timeline shows.
+func TestEachRowOfTheStandDownTableSaysWhy(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[domain.SessionState]string{
+		{Status: "running"}: "running: its turn was interrupted",
+		{Status: "needs_input", BlockedOnElicitation: true}: "needs_input, blocked on an elicitation whose process is gone",
+		{Status: "needs_input", PausedBy: "recovery"}:       "needs_input with paused_by: recovery: an earlier recovery parked it",
+		{Status: "needs_input", PausedBy: "mcp_retry"}:      "needs_input with paused_by: mcp_retry: parked for a delayed retry",
+		{Status: "needs_input"}:                             "needs_input with no paused_by: its turn had finished, nothing was interrupted",
+		{Status: "needs_input", PausedBy: "user"}:           "needs_input, paused on purpose: the pause was deliberate",
+		{Status: "waiting", AwaitingWake: true}:             "waiting, asleep on a wake still ahead: the wake will fire",
+		{Status: "waiting"}:                                 "waiting with no wake ahead: stranded mid-start or mid-sleep",
+		{Status: "failed"}:                                  "failed, archived or deleted: at rest for good",
+		{Status: domain.StatusGone}:                         "failed, archived or deleted: at rest for good",
+	} {
+		row := domain.RowFor(s)
+		require.Equal(t, want, row.Session, "%+v", s)
+		require.Equal(t, row.Recovers, domain.Decide(s, true) != domain.StandDown, "%+v", s)
 	}
 }
 

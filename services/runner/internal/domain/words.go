@@ -102,6 +102,13 @@ func RecoveriesReason(recoveries int, path, cause string) string {
 		"it stopped recovering it. Restart the session when its cause is fixed.", recoveries, path, cause)
 }
 
+// CloneGoneReason is why Zimmer abandons recovering a parked session whose
+// clone stayed gone from its node through the whole recovery budget.
+func CloneGoneReason(attempts int, node string) string {
+	return fmt.Sprintf("Zimmer found this session's clone gone from runner node %q %d times in a row; it stopped "+
+		"recovering it. Restore or re-clone the work, then restart the session.", node, attempts)
+}
+
 // StopFailedReason: a live node could not stop a lost turn's process.
 func StopFailedReason(node, turnID, why string) string {
 	return fmt.Sprintf("The runner node %q could not stop the lost turn %s's process (%s); Zimmer will not start another "+
@@ -158,4 +165,58 @@ func StderrTail(lines []string) string {
 		tail = "…" + string(r[len(r)-maxTailChars:])
 	}
 	return "Last stderr lines:\n" + tail
+}
+
+// The lines recovery writes on a session's timeline: one per decision, so
+// the operator reads there what the runner decided and why, not only in its
+// log. A decision that moves the session (a park, a resume) writes its line
+// once its transitions are made; the state machine's own lines say the
+// moves. An abandoned recovery's line is lifecycle's (AbandonRecovery), a
+// failed one's the failure reason.
+
+// recoveryLine starts every recovery line.
+const recoveryLine = "[Recovery] "
+
+// StoodDownLine: the stand-down table's row said the session is at rest.
+func StoodDownLine(turn, cause string, row Row) string {
+	return fmt.Sprintf(recoveryLine+"Turn %s was lost (%s); Zimmer stood down, as the stand-down table says for a session %s.",
+		turn, cause, row.Session)
+}
+
+// NudgedLine: the session was resumed with the recovery nudge naming its
+// path, as turn next; n is the recovery's place in the budget.
+func NudgedLine(turn, path, cause, next string, n int) string {
+	return fmt.Sprintf(recoveryLine+"Turn %s was lost (%s); Zimmer resumed the session with the recovery nudge "+
+		"(path: %s; recovery %d of %d) as turn %s.", turn, cause, path, n, MaxRecoveries, next)
+}
+
+// ReplayedLine: the first prompt runs again in a fresh conversation, as
+// turn next; n is the replay's place in the budget.
+func ReplayedLine(turn, cause, next string, n int) string {
+	return fmt.Sprintf(recoveryLine+"Turn %s was lost before its runtime began a conversation (%s); Zimmer replayed "+
+		"the start: the first prompt runs again in a fresh conversation (replay %d of %d) as turn %s.",
+		turn, cause, n, MaxStartReplays, next)
+}
+
+// HandedOverLine: the queue's next message runs instead of the recovery
+// nudge, as turn next; whatever else is queued stays pending behind it.
+func HandedOverLine(turn, cause, next string) string {
+	return fmt.Sprintf(recoveryLine+"Turn %s was lost (%s); the queue's next message runs instead of the recovery "+
+		"nudge, as turn %s, and the rest of the queue stays pending behind it.", turn, cause, next)
+}
+
+// ParkedLine: the recovery cannot continue the session (cannot says why);
+// it rests in needs_input with paused_by: recovery.
+func ParkedLine(turn, cause, cannot string) string {
+	return fmt.Sprintf(recoveryLine+"The agent's process of turn %s is no longer running (%s), and %s: Zimmer parked "+
+		"the session (needs_input, paused_by: recovery) for a human or the orphan sweep to pick up, instead of "+
+		"resuming it at once.", turn, cause, cannot)
+}
+
+// StillParkedLine: the orphan sweep picked a parked session up, and it
+// still cannot be continued (cannot says why); n is the attempt's place in
+// the recovery budget.
+func StillParkedLine(cannot string, n int) string {
+	return fmt.Sprintf(recoveryLine+"The orphan sweep could not continue the session: %s (attempt %d of %d); it stays "+
+		"parked (paused_by: recovery) for a human or the next sweep.", cannot, n, MaxRecoveries)
 }

@@ -67,5 +67,5 @@ func (s *Server) InterruptTurn(ctx context.Context, req *runnerv1.InterruptTurnR
 	case err != nil:
 		return nil, toStatus(refuse(codes.Unavailable, "interrupt the turn of session %d: %v", req.GetSessionId(), err))
 	}
-	return &runnerv1.InterruptTurnResponse{Interrupted: res.Interrupted, TurnId: res.TurnID}, nil
+	return &runnerv1.InterruptTurnResponse{Interrupted: res.Interrupted, TurnId: res.TurnID, Result: res.Result}, nil
 }

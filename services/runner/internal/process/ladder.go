@@ -80,13 +80,19 @@ func (r Rung) String() string {
 // Termination reports what Terminate did.
 type Termination struct {
 	Rung Rung
+	// GroupRefused is why SIGTERM could not reach the group while the
+	// leader lived (nil when it could, or the leader had ended).
+	GroupRefused error
 	// LeaderSignalled: the group could not be signalled, so SIGTERM went to
-	// the leader alone.
+	// the leader alone; LeaderRefused is why that failed too.
 	LeaderSignalled bool
+	LeaderRefused   error
 	// Swept: group members outlived the leader and its grace and were
 	// SIGKILLed by the sweep.
 	Swept    bool
 	Duration time.Duration
+	// TermGrace is the SIGTERM grace the leader was given.
+	TermGrace time.Duration
 }
 
 // Terminate walks the termination ladder (see the package doc) and returns
@@ -112,7 +118,7 @@ func (p *Process) Terminate(ctx context.Context) (Termination, error) {
 func (p *Process) climb() (Termination, error) {
 	l, cfg := p.leader, p.opts.Ladder
 	start := time.Now()
-	t := Termination{Rung: RungTerm}
+	t := Termination{Rung: RungTerm, TermGrace: cfg.TermGrace}
 	l.markTerminating()
 	if !l.alive() {
 		t.Rung = RungAlreadyEnded
@@ -120,14 +126,18 @@ func (p *Process) climb() (Termination, error) {
 
 	// 1–2. SIGTERM to the group; to the leader alone if the group refused.
 	if err := l.signalGroup(syscall.SIGTERM); err != nil && l.alive() {
-		t.LeaderSignalled = l.signal(syscall.SIGTERM) == nil
+		t.GroupRefused = err
+		t.LeaderRefused = l.signal(syscall.SIGTERM)
+		t.LeaderSignalled = t.LeaderRefused == nil
 	}
 	if !l.waitDead(cfg.TermGrace, cfg.Poll) {
 		// 3. SIGKILL, group first, then the leader if still alive.
 		t.Rung = RungKill
 		_ = l.signalGroup(syscall.SIGKILL) // a refused group does not stop the leader's kill
 		if l.alive() {
-			_ = l.signal(syscall.SIGKILL)
+			if err := l.signal(syscall.SIGKILL); err != nil && t.LeaderRefused == nil {
+				t.LeaderRefused = err
+			}
 		}
 		if !l.waitDead(cfg.KillGrace, cfg.Poll) {
 			t.Duration = time.Since(start)

@@ -200,7 +200,7 @@ func Start(cmd Command, opts Options) (*Process, error) {
 	}
 	parentEnds, childEnds = append(parentEnds, errR), append(childEnds, errW)
 
-	pid, err := children.fork(func() (int, error) {
+	pid, err := children.fork(opts.Labels, func() (int, error) {
 		return syscall.ForkExec(path, argv, &syscall.ProcAttr{
 			Dir:   cmd.Dir,
 			Env:   env,

@@ -35,34 +35,37 @@ func SetChildSubreaper() error {
 // handed out again while a process holds it, so a zombie in one of them is
 // an agent's descendant, which no waiter but the reaper will ever collect.
 // A pass forgets a group once the leader is reaped and no process of the
-// group is left.
+// group is left. Each group keeps its leader's labels (Options.Labels), so
+// a zombie reaped in it is told on its turn's session.
 type registry struct {
 	forkMu sync.RWMutex
 	mu     sync.Mutex
 	pids   map[int]struct{}
-	groups map[int]struct{}
+	groups map[int]map[string]string
 }
 
-var children = &registry{pids: map[int]struct{}{}, groups: map[int]struct{}{}}
+var children = &registry{pids: map[int]struct{}{}, groups: map[int]map[string]string{}}
 
-func (r *registry) fork(start func() (int, error)) (int, error) {
+func (r *registry) fork(labels map[string]string, start func() (int, error)) (int, error) {
 	r.forkMu.RLock()
 	defer r.forkMu.RUnlock()
 	pid, err := start()
 	if err == nil {
 		r.mu.Lock()
 		r.pids[pid] = struct{}{}
-		r.groups[pid] = struct{}{}
+		r.groups[pid] = labels
 		r.mu.Unlock()
 	}
 	return pid, err
 }
 
-func (r *registry) isGroup(pgid int) bool {
+// group reports whether pgid is a group this package started, and its
+// leader's labels.
+func (r *registry) group(pgid int) (labels map[string]string, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.groups[pgid]
-	return ok
+	labels, ok = r.groups[pgid]
+	return labels, ok
 }
 
 // forgetGroups drops the groups whose leader is reaped and which no
@@ -140,6 +143,9 @@ type sighting struct {
 type Reaped struct {
 	Pid    int
 	Status unix.WaitStatus
+	// Labels are those of the agent whose process group it was in
+	// (Options.Labels: its turn and session); nil for any other zombie.
+	Labels map[string]string
 }
 
 var defaultReaper = &ZombieReaper{}
@@ -179,7 +185,8 @@ func (z *ZombieReaper) Pass() ([]Reaped, error) {
 		if p.Ppid != self || p.State != "Z" || children.has(p.Pid) {
 			continue
 		}
-		agents := p.Pgrp != selfGroup && p.Session == selfSession && children.isGroup(p.Pgrp)
+		labels, started := children.group(p.Pgrp)
+		agents := p.Pgrp != selfGroup && p.Session == selfSession && started
 		before, ok := z.seen[p.Pid]
 		if !agents && (!ok || before.startTime != p.StartTime || now.Sub(before.at) < minAge) {
 			if !ok || before.startTime != p.StartTime {
@@ -199,7 +206,11 @@ func (z *ZombieReaper) Pass() ([]Reaped, error) {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("reap zombie %d: %w", p.Pid, err))
 		case pid == p.Pid:
-			reaped = append(reaped, Reaped{Pid: pid, Status: ws})
+			r := Reaped{Pid: pid, Status: ws}
+			if agents {
+				r.Labels = labels
+			}
+			reaped = append(reaped, r)
 		}
 	}
 	z.seen = seen

@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/worker"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -15,6 +17,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clients"
 	"github.com/zimmerhq/zimmer/services/runner/internal/config"
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
 	"github.com/zimmerhq/zimmer/services/runner/internal/store"
 	"github.com/zimmerhq/zimmer/services/runner/internal/sweep"
@@ -131,8 +134,9 @@ func cutOffText(node string, l process.Left) (outcome, note string) {
 func (s *Service) runSweeps(ctx context.Context, cfg config.Config, conn grpc.ClientConnInterface,
 	starter rw.Starter, node worker.Registry,
 ) error {
+	lifecycle := clients.NewLifecycle(conn)
 	orphans := sweep.OrphanedSessions{
-		Lifecycle: clients.NewLifecycle(conn), Workflows: sweep.TemporalWorkflows{Client: s.Temporal},
+		Lifecycle: lifecycle, Workflows: sweep.TemporalWorkflows{Client: s.Temporal},
 		Turns: starter, Logger: s.Logger,
 	}
 	if err := sweep.SetupOrphanedSessions(ctx, s.Temporal, s.Worker, Name, orphans,
@@ -147,6 +151,7 @@ func (s *Service) runSweeps(ctx context.Context, cfg config.Config, conn grpc.Cl
 			for _, r := range reaped {
 				s.Logger.InfoContext(ctx, "reaped a zombie no one was waiting for",
 					"pid", r.Pid, "exit_status", r.Status.ExitStatus(), "signal", r.Status.Signal().String())
+				s.tellReaped(ctx, lifecycle, r)
 			}
 			if err != nil {
 				s.Logger.WarnContext(ctx, "reap zombies", "error", err)
@@ -154,6 +159,29 @@ func (s *Service) runSweeps(ctx context.Context, cfg config.Config, conn grpc.Cl
 		})
 		return nil
 	})
-	reaper := sweep.ZombieReaper{Reap: process.ReapZombies, Logger: s.Logger}
+	reaper := sweep.ZombieReaper{Reap: process.ReapZombies, Logger: s.Logger,
+		Tell: func(ctx context.Context, r process.Reaped) { s.tellReaped(ctx, lifecycle, r) }}
 	return sweep.SetupZombieReaper(ctx, s.Temporal, node, cfg.Node, reaper, cfg.ZombieReapInterval)
+}
+
+// tellReaped writes a zombie the runner reaped on the timeline of the
+// session whose agent's process group it was in (one line, under a note id
+// fixed by the zombie, so the two reapers' passes write it once). A zombie
+// of no agent is only logged; lifecycle not answering costs the line.
+func (s *Service) tellReaped(ctx context.Context, lifecycle *clients.Lifecycle, r process.Reaped) {
+	turnID := r.Labels["turn"]
+	sessionID, err := strconv.ParseInt(r.Labels["session"], 10, 64)
+	if turnID == "" || err != nil {
+		return
+	}
+	how := fmt.Sprintf("it had exited with status %d", r.Status.ExitStatus())
+	if r.Status.Signaled() {
+		how = "it had been killed by " + unix.SignalName(r.Status.Signal())
+	}
+	id := uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "zimmer:runner/zombie/%s/%d", turnID, r.Pid)).String()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := lifecycle.Note(ctx, sessionID, id, domain.ZombieReapedLine(turnID, r.Pid, how), false); err != nil {
+		s.Logger.WarnContext(ctx, "write a reaped zombie on its session's timeline", "session_id", sessionID, "pid", r.Pid, "error", err)
+	}
 }

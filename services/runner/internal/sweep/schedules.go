@@ -64,7 +64,9 @@ func SetupOrphanedSessions(ctx context.Context, c client.Client, shared worker.R
 // ZombieReaper is the zombie reaper's activity.
 type ZombieReaper struct {
 	// Reap runs one pass (process.ReapZombies).
-	Reap   func() ([]process.Reaped, error)
+	Reap func() ([]process.Reaped, error)
+	// Tell, when set, says each zombie reaped on its session's timeline.
+	Tell   func(context.Context, process.Reaped)
 	Logger *slog.Logger
 }
 
@@ -74,6 +76,9 @@ func (z ZombieReaper) ReapZombies(ctx context.Context) (int, error) {
 	for _, r := range reaped {
 		z.logger().InfoContext(ctx, "reaped a zombie no one was waiting for",
 			"pid", r.Pid, "exit_status", r.Status.ExitStatus(), "signal", r.Status.Signal().String())
+		if z.Tell != nil {
+			z.Tell(ctx, r)
+		}
 	}
 	if err != nil {
 		return len(reaped), fmt.Errorf("reap zombies: %w", err)

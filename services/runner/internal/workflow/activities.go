@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sys/unix"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workspace"
 )
@@ -47,6 +49,9 @@ type Lifecycle interface {
 	SessionState(ctx context.Context, sessionID int64) (SessionState, error)
 	// AbandonRecovery gives up recovering the session automatically.
 	AbandonRecovery(ctx context.Context, sessionID int64, reason string) error
+	// Note writes one line on the session's timeline (a warning when
+	// warning); a noteID seen before writes nothing again.
+	Note(ctx context.Context, sessionID int64, noteID, message string, warning bool) error
 }
 
 // RefusedError is lifecycle refusing a transition for the session's state.
@@ -165,7 +170,7 @@ type Activities struct {
 	// proves no process of that turn will ever run on this node.
 	mu sync.Mutex
 	// running maps a running turn's id to its process.
-	running map[string]*process.Process
+	running map[string]runningTurn
 	// followers maps a running turn's id to what follows its output: the
 	// elicitation its agent waits on, where an answer goes.
 	followers map[string]*lineFollower
@@ -182,10 +187,17 @@ type ActivityRegistry interface {
 	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
 }
 
+// runningTurn is a turn's process on this node, and its session.
+type runningTurn struct {
+	p         *process.Process
+	sessionID int64
+}
+
 // RegisterShared registers the activities any runner node runs, on the
 // shared task queue's worker.
 func (a *Activities) RegisterShared(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.Transition, activity.RegisterOptions{Name: ActivityTransition})
+	w.RegisterActivityWithOptions(a.NoteOnTimeline, activity.RegisterOptions{Name: ActivityNoteOnTimeline})
 	w.RegisterActivityWithOptions(a.DrainQueue, activity.RegisterOptions{Name: ActivityDrain})
 	w.RegisterActivityWithOptions(a.SessionState, activity.RegisterOptions{Name: ActivitySessionState})
 	w.RegisterActivityWithOptions(a.AbandonRecovery, activity.RegisterOptions{Name: ActivityAbandonRecovery})
@@ -213,6 +225,16 @@ func (a *Activities) SessionState(ctx context.Context, sessionID int64) (Session
 	return a.Lifecycle.SessionState(ctx, sessionID)
 }
 
+// NoteOnTimeline writes one line on the session's timeline. A note
+// lifecycle refuses as malformed is not retried.
+func (a *Activities) NoteOnTimeline(ctx context.Context, req NoteRequest) error {
+	err := a.Lifecycle.Note(ctx, req.SessionID, req.NoteID, req.Message, req.Warning)
+	if status.Code(err) == codes.InvalidArgument {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrNoteRefused, err)
+	}
+	return err
+}
+
 // RegisterClones registers PrepareWorkspace on the worker of
 // ClonesTaskQueue, which every node polls.
 func (a *Activities) RegisterClones(w ActivityRegistry) {
@@ -225,6 +247,21 @@ func (a *Activities) RegisterNode(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.RunTurn, activity.RegisterOptions{Name: ActivityRunTurn})
 	w.RegisterActivityWithOptions(a.StopTurn, activity.RegisterOptions{Name: ActivityStopTurn})
 	w.RegisterActivityWithOptions(a.DeliverElicitationAnswer, activity.RegisterOptions{Name: ActivityDeliverAnswer})
+	w.RegisterActivityWithOptions(a.CloneOnDisk, activity.RegisterOptions{Name: ActivityCloneOnDisk})
+}
+
+// CloneOnDisk reports whether a session's working directory is still on
+// this node's disk: a recovery resumes a conversation only in its clone.
+// Only its absence counts as gone; any other error is asked again.
+func (a *Activities) CloneOnDisk(_ context.Context, ws Workspace) (bool, error) {
+	_, err := os.Stat(ws.Workdir)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("look for the clone at %s: %w", ws.Workdir, err)
 }
 
 // StopTurn terminates a turn's process running on this node by the ladder
@@ -232,7 +269,10 @@ func (a *Activities) RegisterNode(w ActivityRegistry) {
 // turn already over, or not started, is no error, and may never start
 // afterwards: its answer proves the turn has no process on this node. (Cancelling RunTurn would do the same, but
 // an activity hears of its cancellation only when it next heartbeats.)
-func (a *Activities) StopTurn(ctx context.Context, turnID string) error {
+// It answers the termination's result word (domain.Termination*): already
+// dead when no process of the turn was running. Each step of the ladder is
+// a line on the session's timeline (narrateTermination).
+func (a *Activities) StopTurn(ctx context.Context, turnID string) (string, error) {
 	a.mu.Lock()
 	if a.stopped == nil {
 		a.stopped = map[string]time.Time{}
@@ -244,16 +284,52 @@ func (a *Activities) StopTurn(ctx context.Context, turnID string) error {
 		}
 	}
 	a.stopped[turnID] = now
-	p := a.running[turnID]
+	r, ok := a.running[turnID]
 	a.mu.Unlock()
-	if p == nil {
-		return nil
+	if !ok {
+		return domain.TerminationAlreadyDead, nil
 	}
-	if _, err := p.Terminate(ctx); err != nil {
-		return fmt.Errorf("terminate turn %s: %w", turnID, err)
+	term, err := r.p.Terminate(ctx)
+	result := a.narrateTermination(ctx, r.sessionID, turnID, r.p, term, err)
+	if err != nil {
+		return result, fmt.Errorf("terminate turn %s: %w", turnID, err)
 	}
-	return nil
+	return result, nil
 }
+
+// narrateTermination writes each step the ladder took with a turn's agent
+// on its session's timeline and answers the result word. The lines of one
+// process's termination have fixed note ids, so the callers sharing its
+// one walk (StopTurn, RunTurn's cancellation, a shutdown) write them once.
+// Lifecycle not answering costs the lines, never the termination: they
+// are logged instead.
+func (a *Activities) narrateTermination(ctx context.Context, sessionID int64, turnID string, p *process.Process, t process.Termination, err error) string {
+	d := domain.Termination{
+		Pid: p.Pid(), AlreadyEnded: t.Rung == process.RungAlreadyEnded, LeaderSignalled: t.LeaderSignalled,
+		Killed: t.Rung == process.RungKill, TermGrace: t.TermGrace,
+		PermissionDenied: errors.Is(t.GroupRefused, unix.EPERM) && errors.Is(t.LeaderRefused, unix.EPERM),
+	}
+	if t.GroupRefused != nil {
+		d.GroupRefused = t.GroupRefused.Error()
+	}
+	if err != nil {
+		d.Failed = err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noteTimeout)
+	defer cancel()
+	for i, line := range domain.TerminationLines(turnID, d) {
+		id := uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "zimmer:runner/termination/%s/%d/%d", turnID, p.Pid(), i)).String()
+		if err := a.Lifecycle.Note(ctx, sessionID, id, line, d.Failed != ""); err != nil {
+			a.logger().Warn("write a termination line on the session's timeline", "session_id", sessionID, "turn", turnID,
+				"line", line, "error", err)
+		}
+	}
+	return d.Result()
+}
+
+// noteTimeout bounds writing a process's lines on a timeline: the ladder's
+// caller waits for them.
+const noteTimeout = 5 * time.Second
 
 // stoppedMemory is how long StopTurn's ban on a turn is kept: far longer
 // than a lost RunTurn can take to reach its process's start.
@@ -261,7 +337,7 @@ const stoppedMemory = 24 * time.Hour
 
 // startTurn starts a turn's process unless StopTurn got there first; f
 // follows its output and takes the answers to its elicitations.
-func (a *Activities) startTurn(turnID string, cmd process.Command, opts process.Options, f *lineFollower) (*process.Process, error) {
+func (a *Activities) startTurn(sessionID int64, turnID string, cmd process.Command, opts process.Options, f *lineFollower) (*process.Process, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, ok := a.stopped[turnID]; ok {
@@ -272,10 +348,10 @@ func (a *Activities) startTurn(turnID string, cmd process.Command, opts process.
 		return nil, err
 	}
 	if a.running == nil {
-		a.running = map[string]*process.Process{}
+		a.running = map[string]runningTurn{}
 		a.followers = map[string]*lineFollower{}
 	}
-	a.running[turnID] = p
+	a.running[turnID] = runningTurn{p: p, sessionID: sessionID}
 	f.started(p)
 	a.followers[turnID] = f
 	return p, nil
@@ -411,7 +487,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	// Named in its process record, for the next incarnation's logs (SWEEPS).
 	opts.Labels = map[string]string{"turn": req.TurnID, "session": strconv.FormatInt(req.Session.ID, 10)}
 	a.recordPrompt(ctx, req, composed)
-	p, err := a.startTurn(req.TurnID, process.Command{
+	p, err := a.startTurn(req.Session.ID, req.TurnID, process.Command{
 		Path: launch.Args[0], Args: launch.Args, Dir: launch.Dir,
 		Env: launch.Environ(os.Environ()), Stdin: launch.Stdin, KeepStdinOpen: launch.TakesAnswers,
 	}, opts, follower)
@@ -437,7 +513,9 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 			// node's next incarnation (PathRunnerShutdown) instead of
 			// waiting for a heartbeat to time out.
 			shutdown = true
-			if _, err := p.Terminate(context.WithoutCancel(ctx)); err != nil {
+			term, err := p.Terminate(context.WithoutCancel(ctx))
+			a.narrateTermination(ctx, req.Session.ID, req.TurnID, p, term, err)
+			if err != nil {
 				a.logger().Error("terminate the turn's process at shutdown", "turn", req.TurnID, "error", err)
 			}
 			<-p.Done()
@@ -445,7 +523,9 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 		case <-ctx.Done():
 			// Cancelled (an interrupt) or the heartbeat timed out: no turn
 			// outlives its activity.
-			if _, err := p.Terminate(context.WithoutCancel(ctx)); err != nil {
+			term, err := p.Terminate(context.WithoutCancel(ctx))
+			a.narrateTermination(ctx, req.Session.ID, req.TurnID, p, term, err)
+			if err != nil {
 				a.logger().Error("terminate the turn's process", "turn", req.TurnID, "error", err)
 			}
 			<-p.Done()

@@ -61,6 +61,7 @@ type fakeLifecycle struct {
 	minted       []rw.CredentialRequest
 	revoked      []string
 	requests     []rw.TransitionRequest
+	notes        []timelineNote
 }
 
 func (f *fakeLifecycle) Transition(_ context.Context, req rw.TransitionRequest) error {
@@ -99,6 +100,36 @@ func (f *fakeLifecycle) SessionState(context.Context, int64) (rw.SessionState, e
 }
 
 func (f *fakeLifecycle) AbandonRecovery(context.Context, int64, string) error { return nil }
+
+// timelineNote is a line written on a session's timeline.
+type timelineNote struct {
+	SessionID int64
+	ID        string
+	Message   string
+	Warning   bool
+}
+
+func (f *fakeLifecycle) Note(_ context.Context, sessionID int64, noteID, message string, warning bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range f.notes {
+		if n.ID == noteID {
+			return nil // seen before: written once
+		}
+	}
+	f.notes = append(f.notes, timelineNote{SessionID: sessionID, ID: noteID, Message: message, Warning: warning})
+	return nil
+}
+
+func (f *fakeLifecycle) lines() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, n := range f.notes {
+		out = append(out, n.Message)
+	}
+	return out
+}
 
 type recordingSignaler struct {
 	mu      sync.Mutex
@@ -306,29 +337,11 @@ func TestRunTurnRefusesAnUnknownRuntime(t *testing.T) {
 func TestStopTurnEndsTheProcessByTheLadder(t *testing.T) {
 	t.Parallel()
 	f := newTurnFixture(t)
-	type outcome struct {
-		result rw.TurnResult
-		err    error
-	}
-	done := make(chan outcome, 1)
-	go func() { // require may not fail the test from here: the result travels back
-		val, err := f.env.ExecuteActivity(rw.ActivityRunTurn, rw.RunTurnRequest{
-			Session: rw.SessionSpec{ID: 7, Runtime: "demo"}, TurnID: "session-7/turn-1", Prompt: "@demo sleep 60s",
-			Workspace: rw.Workspace{Workdir: t.TempDir(), StateDir: t.TempDir()},
-		})
-		var o outcome
-		if o.err = err; err == nil {
-			o.err = val.Get(&o.result)
-		}
-		done <- o
-	}()
-	require.Eventually(t, func() bool {
-		f.sink.mu.Lock()
-		defer f.sink.mu.Unlock()
-		return len(f.sink.events) > 0
-	}, 10*time.Second, 10*time.Millisecond, "the agent never spoke")
+	done := f.runInBackground(t, "@demo say ready\n@demo sleep 60s")
 
-	require.NoError(t, f.acts.StopTurn(t.Context(), "session-7/turn-1"))
+	result, err := f.acts.StopTurn(t.Context(), "session-7/turn-1")
+	require.NoError(t, err)
+	require.Equal(t, "terminated", result, "the original's word for a live process the ladder ended")
 	select {
 	case o := <-done:
 		require.NoError(t, o.err)
@@ -337,7 +350,68 @@ func TestStopTurnEndsTheProcessByTheLadder(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("RunTurn did not return after StopTurn")
 	}
-	require.NoError(t, f.acts.StopTurn(t.Context(), "session-7/turn-1"), "a turn already over is no error")
+	lines := f.lifecycle.lines()
+	require.Len(t, lines, 1, "one line for the one step the ladder took: %q", lines)
+	require.Regexp(t, `^\[Process\] SIGTERM sent to the process group of turn session-7/turn-1's agent \(pid \d+\)\. Result: terminated\.$`, lines[0])
+	require.Equal(t, int64(7), f.lifecycle.notes[0].SessionID, "on the session whose process it was")
+
+	result, err = f.acts.StopTurn(t.Context(), "session-7/turn-1")
+	require.NoError(t, err, "a turn already over is no error")
+	require.Equal(t, "already_dead", result)
+	require.Len(t, f.lifecycle.lines(), 1, "and nothing of it is told again")
+}
+
+// An agent that outlives SIGTERM's grace is killed: each rung is a line on
+// its session's timeline, the last with the result word.
+func TestStopTurnTellsTheEscalationToSIGKILL(t *testing.T) {
+	t.Parallel()
+	f := newTurnFixture(t)
+	done := f.runInBackground(t, "@demo ignore-sigterm\n@demo say ready\n@demo sleep 60s")
+
+	result, err := f.acts.StopTurn(t.Context(), "session-7/turn-1")
+	require.NoError(t, err)
+	require.Equal(t, "terminated", result)
+	o := <-done
+	require.NoError(t, o.err)
+	require.Equal(t, "SIGKILL", o.result.Signal)
+	lines := f.lifecycle.lines()
+	require.Len(t, lines, 2, "%q", lines)
+	require.Contains(t, lines[0], "SIGTERM sent to the process group of turn session-7/turn-1's agent")
+	require.Regexp(t, `outlived SIGTERM's 200ms grace: escalated to SIGKILL, its group first\. Result: terminated\.$`, lines[1])
+}
+
+type turnOutcomeOrErr struct {
+	result rw.TurnResult
+	err    error
+}
+
+// runInBackground starts RunTurn for turn 1 with prompt and returns once
+// the agent said "ready"; its outcome arrives on the channel.
+func (f *turnFixture) runInBackground(t *testing.T, prompt string) <-chan turnOutcomeOrErr {
+	t.Helper()
+	done := make(chan turnOutcomeOrErr, 1)
+	go func() { // require may not fail the test from here: the result travels back
+		val, err := f.env.ExecuteActivity(rw.ActivityRunTurn, rw.RunTurnRequest{
+			Session: rw.SessionSpec{ID: 7, Runtime: "demo"}, TurnID: "session-7/turn-1", Prompt: prompt,
+			Workspace: rw.Workspace{Workdir: t.TempDir(), StateDir: t.TempDir()},
+		})
+		var o turnOutcomeOrErr
+		if o.err = err; err == nil {
+			o.err = val.Get(&o.result)
+		}
+		done <- o
+	}()
+	require.Eventually(t, func() bool {
+		f.sink.mu.Lock()
+		defer f.sink.mu.Unlock()
+		for _, e := range f.sink.events {
+			if e.Kind == agent.KindAssistant && e.Text == "ready" {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "the agent never said it was ready")
+	return done
 }
 
 // A StopTurn that found no process proves none of that turn will run on
@@ -346,13 +420,15 @@ func TestStopTurnEndsTheProcessByTheLadder(t *testing.T) {
 func TestStopTurnBeforeTheStartForbidsIt(t *testing.T) {
 	t.Parallel()
 	f := newTurnFixture(t)
-	require.NoError(t, f.acts.StopTurn(t.Context(), "session-7/turn-1"))
+	result, err := f.acts.StopTurn(t.Context(), "session-7/turn-1")
+	require.NoError(t, err)
+	require.Equal(t, "already_dead", result, "no process of the turn ran")
 
 	req := rw.RunTurnRequest{
 		Session: rw.SessionSpec{ID: 7, Runtime: "demo"}, TurnID: "session-7/turn-1", Prompt: "@demo say too late",
 		Workspace: rw.Workspace{Workdir: t.TempDir(), StateDir: t.TempDir()},
 	}
-	_, err := f.env.ExecuteActivity(rw.ActivityRunTurn, req)
+	_, err = f.env.ExecuteActivity(rw.ActivityRunTurn, req)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	require.Equal(t, rw.ErrTurnNotStarted, appErr.Type())
@@ -362,9 +438,9 @@ func TestStopTurnBeforeTheStartForbidsIt(t *testing.T) {
 	req.TurnID = "session-7/turn-2"
 	val, err := f.env.ExecuteActivity(rw.ActivityRunTurn, req)
 	require.NoError(t, err, "another turn of the session is not affected")
-	var result rw.TurnResult
-	require.NoError(t, val.Get(&result))
-	require.Zero(t, result.ExitCode)
+	var ran rw.TurnResult
+	require.NoError(t, val.Get(&ran))
+	require.Zero(t, ran.ExitCode)
 }
 
 // A runner shutting down (a deploy) stops its agents by the ladder and says

@@ -2,9 +2,11 @@ package workflow
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -28,10 +30,12 @@ func (s step) ends() bool { return s.stop || s.next != nil }
 
 // afterLoss carries out what follows the loss of turn lostID (the process
 // is proven gone when prove is false, or proven here): domain.PlanLoss
-// decides on the session as lifecycle has it now and the budgets spent,
-// and this makes it so — nothing, a failure, an abandoned recovery, the
-// queue's next message, or a recovery turn. prompt is the lost
-// turn's, which a replayed start runs again ("" reads the session's own).
+// decides on the session as lifecycle has it now, whether the clone is
+// still on its node and the budgets spent, and this makes it so — nothing,
+// a park, a failure, an abandoned recovery, the queue's next message, or a
+// recovery turn — and says on the session's timeline what it decided and
+// why, in one line. prompt is the lost turn's, which a replayed start runs
+// again ("" reads the session's own).
 func (t *turnRunner) afterLoss(ctx workflow.Context, lostID, path, cause, prompt string, prove bool) (step, error) {
 	st := t.st
 	log := workflow.GetLogger(ctx)
@@ -54,12 +58,30 @@ func (t *turnRunner) afterLoss(ctx workflow.Context, lostID, path, cause, prompt
 	if st.Session.GitRoot == "" && s.Spec.ID != 0 {
 		st.Session = s.Spec // a workflow the orphan sweep started knows only the id
 	}
-	plan := domain.PlanLoss(s, st.Confirmed, st.Recoveries, st.StartReplays)
+	loss := domain.Loss{Path: path, Confirmed: st.Confirmed}
+	plan := domain.PlanLoss(s, loss, st.Recoveries, st.StartReplays)
+	if plan.NeedsTheClone() && st.Workspace != nil {
+		// A turn runs only in its clone: one gone from the node parks the
+		// session instead.
+		onDisk, dead := t.cloneOnDisk(ctx)
+		if dead {
+			return stop, t.nodeDead(ctx, lostID, cause)
+		}
+		if !onDisk {
+			loss.CloneGone = true
+			plan = domain.PlanLoss(s, loss, st.Recoveries, st.StartReplays)
+		}
+	}
 	log.Info("a turn was lost", "turn", lostID, "path", path, "cause", cause, "status", s.Status,
-		"paused_by", s.PausedBy, "decision", plan.Decision.String(), "exhausted", plan.Exhausted)
+		"paused_by", s.PausedBy, "decision", plan.Decision.String(), "row", plan.Row.Session, "exhausted", plan.Exhausted)
+	var line func(next string) string
 	switch {
 	case plan.Decision == domain.StandDown:
-		return stop, nil
+		return stop, t.note(ctx, domain.StoodDownLine(lostID, cause, plan.Row), false)
+	case plan.Decision == domain.Park && plan.Exhausted:
+		return stop, t.abandon(ctx, plan, domain.CloneGoneReason(st.Recoveries, st.Node))
+	case plan.Decision == domain.Park:
+		return t.park(ctx, lostID, cause, prompt, plan)
 	case plan.Decision == domain.ReplayStart && plan.Exhausted:
 		return stop, t.endTransition(ctx, TransitionRequest{Event: EventFail,
 			FailureReason: domain.StartReplaysReason(st.StartReplays, cause, st.Node)})
@@ -67,27 +89,24 @@ func (t *turnRunner) afterLoss(ctx workflow.Context, lostID, path, cause, prompt
 		st.StartReplays++
 		st.Started = false // nothing to resume: the runtime starts afresh
 		if prompt == "" {
+			prompt = st.ParkedPrompt
+		}
+		if prompt == "" {
 			prompt = s.Prompt
 		}
+		st.ParkedPrompt = ""
+		line = func(next string) string { return domain.ReplayedLine(lostID, cause, next, st.StartReplays) }
 	case plan.Exhausted: // domain.Recover
 		return stop, t.abandon(ctx, plan, domain.RecoveriesReason(st.Recoveries, path, cause))
 	default: // domain.Recover
 		st.Recoveries++
 		prompt = domain.RecoveryNudge(path, cause)
+		line = func(next string) string { return domain.NudgedLine(lostID, path, cause, next, st.Recoveries) }
 	}
 	if plan.DrainFirst {
-		// A queued message is delivered instead of the nudge: someone has
-		// taken the session over.
-		h, err := t.drain(ctx, lostID)
-		if err != nil {
-			return stop, err
-		}
-		if t.interrupted {
-			return stop, nil
-		}
-		if h.Delivered {
-			log.Info("the queue handed its next message over instead of the recovery nudge", "lost", lostID, "next", h.JobID)
-			return step{next: &TurnRequest{RequestID: h.JobID, Kind: KindHandOver, JobID: h.JobID, Prompt: h.Prompt, Session: st.Session}}, nil
+		next, err := t.handOverInstead(ctx, lostID, cause)
+		if err != nil || next.ends() {
+			return next, err
 		}
 	}
 	if plan.Park {
@@ -113,7 +132,98 @@ func (t *turnRunner) afterLoss(ctx workflow.Context, lostID, path, cause, prompt
 	if err := t.transition(ctx, TransitionRequest{Event: EventResume, SystemRecovery: true, RunningJobID: id}); err != nil {
 		return stop, refusedIsNothing(ctx, err)
 	}
+	if err := t.note(ctx, line(id), false); err != nil {
+		return stop, err
+	}
 	return step{id: id, prompt: prompt}, nil
+}
+
+// handOverInstead asks the queue for its next message, which runs instead
+// of whatever the recovery would have done: someone has taken the session
+// over. The rest of the queue stays pending behind it. Nothing queued is
+// a step that does not end.
+func (t *turnRunner) handOverInstead(ctx workflow.Context, lostID, cause string) (step, error) {
+	h, err := t.drain(ctx, lostID)
+	if err != nil {
+		return stop, err
+	}
+	if t.interrupted {
+		return stop, nil
+	}
+	if !h.Delivered {
+		return step{}, nil
+	}
+	workflow.GetLogger(ctx).Info("the queue handed its next message over instead of the recovery", "lost", lostID, "next", h.JobID)
+	if err := t.note(ctx, domain.HandedOverLine(lostID, cause, h.JobID), false); err != nil {
+		return stop, err
+	}
+	return step{next: &TurnRequest{RequestID: h.JobID, Kind: KindHandOver, JobID: h.JobID, Prompt: h.Prompt, Session: t.st.Session}}, nil
+}
+
+// park leaves a session its recovery cannot continue (plan.Cannot) in
+// needs_input with paused_by: recovery, for a human or the orphan sweep to
+// pick up — after the queue's next message, when the plan asks it first.
+// A session parked already stays so, spending its recovery budget.
+func (t *turnRunner) park(ctx workflow.Context, lostID, cause, prompt string, plan domain.LossPlan) (step, error) {
+	st := t.st
+	if plan.DrainFirst {
+		next, err := t.handOverInstead(ctx, lostID, cause)
+		if err != nil || next.ends() {
+			return next, err
+		}
+	}
+	if plan.Cannot == domain.CannotNoConversation {
+		// Whatever runs next starts the runtime afresh; the sweep's replay
+		// runs this prompt again.
+		st.Started, st.ParkedPrompt = false, prompt
+	}
+	if !plan.Park {
+		st.Recoveries++
+		return stop, t.note(ctx, domain.StillParkedLine(plan.Cannot, st.Recoveries), true)
+	}
+	if err := t.transition(ctx, TransitionRequest{Event: EventPause, PausedBy: domain.PausedByRecovery}); err != nil {
+		return stop, refusedIsNothing(ctx, err)
+	}
+	return stop, t.note(ctx, domain.ParkedLine(lostID, cause, plan.Cannot), true)
+}
+
+// note writes line on the session's timeline, as a local activity, under a
+// note id drawn once (a retry writes nothing twice). A note lifecycle
+// refuses is logged and skipped: the decision it tells stands.
+func (t *turnRunner) note(ctx workflow.Context, line string, warning bool) error {
+	var id string
+	encoded := workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.NewString() })
+	if err := encoded.Get(&id); err != nil {
+		return fmt.Errorf("draw the timeline note's id: %w", err)
+	}
+	err := askLocally(ctx, ActivityNoteOnTimeline, NoteRequest{SessionID: t.st.Session.ID, NoteID: id, Message: line, Warning: warning}, ErrNoteRefused)
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == ErrNoteRefused {
+		workflow.GetLogger(ctx).Error("lifecycle refused a recovery line", "line", line, "error", err)
+		return nil
+	}
+	return err
+}
+
+// cloneOnDisk asks the session's node whether its clone is still there.
+// dead: the node left the question unserved for NodeDeadAfter. A node that
+// cannot tell counts as having it: the turn then finds out.
+func (t *turnRunner) cloneOnDisk(ctx workflow.Context) (onDisk, dead bool) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              NodeTaskQueue(t.st.Node),
+		ScheduleToStartTimeout: t.st.nodeDeadAfter(),
+		StartToCloseTimeout:    30 * time.Second,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	err := workflow.ExecuteActivity(actx, ActivityCloneOnDisk, *t.st.Workspace).Get(ctx, &onDisk)
+	switch {
+	case err == nil:
+		return onDisk, false
+	case scheduleToStartTimeout(err):
+		return false, true
+	}
+	workflow.GetLogger(ctx).Warn("the node could not say whether the clone is on its disk", "node", t.st.Node, "error", err)
+	return true, false
 }
 
 // recoverRequested is the orphan sweep's request: the session showed no
@@ -154,7 +264,7 @@ func (t *turnRunner) proveGone(ctx workflow.Context, id string) (dead bool, err 
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	for attempt := 1; ; attempt++ {
-		err := workflow.ExecuteActivity(actx, ActivityStopTurn, id).Get(ctx, nil)
+		err := workflow.ExecuteActivity(actx, ActivityStopTurn, id).Get(ctx, new(string))
 		switch {
 		case err == nil:
 			return false, nil

@@ -65,7 +65,15 @@ const (
 	// ActivityAbandonRecovery calls lifecycle's AbandonRecovery
 	// (AbandonRequest).
 	ActivityAbandonRecovery = "zimmer.runner.AbandonRecovery"
-	ActivityStopTurn        = "zimmer.runner.StopTurn"
+	// ActivityStopTurn ends a turn's process on its node by the ladder
+	// (turn id → the result word, domain.Termination*).
+	ActivityStopTurn = "zimmer.runner.StopTurn"
+	// ActivityNoteOnTimeline writes one line on the session's timeline
+	// (NoteRequest): what recovery decided and why.
+	ActivityNoteOnTimeline = "zimmer.runner.NoteOnTimeline"
+	// ActivityCloneOnDisk asks the node holding the clone whether its
+	// working directory is still there (Workspace → bool).
+	ActivityCloneOnDisk = "zimmer.runner.CloneOnDisk"
 )
 
 // ActivityRevokeTurnCredentials revokes every credential minted for a turn
@@ -96,6 +104,9 @@ const (
 	// cannot change (a misconfigured caller, an unknown session): nothing
 	// is handed over and the turn pauses. Never retried.
 	ErrDrainRefused = "DrainRefused"
+	// ErrNoteRefused: lifecycle refused a timeline note as malformed.
+	// Never retried.
+	ErrNoteRefused = "NoteRefused"
 )
 
 // DefaultTurnsPerRun is after how many turns a session's workflow continues
@@ -230,6 +241,18 @@ type InterruptTurnResult struct {
 	// Interrupted: a process was running and the ladder ended it.
 	Interrupted bool
 	TurnID      string
+	// Result is the termination's result word (domain.Termination*), ""
+	// when nothing was interrupted.
+	Result string
+}
+
+// NoteRequest writes one line on a session's timeline; NoteID, drawn once
+// by the workflow, makes a retry harmless.
+type NoteRequest struct {
+	SessionID int64
+	NoteID    string
+	Message   string
+	Warning   bool
 }
 
 // TurnCredentialsRequest revokes the credentials minted for one turn.
@@ -292,6 +315,10 @@ type State struct {
 	// domain.MaxStartReplays).
 	Confirmed    bool
 	StartReplays int
+	// ParkedPrompt is the prompt of a turn lost before its runtime began a
+	// conversation, which parked the session: the orphan sweep's replay of
+	// the start runs it again ("" reads the session's own prompt).
+	ParkedPrompt string
 	// fired counts the transitions this run fired, for their idempotency
 	// keys; unexported, so it starts again with each run (whose id the
 	// keys carry).

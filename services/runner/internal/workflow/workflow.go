@@ -162,6 +162,9 @@ type turnRunner struct {
 	process       string
 	cancelProcess workflow.CancelFunc
 	stopping      bool
+	// stopResult is StopTurn's result word for the process being stopped
+	// ("" until it answers, or when it could not).
+	stopResult string
 }
 
 // interrupt is the InterruptTurn update: it marks the turn interrupted,
@@ -190,14 +193,18 @@ func (t *turnRunner) interrupt(ctx workflow.Context, req InterruptTurnRequest) (
 	workflow.GetLogger(ctx).Info("interrupting the turn", "turn", id, "reason", req.Reason)
 	if !t.stopping {
 		t.stopping = true
-		if err := t.stop(ctx, id, t.cancelProcess); err != nil {
-			return InterruptTurnResult{}, err
-		}
+		t.stopResult = t.stop(ctx, id, t.cancelProcess)
 	}
 	if err := workflow.Await(ctx, func() bool { return t.process != id }); err != nil {
 		return InterruptTurnResult{}, err
 	}
-	return InterruptTurnResult{Interrupted: true, TurnID: id}, nil
+	result := t.stopResult
+	if result == "" {
+		// StopTurn did not answer and the turn's cancellation ended its
+		// process: RunTurn has returned, so it is gone.
+		result = domain.TerminationTerminated
+	}
+	return InterruptTurnResult{Interrupted: true, TurnID: id, Result: result}, nil
 }
 
 // run runs one requested turn to its end. next is the turn the queue handed
@@ -438,7 +445,7 @@ func (t *turnRunner) runProcess(ctx workflow.Context, id, prompt string) (result
 		RuntimeSessionID: st.RuntimeSessionID, Resume: st.Started,
 	})
 	st.Started = true
-	t.process, t.cancelProcess, t.stopping = id, cancelTurn, false
+	t.process, t.cancelProcess, t.stopping, t.stopResult = id, cancelTurn, false, ""
 	defer func() { t.process, t.cancelProcess = "", nil }()
 	done := false
 	sel := workflow.NewSelector(ctx)
@@ -460,7 +467,7 @@ func (t *turnRunner) runProcess(ctx workflow.Context, id, prompt string) (result
 			var stop bool
 			if stop, err = t.leftRunning(ctx); stop {
 				workflow.GetLogger(ctx).Info("the session left running: stopping its turn", "turn", id, "request", r.RequestID)
-				err = t.stop(ctx, id, cancelTurn)
+				t.stop(ctx, id, cancelTurn)
 			}
 		}
 	})
@@ -487,19 +494,22 @@ func (t *turnRunner) runProcess(ctx workflow.Context, id, prompt string) (result
 	return result, runErr, nil
 }
 
-// stop ends the turn's process on its node at once (StopTurn); should the
-// node not answer, cancelling RunTurn stops it at its next heartbeat.
-func (t *turnRunner) stop(ctx workflow.Context, id string, cancelTurn workflow.CancelFunc) error {
+// stop ends the turn's process on its node at once (StopTurn) and answers
+// its result word; should the node not answer, cancelling RunTurn stops it
+// at its next heartbeat, and the answer is "".
+func (t *turnRunner) stop(ctx workflow.Context, id string, cancelTurn workflow.CancelFunc) string {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              NodeTaskQueue(t.st.Node),
 		ScheduleToCloseTimeout: time.Minute,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
-	if err := workflow.ExecuteActivity(actx, ActivityStopTurn, id).Get(ctx, nil); err != nil {
+	var result string
+	if err := workflow.ExecuteActivity(actx, ActivityStopTurn, id).Get(ctx, &result); err != nil {
 		workflow.GetLogger(ctx).Warn("stop the turn on its node; cancelling it instead", "turn", id, "error", err)
 		cancelTurn()
+		return ""
 	}
-	return nil
+	return result
 }
 
 // leftRunning reads the session and reports whether it left running by

@@ -50,6 +50,12 @@ type harness struct {
 	revocations    []rw.TurnCredentialsRequest
 	revokeFails    int
 	revokeAttempts int
+	// notes are the lines written on the session's timeline.
+	notes []rw.NoteRequest
+	// cloneGone: the node answers that the session's clone is not on its
+	// disk; cloneAsks counts the questions.
+	cloneGone bool
+	cloneAsks int
 }
 
 const sessionID = 7
@@ -82,6 +88,20 @@ func newHarness(t *testing.T) *harness {
 			}
 			h.revocations = append(h.revocations, req)
 			return nil
+		}).Maybe()
+	h.env.OnActivity(rw.ActivityNoteOnTimeline, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req rw.NoteRequest) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.notes = append(h.notes, req)
+			return nil
+		}).Maybe()
+	h.env.OnActivity(rw.ActivityCloneOnDisk, mock.Anything, mock.Anything).Return(
+		func(context.Context, rw.Workspace) (bool, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.cloneAsks++
+			return !h.cloneGone, nil
 		}).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, req rw.PrepareRequest) (rw.Workspace, error) {
@@ -408,6 +428,20 @@ func TestCloneFailureFailsTheSessionWithGitsReason(t *testing.T) {
 			return nil
 		})
 	prepares := 0
+	h.env.OnActivity(rw.ActivityNoteOnTimeline, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req rw.NoteRequest) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.notes = append(h.notes, req)
+			return nil
+		}).Maybe()
+	h.env.OnActivity(rw.ActivityCloneOnDisk, mock.Anything, mock.Anything).Return(
+		func(context.Context, rw.Workspace) (bool, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.cloneAsks++
+			return !h.cloneGone, nil
+		}).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(
 		func(context.Context, rw.PrepareRequest) (rw.Workspace, error) {
 			prepares++
@@ -431,6 +465,20 @@ func TestRefusedStartRunsNoTurn(t *testing.T) {
 	acts.RegisterShared(h.env)
 	acts.RegisterNode(h.env)
 	h.env.OnActivity(rw.ActivityRevokeTurnCredentials, mock.Anything, mock.Anything).Return(nil).Maybe()
+	h.env.OnActivity(rw.ActivityNoteOnTimeline, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req rw.NoteRequest) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.notes = append(h.notes, req)
+			return nil
+		}).Maybe()
+	h.env.OnActivity(rw.ActivityCloneOnDisk, mock.Anything, mock.Anything).Return(
+		func(context.Context, rw.Workspace) (bool, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.cloneAsks++
+			return !h.cloneGone, nil
+		}).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(rw.Workspace{Workdir: "/w"}, nil)
 	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
 		temporal.NewNonRetryableApplicationError("lifecycle refused start with the session archived", rw.ErrRefused, nil))
@@ -449,6 +497,20 @@ func TestAFirstTurnAskedAgainAfterARefusedStartRuns(t *testing.T) {
 	acts.RegisterShared(h.env)
 	acts.RegisterNode(h.env)
 	h.env.OnActivity(rw.ActivityRevokeTurnCredentials, mock.Anything, mock.Anything).Return(nil).Maybe()
+	h.env.OnActivity(rw.ActivityNoteOnTimeline, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req rw.NoteRequest) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.notes = append(h.notes, req)
+			return nil
+		}).Maybe()
+	h.env.OnActivity(rw.ActivityCloneOnDisk, mock.Anything, mock.Anything).Return(
+		func(context.Context, rw.Workspace) (bool, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.cloneAsks++
+			return !h.cloneGone, nil
+		}).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(rw.Workspace{Workdir: "/w"}, nil)
 	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req rw.TransitionRequest) error {
@@ -549,9 +611,9 @@ func TestAnInterruptStopsTheTurnOnlyWhenTheSessionLeftRunning(t *testing.T) {
 			h.env.OnActivity(rw.ActivitySessionState, mock.Anything, mock.Anything).Return(tc.state, nil)
 			var stops []string
 			h.env.OnActivity(rw.ActivityStopTurn, mock.Anything, mock.Anything).Return(
-				func(_ context.Context, turnID string) error {
+				func(_ context.Context, turnID string) (string, error) {
 					stops = append(stops, turnID)
-					return nil
+					return "terminated", nil
 				}).Maybe()
 			h.env.RegisterDelayedCallback(func() {
 				h.env.SignalWorkflow(rw.SignalInterrupt, rw.InterruptRequest{RequestID: "ev-9"})
@@ -617,9 +679,9 @@ func TestInterruptTurnHaltsTheProcessAndRoutesNoEnd(t *testing.T) {
 			h.onTurns(processLives, res)
 			var stops []string
 			h.env.OnActivity(rw.ActivityStopTurn, mock.Anything, mock.Anything).Return(
-				func(_ context.Context, turnID string) error {
+				func(_ context.Context, turnID string) (string, error) {
 					stops = append(stops, turnID)
-					return nil
+					return "terminated", nil
 				})
 			answer := h.interruptAt(time.Minute)
 			// A second call while the first waits: idempotent, same answer.
@@ -632,7 +694,8 @@ func TestInterruptTurnHaltsTheProcessAndRoutesNoEnd(t *testing.T) {
 			for _, a := range []*updateAnswer{answer, again} {
 				require.NoError(t, a.err)
 				require.True(t, a.done)
-				require.Equal(t, rw.InterruptTurnResult{Interrupted: true, TurnID: "session-7/turn-1"}, a.result)
+				require.Equal(t, rw.InterruptTurnResult{Interrupted: true, TurnID: "session-7/turn-1", Result: "terminated"}, a.result,
+					"with the node's result word")
 				require.False(t, a.at.Before(start.Add(processLives)), "answered only once RunTurn returned (the process gone)")
 			}
 		})
@@ -645,9 +708,9 @@ func TestInterruptTurnWithNoTurnRunningAnswersAtOnceAndSparesTheNextTurn(t *test
 	start := h.env.Now()
 	h.onTurns(time.Minute, exited(0), exited(0))
 	h.env.OnActivity(rw.ActivityStopTurn, mock.Anything, mock.Anything).Return(
-		func(context.Context, string) error {
+		func(context.Context, string) (string, error) {
 			require.Fail(t, "no turn runs: nothing to stop")
-			return nil
+			return "", nil
 		}).Maybe()
 	answer := h.interruptAt(10 * time.Minute) // idle between turns
 	h.env.RegisterDelayedCallback(func() {
@@ -701,9 +764,9 @@ func TestInterruptTurnNamingATurnHaltsOnlyThatOne(t *testing.T) {
 			h.onTurns(time.Hour, exited(0))
 			var stops []string
 			h.env.OnActivity(rw.ActivityStopTurn, mock.Anything, mock.Anything).Return(
-				func(_ context.Context, turnID string) error {
+				func(_ context.Context, turnID string) (string, error) {
 					stops = append(stops, turnID)
-					return nil
+					return "terminated", nil
 				}).Maybe()
 			answer := h.interruptTurnAt(time.Minute, rw.InterruptTurnRequest{Reason: "queue interrupt", TurnID: tc.turn})
 			h.run(1, first("@demo sleep 60s"))
@@ -711,7 +774,7 @@ func TestInterruptTurnNamingATurnHaltsOnlyThatOne(t *testing.T) {
 			require.NoError(t, answer.err)
 			require.True(t, answer.done)
 			if tc.halted {
-				require.Equal(t, rw.InterruptTurnResult{Interrupted: true, TurnID: tc.turn}, answer.result)
+				require.Equal(t, rw.InterruptTurnResult{Interrupted: true, TurnID: tc.turn, Result: "terminated"}, answer.result)
 				require.Equal(t, []string{tc.turn}, stops)
 				require.Equal(t, []string{rw.EventStart}, h.events(), "the interrupter owns the state")
 				return

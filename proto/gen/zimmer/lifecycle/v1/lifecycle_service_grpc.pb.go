@@ -172,9 +172,11 @@ type LifecycleServiceClient interface {
 	AbandonRecovery(ctx context.Context, in *AbandonRecoveryRequest, opts ...grpc.CallOption) (*AbandonRecoveryResponse, error)
 	// RecordTimelineNote writes one line on a session's timeline about what
 	// another context did to something of the session it owns — the runner's
-	// clone preserved, kept whole, restored, and where its artifacts are — so
-	// the session's page answers "where is my work?". A note_id seen before
-	// writes nothing again, so a retried call is harmless. Internal.
+	// clone preserved, kept whole, restored, and where its artifacts are; what
+	// its recovery decided and why; each step of stopping its agent's process
+	// — so the session's page answers "where is my work?" and "what happened
+	// to my agent?". A note_id seen before writes nothing again, so a retried
+	// call is harmless. Internal.
 	RecordTimelineNote(ctx context.Context, in *RecordTimelineNoteRequest, opts ...grpc.CallOption) (*RecordTimelineNoteResponse, error)
 	// RefreshSession nudges a session that may be stuck, per its state
 	// (session-lifecycle.md, "Manual refresh"): a waiting or failed session
@@ -664,9 +666,11 @@ type LifecycleServiceServer interface {
 	AbandonRecovery(context.Context, *AbandonRecoveryRequest) (*AbandonRecoveryResponse, error)
 	// RecordTimelineNote writes one line on a session's timeline about what
 	// another context did to something of the session it owns — the runner's
-	// clone preserved, kept whole, restored, and where its artifacts are — so
-	// the session's page answers "where is my work?". A note_id seen before
-	// writes nothing again, so a retried call is harmless. Internal.
+	// clone preserved, kept whole, restored, and where its artifacts are; what
+	// its recovery decided and why; each step of stopping its agent's process
+	// — so the session's page answers "where is my work?" and "what happened
+	// to my agent?". A note_id seen before writes nothing again, so a retried
+	// call is harmless. Internal.
 	RecordTimelineNote(context.Context, *RecordTimelineNoteRequest) (*RecordTimelineNoteResponse, error)
 	// RefreshSession nudges a session that may be stuck, per its state
 	// (session-lifecycle.md, "Manual refresh"): a waiting or failed session

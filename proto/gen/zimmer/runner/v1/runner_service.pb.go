@@ -226,7 +226,14 @@ type InterruptTurnResponse struct {
 	// A turn's process was running and is gone now; false when none was.
 	Interrupted bool `protobuf:"varint,1,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
 	// The interrupted turn's id (its running_job_id), when one was.
-	TurnId        string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	TurnId string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// How the termination ladder ended, in the original's words:
+	// "terminated" (the process was alive and is gone), "already_dead" (it
+	// had ended before the ladder reached it), "permission_denied" (it could
+	// not be signalled), "error" (it outlived SIGKILL). Empty when nothing
+	// was interrupted. Each step of the ladder is also a line on the
+	// session's timeline.
+	Result        string `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -271,6 +278,13 @@ func (x *InterruptTurnResponse) GetInterrupted() bool {
 func (x *InterruptTurnResponse) GetTurnId() string {
 	if x != nil {
 		return x.TurnId
+	}
+	return ""
+}
+
+func (x *InterruptTurnResponse) GetResult() string {
+	if x != nil {
+		return x.Result
 	}
 	return ""
 }
@@ -1249,10 +1263,11 @@ const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x17\n" +
-	"\aturn_id\x18\x03 \x01(\tR\x06turnId\"R\n" +
+	"\aturn_id\x18\x03 \x01(\tR\x06turnId\"j\n" +
 	"\x15InterruptTurnResponse\x12 \n" +
 	"\vinterrupted\x18\x01 \x01(\bR\vinterrupted\x12\x17\n" +
-	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"\xc1\x01\n" +
+	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12\x16\n" +
+	"\x06result\x18\x03 \x01(\tR\x06result\"\xc1\x01\n" +
 	"\x14GetTranscriptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
