@@ -105,6 +105,9 @@ const (
 	// paused_by mcp_retry: a retry is already scheduled (automatic
 	// deliveries only).
 	DeliveryRefusal_DELIVERY_REFUSAL_MCP_RETRY DeliveryRefusal = 5
+	// Waiting on a wake-up still ahead (or a watcher) it armed: the wake's
+	// turn takes the queued message (automatic deliveries only).
+	DeliveryRefusal_DELIVERY_REFUSAL_ASLEEP DeliveryRefusal = 6
 )
 
 // Enum value maps for DeliveryRefusal.
@@ -116,6 +119,7 @@ var (
 		3: "DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION",
 		4: "DELIVERY_REFUSAL_AUTH_OUTAGE",
 		5: "DELIVERY_REFUSAL_MCP_RETRY",
+		6: "DELIVERY_REFUSAL_ASLEEP",
 	}
 	DeliveryRefusal_value = map[string]int32{
 		"DELIVERY_REFUSAL_UNSPECIFIED":            0,
@@ -124,6 +128,7 @@ var (
 		"DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION": 3,
 		"DELIVERY_REFUSAL_AUTH_OUTAGE":            4,
 		"DELIVERY_REFUSAL_MCP_RETRY":              5,
+		"DELIVERY_REFUSAL_ASLEEP":                 6,
 	}
 )
 
@@ -180,7 +185,8 @@ type CreateSessionRequest struct {
 	// (read every session, start children of its own). None means
 	// ["sessions"]. Fixed at creation.
 	McpToolGroups []string `protobuf:"bytes,14,rep,name=mcp_tool_groups,json=mcpToolGroups,proto3" json:"mcp_tool_groups,omitempty"`
-	// The needs-input push opt-in; absent means true.
+	// The needs-input push opt-in; absent means false (opt in, as in the
+	// original; the failure push ignores it).
 	PushNotifications *bool `protobuf:"varint,15,opt,name=push_notifications,json=pushNotifications,proto3,oneof" json:"push_notifications,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
@@ -4042,6 +4048,113 @@ func (*RecordTimelineNoteResponse) Descriptor() ([]byte, []int) {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{65}
 }
 
+type ClearTrashExpiryRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The session's archived_at when its clone was found to hold nothing.
+	ArchivedAt    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=archived_at,json=archivedAt,proto3" json:"archived_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearTrashExpiryRequest) Reset() {
+	*x = ClearTrashExpiryRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearTrashExpiryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearTrashExpiryRequest) ProtoMessage() {}
+
+func (x *ClearTrashExpiryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearTrashExpiryRequest.ProtoReflect.Descriptor instead.
+func (*ClearTrashExpiryRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *ClearTrashExpiryRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *ClearTrashExpiryRequest) GetArchivedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ArchivedAt
+	}
+	return nil
+}
+
+type ClearTrashExpiryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when there was nothing to clear (restored or archived again
+	// since, or cleared already).
+	Cleared       bool     `protobuf:"varint,1,opt,name=cleared,proto3" json:"cleared,omitempty"`
+	Session       *Session `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearTrashExpiryResponse) Reset() {
+	*x = ClearTrashExpiryResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearTrashExpiryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearTrashExpiryResponse) ProtoMessage() {}
+
+func (x *ClearTrashExpiryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearTrashExpiryResponse.ProtoReflect.Descriptor instead.
+func (*ClearTrashExpiryResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *ClearTrashExpiryResponse) GetCleared() bool {
+	if x != nil {
+		return x.Cleared
+	}
+	return false
+}
+
+func (x *ClearTrashExpiryResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
@@ -4356,19 +4469,28 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
 	"\awarning\x18\x03 \x01(\bR\awarning\x12\x17\n" +
 	"\anote_id\x18\x04 \x01(\tR\x06noteId\"\x1c\n" +
-	"\x1aRecordTimelineNoteResponse*\x84\x01\n" +
+	"\x1aRecordTimelineNoteResponse\"u\n" +
+	"\x17ClearTrashExpiryRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12;\n" +
+	"\varchived_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"archivedAt\"l\n" +
+	"\x18ClearTrashExpiryResponse\x12\x18\n" +
+	"\acleared\x18\x01 \x01(\bR\acleared\x126\n" +
+	"\asession\x18\x02 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession*\x84\x01\n" +
 	"\fDeliveryMode\x12\x1d\n" +
 	"\x19DELIVERY_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVERY_MODE_IDLE\x10\x01\x12\x1a\n" +
 	"\x16DELIVERY_MODE_HANDOVER\x10\x02\x12!\n" +
-	"\x1dDELIVERY_MODE_AFTER_INTERRUPT\x10\x03*\xda\x01\n" +
+	"\x1dDELIVERY_MODE_AFTER_INTERRUPT\x10\x03*\xf7\x01\n" +
 	"\x0fDeliveryRefusal\x12 \n" +
 	"\x1cDELIVERY_REFUSAL_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15DELIVERY_REFUSAL_BUSY\x10\x01\x12\x1b\n" +
 	"\x17DELIVERY_REFUSAL_CLOSED\x10\x02\x12+\n" +
 	"'DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION\x10\x03\x12 \n" +
 	"\x1cDELIVERY_REFUSAL_AUTH_OUTAGE\x10\x04\x12\x1e\n" +
-	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x052\xab#\n" +
+	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x05\x12\x1b\n" +
+	"\x17DELIVERY_REFUSAL_ASLEEP\x10\x062\xa4$\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -4398,7 +4520,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x12RecordDrainAttempt\x12..zimmer.lifecycle.v1.RecordDrainAttemptRequest\x1a/.zimmer.lifecycle.v1.RecordDrainAttemptResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x89\x01\n" +
 	"\x16ListRecoveryCandidates\x122.zimmer.lifecycle.v1.ListRecoveryCandidatesRequest\x1a3.zimmer.lifecycle.v1.ListRecoveryCandidatesResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
 	"\x0fAbandonRecovery\x12+.zimmer.lifecycle.v1.AbandonRecoveryRequest\x1a,.zimmer.lifecycle.v1.AbandonRecoveryResponse\"\x06\xea\xe0\x18\x02\b\x03\x12}\n" +
-	"\x12RecordTimelineNote\x12..zimmer.lifecycle.v1.RecordTimelineNoteRequest\x1a/.zimmer.lifecycle.v1.RecordTimelineNoteResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\xa1\x01\n" +
+	"\x12RecordTimelineNote\x12..zimmer.lifecycle.v1.RecordTimelineNoteRequest\x1a/.zimmer.lifecycle.v1.RecordTimelineNoteResponse\"\x06\xea\xe0\x18\x02\b\x03\x12w\n" +
+	"\x10ClearTrashExpiry\x12,.zimmer.lifecycle.v1.ClearTrashExpiryRequest\x1a-.zimmer.lifecycle.v1.ClearTrashExpiryResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\xa1\x01\n" +
 	"\x0eRefreshSession\x12*.zimmer.lifecycle.v1.RefreshSessionRequest\x1a+.zimmer.lifecycle.v1.RefreshSessionResponse\"6\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/refresh2\xa0\x01\n" +
 	"\x1bSessionEventConsumerService\x12\x80\x01\n" +
 	"\x13ConsumeSessionEvent\x12/.zimmer.lifecycle.v1.ConsumeSessionEventRequest\x1a0.zimmer.lifecycle.v1.ConsumeSessionEventResponse\"\x06\xea\xe0\x18\x02\b\x03BFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
@@ -4416,7 +4539,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
@@ -4486,124 +4609,130 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*AbandonRecoveryResponse)(nil),               // 65: zimmer.lifecycle.v1.AbandonRecoveryResponse
 	(*RecordTimelineNoteRequest)(nil),             // 66: zimmer.lifecycle.v1.RecordTimelineNoteRequest
 	(*RecordTimelineNoteResponse)(nil),            // 67: zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	(*structpb.Struct)(nil),                       // 68: google.protobuf.Struct
-	(*Session)(nil),                               // 69: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 70: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 71: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 72: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 73: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 74: zimmer.lifecycle.v1.StreamEvent
-	(*durationpb.Duration)(nil),                   // 75: google.protobuf.Duration
-	(*SessionEvent)(nil),                          // 76: zimmer.lifecycle.v1.SessionEvent
+	(*ClearTrashExpiryRequest)(nil),               // 68: zimmer.lifecycle.v1.ClearTrashExpiryRequest
+	(*ClearTrashExpiryResponse)(nil),              // 69: zimmer.lifecycle.v1.ClearTrashExpiryResponse
+	(*structpb.Struct)(nil),                       // 70: google.protobuf.Struct
+	(*Session)(nil),                               // 71: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 72: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 73: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 74: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 75: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 76: zimmer.lifecycle.v1.StreamEvent
+	(*durationpb.Duration)(nil),                   // 77: google.protobuf.Duration
+	(*SessionEvent)(nil),                          // 78: zimmer.lifecycle.v1.SessionEvent
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	68, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	69, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	69, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	70, // 3: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	69, // 4: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	71, // 5: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	69, // 6: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	69, // 7: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	69, // 8: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	69, // 9: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	69, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	72, // 11: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	73, // 12: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	74, // 13: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	69, // 14: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	70, // 0: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	71, // 1: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	71, // 2: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	72, // 3: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	71, // 4: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	73, // 5: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	71, // 6: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	71, // 7: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	71, // 8: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	71, // 9: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	71, // 10: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	74, // 11: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	75, // 12: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	76, // 13: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	71, // 14: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	26, // 15: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	75, // 16: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
+	77, // 16: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
 	28, // 17: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	30, // 18: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	72, // 19: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	74, // 19: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
 	33, // 20: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	72, // 21: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	72, // 22: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	72, // 23: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
+	74, // 21: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	74, // 22: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	74, // 23: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
 	28, // 24: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	33, // 25: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	68, // 26: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	69, // 27: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	69, // 28: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	70, // 26: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	71, // 27: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	71, // 28: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	42, // 29: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
 	42, // 30: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	76, // 31: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	69, // 32: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	78, // 31: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	71, // 32: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	0,  // 33: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
 	1,  // 34: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	69, // 35: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	71, // 35: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	1,  // 36: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	69, // 37: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	72, // 38: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	71, // 37: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	74, // 38: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
 	59, // 39: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
-	72, // 40: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
-	69, // 41: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	2,  // 42: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	4,  // 43: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	6,  // 44: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	36, // 45: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	38, // 46: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	40, // 47: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	43, // 48: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	45, // 49: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	8,  // 50: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	10, // 51: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	16, // 52: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	24, // 53: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	12, // 54: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	14, // 55: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	49, // 56: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	18, // 57: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	20, // 58: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	22, // 59: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	27, // 60: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	31, // 61: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	34, // 62: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	60, // 63: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	62, // 64: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	51, // 65: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	53, // 66: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	57, // 67: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	64, // 68: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
-	66, // 69: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	55, // 70: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	47, // 71: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	3,  // 72: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	5,  // 73: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	7,  // 74: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	37, // 75: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	39, // 76: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	41, // 77: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	44, // 78: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	46, // 79: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	9,  // 80: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	11, // 81: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	17, // 82: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	25, // 83: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	13, // 84: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	15, // 85: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	50, // 86: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	19, // 87: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	21, // 88: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	23, // 89: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	29, // 90: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	32, // 91: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	35, // 92: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	61, // 93: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	63, // 94: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	52, // 95: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	54, // 96: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	58, // 97: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	65, // 98: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
-	67, // 99: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	56, // 100: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	48, // 101: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	72, // [72:102] is the sub-list for method output_type
-	42, // [42:72] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	74, // 40: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	71, // 41: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	74, // 42: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
+	71, // 43: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	2,  // 44: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	4,  // 45: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	6,  // 46: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	36, // 47: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	38, // 48: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	40, // 49: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	43, // 50: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	45, // 51: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	8,  // 52: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	10, // 53: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	16, // 54: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	24, // 55: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	12, // 56: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	14, // 57: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	49, // 58: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	18, // 59: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	20, // 60: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	22, // 61: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	27, // 62: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	31, // 63: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	34, // 64: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	60, // 65: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	62, // 66: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	51, // 67: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	53, // 68: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	57, // 69: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	64, // 70: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	66, // 71: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	68, // 72: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
+	55, // 73: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	47, // 74: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	3,  // 75: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	5,  // 76: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	7,  // 77: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	37, // 78: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	39, // 79: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	41, // 80: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	44, // 81: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	46, // 82: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	9,  // 83: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	11, // 84: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	17, // 85: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	25, // 86: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	13, // 87: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	15, // 88: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	50, // 89: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	19, // 90: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	21, // 91: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	23, // 92: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	29, // 93: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	32, // 94: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	35, // 95: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	61, // 96: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	63, // 97: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	52, // 98: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	54, // 99: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	58, // 100: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	65, // 101: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	67, // 102: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	69, // 103: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
+	56, // 104: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	48, // 105: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	75, // [75:106] is the sub-list for method output_type
+	44, // [44:75] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -4631,7 +4760,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   66,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
