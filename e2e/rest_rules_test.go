@@ -45,7 +45,7 @@ func TestRulesOfRestAndResume(t *testing.T) {
 	// closed): a drain or debounce never scheduled is not found.
 	started := func(t *testing.T, workflowID string) bool {
 		t.Helper()
-		_, err := tc.DescribeWorkflowExecution(t.Context(), workflowID, "")
+		_, err := tc.DescribeWorkflow(t.Context(), workflowID, "")
 		var notFound *serviceerror.NotFound
 		if errors.As(err, &notFound) {
 			return false
