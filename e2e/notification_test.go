@@ -150,7 +150,8 @@ func (c restClient) notifications(t *testing.T, query string) ([]notification, i
 }
 
 // TestNotifications drives issue 14 on the real binaries with the demo
-// agent: a session that ends its turn is pushed to the operator once the
+// agent: a session opted in (push_notifications, off by default since
+// issue 23) that ends its turn is pushed to the operator once the
 // pause has lasted the debounce — one notification in the inbox (REST and
 // MCP) and one signed webhook delivery — and a flap (a follow-up right
 // after the pause, then a pause) still gives one, for the latest pause; an
@@ -171,7 +172,7 @@ func TestNotifications(t *testing.T) {
 	t.Run("pushes", func(t *testing.T) {
 		t.Run("a pause is pushed once, after the debounce", func(t *testing.T) {
 			t.Parallel()
-			id := api.createRunning(t, repo, "@demo say ready for review")
+			id := api.createPushed(t, repo, "@demo say ready for review")
 			api.waitStatus(t, id, "needs_input")
 			query := fmt.Sprintf("session_id=%d&type=needs_input&include_dismissed=true", id)
 
@@ -208,7 +209,7 @@ func TestNotifications(t *testing.T) {
 
 		t.Run("a flap is pushed once, for the latest pause", func(t *testing.T) {
 			t.Parallel()
-			id := api.createRunning(t, repo, "@demo say first pause")
+			id := api.createPushed(t, repo, "@demo say first pause")
 			api.waitStatus(t, id, "needs_input")
 			code, body := api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/follow_up", id), `{"prompt":"@demo say second pause"}`)
 			require.Equal(t, http.StatusOK, code, "delivered at once to the idle session: %s", body)

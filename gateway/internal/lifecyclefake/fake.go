@@ -268,3 +268,8 @@ func (t *triggers) CancelTrigger(ctx context.Context, req *lifecyclev1.CancelTri
 func (t *triggers) AwaitingScheduledWake(ctx context.Context, req *lifecyclev1.AwaitingScheduledWakeRequest) (*lifecyclev1.AwaitingScheduledWakeResponse, error) {
 	return grpcfake.Answer[*lifecyclev1.AwaitingScheduledWakeResponse](ctx, t.s.Recorder, req)
 }
+
+// ClearTrashExpiry implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) ClearTrashExpiry(ctx context.Context, req *lifecyclev1.ClearTrashExpiryRequest) (*lifecyclev1.ClearTrashExpiryResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.ClearTrashExpiryResponse](ctx, s.Recorder, req)
+}

@@ -47,9 +47,9 @@ func getNotificationsTool() mcpgo.Tool {
 	return mcpgo.NewTool(ToolGetNotifications,
 		mcpgo.WithToolTitle("Get notifications"),
 		mcpgo.WithDescription("List the operator's notifications, newest first: needs_input (a session paused and waits for its next "+
-			"message; pushed once the pause has lasted a while), failure (a session failed), elicitation (an agent asks a question) and "+
-			"agent_message (an agent's send_push_notification). Each shows whether it is read, dismissed, and stale (the session moved on "+
-			"since). Dismissed ones are left out unless include_dismissed. The answer counts the unread ones across every page."),
+			"message; pushed, for a session opted in with push_notifications, once the pause has lasted a while), failure (a session failed; "+
+			"pushed whatever the opt-in), elicitation (an agent asks a question) and agent_message (an agent's send_push_notification). "+
+			"Each shows whether it is read, dismissed, and stale (the session resumed since, which stales all of its earlier ones). Dismissed ones are left out unless include_dismissed. The answer counts the unread ones across every page."),
 		mcpgo.WithBoolean("unread", mcpgo.Description("Only unread notifications.")),
 		mcpgo.WithString("type", mcpgo.Enum(notificationTypes...), mcpgo.Description("Only notifications of this type.")),
 		mcpgo.WithString("session_id", mcpgo.Description("Only notifications about this session: "+sessionIDDoc+".")),

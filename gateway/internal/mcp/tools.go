@@ -72,8 +72,9 @@ func startSessionTool() mcpgo.Tool {
 			mcpgo.Description("The MCP tool groups the session's credentials open: \""+rules.ToolGroupSelfSession+"\" (its own session's tools; every "+
 				"credential has them) and \""+rules.ToolGroupSessions+"\" (read every session, start children of its own). Default [\""+
 				rules.ToolGroupSessions+"\"].")),
-		mcpgo.WithBoolean("push_notifications", mcpgo.Description("Whether the operator is pushed a notification when the session "+
-			"pauses and waits for its next message (once the pause has lasted a while). Default true. A failure is pushed either way.")),
+		mcpgo.WithBoolean("push_notifications", mcpgo.Description(fmt.Sprintf("Whether the operator is pushed a notification when the session "+
+			"pauses and waits for its next message (once the pause has lasted a while). Default %t: opt a session in. A failure is pushed either way.",
+			rules.DefaultPushNotifications))),
 		mcpgo.WithReadOnlyHintAnnotation(false),
 		mcpgo.WithDestructiveHintAnnotation(false),
 		mcpgo.WithIdempotentHintAnnotation(false),

@@ -68,6 +68,18 @@ const (
 	DefaultHeartbeatSeconds = 60
 )
 
+// DefaultPushNotifications is a new session's needs-input push opt-in when
+// its creator says nothing: off, as in the original — an operator opts a
+// session in (the failure push ignores it either way).
+const DefaultPushNotifications = false
+
+// MCPFailureMetadataKeys are the custom_metadata keys the MCP-failure check
+// leaves on a session (the original's): stale once the session resumes, so
+// a resume (and the unarchive's restoration) removes them, and no other key.
+func MCPFailureMetadataKeys() []string {
+	return []string{"should_fail_session", "mcp_connection_checked", "mcp_failed_servers", "mcp_failure_reason", "mcp_servers_status"}
+}
+
 // Page sizes for lists; pages are 1-based.
 const (
 	DefaultPerPage = 25

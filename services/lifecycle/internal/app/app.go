@@ -106,8 +106,9 @@ type Change struct {
 	// Marked is the session with its markers changed outside the state
 	// machine — one more attempt of the queue's after-pause drain counted
 	// (domain.RecordDrainAttempt), a recovery abandoned
-	// (domain.AbandonRecovery) — and the timeline lines saying so. It
-	// announces nothing: no other context acts on these markers.
+	// (domain.AbandonRecovery), the trash deadline of a session nothing is
+	// retained of dropped (domain.ClearTrashExpiry) — and the timeline
+	// lines saying so. It announces nothing: no other context acts on these.
 	Marked *Marking
 	// Armed is a trigger inserted (triggers.go), with what arming did to
 	// the session.
@@ -486,6 +487,9 @@ type Sessions struct {
 	// Elicitations lists and answers what agents are blocked on; its
 	// Answerer is the runner, set by the composition root.
 	Elicitations Elicitations
+	// ClearTrash is the runner's: nothing of an archived session is
+	// retained any more.
+	ClearTrash ClearTrashExpiry
 }
 
 // DefaultTrashRetention is the spec's TRASH_RETENTION_PERIOD.
@@ -506,9 +510,10 @@ func NewSessions(repo SessionRepository, clk clock.Clock, trashRetention time.Du
 		Delete:     DeleteSession{Repo: repo},
 
 		Deliver:      DeliverTurn{Repo: repo, Clock: clk},
-		DrainAttempt: RecordDrainAttempt{Repo: repo},
+		DrainAttempt: RecordDrainAttempt{Repo: repo, Clock: clk},
 		Abandon:      AbandonRecovery{Repo: repo, Clock: clk},
 		Elicitations: Elicitations{Repo: repo, Clock: clk},
+		ClearTrash:   ClearTrashExpiry{Repo: repo},
 	}
 }
 

@@ -72,7 +72,10 @@ func (uc DeliverTurn) Handle(ctx context.Context, id int64, cmd domain.DeliverCo
 
 // RecordDrainAttempt counts one attempt of the queue's after-pause drain
 // (domain.RecordDrainAttempt) under the session's lock.
-type RecordDrainAttempt struct{ Repo SessionRepository }
+type RecordDrainAttempt struct {
+	Repo  SessionRepository
+	Clock clock.Clock
+}
 
 // Handle returns the attempts of this idle spell, this one included, or
 // why none was counted.
@@ -84,9 +87,9 @@ func (uc RecordDrainAttempt) Handle(ctx context.Context, id int64) (int, *domain
 		attempts int
 		refused  *domain.DeliveryRefused
 	)
-	_, err := uc.Repo.Update(ctx, domain.SessionRef{ID: id}, func(s domain.Session, _ domain.Wakes) (Change, error) {
+	_, err := uc.Repo.Update(ctx, domain.SessionRef{ID: id}, func(s domain.Session, wakes domain.Wakes) (Change, error) {
 		attempts, refused = 0, nil // a retried transaction decides afresh
-		counted, why := domain.RecordDrainAttempt(s)
+		counted, why := domain.RecordDrainAttempt(s, wakes.Asleep(uc.Clock.Now()))
 		if why != nil {
 			refused = why
 			return Change{Nothing: true}, nil

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
@@ -41,4 +42,39 @@ func (uc AbandonRecovery) Handle(ctx context.Context, id int64, reason, by strin
 	}
 	got, err := uc.Repo.Get(ctx, domain.SessionRef{ID: id})
 	return got, abandoned, err
+}
+
+// ClearTrashExpiry drops an archived session's trash deadline once nothing
+// of it is retained (domain.ClearTrashExpiry), under the session's lock.
+type ClearTrashExpiry struct{ Repo SessionRepository }
+
+// Handle returns the session as it stands, and whether this call cleared
+// its deadline (false: not that archive's, or cleared already).
+func (uc ClearTrashExpiry) Handle(ctx context.Context, id int64, archivedAt time.Time) (domain.Session, bool, error) {
+	var vs validation.Violations
+	if id <= 0 {
+		vs.Add("session_id", "is required: the numeric id of the session")
+	}
+	if archivedAt.IsZero() {
+		vs.Add("archived_at", "is required: the archive whose trash holds nothing any more")
+	}
+	if err := vs.Err(); err != nil {
+		return domain.Session{}, false, err
+	}
+	var cleared bool
+	c, err := uc.Repo.Update(ctx, domain.SessionRef{ID: id}, func(s domain.Session, _ domain.Wakes) (Change, error) {
+		got, ok := domain.ClearTrashExpiry(s, archivedAt)
+		if cleared = ok; !ok {
+			return Change{Nothing: true}, nil
+		}
+		return Change{Marked: &Marking{Session: got}}, nil
+	})
+	if err != nil {
+		return domain.Session{}, false, err
+	}
+	if c.Marked != nil {
+		return c.Marked.Session, cleared, nil
+	}
+	got, err := uc.Repo.Get(ctx, domain.SessionRef{ID: id})
+	return got, cleared, err
 }

@@ -64,6 +64,10 @@ const (
 	// RefusedMCPRetry: paused for an MCP retry, which carries the original
 	// prompt again (automatic deliveries only).
 	RefusedMCPRetry
+	// RefusedAsleep: waiting on a wake-up still ahead (or a watcher) it
+	// armed; the wake's turn hands the queued message over, and a turn now
+	// would wake it early (automatic deliveries only).
+	RefusedAsleep
 )
 
 // PausedByMCPRetry is the paused_by of a session paused while a retry of a
@@ -133,7 +137,7 @@ func (c DeliverCommand) Validate() error {
 // for the turn (AsksForTurn, with TurnPrompt) unless it is a handover,
 // whose runner runs the prompt itself. It is pure.
 func Deliver(s Session, cmd DeliverCommand, env Env) (Outcome, *DeliveryRefused, error) {
-	if refused := refuseDelivery(s, cmd.Mode, cmd.FromJobID, cmd.Automatic); refused != nil {
+	if refused := refuseDelivery(s, cmd.Mode, cmd.FromJobID, cmd.Automatic, env.Wakes.Asleep(env.Now)); refused != nil {
 		return Outcome{}, refused, nil
 	}
 	var out Outcome
@@ -190,9 +194,10 @@ func deliveryLine(cmd DeliverCommand, setsGoal bool) string {
 // RecordDrainAttempt counts one attempt of the queue's after-pause drain:
 // only when the session is at rest and an automatic delivery could go to
 // it, so the count is the budget of this idle spell (resume clears it).
-// Otherwise it counts nothing and says why. It is pure.
-func RecordDrainAttempt(s Session) (Session, *DeliveryRefused) {
-	if refused := refuseDelivery(s, DeliverToIdle, "", true); refused != nil {
+// Otherwise it counts nothing and says why. asleep is whether the session
+// sleeps on a wake it armed (Wakes.Asleep). It is pure.
+func RecordDrainAttempt(s Session, asleep bool) (Session, *DeliveryRefused) {
+	if refused := refuseDelivery(s, DeliverToIdle, "", true, asleep); refused != nil {
 		return s, refused
 	}
 	s.Markers.DrainAttempts++
@@ -201,7 +206,10 @@ func RecordDrainAttempt(s Session) (Session, *DeliveryRefused) {
 
 // refuseDelivery says why s cannot take a delivery in mode now, or nil.
 // Closed and blocked come first: no mode and no caller gets past them.
-func refuseDelivery(s Session, mode DeliveryMode, fromJobID string, automatic bool) *DeliveryRefused {
+// asleep: s sleeps on a wake-up it armed, which only an automatic delivery
+// (the queue's own drain) respects — a caller's follow-up is a deliberate
+// resume, which cancels the wake (the spec's resume).
+func refuseDelivery(s Session, mode DeliveryMode, fromJobID string, automatic, asleep bool) *DeliveryRefused {
 	refuse := func(r DeliveryRefusal, format string, a ...any) *DeliveryRefused {
 		return &DeliveryRefused{Reason: r, Message: fmt.Sprintf("session %d ", s.ID) + fmt.Sprintf(format, a...)}
 	}
@@ -217,6 +225,8 @@ func refuseDelivery(s Session, mode DeliveryMode, fromJobID string, automatic bo
 		return refuse(RefusedAuthOutage, "is parked for an auth or quota outage (%s): a fresh turn would hit the same wall", m.AuthOutageReason)
 	case automatic && m.PausedBy == PausedByMCPRetry:
 		return refuse(RefusedMCPRetry, "was paused for an MCP retry, which carries its prompt again; delivering now would race it")
+	case automatic && s.Status == StatusWaiting && asleep:
+		return refuse(RefusedAsleep, "is asleep on a wake-up it armed: the wake's turn takes the queued message, and a turn now would wake it early")
 	}
 	switch mode {
 	case DeliverToIdle:

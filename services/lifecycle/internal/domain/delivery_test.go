@@ -202,7 +202,7 @@ func TestRecordDrainAttemptCountsOnlyWhatAnAutomaticDeliveryCouldReach(t *testin
 	t.Parallel()
 	s := session(domain.StatusNeedsInput)
 	s.Markers.DrainAttempts = 2
-	counted, refused := domain.RecordDrainAttempt(s)
+	counted, refused := domain.RecordDrainAttempt(s, false)
 	require.Nil(t, refused)
 	require.Equal(t, 3, counted.Markers.DrainAttempts)
 
@@ -210,12 +210,22 @@ func TestRecordDrainAttemptCountsOnlyWhatAnAutomaticDeliveryCouldReach(t *testin
 		domain.StatusRunning: domain.RefusedBusy, domain.StatusArchived: domain.RefusedClosed, domain.StatusFailed: domain.RefusedClosed,
 	} {
 		s := session(st)
-		got, refused := domain.RecordDrainAttempt(s)
+		got, refused := domain.RecordDrainAttempt(s, false)
 		require.Equal(t, want, refused.Reason, st.String())
 		require.Zero(t, got.Markers.DrainAttempts)
 	}
 	parked := session(domain.StatusWaiting)
 	parked.Markers.AuthOutageReason = "login pool empty"
-	_, refused = domain.RecordDrainAttempt(parked)
+	_, refused = domain.RecordDrainAttempt(parked, false)
 	require.Equal(t, domain.RefusedAuthOutage, refused.Reason, "the drain is automatic")
+
+	// Issue 23 rule 7: a session asleep on a wake it armed is not woken by
+	// its own queue — the wake's turn takes the message; awake (an overdue
+	// wake is a stall, needs_input keeps its watchers) it is counted.
+	_, refused = domain.RecordDrainAttempt(session(domain.StatusWaiting), true)
+	require.Equal(t, domain.RefusedAsleep, refused.Reason)
+	_, refused = domain.RecordDrainAttempt(session(domain.StatusWaiting), false)
+	require.Nil(t, refused)
+	_, refused = domain.RecordDrainAttempt(session(domain.StatusNeedsInput), true)
+	require.Nil(t, refused)
 }

@@ -96,7 +96,8 @@ type NewSession struct {
 	CustomMetadata  map[string]any
 	// MCPToolGroups: none means rules.DefaultToolGroups.
 	MCPToolGroups []string
-	// PushNotifications: nil means true (pushed).
+	// PushNotifications: nil means rules.DefaultPushNotifications (not
+	// pushed: an operator opts a session in).
 	PushNotifications *bool
 }
 
@@ -219,8 +220,16 @@ func (n NewSession) Build(parent *Session, now time.Time) (Session, error) {
 
 		HeartbeatIntervalSeconds: DefaultHeartbeatSeconds,
 		MCPToolGroups:            NormalizeToolGroups(n.MCPToolGroups),
-		PushNotifications:        n.PushNotifications == nil || *n.PushNotifications,
+		PushNotifications:        n.pushNotifications(),
 	}, nil
+}
+
+// pushNotifications is the opt-in the creator asked for, else the default.
+func (n NewSession) pushNotifications() bool {
+	if n.PushNotifications == nil {
+		return rules.DefaultPushNotifications
+	}
+	return *n.PushNotifications
 }
 
 // SessionRef addresses a session by numeric id or by slug.

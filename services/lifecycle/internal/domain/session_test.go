@@ -99,12 +99,12 @@ func TestBuildInheritsGenesisAndDefaults(t *testing.T) {
 	require.Equal(t, domain.SchedulingPriority, root.SchedulingClass)
 	require.NotNil(t, root.CustomMetadata)
 	require.Equal(t, now, root.CreatedAt)
-	require.True(t, root.PushNotifications, "pushed unless the caller opts out")
-	off := valid()
-	off.PushNotifications = ptr(false)
-	muted, err := off.Build(nil, now)
+	require.False(t, root.PushNotifications, "not pushed unless the operator opts in (issue 23 rule 8)")
+	on := valid()
+	on.PushNotifications = ptr(true)
+	pushed, err := on.Build(nil, now)
 	require.NoError(t, err)
-	require.False(t, muted.PushNotifications)
+	require.True(t, pushed.PushNotifications)
 
 	parent := domain.Session{ID: 7, Genesis: "web_ui", SchedulingClass: domain.SchedulingSpot}
 	n := valid()

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"time"
@@ -299,6 +300,10 @@ type Outcome struct {
 	// TurnPrompt is the prompt of the turn AsksForTurn asks for: a
 	// delivery's; "" for a restart (the runner's continue nudge).
 	TurnPrompt string
+	// MetadataRemoved are the custom_metadata keys the transition removed
+	// (a resume's stale MCP-failure markers); the store removes exactly
+	// these, so a transition never rewrites the rest of the object.
+	MetadataRemoved []string
 	// AlreadyApplied: a call with the same idempotency key applied this
 	// transition before; nothing changed now, and Session is the session
 	// as it stands (From is the state the first call moved it from).
@@ -393,7 +398,7 @@ func (t *transition) isFork() bool {
 func (t *transition) resume(cmd Command) {
 	t.effect(RecordFlags{})
 	m := &t.s.Markers
-	m.MCPFailure = ""
+	t.clearStaleMCPFailure()
 	m.PausedBy = ""
 	m.BlockedOnElicitation = false
 	m.Elicitation = nil
@@ -477,11 +482,33 @@ func (t *transition) restore(cmd Command, from Status) {
 	m.BlockedOnElicitation = false
 	m.Elicitation = nil
 	m.LostElicitation = nil
-	m.MCPFailure = ""
+	t.clearStaleMCPFailure()
 	m.DrainAttempts = 0
 	m.RecoveryAbandoned = ""
 	t.clearPendingSleep()
 	t.log(TimelineTransition, UnarchiveLine(cmd.Actor, from, t.s.Status, EventUnarchiveToNeedsInput))
+}
+
+// clearStaleMCPFailure drops what an earlier MCP-failure check left: the
+// marker, and the custom_metadata keys the original clears on resume
+// (rules.MCPFailureMetadataKeys) — those and no other key. A resumed
+// session that kept them would be failed again on a stale flag.
+func (t *transition) clearStaleMCPFailure() {
+	t.s.Markers.MCPFailure = ""
+	var md map[string]any
+	for _, k := range rules.MCPFailureMetadataKeys() {
+		if _, ok := t.s.CustomMetadata[k]; !ok {
+			continue
+		}
+		if md == nil {
+			md = maps.Clone(t.s.CustomMetadata) // the caller's session is not changed
+		}
+		delete(md, k)
+		t.out.MetadataRemoved = append(t.out.MetadataRemoved, k)
+	}
+	if md != nil {
+		t.s.CustomMetadata = md
+	}
 }
 
 // pause performs the spec's eight steps, in order.

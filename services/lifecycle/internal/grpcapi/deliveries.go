@@ -20,6 +20,7 @@ var (
 		domain.RefusedBlockedOnElicitation: lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION,
 		domain.RefusedAuthOutage:           lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_AUTH_OUTAGE,
 		domain.RefusedMCPRetry:             lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_MCP_RETRY,
+		domain.RefusedAsleep:               lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_ASLEEP,
 	}
 )
 

@@ -2,6 +2,7 @@ package grpcapi
 
 import (
 	"context"
+	"time"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
@@ -22,6 +23,25 @@ func (s *Server) AbandonRecovery(ctx context.Context, req *lifecyclev1.AbandonRe
 		return nil, s.toStatus(ctx, err)
 	}
 	return &lifecyclev1.AbandonRecoveryResponse{Abandoned: abandoned, Session: sess}, nil
+}
+
+// ClearTrashExpiry implements lifecyclev1.LifecycleServiceServer:
+// internal, the runner saying nothing of an archived session is retained
+// any more.
+func (s *Server) ClearTrashExpiry(ctx context.Context, req *lifecyclev1.ClearTrashExpiryRequest) (*lifecyclev1.ClearTrashExpiryResponse, error) {
+	var archivedAt time.Time
+	if ts := req.GetArchivedAt(); ts != nil && ts.IsValid() {
+		archivedAt = ts.AsTime()
+	}
+	got, cleared, err := s.sessions.ClearTrash.Handle(ctx, req.GetSessionId(), archivedAt)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	sess, err := wire.Session(got)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.ClearTrashExpiryResponse{Cleared: cleared, Session: sess}, nil
 }
 
 // WithExternalLines serves RecordTimelineNote with uc.

@@ -185,24 +185,27 @@ func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
 	return s
 }
 
-// TestPushNotificationsOptIn: the needs-input push opt-in is on unless a
-// creation says otherwise, an operator's patch flips it (one timeline
-// line), and the effects a pause emits carry it in their session snapshot,
-// which is all the notification service reads.
+// TestPushNotificationsOptIn: the needs-input push opt-in is off unless a
+// creation says otherwise (issue 23 rule 8, as in the original), an
+// operator's patch flips it (one timeline line), and the effects a pause
+// emits carry it in their session snapshot, which is all the notification
+// service reads.
 func TestPushNotificationsOptIn(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	ctx := context.Background()
 
-	require.True(t, b.create(t, &lifecyclev1.CreateSessionRequest{}).GetPushNotifications(), "absent means true")
-	require.True(t, b.create(t, &lifecyclev1.CreateSessionRequest{PushNotifications: ptr(true)}).GetPushNotifications())
+	require.False(t, b.create(t, &lifecyclev1.CreateSessionRequest{}).GetPushNotifications(), "absent means false")
+	pushed := b.create(t, &lifecyclev1.CreateSessionRequest{PushNotifications: ptr(true)})
+	require.True(t, pushed.GetPushNotifications())
+	require.True(t, b.get(t, pushed.GetId()).GetPushNotifications(), "stored, not only answered")
 	muted := b.create(t, &lifecyclev1.CreateSessionRequest{PushNotifications: ptr(false)})
 	require.False(t, muted.GetPushNotifications())
 	require.False(t, b.get(t, muted.GetId()).GetPushNotifications(), "stored, not only answered")
 	list, err := b.client.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{})
 	require.NoError(t, err)
 	for _, s := range list.GetSessions() {
-		require.Equal(t, s.GetId() != muted.GetId(), s.GetPushNotifications(), "a list's summary carries it: session %d", s.GetId())
+		require.Equal(t, s.GetId() == pushed.GetId(), s.GetPushNotifications(), "a list's summary carries it: session %d", s.GetId())
 	}
 
 	// The muted session's pause: its push effect says push_notifications false.

@@ -272,7 +272,7 @@ func (s *Sessions) plan(w *writes, cur domain.Session, wakes domain.Wakes, c *ap
 		return s.planTransition(w, cur, wakes, out)
 	case c.Marked != nil:
 		c.Marked.Session.Version = cur.Version + 1
-		if err := w.markers(cur.ID, c.Marked.Session.Markers); err != nil {
+		if err := w.marked(cur.ID, c.Marked.Session); err != nil {
 			return err
 		}
 		w.timeline(cur.ID, c.Marked.At, c.Marked.Timeline...)
@@ -314,6 +314,9 @@ func (s *Sessions) planTransition(w *writes, cur domain.Session, wakes domain.Wa
 	}
 	if err := w.transition(cur.ID, out.Session); err != nil {
 		return err
+	}
+	if len(out.MetadataRemoved) > 0 {
+		w.removeMetadata(cur.ID, out.MetadataRemoved)
 	}
 	w.timeline(cur.ID, out.Session.UpdatedAt, out.Timeline...)
 	if out.Session.Status == domain.StatusArchived && cur.Status != domain.StatusArchived {

@@ -112,16 +112,28 @@ func (w *writes) appliedTransition(key string, sessionID int64, out *domain.Outc
 		key, sessionID, event, int16(out.From))
 }
 
-// markers queues the session's markers alone, for bookkeeping that is not
-// a transition (a drain attempt counted).
-func (w *writes) markers(id int64, m domain.Markers) error {
-	markers, err := encodeMarkers(m)
+// marked queues the session's markers and trash deadline alone, for
+// bookkeeping that is not a transition (a drain attempt counted, the
+// deadline of a trash that holds nothing dropped); both were read under
+// the lock, so one left as it was is written as it was.
+func (w *writes) marked(id int64, s domain.Session) error {
+	markers, err := encodeMarkers(s.Markers)
 	if err != nil {
 		return fmt.Errorf("encode markers of session %d: %w", id, err)
 	}
 	w.queue(func(err error) error { return fmt.Errorf("write markers of session %d: %w", id, err) },
-		`UPDATE sessions SET markers = $2, version = version + 1 WHERE id = $1`, id, markers)
+		`UPDATE sessions SET markers = $2, trash_after = $3, version = version + 1 WHERE id = $1`, id, markers, s.TrashAfter)
 	return nil
+}
+
+// removeMetadata queues the removal of keys from the session's
+// custom_metadata (a resume's stale MCP-failure markers), leaving every
+// other key as it is.
+func (w *writes) removeMetadata(id int64, keys []string) {
+	wrap := func(err error) error {
+		return fmt.Errorf("remove stale custom_metadata keys of session %d: %w", id, err)
+	}
+	w.queue(wrap, `UPDATE sessions SET custom_metadata = custom_metadata - $2::text[] WHERE id = $1`, id, keys)
 }
 
 // edit queues the editable columns.

@@ -37,10 +37,10 @@ type NotificationRepository interface {
 	// MarkPushed records that id's push reached a sink at at (the first
 	// time only).
 	MarkPushed(ctx context.Context, id int64, at time.Time) error
-	// MarkStale applies lifecycle's event eventID once: sessionID's unread
-	// needs_input notifications of pauses up to throughMarker become stale
-	// at at. applied is false when eventID was applied before.
-	MarkStale(ctx context.Context, eventID string, sessionID, throughMarker int64, at time.Time) (applied bool, err error)
+	// MarkStale applies lifecycle's event eventID once: the notifications
+	// r selects (domain.StaleOnResume) become stale at at. applied is false
+	// when eventID was applied before.
+	MarkStale(ctx context.Context, eventID string, r domain.StaleOnResume, at time.Time) (applied bool, err error)
 	// DismissSession applies lifecycle's event eventID once: sessionID's
 	// notifications created up to createdUpTo are dismissed at at. applied
 	// is false when eventID was applied before.
@@ -202,14 +202,20 @@ func (uc SendPushNotification) Handle(ctx context.Context, m domain.AgentMessage
 // a session paused, and its push waits out the debounce.
 type NeedsInputPaused struct{ Debouncer Debouncer }
 
-// Handle schedules the push of sessionID's pause marker, which happened at
-// at. It only signals: the transition that paused the session waits for
-// nothing.
-func (uc NeedsInputPaused) Handle(ctx context.Context, sessionID, marker int64, at time.Time) error {
-	if uc.Debouncer == nil {
-		return ErrNoDebounce
+// Handle schedules the push of s's pause marker, which happened at at —
+// only where a push could be sent: s is the session as the pause left it,
+// and a pause that earns no push by then (domain.NeedsInputRefusal: opted
+// out, or gone straight to sleep) starts no debounce, which would wait a
+// minute to find the same. skipped says why, or "". It only signals: the
+// transition that paused the session waits for nothing.
+func (uc NeedsInputPaused) Handle(ctx context.Context, s domain.Session, marker int64, at time.Time) (skipped string, err error) {
+	if why := domain.NeedsInputRefusal(s, marker); why != "" {
+		return why, nil
 	}
-	return uc.Debouncer.Paused(ctx, sessionID, marker, at)
+	if uc.Debouncer == nil {
+		return "", ErrNoDebounce
+	}
+	return "", uc.Debouncer.Paused(ctx, s.ID, marker, at)
 }
 
 // NeedsInputOutcome is what the end of a pause's debounce found.
@@ -260,13 +266,15 @@ type PushFailure struct {
 	Clock  clock.Clock
 }
 
-// Handle creates the failure notification of lifecycle's event eventID
-// about s and starts its push. A redelivered event finds its notification
+// Handle creates the failure notification of lifecycle's event eventID,
+// which occurred at occurredAt, about s and starts its push. A redelivered event finds its notification
 // and starts the push only if it has not reached a sink yet; created says
 // whether this delivery created it. A push that cannot start fails the
 // effect, so lifecycle redelivers it; the re-drive starts it meanwhile.
-func (uc PushFailure) Handle(ctx context.Context, eventID string, s domain.Session, reason string) (created bool, err error) {
-	n, created, err := uc.Repo.Create(ctx, domain.Failure(s, reason, eventID, uc.Clock.Now()))
+func (uc PushFailure) Handle(ctx context.Context, eventID string, occurredAt time.Time, s domain.Session, reason string) (created bool, err error) {
+	n := domain.Failure(s, reason, eventID, uc.Clock.Now())
+	n.OccurredAt = occurredAt
+	n, created, err = uc.Repo.Create(ctx, n)
 	if err != nil {
 		return false, err
 	}
@@ -280,19 +288,19 @@ func (uc PushFailure) Handle(ctx context.Context, eventID string, s domain.Sessi
 }
 
 // MarkNotificationsStale is lifecycle's mark_notifications_stale: the
-// session resumed, so the needs-input notifications of its earlier pauses
-// describe a wait that is over.
+// session resumed, so what its notifications said about it — a wait, a
+// failure, an agent's word — is over.
 type MarkNotificationsStale struct {
 	Repo  NotificationRepository
 	Clock clock.Clock
 }
 
-// Handle applies event eventID: the session's unread needs_input
-// notifications of pauses up to needsInputCount (the session's count at
-// the resume) become stale. Bounding by the marker keeps a late
-// redelivery from staling a later pause's notification.
-func (uc MarkNotificationsStale) Handle(ctx context.Context, eventID string, sessionID, needsInputCount int64) (bool, error) {
-	return uc.Repo.MarkStale(ctx, eventID, sessionID, needsInputCount, uc.Clock.Now())
+// Handle applies event eventID, a resume of sessionID at resumedAt: every
+// active notification of the session about what happened before it becomes
+// stale (domain.StaleOnResume) — failures included, never another
+// session's.
+func (uc MarkNotificationsStale) Handle(ctx context.Context, eventID string, sessionID, needsInputCount int64, resumedAt time.Time) (bool, error) {
+	return uc.Repo.MarkStale(ctx, eventID, domain.StaleOnResume{SessionID: sessionID, NeedsInputCount: needsInputCount, ResumedAt: resumedAt}, uc.Clock.Now())
 }
 
 // DismissSessionNotifications is lifecycle's dismiss_notifications: the

@@ -38,7 +38,7 @@ func TestFailurePushIsImmediateUnconditionalAndOnce(t *testing.T) {
 	ctx := context.Background()
 	optedOut := domain.Session{ID: 4, Title: "Port the parser", Status: "failed", PushNotifications: false}
 
-	created, err := b.uc.Failure.Handle(ctx, "ev-1", optedOut, "the agent exited with status 1")
+	created, err := b.uc.Failure.Handle(ctx, "ev-1", t0, optedOut, "the agent exited with status 1")
 	require.NoError(t, err)
 	require.True(t, created)
 	require.Len(t, b.pusher.Pushed(), 1, "pushed at once, opt-out or not")
@@ -46,22 +46,22 @@ func TestFailurePushIsImmediateUnconditionalAndOnce(t *testing.T) {
 
 	// Redelivered before the push reached a sink: pushed again (push/<id>
 	// joins the running workflow); after it did: nothing more.
-	created, err = b.uc.Failure.Handle(ctx, "ev-1", optedOut, "the agent exited with status 1")
+	created, err = b.uc.Failure.Handle(ctx, "ev-1", t0, optedOut, "the agent exited with status 1")
 	require.NoError(t, err)
 	require.False(t, created)
 	require.Len(t, b.pusher.Pushed(), 2)
 	require.NoError(t, b.uc.Pushed.Handle(ctx, b.pusher.Pushed()[0].ID))
-	_, err = b.uc.Failure.Handle(ctx, "ev-1", optedOut, "the agent exited with status 1")
+	_, err = b.uc.Failure.Handle(ctx, "ev-1", t0, optedOut, "the agent exited with status 1")
 	require.NoError(t, err)
 	require.Len(t, b.pusher.Pushed(), 2, "a pushed notification is not pushed again")
 	require.Len(t, b.repo.All(), 1)
 
 	// A push that cannot start fails the effect, so lifecycle retries it.
 	b.pusher.Fail(errors.New("temporal unavailable"))
-	_, err = b.uc.Failure.Handle(ctx, "ev-2", optedOut, "again")
+	_, err = b.uc.Failure.Handle(ctx, "ev-2", t0, optedOut, "again")
 	require.ErrorContains(t, err, "temporal unavailable")
 	b.pusher.Fail(nil)
-	created, err = b.uc.Failure.Handle(ctx, "ev-2", optedOut, "again")
+	created, err = b.uc.Failure.Handle(ctx, "ev-2", t0, optedOut, "again")
 	require.NoError(t, err)
 	require.False(t, created, "the notification was kept; its push now started")
 	require.Len(t, b.pusher.Pushed(), 3)
@@ -70,12 +70,33 @@ func TestFailurePushIsImmediateUnconditionalAndOnce(t *testing.T) {
 func TestNeedsInputPausedOnlySignals(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.NoError(t, b.uc.Paused.Handle(context.Background(), 4, 9, t0))
+	paused := domain.Session{ID: 4, Status: "needs_input", NeedsInputCount: 9, PushNotifications: true}
+	skipped, err := b.uc.Paused.Handle(context.Background(), paused, 9, t0)
+	require.NoError(t, err)
+	require.Empty(t, skipped)
 	require.Equal(t, []apptest.Pause{{SessionID: 4, Marker: 9, At: t0}}, b.debouncer.Pauses())
 	require.Empty(t, b.repo.All(), "nothing is recorded until the debounce ends")
 
 	none := app.NewNotifications(b.repo, b.sessions, b.pusher, nil, clock.NewStub(t0))
-	require.ErrorIs(t, none.Paused.Handle(context.Background(), 4, 9, t0), app.ErrNoDebounce)
+	_, err = none.Paused.Handle(context.Background(), paused, 9, t0)
+	require.ErrorIs(t, err, app.ErrNoDebounce)
+}
+
+// TestAPauseThatCannotBePushedStartsNoDebounce (issue 23 rule 7): the
+// debounce only where a push could be sent — not for a session opted out,
+// nor for one its pause put straight to sleep.
+func TestAPauseThatCannotBePushedStartsNoDebounce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, s := range []domain.Session{
+		{ID: 4, Status: "needs_input", NeedsInputCount: 9, PushNotifications: false},
+		{ID: 5, Status: "waiting", NeedsInputCount: 9, PushNotifications: true},
+	} {
+		skipped, err := b.uc.Paused.Handle(context.Background(), s, 9, t0)
+		require.NoError(t, err)
+		require.Equal(t, domain.NeedsInputRefusal(s, 9), skipped)
+	}
+	require.Empty(t, b.debouncer.Pauses())
 }
 
 func TestRecordNeedsInputCreatesOncePerPause(t *testing.T) {

@@ -33,7 +33,7 @@ func TestRedriveStartsWhatNeverStartedOnce(t *testing.T) {
 	lost, paged, err := alerts.Raise.Handle(ctx, domain.Raise{DedupKey: "relay", Summary: "relay is stuck"})
 	require.NoError(t, err)
 	require.True(t, paged)
-	_, err = b.uc.Failure.Handle(ctx, "ev-1", domain.Session{ID: 4, Status: "failed"}, "boom")
+	_, err = b.uc.Failure.Handle(ctx, "ev-1", t0, domain.Session{ID: 4, Status: "failed"}, "boom")
 	require.ErrorContains(t, err, "temporal unavailable")
 	_, err = b.uc.Send.Handle(ctx, domain.AgentMessage{Title: "refused"})
 	require.Error(t, err)

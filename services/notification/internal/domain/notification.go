@@ -62,8 +62,13 @@ type Notification struct {
 	// DedupKey makes a producer that may run twice (a redelivered effect)
 	// create one notification: "failure/<event id>". Empty for the others
 	// (a needs_input notification is one per session and marker).
-	DedupKey    string
-	CreatedAt   time.Time
+	DedupKey  string
+	CreatedAt time.Time
+	// OccurredAt is when what it reports happened (the failure, the
+	// message; for a pause its marker says which): a resume stales what
+	// happened before it, however late the notification was created.
+	// Zero means CreatedAt.
+	OccurredAt  time.Time
 	ReadAt      *time.Time
 	DismissedAt *time.Time
 	// StaleAt: the session moved on (it resumed), so the notification no
@@ -133,6 +138,39 @@ func NeedsInputRefusal(s Session, marker int64) string {
 		return fmt.Sprintf("session %d has push_notifications off", s.ID)
 	}
 	return ""
+}
+
+// StaleOnResume is what a resume of a session stales (the spec's
+// mark_notifications_stale): every notification of that session not
+// dismissed or stale already, read or not, of every type — a failure's
+// news is over once the session runs again — about what happened before
+// the resume: a needs_input one of a pause up to NeedsInputCount (the
+// session's count at the resume), any other whose OccurredAt is not after
+// ResumedAt. The bounds keep a resume's effect delivered late from staling
+// news of the session's next pause or next failure.
+type StaleOnResume struct {
+	SessionID       int64
+	NeedsInputCount int64
+	ResumedAt       time.Time
+}
+
+// Stales reports whether r stales n.
+func (r StaleOnResume) Stales(n Notification) bool {
+	if n.SessionID != r.SessionID || n.DismissedAt != nil || n.StaleAt != nil {
+		return false
+	}
+	if n.Type == TypeNeedsInput {
+		return n.Marker <= r.NeedsInputCount
+	}
+	return !n.ReportedAt().After(r.ResumedAt)
+}
+
+// ReportedAt is when what n reports happened (OccurredAt, else CreatedAt).
+func (n Notification) ReportedAt() time.Time {
+	if n.OccurredAt.IsZero() {
+		return n.CreatedAt
+	}
+	return n.OccurredAt
 }
 
 // NeedsInput is the notification of s's pause marker, created at now.

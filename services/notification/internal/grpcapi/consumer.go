@@ -3,6 +3,7 @@ package grpcapi
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
@@ -79,7 +80,15 @@ func (c *Consumer) consume(ctx context.Context, e *lifecyclev1.SessionEvent) (bo
 		if e.GetOccurredAt() == nil {
 			return false, validation.Invalid("event.occurred_at", "is required: the debounce counts from the pause")
 		}
-		return true, c.notifications.Paused.Handle(ctx, id, marker, e.GetOccurredAt().AsTime())
+		s, err := snapshot(eff, id)
+		if err != nil {
+			return false, err
+		}
+		skipped, err := c.notifications.Paused.Handle(ctx, s, marker, e.GetOccurredAt().AsTime())
+		if skipped != "" {
+			c.errors.logger.DebugContext(ctx, "a pause that earns no push starts no debounce", "session_id", id, "why", skipped)
+		}
+		return skipped == "" && err == nil, err
 	case *lifecyclev1.SessionEffect_FailurePush:
 		s, err := snapshot(eff, id)
 		if err != nil {
@@ -89,13 +98,20 @@ func (c *Consumer) consume(ctx context.Context, e *lifecyclev1.SessionEvent) (bo
 		if reason == "" {
 			reason = eff.GetSession().GetFailureReason()
 		}
-		return c.notifications.Failure.Handle(ctx, e.GetEventId(), s, reason)
+		var occurred time.Time // none: when the notification is created
+		if e.GetOccurredAt() != nil {
+			occurred = e.GetOccurredAt().AsTime()
+		}
+		return c.notifications.Failure.Handle(ctx, e.GetEventId(), occurred, s, reason)
 	case *lifecyclev1.SessionEffect_MarkNotificationsStale:
 		s, err := snapshot(eff, id)
 		if err != nil {
 			return false, err
 		}
-		return c.notifications.Stale.Handle(ctx, e.GetEventId(), id, s.NeedsInputCount)
+		if e.GetOccurredAt() == nil {
+			return false, validation.Invalid("event.occurred_at", "is required: the resume stales what happened before it")
+		}
+		return c.notifications.Stale.Handle(ctx, e.GetEventId(), id, s.NeedsInputCount, e.GetOccurredAt().AsTime())
 	default: // DismissNotifications
 		if e.GetOccurredAt() == nil {
 			return false, validation.Invalid("event.occurred_at", "is required: the archive dismisses what was created before it")

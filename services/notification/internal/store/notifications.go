@@ -32,7 +32,7 @@ const (
 )
 
 const notificationColumns = `id, type, coalesce(session_id, 0), title, body, marker, coalesce(dedup_key, ''),
-	created_at, read_at, dismissed_at, stale_at, pushed_at`
+	created_at, occurred_at, read_at, dismissed_at, stale_at, pushed_at`
 
 // Create implements app.NotificationRepository. The unique indexes decide,
 // not a read before the write: an insert that conflicts with either (one
@@ -45,11 +45,11 @@ func (s *Notifications) Create(ctx context.Context, n domain.Notification) (doma
 	)
 	err := pgdb.InTx(ctx, s.pool, pgx.ReadCommitted, func(tx pgx.Tx) error {
 		row, err := scanNotification(tx.QueryRow(ctx, `
-			INSERT INTO notifications (type, session_id, title, body, marker, dedup_key, created_at)
-			VALUES ($1, nullif($2::bigint, 0), $3, $4, $5, nullif($6::text, ''), $7)
+			INSERT INTO notifications (type, session_id, title, body, marker, dedup_key, created_at, occurred_at)
+			VALUES ($1, nullif($2::bigint, 0), $3, $4, $5, nullif($6::text, ''), $7, $8)
 			ON CONFLICT DO NOTHING
 			RETURNING `+notificationColumns,
-			string(n.Type), n.SessionID, n.Title, n.Body, n.Marker, n.DedupKey, n.CreatedAt))
+			string(n.Type), n.SessionID, n.Title, n.Body, n.Marker, n.DedupKey, n.CreatedAt, n.ReportedAt()))
 		switch {
 		case err == nil:
 			got, created = row, true
@@ -192,15 +192,17 @@ func (s *Notifications) PushNotStarted(ctx context.Context, createdBefore time.T
 	return got, nil
 }
 
-// MarkStale implements app.NotificationRepository.
-func (s *Notifications) MarkStale(ctx context.Context, eventID string, sessionID, throughMarker int64, at time.Time) (bool, error) {
+// MarkStale implements app.NotificationRepository: domain.StaleOnResume's
+// selection, in SQL.
+func (s *Notifications) MarkStale(ctx context.Context, eventID string, r domain.StaleOnResume, at time.Time) (bool, error) {
 	return s.applyOnce(ctx, eventID, topicStale, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
-			UPDATE notifications SET stale_at = $3
-			WHERE session_id = $1 AND type = 'needs_input' AND marker <= $2
-			  AND read_at IS NULL AND stale_at IS NULL`, sessionID, throughMarker, at)
+			UPDATE notifications SET stale_at = $4
+			WHERE session_id = $1 AND dismissed_at IS NULL AND stale_at IS NULL
+			  AND CASE WHEN type = 'needs_input' THEN marker <= $2 ELSE occurred_at <= $3 END`,
+			r.SessionID, r.NeedsInputCount, r.ResumedAt, at)
 		if err != nil {
-			return fmt.Errorf("mark session %d's notifications stale: %w", sessionID, err)
+			return fmt.Errorf("mark session %d's notifications stale: %w", r.SessionID, err)
 		}
 		return nil
 	})
@@ -240,10 +242,10 @@ func (s *Notifications) applyOnce(ctx context.Context, eventID, topic string, ap
 func scanNotification(row pgx.Row) (domain.Notification, error) {
 	var n domain.Notification
 	if err := row.Scan(&n.ID, &n.Type, &n.SessionID, &n.Title, &n.Body, &n.Marker, &n.DedupKey,
-		&n.CreatedAt, &n.ReadAt, &n.DismissedAt, &n.StaleAt, &n.PushedAt); err != nil {
+		&n.CreatedAt, &n.OccurredAt, &n.ReadAt, &n.DismissedAt, &n.StaleAt, &n.PushedAt); err != nil {
 		return domain.Notification{}, err
 	}
-	n.CreatedAt = utc(n.CreatedAt)
+	n.CreatedAt, n.OccurredAt = utc(n.CreatedAt), utc(n.OccurredAt)
 	for _, t := range []*time.Time{n.ReadAt, n.DismissedAt, n.StaleAt, n.PushedAt} {
 		if t != nil {
 			*t = utc(*t)

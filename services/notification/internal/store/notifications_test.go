@@ -234,22 +234,30 @@ func TestStaleAndDismissApplyEachEventOnce(t *testing.T) {
 		_, err := repo.MarkRead(ctx, read.ID, t0)
 		require.NoError(t, err)
 		failure := create(t, repo, domain.Failure(domain.Session{ID: 1}, "x", "f1", t0))
+		// A failure before the resume whose effect arrived after it: its
+		// notification is created late, and is about the failure all the same.
+		late := domain.Failure(domain.Session{ID: 1}, "y", "f0", t0.Add(2*time.Minute))
+		late.OccurredAt = t0
+		lateFailure := create(t, repo, late)
 		other := create(t, repo, needsInput(2, 1, t0))
+		otherFailure := create(t, repo, domain.Failure(domain.Session{ID: 2}, "x", "f2", t0))
 
 		resume := uuid.NewString()
-		applied, err := repo.MarkStale(ctx, resume, 1, 3, t0.Add(time.Minute))
+		stale := domain.StaleOnResume{SessionID: 1, NeedsInputCount: 3, ResumedAt: t0.Add(30 * time.Second)}
+		applied, err := repo.MarkStale(ctx, resume, stale, t0.Add(time.Minute))
 		require.NoError(t, err)
 		require.True(t, applied)
 
-		// The session pauses again; a late redelivery of the resume's
-		// effect must not stale the new pause's notification.
+		// The session pauses again, and fails; a late redelivery of the
+		// resume's effect must not stale the new pause's or failure's news.
 		p4 := create(t, repo, needsInput(1, 4, t0.Add(2*time.Minute)))
-		applied, err = repo.MarkStale(ctx, resume, 1, 3, t0.Add(3*time.Minute))
+		laterFailure := create(t, repo, domain.Failure(domain.Session{ID: 1}, "z", "f3", t0.Add(2*time.Minute)))
+		applied, err = repo.MarkStale(ctx, resume, stale, t0.Add(3*time.Minute))
 		require.NoError(t, err)
 		require.False(t, applied, "a redelivery is recognised")
-		applied, err = repo.MarkStale(ctx, uuid.NewString(), 1, 3, t0.Add(3*time.Minute))
+		applied, err = repo.MarkStale(ctx, uuid.NewString(), stale, t0.Add(3*time.Minute))
 		require.NoError(t, err)
-		require.True(t, applied, "and even a reordered resume stales only pauses up to its marker")
+		require.True(t, applied, "and even a reordered resume stales only what happened before it")
 
 		state := func() map[int64]domain.Notification {
 			rows, _, err := repo.List(ctx, domain.Filter{Limit: 50, IncludeDismissed: true})
@@ -261,12 +269,14 @@ func TestStaleAndDismissApplyEachEventOnce(t *testing.T) {
 			return out
 		}
 		s := state()
-		require.Equal(t, t0.Add(time.Minute), *s[p1.ID].StaleAt)
-		require.Equal(t, t0.Add(time.Minute), *s[p2.ID].StaleAt)
-		require.Nil(t, s[read.ID].StaleAt, "read ones stay as they are")
-		require.Nil(t, s[failure.ID].StaleAt, "a resume does not undo a failure's news")
+		for _, id := range []int64{p1.ID, p2.ID, read.ID, failure.ID, lateFailure.ID} {
+			require.NotNil(t, s[id].StaleAt, "notification %d: every active one of the session, read and failures included", id)
+			require.Equal(t, t0.Add(time.Minute), *s[id].StaleAt, "notification %d", id)
+		}
 		require.Nil(t, s[other.ID].StaleAt, "another session's")
+		require.Nil(t, s[otherFailure.ID].StaleAt, "another session's failure")
 		require.Nil(t, s[p4.ID].StaleAt, "the later pause's")
+		require.Nil(t, s[laterFailure.ID].StaleAt, "the later failure's")
 
 		archive := uuid.NewString()
 		applied, err = repo.DismissSession(ctx, archive, 1, t0.Add(90*time.Second), t0.Add(5*time.Minute))

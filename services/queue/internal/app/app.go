@@ -115,6 +115,8 @@ type Queue struct {
 	DeliverNext    DeliverNext
 	DeliverPending DeliverPending
 	Abandon        AbandonQueue
+	// AfterPause is lifecycle's pause effect: the drain, where needed.
+	AfterPause DrainAfterPause
 	// Seal, Unseal, Retire and Reopen are the archive protocol's.
 	Seal   SealQueue
 	Unseal UnsealQueue
@@ -150,6 +152,7 @@ func New(d Deps) Queue {
 		DeliverNext:    DeliverNext{Messages: d.Messages, Turns: d.Turns, Logger: d.Logger},
 		DeliverPending: DeliverPending{Messages: d.Messages, Turns: d.Turns, Logger: d.Logger},
 		Abandon:        AbandonQueue{Messages: d.Messages, Logger: d.Logger},
+		AfterPause:     DrainAfterPause{Messages: d.Messages, Drains: d.Drains},
 		Seal:           SealQueue{Messages: d.Messages},
 		Unseal:         UnsealQueue{Messages: d.Messages},
 		Retire:         RetireQueue{Messages: d.Messages, Alerts: d.Alerts, Logger: d.Logger},

@@ -36,6 +36,7 @@ const (
 	RefusalBlocked    Refusal = "blocked_on_elicitation"
 	RefusalAuthOutage Refusal = "auth_outage"
 	RefusalMCPRetry   Refusal = "mcp_retry"
+	RefusalAsleep     Refusal = "asleep"
 )
 
 // Delivery asks lifecycle to make a prompt the session's next turn.
@@ -103,6 +104,34 @@ type Uncles interface {
 // workflow), which delivers a pending message to a session at rest.
 type Drains interface {
 	Poke(ctx context.Context, sessionID int64) error
+}
+
+// ErrNoDrain: this queue runs no after-pause drain (no Temporal), so a
+// pause that needs one must wait for a queue that does.
+var ErrNoDrain = errors.New("this queue runs no drain (no Temporal)")
+
+// DrainAfterPause is lifecycle's drain_enqueued_messages_after_pause: it
+// pokes the session's drain only where there is something to drain
+// (domain.DrainAfterPause).
+type DrainAfterPause struct {
+	Messages Messages
+	Drains   Drains
+}
+
+// Handle decides for the pause that left session sessionID statusAfter;
+// poked says whether the drain was started or poked.
+func (uc DrainAfterPause) Handle(ctx context.Context, sessionID int64, statusAfter string) (poked bool, err error) {
+	page, err := uc.Messages.ListPage(ctx, sessionID, domain.ListFilter{Statuses: []domain.Status{domain.StatusPending}, Page: 1, PerPage: 1})
+	if err != nil {
+		return false, err
+	}
+	if !domain.DrainAfterPause(statusAfter, page.TotalCount) {
+		return false, nil
+	}
+	if uc.Drains == nil {
+		return false, ErrNoDrain
+	}
+	return true, uc.Drains.Poke(ctx, sessionID)
 }
 
 // Pauser pauses a running session (lifecycle's pause, as the queue): the

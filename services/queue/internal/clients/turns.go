@@ -38,6 +38,7 @@ var refusals = map[lifecyclev1.DeliveryRefusal]app.Refusal{
 	lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION: app.RefusalBlocked,
 	lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_AUTH_OUTAGE:            app.RefusalAuthOutage,
 	lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_MCP_RETRY:              app.RefusalMCPRetry,
+	lifecyclev1.DeliveryRefusal_DELIVERY_REFUSAL_ASLEEP:                 app.RefusalAsleep,
 }
 
 // Deliver implements app.Turns.

@@ -3,6 +3,8 @@ package domain
 import (
 	"context"
 	"fmt"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // Pick says which pending message a delivery claims.
@@ -44,3 +46,14 @@ func FollowUpIdempotencyKey(key string) string { return "follow_up:" + key }
 // (the spec's words: a promise, which the queue keeps or records the loss
 // of).
 const FollowUpQueuedMessage = "Message queued (session is running). It will be sent when the agent completes its current task."
+
+// DrainAfterPause says whether a pause needs the after-pause drain
+// (lifecycle's drain_enqueued_messages_after_pause): only when it left the
+// session at rest awake (statusAfter needs_input — a pause that went
+// straight to sleep leaves the queue to the wake's turn, which hands it
+// over) and a message waits for it (pending: one being delivered already
+// has its deliverer). Anything else would start a workflow that waits, finds
+// nothing and ends — on every idle session's every pause.
+func DrainAfterPause(statusAfter string, pending int64) bool {
+	return statusAfter == rules.StatusNeedsInput && pending > 0
+}

@@ -61,7 +61,8 @@ type Attempt struct {
 	Counted  bool
 	Attempts int
 	// Refusal says why not when not counted ("busy", "closed",
-	// "blocked_on_elicitation", "auth_outage", "mcp_retry"); "" when counted.
+	// "blocked_on_elicitation", "auth_outage", "mcp_retry", "asleep"); ""
+	// when counted.
 	Refusal string
 	// Message is lifecycle's explanation of a refusal.
 	Message string

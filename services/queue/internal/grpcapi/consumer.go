@@ -2,6 +2,7 @@ package grpcapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -17,7 +18,8 @@ import (
 
 // Consumer implements lifecyclev1.SessionEventConsumerServiceServer for
 // the effects lifecycle addresses to the queue: a pause's drain (poke the
-// session's drain workflow), an archive's retirement and an unarchive's
+// session's drain workflow, where there is something to drain), an
+// archive's retirement and an unarchive's
 // reopening. Delivery is at least once and each is idempotent. An effect
 // the queue cannot read is InvalidArgument (lifecycle parks it dead and
 // pages); one it does not own is answered applied false by
@@ -25,18 +27,17 @@ import (
 type Consumer struct {
 	lifecyclev1.UnimplementedSessionEventConsumerServiceServer
 	queue  app.Queue
-	drains app.Drains
 	server *Server
 	logger *slog.Logger
 }
 
 var _ lifecyclev1.SessionEventConsumerServiceServer = (*Consumer)(nil)
 
-// NewConsumer returns the consumer over the use cases; drains is the
-// after-pause drain (nil without Temporal: the effect is answered
-// unavailable, so lifecycle keeps it until a queue with Temporal takes it).
-func NewConsumer(queue app.Queue, drains app.Drains, logger *slog.Logger) *Consumer {
-	return &Consumer{queue: queue, drains: drains, server: NewServer(queue, logger), logger: logger}
+// NewConsumer returns the consumer over the use cases. Without Temporal
+// (queue built with no Drains) a pause that needs the drain is answered
+// unavailable, so lifecycle keeps it until a queue with Temporal takes it.
+func NewConsumer(queue app.Queue, logger *slog.Logger) *Consumer {
+	return &Consumer{queue: queue, server: NewServer(queue, logger), logger: logger}
 }
 
 // Register adds the consumer to g.
@@ -58,10 +59,10 @@ func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.Con
 	var err error
 	switch kind := eff.GetKind().(type) {
 	case *lifecyclev1.SessionEffect_Drain:
-		if c.drains == nil {
-			return nil, c.server.toStatus(ctx, fmt.Errorf("%w: this queue runs no drain (no Temporal)", errUnavailable))
+		if _, err = c.queue.AfterPause.Handle(ctx, id, kind.Drain.GetStatusAfter()); errors.Is(err, app.ErrNoDrain) {
+			// Lifecycle keeps the effect for a queue that runs the drain.
+			err = fmt.Errorf("%w: %w", errUnavailable, err)
 		}
-		err = c.drains.Poke(ctx, id)
 	case *lifecyclev1.SessionEffect_RetireMessages:
 		var at time.Time
 		if at, err = effectTime(kind.RetireMessages.GetArchivedAt(), "event.effect.retire_messages.archived_at"); err == nil {

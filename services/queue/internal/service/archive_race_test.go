@@ -321,7 +321,7 @@ func TestConsumerRefusesAnEffectItCannotRead(t *testing.T) {
 	require.NoError(t, h.effect(t, 1, notificationsEffect()))
 	require.Equal(t, map[string]int{"pending": 1}, h.byStatus(t, 1))
 	// Without Temporal this queue runs no drain: lifecycle keeps the effect
-	// for one that does.
-	err = h.effect(t, 1, drainEffect(""))
+	// of a pause that needs one (a message waits) for a queue that does.
+	err = h.effect(t, 1, drainEffect(rules.StatusNeedsInput))
 	requireCode(t, codes.Unavailable, err)
 }

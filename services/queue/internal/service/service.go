@@ -103,7 +103,7 @@ func (s *Service) wire(ctx context.Context, cfg config.Config, logger *slog.Logg
 		queue = app.New(deps)
 	}
 	grpcapi.NewServer(queue, logger).Register(s.GRPC.Server)
-	grpcapi.NewConsumer(queue, deps.Drains, logger).Register(s.GRPC.Server)
+	grpcapi.NewConsumer(queue, logger).Register(s.GRPC.Server)
 	return nil
 }
 

@@ -181,6 +181,17 @@ func (l *Lifecycle) ArchiveState(ctx context.Context, sessionID int64) (clone.Se
 	return clone.SessionState{Status: s.GetStatus(), ArchivedAt: timeOf(s.GetArchivedAt()), TrashAfter: timeOf(s.GetTrashAfter())}, nil
 }
 
+// ClearTrashExpiry implements clone.Sessions.
+func (l *Lifecycle) ClearTrashExpiry(ctx context.Context, sessionID int64, archivedAt time.Time) (bool, error) {
+	resp, err := l.client.ClearTrashExpiry(ctx, &lifecyclev1.ClearTrashExpiryRequest{
+		SessionId: sessionID, ArchivedAt: timestamppb.New(archivedAt),
+	})
+	if err != nil {
+		return false, fmt.Errorf("clear session %d's trash deadline: %w", sessionID, err)
+	}
+	return resp.GetCleared(), nil
+}
+
 // Note implements clone.Sessions.
 func (l *Lifecycle) Note(ctx context.Context, sessionID int64, noteID, message string, warning bool) error {
 	_, err := l.client.RecordTimelineNote(ctx, &lifecyclev1.RecordTimelineNoteRequest{

@@ -37,6 +37,10 @@ type Clones interface {
 // (clients.Lifecycle).
 type Sessions interface {
 	ArchiveState(ctx context.Context, id int64) (SessionState, error)
+	// ClearTrashExpiry drops the trash deadline of the archive archivedAt
+	// names, once nothing of the session is retained; cleared is false when
+	// it was not that archive's (or cleared already).
+	ClearTrashExpiry(ctx context.Context, id int64, archivedAt time.Time) (cleared bool, err error)
 	// Note writes a line on the session's timeline, once per noteID.
 	Note(ctx context.Context, id int64, noteID, message string, warning bool) error
 }
@@ -103,6 +107,7 @@ func (a *Activities) RegisterShared(w worker.Registry) {
 	w.RegisterActivityWithOptions(a.Locate, activity.RegisterOptions{Name: ActivityLocate})
 	w.RegisterActivityWithOptions(a.SessionState, activity.RegisterOptions{Name: ActivitySessionState})
 	w.RegisterActivityWithOptions(a.Note, activity.RegisterOptions{Name: ActivityNote})
+	w.RegisterActivityWithOptions(a.ClearTrashExpiry, activity.RegisterOptions{Name: ActivityClearTrashExpiry})
 	w.RegisterActivityWithOptions(a.TrashDue, activity.RegisterOptions{Name: ActivityTrashDue})
 	w.RegisterActivityWithOptions(a.CleanUpStaleClones, activity.RegisterOptions{Name: ActivityStaleClones})
 }
@@ -112,6 +117,12 @@ func (a *Activities) RegisterNode(w worker.Registry) {
 	w.RegisterActivityWithOptions(a.PreserveClone, activity.RegisterOptions{Name: ActivityPreserve})
 	w.RegisterActivityWithOptions(a.RestoreClone, activity.RegisterOptions{Name: ActivityRestore})
 	w.RegisterActivityWithOptions(a.ReapClone, activity.RegisterOptions{Name: ActivityReap})
+}
+
+// ClearTrashExpiry tells lifecycle nothing of the session is retained any
+// more, so its trash_after goes.
+func (a *Activities) ClearTrashExpiry(ctx context.Context, req ClearTrashRequest) (bool, error) {
+	return a.Sessions.ClearTrashExpiry(ctx, req.SessionID, req.ArchivedAt)
 }
 
 // Note says on the session's timeline what became of its clone.

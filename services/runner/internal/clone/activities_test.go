@@ -23,6 +23,10 @@ type fakeSessions map[int64]clone.SessionState
 
 func (f fakeSessions) Note(context.Context, int64, string, string, bool) error { return nil }
 
+func (f fakeSessions) ClearTrashExpiry(context.Context, int64, time.Time) (bool, error) {
+	return true, nil
+}
+
 func (f fakeSessions) ArchiveState(_ context.Context, id int64) (clone.SessionState, error) {
 	if s, ok := f[id]; ok {
 		return s, nil

@@ -52,6 +52,9 @@ const (
 	ActivityNote        = "zimmer.runner.CloneNote"
 	ActivityTrashDue    = "zimmer.runner.ListTrashDue"
 	ActivityStaleClones = "zimmer.runner.CleanUpStaleClones"
+	// ActivityClearTrashExpiry tells lifecycle nothing of an archived
+	// session is retained any more (ClearTrashRequest).
+	ActivityClearTrashExpiry = "zimmer.runner.ClearTrashExpiry"
 	// Node activities (the disk holding the clone).
 	ActivityPreserve = "zimmer.runner.PreserveClone"
 	ActivityRestore  = "zimmer.runner.RestoreClone"
@@ -147,6 +150,12 @@ type NoteRequest struct {
 	ID        string
 	Message   string
 	Warning   bool
+}
+
+// ClearTrashRequest names the archive whose trash holds nothing any more.
+type ClearTrashRequest struct {
+	SessionID  int64
+	ArchivedAt time.Time
 }
 
 // PreserveRequest is the node activity's input.

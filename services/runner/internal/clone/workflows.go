@@ -95,7 +95,9 @@ func Cleanup(ctx workflow.Context, in CleanupInput) (Report, error) {
 	}
 	if !loc.Found {
 		log.Info("session has no clone: nothing to clean up", "session_id", in.SessionID)
-		return Report{Outcome: workspace.OutcomeNoClone, Detail: "the session has no clone"}, nil
+		r := Report{Outcome: workspace.OutcomeNoClone, Detail: "the session has no clone"}
+		clearTrash(ctx, in.SessionID, s, r)
+		return r, nil
 	}
 	var r Report
 	err := workflow.ExecuteActivity(nodeOptions(ctx, loc.Node), ActivityPreserve,
@@ -105,7 +107,33 @@ func Cleanup(ctx workflow.Context, in CleanupInput) (Report, error) {
 	}
 	logReport(ctx, in.SessionID, loc.Node, r)
 	note(ctx, in.SessionID, loc.Node, r)
+	clearTrash(ctx, in.SessionID, s, r)
 	return r, nil
+}
+
+// clearTrash drops the session's trash deadline when the clean-up left
+// nothing of it (workspace.Outcome.RetainsNothing): trash_after is the
+// deadline of what the trash holds. Only for the archive it read (a
+// deleted session has none); a deadline that cannot be cleared is logged,
+// never fails the clean-up, whose work is done.
+func clearTrash(ctx workflow.Context, id int64, s SessionState, r Report) {
+	if !r.Outcome.RetainsNothing() || s.ArchivedAt == nil || s.TrashAfter == nil {
+		return
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              rw.TaskQueue,
+		StartToCloseTimeout:    sharedTimeout,
+		ScheduleToCloseTimeout: 5 * time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+	var cleared bool
+	err := workflow.ExecuteActivity(actx, ActivityClearTrashExpiry, ClearTrashRequest{SessionID: id, ArchivedAt: *s.ArchivedAt}).Get(ctx, &cleared)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("clear the trash deadline of a session nothing is retained of; it stays until it passes",
+			"session_id", id, "error", err)
+		return
+	}
+	workflow.GetLogger(ctx).Info("session retains nothing: trash deadline cleared", "session_id", id, "cleared", cleared)
 }
 
 // Restore is the unarchive's: the session's clone comes back on its node.

@@ -42,6 +42,20 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 			notes = append(notes, n)
 			return nil
 		}).Maybe()
+	// And the trash deadlines it clears (clearedOf).
+	var cleared []clone.ClearTrashRequest
+	env.OnActivity(clone.ActivityClearTrashExpiry, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, r clone.ClearTrashRequest) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			cleared = append(cleared, r)
+			return true, nil
+		}).Maybe()
+	envCleared.Store(env, func() []clone.ClearTrashRequest {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(cleared)
+	})
 	envNotes.Store(env, func() []clone.NoteRequest {
 		mu.Lock()
 		defer mu.Unlock()
@@ -50,8 +64,14 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-// envNotes maps an env to what reads its notes.
-var envNotes sync.Map
+// envNotes maps an env to what reads its notes; envCleared to what reads
+// the trash deadlines it cleared.
+var envNotes, envCleared sync.Map
+
+func clearedOf(env *testsuite.TestWorkflowEnvironment) []clone.ClearTrashRequest {
+	read, _ := envCleared.Load(env)
+	return read.(func() []clone.ClearTrashRequest)()
+}
 
 func notesOf(env *testsuite.TestWorkflowEnvironment) []clone.NoteRequest {
 	read, _ := envNotes.Load(env)
@@ -271,4 +291,44 @@ func TestCleanupKeepsUntilTheSessionsOwnDeadline(t *testing.T) {
 	env.ExecuteWorkflow(clone.CleanupWorkflowName, clone.CleanupInput{SessionID: 7, TrashAfter: start.Add(96 * time.Hour), UndoWindow: time.Minute})
 	require.NoError(t, env.GetWorkflowError())
 	env.AssertExpectations(t)
+}
+
+// TestCleanupClearsTheTrashDeadlineOnlyWhenNothingIsRetained (issue 23 rule
+// 17): a clean clone deleted, or none at all, leaves nothing in the trash,
+// so lifecycle is told to drop the archive's trash_after; preserved work
+// keeps it.
+func TestCleanupClearsTheTrashDeadlineOnlyWhenNothingIsRetained(t *testing.T) {
+	t.Parallel()
+	trash := start.Add(96 * time.Hour)
+	session := archived()
+	session.TrashAfter = &trash
+	for _, tc := range []struct {
+		outcome workspace.Outcome
+		found   bool
+		clears  bool
+	}{
+		{workspace.OutcomeDeleted, true, true},
+		{workspace.OutcomeVanished, true, true},
+		{workspace.OutcomeNoClone, false, true},
+		{workspace.OutcomePreserved, true, false},
+		{workspace.OutcomeMangled, true, false},
+		{workspace.OutcomeExtractionFailed, true, false},
+	} {
+		t.Run(string(tc.outcome), func(t *testing.T) {
+			t.Parallel()
+			env := newEnv(t)
+			env.OnActivity(clone.ActivitySessionState, mock.Anything, int64(7)).Return(session, nil)
+			env.OnActivity(clone.ActivityLocate, mock.Anything, int64(7)).Return(clone.Location{Found: tc.found, Node: "a"}, nil)
+			env.OnActivity(clone.ActivityPreserve, mock.Anything, mock.Anything).Return(
+				clone.Report{Outcome: tc.outcome, Detail: string(tc.outcome)}, nil).Maybe()
+
+			env.ExecuteWorkflow(clone.CleanupWorkflowName, clone.CleanupInput{SessionID: 7, TrashAfter: trash})
+			require.NoError(t, env.GetWorkflowError())
+			if !tc.clears {
+				require.Empty(t, clearedOf(env), "something is kept until the deadline")
+				return
+			}
+			require.Equal(t, []clone.ClearTrashRequest{{SessionID: 7, ArchivedAt: start}}, clearedOf(env))
+		})
+	}
 }

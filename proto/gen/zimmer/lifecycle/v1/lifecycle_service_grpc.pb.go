@@ -47,6 +47,7 @@ const (
 	LifecycleService_ListRecoveryCandidates_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/ListRecoveryCandidates"
 	LifecycleService_AbandonRecovery_FullMethodName               = "/zimmer.lifecycle.v1.LifecycleService/AbandonRecovery"
 	LifecycleService_RecordTimelineNote_FullMethodName            = "/zimmer.lifecycle.v1.LifecycleService/RecordTimelineNote"
+	LifecycleService_ClearTrashExpiry_FullMethodName              = "/zimmer.lifecycle.v1.LifecycleService/ClearTrashExpiry"
 	LifecycleService_RefreshSession_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/RefreshSession"
 	LifecycleService_WatchSessionChanges_FullMethodName           = "/zimmer.lifecycle.v1.LifecycleService/WatchSessionChanges"
 	LifecycleService_ListElicitations_FullMethodName              = "/zimmer.lifecycle.v1.LifecycleService/ListElicitations"
@@ -178,6 +179,13 @@ type LifecycleServiceClient interface {
 	// to my agent?". A note_id seen before writes nothing again, so a retried
 	// call is harmless. Internal.
 	RecordTimelineNote(ctx context.Context, in *RecordTimelineNoteRequest, opts ...grpc.CallOption) (*RecordTimelineNoteResponse, error)
+	// ClearTrashExpiry drops an archived session's trash_after once nothing
+	// of it is retained any more — the runner deleted its clean clone, or
+	// found none — since trash_after is the deadline of what the trash holds
+	// (session-lifecycle.md). Only for the archive archived_at names: a
+	// session restored or archived again since keeps its own deadline.
+	// Idempotent. Internal: the runner calls it.
+	ClearTrashExpiry(ctx context.Context, in *ClearTrashExpiryRequest, opts ...grpc.CallOption) (*ClearTrashExpiryResponse, error)
 	// RefreshSession nudges a session that may be stuck, per its state
 	// (session-lifecycle.md, "Manual refresh"): a waiting or failed session
 	// that ran before resumes with the continue nudge, and so does a
@@ -498,6 +506,16 @@ func (c *lifecycleServiceClient) RecordTimelineNote(ctx context.Context, in *Rec
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) ClearTrashExpiry(ctx context.Context, in *ClearTrashExpiryRequest, opts ...grpc.CallOption) (*ClearTrashExpiryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClearTrashExpiryResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_ClearTrashExpiry_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *lifecycleServiceClient) RefreshSession(ctx context.Context, in *RefreshSessionRequest, opts ...grpc.CallOption) (*RefreshSessionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RefreshSessionResponse)
@@ -672,6 +690,13 @@ type LifecycleServiceServer interface {
 	// to my agent?". A note_id seen before writes nothing again, so a retried
 	// call is harmless. Internal.
 	RecordTimelineNote(context.Context, *RecordTimelineNoteRequest) (*RecordTimelineNoteResponse, error)
+	// ClearTrashExpiry drops an archived session's trash_after once nothing
+	// of it is retained any more — the runner deleted its clean clone, or
+	// found none — since trash_after is the deadline of what the trash holds
+	// (session-lifecycle.md). Only for the archive archived_at names: a
+	// session restored or archived again since keeps its own deadline.
+	// Idempotent. Internal: the runner calls it.
+	ClearTrashExpiry(context.Context, *ClearTrashExpiryRequest) (*ClearTrashExpiryResponse, error)
 	// RefreshSession nudges a session that may be stuck, per its state
 	// (session-lifecycle.md, "Manual refresh"): a waiting or failed session
 	// that ran before resumes with the continue nudge, and so does a
@@ -795,6 +820,9 @@ func (UnimplementedLifecycleServiceServer) AbandonRecovery(context.Context, *Aba
 }
 func (UnimplementedLifecycleServiceServer) RecordTimelineNote(context.Context, *RecordTimelineNoteRequest) (*RecordTimelineNoteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordTimelineNote not implemented")
+}
+func (UnimplementedLifecycleServiceServer) ClearTrashExpiry(context.Context, *ClearTrashExpiryRequest) (*ClearTrashExpiryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClearTrashExpiry not implemented")
 }
 func (UnimplementedLifecycleServiceServer) RefreshSession(context.Context, *RefreshSessionRequest) (*RefreshSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RefreshSession not implemented")
@@ -1333,6 +1361,24 @@ func _LifecycleService_RecordTimelineNote_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_ClearTrashExpiry_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClearTrashExpiryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).ClearTrashExpiry(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_ClearTrashExpiry_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).ClearTrashExpiry(ctx, req.(*ClearTrashExpiryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _LifecycleService_RefreshSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RefreshSessionRequest)
 	if err := dec(in); err != nil {
@@ -1516,6 +1562,10 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RecordTimelineNote",
 			Handler:    _LifecycleService_RecordTimelineNote_Handler,
+		},
+		{
+			MethodName: "ClearTrashExpiry",
+			Handler:    _LifecycleService_ClearTrashExpiry_Handler,
 		},
 		{
 			MethodName: "RefreshSession",

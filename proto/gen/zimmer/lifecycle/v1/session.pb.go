@@ -81,8 +81,8 @@ type Session struct {
 	// Read-only.
 	RunningJobId string `protobuf:"bytes,31,opt,name=running_job_id,json=runningJobId,proto3" json:"running_job_id,omitempty"`
 	// Whether a pause pushes the debounced needs-input notification to the
-	// operator (default true). The failure push ignores it: a failure is
-	// final and must be seen.
+	// operator (default false: an operator opts a session in). The failure
+	// push ignores it: a failure is final and must be seen.
 	PushNotifications bool `protobuf:"varint,32,opt,name=push_notifications,json=pushNotifications,proto3" json:"push_notifications,omitempty"`
 	// Why Zimmer stopped recovering the session automatically (its recovery
 	// budget was spent); empty otherwise. Cleared by the next resume.

@@ -37,6 +37,7 @@ func (f *Notifications) Create(_ context.Context, n domain.Notification) (domain
 		}
 	}
 	n.ID = int64(len(f.rows) + 1)
+	n.OccurredAt = n.ReportedAt() // as the store records it
 	f.rows = append(f.rows, clone(n))
 	return clone(n), true, nil
 }
@@ -149,9 +150,9 @@ func (f *Notifications) PushNotStarted(_ context.Context, createdBefore time.Tim
 }
 
 // MarkStale implements app.NotificationRepository.
-func (f *Notifications) MarkStale(_ context.Context, eventID string, sessionID, throughMarker int64, at time.Time) (bool, error) {
+func (f *Notifications) MarkStale(_ context.Context, eventID string, stale domain.StaleOnResume, at time.Time) (bool, error) {
 	return f.applyOnce(eventID, func(r *domain.Notification) {
-		if r.SessionID == sessionID && r.Type == domain.TypeNeedsInput && r.Marker <= throughMarker && r.ReadAt == nil {
+		if stale.Stales(*r) {
 			setOnce(&r.StaleAt, at)
 		}
 	}), nil

@@ -1,0 +1,1 @@
+ALTER TABLE notifications DROP COLUMN occurred_at;
