@@ -361,12 +361,12 @@ func (p *browserPage) horizontalOverflow() int {
 	return eval[int](p, `document.documentElement.scrollWidth - document.documentElement.clientWidth`)
 }
 
-// screenshot is a PNG of the viewport.
+// screenshot is a PNG of the whole page.
 func (p *browserPage) screenshot() []byte {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, browserStep)
 	defer cancel()
-	b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	b, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG
 	require.NoError(p.t, err)
 	return b
 }

@@ -432,8 +432,8 @@ func (p *browserPage) reloadUntil(t *testing.T, path, what string, shown func() 
 	}
 }
 
-// writeScreenshot saves the page as a small PNG (the viewport, re-encoded
-// at the best compression) at path.
+// writeScreenshot saves the whole page as a small PNG (re-encoded at the
+// best compression) at path.
 func writeScreenshot(t *testing.T, p *browserPage, path string) {
 	t.Helper()
 	img, err := png.Decode(bytes.NewReader(p.screenshot()))
