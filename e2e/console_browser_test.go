@@ -18,6 +18,8 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/zimmerhq/zimmer/deploy/devstack"
 )
 
 const (
@@ -25,10 +27,6 @@ const (
 	// default, a key of lineage's roster.
 	consoleUser     = "tadasant"
 	consolePassword = "e2e console password"
-	// screenshotsDirEnv is where the screenshots subtest writes its PNGs:
-	// make screenshots points it at docs/screenshots; unset, a temporary
-	// directory (make test leaves docs/ alone).
-	screenshotsDirEnv = "ZIMMER_SCREENSHOTS_DIR"
 )
 
 // TestConsoleInABrowser drives the operator console in a real browser
@@ -48,6 +46,7 @@ const (
 //	})
 func TestConsoleInABrowser(t *testing.T) {
 	t.Parallel()
+	require.Equal(t, devstack.BrowserTest, t.Name(), "make test and make screenshots name this test")
 	sharedBrowser(t) // skip (or fail) before a stack is started for nothing
 	c := newConsoleStack(t)
 
@@ -322,7 +321,7 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	t.Run("screenshots", func(t *testing.T) {
 		t.Parallel()
-		dir := os.Getenv(screenshotsDirEnv)
+		dir := os.Getenv(devstack.ScreenshotsDirEnv) // make screenshots: docs/screenshots
 		if dir == "" {
 			dir = t.TempDir()
 		}

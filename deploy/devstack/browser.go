@@ -23,6 +23,12 @@ const (
 	RequireBrowserEnv = "ZIMMER_REQUIRE_BROWSER"
 	// BrowserInstall is how a Debian machine gets the browser.
 	BrowserInstall = "apt-get install -y chromium"
+	// BrowserTest is the e2e test that drives the console in the browser
+	// (it checks that this is its name); its subtest "screenshots" writes
+	// into ScreenshotsDirEnv's directory when it is set (make screenshots:
+	// docs/screenshots), else into a temporary one.
+	BrowserTest       = "TestConsoleInABrowser"
+	ScreenshotsDirEnv = "ZIMMER_SCREENSHOTS_DIR"
 )
 
 // browserCommands are the names FindBrowser looks for on PATH: Debian's

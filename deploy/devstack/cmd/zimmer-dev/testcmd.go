@@ -56,15 +56,12 @@ func (e *env) browserForTests() (vars map[string]string, skipped string, err err
 		e.say("browser: %s (the console's browser tests)", path)
 		return map[string]string{devstack.BrowserEnv: path, devstack.RequireBrowserEnv: "1"}, "", nil
 	case devstack.BrowserMissing(e.getenv, err):
-		skipped = fmt.Sprintf("the console's browser tests (e2e %s) were SKIPPED: %v", BrowserTests, err)
+		skipped = fmt.Sprintf("the console's browser tests (e2e %s) were SKIPPED: %v", devstack.BrowserTest, err)
 		e.say("%s", skipped)
 		return nil, skipped, nil
 	}
 	return nil, "", fmt.Errorf("the console's browser tests need a browser (%s=1): %w", devstack.RequireBrowserEnv, err)
 }
-
-// BrowserTests is the e2e test that drives the console in a real browser.
-const BrowserTests = "TestConsoleInABrowser"
 
 // runScreenshots is `make screenshots`: the browser tests' screenshot of
 // the dashboard and of a session page, written into docs/screenshots for
@@ -75,16 +72,11 @@ func (e *env) runScreenshots(ctx context.Context, args []string) error {
 		return fmt.Errorf("make screenshots needs a browser: %w", err)
 	}
 	dir := filepath.Join(e.root, "docs", "screenshots")
-	flags := append(slices.Clone(testFlags), "-run", "^"+BrowserTests+"$/^screenshots$")
+	flags := append(slices.Clone(testFlags), "-run", "^"+devstack.BrowserTest+"$/^screenshots$")
 	return e.testWithInfra(ctx, []string{filepath.Join(e.root, "e2e")}, flags, args, map[string]string{
-		devstack.BrowserEnv: path, devstack.RequireBrowserEnv: "1", ScreenshotsDirEnv: dir,
+		devstack.BrowserEnv: path, devstack.RequireBrowserEnv: "1", devstack.ScreenshotsDirEnv: dir,
 	}, "")
 }
-
-// ScreenshotsDirEnv tells the browser tests where to keep their
-// screenshots (unset: a temporary directory, so make test leaves docs/
-// alone).
-const ScreenshotsDirEnv = "ZIMMER_SCREENSHOTS_DIR"
 
 // runChaosTests is `make test-chaos`: the same fresh infrastructure, then
 // the crash tests alone, in the e2e module. ZIMMER_CHAOS=1 overrides a
