@@ -37,6 +37,10 @@ test: zimmer-dev ## Test every go.work module against private Postgres and Tempo
 test-chaos: zimmer-dev ## The e2e crash tests (kill -9 mid-turn; devstack.CrashTests) against the same (ARGS=...)
 	$(ZIMMER_DEV) test-chaos $(ARGS)
 
+.PHONY: screenshots
+screenshots: zimmer-dev ## Retake the console's screenshots in docs/screenshots (a browser test; needs chromium)
+	$(ZIMMER_DEV) screenshots $(ARGS)
+
 .PHONY: test-short
 test-short: zimmer-dev ## Like test, with -short
 	$(ZIMMER_DEV) test -short $(ARGS)

@@ -3,6 +3,8 @@ module github.com/zimmerhq/zimmer/e2e
 go 1.26.0
 
 require (
+	github.com/chromedp/cdproto v0.160.1
+	github.com/chromedp/chromedp v0.23.1
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mark3labs/mcp-go v1.2.1
@@ -15,6 +17,11 @@ require (
 	go.temporal.io/sdk v1.51.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/sethvargo/go-envconfig v1.4.3 // indirect
 )
 
 require (

@@ -5,9 +5,11 @@ import (
 	"testing"
 )
 
-// TestMain removes the binaries the tests built, once every test is done.
+// TestMain ends the browser (by its pid) and removes the binaries the tests
+// built, once every test is done.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopChromium()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}

@@ -1,7 +1,8 @@
 // Command zimmer-dev runs Zimmer's local dev stack: a private Postgres cluster,
 // the Temporal dev server, every service and the gateway (`run`), or the same
-// infrastructure around `go test` for every go.work module (`test`) or for
-// the e2e crash tests (`test-chaos`).
+// infrastructure around `go test` for every go.work module (`test`), for
+// the e2e crash tests (`test-chaos`) or for the console's screenshots
+// (`screenshots`).
 package main
 
 import (
@@ -25,6 +26,9 @@ commands:
                       the crash tests (make test)
   test-chaos [go test args]
                       the e2e crash tests (kill -9 of parts of the stack) against the same (make test-chaos)
+  screenshots [go test args]
+                      the console's browser test that takes the screenshots of the dashboard and a
+                      session page, written into docs/screenshots (make screenshots; needs chromium)
   db-up               start (or reuse) the make-run Postgres and create the service databases
   db-down             stop the make-run Postgres
   temporal            a headless, in-memory Temporal dev server alone, in the foreground, with the
@@ -58,6 +62,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return e.runTests(ctx, args[1:])
 	case "test-chaos":
 		return e.runChaosTests(ctx, args[1:])
+	case "screenshots":
+		return e.runScreenshots(ctx, args[1:])
 	case "db-up":
 		return e.dbUp(ctx)
 	case "db-down":

@@ -194,3 +194,30 @@ func TestConsolePasswordIsGeneratedOnceAndPrinted(t *testing.T) {
 	require.Equal(t, "julie / the password of your ZIMMER_CONSOLE_PASSWORD_HASH", signIn)
 	require.NoFileExists(t, filepath.Join(set.dataDir, "console-password"))
 }
+
+func TestMakeTestRequiresTheBrowserItFoundAndSaysLoudlyWhenItFoundNone(t *testing.T) {
+	t.Parallel()
+	browser := filepath.Join(t.TempDir(), "chromium")
+	require.NoError(t, os.WriteFile(browser, []byte("#!/bin/sh\n"), 0o755))
+
+	vars, skipped, err := testEnv(map[string]string{"PATH": filepath.Dir(browser)}).browserForTests()
+	require.NoError(t, err)
+	require.Empty(t, skipped)
+	require.Equal(t, map[string]string{devstack.BrowserEnv: browser, devstack.RequireBrowserEnv: "1"}, vars,
+		"given a browser, the browser tests may not skip")
+
+	vars, skipped, err = testEnv(map[string]string{"PATH": t.TempDir()}).browserForTests()
+	require.NoError(t, err, "without a browser make test still runs")
+	require.Nil(t, vars)
+	require.Contains(t, skipped, "SKIPPED")
+	require.Contains(t, skipped, devstack.BrowserInstall, "and says how to get one")
+	var summary bytes.Buffer
+	require.Empty(t, printSummary(&summary, []moduleResult{{rel: "e2e", elapsed: time.Second}}, skipped))
+	require.Contains(t, summary.String(), "ok    e2e")
+	require.Contains(t, summary.String(), "!!! "+skipped, "the summary says it loudly")
+
+	_, _, err = testEnv(map[string]string{"PATH": t.TempDir(), devstack.RequireBrowserEnv: "1"}).browserForTests()
+	require.ErrorIs(t, err, devstack.ErrNoBrowser, "CI: a missing browser stops the run")
+	_, _, err = testEnv(map[string]string{devstack.BrowserEnv: filepath.Join(t.TempDir(), "nothing")}).browserForTests()
+	require.Error(t, err, "a browser named but missing is never a skip")
+}

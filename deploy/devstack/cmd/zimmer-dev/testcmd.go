@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -34,8 +35,47 @@ func (e *env) runTests(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	browser, skipped, err := e.browserForTests()
+	if err != nil {
+		return err
+	}
 	flags := append(slices.Clone(testFlags), "-skip", devstack.CrashTestPattern())
-	return e.testWithInfra(ctx, modules, flags, args, nil)
+	return e.testWithInfra(ctx, modules, flags, args, browser, skipped)
+}
+
+// browserForTests finds the browser the console's browser tests drive
+// and returns the variables that hand it to them, with RequireBrowserEnv
+// set so that, given a browser, nothing there can skip. Without one the
+// tests skip, and skipped says so, for the summary to repeat loudly;
+// unless RequireBrowserEnv is already 1 (CI), when the run stops before it
+// starts.
+func (e *env) browserForTests() (vars map[string]string, skipped string, err error) {
+	path, err := devstack.FindBrowser(e.getenv)
+	switch {
+	case err == nil:
+		e.say("browser: %s (the console's browser tests)", path)
+		return map[string]string{devstack.BrowserEnv: path, devstack.RequireBrowserEnv: "1"}, "", nil
+	case devstack.BrowserMissing(e.getenv, err):
+		skipped = fmt.Sprintf("the console's browser tests (e2e %s) were SKIPPED: %v", devstack.BrowserTest, err)
+		e.say("%s", skipped)
+		return nil, skipped, nil
+	}
+	return nil, "", fmt.Errorf("the console's browser tests need a browser (%s=1): %w", devstack.RequireBrowserEnv, err)
+}
+
+// runScreenshots is `make screenshots`: the browser tests' screenshot of
+// the dashboard and of a session page, written into docs/screenshots for
+// the README and docs/console.md. It needs a browser.
+func (e *env) runScreenshots(ctx context.Context, args []string) error {
+	path, err := devstack.FindBrowser(e.getenv)
+	if err != nil {
+		return fmt.Errorf("make screenshots needs a browser: %w", err)
+	}
+	dir := filepath.Join(e.root, "docs", "screenshots")
+	flags := append(slices.Clone(testFlags), "-run", "^"+devstack.BrowserTest+"$/^screenshots$")
+	return e.testWithInfra(ctx, []string{filepath.Join(e.root, "e2e")}, flags, args, map[string]string{
+		devstack.BrowserEnv: path, devstack.RequireBrowserEnv: "1", devstack.ScreenshotsDirEnv: dir,
+	}, "")
 }
 
 // runChaosTests is `make test-chaos`: the same fresh infrastructure, then
@@ -44,13 +84,14 @@ func (e *env) runTests(ctx context.Context, args []string) error {
 func (e *env) runChaosTests(ctx context.Context, args []string) error {
 	flags := append(slices.Clone(testFlags), chaosTimeout, "-run", devstack.CrashTestPattern())
 	return e.testWithInfra(ctx, []string{filepath.Join(e.root, "e2e")}, flags, args,
-		map[string]string{"ZIMMER_CHAOS": "1"})
+		map[string]string{"ZIMMER_CHAOS": "1"}, "")
 }
 
 // testWithInfra starts a private Postgres and Temporal, then runs
 // `go test flags args ./...` in each module with the variables the tests
-// read (and extra), and prints a summary.
-func (e *env) testWithInfra(ctx context.Context, modules, flags, args []string, extra map[string]string) (err error) {
+// read (and extra), and prints a summary, ending with skipped (what did not
+// run, and why) when it is not empty, whatever the outcome.
+func (e *env) testWithInfra(ctx context.Context, modules, flags, args []string, extra map[string]string, skipped string) (err error) {
 	start := time.Now()
 	unlock, err := devstack.Lock(filepath.Join(e.dataDir, "test.lock"), false)
 	if err != nil {
@@ -84,12 +125,7 @@ func (e *env) testWithInfra(ctx context.Context, modules, flags, args []string, 
 		e.say("export %s=%s", k, vars[k])
 	}
 
-	type result struct {
-		rel     string
-		err     error
-		elapsed time.Duration
-	}
-	var results []result
+	var results []moduleResult
 	goArgs := append(append(append([]string{"test"}, flags...), args...), "./...")
 	for _, dir := range modules {
 		if ctx.Err() != nil {
@@ -99,22 +135,10 @@ func (e *env) testWithInfra(ctx context.Context, modules, flags, args []string, 
 		e.say("go %s   (in %s)", strings.Join(goArgs, " "), rel)
 		t0 := time.Now()
 		err := e.goTest(ctx, dir, goArgs, testEnv)
-		results = append(results, result{rel, err, time.Since(t0)})
+		results = append(results, moduleResult{rel, err, time.Since(t0)})
 	}
 
-	fmt.Fprintln(e.out)
-	var failed []string
-	for _, r := range results {
-		status := "ok  "
-		switch {
-		case errors.Is(r.err, context.Canceled):
-			status = "STOP"
-		case r.err != nil:
-			status = "FAIL"
-			failed = append(failed, r.rel)
-		}
-		fmt.Fprintf(e.out, "%s  %-28s %6.1fs\n", status, r.rel, r.elapsed.Seconds())
-	}
+	failed := printSummary(e.out, results, skipped)
 	elapsed := time.Since(start).Round(100 * time.Millisecond)
 	switch {
 	case ctx.Err() != nil:
@@ -124,6 +148,35 @@ func (e *env) testWithInfra(ctx context.Context, modules, flags, args []string, 
 	}
 	fmt.Fprintf(e.out, "all %d modules passed in %s\n", len(modules), elapsed)
 	return nil
+}
+
+// moduleResult is how one module's go test ended.
+type moduleResult struct {
+	rel     string
+	err     error
+	elapsed time.Duration
+}
+
+// printSummary prints a line per module and, when skipped is not empty,
+// a banner saying what did not run and why, whatever the outcome; it
+// returns the modules that failed.
+func printSummary(w io.Writer, results []moduleResult, skipped string) (failed []string) {
+	fmt.Fprintln(w)
+	for _, r := range results {
+		status := "ok  "
+		switch {
+		case errors.Is(r.err, context.Canceled):
+			status = "STOP"
+		case r.err != nil:
+			status = "FAIL"
+			failed = append(failed, r.rel)
+		}
+		fmt.Fprintf(w, "%s  %-28s %6.1fs\n", status, r.rel, r.elapsed.Seconds())
+	}
+	if skipped != "" {
+		printSkipped(w, skipped)
+	}
+	return failed
 }
 
 // goTest runs go test in its own process group so that Ctrl-C reaches us
