@@ -317,7 +317,7 @@ const describeElementJS = `function(e) {
 func (p *browserPage) focusOrder() []string {
 	p.t.Helper()
 	return eval[[]string](p, `[...document.querySelectorAll('a[href], button, input:not([type="hidden"]), textarea, select, summary, [tabindex]')]
-		.filter(e => !e.disabled && e.tabIndex >= 0 && e.getClientRects().length > 0)
+		.filter(e => !e.disabled && e.tabIndex >= 0 && e.checkVisibility())
 		.map(`+describeElementJS+`)`)
 }
 
