@@ -1,6 +1,7 @@
 // Package server is the gateway's composition root: it dials the services
 // and serves REST (/api/v1), MCP (/mcp), the operator console (/console/),
-// /healthz, /readyz and /openapi.json on one HTTP server.
+// Slack's events (/slack/events), /healthz, /readyz and /openapi.json on
+// one HTTP server.
 package server
 
 import (
@@ -22,6 +23,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
+	"github.com/zimmerhq/zimmer/gateway/internal/slack"
 	"github.com/zimmerhq/zimmer/gateway/internal/supervisor"
 	"github.com/zimmerhq/zimmer/gateway/internal/testboundary"
 	"github.com/zimmerhq/zimmer/gateway/openapi"
@@ -162,6 +164,18 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	}
 	mux.Handle(console.Prefix, consoleHandler)
 	mux.Handle("/console", consoleHandler)
+	// Slack's events: its own signature, its own connection as the service
+	// "slack". Without the signing secret the route is not there (404).
+	if cfg.SlackSigningSecret != "" {
+		conn, err := grpcclient.Dial(cfg.NotificationAddr, grpcclient.AsService("slack", cfg.InternalToken))
+		if err != nil {
+			return nil, fmt.Errorf("dial notification for slack events: %w", err)
+		}
+		s.conns = append(s.conns, conn)
+		mux.Handle(slack.Route, slack.NewHandler(cfg.SlackSigningSecret, notificationv1.NewNotificationServiceClient(conn), nil, logger.With("component", "slack")))
+	} else {
+		logger.Info(slack.SigningSecretEnv + " unset: " + slack.Route + " answers 404")
+	}
 	mux.Handle("/mcp", auth.Require(authn, s.mcp))
 	mux.Handle("/mcp/", auth.Require(authn, s.mcp))
 	mux.Handle("/", noRoute)
@@ -204,11 +218,16 @@ func (s *Server) newConsole(cfg config.Config, logger *slog.Logger) (*console.Ha
 	if err != nil {
 		return nil, err
 	}
+	notificationConn, err := dial(cfg.NotificationAddr)
+	if err != nil {
+		return nil, err
+	}
 	return console.New(console.Clients{
-		Lifecycle:  lifecyclev1.NewLifecycleServiceClient(lifecycleConn),
-		Queue:      queuev1.NewQueueServiceClient(queueConn),
-		Runner:     runnerv1.NewRunnerServiceClient(runnerConn),
-		Provenance: lineagev1.NewProvenanceServiceClient(lineageConn),
+		Lifecycle:     lifecyclev1.NewLifecycleServiceClient(lifecycleConn),
+		Queue:         queuev1.NewQueueServiceClient(queueConn),
+		Runner:        runnerv1.NewRunnerServiceClient(runnerConn),
+		Provenance:    lineagev1.NewProvenanceServiceClient(lineageConn),
+		Notifications: notificationv1.NewNotificationServiceClient(notificationConn),
 	}, console.Options{AdminUser: cfg.AdminUser, PasswordHash: cfg.ConsolePasswordHash}, logger.With("component", "console"))
 }
 
