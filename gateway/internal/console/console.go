@@ -31,6 +31,7 @@ import (
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
+	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
@@ -64,6 +65,9 @@ type Clients struct {
 	Queue      queuev1.QueueServiceClient
 	Runner     runnerv1.RunnerServiceClient
 	Provenance lineagev1.ProvenanceServiceClient
+	// Notifications serves the Slack triggers page; nil leaves it saying
+	// the service is not configured.
+	Notifications notificationv1.NotificationServiceClient
 }
 
 // Options configure the console.
@@ -127,7 +131,7 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	h := &Handler{clients: clients, opts: opts, logger: logger,
 		signIns: newSignIns(opts.Now), throttle: newThrottle(opts.Now), pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{"age": h.age, "statusWords": statusWords}
-	for _, page := range []string{"login", "dashboard", "session", "new", "problem"} {
+	for _, page := range []string{"login", "dashboard", "session", "new", "problem", "slack"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parse the console's %s page: %w", page, err)
@@ -154,6 +158,9 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	mux.HandleFunc("POST /console/sessions/{id}/archive", h.mutating(func(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
 		h.sessionAction("archive", h.archive(r.PostForm.Get("force") != ""))(w, r, cookie, in)
 	}))
+	mux.HandleFunc("GET /console/slack/triggers", h.signedIn(h.slackTriggersPage))
+	mux.HandleFunc("POST /console/slack/triggers", h.mutating(h.createSlackTrigger))
+	mux.HandleFunc("POST /console/slack/triggers/{id}/delete", h.mutating(h.deleteSlackTrigger))
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusNotFound, fmt.Sprintf("There is no console page %s %s.", r.Method, r.URL.Path))
 	})
