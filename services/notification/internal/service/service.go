@@ -139,7 +139,7 @@ func (s *Service) wire(ctx context.Context, cfg config.Config, routes sink.Route
 		slack.Register(s.Worker, &slack.Activities{Process: app.ProcessSlackEvent{
 			Repo: slackRepo, Boundary: clients.NewSlackBoundary(lifecycleConn, queueConn, lineageConn),
 			API: slackAPI, SessionURL: sessionURL, Clock: clock.System{},
-		}})
+		}, Raise: s.Alerts.Raise})
 		push.Register(s.Worker, &push.Activities{NeedsInput: s.Notifications.NeedsInput, Pushed: s.Notifications.Pushed, Sinks: routes.Push})
 		redrive := app.NewRedrive(alerts, repo, redrivePage, pusher, clock.System{})
 		if err := periodic.SetupSweep(ctx, s.Temporal, s.Worker, worker, RedriveSweep(redrive)); err != nil {

@@ -12,12 +12,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
+	"github.com/zimmerhq/zimmer/services/notification/internal/domain"
 )
 
 // Names registered with the worker; part of the workflows' histories.
 const (
 	EventWorkflowName    = "zimmer.notification.SlackEvent"
 	ActivityProcessEvent = "zimmer.notification.ProcessSlackEvent"
+	ActivityGiveUpEvent  = "zimmer.notification.GiveUpSlackEvent"
 )
 
 // EventWorkflowID names the processing of event id: Slack's event id is
@@ -37,12 +39,24 @@ var processing = workflow.ActivityOptions{
 	},
 }
 
+// pageOptions retry the give-up's page while the service's own database
+// restarts.
+var pageOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 30 * time.Second,
+	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 30},
+}
+
 // Event processes one accepted event (slack/event/<id>) and returns what
-// became of it.
+// became of it. An event whose processing is given up (a day of retries)
+// pages an operator: Slack was told it arrived, so it is never dropped
+// silently.
 func Event(ctx workflow.Context, eventID string) (string, error) {
 	var outcome string
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, processing), ActivityProcessEvent, eventID).Get(ctx, &outcome)
 	if err != nil {
+		if perr := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, pageOptions), ActivityGiveUpEvent, eventID, err.Error()).Get(ctx, nil); perr != nil {
+			workflow.GetLogger(ctx).Error("could not page about a slack event given up", "event_id", eventID, "error", perr)
+		}
 		return "", fmt.Errorf("process slack event %s: %w", eventID, err)
 	}
 	workflow.GetLogger(ctx).Info("slack event processed", "event_id", eventID, "outcome", outcome)
@@ -52,11 +66,24 @@ func Event(ctx workflow.Context, eventID string) (string, error) {
 // Activities are the event workflow's I/O.
 type Activities struct {
 	Process app.ProcessSlackEvent
+	// Raise is the service's own RaiseAlert.
+	Raise app.RaiseAlert
 }
 
 // ProcessSlackEvent runs the use case.
 func (a *Activities) ProcessSlackEvent(ctx context.Context, eventID string) (string, error) {
 	return a.Process.Handle(ctx, eventID)
+}
+
+// GiveUpSlackEvent pages about an event whose processing was given up,
+// once per event (its dedup key).
+func (a *Activities) GiveUpSlackEvent(ctx context.Context, eventID, why string) error {
+	_, _, err := a.Raise.Handle(ctx, domain.Raise{
+		DedupKey: "slack/event/" + eventID,
+		Summary:  fmt.Sprintf("Slack event %s was acknowledged but could not be processed; its row in slack_events keeps it", eventID),
+		Details:  map[string]any{"event_id": eventID, "error": why},
+	})
+	return err
 }
 
 // Registry is where the workflow and its activity are registered.
@@ -69,6 +96,7 @@ type Registry interface {
 func Register(r Registry, a *Activities) {
 	r.RegisterWorkflowWithOptions(Event, workflow.RegisterOptions{Name: EventWorkflowName})
 	r.RegisterActivityWithOptions(a.ProcessSlackEvent, activity.RegisterOptions{Name: ActivityProcessEvent})
+	r.RegisterActivityWithOptions(a.GiveUpSlackEvent, activity.RegisterOptions{Name: ActivityGiveUpEvent})
 }
 
 // WorkflowStarter is what Starter needs of the Temporal client.

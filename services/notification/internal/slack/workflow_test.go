@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
@@ -59,3 +62,28 @@ func TestEventWorkflowRetriesUntilProcessed(t *testing.T) {
 	require.Len(t, boundary.Sessions, 1)
 	require.Equal(t, "slack/event/Ev1", slack.EventWorkflowID("Ev1"))
 }
+
+// An event whose processing is given up pages an operator, keyed by the
+// event, and the workflow fails naming it.
+func TestAnEventGivenUpPages(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	alerts := &apptest.Alerts{}
+	slack.Register(env, &slack.Activities{Raise: app.RaiseAlert{Repo: alerts, Pager: nopPager{}, Clock: clock.System{}, Window: time.Hour}})
+	env.OnActivity(slack.ActivityProcessEvent, mock.Anything, "Ev9").
+		Return("", temporal.NewNonRetryableApplicationError("lineage refused", "refused", nil))
+
+	env.ExecuteWorkflow(slack.EventWorkflowName, "Ev9")
+	require.True(t, env.IsWorkflowCompleted())
+	require.ErrorContains(t, env.GetWorkflowError(), "process slack event Ev9")
+	got, err := alerts.List(context.Background(), 10)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, "slack/event/Ev9", got[0].DedupKey)
+	require.Contains(t, got[0].Summary, "Slack event Ev9 was acknowledged but could not be processed")
+}
+
+type nopPager struct{}
+
+func (nopPager) Page(context.Context, domain.Alert) error { return nil }
