@@ -136,10 +136,15 @@ var restAccess = map[string]struct{ sessions, selfOnly expect }{
 	// with sessions.read, as every read; it cancels its own (the walk's
 	// trigger id, noMessage, is none: 404); Pause Until and refresh are
 	// the operator's.
-	"ListTriggers":   {expect{ok, ok}, expect{ok, denied}},
-	"CancelTrigger":  {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
-	"PauseUntil":     {expect{denied, denied}, expect{denied, denied}},
-	"RefreshSession": {expect{denied, denied}, expect{denied, denied}},
+	"ListTriggers": {expect{ok, ok}, expect{ok, denied}},
+	// Slack triggers start sessions for people in a channel: the
+	// operator's, never an agent's (issue 26).
+	"ListSlackTriggers":  {expect{denied, denied}, expect{denied, denied}},
+	"CreateSlackTrigger": {expect{denied, denied}, expect{denied, denied}},
+	"DeleteSlackTrigger": {expect{denied, denied}, expect{denied, denied}},
+	"CancelTrigger":      {expect{http.StatusNotFound, denied}, expect{http.StatusNotFound, denied}},
+	"PauseUntil":         {expect{denied, denied}, expect{denied, denied}},
+	"RefreshSession":     {expect{denied, denied}, expect{denied, denied}},
 	// Elicitations: a credential reads its own session's pending question,
 	// as every read; it never answers one, its own agent's least of all.
 	"ListElicitations":  {expect{ok, ok}, expect{ok, denied}},

@@ -197,7 +197,11 @@ func (s *stack) env(name string) []string {
 		// for the debounce, not for a default meant for people; pushes go to
 		// the log and to the stack's webhook.
 		env = append(env, "NOTIFICATION_LIFECYCLE_ADDR="+s.addr["lifecycle"], "NOTIFICATION_NEEDS_INPUT_DEBOUNCE="+needsInputDebounce.String(),
-			"NOTIFICATION_SINKS=log,webhook", "NOTIFICATION_WEBHOOK_URL="+s.webhook.url(), "NOTIFICATION_WEBHOOK_SECRET="+string(s.webhook.secret))
+			"NOTIFICATION_SINKS=log,webhook", "NOTIFICATION_WEBHOOK_URL="+s.webhook.url(), "NOTIFICATION_WEBHOOK_SECRET="+string(s.webhook.secret),
+			// Where a Slack message's follow-up and human message go, and
+			// the links posted in its thread.
+			"NOTIFICATION_QUEUE_ADDR="+s.addr["queue"], "NOTIFICATION_LINEAGE_ADDR="+s.addr["lineage"],
+			"NOTIFICATION_CONSOLE_URL=http://"+s.addr["gateway"]+"/console/")
 	}
 	if name == "lineage" {
 		env = append(env, "LINEAGE_EVENT_CONSUMERS=lifecycle="+s.addr["lifecycle"], "LINEAGE_NOTIFICATION_ADDR="+s.addr["notification"])

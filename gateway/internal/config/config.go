@@ -68,6 +68,11 @@ type Config struct {
 	// test-only human boundary (package testboundary) and is the token it
 	// demands. Only a gateway built with the testboundary tag accepts it.
 	TestBoundaryToken string `env:"GATEWAY_TEST_BOUNDARY_TOKEN"`
+
+	// SlackSigningSecret is SLACK_SIGNING_SECRET, the Slack app's signing
+	// secret: with it, POST /slack/events verifies and accepts Slack's
+	// events; without it, the route does not exist (404). Never logged.
+	SlackSigningSecret string `env:"SLACK_SIGNING_SECRET"`
 }
 
 // Service is one backend the gateway dials.
@@ -139,6 +144,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("internal_token_set", c.InternalToken != ""))
 	attrs = append(attrs, slog.Bool("supervisor_enabled", c.SupervisorUser != "" && c.SupervisorPassword != ""),
 		slog.Bool("test_boundary_enabled", c.TestBoundaryToken != ""),
-		slog.String("admin_user", c.AdminUser), slog.Bool("console_enabled", c.ConsolePasswordHash != ""))
+		slog.String("admin_user", c.AdminUser), slog.Bool("console_enabled", c.ConsolePasswordHash != ""),
+		slog.Bool("slack_events_enabled", c.SlackSigningSecret != ""))
 	return slog.GroupValue(attrs...)
 }

@@ -66,7 +66,8 @@ type Clients struct {
 	Runner     runnerv1.RunnerServiceClient
 	Provenance lineagev1.ProvenanceServiceClient
 	// Triggers are lifecycle's wake-ups (Pause Until, the session page's
-	// triggers); Notifications the inbox and the alerts.
+	// triggers); Notifications the inbox, the alerts and the Slack triggers
+	// page (nil leaves that page saying the service is not configured).
 	Triggers      lifecyclev1.TriggerServiceClient
 	Notifications notificationv1.NotificationServiceClient
 }
@@ -149,7 +150,7 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	h.liveCtx, h.StopLive = context.WithCancel(context.Background())
 	funcs := template.FuncMap{"age": h.age, "statusWords": statusWords, "at": at, "inZone": inZone, "size": size, "details": alertDetails,
 		"pending": pending, "add": func(a, b int32) int32 { return a + b }}
-	for _, page := range []string{"login", "dashboard", "session", "new", "problem", "inbox", "alerts"} {
+	for _, page := range []string{"login", "dashboard", "session", "new", "problem", "inbox", "alerts", "slack"} {
 		files := []string{"templates/layout.html", "templates/" + page + ".html"}
 		switch page {
 		case "dashboard":
@@ -202,6 +203,9 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	}))
 	h.sessionRoutes(mux)
 	h.inboxRoutes(mux)
+	mux.HandleFunc("GET /console/slack/triggers", h.signedIn(h.slackTriggersPage))
+	mux.HandleFunc("POST /console/slack/triggers", h.mutating(h.createSlackTrigger))
+	mux.HandleFunc("POST /console/slack/triggers/{id}/delete", h.mutating(h.deleteSlackTrigger))
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusNotFound, fmt.Sprintf("There is no console page %s %s.", r.Method, r.URL.Path))
 	})

@@ -42,7 +42,8 @@ var Groups = map[string][]string{
 	"sessions": {ToolQuickSearchSessions, ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession, ToolManageEnqueuedMessages,
 		ToolAnswerElicitation, ToolGetAlerts},
 	"notifications": {ToolGetNotifications, ToolSendPushNotification, ToolActionNotification},
-	"triggers":      {ToolWakeMeUpLater, ToolWakeMeUpWhenSessionChangesState, ToolSearchTriggers, ToolActionTrigger},
+	"triggers": {ToolWakeMeUpLater, ToolWakeMeUpWhenSessionChangesState, ToolSearchTriggers, ToolActionTrigger,
+		ToolManageSlackTriggers},
 	"self_session": {ToolGetSession, ToolGetSessionProvenance, ToolSendPushNotification, ToolWakeMeUpLater,
 		ToolWakeMeUpWhenSessionChangesState, ToolActionSession},
 }
@@ -65,7 +66,8 @@ const instructions = `Zimmer runs AI coding-agent sessions. A session is address
 	`get_alerts lists the operational alerts. ` +
 	`wake_me_up_later sleeps a session until a time and wakes it with a prompt; ` +
 	`wake_me_up_when_session_changes_state wakes it when another session needs input, fails or is archived; ` +
-	`search_triggers and action_trigger list and cancel those wake-ups. ` +
+	`search_triggers and action_trigger list and cancel those wake-ups; ` +
+	`manage_slack_triggers lists, creates and deletes the Slack triggers that start sessions from Slack messages. ` +
 	`get_notifications and action_notification read and clear the operator's notifications; ` +
 	`send_push_notification tells the operator something now.`
 
@@ -169,6 +171,7 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 	srv.AddTool(wakeWhenSessionChangesStateTool(), t.wakeWhenSessionChangesState)
 	srv.AddTool(searchTriggersTool(), t.searchTriggers)
 	srv.AddTool(actionTriggerTool(), t.actionTrigger)
+	srv.AddTool(manageSlackTriggersTool(), t.manageSlackTriggers)
 
 	h.http = mcpserver.NewStreamableHTTPServer(srv,
 		mcpserver.WithHTTPContextFunc(withSelection),

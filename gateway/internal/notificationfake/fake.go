@@ -94,3 +94,23 @@ func (s *Server) MarkAllNotificationsRead(ctx context.Context, req *notification
 func (s *Server) SendPushNotification(ctx context.Context, req *notificationv1.SendPushNotificationRequest) (*notificationv1.SendPushNotificationResponse, error) {
 	return grpcfake.Answer[*notificationv1.SendPushNotificationResponse](ctx, s.Recorder, req)
 }
+
+// AcceptSlackEvent implements notificationv1.NotificationServiceServer.
+func (s *Server) AcceptSlackEvent(ctx context.Context, req *notificationv1.AcceptSlackEventRequest) (*notificationv1.AcceptSlackEventResponse, error) {
+	return grpcfake.Answer[*notificationv1.AcceptSlackEventResponse](ctx, s.Recorder, req)
+}
+
+// ListSlackTriggers implements notificationv1.NotificationServiceServer.
+func (s *Server) ListSlackTriggers(ctx context.Context, req *notificationv1.ListSlackTriggersRequest) (*notificationv1.ListSlackTriggersResponse, error) {
+	return grpcfake.Answer[*notificationv1.ListSlackTriggersResponse](ctx, s.Recorder, req)
+}
+
+// CreateSlackTrigger implements notificationv1.NotificationServiceServer.
+func (s *Server) CreateSlackTrigger(ctx context.Context, req *notificationv1.CreateSlackTriggerRequest) (*notificationv1.CreateSlackTriggerResponse, error) {
+	return grpcfake.Answer[*notificationv1.CreateSlackTriggerResponse](ctx, s.Recorder, req)
+}
+
+// DeleteSlackTrigger implements notificationv1.NotificationServiceServer.
+func (s *Server) DeleteSlackTrigger(ctx context.Context, req *notificationv1.DeleteSlackTriggerRequest) (*notificationv1.DeleteSlackTriggerResponse, error) {
+	return grpcfake.Answer[*notificationv1.DeleteSlackTriggerResponse](ctx, s.Recorder, req)
+}

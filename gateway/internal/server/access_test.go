@@ -92,6 +92,14 @@ var triggerArgs = map[string]map[string]any{
 	"cancel": {"session_id": "1", "trigger_id": 1},
 }
 
+// slackTriggerArgs are the arguments each action of manage_slack_triggers
+// is called with in the walk; an action missing here fails the walk.
+var slackTriggerArgs = map[string]map[string]any{
+	"list":   {},
+	"create": {"channel": "C1", "allowed_user_ids": []any{"U1"}, "git_root": "/r"},
+	"delete": {"trigger_id": 1},
+}
+
 // toolArgs are the other tools' arguments in the walk.
 var toolArgs = map[string]map[string]any{
 	mcp.ToolQuickSearchSessions:  {"q": "walked"},
@@ -115,6 +123,7 @@ var toolActions = map[string]map[string]map[string]any{
 	mcp.ToolManageEnqueuedMessages: enqueuedArgs,
 	mcp.ToolActionNotification:     notificationArgs,
 	mcp.ToolActionTrigger:          triggerArgs,
+	mcp.ToolManageSlackTriggers:    slackTriggerArgs,
 }
 
 // TestEachKeyReachesExactlyItsRoutesAndTools extends
@@ -231,7 +240,8 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 					require.False(t, res.IsError, "%s: %s", name, textOf(res))
 				}
 			}
-			require.Len(t, walked, len(toolArgs)+len(actionArgs)+len(enqueuedArgs)+len(notificationArgs)+len(triggerArgs), "every tool and action walked: %v", walked)
+			require.Len(t, walked, len(toolArgs)+len(actionArgs)+len(enqueuedArgs)+len(notificationArgs)+len(triggerArgs)+len(slackTriggerArgs),
+				"every tool and action walked: %v", walked)
 
 			slices.Sort(refusedREST)
 			slices.Sort(refusedTools)

@@ -1,6 +1,7 @@
 // Package server is the gateway's composition root: it dials the services
 // and serves REST (/api/v1), MCP (/mcp), the operator console (/console/),
-// /healthz, /readyz and /openapi.json on one HTTP server.
+// Slack's events (/slack/events), /healthz, /readyz and /openapi.json on
+// one HTTP server.
 package server
 
 import (
@@ -22,6 +23,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	"github.com/zimmerhq/zimmer/gateway/internal/rest"
+	"github.com/zimmerhq/zimmer/gateway/internal/slack"
 	"github.com/zimmerhq/zimmer/gateway/internal/supervisor"
 	"github.com/zimmerhq/zimmer/gateway/internal/testboundary"
 	"github.com/zimmerhq/zimmer/gateway/openapi"
@@ -164,6 +166,18 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	s.console = consoleHandler
 	mux.Handle(console.Prefix, consoleHandler)
 	mux.Handle("/console", consoleHandler)
+	// Slack's events: its own signature, its own connection as the service
+	// "slack". Without the signing secret the route is not there (404).
+	if cfg.SlackSigningSecret != "" {
+		conn, err := grpcclient.Dial(cfg.NotificationAddr, grpcclient.AsService("slack", cfg.InternalToken))
+		if err != nil {
+			return nil, fmt.Errorf("dial notification for slack events: %w", err)
+		}
+		s.conns = append(s.conns, conn)
+		mux.Handle(slack.Route, slack.NewHandler(cfg.SlackSigningSecret, notificationv1.NewNotificationServiceClient(conn), nil, logger.With("component", "slack")))
+	} else {
+		logger.Info(slack.SigningSecretEnv + " unset: " + slack.Route + " answers 404")
+	}
 	mux.Handle("/mcp", auth.Require(authn, s.mcp))
 	mux.Handle("/mcp/", auth.Require(authn, s.mcp))
 	mux.Handle("/", noRoute)

@@ -53,6 +53,7 @@ type testBundle struct {
 type setupOpts struct {
 	downService    string // a service whose address has nothing listening
 	mcpMaxSessions int    // GATEWAY_MCP_MAX_SESSIONS; 0 for the default
+	slackSecret    string // SLACK_SIGNING_SECRET; "" leaves /slack/events out
 }
 
 // setup runs the gateway's real handler against the fake lifecycle service
@@ -69,17 +70,18 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 		return grpctest.Serve(t, register)
 	}
 	cfg := config.Config{
-		HTTPAddr:         "127.0.0.1:0",
-		LogLevel:         "info",
-		LifecycleAddr:    addr("lifecycle", fake.Register),
-		LineageAddr:      addr("lineage", nil),
-		QueueAddr:        addr("queue", queue.Register),
-		RunnerAddr:       addr("runner", runner.Register),
-		NotificationAddr: addr("notification", notifications.Register),
-		APIKeys:          testKey + "," + otherKey,
-		AdminAPIKeys:     adminKey,
-		InternalToken:    grpctest.InternalToken,
-		MCPMaxSessions:   opts.mcpMaxSessions,
+		HTTPAddr:           "127.0.0.1:0",
+		LogLevel:           "info",
+		LifecycleAddr:      addr("lifecycle", fake.Register),
+		LineageAddr:        addr("lineage", nil),
+		QueueAddr:          addr("queue", queue.Register),
+		RunnerAddr:         addr("runner", runner.Register),
+		NotificationAddr:   addr("notification", notifications.Register),
+		APIKeys:            testKey + "," + otherKey,
+		AdminAPIKeys:       adminKey,
+		InternalToken:      grpctest.InternalToken,
+		MCPMaxSessions:     opts.mcpMaxSessions,
+		SlackSigningSecret: opts.slackSecret,
 	}
 	srv, err := server.New(context.Background(), cfg, slogx.Discard())
 	require.NoError(t, err)

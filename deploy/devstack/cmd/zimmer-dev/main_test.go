@@ -59,6 +59,9 @@ func TestServiceEnvCallerWins(t *testing.T) {
 
 	notification := e.serviceEnv(services[4], "postgres://local/zimmer_notification", addrs, common)
 	require.Equal(t, "127.0.0.1:9101", notification["NOTIFICATION_LIFECYCLE_ADDR"], "the debounce asks lifecycle")
+	require.Equal(t, "127.0.0.1:9103", notification["NOTIFICATION_QUEUE_ADDR"], "a Slack thread's follow-up goes through the queue")
+	require.Equal(t, "127.0.0.1:9202", notification["NOTIFICATION_LINEAGE_ADDR"], "a Slack message is recorded in lineage")
+	require.Equal(t, "http://127.0.0.1:8080/console/", notification["NOTIFICATION_CONSOLE_URL"], "the links posted in Slack threads")
 
 	gw := e.gatewayEnv(addrs, ":8080", common, "$2a$10$hash")
 	require.Equal(t, ":8080", gw["GATEWAY_HTTP_ADDR"])

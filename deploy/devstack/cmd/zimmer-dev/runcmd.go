@@ -421,6 +421,11 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 		// A debounced needs-input push asks lifecycle whether the session
 		// still waits before it is pushed.
 		m["NOTIFICATION_LIFECYCLE_ADDR"] = dialable(addrs["lifecycle"])
+		// A Slack message's follow-up goes through the queue and its human
+		// message to lineage; its thread gets the console's link.
+		m["NOTIFICATION_QUEUE_ADDR"] = dialable(addrs["queue"])
+		m["NOTIFICATION_LINEAGE_ADDR"] = dialable(addrs["lineage"])
+		m["NOTIFICATION_CONSOLE_URL"] = "http://" + dialable(e.get("GATEWAY_HTTP_ADDR", "127.0.0.1:8080")) + "/console/"
 	}
 	if s.name == "lineage" {
 		m["LINEAGE_EVENT_CONSUMERS"] = "lifecycle=" + addrs["lifecycle"]

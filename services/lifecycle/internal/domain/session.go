@@ -17,8 +17,12 @@ import (
 )
 
 // Genesis values. A session inherits its parent's genesis; a session with no
-// parent started through the API has GenesisAPI.
-const GenesisAPI = "api"
+// parent started through the API has GenesisAPI, one a Slack message
+// started GenesisSlack.
+const (
+	GenesisAPI   = "api"
+	GenesisSlack = "slack"
+)
 
 // Scheduling classes: rules' classes.
 const (
@@ -99,6 +103,10 @@ type NewSession struct {
 	// PushNotifications: nil means rules.DefaultPushNotifications (not
 	// pushed: an operator opts a session in).
 	PushNotifications *bool
+	// BoundaryGenesis is the genesis a verified human boundary gives a
+	// session with no parent (GenesisSlack); never a request field, so no
+	// caller can claim one. "" means GenesisAPI.
+	BoundaryGenesis string
 }
 
 var slugPattern = regexp.MustCompile(rules.SlugPattern)
@@ -188,6 +196,9 @@ func (n NewSession) Build(parent *Session, now time.Time) (Session, error) {
 		}}}
 	}
 	genesis, class := GenesisAPI, SchedulingPriority
+	if n.BoundaryGenesis != "" {
+		genesis = n.BoundaryGenesis
+	}
 	if parent != nil {
 		genesis, class = parent.Genesis, parent.SchedulingClass
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wire"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/platform/boundary"
 	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
 )
 
@@ -68,6 +69,11 @@ func (s *Server) CreateSession(ctx context.Context, req *lifecyclev1.CreateSessi
 	}
 	if md := req.GetCustomMetadata(); md != nil {
 		n.CustomMetadata = md.AsMap()
+	}
+	// A session a Slack message started says so: only the Slack boundary,
+	// a Zimmer service acting as itself, can declare that actor.
+	if a, err := boundary.Verified(ctx); err == nil && a.Kind == boundary.SlackUser {
+		n.BoundaryGenesis = domain.GenesisSlack
 	}
 	if caller, ok := sessionCaller(ctx); ok {
 		if err := n.ChildCreatable(caller.SessionID); err != nil {

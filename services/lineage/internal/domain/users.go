@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/zimmerhq/zimmer/services/platform/slackid"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
@@ -30,10 +31,7 @@ var ErrAlreadyExists = errors.New("already exists")
 // ErrConflict means the change contradicts an invariant held by other rows.
 var ErrConflict = errors.New("conflict")
 
-var (
-	userKeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-	slackIDPattern = regexp.MustCompile(`^[A-Z0-9]{2,32}$`)
-)
+var userKeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 // User is one row of the roster: a human Zimmer can attribute words to. It
 // is not authentication — Zimmer has no login — only something durable to
@@ -126,8 +124,8 @@ func (u User) Validate() error {
 		return validation.Invalid("slack_user_ids", "at most %d IDs", MaxSlackIDsPerUser)
 	}
 	for i, id := range u.SlackUserIDs {
-		if !slackIDPattern.MatchString(id) {
-			return validation.Invalid("slack_user_ids", "%q is not a Slack user ID (uppercase letters and digits, e.g. U012AB3CD)", id)
+		if !slackid.Valid(id) {
+			return validation.Invalid("slack_user_ids", "%q is not a Slack user ID (%s)", id, slackid.Shape)
 		}
 		if slices.Contains(u.SlackUserIDs[:i], id) {
 			return validation.Invalid("slack_user_ids", "%q is listed twice", id)
@@ -151,18 +149,27 @@ func validateUserKey(field, key string) error {
 }
 
 // SlackIDTakenError is the ErrConflict of a Slack user ID that already
-// belongs to another user.
+// belongs to another user. It names both users, so the operator sees at once
+// whose row to edit.
 type SlackIDTakenError struct {
 	SlackUserID string
 	// Owner is the user holding it, when known.
 	Owner string
+	// Claimant is the user the edit tried to give it to, when known.
+	Claimant string
 }
 
 func (e *SlackIDTakenError) Error() string {
-	if e.Owner == "" {
-		return fmt.Sprintf("slack user ID %s already belongs to another user; remove it there first", e.SlackUserID)
+	claim := "another user"
+	if e.Claimant != "" {
+		claim = fmt.Sprintf("user %q", e.Claimant)
 	}
-	return fmt.Sprintf("slack user ID %s already belongs to user %q; remove it there first", e.SlackUserID, e.Owner)
+	if e.Owner == "" {
+		return fmt.Sprintf("slack user ID %s already belongs to another user, so it cannot also be %s's; one ID never belongs to two users: remove it there first",
+			e.SlackUserID, claim)
+	}
+	return fmt.Sprintf("slack user ID %s already belongs to user %q, so it cannot also be %s's; one ID never belongs to two users: remove it from %q first",
+		e.SlackUserID, e.Owner, claim, e.Owner)
 }
 
 func (e *SlackIDTakenError) Unwrap() error { return ErrConflict }

@@ -103,8 +103,8 @@ func TestRosterResolution(t *testing.T) {
 func TestUserErrors(t *testing.T) {
 	t.Parallel()
 	require.ErrorIs(t, &domain.SlackIDTakenError{SlackUserID: "U1", Owner: "tadasant"}, domain.ErrConflict)
-	require.EqualError(t, &domain.SlackIDTakenError{SlackUserID: "U1", Owner: "tadasant"},
-		`slack user ID U1 already belongs to user "tadasant"; remove it there first`)
+	require.EqualError(t, &domain.SlackIDTakenError{SlackUserID: "U1", Owner: "tadasant", Claimant: "juliehazz"},
+		`slack user ID U1 already belongs to user "tadasant", so it cannot also be user "juliehazz"'s; one ID never belongs to two users: remove it from "tadasant" first`)
 	require.ErrorIs(t, &domain.EmailTakenError{Email: "j@example.com", Owner: "juliehazz"}, domain.ErrConflict)
 	require.EqualError(t, &domain.EmailTakenError{Email: "j@example.com", Owner: "juliehazz"},
 		`email j@example.com already belongs to user "juliehazz"; addresses are compared ignoring case`)

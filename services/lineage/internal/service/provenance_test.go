@@ -112,7 +112,8 @@ func TestProvenanceThroughGRPC(t *testing.T) {
 	// A Slack ID never belongs to two users.
 	_, err = b.provenance.UpdateUser(ctx, &lineagev1.UpdateUserRequest{Key: "tadasant", SlackUserIds: []string{"U42"}, SetSlackUserIds: true})
 	require.Equal(t, codes.Aborted, status.Code(err))
-	require.Contains(t, status.Convert(err).Message(), `slack user ID U42 already belongs to user "juliehazz"`)
+	require.Contains(t, status.Convert(err).Message(), `slack user ID U42 already belongs to user "juliehazz", so it cannot also be user "tadasant"'s`,
+		"the refusal names both users")
 	_, err = b.provenance.CreateUser(ctx, &lineagev1.CreateUserRequest{Key: "tadasant", DisplayName: "Again"})
 	require.Equal(t, codes.AlreadyExists, status.Code(err))
 

@@ -140,7 +140,7 @@ func setSlackIDs(ctx context.Context, tx pgx.Tx, key string, ids []string) error
 		WHERE slack_user_id = ANY($1) AND user_key <> $2 ORDER BY slack_user_id LIMIT 1`, ids, key).Scan(&id, &owner)
 	switch {
 	case err == nil:
-		return &domain.SlackIDTakenError{SlackUserID: id, Owner: owner}
+		return &domain.SlackIDTakenError{SlackUserID: id, Owner: owner, Claimant: key}
 	case !errors.Is(err, pgx.ErrNoRows):
 		return err
 	}
@@ -158,7 +158,7 @@ func setSlackIDs(ctx context.Context, tx pgx.Tx, key string, ids []string) error
 			return err
 		}
 		if holder != key {
-			return &domain.SlackIDTakenError{SlackUserID: id, Owner: holder}
+			return &domain.SlackIDTakenError{SlackUserID: id, Owner: holder, Claimant: key}
 		}
 	}
 	return nil

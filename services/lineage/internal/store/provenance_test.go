@@ -47,7 +47,7 @@ func TestUsersCreateUpdateAndSlackCollision(t *testing.T) {
 	_, err = repo.CreateUser(ctx, domain.User{Key: "sam", DisplayName: "Sam", SlackUserIDs: []string{"U3", "U2"}})
 	var taken *domain.SlackIDTakenError
 	require.ErrorAs(t, err, &taken)
-	require.Equal(t, domain.SlackIDTakenError{SlackUserID: "U2", Owner: "tadasant"}, *taken)
+	require.Equal(t, domain.SlackIDTakenError{SlackUserID: "U2", Owner: "tadasant", Claimant: "sam"}, *taken, "both users named")
 	require.ErrorIs(t, err, domain.ErrConflict)
 
 	_, err = repo.UpdateUser(ctx, "juliehazz", domain.UserPatch{SlackUserIDs: &[]string{"U1"}}.Apply)

@@ -29,14 +29,15 @@ type Server struct {
 	notificationv1.UnimplementedNotificationServiceServer
 	alerts        app.Alerts
 	notifications app.Notifications
+	slack         app.Slack
 	logger        *slog.Logger
 }
 
 var _ notificationv1.NotificationServiceServer = (*Server)(nil)
 
 // NewServer returns the notification API over the use cases.
-func NewServer(alerts app.Alerts, notifications app.Notifications, logger *slog.Logger) *Server {
-	return &Server{alerts: alerts, notifications: notifications, logger: logger}
+func NewServer(alerts app.Alerts, notifications app.Notifications, slack app.Slack, logger *slog.Logger) *Server {
+	return &Server{alerts: alerts, notifications: notifications, slack: slack, logger: logger}
 }
 
 // Register adds the service to g.
@@ -106,14 +107,14 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 		return st
 	}
 	switch {
-	case errors.Is(err, domain.ErrNotFound):
+	case errors.Is(err, domain.ErrNotFound), errors.Is(err, domain.ErrTriggerNotFound):
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, app.ErrNoDebounce):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, app.ErrNotStarted):
 		// Temporal's error may name its hosts: logged, not answered.
 		s.logger.WarnContext(ctx, "could not start on Temporal", "error", err)
-		return status.Error(codes.Unavailable, "the push could not be started; retry shortly")
+		return status.Error(codes.Unavailable, "Temporal did not take the workflow's start; retry shortly")
 	}
 	s.logger.ErrorContext(ctx, "internal error", "error", err)
 	return status.Error(codes.Internal, "internal error")

@@ -65,6 +65,7 @@ func DebounceWorkflowID(sessionID int64) string { return workflowid.NeedsInputDe
 func Message(n domain.Notification) sink.Message {
 	m := sink.Message{
 		Kind:     sink.KindPush,
+		Type:     string(n.Type),
 		Title:    n.PushTitle(),
 		Body:     n.Body,
 		DedupKey: n.PushDedupKey(),

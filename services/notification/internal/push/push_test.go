@@ -63,7 +63,7 @@ func TestStarterPushesToTheRoutesSinks(t *testing.T) {
 	require.Equal(t, "push/9", opts.ID)
 	require.Equal(t, "zimmer-notification", opts.TaskQueue)
 	require.Equal(t, push.Input{NotificationID: 9, Sinks: []string{"log", "webhook"}, Message: sink.Message{
-		Kind: sink.KindPush, Title: "Session 3: Tests are green", Body: "212 passed", SessionID: "3", DedupKey: "notification/9", Time: at,
+		Kind: sink.KindPush, Type: "agent_message", Title: "Session 3: Tests are green", Body: "212 passed", SessionID: "3", DedupKey: "notification/9", Time: at,
 	}}, c.Calls[0].Arguments.Get(3))
 }
 

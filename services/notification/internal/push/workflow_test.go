@@ -169,7 +169,7 @@ func TestNeedsInputPushesAfterTheDebounceAndNotBefore(t *testing.T) {
 	require.Equal(t, h.start.Add(time.Minute), n.CreatedAt)
 	require.Equal(t, h.start.Add(time.Minute), *n.PushedAt, "recorded pushed")
 	require.Equal(t, sink.Message{
-		Kind: sink.KindPush, Title: "Session 42 needs your input: Fix the flaky test", Body: n.Body,
+		Kind: sink.KindPush, Type: "needs_input", Title: "Session 42 needs your input: Fix the flaky test", Body: n.Body,
 		SessionID: "42", DedupKey: n.PushDedupKey(), Time: n.CreatedAt,
 	}, sent[0])
 	require.Equal(t, push.DebounceResult{Marker: 1, NotificationID: n.ID}, out)

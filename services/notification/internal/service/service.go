@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strconv"
 
 	"go.temporal.io/sdk/client"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/notification/internal/pager"
 	"github.com/zimmerhq/zimmer/services/notification/internal/push"
 	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
+	"github.com/zimmerhq/zimmer/services/notification/internal/slack"
 	"github.com/zimmerhq/zimmer/services/notification/internal/store"
 	"github.com/zimmerhq/zimmer/services/platform/clock"
 	"github.com/zimmerhq/zimmer/services/platform/host"
@@ -40,6 +43,7 @@ type Service struct {
 	*host.Host
 	Alerts        app.Alerts
 	Notifications app.Notifications
+	Slack         app.Slack
 }
 
 // New migrates the database, opens the pool, listens for gRPC, connects the
@@ -79,9 +83,26 @@ func (s *Service) wire(ctx context.Context, cfg config.Config, routes sink.Route
 	if err != nil {
 		return err
 	}
+	queueConn, err := s.Dial(cfg.QueueAddr)
+	if err != nil {
+		return err
+	}
+	lineageConn, err := s.Dial(cfg.LineageAddr)
+	if err != nil {
+		return err
+	}
 	repo := store.NewNotifications(s.Pool)
 	alerts := store.NewAlerts(s.Pool)
 	sessions := clients.NewLifecycle(lifecycleConn)
+	slackRepo := store.NewSlack(s.Pool)
+	sessionURL := func(id int64) string { return cfg.ConsoleURL + "sessions/" + strconv.FormatInt(id, 10) }
+	var slackAPI app.SlackWebAPI
+	if cfg.SlackBotToken != "" {
+		slackAPI = slack.Client{BaseURL: cfg.SlackAPIURL, Token: cfg.SlackBotToken, HTTP: &http.Client{Timeout: cfg.Sinks.Timeout}}
+		// A Slack-started session's pushes also go into its thread.
+		routes.Push = append(routes.Push, slack.ThreadSink{Post: app.PostToThread{Repo: slackRepo, API: slackAPI}, SessionURL: sessionURL})
+	}
+	var slackEvents app.SlackEventStarter
 	var (
 		page      app.Pager  = pager.Log{Logger: logger}
 		pusher    app.Pusher = push.Log{Logger: logger, Pushed: app.MarkPushed{Repo: repo, Clock: clock.System{}}.Handle}
@@ -106,17 +127,26 @@ func (s *Service) wire(ctx context.Context, cfg config.Config, routes sink.Route
 		redrivePage = pager.NewTemporal(starts, worker, routes.Alert, nil, logger)
 		starter := push.NewStarter(starts, temporalx.TaskQueue(worker), routes.Push, cfg.NeedsInputDebounce)
 		pusher, debouncer = starter, starter
+		slackEvents = slack.Starter{Client: starts, TaskQueue: temporalx.TaskQueue(worker)}
 	}
 	s.Alerts = app.NewAlerts(alerts, page, clock.System{}, cfg.AlertDedupWindow)
 	s.Notifications = app.NewNotifications(repo, sessions, pusher, debouncer, clock.System{})
+	s.Slack = app.Slack{
+		Triggers: app.SlackTriggers{Repo: slackRepo, Clock: clock.System{}},
+		Accept:   app.AcceptSlackEvent{Repo: slackRepo, Starter: slackEvents, Clock: clock.System{}},
+	}
 	if s.Worker != nil {
+		slack.Register(s.Worker, &slack.Activities{Process: app.ProcessSlackEvent{
+			Repo: slackRepo, Boundary: clients.NewSlackBoundary(lifecycleConn, queueConn, lineageConn),
+			API: slackAPI, SessionURL: sessionURL, Clock: clock.System{},
+		}, Raise: s.Alerts.Raise})
 		push.Register(s.Worker, &push.Activities{NeedsInput: s.Notifications.NeedsInput, Pushed: s.Notifications.Pushed, Sinks: routes.Push})
 		redrive := app.NewRedrive(alerts, repo, redrivePage, pusher, clock.System{})
 		if err := periodic.SetupSweep(ctx, s.Temporal, s.Worker, worker, RedriveSweep(redrive)); err != nil {
 			return fmt.Errorf("schedule the re-drive of unstarted pages and pushes: %w", err)
 		}
 	}
-	grpcapi.NewServer(s.Alerts, s.Notifications, logger).Register(s.GRPC.Server)
+	grpcapi.NewServer(s.Alerts, s.Notifications, s.Slack, logger).Register(s.GRPC.Server)
 	grpcapi.NewConsumer(s.Notifications, logger).Register(s.GRPC.Server)
 	return nil
 }

@@ -39,6 +39,9 @@ func testConfig(t *testing.T) config.Config {
 		Config:             servicetest.Config(t, service.MigrationSets...),
 		Sinks:              sink.Config{PushRoute: []string{"log"}, AlertRoute: []string{"log"}, Timeout: 10 * time.Second},
 		LifecycleAddr:      "127.0.0.1:9",
+		QueueAddr:          "127.0.0.1:9",
+		LineageAddr:        "127.0.0.1:9",
+		ConsoleURL:         "http://127.0.0.1:8080/console/",
 		NeedsInputDebounce: time.Minute,
 	}
 }

@@ -31,6 +31,9 @@ type Message struct {
 	Body      string
 	SessionID string // empty for alerts not about a session
 	URL       string // where the operator can act, if any
+	// Type is a push's notification type (needs_input, failure, …): a sink
+	// that carries only some types reads it. Empty for alerts.
+	Type string
 	// DedupKey identifies the event across retries so a receiver can drop a
 	// duplicate delivery (a retried send that had in fact arrived).
 	DedupKey string

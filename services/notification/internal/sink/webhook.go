@@ -57,7 +57,7 @@ func (Webhook) Name() string { return "webhook" }
 
 // Send implements Sink.
 func (w Webhook) Send(ctx context.Context, m Message) error {
-	body, err := json.Marshal(WebhookPayload(m))
+	body, err := json.Marshal(WebhookPayload{Kind: m.Kind, Title: m.Title, Body: m.Body, SessionID: m.SessionID, URL: m.URL, DedupKey: m.DedupKey, Time: m.Time})
 	if err != nil {
 		return permanent(w.Name(), fmt.Errorf("encode payload: %w", err))
 	}

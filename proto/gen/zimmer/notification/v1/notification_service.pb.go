@@ -902,11 +902,417 @@ func (x *SendPushNotificationResponse) GetNotification() *Notification {
 	return nil
 }
 
+type AcceptSlackEventRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Slack's event_id (Ev…): the idempotency key of the delivery.
+	EventId string `protobuf:"bytes,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	// The request body as Slack sent it (an event_callback envelope).
+	Payload []byte `protobuf:"bytes,2,opt,name=payload,proto3" json:"payload,omitempty"`
+	// X-Slack-Retry-Num: 0 for the first delivery.
+	RetryNum      int32 `protobuf:"varint,3,opt,name=retry_num,json=retryNum,proto3" json:"retry_num,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptSlackEventRequest) Reset() {
+	*x = AcceptSlackEventRequest{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptSlackEventRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptSlackEventRequest) ProtoMessage() {}
+
+func (x *AcceptSlackEventRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptSlackEventRequest.ProtoReflect.Descriptor instead.
+func (*AcceptSlackEventRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AcceptSlackEventRequest) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
+func (x *AcceptSlackEventRequest) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *AcceptSlackEventRequest) GetRetryNum() int32 {
+	if x != nil {
+		return x.RetryNum
+	}
+	return 0
+}
+
+type AcceptSlackEventResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the event id was accepted before (nothing new stored).
+	Accepted      bool `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptSlackEventResponse) Reset() {
+	*x = AcceptSlackEventResponse{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptSlackEventResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptSlackEventResponse) ProtoMessage() {}
+
+func (x *AcceptSlackEventResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptSlackEventResponse.ProtoReflect.Descriptor instead.
+func (*AcceptSlackEventResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *AcceptSlackEventResponse) GetAccepted() bool {
+	if x != nil {
+		return x.Accepted
+	}
+	return false
+}
+
+type ListSlackTriggersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSlackTriggersRequest) Reset() {
+	*x = ListSlackTriggersRequest{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSlackTriggersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSlackTriggersRequest) ProtoMessage() {}
+
+func (x *ListSlackTriggersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSlackTriggersRequest.ProtoReflect.Descriptor instead.
+func (*ListSlackTriggersRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{17}
+}
+
+type ListSlackTriggersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SlackTriggers []*SlackTrigger        `protobuf:"bytes,1,rep,name=slack_triggers,json=slackTriggers,proto3" json:"slack_triggers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSlackTriggersResponse) Reset() {
+	*x = ListSlackTriggersResponse{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSlackTriggersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSlackTriggersResponse) ProtoMessage() {}
+
+func (x *ListSlackTriggersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSlackTriggersResponse.ProtoReflect.Descriptor instead.
+func (*ListSlackTriggersResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListSlackTriggersResponse) GetSlackTriggers() []*SlackTrigger {
+	if x != nil {
+		return x.SlackTriggers
+	}
+	return nil
+}
+
+type CreateSlackTriggerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A Slack channel ID, or "dm".
+	Channel        string   `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	AllowedUserIds []string `protobuf:"bytes,2,rep,name=allowed_user_ids,json=allowedUserIds,proto3" json:"allowed_user_ids,omitempty"`
+	Prefix         string   `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	RequireMention bool     `protobuf:"varint,4,opt,name=require_mention,json=requireMention,proto3" json:"require_mention,omitempty"`
+	// Required, as for CreateSession.
+	GitRoot       string `protobuf:"bytes,5,opt,name=git_root,json=gitRoot,proto3" json:"git_root,omitempty"`
+	AgentRoot     string `protobuf:"bytes,6,opt,name=agent_root,json=agentRoot,proto3" json:"agent_root,omitempty"`
+	AgentRuntime  string `protobuf:"bytes,7,opt,name=agent_runtime,json=agentRuntime,proto3" json:"agent_runtime,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSlackTriggerRequest) Reset() {
+	*x = CreateSlackTriggerRequest{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSlackTriggerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSlackTriggerRequest) ProtoMessage() {}
+
+func (x *CreateSlackTriggerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSlackTriggerRequest.ProtoReflect.Descriptor instead.
+func (*CreateSlackTriggerRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CreateSlackTriggerRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *CreateSlackTriggerRequest) GetAllowedUserIds() []string {
+	if x != nil {
+		return x.AllowedUserIds
+	}
+	return nil
+}
+
+func (x *CreateSlackTriggerRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *CreateSlackTriggerRequest) GetRequireMention() bool {
+	if x != nil {
+		return x.RequireMention
+	}
+	return false
+}
+
+func (x *CreateSlackTriggerRequest) GetGitRoot() string {
+	if x != nil {
+		return x.GitRoot
+	}
+	return ""
+}
+
+func (x *CreateSlackTriggerRequest) GetAgentRoot() string {
+	if x != nil {
+		return x.AgentRoot
+	}
+	return ""
+}
+
+func (x *CreateSlackTriggerRequest) GetAgentRuntime() string {
+	if x != nil {
+		return x.AgentRuntime
+	}
+	return ""
+}
+
+type CreateSlackTriggerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SlackTrigger  *SlackTrigger          `protobuf:"bytes,1,opt,name=slack_trigger,json=slackTrigger,proto3" json:"slack_trigger,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSlackTriggerResponse) Reset() {
+	*x = CreateSlackTriggerResponse{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSlackTriggerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSlackTriggerResponse) ProtoMessage() {}
+
+func (x *CreateSlackTriggerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSlackTriggerResponse.ProtoReflect.Descriptor instead.
+func (*CreateSlackTriggerResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CreateSlackTriggerResponse) GetSlackTrigger() *SlackTrigger {
+	if x != nil {
+		return x.SlackTrigger
+	}
+	return nil
+}
+
+type DeleteSlackTriggerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TriggerId     int64                  `protobuf:"varint,1,opt,name=trigger_id,json=triggerId,proto3" json:"trigger_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSlackTriggerRequest) Reset() {
+	*x = DeleteSlackTriggerRequest{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSlackTriggerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSlackTriggerRequest) ProtoMessage() {}
+
+func (x *DeleteSlackTriggerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSlackTriggerRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSlackTriggerRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *DeleteSlackTriggerRequest) GetTriggerId() int64 {
+	if x != nil {
+		return x.TriggerId
+	}
+	return 0
+}
+
+type DeleteSlackTriggerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSlackTriggerResponse) Reset() {
+	*x = DeleteSlackTriggerResponse{}
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSlackTriggerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSlackTriggerResponse) ProtoMessage() {}
+
+func (x *DeleteSlackTriggerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_notification_v1_notification_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSlackTriggerResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSlackTriggerResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_notification_v1_notification_service_proto_rawDescGZIP(), []int{22}
+}
+
 var File_zimmer_notification_v1_notification_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_notification_v1_notification_service_proto_rawDesc = "" +
 	"\n" +
-	"1zimmer/notification/v1/notification_service.proto\x12\x16zimmer.notification.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a\"zimmer/notification/v1/alert.proto\"}\n" +
+	"1zimmer/notification/v1/notification_service.proto\x12\x16zimmer.notification.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\x1a\"zimmer/notification/v1/alert.proto\x1a*zimmer/notification/v1/slack_trigger.proto\"}\n" +
 	"\x11RaiseAlertRequest\x12\x1b\n" +
 	"\tdedup_key\x18\x01 \x01(\tR\bdedupKey\x12\x18\n" +
 	"\asummary\x18\x02 \x01(\tR\asummary\x121\n" +
@@ -967,7 +1373,31 @@ const file_zimmer_notification_v1_notification_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x03 \x01(\x03R\tsessionId\"h\n" +
 	"\x1cSendPushNotificationResponse\x12H\n" +
-	"\fnotification\x18\x01 \x01(\v2$.zimmer.notification.v1.NotificationR\fnotification2\x8e\t\n" +
+	"\fnotification\x18\x01 \x01(\v2$.zimmer.notification.v1.NotificationR\fnotification\"k\n" +
+	"\x17AcceptSlackEventRequest\x12\x19\n" +
+	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x18\n" +
+	"\apayload\x18\x02 \x01(\fR\apayload\x12\x1b\n" +
+	"\tretry_num\x18\x03 \x01(\x05R\bretryNum\"6\n" +
+	"\x18AcceptSlackEventResponse\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\bR\baccepted\"\x1a\n" +
+	"\x18ListSlackTriggersRequest\"h\n" +
+	"\x19ListSlackTriggersResponse\x12K\n" +
+	"\x0eslack_triggers\x18\x01 \x03(\v2$.zimmer.notification.v1.SlackTriggerR\rslackTriggers\"\xff\x01\n" +
+	"\x19CreateSlackTriggerRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12(\n" +
+	"\x10allowed_user_ids\x18\x02 \x03(\tR\x0eallowedUserIds\x12\x16\n" +
+	"\x06prefix\x18\x03 \x01(\tR\x06prefix\x12'\n" +
+	"\x0frequire_mention\x18\x04 \x01(\bR\x0erequireMention\x12\x19\n" +
+	"\bgit_root\x18\x05 \x01(\tR\agitRoot\x12\x1d\n" +
+	"\n" +
+	"agent_root\x18\x06 \x01(\tR\tagentRoot\x12#\n" +
+	"\ragent_runtime\x18\a \x01(\tR\fagentRuntime\"g\n" +
+	"\x1aCreateSlackTriggerResponse\x12I\n" +
+	"\rslack_trigger\x18\x01 \x01(\v2$.zimmer.notification.v1.SlackTriggerR\fslackTrigger\":\n" +
+	"\x19DeleteSlackTriggerRequest\x12\x1d\n" +
+	"\n" +
+	"trigger_id\x18\x01 \x01(\x03R\ttriggerId\"\x1c\n" +
+	"\x1aDeleteSlackTriggerResponse2\x86\x0e\n" +
 	"\x13NotificationService\x12k\n" +
 	"\n" +
 	"RaiseAlert\x12).zimmer.notification.v1.RaiseAlertRequest\x1a*.zimmer.notification.v1.RaiseAlertResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x90\x01\n" +
@@ -977,7 +1407,11 @@ const file_zimmer_notification_v1_notification_service_proto_rawDesc = "" +
 	"\x14MarkNotificationRead\x123.zimmer.notification.v1.MarkNotificationReadRequest\x1a4.zimmer.notification.v1.MarkNotificationReadResponse\"=\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x021:\x01*\",/api/v1/notifications/{notification_id}/read\x12\xc0\x01\n" +
 	"\x13DismissNotification\x122.zimmer.notification.v1.DismissNotificationRequest\x1a3.zimmer.notification.v1.DismissNotificationResponse\"@\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x024:\x01*\"//api/v1/notifications/{notification_id}/dismiss\x12\xbe\x01\n" +
 	"\x18MarkAllNotificationsRead\x127.zimmer.notification.v1.MarkAllNotificationsReadRequest\x1a8.zimmer.notification.v1.MarkAllNotificationsReadResponse\"/\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/api/v1/notifications/read_all\x12\x8f\x01\n" +
-	"\x14SendPushNotification\x123.zimmer.notification.v1.SendPushNotificationRequest\x1a4.zimmer.notification.v1.SendPushNotificationResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04selfBLZJgithub.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1;notificationv1b\x06proto3"
+	"\x14SendPushNotification\x123.zimmer.notification.v1.SendPushNotificationRequest\x1a4.zimmer.notification.v1.SendPushNotificationResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04self\x12}\n" +
+	"\x10AcceptSlackEvent\x12/.zimmer.notification.v1.AcceptSlackEventRequest\x1a0.zimmer.notification.v1.AcceptSlackEventResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x9e\x01\n" +
+	"\x11ListSlackTriggers\x120.zimmer.notification.v1.ListSlackTriggersRequest\x1a1.zimmer.notification.v1.ListSlackTriggersResponse\"$\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x18\x12\x16/api/v1/slack/triggers\x12\xa4\x01\n" +
+	"\x12CreateSlackTrigger\x121.zimmer.notification.v1.CreateSlackTriggerRequest\x1a2.zimmer.notification.v1.CreateSlackTriggerResponse\"'\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x1b:\x01*\"\x16/api/v1/slack/triggers\x12\xae\x01\n" +
+	"\x12DeleteSlackTrigger\x121.zimmer.notification.v1.DeleteSlackTriggerRequest\x1a2.zimmer.notification.v1.DeleteSlackTriggerResponse\"1\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02%*#/api/v1/slack/triggers/{trigger_id}BLZJgithub.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1;notificationv1b\x06proto3"
 
 var (
 	file_zimmer_notification_v1_notification_service_proto_rawDescOnce sync.Once
@@ -991,7 +1425,7 @@ func file_zimmer_notification_v1_notification_service_proto_rawDescGZIP() []byte
 	return file_zimmer_notification_v1_notification_service_proto_rawDescData
 }
 
-var file_zimmer_notification_v1_notification_service_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_zimmer_notification_v1_notification_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_zimmer_notification_v1_notification_service_proto_goTypes = []any{
 	(*RaiseAlertRequest)(nil),                // 0: zimmer.notification.v1.RaiseAlertRequest
 	(*RaiseAlertResponse)(nil),               // 1: zimmer.notification.v1.RaiseAlertResponse
@@ -1008,41 +1442,60 @@ var file_zimmer_notification_v1_notification_service_proto_goTypes = []any{
 	(*MarkAllNotificationsReadResponse)(nil), // 12: zimmer.notification.v1.MarkAllNotificationsReadResponse
 	(*SendPushNotificationRequest)(nil),      // 13: zimmer.notification.v1.SendPushNotificationRequest
 	(*SendPushNotificationResponse)(nil),     // 14: zimmer.notification.v1.SendPushNotificationResponse
-	(*structpb.Struct)(nil),                  // 15: google.protobuf.Struct
-	(*Alert)(nil),                            // 16: zimmer.notification.v1.Alert
-	(*timestamppb.Timestamp)(nil),            // 17: google.protobuf.Timestamp
+	(*AcceptSlackEventRequest)(nil),          // 15: zimmer.notification.v1.AcceptSlackEventRequest
+	(*AcceptSlackEventResponse)(nil),         // 16: zimmer.notification.v1.AcceptSlackEventResponse
+	(*ListSlackTriggersRequest)(nil),         // 17: zimmer.notification.v1.ListSlackTriggersRequest
+	(*ListSlackTriggersResponse)(nil),        // 18: zimmer.notification.v1.ListSlackTriggersResponse
+	(*CreateSlackTriggerRequest)(nil),        // 19: zimmer.notification.v1.CreateSlackTriggerRequest
+	(*CreateSlackTriggerResponse)(nil),       // 20: zimmer.notification.v1.CreateSlackTriggerResponse
+	(*DeleteSlackTriggerRequest)(nil),        // 21: zimmer.notification.v1.DeleteSlackTriggerRequest
+	(*DeleteSlackTriggerResponse)(nil),       // 22: zimmer.notification.v1.DeleteSlackTriggerResponse
+	(*structpb.Struct)(nil),                  // 23: google.protobuf.Struct
+	(*Alert)(nil),                            // 24: zimmer.notification.v1.Alert
+	(*timestamppb.Timestamp)(nil),            // 25: google.protobuf.Timestamp
+	(*SlackTrigger)(nil),                     // 26: zimmer.notification.v1.SlackTrigger
 }
 var file_zimmer_notification_v1_notification_service_proto_depIdxs = []int32{
-	15, // 0: zimmer.notification.v1.RaiseAlertRequest.details:type_name -> google.protobuf.Struct
-	16, // 1: zimmer.notification.v1.RaiseAlertResponse.alert:type_name -> zimmer.notification.v1.Alert
-	16, // 2: zimmer.notification.v1.ListAlertsResponse.alerts:type_name -> zimmer.notification.v1.Alert
-	17, // 3: zimmer.notification.v1.Notification.created_at:type_name -> google.protobuf.Timestamp
-	17, // 4: zimmer.notification.v1.Notification.read_at:type_name -> google.protobuf.Timestamp
-	17, // 5: zimmer.notification.v1.Notification.dismissed_at:type_name -> google.protobuf.Timestamp
-	17, // 6: zimmer.notification.v1.Notification.pushed_at:type_name -> google.protobuf.Timestamp
+	23, // 0: zimmer.notification.v1.RaiseAlertRequest.details:type_name -> google.protobuf.Struct
+	24, // 1: zimmer.notification.v1.RaiseAlertResponse.alert:type_name -> zimmer.notification.v1.Alert
+	24, // 2: zimmer.notification.v1.ListAlertsResponse.alerts:type_name -> zimmer.notification.v1.Alert
+	25, // 3: zimmer.notification.v1.Notification.created_at:type_name -> google.protobuf.Timestamp
+	25, // 4: zimmer.notification.v1.Notification.read_at:type_name -> google.protobuf.Timestamp
+	25, // 5: zimmer.notification.v1.Notification.dismissed_at:type_name -> google.protobuf.Timestamp
+	25, // 6: zimmer.notification.v1.Notification.pushed_at:type_name -> google.protobuf.Timestamp
 	4,  // 7: zimmer.notification.v1.ListNotificationsResponse.notifications:type_name -> zimmer.notification.v1.Notification
 	4,  // 8: zimmer.notification.v1.MarkNotificationReadResponse.notification:type_name -> zimmer.notification.v1.Notification
 	4,  // 9: zimmer.notification.v1.DismissNotificationResponse.notification:type_name -> zimmer.notification.v1.Notification
 	4,  // 10: zimmer.notification.v1.SendPushNotificationResponse.notification:type_name -> zimmer.notification.v1.Notification
-	0,  // 11: zimmer.notification.v1.NotificationService.RaiseAlert:input_type -> zimmer.notification.v1.RaiseAlertRequest
-	2,  // 12: zimmer.notification.v1.NotificationService.ListAlerts:input_type -> zimmer.notification.v1.ListAlertsRequest
-	5,  // 13: zimmer.notification.v1.NotificationService.ListNotifications:input_type -> zimmer.notification.v1.ListNotificationsRequest
-	7,  // 14: zimmer.notification.v1.NotificationService.MarkNotificationRead:input_type -> zimmer.notification.v1.MarkNotificationReadRequest
-	9,  // 15: zimmer.notification.v1.NotificationService.DismissNotification:input_type -> zimmer.notification.v1.DismissNotificationRequest
-	11, // 16: zimmer.notification.v1.NotificationService.MarkAllNotificationsRead:input_type -> zimmer.notification.v1.MarkAllNotificationsReadRequest
-	13, // 17: zimmer.notification.v1.NotificationService.SendPushNotification:input_type -> zimmer.notification.v1.SendPushNotificationRequest
-	1,  // 18: zimmer.notification.v1.NotificationService.RaiseAlert:output_type -> zimmer.notification.v1.RaiseAlertResponse
-	3,  // 19: zimmer.notification.v1.NotificationService.ListAlerts:output_type -> zimmer.notification.v1.ListAlertsResponse
-	6,  // 20: zimmer.notification.v1.NotificationService.ListNotifications:output_type -> zimmer.notification.v1.ListNotificationsResponse
-	8,  // 21: zimmer.notification.v1.NotificationService.MarkNotificationRead:output_type -> zimmer.notification.v1.MarkNotificationReadResponse
-	10, // 22: zimmer.notification.v1.NotificationService.DismissNotification:output_type -> zimmer.notification.v1.DismissNotificationResponse
-	12, // 23: zimmer.notification.v1.NotificationService.MarkAllNotificationsRead:output_type -> zimmer.notification.v1.MarkAllNotificationsReadResponse
-	14, // 24: zimmer.notification.v1.NotificationService.SendPushNotification:output_type -> zimmer.notification.v1.SendPushNotificationResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	26, // 11: zimmer.notification.v1.ListSlackTriggersResponse.slack_triggers:type_name -> zimmer.notification.v1.SlackTrigger
+	26, // 12: zimmer.notification.v1.CreateSlackTriggerResponse.slack_trigger:type_name -> zimmer.notification.v1.SlackTrigger
+	0,  // 13: zimmer.notification.v1.NotificationService.RaiseAlert:input_type -> zimmer.notification.v1.RaiseAlertRequest
+	2,  // 14: zimmer.notification.v1.NotificationService.ListAlerts:input_type -> zimmer.notification.v1.ListAlertsRequest
+	5,  // 15: zimmer.notification.v1.NotificationService.ListNotifications:input_type -> zimmer.notification.v1.ListNotificationsRequest
+	7,  // 16: zimmer.notification.v1.NotificationService.MarkNotificationRead:input_type -> zimmer.notification.v1.MarkNotificationReadRequest
+	9,  // 17: zimmer.notification.v1.NotificationService.DismissNotification:input_type -> zimmer.notification.v1.DismissNotificationRequest
+	11, // 18: zimmer.notification.v1.NotificationService.MarkAllNotificationsRead:input_type -> zimmer.notification.v1.MarkAllNotificationsReadRequest
+	13, // 19: zimmer.notification.v1.NotificationService.SendPushNotification:input_type -> zimmer.notification.v1.SendPushNotificationRequest
+	15, // 20: zimmer.notification.v1.NotificationService.AcceptSlackEvent:input_type -> zimmer.notification.v1.AcceptSlackEventRequest
+	17, // 21: zimmer.notification.v1.NotificationService.ListSlackTriggers:input_type -> zimmer.notification.v1.ListSlackTriggersRequest
+	19, // 22: zimmer.notification.v1.NotificationService.CreateSlackTrigger:input_type -> zimmer.notification.v1.CreateSlackTriggerRequest
+	21, // 23: zimmer.notification.v1.NotificationService.DeleteSlackTrigger:input_type -> zimmer.notification.v1.DeleteSlackTriggerRequest
+	1,  // 24: zimmer.notification.v1.NotificationService.RaiseAlert:output_type -> zimmer.notification.v1.RaiseAlertResponse
+	3,  // 25: zimmer.notification.v1.NotificationService.ListAlerts:output_type -> zimmer.notification.v1.ListAlertsResponse
+	6,  // 26: zimmer.notification.v1.NotificationService.ListNotifications:output_type -> zimmer.notification.v1.ListNotificationsResponse
+	8,  // 27: zimmer.notification.v1.NotificationService.MarkNotificationRead:output_type -> zimmer.notification.v1.MarkNotificationReadResponse
+	10, // 28: zimmer.notification.v1.NotificationService.DismissNotification:output_type -> zimmer.notification.v1.DismissNotificationResponse
+	12, // 29: zimmer.notification.v1.NotificationService.MarkAllNotificationsRead:output_type -> zimmer.notification.v1.MarkAllNotificationsReadResponse
+	14, // 30: zimmer.notification.v1.NotificationService.SendPushNotification:output_type -> zimmer.notification.v1.SendPushNotificationResponse
+	16, // 31: zimmer.notification.v1.NotificationService.AcceptSlackEvent:output_type -> zimmer.notification.v1.AcceptSlackEventResponse
+	18, // 32: zimmer.notification.v1.NotificationService.ListSlackTriggers:output_type -> zimmer.notification.v1.ListSlackTriggersResponse
+	20, // 33: zimmer.notification.v1.NotificationService.CreateSlackTrigger:output_type -> zimmer.notification.v1.CreateSlackTriggerResponse
+	22, // 34: zimmer.notification.v1.NotificationService.DeleteSlackTrigger:output_type -> zimmer.notification.v1.DeleteSlackTriggerResponse
+	24, // [24:35] is the sub-list for method output_type
+	13, // [13:24] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_notification_v1_notification_service_proto_init() }
@@ -1051,13 +1504,14 @@ func file_zimmer_notification_v1_notification_service_proto_init() {
 		return
 	}
 	file_zimmer_notification_v1_alert_proto_init()
+	file_zimmer_notification_v1_slack_trigger_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_notification_v1_notification_service_proto_rawDesc), len(file_zimmer_notification_v1_notification_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,10 @@ const (
 	NotificationService_DismissNotification_FullMethodName      = "/zimmer.notification.v1.NotificationService/DismissNotification"
 	NotificationService_MarkAllNotificationsRead_FullMethodName = "/zimmer.notification.v1.NotificationService/MarkAllNotificationsRead"
 	NotificationService_SendPushNotification_FullMethodName     = "/zimmer.notification.v1.NotificationService/SendPushNotification"
+	NotificationService_AcceptSlackEvent_FullMethodName         = "/zimmer.notification.v1.NotificationService/AcceptSlackEvent"
+	NotificationService_ListSlackTriggers_FullMethodName        = "/zimmer.notification.v1.NotificationService/ListSlackTriggers"
+	NotificationService_CreateSlackTrigger_FullMethodName       = "/zimmer.notification.v1.NotificationService/CreateSlackTrigger"
+	NotificationService_DeleteSlackTrigger_FullMethodName       = "/zimmer.notification.v1.NotificationService/DeleteSlackTrigger"
 )
 
 // NotificationServiceClient is the client API for NotificationService service.
@@ -63,6 +67,23 @@ type NotificationServiceClient interface {
 	// every configured sink. A session credential sends as its own session
 	// (self_session), whatever session_id says.
 	SendPushNotification(ctx context.Context, in *SendPushNotificationRequest, opts ...grpc.CallOption) (*SendPushNotificationResponse, error)
+	// AcceptSlackEvent takes an event Slack delivered to the gateway's
+	// /slack/events, after the gateway verified its signature: it is stored
+	// under its event id before the answer (so an acknowledged event
+	// survives any crash) and processed by the workflow slack/event/<id>.
+	// An event id seen before is not stored or processed again (Slack's
+	// retries, a replay): accepted is then false. Internal: only the
+	// gateway's Slack boundary, as itself, calls it.
+	AcceptSlackEvent(ctx context.Context, in *AcceptSlackEventRequest, opts ...grpc.CallOption) (*AcceptSlackEventResponse, error)
+	// ListSlackTriggers lists the Slack triggers, oldest first.
+	ListSlackTriggers(ctx context.Context, in *ListSlackTriggersRequest, opts ...grpc.CallOption) (*ListSlackTriggersResponse, error)
+	// CreateSlackTrigger adds a Slack trigger. InvalidArgument names the
+	// first field that is wrong.
+	CreateSlackTrigger(ctx context.Context, in *CreateSlackTriggerRequest, opts ...grpc.CallOption) (*CreateSlackTriggerResponse, error)
+	// DeleteSlackTrigger removes a Slack trigger: its channel starts no more
+	// sessions, and its threads take no more follow-ups. Sessions it started
+	// go on.
+	DeleteSlackTrigger(ctx context.Context, in *DeleteSlackTriggerRequest, opts ...grpc.CallOption) (*DeleteSlackTriggerResponse, error)
 }
 
 type notificationServiceClient struct {
@@ -143,6 +164,46 @@ func (c *notificationServiceClient) SendPushNotification(ctx context.Context, in
 	return out, nil
 }
 
+func (c *notificationServiceClient) AcceptSlackEvent(ctx context.Context, in *AcceptSlackEventRequest, opts ...grpc.CallOption) (*AcceptSlackEventResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AcceptSlackEventResponse)
+	err := c.cc.Invoke(ctx, NotificationService_AcceptSlackEvent_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *notificationServiceClient) ListSlackTriggers(ctx context.Context, in *ListSlackTriggersRequest, opts ...grpc.CallOption) (*ListSlackTriggersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSlackTriggersResponse)
+	err := c.cc.Invoke(ctx, NotificationService_ListSlackTriggers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *notificationServiceClient) CreateSlackTrigger(ctx context.Context, in *CreateSlackTriggerRequest, opts ...grpc.CallOption) (*CreateSlackTriggerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateSlackTriggerResponse)
+	err := c.cc.Invoke(ctx, NotificationService_CreateSlackTrigger_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *notificationServiceClient) DeleteSlackTrigger(ctx context.Context, in *DeleteSlackTriggerRequest, opts ...grpc.CallOption) (*DeleteSlackTriggerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSlackTriggerResponse)
+	err := c.cc.Invoke(ctx, NotificationService_DeleteSlackTrigger_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NotificationServiceServer is the server API for NotificationService service.
 // All implementations must embed UnimplementedNotificationServiceServer
 // for forward compatibility.
@@ -178,6 +239,23 @@ type NotificationServiceServer interface {
 	// every configured sink. A session credential sends as its own session
 	// (self_session), whatever session_id says.
 	SendPushNotification(context.Context, *SendPushNotificationRequest) (*SendPushNotificationResponse, error)
+	// AcceptSlackEvent takes an event Slack delivered to the gateway's
+	// /slack/events, after the gateway verified its signature: it is stored
+	// under its event id before the answer (so an acknowledged event
+	// survives any crash) and processed by the workflow slack/event/<id>.
+	// An event id seen before is not stored or processed again (Slack's
+	// retries, a replay): accepted is then false. Internal: only the
+	// gateway's Slack boundary, as itself, calls it.
+	AcceptSlackEvent(context.Context, *AcceptSlackEventRequest) (*AcceptSlackEventResponse, error)
+	// ListSlackTriggers lists the Slack triggers, oldest first.
+	ListSlackTriggers(context.Context, *ListSlackTriggersRequest) (*ListSlackTriggersResponse, error)
+	// CreateSlackTrigger adds a Slack trigger. InvalidArgument names the
+	// first field that is wrong.
+	CreateSlackTrigger(context.Context, *CreateSlackTriggerRequest) (*CreateSlackTriggerResponse, error)
+	// DeleteSlackTrigger removes a Slack trigger: its channel starts no more
+	// sessions, and its threads take no more follow-ups. Sessions it started
+	// go on.
+	DeleteSlackTrigger(context.Context, *DeleteSlackTriggerRequest) (*DeleteSlackTriggerResponse, error)
 	mustEmbedUnimplementedNotificationServiceServer()
 }
 
@@ -208,6 +286,18 @@ func (UnimplementedNotificationServiceServer) MarkAllNotificationsRead(context.C
 }
 func (UnimplementedNotificationServiceServer) SendPushNotification(context.Context, *SendPushNotificationRequest) (*SendPushNotificationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SendPushNotification not implemented")
+}
+func (UnimplementedNotificationServiceServer) AcceptSlackEvent(context.Context, *AcceptSlackEventRequest) (*AcceptSlackEventResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AcceptSlackEvent not implemented")
+}
+func (UnimplementedNotificationServiceServer) ListSlackTriggers(context.Context, *ListSlackTriggersRequest) (*ListSlackTriggersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSlackTriggers not implemented")
+}
+func (UnimplementedNotificationServiceServer) CreateSlackTrigger(context.Context, *CreateSlackTriggerRequest) (*CreateSlackTriggerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateSlackTrigger not implemented")
+}
+func (UnimplementedNotificationServiceServer) DeleteSlackTrigger(context.Context, *DeleteSlackTriggerRequest) (*DeleteSlackTriggerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSlackTrigger not implemented")
 }
 func (UnimplementedNotificationServiceServer) mustEmbedUnimplementedNotificationServiceServer() {}
 func (UnimplementedNotificationServiceServer) testEmbeddedByValue()                             {}
@@ -356,6 +446,78 @@ func _NotificationService_SendPushNotification_Handler(srv interface{}, ctx cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NotificationService_AcceptSlackEvent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AcceptSlackEventRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NotificationServiceServer).AcceptSlackEvent(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NotificationService_AcceptSlackEvent_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NotificationServiceServer).AcceptSlackEvent(ctx, req.(*AcceptSlackEventRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NotificationService_ListSlackTriggers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSlackTriggersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NotificationServiceServer).ListSlackTriggers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NotificationService_ListSlackTriggers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NotificationServiceServer).ListSlackTriggers(ctx, req.(*ListSlackTriggersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NotificationService_CreateSlackTrigger_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateSlackTriggerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NotificationServiceServer).CreateSlackTrigger(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NotificationService_CreateSlackTrigger_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NotificationServiceServer).CreateSlackTrigger(ctx, req.(*CreateSlackTriggerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NotificationService_DeleteSlackTrigger_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSlackTriggerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NotificationServiceServer).DeleteSlackTrigger(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NotificationService_DeleteSlackTrigger_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NotificationServiceServer).DeleteSlackTrigger(ctx, req.(*DeleteSlackTriggerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NotificationService_ServiceDesc is the grpc.ServiceDesc for NotificationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -390,6 +552,22 @@ var NotificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SendPushNotification",
 			Handler:    _NotificationService_SendPushNotification_Handler,
+		},
+		{
+			MethodName: "AcceptSlackEvent",
+			Handler:    _NotificationService_AcceptSlackEvent_Handler,
+		},
+		{
+			MethodName: "ListSlackTriggers",
+			Handler:    _NotificationService_ListSlackTriggers_Handler,
+		},
+		{
+			MethodName: "CreateSlackTrigger",
+			Handler:    _NotificationService_CreateSlackTrigger_Handler,
+		},
+		{
+			MethodName: "DeleteSlackTrigger",
+			Handler:    _NotificationService_DeleteSlackTrigger_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

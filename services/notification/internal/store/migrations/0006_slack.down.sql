@@ -1,0 +1,3 @@
+DROP TABLE slack_threads;
+DROP TABLE slack_events;
+DROP TABLE slack_triggers;
