@@ -158,13 +158,22 @@ func (z *ZombieReaper) Pass() ([]Reaped, error) {
 	// not a leader just started.
 	children.forkMu.Lock()
 	defer children.forkMu.Unlock()
+	children.forgetGroups()
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	// Most passes find no zombie: a SIGCHLD is mostly a git command or
+	// an agent whose waiter collects it at once. Asking the kernel costs
+	// one syscall; the /proc listing below costs three per process on the
+	// machine, and a burst of sessions sends dozens of SIGCHLDs a second
+	// (issue 21: the listing was over half the runner's CPU in a ramp).
+	if zombie, err := zombieChild(); err == nil && !zombie {
+		z.seen = map[int]sighting{}
+		return nil, nil
+	}
 	procs, err := listProcs()
 	if err != nil {
 		return nil, err
 	}
-	children.forgetGroups()
-	z.mu.Lock()
-	defer z.mu.Unlock()
 	now, self, selfGroup := time.Now(), os.Getpid(), unix.Getpgrp()
 	selfSession, err := unix.Getsid(0)
 	if err != nil {
@@ -204,6 +213,26 @@ func (z *ZombieReaper) Pass() ([]Reaped, error) {
 	}
 	z.seen = seen
 	return reaped, errors.Join(errs...)
+}
+
+// zombieChild reports whether a child of this process is a zombie, without
+// collecting it (waitid WNOWAIT on any child): a zombie of a waiter's stays
+// the waiter's to collect. Linux fills si_signo with SIGCHLD only when it
+// found a child; with none waitable it zeroes it.
+func zombieChild() (bool, error) {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ECHILD):
+			return false, nil // no child at all
+		case err != nil:
+			return false, fmt.Errorf("ask for a zombie child: %w", err)
+		}
+		return info.Signo == int32(unix.SIGCHLD), nil
+	}
 }
 
 // Pending reports whether the last pass left zombies to look at again once

@@ -238,3 +238,29 @@ func TestZombieReaperRunSubject(t *testing.T) {
 	require.NoError(t, err)
 	_, _ = os.Stdout.Write([]byte(reportPrefix + string(data) + "\n"))
 }
+
+// BenchmarkZombiePass: a pass over a node with 200 live children and no
+// zombie, as in a burst's SIGCHLDs (issue 21). "listing" is what every pass
+// did before it asked the kernel first: read every process's stat.
+func BenchmarkZombiePass(b *testing.B) {
+	for range 200 {
+		cmd := exec.Command("sleep", "600")
+		require.NoError(b, cmd.Start())
+		b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
+	z := &ZombieReaper{}
+	b.Run("listing", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := listProcs(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pass", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := z.Pass(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
