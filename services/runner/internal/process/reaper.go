@@ -129,6 +129,8 @@ type ZombieReaper struct {
 
 	mu   sync.Mutex
 	seen map[int]sighting
+	// list reads every process (listProcs; tests count its calls).
+	list func() ([]procInfo, error)
 }
 
 type sighting struct {
@@ -170,7 +172,11 @@ func (z *ZombieReaper) Pass() ([]Reaped, error) {
 		z.seen = map[int]sighting{}
 		return nil, nil
 	}
-	procs, err := listProcs()
+	list := z.list
+	if list == nil {
+		list = listProcs
+	}
+	procs, err := list()
 	if err != nil {
 		return nil, err
 	}
