@@ -35,10 +35,10 @@ func ParseAddr(variable, value string) (string, error) {
 	if p, err := net.LookupPort("tcp", port); err != nil || p < 0 || p > 65535 || port == "" {
 		return "", fmt.Errorf("%s %q: the port %q is not a number from 0 to 65535", variable, value, port)
 	}
-	switch {
-	case host == "":
+	switch host {
+	case "":
 		host = "127.0.0.1"
-	case host == "localhost":
+	case "localhost":
 	default:
 		ip, err := netip.ParseAddr(host)
 		if err != nil || !ip.IsLoopback() {
