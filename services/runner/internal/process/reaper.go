@@ -249,7 +249,7 @@ func (z *ZombieReaper) Pending() bool {
 	return len(z.seen) > 0
 }
 
-// Run runs a pass at once, at every SIGCHLD (a child of the runner ended:
+// Run runs a pass at once, chldSettle after every SIGCHLD (a child of the runner ended:
 // one of its own, or an orphan reparented to it), and MinAge after a pass
 // that left zombies to see again, until ctx ends. report hears of each
 // pass that reaped something or failed. A burst of SIGCHLDs makes one pass.
@@ -268,6 +268,14 @@ func (z *ZombieReaper) Run(ctx context.Context, report func([]Reaped, error)) {
 		case <-ctx.Done():
 			return
 		case <-chld:
+			// Most SIGCHLDs are a git command or an agent whose waiter
+			// collects it within moments; a pass after that finds no
+			// zombie and costs one syscall, one before it lists /proc.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(chldSettle):
+			}
 		case <-again.C:
 		}
 		reaped, err := z.Pass()
@@ -280,6 +288,11 @@ func (z *ZombieReaper) Run(ctx context.Context, report func([]Reaped, error)) {
 		}
 	}
 }
+
+// chldSettle is how long Run lets the waiters collect their children after a
+// SIGCHLD before it looks (issue 21: in a burst's ramp, passes that raced
+// os/exec's Wait still listed /proc for a tenth of the runner's CPU).
+const chldSettle = 50 * time.Millisecond
 
 // RunZombieReaper runs the process's own ZombieReaper (see Run): the
 // runner's, which keeps its zombies from lingering.
