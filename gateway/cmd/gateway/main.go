@@ -10,8 +10,11 @@ import (
 	"os/signal"
 	"syscall"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/zimmerhq/zimmer/gateway/internal/config"
 	"github.com/zimmerhq/zimmer/gateway/internal/server"
+	"github.com/zimmerhq/zimmer/services/platform/debughttp"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 )
 
@@ -46,5 +49,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	return srv.Serve(ctx, lis)
+	if cfg.DebugAddr == "" {
+		return srv.Serve(ctx, lis)
+	}
+	debug, err := debughttp.Listen(cfg.DebugAddr, logger)
+	if err != nil {
+		_ = lis.Close()
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return debug.Serve(ctx) })
+	g.Go(func() error { return srv.Serve(ctx, lis) })
+	return g.Wait()
 }

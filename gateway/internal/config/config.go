@@ -12,6 +12,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/console"
 	"github.com/zimmerhq/zimmer/gateway/internal/testboundary"
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
+	"github.com/zimmerhq/zimmer/services/platform/debughttp"
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
 )
 
@@ -20,6 +21,10 @@ type Config struct {
 	// HTTPAddr is GATEWAY_HTTP_ADDR: where REST, MCP, /healthz and
 	// /openapi.json are served.
 	HTTPAddr string `env:"GATEWAY_HTTP_ADDR, default=127.0.0.1:8080"`
+	// DebugAddr is GATEWAY_DEBUG_ADDR: a loopback address serving
+	// net/http/pprof on a listener of its own, never on HTTPAddr
+	// (debughttp.ParseAddr); empty, none is opened.
+	DebugAddr string `env:"GATEWAY_DEBUG_ADDR"`
 	// LogLevel is GATEWAY_LOG_LEVEL: debug, info, warn or error.
 	LogLevel string `env:"GATEWAY_LOG_LEVEL, default=info"`
 
@@ -87,6 +92,11 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if err := envcfg.Load(ctx, getenv, &c); err != nil {
 		return Config{}, err
 	}
+	debugAddr, err := debughttp.ParseAddr("GATEWAY_DEBUG_ADDR", c.DebugAddr)
+	if err != nil {
+		return Config{}, err
+	}
+	c.DebugAddr = debugAddr
 	return c, c.Validate()
 }
 
@@ -134,6 +144,7 @@ func (c Config) LogValue() slog.Value {
 	attrs := []slog.Attr{
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("log_level", c.LogLevel),
+		slog.String("debug_addr", c.DebugAddr),
 	}
 	for _, s := range c.Services() {
 		attrs = append(attrs, slog.String(s.Name+"_addr", s.Addr))

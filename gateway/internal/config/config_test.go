@@ -127,3 +127,15 @@ func TestLoadConsole(t *testing.T) {
 	_, err = config.Load(context.Background(), env(map[string]string{"ZIMMER_CONSOLE_PASSWORD_HASH": "plain password"}))
 	require.ErrorContains(t, err, "ZIMMER_CONSOLE_PASSWORD_HASH")
 }
+
+func TestLoadDebugAddr(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(context.Background(), env(map[string]string{}))
+	require.NoError(t, err)
+	require.Empty(t, cfg.DebugAddr, "off unless set")
+	cfg, err = config.Load(context.Background(), env(map[string]string{"GATEWAY_DEBUG_ADDR": ":6060"}))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:6060", cfg.DebugAddr)
+	_, err = config.Load(context.Background(), env(map[string]string{"GATEWAY_DEBUG_ADDR": "0.0.0.0:6060"}))
+	require.ErrorContains(t, err, "GATEWAY_DEBUG_ADDR")
+}

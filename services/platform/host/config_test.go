@@ -39,3 +39,20 @@ func TestLoadConfigReadsTheCredentialsAndKeepsThemOutOfLogs(t *testing.T) {
 	require.Contains(t, logged, "admin_api_keys_set=true")
 	require.Contains(t, logged, "internal_token_set=true")
 }
+
+// <SERVICE>_DEBUG_ADDR is the service's own (prefixed), off when unset,
+// loopback when its host is left out, and refused on any other host.
+func TestLoadConfigReadsTheDebugAddress(t *testing.T) {
+	t.Parallel()
+	cfg, err := host.LoadConfig(t.Context(), servicetest.Getenv(map[string]string{}), "demo", 9999)
+	require.NoError(t, err)
+	require.Empty(t, cfg.DebugAddr)
+
+	cfg, err = host.LoadConfig(t.Context(), servicetest.Getenv(map[string]string{"DEMO_DEBUG_ADDR": ":6060", "DEBUG_ADDR": "no"}), "demo", 9999)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:6060", cfg.DebugAddr)
+
+	_, err = host.LoadConfig(t.Context(), servicetest.Getenv(map[string]string{"DEMO_DEBUG_ADDR": "0.0.0.0:6060"}), "demo", 9999)
+	require.ErrorContains(t, err, "DEMO_DEBUG_ADDR")
+	require.ErrorContains(t, err, "loopback")
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
+	"github.com/zimmerhq/zimmer/services/platform/debughttp"
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/grpcserver"
@@ -48,6 +49,9 @@ type Config struct {
 	// service presents on its calls to the others and accepts on their
 	// calls to it. Never given to a client.
 	InternalToken string
+	// DebugAddr is <SVC>_DEBUG_ADDR: a loopback address serving
+	// net/http/pprof (debughttp.ParseAddr); empty, none is opened.
+	DebugAddr string
 	// ShutdownGrace bounds a graceful stop.
 	ShutdownGrace time.Duration
 }
@@ -66,6 +70,7 @@ func LoadConfig(ctx context.Context, getenv func(string) string, service string,
 		APIKeys           string `env:"ZIMMER_API_KEYS"`
 		AdminAPIKeys      string `env:"ZIMMER_ADMIN_API_KEYS"`
 		InternalToken     string `env:"ZIMMER_INTERNAL_TOKEN"`
+		DebugAddr         string `env:"DEBUG_ADDR"`
 	}
 	prefixed := func(k string) string {
 		switch k {
@@ -77,7 +82,12 @@ func LoadConfig(ctx context.Context, getenv func(string) string, service string,
 	if err := envcfg.Load(ctx, prefixed, &env); err != nil {
 		return Config{}, err
 	}
+	debugAddr, err := debughttp.ParseAddr(prefix+"DEBUG_ADDR", env.DebugAddr)
+	if err != nil {
+		return Config{}, err
+	}
 	cfg := Config{
+		DebugAddr:         debugAddr,
 		GRPCAddr:          env.GRPCAddr,
 		DatabaseURL:       env.DatabaseURL,
 		LogLevel:          env.LogLevel,
@@ -122,6 +132,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("api_keys_set", c.APIKeys != ""),
 		slog.Bool("admin_api_keys_set", c.AdminAPIKeys != ""),
 		slog.Bool("internal_token_set", c.InternalToken != ""),
+		slog.String("debug_addr", c.DebugAddr),
 	)
 }
 
@@ -136,6 +147,7 @@ type Host struct {
 	Worker   worker.Worker // nil without a Temporal address
 
 	listener net.Listener
+	debug    *debughttp.Server
 	probe    *pgdb.Probe
 	loops    []func(context.Context) error
 	conns    []*grpc.ClientConn
@@ -162,6 +174,11 @@ func New(ctx context.Context, name string, cfg Config, logger *slog.Logger, migr
 	}
 	if h.listener, err = grpcserver.Listen(cfg.GRPCAddr); err != nil {
 		return nil, err
+	}
+	if cfg.DebugAddr != "" {
+		if h.debug, err = debughttp.Listen(cfg.DebugAddr, logger); err != nil {
+			return nil, err
+		}
 	}
 	h.GRPC = grpcserver.New(logger, cfg.Auth())
 	// Every call needs the database: without it the service is not
@@ -228,6 +245,9 @@ func (h *Host) Run(ctx context.Context) error {
 	for _, loop := range h.loops {
 		g.Go(func() error { return loop(ctx) })
 	}
+	if h.debug != nil {
+		g.Go(func() error { return h.debug.Serve(ctx) })
+	}
 	g.Go(func() error { return h.GRPC.Serve(ctx, h.listener, h.Config.ShutdownGrace) })
 	return g.Wait()
 }
@@ -250,5 +270,8 @@ func (h *Host) Close() {
 	}
 	if h.listener != nil {
 		_ = h.listener.Close()
+	}
+	if h.debug != nil {
+		h.debug.Close()
 	}
 }

@@ -28,6 +28,13 @@ func Dial(ctx context.Context, address, namespace string, logger *slog.Logger) (
 		HostPort:  address,
 		Namespace: namespace,
 		Logger:    tlog.NewStructuredLogger(logger),
+		// No gzip (the SDK's default): Zimmer's requests and answers are a
+		// few hundred bytes to a few KB (heartbeats, polls, small payloads)
+		// and the server is on the same host or network, so compressing
+		// costs CPU on both sides for nothing. Issue 21: gzip was 13 % of
+		// the runner's CPU with 200 agents heartbeating
+		// (BenchmarkTemporalCompression).
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", address, namespace, err)

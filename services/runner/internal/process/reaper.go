@@ -132,6 +132,8 @@ type ZombieReaper struct {
 
 	mu   sync.Mutex
 	seen map[int]sighting
+	// list reads every process (listProcs; tests count its calls).
+	list func() ([]procInfo, error)
 }
 
 type sighting struct {
@@ -164,13 +166,26 @@ func (z *ZombieReaper) Pass() ([]Reaped, error) {
 	// not a leader just started.
 	children.forkMu.Lock()
 	defer children.forkMu.Unlock()
-	procs, err := listProcs()
-	if err != nil {
-		return nil, err
-	}
 	children.forgetGroups()
 	z.mu.Lock()
 	defer z.mu.Unlock()
+	// Most passes find no zombie: a SIGCHLD is mostly a git command or
+	// an agent whose waiter collects it at once. Asking the kernel costs
+	// one syscall; the /proc listing below costs three per process on the
+	// machine, and a burst of sessions sends dozens of SIGCHLDs a second
+	// (issue 21: the listing was over half the runner's CPU in a ramp).
+	if zombie, err := zombieChild(); err == nil && !zombie {
+		z.seen = map[int]sighting{}
+		return nil, nil
+	}
+	list := z.list
+	if list == nil {
+		list = listProcs
+	}
+	procs, err := list()
+	if err != nil {
+		return nil, err
+	}
 	now, self, selfGroup := time.Now(), os.Getpid(), unix.Getpgrp()
 	selfSession, err := unix.Getsid(0)
 	if err != nil {
@@ -217,6 +232,26 @@ func (z *ZombieReaper) Pass() ([]Reaped, error) {
 	return reaped, errors.Join(errs...)
 }
 
+// zombieChild reports whether a child of this process is a zombie, without
+// collecting it (waitid WNOWAIT on any child): a zombie of a waiter's stays
+// the waiter's to collect. Linux fills si_signo with SIGCHLD only when it
+// found a child; with none waitable it zeroes it.
+func zombieChild() (bool, error) {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ECHILD):
+			return false, nil // no child at all
+		case err != nil:
+			return false, fmt.Errorf("ask for a zombie child: %w", err)
+		}
+		return info.Signo == int32(unix.SIGCHLD), nil
+	}
+}
+
 // Pending reports whether the last pass left zombies to look at again once
 // they are MinAge old.
 func (z *ZombieReaper) Pending() bool {
@@ -225,7 +260,7 @@ func (z *ZombieReaper) Pending() bool {
 	return len(z.seen) > 0
 }
 
-// Run runs a pass at once, at every SIGCHLD (a child of the runner ended:
+// Run runs a pass at once, chldSettle after every SIGCHLD (a child of the runner ended:
 // one of its own, or an orphan reparented to it), and MinAge after a pass
 // that left zombies to see again, until ctx ends. report hears of each
 // pass that reaped something or failed. A burst of SIGCHLDs makes one pass.
@@ -244,6 +279,14 @@ func (z *ZombieReaper) Run(ctx context.Context, report func([]Reaped, error)) {
 		case <-ctx.Done():
 			return
 		case <-chld:
+			// Most SIGCHLDs are a git command or an agent whose waiter
+			// collects it within moments; a pass after that finds no
+			// zombie and costs one syscall, one before it lists /proc.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(chldSettle):
+			}
 		case <-again.C:
 		}
 		reaped, err := z.Pass()
@@ -256,6 +299,11 @@ func (z *ZombieReaper) Run(ctx context.Context, report func([]Reaped, error)) {
 		}
 	}
 }
+
+// chldSettle is how long Run lets the waiters collect their children after a
+// SIGCHLD before it looks (issue 21: in a burst's ramp, passes that raced
+// os/exec's Wait still listed /proc for a tenth of the runner's CPU).
+const chldSettle = 50 * time.Millisecond
 
 // RunZombieReaper runs the process's own ZombieReaper (see Run): the
 // runner's, which keeps its zombies from lingering.

@@ -238,3 +238,55 @@ func TestZombieReaperRunSubject(t *testing.T) {
 	require.NoError(t, err)
 	_, _ = os.Stdout.Write([]byte(reportPrefix + string(data) + "\n"))
 }
+
+// BenchmarkZombiePass: a pass over a node with 200 live children and no
+// zombie, as in a burst's SIGCHLDs (issue 21). "listing" is what every pass
+// did before it asked the kernel first: read every process's stat.
+func BenchmarkZombiePass(b *testing.B) {
+	for range 200 {
+		cmd := exec.Command("sleep", "600")
+		require.NoError(b, cmd.Start())
+		b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
+	z := &ZombieReaper{}
+	b.Run("listing", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := listProcs(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pass", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := z.Pass(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestZombiePassListsProcessesOnlyForAZombie: a pass that finds no zombie
+// child reads nothing of /proc (issue 21: the listing at every SIGCHLD was
+// half the runner's CPU in a burst); one with a zombie child still does.
+func TestZombiePassListsProcessesOnlyForAZombie(t *testing.T) {
+	// Not parallel: another test's zombie child would be this one's.
+	lists := 0
+	z := &ZombieReaper{list: func() ([]procInfo, error) { lists++; return listProcs() }}
+	live := exec.Command("sleep", "60")
+	require.NoError(t, live.Start())
+	t.Cleanup(func() { _ = live.Process.Kill(); _ = live.Wait() })
+	_, err := z.Pass()
+	require.NoError(t, err)
+	require.Zero(t, lists, "a pass with live children only listed /proc")
+
+	ended := exec.Command("true")
+	require.NoError(t, ended.Start())
+	require.Eventually(t, func() bool {
+		s, err := readProcInfo(ended.Process.Pid)
+		return err == nil && s.ended()
+	}, 5*time.Second, 5*time.Millisecond)
+	_, err = z.Pass()
+	require.NoError(t, err)
+	require.Equal(t, 1, lists, "a pass with a zombie child must look at it")
+	require.NoError(t, ended.Wait(), "the pass left os/exec's zombie to its waiter")
+}
