@@ -64,6 +64,10 @@ type StartSpec struct {
 	// Slug makes the start idempotent: the session is found by it when it
 	// was started before.
 	Slug string
+	// PushNotifications opts the session into pushes (off by default,
+	// issue 23 rule 8): its thread is where the person who asked waits for
+	// its needs_input and failure news.
+	PushNotifications bool
 }
 
 // SlackBoundary is what the Slack boundary asks of the other contexts,
@@ -233,7 +237,7 @@ func (uc ProcessSlackEvent) start(ctx context.Context, ev domain.SlackEvent, m d
 	if ev.SessionID == 0 {
 		id, err := uc.Boundary.StartSession(ctx, m.User, StartSpec{
 			Prompt: prompt, GitRoot: t.GitRoot, AgentRoot: t.AgentRoot, AgentRuntime: t.AgentRuntime,
-			Slug: domain.SessionSlug(ev.EventID),
+			Slug: domain.SessionSlug(ev.EventID), PushNotifications: true,
 		})
 		if refused := (*RefusedError)(nil); errors.As(err, &refused) {
 			return uc.refused(ctx, ev, m, fmt.Sprintf("Zimmer could not start a session for trigger #%d: %s", t.ID, refused.Reason))

@@ -65,6 +65,7 @@ func (b *SlackBoundary) StartSession(ctx context.Context, slackUserID string, sp
 	}
 	resp, err := b.lifecycle.CreateSession(ctx, &lifecyclev1.CreateSessionRequest{
 		Prompt: spec.Prompt, GitRoot: spec.GitRoot, AgentRoot: spec.AgentRoot, AgentRuntime: spec.AgentRuntime, Slug: spec.Slug,
+		PushNotifications: &spec.PushNotifications,
 	})
 	if status.Code(err) == codes.AlreadyExists {
 		got, gerr := b.lifecycle.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: spec.Slug})
