@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/crypto/bcrypt"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 )
@@ -29,12 +27,7 @@ func TestConsoleDashboardTimeWith1000Sessions(t *testing.T) {
 	}
 	sessions := benchEnvInt(t, "ZIMMER_BENCH_CONSOLE_SESSIONS", 1000)
 	requests := benchEnvInt(t, "ZIMMER_BENCH_CONSOLE_REQUESTS", 200)
-	const password = "bench console password"
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-	require.NoError(t, err)
-	s := newStackWith(t, stackOptions{env: map[string][]string{
-		"gateway": {"ZIMMER_CONSOLE_PASSWORD_HASH=" + string(hash)},
-	}})
+	s := newConsoleStackWith(t, stackOptions{})
 	lifecycle := lifecyclev1.NewLifecycleServiceClient(s.dial("lifecycle", s.asAdmin()))
 	ctx := context.Background()
 
@@ -75,8 +68,7 @@ func TestConsoleDashboardTimeWith1000Sessions(t *testing.T) {
 	require.False(t, t.Failed())
 
 	browser := newConsoleBrowser(t, "http://"+s.addr["gateway"])
-	code, body := browser.submit(t, "/console/login", "/console/login", url.Values{"user": {"tadasant"}, "password": {password}})
-	require.Equal(t, http.StatusSeeOther, code, body)
+	browser.signIn(t)
 	for _, view := range []struct{ name, path string }{
 		{"needs_input (the default)", "/console/?reset=1"},
 		{"every status", "/console/?filter=1"},
@@ -101,7 +93,7 @@ func TestConsoleDashboardTimeWith1000Sessions(t *testing.T) {
 	// A live dashboard of the default view: from a transition's answer to
 	// the event that shows it (the 150 ms gathering included), one at a
 	// time, the newest session moving in and out of the view.
-	code, _ = browser.get(t, "/console/?reset=1")
+	code, _ := browser.get(t, "/console/?reset=1")
 	require.Equal(t, http.StatusOK, code)
 	events, _ := browser.openLive(t, "class=&q=&status=needs_input", "")
 	waitLive(t, events, 10*time.Second, func(liveEvent) bool { return true })

@@ -17,7 +17,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/zimmerhq/zimmer/deploy/devstack"
 )
@@ -143,7 +142,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		})
 		require.Contains(t, p.text(".human-messages"), "web_ui.follow_up")
 		require.Equal(t, []listedHumanMessage{{Author: consoleUser, Origin: "here", EntryPoint: "web_ui.follow_up", Content: typed}},
-			c.humanMessages(t, id), "the REST API agrees")
+			c.api.humanMessages(t, id), "the REST API agrees")
 	})
 
 	t.Run("the archive guard's refusal is shown, and Archive anyway archives", func(t *testing.T) {
@@ -207,7 +206,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		require.EqualValues(t, http.StatusOK, p.load(chromedp.KeyEvent(kb.Enter)))
 		require.Equal(t, c.page(id), p.path())
 		require.Equal(t, []listedHumanMessage{{Author: consoleUser, Origin: "here", EntryPoint: "web_ui.follow_up", Content: typed}},
-			c.humanMessages(t, id))
+			c.api.humanMessages(t, id))
 	})
 
 	t.Run("a phone-width screen never scrolls sideways", func(t *testing.T) {
@@ -358,11 +357,7 @@ type consoleStack struct {
 
 func newConsoleStack(t *testing.T) *consoleStack {
 	t.Helper()
-	hash, err := bcrypt.GenerateFromPassword([]byte(consolePassword), bcrypt.MinCost)
-	require.NoError(t, err)
-	s := newStackWith(t, stackOptions{turns: true, env: map[string][]string{
-		"gateway": {"ZIMMER_CONSOLE_PASSWORD_HASH=" + string(hash)},
-	}})
+	s := newConsoleStackWith(t, stackOptions{turns: true})
 	base := "http://" + s.addr["gateway"]
 	return &consoleStack{api: restClient{base: base, key: s.apiKey}, base: base, repo: gitRepo(t)}
 }
@@ -403,9 +398,9 @@ type listedHumanMessage struct {
 
 // humanMessages are session id's human messages, as the REST API lists them
 // (listedHumanMessage: what a test compares of each).
-func (c *consoleStack) humanMessages(t *testing.T, id int64) []listedHumanMessage {
+func (c restClient) humanMessages(t *testing.T, id int64) []listedHumanMessage {
 	t.Helper()
-	code, body := c.api.do(t, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d", id), "")
+	code, body := c.do(t, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d", id), "")
 	require.Equal(t, http.StatusOK, code, body)
 	var detail struct {
 		HumanMessages []listedHumanMessage `json:"human_messages"`

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // liveEvent is one server-sent event of the console's live dashboard.
@@ -95,12 +93,7 @@ func waitLive(t *testing.T, events <-chan liveEvent, within time.Duration, ok fu
 // is sent what changed meanwhile.
 func TestConsoleDashboardMovesCardsLiveAndBackfills(t *testing.T) {
 	t.Parallel()
-	const password = "e2e console password"
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-	require.NoError(t, err)
-	s := newStackWith(t, stackOptions{turns: true, env: map[string][]string{
-		"gateway": {"ZIMMER_CONSOLE_PASSWORD_HASH=" + string(hash)},
-	}})
+	s := newConsoleStackWith(t, stackOptions{turns: true})
 	gateway := "http://" + s.addr["gateway"]
 	api := restClient{base: gateway, key: s.apiKey}
 	id := api.createRunning(t, gitRepo(t), "@demo say ready for you")
@@ -111,11 +104,7 @@ func TestConsoleDashboardMovesCardsLiveAndBackfills(t *testing.T) {
 	card := fmt.Sprintf(`id="session-%d"`, id)
 
 	browser := newConsoleBrowser(t, gateway)
-	signIn := func() {
-		code, body := browser.submit(t, "/console/login", "/console/login", url.Values{"user": {"tadasant"}, "password": {password}})
-		require.Equal(t, http.StatusSeeOther, code, body)
-	}
-	signIn()
+	browser.signIn(t)
 	// The page: the card complete (its last transcript line, its queue),
 	// and the stream it connects to.
 	code, page := browser.get(t, "/console/")
@@ -157,7 +146,7 @@ func TestConsoleDashboardMovesCardsLiveAndBackfills(t *testing.T) {
 	s.waitGateway()
 	code, body = api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/archive", id), `{}`)
 	require.Equal(t, http.StatusOK, code, body)
-	signIn()
+	browser.signIn(t)
 	events, _ = browser.openLive(t, view, back.id)
 	gone := waitLive(t, events, 5*time.Second, func(liveEvent) bool { return true })
 	require.NotContains(t, gone.data, card, "the archive made while the browser was away")
@@ -193,19 +182,11 @@ func TestConsoleDashboardMovesCardsLiveAndBackfills(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, code, body)
 	quick, err := strconv.ParseInt(strings.TrimPrefix(browser.lastLocation, "/console/sessions/"), 10, 64)
 	require.NoError(t, err, browser.lastLocation)
-	code, body = api.do(t, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d", quick), "")
-	require.Equal(t, http.StatusOK, code, body)
-	var detail struct {
-		HumanMessages []struct {
-			Author, Origin, Content string
-			EntryPoint              string `json:"entry_point"`
-		} `json:"human_messages"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(body), &detail), body)
-	require.Len(t, detail.HumanMessages, 1, body)
-	require.Equal(t, "web_ui.quick_prompt", detail.HumanMessages[0].EntryPoint)
-	require.Equal(t, "@demo say quick one", detail.HumanMessages[0].Content)
-	require.Equal(t, "tadasant", detail.HumanMessages[0].Author)
+	messages := api.humanMessages(t, quick)
+	require.Len(t, messages, 1, messages)
+	require.Equal(t, "web_ui.quick_prompt", messages[0].EntryPoint)
+	require.Equal(t, "@demo say quick one", messages[0].Content)
+	require.Equal(t, "tadasant", messages[0].Author)
 }
 
 func eventID(t *testing.T, e liveEvent) int64 {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/crypto/bcrypt"
 
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 )
@@ -31,17 +30,12 @@ import (
 // and the alerts page counts repeats.
 func TestConsoleSessionPageActions(t *testing.T) {
 	t.Parallel()
-	const password = "e2e console page password"
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-	require.NoError(t, err)
-	s := newStackWith(t, stackOptions{turns: true, env: map[string][]string{
-		"gateway": {"ZIMMER_CONSOLE_PASSWORD_HASH=" + string(hash)},
-	}})
+	s := newConsoleStackWith(t, stackOptions{turns: true})
 	gateway := "http://" + s.addr["gateway"]
 	api := restClient{base: gateway, key: s.apiKey}
 	browser := newConsoleBrowser(t, gateway)
-	code, body := browser.submit(t, "/console/login", "/console/login", url.Values{"user": {"tadasant"}, "password": {password}})
-	require.Equal(t, http.StatusSeeOther, code, body)
+	browser.signIn(t)
+	var code int
 
 	id := api.createRunning(t, gitRepo(t), "@demo say started\n@demo sleep 60s")
 	api.waitStatus(t, id, "running")

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -74,12 +73,7 @@ func (b *consoleBrowser) submit(t *testing.T, page, path string, form url.Values
 // prompt (web_ui.new_session).
 func TestConsoleFollowUpIsATurnAndAHumanMessage(t *testing.T) {
 	t.Parallel()
-	const password = "e2e console password"
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-	require.NoError(t, err)
-	s := newStackWith(t, stackOptions{turns: true, env: map[string][]string{
-		"gateway": {"ZIMMER_CONSOLE_PASSWORD_HASH=" + string(hash)},
-	}})
+	s := newConsoleStackWith(t, stackOptions{turns: true})
 	gateway := "http://" + s.addr["gateway"]
 	api := restClient{base: gateway, key: s.apiKey}
 	id := api.createRunning(t, gitRepo(t), "@demo say first turn")
@@ -96,8 +90,9 @@ func TestConsoleFollowUpIsATurnAndAHumanMessage(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Equal(t, "/console/login", resp.Header.Get("Location"))
 
-	code, body := browser.submit(t, "/console/login", "/console/login", url.Values{"user": {"tadasant"}, "password": {password}})
-	require.Equal(t, http.StatusSeeOther, code, body)
+	browser.signIn(t)
+	var code int
+	var body string
 
 	// The dashboard opens on what waits for the human: this session.
 	code, body = browser.get(t, "/console/")
@@ -121,20 +116,12 @@ func TestConsoleFollowUpIsATurnAndAHumanMessage(t *testing.T) {
 	api.waitStatus(t, id, "needs_input")
 
 	// And the human's message, attributed to the admin.
-	code, body = api.do(t, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d", id), "")
-	require.Equal(t, http.StatusOK, code, body)
-	var detail struct {
-		HumanMessages []struct {
-			Author, Origin, Content string
-			EntryPoint              string `json:"entry_point"`
-		} `json:"human_messages"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(body), &detail), body)
-	require.Len(t, detail.HumanMessages, 1, body)
-	require.Equal(t, "tadasant", detail.HumanMessages[0].Author)
-	require.Equal(t, "web_ui.follow_up", detail.HumanMessages[0].EntryPoint)
-	require.Equal(t, "here", detail.HumanMessages[0].Origin)
-	require.Equal(t, "@demo say typed in the console", detail.HumanMessages[0].Content)
+	messages := api.humanMessages(t, id)
+	require.Len(t, messages, 1, messages)
+	require.Equal(t, "tadasant", messages[0].Author)
+	require.Equal(t, "web_ui.follow_up", messages[0].EntryPoint)
+	require.Equal(t, "here", messages[0].Origin)
+	require.Equal(t, "@demo say typed in the console", messages[0].Content)
 
 	// The page shows the turn and the message.
 	code, body = browser.get(t, page)
@@ -151,12 +138,8 @@ func TestConsoleFollowUpIsATurnAndAHumanMessage(t *testing.T) {
 	var child int64
 	_, err = fmt.Sscanf(strings.TrimPrefix(browser.lastLocation, "/console/sessions/"), "%d", &child)
 	require.NoError(t, err, browser.lastLocation)
-	code, body = api.do(t, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d", child), "")
-	require.Equal(t, http.StatusOK, code, body)
-	detail.HumanMessages = nil
-	require.NoError(t, json.Unmarshal([]byte(body), &detail), body)
 	var here []string
-	for _, m := range detail.HumanMessages {
+	for _, m := range api.humanMessages(t, child) {
 		if m.Origin == "here" {
 			here = append(here, m.EntryPoint+": "+m.Content)
 		}
@@ -173,4 +156,24 @@ func TestConsoleFollowUpIsATurnAndAHumanMessage(t *testing.T) {
 	code, body = browser.submit(t, page, page+"/restore", url.Values{})
 	require.Equal(t, http.StatusSeeOther, code, body)
 	require.NotEqual(t, "archived", api.session(t, id).Status)
+}
+
+// newConsoleStackWith starts a stack (opts) whose console opens with
+// consolePassword.
+func newConsoleStackWith(t *testing.T, opts stackOptions) *stack {
+	t.Helper()
+	hash, err := bcrypt.GenerateFromPassword([]byte(consolePassword), bcrypt.MinCost)
+	require.NoError(t, err)
+	if opts.env == nil {
+		opts.env = map[string][]string{}
+	}
+	opts.env["gateway"] = append(opts.env["gateway"], "ZIMMER_CONSOLE_PASSWORD_HASH="+string(hash))
+	return newStackWith(t, opts)
+}
+
+// signIn signs the console's human in through the sign-in form.
+func (b *consoleBrowser) signIn(t *testing.T) {
+	t.Helper()
+	code, body := b.submit(t, "/console/login", "/console/login", url.Values{"user": {consoleUser}, "password": {consolePassword}})
+	require.Equal(t, http.StatusSeeOther, code, body)
 }
