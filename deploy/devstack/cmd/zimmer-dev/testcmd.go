@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zimmerhq/zimmer/deploy/devstack"
@@ -125,18 +128,8 @@ func (e *env) testWithInfra(ctx context.Context, modules, flags, args []string, 
 		e.say("export %s=%s", k, vars[k])
 	}
 
-	var results []moduleResult
 	goArgs := append(append(append([]string{"test"}, flags...), args...), "./...")
-	for _, dir := range modules {
-		if ctx.Err() != nil {
-			break
-		}
-		rel, _ := filepath.Rel(e.root, dir)
-		e.say("go %s   (in %s)", strings.Join(goArgs, " "), rel)
-		t0 := time.Now()
-		err := e.goTest(ctx, dir, goArgs, testEnv)
-		results = append(results, moduleResult{rel, err, time.Since(t0)})
-	}
+	results := e.testModules(ctx, modules, goArgs, testEnv)
 
 	failed := printSummary(e.out, results, skipped)
 	elapsed := time.Since(start).Round(100 * time.Millisecond)
@@ -148,6 +141,64 @@ func (e *env) testWithInfra(ctx context.Context, modules, flags, args []string, 
 	}
 	fmt.Fprintf(e.out, "all %d modules passed in %s\n", len(modules), elapsed)
 	return nil
+}
+
+// testLanes is how many modules' `go test` run at once. The e2e module
+// spends most of its time waiting on the stacks it starts, so it runs in
+// one lane beside the other modules, which take turns in the second,
+// instead of after all of them (README, "Tests": the time it takes).
+const testLanes = 2
+
+// testModules runs `go test` in each module, testLanes at a time, the
+// longest (e2e) first. Each module's output is held and printed whole
+// when it ends, so two modules' failures never interleave.
+func (e *env) testModules(ctx context.Context, modules, goArgs, environ []string) []moduleResult {
+	modules = slices.Clone(modules)
+	slices.SortStableFunc(modules, func(a, b string) int { return cmp.Compare(laneRank(a), laneRank(b)) })
+	results := make([]moduleResult, len(modules))
+	next := make(chan int, len(modules))
+	for i := range modules {
+		next <- i
+	}
+	close(next)
+	var mu sync.Mutex // orders whole outputs on e.out
+	var wg sync.WaitGroup
+	for range min(testLanes, len(modules)) {
+		wg.Go(func() {
+			for i := range next {
+				if ctx.Err() != nil {
+					results[i] = moduleResult{rel(e.root, modules[i]), ctx.Err(), 0}
+					continue
+				}
+				r := rel(e.root, modules[i])
+				mu.Lock()
+				e.say("go %s   (in %s)", strings.Join(goArgs, " "), r)
+				mu.Unlock()
+				var out bytes.Buffer
+				t0 := time.Now()
+				err := e.goTest(ctx, modules[i], goArgs, environ, &out)
+				results[i] = moduleResult{r, err, time.Since(t0)}
+				mu.Lock()
+				_, _ = e.out.Write(out.Bytes())
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// laneRank puts the e2e module before the others.
+func laneRank(dir string) int {
+	if filepath.Base(dir) == "e2e" {
+		return 0
+	}
+	return 1
+}
+
+func rel(root, dir string) string {
+	r, _ := filepath.Rel(root, dir)
+	return r
 }
 
 // moduleResult is how one module's go test ended.
@@ -182,11 +233,11 @@ func printSummary(w io.Writer, results []moduleResult, skipped string) (failed [
 // goTest runs go test in its own process group so that Ctrl-C reaches us
 // first and we stop it (and its test binaries) before tearing down the
 // infrastructure they use.
-func (e *env) goTest(ctx context.Context, dir string, args, environ []string) error {
+func (e *env) goTest(ctx context.Context, dir string, args, environ []string, out io.Writer) error {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	cmd.Env = environ
-	cmd.Stdout, cmd.Stderr = e.out, e.out
+	cmd.Stdout, cmd.Stderr = out, out
 	p, err := devstack.StartProcess("go test", cmd)
 	if err != nil {
 		return err
