@@ -15,6 +15,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/config"
 	"github.com/zimmerhq/zimmer/gateway/internal/server"
 	"github.com/zimmerhq/zimmer/services/platform/debughttp"
+	"github.com/zimmerhq/zimmer/services/platform/metrics"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 )
 
@@ -40,6 +41,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	// Before the server, whose HTTP handler and gRPC clients report
+	// through the provider this installs.
+	exporter, err := metrics.Start("gateway", cfg.MetricsAddr, logger)
+	if err != nil {
+		return err
+	}
+	defer exporter.Close()
 	srv, err := server.New(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -49,16 +57,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	if cfg.DebugAddr == "" {
-		return srv.Serve(ctx, lis)
-	}
-	debug, err := debughttp.Listen(cfg.DebugAddr, logger)
-	if err != nil {
-		_ = lis.Close()
-		return err
-	}
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return debug.Serve(ctx) })
+	if cfg.DebugAddr != "" {
+		debug, err := debughttp.Listen(cfg.DebugAddr, logger)
+		if err != nil {
+			_ = lis.Close()
+			return err
+		}
+		g.Go(func() error { return debug.Serve(ctx) })
+	}
+	if exporter != nil {
+		g.Go(func() error { return exporter.Serve(ctx) })
+	}
 	g.Go(func() error { return srv.Serve(ctx, lis) })
 	return g.Wait()
 }

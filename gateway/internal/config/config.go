@@ -14,6 +14,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
 	"github.com/zimmerhq/zimmer/services/platform/debughttp"
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
+	"github.com/zimmerhq/zimmer/services/platform/metrics"
 )
 
 // Config is the gateway's configuration.
@@ -25,6 +26,10 @@ type Config struct {
 	// net/http/pprof on a listener of its own, never on HTTPAddr
 	// (debughttp.ParseAddr); empty, none is opened.
 	DebugAddr string `env:"GATEWAY_DEBUG_ADDR"`
+	// MetricsAddr is GATEWAY_METRICS_ADDR: where Prometheus scrapes the
+	// gateway's metrics, on a listener of its own (metrics.ParseAddr);
+	// empty, none are kept.
+	MetricsAddr string `env:"GATEWAY_METRICS_ADDR"`
 	// LogLevel is GATEWAY_LOG_LEVEL: debug, info, warn or error.
 	LogLevel string `env:"GATEWAY_LOG_LEVEL, default=info"`
 
@@ -97,6 +102,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.DebugAddr = debugAddr
+	if c.MetricsAddr, err = metrics.ParseAddr("GATEWAY_METRICS_ADDR", c.MetricsAddr); err != nil {
+		return Config{}, err
+	}
 	return c, c.Validate()
 }
 
@@ -145,6 +153,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("log_level", c.LogLevel),
 		slog.String("debug_addr", c.DebugAddr),
+		slog.String("metrics_addr", c.MetricsAddr),
 	}
 	for _, s := range c.Services() {
 		attrs = append(attrs, slog.String(s.Name+"_addr", s.Addr))

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"google.golang.org/grpc"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/auth"
@@ -181,7 +182,11 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	mux.Handle("/mcp", auth.Require(authn, s.mcp))
 	mux.Handle("/mcp/", auth.Require(authn, s.mcp))
 	mux.Handle("/", noRoute)
-	s.handler = logRequests(logger, recoverPanics(logger, canonicalPaths(jsonCharset(mux))))
+	// otelhttp wraps the mux itself, so it sees the pattern the mux
+	// matched (http.route: a bounded label, never a raw path); the server
+	// name keeps a client's Host header out of the labels.
+	measured := otelhttp.NewHandler(mux, "gateway", otelhttp.WithServerName("zimmer-gateway"))
+	s.handler = logRequests(logger, recoverPanics(logger, canonicalPaths(jsonCharset(measured))))
 	logger.Info("gateway ready", "config", cfg)
 	return s, nil
 }

@@ -62,20 +62,32 @@ func Handler() http.Handler {
 	return mux
 }
 
-// Server is a started debug listener.
+// Server is a started side listener: the debug listener, or the metrics
+// one (package metrics), each on an address of its own.
 type Server struct {
-	lis    net.Listener
-	logger *slog.Logger
+	lis     net.Listener
+	name    string // "debug listener", "metrics listener"
+	serves  string // "pprof", "metrics": for the log line
+	path    string
+	handler http.Handler
+	logger  *slog.Logger
 }
 
-// Listen binds addr (checked by ParseAddr). Listening before serving lets
-// a bad or taken address fail the process's start, not a goroutine later.
+// Listen binds addr (checked by ParseAddr) for pprof. Listening before
+// serving lets a bad or taken address fail the process's start, not a
+// goroutine later.
 func Listen(addr string, logger *slog.Logger) (*Server, error) {
+	return ListenFor(addr, "debug listener", "pprof", "/debug/pprof/", Handler(), logger)
+}
+
+// ListenFor binds addr for handler, a listener named name that serves
+// what under path (for its log line and errors).
+func ListenFor(addr, name, serves, path string, handler http.Handler, logger *slog.Logger) (*Server, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen for the debug listener on %s: %w", addr, err)
+		return nil, fmt.Errorf("listen for the %s on %s: %w", name, addr, err)
 	}
-	return &Server{lis: lis, logger: logger}, nil
+	return &Server{lis: lis, name: name, serves: serves, path: path, handler: handler, logger: logger}, nil
 }
 
 // Addr is where it listens (the free port 127.0.0.1:0 picked, too).
@@ -86,20 +98,20 @@ func (s *Server) Addr() string { return s.lis.Addr().String() }
 // listener and its connections rather than waiting.
 func (s *Server) Serve(ctx context.Context) error {
 	srv := &http.Server{
-		Handler:           Handler(),
+		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.lis) }()
-	s.logger.Info("debug listener serving pprof", "debug_addr", s.Addr(), "path", "/debug/pprof/")
+	s.logger.Info(s.name+" serving "+s.serves, "addr", s.Addr(), "path", s.path)
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serve the debug listener: %w", err)
+		return fmt.Errorf("serve the %s: %w", s.name, err)
 	case <-ctx.Done():
 	}
 	if err := srv.Close(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("close the debug listener: %w", err)
+		return fmt.Errorf("close the %s: %w", s.name, err)
 	}
 	return nil
 }

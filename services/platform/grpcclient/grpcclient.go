@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
@@ -65,6 +66,8 @@ func Dial(addr string, id Identity, extra ...grpc.DialOption) (*grpc.ClientConn,
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(reconnect),
+		// The caller's view of each call (package metrics).
+		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(grpcserver.MaxMessageBytes),
 			grpc.MaxCallSendMsgSize(grpcserver.MaxMessageBytes),

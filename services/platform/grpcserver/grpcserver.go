@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
@@ -71,6 +72,10 @@ func New(logger *slog.Logger, auth Auth) *Server {
 				authUnary(authz),
 			),
 			grpc.ChainStreamInterceptor(authStream(authz)),
+			// Request rate, errors and latency by method, through the
+			// process's meter provider (package metrics; a no-op unless
+			// <SERVICE>_METRICS_ADDR is set).
+			grpc.StatsHandler(otelgrpc.NewServerHandler()),
 			grpc.MaxRecvMsgSize(MaxMessageBytes),
 			grpc.MaxSendMsgSize(MaxMessageBytes),
 			grpc.ForceServerCodecV2(deepCodec{encoding.GetCodecV2(grpcproto.Name)}),

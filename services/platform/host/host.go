@@ -24,6 +24,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
 	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/grpcserver"
+	"github.com/zimmerhq/zimmer/services/platform/metrics"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 )
@@ -52,6 +53,9 @@ type Config struct {
 	// DebugAddr is <SVC>_DEBUG_ADDR: a loopback address serving
 	// net/http/pprof (debughttp.ParseAddr); empty, none is opened.
 	DebugAddr string
+	// MetricsAddr is <SVC>_METRICS_ADDR: where Prometheus scrapes the
+	// service's metrics (metrics.ParseAddr); empty, none are kept.
+	MetricsAddr string
 	// ShutdownGrace bounds a graceful stop.
 	ShutdownGrace time.Duration
 }
@@ -71,6 +75,7 @@ func LoadConfig(ctx context.Context, getenv func(string) string, service string,
 		AdminAPIKeys      string `env:"ZIMMER_ADMIN_API_KEYS"`
 		InternalToken     string `env:"ZIMMER_INTERNAL_TOKEN"`
 		DebugAddr         string `env:"DEBUG_ADDR"`
+		MetricsAddr       string `env:"METRICS_ADDR"`
 	}
 	prefixed := func(k string) string {
 		switch k {
@@ -86,8 +91,13 @@ func LoadConfig(ctx context.Context, getenv func(string) string, service string,
 	if err != nil {
 		return Config{}, err
 	}
+	metricsAddr, err := metrics.ParseAddr(prefix+"METRICS_ADDR", env.MetricsAddr)
+	if err != nil {
+		return Config{}, err
+	}
 	cfg := Config{
 		DebugAddr:         debugAddr,
+		MetricsAddr:       metricsAddr,
 		GRPCAddr:          env.GRPCAddr,
 		DatabaseURL:       env.DatabaseURL,
 		LogLevel:          env.LogLevel,
@@ -133,6 +143,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("admin_api_keys_set", c.AdminAPIKeys != ""),
 		slog.Bool("internal_token_set", c.InternalToken != ""),
 		slog.String("debug_addr", c.DebugAddr),
+		slog.String("metrics_addr", c.MetricsAddr),
 	)
 }
 
@@ -148,6 +159,7 @@ type Host struct {
 
 	listener net.Listener
 	debug    *debughttp.Server
+	metrics  *metrics.Exporter
 	probe    *pgdb.Probe
 	loops    []func(context.Context) error
 	conns    []*grpc.ClientConn
@@ -180,6 +192,11 @@ func New(ctx context.Context, name string, cfg Config, logger *slog.Logger, migr
 			return nil, err
 		}
 	}
+	// Before the gRPC server and the Temporal client, whose instruments
+	// report through the provider this installs.
+	if h.metrics, err = metrics.Start(name, cfg.MetricsAddr, logger); err != nil {
+		return nil, err
+	}
 	h.GRPC = grpcserver.New(logger, cfg.Auth())
 	// Every call needs the database: without it the service is not
 	// serving, whatever else still runs.
@@ -192,7 +209,8 @@ func New(ctx context.Context, name string, cfg Config, logger *slog.Logger, migr
 			"internal methods refuse everyone and its calls to other services' internal methods are refused")
 	}
 	if cfg.TemporalAddress != "" {
-		if h.Temporal, err = temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, logger); err != nil {
+		if h.Temporal, err = temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, logger,
+			temporalx.WithMetrics(h.metrics.TemporalHandler(logger))); err != nil {
 			return nil, err
 		}
 		h.Worker = temporalx.NewWorker(h.Temporal, name)
@@ -222,6 +240,9 @@ func (h *Host) Dial(addr string) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
+// MetricsAddr is where the metrics are served ("" when they are off).
+func (h *Host) MetricsAddr() string { return h.metrics.Addr() }
+
 // Addr is the address the gRPC server listens on.
 func (h *Host) Addr() string { return h.listener.Addr().String() }
 
@@ -247,6 +268,9 @@ func (h *Host) Run(ctx context.Context) error {
 	}
 	if h.debug != nil {
 		g.Go(func() error { return h.debug.Serve(ctx) })
+	}
+	if h.metrics != nil {
+		g.Go(func() error { return h.metrics.Serve(ctx) })
 	}
 	g.Go(func() error { return h.GRPC.Serve(ctx, h.listener, h.Config.ShutdownGrace) })
 	return g.Wait()
@@ -274,4 +298,5 @@ func (h *Host) Close() {
 	if h.debug != nil {
 		h.debug.Close()
 	}
+	h.metrics.Close()
 }

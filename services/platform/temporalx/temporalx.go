@@ -22,9 +22,18 @@ const ProbeWorkflowName = "zimmer.Probe"
 // TaskQueue is the task queue a service's worker polls.
 func TaskQueue(service string) string { return "zimmer-" + service }
 
+// Option adjusts how Dial connects.
+type Option func(*client.Options)
+
+// WithMetrics reports the SDK's client and worker metrics through h (nil
+// keeps the SDK's no-op handler).
+func WithMetrics(h client.MetricsHandler) Option {
+	return func(o *client.Options) { o.MetricsHandler = h }
+}
+
 // Dial connects to Temporal, logging through logger.
-func Dial(ctx context.Context, address, namespace string, logger *slog.Logger) (client.Client, error) {
-	c, err := client.DialContext(ctx, client.Options{
+func Dial(ctx context.Context, address, namespace string, logger *slog.Logger, opts ...Option) (client.Client, error) {
+	options := client.Options{
 		HostPort:  address,
 		Namespace: namespace,
 		Logger:    tlog.NewStructuredLogger(logger),
@@ -35,7 +44,11 @@ func Dial(ctx context.Context, address, namespace string, logger *slog.Logger) (
 		// the runner's CPU with 200 agents heartbeating
 		// (BenchmarkTemporalCompression).
 		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}},
-	})
+	}
+	for _, opt := range opts {
+		opt(&options)
+	}
+	c, err := client.DialContext(ctx, options)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", address, namespace, err)
 	}

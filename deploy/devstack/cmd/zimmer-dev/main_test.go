@@ -25,6 +25,7 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	e := testEnv(map[string]string{
 		"LINEAGE_GRPC_ADDR":      "127.0.0.1:9202",
 		"LIFECYCLE_DATABASE_URL": "postgres://elsewhere/db",
+		"LIFECYCLE_METRICS_ADDR": "127.0.0.1:9301",
 	})
 	addrs := e.grpcAddrs()
 	require.Equal(t, "127.0.0.1:9202", addrs["lineage"])
@@ -34,6 +35,7 @@ func TestServiceEnvCallerWins(t *testing.T) {
 	got := e.serviceEnv(services[0], "postgres://local/zimmer_lifecycle", addrs, common)
 	require.Equal(t, map[string]string{
 		"LIFECYCLE_DATABASE_URL":      "postgres://elsewhere/db",
+		"LIFECYCLE_METRICS_ADDR":      "127.0.0.1:9301",
 		"LIFECYCLE_GRPC_ADDR":         "127.0.0.1:9101",
 		"LIFECYCLE_EFFECT_CONSUMERS":  "lineage=127.0.0.1:9202,runner_turns=127.0.0.1:9104,queue=127.0.0.1:9103,notification=127.0.0.1:9105,runner=127.0.0.1:9104",
 		"LIFECYCLE_NOTIFICATION_ADDR": "127.0.0.1:9105",

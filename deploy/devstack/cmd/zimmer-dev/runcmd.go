@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,26 @@ var services = []component{
 }
 
 var gateway = component{"gateway", "./gateway/cmd/gateway", 0}
+
+// metricsPort is where make run serves a component's Prometheus metrics
+// (<SVC>_METRICS_ADDR): 9200 for the gateway, the gRPC port + 100 for a
+// service (lifecycle 9201 … notification 9205).
+func metricsPort(c component) int {
+	if c.port == 0 {
+		return 9200
+	}
+	return c.port + 100
+}
+
+// metricsAddrs resolves each component's metrics address, honouring
+// <SVC>_METRICS_ADDR.
+func (e *env) metricsAddrs() map[string]string {
+	m := map[string]string{}
+	for _, c := range append(slices.Clone(services), gateway) {
+		m[c.name] = e.get(envName(c.name, "METRICS_ADDR"), fmt.Sprintf("127.0.0.1:%d", metricsPort(c)))
+	}
+	return m
+}
 
 // tools are built beside the components but not started by the stack: the
 // demo agent is what the runner runs for a session by default.
@@ -83,7 +104,8 @@ func (e *env) runStack(ctx context.Context) (err error) {
 
 	addrs := e.grpcAddrs()
 	httpAddr := e.get("GATEWAY_HTTP_ADDR", "127.0.0.1:8080")
-	if err := checkFree(append(mapValues(addrs), httpAddr)...); err != nil {
+	metricsAddrs := e.metricsAddrs()
+	if err := checkFree(append(append(mapValues(addrs), mapValues(metricsAddrs)...), httpAddr)...); err != nil {
 		return err
 	}
 
@@ -185,6 +207,7 @@ func (e *env) runStack(ctx context.Context) (err error) {
 		{"OpenAPI", base + "/openapi.json"},
 		{"MCP", base + "/mcp"},
 		{"Health", base + "/healthz"},
+		{"Metrics", "http://" + dialable(metricsAddrs["gateway"]) + "/metrics (gateway; lifecycle … notification: ports 9201–9205)"},
 		{"Temporal Web UI", orDefault(tmp.UIURL(), "(external Temporal at "+tmp.Address()+")")},
 		{"Postgres", pg.AdminURL()},
 		{"API key", firstKey},
@@ -380,6 +403,7 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 	m := map[string]string{
 		envName(s.name, "DATABASE_URL"): dbURL,
 		envName(s.name, "GRPC_ADDR"):    addrs[s.name],
+		envName(s.name, "METRICS_ADDR"): fmt.Sprintf("127.0.0.1:%d", metricsPort(s)),
 	}
 	if s.name == "lifecycle" {
 		// The queue consumes the archive's retirement and the pause's drain;
@@ -438,7 +462,8 @@ func (e *env) serviceEnv(s component, dbURL string, addrs, common map[string]str
 }
 
 func (e *env) gatewayEnv(addrs map[string]string, httpAddr string, common map[string]string, consoleHash string) map[string]string {
-	m := map[string]string{"GATEWAY_HTTP_ADDR": httpAddr, "ZIMMER_CONSOLE_PASSWORD_HASH": consoleHash}
+	m := map[string]string{"GATEWAY_HTTP_ADDR": httpAddr, "ZIMMER_CONSOLE_PASSWORD_HASH": consoleHash,
+		"GATEWAY_METRICS_ADDR": fmt.Sprintf("127.0.0.1:%d", metricsPort(gateway))}
 	for _, s := range services {
 		m[envName("gateway", s.name+"_ADDR")] = dialable(addrs[s.name])
 	}
@@ -532,7 +557,7 @@ func checkFree(addrs ...string) error {
 		_ = l.Close()
 	}
 	if len(busy) > 0 {
-		return fmt.Errorf("address already in use: %s (another stack running? override with <SVC>_GRPC_ADDR / GATEWAY_HTTP_ADDR)", strings.Join(busy, ", "))
+		return fmt.Errorf("address already in use: %s (another stack running? override with <SVC>_GRPC_ADDR / <SVC>_METRICS_ADDR / GATEWAY_HTTP_ADDR)", strings.Join(busy, ", "))
 	}
 	return nil
 }
