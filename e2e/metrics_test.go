@@ -1,19 +1,24 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
 // TestMetrics: every binary given <SERVICE>_METRICS_ADDR serves Prometheus
-// metrics there (PL-24), and after a session has run a turn they show the
-// calls it took: REST by route at the gateway, gRPC by method at every
-// service, the Temporal SDK's worker metrics where a worker runs.
+// metrics there (PL-24), and after a session has run a turn and been
+// pushed they show the calls it took — REST by route at the gateway, gRPC
+// by method at every service, the Temporal SDK's worker metrics where a
+// worker runs — and Zimmer's own series: sessions by status, turns started
+// and ended, the turn's start latency, agents alive, the queue's and the
+// outboxes' backlogs, the push's latency.
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	metricsAddr := map[string]string{}
@@ -24,8 +29,15 @@ func TestMetrics(t *testing.T) {
 	}
 	s := newStackWith(t, stackOptions{turns: true, env: env})
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
-	id := api.createRunning(t, gitRepo(t), "@demo say hello")
-	api.waitStatus(t, id, "needs_input")
+	body, err := json.Marshal(map[string]any{"prompt": "@demo say hello", "git_root": gitRepo(t), "branch": "main", "push_notifications": true})
+	require.NoError(t, err)
+	code, resp := api.do(t, http.MethodPost, "/api/v1/sessions", string(body))
+	require.Equal(t, http.StatusCreated, code, resp)
+	var created struct{ Session runnerSession }
+	require.NoError(t, json.Unmarshal([]byte(resp), &created))
+	api.waitStatus(t, created.Session.ID, "needs_input")
+	require.Eventually(t, func() bool { return len(s.webhook.deliveries(created.Session.ID)) > 0 }, 30*time.Second, 100*time.Millisecond,
+		"the pause is pushed after the stack's debounce")
 
 	scrape := map[string]promText{}
 	for name, addr := range metricsAddr {
@@ -47,6 +59,42 @@ func TestMetrics(t *testing.T) {
 		require.Positive(t, scrape[name].sum("temporal_request_total"), "%s's Temporal client", name)
 	}
 	require.Positive(t, scrape["runner"].sum("temporal_activity_execution_latency_seconds_count"), "the runner's activities")
+
+	lc, rn := scrape["lifecycle"], scrape["runner"]
+	require.Positive(t, lc.sum("zimmer_sessions", `status="needs_input"`), "sessions by status")
+	require.True(t, lc.has("zimmer_sessions", `status="archived"`), "every status has a series, at zero too")
+	require.Positive(t, rn.sum("zimmer_runner_turns_started_total", `runtime="demo"`))
+	require.Positive(t, rn.sum("zimmer_runner_turns_ended_total", `runtime="demo"`, `outcome="exited"`))
+	require.Positive(t, rn.sum("zimmer_runner_turn_start_latency_seconds_count"), "the turn's start is timed")
+	require.True(t, rn.has("zimmer_runner_agents", `node="`), "agents alive on the node (none now)")
+	require.True(t, scrape["queue"].has("zimmer_queue_pending"))
+	require.True(t, scrape["queue"].has("zimmer_queue_oldest_pending_age_seconds"))
+	for _, sub := range []string{"runner_turns", "queue", "notification", "lineage", "triggers"} {
+		require.True(t, lc.has("zimmer_outbox_pending", `producer="lifecycle"`, `subscriber="`+sub+`"`), "lifecycle's outbox to %s", sub)
+		require.True(t, lc.has("zimmer_outbox_dead", `subscriber="`+sub+`"`), "lifecycle's dead letters for %s", sub)
+	}
+	require.True(t, scrape["lineage"].has("zimmer_outbox_pending", `producer="lineage"`, `subscriber="lifecycle"`))
+	require.Positive(t, scrape["notification"].sum("zimmer_push_latency_seconds_count"), "the push is timed")
+}
+
+// has reports whether metric has a sample whose labels contain labels.
+func (p promText) has(metric string, labels ...string) bool {
+	for _, line := range strings.Split(string(p), "\n") {
+		rest, ok := strings.CutPrefix(line, metric)
+		if ok && (strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, " ")) && containsAll(rest, labels) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // promText is one scrape in Prometheus's text format.
@@ -70,11 +118,7 @@ func (p promText) sum(metric string, labels ...string) float64 {
 		default:
 			continue // another metric whose name starts with this one's
 		}
-		matched := true
-		for _, l := range labels {
-			matched = matched && strings.Contains(lbls, l)
-		}
-		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil && matched {
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil && containsAll(lbls, labels) {
 			total += v
 		}
 	}

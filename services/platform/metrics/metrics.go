@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -116,6 +117,59 @@ func (e *Exporter) Close() {
 
 // Meter is the meter Zimmer's own instruments are made from.
 func Meter() metric.Meter { return otel.Meter(scope) }
+
+// LatencyBuckets are the boundaries, in seconds, of Zimmer's latency
+// histograms: from a few milliseconds (a hand-over) to a minute (a wake
+// that waited on a busy server). OpenTelemetry's default boundaries are
+// for milliseconds.
+var LatencyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// Seconds is one of Zimmer's latency histograms, name in OpenTelemetry's
+// dotted form ("zimmer.wake.lateness" → zimmer_wake_lateness_seconds).
+// The name is the program's constant, so an invalid one is a bug and
+// panics at start, like regexp.MustCompile.
+func Seconds(name, description string) metric.Float64Histogram {
+	h, err := Meter().Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(description),
+		metric.WithExplicitBucketBoundaries(LatencyBuckets...))
+	if err != nil {
+		panic(fmt.Sprintf("metrics: histogram %q: %v", name, err))
+	}
+	return h
+}
+
+// Counter is one of Zimmer's counters ("zimmer.runner.turns.started" →
+// zimmer_runner_turns_started_total), unit in UCUM ("{turn}"); an invalid
+// name panics at start, as for Seconds.
+func Counter(name, unit, description string) metric.Int64Counter {
+	c, err := Meter().Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(description))
+	if err != nil {
+		panic(fmt.Sprintf("metrics: counter %q: %v", name, err))
+	}
+	return c
+}
+
+// scrapeBudget bounds one Observe callback: a slow database must not hold
+// a scrape past Prometheus's own timeout (10 s by default) or pile them up.
+const scrapeBudget = 2 * time.Second
+
+// Observe runs observe on every scrape to report instruments (gauges read
+// from the database, say), within scrapeBudget. Its error is logged and
+// only its own series are missing from that scrape. Without an exporter it
+// never runs.
+func Observe(logger *slog.Logger, observe func(context.Context, metric.Observer) error, instruments ...metric.Observable) error {
+	_, err := Meter().RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		ctx, cancel := context.WithTimeout(ctx, scrapeBudget)
+		defer cancel()
+		if err := observe(ctx, o); err != nil {
+			logger.Warn("a metric could not be observed for this scrape", "error", err)
+		}
+		return nil
+	}, instruments...)
+	if err != nil {
+		return fmt.Errorf("metrics: register an observation: %w", err)
+	}
+	return nil
+}
 
 // TemporalHandler is the Temporal SDK's metrics, reported through the
 // global provider with monotonic counters (Prometheus _total series); nil

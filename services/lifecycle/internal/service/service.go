@@ -5,6 +5,8 @@ package service
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
@@ -76,6 +78,10 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	// processes find the messages by polling.
 	signal := &outbox.Signal{}
 	repo := store.NewSessions(h.Pool, events.Codec{}, signal, logger)
+	if err := observeSessions(repo, logger); err != nil {
+		h.Close()
+		return nil, err
+	}
 	svc := &Service{Host: h, signal: signal, Sessions: app.NewSessions(repo, clock.System{}, cfg.TrashRetention),
 		Credentials: app.NewCredentials(repo, clock.System{})}
 	svc.Sessions.Elicitations.Logger = logger
@@ -220,6 +226,11 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 				return nil, err
 			}
 		}
+	}
+	// The backlog of every relay's subscriber, at zero too (PL-24).
+	if err := outbox.ObserveBacklog(h.Pool, Name, slices.Sorted(maps.Keys(svc.Relays)), logger); err != nil {
+		h.Close()
+		return nil, err
 	}
 	return svc, nil
 }

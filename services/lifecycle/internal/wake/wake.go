@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
@@ -25,6 +27,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
+	"github.com/zimmerhq/zimmer/services/platform/metrics"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 )
@@ -107,21 +110,28 @@ func (a *Activities) Register(r ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.FireTrigger, activity.RegisterOptions{Name: ActivityFireTrigger})
 }
 
+// lateness is how long after its time a trigger fired, by outcome (PL-24):
+// the no-early-wake invariant says it is never negative, and issue 21's
+// goal is its p99.
+var lateness = metrics.Seconds("zimmer.wake.lateness", "How long after its time a wake-up or a due watcher fired.")
+
 // FireTrigger fires the trigger: an error is retried.
 func (a *Activities) FireTrigger(ctx context.Context, in Input) (Outcome, error) {
 	f, err := a.Fire.Handle(ctx, in.SessionID, in.TriggerID)
 	if err != nil {
 		return "", err
 	}
+	outcome := OutcomeDelivered
 	switch {
 	case f.Step == domain.FireCancel:
-		return OutcomeCancelled, nil
+		outcome = OutcomeCancelled
 	case f.Step == domain.FireNothing:
-		return OutcomeNothing, nil
+		outcome = OutcomeNothing
 	case f.Queued:
-		return OutcomeQueued, nil
+		outcome = OutcomeQueued
 	}
-	return OutcomeDelivered, nil
+	lateness.Record(ctx, time.Since(in.FireAt).Seconds(), metric.WithAttributes(attribute.String("outcome", string(outcome))))
+	return outcome, nil
 }
 
 // WorkflowStarter is the Temporal client's ExecuteWorkflow.

@@ -5,6 +5,8 @@ package service
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
@@ -113,6 +115,11 @@ func NewFromConfig(ctx context.Context, cfg config.Config, logger *slog.Logger) 
 			h.Close()
 			return nil, err
 		}
+	}
+	// The backlog of every relay's subscriber, at zero too (PL-24).
+	if err := outbox.ObserveBacklog(h.Pool, Name, slices.Sorted(maps.Keys(svc.Relays)), logger); err != nil {
+		h.Close()
+		return nil, err
 	}
 	return svc, nil
 }

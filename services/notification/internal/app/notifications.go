@@ -36,7 +36,7 @@ type NotificationRepository interface {
 	MarkAllRead(ctx context.Context, sessionID int64, at time.Time) (int, error)
 	// MarkPushed records that id's push reached a sink at at (the first
 	// time only).
-	MarkPushed(ctx context.Context, id int64, at time.Time) error
+	MarkPushed(ctx context.Context, id int64, at time.Time) (createdAt time.Time, err error)
 	// MarkStale applies lifecycle's event eventID once: the notifications
 	// r selects (domain.StaleOnResume) become stale at at. applied is false
 	// when eventID was applied before.
@@ -323,9 +323,17 @@ type MarkPushed struct {
 	Clock clock.Clock
 }
 
-// Handle marks id pushed now.
-func (uc MarkPushed) Handle(ctx context.Context, id int64) error {
-	return uc.Repo.MarkPushed(ctx, id, uc.Clock.Now())
+// Handle marks id pushed now. The first time, it returns how long the
+// push took from the notification's creation (when Zimmer decided to
+// push: the debounce's end, or at once) to the first sink having it;
+// first is false when id was already marked.
+func (uc MarkPushed) Handle(ctx context.Context, id int64) (took time.Duration, first bool, err error) {
+	now := uc.Clock.Now()
+	created, err := uc.Repo.MarkPushed(ctx, id, now)
+	if err != nil || created.IsZero() {
+		return 0, false, err
+	}
+	return now.Sub(created), true, nil
 }
 
 // Notifications bundles the notification use cases the adapters call.

@@ -9,6 +9,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/notification/internal/app"
 	"github.com/zimmerhq/zimmer/services/notification/internal/pager"
 	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
+	"github.com/zimmerhq/zimmer/services/platform/metrics"
 )
 
 // Activities are the push workflows' I/O: the app's use cases, and the
@@ -25,9 +26,18 @@ func (a *Activities) RecordNeedsInput(ctx context.Context, sessionID, marker int
 	return a.NeedsInput.Handle(ctx, sessionID, marker)
 }
 
+// pushLatency is how long a push took from the notification's creation to
+// its first sink (PL-24; issue 21's push goal, with the debounce's timer).
+var pushLatency = metrics.Seconds("zimmer.push.latency",
+	"From a notification's creation (the debounce's end, or at once) to the first sink having its push.")
+
 // MarkPushed records that notification id reached a sink.
 func (a *Activities) MarkPushed(ctx context.Context, id int64) error {
-	return a.Pushed.Handle(ctx, id)
+	took, first, err := a.Pushed.Handle(ctx, id)
+	if first {
+		pushLatency.Record(ctx, took.Seconds())
+	}
+	return err
 }
 
 // Registry is where workflows and activities are registered: a worker, or

@@ -151,7 +151,7 @@ func (s *Starter) Paused(ctx context.Context, sessionID, marker int64, at time.T
 // effect does not log it again.
 type Log struct {
 	Logger *slog.Logger
-	Pushed func(ctx context.Context, id int64) error
+	Pushed func(ctx context.Context, id int64) (took time.Duration, first bool, err error)
 }
 
 var _ app.Pusher = Log{}
@@ -164,5 +164,6 @@ func (l Log) Push(ctx context.Context, n domain.Notification) error {
 	if l.Pushed == nil {
 		return nil
 	}
-	return l.Pushed(ctx, n.ID)
+	_, _, err := l.Pushed(ctx, n.ID)
+	return err
 }

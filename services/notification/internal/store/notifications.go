@@ -158,11 +158,14 @@ func (s *Notifications) MarkAllRead(ctx context.Context, sessionID int64, at tim
 }
 
 // MarkPushed implements app.NotificationRepository.
-func (s *Notifications) MarkPushed(ctx context.Context, id int64, at time.Time) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE notifications SET pushed_at = coalesce(pushed_at, $2) WHERE id = $1`, id, at); err != nil {
-		return fmt.Errorf("mark notification %d pushed: %w", id, err)
+func (s *Notifications) MarkPushed(ctx context.Context, id int64, at time.Time) (time.Time, error) {
+	var created time.Time
+	err := s.pool.QueryRow(ctx, `UPDATE notifications SET pushed_at = $2 WHERE id = $1 AND pushed_at IS NULL RETURNING created_at`,
+		id, at).Scan(&created)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("mark notification %d pushed: %w", id, err)
 	}
-	return nil
+	return created, nil
 }
 
 // MarkPushStarted implements app.NotificationRepository.

@@ -61,6 +61,9 @@ func (s *Service) wire(ctx context.Context, cfg config.Config, logger *slog.Logg
 	}
 	lifecycle := clients.NewLifecycle(lifecycleConn)
 	messages := store.NewMessages(s.Pool, clock.System{})
+	if err := observeBacklog(messages, logger); err != nil {
+		return err
+	}
 	deps := app.Deps{
 		Sessions: lifecycle, Messages: messages, Turns: clients.NewTurns(lifecycleConn),
 		Pauser: lifecycle, Timeline: lifecycle, Alerts: alert.Log{Logger: logger}, Logger: logger,

@@ -102,6 +102,9 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		Node:        cfg.Node,
 		Incarnation: uuid.NewString(),
 	}
+	if err := acts.ObserveAgents(s.Logger); err != nil {
+		return err
+	}
 	s.Worker.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
 	acts.RegisterShared(s.Worker)
 

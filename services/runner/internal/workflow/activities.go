@@ -498,6 +498,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 		return notStarted(err)
 	}
 	defer a.forget(req.TurnID)
+	countTurnStarted(ctx, rt.Name())
 	tick := time.NewTicker(a.heartbeatInterval())
 	defer tick.Stop()
 	shutdown := false
@@ -532,6 +533,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 			if ender, ok := a.transcripts().(TurnEnder); ok {
 				_ = ender.EndTurn(context.WithoutCancel(ctx), req.Session.ID, req.TurnID, "stopped by Zimmer")
 			}
+			countTurnEnded(ctx, rt.Name(), outcomeStopped)
 			return TurnResult{}, ctx.Err()
 		}
 	}
@@ -539,6 +541,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("wait for the agent: %w", err)
 	}
+	countTurnEnded(ctx, rt.Name(), exitOutcome(exit, shutdown))
 	// Nothing of a turn outlives it: what the agent left running in its
 	// process group (a server it started, say) is swept now, not at the
 	// runner's next start. A group already empty costs one probe.

@@ -111,13 +111,14 @@ func (f *Notifications) MarkAllRead(_ context.Context, sessionID int64, at time.
 }
 
 // MarkPushed implements app.NotificationRepository.
-func (f *Notifications) MarkPushed(_ context.Context, id int64, at time.Time) error {
+func (f *Notifications) MarkPushed(_ context.Context, id int64, at time.Time) (time.Time, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if r := f.find(id); r != nil {
+	if r := f.find(id); r != nil && r.PushedAt == nil {
 		setOnce(&r.PushedAt, at)
+		return r.CreatedAt, nil
 	}
-	return nil
+	return time.Time{}, nil
 }
 
 // MarkPushStarted implements app.NotificationRepository.
