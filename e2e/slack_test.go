@@ -73,6 +73,17 @@ func newSlackWebAPI(t *testing.T) *slackWebAPI {
 
 func (f *slackWebAPI) url() string { return f.srv.URL + "/api/" }
 
+// inThreadSaying returns the posts in channel's thread ts that say words.
+func (f *slackWebAPI) inThreadSaying(channel, ts, words string) []slackPost {
+	var out []slackPost
+	for _, p := range f.inThread(channel, ts) {
+		if strings.Contains(p.Text, words) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // slackPermalink is the fake's permalink of channel's message ts, as Slack
 // forms them.
 func slackPermalink(channel, ts string) string {
@@ -155,6 +166,44 @@ func (e slackEvent) body() string {
 	return string(b)
 }
 
+// slackStack is a stack with Slack on: the gateway verifies events with
+// the client's secret, notification talks to the fake Web API, and the
+// supervisor (the roster) opens with HTTP Basic.
+type slackStack struct {
+	*stack
+	web   *slackWebAPI
+	api   restClient
+	slack slackClient
+}
+
+func newSlackStack(t *testing.T) slackStack {
+	t.Helper()
+	web := newSlackWebAPI(t)
+	secret := "e2e-slack-signing-secret"
+	s := newStackWith(t, stackOptions{turns: true, env: map[string][]string{
+		"gateway":      {"SLACK_SIGNING_SECRET=" + secret, "ZIMMER_SUPERVISOR_USER=operator", "ZIMMER_SUPERVISOR_PASSWORD=e2e-supervisor-pass"},
+		"notification": {"SLACK_BOT_TOKEN=" + web.token, "SLACK_API_URL=" + web.url()},
+	}})
+	return slackStack{stack: s, web: web,
+		api:   restClient{base: "http://" + s.addr["gateway"], key: s.apiKey},
+		slack: slackClient{url: "http://" + s.addr["gateway"] + "/slack/events", secret: secret}}
+}
+
+// supervisor calls the supervisor's routes as the operator.
+func (ss slackStack) supervisor(t *testing.T, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, ss.api.base+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.SetBasicAuth("operator", "e2e-supervisor-pass")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
 // slackSession is a session a Slack event started, read over REST with its
 // human messages.
 type slackSession struct {
@@ -222,14 +271,8 @@ func (c restClient) slackSessionCount(t *testing.T) int {
 // lost.
 func TestSlack(t *testing.T) {
 	t.Parallel()
-	web := newSlackWebAPI(t)
-	secret := "e2e-slack-signing-secret"
-	s := newStackWith(t, stackOptions{turns: true, env: map[string][]string{
-		"gateway":      {"SLACK_SIGNING_SECRET=" + secret, "ZIMMER_SUPERVISOR_USER=operator", "ZIMMER_SUPERVISOR_PASSWORD=e2e-supervisor-pass"},
-		"notification": {"SLACK_BOT_TOKEN=" + web.token, "SLACK_API_URL=" + web.url()},
-	}})
-	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
-	slack := slackClient{url: "http://" + s.addr["gateway"] + "/slack/events", secret: secret}
+	ss := newSlackStack(t)
+	s, web, api, slack, secret := ss.stack, ss.web, ss.api, ss.slack, ss.slack.secret
 	repo := gitRepo(t)
 	const (
 		channel  = "C0E2EROOM"
@@ -239,16 +282,7 @@ func TestSlack(t *testing.T) {
 	)
 	supervisor := func(method, path, body string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(method, api.base+path, strings.NewReader(body))
-		require.NoError(t, err)
-		req.SetBasicAuth("operator", "e2e-supervisor-pass")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
+		return ss.supervisor(t, method, path, body)
 	}
 
 	// The roster: Tadas holds two Slack IDs; one ID never belongs to two
@@ -362,6 +396,12 @@ func TestSlack(t *testing.T) {
 		require.Eventually(t, func() bool {
 			return getSession(t, api, started.Session.ID)["needs_input_count"] == float64(2)
 		}, 60*time.Second, 200*time.Millisecond, "the follow-up's turn never ran")
+		// The thread was told, once though Slack delivered the reply
+		// twice: the session was idle, so it is its turn now.
+		code, body = slack.post(t, reply.body(), time.Now(), "", map[string]string{"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})
+		require.Equal(t, http.StatusOK, code, body)
+		ss.waitProcessed(t, reply.ID)
+		require.Len(t, web.inThreadSaying(channel, first.TS, "turn now"), 1, "%+v", web.inThread(channel, first.TS))
 		require.Equal(t, 1, api.slackSessionCount(t), "a reply starts no session")
 
 		// Someone the trigger does not allow: nothing.

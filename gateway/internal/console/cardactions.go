@@ -220,7 +220,7 @@ func (h *Handler) quickPrompt(w http.ResponseWriter, r *http.Request, cookie str
 	http.SetCookie(w, h.cookie(r, QuickGitRootCookieName, url.QueryEscape(gitRoot), 365*24*3600))
 	id := resp.GetSession().GetId()
 	flash := fmt.Sprintf("Session #%d started.", id)
-	if note := h.recordHumanMessage(ctx, id, ProvenanceQuickPrompt, prompt); note != "" {
+	if note := h.recordHumanMessage(ctx, id, ProvenanceQuickPrompt, prompt, ""); note != "" {
 		flash += " " + note
 	}
 	h.signIns.setFlash(cookie, flash)

@@ -70,7 +70,7 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, cookie s
 	}
 	id := resp.GetSession().GetId()
 	flash := fmt.Sprintf("Session #%d created.", id)
-	if note := h.recordHumanMessage(ctx, id, ProvenanceNewSession, f.Prompt); note != "" {
+	if note := h.recordHumanMessage(ctx, id, ProvenanceNewSession, f.Prompt, ""); note != "" {
 		flash += " " + note
 	}
 	h.signIns.setFlash(cookie, flash)

@@ -158,7 +158,7 @@ func (h *Handler) followUp(w http.ResponseWriter, r *http.Request, cookie string
 		return
 	}
 	flash := resp.GetMessage()
-	if note := h.recordHumanMessage(ctx, id, ProvenanceFollowUp, prompt); note != "" {
+	if note := h.recordHumanMessage(ctx, id, ProvenanceFollowUp, prompt, r.PostForm.Get("idempotency_key")); note != "" {
 		flash += " " + note
 	}
 	h.signIns.setFlash(cookie, flash)
@@ -193,7 +193,7 @@ func (h *Handler) enqueue(w http.ResponseWriter, r *http.Request, cookie string,
 	}
 	flash := resp.GetMessage()
 	if resp.GetCreated() {
-		if note := h.recordHumanMessage(ctx, id, ProvenanceEnqueuedMessage, content); note != "" {
+		if note := h.recordHumanMessage(ctx, id, ProvenanceEnqueuedMessage, content, r.PostForm.Get("idempotency_key")); note != "" {
 			flash += " " + note
 		}
 	}
@@ -202,16 +202,21 @@ func (h *Handler) enqueue(w http.ResponseWriter, r *http.Request, cookie string,
 }
 
 // recordHumanMessage records what the human said in session id, and
-// returns what to tell them when it was not recorded.
-func (h *Handler) recordHumanMessage(ctx context.Context, id int64, provenance, content string) string {
+// returns what to tell them when it was not recorded. formKey is the
+// form's idempotency key ("" for a form without one): lineage records a
+// resubmitted form's message once, however the first submission ended.
+func (h *Handler) recordHumanMessage(ctx context.Context, id int64, provenance, content, formKey string) string {
 	ctx, err := boundary.Outgoing(ctx, boundary.Actor{Kind: boundary.WebUIAdmin})
 	if err != nil {
 		h.logger.ErrorContext(ctx, "declare the console's human", "error", err)
 		return "It was not recorded as your human message (internal error)."
 	}
-	rec, err := h.clients.Provenance.RecordHumanMessage(ctx, &lineagev1.RecordHumanMessageRequest{
-		Provenance: provenance, AuthoredInSessionId: id, Content: content,
-	})
+	req := &lineagev1.RecordHumanMessageRequest{Provenance: provenance, AuthoredInSessionId: id, Content: content}
+	if formKey != "" {
+		// Namespaced: lineage's keys are unique across every boundary.
+		req.IdempotencyKey = provenance + "/" + formKey
+	}
+	rec, err := h.clients.Provenance.RecordHumanMessage(ctx, req)
 	switch {
 	case err != nil:
 		h.logger.ErrorContext(ctx, "record the console's human message", "session_id", id, "error", err)

@@ -92,6 +92,8 @@ type message struct {
 	Content             string         `json:"content"`
 	SlackPermalink      string         `json:"slack_permalink"`
 	OccurredAt          *time.Time     `json:"occurred_at"`
+	// IdempotencyKey is passed on as the real boundaries pass theirs.
+	IdempotencyKey string `json:"idempotency_key"`
 }
 
 const example = `{"actor": {"kind": "web_ui_admin"}, "provenance": "web_ui.follow_up", "authored_in_session_id": 1, "content": "..."}` +
@@ -116,7 +118,7 @@ func (h *handler) record(w http.ResponseWriter, r *http.Request) {
 	}
 	req := &lineagev1.RecordHumanMessageRequest{
 		Provenance: in.Provenance, AuthoredInSessionId: in.AuthoredInSessionID,
-		Content: in.Content, SlackPermalink: in.SlackPermalink,
+		Content: in.Content, SlackPermalink: in.SlackPermalink, IdempotencyKey: in.IdempotencyKey,
 	}
 	if in.OccurredAt != nil {
 		req.OccurredAt = timestamppb.New(*in.OccurredAt)
@@ -131,6 +133,9 @@ func (h *handler) record(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := map[string]any{"recorded": resp.GetRecorded()}
+	if resp.GetAlreadyRecorded() {
+		out["already_recorded"] = true
+	}
 	if resp.GetRecorded() {
 		m := resp.GetMessage()
 		out["message"] = map[string]any{

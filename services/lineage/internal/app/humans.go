@@ -33,6 +33,8 @@ type RecordHumanMessageInput struct {
 	SlackPermalink      string
 	// OccurredAt defaults to now.
 	OccurredAt time.Time
+	// IdempotencyKey is the boundary's name for this utterance ("": none).
+	IdempotencyKey string
 }
 
 // RecordOutcome is what RecordHumanMessage did.
@@ -42,6 +44,9 @@ type RecordOutcome struct {
 	Recorded          bool
 	Message           domain.HumanMessage
 	NotRecordedReason string
+	// AlreadyRecorded: the idempotency key named a message recorded
+	// before, which Message is; nothing was written now.
+	AlreadyRecorded bool
 }
 
 // RecordHumanMessage appends a human message, resolving its author from the
@@ -73,6 +78,21 @@ func (uc RecordHumanMessage) Handle(ctx context.Context, in RecordHumanMessageIn
 	case in.Provenance.Slack() && in.Actor.SlackUserID == "":
 		return RecordOutcome{}, validation.Invalid("provenance", "%s is authored by a Slack user, but the boundary established the web UI's admin", in.Provenance)
 	}
+	if err := domain.ValidateIdempotencyKey(in.IdempotencyKey); err != nil {
+		return RecordOutcome{}, err
+	}
+	asked := domain.HumanMessage{Provenance: in.Provenance, AuthoredInSessionID: in.AuthoredInSessionID, Content: in.Content}
+	// A retry is answered from the first record before the roster is read:
+	// whoever the actor resolves to now, the first call decided the author.
+	if in.IdempotencyKey != "" {
+		first, found, err := uc.messages.HumanMessageByKey(ctx, in.IdempotencyKey)
+		if err != nil {
+			return RecordOutcome{}, fmt.Errorf("look up human message keyed %q: %w", in.IdempotencyKey, err)
+		}
+		if found {
+			return replayed(asked, first)
+		}
+	}
 	users, err := uc.users.ListUsers(ctx)
 	if err != nil {
 		return RecordOutcome{}, fmt.Errorf("read the roster: %w", err)
@@ -94,6 +114,7 @@ func (uc RecordHumanMessage) Handle(ctx context.Context, in RecordHumanMessageIn
 		Content:             in.Content,
 		SlackPermalink:      in.SlackPermalink,
 		OccurredAt:          in.OccurredAt,
+		IdempotencyKey:      in.IdempotencyKey,
 	}
 	if m.OccurredAt.IsZero() {
 		m.OccurredAt = uc.clock.Now()
@@ -101,11 +122,24 @@ func (uc RecordHumanMessage) Handle(ctx context.Context, in RecordHumanMessageIn
 	if err := m.Validate(); err != nil {
 		return RecordOutcome{}, err
 	}
-	saved, err := uc.messages.RecordHumanMessage(ctx, m)
+	saved, created, err := uc.messages.RecordHumanMessage(ctx, m)
 	if err != nil {
 		return RecordOutcome{}, fmt.Errorf("record human message in session %d: %w", m.AuthoredInSessionID, err)
 	}
+	if !created {
+		// A concurrent call with the same key recorded it first.
+		return replayed(asked, saved)
+	}
 	return RecordOutcome{Recorded: true, Message: saved}, nil
+}
+
+// replayed answers a record asked for again under first's key: first,
+// when asked says what it said; refused otherwise.
+func replayed(asked, first domain.HumanMessage) (RecordOutcome, error) {
+	if err := asked.Replay(first); err != nil {
+		return RecordOutcome{}, err
+	}
+	return RecordOutcome{Recorded: true, Message: first, AlreadyRecorded: true}, nil
 }
 
 func adminOrDefault(k string) string {

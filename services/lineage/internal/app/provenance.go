@@ -24,8 +24,13 @@ type UserRepository interface {
 // the records are immutable evidence (the database refuses both as well).
 type HumanMessageRepository interface {
 	// RecordHumanMessage appends m and returns it with its id and
-	// recorded_at.
-	RecordHumanMessage(ctx context.Context, m domain.HumanMessage) (domain.HumanMessage, error)
+	// recorded_at, created true. When m's idempotency key is held already
+	// (a concurrent call with it won), nothing is written: created is false
+	// and saved is the row holding the key.
+	RecordHumanMessage(ctx context.Context, m domain.HumanMessage) (saved domain.HumanMessage, created bool, err error)
+	// HumanMessageByKey returns the message recorded under idempotency key
+	// key; found is false when none is.
+	HumanMessageByKey(ctx context.Context, key string) (m domain.HumanMessage, found bool, err error)
 	// HumanMessagesIn returns every message authored in one of sessionIDs.
 	HumanMessagesIn(ctx context.Context, sessionIDs []int64) ([]domain.HumanMessage, error)
 }

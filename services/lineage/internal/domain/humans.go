@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/zimmerhq/zimmer/services/platform/validation"
@@ -13,6 +14,9 @@ import (
 
 // MaxHumanMessageLength bounds a recorded message, as a prompt is bounded.
 const MaxHumanMessageLength = 500_000
+
+// MaxIdempotencyKeyChars bounds the key a boundary names an utterance with.
+const MaxIdempotencyKeyChars = 255
 
 // Provenance is the input boundary where Zimmer established that a named
 // human authored a message.
@@ -99,7 +103,42 @@ type HumanMessage struct {
 	SlackPermalink string
 	OccurredAt     time.Time
 	RecordedAt     time.Time
+	// IdempotencyKey is the boundary's name for this one utterance ("":
+	// none): a boundary that retries (it crashed before noting the record
+	// done) gets the first record back instead of a second one.
+	IdempotencyKey string
 }
+
+// Replay answers a record asked for again under first's idempotency key:
+// nil when m says what first said — the same words, in the same session,
+// through the same boundary — so first is the answer; otherwise an
+// *IdempotencyKeyReusedError. The author is not compared: it was resolved
+// when first was recorded, and a retry is answered as the first call was
+// even if the roster changed since. Neither are occurred_at (a boundary
+// that leaves it out gets "now" each time) or the permalink (Slack may
+// only answer for it on a later attempt): they describe the utterance,
+// they do not name it.
+func (m HumanMessage) Replay(first HumanMessage) error {
+	if m.Provenance == first.Provenance && m.AuthoredInSessionID == first.AuthoredInSessionID && m.Content == first.Content {
+		return nil
+	}
+	return &IdempotencyKeyReusedError{Key: first.IdempotencyKey, First: first}
+}
+
+// IdempotencyKeyReusedError is the ErrAlreadyExists of an idempotency key
+// that already names another utterance.
+type IdempotencyKeyReusedError struct {
+	Key   string
+	First HumanMessage
+}
+
+func (e *IdempotencyKeyReusedError) Error() string {
+	return fmt.Sprintf("idempotency_key %q already recorded human message %d (%s in session %d), which said something else; "+
+		"a retry must repeat the message it names, and a new message needs a new key",
+		e.Key, e.First.ID, e.First.Provenance, e.First.AuthoredInSessionID)
+}
+
+func (e *IdempotencyKeyReusedError) Unwrap() error { return ErrAlreadyExists }
 
 // Validate reports the first field that makes m unfit to record.
 func (m HumanMessage) Validate() error {
@@ -124,6 +163,23 @@ func (m HumanMessage) Validate() error {
 		return validation.Invalid("slack_permalink", "must be an https:// URL")
 	case m.OccurredAt.IsZero():
 		return validation.Invalid("occurred_at", "required")
+	}
+	return ValidateIdempotencyKey(m.IdempotencyKey)
+}
+
+// ValidateIdempotencyKey refuses a key that cannot name an utterance: too
+// long, not UTF-8, or holding control characters or blanks a reader of the
+// record could not tell apart. "" (no key) is valid.
+func ValidateIdempotencyKey(key string) error {
+	switch {
+	case key == "":
+		return nil
+	case !utf8.ValidString(key):
+		return validation.Invalid("idempotency_key", "must be valid UTF-8")
+	case utf8.RuneCountInString(key) > MaxIdempotencyKeyChars:
+		return validation.Invalid("idempotency_key", "at most %d characters", MaxIdempotencyKeyChars)
+	case strings.IndexFunc(key, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) >= 0:
+		return validation.Invalid("idempotency_key", "no spaces or control characters: a boundary's name for one message, e.g. slack/Ev0PV52K25")
 	}
 	return nil
 }

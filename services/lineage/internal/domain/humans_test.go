@@ -38,6 +38,12 @@ func TestHumanMessageValidate(t *testing.T) {
 			m.Provenance, m.SlackPermalink = domain.SlackDM, "javascript:alert(1)"
 		}, "slack_permalink"},
 		{"no time", func(m *domain.HumanMessage) { m.OccurredAt = time.Time{} }, "occurred_at"},
+		{"a key", func(m *domain.HumanMessage) { m.IdempotencyKey = "slack/Ev0PV52K25" }, ""},
+		{"a key at the bound", func(m *domain.HumanMessage) { m.IdempotencyKey = strings.Repeat("é", domain.MaxIdempotencyKeyChars) }, ""},
+		{"a key too long", func(m *domain.HumanMessage) { m.IdempotencyKey = strings.Repeat("k", domain.MaxIdempotencyKeyChars+1) }, "idempotency_key"},
+		{"a key with a space", func(m *domain.HumanMessage) { m.IdempotencyKey = "slack/Ev 1" }, "idempotency_key"},
+		{"a key with a newline", func(m *domain.HumanMessage) { m.IdempotencyKey = "slack/Ev1\n" }, "idempotency_key"},
+		{"a key not UTF-8", func(m *domain.HumanMessage) { m.IdempotencyKey = "slack/\xff" }, "idempotency_key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,6 +60,31 @@ func TestHumanMessageValidate(t *testing.T) {
 			require.Len(t, ve.Violations, 1)
 			require.Equal(t, tt.field, ve.Violations[0].Field)
 		})
+	}
+}
+
+// A retry under a key is the first record when it says what the first
+// said, whoever the author and whenever; anything else is the key reused.
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	first := msg(12, 5, 10)
+	first.Provenance, first.IdempotencyKey = domain.SlackChannelMessage, "slack/Ev1"
+	first.SlackPermalink = "https://x.slack.com/archives/C1/p1"
+	same := first
+	same.ID, same.Author, same.OccurredAt, same.SlackPermalink = 0, "juliehazz", time.Unix(99, 0), ""
+	require.NoError(t, same.Replay(first))
+
+	for name, modify := range map[string]func(*domain.HumanMessage){
+		"other words":   func(m *domain.HumanMessage) { m.Content += "!" },
+		"other session": func(m *domain.HumanMessage) { m.AuthoredInSessionID++ },
+		"other channel": func(m *domain.HumanMessage) { m.Provenance = domain.SlackDM },
+	} {
+		other := same
+		modify(&other)
+		err := other.Replay(first)
+		require.ErrorIs(t, err, domain.ErrAlreadyExists, name)
+		require.EqualError(t, err, `idempotency_key "slack/Ev1" already recorded human message 12 (slack.channel_message in session 5), `+
+			"which said something else; a retry must repeat the message it names, and a new message needs a new key", name)
 	}
 }
 

@@ -116,6 +116,7 @@ func (s *ProvenanceServer) RecordHumanMessage(ctx context.Context, req *lineagev
 		AuthoredInSessionID: req.GetAuthoredInSessionId(),
 		Content:             req.GetContent(),
 		SlackPermalink:      req.GetSlackPermalink(),
+		IdempotencyKey:      req.GetIdempotencyKey(),
 	}
 	if req.GetOccurredAt() != nil {
 		in.OccurredAt = req.GetOccurredAt().AsTime()
@@ -124,7 +125,7 @@ func (s *ProvenanceServer) RecordHumanMessage(ctx context.Context, req *lineagev
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	resp := &lineagev1.RecordHumanMessageResponse{Recorded: out.Recorded, NotRecordedReason: out.NotRecordedReason}
+	resp := &lineagev1.RecordHumanMessageResponse{Recorded: out.Recorded, NotRecordedReason: out.NotRecordedReason, AlreadyRecorded: out.AlreadyRecorded}
 	if out.Recorded {
 		resp.Message = humanMessageToProto(domain.PlacedMessage{HumanMessage: out.Message}, nil, "")
 	}

@@ -164,28 +164,52 @@ func setSlackIDs(ctx context.Context, tx pgx.Tx, key string, ids []string) error
 	return nil
 }
 
-const humanMessageColumns = `id, author, provenance, authored_in_session_id, content, COALESCE(slack_permalink, ''), occurred_at, recorded_at`
+const humanMessageColumns = `id, author, provenance, authored_in_session_id, content, COALESCE(slack_permalink, ''), occurred_at, recorded_at,
+	COALESCE(idempotency_key, '')`
 
 func scanHumanMessage(row pgx.Row) (domain.HumanMessage, error) {
 	var m domain.HumanMessage
 	var prov string
-	err := row.Scan(&m.ID, &m.Author, &prov, &m.AuthoredInSessionID, &m.Content, &m.SlackPermalink, &m.OccurredAt, &m.RecordedAt)
+	err := row.Scan(&m.ID, &m.Author, &prov, &m.AuthoredInSessionID, &m.Content, &m.SlackPermalink, &m.OccurredAt, &m.RecordedAt, &m.IdempotencyKey)
 	m.Provenance = domain.Provenance(prov)
 	return m, err
 }
 
 // RecordHumanMessage implements app.HumanMessageRepository. There is no
-// update or delete; the table's triggers refuse both anyway.
-func (p *Provenance) RecordHumanMessage(ctx context.Context, m domain.HumanMessage) (domain.HumanMessage, error) {
+// update or delete; the table's triggers refuse both anyway. The key's
+// unique constraint decides between concurrent calls with one key: the
+// loser writes nothing (ON CONFLICT DO NOTHING) and reads the winner's
+// row, which it committed before the loser's insert returned.
+func (p *Provenance) RecordHumanMessage(ctx context.Context, m domain.HumanMessage) (domain.HumanMessage, bool, error) {
 	saved, err := scanHumanMessage(p.db.QueryRow(ctx, `
-		INSERT INTO human_messages (author, provenance, authored_in_session_id, content, slack_permalink, occurred_at)
-		VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6)
+		INSERT INTO human_messages (author, provenance, authored_in_session_id, content, slack_permalink, occurred_at, idempotency_key)
+		VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''))
+		ON CONFLICT (idempotency_key) DO NOTHING
 		RETURNING `+humanMessageColumns,
-		m.Author, string(m.Provenance), m.AuthoredInSessionID, m.Content, m.SlackPermalink, m.OccurredAt))
-	if err != nil {
-		return domain.HumanMessage{}, fmt.Errorf("insert human message: %w", err)
+		m.Author, string(m.Provenance), m.AuthoredInSessionID, m.Content, m.SlackPermalink, m.OccurredAt, m.IdempotencyKey))
+	if errors.Is(err, pgx.ErrNoRows) && m.IdempotencyKey != "" {
+		first, found, err := p.HumanMessageByKey(ctx, m.IdempotencyKey)
+		if err == nil && !found {
+			err = fmt.Errorf("human message keyed %q conflicted but cannot be read", m.IdempotencyKey)
+		}
+		return first, false, err
 	}
-	return saved, nil
+	if err != nil {
+		return domain.HumanMessage{}, false, fmt.Errorf("insert human message: %w", err)
+	}
+	return saved, true, nil
+}
+
+// HumanMessageByKey implements app.HumanMessageRepository.
+func (p *Provenance) HumanMessageByKey(ctx context.Context, key string) (domain.HumanMessage, bool, error) {
+	m, err := scanHumanMessage(p.db.QueryRow(ctx, `SELECT `+humanMessageColumns+` FROM human_messages WHERE idempotency_key = $1`, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.HumanMessage{}, false, nil
+	}
+	if err != nil {
+		return domain.HumanMessage{}, false, fmt.Errorf("read human message keyed %q: %w", key, err)
+	}
+	return m, true, nil
 }
 
 // HumanMessagesIn implements app.HumanMessageRepository, newest first, on

@@ -2,9 +2,11 @@ package store
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
@@ -166,7 +168,7 @@ func TestHumanMessagesAreImmutable(t *testing.T) {
 	pool := pgtest.DB(t, testSets...)
 	repo := NewProvenance(pool)
 
-	m, err := repo.RecordHumanMessage(ctx, domain.HumanMessage{Author: "tadasant", Provenance: domain.WebUIFollowUp,
+	m, _, err := repo.RecordHumanMessage(ctx, domain.HumanMessage{Author: "tadasant", Provenance: domain.WebUIFollowUp,
 		AuthoredInSessionID: 7, Content: "ship it", OccurredAt: time.Unix(100, 0)})
 	require.NoError(t, err)
 	require.Positive(t, m.ID)
@@ -211,7 +213,7 @@ func TestHumanMessagesIn(t *testing.T) {
 	ctx := t.Context()
 	repo := NewProvenance(pgtest.DB(t, testSets...))
 	for i, s := range []int64{1, 2, 3, 2} {
-		_, err := repo.RecordHumanMessage(ctx, domain.HumanMessage{Author: "gone-user", Provenance: domain.SlackDM,
+		_, _, err := repo.RecordHumanMessage(ctx, domain.HumanMessage{Author: "gone-user", Provenance: domain.SlackDM,
 			AuthoredInSessionID: s, Content: "m", SlackPermalink: "https://x/p", OccurredAt: time.Unix(int64(100+i), 0)})
 		require.NoError(t, err)
 	}
@@ -222,6 +224,64 @@ func TestHumanMessagesIn(t *testing.T) {
 	require.True(t, got[0].OccurredAt.After(got[1].OccurredAt), "newest first")
 	require.Equal(t, "gone-user", got[0].Author, "an author key is stored verbatim, resolving or not")
 	require.Equal(t, "https://x/p", got[0].SlackPermalink)
+}
+
+// A key records one row, however many calls race with it; no key records
+// every time, as before keys.
+func TestAKeyRecordsOneRow(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.DB(t, testSets...)
+	repo := NewProvenance(pool)
+	m := domain.HumanMessage{Author: "tadasant", Provenance: domain.SlackChannelMessage, AuthoredInSessionID: 7,
+		Content: "ship it", OccurredAt: time.Unix(100, 0), IdempotencyKey: "slack/Ev1"}
+
+	var wg sync.WaitGroup
+	saved := make([]domain.HumanMessage, 8)
+	created := make([]bool, 8)
+	for i := range saved {
+		wg.Go(func() {
+			var err error
+			saved[i], created[i], err = repo.RecordHumanMessage(ctx, m)
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	require.Equal(t, 1, countTrue(created), "one call created it")
+	for _, s := range saved {
+		require.Equal(t, saved[0].ID, s.ID, "every call answers the one row")
+		require.Equal(t, "slack/Ev1", s.IdempotencyKey)
+	}
+	got, found, err := repo.HumanMessageByKey(ctx, "slack/Ev1")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, saved[0].ID, got.ID)
+	_, found, err = repo.HumanMessageByKey(ctx, "slack/Ev2")
+	require.NoError(t, err)
+	require.False(t, found)
+
+	m.IdempotencyKey = ""
+	for range 2 {
+		_, created, err := repo.RecordHumanMessage(ctx, m)
+		require.NoError(t, err)
+		require.True(t, created)
+	}
+	all, err := repo.HumanMessagesIn(ctx, []int64{7})
+	require.NoError(t, err)
+	require.Len(t, all, 3)
+	_, err = pool.Exec(ctx, `INSERT INTO human_messages (author, provenance, authored_in_session_id, content, occurred_at, idempotency_key)
+		VALUES ('tadasant', 'slack.dm', 7, 'x', now(), '')`)
+	require.Equal(t, "23514", pgdb.Code(err), "an empty key is no key")
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 func strp(s string) *string { return &s }

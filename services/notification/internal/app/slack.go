@@ -29,6 +29,9 @@ type SlackRepository interface {
 	Event(ctx context.Context, id string) (domain.SlackEvent, error)
 	// SetEventSession records the session event id started or followed up.
 	SetEventSession(ctx context.Context, id string, sessionID int64) error
+	// MarkFollowedUp records event id's follow-up done, at at, with what
+	// the queue answered, which the thread is told.
+	MarkFollowedUp(ctx context.Context, id, answer string, at time.Time) error
 	// MarkEventStep records a step of event id done, at at.
 	MarkEventStep(ctx context.Context, id string, step SlackEventStep, at time.Time) error
 	// FinishEvent records event id processed, with what became of it.
@@ -48,11 +51,11 @@ type SlackRepository interface {
 // retried activity does not do it again.
 type SlackEventStep string
 
-// The steps.
+// The steps marked by MarkEventStep; the follow-up's is MarkFollowedUp,
+// which keeps the queue's answer too.
 const (
-	StepFollowedUp SlackEventStep = "followed_up"
-	StepCaptured   SlackEventStep = "captured"
-	StepReplied    SlackEventStep = "replied"
+	StepCaptured SlackEventStep = "captured"
+	StepReplied  SlackEventStep = "replied"
 )
 
 // StartSpec is the session a trigger starts.
@@ -79,10 +82,11 @@ type SlackBoundary interface {
 	StartSession(ctx context.Context, slackUserID string, spec StartSpec) (sessionID int64, err error)
 	// FollowUp gives the session its next prompt through the queue
 	// (delivered to an idle session, queued behind a running one), once per
-	// key; queued reports which.
-	FollowUp(ctx context.Context, slackUserID string, sessionID int64, prompt, key string) (queued bool, err error)
+	// key; queued reports which, and answer is the queue's words for it.
+	FollowUp(ctx context.Context, slackUserID string, sessionID int64, prompt, key string) (queued bool, answer string, err error)
 	// RecordHumanMessage records what the Slack user said in the session,
 	// when the roster maps them to a human; reason says why not otherwise.
+	// Once per m.IdempotencyKey: a retry is answered with the first record.
 	RecordHumanMessage(ctx context.Context, slackUserID string, m SlackHumanMessage) (recorded bool, reason string, err error)
 }
 
@@ -93,6 +97,8 @@ type SlackHumanMessage struct {
 	Content    string
 	Permalink  string
 	OccurredAt time.Time
+	// IdempotencyKey names the message (domain.EventIdempotencyKey).
+	IdempotencyKey string
 }
 
 // RefusedError is another context's refusal of a Slack request (an invalid
@@ -185,9 +191,12 @@ func (uc AcceptSlackEvent) Handle(ctx context.Context, eventID string, payload [
 }
 
 // ProcessSlackEvent acts on one accepted event: a message firing a trigger
-// starts a session, a reply in a session's thread follows it up, and either
-// is recorded as the sender's human message when the roster maps them.
-// Each step is recorded done, so a retry picks up where it stopped.
+// starts a session (and the thread gets its link), a reply in a session's
+// thread follows it up (and the thread is told whether it runs now or
+// waits), and either is recorded as the sender's human message when the
+// roster maps them. Each step is recorded done, so a retry picks up where
+// it stopped; the calls into other contexts carry the event's key, so a
+// step redone after a crash before its note does nothing twice.
 type ProcessSlackEvent struct {
 	Repo     SlackRepository
 	Boundary SlackBoundary
@@ -298,7 +307,7 @@ func (uc ProcessSlackEvent) followUp(ctx context.Context, ev domain.SlackEvent, 
 	}
 	how := "followed up"
 	if !ev.FollowedUp {
-		queued, err := uc.Boundary.FollowUp(ctx, m.User, th.SessionID, prompt, "slack/"+ev.EventID)
+		queued, answer, err := uc.Boundary.FollowUp(ctx, m.User, th.SessionID, prompt, domain.EventIdempotencyKey(ev.EventID))
 		if refused := (*RefusedError)(nil); errors.As(err, &refused) {
 			return uc.refused(ctx, ev, m, fmt.Sprintf("Zimmer could not follow up session #%d: %s", th.SessionID, refused.Reason))
 		}
@@ -308,11 +317,18 @@ func (uc ProcessSlackEvent) followUp(ctx context.Context, ev domain.SlackEvent, 
 		if queued {
 			how = "queued a follow-up for"
 		}
-		if err := uc.Repo.MarkEventStep(ctx, ev.EventID, StepFollowedUp, uc.Clock.Now()); err != nil {
+		if err := uc.Repo.MarkFollowedUp(ctx, ev.EventID, answer, uc.Clock.Now()); err != nil {
 			return "", err
 		}
+		ev.FollowedUp, ev.FollowUpAnswer = true, answer
 	}
 	if err := uc.capture(ctx, &ev, m, m.Text); err != nil {
+		return "", err
+	}
+	// The person who wrote it is told what became of it — it runs now, or
+	// waits behind the running turn — in the queue's words, kept with the
+	// step so a retry tells the same.
+	if err := uc.reply(ctx, &ev, m.Channel, m.ThreadTS, ev.FollowUpAnswer); err != nil {
 		return "", err
 	}
 	return uc.finish(ctx, ev, fmt.Sprintf("%s session %d", how, th.SessionID))
@@ -344,6 +360,7 @@ func (uc ProcessSlackEvent) capture(ctx context.Context, ev *domain.SlackEvent, 
 	}
 	if _, _, err := uc.Boundary.RecordHumanMessage(ctx, m.User, SlackHumanMessage{
 		SessionID: ev.SessionID, Provenance: m.Provenance(), Content: said, Permalink: permalink, OccurredAt: occurred,
+		IdempotencyKey: domain.EventIdempotencyKey(ev.EventID),
 	}); err != nil {
 		var refused *RefusedError
 		if !errors.As(err, &refused) {
@@ -358,9 +375,10 @@ func (uc ProcessSlackEvent) capture(ctx context.Context, ev *domain.SlackEvent, 
 }
 
 // reply posts text in the thread once; without a bot token it posts
-// nothing.
+// nothing, and nothing is what an empty text (a follow-up done before its
+// answer was kept) posts.
 func (uc ProcessSlackEvent) reply(ctx context.Context, ev *domain.SlackEvent, channel, threadTS, text string) error {
-	if ev.Replied || uc.API == nil {
+	if ev.Replied || uc.API == nil || text == "" {
 		return nil
 	}
 	err := uc.API.PostMessage(ctx, channel, threadTS, text)

@@ -88,7 +88,8 @@ func TestASlackMessageStartsOneSessionAndItsThreadFollowsItUp(t *testing.T) {
 	require.Equal(t, "started session 1 (trigger #1)", out)
 	require.Len(t, b.boundary.Sessions, 1)
 	require.Equal(t, []app.SlackHumanMessage{{SessionID: 1, Provenance: "slack.channel_message", Content: "fix the build",
-		Permalink: "https://acme.slack.com/archives/C1/p100.000001", OccurredAt: time.Unix(100, 1000).UTC()}}, b.boundary.Recorded)
+		Permalink: "https://acme.slack.com/archives/C1/p100.000001", OccurredAt: time.Unix(100, 1000).UTC(),
+		IdempotencyKey: "slack/Ev1"}}, b.boundary.Recorded)
 	require.Equal(t, []string{"C1/100.000001: Started session #1: <http://z/console/sessions/1|open it in Zimmer>. Reply in this thread to follow up."}, b.api.Posts)
 
 	// A reply in the thread: a follow-up, keyed by its event, and another
@@ -148,6 +149,95 @@ func (f *failRecordOnce) RecordHumanMessage(ctx context.Context, user string, m 
 		return false, "", errors.New("lineage: unavailable")
 	}
 	return f.SlackBoundary.RecordHumanMessage(ctx, user, m)
+}
+
+// A crash between lineage recording the message and the event's row
+// noting it (here: the note fails, as if the process died there) is
+// retried under the same key, so the message is recorded once.
+func TestACrashBetweenTheRecordAndItsNoteRecordsOnce(t *testing.T) {
+	t.Parallel()
+	b := setupSlack(t)
+	ctx := context.Background()
+	_, err := b.accept.Handle(ctx, "Ev1", slackPayload(t, "Ev1", "U1", "fix the build", "100.000001", ""))
+	require.NoError(t, err)
+
+	b.process.Repo = &failNoteOnce{Slack: b.repo, step: app.StepCaptured}
+	_, err = b.process.Handle(ctx, "Ev1")
+	require.ErrorContains(t, err, "the process died here")
+	out, err := b.process.Handle(ctx, "Ev1")
+	require.NoError(t, err)
+	require.Equal(t, "started session 1 (trigger #1)", out)
+
+	require.Equal(t, []string{"slack/Ev1", "slack/Ev1"}, b.boundary.RecordCalls, "recorded again, under the same key")
+	require.Len(t, b.boundary.Recorded, 1)
+}
+
+// failNoteOnce is the repository with its first note of step failing.
+type failNoteOnce struct {
+	*apptest.Slack
+	step   app.SlackEventStep
+	failed bool
+}
+
+func (f *failNoteOnce) MarkEventStep(ctx context.Context, id string, step app.SlackEventStep, at time.Time) error {
+	if step == f.step && !f.failed {
+		f.failed = true
+		return errors.New("the process died here")
+	}
+	return f.Slack.MarkEventStep(ctx, id, step, at)
+}
+
+// A follow-up in a session's thread is answered there, in the queue's
+// words, once: not again when Slack redelivers the event, nor when the
+// post failed and the activity retries (which asks the queue nothing
+// again and tells what it answered the first time).
+func TestAThreadFollowUpIsAnsweredOnce(t *testing.T) {
+	t.Parallel()
+	b := setupSlack(t)
+	ctx := context.Background()
+	b.deliver(t, slackPayload(t, "Ev1", "U1", "fix the build", "100.000001", ""), "Ev1")
+	require.Len(t, b.api.Posts, 1)
+
+	b.boundary.Running = true
+	reply := slackPayload(t, "Ev2", "U1", "also the docs", "101.000001", "100.000001")
+	require.Equal(t, "queued a follow-up for session 1", b.deliver(t, reply, "Ev2"))
+	require.Equal(t, "C1/100.000001: fake queue: queued behind session 1's turn", b.api.Posts[1])
+	b.deliver(t, reply, "Ev2") // Slack's retry
+	require.Len(t, b.api.Posts, 2)
+
+	// The post fails once; the retry answers with the kept answer, though
+	// the session is idle by now.
+	b.boundary.Running = false
+	flaky := &failPostOnce{SlackWebAPI: b.api}
+	b.process.API = flaky
+	_, err := b.accept.Handle(ctx, "Ev3", slackPayload(t, "Ev3", "U2", "and the tests", "102.000001", "100.000001"))
+	require.NoError(t, err)
+	_, err = b.process.Handle(ctx, "Ev3")
+	require.ErrorContains(t, err, "slack: 503")
+	b.boundary.Running = true
+	out, err := b.process.Handle(ctx, "Ev3")
+	require.NoError(t, err)
+	require.Equal(t, "followed up session 1", out)
+	require.Len(t, b.boundary.FollowUps, 2, "the retry did not follow up again")
+	require.Equal(t, []string{
+		"C1/100.000001: Started session #1: <http://z/console/sessions/1|open it in Zimmer>. Reply in this thread to follow up.",
+		"C1/100.000001: fake queue: queued behind session 1's turn",
+		"C1/100.000001: fake queue: session 1's turn now",
+	}, b.api.Posts)
+}
+
+// failPostOnce is the Web API with its first post failing.
+type failPostOnce struct {
+	*apptest.SlackWebAPI
+	failed bool
+}
+
+func (f *failPostOnce) PostMessage(ctx context.Context, channel, threadTS, text string) error {
+	if !f.failed {
+		f.failed = true
+		return errors.New("slack: 503")
+	}
+	return f.SlackWebAPI.PostMessage(ctx, channel, threadTS, text)
 }
 
 // A refusal by lifecycle ends the event and says why in the thread.

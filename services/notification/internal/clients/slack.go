@@ -49,7 +49,8 @@ func asSlackUser(ctx context.Context, slackUserID string) (context.Context, erro
 // other error is returned as it is, for the activity to retry.
 func refusal(service string, err error) error {
 	switch status.Code(err) {
-	case codes.InvalidArgument, codes.FailedPrecondition, codes.NotFound, codes.PermissionDenied, codes.OutOfRange:
+	// AlreadyExists: lineage's refusal of a key that names another message.
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.NotFound, codes.PermissionDenied, codes.OutOfRange, codes.AlreadyExists:
 		return &app.RefusedError{Reason: status.Convert(err).Message()}
 	}
 	return fmt.Errorf("%s: %w", service, err)
@@ -80,19 +81,20 @@ func (b *SlackBoundary) StartSession(ctx context.Context, slackUserID string, sp
 	return resp.GetSession().GetId(), nil
 }
 
-// FollowUp implements app.SlackBoundary.
-func (b *SlackBoundary) FollowUp(ctx context.Context, slackUserID string, sessionID int64, prompt, key string) (bool, error) {
+// FollowUp implements app.SlackBoundary: the answer is the queue's
+// message, its words for delivered-now or queued.
+func (b *SlackBoundary) FollowUp(ctx context.Context, slackUserID string, sessionID int64, prompt, key string) (bool, string, error) {
 	ctx, err := asSlackUser(ctx, slackUserID)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	resp, err := b.queue.FollowUp(ctx, &queuev1.FollowUpRequest{
 		SessionId: strconv.FormatInt(sessionID, 10), Prompt: prompt, IdempotencyKey: key,
 	})
 	if err != nil {
-		return false, refusal("queue FollowUp", err)
+		return false, "", refusal("queue FollowUp", err)
 	}
-	return resp.GetOutcome() == queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED, nil
+	return resp.GetOutcome() == queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED, resp.GetMessage(), nil
 }
 
 // RecordHumanMessage implements app.SlackBoundary.
@@ -103,6 +105,7 @@ func (b *SlackBoundary) RecordHumanMessage(ctx context.Context, slackUserID stri
 	}
 	req := &lineagev1.RecordHumanMessageRequest{
 		Provenance: m.Provenance, AuthoredInSessionId: m.SessionID, Content: m.Content, SlackPermalink: m.Permalink,
+		IdempotencyKey: m.IdempotencyKey,
 	}
 	if !m.OccurredAt.IsZero() {
 		req.OccurredAt = timestamppb.New(m.OccurredAt.Truncate(time.Microsecond))

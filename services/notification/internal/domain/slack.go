@@ -291,6 +291,11 @@ func (m SlackMessage) FollowUpPrompt() string {
 // started rather than starting a second.
 func SessionSlug(eventID string) string { return "slack-" + strings.ToLower(eventID) }
 
+// EventIdempotencyKey is what an event's follow-up is queued under and
+// its human message recorded under: Slack's event id names the one
+// message, so a retried step finds what it did instead of doing it again.
+func EventIdempotencyKey(eventID string) string { return "slack/" + eventID }
+
 // SlackThread binds a Slack thread to the session it started.
 type SlackThread struct {
 	ChannelID string
@@ -308,8 +313,11 @@ type SlackEvent struct {
 	// SessionID is the session it started or followed up (0: none yet).
 	SessionID  int64
 	FollowedUp bool
-	Captured   bool
-	Replied    bool
-	Processed  bool
-	Outcome    string
+	// FollowUpAnswer is what the queue answered the follow-up (delivered
+	// now, or queued behind the running turn), told in the thread.
+	FollowUpAnswer string
+	Captured       bool
+	Replied        bool
+	Processed      bool
+	Outcome        string
 }

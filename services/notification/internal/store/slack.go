@@ -102,9 +102,9 @@ func (s *Slack) Event(ctx context.Context, id string) (domain.SlackEvent, error)
 		followedUp, captured, replied, done *time.Time
 	)
 	err := s.pool.QueryRow(ctx, `
-		SELECT event_id, payload, received_at, session_id, followed_up_at, captured_at, replied_at, processed_at, outcome
+		SELECT event_id, payload, received_at, session_id, followed_up_at, follow_up_answer, captured_at, replied_at, processed_at, outcome
 		FROM slack_events WHERE event_id = $1`, id).
-		Scan(&e.EventID, &e.Payload, &e.ReceivedAt, &session, &followedUp, &captured, &replied, &done, &e.Outcome)
+		Scan(&e.EventID, &e.Payload, &e.ReceivedAt, &session, &followedUp, &e.FollowUpAnswer, &captured, &replied, &done, &e.Outcome)
 	if err != nil {
 		return domain.SlackEvent{}, err
 	}
@@ -122,12 +122,17 @@ func (s *Slack) SetEventSession(ctx context.Context, id string, sessionID int64)
 	return err
 }
 
+// MarkFollowedUp implements app.SlackRepository; the first mark stands.
+func (s *Slack) MarkFollowedUp(ctx context.Context, id, answer string, at time.Time) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE slack_events SET followed_up_at = $2, follow_up_answer = $3 WHERE event_id = $1 AND followed_up_at IS NULL`, id, at, answer)
+	return err
+}
+
 // MarkEventStep implements app.SlackRepository.
 func (s *Slack) MarkEventStep(ctx context.Context, id string, step app.SlackEventStep, at time.Time) error {
 	var column string
 	switch step {
-	case app.StepFollowedUp:
-		column = "followed_up_at"
 	case app.StepCaptured:
 		column = "captured_at"
 	case app.StepReplied:

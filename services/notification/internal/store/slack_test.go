@@ -72,6 +72,29 @@ func TestAnEventIsAcceptedOnce(t *testing.T) {
 	})
 }
 
+// The follow-up's mark keeps the queue's answer, and the first mark stands
+// (a retry that asked again cannot change what the thread is told).
+func TestAFollowUpKeepsItsFirstAnswer(t *testing.T) {
+	t.Parallel()
+	forEachSlackRepository(t, func(t *testing.T, repo app.SlackRepository) {
+		ctx := context.Background()
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		_, err := repo.AcceptEvent(ctx, domain.SlackEvent{EventID: "Ev2", Payload: []byte(`{}`), ReceivedAt: at})
+		require.NoError(t, err)
+		e, err := repo.Event(ctx, "Ev2")
+		require.NoError(t, err)
+		require.False(t, e.FollowedUp)
+		require.Empty(t, e.FollowUpAnswer)
+
+		require.NoError(t, repo.MarkFollowedUp(ctx, "Ev2", "Message queued (session is running).", at))
+		require.NoError(t, repo.MarkFollowedUp(ctx, "Ev2", "Follow-up delivered.", at.Add(time.Second)))
+		e, err = repo.Event(ctx, "Ev2")
+		require.NoError(t, err)
+		require.True(t, e.FollowedUp)
+		require.Equal(t, "Message queued (session is running).", e.FollowUpAnswer)
+	})
+}
+
 // A thread is one session's and a session has one thread; deleting the
 // trigger keeps the binding without its trigger.
 func TestThreadsBindOnceAndOutliveTheirTrigger(t *testing.T) {

@@ -604,9 +604,17 @@ type RecordHumanMessageRequest struct {
 	Content             string `protobuf:"bytes,5,opt,name=content,proto3" json:"content,omitempty"`
 	SlackPermalink      string `protobuf:"bytes,6,opt,name=slack_permalink,json=slackPermalink,proto3" json:"slack_permalink,omitempty"`
 	// Defaults to now.
-	OccurredAt    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	OccurredAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
+	// The boundary's name for this one utterance (at most 255 characters),
+	// unique across every boundary, which namespaces its own: Slack's
+	// "slack/<event id>", the console's form key. A repeat with the same key
+	// records nothing and answers the first record (already_recorded), even
+	// if the roster changed since; a repeat saying something else (another
+	// content, session or provenance) is refused ALREADY_EXISTS. Empty: no
+	// protection, every call records.
+	IdempotencyKey string `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RecordHumanMessageRequest) Reset() {
@@ -674,14 +682,24 @@ func (x *RecordHumanMessageRequest) GetOccurredAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *RecordHumanMessageRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
 type RecordHumanMessageResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// False when the actor resolved to nobody; nothing was recorded.
 	Recorded          bool          `protobuf:"varint,1,opt,name=recorded,proto3" json:"recorded,omitempty"`
 	Message           *HumanMessage `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	NotRecordedReason string        `protobuf:"bytes,3,opt,name=not_recorded_reason,json=notRecordedReason,proto3" json:"not_recorded_reason,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// True when idempotency_key named a message recorded before: message is
+	// that first record, and nothing was written now.
+	AlreadyRecorded bool `protobuf:"varint,4,opt,name=already_recorded,json=alreadyRecorded,proto3" json:"already_recorded,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RecordHumanMessageResponse) Reset() {
@@ -733,6 +751,13 @@ func (x *RecordHumanMessageResponse) GetNotRecordedReason() string {
 		return x.NotRecordedReason
 	}
 	return ""
+}
+
+func (x *RecordHumanMessageResponse) GetAlreadyRecorded() bool {
+	if x != nil {
+		return x.AlreadyRecorded
+	}
+	return false
 }
 
 type GetSessionProvenanceRequest struct {
@@ -1098,7 +1123,7 @@ const file_zimmer_lineage_v1_provenance_service_proto_rawDesc = "" +
 	"\x0fslack_permalink\x18\a \x01(\tR\x0eslackPermalink\x12;\n" +
 	"\voccurred_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"occurredAt\x12\x16\n" +
-	"\x06origin\x18\t \x01(\tR\x06origin\"\x99\x02\n" +
+	"\x06origin\x18\t \x01(\tR\x06origin\"\xc2\x02\n" +
 	"\x19RecordHumanMessageRequest\x12\x1e\n" +
 	"\n" +
 	"provenance\x18\x03 \x01(\tR\n" +
@@ -1107,11 +1132,13 @@ const file_zimmer_lineage_v1_provenance_service_proto_rawDesc = "" +
 	"\acontent\x18\x05 \x01(\tR\acontent\x12'\n" +
 	"\x0fslack_permalink\x18\x06 \x01(\tR\x0eslackPermalink\x12;\n" +
 	"\voccurred_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"occurredAtJ\x04\b\x01\x10\x02J\x04\b\x02\x10\x03R\fweb_ui_adminR\rslack_user_id\"\xa3\x01\n" +
+	"occurredAt\x12'\n" +
+	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKeyJ\x04\b\x01\x10\x02J\x04\b\x02\x10\x03R\fweb_ui_adminR\rslack_user_id\"\xce\x01\n" +
 	"\x1aRecordHumanMessageResponse\x12\x1a\n" +
 	"\brecorded\x18\x01 \x01(\bR\brecorded\x129\n" +
 	"\amessage\x18\x02 \x01(\v2\x1f.zimmer.lineage.v1.HumanMessageR\amessage\x12.\n" +
-	"\x13not_recorded_reason\x18\x03 \x01(\tR\x11notRecordedReason\"<\n" +
+	"\x13not_recorded_reason\x18\x03 \x01(\tR\x11notRecordedReason\x12)\n" +
+	"\x10already_recorded\x18\x04 \x01(\bR\x0falreadyRecorded\"<\n" +
 	"\x1bGetSessionProvenanceRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\"\xd5\x03\n" +

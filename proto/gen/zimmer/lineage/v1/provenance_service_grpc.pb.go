@@ -64,7 +64,9 @@ type ProvenanceServiceClient interface {
 	// metadata, believed only from a Zimmer service calling as itself
 	// (PermissionDenied otherwise, and when there is none). The author is
 	// resolved from the actor; an actor that resolves to nobody records
-	// nothing. There is no method to edit or delete one.
+	// nothing. There is no method to edit or delete one. A boundary names
+	// each utterance with an idempotency_key, so a retry (a crash between
+	// this call and the boundary noting it done) records nothing twice.
 	RecordHumanMessage(ctx context.Context, in *RecordHumanMessageRequest, opts ...grpc.CallOption) (*RecordHumanMessageResponse, error)
 	// GetSessionProvenance returns a session's hierarchy, the human messages
 	// authored anywhere in it, and the markdown sections get_session and
@@ -184,7 +186,9 @@ type ProvenanceServiceServer interface {
 	// metadata, believed only from a Zimmer service calling as itself
 	// (PermissionDenied otherwise, and when there is none). The author is
 	// resolved from the actor; an actor that resolves to nobody records
-	// nothing. There is no method to edit or delete one.
+	// nothing. There is no method to edit or delete one. A boundary names
+	// each utterance with an idempotency_key, so a retry (a crash between
+	// this call and the boundary noting it done) records nothing twice.
 	RecordHumanMessage(context.Context, *RecordHumanMessageRequest) (*RecordHumanMessageResponse, error)
 	// GetSessionProvenance returns a session's hierarchy, the human messages
 	// authored anywhere in it, and the markdown sections get_session and

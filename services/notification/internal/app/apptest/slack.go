@@ -102,14 +102,22 @@ func (f *Slack) SetEventSession(_ context.Context, id string, sessionID int64) e
 	return nil
 }
 
+// MarkFollowedUp implements app.SlackRepository.
+func (f *Slack) MarkFollowedUp(_ context.Context, id, answer string, _ time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e := f.events[id]; !e.FollowedUp {
+		e.FollowedUp, e.FollowUpAnswer = true, answer
+	}
+	return nil
+}
+
 // MarkEventStep implements app.SlackRepository.
 func (f *Slack) MarkEventStep(_ context.Context, id string, step app.SlackEventStep, _ time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e := f.events[id]
 	switch step {
-	case app.StepFollowedUp:
-		e.FollowedUp = true
 	case app.StepCaptured:
 		e.Captured = true
 	case app.StepReplied:
@@ -166,7 +174,8 @@ func (f *Slack) ThreadOfSession(_ context.Context, sessionID int64) (domain.Slac
 }
 
 // SlackBoundary is an in-memory app.SlackBoundary: sessions started by
-// slug, follow-ups by key, and a roster of Slack user IDs.
+// slug, follow-ups by key, and a roster of Slack user IDs; messages are
+// recorded once per idempotency key, as lineage records them.
 type SlackBoundary struct {
 	mu sync.Mutex
 	// Roster maps Slack user IDs to roster keys: who is recorded.
@@ -178,7 +187,10 @@ type SlackBoundary struct {
 
 	Sessions  map[string]int64 // slug → id
 	FollowUps map[string]string
-	Recorded  []app.SlackHumanMessage
+	// RecordCalls are the keys RecordHumanMessage was called with, a
+	// retry's included; Recorded what it recorded.
+	RecordCalls []string
+	Recorded    []app.SlackHumanMessage
 }
 
 var _ app.SlackBoundary = (*SlackBoundary)(nil)
@@ -207,18 +219,22 @@ func (f *SlackBoundary) StartSession(_ context.Context, _ string, spec app.Start
 	return id, nil
 }
 
-// FollowUp implements app.SlackBoundary.
-func (f *SlackBoundary) FollowUp(_ context.Context, _ string, _ int64, prompt, key string) (bool, error) {
+// FollowUp implements app.SlackBoundary, answering in the fake's own
+// words (the queue's are the queue's).
+func (f *SlackBoundary) FollowUp(_ context.Context, _ string, sessionID int64, prompt, key string) (bool, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.fail(); err != nil {
-		return false, err
+		return false, "", err
 	}
 	if f.FollowUps == nil {
 		f.FollowUps = map[string]string{}
 	}
 	f.FollowUps[key] = prompt
-	return f.Running, nil
+	if f.Running {
+		return true, fmt.Sprintf("fake queue: queued behind session %d's turn", sessionID), nil
+	}
+	return false, fmt.Sprintf("fake queue: session %d's turn now", sessionID), nil
 }
 
 // RecordHumanMessage implements app.SlackBoundary.
@@ -227,6 +243,10 @@ func (f *SlackBoundary) RecordHumanMessage(_ context.Context, slackUserID string
 	defer f.mu.Unlock()
 	if err := f.fail(); err != nil {
 		return false, "", err
+	}
+	f.RecordCalls = append(f.RecordCalls, m.IdempotencyKey)
+	if m.IdempotencyKey != "" && slices.ContainsFunc(f.Recorded, func(r app.SlackHumanMessage) bool { return r.IdempotencyKey == m.IdempotencyKey }) {
+		return true, "", nil
 	}
 	if _, ok := f.Roster[slackUserID]; !ok {
 		return false, "slack user " + slackUserID + " belongs to nobody in the users roster", nil

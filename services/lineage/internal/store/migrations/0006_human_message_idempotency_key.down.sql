@@ -1,0 +1,1 @@
+ALTER TABLE human_messages DROP COLUMN idempotency_key;

@@ -1,0 +1,1 @@
+ALTER TABLE slack_events DROP COLUMN follow_up_answer;
