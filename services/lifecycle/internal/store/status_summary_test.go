@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
@@ -70,6 +71,12 @@ func TestOneStatusSummaryForkAtWorkPerSource(t *testing.T) {
 		_, err = b.sessions.Transition.Fire(ctx, strconv.FormatInt(fork.ID, 10), e, domain.Command{RunningJobID: "j"})
 		require.NoError(t, err)
 	}
+	// A message queued for the fork: the guarded archive refuses, the
+	// harvest's system archive does not ask the queue.
+	b.sessions.Transition.Queue = refusingQueue{}
+	_, err = b.sessions.Transition.Handle(ctx, strconv.FormatInt(fork.ID, 10), "archive", domain.Command{})
+	require.ErrorIs(t, err, domain.ErrPrecondition, "the guard refuses a caller's archive")
+
 	h, err := b.sessions.Harvest.Handle(ctx, fork.ID, "Tests pass; the PR is next.", "")
 	require.NoError(t, err)
 	require.True(t, h.Harvested)
@@ -110,3 +117,13 @@ func assertNoError(t *testing.T, err error) bool {
 	}
 	return true
 }
+
+// refusingQueue is a queue holding a message for every session: its guard
+// refuses every archive that is not forced.
+type refusingQueue struct{}
+
+func (refusingQueue) SealQueue(context.Context, int64, string, bool) (app.QueueSeal, error) {
+	return app.QueueSeal{Refusal: "1 message is queued for this session"}, nil
+}
+
+func (refusingQueue) UnsealQueue(context.Context, int64, string) error { return nil }
