@@ -186,7 +186,11 @@ func (s *stack) env(name string) []string {
 		env = append(env, "RUNNER_DEMO_AGENT_PATH="+filepath.Join(s.bin, "zimmer-demo-agent"),
 			"RUNNER_WORKSPACES_DIR="+s.workspaces, "RUNNER_LIFECYCLE_ADDR="+s.addr["lifecycle"],
 			"RUNNER_MCP_URL=http://"+s.addr["gateway"]+"/mcp", "RUNNER_NODE=e2e-"+filepath.Base(s.workspaces),
-			"RUNNER_QUEUE_ADDR="+s.addr["queue"], "RUNNER_LINEAGE_ADDR="+s.addr["lineage"])
+			"RUNNER_QUEUE_ADDR="+s.addr["queue"], "RUNNER_LINEAGE_ADDR="+s.addr["lineage"],
+			// A status summary forks a session per pause with new work; the
+			// tests about them turn them on (status_summary_test.go), the
+			// rest count sessions and turns without forks among them.
+			"RUNNER_STATUS_SUMMARIES=false")
 	}
 	if name == "queue" {
 		env = append(env, "QUEUE_LIFECYCLE_ADDR="+s.addr["lifecycle"], "QUEUE_RUNNER_ADDR="+s.addr["runner"],

@@ -273,3 +273,13 @@ func (t *triggers) AwaitingScheduledWake(ctx context.Context, req *lifecyclev1.A
 func (s *Server) ClearTrashExpiry(ctx context.Context, req *lifecyclev1.ClearTrashExpiryRequest) (*lifecyclev1.ClearTrashExpiryResponse, error) {
 	return grpcfake.Answer[*lifecyclev1.ClearTrashExpiryResponse](ctx, s.Recorder, req)
 }
+
+// CreateStatusSummaryFork implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) CreateStatusSummaryFork(ctx context.Context, req *lifecyclev1.CreateStatusSummaryForkRequest) (*lifecyclev1.CreateStatusSummaryForkResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.CreateStatusSummaryForkResponse](ctx, s.Recorder, req)
+}
+
+// HarvestStatusSummaryFork implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) HarvestStatusSummaryFork(ctx context.Context, req *lifecyclev1.HarvestStatusSummaryForkRequest) (*lifecyclev1.HarvestStatusSummaryForkResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.HarvestStatusSummaryForkResponse](ctx, s.Recorder, req)
+}

@@ -55,6 +55,8 @@ func renderSession(s *lifecyclev1.Session, js []byte) string {
 			l.GetReason(), l.GetRequestId(), oneLine(l.GetSummary()))
 	}
 
+	statusSummarySection(&b, s.GetStatusSummary())
+
 	quote(&b, "Prompt", s.GetPrompt())
 	quote(&b, "Goal", s.GetGoal())
 	quote(&b, "Notes", s.GetNotes())
@@ -87,4 +89,25 @@ func quote(b *strings.Builder, heading, text string) {
 // oneLine keeps a value on its bullet line.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// statusSummarySection is the session's status summary: where its work
+// stood when a fork last summarised it (quoted, with what it covers), and
+// a fork that failed since.
+func statusSummarySection(b *strings.Builder, ss *lifecyclev1.StatusSummary) {
+	if ss == nil {
+		return
+	}
+	if ss.GetText() != "" {
+		at := ""
+		if ss.GetGeneratedAt() != nil {
+			at = " at " + ss.GetGeneratedAt().AsTime().Format(time.RFC3339)
+		}
+		quote(b, "Status summary", ss.GetText())
+		fmt.Fprintf(b, "\n_Written by status-summary fork #%d%s, covering the transcript to line %d._\n",
+			ss.GetForkSessionId(), at, ss.GetTranscriptPosition())
+	}
+	if f := ss.GetFailure(); f != nil {
+		fmt.Fprintf(b, "\n### Status summary failed\n\nThe status-summary fork #%d failed: %s\n", f.GetForkSessionId(), oneLine(f.GetReason()))
+	}
 }

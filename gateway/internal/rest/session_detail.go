@@ -44,7 +44,8 @@ const queueDegraded = "queue: enqueued_messages is unknown (left empty), not an 
 
 // NewSessionDetail answers GET /api/v1/sessions/{id} with
 // {"session", "status_summary", "enqueued_messages", "session_hierarchy",
-// "human_messages"} (status_summary null until summaries exist):
+// "human_messages"} (status_summary the session's, null until a fork wrote
+// one):
 // the session from lifecycle, its queue's pending and undelivered messages
 // from the queue (DetailEnqueuedMessages), and from lineage the hierarchy
 // and the human messages gathered across it (a bare array, each with its
@@ -120,9 +121,10 @@ type SessionDetailJSON struct {
 	SessionHierarchy *lineagev1.SessionHierarchy `json:"session_hierarchy" nullable:"true" doc:"The sessions this one came from, its siblings and uncles. Null when lineage could not be asked (the X-Zimmer-Degraded header says so): unknown, not empty."`
 	// Nil (null) when unknown; empty ([]) when nobody said anything.
 	HumanMessages []HumanMessageJSON `json:"human_messages" nullable:"true" doc:"The newest 25 human messages recorded anywhere in the hierarchy, oldest first (the conversation in the order it was said), each with its origin: here (said to this session) or elsewhere (context from another session of the hierarchy). [] when there are none; null when lineage could not be asked: unknown, not empty."`
-	// Always nil (null) until Zimmer writes status summaries; the key is
-	// there now so clients of the original's shape read it unchanged.
-	StatusSummary *string `json:"status_summary" nullable:"true" doc:"The session's status summary, beside session as the original answers it. Null: Zimmer does not write status summaries yet."`
+	// The session's own status_summary, beside it as the original answers
+	// it (the same value: lifecycle's, never composed here); nil (null)
+	// until a fork wrote one.
+	StatusSummary *lifecyclev1.StatusSummary `json:"status_summary" nullable:"true" doc:"The session's status summary, beside session as the original answers it (the same object as session.status_summary): text, generated_at, the transcript_position it covers, the fork_session_id that wrote it, and failure when a later fork failed. Null until a status-summary fork of the session has ended."`
 }
 
 // HumanMessageJSON is one entry of human_messages.
@@ -164,7 +166,7 @@ func (h *sessionDetail) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.WriteProblem(w, p.HTTPStatus, p.Kind, p.Message, p.Messages...)
 		return
 	}
-	detail := SessionDetailJSON{Session: got.GetSession()}
+	detail := SessionDetailJSON{Session: got.GetSession(), StatusSummary: got.GetSession().GetStatusSummary()}
 	// The queue and lineage are asked side by side: neither waits for the
 	// other.
 	var queued bool
@@ -213,7 +215,12 @@ func (d SessionDetailJSON) encode(m *wirejson.Marshaler) ([]byte, error) {
 		}
 		queued = append(queued, b)
 	}
-	hierarchy, messages := json.RawMessage("null"), json.RawMessage("null")
+	hierarchy, messages, summary := json.RawMessage("null"), json.RawMessage("null"), json.RawMessage("null")
+	if d.StatusSummary != nil {
+		if summary, err = m.Marshal(d.StatusSummary); err != nil {
+			return nil, err
+		}
+	}
 	if d.SessionHierarchy != nil {
 		if hierarchy, err = m.Marshal(d.SessionHierarchy); err != nil {
 			return nil, err
@@ -226,11 +233,11 @@ func (d SessionDetailJSON) encode(m *wirejson.Marshaler) ([]byte, error) {
 	}
 	return encode(struct {
 		Session          json.RawMessage   `json:"session"`
-		StatusSummary    *string           `json:"status_summary"`
+		StatusSummary    json.RawMessage   `json:"status_summary"`
 		EnqueuedMessages []json.RawMessage `json:"enqueued_messages"`
 		SessionHierarchy json.RawMessage   `json:"session_hierarchy"`
 		HumanMessages    json.RawMessage   `json:"human_messages"`
-	}{session, d.StatusSummary, queued, hierarchy, messages}) // d's keys, each value already encoded
+	}{session, summary, queued, hierarchy, messages}) // d's keys, each value already encoded
 }
 
 // HumanMessagesJSON is the REST form of msgs, in lineage's order (which

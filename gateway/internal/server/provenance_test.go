@@ -135,7 +135,7 @@ func TestSessionDetailComposesProvenance(t *testing.T) {
 		got := resp.json(t)
 		require.Len(t, got, 5, "session, status_summary, enqueued_messages, session_hierarchy and human_messages, side by side")
 		require.Contains(t, got, "status_summary", "beside session, as the original answers it")
-		require.Nil(t, got["status_summary"], "null until Zimmer writes status summaries")
+		require.Nil(t, got["status_summary"], "null until a status-summary fork of the session ended")
 		require.Equal(t, []any{}, got["enqueued_messages"], "nothing queued: [], not null")
 		session := got["session"].(map[string]any)
 		require.Equal(t, json.Number("1"), session["id"], "ids are numbers")

@@ -42,13 +42,17 @@ func nameOf(md protoreflect.MessageDescriptor) string {
 	return name
 }
 
+// UnhandledMessage starts the log line of Unhandled: how a test tells an
+// effect a consumer only acknowledged (effecttest.Handled).
+const UnhandledMessage = "effect acknowledged, not carried out"
+
 // Unhandled answers an effect the consumer received but does not carry
 // out: one that is not its own (lifecycle addressed it to the wrong
 // subscriber) or one it does not build yet. It says so in the log, naming
 // the effect, the session, the event and why, and answers applied false
 // so the relay stops retrying an effect no retry will carry out.
 func Unhandled(ctx context.Context, logger *slog.Logger, ev *lifecyclev1.SessionEvent, why string) *lifecyclev1.ConsumeSessionEventResponse {
-	logger.InfoContext(ctx, "effect acknowledged, not carried out: "+why,
+	logger.InfoContext(ctx, UnhandledMessage+": "+why,
 		"effect", Name(ev.GetEffect()), "session_id", ev.GetSessionId(), "event_id", ev.GetEventId())
 	return &lifecyclev1.ConsumeSessionEventResponse{Applied: false}
 }

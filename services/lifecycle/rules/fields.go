@@ -119,3 +119,21 @@ func SchedulingClasses() []string { return []string{SchedulingPriority, Scheduli
 // status-summary fork: its pause or failure is harvested, not announced,
 // and its prompt carries no inherited goal (the runner's prompt builder).
 const StatusSummaryForkKey = "status_summary_fork"
+
+// A fork's custom_metadata also names the session it summarises and the
+// position of that session's transcript its prompt covers. Lifecycle alone
+// writes the three keys, when it creates the fork.
+const (
+	StatusSummarySourceKey = "status_summary_source_id"
+	StatusSummaryCoversKey = "status_summary_transcript_position"
+)
+
+// StatusSummaryKeyPrefix starts every custom_metadata key Zimmer reserves
+// for its status-summary forks: a caller's custom_metadata may not use it,
+// so no caller can pass a session off as a fork (whose harvest writes on
+// the session it names) or strip a fork of its marker.
+const StatusSummaryKeyPrefix = "status_summary_"
+
+// MaxStatusSummaryChars bounds a status summary's text: what a fork wrote
+// beyond it is cut, and the cut says so.
+const MaxStatusSummaryChars = 4000

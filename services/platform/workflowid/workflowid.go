@@ -27,6 +27,14 @@ func CloneCleanup(sessionID int64) string { return Session(sessionID) + "/clone-
 // clone.
 func CloneRestore(sessionID int64) string { return Session(sessionID) + "/clone-restore" }
 
+// StatusSummary is the runner's refresh of the session's status summary:
+// one at a time per session, so two refreshes never fork twice.
+func StatusSummary(sessionID int64) string { return Session(sessionID) + "/status-summary" }
+
+// StatusSummaryHarvest is the runner's harvest of a status-summary fork
+// (the fork's id).
+func StatusSummaryHarvest(forkID int64) string { return Session(forkID) + "/status-summary-harvest" }
+
 // Wake is lifecycle's timer of the session's trigger.
 func Wake(sessionID, triggerID int64) string {
 	return Session(sessionID) + "/wake/" + strconv.FormatInt(triggerID, 10)

@@ -12,14 +12,16 @@ import (
 func TestASessionsWorkflowsShareItsPrefix(t *testing.T) {
 	t.Parallel()
 	for want, got := range map[string]string{
-		"session/7":                       workflowid.Session(7),
-		"session/7/drain":                 workflowid.Drain(7),
-		"session/7/debounce/needs-input":  workflowid.NeedsInputDebounce(7),
-		"session/7/clone-cleanup":         workflowid.CloneCleanup(7),
-		"session/7/clone-restore":         workflowid.CloneRestore(7),
-		"session/7/wake/12":               workflowid.Wake(7, 12),
-		"session/70/wake/12":              workflowid.Wake(70, 12),
-		"session/70/debounce/needs-input": workflowid.NeedsInputDebounce(70),
+		"session/7":                        workflowid.Session(7),
+		"session/7/drain":                  workflowid.Drain(7),
+		"session/7/debounce/needs-input":   workflowid.NeedsInputDebounce(7),
+		"session/7/clone-cleanup":          workflowid.CloneCleanup(7),
+		"session/7/clone-restore":          workflowid.CloneRestore(7),
+		"session/7/status-summary":         workflowid.StatusSummary(7),
+		"session/7/status-summary-harvest": workflowid.StatusSummaryHarvest(7),
+		"session/7/wake/12":                workflowid.Wake(7, 12),
+		"session/70/wake/12":               workflowid.Wake(70, 12),
+		"session/70/debounce/needs-input":  workflowid.NeedsInputDebounce(70),
 	} {
 		require.Equal(t, want, got)
 	}

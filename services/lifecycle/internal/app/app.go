@@ -54,6 +54,7 @@ type SessionRepository interface {
 	// Transitioned change it commits is recorded under key.
 	UpdateOnce(ctx context.Context, ref domain.SessionRef, key string,
 		decide func(domain.Session, domain.Wakes, *TransitionRecord) (Change, error)) (Change, error)
+	StatusSummaryForks
 }
 
 // TransitionRecord is a transition lifecycle applied under its caller's
@@ -490,6 +491,10 @@ type Sessions struct {
 	// ClearTrash is the runner's: nothing of an archived session is
 	// retained any more.
 	ClearTrash ClearTrashExpiry
+	// Fork and Harvest are the runner's status-summary forks: created, and
+	// harvested into their source's status summary.
+	Fork    CreateStatusSummaryFork
+	Harvest HarvestStatusSummaryFork
 }
 
 // DefaultTrashRetention is the spec's TRASH_RETENTION_PERIOD.
@@ -514,6 +519,11 @@ func NewSessions(repo SessionRepository, clk clock.Clock, trashRetention time.Du
 		Abandon:      AbandonRecovery{Repo: repo, Clock: clk},
 		Elicitations: Elicitations{Repo: repo, Clock: clk},
 		ClearTrash:   ClearTrashExpiry{Repo: repo},
+		Fork:         CreateStatusSummaryFork{Repo: repo, Forks: repo, Clock: clk},
+		// The harvest's archive is the raw event: a system archive, which
+		// asks neither the queue nor the runner.
+		Harvest: HarvestStatusSummaryFork{Repo: repo, Clock: clk,
+			Transition: TransitionSession{Repo: repo, Clock: clk, TrashRetention: trashRetention}},
 	}
 }
 

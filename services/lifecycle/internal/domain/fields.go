@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
@@ -62,6 +63,11 @@ func checkMetadata(vs *validation.Violations, md map[string]any) {
 	}
 	if p := metadataProblem(md, "", 1); p != "" {
 		vs.Add("custom_metadata", "%s", p)
+		return
+	}
+	if k := reservedMetadataKey(md); k != "" {
+		vs.Add("custom_metadata", "key %s is Zimmer's own (keys starting %q mark its status-summary forks) and cannot be set or removed by a caller; choose another key",
+			strconv.QuoteToASCII(cut(k, 40)), rules.StatusSummaryKeyPrefix)
 		return
 	}
 	if n := metadataBytes(md); n > MaxMetadataBytes {
@@ -152,4 +158,21 @@ func Preview(s string) string {
 		n++
 	}
 	return s
+}
+
+// reservedMetadataKey is the first top-level key of md that Zimmer
+// reserves for its status-summary forks (rules.StatusSummaryKeyPrefix), or
+// "".
+func reservedMetadataKey(md map[string]any) string {
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		if strings.HasPrefix(k, rules.StatusSummaryKeyPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	sort.Strings(keys)
+	return keys[0]
 }

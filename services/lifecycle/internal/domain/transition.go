@@ -33,6 +33,9 @@ type Markers struct {
 	// RecoveryAbandoned says why Zimmer stopped recovering the session
 	// automatically (AbandonRecovery); cleared by resume.
 	RecoveryAbandoned string
+	// StatusSummary is the session's status summary (HarvestStatusSummary);
+	// nil until a fork of it ended. No transition changes it.
+	StatusSummary *StatusSummary
 }
 
 // StatusSummaryForkKey is rules.StatusSummaryForkKey, the marker this
@@ -390,10 +393,7 @@ func (t *transition) log(kind TimelineKind, msg string) {
 	t.out.Timeline = append(t.out.Timeline, TimelineEntry{Kind: kind, Message: Attributed(msg, t.by)})
 }
 
-func (t *transition) isFork() bool {
-	v, _ := t.s.CustomMetadata[StatusSummaryForkKey].(bool)
-	return v
-}
+func (t *transition) isFork() bool { return t.s.IsStatusSummaryFork() }
 
 func (t *transition) resume(cmd Command) {
 	t.effect(RecordFlags{})
@@ -532,7 +532,14 @@ func (t *transition) pause(cmd Command) {
 		}
 		t.effect(StatusSummaryRefresh{}) // 6
 	}
-	t.executePendingSleep()                  // 7
+	t.executePendingSleep() // 7
+	if fork {
+		// Nor does it drain: it is not coming to rest but to the trash,
+		// whose archive (the harvest's) retires and names anything queued
+		// for it. A drain could only race that archive into delivering a
+		// message to a throwaway.
+		return
+	}
 	t.effect(Drain{StatusAfter: t.s.Status}) // 8: reads what the sleep left
 }
 

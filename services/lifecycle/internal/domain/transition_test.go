@@ -175,7 +175,9 @@ func TestStatusSummaryForkIsHarvestedNotAnnounced(t *testing.T) {
 
 	out, err := domain.Apply(s, domain.Command{Event: domain.EventPause}, env())
 	require.NoError(t, err)
-	require.Equal(t, kinds(domain.HarvestFork{}, domain.Drain{}), effectNames(out))
+	// No trigger, push, inference or summary of itself (steps 3–6), and no
+	// drain: its harvest archives it, which retires what is queued.
+	require.Equal(t, kinds(domain.HarvestFork{}), effectNames(out))
 	require.Len(t, out.Timeline, 1, "no PR warning for a fork")
 
 	out, err = domain.Apply(s, domain.Command{Event: domain.EventFail, FailureReason: "boom"}, env())

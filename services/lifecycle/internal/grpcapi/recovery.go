@@ -71,3 +71,36 @@ func (s *Server) RecordTimelineNote(ctx context.Context, req *lifecyclev1.Record
 	}
 	return &lifecyclev1.RecordTimelineNoteResponse{}, nil
 }
+
+// CreateStatusSummaryFork implements lifecyclev1.LifecycleServiceServer:
+// internal, the runner forking a session to summarise it.
+func (s *Server) CreateStatusSummaryFork(ctx context.Context, req *lifecyclev1.CreateStatusSummaryForkRequest) (*lifecyclev1.CreateStatusSummaryForkResponse, error) {
+	fork, created, err := s.sessions.Fork.Handle(ctx, req.GetSourceSessionId(), req.GetPrompt(), req.GetTranscriptPosition())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	msg, err := wire.Session(fork)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.CreateStatusSummaryForkResponse{Fork: msg, Created: created}, nil
+}
+
+// HarvestStatusSummaryFork implements lifecyclev1.LifecycleServiceServer:
+// internal, the runner handing over what a fork's turn wrote.
+func (s *Server) HarvestStatusSummaryFork(ctx context.Context, req *lifecyclev1.HarvestStatusSummaryForkRequest) (*lifecyclev1.HarvestStatusSummaryForkResponse, error) {
+	h, err := s.sessions.Harvest.Handle(ctx, req.GetForkSessionId(), req.GetText(), req.GetFailureReason())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	resp := &lifecyclev1.HarvestStatusSummaryForkResponse{Harvested: h.Harvested}
+	if resp.Fork, err = wire.Session(h.Fork); err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	if h.Source != nil {
+		if resp.Source, err = wire.Session(*h.Source); err != nil {
+			return nil, s.toStatus(ctx, err)
+		}
+	}
+	return resp, nil
+}

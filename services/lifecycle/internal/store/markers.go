@@ -10,11 +10,28 @@ import (
 // markersColumn is how domain.Markers is kept in the sessions.markers jsonb
 // column: the keys are the spec's marker names, and a marker at its zero
 // value is left out. A marker added to domain.Markers must be added here
-// and to both conversions; the two elicitation markers are objects.
+// and to both conversions; the two elicitation markers and the status
+// summary are objects.
 type markersColumn struct {
 	scalarMarkers
 	Elicitation     *elicitationColumn     `json:"elicitation,omitempty"`
 	LostElicitation *lostElicitationColumn `json:"lost_elicitation,omitempty"`
+	StatusSummary   *statusSummaryColumn   `json:"status_summary,omitempty"`
+}
+
+type statusSummaryColumn struct {
+	Text               string                      `json:"text,omitempty"`
+	GeneratedAt        *time.Time                  `json:"generated_at,omitempty"`
+	TranscriptPosition int64                       `json:"transcript_position,omitempty"`
+	ForkSessionID      int64                       `json:"fork_session_id,omitempty"`
+	Failure            *statusSummaryFailureColumn `json:"failure,omitempty"`
+}
+
+type statusSummaryFailureColumn struct {
+	Reason             string    `json:"reason"`
+	FailedAt           time.Time `json:"failed_at"`
+	ForkSessionID      int64     `json:"fork_session_id"`
+	TranscriptPosition int64     `json:"transcript_position,omitempty"`
 }
 
 type scalarMarkers struct {
@@ -66,6 +83,17 @@ func encodeMarkers(m domain.Markers) ([]byte, error) {
 	if l := m.LostElicitation; l != nil {
 		col.LostElicitation = &lostElicitationColumn{Reason: l.Reason, RequestID: l.RequestID, Summary: l.Summary, LostAt: l.LostAt}
 	}
+	if ss := m.StatusSummary; ss != nil {
+		col.StatusSummary = &statusSummaryColumn{Text: ss.Text, TranscriptPosition: ss.TranscriptPosition, ForkSessionID: ss.ForkSessionID}
+		if !ss.GeneratedAt.IsZero() {
+			at := ss.GeneratedAt
+			col.StatusSummary.GeneratedAt = &at
+		}
+		if f := ss.Failure; f != nil {
+			col.StatusSummary.Failure = &statusSummaryFailureColumn{Reason: f.Reason, FailedAt: f.FailedAt,
+				ForkSessionID: f.ForkSessionID, TranscriptPosition: f.TranscriptPosition}
+		}
+	}
 	return json.Marshal(col)
 }
 
@@ -90,6 +118,16 @@ func decodeMarkers(b []byte) (domain.Markers, error) {
 	}
 	if l := col.LostElicitation; l != nil {
 		m.LostElicitation = &domain.LostElicitation{Reason: l.Reason, RequestID: l.RequestID, Summary: l.Summary, LostAt: l.LostAt}
+	}
+	if ss := col.StatusSummary; ss != nil {
+		m.StatusSummary = &domain.StatusSummary{Text: ss.Text, TranscriptPosition: ss.TranscriptPosition, ForkSessionID: ss.ForkSessionID}
+		if ss.GeneratedAt != nil {
+			m.StatusSummary.GeneratedAt = *ss.GeneratedAt
+		}
+		if f := ss.Failure; f != nil {
+			m.StatusSummary.Failure = &domain.StatusSummaryFailure{Reason: f.Reason, FailedAt: f.FailedAt,
+				ForkSessionID: f.ForkSessionID, TranscriptPosition: f.TranscriptPosition}
+		}
 	}
 	return m, nil
 }

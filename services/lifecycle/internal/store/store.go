@@ -104,6 +104,21 @@ func (s *Sessions) Get(ctx context.Context, ref domain.SessionRef) (domain.Sessi
 	return sess, nil
 }
 
+// StatusSummaryForkAtWork implements app.SessionRepository.
+func (s *Sessions) StatusSummaryForkAtWork(ctx context.Context, sourceID int64) (domain.Session, bool, error) {
+	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions
+		WHERE custom_metadata ? '`+rules.StatusSummarySourceKey+`' AND status <> $2
+			AND custom_metadata ->> '`+rules.StatusSummarySourceKey+`' = $1`,
+		strconv.FormatInt(sourceID, 10), int16(domain.StatusArchived)))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return domain.Session{}, false, nil
+	case err != nil:
+		return domain.Session{}, false, fmt.Errorf("find the status-summary fork of session %d at work: %w", sourceID, err)
+	}
+	return sess, true, nil
+}
+
 // List implements app.SessionRepository.
 func (s *Sessions) List(ctx context.Context, f domain.ListFilter) (domain.Page, error) {
 	where, args := listFilter(f)
@@ -210,6 +225,9 @@ func interpretWrite(op string, err error, s domain.Session) error {
 	case pgdb.CodeUniqueViolation:
 		if strings.Contains(pgdb.ConstraintName(err), "slug") {
 			return fmt.Errorf("slug %q is taken by another session; choose another: %w", s.Slug, domain.ErrAlreadyExists)
+		}
+		if strings.Contains(pgdb.ConstraintName(err), "status_summary_fork") {
+			return fmt.Errorf("a status-summary fork of session %v is at work already: %w", s.CustomMetadata[rules.StatusSummarySourceKey], domain.ErrAlreadyExists)
 		}
 	case pgdb.CodeForeignKeyViolation:
 		// The parent was checked under FOR KEY SHARE, so this cannot happen

@@ -59,7 +59,23 @@ func Session(s domain.Session) (*lifecyclev1.Session, error) {
 		RunningJobId:              s.Markers.RunningJobID,
 		PushNotifications:         s.PushNotifications,
 		LostElicitation:           lostElicitation(s.Markers.LostElicitation),
+		StatusSummary:             statusSummary(s.Markers.StatusSummary),
 	}, nil
+}
+
+func statusSummary(ss *domain.StatusSummary) *lifecyclev1.StatusSummary {
+	if ss == nil {
+		return nil
+	}
+	out := &lifecyclev1.StatusSummary{Text: ss.Text, TranscriptPosition: ss.TranscriptPosition, ForkSessionId: ss.ForkSessionID}
+	if !ss.GeneratedAt.IsZero() {
+		out.GeneratedAt = timestamppb.New(ss.GeneratedAt)
+	}
+	if f := ss.Failure; f != nil {
+		out.Failure = &lifecyclev1.StatusSummaryFailure{Reason: f.Reason, FailedAt: timestamppb.New(f.FailedAt),
+			ForkSessionId: f.ForkSessionID, TranscriptPosition: f.TranscriptPosition}
+	}
+	return out
 }
 
 func lostElicitation(l *domain.LostElicitation) *lifecyclev1.LostElicitation {

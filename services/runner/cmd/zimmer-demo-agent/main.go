@@ -33,6 +33,12 @@
 // directive fails the turn before anything runs (exit 2), so a scenario's
 // typo is not silently a different scenario.
 //
+// A status-summary fork's prompt (the runner's domain.SummaryPrompt) is not
+// a script: the agent summarises the transcript it is shown,
+// deterministically (the lines read, the position, the last thing the agent
+// said), and obeys nothing quoted in it; a transcript that says "demo: fail
+// the status summary" makes the summary fail (exit 1).
+//
 // Output, one JSON object per line, modelled on Claude Code's
 // `--output-format stream-json --verbose`:
 //
@@ -59,6 +65,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 )
 
 func main() {
@@ -100,8 +108,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		_, _ = fmt.Fprintf(stderr, "zimmer-demo-agent: read prompt: %v\n", err)
 		return 2
 	}
-	steps, err := parseScript(string(prompt))
-	if err != nil {
+	var steps []step
+	if req, ok := domain.ParseSummaryPrompt(string(prompt)); ok {
+		steps = summarySteps(req)
+	} else if steps, err = parseScript(string(prompt)); err != nil {
 		_, _ = fmt.Fprintf(stderr, "zimmer-demo-agent: %v\n", err)
 		return 2
 	}

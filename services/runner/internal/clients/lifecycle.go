@@ -19,6 +19,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
 	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
+	"github.com/zimmerhq/zimmer/services/runner/internal/summary"
 	"github.com/zimmerhq/zimmer/services/runner/internal/sweep"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
@@ -34,6 +35,7 @@ type Lifecycle struct {
 var (
 	_ workflow.Lifecycle = (*Lifecycle)(nil)
 	_ clone.Sessions     = (*Lifecycle)(nil)
+	_ summary.Lifecycle  = (*Lifecycle)(nil)
 )
 
 // NewLifecycle returns the client over conn.
@@ -241,4 +243,42 @@ func timeOf(ts *timestamppb.Timestamp) *time.Time {
 	}
 	t := ts.AsTime().UTC()
 	return &t
+}
+
+// SummarySource implements summary.Lifecycle.
+func (l *Lifecycle) SummarySource(ctx context.Context, id int64) (summary.Source, error) {
+	s, err := l.session(ctx, id)
+	if err != nil {
+		return summary.Source{}, err
+	}
+	return summary.Source{
+		Gone: s.GetStatus() == domain.StatusGone, Archived: s.GetStatus() == rules.StatusArchived,
+		IsFork:  s.GetCustomMetadata().GetFields()[rules.StatusSummaryForkKey].GetBoolValue(),
+		Covered: s.GetStatusSummary().GetTranscriptPosition(),
+	}, nil
+}
+
+// CreateFork implements summary.Lifecycle.
+func (l *Lifecycle) CreateFork(ctx context.Context, sourceID int64, prompt string, covers int64) (int64, bool, error) {
+	resp, err := l.client.CreateStatusSummaryFork(ctx, &lifecyclev1.CreateStatusSummaryForkRequest{
+		SourceSessionId: sourceID, Prompt: prompt, TranscriptPosition: covers,
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("fork session %d for its status summary: %w", sourceID, err)
+	}
+	return resp.GetFork().GetId(), resp.GetCreated(), nil
+}
+
+// HarvestFork implements summary.Lifecycle.
+func (l *Lifecycle) HarvestFork(ctx context.Context, forkID int64, text, failure string) error {
+	_, err := l.client.HarvestStatusSummaryFork(ctx, &lifecyclev1.HarvestStatusSummaryForkRequest{
+		ForkSessionId: forkID, Text: text, FailureReason: failure,
+	})
+	switch status.Code(err) {
+	case codes.OK:
+		return nil
+	case codes.FailedPrecondition:
+		return &summary.NotAForkError{Message: status.Convert(err).Message()}
+	}
+	return fmt.Errorf("harvest status-summary fork %d: %w", forkID, err)
 }

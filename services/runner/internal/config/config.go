@@ -78,6 +78,11 @@ type Config struct {
 	ZombieReapInterval time.Duration
 	// Clones configures the clone's life after archive (clones.go).
 	Clones Clones
+	// StatusSummaries is RUNNER_STATUS_SUMMARIES (true): whether a pause
+	// or failure that added transcript forks the session to write its
+	// status summary (package summary). Each fork is a turn of the
+	// session's runtime, so a model call: false turns them off.
+	StatusSummaries bool
 }
 
 // nodeName is what a node may be called: it becomes part of a Temporal task
@@ -107,6 +112,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		OrphanGrace   time.Duration `env:"RUNNER_ORPHAN_GRACE, default=2m"`
 		ZombieReap    time.Duration `env:"RUNNER_ZOMBIE_REAP_INTERVAL, default=5m"`
 		Transcripts   time.Duration `env:"RUNNER_TRANSCRIPT_RETENTION, default=720h"`
+		Summaries     bool          `env:"RUNNER_STATUS_SUMMARIES, default=true"`
 		Agents        agent.Config
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
@@ -124,6 +130,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		Ladder:              process.Ladder{TermGrace: env.TermGrace, KillGrace: env.KillGrace, SweepGrace: env.SweepGrace},
 		TranscriptRetention: env.Transcripts, NodeDeadAfter: env.NodeDeadAfter,
 		OrphanSweepInterval: env.OrphanSweep, OrphanGrace: env.OrphanGrace, ZombieReapInterval: env.ZombieReap,
+		StatusSummaries: env.Summaries,
 	}
 	for name, d := range map[string]time.Duration{"RUNNER_ORPHAN_SWEEP_INTERVAL": cfg.OrphanSweepInterval,
 		"RUNNER_ORPHAN_GRACE": cfg.OrphanGrace, "RUNNER_ZOMBIE_REAP_INTERVAL": cfg.ZombieReapInterval} {

@@ -12,12 +12,16 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/effect"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
+	"github.com/zimmerhq/zimmer/services/runner/internal/summary"
 )
 
 // Effects handles the effects lifecycle addresses to the runner: an
 // archive's deferred clean-up of the session's clone starts
 // session/<session>/clone-cleanup, an unarchive's restore starts
-// session/<session>/clone-restore. Delivery is at least once: a workflow of the
+// session/<session>/clone-restore, a pause's or failure's status-summary
+// refresh starts session/<session>/status-summary and a fork's harvest
+// session/<fork>/status-summary-harvest (package summary). Delivery is at
+// least once: a workflow of the
 // same id already running answers applied false (it re-reads the session
 // before it acts, so it serves this event too); one run after another is
 // harmless (a clean-up of a preserved clone, a restore of a ready one, do
@@ -26,6 +30,16 @@ type Effects struct {
 	starter    clone.Starter
 	undoWindow time.Duration
 	logger     *slog.Logger
+	// summaries: a pause's or failure's status-summary refresh forks the
+	// session (RUNNER_STATUS_SUMMARIES); a fork's harvest is carried out
+	// either way, so a fork at work when they were turned off still ends.
+	summaries bool
+}
+
+// WithStatusSummaries turns the status-summary refreshes on.
+func (e *Effects) WithStatusSummaries() *Effects {
+	e.summaries = true
+	return e
 }
 
 // NewEffects returns the handler; undoWindow is RUNNER_CLONE_UNDO_WINDOW.
@@ -37,10 +51,15 @@ func NewEffects(starter clone.Starter, undoWindow time.Duration, logger *slog.Lo
 func (e *Effects) Consume(ctx context.Context, ev *lifecyclev1.SessionEvent) (*lifecyclev1.ConsumeSessionEventResponse, error) {
 	eff, id := ev.GetEffect(), ev.GetSessionId()
 	switch eff.GetKind().(type) {
-	case *lifecyclev1.SessionEffect_DeferredCleanup, *lifecyclev1.SessionEffect_RestoreClone:
-	case *lifecyclev1.SessionEffect_Inference, *lifecyclev1.SessionEffect_StatusSummaryRefresh, *lifecyclev1.SessionEffect_HarvestFork:
-		// The runner's, but nothing carries them out yet: acknowledged, so
-		// the relay does not retry them for ever.
+	case *lifecyclev1.SessionEffect_DeferredCleanup, *lifecyclev1.SessionEffect_RestoreClone,
+		*lifecyclev1.SessionEffect_HarvestFork:
+	case *lifecyclev1.SessionEffect_StatusSummaryRefresh:
+		if !e.summaries {
+			return effect.Unhandled(ctx, e.logger, ev, "status summaries are off on this runner (RUNNER_STATUS_SUMMARIES=false)"), nil
+		}
+	case *lifecyclev1.SessionEffect_Inference:
+		// The runner's, but nothing carries it out yet: acknowledged, so
+		// the relay does not retry it for ever.
 		return effect.Unhandled(ctx, e.logger, ev, "the runner does not build it yet"), nil
 	default:
 		return effect.Unhandled(ctx, e.logger, ev, "not the runner's"), nil
@@ -61,6 +80,12 @@ func (e *Effects) Consume(ctx context.Context, ev *lifecyclev1.SessionEvent) (*l
 			return nil, toStatus(err)
 		}
 		started, err = clone.StartCleanup(ctx, e.starter, clone.CleanupInput{SessionID: id, TrashAfter: trashAfter, UndoWindow: e.undoWindow})
+	case *lifecyclev1.SessionEffect_StatusSummaryRefresh:
+		started, err = summary.StartRefresh(ctx, e.starter, id)
+	case *lifecyclev1.SessionEffect_HarvestFork:
+		h := kind.HarvestFork
+		started, err = summary.StartHarvest(ctx, e.starter, summary.HarvestInput{
+			ForkID: id, Failed: h.FailureReason != nil, FailureReason: h.GetFailureReason()})
 	}
 	if err != nil {
 		name := effect.Name(eff)

@@ -13,12 +13,15 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lifecycleeffect "github.com/zimmerhq/zimmer/services/lifecycle/effect"
+	"github.com/zimmerhq/zimmer/services/lifecycle/effect/effecttest"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
 	"github.com/zimmerhq/zimmer/services/runner/internal/grpcapi"
+	"github.com/zimmerhq/zimmer/services/runner/internal/summary"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
 
@@ -48,7 +51,7 @@ func (f *fakeWorkflows) ExecuteWorkflow(_ context.Context, o client.StartWorkflo
 func effectConsumer(w *fakeWorkflows, log *bytes.Buffer) *grpcapi.Consumer {
 	logger := slog.New(slog.NewTextHandler(log, nil))
 	return grpcapi.NewConsumer(&fakeStarter{}, workflow.Starter{Node: "n1"}, "demo", logger).
-		WithEffects(grpcapi.NewEffects(w, 2*time.Minute, logger))
+		WithEffects(grpcapi.NewEffects(w, 2*time.Minute, logger).WithStatusSummaries())
 }
 
 func effect(id int64, e *lifecyclev1.SessionEffect) *lifecyclev1.SessionEvent {
@@ -145,13 +148,13 @@ func TestTemporalTroubleIsRetriedByTheRelay(t *testing.T) {
 	require.Equal(t, codes.Unavailable, status.Code(err))
 }
 
-// TestEffectsNotBuiltAreAcknowledged: the other runner-owned effects are
-// answered (so the relay stops retrying) and say so in the log; an effect
-// the runner does not own is answered applied false, and the log names it
-// (lifecycle/effect.Unhandled, the consumers' one way to say so).
+// TestEffectsNotBuiltAreAcknowledged: a runner-owned effect not built yet
+// is answered (so the relay stops retrying) and says so in the log; an
+// effect the runner does not own is answered applied false, and the log
+// names it (lifecycle/effect.Unhandled, the consumers' one way to say so).
 func TestEffectsNotBuiltAreAcknowledged(t *testing.T) {
 	t.Parallel()
-	for _, e := range []*lifecyclev1.SessionEffect{inference(), statusSummaryRefresh(), harvestFork()} {
+	for _, e := range []*lifecyclev1.SessionEffect{inference()} {
 		name := lifecycleeffect.Name(e)
 		var log bytes.Buffer
 		w := &fakeWorkflows{}
@@ -181,4 +184,79 @@ func TestARunnerWithoutEffectsSaysSo(t *testing.T) {
 	require.False(t, resp.GetApplied())
 	require.Contains(t, log.String(), "this runner carries out no effects")
 	require.Contains(t, log.String(), "effect=restore_clone")
+}
+
+// TestStatusSummaryEffectsStartTheirWorkflows: a pause's refresh starts the
+// session's status-summary workflow, one at a time; a fork's harvest starts
+// the fork's harvest, carrying its failure when it failed.
+func TestStatusSummaryEffectsStartTheirWorkflows(t *testing.T) {
+	t.Parallel()
+	w := &fakeWorkflows{}
+	c := effectConsumer(w, &bytes.Buffer{})
+	resp, err := consume(t, c, effect(42, statusSummaryRefresh()))
+	require.NoError(t, err)
+	require.True(t, resp.GetApplied())
+	require.Equal(t, "session/42/status-summary", w.started[0].opts.ID)
+	require.Equal(t, "zimmer-runner", w.started[0].opts.TaskQueue)
+	require.Equal(t, summary.RefreshWorkflowName, w.started[0].name)
+	require.Equal(t, []any{summary.RefreshInput{SourceID: 42}}, w.started[0].args)
+
+	w.running = map[string]bool{"session/42/status-summary": true}
+	resp, err = consume(t, c, effect(42, statusSummaryRefresh()))
+	require.NoError(t, err)
+	require.False(t, resp.GetApplied(), "a second refresh while one runs forks nothing")
+	require.Len(t, w.started, 1)
+
+	resp, err = consume(t, c, effect(43, harvestFork()))
+	require.NoError(t, err)
+	require.True(t, resp.GetApplied())
+	require.Equal(t, "session/43/status-summary-harvest", w.started[1].opts.ID)
+	require.Equal(t, []any{summary.HarvestInput{ForkID: 43}}, w.started[1].args)
+
+	failed := &lifecyclev1.SessionEffect{Kind: &lifecyclev1.SessionEffect_HarvestFork{HarvestFork: &lifecyclev1.HarvestForkEffect{
+		FailureReason: proto.String("exited with code 1")}}}
+	_, err = consume(t, c, effect(44, failed))
+	require.NoError(t, err)
+	require.Equal(t, []any{summary.HarvestInput{ForkID: 44, Failed: true, FailureReason: "exited with code 1"}}, w.started[2].args)
+}
+
+// TestARunnerWithSummariesOffSaysSo: RUNNER_STATUS_SUMMARIES=false answers a
+// refresh through effect.Unhandled, naming the setting; a fork's harvest is
+// still carried out.
+func TestARunnerWithSummariesOffSaysSo(t *testing.T) {
+	t.Parallel()
+	var log bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	w := &fakeWorkflows{}
+	c := grpcapi.NewConsumer(&fakeStarter{}, workflow.Starter{Node: "n1"}, "demo", logger).
+		WithEffects(grpcapi.NewEffects(w, time.Minute, logger))
+	resp, err := consume(t, c, effect(42, statusSummaryRefresh()))
+	require.NoError(t, err)
+	require.False(t, resp.GetApplied())
+	require.Contains(t, log.String(), "RUNNER_STATUS_SUMMARIES=false")
+	require.Empty(t, w.started)
+	_, err = consume(t, c, effect(43, harvestFork()))
+	require.NoError(t, err)
+	require.Len(t, w.started, 1)
+}
+
+// TestTheRunnerCarriesOutEveryEffectItReceives lists the effects lifecycle
+// addresses to the runner (domain.OwnerRunner): each is carried out, none
+// only acknowledged (issue 28). enqueue_session_inference_if_needed is the
+// inference's work (issue 28 item 1, built beside this): until it lands,
+// this test fails on it alone, which is its purpose.
+func TestTheRunnerCarriesOutEveryEffectItReceives(t *testing.T) {
+	t.Parallel()
+	handled := effecttest.Handled(t, func(ctx context.Context, logger *slog.Logger, ev *lifecyclev1.SessionEvent) {
+		c := grpcapi.NewConsumer(&fakeStarter{}, workflow.Starter{Node: "n1"}, "demo", logger).
+			WithEffects(grpcapi.NewEffects(&fakeWorkflows{}, time.Minute, logger).WithStatusSummaries())
+		_, _ = c.ConsumeSessionEvent(ctx, &lifecyclev1.ConsumeSessionEventRequest{Event: ev})
+	})
+	require.ElementsMatch(t, []string{
+		"enqueue_deferred_cleanup",
+		"restore_clone",
+		"enqueue_status_summary_refresh",
+		"harvest_status_summary_fork",
+		"enqueue_session_inference_if_needed",
+	}, handled)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -291,6 +292,28 @@ func (s *Transcripts) LinesAfter(ctx context.Context, sessionID, afterID int64, 
 	lines, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (transcript.Line, error) { return scanLine(row) })
 	if err != nil {
 		return nil, fmt.Errorf("read transcript of session %d: %w", sessionID, err)
+	}
+	return lines, nil
+}
+
+// Tail returns session sessionID's newest lines up to line upTo (0: its
+// newest), at most limit of them, oldest first: what a status summary
+// reads, and what a fork's harvest reads its summary from.
+func (s *Transcripts) Tail(ctx context.Context, sessionID, upTo int64, limit int) ([]transcript.Line, error) {
+	if upTo <= 0 {
+		upTo = math.MaxInt64
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT * FROM (
+			SELECT `+lineColumns+` FROM transcript_lines l
+			WHERE l.session_id = $1 AND l.id <= $2 ORDER BY l.id DESC LIMIT $3) newest
+		ORDER BY id`, sessionID, upTo, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read the newest transcript of session %d: %w", sessionID, err)
+	}
+	lines, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (transcript.Line, error) { return scanLine(row) })
+	if err != nil {
+		return nil, fmt.Errorf("read the newest transcript of session %d: %w", sessionID, err)
 	}
 	return lines, nil
 }

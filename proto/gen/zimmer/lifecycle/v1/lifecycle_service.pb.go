@@ -4608,6 +4608,248 @@ func (x *ClearTrashExpiryResponse) GetSession() *Session {
 	return nil
 }
 
+type CreateStatusSummaryForkRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	SourceSessionId int64                  `protobuf:"varint,1,opt,name=source_session_id,json=sourceSessionId,proto3" json:"source_session_id,omitempty"`
+	// The fork's one turn: what to summarise (the source's transcript, as
+	// the runner renders it) and how.
+	Prompt string `protobuf:"bytes,2,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// The id of the newest line of the source's transcript the prompt
+	// covers: the summary's transcript_position once harvested.
+	TranscriptPosition int64 `protobuf:"varint,3,opt,name=transcript_position,json=transcriptPosition,proto3" json:"transcript_position,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *CreateStatusSummaryForkRequest) Reset() {
+	*x = CreateStatusSummaryForkRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateStatusSummaryForkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateStatusSummaryForkRequest) ProtoMessage() {}
+
+func (x *CreateStatusSummaryForkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateStatusSummaryForkRequest.ProtoReflect.Descriptor instead.
+func (*CreateStatusSummaryForkRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *CreateStatusSummaryForkRequest) GetSourceSessionId() int64 {
+	if x != nil {
+		return x.SourceSessionId
+	}
+	return 0
+}
+
+func (x *CreateStatusSummaryForkRequest) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+func (x *CreateStatusSummaryForkRequest) GetTranscriptPosition() int64 {
+	if x != nil {
+		return x.TranscriptPosition
+	}
+	return 0
+}
+
+type CreateStatusSummaryForkResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Fork  *Session               `protobuf:"bytes,1,opt,name=fork,proto3" json:"fork,omitempty"`
+	// False when a fork of the source was already at work: fork is that one.
+	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateStatusSummaryForkResponse) Reset() {
+	*x = CreateStatusSummaryForkResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateStatusSummaryForkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateStatusSummaryForkResponse) ProtoMessage() {}
+
+func (x *CreateStatusSummaryForkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateStatusSummaryForkResponse.ProtoReflect.Descriptor instead.
+func (*CreateStatusSummaryForkResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *CreateStatusSummaryForkResponse) GetFork() *Session {
+	if x != nil {
+		return x.Fork
+	}
+	return nil
+}
+
+func (x *CreateStatusSummaryForkResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+type HarvestStatusSummaryForkRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ForkSessionId int64                  `protobuf:"varint,1,opt,name=fork_session_id,json=forkSessionId,proto3" json:"fork_session_id,omitempty"`
+	// The summary the fork's turn wrote; ignored when failure_reason is set.
+	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// Set when the fork failed (or wrote nothing usable): recorded on the
+	// source's status_summary.failure, the earlier summary kept.
+	FailureReason string `protobuf:"bytes,3,opt,name=failure_reason,json=failureReason,proto3" json:"failure_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HarvestStatusSummaryForkRequest) Reset() {
+	*x = HarvestStatusSummaryForkRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HarvestStatusSummaryForkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HarvestStatusSummaryForkRequest) ProtoMessage() {}
+
+func (x *HarvestStatusSummaryForkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HarvestStatusSummaryForkRequest.ProtoReflect.Descriptor instead.
+func (*HarvestStatusSummaryForkRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *HarvestStatusSummaryForkRequest) GetForkSessionId() int64 {
+	if x != nil {
+		return x.ForkSessionId
+	}
+	return 0
+}
+
+func (x *HarvestStatusSummaryForkRequest) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *HarvestStatusSummaryForkRequest) GetFailureReason() string {
+	if x != nil {
+		return x.FailureReason
+	}
+	return ""
+}
+
+type HarvestStatusSummaryForkResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source as the harvest left it; unset when it is gone.
+	Source *Session `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	Fork   *Session `protobuf:"bytes,2,opt,name=fork,proto3" json:"fork,omitempty"`
+	// False when the fork had been harvested before.
+	Harvested     bool `protobuf:"varint,3,opt,name=harvested,proto3" json:"harvested,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HarvestStatusSummaryForkResponse) Reset() {
+	*x = HarvestStatusSummaryForkResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HarvestStatusSummaryForkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HarvestStatusSummaryForkResponse) ProtoMessage() {}
+
+func (x *HarvestStatusSummaryForkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HarvestStatusSummaryForkResponse.ProtoReflect.Descriptor instead.
+func (*HarvestStatusSummaryForkResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *HarvestStatusSummaryForkResponse) GetSource() *Session {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *HarvestStatusSummaryForkResponse) GetFork() *Session {
+	if x != nil {
+		return x.Fork
+	}
+	return nil
+}
+
+func (x *HarvestStatusSummaryForkResponse) GetHarvested() bool {
+	if x != nil {
+		return x.Harvested
+	}
+	return false
+}
+
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
@@ -4964,7 +5206,22 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"archivedAt\"l\n" +
 	"\x18ClearTrashExpiryResponse\x12\x18\n" +
 	"\acleared\x18\x01 \x01(\bR\acleared\x126\n" +
-	"\asession\x18\x02 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession*\x84\x01\n" +
+	"\asession\x18\x02 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"\x95\x01\n" +
+	"\x1eCreateStatusSummaryForkRequest\x12*\n" +
+	"\x11source_session_id\x18\x01 \x01(\x03R\x0fsourceSessionId\x12\x16\n" +
+	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12/\n" +
+	"\x13transcript_position\x18\x03 \x01(\x03R\x12transcriptPosition\"m\n" +
+	"\x1fCreateStatusSummaryForkResponse\x120\n" +
+	"\x04fork\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\x04fork\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\x84\x01\n" +
+	"\x1fHarvestStatusSummaryForkRequest\x12&\n" +
+	"\x0ffork_session_id\x18\x01 \x01(\x03R\rforkSessionId\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12%\n" +
+	"\x0efailure_reason\x18\x03 \x01(\tR\rfailureReason\"\xa8\x01\n" +
+	" HarvestStatusSummaryForkResponse\x124\n" +
+	"\x06source\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\x06source\x120\n" +
+	"\x04fork\x18\x02 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\x04fork\x12\x1c\n" +
+	"\tharvested\x18\x03 \x01(\bR\tharvested*\x84\x01\n" +
 	"\fDeliveryMode\x12\x1d\n" +
 	"\x19DELIVERY_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVERY_MODE_IDLE\x10\x01\x12\x1a\n" +
@@ -4977,7 +5234,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"'DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION\x10\x03\x12 \n" +
 	"\x1cDELIVERY_REFUSAL_AUTH_OUTAGE\x10\x04\x12\x1e\n" +
 	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x05\x12\x1b\n" +
-	"\x17DELIVERY_REFUSAL_ASLEEP\x10\x062\xa5(\n" +
+	"\x17DELIVERY_REFUSAL_ASLEEP\x10\x062\xc6*\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -5012,7 +5269,9 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x0eRefreshSession\x12*.zimmer.lifecycle.v1.RefreshSessionRequest\x1a+.zimmer.lifecycle.v1.RefreshSessionResponse\"6\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/refresh\x12\x82\x01\n" +
 	"\x13WatchSessionChanges\x12/.zimmer.lifecycle.v1.WatchSessionChangesRequest\x1a0.zimmer.lifecycle.v1.WatchSessionChangesResponse\"\x06\xea\xe0\x18\x02\b\x030\x01\x12\xaf\x01\n" +
 	"\x10ListElicitations\x12,.zimmer.lifecycle.v1.ListElicitationsRequest\x1a-.zimmer.lifecycle.v1.ListElicitationsResponse\">\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02,\x12*/api/v1/sessions/{session_id}/elicitations\x12\xc7\x01\n" +
-	"\x11AnswerElicitation\x12-.zimmer.lifecycle.v1.AnswerElicitationRequest\x1a..zimmer.lifecycle.v1.AnswerElicitationResponse\"S\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02G:\x01*\"B/api/v1/sessions/{session_id}/elicitations/{elicitation_id}/answer2\xa0\x01\n" +
+	"\x11AnswerElicitation\x12-.zimmer.lifecycle.v1.AnswerElicitationRequest\x1a..zimmer.lifecycle.v1.AnswerElicitationResponse\"S\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02G:\x01*\"B/api/v1/sessions/{session_id}/elicitations/{elicitation_id}/answer\x12\x8c\x01\n" +
+	"\x17CreateStatusSummaryFork\x123.zimmer.lifecycle.v1.CreateStatusSummaryForkRequest\x1a4.zimmer.lifecycle.v1.CreateStatusSummaryForkResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x8f\x01\n" +
+	"\x18HarvestStatusSummaryFork\x124.zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest\x1a5.zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse\"\x06\xea\xe0\x18\x02\b\x032\xa0\x01\n" +
 	"\x1bSessionEventConsumerService\x12\x80\x01\n" +
 	"\x13ConsumeSessionEvent\x12/.zimmer.lifecycle.v1.ConsumeSessionEventRequest\x1a0.zimmer.lifecycle.v1.ConsumeSessionEventResponse\"\x06\xea\xe0\x18\x02\b\x03BFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
 
@@ -5029,7 +5288,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
@@ -5108,141 +5367,152 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*SessionChange)(nil),                         // 74: zimmer.lifecycle.v1.SessionChange
 	(*ClearTrashExpiryRequest)(nil),               // 75: zimmer.lifecycle.v1.ClearTrashExpiryRequest
 	(*ClearTrashExpiryResponse)(nil),              // 76: zimmer.lifecycle.v1.ClearTrashExpiryResponse
-	(*Elicitation)(nil),                           // 77: zimmer.lifecycle.v1.Elicitation
-	(*structpb.Struct)(nil),                       // 78: google.protobuf.Struct
-	(*Session)(nil),                               // 79: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 80: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 81: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 82: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 83: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 84: zimmer.lifecycle.v1.StreamEvent
-	(*durationpb.Duration)(nil),                   // 85: google.protobuf.Duration
-	(*SessionEvent)(nil),                          // 86: zimmer.lifecycle.v1.SessionEvent
+	(*CreateStatusSummaryForkRequest)(nil),        // 77: zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
+	(*CreateStatusSummaryForkResponse)(nil),       // 78: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
+	(*HarvestStatusSummaryForkRequest)(nil),       // 79: zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
+	(*HarvestStatusSummaryForkResponse)(nil),      // 80: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
+	(*Elicitation)(nil),                           // 81: zimmer.lifecycle.v1.Elicitation
+	(*structpb.Struct)(nil),                       // 82: google.protobuf.Struct
+	(*Session)(nil),                               // 83: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 84: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 85: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 86: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 87: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 88: zimmer.lifecycle.v1.StreamEvent
+	(*durationpb.Duration)(nil),                   // 89: google.protobuf.Duration
+	(*SessionEvent)(nil),                          // 90: zimmer.lifecycle.v1.SessionEvent
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	77, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
-	78, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
-	79, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	78, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	79, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	80, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	79, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	81, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	79, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	82, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	83, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	84, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	77, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
-	79, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	81, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
+	82, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	83, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	82, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	83, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	83, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	84, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	83, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	85, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	83, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	83, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	83, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	83, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	83, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	86, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	87, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	88, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	81, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
+	83, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	30, // 19: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	85, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
+	89, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
 	32, // 21: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	34, // 22: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	82, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	86, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
 	37, // 24: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	82, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	82, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	82, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
+	86, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	86, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	86, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
 	32, // 28: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	37, // 29: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	78, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	79, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	82, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	83, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	83, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	46, // 33: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
 	46, // 34: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	86, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	79, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	90, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	83, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	0,  // 37: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
 	1,  // 38: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	79, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	83, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	1,  // 40: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	79, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	82, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	83, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	86, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
 	63, // 43: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
-	82, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
-	79, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	86, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	83, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	74, // 46: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
-	82, // 47: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
-	82, // 48: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
-	79, // 49: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	6,  // 50: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	8,  // 51: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	10, // 52: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	40, // 53: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	42, // 54: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	44, // 55: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	47, // 56: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	49, // 57: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	12, // 58: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	14, // 59: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	20, // 60: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	28, // 61: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	16, // 62: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	18, // 63: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	53, // 64: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	22, // 65: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	24, // 66: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	26, // 67: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	31, // 68: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	35, // 69: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	38, // 70: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	64, // 71: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	66, // 72: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	55, // 73: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	57, // 74: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	61, // 75: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	68, // 76: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
-	70, // 77: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	75, // 78: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
-	59, // 79: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	72, // 80: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
-	2,  // 81: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
-	4,  // 82: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
-	51, // 83: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	7,  // 84: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	9,  // 85: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	11, // 86: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	41, // 87: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	43, // 88: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	45, // 89: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	48, // 90: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	50, // 91: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	13, // 92: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	15, // 93: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	21, // 94: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	29, // 95: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	17, // 96: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	19, // 97: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	54, // 98: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	23, // 99: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	25, // 100: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	27, // 101: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	33, // 102: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	36, // 103: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	39, // 104: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	65, // 105: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	67, // 106: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	56, // 107: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	58, // 108: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	62, // 109: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	69, // 110: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
-	71, // 111: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	76, // 112: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
-	60, // 113: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	73, // 114: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
-	3,  // 115: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
-	5,  // 116: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
-	52, // 117: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	84, // [84:118] is the sub-list for method output_type
-	50, // [50:84] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	86, // 47: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
+	86, // 48: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
+	83, // 49: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	83, // 50: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
+	83, // 51: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.source:type_name -> zimmer.lifecycle.v1.Session
+	83, // 52: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
+	6,  // 53: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	8,  // 54: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	10, // 55: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	40, // 56: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	42, // 57: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	44, // 58: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	47, // 59: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	49, // 60: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	12, // 61: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	14, // 62: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	20, // 63: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	28, // 64: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	16, // 65: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	18, // 66: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	53, // 67: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	22, // 68: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	24, // 69: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	26, // 70: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	31, // 71: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	35, // 72: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	38, // 73: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	64, // 74: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	66, // 75: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	55, // 76: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	57, // 77: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	61, // 78: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	68, // 79: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	70, // 80: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	75, // 81: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
+	59, // 82: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	72, // 83: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
+	2,  // 84: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
+	4,  // 85: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
+	77, // 86: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:input_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
+	79, // 87: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:input_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
+	51, // 88: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	7,  // 89: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	9,  // 90: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	11, // 91: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	41, // 92: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	43, // 93: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	45, // 94: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	48, // 95: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	50, // 96: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	13, // 97: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	15, // 98: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	21, // 99: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	29, // 100: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	17, // 101: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	19, // 102: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	54, // 103: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	23, // 104: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	25, // 105: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	27, // 106: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	33, // 107: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	36, // 108: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	39, // 109: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	65, // 110: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	67, // 111: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	56, // 112: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	58, // 113: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	62, // 114: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	69, // 115: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	71, // 116: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	76, // 117: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
+	60, // 118: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	73, // 119: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
+	3,  // 120: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
+	5,  // 121: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
+	78, // 122: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:output_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
+	80, // 123: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:output_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
+	52, // 124: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	89, // [89:125] is the sub-list for method output_type
+	53, // [53:89] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -5271,7 +5541,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   75,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

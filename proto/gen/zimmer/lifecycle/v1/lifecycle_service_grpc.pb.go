@@ -52,6 +52,8 @@ const (
 	LifecycleService_WatchSessionChanges_FullMethodName           = "/zimmer.lifecycle.v1.LifecycleService/WatchSessionChanges"
 	LifecycleService_ListElicitations_FullMethodName              = "/zimmer.lifecycle.v1.LifecycleService/ListElicitations"
 	LifecycleService_AnswerElicitation_FullMethodName             = "/zimmer.lifecycle.v1.LifecycleService/AnswerElicitation"
+	LifecycleService_CreateStatusSummaryFork_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/CreateStatusSummaryFork"
+	LifecycleService_HarvestStatusSummaryFork_FullMethodName      = "/zimmer.lifecycle.v1.LifecycleService/HarvestStatusSummaryFork"
 )
 
 // LifecycleServiceClient is the client API for LifecycleService service.
@@ -216,6 +218,24 @@ type LifecycleServiceClient interface {
 	// which); an archived session. A session credential may not answer its
 	// own agent's question: the answer is a human's (or an operator's).
 	AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error)
+	// CreateStatusSummaryFork creates Zimmer's throwaway status-summary fork
+	// of a session (session-lifecycle.md, the pause hook's step 6): a session
+	// of its own, marked in custom_metadata (status_summary_fork, with its
+	// source and the transcript position its prompt covers), with the
+	// source's repository, branch, subdirectory, agent root and runtime, no
+	// goal and no parent, whose one turn is prompt. At most one fork of a
+	// source is at work at a time: while one is not archived, the call
+	// answers that one with created false. A source that is itself a fork is
+	// refused (FailedPrecondition): a fork never summarises itself.
+	// Internal: the runner calls it.
+	CreateStatusSummaryFork(ctx context.Context, in *CreateStatusSummaryForkRequest, opts ...grpc.CallOption) (*CreateStatusSummaryForkResponse, error)
+	// HarvestStatusSummaryFork ends a status-summary fork whose one turn
+	// ended: its summary (or, with failure_reason, its failure) is recorded on
+	// its source's status_summary, then the fork is archived by Zimmer (a
+	// system archive: no queue guard). Idempotent: a fork harvested before
+	// records nothing again and stays archived. A session that is no fork is
+	// refused (FailedPrecondition). Internal: the runner calls it.
+	HarvestStatusSummaryFork(ctx context.Context, in *HarvestStatusSummaryForkRequest, opts ...grpc.CallOption) (*HarvestStatusSummaryForkResponse, error)
 }
 
 type lifecycleServiceClient struct {
@@ -565,6 +585,26 @@ func (c *lifecycleServiceClient) AnswerElicitation(ctx context.Context, in *Answ
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) CreateStatusSummaryFork(ctx context.Context, in *CreateStatusSummaryForkRequest, opts ...grpc.CallOption) (*CreateStatusSummaryForkResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateStatusSummaryForkResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_CreateStatusSummaryFork_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) HarvestStatusSummaryFork(ctx context.Context, in *HarvestStatusSummaryForkRequest, opts ...grpc.CallOption) (*HarvestStatusSummaryForkResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HarvestStatusSummaryForkResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_HarvestStatusSummaryFork_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LifecycleServiceServer is the server API for LifecycleService service.
 // All implementations must embed UnimplementedLifecycleServiceServer
 // for forward compatibility.
@@ -727,6 +767,24 @@ type LifecycleServiceServer interface {
 	// which); an archived session. A session credential may not answer its
 	// own agent's question: the answer is a human's (or an operator's).
 	AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error)
+	// CreateStatusSummaryFork creates Zimmer's throwaway status-summary fork
+	// of a session (session-lifecycle.md, the pause hook's step 6): a session
+	// of its own, marked in custom_metadata (status_summary_fork, with its
+	// source and the transcript position its prompt covers), with the
+	// source's repository, branch, subdirectory, agent root and runtime, no
+	// goal and no parent, whose one turn is prompt. At most one fork of a
+	// source is at work at a time: while one is not archived, the call
+	// answers that one with created false. A source that is itself a fork is
+	// refused (FailedPrecondition): a fork never summarises itself.
+	// Internal: the runner calls it.
+	CreateStatusSummaryFork(context.Context, *CreateStatusSummaryForkRequest) (*CreateStatusSummaryForkResponse, error)
+	// HarvestStatusSummaryFork ends a status-summary fork whose one turn
+	// ended: its summary (or, with failure_reason, its failure) is recorded on
+	// its source's status_summary, then the fork is archived by Zimmer (a
+	// system archive: no queue guard). Idempotent: a fork harvested before
+	// records nothing again and stays archived. A session that is no fork is
+	// refused (FailedPrecondition). Internal: the runner calls it.
+	HarvestStatusSummaryFork(context.Context, *HarvestStatusSummaryForkRequest) (*HarvestStatusSummaryForkResponse, error)
 	mustEmbedUnimplementedLifecycleServiceServer()
 }
 
@@ -835,6 +893,12 @@ func (UnimplementedLifecycleServiceServer) ListElicitations(context.Context, *Li
 }
 func (UnimplementedLifecycleServiceServer) AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AnswerElicitation not implemented")
+}
+func (UnimplementedLifecycleServiceServer) CreateStatusSummaryFork(context.Context, *CreateStatusSummaryForkRequest) (*CreateStatusSummaryForkResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateStatusSummaryFork not implemented")
+}
+func (UnimplementedLifecycleServiceServer) HarvestStatusSummaryFork(context.Context, *HarvestStatusSummaryForkRequest) (*HarvestStatusSummaryForkResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method HarvestStatusSummaryFork not implemented")
 }
 func (UnimplementedLifecycleServiceServer) mustEmbedUnimplementedLifecycleServiceServer() {}
 func (UnimplementedLifecycleServiceServer) testEmbeddedByValue()                          {}
@@ -1444,6 +1508,42 @@ func _LifecycleService_AnswerElicitation_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_CreateStatusSummaryFork_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateStatusSummaryForkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).CreateStatusSummaryFork(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_CreateStatusSummaryFork_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).CreateStatusSummaryFork(ctx, req.(*CreateStatusSummaryForkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_HarvestStatusSummaryFork_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HarvestStatusSummaryForkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).HarvestStatusSummaryFork(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_HarvestStatusSummaryFork_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).HarvestStatusSummaryFork(ctx, req.(*HarvestStatusSummaryForkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LifecycleService_ServiceDesc is the grpc.ServiceDesc for LifecycleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1578,6 +1678,14 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AnswerElicitation",
 			Handler:    _LifecycleService_AnswerElicitation_Handler,
+		},
+		{
+			MethodName: "CreateStatusSummaryFork",
+			Handler:    _LifecycleService_CreateStatusSummaryFork_Handler,
+		},
+		{
+			MethodName: "HarvestStatusSummaryFork",
+			Handler:    _LifecycleService_HarvestStatusSummaryFork_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -93,8 +93,13 @@ type Session struct {
 	// idle. Cleared by a fresh elicitation, a resume and an archive.
 	// Read-only.
 	LostElicitation *LostElicitation `protobuf:"bytes,34,opt,name=lost_elicitation,json=lostElicitation,proto3" json:"lost_elicitation,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Where the session's work stands, in a few sentences: written by
+	// Zimmer's throwaway status-summary fork after a pause or failure that
+	// added transcript since the last one. Unset until the first fork ended.
+	// Read-only.
+	StatusSummary *StatusSummary `protobuf:"bytes,40,opt,name=status_summary,json=statusSummary,proto3" json:"status_summary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -365,6 +370,168 @@ func (x *Session) GetLostElicitation() *LostElicitation {
 	return nil
 }
 
+func (x *Session) GetStatusSummary() *StatusSummary {
+	if x != nil {
+		return x.StatusSummary
+	}
+	return nil
+}
+
+// StatusSummary is a session's status summary and what it covers.
+type StatusSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The summary; "" while no fork has written one (failure says why).
+	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// When text was written; unset with it.
+	GeneratedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=generated_at,json=generatedAt,proto3" json:"generated_at,omitempty"`
+	// The id of the newest line of the session's transcript text covers (the
+	// runner's transcript line ids only grow): a pause or failure whose
+	// transcript has moved past it asks for a new summary.
+	TranscriptPosition int64 `protobuf:"varint,3,opt,name=transcript_position,json=transcriptPosition,proto3" json:"transcript_position,omitempty"`
+	// The fork session that wrote text.
+	ForkSessionId int64 `protobuf:"varint,4,opt,name=fork_session_id,json=forkSessionId,proto3" json:"fork_session_id,omitempty"`
+	// The newest fork that failed since text was written; cleared by the next
+	// summary written.
+	Failure       *StatusSummaryFailure `protobuf:"bytes,5,opt,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatusSummary) Reset() {
+	*x = StatusSummary{}
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatusSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatusSummary) ProtoMessage() {}
+
+func (x *StatusSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatusSummary.ProtoReflect.Descriptor instead.
+func (*StatusSummary) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StatusSummary) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *StatusSummary) GetGeneratedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.GeneratedAt
+	}
+	return nil
+}
+
+func (x *StatusSummary) GetTranscriptPosition() int64 {
+	if x != nil {
+		return x.TranscriptPosition
+	}
+	return 0
+}
+
+func (x *StatusSummary) GetForkSessionId() int64 {
+	if x != nil {
+		return x.ForkSessionId
+	}
+	return 0
+}
+
+func (x *StatusSummary) GetFailure() *StatusSummaryFailure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
+// StatusSummaryFailure is a status-summary fork that failed.
+type StatusSummaryFailure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	FailedAt      *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=failed_at,json=failedAt,proto3" json:"failed_at,omitempty"`
+	ForkSessionId int64                  `protobuf:"varint,3,opt,name=fork_session_id,json=forkSessionId,proto3" json:"fork_session_id,omitempty"`
+	// The transcript position the failed fork was to cover.
+	TranscriptPosition int64 `protobuf:"varint,4,opt,name=transcript_position,json=transcriptPosition,proto3" json:"transcript_position,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *StatusSummaryFailure) Reset() {
+	*x = StatusSummaryFailure{}
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatusSummaryFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatusSummaryFailure) ProtoMessage() {}
+
+func (x *StatusSummaryFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatusSummaryFailure.ProtoReflect.Descriptor instead.
+func (*StatusSummaryFailure) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *StatusSummaryFailure) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *StatusSummaryFailure) GetFailedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FailedAt
+	}
+	return nil
+}
+
+func (x *StatusSummaryFailure) GetForkSessionId() int64 {
+	if x != nil {
+		return x.ForkSessionId
+	}
+	return 0
+}
+
+func (x *StatusSummaryFailure) GetTranscriptPosition() int64 {
+	if x != nil {
+		return x.TranscriptPosition
+	}
+	return 0
+}
+
 // Elicitation is a question an agent is blocked on (an MCP elicitation):
 // its process is alive, waiting for a human's answer.
 type Elicitation struct {
@@ -389,7 +556,7 @@ type Elicitation struct {
 
 func (x *Elicitation) Reset() {
 	*x = Elicitation{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -401,7 +568,7 @@ func (x *Elicitation) String() string {
 func (*Elicitation) ProtoMessage() {}
 
 func (x *Elicitation) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -414,7 +581,7 @@ func (x *Elicitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Elicitation.ProtoReflect.Descriptor instead.
 func (*Elicitation) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{1}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Elicitation) GetId() string {
@@ -484,7 +651,7 @@ type LostElicitation struct {
 
 func (x *LostElicitation) Reset() {
 	*x = LostElicitation{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -496,7 +663,7 @@ func (x *LostElicitation) String() string {
 func (*LostElicitation) ProtoMessage() {}
 
 func (x *LostElicitation) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -509,7 +676,7 @@ func (x *LostElicitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostElicitation.ProtoReflect.Descriptor instead.
 func (*LostElicitation) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{2}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *LostElicitation) GetReason() string {
@@ -554,7 +721,7 @@ type TimelineLine struct {
 
 func (x *TimelineLine) Reset() {
 	*x = TimelineLine{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +733,7 @@ func (x *TimelineLine) String() string {
 func (*TimelineLine) ProtoMessage() {}
 
 func (x *TimelineLine) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +746,7 @@ func (x *TimelineLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineLine.ProtoReflect.Descriptor instead.
 func (*TimelineLine) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TimelineLine) GetId() int64 {
@@ -628,7 +795,7 @@ type StreamEvent struct {
 
 func (x *StreamEvent) Reset() {
 	*x = StreamEvent{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -640,7 +807,7 @@ func (x *StreamEvent) String() string {
 func (*StreamEvent) ProtoMessage() {}
 
 func (x *StreamEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -653,7 +820,7 @@ func (x *StreamEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
 func (*StreamEvent) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StreamEvent) GetId() int64 {
@@ -711,7 +878,7 @@ type Pagination struct {
 
 func (x *Pagination) Reset() {
 	*x = Pagination{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +890,7 @@ func (x *Pagination) String() string {
 func (*Pagination) ProtoMessage() {}
 
 func (x *Pagination) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +903,7 @@ func (x *Pagination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pagination.ProtoReflect.Descriptor instead.
 func (*Pagination) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Pagination) GetPage() int32 {
@@ -771,8 +938,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf4\n" +
-	"\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbf\v\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -815,8 +981,20 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\x0erunning_job_id\x18\x1f \x01(\tR\frunningJobId\x12-\n" +
 	"\x12push_notifications\x18  \x01(\bR\x11pushNotifications\x12>\n" +
 	"\x1brecovery_continue_abandoned\x18! \x01(\tR\x19recoveryContinueAbandoned\x12O\n" +
-	"\x10lost_elicitation\x18\" \x01(\v2$.zimmer.lifecycle.v1.LostElicitationR\x0flostElicitationB\x14\n" +
-	"\x12_parent_session_id\"\xad\x02\n" +
+	"\x10lost_elicitation\x18\" \x01(\v2$.zimmer.lifecycle.v1.LostElicitationR\x0flostElicitation\x12I\n" +
+	"\x0estatus_summary\x18( \x01(\v2\".zimmer.lifecycle.v1.StatusSummaryR\rstatusSummaryB\x14\n" +
+	"\x12_parent_session_id\"\x80\x02\n" +
+	"\rStatusSummary\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12=\n" +
+	"\fgenerated_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\vgeneratedAt\x12/\n" +
+	"\x13transcript_position\x18\x03 \x01(\x03R\x12transcriptPosition\x12&\n" +
+	"\x0ffork_session_id\x18\x04 \x01(\x03R\rforkSessionId\x12C\n" +
+	"\afailure\x18\x05 \x01(\v2).zimmer.lifecycle.v1.StatusSummaryFailureR\afailure\"\xc0\x01\n" +
+	"\x14StatusSummaryFailure\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x127\n" +
+	"\tfailed_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bfailedAt\x12&\n" +
+	"\x0ffork_session_id\x18\x03 \x01(\x03R\rforkSessionId\x12/\n" +
+	"\x13transcript_position\x18\x04 \x01(\x03R\x12transcriptPosition\"\xad\x02\n" +
 	"\vElicitation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -868,36 +1046,42 @@ func file_zimmer_lifecycle_v1_session_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_session_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_zimmer_lifecycle_v1_session_proto_goTypes = []any{
 	(*Session)(nil),               // 0: zimmer.lifecycle.v1.Session
-	(*Elicitation)(nil),           // 1: zimmer.lifecycle.v1.Elicitation
-	(*LostElicitation)(nil),       // 2: zimmer.lifecycle.v1.LostElicitation
-	(*TimelineLine)(nil),          // 3: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),           // 4: zimmer.lifecycle.v1.StreamEvent
-	(*Pagination)(nil),            // 5: zimmer.lifecycle.v1.Pagination
-	(*structpb.Struct)(nil),       // 6: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
+	(*StatusSummary)(nil),         // 1: zimmer.lifecycle.v1.StatusSummary
+	(*StatusSummaryFailure)(nil),  // 2: zimmer.lifecycle.v1.StatusSummaryFailure
+	(*Elicitation)(nil),           // 3: zimmer.lifecycle.v1.Elicitation
+	(*LostElicitation)(nil),       // 4: zimmer.lifecycle.v1.LostElicitation
+	(*TimelineLine)(nil),          // 5: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),           // 6: zimmer.lifecycle.v1.StreamEvent
+	(*Pagination)(nil),            // 7: zimmer.lifecycle.v1.Pagination
+	(*structpb.Struct)(nil),       // 8: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
 }
 var file_zimmer_lifecycle_v1_session_proto_depIdxs = []int32{
-	6,  // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
-	7,  // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	7,  // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	7,  // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
-	7,  // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
-	2,  // 5: zimmer.lifecycle.v1.Session.lost_elicitation:type_name -> zimmer.lifecycle.v1.LostElicitation
-	6,  // 6: zimmer.lifecycle.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
-	7,  // 7: zimmer.lifecycle.v1.Elicitation.requested_at:type_name -> google.protobuf.Timestamp
-	7,  // 8: zimmer.lifecycle.v1.Elicitation.expires_at:type_name -> google.protobuf.Timestamp
-	7,  // 9: zimmer.lifecycle.v1.LostElicitation.lost_at:type_name -> google.protobuf.Timestamp
-	7,  // 10: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
-	6,  // 11: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
-	7,  // 12: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	8,  // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
+	9,  // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	9,  // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	9,  // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
+	9,  // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
+	4,  // 5: zimmer.lifecycle.v1.Session.lost_elicitation:type_name -> zimmer.lifecycle.v1.LostElicitation
+	1,  // 6: zimmer.lifecycle.v1.Session.status_summary:type_name -> zimmer.lifecycle.v1.StatusSummary
+	9,  // 7: zimmer.lifecycle.v1.StatusSummary.generated_at:type_name -> google.protobuf.Timestamp
+	2,  // 8: zimmer.lifecycle.v1.StatusSummary.failure:type_name -> zimmer.lifecycle.v1.StatusSummaryFailure
+	9,  // 9: zimmer.lifecycle.v1.StatusSummaryFailure.failed_at:type_name -> google.protobuf.Timestamp
+	8,  // 10: zimmer.lifecycle.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
+	9,  // 11: zimmer.lifecycle.v1.Elicitation.requested_at:type_name -> google.protobuf.Timestamp
+	9,  // 12: zimmer.lifecycle.v1.Elicitation.expires_at:type_name -> google.protobuf.Timestamp
+	9,  // 13: zimmer.lifecycle.v1.LostElicitation.lost_at:type_name -> google.protobuf.Timestamp
+	9,  // 14: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 15: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
+	9,  // 16: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_session_proto_init() }
@@ -912,7 +1096,7 @@ func file_zimmer_lifecycle_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_session_proto_rawDesc), len(file_zimmer_lifecycle_v1_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

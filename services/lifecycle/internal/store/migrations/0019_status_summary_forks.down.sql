@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS sessions_one_status_summary_fork_at_work;
