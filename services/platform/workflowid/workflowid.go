@@ -27,6 +27,10 @@ func CloneCleanup(sessionID int64) string { return Session(sessionID) + "/clone-
 // clone.
 func CloneRestore(sessionID int64) string { return Session(sessionID) + "/clone-restore" }
 
+// Inference is the runner's inference of the session's title and
+// category: one at a time per session.
+func Inference(sessionID int64) string { return Session(sessionID) + "/infer" }
+
 // Wake is lifecycle's timer of the session's trigger.
 func Wake(sessionID, triggerID int64) string {
 	return Session(sessionID) + "/wake/" + strconv.FormatInt(triggerID, 10)

@@ -59,7 +59,24 @@ func Session(s domain.Session) (*lifecyclev1.Session, error) {
 		RunningJobId:              s.Markers.RunningJobID,
 		PushNotifications:         s.PushNotifications,
 		LostElicitation:           lostElicitation(s.Markers.LostElicitation),
+		CategoryId:                s.CategoryID,
+		Starred:                   s.Starred,
 	}, nil
+}
+
+// Category converts a category to its message.
+func Category(c domain.Category) *lifecyclev1.Category {
+	return &lifecyclev1.Category{Id: c.ID, Name: c.Name, Position: c.Position, Frozen: c.Frozen,
+		CreatedAt: timestamppb.New(c.CreatedAt), UpdatedAt: timestamppb.New(c.UpdatedAt)}
+}
+
+// Categories converts categories to their messages, in order.
+func Categories(cs []domain.Category) []*lifecyclev1.Category {
+	out := make([]*lifecyclev1.Category, len(cs))
+	for i, c := range cs {
+		out[i] = Category(c)
+	}
+	return out
 }
 
 func lostElicitation(l *domain.LostElicitation) *lifecyclev1.LostElicitation {
