@@ -78,6 +78,11 @@ type Config struct {
 	ZombieReapInterval time.Duration
 	// Clones configures the clone's life after archive (clones.go).
 	Clones Clones
+	// Inference is RUNNER_INFERENCE: who infers a paused session's title
+	// and category — "session" (default: the session's own runtime in
+	// one-shot mode; none for the command runtime), "off", or a runtime's
+	// name to ask that one for every session (e.g. "demo").
+	Inference string
 }
 
 // nodeName is what a node may be called: it becomes part of a Temporal task
@@ -107,6 +112,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		OrphanGrace   time.Duration `env:"RUNNER_ORPHAN_GRACE, default=2m"`
 		ZombieReap    time.Duration `env:"RUNNER_ZOMBIE_REAP_INTERVAL, default=5m"`
 		Transcripts   time.Duration `env:"RUNNER_TRANSCRIPT_RETENTION, default=720h"`
+		Inference     string        `env:"RUNNER_INFERENCE, default=session"`
 		Agents        agent.Config
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
@@ -124,6 +130,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		Ladder:              process.Ladder{TermGrace: env.TermGrace, KillGrace: env.KillGrace, SweepGrace: env.SweepGrace},
 		TranscriptRetention: env.Transcripts, NodeDeadAfter: env.NodeDeadAfter,
 		OrphanSweepInterval: env.OrphanSweep, OrphanGrace: env.OrphanGrace, ZombieReapInterval: env.ZombieReap,
+		Inference: env.Inference,
 	}
 	for name, d := range map[string]time.Duration{"RUNNER_ORPHAN_SWEEP_INTERVAL": cfg.OrphanSweepInterval,
 		"RUNNER_ORPHAN_GRACE": cfg.OrphanGrace, "RUNNER_ZOMBIE_REAP_INTERVAL": cfg.ZombieReapInterval} {
@@ -189,5 +196,6 @@ func (c Config) LogValue() slog.Value {
 		slog.String("lineage_addr", c.LineageAddr),
 		slog.String("mcp_url", c.MCPURL),
 		slog.String("default_runtime", c.Agents.DefaultRuntime),
+		slog.String("inference", c.Inference),
 	)
 }

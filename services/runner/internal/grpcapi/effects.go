@@ -12,12 +12,14 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/effect"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
+	"github.com/zimmerhq/zimmer/services/runner/internal/infer"
 )
 
 // Effects handles the effects lifecycle addresses to the runner: an
 // archive's deferred clean-up of the session's clone starts
 // session/<session>/clone-cleanup, an unarchive's restore starts
-// session/<session>/clone-restore. Delivery is at least once: a workflow of the
+// session/<session>/clone-restore, a pause's title and category inference
+// starts session/<session>/infer. Delivery is at least once: a workflow of the
 // same id already running answers applied false (it re-reads the session
 // before it acts, so it serves this event too); one run after another is
 // harmless (a clean-up of a preserved clone, a restore of a ready one, do
@@ -37,8 +39,8 @@ func NewEffects(starter clone.Starter, undoWindow time.Duration, logger *slog.Lo
 func (e *Effects) Consume(ctx context.Context, ev *lifecyclev1.SessionEvent) (*lifecyclev1.ConsumeSessionEventResponse, error) {
 	eff, id := ev.GetEffect(), ev.GetSessionId()
 	switch eff.GetKind().(type) {
-	case *lifecyclev1.SessionEffect_DeferredCleanup, *lifecyclev1.SessionEffect_RestoreClone:
-	case *lifecyclev1.SessionEffect_Inference, *lifecyclev1.SessionEffect_StatusSummaryRefresh, *lifecyclev1.SessionEffect_HarvestFork:
+	case *lifecyclev1.SessionEffect_DeferredCleanup, *lifecyclev1.SessionEffect_RestoreClone, *lifecyclev1.SessionEffect_Inference:
+	case *lifecyclev1.SessionEffect_StatusSummaryRefresh, *lifecyclev1.SessionEffect_HarvestFork:
 		// The runner's, but nothing carries them out yet: acknowledged, so
 		// the relay does not retry them for ever.
 		return effect.Unhandled(ctx, e.logger, ev, "the runner does not build it yet"), nil
@@ -55,6 +57,10 @@ func (e *Effects) Consume(ctx context.Context, ev *lifecyclev1.SessionEvent) (*l
 	switch kind := eff.GetKind().(type) {
 	case *lifecyclev1.SessionEffect_RestoreClone:
 		started, err = clone.StartRestore(ctx, e.starter, id)
+	case *lifecyclev1.SessionEffect_Inference:
+		// One at a time per session: a pause while one runs is served by
+		// it (it reads what is pending when it starts) or by the next.
+		started, err = infer.Start(ctx, e.starter, id)
 	case *lifecyclev1.SessionEffect_DeferredCleanup:
 		var trashAfter time.Time
 		if trashAfter, err = deadline(kind.DeferredCleanup, eff.GetSession()); err != nil {
@@ -64,7 +70,7 @@ func (e *Effects) Consume(ctx context.Context, ev *lifecyclev1.SessionEvent) (*l
 	}
 	if err != nil {
 		name := effect.Name(eff)
-		e.logger.Warn("start a session clone's workflow", "effect", name, "session_id", id, "error", err)
+		e.logger.Warn("start a session's effect workflow", "effect", name, "session_id", id, "error", err)
 		// Temporal's trouble is transient for the relay: it retries.
 		return nil, toStatus(refuse(codes.Unavailable, "hand %s of session %d to Temporal: %v", name, id, err))
 	}
