@@ -203,9 +203,9 @@ func TestInferenceTitlesAndFilesASessionOnItsFirstPause(t *testing.T) {
 	tc, err := client.Dial(client.Options{HostPort: s.temporal, Namespace: s.namespace})
 	require.NoError(t, err)
 	defer tc.Close()
-	desc, err := tc.DescribeWorkflowExecution(context.Background(), fmt.Sprintf("session/%d/infer", untitled), "")
+	desc, err := tc.DescribeWorkflow(context.Background(), fmt.Sprintf("session/%d/infer", untitled), "")
 	require.NoError(t, err)
-	require.Equal(t, "zimmer.runner.Infer", desc.GetWorkflowExecutionInfo().GetType().GetName())
+	require.Equal(t, "zimmer.runner.Infer", desc.RawResponse.GetWorkflowExecutionInfo().GetType().GetName())
 
 	// "Refresh all" leaves out a session in a frozen category; "Refresh
 	// starred" takes it, starred.

@@ -56,7 +56,7 @@ func (c ClaudeCode) Infer(ctx context.Context, req Request) (Answer, error) {
 		Subtype string `json:"subtype"`
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(out.stdout), &res); err != nil {
-		return Answer{}, fmt.Errorf("claude printed no JSON result (%v): %s", err, strconv.QuoteToASCII(cut(string(out.stdout), 200)))
+		return Answer{}, fmt.Errorf("claude printed no JSON result (%w): %s", err, strconv.QuoteToASCII(cut(string(out.stdout), 200)))
 	}
 	if res.IsError {
 		return Answer{}, fmt.Errorf("claude ended in error (%s): %s", res.Subtype, strconv.QuoteToASCII(cut(res.Result, 200)))
@@ -150,7 +150,7 @@ func oneShotIn(ctx context.Context, program, variable string, environ []string, 
 		return out, fmt.Errorf("%s gave no answer in time: %w", filepath.Base(path), ctx.Err())
 	}
 	if err != nil {
-		return out, fmt.Errorf("%s failed (%v): %s", filepath.Base(path), err, strconv.QuoteToASCII(cut(strings.TrimSpace(string(out.stderr)), 300)))
+		return out, fmt.Errorf("%s failed (%w): %s", filepath.Base(path), err, strconv.QuoteToASCII(cut(strings.TrimSpace(string(out.stderr)), 300)))
 	}
 	return out, nil
 }

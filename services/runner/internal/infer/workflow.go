@@ -204,8 +204,8 @@ func (a *Activities) Pending(ctx context.Context, id int64) (Pending, error) {
 	if !req.Title && !req.Category {
 		return Pending{Skip: "the title is set and there is no category to infer"}, nil
 	}
-	if _, err := a.Inferrers.For(req.Runtime); err != nil {
-		return Pending{Skip: err.Error()}, nil
+	if _, err := a.Inferrers.For(req.Runtime); errors.Is(err, ErrOff) {
+		return Pending{Skip: err.Error()}, nil // off is an answer, not a failure
 	}
 	lines, err := a.Transcripts.LinesAfter(ctx, id, 0, TranscriptStartLines)
 	if err != nil {
