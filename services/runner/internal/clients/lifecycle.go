@@ -244,9 +244,13 @@ func timeOf(ts *timestamppb.Timestamp) *time.Time {
 	return &t
 }
 
-// PendingInference implements infer.Sessions.
+// PendingInference implements infer.Sessions. A session deleted since its
+// pause has nothing pending.
 func (l *Lifecycle) PendingInference(ctx context.Context, sessionID int64) (infer.Request, error) {
 	got, err := l.client.GetPendingInference(ctx, &lifecyclev1.GetPendingInferenceRequest{SessionId: sessionID})
+	if status.Code(err) == codes.NotFound {
+		return infer.Request{SessionID: sessionID}, nil
+	}
 	if err != nil {
 		return infer.Request{}, fmt.Errorf("read what session %d still needs inferred: %w", sessionID, err)
 	}
