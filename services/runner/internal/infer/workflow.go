@@ -202,7 +202,7 @@ func (a *Activities) Pending(ctx context.Context, id int64) (Pending, error) {
 		return Pending{}, err
 	}
 	if !req.Title && !req.Category {
-		return Pending{Skip: "the title is set and there is no category to infer"}, nil
+		return Pending{Skip: "nothing pending: the title is set and there is no category to infer (or the session is gone)"}, nil
 	}
 	if _, err := a.Inferrers.For(req.Runtime); errors.Is(err, ErrOff) {
 		return Pending{Skip: err.Error()}, nil // off is an answer, not a failure
