@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
@@ -136,32 +137,64 @@ func (h *Handler) refresh(w http.ResponseWriter, r *http.Request, cookie string,
 	h.answerCard(w, r, cookie, in, "toast", toastData{Text: resp.GetMessage()})
 }
 
-// refreshAll is "Refresh all": every session not archived, each refreshed
-// by lifecycle's rule as a bulk act (RefreshSessionRequest.bulk). Zimmer
-// has no categories, so none is frozen and every one counts. The toast
-// says how many got a turn and how many were left alone.
+// refreshAll is "Refresh all": every session not archived outside a
+// frozen category (lifecycle's skip_frozen_categories filter), each
+// refreshed by lifecycle's rule as a bulk act (RefreshSessionRequest.bulk).
+// The toast says how many got a turn, how many were left alone and how
+// many a frozen category kept out.
 func (h *Handler) refreshAll(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
-	ctx, cancel := context.WithTimeout(r.Context(), refreshAllTimeout)
-	defer cancel()
+	h.refreshScope(w, r, cookie, in, "sessions not archived", &lifecyclev1.ListSessionsRequest{SkipFrozenCategories: true})
+}
+
+// refreshStarred is "Refresh starred": every starred session not archived,
+// frozen category or not — starring outranks the category's parked flag
+// (session-lifecycle.md, "Manual refresh").
+func (h *Handler) refreshStarred(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
+	starred := true
+	h.refreshScope(w, r, cookie, in, "starred sessions not archived", &lifecyclev1.ListSessionsRequest{Starred: &starred})
+}
+
+// liveStatuses are the statuses a bulk refresh looks at: all but archived.
+func liveStatuses() []string {
 	var live []string
 	for _, s := range rules.Statuses() {
 		if s != rules.StatusArchived {
 			live = append(live, s)
 		}
 	}
+	return live
+}
+
+// listIDs lists the ids of the sessions scope selects, every page.
+func (h *Handler) listIDs(ctx context.Context, scope *lifecyclev1.ListSessionsRequest) ([]string, error) {
 	var ids []string
 	for pageNo := int32(1); ; pageNo++ {
-		resp, err := h.clients.Lifecycle.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{Status: live, Page: pageNo, PerPage: rules.MaxPerPage})
+		req := proto.CloneOf(scope)
+		req.Status, req.Page, req.PerPage = liveStatuses(), pageNo, rules.MaxPerPage
+		resp, err := h.clients.Lifecycle.ListSessions(ctx, req)
 		if err != nil {
-			h.answerCard(w, r, cookie, in, "toast", h.refusal(r, "lifecycle", err))
-			return
+			return nil, err
 		}
 		for _, s := range resp.GetSessions() {
 			ids = append(ids, strconv.FormatInt(s.GetId(), 10))
 		}
 		if pageNo >= resp.GetPagination().GetTotalPages() || len(resp.GetSessions()) == 0 {
-			break
+			return ids, nil
 		}
+	}
+}
+
+// refreshScope refreshes every session not archived that scope selects
+// (what names them in the toast), each by lifecycle's rule as a bulk act.
+func (h *Handler) refreshScope(w http.ResponseWriter, r *http.Request, cookie string, in signIn, what string,
+	scope *lifecyclev1.ListSessionsRequest,
+) {
+	ctx, cancel := context.WithTimeout(r.Context(), refreshAllTimeout)
+	defer cancel()
+	ids, err := h.listIDs(ctx, scope)
+	if err != nil {
+		h.answerCard(w, r, cookie, in, "toast", h.refusal(r, "lifecycle", err))
+		return
 	}
 	var (
 		mu                sync.Mutex
@@ -187,12 +220,84 @@ func (h *Handler) refreshAll(w http.ResponseWriter, r *http.Request, cookie stri
 		})
 	}
 	_ = g.Wait()
-	text := fmt.Sprintf("Refreshed all %d sessions not archived: %d got the continue nudge, %d were left as they are (refresh one to see why).",
-		len(ids), refreshed, leftBe)
+	text := fmt.Sprintf("Refreshed all %d %s: %d got the continue nudge, %d were left as they are (refresh one to see why).",
+		len(ids), what, refreshed, leftBe)
+	if scope.GetSkipFrozenCategories() {
+		// How many a frozen category kept out: all live ones, counted.
+		every, err := h.clients.Lifecycle.ListSessions(ctx, &lifecyclev1.ListSessionsRequest{Status: liveStatuses(), PerPage: 1})
+		if n := every.GetPagination().GetTotalCount() - int64(len(ids)); err == nil && n > 0 {
+			text += fmt.Sprintf(" Left out %d in frozen categories.", n)
+		}
+	}
 	if len(failures) > 0 {
 		text += " Not refreshed: " + strings.Join(failures, "; ")
 	}
 	h.answerCard(w, r, cookie, in, "toast", toastData{Text: text})
+}
+
+// star stars a card's session (the form's starred is "1") or takes its
+// star away.
+func (h *Handler) star(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	id := r.PathValue("id")
+	var (
+		s   *lifecyclev1.Session
+		err error
+	)
+	if r.PostForm.Get("starred") == "1" {
+		var resp *lifecyclev1.StarSessionResponse
+		resp, err = h.clients.Lifecycle.StarSession(ctx, &lifecyclev1.StarSessionRequest{SessionId: id})
+		s = resp.GetSession()
+	} else {
+		var resp *lifecyclev1.UnstarSessionResponse
+		resp, err = h.clients.Lifecycle.UnstarSession(ctx, &lifecyclev1.UnstarSessionRequest{SessionId: id})
+		s = resp.GetSession()
+	}
+	if err != nil {
+		h.answerCard(w, r, cookie, in, "toast", h.refusal(r, "lifecycle", err))
+		return
+	}
+	text := fmt.Sprintf("Session #%d starred.", s.GetId())
+	if !s.GetStarred() {
+		text = fmt.Sprintf("Session #%d is not starred any more.", s.GetId())
+	}
+	h.answerChanged(ctx, w, r, cookie, in, text)
+}
+
+// moveToCategory files a card's session under the form's category_id
+// ("0": uncategorized). Lifecycle refuses an id that is not a category.
+func (h *Handler) moveToCategory(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	cat, err := strconv.ParseInt(r.PostForm.Get("category_id"), 10, 64)
+	if err != nil {
+		h.answerCard(w, r, cookie, in, "toast", toastData{Text: "Choose a category to move the session to."})
+		return
+	}
+	resp, err := h.clients.Lifecycle.UpdateSession(ctx, &lifecyclev1.UpdateSessionRequest{SessionId: r.PathValue("id"), CategoryId: &cat})
+	if err != nil {
+		h.answerCard(w, r, cookie, in, "toast", h.refusal(r, "lifecycle", err))
+		return
+	}
+	text := fmt.Sprintf("Session #%d is uncategorized.", resp.GetSession().GetId())
+	if cat != 0 {
+		text = fmt.Sprintf("Session #%d moved to category #%d.", resp.GetSession().GetId(), cat)
+	}
+	h.answerChanged(ctx, w, r, cookie, in, text)
+}
+
+// answerChanged answers a change of a card's session: the toast and, for
+// htmx, the cards as they now stand (the live stream follows transitions,
+// not edits).
+func (h *Handler) answerChanged(ctx context.Context, w http.ResponseWriter, r *http.Request, cookie string, in signIn, text string) {
+	t := toastData{Text: text}
+	if fromHTMX(r) {
+		if view, err := h.dashboardView(ctx, h.readFilters(w, r), in); err == nil {
+			t.View = &view
+		}
+	}
+	h.answerCard(w, r, cookie, in, "restored", t)
 }
 
 // quickPrompt starts a session from the dashboard's quick prompt — a

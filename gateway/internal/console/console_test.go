@@ -65,6 +65,12 @@ type fakeLifecycle struct {
 	f *fakes
 }
 
+// ListCategories answers none: the dashboard's cards then name no
+// category and offer no move.
+func (l fakeLifecycle) ListCategories(context.Context, *lifecyclev1.ListCategoriesRequest, ...grpc.CallOption) (*lifecyclev1.ListCategoriesResponse, error) {
+	return &lifecyclev1.ListCategoriesResponse{}, nil
+}
+
 func (l fakeLifecycle) ListSessions(_ context.Context, in *lifecyclev1.ListSessionsRequest, _ ...grpc.CallOption) (*lifecyclev1.ListSessionsResponse, error) {
 	l.f.mu.Lock()
 	defer l.f.mu.Unlock()

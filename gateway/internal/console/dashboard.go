@@ -118,6 +118,10 @@ type card struct {
 	Refreshable bool
 	// Trashable offers Trash: the status allows an archive.
 	Trashable bool
+	// Category is the name of the session's category ("" when it has
+	// none); Categories are the ones it may be moved to, in order.
+	Category   string
+	Categories []*lifecyclev1.Category
 	// CSRF is the sign-in's token for the card's forms.
 	CSRF string
 }
@@ -144,8 +148,21 @@ func (h *Handler) dashboardView(ctx context.Context, f filters, in signIn) (dash
 	data := dashboardData{Filters: f, Classes: rules.SchedulingClasses(), LiveQuery: liveQuery(f), LiveEvent: LiveEvent}
 	statuses := rules.Statuses()
 	counts := make([]int64, len(statuses))
-	var page *lifecyclev1.ListSessionsResponse
+	var (
+		page *lifecyclev1.ListSessionsResponse
+		cats []*lifecyclev1.Category
+	)
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		// Without them the cards name no category and offer no move.
+		got, err := h.clients.Lifecycle.ListCategories(gctx, &lifecyclev1.ListCategoriesRequest{})
+		if err != nil {
+			h.logger.WarnContext(ctx, "console could not read the categories", "error", err)
+			return nil
+		}
+		cats = got.GetCategories()
+		return nil
+	})
 	g.Go(func() error {
 		var err error
 		page, err = h.clients.Lifecycle.ListSessions(gctx, &lifecyclev1.ListSessionsRequest{
@@ -171,6 +188,16 @@ func (h *Handler) dashboardView(ctx context.Context, f filters, in signIn) (dash
 	data.Total = page.GetPagination().GetTotalCount()
 	data.Truncated = data.Total > int64(len(page.GetSessions()))
 	data.Cards = h.cards(ctx, page.GetSessions(), in)
+	names := make(map[int64]string, len(cats))
+	for _, c := range cats {
+		names[c.GetId()] = c.GetName()
+	}
+	for i := range data.Cards {
+		data.Cards[i].Categories = cats
+		if s := data.Cards[i].Session; s.CategoryId != nil {
+			data.Cards[i].Category = names[s.GetCategoryId()]
+		}
+	}
 	return data, nil
 }
 

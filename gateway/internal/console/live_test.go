@@ -66,6 +66,9 @@ type liveFakes struct {
 	restored  []string
 	archived  []*lifecyclev1.ArchiveSessionRequest
 	lineCalls [][]int64
+	// frozen are the frozen categories lifecycle's list leaves out when
+	// asked to skip them.
+	frozen map[int64]bool
 }
 
 type liveLifecycle struct {
@@ -78,6 +81,12 @@ func (l liveLifecycle) ListSessions(_ context.Context, in *lifecyclev1.ListSessi
 	defer l.l.mu.Unlock()
 	var out []*lifecyclev1.Session
 	for _, s := range l.l.sessions {
+		switch {
+		case in.Starred != nil && s.GetStarred() != in.GetStarred():
+			continue
+		case in.GetSkipFrozenCategories() && s.CategoryId != nil && l.l.frozen[s.GetCategoryId()]:
+			continue
+		}
 		if len(in.GetStatus()) == 0 || contains(in.GetStatus(), s.GetStatus()) {
 			out = append(out, proto.Clone(s).(*lifecyclev1.Session))
 		}
@@ -413,6 +422,49 @@ func TestThePerCardRefreshIsHiddenWhileRunning(t *testing.T) {
 		bulk = append(bulk, r.GetSessionId())
 	}
 	require.ElementsMatch(t, []string{"9", "8", "7"}, bulk)
+}
+
+// "Refresh all" leaves out the sessions in frozen categories, and says how
+// many; "Refresh starred" takes the starred ones, frozen or not
+// (session-lifecycle.md, "Manual refresh").
+func TestRefreshAllSkipsFrozenCategoriesAndRefreshStarredDoesNot(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t)
+	parked := int64(3)
+	b.live.mu.Lock()
+	b.live.frozen = map[int64]bool{parked: true}
+	b.live.sessions[0].CategoryId, b.live.sessions[0].Starred = &parked, true // #9
+	b.live.mu.Unlock()
+	c := b.signedIn(t)
+	a := b.get(t, c, "/console/?filter=1")
+	require.Contains(t, a.body, "★ starred")
+	require.Contains(t, a.body, `action="/console/refresh-starred"`)
+	require.Contains(t, a.body, `aria-label="Unstar session #9"`)
+	token := csrfField.FindStringSubmatch(a.body)[1]
+
+	refreshed := func() []string {
+		b.live.mu.Lock()
+		defer b.live.mu.Unlock()
+		var ids []string
+		for _, r := range b.live.refreshes {
+			ids = append(ids, r.GetSessionId())
+		}
+		b.live.refreshes = nil
+		return ids
+	}
+	a = b.htmxPost(t, c, "/console/refresh-all", url.Values{"csrf": {token}})
+	require.Equal(t, http.StatusOK, a.code, a.body)
+	require.Contains(t, a.body, "Refreshed all 2 sessions not archived")
+	require.Contains(t, a.body, "Left out 1 in frozen categories.")
+	require.ElementsMatch(t, []string{"8", "7"}, refreshed())
+
+	a = b.htmxPost(t, c, "/console/refresh-starred", url.Values{"csrf": {token}})
+	require.Equal(t, http.StatusOK, a.code, a.body)
+	require.Contains(t, a.body, "Refreshed all 1 starred sessions not archived")
+	require.Equal(t, []string{"9"}, refreshed())
+
+	a = b.htmxPost(t, c, "/console/refresh-starred", url.Values{})
+	require.Equal(t, http.StatusForbidden, a.code, "CSRF as every form")
 }
 
 func (b liveBundle) htmxPost(t *testing.T, c *http.Client, path string, form url.Values) answer {

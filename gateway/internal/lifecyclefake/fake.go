@@ -283,3 +283,43 @@ func (s *Server) CreateStatusSummaryFork(ctx context.Context, req *lifecyclev1.C
 func (s *Server) HarvestStatusSummaryFork(ctx context.Context, req *lifecyclev1.HarvestStatusSummaryForkRequest) (*lifecyclev1.HarvestStatusSummaryForkResponse, error) {
 	return grpcfake.Answer[*lifecyclev1.HarvestStatusSummaryForkResponse](ctx, s.Recorder, req)
 }
+
+// ListCategories implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) ListCategories(ctx context.Context, req *lifecyclev1.ListCategoriesRequest) (*lifecyclev1.ListCategoriesResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.ListCategoriesResponse](ctx, s.Recorder, req)
+}
+
+// CreateCategory implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) CreateCategory(ctx context.Context, req *lifecyclev1.CreateCategoryRequest) (*lifecyclev1.CreateCategoryResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.CreateCategoryResponse](ctx, s.Recorder, req)
+}
+
+// UpdateCategory implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) UpdateCategory(ctx context.Context, req *lifecyclev1.UpdateCategoryRequest) (*lifecyclev1.UpdateCategoryResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.UpdateCategoryResponse](ctx, s.Recorder, req)
+}
+
+// DeleteCategory implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) DeleteCategory(ctx context.Context, req *lifecyclev1.DeleteCategoryRequest) (*lifecyclev1.DeleteCategoryResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.DeleteCategoryResponse](ctx, s.Recorder, req)
+}
+
+// StarSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) StarSession(ctx context.Context, req *lifecyclev1.StarSessionRequest) (*lifecyclev1.StarSessionResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.StarSessionResponse](ctx, s.Recorder, req)
+}
+
+// UnstarSession implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) UnstarSession(ctx context.Context, req *lifecyclev1.UnstarSessionRequest) (*lifecyclev1.UnstarSessionResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.UnstarSessionResponse](ctx, s.Recorder, req)
+}
+
+// GetPendingInference implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) GetPendingInference(ctx context.Context, req *lifecyclev1.GetPendingInferenceRequest) (*lifecyclev1.GetPendingInferenceResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.GetPendingInferenceResponse](ctx, s.Recorder, req)
+}
+
+// RecordInference implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) RecordInference(ctx context.Context, req *lifecyclev1.RecordInferenceRequest) (*lifecyclev1.RecordInferenceResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.RecordInferenceResponse](ctx, s.Recorder, req)
+}

@@ -162,6 +162,29 @@ var sessionActions = []sessionAction{
 		run: updateSession(pushMessage),
 	},
 	{
+		name: "star", doc: "star the session: it shows in the operator's Starred group, and \"refresh starred\" acts on it even in a frozen category.",
+		request: &lifecyclev1.StarSessionRequest{}, args: []string{"session_id"},
+		run: func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
+			r, err := t.lifecycle.StarSession(ctx, in.(*lifecyclev1.StarSessionRequest))
+			return t.sessionAnswer(ctx, r, fmt.Sprintf("Session %d: starred.", r.GetSession().GetId()), err)
+		},
+	},
+	{
+		name: "unstar", doc: "take the session's star away.",
+		request: &lifecyclev1.UnstarSessionRequest{}, args: []string{"session_id"},
+		run: func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
+			r, err := t.lifecycle.UnstarSession(ctx, in.(*lifecyclev1.UnstarSessionRequest))
+			return t.sessionAnswer(ctx, r, fmt.Sprintf("Session %d: not starred.", r.GetSession().GetId()), err)
+		},
+	},
+	{
+		name: "move_to_category", doc: "file the session under category_id (manage_categories list shows them), or 0 to make it uncategorized; " +
+			"a category set this way is never replaced by an inferred one.",
+		request: &lifecyclev1.UpdateSessionRequest{}, args: []string{"session_id", "category_id"},
+		needs: "category_id", needsHint: "(a category's id, or 0 for uncategorized)",
+		run: updateSession(categoryMessage),
+	},
+	{
 		name: "transition", doc: "fire one event of the state machine as the machine states it, with event and the options it reads: the low-level driver " +
 			"for harnesses and operators. Prefer the named actions; this one chooses nothing (sleep on a running session is refused, " +
 			"unarchive names its target).",
@@ -210,6 +233,7 @@ var actionArgs = []actionArg{
 	{"interval_seconds", mcpgo.WithInteger, counts.Sprintf("seconds between heartbeat nudges, %d to %d (a new session has %d).",
 		rules.MinHeartbeatSeconds, rules.MaxHeartbeatSeconds, rules.DefaultHeartbeatSeconds),
 		[]mcpgo.PropertyOption{mcpgo.Min(rules.MinHeartbeatSeconds), mcpgo.Max(rules.MaxHeartbeatSeconds)}},
+	{"category_id", mcpgo.WithInteger, "the category's id, or 0 for uncategorized.", []mcpgo.PropertyOption{mcpgo.Min(0)}},
 	{"push_notifications", mcpgo.WithBoolean, "true: the operator is pushed a notification when the session waits for input; false: not.", nil},
 	{"event", mcpgo.WithString, eventDoc(), []mcpgo.PropertyOption{mcpgo.Enum(rules.Events()...)}},
 	{"force", mcpgo.WithBoolean, "archive even over queued messages that are not delivered: they are retired to undelivered " +
@@ -426,6 +450,13 @@ func refuseAction(action string, offered []string, narrowed bool) string {
 	default:
 		return fmt.Sprintf("unknown action %q; use one of %s", action, strings.Join(offered, ", "))
 	}
+}
+
+func categoryMessage(s *lifecyclev1.Session) string {
+	if s.CategoryId == nil {
+		return fmt.Sprintf("Session %d: uncategorized.", s.GetId())
+	}
+	return fmt.Sprintf("Session %d: in category #%d.", s.GetId(), s.GetCategoryId())
 }
 
 func pushMessage(s *lifecyclev1.Session) string {

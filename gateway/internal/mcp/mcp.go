@@ -40,7 +40,7 @@ const (
 // gets every group.
 var Groups = map[string][]string{
 	"sessions": {ToolQuickSearchSessions, ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession, ToolManageEnqueuedMessages,
-		ToolAnswerElicitation, ToolGetAlerts},
+		ToolAnswerElicitation, ToolGetAlerts, ToolManageCategories},
 	"notifications": {ToolGetNotifications, ToolSendPushNotification, ToolActionNotification},
 	"triggers": {ToolWakeMeUpLater, ToolWakeMeUpWhenSessionChangesState, ToolSearchTriggers, ToolActionTrigger,
 		ToolManageSlackTriggers},
@@ -172,6 +172,7 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 	srv.AddTool(searchTriggersTool(), t.searchTriggers)
 	srv.AddTool(actionTriggerTool(), t.actionTrigger)
 	srv.AddTool(manageSlackTriggersTool(), t.manageSlackTriggers)
+	srv.AddTool(manageCategoriesTool(), t.manageCategories)
 
 	h.http = mcpserver.NewStreamableHTTPServer(srv,
 		mcpserver.WithHTTPContextFunc(withSelection),

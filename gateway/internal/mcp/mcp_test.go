@@ -127,10 +127,10 @@ func TestToolGroups(t *testing.T) {
 	b := setup(t)
 
 	every := []string{"action_notification", "action_session", "action_trigger", "answer_elicitation", "get_alerts", "get_notifications", "get_session",
-		"get_session_provenance", "manage_enqueued_messages", "manage_slack_triggers", "quick_search_sessions", "search_triggers",
+		"get_session_provenance", "manage_categories", "manage_enqueued_messages", "manage_slack_triggers", "quick_search_sessions", "search_triggers",
 		"send_push_notification", "start_session", "wake_me_up_later", "wake_me_up_when_session_changes_state"}
-	sessions := []string{"action_session", "answer_elicitation", "get_alerts", "get_session", "get_session_provenance", "manage_enqueued_messages",
-		"quick_search_sessions", "start_session"}
+	sessions := []string{"action_session", "answer_elicitation", "get_alerts", "get_session", "get_session_provenance", "manage_categories",
+		"manage_enqueued_messages", "quick_search_sessions", "start_session"}
 	self := []string{"action_session", "get_session", "get_session_provenance", "send_push_notification", "wake_me_up_later",
 		"wake_me_up_when_session_changes_state"}
 	tests := []struct {
@@ -145,7 +145,7 @@ func TestToolGroups(t *testing.T) {
 		{"/?tool_groups=triggers", []string{"action_trigger", "manage_slack_triggers", "search_triggers", "wake_me_up_later",
 			"wake_me_up_when_session_changes_state"}},
 		{"/?tool_groups=self_session&tool_groups=sessions", []string{"action_session", "answer_elicitation", "get_alerts", "get_session", "get_session_provenance",
-			"manage_enqueued_messages", "quick_search_sessions", "send_push_notification", "start_session", "wake_me_up_later",
+			"manage_categories", "manage_enqueued_messages", "quick_search_sessions", "send_push_notification", "start_session", "wake_me_up_later",
 			"wake_me_up_when_session_changes_state"}},
 		{"/?tool_groups=self_session,bogus", self},
 		{"/?tool_groups=bogus", []string{}},

@@ -43,6 +43,12 @@ func renderSession(s *lifecyclev1.Session, js []byte) string {
 	bullet("genesis", s.GetGenesis())
 	bullet("scheduling_class", s.GetSchedulingClass())
 	bullet("precedence", strconv.FormatInt(int64(s.GetPrecedence()), 10))
+	if s.CategoryId != nil {
+		bullet("category_id", strconv.FormatInt(s.GetCategoryId(), 10))
+	}
+	if s.GetStarred() {
+		bullet("starred", "yes")
+	}
 	if s.GetCreatedAt() != nil {
 		bullet("created_at", s.GetCreatedAt().AsTime().Format(time.RFC3339))
 	}

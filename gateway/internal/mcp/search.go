@@ -36,6 +36,9 @@ func quickSearchSessionsTool() mcpgo.Tool {
 		mcpgo.WithString("agent_root", mcpgo.Description("Only sessions of this agent configuration root.")),
 		mcpgo.WithString("genesis", mcpgo.Description("Only sessions of this genesis (api, or what a parent passed down).")),
 		mcpgo.WithString("scheduling_class", mcpgo.Enum(rules.SchedulingClasses()...), mcpgo.Description("Only sessions of this scheduling class.")),
+		mcpgo.WithBoolean("starred", mcpgo.Description("true: only starred sessions; false: only sessions not starred.")),
+		mcpgo.WithInteger("category_id", mcpgo.Min(0), mcpgo.Description("Only the sessions in this category (manage_categories list); 0: the uncategorized ones.")),
+		mcpgo.WithBoolean("skip_frozen_categories", mcpgo.Description("Leave out the sessions in frozen categories.")),
 		mcpgo.WithInteger("page", mcpgo.Min(1), mcpgo.Description("The page to show, from 1 (the default).")),
 		mcpgo.WithInteger("per_page", mcpgo.Description(counts.Sprintf(
 			"Results per page: %d when left out; a value outside 1 to %d is clamped to that range.", rules.DefaultPerPage, rules.MaxPerPage))),

@@ -258,7 +258,9 @@ var successes = map[protoreflect.FullName][]Success{
 	// A credential is created: its token is in this answer only.
 	(&lifecyclev1.MintSessionCredentialResponse{}).ProtoReflect().Descriptor().FullName(): {{Status: http.StatusCreated}},
 	// 204 carries no body: net/http drops the "{}" the gateway writes.
-	(&lifecyclev1.DeleteSessionResponse{}).ProtoReflect().Descriptor().FullName(): {{Status: http.StatusNoContent, Description: "Done; the response has no body."}},
+	(&lifecyclev1.DeleteSessionResponse{}).ProtoReflect().Descriptor().FullName():  {{Status: http.StatusNoContent, Description: "Done; the response has no body."}},
+	(&lifecyclev1.CreateCategoryResponse{}).ProtoReflect().Descriptor().FullName(): {{Status: http.StatusCreated}},
+	(&lifecyclev1.DeleteCategoryResponse{}).ProtoReflect().Descriptor().FullName(): {{Status: http.StatusNoContent, Description: "Done; the response has no body."}},
 	// A follow-up says by its status whether it is the session's turn now
 	// or waits in the queue; the body's outcome says the same.
 	(&queuev1.FollowUpResponse{}).ProtoReflect().Descriptor().FullName(): {

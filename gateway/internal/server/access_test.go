@@ -56,6 +56,17 @@ var actionArgs = map[string]map[string]any{
 	"pause_until":   {"session_id": "1", "wake_at": "2030-01-02T03:04:05Z"},
 
 	"update_push_notifications": {"session_id": "1", "push_notifications": false},
+	"star":                      {"session_id": "1"},
+	"unstar":                    {"session_id": "1"},
+	"move_to_category":          {"session_id": "1", "category_id": 2},
+}
+
+// categoryArgs are manage_categories' actions' arguments in the walk.
+var categoryArgs = map[string]map[string]any{
+	"list":   {},
+	"create": {"name": "walked"},
+	"update": {"category_id": 1, "frozen": true},
+	"delete": {"category_id": 1},
 }
 
 // queuedMessage in a walk's arguments is replaced by the id of a message
@@ -124,6 +135,7 @@ var toolActions = map[string]map[string]map[string]any{
 	mcp.ToolActionNotification:     notificationArgs,
 	mcp.ToolActionTrigger:          triggerArgs,
 	mcp.ToolManageSlackTriggers:    slackTriggerArgs,
+	mcp.ToolManageCategories:       categoryArgs,
 }
 
 // TestEachKeyReachesExactlyItsRoutesAndTools extends
@@ -240,7 +252,8 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 					require.False(t, res.IsError, "%s: %s", name, textOf(res))
 				}
 			}
-			require.Len(t, walked, len(toolArgs)+len(actionArgs)+len(enqueuedArgs)+len(notificationArgs)+len(triggerArgs)+len(slackTriggerArgs),
+			require.Len(t, walked, len(toolArgs)+len(actionArgs)+len(enqueuedArgs)+len(notificationArgs)+len(triggerArgs)+len(slackTriggerArgs)+
+				len(categoryArgs),
 				"every tool and action walked: %v", walked)
 
 			slices.Sort(refusedREST)

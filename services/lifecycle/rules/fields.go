@@ -68,6 +68,13 @@ const (
 	DefaultHeartbeatSeconds = 60
 )
 
+// MaxCategoryNameChars bounds a category's name: a grid's heading.
+const MaxCategoryNameChars = 80
+
+// InferredTitleChars is the longest title inference gives a session (a
+// card's heading; a human's title may be longer, up to MaxTitleChars).
+const InferredTitleChars = 80
+
 // DefaultPushNotifications is a new session's needs-input push opt-in when
 // its creator says nothing: off, as in the original — an operator opts a
 // session in (the failure push ignores it either way).

@@ -35,6 +35,10 @@ func StatusSummary(sessionID int64) string { return Session(sessionID) + "/statu
 // (the fork's id).
 func StatusSummaryHarvest(forkID int64) string { return Session(forkID) + "/status-summary-harvest" }
 
+// Inference is the runner's inference of the session's title and
+// category: one at a time per session.
+func Inference(sessionID int64) string { return Session(sessionID) + "/infer" }
+
 // Wake is lifecycle's timer of the session's trigger.
 func Wake(sessionID, triggerID int64) string {
 	return Session(sessionID) + "/wake/" + strconv.FormatInt(triggerID, 10)

@@ -17,6 +17,7 @@ func TestASessionsWorkflowsShareItsPrefix(t *testing.T) {
 		"session/7/debounce/needs-input":   workflowid.NeedsInputDebounce(7),
 		"session/7/clone-cleanup":          workflowid.CloneCleanup(7),
 		"session/7/clone-restore":          workflowid.CloneRestore(7),
+		"session/7/infer":                  workflowid.Inference(7),
 		"session/7/status-summary":         workflowid.StatusSummary(7),
 		"session/7/status-summary-harvest": workflowid.StatusSummaryHarvest(7),
 		"session/7/wake/12":                workflowid.Wake(7, 12),

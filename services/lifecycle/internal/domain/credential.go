@@ -299,13 +299,15 @@ func NormalizeToolGroups(groups []string) []string {
 // session: the fields its self_session tools edit (title, notes,
 // heartbeat), nothing that would move it ahead of others, rename it or
 // mute the operator's pushes about it (scheduling_class, precedence, slug,
-// goal, custom_metadata, push_notifications), which stay with operator
-// keys.
+// goal, custom_metadata, push_notifications), nor file or star it
+// (category_id, starred: the operator's dashboard), which stay with
+// operator keys.
 func (p Patch) SelfEditable(sessionID int64) error {
 	others := setFields(
 		field{"slug", p.Slug != nil}, field{"goal", p.Goal != nil},
 		field{"scheduling_class", p.SchedulingClass != nil}, field{"precedence", p.Precedence != nil},
 		field{"custom_metadata", p.CustomMetadata != nil}, field{"push_notifications", p.PushNotifications != nil},
+		field{"category_id", p.CategoryID != nil}, field{"starred", p.Starred != nil},
 	)
 	if len(others) == 0 {
 		return nil

@@ -20,19 +20,28 @@ type ListFilter struct {
 	AgentRoot       string
 	Genesis         string
 	SchedulingClass string
-	Page            int // 1-based
-	PerPage         int
+	// Starred keeps only starred (true) or unstarred (false) sessions.
+	Starred *bool
+	// CategoryID keeps one category's sessions; 0 the uncategorized.
+	CategoryID *int64
+	// SkipFrozenCategories leaves out the sessions in frozen categories.
+	SkipFrozenCategories bool
+	Page                 int // 1-based
+	PerPage              int
 }
 
 // ListRequest is a list request as a caller sends it.
 type ListRequest struct {
-	Statuses        []string
-	Query           string
-	AgentRoot       string
-	Genesis         string
-	SchedulingClass string
-	Page            int
-	PerPage         int
+	Statuses             []string
+	Query                string
+	AgentRoot            string
+	Genesis              string
+	SchedulingClass      string
+	Starred              *bool
+	CategoryID           *int64
+	SkipFrozenCategories bool
+	Page                 int
+	PerPage              int
 	// ShowArchived lists the trash too when no status is named; without it
 	// (and without archived among Statuses) archived sessions are left out,
 	// as the original's list leaves them out.
@@ -47,8 +56,15 @@ func (r ListRequest) Filter() (ListFilter, error) {
 		AgentRoot:       r.AgentRoot,
 		Genesis:         r.Genesis,
 		SchedulingClass: r.SchedulingClass,
+		Starred:         r.Starred,
+		CategoryID:      r.CategoryID,
 		Page:            r.Page,
 		PerPage:         r.PerPage,
+
+		SkipFrozenCategories: r.SkipFrozenCategories,
+	}
+	if c := r.CategoryID; c != nil && *c < 0 {
+		vs.Add("category_id", "is %d; use a category's id, or 0 for the uncategorized sessions", *c)
 	}
 	seen := map[Status]bool{}
 	for _, w := range r.Statuses {

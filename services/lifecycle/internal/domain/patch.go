@@ -29,6 +29,10 @@ type Patch struct {
 	HeartbeatEnabled         *bool
 	HeartbeatIntervalSeconds *int32
 	PushNotifications        *bool
+	// CategoryID moves the session into a category; 0 makes it
+	// uncategorized.
+	CategoryID *int64
+	Starred    *bool
 }
 
 // Validate checks the patch and reports every problem at once.
@@ -55,8 +59,11 @@ func (p Patch) Validate() error {
 	if i := p.HeartbeatIntervalSeconds; i != nil && (*i < MinHeartbeatSeconds || *i > MaxHeartbeatSeconds) {
 		vs.Add("heartbeat_interval_seconds", "is %d; use %d to %d seconds", *i, MinHeartbeatSeconds, MaxHeartbeatSeconds)
 	}
+	if c := p.CategoryID; c != nil && *c < 0 {
+		vs.Add("category_id", "is %d; use a category's id, or 0 for uncategorized", *c)
+	}
 	if p.empty() {
-		vs.Add("body", "changes nothing; send at least one of title, slug, goal, notes, scheduling_class, precedence, custom_metadata, heartbeat_enabled, heartbeat_interval_seconds, push_notifications")
+		vs.Add("body", "changes nothing; send at least one of title, slug, goal, notes, scheduling_class, precedence, custom_metadata, heartbeat_enabled, heartbeat_interval_seconds, push_notifications, category_id, starred")
 	}
 	return vs.Err()
 }
@@ -64,7 +71,7 @@ func (p Patch) Validate() error {
 func (p Patch) empty() bool {
 	return p.Title == nil && p.Slug == nil && p.Goal == nil && p.Notes == nil && p.SchedulingClass == nil && p.Precedence == nil &&
 		p.CustomMetadata == nil && p.HeartbeatEnabled == nil && p.HeartbeatIntervalSeconds == nil &&
-		p.PushNotifications == nil
+		p.PushNotifications == nil && p.CategoryID == nil && p.Starred == nil
 }
 
 // Apply returns s with the patch applied and a timeline note naming what
@@ -119,6 +126,21 @@ func (p Patch) Apply(s Session, now time.Time, by string) (Session, TimelineEntr
 		s.PushNotifications = *p.PushNotifications
 		changed = append(changed, "push_notifications")
 	}
+	if p.CategoryID != nil {
+		var next *int64
+		if *p.CategoryID != 0 {
+			id := *p.CategoryID
+			next = &id
+		}
+		if !sameCategory(s.CategoryID, next) {
+			s.CategoryID = next
+			changed = append(changed, "category_id")
+		}
+	}
+	if p.Starred != nil && s.Starred != *p.Starred {
+		s.Starred = *p.Starred
+		changed = append(changed, "starred")
+	}
 	s.UpdatedAt = now
 	msg := "[Session] updated " + strings.Join(changed, ", ")
 	if len(changed) == 0 {
@@ -139,3 +161,7 @@ var DefaultSettings = Settings{ProvenanceViaMCPEnabled: true}
 type SessionDeleted struct{ SessionID int64 }
 
 func (SessionDeleted) isFact() {}
+
+func sameCategory(a, b *int64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}

@@ -74,6 +74,11 @@ type Session struct {
 	// a pause is pushed (debounced) to the notification sinks. The failure
 	// push ignores it.
 	PushNotifications bool
+
+	// CategoryID is the category the session is filed under; nil:
+	// uncategorized. Starred puts it in the dashboard's Starred group.
+	CategoryID *int64
+	Starred    bool
 }
 
 // FirstTurnPending reports whether the session was created with a prompt

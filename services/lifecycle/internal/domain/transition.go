@@ -155,7 +155,8 @@ type (
 	// NeedsInputPush is a pause's debounced push; NeedsInputCount is the
 	// debounce's marker.
 	NeedsInputPush struct{ NeedsInputCount int64 }
-	// Inference infers the title a paused session lacks.
+	// Inference infers the title and category a paused session lacks
+	// (Session.InferencePending).
 	Inference struct{}
 	// StatusSummaryRefresh refreshes the session's status summary.
 	StatusSummaryRefresh struct{}
@@ -527,7 +528,7 @@ func (t *transition) pause(cmd Command) {
 		t.effect(FireTriggers{Trigger: "session_needs_input"}) // 3
 		t.s.Markers.NeedsInputCount++                          // 4: the debounce marker
 		t.effect(NeedsInputPush{NeedsInputCount: t.s.Markers.NeedsInputCount})
-		if strings.TrimSpace(t.s.Title) == "" { // 5
+		if t.s.InferencePending() { // 5
 			t.effect(Inference{})
 		}
 		t.effect(StatusSummaryRefresh{}) // 6

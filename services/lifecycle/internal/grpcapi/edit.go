@@ -20,6 +20,7 @@ func (s *Server) UpdateSession(ctx context.Context, req *lifecyclev1.UpdateSessi
 		HeartbeatEnabled:         req.HeartbeatEnabled,
 		HeartbeatIntervalSeconds: req.HeartbeatIntervalSeconds,
 		PushNotifications:        req.PushNotifications,
+		CategoryID:               req.CategoryId,
 	}
 	if md := req.GetCustomMetadata(); md != nil {
 		p.CustomMetadata = md.AsMap()

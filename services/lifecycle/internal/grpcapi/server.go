@@ -34,7 +34,10 @@ type Server struct {
 	externalLines app.AppendExternalTimelineLines
 	// sessionChanges serves WatchSessionChanges (changes.go).
 	sessionChanges app.WatchSessionChanges
-	logger         *slog.Logger
+	// categories and inference serve categories.go.
+	categories app.Categories
+	inference  app.Inference
+	logger     *slog.Logger
 }
 
 // NewServer returns the API over the use cases.
@@ -118,6 +121,10 @@ func (s *Server) ListSessions(ctx context.Context, req *lifecyclev1.ListSessions
 		Page:            int(req.GetPage()),
 		PerPage:         int(req.GetPerPage()),
 		ShowArchived:    req.GetShowArchived(),
+		Starred:         req.Starred,
+		CategoryID:      req.CategoryId,
+
+		SkipFrozenCategories: req.GetSkipFrozenCategories(),
 	})
 	if err != nil {
 		return nil, s.toStatus(ctx, err)

@@ -128,7 +128,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	api := grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).
 		WithCredentials(svc.Credentials).WithTriggers(svc.Triggers).
 		WithRecoveryCandidates(app.ListRecoveryCandidates{Candidates: repo}).WithExternalLines(externalLines).
-		WithSessionChanges(app.WatchSessionChanges{Feed: repo, Stopping: stopping})
+		WithSessionChanges(app.WatchSessionChanges{Feed: repo, Stopping: stopping}).
+		WithCategories(app.Categories{Repo: repo, Clock: clock.System{}},
+			app.Inference{Sessions: repo, Categories: repo, Clock: clock.System{}})
 	api.Register(h.GRPC.Server)
 	api.RegisterTriggers(h.GRPC.Server)
 	grpcapi.NewLineageConsumer(externalLines, logger).Register(h.GRPC.Server)

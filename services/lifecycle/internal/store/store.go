@@ -21,6 +21,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/outbox"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 //go:embed migrations/*.sql
@@ -65,7 +66,8 @@ func NewSessions(pool *pgxpool.Pool, codec Codec, signal *outbox.Signal, logger 
 var columns = []string{"id", "COALESCE(slug, '')", "status", "title", "prompt", "goal", "agent_root", "agent_runtime",
 	"git_root", "branch", "subdirectory", "parent_session_id", "genesis", "scheduling_class", "precedence",
 	"custom_metadata", "created_at", "updated_at", "markers", "elapsed_since", "archived_at", "archived_from",
-	"trash_after", "version", "heartbeat_enabled", "heartbeat_interval_seconds", "notes", "mcp_tool_groups", "push_notifications"}
+	"trash_after", "version", "heartbeat_enabled", "heartbeat_interval_seconds", "notes", "mcp_tool_groups", "push_notifications",
+	"category_id", "starred"}
 
 var sessionColumns = strings.Join(columns, ", ")
 
@@ -183,6 +185,19 @@ func listFilter(f domain.ListFilter) (string, []any) {
 	if f.SchedulingClass != "" {
 		where = append(where, "scheduling_class = "+arg(f.SchedulingClass))
 	}
+	if f.Starred != nil {
+		where = append(where, "starred = "+arg(*f.Starred))
+	}
+	switch {
+	case f.CategoryID == nil:
+	case *f.CategoryID == 0:
+		where = append(where, "category_id IS NULL")
+	default:
+		where = append(where, "category_id = "+arg(*f.CategoryID))
+	}
+	if f.SkipFrozenCategories {
+		where = append(where, "(category_id IS NULL OR category_id NOT IN (SELECT id FROM categories WHERE frozen))")
+	}
 	if len(where) == 0 {
 		return "", nil
 	}
@@ -198,7 +213,8 @@ func scanSession(row pgx.Row, extra ...any) (domain.Session, error) {
 		&s.AgentRuntime, &s.GitRoot, &s.Branch, &s.Subdirectory, &s.ParentSessionID, &s.Genesis,
 		&s.SchedulingClass, &s.Precedence, &md, &s.CreatedAt, &s.UpdatedAt, &mk, &s.ElapsedSince,
 		&s.ArchivedAt, &s.ArchivedFrom, &s.TrashAfter, &s.Version, &s.HeartbeatEnabled,
-		&s.HeartbeatIntervalSeconds, &s.Notes, &s.MCPToolGroups, &s.PushNotifications}, extra...)
+		&s.HeartbeatIntervalSeconds, &s.Notes, &s.MCPToolGroups, &s.PushNotifications,
+		&s.CategoryID, &s.Starred}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return domain.Session{}, err
 	}
@@ -230,6 +246,10 @@ func interpretWrite(op string, err error, s domain.Session) error {
 			return fmt.Errorf("a status-summary fork of session %v is at work already: %w", s.CustomMetadata[rules.StatusSummarySourceKey], domain.ErrAlreadyExists)
 		}
 	case pgdb.CodeForeignKeyViolation:
+		if strings.Contains(pgdb.ConstraintName(err), "category") && s.CategoryID != nil {
+			// Deleted since the caller listed them, or never one.
+			return validation.Invalid("category_id", "no category %d exists; pass the id of an existing category, or 0 for uncategorized", *s.CategoryID)
+		}
 		// The parent was checked under FOR KEY SHARE, so this cannot happen
 		// unless that invariant breaks; say so rather than guess.
 		return fmt.Errorf("%s: parent %v vanished: %w", op, s.ParentSessionID, err)

@@ -145,10 +145,11 @@ func (w *writes) edit(id int64, s domain.Session) error {
 	w.queue(func(err error) error { return interpretWrite("update session", err, s) }, `
 		UPDATE sessions SET title = $2, slug = NULLIF($3, ''), goal = $4, notes = $5,
 			scheduling_class = $6, precedence = $7, custom_metadata = $8, heartbeat_enabled = $9,
-			heartbeat_interval_seconds = $10, push_notifications = $11, updated_at = $12, version = version + 1
+			heartbeat_interval_seconds = $10, push_notifications = $11, updated_at = $12, category_id = $13,
+			starred = $14, version = version + 1
 		WHERE id = $1`,
 		id, s.Title, s.Slug, s.Goal, s.Notes, s.SchedulingClass, s.Precedence, md,
-		s.HeartbeatEnabled, s.HeartbeatIntervalSeconds, s.PushNotifications, s.UpdatedAt)
+		s.HeartbeatEnabled, s.HeartbeatIntervalSeconds, s.PushNotifications, s.UpdatedAt, s.CategoryID, s.Starred)
 	return nil
 }
 

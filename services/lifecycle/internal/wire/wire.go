@@ -60,6 +60,8 @@ func Session(s domain.Session) (*lifecyclev1.Session, error) {
 		PushNotifications:         s.PushNotifications,
 		LostElicitation:           lostElicitation(s.Markers.LostElicitation),
 		StatusSummary:             statusSummary(s.Markers.StatusSummary),
+		CategoryId:                s.CategoryID,
+		Starred:                   s.Starred,
 	}, nil
 }
 
@@ -74,6 +76,21 @@ func statusSummary(ss *domain.StatusSummary) *lifecyclev1.StatusSummary {
 	if f := ss.Failure; f != nil {
 		out.Failure = &lifecyclev1.StatusSummaryFailure{Reason: f.Reason, FailedAt: timestamppb.New(f.FailedAt),
 			ForkSessionId: f.ForkSessionID, TranscriptPosition: f.TranscriptPosition}
+	}
+	return out
+}
+
+// Category converts a category to its message.
+func Category(c domain.Category) *lifecyclev1.Category {
+	return &lifecyclev1.Category{Id: c.ID, Name: c.Name, Position: c.Position, Frozen: c.Frozen,
+		CreatedAt: timestamppb.New(c.CreatedAt), UpdatedAt: timestamppb.New(c.UpdatedAt)}
+}
+
+// Categories converts categories to their messages, in order.
+func Categories(cs []domain.Category) []*lifecyclev1.Category {
+	out := make([]*lifecyclev1.Category, len(cs))
+	for i, c := range cs {
+		out[i] = Category(c)
 	}
 	return out
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
 	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
+	"github.com/zimmerhq/zimmer/services/runner/internal/infer"
 	"github.com/zimmerhq/zimmer/services/runner/internal/summary"
 	"github.com/zimmerhq/zimmer/services/runner/internal/sweep"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
@@ -281,4 +282,39 @@ func (l *Lifecycle) HarvestFork(ctx context.Context, forkID int64, text, failure
 		return &summary.NotAForkError{Message: status.Convert(err).Message()}
 	}
 	return fmt.Errorf("harvest status-summary fork %d: %w", forkID, err)
+}
+
+// PendingInference implements infer.Sessions. A session deleted since its
+// pause has nothing pending.
+func (l *Lifecycle) PendingInference(ctx context.Context, sessionID int64) (infer.Request, error) {
+	got, err := l.client.GetPendingInference(ctx, &lifecyclev1.GetPendingInferenceRequest{SessionId: sessionID})
+	if status.Code(err) == codes.NotFound {
+		return infer.Request{SessionID: sessionID}, nil
+	}
+	if err != nil {
+		return infer.Request{}, fmt.Errorf("read what session %d still needs inferred: %w", sessionID, err)
+	}
+	req := infer.Request{
+		SessionID: sessionID, Runtime: got.GetAgentRuntime(), Title: got.GetTitle(), Category: got.GetCategory(),
+		Prompt: got.GetPrompt(), Goal: got.GetGoal(),
+	}
+	for _, c := range got.GetCategories() {
+		req.Choices = append(req.Choices, infer.Choice{ID: c.GetId(), Name: c.GetName()})
+	}
+	return req, nil
+}
+
+// RecordInference implements infer.Sessions. A refusal (a category
+// deleted since it was offered) is infer.ErrAnswerRefused.
+func (l *Lifecycle) RecordInference(ctx context.Context, sessionID int64, in infer.Inferred) (infer.Recorded, error) {
+	got, err := l.client.RecordInference(ctx, &lifecyclev1.RecordInferenceRequest{
+		SessionId: sessionID, Title: in.Title, CategoryId: in.CategoryID,
+	})
+	if status.Code(err) == codes.InvalidArgument {
+		return infer.Recorded{}, fmt.Errorf("%w: %s", infer.ErrAnswerRefused, status.Convert(err).Message())
+	}
+	if err != nil {
+		return infer.Recorded{}, fmt.Errorf("record the inference of session %d: %w", sessionID, err)
+	}
+	return infer.Recorded{TitleSet: got.GetTitleSet(), CategorySet: got.GetCategorySet()}, nil
 }

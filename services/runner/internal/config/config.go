@@ -83,6 +83,12 @@ type Config struct {
 	// status summary (package summary). Each fork is a turn of the
 	// session's runtime, so a model call: false turns them off.
 	StatusSummaries bool
+
+	// Inference is RUNNER_INFERENCE: who infers a paused session's title
+	// and category — "session" (default: the session's own runtime in
+	// one-shot mode; none for the command runtime), "off", or a runtime's
+	// name to ask that one for every session (e.g. "demo").
+	Inference string
 }
 
 // nodeName is what a node may be called: it becomes part of a Temporal task
@@ -113,6 +119,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		ZombieReap    time.Duration `env:"RUNNER_ZOMBIE_REAP_INTERVAL, default=5m"`
 		Transcripts   time.Duration `env:"RUNNER_TRANSCRIPT_RETENTION, default=720h"`
 		Summaries     bool          `env:"RUNNER_STATUS_SUMMARIES, default=true"`
+		Inference     string        `env:"RUNNER_INFERENCE, default=session"`
 		Agents        agent.Config
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
@@ -131,6 +138,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		TranscriptRetention: env.Transcripts, NodeDeadAfter: env.NodeDeadAfter,
 		OrphanSweepInterval: env.OrphanSweep, OrphanGrace: env.OrphanGrace, ZombieReapInterval: env.ZombieReap,
 		StatusSummaries: env.Summaries,
+		Inference: env.Inference,
 	}
 	for name, d := range map[string]time.Duration{"RUNNER_ORPHAN_SWEEP_INTERVAL": cfg.OrphanSweepInterval,
 		"RUNNER_ORPHAN_GRACE": cfg.OrphanGrace, "RUNNER_ZOMBIE_REAP_INTERVAL": cfg.ZombieReapInterval} {
@@ -196,5 +204,6 @@ func (c Config) LogValue() slog.Value {
 		slog.String("lineage_addr", c.LineageAddr),
 		slog.String("mcp_url", c.MCPURL),
 		slog.String("default_runtime", c.Agents.DefaultRuntime),
+		slog.String("inference", c.Inference),
 	)
 }

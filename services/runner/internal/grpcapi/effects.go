@@ -12,13 +12,15 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/effect"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
+	"github.com/zimmerhq/zimmer/services/runner/internal/infer"
 	"github.com/zimmerhq/zimmer/services/runner/internal/summary"
 )
 
 // Effects handles the effects lifecycle addresses to the runner: an
 // archive's deferred clean-up of the session's clone starts
 // session/<session>/clone-cleanup, an unarchive's restore starts
-// session/<session>/clone-restore, a pause's or failure's status-summary
+// session/<session>/clone-restore, a pause's title and category inference
+// starts session/<session>/infer, a pause's or failure's status-summary
 // refresh starts session/<session>/status-summary and a fork's harvest
 // session/<fork>/status-summary-harvest (package summary). Delivery is at
 // least once: a workflow of the
@@ -52,15 +54,11 @@ func (e *Effects) Consume(ctx context.Context, ev *lifecyclev1.SessionEvent) (*l
 	eff, id := ev.GetEffect(), ev.GetSessionId()
 	switch eff.GetKind().(type) {
 	case *lifecyclev1.SessionEffect_DeferredCleanup, *lifecyclev1.SessionEffect_RestoreClone,
-		*lifecyclev1.SessionEffect_HarvestFork:
+		*lifecyclev1.SessionEffect_HarvestFork, *lifecyclev1.SessionEffect_Inference:
 	case *lifecyclev1.SessionEffect_StatusSummaryRefresh:
 		if !e.summaries {
 			return effect.Unhandled(ctx, e.logger, ev, "status summaries are off on this runner (RUNNER_STATUS_SUMMARIES=false)"), nil
 		}
-	case *lifecyclev1.SessionEffect_Inference:
-		// The runner's, but nothing carries it out yet: acknowledged, so
-		// the relay does not retry it for ever.
-		return effect.Unhandled(ctx, e.logger, ev, "the runner does not build it yet"), nil
 	default:
 		return effect.Unhandled(ctx, e.logger, ev, "not the runner's"), nil
 	}
@@ -74,6 +72,10 @@ func (e *Effects) Consume(ctx context.Context, ev *lifecyclev1.SessionEvent) (*l
 	switch kind := eff.GetKind().(type) {
 	case *lifecyclev1.SessionEffect_RestoreClone:
 		started, err = clone.StartRestore(ctx, e.starter, id)
+	case *lifecyclev1.SessionEffect_Inference:
+		// One at a time per session: a pause while one runs is served by
+		// it (it reads what is pending when it starts) or by the next.
+		started, err = infer.Start(ctx, e.starter, id)
 	case *lifecyclev1.SessionEffect_DeferredCleanup:
 		var trashAfter time.Time
 		if trashAfter, err = deadline(kind.DeferredCleanup, eff.GetSession()); err != nil {
@@ -89,7 +91,7 @@ func (e *Effects) Consume(ctx context.Context, ev *lifecyclev1.SessionEvent) (*l
 	}
 	if err != nil {
 		name := effect.Name(eff)
-		e.logger.Warn("start a session clone's workflow", "effect", name, "session_id", id, "error", err)
+		e.logger.Warn("start a session's effect workflow", "effect", name, "session_id", id, "error", err)
 		// Temporal's trouble is transient for the relay: it retries.
 		return nil, toStatus(refuse(codes.Unavailable, "hand %s of session %d to Temporal: %v", name, id, err))
 	}

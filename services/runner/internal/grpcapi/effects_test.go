@@ -21,6 +21,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/effect/effecttest"
 	"github.com/zimmerhq/zimmer/services/runner/internal/clone"
 	"github.com/zimmerhq/zimmer/services/runner/internal/grpcapi"
+	"github.com/zimmerhq/zimmer/services/runner/internal/infer"
 	"github.com/zimmerhq/zimmer/services/runner/internal/summary"
 	"github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
@@ -148,23 +149,35 @@ func TestTemporalTroubleIsRetriedByTheRelay(t *testing.T) {
 	require.Equal(t, codes.Unavailable, status.Code(err))
 }
 
-// TestEffectsNotBuiltAreAcknowledged: a runner-owned effect not built yet
-// is answered (so the relay stops retrying) and says so in the log; an
-// effect the runner does not own is answered applied false, and the log
-// names it (lifecycle/effect.Unhandled, the consumers' one way to say so).
-func TestEffectsNotBuiltAreAcknowledged(t *testing.T) {
+// A pause's inference starts session/<id>/infer; a second effect for the
+// same session while that run is going starts nothing (two inferences of
+// one session never run at once).
+func TestInferenceStartsOneInferencePerSession(t *testing.T) {
 	t.Parallel()
-	for _, e := range []*lifecyclev1.SessionEffect{inference()} {
-		name := lifecycleeffect.Name(e)
-		var log bytes.Buffer
-		w := &fakeWorkflows{}
-		resp, err := consume(t, effectConsumer(w, &log), effect(42, e))
-		require.NoError(t, err, name)
-		require.False(t, resp.GetApplied())
-		require.Empty(t, w.started)
-		require.Contains(t, log.String(), "does not build it yet")
-		require.Contains(t, log.String(), name)
-	}
+	w := &fakeWorkflows{}
+	c := effectConsumer(w, &bytes.Buffer{})
+	resp, err := consume(t, c, effect(42, inference()))
+	require.NoError(t, err)
+	require.True(t, resp.GetApplied())
+	require.Len(t, w.started, 1)
+	require.Equal(t, "session/42/infer", w.started[0].opts.ID)
+	require.Equal(t, "zimmer-runner", w.started[0].opts.TaskQueue)
+	require.Equal(t, infer.WorkflowName, w.started[0].name)
+	require.Equal(t, []any{infer.Input{SessionID: 42}}, w.started[0].args)
+
+	w.running = map[string]bool{"session/42/infer": true}
+	resp, err = consume(t, c, effect(42, inference()))
+	require.NoError(t, err)
+	require.False(t, resp.GetApplied(), "the running inference serves it")
+	require.Len(t, w.started, 1)
+}
+
+// TestAnEffectNotTheRunnersIsAnsweredAppliedFalse: the relay stops
+// retrying it, and the log names it (lifecycle/effect.Unhandled, the
+// consumers' one way to say so). Every effect the runner owns is carried
+// out (TestTheRunnerCarriesOutEveryEffectItReceives).
+func TestAnEffectNotTheRunnersIsAnsweredAppliedFalse(t *testing.T) {
+	t.Parallel()
 	var log bytes.Buffer
 	resp, err := consume(t, effectConsumer(&fakeWorkflows{}, &log), effect(42, dismissNotifications()))
 	require.NoError(t, err)

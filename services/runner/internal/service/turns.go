@@ -158,6 +158,9 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	if err := s.runClones(ctx, cfg, preparer, conn, node, consumer); err != nil {
 		return err
 	}
+	if err := s.runInference(cfg, lifecycle); err != nil {
+		return err
+	}
 	consumer.Register(s.GRPC.Server)
 	return s.runSweeps(ctx, cfg, conn, starter, node)
 }

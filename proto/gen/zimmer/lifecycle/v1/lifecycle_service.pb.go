@@ -711,9 +711,15 @@ type ListSessionsRequest struct {
 	// Page size.
 	PerPage int32 `protobuf:"varint,7,opt,name=per_page,json=perPage,proto3" json:"per_page,omitempty"`
 	// With no status filter, include archived sessions too (every status).
-	ShowArchived  bool `protobuf:"varint,8,opt,name=show_archived,json=showArchived,proto3" json:"show_archived,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ShowArchived bool `protobuf:"varint,8,opt,name=show_archived,json=showArchived,proto3" json:"show_archived,omitempty"`
+	// Only starred sessions (true) or only unstarred ones (false).
+	Starred *bool `protobuf:"varint,9,opt,name=starred,proto3,oneof" json:"starred,omitempty"`
+	// Only the sessions in this category; 0 means the uncategorized ones.
+	CategoryId *int64 `protobuf:"varint,10,opt,name=category_id,json=categoryId,proto3,oneof" json:"category_id,omitempty"`
+	// Leave out the sessions in frozen categories ("refresh all"'s scope).
+	SkipFrozenCategories bool `protobuf:"varint,11,opt,name=skip_frozen_categories,json=skipFrozenCategories,proto3" json:"skip_frozen_categories,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ListSessionsRequest) Reset() {
@@ -798,6 +804,27 @@ func (x *ListSessionsRequest) GetPerPage() int32 {
 func (x *ListSessionsRequest) GetShowArchived() bool {
 	if x != nil {
 		return x.ShowArchived
+	}
+	return false
+}
+
+func (x *ListSessionsRequest) GetStarred() bool {
+	if x != nil && x.Starred != nil {
+		return *x.Starred
+	}
+	return false
+}
+
+func (x *ListSessionsRequest) GetCategoryId() int64 {
+	if x != nil && x.CategoryId != nil {
+		return *x.CategoryId
+	}
+	return 0
+}
+
+func (x *ListSessionsRequest) GetSkipFrozenCategories() bool {
+	if x != nil {
+		return x.SkipFrozenCategories
 	}
 	return false
 }
@@ -2539,8 +2566,10 @@ type UpdateSessionRequest struct {
 	Notes *string `protobuf:"bytes,10,opt,name=notes,proto3,oneof" json:"notes,omitempty"`
 	// The needs-input push opt-in (the failure push ignores it).
 	PushNotifications *bool `protobuf:"varint,11,opt,name=push_notifications,json=pushNotifications,proto3,oneof" json:"push_notifications,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Move the session into this category; 0 makes it uncategorized.
+	CategoryId    *int64 `protobuf:"varint,12,opt,name=category_id,json=categoryId,proto3,oneof" json:"category_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateSessionRequest) Reset() {
@@ -2648,6 +2677,13 @@ func (x *UpdateSessionRequest) GetPushNotifications() bool {
 		return *x.PushNotifications
 	}
 	return false
+}
+
+func (x *UpdateSessionRequest) GetCategoryId() int64 {
+	if x != nil && x.CategoryId != nil {
+		return *x.CategoryId
+	}
+	return 0
 }
 
 type UpdateSessionResponse struct {
@@ -4850,6 +4886,821 @@ func (x *HarvestStatusSummaryForkResponse) GetHarvested() bool {
 	return false
 }
 
+type ListCategoriesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCategoriesRequest) Reset() {
+	*x = ListCategoriesRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCategoriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCategoriesRequest) ProtoMessage() {}
+
+func (x *ListCategoriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCategoriesRequest.ProtoReflect.Descriptor instead.
+func (*ListCategoriesRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{79}
+}
+
+type ListCategoriesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In order, position 1 first.
+	Categories    []*Category `protobuf:"bytes,1,rep,name=categories,proto3" json:"categories,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCategoriesResponse) Reset() {
+	*x = ListCategoriesResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCategoriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCategoriesResponse) ProtoMessage() {}
+
+func (x *ListCategoriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCategoriesResponse.ProtoReflect.Descriptor instead.
+func (*ListCategoriesResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *ListCategoriesResponse) GetCategories() []*Category {
+	if x != nil {
+		return x.Categories
+	}
+	return nil
+}
+
+type CreateCategoryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to 80 characters, unique without regard to case.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// 1-based; absent or past the end puts it last.
+	Position *int32 `protobuf:"varint,2,opt,name=position,proto3,oneof" json:"position,omitempty"`
+	// A frozen (parked) category's sessions are skipped by "refresh all".
+	Frozen        bool `protobuf:"varint,3,opt,name=frozen,proto3" json:"frozen,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCategoryRequest) Reset() {
+	*x = CreateCategoryRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCategoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCategoryRequest) ProtoMessage() {}
+
+func (x *CreateCategoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCategoryRequest.ProtoReflect.Descriptor instead.
+func (*CreateCategoryRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *CreateCategoryRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateCategoryRequest) GetPosition() int32 {
+	if x != nil && x.Position != nil {
+		return *x.Position
+	}
+	return 0
+}
+
+func (x *CreateCategoryRequest) GetFrozen() bool {
+	if x != nil {
+		return x.Frozen
+	}
+	return false
+}
+
+type CreateCategoryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Category      *Category              `protobuf:"bytes,1,opt,name=category,proto3" json:"category,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCategoryResponse) Reset() {
+	*x = CreateCategoryResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCategoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCategoryResponse) ProtoMessage() {}
+
+func (x *CreateCategoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCategoryResponse.ProtoReflect.Descriptor instead.
+func (*CreateCategoryResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *CreateCategoryResponse) GetCategory() *Category {
+	if x != nil {
+		return x.Category
+	}
+	return nil
+}
+
+type UpdateCategoryRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	CategoryId int64                  `protobuf:"varint,1,opt,name=category_id,json=categoryId,proto3" json:"category_id,omitempty"`
+	Name       *string                `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	// Move it here (1-based; past the end means last).
+	Position      *int32 `protobuf:"varint,3,opt,name=position,proto3,oneof" json:"position,omitempty"`
+	Frozen        *bool  `protobuf:"varint,4,opt,name=frozen,proto3,oneof" json:"frozen,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateCategoryRequest) Reset() {
+	*x = UpdateCategoryRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCategoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCategoryRequest) ProtoMessage() {}
+
+func (x *UpdateCategoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCategoryRequest.ProtoReflect.Descriptor instead.
+func (*UpdateCategoryRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *UpdateCategoryRequest) GetCategoryId() int64 {
+	if x != nil {
+		return x.CategoryId
+	}
+	return 0
+}
+
+func (x *UpdateCategoryRequest) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *UpdateCategoryRequest) GetPosition() int32 {
+	if x != nil && x.Position != nil {
+		return *x.Position
+	}
+	return 0
+}
+
+func (x *UpdateCategoryRequest) GetFrozen() bool {
+	if x != nil && x.Frozen != nil {
+		return *x.Frozen
+	}
+	return false
+}
+
+type UpdateCategoryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Category      *Category              `protobuf:"bytes,1,opt,name=category,proto3" json:"category,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateCategoryResponse) Reset() {
+	*x = UpdateCategoryResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCategoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCategoryResponse) ProtoMessage() {}
+
+func (x *UpdateCategoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCategoryResponse.ProtoReflect.Descriptor instead.
+func (*UpdateCategoryResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *UpdateCategoryResponse) GetCategory() *Category {
+	if x != nil {
+		return x.Category
+	}
+	return nil
+}
+
+type DeleteCategoryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CategoryId    int64                  `protobuf:"varint,1,opt,name=category_id,json=categoryId,proto3" json:"category_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCategoryRequest) Reset() {
+	*x = DeleteCategoryRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCategoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCategoryRequest) ProtoMessage() {}
+
+func (x *DeleteCategoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCategoryRequest.ProtoReflect.Descriptor instead.
+func (*DeleteCategoryRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *DeleteCategoryRequest) GetCategoryId() int64 {
+	if x != nil {
+		return x.CategoryId
+	}
+	return 0
+}
+
+type DeleteCategoryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCategoryResponse) Reset() {
+	*x = DeleteCategoryResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCategoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCategoryResponse) ProtoMessage() {}
+
+func (x *DeleteCategoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCategoryResponse.ProtoReflect.Descriptor instead.
+func (*DeleteCategoryResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{86}
+}
+
+type StarSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StarSessionRequest) Reset() {
+	*x = StarSessionRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StarSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StarSessionRequest) ProtoMessage() {}
+
+func (x *StarSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StarSessionRequest.ProtoReflect.Descriptor instead.
+func (*StarSessionRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *StarSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type StarSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StarSessionResponse) Reset() {
+	*x = StarSessionResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StarSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StarSessionResponse) ProtoMessage() {}
+
+func (x *StarSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StarSessionResponse.ProtoReflect.Descriptor instead.
+func (*StarSessionResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *StarSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+type UnstarSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnstarSessionRequest) Reset() {
+	*x = UnstarSessionRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnstarSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnstarSessionRequest) ProtoMessage() {}
+
+func (x *UnstarSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnstarSessionRequest.ProtoReflect.Descriptor instead.
+func (*UnstarSessionRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *UnstarSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type UnstarSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnstarSessionResponse) Reset() {
+	*x = UnstarSessionResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnstarSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnstarSessionResponse) ProtoMessage() {}
+
+func (x *UnstarSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnstarSessionResponse.ProtoReflect.Descriptor instead.
+func (*UnstarSessionResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *UnstarSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+type GetPendingInferenceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPendingInferenceRequest) Reset() {
+	*x = GetPendingInferenceRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPendingInferenceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPendingInferenceRequest) ProtoMessage() {}
+
+func (x *GetPendingInferenceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPendingInferenceRequest.ProtoReflect.Descriptor instead.
+func (*GetPendingInferenceRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *GetPendingInferenceRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+type GetPendingInferenceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The title is still blank.
+	Title bool `protobuf:"varint,1,opt,name=title,proto3" json:"title,omitempty"`
+	// The session has no category, and there is one it could be put in.
+	Category bool   `protobuf:"varint,2,opt,name=category,proto3" json:"category,omitempty"`
+	Prompt   string `protobuf:"bytes,3,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	Goal     string `protobuf:"bytes,4,opt,name=goal,proto3" json:"goal,omitempty"`
+	// The categories a model may choose from (not frozen).
+	Categories []*Category `protobuf:"bytes,5,rep,name=categories,proto3" json:"categories,omitempty"`
+	// The session's agent_runtime: inference asks the same runtime.
+	AgentRuntime  string `protobuf:"bytes,6,opt,name=agent_runtime,json=agentRuntime,proto3" json:"agent_runtime,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPendingInferenceResponse) Reset() {
+	*x = GetPendingInferenceResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPendingInferenceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPendingInferenceResponse) ProtoMessage() {}
+
+func (x *GetPendingInferenceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPendingInferenceResponse.ProtoReflect.Descriptor instead.
+func (*GetPendingInferenceResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *GetPendingInferenceResponse) GetTitle() bool {
+	if x != nil {
+		return x.Title
+	}
+	return false
+}
+
+func (x *GetPendingInferenceResponse) GetCategory() bool {
+	if x != nil {
+		return x.Category
+	}
+	return false
+}
+
+func (x *GetPendingInferenceResponse) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+func (x *GetPendingInferenceResponse) GetGoal() string {
+	if x != nil {
+		return x.Goal
+	}
+	return ""
+}
+
+func (x *GetPendingInferenceResponse) GetCategories() []*Category {
+	if x != nil {
+		return x.Categories
+	}
+	return nil
+}
+
+func (x *GetPendingInferenceResponse) GetAgentRuntime() string {
+	if x != nil {
+		return x.AgentRuntime
+	}
+	return ""
+}
+
+type RecordInferenceRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The inferred title; empty infers none.
+	Title string `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	// The inferred category; absent infers none.
+	CategoryId    *int64 `protobuf:"varint,3,opt,name=category_id,json=categoryId,proto3,oneof" json:"category_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordInferenceRequest) Reset() {
+	*x = RecordInferenceRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordInferenceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordInferenceRequest) ProtoMessage() {}
+
+func (x *RecordInferenceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordInferenceRequest.ProtoReflect.Descriptor instead.
+func (*RecordInferenceRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *RecordInferenceRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *RecordInferenceRequest) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *RecordInferenceRequest) GetCategoryId() int64 {
+	if x != nil && x.CategoryId != nil {
+		return *x.CategoryId
+	}
+	return 0
+}
+
+type RecordInferenceResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// Whether the title, the category, were set (false: none was inferred,
+	// or the session had one already).
+	TitleSet      bool `protobuf:"varint,2,opt,name=title_set,json=titleSet,proto3" json:"title_set,omitempty"`
+	CategorySet   bool `protobuf:"varint,3,opt,name=category_set,json=categorySet,proto3" json:"category_set,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordInferenceResponse) Reset() {
+	*x = RecordInferenceResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordInferenceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordInferenceResponse) ProtoMessage() {}
+
+func (x *RecordInferenceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordInferenceResponse.ProtoReflect.Descriptor instead.
+func (*RecordInferenceResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *RecordInferenceResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *RecordInferenceResponse) GetTitleSet() bool {
+	if x != nil {
+		return x.TitleSet
+	}
+	return false
+}
+
+func (x *RecordInferenceResponse) GetCategorySet() bool {
+	if x != nil {
+		return x.CategorySet
+	}
+	return false
+}
+
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
@@ -4899,7 +5750,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x9b\x01\n" +
 	"\x12GetSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12M\n" +
-	"\x11enqueued_messages\x18\x02 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\xf3\x01\n" +
+	"\x11enqueued_messages\x18\x02 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\x8a\x03\n" +
 	"\x13ListSessionsRequest\x12\x16\n" +
 	"\x06status\x18\x01 \x03(\tR\x06status\x12\f\n" +
 	"\x01q\x18\x02 \x01(\tR\x01q\x12\x1d\n" +
@@ -4909,7 +5760,15 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x10scheduling_class\x18\x05 \x01(\tR\x0fschedulingClass\x12\x12\n" +
 	"\x04page\x18\x06 \x01(\x05R\x04page\x12\x19\n" +
 	"\bper_page\x18\a \x01(\x05R\aperPage\x12#\n" +
-	"\rshow_archived\x18\b \x01(\bR\fshowArchived\"\x91\x01\n" +
+	"\rshow_archived\x18\b \x01(\bR\fshowArchived\x12\x1d\n" +
+	"\astarred\x18\t \x01(\bH\x00R\astarred\x88\x01\x01\x12$\n" +
+	"\vcategory_id\x18\n" +
+	" \x01(\x03H\x01R\n" +
+	"categoryId\x88\x01\x01\x124\n" +
+	"\x16skip_frozen_categories\x18\v \x01(\bR\x14skipFrozenCategoriesB\n" +
+	"\n" +
+	"\b_starredB\x0e\n" +
+	"\f_category_id\"\x91\x01\n" +
 	"\x14ListSessionsResponse\x128\n" +
 	"\bsessions\x18\x01 \x03(\v2\x1c.zimmer.lifecycle.v1.SessionR\bsessions\x12?\n" +
 	"\n" +
@@ -5046,7 +5905,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"%AuthenticateSessionCredentialResponse\x12F\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\v2&.zimmer.lifecycle.v1.SessionCredentialR\n" +
-	"credential\"\xf3\x04\n" +
+	"credential\"\xa9\x05\n" +
 	"\x14UpdateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
@@ -5062,7 +5921,9 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x1aheartbeat_interval_seconds\x18\t \x01(\x05H\x06R\x18heartbeatIntervalSeconds\x88\x01\x01\x12\x19\n" +
 	"\x05notes\x18\n" +
 	" \x01(\tH\aR\x05notes\x88\x01\x01\x122\n" +
-	"\x12push_notifications\x18\v \x01(\bH\bR\x11pushNotifications\x88\x01\x01B\b\n" +
+	"\x12push_notifications\x18\v \x01(\bH\bR\x11pushNotifications\x88\x01\x01\x12$\n" +
+	"\vcategory_id\x18\f \x01(\x03H\tR\n" +
+	"categoryId\x88\x01\x01B\b\n" +
 	"\x06_titleB\a\n" +
 	"\x05_slugB\a\n" +
 	"\x05_goalB\x13\n" +
@@ -5071,7 +5932,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x12_heartbeat_enabledB\x1d\n" +
 	"\x1b_heartbeat_interval_secondsB\b\n" +
 	"\x06_notesB\x15\n" +
-	"\x13_push_notifications\"O\n" +
+	"\x13_push_notificationsB\x0e\n" +
+	"\f_category_id\"O\n" +
 	"\x15UpdateSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"\xab\x01\n" +
 	"\x1aSetSessionHeartbeatRequest\x12\x1d\n" +
@@ -5221,7 +6083,67 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	" HarvestStatusSummaryForkResponse\x124\n" +
 	"\x06source\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\x06source\x120\n" +
 	"\x04fork\x18\x02 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\x04fork\x12\x1c\n" +
-	"\tharvested\x18\x03 \x01(\bR\tharvested*\x84\x01\n" +
+	"\tharvested\x18\x03 \x01(\bR\tharvested\"\x17\n" +
+	"\x15ListCategoriesRequest\"W\n" +
+	"\x16ListCategoriesResponse\x12=\n" +
+	"\n" +
+	"categories\x18\x01 \x03(\v2\x1d.zimmer.lifecycle.v1.CategoryR\n" +
+	"categories\"q\n" +
+	"\x15CreateCategoryRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\bposition\x18\x02 \x01(\x05H\x00R\bposition\x88\x01\x01\x12\x16\n" +
+	"\x06frozen\x18\x03 \x01(\bR\x06frozenB\v\n" +
+	"\t_position\"S\n" +
+	"\x16CreateCategoryResponse\x129\n" +
+	"\bcategory\x18\x01 \x01(\v2\x1d.zimmer.lifecycle.v1.CategoryR\bcategory\"\xb0\x01\n" +
+	"\x15UpdateCategoryRequest\x12\x1f\n" +
+	"\vcategory_id\x18\x01 \x01(\x03R\n" +
+	"categoryId\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\x1f\n" +
+	"\bposition\x18\x03 \x01(\x05H\x01R\bposition\x88\x01\x01\x12\x1b\n" +
+	"\x06frozen\x18\x04 \x01(\bH\x02R\x06frozen\x88\x01\x01B\a\n" +
+	"\x05_nameB\v\n" +
+	"\t_positionB\t\n" +
+	"\a_frozen\"S\n" +
+	"\x16UpdateCategoryResponse\x129\n" +
+	"\bcategory\x18\x01 \x01(\v2\x1d.zimmer.lifecycle.v1.CategoryR\bcategory\"8\n" +
+	"\x15DeleteCategoryRequest\x12\x1f\n" +
+	"\vcategory_id\x18\x01 \x01(\x03R\n" +
+	"categoryId\"\x18\n" +
+	"\x16DeleteCategoryResponse\"3\n" +
+	"\x12StarSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"M\n" +
+	"\x13StarSessionResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"5\n" +
+	"\x14UnstarSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"O\n" +
+	"\x15UnstarSessionResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\";\n" +
+	"\x1aGetPendingInferenceRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\"\xdf\x01\n" +
+	"\x1bGetPendingInferenceResponse\x12\x14\n" +
+	"\x05title\x18\x01 \x01(\bR\x05title\x12\x1a\n" +
+	"\bcategory\x18\x02 \x01(\bR\bcategory\x12\x16\n" +
+	"\x06prompt\x18\x03 \x01(\tR\x06prompt\x12\x12\n" +
+	"\x04goal\x18\x04 \x01(\tR\x04goal\x12=\n" +
+	"\n" +
+	"categories\x18\x05 \x03(\v2\x1d.zimmer.lifecycle.v1.CategoryR\n" +
+	"categories\x12#\n" +
+	"\ragent_runtime\x18\x06 \x01(\tR\fagentRuntime\"\x83\x01\n" +
+	"\x16RecordInferenceRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12$\n" +
+	"\vcategory_id\x18\x03 \x01(\x03H\x00R\n" +
+	"categoryId\x88\x01\x01B\x0e\n" +
+	"\f_category_id\"\x91\x01\n" +
+	"\x17RecordInferenceResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x1b\n" +
+	"\ttitle_set\x18\x02 \x01(\bR\btitleSet\x12!\n" +
+	"\fcategory_set\x18\x03 \x01(\bR\vcategorySet*\x84\x01\n" +
 	"\fDeliveryMode\x12\x1d\n" +
 	"\x19DELIVERY_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVERY_MODE_IDLE\x10\x01\x12\x1a\n" +
@@ -5234,7 +6156,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"'DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION\x10\x03\x12 \n" +
 	"\x1cDELIVERY_REFUSAL_AUTH_OUTAGE\x10\x04\x12\x1e\n" +
 	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x05\x12\x1b\n" +
-	"\x17DELIVERY_REFUSAL_ASLEEP\x10\x062\xc6*\n" +
+	"\x17DELIVERY_REFUSAL_ASLEEP\x10\x062\xcc3\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -5271,7 +6193,15 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x10ListElicitations\x12,.zimmer.lifecycle.v1.ListElicitationsRequest\x1a-.zimmer.lifecycle.v1.ListElicitationsResponse\">\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02,\x12*/api/v1/sessions/{session_id}/elicitations\x12\xc7\x01\n" +
 	"\x11AnswerElicitation\x12-.zimmer.lifecycle.v1.AnswerElicitationRequest\x1a..zimmer.lifecycle.v1.AnswerElicitationResponse\"S\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02G:\x01*\"B/api/v1/sessions/{session_id}/elicitations/{elicitation_id}/answer\x12\x8c\x01\n" +
 	"\x17CreateStatusSummaryFork\x123.zimmer.lifecycle.v1.CreateStatusSummaryForkRequest\x1a4.zimmer.lifecycle.v1.CreateStatusSummaryForkResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x8f\x01\n" +
-	"\x18HarvestStatusSummaryFork\x124.zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest\x1a5.zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse\"\x06\xea\xe0\x18\x02\b\x032\xa0\x01\n" +
+	"\x18HarvestStatusSummaryFork\x124.zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest\x1a5.zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x8b\x01\n" +
+	"\x0eListCategories\x12*.zimmer.lifecycle.v1.ListCategoriesRequest\x1a+.zimmer.lifecycle.v1.ListCategoriesResponse\" \xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x14\x12\x12/api/v1/categories\x12\x8e\x01\n" +
+	"\x0eCreateCategory\x12*.zimmer.lifecycle.v1.CreateCategoryRequest\x1a+.zimmer.lifecycle.v1.CreateCategoryResponse\"#\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/api/v1/categories\x12\x9c\x01\n" +
+	"\x0eUpdateCategory\x12*.zimmer.lifecycle.v1.UpdateCategoryRequest\x1a+.zimmer.lifecycle.v1.UpdateCategoryResponse\"1\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02%:\x01*2 /api/v1/categories/{category_id}\x12\x99\x01\n" +
+	"\x0eDeleteCategory\x12*.zimmer.lifecycle.v1.DeleteCategoryRequest\x1a+.zimmer.lifecycle.v1.DeleteCategoryResponse\".\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\"* /api/v1/categories/{category_id}\x12\x95\x01\n" +
+	"\vStarSession\x12'.zimmer.lifecycle.v1.StarSessionRequest\x1a(.zimmer.lifecycle.v1.StarSessionResponse\"3\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02':\x01*\"\"/api/v1/sessions/{session_id}/star\x12\x98\x01\n" +
+	"\rUnstarSession\x12).zimmer.lifecycle.v1.UnstarSessionRequest\x1a*.zimmer.lifecycle.v1.UnstarSessionResponse\"0\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02$*\"/api/v1/sessions/{session_id}/star\x12\x80\x01\n" +
+	"\x13GetPendingInference\x12/.zimmer.lifecycle.v1.GetPendingInferenceRequest\x1a0.zimmer.lifecycle.v1.GetPendingInferenceResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
+	"\x0fRecordInference\x12+.zimmer.lifecycle.v1.RecordInferenceRequest\x1a,.zimmer.lifecycle.v1.RecordInferenceResponse\"\x06\xea\xe0\x18\x02\b\x032\xa0\x01\n" +
 	"\x1bSessionEventConsumerService\x12\x80\x01\n" +
 	"\x13ConsumeSessionEvent\x12/.zimmer.lifecycle.v1.ConsumeSessionEventRequest\x1a0.zimmer.lifecycle.v1.ConsumeSessionEventResponse\"\x06\xea\xe0\x18\x02\b\x03BFZDgithub.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1;lifecyclev1b\x06proto3"
 
@@ -5288,7 +6218,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
@@ -5371,148 +6301,188 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*CreateStatusSummaryForkResponse)(nil),       // 78: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
 	(*HarvestStatusSummaryForkRequest)(nil),       // 79: zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
 	(*HarvestStatusSummaryForkResponse)(nil),      // 80: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
-	(*Elicitation)(nil),                           // 81: zimmer.lifecycle.v1.Elicitation
-	(*structpb.Struct)(nil),                       // 82: google.protobuf.Struct
-	(*Session)(nil),                               // 83: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 84: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 85: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 86: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 87: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 88: zimmer.lifecycle.v1.StreamEvent
-	(*durationpb.Duration)(nil),                   // 89: google.protobuf.Duration
-	(*SessionEvent)(nil),                          // 90: zimmer.lifecycle.v1.SessionEvent
+	(*ListCategoriesRequest)(nil),                 // 81: zimmer.lifecycle.v1.ListCategoriesRequest
+	(*ListCategoriesResponse)(nil),                // 82: zimmer.lifecycle.v1.ListCategoriesResponse
+	(*CreateCategoryRequest)(nil),                 // 83: zimmer.lifecycle.v1.CreateCategoryRequest
+	(*CreateCategoryResponse)(nil),                // 84: zimmer.lifecycle.v1.CreateCategoryResponse
+	(*UpdateCategoryRequest)(nil),                 // 85: zimmer.lifecycle.v1.UpdateCategoryRequest
+	(*UpdateCategoryResponse)(nil),                // 86: zimmer.lifecycle.v1.UpdateCategoryResponse
+	(*DeleteCategoryRequest)(nil),                 // 87: zimmer.lifecycle.v1.DeleteCategoryRequest
+	(*DeleteCategoryResponse)(nil),                // 88: zimmer.lifecycle.v1.DeleteCategoryResponse
+	(*StarSessionRequest)(nil),                    // 89: zimmer.lifecycle.v1.StarSessionRequest
+	(*StarSessionResponse)(nil),                   // 90: zimmer.lifecycle.v1.StarSessionResponse
+	(*UnstarSessionRequest)(nil),                  // 91: zimmer.lifecycle.v1.UnstarSessionRequest
+	(*UnstarSessionResponse)(nil),                 // 92: zimmer.lifecycle.v1.UnstarSessionResponse
+	(*GetPendingInferenceRequest)(nil),            // 93: zimmer.lifecycle.v1.GetPendingInferenceRequest
+	(*GetPendingInferenceResponse)(nil),           // 94: zimmer.lifecycle.v1.GetPendingInferenceResponse
+	(*RecordInferenceRequest)(nil),                // 95: zimmer.lifecycle.v1.RecordInferenceRequest
+	(*RecordInferenceResponse)(nil),               // 96: zimmer.lifecycle.v1.RecordInferenceResponse
+	(*Elicitation)(nil),                           // 97: zimmer.lifecycle.v1.Elicitation
+	(*structpb.Struct)(nil),                       // 98: google.protobuf.Struct
+	(*Session)(nil),                               // 99: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 100: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 101: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 102: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 103: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 104: zimmer.lifecycle.v1.StreamEvent
+	(*durationpb.Duration)(nil),                   // 105: google.protobuf.Duration
+	(*SessionEvent)(nil),                          // 106: zimmer.lifecycle.v1.SessionEvent
+	(*Category)(nil),                              // 107: zimmer.lifecycle.v1.Category
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	81, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
-	82, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
-	83, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	82, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	83, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	83, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	84, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	83, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	85, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	83, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	83, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	83, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	83, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	83, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	86, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	87, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	88, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	81, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
-	83, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	30, // 19: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	89, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
-	32, // 21: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
-	34, // 22: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	86, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	37, // 24: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	86, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	86, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	86, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
-	32, // 28: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
-	37, // 29: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	82, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	83, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	83, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	46, // 33: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	46, // 34: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	90, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	83, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	0,  // 37: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
-	1,  // 38: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	83, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	1,  // 40: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	83, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	86, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
-	63, // 43: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
-	86, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
-	83, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	74, // 46: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
-	86, // 47: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
-	86, // 48: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
-	83, // 49: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	83, // 50: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
-	83, // 51: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.source:type_name -> zimmer.lifecycle.v1.Session
-	83, // 52: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
-	6,  // 53: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	8,  // 54: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	10, // 55: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	40, // 56: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	42, // 57: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	44, // 58: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	47, // 59: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	49, // 60: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	12, // 61: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	14, // 62: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	20, // 63: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	28, // 64: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	16, // 65: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	18, // 66: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	53, // 67: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	22, // 68: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	24, // 69: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	26, // 70: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	31, // 71: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	35, // 72: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	38, // 73: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	64, // 74: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	66, // 75: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	55, // 76: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	57, // 77: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	61, // 78: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	68, // 79: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
-	70, // 80: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	75, // 81: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
-	59, // 82: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	72, // 83: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
-	2,  // 84: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
-	4,  // 85: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
-	77, // 86: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:input_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
-	79, // 87: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:input_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
-	51, // 88: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	7,  // 89: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	9,  // 90: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	11, // 91: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	41, // 92: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	43, // 93: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	45, // 94: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	48, // 95: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	50, // 96: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	13, // 97: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	15, // 98: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	21, // 99: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	29, // 100: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	17, // 101: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	19, // 102: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	54, // 103: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	23, // 104: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	25, // 105: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	27, // 106: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	33, // 107: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	36, // 108: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	39, // 109: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	65, // 110: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	67, // 111: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	56, // 112: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	58, // 113: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	62, // 114: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	69, // 115: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
-	71, // 116: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	76, // 117: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
-	60, // 118: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	73, // 119: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
-	3,  // 120: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
-	5,  // 121: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
-	78, // 122: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:output_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
-	80, // 123: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:output_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
-	52, // 124: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	89, // [89:125] is the sub-list for method output_type
-	53, // [53:89] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	97,  // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
+	98,  // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	99,  // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	98,  // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	99,  // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	99,  // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	100, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	99,  // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	101, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	99,  // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	99,  // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	99,  // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	99,  // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	99,  // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	102, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	103, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	104, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	97,  // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
+	99,  // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	30,  // 19: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
+	105, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
+	32,  // 21: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
+	34,  // 22: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
+	102, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	37,  // 24: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	102, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	102, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	102, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
+	32,  // 28: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
+	37,  // 29: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	98,  // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	99,  // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	99,  // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	46,  // 33: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	46,  // 34: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	106, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	99,  // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	0,   // 37: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
+	1,   // 38: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
+	99,  // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	1,   // 40: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
+	99,  // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	102, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	63,  // 43: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
+	102, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	99,  // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	74,  // 46: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
+	102, // 47: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
+	102, // 48: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
+	99,  // 49: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	99,  // 50: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
+	99,  // 51: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.source:type_name -> zimmer.lifecycle.v1.Session
+	99,  // 52: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
+	107, // 53: zimmer.lifecycle.v1.ListCategoriesResponse.categories:type_name -> zimmer.lifecycle.v1.Category
+	107, // 54: zimmer.lifecycle.v1.CreateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
+	107, // 55: zimmer.lifecycle.v1.UpdateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
+	99,  // 56: zimmer.lifecycle.v1.StarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	99,  // 57: zimmer.lifecycle.v1.UnstarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	107, // 58: zimmer.lifecycle.v1.GetPendingInferenceResponse.categories:type_name -> zimmer.lifecycle.v1.Category
+	99,  // 59: zimmer.lifecycle.v1.RecordInferenceResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	6,   // 60: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	8,   // 61: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	10,  // 62: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	40,  // 63: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	42,  // 64: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	44,  // 65: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	47,  // 66: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	49,  // 67: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	12,  // 68: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	14,  // 69: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	20,  // 70: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	28,  // 71: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	16,  // 72: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	18,  // 73: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	53,  // 74: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	22,  // 75: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	24,  // 76: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	26,  // 77: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	31,  // 78: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	35,  // 79: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	38,  // 80: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	64,  // 81: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	66,  // 82: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	55,  // 83: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	57,  // 84: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	61,  // 85: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	68,  // 86: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	70,  // 87: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	75,  // 88: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
+	59,  // 89: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	72,  // 90: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
+	2,   // 91: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
+	4,   // 92: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
+	77,  // 93: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:input_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
+	79,  // 94: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:input_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
+	81,  // 95: zimmer.lifecycle.v1.LifecycleService.ListCategories:input_type -> zimmer.lifecycle.v1.ListCategoriesRequest
+	83,  // 96: zimmer.lifecycle.v1.LifecycleService.CreateCategory:input_type -> zimmer.lifecycle.v1.CreateCategoryRequest
+	85,  // 97: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:input_type -> zimmer.lifecycle.v1.UpdateCategoryRequest
+	87,  // 98: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:input_type -> zimmer.lifecycle.v1.DeleteCategoryRequest
+	89,  // 99: zimmer.lifecycle.v1.LifecycleService.StarSession:input_type -> zimmer.lifecycle.v1.StarSessionRequest
+	91,  // 100: zimmer.lifecycle.v1.LifecycleService.UnstarSession:input_type -> zimmer.lifecycle.v1.UnstarSessionRequest
+	93,  // 101: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:input_type -> zimmer.lifecycle.v1.GetPendingInferenceRequest
+	95,  // 102: zimmer.lifecycle.v1.LifecycleService.RecordInference:input_type -> zimmer.lifecycle.v1.RecordInferenceRequest
+	51,  // 103: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	7,   // 104: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	9,   // 105: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	11,  // 106: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	41,  // 107: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	43,  // 108: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	45,  // 109: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	48,  // 110: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	50,  // 111: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	13,  // 112: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	15,  // 113: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	21,  // 114: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	29,  // 115: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	17,  // 116: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	19,  // 117: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	54,  // 118: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	23,  // 119: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	25,  // 120: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	27,  // 121: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	33,  // 122: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	36,  // 123: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	39,  // 124: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	65,  // 125: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	67,  // 126: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	56,  // 127: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	58,  // 128: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	62,  // 129: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	69,  // 130: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	71,  // 131: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	76,  // 132: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
+	60,  // 133: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	73,  // 134: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
+	3,   // 135: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
+	5,   // 136: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
+	78,  // 137: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:output_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
+	80,  // 138: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:output_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
+	82,  // 139: zimmer.lifecycle.v1.LifecycleService.ListCategories:output_type -> zimmer.lifecycle.v1.ListCategoriesResponse
+	84,  // 140: zimmer.lifecycle.v1.LifecycleService.CreateCategory:output_type -> zimmer.lifecycle.v1.CreateCategoryResponse
+	86,  // 141: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:output_type -> zimmer.lifecycle.v1.UpdateCategoryResponse
+	88,  // 142: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:output_type -> zimmer.lifecycle.v1.DeleteCategoryResponse
+	90,  // 143: zimmer.lifecycle.v1.LifecycleService.StarSession:output_type -> zimmer.lifecycle.v1.StarSessionResponse
+	92,  // 144: zimmer.lifecycle.v1.LifecycleService.UnstarSession:output_type -> zimmer.lifecycle.v1.UnstarSessionResponse
+	94,  // 145: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:output_type -> zimmer.lifecycle.v1.GetPendingInferenceResponse
+	96,  // 146: zimmer.lifecycle.v1.LifecycleService.RecordInference:output_type -> zimmer.lifecycle.v1.RecordInferenceResponse
+	52,  // 147: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	104, // [104:148] is the sub-list for method output_type
+	60,  // [60:104] is the sub-list for method input_type
+	60,  // [60:60] is the sub-list for extension type_name
+	60,  // [60:60] is the sub-list for extension extendee
+	0,   // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -5523,6 +6493,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_event_proto_init()
 	file_zimmer_lifecycle_v1_session_proto_init()
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[4].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[8].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[10].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[12].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[14].OneofWrappers = []any{}
@@ -5535,13 +6506,16 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[81].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[83].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[93].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   79,
+			NumMessages:   95,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

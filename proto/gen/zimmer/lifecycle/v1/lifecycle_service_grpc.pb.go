@@ -54,6 +54,14 @@ const (
 	LifecycleService_AnswerElicitation_FullMethodName             = "/zimmer.lifecycle.v1.LifecycleService/AnswerElicitation"
 	LifecycleService_CreateStatusSummaryFork_FullMethodName       = "/zimmer.lifecycle.v1.LifecycleService/CreateStatusSummaryFork"
 	LifecycleService_HarvestStatusSummaryFork_FullMethodName      = "/zimmer.lifecycle.v1.LifecycleService/HarvestStatusSummaryFork"
+	LifecycleService_ListCategories_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/ListCategories"
+	LifecycleService_CreateCategory_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/CreateCategory"
+	LifecycleService_UpdateCategory_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/UpdateCategory"
+	LifecycleService_DeleteCategory_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/DeleteCategory"
+	LifecycleService_StarSession_FullMethodName                   = "/zimmer.lifecycle.v1.LifecycleService/StarSession"
+	LifecycleService_UnstarSession_FullMethodName                 = "/zimmer.lifecycle.v1.LifecycleService/UnstarSession"
+	LifecycleService_GetPendingInference_FullMethodName           = "/zimmer.lifecycle.v1.LifecycleService/GetPendingInference"
+	LifecycleService_RecordInference_FullMethodName               = "/zimmer.lifecycle.v1.LifecycleService/RecordInference"
 )
 
 // LifecycleServiceClient is the client API for LifecycleService service.
@@ -236,6 +244,38 @@ type LifecycleServiceClient interface {
 	// records nothing again and stays archived. A session that is no fork is
 	// refused (FailedPrecondition). Internal: the runner calls it.
 	HarvestStatusSummaryFork(ctx context.Context, in *HarvestStatusSummaryForkRequest, opts ...grpc.CallOption) (*HarvestStatusSummaryForkResponse, error)
+	// ListCategories lists the deployment's categories in their order
+	// (position 1 first): the dashboard's category grids and the choices
+	// inference picks a session's category from.
+	ListCategories(ctx context.Context, in *ListCategoriesRequest, opts ...grpc.CallOption) (*ListCategoriesResponse, error)
+	// CreateCategory adds a category, last unless a position is given (the
+	// ones at and after it move down one). Names are unique, compared
+	// without regard to case.
+	CreateCategory(ctx context.Context, in *CreateCategoryRequest, opts ...grpc.CallOption) (*CreateCategoryResponse, error)
+	// UpdateCategory renames, freezes or thaws a category, or moves it to
+	// another position (a reorder: the others close up around it); fields
+	// left out are kept.
+	UpdateCategory(ctx context.Context, in *UpdateCategoryRequest, opts ...grpc.CallOption) (*UpdateCategoryResponse, error)
+	// DeleteCategory deletes a category; its sessions become uncategorized
+	// and the categories after it move up one.
+	DeleteCategory(ctx context.Context, in *DeleteCategoryRequest, opts ...grpc.CallOption) (*DeleteCategoryResponse, error)
+	// StarSession stars a session: it shows in the dashboard's Starred group
+	// and "refresh starred" acts on it, frozen category or not. Starring a
+	// starred session changes nothing.
+	StarSession(ctx context.Context, in *StarSessionRequest, opts ...grpc.CallOption) (*StarSessionResponse, error)
+	// UnstarSession takes a session's star away.
+	UnstarSession(ctx context.Context, in *UnstarSessionRequest, opts ...grpc.CallOption) (*UnstarSessionResponse, error)
+	// GetPendingInference says what of a session's title and category is
+	// still to be inferred, and gives what a model infers them from: its
+	// prompt, its goal and the categories it may be put in (frozen ones are
+	// left out: parking is a human's choice). Internal: the runner's
+	// inference asks before it spends a model call.
+	GetPendingInference(ctx context.Context, in *GetPendingInferenceRequest, opts ...grpc.CallOption) (*GetPendingInferenceResponse, error)
+	// RecordInference sets an inferred title and category on a session, each
+	// only while it is still unset: a title or category a human or an agent
+	// set (before or while the model thought) is never overwritten. The
+	// answer says which were set. Internal: the runner's inference.
+	RecordInference(ctx context.Context, in *RecordInferenceRequest, opts ...grpc.CallOption) (*RecordInferenceResponse, error)
 }
 
 type lifecycleServiceClient struct {
@@ -605,6 +645,86 @@ func (c *lifecycleServiceClient) HarvestStatusSummaryFork(ctx context.Context, i
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) ListCategories(ctx context.Context, in *ListCategoriesRequest, opts ...grpc.CallOption) (*ListCategoriesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCategoriesResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_ListCategories_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) CreateCategory(ctx context.Context, in *CreateCategoryRequest, opts ...grpc.CallOption) (*CreateCategoryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateCategoryResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_CreateCategory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) UpdateCategory(ctx context.Context, in *UpdateCategoryRequest, opts ...grpc.CallOption) (*UpdateCategoryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateCategoryResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_UpdateCategory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) DeleteCategory(ctx context.Context, in *DeleteCategoryRequest, opts ...grpc.CallOption) (*DeleteCategoryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteCategoryResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_DeleteCategory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) StarSession(ctx context.Context, in *StarSessionRequest, opts ...grpc.CallOption) (*StarSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StarSessionResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_StarSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) UnstarSession(ctx context.Context, in *UnstarSessionRequest, opts ...grpc.CallOption) (*UnstarSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnstarSessionResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_UnstarSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) GetPendingInference(ctx context.Context, in *GetPendingInferenceRequest, opts ...grpc.CallOption) (*GetPendingInferenceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPendingInferenceResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_GetPendingInference_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) RecordInference(ctx context.Context, in *RecordInferenceRequest, opts ...grpc.CallOption) (*RecordInferenceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordInferenceResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_RecordInference_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LifecycleServiceServer is the server API for LifecycleService service.
 // All implementations must embed UnimplementedLifecycleServiceServer
 // for forward compatibility.
@@ -785,6 +905,38 @@ type LifecycleServiceServer interface {
 	// records nothing again and stays archived. A session that is no fork is
 	// refused (FailedPrecondition). Internal: the runner calls it.
 	HarvestStatusSummaryFork(context.Context, *HarvestStatusSummaryForkRequest) (*HarvestStatusSummaryForkResponse, error)
+	// ListCategories lists the deployment's categories in their order
+	// (position 1 first): the dashboard's category grids and the choices
+	// inference picks a session's category from.
+	ListCategories(context.Context, *ListCategoriesRequest) (*ListCategoriesResponse, error)
+	// CreateCategory adds a category, last unless a position is given (the
+	// ones at and after it move down one). Names are unique, compared
+	// without regard to case.
+	CreateCategory(context.Context, *CreateCategoryRequest) (*CreateCategoryResponse, error)
+	// UpdateCategory renames, freezes or thaws a category, or moves it to
+	// another position (a reorder: the others close up around it); fields
+	// left out are kept.
+	UpdateCategory(context.Context, *UpdateCategoryRequest) (*UpdateCategoryResponse, error)
+	// DeleteCategory deletes a category; its sessions become uncategorized
+	// and the categories after it move up one.
+	DeleteCategory(context.Context, *DeleteCategoryRequest) (*DeleteCategoryResponse, error)
+	// StarSession stars a session: it shows in the dashboard's Starred group
+	// and "refresh starred" acts on it, frozen category or not. Starring a
+	// starred session changes nothing.
+	StarSession(context.Context, *StarSessionRequest) (*StarSessionResponse, error)
+	// UnstarSession takes a session's star away.
+	UnstarSession(context.Context, *UnstarSessionRequest) (*UnstarSessionResponse, error)
+	// GetPendingInference says what of a session's title and category is
+	// still to be inferred, and gives what a model infers them from: its
+	// prompt, its goal and the categories it may be put in (frozen ones are
+	// left out: parking is a human's choice). Internal: the runner's
+	// inference asks before it spends a model call.
+	GetPendingInference(context.Context, *GetPendingInferenceRequest) (*GetPendingInferenceResponse, error)
+	// RecordInference sets an inferred title and category on a session, each
+	// only while it is still unset: a title or category a human or an agent
+	// set (before or while the model thought) is never overwritten. The
+	// answer says which were set. Internal: the runner's inference.
+	RecordInference(context.Context, *RecordInferenceRequest) (*RecordInferenceResponse, error)
 	mustEmbedUnimplementedLifecycleServiceServer()
 }
 
@@ -899,6 +1051,30 @@ func (UnimplementedLifecycleServiceServer) CreateStatusSummaryFork(context.Conte
 }
 func (UnimplementedLifecycleServiceServer) HarvestStatusSummaryFork(context.Context, *HarvestStatusSummaryForkRequest) (*HarvestStatusSummaryForkResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method HarvestStatusSummaryFork not implemented")
+}
+func (UnimplementedLifecycleServiceServer) ListCategories(context.Context, *ListCategoriesRequest) (*ListCategoriesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCategories not implemented")
+}
+func (UnimplementedLifecycleServiceServer) CreateCategory(context.Context, *CreateCategoryRequest) (*CreateCategoryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateCategory not implemented")
+}
+func (UnimplementedLifecycleServiceServer) UpdateCategory(context.Context, *UpdateCategoryRequest) (*UpdateCategoryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateCategory not implemented")
+}
+func (UnimplementedLifecycleServiceServer) DeleteCategory(context.Context, *DeleteCategoryRequest) (*DeleteCategoryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteCategory not implemented")
+}
+func (UnimplementedLifecycleServiceServer) StarSession(context.Context, *StarSessionRequest) (*StarSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StarSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) UnstarSession(context.Context, *UnstarSessionRequest) (*UnstarSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UnstarSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) GetPendingInference(context.Context, *GetPendingInferenceRequest) (*GetPendingInferenceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPendingInference not implemented")
+}
+func (UnimplementedLifecycleServiceServer) RecordInference(context.Context, *RecordInferenceRequest) (*RecordInferenceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordInference not implemented")
 }
 func (UnimplementedLifecycleServiceServer) mustEmbedUnimplementedLifecycleServiceServer() {}
 func (UnimplementedLifecycleServiceServer) testEmbeddedByValue()                          {}
@@ -1544,6 +1720,150 @@ func _LifecycleService_HarvestStatusSummaryFork_Handler(srv interface{}, ctx con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_ListCategories_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCategoriesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).ListCategories(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_ListCategories_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).ListCategories(ctx, req.(*ListCategoriesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_CreateCategory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateCategoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).CreateCategory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_CreateCategory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).CreateCategory(ctx, req.(*CreateCategoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_UpdateCategory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateCategoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).UpdateCategory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_UpdateCategory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).UpdateCategory(ctx, req.(*UpdateCategoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_DeleteCategory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteCategoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).DeleteCategory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_DeleteCategory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).DeleteCategory(ctx, req.(*DeleteCategoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_StarSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StarSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).StarSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_StarSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).StarSession(ctx, req.(*StarSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_UnstarSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnstarSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).UnstarSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_UnstarSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).UnstarSession(ctx, req.(*UnstarSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_GetPendingInference_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPendingInferenceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).GetPendingInference(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_GetPendingInference_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).GetPendingInference(ctx, req.(*GetPendingInferenceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_RecordInference_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordInferenceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).RecordInference(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_RecordInference_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).RecordInference(ctx, req.(*RecordInferenceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LifecycleService_ServiceDesc is the grpc.ServiceDesc for LifecycleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1686,6 +2006,38 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "HarvestStatusSummaryFork",
 			Handler:    _LifecycleService_HarvestStatusSummaryFork_Handler,
+		},
+		{
+			MethodName: "ListCategories",
+			Handler:    _LifecycleService_ListCategories_Handler,
+		},
+		{
+			MethodName: "CreateCategory",
+			Handler:    _LifecycleService_CreateCategory_Handler,
+		},
+		{
+			MethodName: "UpdateCategory",
+			Handler:    _LifecycleService_UpdateCategory_Handler,
+		},
+		{
+			MethodName: "DeleteCategory",
+			Handler:    _LifecycleService_DeleteCategory_Handler,
+		},
+		{
+			MethodName: "StarSession",
+			Handler:    _LifecycleService_StarSession_Handler,
+		},
+		{
+			MethodName: "UnstarSession",
+			Handler:    _LifecycleService_UnstarSession_Handler,
+		},
+		{
+			MethodName: "GetPendingInference",
+			Handler:    _LifecycleService_GetPendingInference_Handler,
+		},
+		{
+			MethodName: "RecordInference",
+			Handler:    _LifecycleService_RecordInference_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

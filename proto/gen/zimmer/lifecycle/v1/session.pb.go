@@ -98,6 +98,11 @@ type Session struct {
 	// added transcript since the last one. Unset until the first fork ended.
 	// Read-only.
 	StatusSummary *StatusSummary `protobuf:"bytes,40,opt,name=status_summary,json=statusSummary,proto3" json:"status_summary,omitempty"`
+	// The category the session is filed under (a human's move, or inferred
+	// on its first pauses); absent: uncategorized.
+	CategoryId *int64 `protobuf:"varint,41,opt,name=category_id,json=categoryId,proto3,oneof" json:"category_id,omitempty"`
+	// Starred by an operator: the dashboard's Starred group.
+	Starred       bool `protobuf:"varint,42,opt,name=starred,proto3" json:"starred,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -377,6 +382,20 @@ func (x *Session) GetStatusSummary() *StatusSummary {
 	return nil
 }
 
+func (x *Session) GetCategoryId() int64 {
+	if x != nil && x.CategoryId != nil {
+		return *x.CategoryId
+	}
+	return 0
+}
+
+func (x *Session) GetStarred() bool {
+	if x != nil {
+		return x.Starred
+	}
+	return false
+}
+
 // StatusSummary is a session's status summary and what it covers.
 type StatusSummary struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -532,6 +551,96 @@ func (x *StatusSummaryFailure) GetTranscriptPosition() int64 {
 	return 0
 }
 
+// Category is one of the deployment's categories: a grid on the dashboard
+// and a choice for a session's inferred category.
+type Category struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Unique without regard to case.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// 1-based order on the dashboard.
+	Position int32 `protobuf:"varint,3,opt,name=position,proto3" json:"position,omitempty"`
+	// Frozen (parked): "refresh all" skips its sessions ("refresh starred"
+	// does not).
+	Frozen        bool                   `protobuf:"varint,4,opt,name=frozen,proto3" json:"frozen,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Category) Reset() {
+	*x = Category{}
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Category) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Category) ProtoMessage() {}
+
+func (x *Category) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Category.ProtoReflect.Descriptor instead.
+func (*Category) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Category) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Category) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Category) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *Category) GetFrozen() bool {
+	if x != nil {
+		return x.Frozen
+	}
+	return false
+}
+
+func (x *Category) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Category) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
 // Elicitation is a question an agent is blocked on (an MCP elicitation):
 // its process is alive, waiting for a human's answer.
 type Elicitation struct {
@@ -556,7 +665,7 @@ type Elicitation struct {
 
 func (x *Elicitation) Reset() {
 	*x = Elicitation{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +677,7 @@ func (x *Elicitation) String() string {
 func (*Elicitation) ProtoMessage() {}
 
 func (x *Elicitation) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +690,7 @@ func (x *Elicitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Elicitation.ProtoReflect.Descriptor instead.
 func (*Elicitation) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Elicitation) GetId() string {
@@ -651,7 +760,7 @@ type LostElicitation struct {
 
 func (x *LostElicitation) Reset() {
 	*x = LostElicitation{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -663,7 +772,7 @@ func (x *LostElicitation) String() string {
 func (*LostElicitation) ProtoMessage() {}
 
 func (x *LostElicitation) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -676,7 +785,7 @@ func (x *LostElicitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostElicitation.ProtoReflect.Descriptor instead.
 func (*LostElicitation) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *LostElicitation) GetReason() string {
@@ -721,7 +830,7 @@ type TimelineLine struct {
 
 func (x *TimelineLine) Reset() {
 	*x = TimelineLine{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -733,7 +842,7 @@ func (x *TimelineLine) String() string {
 func (*TimelineLine) ProtoMessage() {}
 
 func (x *TimelineLine) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -746,7 +855,7 @@ func (x *TimelineLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineLine.ProtoReflect.Descriptor instead.
 func (*TimelineLine) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TimelineLine) GetId() int64 {
@@ -795,7 +904,7 @@ type StreamEvent struct {
 
 func (x *StreamEvent) Reset() {
 	*x = StreamEvent{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -807,7 +916,7 @@ func (x *StreamEvent) String() string {
 func (*StreamEvent) ProtoMessage() {}
 
 func (x *StreamEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -820,7 +929,7 @@ func (x *StreamEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
 func (*StreamEvent) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{6}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StreamEvent) GetId() int64 {
@@ -878,7 +987,7 @@ type Pagination struct {
 
 func (x *Pagination) Reset() {
 	*x = Pagination{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +999,7 @@ func (x *Pagination) String() string {
 func (*Pagination) ProtoMessage() {}
 
 func (x *Pagination) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +1012,7 @@ func (x *Pagination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pagination.ProtoReflect.Descriptor instead.
 func (*Pagination) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{7}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Pagination) GetPage() int32 {
@@ -938,7 +1047,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbf\v\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\f\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -982,8 +1091,12 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\x12push_notifications\x18  \x01(\bR\x11pushNotifications\x12>\n" +
 	"\x1brecovery_continue_abandoned\x18! \x01(\tR\x19recoveryContinueAbandoned\x12O\n" +
 	"\x10lost_elicitation\x18\" \x01(\v2$.zimmer.lifecycle.v1.LostElicitationR\x0flostElicitation\x12I\n" +
-	"\x0estatus_summary\x18( \x01(\v2\".zimmer.lifecycle.v1.StatusSummaryR\rstatusSummaryB\x14\n" +
-	"\x12_parent_session_id\"\x80\x02\n" +
+	"\x0estatus_summary\x18( \x01(\v2\".zimmer.lifecycle.v1.StatusSummaryR\rstatusSummary\x12$\n" +
+	"\vcategory_id\x18) \x01(\x03H\x01R\n" +
+	"categoryId\x88\x01\x01\x12\x18\n" +
+	"\astarred\x18* \x01(\bR\astarredB\x14\n" +
+	"\x12_parent_session_idB\x0e\n" +
+	"\f_category_id\"\x80\x02\n" +
 	"\rStatusSummary\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12=\n" +
 	"\fgenerated_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\vgeneratedAt\x12/\n" +
@@ -994,7 +1107,16 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x127\n" +
 	"\tfailed_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bfailedAt\x12&\n" +
 	"\x0ffork_session_id\x18\x03 \x01(\x03R\rforkSessionId\x12/\n" +
-	"\x13transcript_position\x18\x04 \x01(\x03R\x12transcriptPosition\"\xad\x02\n" +
+	"\x13transcript_position\x18\x04 \x01(\x03R\x12transcriptPosition\"\xd8\x01\n" +
+	"\bCategory\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
+	"\bposition\x18\x03 \x01(\x05R\bposition\x12\x16\n" +
+	"\x06frozen\x18\x04 \x01(\bR\x06frozen\x129\n" +
+	"\n" +
+	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xad\x02\n" +
 	"\vElicitation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1046,42 +1168,45 @@ func file_zimmer_lifecycle_v1_session_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_session_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_zimmer_lifecycle_v1_session_proto_goTypes = []any{
 	(*Session)(nil),               // 0: zimmer.lifecycle.v1.Session
 	(*StatusSummary)(nil),         // 1: zimmer.lifecycle.v1.StatusSummary
 	(*StatusSummaryFailure)(nil),  // 2: zimmer.lifecycle.v1.StatusSummaryFailure
-	(*Elicitation)(nil),           // 3: zimmer.lifecycle.v1.Elicitation
-	(*LostElicitation)(nil),       // 4: zimmer.lifecycle.v1.LostElicitation
-	(*TimelineLine)(nil),          // 5: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),           // 6: zimmer.lifecycle.v1.StreamEvent
-	(*Pagination)(nil),            // 7: zimmer.lifecycle.v1.Pagination
-	(*structpb.Struct)(nil),       // 8: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*Category)(nil),              // 3: zimmer.lifecycle.v1.Category
+	(*Elicitation)(nil),           // 4: zimmer.lifecycle.v1.Elicitation
+	(*LostElicitation)(nil),       // 5: zimmer.lifecycle.v1.LostElicitation
+	(*TimelineLine)(nil),          // 6: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),           // 7: zimmer.lifecycle.v1.StreamEvent
+	(*Pagination)(nil),            // 8: zimmer.lifecycle.v1.Pagination
+	(*structpb.Struct)(nil),       // 9: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_zimmer_lifecycle_v1_session_proto_depIdxs = []int32{
-	8,  // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
-	9,  // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
-	9,  // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
-	4,  // 5: zimmer.lifecycle.v1.Session.lost_elicitation:type_name -> zimmer.lifecycle.v1.LostElicitation
+	9,  // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
+	10, // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	10, // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
+	10, // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
+	5,  // 5: zimmer.lifecycle.v1.Session.lost_elicitation:type_name -> zimmer.lifecycle.v1.LostElicitation
 	1,  // 6: zimmer.lifecycle.v1.Session.status_summary:type_name -> zimmer.lifecycle.v1.StatusSummary
-	9,  // 7: zimmer.lifecycle.v1.StatusSummary.generated_at:type_name -> google.protobuf.Timestamp
+	10, // 7: zimmer.lifecycle.v1.StatusSummary.generated_at:type_name -> google.protobuf.Timestamp
 	2,  // 8: zimmer.lifecycle.v1.StatusSummary.failure:type_name -> zimmer.lifecycle.v1.StatusSummaryFailure
-	9,  // 9: zimmer.lifecycle.v1.StatusSummaryFailure.failed_at:type_name -> google.protobuf.Timestamp
-	8,  // 10: zimmer.lifecycle.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
-	9,  // 11: zimmer.lifecycle.v1.Elicitation.requested_at:type_name -> google.protobuf.Timestamp
-	9,  // 12: zimmer.lifecycle.v1.Elicitation.expires_at:type_name -> google.protobuf.Timestamp
-	9,  // 13: zimmer.lifecycle.v1.LostElicitation.lost_at:type_name -> google.protobuf.Timestamp
-	9,  // 14: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 15: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
-	9,  // 16: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	10, // 9: zimmer.lifecycle.v1.StatusSummaryFailure.failed_at:type_name -> google.protobuf.Timestamp
+	10, // 10: zimmer.lifecycle.v1.Category.created_at:type_name -> google.protobuf.Timestamp
+	10, // 11: zimmer.lifecycle.v1.Category.updated_at:type_name -> google.protobuf.Timestamp
+	9,  // 12: zimmer.lifecycle.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
+	10, // 13: zimmer.lifecycle.v1.Elicitation.requested_at:type_name -> google.protobuf.Timestamp
+	10, // 14: zimmer.lifecycle.v1.Elicitation.expires_at:type_name -> google.protobuf.Timestamp
+	10, // 15: zimmer.lifecycle.v1.LostElicitation.lost_at:type_name -> google.protobuf.Timestamp
+	10, // 16: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
+	9,  // 17: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
+	10, // 18: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_session_proto_init() }
@@ -1096,7 +1221,7 @@ func file_zimmer_lifecycle_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_session_proto_rawDesc), len(file_zimmer_lifecycle_v1_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

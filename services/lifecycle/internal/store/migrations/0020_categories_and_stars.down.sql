@@ -1,0 +1,2 @@
+ALTER TABLE sessions DROP COLUMN starred, DROP COLUMN category_id;
+DROP TABLE categories;

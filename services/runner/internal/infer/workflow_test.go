@@ -1,0 +1,154 @@
+package infer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/zimmerhq/zimmer/services/runner/internal/transcript"
+)
+
+// fakeSessions is lifecycle as inference sees it.
+type fakeSessions struct {
+	pending  Request
+	recorded []Inferred
+	notes    map[string]string
+	refuse   bool
+}
+
+func (f *fakeSessions) PendingInference(context.Context, int64) (Request, error) {
+	return f.pending, nil
+}
+
+func (f *fakeSessions) RecordInference(_ context.Context, _ int64, in Inferred) (Recorded, error) {
+	if f.refuse {
+		return Recorded{}, ErrAnswerRefused
+	}
+	f.recorded = append(f.recorded, in)
+	return Recorded{TitleSet: in.Title != "", CategorySet: in.CategoryID != nil}, nil
+}
+
+func (f *fakeSessions) Note(_ context.Context, _ int64, id, msg string, _ bool) error {
+	if f.notes == nil {
+		f.notes = map[string]string{}
+	}
+	f.notes[id] = msg
+	return nil
+}
+
+type fakeTranscripts struct{ lines []transcript.Line }
+
+func (f fakeTranscripts) LinesAfter(context.Context, int64, int64, int) ([]transcript.Line, error) {
+	return f.lines, nil
+}
+
+// failing is an inferrer whose model never answers usefully.
+type failing struct{ calls *int }
+
+func (failing) Name() string { return "failing" }
+func (f failing) Infer(context.Context, Request) (Answer, error) {
+	*f.calls++
+	return Answer{}, errors.New("model overloaded")
+}
+
+type bundle struct {
+	env      *testsuite.TestWorkflowEnvironment
+	sessions *fakeSessions
+}
+
+func setup(t *testing.T, in Inferrer) bundle {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	sessions := &fakeSessions{pending: request()}
+	sessions.pending.Runtime = "demo"
+	inferrers, err := NewInferrers(ModeSession, "demo", map[string]Inferrer{"demo": in})
+	require.NoError(t, err)
+	a := &Activities{Sessions: sessions, Inferrers: inferrers, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Transcripts: fakeTranscripts{lines: []transcript.Line{{Kind: "assistant", Text: "Looking at the parser"}}}}
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterActivityWithOptions(a.Pending, activity.RegisterOptions{Name: ActivityPending})
+	env.RegisterActivityWithOptions(a.Ask, activity.RegisterOptions{Name: ActivityAsk})
+	env.RegisterActivityWithOptions(a.Record, activity.RegisterOptions{Name: ActivityRecord})
+	env.RegisterActivityWithOptions(a.Note, activity.RegisterOptions{Name: ActivityNote})
+	return bundle{env: env, sessions: sessions}
+}
+
+func (b bundle) run(t *testing.T) Result {
+	t.Helper()
+	b.env.ExecuteWorkflow(WorkflowName, Input{SessionID: 42})
+	require.True(t, b.env.IsWorkflowCompleted())
+	require.NoError(t, b.env.GetWorkflowError())
+	var r Result
+	require.NoError(t, b.env.GetWorkflowResult(&r))
+	return r
+}
+
+func TestInferenceRecordsTheAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Demo{})
+	var asked Request
+	b.env.OnActivity(ActivityAsk, mock.Anything, mock.Anything).Return(func(ctx context.Context, req Request) (Inferred, error) {
+		asked = req
+		a, _ := Demo{}.Infer(ctx, req)
+		return Settle(req, a)
+	})
+	r := b.run(t)
+	require.True(t, r.TitleSet)
+	require.True(t, r.CategorySet)
+	require.Len(t, b.sessions.recorded, 1)
+	require.Equal(t, "Fix the flaky bugs in the parser", b.sessions.recorded[0].Title)
+	require.Equal(t, int64(5), *b.sessions.recorded[0].CategoryID)
+	require.Equal(t, "assistant: Looking at the parser\n", asked.TranscriptStart, "the model sees the transcript's start")
+	require.Empty(t, b.sessions.notes)
+}
+
+// A model that fails its whole budget is noted once, and the run ends
+// well: the session never waits on it.
+func TestAFailedInferenceIsNotedOnce(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	b := setup(t, failing{calls: &calls})
+	r := b.run(t)
+	require.Equal(t, AskAttempts, calls, "the budget's attempts, no more")
+	require.Contains(t, r.Failed, "could not infer the session's title and category in 3 attempts")
+	require.Len(t, b.sessions.notes, 1)
+	for _, msg := range b.sessions.notes {
+		require.Contains(t, msg, "model overloaded")
+		require.Contains(t, msg, "the session goes on without")
+	}
+	require.Empty(t, b.sessions.recorded)
+}
+
+func TestNothingPendingAsksNoModel(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	b := setup(t, failing{calls: &calls})
+	b.sessions.pending.Title, b.sessions.pending.Category = false, false
+	r := b.run(t)
+	require.NotEmpty(t, r.Skipped)
+	require.Zero(t, calls)
+
+	b = setup(t, failing{calls: &calls})
+	b.sessions.pending.Runtime = "command"
+	r = b.run(t)
+	require.Contains(t, r.Skipped, "inference is off")
+	require.Zero(t, calls)
+}
+
+func TestARefusedAnswerIsNotedNotRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Demo{})
+	b.sessions.refuse = true
+	r := b.run(t)
+	require.Contains(t, r.Failed, "lifecycle refused the inferred title and category")
+	require.Len(t, b.sessions.notes, 1)
+}
