@@ -55,6 +55,15 @@ func renderSession(s *lifecyclev1.Session, js []byte) string {
 			l.GetReason(), l.GetRequestId(), oneLine(l.GetSummary()))
 	}
 
+	if prs := s.GetGithubPullRequests(); len(prs) > 0 {
+		// The pull requests the session's own tools opened; their merge
+		// (and conflicts, comments, failed checks) come as messages.
+		b.WriteString("\n### Pull requests\n\n")
+		for _, pr := range prs {
+			fmt.Fprintf(&b, "- %s — %s\n", pr.GetUrl(), pr.GetState())
+		}
+	}
+
 	quote(&b, "Prompt", s.GetPrompt())
 	quote(&b, "Goal", s.GetGoal())
 	quote(&b, "Notes", s.GetNotes())

@@ -20,6 +20,7 @@ func TestASessionsWorkflowsShareItsPrefix(t *testing.T) {
 		"session/7/wake/12":               workflowid.Wake(7, 12),
 		"session/70/wake/12":              workflowid.Wake(70, 12),
 		"session/70/debounce/needs-input": workflowid.NeedsInputDebounce(70),
+		"session/7/github-pr/acme/app/12": workflowid.GitHubPullRequest(7, "acme", "app", 12),
 	} {
 		require.Equal(t, want, got)
 	}

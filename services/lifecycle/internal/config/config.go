@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -88,7 +89,30 @@ type Config struct {
 	// often the lifecycle-heartbeat schedule looks for sessions due a
 	// heartbeat (the spec's 30 s).
 	HeartbeatSweepInterval time.Duration
+	// GitHub is how the sessions' pull requests are read (LC-32).
+	GitHub GitHub
 }
+
+// GitHub configures the watches of the sessions' pull requests. Without a
+// token nothing is polled: pull requests are still recorded and shown.
+type GitHub struct {
+	// Token is GITHUB_TOKEN: a token that may read the repositories' pull
+	// requests, review comments and check runs. Never logged.
+	Token string
+	// APIURL is GITHUB_API_URL: the REST API's root (default
+	// https://api.github.com; a GitHub Enterprise Server's
+	// https://HOST/api/v3).
+	APIURL string
+	// PollInterval is GITHUB_POLL_INTERVAL: how long a watch waits between
+	// two readings of its pull request when no webhook delivery asks
+	// sooner (the spec's 30 s).
+	PollInterval time.Duration
+	// Timeout is GITHUB_TIMEOUT: how long one API request may take.
+	Timeout time.Duration
+}
+
+// Enabled says whether pull requests are watched.
+func (g GitHub) Enabled() bool { return g.Token != "" }
 
 // Load reads LIFECYCLE_* and the shared variables.
 func Load(ctx context.Context, getenv func(string) string) (Config, error) {
@@ -115,6 +139,10 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		ElicitInterval    time.Duration `env:"LIFECYCLE_ELICITATION_SWEEP_INTERVAL, default=5m"`
 		ElicitExpiry      time.Duration `env:"LIFECYCLE_ELICITATION_EXPIRY, default=1h"`
 		HeartbeatInterval time.Duration `env:"LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL, default=30s"`
+		GitHubToken       string        `env:"GITHUB_TOKEN"`
+		GitHubAPIURL      string        `env:"GITHUB_API_URL, default=https://api.github.com"`
+		GitHubPoll        time.Duration `env:"GITHUB_POLL_INTERVAL, default=30s"`
+		GitHubTimeout     time.Duration `env:"GITHUB_TIMEOUT, default=20s"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
@@ -168,7 +196,17 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if env.HeartbeatInterval <= 0 {
 		return Config{}, fmt.Errorf("LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL must be positive, got %s", env.HeartbeatInterval)
 	}
+	if env.GitHubPoll <= 0 {
+		return Config{}, fmt.Errorf("GITHUB_POLL_INTERVAL must be positive, got %s", env.GitHubPoll)
+	}
+	if env.GitHubTimeout <= 0 {
+		return Config{}, fmt.Errorf("GITHUB_TIMEOUT must be positive, got %s", env.GitHubTimeout)
+	}
+	if u, err := url.Parse(env.GitHubAPIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Config{}, fmt.Errorf("GITHUB_API_URL must be an http(s) URL like https://api.github.com, got %q", env.GitHubAPIURL)
+	}
 	return Config{
+		GitHub:               GitHub{Token: env.GitHubToken, APIURL: env.GitHubAPIURL, PollInterval: env.GitHubPoll, Timeout: env.GitHubTimeout},
 		Config:               base,
 		RelayPollInterval:    env.RelayPollInterval,
 		TurnRelayConcurrency: env.TurnRelayConc,
@@ -228,5 +266,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("elicitation_sweep_interval", c.ElicitationSweepInterval),
 		slog.Duration("elicitation_expiry", c.ElicitationExpiry),
 		slog.Duration("heartbeat_sweep_interval", c.HeartbeatSweepInterval),
+		// The token's presence, never the token.
+		slog.Bool("github_pull_requests_watched", c.GitHub.Enabled()),
+		slog.String("github_api_url", c.GitHub.APIURL),
+		slog.Duration("github_poll_interval", c.GitHub.PollInterval),
 	)
 }

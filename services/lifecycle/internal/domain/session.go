@@ -74,6 +74,11 @@ type Session struct {
 	// a pause is pushed (debounced) to the notification sinks. The failure
 	// push ignores it.
 	PushNotifications bool
+
+	// PullRequests are the GitHub pull requests the session's agent opened,
+	// oldest first (LC-31): the spec's github_pull_request_urls. Read
+	// with the session; written only by RecordPullRequest and the watcher.
+	PullRequests []PullRequest
 }
 
 // FirstTurnPending reports whether the session was created with a prompt

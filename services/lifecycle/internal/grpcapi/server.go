@@ -34,7 +34,11 @@ type Server struct {
 	externalLines app.AppendExternalTimelineLines
 	// sessionChanges serves WatchSessionChanges (changes.go).
 	sessionChanges app.WatchSessionChanges
-	logger         *slog.Logger
+	// recordPullRequest and githubDeliveries serve the GitHub methods
+	// (pullrequests.go).
+	recordPullRequest app.RecordPullRequest
+	githubDeliveries  app.AcceptGitHubDelivery
+	logger            *slog.Logger
 }
 
 // NewServer returns the API over the use cases.

@@ -11,6 +11,7 @@ import (
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // Session converts a domain session to its message. A session without
@@ -59,7 +60,22 @@ func Session(s domain.Session) (*lifecyclev1.Session, error) {
 		RunningJobId:              s.Markers.RunningJobID,
 		PushNotifications:         s.PushNotifications,
 		LostElicitation:           lostElicitation(s.Markers.LostElicitation),
+		GithubPullRequests:        pullRequests(s.PullRequests),
 	}, nil
+}
+
+// PullRequest converts a tracked pull request to its message.
+func PullRequest(pr domain.PullRequest) *lifecyclev1.GitHubPullRequest {
+	return &lifecyclev1.GitHubPullRequest{Url: pr.URL(), Repository: pr.Repository(), Number: int32(min(pr.Number, rules.MaxPullRequestNumber)), //nolint:gosec // bounded
+		State: string(pr.State)}
+}
+
+func pullRequests(prs []domain.PullRequest) []*lifecyclev1.GitHubPullRequest {
+	out := make([]*lifecyclev1.GitHubPullRequest, 0, len(prs))
+	for _, pr := range prs {
+		out = append(out, PullRequest(pr))
+	}
+	return out
 }
 
 func lostElicitation(l *domain.LostElicitation) *lifecyclev1.LostElicitation {

@@ -159,6 +159,62 @@ func (DeliveryRefusal) EnumDescriptor() ([]byte, []int) {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{1}
 }
 
+// GitHubDeliveryOutcome is what became of a delivery.
+type GitHubDeliveryOutcome int32
+
+const (
+	GitHubDeliveryOutcome_GIT_HUB_DELIVERY_OUTCOME_UNSPECIFIED GitHubDeliveryOutcome = 0
+	// It names a tracked pull request: its watchers read it now.
+	GitHubDeliveryOutcome_GIT_HUB_DELIVERY_OUTCOME_ACCEPTED GitHubDeliveryOutcome = 1
+	// Its delivery id was taken before (a redelivery, a replay).
+	GitHubDeliveryOutcome_GIT_HUB_DELIVERY_OUTCOME_DUPLICATE GitHubDeliveryOutcome = 2
+	// An event Zimmer does not act on, or about no tracked pull request.
+	GitHubDeliveryOutcome_GIT_HUB_DELIVERY_OUTCOME_IGNORED GitHubDeliveryOutcome = 3
+)
+
+// Enum value maps for GitHubDeliveryOutcome.
+var (
+	GitHubDeliveryOutcome_name = map[int32]string{
+		0: "GIT_HUB_DELIVERY_OUTCOME_UNSPECIFIED",
+		1: "GIT_HUB_DELIVERY_OUTCOME_ACCEPTED",
+		2: "GIT_HUB_DELIVERY_OUTCOME_DUPLICATE",
+		3: "GIT_HUB_DELIVERY_OUTCOME_IGNORED",
+	}
+	GitHubDeliveryOutcome_value = map[string]int32{
+		"GIT_HUB_DELIVERY_OUTCOME_UNSPECIFIED": 0,
+		"GIT_HUB_DELIVERY_OUTCOME_ACCEPTED":    1,
+		"GIT_HUB_DELIVERY_OUTCOME_DUPLICATE":   2,
+		"GIT_HUB_DELIVERY_OUTCOME_IGNORED":     3,
+	}
+)
+
+func (x GitHubDeliveryOutcome) Enum() *GitHubDeliveryOutcome {
+	p := new(GitHubDeliveryOutcome)
+	*p = x
+	return p
+}
+
+func (x GitHubDeliveryOutcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (GitHubDeliveryOutcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes[2].Descriptor()
+}
+
+func (GitHubDeliveryOutcome) Type() protoreflect.EnumType {
+	return &file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes[2]
+}
+
+func (x GitHubDeliveryOutcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use GitHubDeliveryOutcome.Descriptor instead.
+func (GitHubDeliveryOutcome) EnumDescriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{2}
+}
+
 type ListElicitationsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Numeric id or slug.
@@ -4309,6 +4365,237 @@ func (*RecordTimelineNoteResponse) Descriptor() ([]byte, []int) {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{69}
 }
 
+type RecordPullRequestRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The pull request's address: https://github.com/<owner>/<repo>/pull/<number>.
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// The turn whose agent opened it, for the timeline line.
+	TurnId        string `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordPullRequestRequest) Reset() {
+	*x = RecordPullRequestRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordPullRequestRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordPullRequestRequest) ProtoMessage() {}
+
+func (x *RecordPullRequestRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordPullRequestRequest.ProtoReflect.Descriptor instead.
+func (*RecordPullRequestRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *RecordPullRequestRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *RecordPullRequestRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *RecordPullRequestRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+type RecordPullRequestResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	PullRequest *GitHubPullRequest     `protobuf:"bytes,1,opt,name=pull_request,json=pullRequest,proto3" json:"pull_request,omitempty"`
+	// False when the session tracked it already.
+	Recorded      bool `protobuf:"varint,2,opt,name=recorded,proto3" json:"recorded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordPullRequestResponse) Reset() {
+	*x = RecordPullRequestResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordPullRequestResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordPullRequestResponse) ProtoMessage() {}
+
+func (x *RecordPullRequestResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordPullRequestResponse.ProtoReflect.Descriptor instead.
+func (*RecordPullRequestResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *RecordPullRequestResponse) GetPullRequest() *GitHubPullRequest {
+	if x != nil {
+		return x.PullRequest
+	}
+	return nil
+}
+
+func (x *RecordPullRequestResponse) GetRecorded() bool {
+	if x != nil {
+		return x.Recorded
+	}
+	return false
+}
+
+type AcceptGitHubDeliveryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// X-GitHub-Delivery: the delivery's GUID, the same on a redelivery.
+	DeliveryId string `protobuf:"bytes,1,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"`
+	// X-GitHub-Event: pull_request, pull_request_review, check_run, …
+	Event string `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	// The delivery's JSON body, as signed.
+	Payload       []byte `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptGitHubDeliveryRequest) Reset() {
+	*x = AcceptGitHubDeliveryRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptGitHubDeliveryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptGitHubDeliveryRequest) ProtoMessage() {}
+
+func (x *AcceptGitHubDeliveryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptGitHubDeliveryRequest.ProtoReflect.Descriptor instead.
+func (*AcceptGitHubDeliveryRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *AcceptGitHubDeliveryRequest) GetDeliveryId() string {
+	if x != nil {
+		return x.DeliveryId
+	}
+	return ""
+}
+
+func (x *AcceptGitHubDeliveryRequest) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *AcceptGitHubDeliveryRequest) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+type AcceptGitHubDeliveryResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Outcome GitHubDeliveryOutcome  `protobuf:"varint,1,opt,name=outcome,proto3,enum=zimmer.lifecycle.v1.GitHubDeliveryOutcome" json:"outcome,omitempty"`
+	// Why, in words.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptGitHubDeliveryResponse) Reset() {
+	*x = AcceptGitHubDeliveryResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptGitHubDeliveryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptGitHubDeliveryResponse) ProtoMessage() {}
+
+func (x *AcceptGitHubDeliveryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptGitHubDeliveryResponse.ProtoReflect.Descriptor instead.
+func (*AcceptGitHubDeliveryResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *AcceptGitHubDeliveryResponse) GetOutcome() GitHubDeliveryOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return GitHubDeliveryOutcome_GIT_HUB_DELIVERY_OUTCOME_UNSPECIFIED
+}
+
+func (x *AcceptGitHubDeliveryResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type WatchSessionChangesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Start after this id (SessionChange.event_id, or a position). Unset, or
@@ -4321,7 +4608,7 @@ type WatchSessionChangesRequest struct {
 
 func (x *WatchSessionChangesRequest) Reset() {
 	*x = WatchSessionChangesRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4333,7 +4620,7 @@ func (x *WatchSessionChangesRequest) String() string {
 func (*WatchSessionChangesRequest) ProtoMessage() {}
 
 func (x *WatchSessionChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4346,7 +4633,7 @@ func (x *WatchSessionChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSessionChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchSessionChangesRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{70}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *WatchSessionChangesRequest) GetAfterEventId() int64 {
@@ -4369,7 +4656,7 @@ type WatchSessionChangesResponse struct {
 
 func (x *WatchSessionChangesResponse) Reset() {
 	*x = WatchSessionChangesResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[71]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4381,7 +4668,7 @@ func (x *WatchSessionChangesResponse) String() string {
 func (*WatchSessionChangesResponse) ProtoMessage() {}
 
 func (x *WatchSessionChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[71]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4394,7 +4681,7 @@ func (x *WatchSessionChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSessionChangesResponse.ProtoReflect.Descriptor instead.
 func (*WatchSessionChangesResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{71}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *WatchSessionChangesResponse) GetPosition() int64 {
@@ -4431,7 +4718,7 @@ type SessionChange struct {
 
 func (x *SessionChange) Reset() {
 	*x = SessionChange{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[72]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4443,7 +4730,7 @@ func (x *SessionChange) String() string {
 func (*SessionChange) ProtoMessage() {}
 
 func (x *SessionChange) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[72]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4456,7 +4743,7 @@ func (x *SessionChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionChange.ProtoReflect.Descriptor instead.
 func (*SessionChange) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{72}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *SessionChange) GetEventId() int64 {
@@ -4512,7 +4799,7 @@ type ClearTrashExpiryRequest struct {
 
 func (x *ClearTrashExpiryRequest) Reset() {
 	*x = ClearTrashExpiryRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[73]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4524,7 +4811,7 @@ func (x *ClearTrashExpiryRequest) String() string {
 func (*ClearTrashExpiryRequest) ProtoMessage() {}
 
 func (x *ClearTrashExpiryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[73]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4537,7 +4824,7 @@ func (x *ClearTrashExpiryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearTrashExpiryRequest.ProtoReflect.Descriptor instead.
 func (*ClearTrashExpiryRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{73}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ClearTrashExpiryRequest) GetSessionId() int64 {
@@ -4566,7 +4853,7 @@ type ClearTrashExpiryResponse struct {
 
 func (x *ClearTrashExpiryResponse) Reset() {
 	*x = ClearTrashExpiryResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[74]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4578,7 +4865,7 @@ func (x *ClearTrashExpiryResponse) String() string {
 func (*ClearTrashExpiryResponse) ProtoMessage() {}
 
 func (x *ClearTrashExpiryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[74]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4591,7 +4878,7 @@ func (x *ClearTrashExpiryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearTrashExpiryResponse.ProtoReflect.Descriptor instead.
 func (*ClearTrashExpiryResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{74}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ClearTrashExpiryResponse) GetCleared() bool {
@@ -4941,7 +5228,23 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
 	"\awarning\x18\x03 \x01(\bR\awarning\x12\x17\n" +
 	"\anote_id\x18\x04 \x01(\tR\x06noteId\"\x1c\n" +
-	"\x1aRecordTimelineNoteResponse\"Z\n" +
+	"\x1aRecordTimelineNoteResponse\"d\n" +
+	"\x18RecordPullRequestRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x17\n" +
+	"\aturn_id\x18\x03 \x01(\tR\x06turnId\"\x82\x01\n" +
+	"\x19RecordPullRequestResponse\x12I\n" +
+	"\fpull_request\x18\x01 \x01(\v2&.zimmer.lifecycle.v1.GitHubPullRequestR\vpullRequest\x12\x1a\n" +
+	"\brecorded\x18\x02 \x01(\bR\brecorded\"n\n" +
+	"\x1bAcceptGitHubDeliveryRequest\x12\x1f\n" +
+	"\vdelivery_id\x18\x01 \x01(\tR\n" +
+	"deliveryId\x12\x14\n" +
+	"\x05event\x18\x02 \x01(\tR\x05event\x12\x18\n" +
+	"\apayload\x18\x03 \x01(\fR\apayload\"~\n" +
+	"\x1cAcceptGitHubDeliveryResponse\x12D\n" +
+	"\aoutcome\x18\x01 \x01(\x0e2*.zimmer.lifecycle.v1.GitHubDeliveryOutcomeR\aoutcome\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"Z\n" +
 	"\x1aWatchSessionChangesRequest\x12)\n" +
 	"\x0eafter_event_id\x18\x01 \x01(\x03H\x00R\fafterEventId\x88\x01\x01B\x11\n" +
 	"\x0f_after_event_id\"u\n" +
@@ -4977,7 +5280,12 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"'DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION\x10\x03\x12 \n" +
 	"\x1cDELIVERY_REFUSAL_AUTH_OUTAGE\x10\x04\x12\x1e\n" +
 	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x05\x12\x1b\n" +
-	"\x17DELIVERY_REFUSAL_ASLEEP\x10\x062\xa5(\n" +
+	"\x17DELIVERY_REFUSAL_ASLEEP\x10\x06*\xb6\x01\n" +
+	"\x15GitHubDeliveryOutcome\x12(\n" +
+	"$GIT_HUB_DELIVERY_OUTCOME_UNSPECIFIED\x10\x00\x12%\n" +
+	"!GIT_HUB_DELIVERY_OUTCOME_ACCEPTED\x10\x01\x12&\n" +
+	"\"GIT_HUB_DELIVERY_OUTCOME_DUPLICATE\x10\x02\x12$\n" +
+	" GIT_HUB_DELIVERY_OUTCOME_IGNORED\x10\x032\xa7*\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -5007,7 +5315,9 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x12RecordDrainAttempt\x12..zimmer.lifecycle.v1.RecordDrainAttemptRequest\x1a/.zimmer.lifecycle.v1.RecordDrainAttemptResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x89\x01\n" +
 	"\x16ListRecoveryCandidates\x122.zimmer.lifecycle.v1.ListRecoveryCandidatesRequest\x1a3.zimmer.lifecycle.v1.ListRecoveryCandidatesResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
 	"\x0fAbandonRecovery\x12+.zimmer.lifecycle.v1.AbandonRecoveryRequest\x1a,.zimmer.lifecycle.v1.AbandonRecoveryResponse\"\x06\xea\xe0\x18\x02\b\x03\x12}\n" +
-	"\x12RecordTimelineNote\x12..zimmer.lifecycle.v1.RecordTimelineNoteRequest\x1a/.zimmer.lifecycle.v1.RecordTimelineNoteResponse\"\x06\xea\xe0\x18\x02\b\x03\x12w\n" +
+	"\x12RecordTimelineNote\x12..zimmer.lifecycle.v1.RecordTimelineNoteRequest\x1a/.zimmer.lifecycle.v1.RecordTimelineNoteResponse\"\x06\xea\xe0\x18\x02\b\x03\x12z\n" +
+	"\x11RecordPullRequest\x12-.zimmer.lifecycle.v1.RecordPullRequestRequest\x1a..zimmer.lifecycle.v1.RecordPullRequestResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x83\x01\n" +
+	"\x14AcceptGitHubDelivery\x120.zimmer.lifecycle.v1.AcceptGitHubDeliveryRequest\x1a1.zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse\"\x06\xea\xe0\x18\x02\b\x03\x12w\n" +
 	"\x10ClearTrashExpiry\x12,.zimmer.lifecycle.v1.ClearTrashExpiryRequest\x1a-.zimmer.lifecycle.v1.ClearTrashExpiryResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\xa1\x01\n" +
 	"\x0eRefreshSession\x12*.zimmer.lifecycle.v1.RefreshSessionRequest\x1a+.zimmer.lifecycle.v1.RefreshSessionResponse\"6\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/refresh\x12\x82\x01\n" +
 	"\x13WatchSessionChanges\x12/.zimmer.lifecycle.v1.WatchSessionChangesRequest\x1a0.zimmer.lifecycle.v1.WatchSessionChangesResponse\"\x06\xea\xe0\x18\x02\b\x030\x01\x12\xaf\x01\n" +
@@ -5028,221 +5338,233 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
-	(*ListElicitationsRequest)(nil),               // 2: zimmer.lifecycle.v1.ListElicitationsRequest
-	(*ListElicitationsResponse)(nil),              // 3: zimmer.lifecycle.v1.ListElicitationsResponse
-	(*AnswerElicitationRequest)(nil),              // 4: zimmer.lifecycle.v1.AnswerElicitationRequest
-	(*AnswerElicitationResponse)(nil),             // 5: zimmer.lifecycle.v1.AnswerElicitationResponse
-	(*CreateSessionRequest)(nil),                  // 6: zimmer.lifecycle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),                 // 7: zimmer.lifecycle.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),                     // 8: zimmer.lifecycle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),                    // 9: zimmer.lifecycle.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),                   // 10: zimmer.lifecycle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),                  // 11: zimmer.lifecycle.v1.ListSessionsResponse
-	(*PauseSessionRequest)(nil),                   // 12: zimmer.lifecycle.v1.PauseSessionRequest
-	(*PauseSessionResponse)(nil),                  // 13: zimmer.lifecycle.v1.PauseSessionResponse
-	(*SleepSessionRequest)(nil),                   // 14: zimmer.lifecycle.v1.SleepSessionRequest
-	(*SleepSessionResponse)(nil),                  // 15: zimmer.lifecycle.v1.SleepSessionResponse
-	(*UnarchiveSessionRequest)(nil),               // 16: zimmer.lifecycle.v1.UnarchiveSessionRequest
-	(*UnarchiveSessionResponse)(nil),              // 17: zimmer.lifecycle.v1.UnarchiveSessionResponse
-	(*RestartSessionRequest)(nil),                 // 18: zimmer.lifecycle.v1.RestartSessionRequest
-	(*RestartSessionResponse)(nil),                // 19: zimmer.lifecycle.v1.RestartSessionResponse
-	(*ArchiveSessionRequest)(nil),                 // 20: zimmer.lifecycle.v1.ArchiveSessionRequest
-	(*ArchiveSessionResponse)(nil),                // 21: zimmer.lifecycle.v1.ArchiveSessionResponse
-	(*GetSessionTimelineRequest)(nil),             // 22: zimmer.lifecycle.v1.GetSessionTimelineRequest
-	(*GetSessionTimelineResponse)(nil),            // 23: zimmer.lifecycle.v1.GetSessionTimelineResponse
-	(*ListSessionEventsRequest)(nil),              // 24: zimmer.lifecycle.v1.ListSessionEventsRequest
-	(*ListSessionEventsResponse)(nil),             // 25: zimmer.lifecycle.v1.ListSessionEventsResponse
-	(*TransitionSessionRequest)(nil),              // 26: zimmer.lifecycle.v1.TransitionSessionRequest
-	(*TransitionSessionResponse)(nil),             // 27: zimmer.lifecycle.v1.TransitionSessionResponse
-	(*BulkArchiveSessionsRequest)(nil),            // 28: zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	(*BulkArchiveSessionsResponse)(nil),           // 29: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	(*BulkArchiveError)(nil),                      // 30: zimmer.lifecycle.v1.BulkArchiveError
-	(*MintSessionCredentialRequest)(nil),          // 31: zimmer.lifecycle.v1.MintSessionCredentialRequest
-	(*CredentialTurn)(nil),                        // 32: zimmer.lifecycle.v1.CredentialTurn
-	(*MintSessionCredentialResponse)(nil),         // 33: zimmer.lifecycle.v1.MintSessionCredentialResponse
-	(*MintedSessionCredential)(nil),               // 34: zimmer.lifecycle.v1.MintedSessionCredential
-	(*RevokeSessionCredentialRequest)(nil),        // 35: zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	(*RevokeSessionCredentialResponse)(nil),       // 36: zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	(*SessionCredential)(nil),                     // 37: zimmer.lifecycle.v1.SessionCredential
-	(*AuthenticateSessionCredentialRequest)(nil),  // 38: zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	(*AuthenticateSessionCredentialResponse)(nil), // 39: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	(*UpdateSessionRequest)(nil),                  // 40: zimmer.lifecycle.v1.UpdateSessionRequest
-	(*UpdateSessionResponse)(nil),                 // 41: zimmer.lifecycle.v1.UpdateSessionResponse
-	(*SetSessionHeartbeatRequest)(nil),            // 42: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	(*SetSessionHeartbeatResponse)(nil),           // 43: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	(*DeleteSessionRequest)(nil),                  // 44: zimmer.lifecycle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),                 // 45: zimmer.lifecycle.v1.DeleteSessionResponse
-	(*Settings)(nil),                              // 46: zimmer.lifecycle.v1.Settings
-	(*GetSettingsRequest)(nil),                    // 47: zimmer.lifecycle.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),                   // 48: zimmer.lifecycle.v1.GetSettingsResponse
-	(*UpdateSettingsRequest)(nil),                 // 49: zimmer.lifecycle.v1.UpdateSettingsRequest
-	(*UpdateSettingsResponse)(nil),                // 50: zimmer.lifecycle.v1.UpdateSettingsResponse
-	(*ConsumeSessionEventRequest)(nil),            // 51: zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	(*ConsumeSessionEventResponse)(nil),           // 52: zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	(*FailSessionRequest)(nil),                    // 53: zimmer.lifecycle.v1.FailSessionRequest
-	(*FailSessionResponse)(nil),                   // 54: zimmer.lifecycle.v1.FailSessionResponse
-	(*DeliverTurnRequest)(nil),                    // 55: zimmer.lifecycle.v1.DeliverTurnRequest
-	(*DeliverTurnResponse)(nil),                   // 56: zimmer.lifecycle.v1.DeliverTurnResponse
-	(*RecordDrainAttemptRequest)(nil),             // 57: zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	(*RecordDrainAttemptResponse)(nil),            // 58: zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	(*RefreshSessionRequest)(nil),                 // 59: zimmer.lifecycle.v1.RefreshSessionRequest
-	(*RefreshSessionResponse)(nil),                // 60: zimmer.lifecycle.v1.RefreshSessionResponse
-	(*ListRecoveryCandidatesRequest)(nil),         // 61: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	(*ListRecoveryCandidatesResponse)(nil),        // 62: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	(*RecoveryCandidate)(nil),                     // 63: zimmer.lifecycle.v1.RecoveryCandidate
-	(*RevokeTurnCredentialsRequest)(nil),          // 64: zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	(*RevokeTurnCredentialsResponse)(nil),         // 65: zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	(*SweepNodeCredentialsRequest)(nil),           // 66: zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	(*SweepNodeCredentialsResponse)(nil),          // 67: zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	(*AbandonRecoveryRequest)(nil),                // 68: zimmer.lifecycle.v1.AbandonRecoveryRequest
-	(*AbandonRecoveryResponse)(nil),               // 69: zimmer.lifecycle.v1.AbandonRecoveryResponse
-	(*RecordTimelineNoteRequest)(nil),             // 70: zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	(*RecordTimelineNoteResponse)(nil),            // 71: zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	(*WatchSessionChangesRequest)(nil),            // 72: zimmer.lifecycle.v1.WatchSessionChangesRequest
-	(*WatchSessionChangesResponse)(nil),           // 73: zimmer.lifecycle.v1.WatchSessionChangesResponse
-	(*SessionChange)(nil),                         // 74: zimmer.lifecycle.v1.SessionChange
-	(*ClearTrashExpiryRequest)(nil),               // 75: zimmer.lifecycle.v1.ClearTrashExpiryRequest
-	(*ClearTrashExpiryResponse)(nil),              // 76: zimmer.lifecycle.v1.ClearTrashExpiryResponse
-	(*Elicitation)(nil),                           // 77: zimmer.lifecycle.v1.Elicitation
-	(*structpb.Struct)(nil),                       // 78: google.protobuf.Struct
-	(*Session)(nil),                               // 79: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 80: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 81: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 82: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 83: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 84: zimmer.lifecycle.v1.StreamEvent
-	(*durationpb.Duration)(nil),                   // 85: google.protobuf.Duration
-	(*SessionEvent)(nil),                          // 86: zimmer.lifecycle.v1.SessionEvent
+	(GitHubDeliveryOutcome)(0),                    // 2: zimmer.lifecycle.v1.GitHubDeliveryOutcome
+	(*ListElicitationsRequest)(nil),               // 3: zimmer.lifecycle.v1.ListElicitationsRequest
+	(*ListElicitationsResponse)(nil),              // 4: zimmer.lifecycle.v1.ListElicitationsResponse
+	(*AnswerElicitationRequest)(nil),              // 5: zimmer.lifecycle.v1.AnswerElicitationRequest
+	(*AnswerElicitationResponse)(nil),             // 6: zimmer.lifecycle.v1.AnswerElicitationResponse
+	(*CreateSessionRequest)(nil),                  // 7: zimmer.lifecycle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),                 // 8: zimmer.lifecycle.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),                     // 9: zimmer.lifecycle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),                    // 10: zimmer.lifecycle.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),                   // 11: zimmer.lifecycle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),                  // 12: zimmer.lifecycle.v1.ListSessionsResponse
+	(*PauseSessionRequest)(nil),                   // 13: zimmer.lifecycle.v1.PauseSessionRequest
+	(*PauseSessionResponse)(nil),                  // 14: zimmer.lifecycle.v1.PauseSessionResponse
+	(*SleepSessionRequest)(nil),                   // 15: zimmer.lifecycle.v1.SleepSessionRequest
+	(*SleepSessionResponse)(nil),                  // 16: zimmer.lifecycle.v1.SleepSessionResponse
+	(*UnarchiveSessionRequest)(nil),               // 17: zimmer.lifecycle.v1.UnarchiveSessionRequest
+	(*UnarchiveSessionResponse)(nil),              // 18: zimmer.lifecycle.v1.UnarchiveSessionResponse
+	(*RestartSessionRequest)(nil),                 // 19: zimmer.lifecycle.v1.RestartSessionRequest
+	(*RestartSessionResponse)(nil),                // 20: zimmer.lifecycle.v1.RestartSessionResponse
+	(*ArchiveSessionRequest)(nil),                 // 21: zimmer.lifecycle.v1.ArchiveSessionRequest
+	(*ArchiveSessionResponse)(nil),                // 22: zimmer.lifecycle.v1.ArchiveSessionResponse
+	(*GetSessionTimelineRequest)(nil),             // 23: zimmer.lifecycle.v1.GetSessionTimelineRequest
+	(*GetSessionTimelineResponse)(nil),            // 24: zimmer.lifecycle.v1.GetSessionTimelineResponse
+	(*ListSessionEventsRequest)(nil),              // 25: zimmer.lifecycle.v1.ListSessionEventsRequest
+	(*ListSessionEventsResponse)(nil),             // 26: zimmer.lifecycle.v1.ListSessionEventsResponse
+	(*TransitionSessionRequest)(nil),              // 27: zimmer.lifecycle.v1.TransitionSessionRequest
+	(*TransitionSessionResponse)(nil),             // 28: zimmer.lifecycle.v1.TransitionSessionResponse
+	(*BulkArchiveSessionsRequest)(nil),            // 29: zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	(*BulkArchiveSessionsResponse)(nil),           // 30: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	(*BulkArchiveError)(nil),                      // 31: zimmer.lifecycle.v1.BulkArchiveError
+	(*MintSessionCredentialRequest)(nil),          // 32: zimmer.lifecycle.v1.MintSessionCredentialRequest
+	(*CredentialTurn)(nil),                        // 33: zimmer.lifecycle.v1.CredentialTurn
+	(*MintSessionCredentialResponse)(nil),         // 34: zimmer.lifecycle.v1.MintSessionCredentialResponse
+	(*MintedSessionCredential)(nil),               // 35: zimmer.lifecycle.v1.MintedSessionCredential
+	(*RevokeSessionCredentialRequest)(nil),        // 36: zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	(*RevokeSessionCredentialResponse)(nil),       // 37: zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	(*SessionCredential)(nil),                     // 38: zimmer.lifecycle.v1.SessionCredential
+	(*AuthenticateSessionCredentialRequest)(nil),  // 39: zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	(*AuthenticateSessionCredentialResponse)(nil), // 40: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	(*UpdateSessionRequest)(nil),                  // 41: zimmer.lifecycle.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil),                 // 42: zimmer.lifecycle.v1.UpdateSessionResponse
+	(*SetSessionHeartbeatRequest)(nil),            // 43: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	(*SetSessionHeartbeatResponse)(nil),           // 44: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	(*DeleteSessionRequest)(nil),                  // 45: zimmer.lifecycle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),                 // 46: zimmer.lifecycle.v1.DeleteSessionResponse
+	(*Settings)(nil),                              // 47: zimmer.lifecycle.v1.Settings
+	(*GetSettingsRequest)(nil),                    // 48: zimmer.lifecycle.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),                   // 49: zimmer.lifecycle.v1.GetSettingsResponse
+	(*UpdateSettingsRequest)(nil),                 // 50: zimmer.lifecycle.v1.UpdateSettingsRequest
+	(*UpdateSettingsResponse)(nil),                // 51: zimmer.lifecycle.v1.UpdateSettingsResponse
+	(*ConsumeSessionEventRequest)(nil),            // 52: zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	(*ConsumeSessionEventResponse)(nil),           // 53: zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	(*FailSessionRequest)(nil),                    // 54: zimmer.lifecycle.v1.FailSessionRequest
+	(*FailSessionResponse)(nil),                   // 55: zimmer.lifecycle.v1.FailSessionResponse
+	(*DeliverTurnRequest)(nil),                    // 56: zimmer.lifecycle.v1.DeliverTurnRequest
+	(*DeliverTurnResponse)(nil),                   // 57: zimmer.lifecycle.v1.DeliverTurnResponse
+	(*RecordDrainAttemptRequest)(nil),             // 58: zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	(*RecordDrainAttemptResponse)(nil),            // 59: zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	(*RefreshSessionRequest)(nil),                 // 60: zimmer.lifecycle.v1.RefreshSessionRequest
+	(*RefreshSessionResponse)(nil),                // 61: zimmer.lifecycle.v1.RefreshSessionResponse
+	(*ListRecoveryCandidatesRequest)(nil),         // 62: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	(*ListRecoveryCandidatesResponse)(nil),        // 63: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	(*RecoveryCandidate)(nil),                     // 64: zimmer.lifecycle.v1.RecoveryCandidate
+	(*RevokeTurnCredentialsRequest)(nil),          // 65: zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	(*RevokeTurnCredentialsResponse)(nil),         // 66: zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	(*SweepNodeCredentialsRequest)(nil),           // 67: zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	(*SweepNodeCredentialsResponse)(nil),          // 68: zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	(*AbandonRecoveryRequest)(nil),                // 69: zimmer.lifecycle.v1.AbandonRecoveryRequest
+	(*AbandonRecoveryResponse)(nil),               // 70: zimmer.lifecycle.v1.AbandonRecoveryResponse
+	(*RecordTimelineNoteRequest)(nil),             // 71: zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	(*RecordTimelineNoteResponse)(nil),            // 72: zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	(*RecordPullRequestRequest)(nil),              // 73: zimmer.lifecycle.v1.RecordPullRequestRequest
+	(*RecordPullRequestResponse)(nil),             // 74: zimmer.lifecycle.v1.RecordPullRequestResponse
+	(*AcceptGitHubDeliveryRequest)(nil),           // 75: zimmer.lifecycle.v1.AcceptGitHubDeliveryRequest
+	(*AcceptGitHubDeliveryResponse)(nil),          // 76: zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse
+	(*WatchSessionChangesRequest)(nil),            // 77: zimmer.lifecycle.v1.WatchSessionChangesRequest
+	(*WatchSessionChangesResponse)(nil),           // 78: zimmer.lifecycle.v1.WatchSessionChangesResponse
+	(*SessionChange)(nil),                         // 79: zimmer.lifecycle.v1.SessionChange
+	(*ClearTrashExpiryRequest)(nil),               // 80: zimmer.lifecycle.v1.ClearTrashExpiryRequest
+	(*ClearTrashExpiryResponse)(nil),              // 81: zimmer.lifecycle.v1.ClearTrashExpiryResponse
+	(*Elicitation)(nil),                           // 82: zimmer.lifecycle.v1.Elicitation
+	(*structpb.Struct)(nil),                       // 83: google.protobuf.Struct
+	(*Session)(nil),                               // 84: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 85: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 86: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 87: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 88: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 89: zimmer.lifecycle.v1.StreamEvent
+	(*durationpb.Duration)(nil),                   // 90: google.protobuf.Duration
+	(*SessionEvent)(nil),                          // 91: zimmer.lifecycle.v1.SessionEvent
+	(*GitHubPullRequest)(nil),                     // 92: zimmer.lifecycle.v1.GitHubPullRequest
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	77, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
-	78, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
-	79, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	78, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	79, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	80, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	79, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	81, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	79, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	82, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	83, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	84, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	77, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
-	79, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	30, // 19: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	85, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
-	32, // 21: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
-	34, // 22: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	82, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	37, // 24: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	82, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	82, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	82, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
-	32, // 28: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
-	37, // 29: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	78, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	79, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	46, // 33: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	46, // 34: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	86, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	79, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	82, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
+	83, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	84, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	83, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	84, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	84, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	85, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	84, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	86, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	84, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	84, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	84, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	84, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	84, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	87, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	88, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	89, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	82, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
+	84, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	31, // 19: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
+	90, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
+	33, // 21: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
+	35, // 22: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
+	87, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	38, // 24: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	87, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	87, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	87, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
+	33, // 28: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
+	38, // 29: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	83, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	84, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	84, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	47, // 33: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	47, // 34: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	91, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	84, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	0,  // 37: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
 	1,  // 38: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	79, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	84, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	1,  // 40: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	79, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	82, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
-	63, // 43: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
-	82, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
-	79, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	74, // 46: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
-	82, // 47: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
-	82, // 48: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
-	79, // 49: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	6,  // 50: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	8,  // 51: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	10, // 52: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	40, // 53: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	42, // 54: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	44, // 55: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	47, // 56: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	49, // 57: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	12, // 58: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	14, // 59: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	20, // 60: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	28, // 61: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	16, // 62: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	18, // 63: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	53, // 64: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	22, // 65: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	24, // 66: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	26, // 67: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	31, // 68: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	35, // 69: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	38, // 70: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	64, // 71: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	66, // 72: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	55, // 73: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	57, // 74: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	61, // 75: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	68, // 76: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
-	70, // 77: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	75, // 78: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
-	59, // 79: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	72, // 80: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
-	2,  // 81: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
-	4,  // 82: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
-	51, // 83: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	7,  // 84: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	9,  // 85: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	11, // 86: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	41, // 87: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	43, // 88: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	45, // 89: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	48, // 90: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	50, // 91: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	13, // 92: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	15, // 93: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	21, // 94: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	29, // 95: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	17, // 96: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	19, // 97: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	54, // 98: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	23, // 99: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	25, // 100: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	27, // 101: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	33, // 102: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	36, // 103: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	39, // 104: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	65, // 105: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	67, // 106: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	56, // 107: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	58, // 108: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	62, // 109: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	69, // 110: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
-	71, // 111: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	76, // 112: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
-	60, // 113: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	73, // 114: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
-	3,  // 115: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
-	5,  // 116: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
-	52, // 117: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	84, // [84:118] is the sub-list for method output_type
-	50, // [50:84] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	84, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	87, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	64, // 43: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
+	87, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	84, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	92, // 46: zimmer.lifecycle.v1.RecordPullRequestResponse.pull_request:type_name -> zimmer.lifecycle.v1.GitHubPullRequest
+	2,  // 47: zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse.outcome:type_name -> zimmer.lifecycle.v1.GitHubDeliveryOutcome
+	79, // 48: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
+	87, // 49: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
+	87, // 50: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
+	84, // 51: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	7,  // 52: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	9,  // 53: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	11, // 54: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	41, // 55: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	43, // 56: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	45, // 57: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	48, // 58: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	50, // 59: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	13, // 60: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	15, // 61: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	21, // 62: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	29, // 63: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	17, // 64: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	19, // 65: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	54, // 66: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	23, // 67: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	25, // 68: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	27, // 69: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	32, // 70: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	36, // 71: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	39, // 72: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	65, // 73: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	67, // 74: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	56, // 75: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	58, // 76: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	62, // 77: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	69, // 78: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	71, // 79: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	73, // 80: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:input_type -> zimmer.lifecycle.v1.RecordPullRequestRequest
+	75, // 81: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:input_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryRequest
+	80, // 82: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
+	60, // 83: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	77, // 84: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
+	3,  // 85: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
+	5,  // 86: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
+	52, // 87: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	8,  // 88: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	10, // 89: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	12, // 90: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	42, // 91: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	44, // 92: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	46, // 93: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	49, // 94: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	51, // 95: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	14, // 96: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	16, // 97: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	22, // 98: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	30, // 99: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	18, // 100: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	20, // 101: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	55, // 102: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	24, // 103: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	26, // 104: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	28, // 105: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	34, // 106: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	37, // 107: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	40, // 108: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	66, // 109: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	68, // 110: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	57, // 111: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	59, // 112: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	63, // 113: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	70, // 114: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	72, // 115: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	74, // 116: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:output_type -> zimmer.lifecycle.v1.RecordPullRequestResponse
+	76, // 117: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:output_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse
+	81, // 118: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
+	61, // 119: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	78, // 120: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
+	4,  // 121: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
+	6,  // 122: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
+	53, // 123: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	88, // [88:124] is the sub-list for method output_type
+	52, // [52:88] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -5264,14 +5586,14 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[74].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   75,
+			NumEnums:      3,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
