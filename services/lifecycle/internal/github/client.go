@@ -50,20 +50,32 @@ type Client struct {
 	// BaseURL is the API's root, DefaultAPIURL unless a GitHub Enterprise
 	// Server's (https://HOST/api/v3) or a test's.
 	BaseURL string
-	// Token authenticates: a personal access token or an installation
-	// token.
-	Token string
-	HTTP  *http.Client
+	// Tokens authenticates each request: a token given whole
+	// (StaticToken), or a GitHub App's installation token, minted and
+	// renewed (AppInstallation).
+	Tokens TokenSource
+	HTTP   *http.Client
 }
+
+// TokenSource gives the token a request is made with.
+type TokenSource interface {
+	Token(ctx context.Context) (string, error)
+}
+
+// StaticToken is a token given whole (GITHUB_TOKEN).
+type StaticToken string
+
+// Token implements TokenSource.
+func (t StaticToken) Token(context.Context) (string, error) { return string(t), nil }
 
 var _ app.GitHub = (*Client)(nil)
 
 // NewClient returns a client of the API at baseURL ("" is github.com).
-func NewClient(baseURL, token string, timeout time.Duration) *Client {
+func NewClient(baseURL string, tokens TokenSource, timeout time.Duration) *Client {
 	if baseURL == "" {
 		baseURL = DefaultAPIURL
 	}
-	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{Timeout: timeout}}
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Tokens: tokens, HTTP: &http.Client{Timeout: timeout}}
 }
 
 type pullAnswer struct {
@@ -167,9 +179,11 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 	req.Header.Set("Accept", "application/vnd.github+json")
 	req.Header.Set("X-GitHub-Api-Version", apiVersion)
 	req.Header.Set("User-Agent", "zimmer")
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
+	token, err := c.Tokens.Token(ctx)
+	if err != nil {
+		return fmt.Errorf("GitHub GET %s: %w", path, err)
 	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return fmt.Errorf("GitHub GET %s: %w", path, err)

@@ -4,7 +4,9 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
@@ -251,13 +253,22 @@ func installPullRequestWatch(h *host.Host, cfg config.Config, repo *store.Sessio
 ) error {
 	switch {
 	case !cfg.GitHub.Enabled():
-		logger.Info("GITHUB_TOKEN unset: pull requests are recorded, not watched")
+		logger.Info("neither GITHUB_TOKEN nor GITHUB_APP_ID set: pull requests are recorded, not watched")
 		return nil
 	case notices == nil:
-		logger.Warn("GITHUB_TOKEN set but no queue (LIFECYCLE_QUEUE_ADDR=none): pull requests are recorded, not watched")
+		logger.Warn("GitHub configured but no queue (LIFECYCLE_QUEUE_ADDR=none): pull requests are recorded, not watched")
 		return nil
 	}
-	read := app.ReadPullRequest{Repo: repo, GitHub: github.NewClient(cfg.GitHub.APIURL, cfg.GitHub.Token, cfg.GitHub.Timeout),
+	var tokens github.TokenSource = github.StaticToken(cfg.GitHub.Token)
+	if a := cfg.GitHub.App; a.Configured() {
+		key, err := github.ParsePrivateKey(a.PrivateKeyPEM)
+		if err != nil {
+			return fmt.Errorf("GITHUB_APP_PRIVATE_KEY_FILE: %w", err)
+		}
+		tokens = &github.AppInstallation{BaseURL: cfg.GitHub.APIURL, AppID: a.ID, InstallationID: a.InstallationID, Key: key,
+			HTTP: &http.Client{Timeout: cfg.GitHub.Timeout}}
+	}
+	read := app.ReadPullRequest{Repo: repo, GitHub: github.NewClient(cfg.GitHub.APIURL, tokens, cfg.GitHub.Timeout),
 		Notices: notices, Clock: clock.System{}}
 	watcher, err := prwatch.Install(h.Temporal, h.Worker, Name, read, cfg.GitHub.PollInterval)
 	if err != nil {
