@@ -273,3 +273,13 @@ func (t *triggers) AwaitingScheduledWake(ctx context.Context, req *lifecyclev1.A
 func (s *Server) ClearTrashExpiry(ctx context.Context, req *lifecyclev1.ClearTrashExpiryRequest) (*lifecyclev1.ClearTrashExpiryResponse, error) {
 	return grpcfake.Answer[*lifecyclev1.ClearTrashExpiryResponse](ctx, s.Recorder, req)
 }
+
+// RecordPullRequest implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) RecordPullRequest(ctx context.Context, req *lifecyclev1.RecordPullRequestRequest) (*lifecyclev1.RecordPullRequestResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.RecordPullRequestResponse](ctx, s.Recorder, req)
+}
+
+// AcceptGitHubDelivery implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) AcceptGitHubDelivery(ctx context.Context, req *lifecyclev1.AcceptGitHubDeliveryRequest) (*lifecyclev1.AcceptGitHubDeliveryResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.AcceptGitHubDeliveryResponse](ctx, s.Recorder, req)
+}
