@@ -83,6 +83,12 @@ type Config struct {
 	// secret: with it, POST /slack/events verifies and accepts Slack's
 	// events; without it, the route does not exist (404). Never logged.
 	SlackSigningSecret string `env:"SLACK_SIGNING_SECRET"`
+
+	// GitHubWebhookSecret is GITHUB_WEBHOOK_SECRET, the GitHub webhook's
+	// secret: with it, POST /github/webhook verifies deliveries and has the
+	// watches of the pull requests they name read them now; without it,
+	// the route does not exist (404) and the watches poll. Never logged.
+	GitHubWebhookSecret string `env:"GITHUB_WEBHOOK_SECRET"`
 }
 
 // Service is one backend the gateway dials.
@@ -165,6 +171,7 @@ func (c Config) LogValue() slog.Value {
 	attrs = append(attrs, slog.Bool("supervisor_enabled", c.SupervisorUser != "" && c.SupervisorPassword != ""),
 		slog.Bool("test_boundary_enabled", c.TestBoundaryToken != ""),
 		slog.String("admin_user", c.AdminUser), slog.Bool("console_enabled", c.ConsolePasswordHash != ""),
-		slog.Bool("slack_events_enabled", c.SlackSigningSecret != ""))
+		slog.Bool("slack_events_enabled", c.SlackSigningSecret != ""),
+		slog.Bool("github_webhook_enabled", c.GitHubWebhookSecret != ""))
 	return slog.GroupValue(attrs...)
 }

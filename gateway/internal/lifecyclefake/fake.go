@@ -323,3 +323,13 @@ func (s *Server) GetPendingInference(ctx context.Context, req *lifecyclev1.GetPe
 func (s *Server) RecordInference(ctx context.Context, req *lifecyclev1.RecordInferenceRequest) (*lifecyclev1.RecordInferenceResponse, error) {
 	return grpcfake.Answer[*lifecyclev1.RecordInferenceResponse](ctx, s.Recorder, req)
 }
+
+// RecordPullRequest implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) RecordPullRequest(ctx context.Context, req *lifecyclev1.RecordPullRequestRequest) (*lifecyclev1.RecordPullRequestResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.RecordPullRequestResponse](ctx, s.Recorder, req)
+}
+
+// AcceptGitHubDelivery implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) AcceptGitHubDelivery(ctx context.Context, req *lifecyclev1.AcceptGitHubDeliveryRequest) (*lifecyclev1.AcceptGitHubDeliveryResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.AcceptGitHubDeliveryResponse](ctx, s.Recorder, req)
+}

@@ -62,6 +62,14 @@ func renderSession(s *lifecyclev1.Session, js []byte) string {
 	}
 
 	statusSummarySection(&b, s.GetStatusSummary())
+	if prs := s.GetGithubPullRequests(); len(prs) > 0 {
+		// The pull requests the session's own tools opened; their merge
+		// (and conflicts, comments, failed checks) come as messages.
+		b.WriteString("\n### Pull requests\n\n")
+		for _, pr := range prs {
+			fmt.Fprintf(&b, "- %s — %s\n", pr.GetUrl(), pr.GetState())
+		}
+	}
 
 	quote(&b, "Prompt", s.GetPrompt())
 	quote(&b, "Goal", s.GetGoal())

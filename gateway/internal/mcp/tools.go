@@ -86,7 +86,7 @@ func getSessionTool() mcpgo.Tool {
 	return mcpgo.NewTool(ToolGetSession,
 		mcpgo.WithToolTitle("Get a session"),
 		mcpgo.WithDescription("Show one session: its status and fields as markdown (with its status summary — where its work stood "+
-			"when Zimmer last summarised it, what that covers — once one was written), followed by the full session as JSON, then the "+
+			"when Zimmer last summarised it, what that covers — once one was written, and the GitHub pull requests its agent opened, each open, merged or closed), followed by the full session as JSON, then the "+
 			"messages queued for it that are not delivered (pending ones in delivery order, and undelivered ones: accepted, "+
 			"never delivered, retired when the session was archived) and its provenance."),
 		mcpgo.WithString("session_id", mcpgo.Required(), mcpgo.Description(`The session's numeric id (e.g. "42") or its slug.`)),

@@ -142,3 +142,8 @@ func (s *Server) UnsealQueue(ctx context.Context, req *queuev1.UnsealQueueReques
 func (s *Server) CountPendingMessages(ctx context.Context, req *queuev1.CountPendingMessagesRequest) (*queuev1.CountPendingMessagesResponse, error) {
 	return grpcfake.Answer[*queuev1.CountPendingMessagesResponse](ctx, s.Recorder, req)
 }
+
+// QueueNotice implements queuev1.QueueServiceServer.
+func (s *Server) QueueNotice(ctx context.Context, req *queuev1.QueueNoticeRequest) (*queuev1.QueueNoticeResponse, error) {
+	return grpcfake.Answer[*queuev1.QueueNoticeResponse](ctx, s.Recorder, req)
+}

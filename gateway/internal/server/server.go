@@ -20,6 +20,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/auth"
 	"github.com/zimmerhq/zimmer/gateway/internal/config"
 	"github.com/zimmerhq/zimmer/gateway/internal/console"
+	"github.com/zimmerhq/zimmer/gateway/internal/github"
 	"github.com/zimmerhq/zimmer/gateway/internal/health"
 	"github.com/zimmerhq/zimmer/gateway/internal/jsonhttp"
 	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
@@ -178,6 +179,18 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 		mux.Handle(slack.Route, slack.NewHandler(cfg.SlackSigningSecret, notificationv1.NewNotificationServiceClient(conn), nil, logger.With("component", "slack")))
 	} else {
 		logger.Info(slack.SigningSecretEnv + " unset: " + slack.Route + " answers 404")
+	}
+	// GitHub's webhook: its own signature, its own connection as the
+	// service "github". Without the secret the route is not there (404).
+	if cfg.GitHubWebhookSecret != "" {
+		conn, err := grpcclient.Dial(cfg.LifecycleAddr, grpcclient.AsService("github", cfg.InternalToken))
+		if err != nil {
+			return nil, fmt.Errorf("dial lifecycle for github deliveries: %w", err)
+		}
+		s.conns = append(s.conns, conn)
+		mux.Handle(github.Route, github.NewHandler(cfg.GitHubWebhookSecret, lifecyclev1.NewLifecycleServiceClient(conn), logger.With("component", "github")))
+	} else {
+		logger.Info(github.SecretEnv + " unset: " + github.Route + " answers 404")
 	}
 	mux.Handle("/mcp", auth.Require(authn, s.mcp))
 	mux.Handle("/mcp/", auth.Require(authn, s.mcp))

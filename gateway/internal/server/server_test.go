@@ -54,6 +54,7 @@ type setupOpts struct {
 	downService    string // a service whose address has nothing listening
 	mcpMaxSessions int    // GATEWAY_MCP_MAX_SESSIONS; 0 for the default
 	slackSecret    string // SLACK_SIGNING_SECRET; "" leaves /slack/events out
+	githubSecret   string // GITHUB_WEBHOOK_SECRET; "" leaves /github/webhook out
 }
 
 // setup runs the gateway's real handler against the fake lifecycle service
@@ -70,18 +71,19 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 		return grpctest.Serve(t, register)
 	}
 	cfg := config.Config{
-		HTTPAddr:           "127.0.0.1:0",
-		LogLevel:           "info",
-		LifecycleAddr:      addr("lifecycle", fake.Register),
-		LineageAddr:        addr("lineage", nil),
-		QueueAddr:          addr("queue", queue.Register),
-		RunnerAddr:         addr("runner", runner.Register),
-		NotificationAddr:   addr("notification", notifications.Register),
-		APIKeys:            testKey + "," + otherKey,
-		AdminAPIKeys:       adminKey,
-		InternalToken:      grpctest.InternalToken,
-		MCPMaxSessions:     opts.mcpMaxSessions,
-		SlackSigningSecret: opts.slackSecret,
+		HTTPAddr:            "127.0.0.1:0",
+		LogLevel:            "info",
+		LifecycleAddr:       addr("lifecycle", fake.Register),
+		LineageAddr:         addr("lineage", nil),
+		QueueAddr:           addr("queue", queue.Register),
+		RunnerAddr:          addr("runner", runner.Register),
+		NotificationAddr:    addr("notification", notifications.Register),
+		APIKeys:             testKey + "," + otherKey,
+		AdminAPIKeys:        adminKey,
+		InternalToken:       grpctest.InternalToken,
+		MCPMaxSessions:      opts.mcpMaxSessions,
+		SlackSigningSecret:  opts.slackSecret,
+		GitHubWebhookSecret: opts.githubSecret,
 	}
 	srv, err := server.New(context.Background(), cfg, slogx.Discard())
 	require.NoError(t, err)

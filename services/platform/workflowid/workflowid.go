@@ -43,3 +43,9 @@ func Inference(sessionID int64) string { return Session(sessionID) + "/infer" }
 func Wake(sessionID, triggerID int64) string {
 	return Session(sessionID) + "/wake/" + strconv.FormatInt(triggerID, 10)
 }
+
+// GitHubPullRequest is lifecycle's watch of a pull request the session
+// opened: session/<id>/github-pr/<owner>/<repo>/<number>.
+func GitHubPullRequest(sessionID int64, owner, repo string, number int) string {
+	return Session(sessionID) + "/github-pr/" + owner + "/" + repo + "/" + strconv.Itoa(number)
+}

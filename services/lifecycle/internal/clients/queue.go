@@ -11,6 +11,7 @@ import (
 
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 )
 
 // Queue is the archive guard's side in the queue: its SealQueue and
@@ -117,4 +118,29 @@ func (q Queue) HasPendingMessages(ctx context.Context, sessionID int64) (bool, e
 		}
 	}
 	return false, nil
+}
+
+var _ app.NoticeQueue = Queue{}
+
+// noticeKinds are the queue's names of the notices' kinds.
+var noticeKinds = map[domain.NoticeKind]queuev1.NoticeKind{
+	domain.NoticePRMerged:      queuev1.NoticeKind_NOTICE_KIND_PR_MERGED,
+	domain.NoticeMergeConflict: queuev1.NoticeKind_NOTICE_KIND_MERGE_CONFLICT,
+	domain.NoticeArtifact:      queuev1.NoticeKind_NOTICE_KIND_ARTIFACT,
+}
+
+// QueueNotice implements app.NoticeQueue through the queue's QueueNotice,
+// keyed by the notice's business key.
+func (q Queue) QueueNotice(ctx context.Context, sessionID int64, n domain.Notice) error {
+	kind, ok := noticeKinds[n.Kind]
+	if !ok {
+		return fmt.Errorf("queue a notice of kind %q: the queue knows no such kind", n.Kind)
+	}
+	ctx, cancel := q.bound(ctx)
+	defer cancel()
+	_, err := q.Client.QueueNotice(ctx, &queuev1.QueueNoticeRequest{SessionId: sessionID, Kind: kind, Content: n.Content, IdempotencyKey: n.Key})
+	if err != nil {
+		return fmt.Errorf("queue notice %s for session %d: %w", n.Key, sessionID, err)
+	}
+	return nil
 }

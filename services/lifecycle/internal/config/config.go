@@ -3,8 +3,11 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -88,7 +91,46 @@ type Config struct {
 	// often the lifecycle-heartbeat schedule looks for sessions due a
 	// heartbeat (the spec's 30 s).
 	HeartbeatSweepInterval time.Duration
+	// GitHub is how the sessions' pull requests are read (LC-34).
+	GitHub GitHub
 }
+
+// GitHub configures the watches of the sessions' pull requests. Without a
+// token nothing is polled: pull requests are still recorded and shown.
+type GitHub struct {
+	// Token is GITHUB_TOKEN: a token that may read the repositories' pull
+	// requests, review comments and check runs. Never logged.
+	Token string
+	// App is a GitHub App's installation, instead of Token: its
+	// installation token is minted and renewed from the App's key.
+	App GitHubApp
+	// APIURL is GITHUB_API_URL: the REST API's root (default
+	// https://api.github.com; a GitHub Enterprise Server's
+	// https://HOST/api/v3).
+	APIURL string
+	// PollInterval is GITHUB_POLL_INTERVAL: how long a watch waits between
+	// two readings of its pull request when no webhook delivery asks
+	// sooner (the spec's 30 s).
+	PollInterval time.Duration
+	// Timeout is GITHUB_TIMEOUT: how long one API request may take.
+	Timeout time.Duration
+}
+
+// Enabled says whether pull requests are watched.
+func (g GitHub) Enabled() bool { return g.Token != "" || g.App.Configured() }
+
+// GitHubApp is a GitHub App installation's credentials.
+type GitHubApp struct {
+	// ID is GITHUB_APP_ID, InstallationID GITHUB_APP_INSTALLATION_ID.
+	ID             string
+	InstallationID int64
+	// PrivateKeyPEM is read from GITHUB_APP_PRIVATE_KEY_FILE (the .pem
+	// GitHub gives out). Never logged.
+	PrivateKeyPEM []byte
+}
+
+// Configured says whether the App's credentials are given.
+func (a GitHubApp) Configured() bool { return a.ID != "" }
 
 // Load reads LIFECYCLE_* and the shared variables.
 func Load(ctx context.Context, getenv func(string) string) (Config, error) {
@@ -115,6 +157,13 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		ElicitInterval    time.Duration `env:"LIFECYCLE_ELICITATION_SWEEP_INTERVAL, default=5m"`
 		ElicitExpiry      time.Duration `env:"LIFECYCLE_ELICITATION_EXPIRY, default=1h"`
 		HeartbeatInterval time.Duration `env:"LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL, default=30s"`
+		GitHubToken       string        `env:"GITHUB_TOKEN"`
+		GitHubAPIURL      string        `env:"GITHUB_API_URL, default=https://api.github.com"`
+		GitHubPoll        time.Duration `env:"GITHUB_POLL_INTERVAL, default=30s"`
+		GitHubTimeout     time.Duration `env:"GITHUB_TIMEOUT, default=20s"`
+		GitHubAppID       string        `env:"GITHUB_APP_ID"`
+		GitHubAppInstall  int64         `env:"GITHUB_APP_INSTALLATION_ID"`
+		GitHubAppKeyFile  string        `env:"GITHUB_APP_PRIVATE_KEY_FILE"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
@@ -168,7 +217,21 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if env.HeartbeatInterval <= 0 {
 		return Config{}, fmt.Errorf("LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL must be positive, got %s", env.HeartbeatInterval)
 	}
+	if env.GitHubPoll <= 0 {
+		return Config{}, fmt.Errorf("GITHUB_POLL_INTERVAL must be positive, got %s", env.GitHubPoll)
+	}
+	if env.GitHubTimeout <= 0 {
+		return Config{}, fmt.Errorf("GITHUB_TIMEOUT must be positive, got %s", env.GitHubTimeout)
+	}
+	if u, err := url.Parse(env.GitHubAPIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Config{}, fmt.Errorf("GITHUB_API_URL must be an http(s) URL like https://api.github.com, got %q", env.GitHubAPIURL)
+	}
+	app, err := loadGitHubApp(env.GitHubToken, env.GitHubAppID, env.GitHubAppInstall, env.GitHubAppKeyFile)
+	if err != nil {
+		return Config{}, err
+	}
 	return Config{
+		GitHub:               GitHub{Token: env.GitHubToken, App: app, APIURL: env.GitHubAPIURL, PollInterval: env.GitHubPoll, Timeout: env.GitHubTimeout},
 		Config:               base,
 		RelayPollInterval:    env.RelayPollInterval,
 		TurnRelayConcurrency: env.TurnRelayConc,
@@ -190,6 +253,25 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		ElicitationExpiry:        env.ElicitExpiry,
 		HeartbeatSweepInterval:   env.HeartbeatInterval,
 	}, nil
+}
+
+// loadGitHubApp reads the App's credentials: all three or none, and not
+// with GITHUB_TOKEN as well (which one would be used is then a guess).
+func loadGitHubApp(token, id string, installation int64, keyFile string) (GitHubApp, error) {
+	if id == "" && installation == 0 && keyFile == "" {
+		return GitHubApp{}, nil
+	}
+	switch {
+	case token != "":
+		return GitHubApp{}, errors.New("GITHUB_TOKEN and GITHUB_APP_* are both set: give a token, or a GitHub App's id, installation id and key file, not both")
+	case id == "" || installation <= 0 || keyFile == "":
+		return GitHubApp{}, errors.New("a GitHub App needs GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID (a positive number) and GITHUB_APP_PRIVATE_KEY_FILE, all three")
+	}
+	key, err := os.ReadFile(keyFile) //nolint:gosec // the operator's own configured path
+	if err != nil {
+		return GitHubApp{}, fmt.Errorf("read GITHUB_APP_PRIVATE_KEY_FILE: %w", err)
+	}
+	return GitHubApp{ID: id, InstallationID: installation, PrivateKeyPEM: key}, nil
 }
 
 func parseConsumers(csv string) (map[string]string, error) {
@@ -228,5 +310,10 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("elicitation_sweep_interval", c.ElicitationSweepInterval),
 		slog.Duration("elicitation_expiry", c.ElicitationExpiry),
 		slog.Duration("heartbeat_sweep_interval", c.HeartbeatSweepInterval),
+		// The token's presence, never the token.
+		slog.Bool("github_pull_requests_watched", c.GitHub.Enabled()),
+		slog.String("github_app_id", c.GitHub.App.ID),
+		slog.String("github_api_url", c.GitHub.APIURL),
+		slog.Duration("github_poll_interval", c.GitHub.PollInterval),
 	)
 }

@@ -2,6 +2,9 @@ package config_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -115,5 +118,40 @@ func TestSweepsDefaultToTheSpec(t *testing.T) {
 		"LIFECYCLE_ELICITATION_SWEEP_INTERVAL", "LIFECYCLE_ELICITATION_EXPIRY", "LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL"} {
 		_, err = load(t, map[string]string{name: "0s"})
 		require.ErrorContains(t, err, name+" must be positive")
+	}
+}
+
+// GitHub: nothing watched by default; a token, or a whole App, not both;
+// the token never in the logged configuration.
+func TestGitHubIsATokenOrAnApp(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(t, nil)
+	require.NoError(t, err)
+	require.False(t, cfg.GitHub.Enabled(), "make run needs none of it")
+	require.Equal(t, 30*time.Second, cfg.GitHub.PollInterval, "the spec's cadence")
+	require.Equal(t, "https://api.github.com", cfg.GitHub.APIURL)
+
+	cfg, err = load(t, map[string]string{"GITHUB_TOKEN": "ghp_secret", "GITHUB_POLL_INTERVAL": "5s"})
+	require.NoError(t, err)
+	require.True(t, cfg.GitHub.Enabled())
+	require.Equal(t, 5*time.Second, cfg.GitHub.PollInterval)
+	require.NotContains(t, fmt.Sprint(cfg.LogValue()), "ghp_secret")
+
+	key := filepath.Join(t.TempDir(), "app.pem")
+	require.NoError(t, os.WriteFile(key, []byte("-----BEGIN RSA PRIVATE KEY-----\n"), 0o600))
+	cfg, err = load(t, map[string]string{"GITHUB_APP_ID": "1234", "GITHUB_APP_INSTALLATION_ID": "42", "GITHUB_APP_PRIVATE_KEY_FILE": key})
+	require.NoError(t, err)
+	require.True(t, cfg.GitHub.Enabled())
+	require.Equal(t, int64(42), cfg.GitHub.App.InstallationID)
+
+	for env, want := range map[string]map[string]string{
+		"not both":                       {"GITHUB_TOKEN": "t", "GITHUB_APP_ID": "1"},
+		"all three":                      {"GITHUB_APP_ID": "1", "GITHUB_APP_PRIVATE_KEY_FILE": key},
+		"read GITHUB_APP_PRIVATE_KEY":    {"GITHUB_APP_ID": "1", "GITHUB_APP_INSTALLATION_ID": "2", "GITHUB_APP_PRIVATE_KEY_FILE": key + ".missing"},
+		"GITHUB_POLL_INTERVAL must be":   {"GITHUB_POLL_INTERVAL": "0s"},
+		"GITHUB_API_URL must be an http": {"GITHUB_API_URL": "api.github.com"},
+	} {
+		_, err := load(t, want)
+		require.ErrorContains(t, err, env)
 	}
 }

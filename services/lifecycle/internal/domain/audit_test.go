@@ -22,7 +22,7 @@ func TestEveryLineACallWritesNamesItsPrincipal(t *testing.T) {
 	// whole, then who.
 	s := session(domain.StatusNeedsInput)
 	s.Goal = "open a pull request"
-	s.CustomMetadata["github_pull_request_urls"] = []any{"https://github.com/acme/app/pull/2"}
+	s.PullRequests = []domain.PullRequest{trackedPR(2, domain.PullRequestOpen)}
 	out, err := domain.Apply(s, domain.Command{Event: domain.EventArchive, Actor: domain.Actor{Kind: domain.ActorMCP, SessionID: 5225, By: by}}, env())
 	require.NoError(t, err)
 	require.Equal(t, []domain.TimelineEntry{{Kind: domain.TimelineTransition, Message: "[State Machine] Session moved to trash by session #5225 via the MCP API" +

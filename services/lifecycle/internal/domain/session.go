@@ -79,6 +79,10 @@ type Session struct {
 	// uncategorized. Starred puts it in the dashboard's Starred group.
 	CategoryID *int64
 	Starred    bool
+	// PullRequests are the GitHub pull requests the session's agent opened,
+	// oldest first (LC-33): the spec's github_pull_request_urls. Read
+	// with the session; written only by RecordPullRequest and the watcher.
+	PullRequests []PullRequest
 }
 
 // FirstTurnPending reports whether the session was created with a prompt

@@ -599,7 +599,7 @@ func (t *transition) archive(cmd Command) {
 	t.effect(RetireMessages{Forced: cmd.Force, ArchivedAt: *t.s.ArchivedAt})
 	// The spec's words first (who, the unresolved pull requests), then the
 	// queue's words for what the archive retires.
-	t.log(TimelineTransition, ArchiveLine(cmd.Actor, unresolvedPullRequests(t.s.CustomMetadata))+cmd.RetirementClause)
+	t.log(TimelineTransition, ArchiveLine(cmd.Actor, unresolvedPullRequests(t.s.PullRequests))+cmd.RetirementClause)
 	t.warnIfPRGoalCapturedNoURL()
 }
 
@@ -612,31 +612,11 @@ func (t *transition) warnIfPRGoalCapturedNoURL() {
 	if t.s.Markers.PRURLWarned || t.isFork() || !prGoal.MatchString(t.s.Goal) {
 		return
 	}
-	if urls, _ := t.s.CustomMetadata["github_pull_request_urls"].([]any); len(urls) > 0 {
+	if len(t.s.PullRequests) > 0 {
 		return
 	}
 	t.s.Markers.PRURLWarned = true
 	t.log(TimelineWarning, "[State Machine] goal mentions a pull request but no PR URL was recorded for this session yet")
-}
-
-// unresolvedPullRequests lists the tracked pull requests (custom_metadata
-// github_pull_request_urls) whose state (github_pull_request_states, url →
-// state) has not reached merged or closed.
-func unresolvedPullRequests(md map[string]any) []string {
-	urls, _ := md["github_pull_request_urls"].([]any)
-	states, _ := md["github_pull_request_states"].(map[string]any)
-	var open []string
-	for _, u := range urls {
-		url, ok := u.(string)
-		if !ok {
-			continue
-		}
-		if st, _ := states[url].(string); st == "merged" || st == "closed" {
-			continue
-		}
-		open = append(open, url)
-	}
-	return open
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }

@@ -276,8 +276,7 @@ func TestFail(t *testing.T) {
 func TestArchiveAndUnarchive(t *testing.T) {
 	t.Parallel()
 	s := session(domain.StatusFailed)
-	s.CustomMetadata["github_pull_request_urls"] = []any{"https://github.com/acme/app/pull/1", "https://github.com/acme/app/pull/2"}
-	s.CustomMetadata["github_pull_request_states"] = map[string]any{"https://github.com/acme/app/pull/1": "merged"}
+	s.PullRequests = []domain.PullRequest{trackedPR(1, domain.PullRequestMerged), trackedPR(2, domain.PullRequestOpen)}
 
 	out, err := domain.Apply(s, domain.Command{Event: domain.EventArchive, Actor: domain.Actor{Kind: domain.ActorMCP, SessionID: 5225}}, env())
 	require.NoError(t, err)
@@ -346,7 +345,7 @@ func TestForcedArchiveNamesWhatItRetires(t *testing.T) {
 	t.Parallel()
 	clause := ` — 1 queued message was never delivered and is now marked undelivered: "What do you mean I pulled yellow onion?"`
 	s := session(domain.StatusRunning)
-	s.CustomMetadata["github_pull_request_urls"] = []any{"https://github.com/acme/app/pull/2"}
+	s.PullRequests = []domain.PullRequest{trackedPR(2, domain.PullRequestOpen)}
 	out, err := domain.Apply(s, domain.Command{Event: domain.EventArchive, Force: true, RetirementClause: clause,
 		Actor: domain.Actor{Kind: domain.ActorMCP, SessionID: 5225, By: "operator key …abcd"}}, env())
 	require.NoError(t, err)

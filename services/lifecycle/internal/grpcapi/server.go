@@ -37,7 +37,11 @@ type Server struct {
 	// categories and inference serve categories.go.
 	categories app.Categories
 	inference  app.Inference
-	logger     *slog.Logger
+	// recordPullRequest and githubDeliveries serve the GitHub methods
+	// (pullrequests.go).
+	recordPullRequest app.RecordPullRequest
+	githubDeliveries  app.AcceptGitHubDelivery
+	logger            *slog.Logger
 }
 
 // NewServer returns the API over the use cases.

@@ -4,9 +4,11 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
+	"net/http"
 	"time"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
@@ -18,7 +20,9 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/config"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/github"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/grpcapi"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/prwatch"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/store"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/wake"
 	"github.com/zimmerhq/zimmer/services/platform/alert"
@@ -100,8 +104,12 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	// Without a queue, a wake is lifecycle's own delivery to the session
 	// once it is idle.
 	var wakes app.WakeDelivery = app.LocalWakeDelivery{Deliver: svc.Sessions.Deliver}
-	// Without a queue nothing can be pending, so the heartbeat asks nobody.
-	var pending app.PendingMessages
+	// Without a queue nothing can be pending, so the heartbeat asks nobody;
+	// and no pull request's notice can be sent, so none is watched.
+	var (
+		pending app.PendingMessages
+		notices app.NoticeQueue
+	)
 	if cfg.QueueAddr != "" {
 		// An archive (not the raw event) asks the queue's guard first.
 		conn, err := h.Dial(cfg.QueueAddr)
@@ -115,6 +123,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		// idle session, queued behind a running one's.
 		wakes = q
 		pending = q
+		notices = q
 	}
 	// After the runner's client: Pause Until halts a running turn first.
 	svc.Triggers = app.NewTriggers(repo, svc.Sessions)
@@ -131,6 +140,10 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		WithSessionChanges(app.WatchSessionChanges{Feed: repo, Stopping: stopping}).
 		WithCategories(app.Categories{Repo: repo, Clock: clock.System{}},
 			app.Inference{Sessions: repo, Categories: repo, Clock: clock.System{}})
+	// The sessions' pull requests are recorded always, watched only with
+	// GitHub configured (below); the watcher is set there.
+	recordPR := app.RecordPullRequest{Repo: repo, Clock: clock.System{}}
+	githubDeliveries := app.AcceptGitHubDelivery{Repo: repo, Clock: clock.System{}}
 	api.Register(h.GRPC.Server)
 	api.RegisterTriggers(h.GRPC.Server)
 	grpcapi.NewLineageConsumer(externalLines, logger).Register(h.GRPC.Server)
@@ -205,6 +218,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 			// lifecycle-deliveries-retention: a delivery's record answers
 			// its retries, which come within minutes, for a week.
 			{Name: "deliveries", Keep: cfg.DeliveryRetention, Prune: repo.PruneDeliveries},
+			// lifecycle-github-deliveries-retention: GitHub redelivers
+			// within days; a replay after that only reads a PR again.
+			{Name: "github-deliveries", Keep: cfg.DeliveryRetention, Prune: repo.PruneGitHubDeliveries},
 		} {
 			if err := retention.Setup(ctx, h.Temporal, h.Worker, Name, p); err != nil {
 				h.Close()
@@ -228,13 +244,62 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 				return nil, err
 			}
 		}
+		if err := installPullRequestWatch(h, cfg, repo, notices, &recordPR, &githubDeliveries, logger); err != nil {
+			h.Close()
+			return nil, err
+		}
 	}
+	api.WithPullRequests(recordPR, githubDeliveries)
 	// The backlog of every relay's subscriber, at zero too (PL-24).
 	if err := outbox.ObserveBacklog(h.Pool, Name, slices.Sorted(maps.Keys(svc.Relays)), logger); err != nil {
 		h.Close()
 		return nil, err
 	}
 	return svc, nil
+}
+
+// installPullRequestWatch runs the watches of the sessions' pull requests
+// (LC-34) when GitHub is configured and a queue takes their notices, and
+// starts, once at start, every watch that should run.
+func installPullRequestWatch(h *host.Host, cfg config.Config, repo *store.Sessions, notices app.NoticeQueue,
+	record *app.RecordPullRequest, deliveries *app.AcceptGitHubDelivery, logger *slog.Logger,
+) error {
+	switch {
+	case !cfg.GitHub.Enabled():
+		logger.Info("neither GITHUB_TOKEN nor GITHUB_APP_ID set: pull requests are recorded, not watched")
+		return nil
+	case notices == nil:
+		logger.Warn("GitHub configured but no queue (LIFECYCLE_QUEUE_ADDR=none): pull requests are recorded, not watched")
+		return nil
+	}
+	var tokens github.TokenSource = github.StaticToken(cfg.GitHub.Token)
+	if a := cfg.GitHub.App; a.Configured() {
+		key, err := github.ParsePrivateKey(a.PrivateKeyPEM)
+		if err != nil {
+			return fmt.Errorf("GITHUB_APP_PRIVATE_KEY_FILE: %w", err)
+		}
+		tokens = &github.AppInstallation{BaseURL: cfg.GitHub.APIURL, AppID: a.ID, InstallationID: a.InstallationID, Key: key,
+			HTTP: &http.Client{Timeout: cfg.GitHub.Timeout}}
+	}
+	read := app.ReadPullRequest{Repo: repo, GitHub: github.NewClient(cfg.GitHub.APIURL, tokens, cfg.GitHub.Timeout),
+		Notices: notices, Clock: clock.System{}}
+	watcher, err := prwatch.Install(h.Temporal, h.Worker, Name, read, cfg.GitHub.PollInterval)
+	if err != nil {
+		return err
+	}
+	record.Watcher, deliveries.Watcher = watcher, watcher
+	h.Go(func(ctx context.Context) error {
+		n, err := app.WatchAll(ctx, repo, watcher)
+		if err != nil {
+			// Each watch starts again with its session's next record; the
+			// service is not failed for it.
+			logger.ErrorContext(ctx, "start the pull requests' watches", "error", err)
+			return nil
+		}
+		logger.InfoContext(ctx, "pull requests watched", "count", n, "poll_interval", cfg.GitHub.PollInterval)
+		return nil
+	})
+	return nil
 }
 
 // independentAggregates are the subscribers to which one aggregate's events

@@ -67,7 +67,14 @@ var columns = []string{"id", "COALESCE(slug, '')", "status", "title", "prompt", 
 	"git_root", "branch", "subdirectory", "parent_session_id", "genesis", "scheduling_class", "precedence",
 	"custom_metadata", "created_at", "updated_at", "markers", "elapsed_since", "archived_at", "archived_from",
 	"trash_after", "version", "heartbeat_enabled", "heartbeat_interval_seconds", "notes", "mcp_tool_groups", "push_notifications",
-	"category_id", "starred"}
+	"category_id", "starred",
+	pullRequestsColumn}
+
+// pullRequestsColumn reads a session's tracked pull requests with it, so
+// every reader of a session — a transition's decision under its lock
+// among them — sees them (LC-33).
+const pullRequestsColumn = `COALESCE((SELECT jsonb_agg(jsonb_build_object('owner', p.owner, 'repo', p.repo, 'number', p.number, 'state', p.state)
+		ORDER BY p.recorded_at, p.owner, p.repo, p.number) FROM pull_requests p WHERE p.session_id = sessions.id), '[]'::jsonb)`
 
 var sessionColumns = strings.Join(columns, ", ")
 
@@ -206,22 +213,25 @@ func listFilter(f domain.ListFilter) (string, []any) {
 
 func scanSession(row pgx.Row, extra ...any) (domain.Session, error) {
 	var (
-		s      domain.Session
-		md, mk []byte
+		s           domain.Session
+		md, mk, prs []byte
 	)
 	dest := append([]any{&s.ID, &s.Slug, &s.Status, &s.Title, &s.Prompt, &s.Goal, &s.AgentRoot,
 		&s.AgentRuntime, &s.GitRoot, &s.Branch, &s.Subdirectory, &s.ParentSessionID, &s.Genesis,
 		&s.SchedulingClass, &s.Precedence, &md, &s.CreatedAt, &s.UpdatedAt, &mk, &s.ElapsedSince,
 		&s.ArchivedAt, &s.ArchivedFrom, &s.TrashAfter, &s.Version, &s.HeartbeatEnabled,
 		&s.HeartbeatIntervalSeconds, &s.Notes, &s.MCPToolGroups, &s.PushNotifications,
-		&s.CategoryID, &s.Starred}, extra...)
+		&s.CategoryID, &s.Starred, &prs}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return domain.Session{}, err
 	}
-	if err := json.Unmarshal(md, &s.CustomMetadata); err != nil {
+	err := json.Unmarshal(md, &s.CustomMetadata)
+	if err != nil {
 		return domain.Session{}, fmt.Errorf("decode custom_metadata of session %d: %w", s.ID, err)
 	}
-	var err error
+	if s.PullRequests, err = decodePullRequests(prs); err != nil {
+		return domain.Session{}, fmt.Errorf("decode pull requests of session %d: %w", s.ID, err)
+	}
 	if s.Markers, err = decodeMarkers(mk); err != nil {
 		return domain.Session{}, fmt.Errorf("decode markers of session %d: %w", s.ID, err)
 	}

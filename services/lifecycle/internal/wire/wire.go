@@ -11,6 +11,7 @@ import (
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // Session converts a domain session to its message. A session without
@@ -62,6 +63,7 @@ func Session(s domain.Session) (*lifecyclev1.Session, error) {
 		StatusSummary:             statusSummary(s.Markers.StatusSummary),
 		CategoryId:                s.CategoryID,
 		Starred:                   s.Starred,
+		GithubPullRequests:        pullRequests(s.PullRequests),
 	}, nil
 }
 
@@ -91,6 +93,20 @@ func Categories(cs []domain.Category) []*lifecyclev1.Category {
 	out := make([]*lifecyclev1.Category, len(cs))
 	for i, c := range cs {
 		out[i] = Category(c)
+	}
+	return out
+}
+
+// PullRequest converts a tracked pull request to its message.
+func PullRequest(pr domain.PullRequest) *lifecyclev1.GitHubPullRequest {
+	return &lifecyclev1.GitHubPullRequest{Url: pr.URL(), Repository: pr.Repository(), Number: int32(min(pr.Number, rules.MaxPullRequestNumber)), //nolint:gosec // bounded
+		State: string(pr.State)}
+}
+
+func pullRequests(prs []domain.PullRequest) []*lifecyclev1.GitHubPullRequest {
+	out := make([]*lifecyclev1.GitHubPullRequest, 0, len(prs))
+	for _, pr := range prs {
+		out = append(out, PullRequest(pr))
 	}
 	return out
 }

@@ -22,6 +22,10 @@ type FollowUp struct {
 	ForceImmediate  bool
 	ActingSessionID int64
 	IdempotencyKey  string
+	// Origin is who wrote it: OriginCaller when empty; an automated_*
+	// origin for a notice Zimmer writes (QueueNotice), never a caller's
+	// choice.
+	Origin domain.Origin
 }
 
 // FollowUpResult is what became of a follow-up.
@@ -62,7 +66,11 @@ func (uc SendFollowUp) Handle(ctx context.Context, in FollowUp) (FollowUpResult,
 	if err != nil {
 		return FollowUpResult{}, err
 	}
-	n := domain.NewMessage{SessionID: s.ID, Origin: domain.OriginCaller, ActingSessionID: actingID,
+	origin := in.Origin
+	if origin == "" {
+		origin = domain.OriginCaller
+	}
+	n := domain.NewMessage{SessionID: s.ID, Origin: origin, ActingSessionID: actingID,
 		Content: in.Prompt, Goal: in.Goal, IdempotencyKey: in.IdempotencyKey}
 	if err := n.Validate(); err != nil {
 		return FollowUpResult{}, renamed(err)

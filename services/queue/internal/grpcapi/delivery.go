@@ -3,9 +3,11 @@ package grpcapi
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 	"github.com/zimmerhq/zimmer/services/queue/internal/app"
 	"github.com/zimmerhq/zimmer/services/queue/internal/domain"
 )
@@ -27,6 +29,40 @@ func (s *Server) FollowUp(ctx context.Context, req *queuev1.FollowUpRequest) (*q
 		out.EnqueuedMessage = toProto(r.Queued)
 	}
 	return out, nil
+}
+
+// noticeOrigins are the origins of the notices' kinds.
+var noticeOrigins = map[queuev1.NoticeKind]domain.Origin{
+	queuev1.NoticeKind_NOTICE_KIND_PR_MERGED:      domain.OriginAutomatedPRMerged,
+	queuev1.NoticeKind_NOTICE_KIND_MERGE_CONFLICT: domain.OriginAutomatedMergeConflict,
+	queuev1.NoticeKind_NOTICE_KIND_ARTIFACT:       domain.OriginCaller,
+}
+
+// QueueNotice implements queuev1.QueueServiceServer: a follow-up whose
+// origin its kind decides.
+func (s *Server) QueueNotice(ctx context.Context, req *queuev1.QueueNoticeRequest) (*queuev1.QueueNoticeResponse, error) {
+	origin, ok := noticeOrigins[req.GetKind()]
+	var vs validation.Violations
+	if !ok {
+		vs.Add("kind", "must be one of NOTICE_KIND_PR_MERGED, NOTICE_KIND_MERGE_CONFLICT, NOTICE_KIND_ARTIFACT")
+	}
+	if req.GetIdempotencyKey() == "" {
+		vs.Add("idempotency_key", "is required: a notice sent twice must be queued once")
+	}
+	if err := vs.Err(); err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	r, err := s.queue.FollowUp.Handle(ctx, app.FollowUp{
+		SessionRef: strconv.FormatInt(req.GetSessionId(), 10), Prompt: req.GetContent(),
+		IdempotencyKey: req.GetIdempotencyKey(), Origin: origin,
+	})
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	if r.Delivered {
+		return &queuev1.QueueNoticeResponse{Outcome: queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_DELIVERED}, nil
+	}
+	return &queuev1.QueueNoticeResponse{Outcome: queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED, EnqueuedMessage: toProto(r.Queued)}, nil
 }
 
 // SendEnqueuedMessageNow implements queuev1.QueueServiceServer.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // agent runs one turn's steps.
@@ -85,6 +87,8 @@ func (a *agent) do(ctx context.Context, s step) error {
 		return a.spawnGrandchild(s.duration)
 	case "mcp":
 		return a.callMCP(ctx, s.tool, s.args)
+	case "pr-create":
+		return a.createPullRequest(s.pr)
 	case "elicit":
 		return a.elicit(s)
 	default:
@@ -176,6 +180,20 @@ func (a *agent) callMCP(ctx context.Context, tool string, args map[string]any) e
 		return a.out.toolResult(id, "MCP error: "+err.Error(), true)
 	}
 	return a.out.toolResult(id, res.Content, res.IsError)
+}
+
+// createPullRequest prints what opening a pull request with the GitHub CLI
+// looks like in Claude Code's transcript: a Bash tool call running
+// `gh pr create`, and its result, gh's progress line (stderr) and the new
+// pull request's URL alone on the last line (stdout). Nothing is opened.
+func (a *agent) createPullRequest(pr rules.PullRequestRef) error {
+	id := a.out.nextID("toolu")
+	call := map[string]any{"command": "gh pr create --fill --base main", "description": "Open a pull request for this branch"}
+	if err := a.out.assistant(toolUseBlock{Type: "tool_use", ID: id, Name: "Bash", Input: call}); err != nil {
+		return err
+	}
+	out := fmt.Sprintf("\nCreating pull request for zimmer-demo into main in %s\n\n%s", pr.Repository(), pr.URL())
+	return a.out.toolResult(id, out, false)
 }
 
 // elicit reports an elicitation and blocks up to s.duration for its answer:

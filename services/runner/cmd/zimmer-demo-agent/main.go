@@ -25,6 +25,9 @@
 //	@demo mcp <tool> [<json-args>]    call a tool on Zimmer's MCP and print
 //	                                  the call and its result (an error is
 //	                                  printed, not fatal)
+//	@demo pr-create <pull request URL> a Bash tool call running `gh pr create`
+//	                                  and its result, the new pull request's
+//	                                  URL on stdout, as gh prints it
 //	@demo elicit <duration> [text]    report an elicitation and wait that
 //	                                  long for its answer on stdin
 //

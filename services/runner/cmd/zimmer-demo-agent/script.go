@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // directivePrefix starts a directive line.
@@ -20,11 +22,12 @@ type step struct {
 	kind string // "text" or the directive's name
 	text string // text to say; the elicitation's message
 
-	duration time.Duration  // sleep, spawn-grandchild, elicit
-	code     int            // exit
-	signal   syscall.Signal // signal
-	tool     string         // mcp
-	args     map[string]any // mcp
+	duration time.Duration        // sleep, spawn-grandchild, elicit
+	code     int                  // exit
+	signal   syscall.Signal       // signal
+	tool     string               // mcp
+	args     map[string]any       // mcp
+	pr       rules.PullRequestRef // pr-create
 }
 
 // parseScript turns a prompt into steps: each directive line one step, each
@@ -113,6 +116,11 @@ func parseDirective(name, rest string) (step, error) {
 				return s, fmt.Errorf("mcp arguments must be a JSON object: %w", err)
 			}
 		}
+	case "pr-create":
+		var ref rules.PullRequestRef
+		if ref, err = rules.ParsePullRequestURL(rest); err == nil {
+			s.pr = ref
+		}
 	case "elicit":
 		d, message, _ := strings.Cut(rest, " ")
 		s.duration, err = parseDuration(d)
@@ -121,7 +129,7 @@ func parseDirective(name, rest string) (step, error) {
 			s.text = "The demo agent needs an answer to continue."
 		}
 	default:
-		return s, fmt.Errorf("unknown directive %q (known: say, sleep, exit, signal, ignore-sigterm, spawn-grandchild, mcp, elicit)", name)
+		return s, fmt.Errorf("unknown directive %q (known: say, sleep, exit, signal, ignore-sigterm, spawn-grandchild, mcp, pr-create, elicit)", name)
 	}
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", name, err)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 func TestParseScript(t *testing.T) {
@@ -33,6 +35,8 @@ func TestParseScript(t *testing.T) {
 			[]step{{line: 1, kind: "mcp", tool: "get_session", args: map[string]any{"id": 42.0, "include_transcript": true}}}},
 		{"mcp without args", "@demo mcp quick_search_sessions", []step{{line: 1, kind: "mcp", tool: "quick_search_sessions", args: map[string]any{}}}},
 		{"elicit with text", "@demo elicit 2m Deploy now?", []step{{line: 1, kind: "elicit", duration: 2 * time.Minute, text: "Deploy now?"}}},
+		{"pr-create", "@demo pr-create https://github.com/acme/app/pull/7",
+			[]step{{line: 1, kind: "pr-create", pr: rules.PullRequestRef{Owner: "acme", Repo: "app", Number: 7}}}},
 		{"elicit without text", "@demo elicit 1s", []step{{line: 1, kind: "elicit", duration: time.Second, text: "The demo agent needs an answer to continue."}}},
 	}
 	for _, tt := range tests {
@@ -57,6 +61,7 @@ func TestParseScriptRejectsMalformedDirectives(t *testing.T) {
 		"@demo exit 256":                 "not 0–255",
 		"@demo signal SIGNOPE":           `unknown signal "SIGNOPE"`,
 		"@demo ignore-sigterm please":    "takes no argument",
+		"@demo pr-create acme/app#7":     "not a GitHub pull request address",
 		"@demo spawn-grandchild":         "spawn-grandchild:",
 		"@demo mcp":                      "mcp needs a tool name",
 		"@demo mcp get_session [1]":      "must be a JSON object",

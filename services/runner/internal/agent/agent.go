@@ -246,6 +246,27 @@ type Event struct {
 	// ElicitationResult is set on the line saying what became of an
 	// elicitation (the demo agent's system/elicitation_result).
 	ElicitationResult *ElicitationResult
+	// ToolCalls are the tool calls an assistant line makes, and
+	// ToolResults the results a user line carries back: what the runner
+	// reads to learn which pull requests the agent's own tools opened.
+	ToolCalls   []ToolCall
+	ToolResults []ToolResult
+}
+
+// ToolCall is one tool call of the agent's.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Input is the call's arguments as JSON.
+	Input []byte
+}
+
+// ToolResult is what one tool call returned.
+type ToolResult struct {
+	ToolUseID string
+	// Text is the result's text (its text blocks, joined).
+	Text    string
+	IsError bool
 }
 
 // Elicitation is what an agent blocked on an MCP elicitation reported.

@@ -127,6 +127,13 @@ func (c *Codex) ParseLine(line string) Event {
 		ev.Type = l.Type + "/" + l.Item.Type
 		ev.Text = clip(ev.Text)
 		ev.Raw = raw
+		if l.Type == "item.completed" && l.Item.Type == "command_execution" {
+			// A finished command is its call and its result at once.
+			input, _ := json.Marshal(map[string]string{"command": l.Item.Command})
+			ev.ToolCalls = []ToolCall{{ID: l.Item.ID, Name: "shell", Input: input}}
+			ev.ToolResults = []ToolResult{{ToolUseID: l.Item.ID, Text: l.Item.AggregatedOutput,
+				IsError: ev.IsError || (l.Item.ExitCode != nil && *l.Item.ExitCode != 0)}}
+		}
 		return ev
 	default:
 		return textEvent(line)

@@ -61,6 +61,7 @@ type streamMessage struct {
 // contentBlock is one block of a message's content.
 type contentBlock struct {
 	Type      string          `json:"type"`
+	ID        string          `json:"id"`
 	Text      string          `json:"text"`
 	Thinking  string          `json:"thinking"`
 	Name      string          `json:"name"`
@@ -86,10 +87,10 @@ func parseStreamJSON(line string) Event {
 		return ev
 	case "assistant":
 		kind, text := assistantText(l.Message)
-		return Event{Kind: kind, Type: "assistant", Text: clip(text), Raw: raw}
+		return Event{Kind: kind, Type: "assistant", Text: clip(text), Raw: raw, ToolCalls: toolCalls(l.Message)}
 	case "user":
 		kind, text, isErr := userText(l.Message)
-		return Event{Kind: kind, Type: "user", Text: clip(text), Raw: raw, IsError: isErr}
+		return Event{Kind: kind, Type: "user", Text: clip(text), Raw: raw, IsError: isErr, ToolResults: toolResults(l.Message)}
 	case "result":
 		isErr := l.IsError || l.Subtype != "success"
 		return Event{Kind: KindResult, Type: join("result", l.Subtype), Text: clip(resultText(l, isErr)), Raw: raw, IsError: isErr, RuntimeSessionID: l.SessionID}
@@ -193,6 +194,36 @@ func userText(m *streamMessage) (Kind, string, bool) {
 		return KindTool, strings.Join(parts, "\n"), isErr
 	}
 	return KindUser, strings.Join(parts, "\n"), false
+}
+
+// toolCalls lists an assistant message's tool calls.
+func toolCalls(m *streamMessage) []ToolCall {
+	if m == nil {
+		return nil
+	}
+	blocks, _ := contentBlocks(m.Content)
+	var out []ToolCall
+	for _, b := range blocks {
+		if b.Type == "tool_use" || b.Type == "server_tool_use" {
+			out = append(out, ToolCall{ID: b.ID, Name: b.Name, Input: b.Input})
+		}
+	}
+	return out
+}
+
+// toolResults lists a user message's tool results, whole (not clipped).
+func toolResults(m *streamMessage) []ToolResult {
+	if m == nil {
+		return nil
+	}
+	blocks, _ := contentBlocks(m.Content)
+	var out []ToolResult
+	for _, b := range blocks {
+		if b.Type == "tool_result" {
+			out = append(out, ToolResult{ToolUseID: b.ToolUseID, Text: blockContentText(b.Content), IsError: b.IsError})
+		}
+	}
+	return out
 }
 
 func resultText(l streamLine, isErr bool) string {

@@ -318,3 +318,14 @@ func (l *Lifecycle) RecordInference(ctx context.Context, sessionID int64, in inf
 	}
 	return infer.Recorded{TitleSet: got.GetTitleSet(), CategorySet: got.GetCategorySet()}, nil
 }
+
+// RecordPullRequest implements workflow.PullRequestRecorder: lifecycle
+// tracks the pull request on the session (a second record of it is a
+// no-op there).
+func (l *Lifecycle) RecordPullRequest(ctx context.Context, sessionID int64, turnID, url string) error {
+	_, err := l.client.RecordPullRequest(ctx, &lifecyclev1.RecordPullRequestRequest{SessionId: sessionID, TurnId: turnID, Url: url})
+	if err != nil {
+		return fmt.Errorf("record pull request %s on session %d: %w", url, sessionID, err)
+	}
+	return nil
+}

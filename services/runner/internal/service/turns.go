@@ -88,19 +88,21 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		prompts = promptSources{Lifecycle: lifecycle, Lineage: clients.NewLineage(lconn)}
 	}
 	acts := &rw.Activities{
-		Lifecycle:   lifecycle,
-		Prompts:     prompts,
-		Preparer:    preparer,
-		Runtimes:    runtimes,
-		StateDir:    filepath.Join(cfg.WorkspacesDir, ".state"),
-		MCPURL:      cfg.MCPURL,
-		Signaler:    s.Temporal,
-		Transcripts: s.Transcripts,
-		Queue:       queue,
-		Process:     process.Options{Ladder: cfg.Ladder, RecordDir: ProcessRecordDir(cfg)},
-		Logger:      s.Logger,
-		Node:        cfg.Node,
-		Incarnation: uuid.NewString(),
+		Lifecycle: lifecycle,
+		Prompts:   prompts,
+		// The pull requests its agents open are tracked by lifecycle.
+		PullRequests: lifecycle,
+		Preparer:     preparer,
+		Runtimes:     runtimes,
+		StateDir:     filepath.Join(cfg.WorkspacesDir, ".state"),
+		MCPURL:       cfg.MCPURL,
+		Signaler:     s.Temporal,
+		Transcripts:  s.Transcripts,
+		Queue:        queue,
+		Process:      process.Options{Ladder: cfg.Ladder, RecordDir: ProcessRecordDir(cfg)},
+		Logger:       s.Logger,
+		Node:         cfg.Node,
+		Incarnation:  uuid.NewString(),
 	}
 	if err := acts.ObserveAgents(s.Logger); err != nil {
 		return err

@@ -54,6 +54,12 @@ type Lifecycle interface {
 	Note(ctx context.Context, sessionID int64, noteID, message string, warning bool) error
 }
 
+// PullRequestRecorder tracks a pull request a session's agent opened on the
+// session (lifecycle's RecordPullRequest).
+type PullRequestRecorder interface {
+	RecordPullRequest(ctx context.Context, sessionID int64, turnID, url string) error
+}
+
 // RefusedError is lifecycle refusing a transition for the session's state.
 // Status is set only when the refusal names it without the message
 // (domain.StatusGone: lifecycle knows no such session).
@@ -154,6 +160,9 @@ type Activities struct {
 	// Prompts are where a turn's prompt is gathered from (composePrompt);
 	// nil sends the turn's text alone.
 	Prompts PromptSources
+	// PullRequests records the pull requests a turn's tools opened; nil
+	// records none.
+	PullRequests PullRequestRecorder
 	// Process tunes the agent processes (the termination ladder's graces).
 	Process process.Options
 	// HeartbeatInterval is how often RunTurn heartbeats (default 5s; well
@@ -691,6 +700,8 @@ type lineFollower struct {
 	// receives the action the agent then reported.
 	answering string
 	took      chan string
+	// prCalls follows the tool calls that open pull requests (RN-34).
+	prCalls domain.PullRequestCalls
 }
 
 func (f *lineFollower) started(p *process.Process) {
@@ -783,6 +794,7 @@ func (f *lineFollower) line(l process.Line) {
 	if l.Stream != process.Stdout {
 		return
 	}
+	f.followPullRequests(ev)
 	if ev.RuntimeSessionID != "" && ev.RuntimeSessionID != f.runtimeSessionID {
 		f.runtimeSessionID = ev.RuntimeSessionID
 		// Said at once, not at the next tick: a turn lost in its first
@@ -820,6 +832,49 @@ func (f *lineFollower) line(l process.Line) {
 		// The agent printed something else: its elicitation was answered
 		// (or gave up) and it went on; its result line says which.
 		f.signal(ElicitationSignal{TurnID: f.req.TurnID, Outcome: outcome})
+	}
+}
+
+// recordAttempts and recordTimeout bound recording one pull request: the
+// call is idempotent in lifecycle, so a retry is safe.
+const (
+	recordAttempts = 5
+	recordTimeout  = 10 * time.Second
+)
+
+// followPullRequests records, in the background, the pull requests ev
+// shows the agent's own tools opened: the transcript goes on meanwhile,
+// and an answer that is slow to come never holds a line back.
+func (f *lineFollower) followPullRequests(ev agent.Event) {
+	for _, c := range ev.ToolCalls {
+		f.prCalls.Called(c.ID, c.Name, c.Input)
+	}
+	for _, r := range ev.ToolResults {
+		for _, pr := range f.prCalls.Returned(r.ToolUseID, r.Text, r.IsError) {
+			if f.a.PullRequests == nil {
+				continue
+			}
+			go f.recordPullRequest(context.WithoutCancel(f.ctx), pr.URL())
+		}
+	}
+}
+
+func (f *lineFollower) recordPullRequest(ctx context.Context, url string) {
+	wait := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, recordTimeout)
+		err := f.a.PullRequests.RecordPullRequest(actx, f.req.Session.ID, f.req.TurnID, url)
+		cancel()
+		if err == nil {
+			return
+		}
+		if attempt == recordAttempts {
+			f.a.logger().Error("record a pull request the agent opened", "session_id", f.req.Session.ID,
+				"turn", f.req.TurnID, "url", url, "error", err)
+			return
+		}
+		time.Sleep(wait)
+		wait *= 2
 	}
 }
 

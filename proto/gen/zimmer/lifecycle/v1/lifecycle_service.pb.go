@@ -159,6 +159,62 @@ func (DeliveryRefusal) EnumDescriptor() ([]byte, []int) {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{1}
 }
 
+// GitHubDeliveryOutcome is what became of a delivery.
+type GitHubDeliveryOutcome int32
+
+const (
+	GitHubDeliveryOutcome_GIT_HUB_DELIVERY_OUTCOME_UNSPECIFIED GitHubDeliveryOutcome = 0
+	// It names a tracked pull request: its watchers read it now.
+	GitHubDeliveryOutcome_GIT_HUB_DELIVERY_OUTCOME_ACCEPTED GitHubDeliveryOutcome = 1
+	// Its delivery id was taken before (a redelivery, a replay).
+	GitHubDeliveryOutcome_GIT_HUB_DELIVERY_OUTCOME_DUPLICATE GitHubDeliveryOutcome = 2
+	// An event Zimmer does not act on, or about no tracked pull request.
+	GitHubDeliveryOutcome_GIT_HUB_DELIVERY_OUTCOME_IGNORED GitHubDeliveryOutcome = 3
+)
+
+// Enum value maps for GitHubDeliveryOutcome.
+var (
+	GitHubDeliveryOutcome_name = map[int32]string{
+		0: "GIT_HUB_DELIVERY_OUTCOME_UNSPECIFIED",
+		1: "GIT_HUB_DELIVERY_OUTCOME_ACCEPTED",
+		2: "GIT_HUB_DELIVERY_OUTCOME_DUPLICATE",
+		3: "GIT_HUB_DELIVERY_OUTCOME_IGNORED",
+	}
+	GitHubDeliveryOutcome_value = map[string]int32{
+		"GIT_HUB_DELIVERY_OUTCOME_UNSPECIFIED": 0,
+		"GIT_HUB_DELIVERY_OUTCOME_ACCEPTED":    1,
+		"GIT_HUB_DELIVERY_OUTCOME_DUPLICATE":   2,
+		"GIT_HUB_DELIVERY_OUTCOME_IGNORED":     3,
+	}
+)
+
+func (x GitHubDeliveryOutcome) Enum() *GitHubDeliveryOutcome {
+	p := new(GitHubDeliveryOutcome)
+	*p = x
+	return p
+}
+
+func (x GitHubDeliveryOutcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (GitHubDeliveryOutcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes[2].Descriptor()
+}
+
+func (GitHubDeliveryOutcome) Type() protoreflect.EnumType {
+	return &file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes[2]
+}
+
+func (x GitHubDeliveryOutcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use GitHubDeliveryOutcome.Descriptor instead.
+func (GitHubDeliveryOutcome) EnumDescriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{2}
+}
+
 type ListElicitationsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Numeric id or slug.
@@ -4345,6 +4401,237 @@ func (*RecordTimelineNoteResponse) Descriptor() ([]byte, []int) {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{69}
 }
 
+type RecordPullRequestRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The pull request's address: https://github.com/<owner>/<repo>/pull/<number>.
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// The turn whose agent opened it, for the timeline line.
+	TurnId        string `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordPullRequestRequest) Reset() {
+	*x = RecordPullRequestRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordPullRequestRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordPullRequestRequest) ProtoMessage() {}
+
+func (x *RecordPullRequestRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordPullRequestRequest.ProtoReflect.Descriptor instead.
+func (*RecordPullRequestRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *RecordPullRequestRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *RecordPullRequestRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *RecordPullRequestRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+type RecordPullRequestResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	PullRequest *GitHubPullRequest     `protobuf:"bytes,1,opt,name=pull_request,json=pullRequest,proto3" json:"pull_request,omitempty"`
+	// False when the session tracked it already.
+	Recorded      bool `protobuf:"varint,2,opt,name=recorded,proto3" json:"recorded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordPullRequestResponse) Reset() {
+	*x = RecordPullRequestResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordPullRequestResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordPullRequestResponse) ProtoMessage() {}
+
+func (x *RecordPullRequestResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordPullRequestResponse.ProtoReflect.Descriptor instead.
+func (*RecordPullRequestResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *RecordPullRequestResponse) GetPullRequest() *GitHubPullRequest {
+	if x != nil {
+		return x.PullRequest
+	}
+	return nil
+}
+
+func (x *RecordPullRequestResponse) GetRecorded() bool {
+	if x != nil {
+		return x.Recorded
+	}
+	return false
+}
+
+type AcceptGitHubDeliveryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// X-GitHub-Delivery: the delivery's GUID, the same on a redelivery.
+	DeliveryId string `protobuf:"bytes,1,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"`
+	// X-GitHub-Event: pull_request, pull_request_review, check_run, …
+	Event string `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	// The delivery's JSON body, as signed.
+	Payload       []byte `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptGitHubDeliveryRequest) Reset() {
+	*x = AcceptGitHubDeliveryRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptGitHubDeliveryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptGitHubDeliveryRequest) ProtoMessage() {}
+
+func (x *AcceptGitHubDeliveryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptGitHubDeliveryRequest.ProtoReflect.Descriptor instead.
+func (*AcceptGitHubDeliveryRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *AcceptGitHubDeliveryRequest) GetDeliveryId() string {
+	if x != nil {
+		return x.DeliveryId
+	}
+	return ""
+}
+
+func (x *AcceptGitHubDeliveryRequest) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *AcceptGitHubDeliveryRequest) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+type AcceptGitHubDeliveryResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Outcome GitHubDeliveryOutcome  `protobuf:"varint,1,opt,name=outcome,proto3,enum=zimmer.lifecycle.v1.GitHubDeliveryOutcome" json:"outcome,omitempty"`
+	// Why, in words.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptGitHubDeliveryResponse) Reset() {
+	*x = AcceptGitHubDeliveryResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptGitHubDeliveryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptGitHubDeliveryResponse) ProtoMessage() {}
+
+func (x *AcceptGitHubDeliveryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptGitHubDeliveryResponse.ProtoReflect.Descriptor instead.
+func (*AcceptGitHubDeliveryResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *AcceptGitHubDeliveryResponse) GetOutcome() GitHubDeliveryOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return GitHubDeliveryOutcome_GIT_HUB_DELIVERY_OUTCOME_UNSPECIFIED
+}
+
+func (x *AcceptGitHubDeliveryResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type WatchSessionChangesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Start after this id (SessionChange.event_id, or a position). Unset, or
@@ -4357,7 +4644,7 @@ type WatchSessionChangesRequest struct {
 
 func (x *WatchSessionChangesRequest) Reset() {
 	*x = WatchSessionChangesRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4369,7 +4656,7 @@ func (x *WatchSessionChangesRequest) String() string {
 func (*WatchSessionChangesRequest) ProtoMessage() {}
 
 func (x *WatchSessionChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4382,7 +4669,7 @@ func (x *WatchSessionChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSessionChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchSessionChangesRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{70}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *WatchSessionChangesRequest) GetAfterEventId() int64 {
@@ -4405,7 +4692,7 @@ type WatchSessionChangesResponse struct {
 
 func (x *WatchSessionChangesResponse) Reset() {
 	*x = WatchSessionChangesResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[71]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4417,7 +4704,7 @@ func (x *WatchSessionChangesResponse) String() string {
 func (*WatchSessionChangesResponse) ProtoMessage() {}
 
 func (x *WatchSessionChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[71]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4430,7 +4717,7 @@ func (x *WatchSessionChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSessionChangesResponse.ProtoReflect.Descriptor instead.
 func (*WatchSessionChangesResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{71}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *WatchSessionChangesResponse) GetPosition() int64 {
@@ -4467,7 +4754,7 @@ type SessionChange struct {
 
 func (x *SessionChange) Reset() {
 	*x = SessionChange{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[72]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4479,7 +4766,7 @@ func (x *SessionChange) String() string {
 func (*SessionChange) ProtoMessage() {}
 
 func (x *SessionChange) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[72]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4492,7 +4779,7 @@ func (x *SessionChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionChange.ProtoReflect.Descriptor instead.
 func (*SessionChange) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{72}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *SessionChange) GetEventId() int64 {
@@ -4548,7 +4835,7 @@ type ClearTrashExpiryRequest struct {
 
 func (x *ClearTrashExpiryRequest) Reset() {
 	*x = ClearTrashExpiryRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[73]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4560,7 +4847,7 @@ func (x *ClearTrashExpiryRequest) String() string {
 func (*ClearTrashExpiryRequest) ProtoMessage() {}
 
 func (x *ClearTrashExpiryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[73]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4573,7 +4860,7 @@ func (x *ClearTrashExpiryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearTrashExpiryRequest.ProtoReflect.Descriptor instead.
 func (*ClearTrashExpiryRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{73}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ClearTrashExpiryRequest) GetSessionId() int64 {
@@ -4602,7 +4889,7 @@ type ClearTrashExpiryResponse struct {
 
 func (x *ClearTrashExpiryResponse) Reset() {
 	*x = ClearTrashExpiryResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[74]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4614,7 +4901,7 @@ func (x *ClearTrashExpiryResponse) String() string {
 func (*ClearTrashExpiryResponse) ProtoMessage() {}
 
 func (x *ClearTrashExpiryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[74]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4627,7 +4914,7 @@ func (x *ClearTrashExpiryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearTrashExpiryResponse.ProtoReflect.Descriptor instead.
 func (*ClearTrashExpiryResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{74}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ClearTrashExpiryResponse) GetCleared() bool {
@@ -4659,7 +4946,7 @@ type CreateStatusSummaryForkRequest struct {
 
 func (x *CreateStatusSummaryForkRequest) Reset() {
 	*x = CreateStatusSummaryForkRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[75]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4671,7 +4958,7 @@ func (x *CreateStatusSummaryForkRequest) String() string {
 func (*CreateStatusSummaryForkRequest) ProtoMessage() {}
 
 func (x *CreateStatusSummaryForkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[75]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4684,7 +4971,7 @@ func (x *CreateStatusSummaryForkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateStatusSummaryForkRequest.ProtoReflect.Descriptor instead.
 func (*CreateStatusSummaryForkRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{75}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *CreateStatusSummaryForkRequest) GetSourceSessionId() int64 {
@@ -4719,7 +5006,7 @@ type CreateStatusSummaryForkResponse struct {
 
 func (x *CreateStatusSummaryForkResponse) Reset() {
 	*x = CreateStatusSummaryForkResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[76]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4731,7 +5018,7 @@ func (x *CreateStatusSummaryForkResponse) String() string {
 func (*CreateStatusSummaryForkResponse) ProtoMessage() {}
 
 func (x *CreateStatusSummaryForkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[76]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4744,7 +5031,7 @@ func (x *CreateStatusSummaryForkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateStatusSummaryForkResponse.ProtoReflect.Descriptor instead.
 func (*CreateStatusSummaryForkResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{76}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *CreateStatusSummaryForkResponse) GetFork() *Session {
@@ -4775,7 +5062,7 @@ type HarvestStatusSummaryForkRequest struct {
 
 func (x *HarvestStatusSummaryForkRequest) Reset() {
 	*x = HarvestStatusSummaryForkRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[77]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4787,7 +5074,7 @@ func (x *HarvestStatusSummaryForkRequest) String() string {
 func (*HarvestStatusSummaryForkRequest) ProtoMessage() {}
 
 func (x *HarvestStatusSummaryForkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[77]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4800,7 +5087,7 @@ func (x *HarvestStatusSummaryForkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HarvestStatusSummaryForkRequest.ProtoReflect.Descriptor instead.
 func (*HarvestStatusSummaryForkRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{77}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *HarvestStatusSummaryForkRequest) GetForkSessionId() int64 {
@@ -4837,7 +5124,7 @@ type HarvestStatusSummaryForkResponse struct {
 
 func (x *HarvestStatusSummaryForkResponse) Reset() {
 	*x = HarvestStatusSummaryForkResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[78]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4849,7 +5136,7 @@ func (x *HarvestStatusSummaryForkResponse) String() string {
 func (*HarvestStatusSummaryForkResponse) ProtoMessage() {}
 
 func (x *HarvestStatusSummaryForkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[78]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4862,7 +5149,7 @@ func (x *HarvestStatusSummaryForkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HarvestStatusSummaryForkResponse.ProtoReflect.Descriptor instead.
 func (*HarvestStatusSummaryForkResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{78}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *HarvestStatusSummaryForkResponse) GetSource() *Session {
@@ -4894,7 +5181,7 @@ type ListCategoriesRequest struct {
 
 func (x *ListCategoriesRequest) Reset() {
 	*x = ListCategoriesRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[79]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4906,7 +5193,7 @@ func (x *ListCategoriesRequest) String() string {
 func (*ListCategoriesRequest) ProtoMessage() {}
 
 func (x *ListCategoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[79]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4919,7 +5206,7 @@ func (x *ListCategoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCategoriesRequest.ProtoReflect.Descriptor instead.
 func (*ListCategoriesRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{79}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{83}
 }
 
 type ListCategoriesResponse struct {
@@ -4932,7 +5219,7 @@ type ListCategoriesResponse struct {
 
 func (x *ListCategoriesResponse) Reset() {
 	*x = ListCategoriesResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[80]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4944,7 +5231,7 @@ func (x *ListCategoriesResponse) String() string {
 func (*ListCategoriesResponse) ProtoMessage() {}
 
 func (x *ListCategoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[80]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4957,7 +5244,7 @@ func (x *ListCategoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCategoriesResponse.ProtoReflect.Descriptor instead.
 func (*ListCategoriesResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{80}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ListCategoriesResponse) GetCategories() []*Category {
@@ -4981,7 +5268,7 @@ type CreateCategoryRequest struct {
 
 func (x *CreateCategoryRequest) Reset() {
 	*x = CreateCategoryRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[81]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4993,7 +5280,7 @@ func (x *CreateCategoryRequest) String() string {
 func (*CreateCategoryRequest) ProtoMessage() {}
 
 func (x *CreateCategoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[81]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5006,7 +5293,7 @@ func (x *CreateCategoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCategoryRequest.ProtoReflect.Descriptor instead.
 func (*CreateCategoryRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{81}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *CreateCategoryRequest) GetName() string {
@@ -5039,7 +5326,7 @@ type CreateCategoryResponse struct {
 
 func (x *CreateCategoryResponse) Reset() {
 	*x = CreateCategoryResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[82]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5051,7 +5338,7 @@ func (x *CreateCategoryResponse) String() string {
 func (*CreateCategoryResponse) ProtoMessage() {}
 
 func (x *CreateCategoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[82]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5064,7 +5351,7 @@ func (x *CreateCategoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCategoryResponse.ProtoReflect.Descriptor instead.
 func (*CreateCategoryResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{82}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *CreateCategoryResponse) GetCategory() *Category {
@@ -5087,7 +5374,7 @@ type UpdateCategoryRequest struct {
 
 func (x *UpdateCategoryRequest) Reset() {
 	*x = UpdateCategoryRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[83]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5099,7 +5386,7 @@ func (x *UpdateCategoryRequest) String() string {
 func (*UpdateCategoryRequest) ProtoMessage() {}
 
 func (x *UpdateCategoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[83]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5112,7 +5399,7 @@ func (x *UpdateCategoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCategoryRequest.ProtoReflect.Descriptor instead.
 func (*UpdateCategoryRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{83}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *UpdateCategoryRequest) GetCategoryId() int64 {
@@ -5152,7 +5439,7 @@ type UpdateCategoryResponse struct {
 
 func (x *UpdateCategoryResponse) Reset() {
 	*x = UpdateCategoryResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[84]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5164,7 +5451,7 @@ func (x *UpdateCategoryResponse) String() string {
 func (*UpdateCategoryResponse) ProtoMessage() {}
 
 func (x *UpdateCategoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[84]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5177,7 +5464,7 @@ func (x *UpdateCategoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCategoryResponse.ProtoReflect.Descriptor instead.
 func (*UpdateCategoryResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{84}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *UpdateCategoryResponse) GetCategory() *Category {
@@ -5196,7 +5483,7 @@ type DeleteCategoryRequest struct {
 
 func (x *DeleteCategoryRequest) Reset() {
 	*x = DeleteCategoryRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[85]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5208,7 +5495,7 @@ func (x *DeleteCategoryRequest) String() string {
 func (*DeleteCategoryRequest) ProtoMessage() {}
 
 func (x *DeleteCategoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[85]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5221,7 +5508,7 @@ func (x *DeleteCategoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCategoryRequest.ProtoReflect.Descriptor instead.
 func (*DeleteCategoryRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{85}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *DeleteCategoryRequest) GetCategoryId() int64 {
@@ -5239,7 +5526,7 @@ type DeleteCategoryResponse struct {
 
 func (x *DeleteCategoryResponse) Reset() {
 	*x = DeleteCategoryResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[86]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5251,7 +5538,7 @@ func (x *DeleteCategoryResponse) String() string {
 func (*DeleteCategoryResponse) ProtoMessage() {}
 
 func (x *DeleteCategoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[86]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5264,7 +5551,7 @@ func (x *DeleteCategoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCategoryResponse.ProtoReflect.Descriptor instead.
 func (*DeleteCategoryResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{86}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{90}
 }
 
 type StarSessionRequest struct {
@@ -5277,7 +5564,7 @@ type StarSessionRequest struct {
 
 func (x *StarSessionRequest) Reset() {
 	*x = StarSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[87]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5289,7 +5576,7 @@ func (x *StarSessionRequest) String() string {
 func (*StarSessionRequest) ProtoMessage() {}
 
 func (x *StarSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[87]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5302,7 +5589,7 @@ func (x *StarSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarSessionRequest.ProtoReflect.Descriptor instead.
 func (*StarSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{87}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *StarSessionRequest) GetSessionId() string {
@@ -5321,7 +5608,7 @@ type StarSessionResponse struct {
 
 func (x *StarSessionResponse) Reset() {
 	*x = StarSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[88]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5333,7 +5620,7 @@ func (x *StarSessionResponse) String() string {
 func (*StarSessionResponse) ProtoMessage() {}
 
 func (x *StarSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[88]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5346,7 +5633,7 @@ func (x *StarSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarSessionResponse.ProtoReflect.Descriptor instead.
 func (*StarSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{88}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *StarSessionResponse) GetSession() *Session {
@@ -5366,7 +5653,7 @@ type UnstarSessionRequest struct {
 
 func (x *UnstarSessionRequest) Reset() {
 	*x = UnstarSessionRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[89]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5378,7 +5665,7 @@ func (x *UnstarSessionRequest) String() string {
 func (*UnstarSessionRequest) ProtoMessage() {}
 
 func (x *UnstarSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[89]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5391,7 +5678,7 @@ func (x *UnstarSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnstarSessionRequest.ProtoReflect.Descriptor instead.
 func (*UnstarSessionRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{89}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *UnstarSessionRequest) GetSessionId() string {
@@ -5410,7 +5697,7 @@ type UnstarSessionResponse struct {
 
 func (x *UnstarSessionResponse) Reset() {
 	*x = UnstarSessionResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[90]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5422,7 +5709,7 @@ func (x *UnstarSessionResponse) String() string {
 func (*UnstarSessionResponse) ProtoMessage() {}
 
 func (x *UnstarSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[90]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5435,7 +5722,7 @@ func (x *UnstarSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnstarSessionResponse.ProtoReflect.Descriptor instead.
 func (*UnstarSessionResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{90}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *UnstarSessionResponse) GetSession() *Session {
@@ -5454,7 +5741,7 @@ type GetPendingInferenceRequest struct {
 
 func (x *GetPendingInferenceRequest) Reset() {
 	*x = GetPendingInferenceRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[91]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5466,7 +5753,7 @@ func (x *GetPendingInferenceRequest) String() string {
 func (*GetPendingInferenceRequest) ProtoMessage() {}
 
 func (x *GetPendingInferenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[91]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5479,7 +5766,7 @@ func (x *GetPendingInferenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingInferenceRequest.ProtoReflect.Descriptor instead.
 func (*GetPendingInferenceRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{91}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *GetPendingInferenceRequest) GetSessionId() int64 {
@@ -5507,7 +5794,7 @@ type GetPendingInferenceResponse struct {
 
 func (x *GetPendingInferenceResponse) Reset() {
 	*x = GetPendingInferenceResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[92]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5519,7 +5806,7 @@ func (x *GetPendingInferenceResponse) String() string {
 func (*GetPendingInferenceResponse) ProtoMessage() {}
 
 func (x *GetPendingInferenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[92]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5532,7 +5819,7 @@ func (x *GetPendingInferenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingInferenceResponse.ProtoReflect.Descriptor instead.
 func (*GetPendingInferenceResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{92}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *GetPendingInferenceResponse) GetTitle() bool {
@@ -5590,7 +5877,7 @@ type RecordInferenceRequest struct {
 
 func (x *RecordInferenceRequest) Reset() {
 	*x = RecordInferenceRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[93]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5602,7 +5889,7 @@ func (x *RecordInferenceRequest) String() string {
 func (*RecordInferenceRequest) ProtoMessage() {}
 
 func (x *RecordInferenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[93]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5615,7 +5902,7 @@ func (x *RecordInferenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordInferenceRequest.ProtoReflect.Descriptor instead.
 func (*RecordInferenceRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{93}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *RecordInferenceRequest) GetSessionId() int64 {
@@ -5652,7 +5939,7 @@ type RecordInferenceResponse struct {
 
 func (x *RecordInferenceResponse) Reset() {
 	*x = RecordInferenceResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[94]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5664,7 +5951,7 @@ func (x *RecordInferenceResponse) String() string {
 func (*RecordInferenceResponse) ProtoMessage() {}
 
 func (x *RecordInferenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[94]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5677,7 +5964,7 @@ func (x *RecordInferenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordInferenceResponse.ProtoReflect.Descriptor instead.
 func (*RecordInferenceResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{94}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *RecordInferenceResponse) GetSession() *Session {
@@ -6045,7 +6332,23 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
 	"\awarning\x18\x03 \x01(\bR\awarning\x12\x17\n" +
 	"\anote_id\x18\x04 \x01(\tR\x06noteId\"\x1c\n" +
-	"\x1aRecordTimelineNoteResponse\"Z\n" +
+	"\x1aRecordTimelineNoteResponse\"d\n" +
+	"\x18RecordPullRequestRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x17\n" +
+	"\aturn_id\x18\x03 \x01(\tR\x06turnId\"\x82\x01\n" +
+	"\x19RecordPullRequestResponse\x12I\n" +
+	"\fpull_request\x18\x01 \x01(\v2&.zimmer.lifecycle.v1.GitHubPullRequestR\vpullRequest\x12\x1a\n" +
+	"\brecorded\x18\x02 \x01(\bR\brecorded\"n\n" +
+	"\x1bAcceptGitHubDeliveryRequest\x12\x1f\n" +
+	"\vdelivery_id\x18\x01 \x01(\tR\n" +
+	"deliveryId\x12\x14\n" +
+	"\x05event\x18\x02 \x01(\tR\x05event\x12\x18\n" +
+	"\apayload\x18\x03 \x01(\fR\apayload\"~\n" +
+	"\x1cAcceptGitHubDeliveryResponse\x12D\n" +
+	"\aoutcome\x18\x01 \x01(\x0e2*.zimmer.lifecycle.v1.GitHubDeliveryOutcomeR\aoutcome\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"Z\n" +
 	"\x1aWatchSessionChangesRequest\x12)\n" +
 	"\x0eafter_event_id\x18\x01 \x01(\x03H\x00R\fafterEventId\x88\x01\x01B\x11\n" +
 	"\x0f_after_event_id\"u\n" +
@@ -6156,7 +6459,12 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"'DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION\x10\x03\x12 \n" +
 	"\x1cDELIVERY_REFUSAL_AUTH_OUTAGE\x10\x04\x12\x1e\n" +
 	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x05\x12\x1b\n" +
-	"\x17DELIVERY_REFUSAL_ASLEEP\x10\x062\xcc3\n" +
+	"\x17DELIVERY_REFUSAL_ASLEEP\x10\x06*\xb6\x01\n" +
+	"\x15GitHubDeliveryOutcome\x12(\n" +
+	"$GIT_HUB_DELIVERY_OUTCOME_UNSPECIFIED\x10\x00\x12%\n" +
+	"!GIT_HUB_DELIVERY_OUTCOME_ACCEPTED\x10\x01\x12&\n" +
+	"\"GIT_HUB_DELIVERY_OUTCOME_DUPLICATE\x10\x02\x12$\n" +
+	" GIT_HUB_DELIVERY_OUTCOME_IGNORED\x10\x032\xce5\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -6186,7 +6494,9 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x12RecordDrainAttempt\x12..zimmer.lifecycle.v1.RecordDrainAttemptRequest\x1a/.zimmer.lifecycle.v1.RecordDrainAttemptResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x89\x01\n" +
 	"\x16ListRecoveryCandidates\x122.zimmer.lifecycle.v1.ListRecoveryCandidatesRequest\x1a3.zimmer.lifecycle.v1.ListRecoveryCandidatesResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
 	"\x0fAbandonRecovery\x12+.zimmer.lifecycle.v1.AbandonRecoveryRequest\x1a,.zimmer.lifecycle.v1.AbandonRecoveryResponse\"\x06\xea\xe0\x18\x02\b\x03\x12}\n" +
-	"\x12RecordTimelineNote\x12..zimmer.lifecycle.v1.RecordTimelineNoteRequest\x1a/.zimmer.lifecycle.v1.RecordTimelineNoteResponse\"\x06\xea\xe0\x18\x02\b\x03\x12w\n" +
+	"\x12RecordTimelineNote\x12..zimmer.lifecycle.v1.RecordTimelineNoteRequest\x1a/.zimmer.lifecycle.v1.RecordTimelineNoteResponse\"\x06\xea\xe0\x18\x02\b\x03\x12z\n" +
+	"\x11RecordPullRequest\x12-.zimmer.lifecycle.v1.RecordPullRequestRequest\x1a..zimmer.lifecycle.v1.RecordPullRequestResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x83\x01\n" +
+	"\x14AcceptGitHubDelivery\x120.zimmer.lifecycle.v1.AcceptGitHubDeliveryRequest\x1a1.zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse\"\x06\xea\xe0\x18\x02\b\x03\x12w\n" +
 	"\x10ClearTrashExpiry\x12,.zimmer.lifecycle.v1.ClearTrashExpiryRequest\x1a-.zimmer.lifecycle.v1.ClearTrashExpiryResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\xa1\x01\n" +
 	"\x0eRefreshSession\x12*.zimmer.lifecycle.v1.RefreshSessionRequest\x1a+.zimmer.lifecycle.v1.RefreshSessionResponse\"6\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/refresh\x12\x82\x01\n" +
 	"\x13WatchSessionChanges\x12/.zimmer.lifecycle.v1.WatchSessionChangesRequest\x1a0.zimmer.lifecycle.v1.WatchSessionChangesResponse\"\x06\xea\xe0\x18\x02\b\x030\x01\x12\xaf\x01\n" +
@@ -6217,272 +6527,284 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
-	(*ListElicitationsRequest)(nil),               // 2: zimmer.lifecycle.v1.ListElicitationsRequest
-	(*ListElicitationsResponse)(nil),              // 3: zimmer.lifecycle.v1.ListElicitationsResponse
-	(*AnswerElicitationRequest)(nil),              // 4: zimmer.lifecycle.v1.AnswerElicitationRequest
-	(*AnswerElicitationResponse)(nil),             // 5: zimmer.lifecycle.v1.AnswerElicitationResponse
-	(*CreateSessionRequest)(nil),                  // 6: zimmer.lifecycle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),                 // 7: zimmer.lifecycle.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),                     // 8: zimmer.lifecycle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),                    // 9: zimmer.lifecycle.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),                   // 10: zimmer.lifecycle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),                  // 11: zimmer.lifecycle.v1.ListSessionsResponse
-	(*PauseSessionRequest)(nil),                   // 12: zimmer.lifecycle.v1.PauseSessionRequest
-	(*PauseSessionResponse)(nil),                  // 13: zimmer.lifecycle.v1.PauseSessionResponse
-	(*SleepSessionRequest)(nil),                   // 14: zimmer.lifecycle.v1.SleepSessionRequest
-	(*SleepSessionResponse)(nil),                  // 15: zimmer.lifecycle.v1.SleepSessionResponse
-	(*UnarchiveSessionRequest)(nil),               // 16: zimmer.lifecycle.v1.UnarchiveSessionRequest
-	(*UnarchiveSessionResponse)(nil),              // 17: zimmer.lifecycle.v1.UnarchiveSessionResponse
-	(*RestartSessionRequest)(nil),                 // 18: zimmer.lifecycle.v1.RestartSessionRequest
-	(*RestartSessionResponse)(nil),                // 19: zimmer.lifecycle.v1.RestartSessionResponse
-	(*ArchiveSessionRequest)(nil),                 // 20: zimmer.lifecycle.v1.ArchiveSessionRequest
-	(*ArchiveSessionResponse)(nil),                // 21: zimmer.lifecycle.v1.ArchiveSessionResponse
-	(*GetSessionTimelineRequest)(nil),             // 22: zimmer.lifecycle.v1.GetSessionTimelineRequest
-	(*GetSessionTimelineResponse)(nil),            // 23: zimmer.lifecycle.v1.GetSessionTimelineResponse
-	(*ListSessionEventsRequest)(nil),              // 24: zimmer.lifecycle.v1.ListSessionEventsRequest
-	(*ListSessionEventsResponse)(nil),             // 25: zimmer.lifecycle.v1.ListSessionEventsResponse
-	(*TransitionSessionRequest)(nil),              // 26: zimmer.lifecycle.v1.TransitionSessionRequest
-	(*TransitionSessionResponse)(nil),             // 27: zimmer.lifecycle.v1.TransitionSessionResponse
-	(*BulkArchiveSessionsRequest)(nil),            // 28: zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	(*BulkArchiveSessionsResponse)(nil),           // 29: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	(*BulkArchiveError)(nil),                      // 30: zimmer.lifecycle.v1.BulkArchiveError
-	(*MintSessionCredentialRequest)(nil),          // 31: zimmer.lifecycle.v1.MintSessionCredentialRequest
-	(*CredentialTurn)(nil),                        // 32: zimmer.lifecycle.v1.CredentialTurn
-	(*MintSessionCredentialResponse)(nil),         // 33: zimmer.lifecycle.v1.MintSessionCredentialResponse
-	(*MintedSessionCredential)(nil),               // 34: zimmer.lifecycle.v1.MintedSessionCredential
-	(*RevokeSessionCredentialRequest)(nil),        // 35: zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	(*RevokeSessionCredentialResponse)(nil),       // 36: zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	(*SessionCredential)(nil),                     // 37: zimmer.lifecycle.v1.SessionCredential
-	(*AuthenticateSessionCredentialRequest)(nil),  // 38: zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	(*AuthenticateSessionCredentialResponse)(nil), // 39: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	(*UpdateSessionRequest)(nil),                  // 40: zimmer.lifecycle.v1.UpdateSessionRequest
-	(*UpdateSessionResponse)(nil),                 // 41: zimmer.lifecycle.v1.UpdateSessionResponse
-	(*SetSessionHeartbeatRequest)(nil),            // 42: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	(*SetSessionHeartbeatResponse)(nil),           // 43: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	(*DeleteSessionRequest)(nil),                  // 44: zimmer.lifecycle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),                 // 45: zimmer.lifecycle.v1.DeleteSessionResponse
-	(*Settings)(nil),                              // 46: zimmer.lifecycle.v1.Settings
-	(*GetSettingsRequest)(nil),                    // 47: zimmer.lifecycle.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),                   // 48: zimmer.lifecycle.v1.GetSettingsResponse
-	(*UpdateSettingsRequest)(nil),                 // 49: zimmer.lifecycle.v1.UpdateSettingsRequest
-	(*UpdateSettingsResponse)(nil),                // 50: zimmer.lifecycle.v1.UpdateSettingsResponse
-	(*ConsumeSessionEventRequest)(nil),            // 51: zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	(*ConsumeSessionEventResponse)(nil),           // 52: zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	(*FailSessionRequest)(nil),                    // 53: zimmer.lifecycle.v1.FailSessionRequest
-	(*FailSessionResponse)(nil),                   // 54: zimmer.lifecycle.v1.FailSessionResponse
-	(*DeliverTurnRequest)(nil),                    // 55: zimmer.lifecycle.v1.DeliverTurnRequest
-	(*DeliverTurnResponse)(nil),                   // 56: zimmer.lifecycle.v1.DeliverTurnResponse
-	(*RecordDrainAttemptRequest)(nil),             // 57: zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	(*RecordDrainAttemptResponse)(nil),            // 58: zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	(*RefreshSessionRequest)(nil),                 // 59: zimmer.lifecycle.v1.RefreshSessionRequest
-	(*RefreshSessionResponse)(nil),                // 60: zimmer.lifecycle.v1.RefreshSessionResponse
-	(*ListRecoveryCandidatesRequest)(nil),         // 61: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	(*ListRecoveryCandidatesResponse)(nil),        // 62: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	(*RecoveryCandidate)(nil),                     // 63: zimmer.lifecycle.v1.RecoveryCandidate
-	(*RevokeTurnCredentialsRequest)(nil),          // 64: zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	(*RevokeTurnCredentialsResponse)(nil),         // 65: zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	(*SweepNodeCredentialsRequest)(nil),           // 66: zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	(*SweepNodeCredentialsResponse)(nil),          // 67: zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	(*AbandonRecoveryRequest)(nil),                // 68: zimmer.lifecycle.v1.AbandonRecoveryRequest
-	(*AbandonRecoveryResponse)(nil),               // 69: zimmer.lifecycle.v1.AbandonRecoveryResponse
-	(*RecordTimelineNoteRequest)(nil),             // 70: zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	(*RecordTimelineNoteResponse)(nil),            // 71: zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	(*WatchSessionChangesRequest)(nil),            // 72: zimmer.lifecycle.v1.WatchSessionChangesRequest
-	(*WatchSessionChangesResponse)(nil),           // 73: zimmer.lifecycle.v1.WatchSessionChangesResponse
-	(*SessionChange)(nil),                         // 74: zimmer.lifecycle.v1.SessionChange
-	(*ClearTrashExpiryRequest)(nil),               // 75: zimmer.lifecycle.v1.ClearTrashExpiryRequest
-	(*ClearTrashExpiryResponse)(nil),              // 76: zimmer.lifecycle.v1.ClearTrashExpiryResponse
-	(*CreateStatusSummaryForkRequest)(nil),        // 77: zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
-	(*CreateStatusSummaryForkResponse)(nil),       // 78: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
-	(*HarvestStatusSummaryForkRequest)(nil),       // 79: zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
-	(*HarvestStatusSummaryForkResponse)(nil),      // 80: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
-	(*ListCategoriesRequest)(nil),                 // 81: zimmer.lifecycle.v1.ListCategoriesRequest
-	(*ListCategoriesResponse)(nil),                // 82: zimmer.lifecycle.v1.ListCategoriesResponse
-	(*CreateCategoryRequest)(nil),                 // 83: zimmer.lifecycle.v1.CreateCategoryRequest
-	(*CreateCategoryResponse)(nil),                // 84: zimmer.lifecycle.v1.CreateCategoryResponse
-	(*UpdateCategoryRequest)(nil),                 // 85: zimmer.lifecycle.v1.UpdateCategoryRequest
-	(*UpdateCategoryResponse)(nil),                // 86: zimmer.lifecycle.v1.UpdateCategoryResponse
-	(*DeleteCategoryRequest)(nil),                 // 87: zimmer.lifecycle.v1.DeleteCategoryRequest
-	(*DeleteCategoryResponse)(nil),                // 88: zimmer.lifecycle.v1.DeleteCategoryResponse
-	(*StarSessionRequest)(nil),                    // 89: zimmer.lifecycle.v1.StarSessionRequest
-	(*StarSessionResponse)(nil),                   // 90: zimmer.lifecycle.v1.StarSessionResponse
-	(*UnstarSessionRequest)(nil),                  // 91: zimmer.lifecycle.v1.UnstarSessionRequest
-	(*UnstarSessionResponse)(nil),                 // 92: zimmer.lifecycle.v1.UnstarSessionResponse
-	(*GetPendingInferenceRequest)(nil),            // 93: zimmer.lifecycle.v1.GetPendingInferenceRequest
-	(*GetPendingInferenceResponse)(nil),           // 94: zimmer.lifecycle.v1.GetPendingInferenceResponse
-	(*RecordInferenceRequest)(nil),                // 95: zimmer.lifecycle.v1.RecordInferenceRequest
-	(*RecordInferenceResponse)(nil),               // 96: zimmer.lifecycle.v1.RecordInferenceResponse
-	(*Elicitation)(nil),                           // 97: zimmer.lifecycle.v1.Elicitation
-	(*structpb.Struct)(nil),                       // 98: google.protobuf.Struct
-	(*Session)(nil),                               // 99: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 100: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 101: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 102: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 103: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 104: zimmer.lifecycle.v1.StreamEvent
-	(*durationpb.Duration)(nil),                   // 105: google.protobuf.Duration
-	(*SessionEvent)(nil),                          // 106: zimmer.lifecycle.v1.SessionEvent
-	(*Category)(nil),                              // 107: zimmer.lifecycle.v1.Category
+	(GitHubDeliveryOutcome)(0),                    // 2: zimmer.lifecycle.v1.GitHubDeliveryOutcome
+	(*ListElicitationsRequest)(nil),               // 3: zimmer.lifecycle.v1.ListElicitationsRequest
+	(*ListElicitationsResponse)(nil),              // 4: zimmer.lifecycle.v1.ListElicitationsResponse
+	(*AnswerElicitationRequest)(nil),              // 5: zimmer.lifecycle.v1.AnswerElicitationRequest
+	(*AnswerElicitationResponse)(nil),             // 6: zimmer.lifecycle.v1.AnswerElicitationResponse
+	(*CreateSessionRequest)(nil),                  // 7: zimmer.lifecycle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),                 // 8: zimmer.lifecycle.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),                     // 9: zimmer.lifecycle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),                    // 10: zimmer.lifecycle.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),                   // 11: zimmer.lifecycle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),                  // 12: zimmer.lifecycle.v1.ListSessionsResponse
+	(*PauseSessionRequest)(nil),                   // 13: zimmer.lifecycle.v1.PauseSessionRequest
+	(*PauseSessionResponse)(nil),                  // 14: zimmer.lifecycle.v1.PauseSessionResponse
+	(*SleepSessionRequest)(nil),                   // 15: zimmer.lifecycle.v1.SleepSessionRequest
+	(*SleepSessionResponse)(nil),                  // 16: zimmer.lifecycle.v1.SleepSessionResponse
+	(*UnarchiveSessionRequest)(nil),               // 17: zimmer.lifecycle.v1.UnarchiveSessionRequest
+	(*UnarchiveSessionResponse)(nil),              // 18: zimmer.lifecycle.v1.UnarchiveSessionResponse
+	(*RestartSessionRequest)(nil),                 // 19: zimmer.lifecycle.v1.RestartSessionRequest
+	(*RestartSessionResponse)(nil),                // 20: zimmer.lifecycle.v1.RestartSessionResponse
+	(*ArchiveSessionRequest)(nil),                 // 21: zimmer.lifecycle.v1.ArchiveSessionRequest
+	(*ArchiveSessionResponse)(nil),                // 22: zimmer.lifecycle.v1.ArchiveSessionResponse
+	(*GetSessionTimelineRequest)(nil),             // 23: zimmer.lifecycle.v1.GetSessionTimelineRequest
+	(*GetSessionTimelineResponse)(nil),            // 24: zimmer.lifecycle.v1.GetSessionTimelineResponse
+	(*ListSessionEventsRequest)(nil),              // 25: zimmer.lifecycle.v1.ListSessionEventsRequest
+	(*ListSessionEventsResponse)(nil),             // 26: zimmer.lifecycle.v1.ListSessionEventsResponse
+	(*TransitionSessionRequest)(nil),              // 27: zimmer.lifecycle.v1.TransitionSessionRequest
+	(*TransitionSessionResponse)(nil),             // 28: zimmer.lifecycle.v1.TransitionSessionResponse
+	(*BulkArchiveSessionsRequest)(nil),            // 29: zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	(*BulkArchiveSessionsResponse)(nil),           // 30: zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	(*BulkArchiveError)(nil),                      // 31: zimmer.lifecycle.v1.BulkArchiveError
+	(*MintSessionCredentialRequest)(nil),          // 32: zimmer.lifecycle.v1.MintSessionCredentialRequest
+	(*CredentialTurn)(nil),                        // 33: zimmer.lifecycle.v1.CredentialTurn
+	(*MintSessionCredentialResponse)(nil),         // 34: zimmer.lifecycle.v1.MintSessionCredentialResponse
+	(*MintedSessionCredential)(nil),               // 35: zimmer.lifecycle.v1.MintedSessionCredential
+	(*RevokeSessionCredentialRequest)(nil),        // 36: zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	(*RevokeSessionCredentialResponse)(nil),       // 37: zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	(*SessionCredential)(nil),                     // 38: zimmer.lifecycle.v1.SessionCredential
+	(*AuthenticateSessionCredentialRequest)(nil),  // 39: zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	(*AuthenticateSessionCredentialResponse)(nil), // 40: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	(*UpdateSessionRequest)(nil),                  // 41: zimmer.lifecycle.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil),                 // 42: zimmer.lifecycle.v1.UpdateSessionResponse
+	(*SetSessionHeartbeatRequest)(nil),            // 43: zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	(*SetSessionHeartbeatResponse)(nil),           // 44: zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	(*DeleteSessionRequest)(nil),                  // 45: zimmer.lifecycle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),                 // 46: zimmer.lifecycle.v1.DeleteSessionResponse
+	(*Settings)(nil),                              // 47: zimmer.lifecycle.v1.Settings
+	(*GetSettingsRequest)(nil),                    // 48: zimmer.lifecycle.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),                   // 49: zimmer.lifecycle.v1.GetSettingsResponse
+	(*UpdateSettingsRequest)(nil),                 // 50: zimmer.lifecycle.v1.UpdateSettingsRequest
+	(*UpdateSettingsResponse)(nil),                // 51: zimmer.lifecycle.v1.UpdateSettingsResponse
+	(*ConsumeSessionEventRequest)(nil),            // 52: zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	(*ConsumeSessionEventResponse)(nil),           // 53: zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	(*FailSessionRequest)(nil),                    // 54: zimmer.lifecycle.v1.FailSessionRequest
+	(*FailSessionResponse)(nil),                   // 55: zimmer.lifecycle.v1.FailSessionResponse
+	(*DeliverTurnRequest)(nil),                    // 56: zimmer.lifecycle.v1.DeliverTurnRequest
+	(*DeliverTurnResponse)(nil),                   // 57: zimmer.lifecycle.v1.DeliverTurnResponse
+	(*RecordDrainAttemptRequest)(nil),             // 58: zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	(*RecordDrainAttemptResponse)(nil),            // 59: zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	(*RefreshSessionRequest)(nil),                 // 60: zimmer.lifecycle.v1.RefreshSessionRequest
+	(*RefreshSessionResponse)(nil),                // 61: zimmer.lifecycle.v1.RefreshSessionResponse
+	(*ListRecoveryCandidatesRequest)(nil),         // 62: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	(*ListRecoveryCandidatesResponse)(nil),        // 63: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	(*RecoveryCandidate)(nil),                     // 64: zimmer.lifecycle.v1.RecoveryCandidate
+	(*RevokeTurnCredentialsRequest)(nil),          // 65: zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	(*RevokeTurnCredentialsResponse)(nil),         // 66: zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	(*SweepNodeCredentialsRequest)(nil),           // 67: zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	(*SweepNodeCredentialsResponse)(nil),          // 68: zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	(*AbandonRecoveryRequest)(nil),                // 69: zimmer.lifecycle.v1.AbandonRecoveryRequest
+	(*AbandonRecoveryResponse)(nil),               // 70: zimmer.lifecycle.v1.AbandonRecoveryResponse
+	(*RecordTimelineNoteRequest)(nil),             // 71: zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	(*RecordTimelineNoteResponse)(nil),            // 72: zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	(*RecordPullRequestRequest)(nil),              // 73: zimmer.lifecycle.v1.RecordPullRequestRequest
+	(*RecordPullRequestResponse)(nil),             // 74: zimmer.lifecycle.v1.RecordPullRequestResponse
+	(*AcceptGitHubDeliveryRequest)(nil),           // 75: zimmer.lifecycle.v1.AcceptGitHubDeliveryRequest
+	(*AcceptGitHubDeliveryResponse)(nil),          // 76: zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse
+	(*WatchSessionChangesRequest)(nil),            // 77: zimmer.lifecycle.v1.WatchSessionChangesRequest
+	(*WatchSessionChangesResponse)(nil),           // 78: zimmer.lifecycle.v1.WatchSessionChangesResponse
+	(*SessionChange)(nil),                         // 79: zimmer.lifecycle.v1.SessionChange
+	(*ClearTrashExpiryRequest)(nil),               // 80: zimmer.lifecycle.v1.ClearTrashExpiryRequest
+	(*ClearTrashExpiryResponse)(nil),              // 81: zimmer.lifecycle.v1.ClearTrashExpiryResponse
+	(*CreateStatusSummaryForkRequest)(nil),        // 82: zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
+	(*CreateStatusSummaryForkResponse)(nil),       // 83: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
+	(*HarvestStatusSummaryForkRequest)(nil),       // 84: zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
+	(*HarvestStatusSummaryForkResponse)(nil),      // 85: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
+	(*ListCategoriesRequest)(nil),                 // 86: zimmer.lifecycle.v1.ListCategoriesRequest
+	(*ListCategoriesResponse)(nil),                // 87: zimmer.lifecycle.v1.ListCategoriesResponse
+	(*CreateCategoryRequest)(nil),                 // 88: zimmer.lifecycle.v1.CreateCategoryRequest
+	(*CreateCategoryResponse)(nil),                // 89: zimmer.lifecycle.v1.CreateCategoryResponse
+	(*UpdateCategoryRequest)(nil),                 // 90: zimmer.lifecycle.v1.UpdateCategoryRequest
+	(*UpdateCategoryResponse)(nil),                // 91: zimmer.lifecycle.v1.UpdateCategoryResponse
+	(*DeleteCategoryRequest)(nil),                 // 92: zimmer.lifecycle.v1.DeleteCategoryRequest
+	(*DeleteCategoryResponse)(nil),                // 93: zimmer.lifecycle.v1.DeleteCategoryResponse
+	(*StarSessionRequest)(nil),                    // 94: zimmer.lifecycle.v1.StarSessionRequest
+	(*StarSessionResponse)(nil),                   // 95: zimmer.lifecycle.v1.StarSessionResponse
+	(*UnstarSessionRequest)(nil),                  // 96: zimmer.lifecycle.v1.UnstarSessionRequest
+	(*UnstarSessionResponse)(nil),                 // 97: zimmer.lifecycle.v1.UnstarSessionResponse
+	(*GetPendingInferenceRequest)(nil),            // 98: zimmer.lifecycle.v1.GetPendingInferenceRequest
+	(*GetPendingInferenceResponse)(nil),           // 99: zimmer.lifecycle.v1.GetPendingInferenceResponse
+	(*RecordInferenceRequest)(nil),                // 100: zimmer.lifecycle.v1.RecordInferenceRequest
+	(*RecordInferenceResponse)(nil),               // 101: zimmer.lifecycle.v1.RecordInferenceResponse
+	(*Elicitation)(nil),                           // 102: zimmer.lifecycle.v1.Elicitation
+	(*structpb.Struct)(nil),                       // 103: google.protobuf.Struct
+	(*Session)(nil),                               // 104: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 105: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 106: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 107: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 108: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 109: zimmer.lifecycle.v1.StreamEvent
+	(*durationpb.Duration)(nil),                   // 110: google.protobuf.Duration
+	(*SessionEvent)(nil),                          // 111: zimmer.lifecycle.v1.SessionEvent
+	(*GitHubPullRequest)(nil),                     // 112: zimmer.lifecycle.v1.GitHubPullRequest
+	(*Category)(nil),                              // 113: zimmer.lifecycle.v1.Category
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	97,  // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
-	98,  // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
-	99,  // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	98,  // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	99,  // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	99,  // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	100, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	99,  // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	101, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	99,  // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	99,  // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	99,  // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	99,  // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	99,  // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	102, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	103, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	104, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	97,  // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
-	99,  // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	30,  // 19: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	105, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
-	32,  // 21: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
-	34,  // 22: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	102, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	37,  // 24: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	102, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	102, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	102, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
-	32,  // 28: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
-	37,  // 29: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	98,  // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	99,  // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	99,  // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	46,  // 33: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	46,  // 34: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	106, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	99,  // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	102, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
+	103, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	104, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	103, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	104, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	104, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	105, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	104, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	106, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	104, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	104, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	104, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	104, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	104, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	107, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	108, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	109, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	102, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
+	104, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	31,  // 19: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
+	110, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
+	33,  // 21: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
+	35,  // 22: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
+	107, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	38,  // 24: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	107, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	107, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	107, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
+	33,  // 28: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
+	38,  // 29: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
+	103, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	104, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	104, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	47,  // 33: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	47,  // 34: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
+	111, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	104, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	0,   // 37: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
 	1,   // 38: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	99,  // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	104, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	1,   // 40: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	99,  // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	102, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
-	63,  // 43: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
-	102, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
-	99,  // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	74,  // 46: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
-	102, // 47: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
-	102, // 48: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
-	99,  // 49: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	99,  // 50: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
-	99,  // 51: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.source:type_name -> zimmer.lifecycle.v1.Session
-	99,  // 52: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
-	107, // 53: zimmer.lifecycle.v1.ListCategoriesResponse.categories:type_name -> zimmer.lifecycle.v1.Category
-	107, // 54: zimmer.lifecycle.v1.CreateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
-	107, // 55: zimmer.lifecycle.v1.UpdateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
-	99,  // 56: zimmer.lifecycle.v1.StarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	99,  // 57: zimmer.lifecycle.v1.UnstarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	107, // 58: zimmer.lifecycle.v1.GetPendingInferenceResponse.categories:type_name -> zimmer.lifecycle.v1.Category
-	99,  // 59: zimmer.lifecycle.v1.RecordInferenceResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	6,   // 60: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	8,   // 61: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	10,  // 62: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	40,  // 63: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	42,  // 64: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	44,  // 65: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	47,  // 66: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	49,  // 67: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	12,  // 68: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	14,  // 69: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	20,  // 70: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	28,  // 71: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	16,  // 72: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	18,  // 73: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	53,  // 74: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	22,  // 75: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	24,  // 76: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	26,  // 77: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	31,  // 78: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	35,  // 79: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	38,  // 80: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	64,  // 81: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	66,  // 82: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	55,  // 83: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	57,  // 84: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	61,  // 85: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	68,  // 86: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
-	70,  // 87: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	75,  // 88: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
-	59,  // 89: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	72,  // 90: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
-	2,   // 91: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
-	4,   // 92: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
-	77,  // 93: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:input_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
-	79,  // 94: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:input_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
-	81,  // 95: zimmer.lifecycle.v1.LifecycleService.ListCategories:input_type -> zimmer.lifecycle.v1.ListCategoriesRequest
-	83,  // 96: zimmer.lifecycle.v1.LifecycleService.CreateCategory:input_type -> zimmer.lifecycle.v1.CreateCategoryRequest
-	85,  // 97: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:input_type -> zimmer.lifecycle.v1.UpdateCategoryRequest
-	87,  // 98: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:input_type -> zimmer.lifecycle.v1.DeleteCategoryRequest
-	89,  // 99: zimmer.lifecycle.v1.LifecycleService.StarSession:input_type -> zimmer.lifecycle.v1.StarSessionRequest
-	91,  // 100: zimmer.lifecycle.v1.LifecycleService.UnstarSession:input_type -> zimmer.lifecycle.v1.UnstarSessionRequest
-	93,  // 101: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:input_type -> zimmer.lifecycle.v1.GetPendingInferenceRequest
-	95,  // 102: zimmer.lifecycle.v1.LifecycleService.RecordInference:input_type -> zimmer.lifecycle.v1.RecordInferenceRequest
-	51,  // 103: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	7,   // 104: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	9,   // 105: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	11,  // 106: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	41,  // 107: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	43,  // 108: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	45,  // 109: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	48,  // 110: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	50,  // 111: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	13,  // 112: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	15,  // 113: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	21,  // 114: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	29,  // 115: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	17,  // 116: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	19,  // 117: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	54,  // 118: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	23,  // 119: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	25,  // 120: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	27,  // 121: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	33,  // 122: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	36,  // 123: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	39,  // 124: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	65,  // 125: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	67,  // 126: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	56,  // 127: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	58,  // 128: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	62,  // 129: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	69,  // 130: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
-	71,  // 131: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	76,  // 132: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
-	60,  // 133: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	73,  // 134: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
-	3,   // 135: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
-	5,   // 136: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
-	78,  // 137: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:output_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
-	80,  // 138: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:output_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
-	82,  // 139: zimmer.lifecycle.v1.LifecycleService.ListCategories:output_type -> zimmer.lifecycle.v1.ListCategoriesResponse
-	84,  // 140: zimmer.lifecycle.v1.LifecycleService.CreateCategory:output_type -> zimmer.lifecycle.v1.CreateCategoryResponse
-	86,  // 141: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:output_type -> zimmer.lifecycle.v1.UpdateCategoryResponse
-	88,  // 142: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:output_type -> zimmer.lifecycle.v1.DeleteCategoryResponse
-	90,  // 143: zimmer.lifecycle.v1.LifecycleService.StarSession:output_type -> zimmer.lifecycle.v1.StarSessionResponse
-	92,  // 144: zimmer.lifecycle.v1.LifecycleService.UnstarSession:output_type -> zimmer.lifecycle.v1.UnstarSessionResponse
-	94,  // 145: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:output_type -> zimmer.lifecycle.v1.GetPendingInferenceResponse
-	96,  // 146: zimmer.lifecycle.v1.LifecycleService.RecordInference:output_type -> zimmer.lifecycle.v1.RecordInferenceResponse
-	52,  // 147: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	104, // [104:148] is the sub-list for method output_type
-	60,  // [60:104] is the sub-list for method input_type
-	60,  // [60:60] is the sub-list for extension type_name
-	60,  // [60:60] is the sub-list for extension extendee
-	0,   // [0:60] is the sub-list for field type_name
+	104, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	107, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	64,  // 43: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
+	107, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	104, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	112, // 46: zimmer.lifecycle.v1.RecordPullRequestResponse.pull_request:type_name -> zimmer.lifecycle.v1.GitHubPullRequest
+	2,   // 47: zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse.outcome:type_name -> zimmer.lifecycle.v1.GitHubDeliveryOutcome
+	79,  // 48: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
+	107, // 49: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
+	107, // 50: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
+	104, // 51: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	104, // 52: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
+	104, // 53: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.source:type_name -> zimmer.lifecycle.v1.Session
+	104, // 54: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
+	113, // 55: zimmer.lifecycle.v1.ListCategoriesResponse.categories:type_name -> zimmer.lifecycle.v1.Category
+	113, // 56: zimmer.lifecycle.v1.CreateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
+	113, // 57: zimmer.lifecycle.v1.UpdateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
+	104, // 58: zimmer.lifecycle.v1.StarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	104, // 59: zimmer.lifecycle.v1.UnstarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	113, // 60: zimmer.lifecycle.v1.GetPendingInferenceResponse.categories:type_name -> zimmer.lifecycle.v1.Category
+	104, // 61: zimmer.lifecycle.v1.RecordInferenceResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	7,   // 62: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	9,   // 63: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	11,  // 64: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	41,  // 65: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	43,  // 66: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	45,  // 67: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	48,  // 68: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	50,  // 69: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	13,  // 70: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	15,  // 71: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	21,  // 72: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	29,  // 73: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	17,  // 74: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	19,  // 75: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	54,  // 76: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	23,  // 77: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	25,  // 78: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	27,  // 79: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	32,  // 80: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	36,  // 81: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	39,  // 82: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	65,  // 83: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	67,  // 84: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	56,  // 85: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	58,  // 86: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	62,  // 87: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	69,  // 88: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	71,  // 89: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	73,  // 90: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:input_type -> zimmer.lifecycle.v1.RecordPullRequestRequest
+	75,  // 91: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:input_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryRequest
+	80,  // 92: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
+	60,  // 93: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	77,  // 94: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
+	3,   // 95: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
+	5,   // 96: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
+	82,  // 97: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:input_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
+	84,  // 98: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:input_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
+	86,  // 99: zimmer.lifecycle.v1.LifecycleService.ListCategories:input_type -> zimmer.lifecycle.v1.ListCategoriesRequest
+	88,  // 100: zimmer.lifecycle.v1.LifecycleService.CreateCategory:input_type -> zimmer.lifecycle.v1.CreateCategoryRequest
+	90,  // 101: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:input_type -> zimmer.lifecycle.v1.UpdateCategoryRequest
+	92,  // 102: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:input_type -> zimmer.lifecycle.v1.DeleteCategoryRequest
+	94,  // 103: zimmer.lifecycle.v1.LifecycleService.StarSession:input_type -> zimmer.lifecycle.v1.StarSessionRequest
+	96,  // 104: zimmer.lifecycle.v1.LifecycleService.UnstarSession:input_type -> zimmer.lifecycle.v1.UnstarSessionRequest
+	98,  // 105: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:input_type -> zimmer.lifecycle.v1.GetPendingInferenceRequest
+	100, // 106: zimmer.lifecycle.v1.LifecycleService.RecordInference:input_type -> zimmer.lifecycle.v1.RecordInferenceRequest
+	52,  // 107: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	8,   // 108: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	10,  // 109: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	12,  // 110: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	42,  // 111: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	44,  // 112: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	46,  // 113: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	49,  // 114: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	51,  // 115: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	14,  // 116: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	16,  // 117: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	22,  // 118: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	30,  // 119: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	18,  // 120: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	20,  // 121: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	55,  // 122: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	24,  // 123: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	26,  // 124: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	28,  // 125: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	34,  // 126: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	37,  // 127: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	40,  // 128: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	66,  // 129: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	68,  // 130: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	57,  // 131: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	59,  // 132: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	63,  // 133: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	70,  // 134: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	72,  // 135: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	74,  // 136: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:output_type -> zimmer.lifecycle.v1.RecordPullRequestResponse
+	76,  // 137: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:output_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse
+	81,  // 138: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
+	61,  // 139: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	78,  // 140: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
+	4,   // 141: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
+	6,   // 142: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
+	83,  // 143: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:output_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
+	85,  // 144: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:output_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
+	87,  // 145: zimmer.lifecycle.v1.LifecycleService.ListCategories:output_type -> zimmer.lifecycle.v1.ListCategoriesResponse
+	89,  // 146: zimmer.lifecycle.v1.LifecycleService.CreateCategory:output_type -> zimmer.lifecycle.v1.CreateCategoryResponse
+	91,  // 147: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:output_type -> zimmer.lifecycle.v1.UpdateCategoryResponse
+	93,  // 148: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:output_type -> zimmer.lifecycle.v1.DeleteCategoryResponse
+	95,  // 149: zimmer.lifecycle.v1.LifecycleService.StarSession:output_type -> zimmer.lifecycle.v1.StarSessionResponse
+	97,  // 150: zimmer.lifecycle.v1.LifecycleService.UnstarSession:output_type -> zimmer.lifecycle.v1.UnstarSessionResponse
+	99,  // 151: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:output_type -> zimmer.lifecycle.v1.GetPendingInferenceResponse
+	101, // 152: zimmer.lifecycle.v1.LifecycleService.RecordInference:output_type -> zimmer.lifecycle.v1.RecordInferenceResponse
+	53,  // 153: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	108, // [108:154] is the sub-list for method output_type
+	62,  // [62:108] is the sub-list for method input_type
+	62,  // [62:62] is the sub-list for extension type_name
+	62,  // [62:62] is the sub-list for extension extendee
+	0,   // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -6505,17 +6827,17 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[40].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[81].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[83].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[93].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[74].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[85].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[87].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[97].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   95,
+			NumEnums:      3,
+			NumMessages:   99,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -47,6 +47,8 @@ const (
 	LifecycleService_ListRecoveryCandidates_FullMethodName        = "/zimmer.lifecycle.v1.LifecycleService/ListRecoveryCandidates"
 	LifecycleService_AbandonRecovery_FullMethodName               = "/zimmer.lifecycle.v1.LifecycleService/AbandonRecovery"
 	LifecycleService_RecordTimelineNote_FullMethodName            = "/zimmer.lifecycle.v1.LifecycleService/RecordTimelineNote"
+	LifecycleService_RecordPullRequest_FullMethodName             = "/zimmer.lifecycle.v1.LifecycleService/RecordPullRequest"
+	LifecycleService_AcceptGitHubDelivery_FullMethodName          = "/zimmer.lifecycle.v1.LifecycleService/AcceptGitHubDelivery"
 	LifecycleService_ClearTrashExpiry_FullMethodName              = "/zimmer.lifecycle.v1.LifecycleService/ClearTrashExpiry"
 	LifecycleService_RefreshSession_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/RefreshSession"
 	LifecycleService_WatchSessionChanges_FullMethodName           = "/zimmer.lifecycle.v1.LifecycleService/WatchSessionChanges"
@@ -189,6 +191,21 @@ type LifecycleServiceClient interface {
 	// to my agent?". A note_id seen before writes nothing again, so a retried
 	// call is harmless. Internal.
 	RecordTimelineNote(ctx context.Context, in *RecordTimelineNoteRequest, opts ...grpc.CallOption) (*RecordTimelineNoteResponse, error)
+	// RecordPullRequest tracks a GitHub pull request the session's agent
+	// opened (the runner reads it from the transcript: a tool call that
+	// creates one and the address its result reports) and starts watching
+	// it when GitHub is configured. Recording one twice is a no-op
+	// (recorded false). An archived session records nothing more
+	// (FailedPrecondition). Internal.
+	RecordPullRequest(ctx context.Context, in *RecordPullRequestRequest, opts ...grpc.CallOption) (*RecordPullRequestResponse, error)
+	// AcceptGitHubDelivery takes one verified GitHub webhook delivery (the
+	// gateway's POST /github/webhook checked its signature): a delivery id
+	// seen before is a duplicate; an event about a tracked pull request
+	// makes each watcher of it read the pull request now, the same path as
+	// its poll; anything else is ignored. Answered once the delivery is
+	// durably taken. Internal: only the gateway's GitHub boundary, as the
+	// service "github", calls it.
+	AcceptGitHubDelivery(ctx context.Context, in *AcceptGitHubDeliveryRequest, opts ...grpc.CallOption) (*AcceptGitHubDeliveryResponse, error)
 	// ClearTrashExpiry drops an archived session's trash_after once nothing
 	// of it is retained any more — the runner deleted its clean clone, or
 	// found none — since trash_after is the deadline of what the trash holds
@@ -566,6 +583,26 @@ func (c *lifecycleServiceClient) RecordTimelineNote(ctx context.Context, in *Rec
 	return out, nil
 }
 
+func (c *lifecycleServiceClient) RecordPullRequest(ctx context.Context, in *RecordPullRequestRequest, opts ...grpc.CallOption) (*RecordPullRequestResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordPullRequestResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_RecordPullRequest_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) AcceptGitHubDelivery(ctx context.Context, in *AcceptGitHubDeliveryRequest, opts ...grpc.CallOption) (*AcceptGitHubDeliveryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AcceptGitHubDeliveryResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_AcceptGitHubDelivery_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *lifecycleServiceClient) ClearTrashExpiry(ctx context.Context, in *ClearTrashExpiryRequest, opts ...grpc.CallOption) (*ClearTrashExpiryResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ClearTrashExpiryResponse)
@@ -850,6 +887,21 @@ type LifecycleServiceServer interface {
 	// to my agent?". A note_id seen before writes nothing again, so a retried
 	// call is harmless. Internal.
 	RecordTimelineNote(context.Context, *RecordTimelineNoteRequest) (*RecordTimelineNoteResponse, error)
+	// RecordPullRequest tracks a GitHub pull request the session's agent
+	// opened (the runner reads it from the transcript: a tool call that
+	// creates one and the address its result reports) and starts watching
+	// it when GitHub is configured. Recording one twice is a no-op
+	// (recorded false). An archived session records nothing more
+	// (FailedPrecondition). Internal.
+	RecordPullRequest(context.Context, *RecordPullRequestRequest) (*RecordPullRequestResponse, error)
+	// AcceptGitHubDelivery takes one verified GitHub webhook delivery (the
+	// gateway's POST /github/webhook checked its signature): a delivery id
+	// seen before is a duplicate; an event about a tracked pull request
+	// makes each watcher of it read the pull request now, the same path as
+	// its poll; anything else is ignored. Answered once the delivery is
+	// durably taken. Internal: only the gateway's GitHub boundary, as the
+	// service "github", calls it.
+	AcceptGitHubDelivery(context.Context, *AcceptGitHubDeliveryRequest) (*AcceptGitHubDeliveryResponse, error)
 	// ClearTrashExpiry drops an archived session's trash_after once nothing
 	// of it is retained any more — the runner deleted its clean clone, or
 	// found none — since trash_after is the deadline of what the trash holds
@@ -1030,6 +1082,12 @@ func (UnimplementedLifecycleServiceServer) AbandonRecovery(context.Context, *Aba
 }
 func (UnimplementedLifecycleServiceServer) RecordTimelineNote(context.Context, *RecordTimelineNoteRequest) (*RecordTimelineNoteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordTimelineNote not implemented")
+}
+func (UnimplementedLifecycleServiceServer) RecordPullRequest(context.Context, *RecordPullRequestRequest) (*RecordPullRequestResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordPullRequest not implemented")
+}
+func (UnimplementedLifecycleServiceServer) AcceptGitHubDelivery(context.Context, *AcceptGitHubDeliveryRequest) (*AcceptGitHubDeliveryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AcceptGitHubDelivery not implemented")
 }
 func (UnimplementedLifecycleServiceServer) ClearTrashExpiry(context.Context, *ClearTrashExpiryRequest) (*ClearTrashExpiryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ClearTrashExpiry not implemented")
@@ -1601,6 +1659,42 @@ func _LifecycleService_RecordTimelineNote_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LifecycleService_RecordPullRequest_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordPullRequestRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).RecordPullRequest(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_RecordPullRequest_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).RecordPullRequest(ctx, req.(*RecordPullRequestRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_AcceptGitHubDelivery_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AcceptGitHubDeliveryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).AcceptGitHubDelivery(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_AcceptGitHubDelivery_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).AcceptGitHubDelivery(ctx, req.(*AcceptGitHubDeliveryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _LifecycleService_ClearTrashExpiry_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ClearTrashExpiryRequest)
 	if err := dec(in); err != nil {
@@ -1982,6 +2076,14 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RecordTimelineNote",
 			Handler:    _LifecycleService_RecordTimelineNote_Handler,
+		},
+		{
+			MethodName: "RecordPullRequest",
+			Handler:    _LifecycleService_RecordPullRequest_Handler,
+		},
+		{
+			MethodName: "AcceptGitHubDelivery",
+			Handler:    _LifecycleService_AcceptGitHubDelivery_Handler,
 		},
 		{
 			MethodName: "ClearTrashExpiry",

@@ -102,9 +102,13 @@ type Session struct {
 	// on its first pauses); absent: uncategorized.
 	CategoryId *int64 `protobuf:"varint,41,opt,name=category_id,json=categoryId,proto3,oneof" json:"category_id,omitempty"`
 	// Starred by an operator: the dashboard's Starred group.
-	Starred       bool `protobuf:"varint,42,opt,name=starred,proto3" json:"starred,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Starred bool `protobuf:"varint,42,opt,name=starred,proto3" json:"starred,omitempty"`
+	// The GitHub pull requests the session's agent opened, oldest first (the
+	// spec's github_pull_request_urls, with repository, number and what
+	// Zimmer last saw become of each). Read-only.
+	GithubPullRequests []*GitHubPullRequest `protobuf:"bytes,35,rep,name=github_pull_requests,json=githubPullRequests,proto3" json:"github_pull_requests,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -396,6 +400,13 @@ func (x *Session) GetStarred() bool {
 	return false
 }
 
+func (x *Session) GetGithubPullRequests() []*GitHubPullRequest {
+	if x != nil {
+		return x.GithubPullRequests
+	}
+	return nil
+}
+
 // StatusSummary is a session's status summary and what it covers.
 type StatusSummary struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -641,6 +652,78 @@ func (x *Category) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// GitHubPullRequest is a pull request a session opened, tracked on it.
+type GitHubPullRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// https://github.com/<owner>/<repo>/pull/<number>
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// "owner/repo"
+	Repository string `protobuf:"bytes,2,opt,name=repository,proto3" json:"repository,omitempty"`
+	Number     int32  `protobuf:"varint,3,opt,name=number,proto3" json:"number,omitempty"`
+	// open, merged or closed: what Zimmer last saw on GitHub.
+	State         string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GitHubPullRequest) Reset() {
+	*x = GitHubPullRequest{}
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GitHubPullRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GitHubPullRequest) ProtoMessage() {}
+
+func (x *GitHubPullRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GitHubPullRequest.ProtoReflect.Descriptor instead.
+func (*GitHubPullRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GitHubPullRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *GitHubPullRequest) GetRepository() string {
+	if x != nil {
+		return x.Repository
+	}
+	return ""
+}
+
+func (x *GitHubPullRequest) GetNumber() int32 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *GitHubPullRequest) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
 // Elicitation is a question an agent is blocked on (an MCP elicitation):
 // its process is alive, waiting for a human's answer.
 type Elicitation struct {
@@ -665,7 +748,7 @@ type Elicitation struct {
 
 func (x *Elicitation) Reset() {
 	*x = Elicitation{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +760,7 @@ func (x *Elicitation) String() string {
 func (*Elicitation) ProtoMessage() {}
 
 func (x *Elicitation) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +773,7 @@ func (x *Elicitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Elicitation.ProtoReflect.Descriptor instead.
 func (*Elicitation) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Elicitation) GetId() string {
@@ -760,7 +843,7 @@ type LostElicitation struct {
 
 func (x *LostElicitation) Reset() {
 	*x = LostElicitation{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -772,7 +855,7 @@ func (x *LostElicitation) String() string {
 func (*LostElicitation) ProtoMessage() {}
 
 func (x *LostElicitation) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -785,7 +868,7 @@ func (x *LostElicitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostElicitation.ProtoReflect.Descriptor instead.
 func (*LostElicitation) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *LostElicitation) GetReason() string {
@@ -830,7 +913,7 @@ type TimelineLine struct {
 
 func (x *TimelineLine) Reset() {
 	*x = TimelineLine{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +925,7 @@ func (x *TimelineLine) String() string {
 func (*TimelineLine) ProtoMessage() {}
 
 func (x *TimelineLine) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +938,7 @@ func (x *TimelineLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineLine.ProtoReflect.Descriptor instead.
 func (*TimelineLine) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{6}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TimelineLine) GetId() int64 {
@@ -904,7 +987,7 @@ type StreamEvent struct {
 
 func (x *StreamEvent) Reset() {
 	*x = StreamEvent{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +999,7 @@ func (x *StreamEvent) String() string {
 func (*StreamEvent) ProtoMessage() {}
 
 func (x *StreamEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1012,7 @@ func (x *StreamEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
 func (*StreamEvent) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{7}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StreamEvent) GetId() int64 {
@@ -987,7 +1070,7 @@ type Pagination struct {
 
 func (x *Pagination) Reset() {
 	*x = Pagination{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[8]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1082,7 @@ func (x *Pagination) String() string {
 func (*Pagination) ProtoMessage() {}
 
 func (x *Pagination) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[8]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1095,7 @@ func (x *Pagination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pagination.ProtoReflect.Descriptor instead.
 func (*Pagination) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{8}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Pagination) GetPage() int32 {
@@ -1047,7 +1130,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\f\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe9\f\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -1094,7 +1177,8 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\x0estatus_summary\x18( \x01(\v2\".zimmer.lifecycle.v1.StatusSummaryR\rstatusSummary\x12$\n" +
 	"\vcategory_id\x18) \x01(\x03H\x01R\n" +
 	"categoryId\x88\x01\x01\x12\x18\n" +
-	"\astarred\x18* \x01(\bR\astarredB\x14\n" +
+	"\astarred\x18* \x01(\bR\astarred\x12X\n" +
+	"\x14github_pull_requests\x18# \x03(\v2&.zimmer.lifecycle.v1.GitHubPullRequestR\x12githubPullRequestsB\x14\n" +
 	"\x12_parent_session_idB\x0e\n" +
 	"\f_category_id\"\x80\x02\n" +
 	"\rStatusSummary\x12\x12\n" +
@@ -1116,7 +1200,14 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xad\x02\n" +
+	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"s\n" +
+	"\x11GitHubPullRequest\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x1e\n" +
+	"\n" +
+	"repository\x18\x02 \x01(\tR\n" +
+	"repository\x12\x16\n" +
+	"\x06number\x18\x03 \x01(\x05R\x06number\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\"\xad\x02\n" +
 	"\vElicitation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1168,45 +1259,47 @@ func file_zimmer_lifecycle_v1_session_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_session_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_zimmer_lifecycle_v1_session_proto_goTypes = []any{
 	(*Session)(nil),               // 0: zimmer.lifecycle.v1.Session
 	(*StatusSummary)(nil),         // 1: zimmer.lifecycle.v1.StatusSummary
 	(*StatusSummaryFailure)(nil),  // 2: zimmer.lifecycle.v1.StatusSummaryFailure
 	(*Category)(nil),              // 3: zimmer.lifecycle.v1.Category
-	(*Elicitation)(nil),           // 4: zimmer.lifecycle.v1.Elicitation
-	(*LostElicitation)(nil),       // 5: zimmer.lifecycle.v1.LostElicitation
-	(*TimelineLine)(nil),          // 6: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),           // 7: zimmer.lifecycle.v1.StreamEvent
-	(*Pagination)(nil),            // 8: zimmer.lifecycle.v1.Pagination
-	(*structpb.Struct)(nil),       // 9: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*GitHubPullRequest)(nil),     // 4: zimmer.lifecycle.v1.GitHubPullRequest
+	(*Elicitation)(nil),           // 5: zimmer.lifecycle.v1.Elicitation
+	(*LostElicitation)(nil),       // 6: zimmer.lifecycle.v1.LostElicitation
+	(*TimelineLine)(nil),          // 7: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),           // 8: zimmer.lifecycle.v1.StreamEvent
+	(*Pagination)(nil),            // 9: zimmer.lifecycle.v1.Pagination
+	(*structpb.Struct)(nil),       // 10: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
 var file_zimmer_lifecycle_v1_session_proto_depIdxs = []int32{
-	9,  // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
-	10, // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	10, // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
-	10, // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
-	5,  // 5: zimmer.lifecycle.v1.Session.lost_elicitation:type_name -> zimmer.lifecycle.v1.LostElicitation
+	10, // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
+	11, // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	11, // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
+	11, // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
+	6,  // 5: zimmer.lifecycle.v1.Session.lost_elicitation:type_name -> zimmer.lifecycle.v1.LostElicitation
 	1,  // 6: zimmer.lifecycle.v1.Session.status_summary:type_name -> zimmer.lifecycle.v1.StatusSummary
-	10, // 7: zimmer.lifecycle.v1.StatusSummary.generated_at:type_name -> google.protobuf.Timestamp
-	2,  // 8: zimmer.lifecycle.v1.StatusSummary.failure:type_name -> zimmer.lifecycle.v1.StatusSummaryFailure
-	10, // 9: zimmer.lifecycle.v1.StatusSummaryFailure.failed_at:type_name -> google.protobuf.Timestamp
-	10, // 10: zimmer.lifecycle.v1.Category.created_at:type_name -> google.protobuf.Timestamp
-	10, // 11: zimmer.lifecycle.v1.Category.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 12: zimmer.lifecycle.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
-	10, // 13: zimmer.lifecycle.v1.Elicitation.requested_at:type_name -> google.protobuf.Timestamp
-	10, // 14: zimmer.lifecycle.v1.Elicitation.expires_at:type_name -> google.protobuf.Timestamp
-	10, // 15: zimmer.lifecycle.v1.LostElicitation.lost_at:type_name -> google.protobuf.Timestamp
-	10, // 16: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 17: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
-	10, // 18: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	4,  // 7: zimmer.lifecycle.v1.Session.github_pull_requests:type_name -> zimmer.lifecycle.v1.GitHubPullRequest
+	11, // 8: zimmer.lifecycle.v1.StatusSummary.generated_at:type_name -> google.protobuf.Timestamp
+	2,  // 9: zimmer.lifecycle.v1.StatusSummary.failure:type_name -> zimmer.lifecycle.v1.StatusSummaryFailure
+	11, // 10: zimmer.lifecycle.v1.StatusSummaryFailure.failed_at:type_name -> google.protobuf.Timestamp
+	11, // 11: zimmer.lifecycle.v1.Category.created_at:type_name -> google.protobuf.Timestamp
+	11, // 12: zimmer.lifecycle.v1.Category.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 13: zimmer.lifecycle.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
+	11, // 14: zimmer.lifecycle.v1.Elicitation.requested_at:type_name -> google.protobuf.Timestamp
+	11, // 15: zimmer.lifecycle.v1.Elicitation.expires_at:type_name -> google.protobuf.Timestamp
+	11, // 16: zimmer.lifecycle.v1.LostElicitation.lost_at:type_name -> google.protobuf.Timestamp
+	11, // 17: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
+	10, // 18: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
+	11, // 19: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_session_proto_init() }
@@ -1221,7 +1314,7 @@ func file_zimmer_lifecycle_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_session_proto_rawDesc), len(file_zimmer_lifecycle_v1_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

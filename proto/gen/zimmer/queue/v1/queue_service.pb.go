@@ -25,6 +25,64 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// NoticeKind is what a notice says, which decides its origin.
+type NoticeKind int32
+
+const (
+	NoticeKind_NOTICE_KIND_UNSPECIFIED NoticeKind = 0
+	// The session's pull request merged: origin automated_pr_merged.
+	NoticeKind_NOTICE_KIND_PR_MERGED NoticeKind = 1
+	// The session's pull request has a merge conflict: origin
+	// automated_merge_conflict.
+	NoticeKind_NOTICE_KIND_MERGE_CONFLICT NoticeKind = 2
+	// Text from a third party (a review comment, a failed check), passed on
+	// as artifact text: origin caller, and never a human message.
+	NoticeKind_NOTICE_KIND_ARTIFACT NoticeKind = 3
+)
+
+// Enum value maps for NoticeKind.
+var (
+	NoticeKind_name = map[int32]string{
+		0: "NOTICE_KIND_UNSPECIFIED",
+		1: "NOTICE_KIND_PR_MERGED",
+		2: "NOTICE_KIND_MERGE_CONFLICT",
+		3: "NOTICE_KIND_ARTIFACT",
+	}
+	NoticeKind_value = map[string]int32{
+		"NOTICE_KIND_UNSPECIFIED":    0,
+		"NOTICE_KIND_PR_MERGED":      1,
+		"NOTICE_KIND_MERGE_CONFLICT": 2,
+		"NOTICE_KIND_ARTIFACT":       3,
+	}
+)
+
+func (x NoticeKind) Enum() *NoticeKind {
+	p := new(NoticeKind)
+	*p = x
+	return p
+}
+
+func (x NoticeKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NoticeKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_zimmer_queue_v1_queue_service_proto_enumTypes[0].Descriptor()
+}
+
+func (NoticeKind) Type() protoreflect.EnumType {
+	return &file_zimmer_queue_v1_queue_service_proto_enumTypes[0]
+}
+
+func (x NoticeKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NoticeKind.Descriptor instead.
+func (NoticeKind) EnumDescriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{0}
+}
+
 // FollowUpOutcome is what became of a follow-up.
 type FollowUpOutcome int32
 
@@ -61,11 +119,11 @@ func (x FollowUpOutcome) String() string {
 }
 
 func (FollowUpOutcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_zimmer_queue_v1_queue_service_proto_enumTypes[0].Descriptor()
+	return file_zimmer_queue_v1_queue_service_proto_enumTypes[1].Descriptor()
 }
 
 func (FollowUpOutcome) Type() protoreflect.EnumType {
-	return &file_zimmer_queue_v1_queue_service_proto_enumTypes[0]
+	return &file_zimmer_queue_v1_queue_service_proto_enumTypes[1]
 }
 
 func (x FollowUpOutcome) Number() protoreflect.EnumNumber {
@@ -74,7 +132,7 @@ func (x FollowUpOutcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FollowUpOutcome.Descriptor instead.
 func (FollowUpOutcome) EnumDescriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{0}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{1}
 }
 
 // EnqueuedMessage is one message queued for a session.
@@ -1221,6 +1279,129 @@ func (x *FollowUpRequest) GetIdempotencyKey() string {
 	return ""
 }
 
+type QueueNoticeRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Kind      NoticeKind             `protobuf:"varint,2,opt,name=kind,proto3,enum=zimmer.queue.v1.NoticeKind" json:"kind,omitempty"`
+	// The prompt of the turn it becomes (≤ 500,000 characters).
+	Content string `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
+	// Required: the notice's business key, e.g. github:acme/widgets#7:merged.
+	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *QueueNoticeRequest) Reset() {
+	*x = QueueNoticeRequest{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueNoticeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueNoticeRequest) ProtoMessage() {}
+
+func (x *QueueNoticeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueNoticeRequest.ProtoReflect.Descriptor instead.
+func (*QueueNoticeRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *QueueNoticeRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *QueueNoticeRequest) GetKind() NoticeKind {
+	if x != nil {
+		return x.Kind
+	}
+	return NoticeKind_NOTICE_KIND_UNSPECIFIED
+}
+
+func (x *QueueNoticeRequest) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *QueueNoticeRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+type QueueNoticeResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Outcome FollowUpOutcome        `protobuf:"varint,1,opt,name=outcome,proto3,enum=zimmer.queue.v1.FollowUpOutcome" json:"outcome,omitempty"`
+	// The queued message, when it was queued.
+	EnqueuedMessage *EnqueuedMessage `protobuf:"bytes,2,opt,name=enqueued_message,json=enqueuedMessage,proto3" json:"enqueued_message,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *QueueNoticeResponse) Reset() {
+	*x = QueueNoticeResponse{}
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueNoticeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueNoticeResponse) ProtoMessage() {}
+
+func (x *QueueNoticeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueNoticeResponse.ProtoReflect.Descriptor instead.
+func (*QueueNoticeResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *QueueNoticeResponse) GetOutcome() FollowUpOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return FollowUpOutcome_FOLLOW_UP_OUTCOME_UNSPECIFIED
+}
+
+func (x *QueueNoticeResponse) GetEnqueuedMessage() *EnqueuedMessage {
+	if x != nil {
+		return x.EnqueuedMessage
+	}
+	return nil
+}
+
 type FollowUpResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Outcome FollowUpOutcome        `protobuf:"varint,1,opt,name=outcome,proto3,enum=zimmer.queue.v1.FollowUpOutcome" json:"outcome,omitempty"`
@@ -1237,7 +1418,7 @@ type FollowUpResponse struct {
 
 func (x *FollowUpResponse) Reset() {
 	*x = FollowUpResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[17]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1430,7 @@ func (x *FollowUpResponse) String() string {
 func (*FollowUpResponse) ProtoMessage() {}
 
 func (x *FollowUpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[17]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1443,7 @@ func (x *FollowUpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowUpResponse.ProtoReflect.Descriptor instead.
 func (*FollowUpResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{17}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FollowUpResponse) GetOutcome() FollowUpOutcome {
@@ -1311,7 +1492,7 @@ type DeliverNextMessageRequest struct {
 
 func (x *DeliverNextMessageRequest) Reset() {
 	*x = DeliverNextMessageRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[18]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1504,7 @@ func (x *DeliverNextMessageRequest) String() string {
 func (*DeliverNextMessageRequest) ProtoMessage() {}
 
 func (x *DeliverNextMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[18]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1517,7 @@ func (x *DeliverNextMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverNextMessageRequest.ProtoReflect.Descriptor instead.
 func (*DeliverNextMessageRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{18}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeliverNextMessageRequest) GetSessionId() int64 {
@@ -1368,7 +1549,7 @@ type DeliverNextMessageResponse struct {
 
 func (x *DeliverNextMessageResponse) Reset() {
 	*x = DeliverNextMessageResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[19]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1561,7 @@ func (x *DeliverNextMessageResponse) String() string {
 func (*DeliverNextMessageResponse) ProtoMessage() {}
 
 func (x *DeliverNextMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[19]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1574,7 @@ func (x *DeliverNextMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverNextMessageResponse.ProtoReflect.Descriptor instead.
 func (*DeliverNextMessageResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{19}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeliverNextMessageResponse) GetDelivered() bool {
@@ -1437,7 +1618,7 @@ type SealQueueRequest struct {
 
 func (x *SealQueueRequest) Reset() {
 	*x = SealQueueRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[20]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1449,7 +1630,7 @@ func (x *SealQueueRequest) String() string {
 func (*SealQueueRequest) ProtoMessage() {}
 
 func (x *SealQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[20]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1462,7 +1643,7 @@ func (x *SealQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SealQueueRequest.ProtoReflect.Descriptor instead.
 func (*SealQueueRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{20}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SealQueueRequest) GetSessionId() int64 {
@@ -1501,7 +1682,7 @@ type SealQueueResponse struct {
 
 func (x *SealQueueResponse) Reset() {
 	*x = SealQueueResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[21]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1694,7 @@ func (x *SealQueueResponse) String() string {
 func (*SealQueueResponse) ProtoMessage() {}
 
 func (x *SealQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[21]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1707,7 @@ func (x *SealQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SealQueueResponse.ProtoReflect.Descriptor instead.
 func (*SealQueueResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{21}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SealQueueResponse) GetRefusal() string {
@@ -1560,7 +1741,7 @@ type UnsealQueueRequest struct {
 
 func (x *UnsealQueueRequest) Reset() {
 	*x = UnsealQueueRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[22]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +1753,7 @@ func (x *UnsealQueueRequest) String() string {
 func (*UnsealQueueRequest) ProtoMessage() {}
 
 func (x *UnsealQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[22]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +1766,7 @@ func (x *UnsealQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsealQueueRequest.ProtoReflect.Descriptor instead.
 func (*UnsealQueueRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{22}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UnsealQueueRequest) GetSessionId() int64 {
@@ -1610,7 +1791,7 @@ type UnsealQueueResponse struct {
 
 func (x *UnsealQueueResponse) Reset() {
 	*x = UnsealQueueResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[23]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1803,7 @@ func (x *UnsealQueueResponse) String() string {
 func (*UnsealQueueResponse) ProtoMessage() {}
 
 func (x *UnsealQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[23]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1816,7 @@ func (x *UnsealQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsealQueueResponse.ProtoReflect.Descriptor instead.
 func (*UnsealQueueResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{23}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{25}
 }
 
 type CountPendingMessagesRequest struct {
@@ -1648,7 +1829,7 @@ type CountPendingMessagesRequest struct {
 
 func (x *CountPendingMessagesRequest) Reset() {
 	*x = CountPendingMessagesRequest{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[24]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1841,7 @@ func (x *CountPendingMessagesRequest) String() string {
 func (*CountPendingMessagesRequest) ProtoMessage() {}
 
 func (x *CountPendingMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[24]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1854,7 @@ func (x *CountPendingMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountPendingMessagesRequest.ProtoReflect.Descriptor instead.
 func (*CountPendingMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{24}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CountPendingMessagesRequest) GetSessionIds() []int64 {
@@ -1693,7 +1874,7 @@ type CountPendingMessagesResponse struct {
 
 func (x *CountPendingMessagesResponse) Reset() {
 	*x = CountPendingMessagesResponse{}
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[25]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1705,7 +1886,7 @@ func (x *CountPendingMessagesResponse) String() string {
 func (*CountPendingMessagesResponse) ProtoMessage() {}
 
 func (x *CountPendingMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[25]
+	mi := &file_zimmer_queue_v1_queue_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1718,7 +1899,7 @@ func (x *CountPendingMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountPendingMessagesResponse.ProtoReflect.Descriptor instead.
 func (*CountPendingMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{25}
+	return file_zimmer_queue_v1_queue_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CountPendingMessagesResponse) GetPending() map[int64]int32 {
@@ -1835,7 +2016,16 @@ const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
 	"\x04goal\x18\x03 \x01(\tR\x04goal\x12'\n" +
 	"\x0fforce_immediate\x18\x04 \x01(\bR\x0eforceImmediate\x12*\n" +
 	"\x11acting_session_id\x18\x05 \x01(\x03R\x0factingSessionId\x12'\n" +
-	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\"\x90\x02\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\"\xa7\x01\n" +
+	"\x12QueueNoticeRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12/\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x1b.zimmer.queue.v1.NoticeKindR\x04kind\x12\x18\n" +
+	"\acontent\x18\x03 \x01(\tR\acontent\x12'\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"\x9e\x01\n" +
+	"\x13QueueNoticeResponse\x12:\n" +
+	"\aoutcome\x18\x01 \x01(\x0e2 .zimmer.queue.v1.FollowUpOutcomeR\aoutcome\x12K\n" +
+	"\x10enqueued_message\x18\x02 \x01(\v2 .zimmer.queue.v1.EnqueuedMessageR\x0fenqueuedMessage\"\x90\x02\n" +
 	"\x10FollowUpResponse\x12:\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2 .zimmer.queue.v1.FollowUpOutcomeR\aoutcome\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12K\n" +
@@ -1875,11 +2065,17 @@ const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
 	"\apending\x18\x01 \x03(\v2:.zimmer.queue.v1.CountPendingMessagesResponse.PendingEntryR\apending\x1a:\n" +
 	"\fPendingEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x03R\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01*s\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01*~\n" +
+	"\n" +
+	"NoticeKind\x12\x1b\n" +
+	"\x17NOTICE_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15NOTICE_KIND_PR_MERGED\x10\x01\x12\x1e\n" +
+	"\x1aNOTICE_KIND_MERGE_CONFLICT\x10\x02\x12\x18\n" +
+	"\x14NOTICE_KIND_ARTIFACT\x10\x03*s\n" +
 	"\x0fFollowUpOutcome\x12!\n" +
 	"\x1dFOLLOW_UP_OUTCOME_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bFOLLOW_UP_OUTCOME_DELIVERED\x10\x01\x12\x1c\n" +
-	"\x18FOLLOW_UP_OUTCOME_QUEUED\x10\x022\xdb\x0f\n" +
+	"\x18FOLLOW_UP_OUTCOME_QUEUED\x10\x022\xbd\x10\n" +
 	"\fQueueService\x12\xb8\x01\n" +
 	"\x14ListEnqueuedMessages\x12,.zimmer.queue.v1.ListEnqueuedMessagesRequest\x1a-.zimmer.queue.v1.ListEnqueuedMessagesResponse\"C\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x021\x12//api/v1/sessions/{session_id}/enqueued_messages\x12\xbf\x01\n" +
 	"\x12GetEnqueuedMessage\x12*.zimmer.queue.v1.GetEnqueuedMessageRequest\x1a+.zimmer.queue.v1.GetEnqueuedMessageResponse\"P\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02>\x12</api/v1/sessions/{session_id}/enqueued_messages/{message_id}\x12\xa9\x01\n" +
@@ -1888,7 +2084,8 @@ const file_zimmer_queue_v1_queue_service_proto_rawDesc = "" +
 	"\x15DeleteEnqueuedMessage\x12-.zimmer.queue.v1.DeleteEnqueuedMessageRequest\x1a..zimmer.queue.v1.DeleteEnqueuedMessageResponse\"P\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02>*</api/v1/sessions/{session_id}/enqueued_messages/{message_id}\x12\xd7\x01\n" +
 	"\x16SendEnqueuedMessageNow\x12..zimmer.queue.v1.SendEnqueuedMessageNowRequest\x1a/.zimmer.queue.v1.SendEnqueuedMessageNowResponse\"\\\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02J:\x01*\"E/api/v1/sessions/{session_id}/enqueued_messages/{message_id}/send_now\x12\xea\x01\n" +
 	"\x1cInterruptWithEnqueuedMessage\x124.zimmer.queue.v1.InterruptWithEnqueuedMessageRequest\x1a5.zimmer.queue.v1.InterruptWithEnqueuedMessageResponse\"]\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02K:\x01*\"F/api/v1/sessions/{session_id}/enqueued_messages/{message_id}/interrupt\x12\x8f\x01\n" +
-	"\bFollowUp\x12 .zimmer.queue.v1.FollowUpRequest\x1a!.zimmer.queue.v1.FollowUpResponse\">\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02,:\x01*\"'/api/v1/sessions/{session_id}/follow_up\x12u\n" +
+	"\bFollowUp\x12 .zimmer.queue.v1.FollowUpRequest\x1a!.zimmer.queue.v1.FollowUpResponse\">\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02,:\x01*\"'/api/v1/sessions/{session_id}/follow_up\x12`\n" +
+	"\vQueueNotice\x12#.zimmer.queue.v1.QueueNoticeRequest\x1a$.zimmer.queue.v1.QueueNoticeResponse\"\x06\xea\xe0\x18\x02\b\x03\x12u\n" +
 	"\x12DeliverNextMessage\x12*.zimmer.queue.v1.DeliverNextMessageRequest\x1a+.zimmer.queue.v1.DeliverNextMessageResponse\"\x06\xea\xe0\x18\x02\b\x03\x12Z\n" +
 	"\tSealQueue\x12!.zimmer.queue.v1.SealQueueRequest\x1a\".zimmer.queue.v1.SealQueueResponse\"\x06\xea\xe0\x18\x02\b\x03\x12`\n" +
 	"\vUnsealQueue\x12#.zimmer.queue.v1.UnsealQueueRequest\x1a$.zimmer.queue.v1.UnsealQueueResponse\"\x06\xea\xe0\x18\x02\b\x03\x12{\n" +
@@ -1906,86 +2103,94 @@ func file_zimmer_queue_v1_queue_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_queue_v1_queue_service_proto_rawDescData
 }
 
-var file_zimmer_queue_v1_queue_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zimmer_queue_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_zimmer_queue_v1_queue_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_zimmer_queue_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_zimmer_queue_v1_queue_service_proto_goTypes = []any{
-	(FollowUpOutcome)(0),                         // 0: zimmer.queue.v1.FollowUpOutcome
-	(*EnqueuedMessage)(nil),                      // 1: zimmer.queue.v1.EnqueuedMessage
-	(*ListEnqueuedMessagesRequest)(nil),          // 2: zimmer.queue.v1.ListEnqueuedMessagesRequest
-	(*ListEnqueuedMessagesResponse)(nil),         // 3: zimmer.queue.v1.ListEnqueuedMessagesResponse
-	(*Pagination)(nil),                           // 4: zimmer.queue.v1.Pagination
-	(*GetEnqueuedMessageRequest)(nil),            // 5: zimmer.queue.v1.GetEnqueuedMessageRequest
-	(*GetEnqueuedMessageResponse)(nil),           // 6: zimmer.queue.v1.GetEnqueuedMessageResponse
-	(*EnqueueMessageRequest)(nil),                // 7: zimmer.queue.v1.EnqueueMessageRequest
-	(*EnqueueMessageResponse)(nil),               // 8: zimmer.queue.v1.EnqueueMessageResponse
-	(*UpdateEnqueuedMessageRequest)(nil),         // 9: zimmer.queue.v1.UpdateEnqueuedMessageRequest
-	(*UpdateEnqueuedMessageResponse)(nil),        // 10: zimmer.queue.v1.UpdateEnqueuedMessageResponse
-	(*DeleteEnqueuedMessageRequest)(nil),         // 11: zimmer.queue.v1.DeleteEnqueuedMessageRequest
-	(*DeleteEnqueuedMessageResponse)(nil),        // 12: zimmer.queue.v1.DeleteEnqueuedMessageResponse
-	(*SendEnqueuedMessageNowRequest)(nil),        // 13: zimmer.queue.v1.SendEnqueuedMessageNowRequest
-	(*SendEnqueuedMessageNowResponse)(nil),       // 14: zimmer.queue.v1.SendEnqueuedMessageNowResponse
-	(*InterruptWithEnqueuedMessageRequest)(nil),  // 15: zimmer.queue.v1.InterruptWithEnqueuedMessageRequest
-	(*InterruptWithEnqueuedMessageResponse)(nil), // 16: zimmer.queue.v1.InterruptWithEnqueuedMessageResponse
-	(*FollowUpRequest)(nil),                      // 17: zimmer.queue.v1.FollowUpRequest
-	(*FollowUpResponse)(nil),                     // 18: zimmer.queue.v1.FollowUpResponse
-	(*DeliverNextMessageRequest)(nil),            // 19: zimmer.queue.v1.DeliverNextMessageRequest
-	(*DeliverNextMessageResponse)(nil),           // 20: zimmer.queue.v1.DeliverNextMessageResponse
-	(*SealQueueRequest)(nil),                     // 21: zimmer.queue.v1.SealQueueRequest
-	(*SealQueueResponse)(nil),                    // 22: zimmer.queue.v1.SealQueueResponse
-	(*UnsealQueueRequest)(nil),                   // 23: zimmer.queue.v1.UnsealQueueRequest
-	(*UnsealQueueResponse)(nil),                  // 24: zimmer.queue.v1.UnsealQueueResponse
-	(*CountPendingMessagesRequest)(nil),          // 25: zimmer.queue.v1.CountPendingMessagesRequest
-	(*CountPendingMessagesResponse)(nil),         // 26: zimmer.queue.v1.CountPendingMessagesResponse
-	nil,                                          // 27: zimmer.queue.v1.CountPendingMessagesResponse.PendingEntry
-	(*timestamppb.Timestamp)(nil),                // 28: google.protobuf.Timestamp
-	(v1.UncleEdgeOutcome)(0),                     // 29: zimmer.lineage.v1.UncleEdgeOutcome
+	(NoticeKind)(0),                              // 0: zimmer.queue.v1.NoticeKind
+	(FollowUpOutcome)(0),                         // 1: zimmer.queue.v1.FollowUpOutcome
+	(*EnqueuedMessage)(nil),                      // 2: zimmer.queue.v1.EnqueuedMessage
+	(*ListEnqueuedMessagesRequest)(nil),          // 3: zimmer.queue.v1.ListEnqueuedMessagesRequest
+	(*ListEnqueuedMessagesResponse)(nil),         // 4: zimmer.queue.v1.ListEnqueuedMessagesResponse
+	(*Pagination)(nil),                           // 5: zimmer.queue.v1.Pagination
+	(*GetEnqueuedMessageRequest)(nil),            // 6: zimmer.queue.v1.GetEnqueuedMessageRequest
+	(*GetEnqueuedMessageResponse)(nil),           // 7: zimmer.queue.v1.GetEnqueuedMessageResponse
+	(*EnqueueMessageRequest)(nil),                // 8: zimmer.queue.v1.EnqueueMessageRequest
+	(*EnqueueMessageResponse)(nil),               // 9: zimmer.queue.v1.EnqueueMessageResponse
+	(*UpdateEnqueuedMessageRequest)(nil),         // 10: zimmer.queue.v1.UpdateEnqueuedMessageRequest
+	(*UpdateEnqueuedMessageResponse)(nil),        // 11: zimmer.queue.v1.UpdateEnqueuedMessageResponse
+	(*DeleteEnqueuedMessageRequest)(nil),         // 12: zimmer.queue.v1.DeleteEnqueuedMessageRequest
+	(*DeleteEnqueuedMessageResponse)(nil),        // 13: zimmer.queue.v1.DeleteEnqueuedMessageResponse
+	(*SendEnqueuedMessageNowRequest)(nil),        // 14: zimmer.queue.v1.SendEnqueuedMessageNowRequest
+	(*SendEnqueuedMessageNowResponse)(nil),       // 15: zimmer.queue.v1.SendEnqueuedMessageNowResponse
+	(*InterruptWithEnqueuedMessageRequest)(nil),  // 16: zimmer.queue.v1.InterruptWithEnqueuedMessageRequest
+	(*InterruptWithEnqueuedMessageResponse)(nil), // 17: zimmer.queue.v1.InterruptWithEnqueuedMessageResponse
+	(*FollowUpRequest)(nil),                      // 18: zimmer.queue.v1.FollowUpRequest
+	(*QueueNoticeRequest)(nil),                   // 19: zimmer.queue.v1.QueueNoticeRequest
+	(*QueueNoticeResponse)(nil),                  // 20: zimmer.queue.v1.QueueNoticeResponse
+	(*FollowUpResponse)(nil),                     // 21: zimmer.queue.v1.FollowUpResponse
+	(*DeliverNextMessageRequest)(nil),            // 22: zimmer.queue.v1.DeliverNextMessageRequest
+	(*DeliverNextMessageResponse)(nil),           // 23: zimmer.queue.v1.DeliverNextMessageResponse
+	(*SealQueueRequest)(nil),                     // 24: zimmer.queue.v1.SealQueueRequest
+	(*SealQueueResponse)(nil),                    // 25: zimmer.queue.v1.SealQueueResponse
+	(*UnsealQueueRequest)(nil),                   // 26: zimmer.queue.v1.UnsealQueueRequest
+	(*UnsealQueueResponse)(nil),                  // 27: zimmer.queue.v1.UnsealQueueResponse
+	(*CountPendingMessagesRequest)(nil),          // 28: zimmer.queue.v1.CountPendingMessagesRequest
+	(*CountPendingMessagesResponse)(nil),         // 29: zimmer.queue.v1.CountPendingMessagesResponse
+	nil,                                          // 30: zimmer.queue.v1.CountPendingMessagesResponse.PendingEntry
+	(*timestamppb.Timestamp)(nil),                // 31: google.protobuf.Timestamp
+	(v1.UncleEdgeOutcome)(0),                     // 32: zimmer.lineage.v1.UncleEdgeOutcome
 }
 var file_zimmer_queue_v1_queue_service_proto_depIdxs = []int32{
-	28, // 0: zimmer.queue.v1.EnqueuedMessage.created_at:type_name -> google.protobuf.Timestamp
-	28, // 1: zimmer.queue.v1.EnqueuedMessage.updated_at:type_name -> google.protobuf.Timestamp
-	28, // 2: zimmer.queue.v1.EnqueuedMessage.sent_at:type_name -> google.protobuf.Timestamp
-	28, // 3: zimmer.queue.v1.EnqueuedMessage.undelivered_at:type_name -> google.protobuf.Timestamp
-	1,  // 4: zimmer.queue.v1.ListEnqueuedMessagesResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	4,  // 5: zimmer.queue.v1.ListEnqueuedMessagesResponse.pagination:type_name -> zimmer.queue.v1.Pagination
-	1,  // 6: zimmer.queue.v1.GetEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	1,  // 7: zimmer.queue.v1.EnqueueMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	1,  // 8: zimmer.queue.v1.UpdateEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	1,  // 9: zimmer.queue.v1.SendEnqueuedMessageNowResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	1,  // 10: zimmer.queue.v1.InterruptWithEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	0,  // 11: zimmer.queue.v1.FollowUpResponse.outcome:type_name -> zimmer.queue.v1.FollowUpOutcome
-	1,  // 12: zimmer.queue.v1.FollowUpResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	29, // 13: zimmer.queue.v1.FollowUpResponse.uncle_edge:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
-	1,  // 14: zimmer.queue.v1.DeliverNextMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
-	27, // 15: zimmer.queue.v1.CountPendingMessagesResponse.pending:type_name -> zimmer.queue.v1.CountPendingMessagesResponse.PendingEntry
-	2,  // 16: zimmer.queue.v1.QueueService.ListEnqueuedMessages:input_type -> zimmer.queue.v1.ListEnqueuedMessagesRequest
-	5,  // 17: zimmer.queue.v1.QueueService.GetEnqueuedMessage:input_type -> zimmer.queue.v1.GetEnqueuedMessageRequest
-	7,  // 18: zimmer.queue.v1.QueueService.EnqueueMessage:input_type -> zimmer.queue.v1.EnqueueMessageRequest
-	9,  // 19: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:input_type -> zimmer.queue.v1.UpdateEnqueuedMessageRequest
-	11, // 20: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:input_type -> zimmer.queue.v1.DeleteEnqueuedMessageRequest
-	13, // 21: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:input_type -> zimmer.queue.v1.SendEnqueuedMessageNowRequest
-	15, // 22: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:input_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageRequest
-	17, // 23: zimmer.queue.v1.QueueService.FollowUp:input_type -> zimmer.queue.v1.FollowUpRequest
-	19, // 24: zimmer.queue.v1.QueueService.DeliverNextMessage:input_type -> zimmer.queue.v1.DeliverNextMessageRequest
-	21, // 25: zimmer.queue.v1.QueueService.SealQueue:input_type -> zimmer.queue.v1.SealQueueRequest
-	23, // 26: zimmer.queue.v1.QueueService.UnsealQueue:input_type -> zimmer.queue.v1.UnsealQueueRequest
-	25, // 27: zimmer.queue.v1.QueueService.CountPendingMessages:input_type -> zimmer.queue.v1.CountPendingMessagesRequest
-	3,  // 28: zimmer.queue.v1.QueueService.ListEnqueuedMessages:output_type -> zimmer.queue.v1.ListEnqueuedMessagesResponse
-	6,  // 29: zimmer.queue.v1.QueueService.GetEnqueuedMessage:output_type -> zimmer.queue.v1.GetEnqueuedMessageResponse
-	8,  // 30: zimmer.queue.v1.QueueService.EnqueueMessage:output_type -> zimmer.queue.v1.EnqueueMessageResponse
-	10, // 31: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:output_type -> zimmer.queue.v1.UpdateEnqueuedMessageResponse
-	12, // 32: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:output_type -> zimmer.queue.v1.DeleteEnqueuedMessageResponse
-	14, // 33: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:output_type -> zimmer.queue.v1.SendEnqueuedMessageNowResponse
-	16, // 34: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:output_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageResponse
-	18, // 35: zimmer.queue.v1.QueueService.FollowUp:output_type -> zimmer.queue.v1.FollowUpResponse
-	20, // 36: zimmer.queue.v1.QueueService.DeliverNextMessage:output_type -> zimmer.queue.v1.DeliverNextMessageResponse
-	22, // 37: zimmer.queue.v1.QueueService.SealQueue:output_type -> zimmer.queue.v1.SealQueueResponse
-	24, // 38: zimmer.queue.v1.QueueService.UnsealQueue:output_type -> zimmer.queue.v1.UnsealQueueResponse
-	26, // 39: zimmer.queue.v1.QueueService.CountPendingMessages:output_type -> zimmer.queue.v1.CountPendingMessagesResponse
-	28, // [28:40] is the sub-list for method output_type
-	16, // [16:28] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	31, // 0: zimmer.queue.v1.EnqueuedMessage.created_at:type_name -> google.protobuf.Timestamp
+	31, // 1: zimmer.queue.v1.EnqueuedMessage.updated_at:type_name -> google.protobuf.Timestamp
+	31, // 2: zimmer.queue.v1.EnqueuedMessage.sent_at:type_name -> google.protobuf.Timestamp
+	31, // 3: zimmer.queue.v1.EnqueuedMessage.undelivered_at:type_name -> google.protobuf.Timestamp
+	2,  // 4: zimmer.queue.v1.ListEnqueuedMessagesResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	5,  // 5: zimmer.queue.v1.ListEnqueuedMessagesResponse.pagination:type_name -> zimmer.queue.v1.Pagination
+	2,  // 6: zimmer.queue.v1.GetEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	2,  // 7: zimmer.queue.v1.EnqueueMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	2,  // 8: zimmer.queue.v1.UpdateEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	2,  // 9: zimmer.queue.v1.SendEnqueuedMessageNowResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	2,  // 10: zimmer.queue.v1.InterruptWithEnqueuedMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	0,  // 11: zimmer.queue.v1.QueueNoticeRequest.kind:type_name -> zimmer.queue.v1.NoticeKind
+	1,  // 12: zimmer.queue.v1.QueueNoticeResponse.outcome:type_name -> zimmer.queue.v1.FollowUpOutcome
+	2,  // 13: zimmer.queue.v1.QueueNoticeResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	1,  // 14: zimmer.queue.v1.FollowUpResponse.outcome:type_name -> zimmer.queue.v1.FollowUpOutcome
+	2,  // 15: zimmer.queue.v1.FollowUpResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	32, // 16: zimmer.queue.v1.FollowUpResponse.uncle_edge:type_name -> zimmer.lineage.v1.UncleEdgeOutcome
+	2,  // 17: zimmer.queue.v1.DeliverNextMessageResponse.enqueued_message:type_name -> zimmer.queue.v1.EnqueuedMessage
+	30, // 18: zimmer.queue.v1.CountPendingMessagesResponse.pending:type_name -> zimmer.queue.v1.CountPendingMessagesResponse.PendingEntry
+	3,  // 19: zimmer.queue.v1.QueueService.ListEnqueuedMessages:input_type -> zimmer.queue.v1.ListEnqueuedMessagesRequest
+	6,  // 20: zimmer.queue.v1.QueueService.GetEnqueuedMessage:input_type -> zimmer.queue.v1.GetEnqueuedMessageRequest
+	8,  // 21: zimmer.queue.v1.QueueService.EnqueueMessage:input_type -> zimmer.queue.v1.EnqueueMessageRequest
+	10, // 22: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:input_type -> zimmer.queue.v1.UpdateEnqueuedMessageRequest
+	12, // 23: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:input_type -> zimmer.queue.v1.DeleteEnqueuedMessageRequest
+	14, // 24: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:input_type -> zimmer.queue.v1.SendEnqueuedMessageNowRequest
+	16, // 25: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:input_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageRequest
+	18, // 26: zimmer.queue.v1.QueueService.FollowUp:input_type -> zimmer.queue.v1.FollowUpRequest
+	19, // 27: zimmer.queue.v1.QueueService.QueueNotice:input_type -> zimmer.queue.v1.QueueNoticeRequest
+	22, // 28: zimmer.queue.v1.QueueService.DeliverNextMessage:input_type -> zimmer.queue.v1.DeliverNextMessageRequest
+	24, // 29: zimmer.queue.v1.QueueService.SealQueue:input_type -> zimmer.queue.v1.SealQueueRequest
+	26, // 30: zimmer.queue.v1.QueueService.UnsealQueue:input_type -> zimmer.queue.v1.UnsealQueueRequest
+	28, // 31: zimmer.queue.v1.QueueService.CountPendingMessages:input_type -> zimmer.queue.v1.CountPendingMessagesRequest
+	4,  // 32: zimmer.queue.v1.QueueService.ListEnqueuedMessages:output_type -> zimmer.queue.v1.ListEnqueuedMessagesResponse
+	7,  // 33: zimmer.queue.v1.QueueService.GetEnqueuedMessage:output_type -> zimmer.queue.v1.GetEnqueuedMessageResponse
+	9,  // 34: zimmer.queue.v1.QueueService.EnqueueMessage:output_type -> zimmer.queue.v1.EnqueueMessageResponse
+	11, // 35: zimmer.queue.v1.QueueService.UpdateEnqueuedMessage:output_type -> zimmer.queue.v1.UpdateEnqueuedMessageResponse
+	13, // 36: zimmer.queue.v1.QueueService.DeleteEnqueuedMessage:output_type -> zimmer.queue.v1.DeleteEnqueuedMessageResponse
+	15, // 37: zimmer.queue.v1.QueueService.SendEnqueuedMessageNow:output_type -> zimmer.queue.v1.SendEnqueuedMessageNowResponse
+	17, // 38: zimmer.queue.v1.QueueService.InterruptWithEnqueuedMessage:output_type -> zimmer.queue.v1.InterruptWithEnqueuedMessageResponse
+	21, // 39: zimmer.queue.v1.QueueService.FollowUp:output_type -> zimmer.queue.v1.FollowUpResponse
+	20, // 40: zimmer.queue.v1.QueueService.QueueNotice:output_type -> zimmer.queue.v1.QueueNoticeResponse
+	23, // 41: zimmer.queue.v1.QueueService.DeliverNextMessage:output_type -> zimmer.queue.v1.DeliverNextMessageResponse
+	25, // 42: zimmer.queue.v1.QueueService.SealQueue:output_type -> zimmer.queue.v1.SealQueueResponse
+	27, // 43: zimmer.queue.v1.QueueService.UnsealQueue:output_type -> zimmer.queue.v1.UnsealQueueResponse
+	29, // 44: zimmer.queue.v1.QueueService.CountPendingMessages:output_type -> zimmer.queue.v1.CountPendingMessagesResponse
+	32, // [32:45] is the sub-list for method output_type
+	19, // [19:32] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_queue_v1_queue_service_proto_init() }
@@ -1999,8 +2204,8 @@ func file_zimmer_queue_v1_queue_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_queue_v1_queue_service_proto_rawDesc), len(file_zimmer_queue_v1_queue_service_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   27,
+			NumEnums:      2,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

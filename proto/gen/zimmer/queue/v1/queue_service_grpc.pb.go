@@ -27,6 +27,7 @@ const (
 	QueueService_SendEnqueuedMessageNow_FullMethodName       = "/zimmer.queue.v1.QueueService/SendEnqueuedMessageNow"
 	QueueService_InterruptWithEnqueuedMessage_FullMethodName = "/zimmer.queue.v1.QueueService/InterruptWithEnqueuedMessage"
 	QueueService_FollowUp_FullMethodName                     = "/zimmer.queue.v1.QueueService/FollowUp"
+	QueueService_QueueNotice_FullMethodName                  = "/zimmer.queue.v1.QueueService/QueueNotice"
 	QueueService_DeliverNextMessage_FullMethodName           = "/zimmer.queue.v1.QueueService/DeliverNextMessage"
 	QueueService_SealQueue_FullMethodName                    = "/zimmer.queue.v1.QueueService/SealQueue"
 	QueueService_UnsealQueue_FullMethodName                  = "/zimmer.queue.v1.QueueService/UnsealQueue"
@@ -78,6 +79,13 @@ type QueueServiceClient interface {
 	// and delivers (200). Refused on an archived session, and on a failed one
 	// (restart it first).
 	FollowUp(ctx context.Context, in *FollowUpRequest, opts ...grpc.CallOption) (*FollowUpResponse, error)
+	// QueueNotice sends a session a message Zimmer writes on its own behalf
+	// (a GitHub pull request's merge or conflict, a review comment or a
+	// failed check as artifact text), by the follow-up's paths: a turn now
+	// for a session at rest, queued behind a running one's turn. Its origin
+	// comes from its kind, never from a caller. idempotency_key is required:
+	// a retried or replayed notice is delivered or queued once. Internal.
+	QueueNotice(ctx context.Context, in *QueueNoticeRequest, opts ...grpc.CallOption) (*QueueNoticeResponse, error)
 	// DeliverNextMessage hands the session's next pending message over as the
 	// turn that follows from_job_id, while the session is still running (the
 	// runner's turn-end drain, before its pause). Idempotent per from_job_id:
@@ -185,6 +193,16 @@ func (c *queueServiceClient) FollowUp(ctx context.Context, in *FollowUpRequest, 
 	return out, nil
 }
 
+func (c *queueServiceClient) QueueNotice(ctx context.Context, in *QueueNoticeRequest, opts ...grpc.CallOption) (*QueueNoticeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QueueNoticeResponse)
+	err := c.cc.Invoke(ctx, QueueService_QueueNotice_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *queueServiceClient) DeliverNextMessage(ctx context.Context, in *DeliverNextMessageRequest, opts ...grpc.CallOption) (*DeliverNextMessageResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeliverNextMessageResponse)
@@ -270,6 +288,13 @@ type QueueServiceServer interface {
 	// and delivers (200). Refused on an archived session, and on a failed one
 	// (restart it first).
 	FollowUp(context.Context, *FollowUpRequest) (*FollowUpResponse, error)
+	// QueueNotice sends a session a message Zimmer writes on its own behalf
+	// (a GitHub pull request's merge or conflict, a review comment or a
+	// failed check as artifact text), by the follow-up's paths: a turn now
+	// for a session at rest, queued behind a running one's turn. Its origin
+	// comes from its kind, never from a caller. idempotency_key is required:
+	// a retried or replayed notice is delivered or queued once. Internal.
+	QueueNotice(context.Context, *QueueNoticeRequest) (*QueueNoticeResponse, error)
 	// DeliverNextMessage hands the session's next pending message over as the
 	// turn that follows from_job_id, while the session is still running (the
 	// runner's turn-end drain, before its pause). Idempotent per from_job_id:
@@ -320,6 +345,9 @@ func (UnimplementedQueueServiceServer) InterruptWithEnqueuedMessage(context.Cont
 }
 func (UnimplementedQueueServiceServer) FollowUp(context.Context, *FollowUpRequest) (*FollowUpResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FollowUp not implemented")
+}
+func (UnimplementedQueueServiceServer) QueueNotice(context.Context, *QueueNoticeRequest) (*QueueNoticeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method QueueNotice not implemented")
 }
 func (UnimplementedQueueServiceServer) DeliverNextMessage(context.Context, *DeliverNextMessageRequest) (*DeliverNextMessageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeliverNextMessage not implemented")
@@ -498,6 +526,24 @@ func _QueueService_FollowUp_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _QueueService_QueueNotice_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueueNoticeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).QueueNotice(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_QueueNotice_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).QueueNotice(ctx, req.(*QueueNoticeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _QueueService_DeliverNextMessage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeliverNextMessageRequest)
 	if err := dec(in); err != nil {
@@ -608,6 +654,10 @@ var QueueService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "FollowUp",
 			Handler:    _QueueService_FollowUp_Handler,
+		},
+		{
+			MethodName: "QueueNotice",
+			Handler:    _QueueService_QueueNotice_Handler,
 		},
 		{
 			MethodName: "DeliverNextMessage",

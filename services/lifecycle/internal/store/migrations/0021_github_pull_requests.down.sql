@@ -1,0 +1,2 @@
+DROP TABLE github_deliveries;
+DROP TABLE pull_requests;
