@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
@@ -32,10 +34,16 @@ func (c restClient) createPushed(t *testing.T, repo, prompt string) int64 {
 // of its session's notifications, failures included, and never another
 // session's, and clears the stale MCP-failure markers and nothing else; an
 // archived session whose clone was clean holds no trash deadline once the
-// clone is deleted.
+// clone is deleted, nor one whose preserved work the reaper deleted at the
+// deadline; a pause whose only queued message is being delivered schedules
+// no drain.
 func TestRulesOfRestAndResume(t *testing.T) {
 	t.Parallel()
-	s := newStackWith(t, stackOptions{turns: true, env: map[string][]string{"runner": {"RUNNER_CLONE_UNDO_WINDOW=1s"}}})
+	s := newStackWith(t, stackOptions{turns: true, env: map[string][]string{
+		"runner": {"RUNNER_CLONE_UNDO_WINDOW=1s", "RUNNER_TRASH_REAP_INTERVAL=2s"},
+		// A trash deadline a test can wait out: the reaper's reaping at it.
+		"lifecycle": {"LIFECYCLE_TRASH_RETENTION=10s"},
+	}})
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
 	repo := gitRepo(t)
 	tc, err := client.Dial(client.Options{HostPort: s.temporal, Namespace: s.namespace})
@@ -52,6 +60,14 @@ func TestRulesOfRestAndResume(t *testing.T) {
 		}
 		require.NoError(t, err, workflowID)
 		return true
+	}
+	// latestRun is the workflow id's latest run and whether it still runs.
+	latestRun := func(t *testing.T, workflowID string) (runID string, running bool) {
+		t.Helper()
+		d, err := tc.DescribeWorkflow(t.Context(), workflowID, "")
+		require.NoError(t, err, workflowID)
+		info := d.RawResponse.GetWorkflowExecutionInfo()
+		return info.GetExecution().GetRunId(), info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	}
 
 	t.Run("idle sessions leave no drain or debounce behind (rules 7, 8)", func(t *testing.T) {
@@ -114,6 +130,65 @@ func TestRulesOfRestAndResume(t *testing.T) {
 		require.Contains(t, turns[2].Text, "the queued message")
 	})
 
+	t.Run("a pause whose only queued message is being delivered schedules no drain (rule 7)", func(t *testing.T) {
+		t.Parallel()
+		// Two running sessions, each with a message queued for it; the
+		// in-flight one's is being delivered when the pause lands, the
+		// control's is pending.
+		inFlight := api.createRunning(t, repo, "@demo sleep 120s")
+		control := api.createRunning(t, repo, "@demo sleep 120s")
+		runs := map[int64]string{}
+		var message int64
+		for _, id := range []int64{inFlight, control} {
+			api.waitStatus(t, id, "running")
+			code, body := api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/enqueued_messages", id), `{"content":"@demo say queued"}`)
+			require.Equal(t, http.StatusOK, code, body)
+			if id == inFlight {
+				var got struct {
+					EnqueuedMessage queuedMessage `json:"enqueued_message"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(body), &got), body)
+				message = got.EnqueuedMessage.ID
+			}
+			// The enqueue pokes the drain itself; it finds the session
+			// running and ends. A later poke is a new run.
+			require.Eventually(t, func() bool {
+				if !started(t, workflowid.Drain(id)) {
+					return false
+				}
+				run, running := latestRun(t, workflowid.Drain(id))
+				runs[id] = run
+				return !running
+			}, 60*time.Second, 200*time.Millisecond, "session %d: the enqueue's drain never ended", id)
+		}
+		// A deliverer holds its claim for the milliseconds between claiming
+		// the message and settling it (QU-5); the claim is held here, as a
+		// deliverer holds it, so that the pause lands inside it.
+		n, err := s.exec(t, "queue", fmt.Sprintf(`UPDATE enqueued_messages SET status = 'processing', claimed_at = now(),
+			lease_id = gen_random_uuid(), lease_expires_at = now() + interval '10 minutes' WHERE id = %d AND status = 'pending'`, message))
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+
+		for _, id := range []int64{inFlight, control} {
+			// A halt that outlasts the call on a loaded machine is answered
+			// 503 "retry shortly": the pause is retried as it says.
+			require.Eventually(t, func() bool {
+				code, body := api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/pause", id), "{}")
+				require.Contains(t, []int{http.StatusOK, http.StatusServiceUnavailable, http.StatusUnprocessableEntity}, code, body)
+				return api.session(t, id).Status == "needs_input"
+			}, 60*time.Second, time.Second, "session %d never paused", id)
+		}
+		// The control's pause pokes a new drain: the pauses' effects are in.
+		require.Eventually(t, func() bool {
+			run, _ := latestRun(t, workflowid.Drain(control))
+			return run != runs[control]
+		}, 30*time.Second, 200*time.Millisecond, "the control's pause, with a pending message, never poked its drain")
+		time.Sleep(2 * time.Second)
+		run, _ := latestRun(t, workflowid.Drain(inFlight))
+		require.Equal(t, runs[inFlight], run, "a pause whose only message is being delivered started a drain")
+		require.Equal(t, "needs_input", api.session(t, inFlight).Status)
+	})
+
 	t.Run("a resume stales its session's notifications and clears the MCP-failure markers (rules 9, 11)", func(t *testing.T) {
 		t.Parallel()
 		body, err := json.Marshal(map[string]any{"prompt": "@demo exit 3", "git_root": repo, "branch": "main", "custom_metadata": map[string]any{
@@ -163,6 +238,25 @@ func TestRulesOfRestAndResume(t *testing.T) {
 			got := getSession(t, api, id)
 			return got["status"] == "archived" && (got["trash_after"] == nil || got["trash_after"] == "")
 		}, 30*time.Second, 200*time.Millisecond, "the clean clone was deleted, yet the session still holds a trash deadline: %v",
+			getSession(t, api, id)["trash_after"])
+	})
+
+	t.Run("the trash reaper's deletion at the deadline clears the deadline (rule 17)", func(t *testing.T) {
+		t.Parallel()
+		id := api.createRunning(t, repo, "@demo say work to keep")
+		api.waitStatus(t, id, "needs_input")
+		api.waitCloneState(t, id, "ready")
+		gitOut(t, filepath.Join(s.workspaces, fmt.Sprint(id)), "commit", "-q", "--allow-empty", "-m", "unpushed")
+		code, body := api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/archive", id), "{}")
+		require.Equal(t, http.StatusOK, code, body)
+		api.waitCloneState(t, id, "preserved")
+		require.NotEmpty(t, getSession(t, api, id)["trash_after"], "the preserved work holds the deadline")
+
+		api.waitCloneState(t, id, "reaped")
+		require.Eventually(t, func() bool {
+			got := getSession(t, api, id)
+			return got["status"] == "archived" && (got["trash_after"] == nil || got["trash_after"] == "")
+		}, 30*time.Second, 200*time.Millisecond, "the reaper deleted what the trash kept, yet the session still holds a trash deadline: %v",
 			getSession(t, api, id)["trash_after"])
 	})
 }

@@ -109,16 +109,16 @@ func (h *Handler) pause(ctx context.Context, id string) (string, error) {
 // over the queued messages the guard refused it for.
 func (h *Handler) archive(force bool) func(ctx context.Context, id string) (string, error) {
 	return func(ctx context.Context, id string) (string, error) {
-		resp, err := h.clients.Lifecycle.ArchiveSession(ctx, &lifecyclev1.ArchiveSessionRequest{SessionId: id, Force: force})
-		if err != nil {
+		if _, err := h.clients.Lifecycle.ArchiveSession(ctx, &lifecyclev1.ArchiveSessionRequest{SessionId: id, Force: force}); err != nil {
 			return "", err
 		}
-		if m := resp.GetMessage(); m != "" {
-			return m, nil
-		}
-		return fmt.Sprintf("Session #%d moved to trash.", resp.GetSession().GetId()), nil
+		return TrashedToast, nil
 	}
 }
+
+// TrashedToast is the toast a trashed session leaves, the spec's words
+// (session-lifecycle.md, "How the dashboard answers"); its Undo is beside it.
+const TrashedToast = "Session moved to trash."
 
 func (h *Handler) restore(ctx context.Context, id string) (string, error) {
 	resp, err := h.clients.Lifecycle.UnarchiveSession(ctx, &lifecyclev1.UnarchiveSessionRequest{SessionId: id})

@@ -101,7 +101,7 @@ func (h *Handler) trash(w http.ResponseWriter, r *http.Request, cookie string, i
 		return
 	}
 	id := resp.GetSession().GetId()
-	h.answerCard(w, r, cookie, in, "trashed", toastData{Text: fmt.Sprintf("Session #%d moved to trash.", id), Undo: id})
+	h.answerCard(w, r, cookie, in, "trashed", toastData{Text: TrashedToast, Undo: id})
 }
 
 // undoTrash restores a session the toast's Undo names, back in its place

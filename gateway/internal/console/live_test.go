@@ -485,7 +485,7 @@ func TestTrashFromACardOffersUndoForTenSeconds(t *testing.T) {
 	a := b.htmxPost(t, c, "/console/sessions/7/trash", url.Values{"csrf": {token}})
 	require.Equal(t, http.StatusOK, a.code, a.body)
 	require.Contains(t, a.body, `<li id="session-7" hx-swap-oob="delete"></li>`, "the card goes")
-	require.Contains(t, a.body, "Session #7 moved to trash.")
+	require.Contains(t, a.body, console.TrashedToast)
 	require.Contains(t, a.body, `hx-post="/console/sessions/7/undo-trash"`)
 	require.Contains(t, a.body, `class="toast shown"`, "the toast that hides after ten seconds (dashboard css)")
 
@@ -506,7 +506,7 @@ func TestTrashFromACardOffersUndoForTenSeconds(t *testing.T) {
 	a = b.post(t, c, "/console/sessions/7/trash", url.Values{"csrf": {token}})
 	require.Equal(t, http.StatusSeeOther, a.code, a.body)
 	require.Equal(t, "/console/", a.header.Get("Location"))
-	require.Contains(t, b.get(t, c, "/console/").body, "Session #7 moved to trash.")
+	require.Contains(t, b.get(t, c, "/console/").body, console.TrashedToast)
 
 	// A card's action is a form like any other: no token, no trash.
 	a = b.htmxPost(t, c, "/console/sessions/7/trash", url.Values{})

@@ -533,7 +533,7 @@ func TestArchivingFromThePageStaysOnItAndOffersRestore(t *testing.T) {
 
 	a = b.get(t, c, a.header.Get("Location"))
 	require.Equal(t, http.StatusOK, a.code, a.body)
-	require.Contains(t, a.body, "Session moved to trash.")
+	require.Contains(t, a.body, console.TrashedToast)
 	require.Contains(t, a.body, `<button type="submit">Undo</button>`)
 	require.Contains(t, a.body, `<button type="submit">Restore</button>`, "the Archive button became Restore")
 	require.NotContains(t, a.body, `action="/console/sessions/7/archive"`)

@@ -63,12 +63,12 @@ var sessionActions = []sessionAction{
 	{
 		name: "pause", doc: "stop a running turn (→ needs_input).",
 		request: &lifecyclev1.PauseSessionRequest{}, args: []string{"session_id"},
-		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.PauseSession),
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.PauseSession, always(OutcomeSessionPaused)),
 	},
 	{
 		name: "sleep", doc: "a needs_input session goes to waiting; a running one sleeps when its turn ends.",
 		request: &lifecyclev1.SleepSessionRequest{}, args: []string{"session_id"},
-		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.SleepSession),
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.SleepSession, sleepOutcome),
 	},
 	{
 		name: "pause_until", doc: fmt.Sprintf("the operator's Pause Until: the session sleeps in %s now (a running turn is stopped first) with one "+
@@ -83,7 +83,7 @@ var sessionActions = []sessionAction{
 				return mcpgo.NewToolResultError(noTriggers)
 			}
 			r, err := t.triggers.PauseUntil(ctx, in.(*lifecyclev1.PauseUntilRequest))
-			return t.sessionAnswer(ctx, r, r.GetMessage(), err)
+			return t.sessionAnswer(ctx, r, OutcomeSessionPausedUntil, r.GetMessage(), err)
 		},
 	},
 	{
@@ -92,7 +92,7 @@ var sessionActions = []sessionAction{
 			"pass force to discard them.",
 		request: &lifecyclev1.ArchiveSessionRequest{}, args: []string{"session_id", "force"},
 		undeclaredActingGoesAhead: true,
-		run:                       lifecycleRPC(lifecyclev1.LifecycleServiceClient.ArchiveSession),
+		run:                       lifecycleRPC(lifecyclev1.LifecycleServiceClient.ArchiveSession, always(OutcomeSessionArchived)),
 	},
 	{
 		name: "bulk_archive", doc: "archive session_ids, each on its own: a session with queued messages not delivered is refused (listed in " +
@@ -107,12 +107,12 @@ var sessionActions = []sessionAction{
 			"with the failure and process state it was archived with cleared (failure_reason included); the answer says whether its clone " +
 			"comes back (clone_restored) and whether it is recreated from what the archive preserved (clone_recreated).",
 		request: &lifecyclev1.UnarchiveSessionRequest{}, args: []string{"session_id"},
-		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.UnarchiveSession),
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.UnarchiveSession, always(OutcomeSessionUnarchived)),
 	},
 	{
 		name: "restart", doc: "re-run a failed or idle session (a deliberate resume).",
 		request: &lifecyclev1.RestartSessionRequest{}, args: []string{"session_id"},
-		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.RestartSession),
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.RestartSession, always(OutcomeSessionRestarted)),
 	},
 	{
 		name: "refresh", doc: "nudge a session that may be stuck, by its state: a stalled one (" + rules.StatusWaiting + ", started " +
@@ -120,24 +120,24 @@ var sessionActions = []sessionAction{
 			rules.StatusNeedsInput + " one, one that never started, one asleep on a wake still ahead of it or on a watcher, a " +
 			rules.StatusRunning + " one and an " + rules.StatusArchived + " one get a plain re-read (no turn), and the answer says why.",
 		request: &lifecyclev1.RefreshSessionRequest{}, args: []string{"session_id"},
-		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.RefreshSession),
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.RefreshSession, always(OutcomeSessionRefreshed)),
 	},
 	{
 		name: "fail", doc: "mark a session that will not recover as failed, with failure_reason.",
 		request: &lifecyclev1.FailSessionRequest{}, args: []string{"session_id", "failure_reason"},
-		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.FailSession),
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.FailSession, always(OutcomeSessionFailed)),
 	},
 	{
 		name: "update_title", doc: "set the session's title.",
 		request: &lifecyclev1.UpdateSessionRequest{}, args: []string{"session_id", "title"},
 		needs: "title", needsHint: `("" clears it)`,
-		run: updateSession(fieldUpdated("title")),
+		run: updateSession(OutcomeTitleUpdated, fieldUpdated("title")),
 	},
 	{
 		name: "update_notes", doc: "replace the session's notes, its free-form memory (shown to its agent as <session-notes>).",
 		request: &lifecyclev1.UpdateSessionRequest{}, args: []string{"session_id", "notes"},
 		needs: "notes", needsHint: `("" clears it)`,
-		run: updateSession(fieldUpdated("notes")),
+		run: updateSession(OutcomeNotesUpdated, fieldUpdated("notes")),
 	},
 	{
 		name: "set_heartbeat", doc: "turn the heartbeat nudge on or off (enabled) and set its interval_seconds; give either or both.",
@@ -151,7 +151,7 @@ var sessionActions = []sessionAction{
 		},
 		run: func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
 			r, err := t.lifecycle.SetSessionHeartbeat(ctx, in.(*lifecyclev1.SetSessionHeartbeatRequest))
-			return t.sessionAnswer(ctx, r, heartbeatMessage(r.GetSession()), err)
+			return t.sessionAnswer(ctx, r, OutcomeHeartbeatSet, heartbeatMessage(r.GetSession()), err)
 		},
 	},
 	{
@@ -159,14 +159,14 @@ var sessionActions = []sessionAction{
 			"for its next message; a failure is pushed either way.",
 		request: &lifecyclev1.UpdateSessionRequest{}, args: []string{"session_id", "push_notifications"},
 		needs: "push_notifications", needsHint: "(true or false)",
-		run: updateSession(pushMessage),
+		run: updateSession(OutcomePushSet, pushMessage),
 	},
 	{
 		name: "star", doc: "star the session: it shows in the operator's Starred group, and \"refresh starred\" acts on it even in a frozen category.",
 		request: &lifecyclev1.StarSessionRequest{}, args: []string{"session_id"},
 		run: func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
 			r, err := t.lifecycle.StarSession(ctx, in.(*lifecyclev1.StarSessionRequest))
-			return t.sessionAnswer(ctx, r, fmt.Sprintf("Session %d: starred.", r.GetSession().GetId()), err)
+			return t.sessionAnswer(ctx, r, OutcomeSessionStarred, fmt.Sprintf("Session %d: starred.", r.GetSession().GetId()), err)
 		},
 	},
 	{
@@ -174,7 +174,7 @@ var sessionActions = []sessionAction{
 		request: &lifecyclev1.UnstarSessionRequest{}, args: []string{"session_id"},
 		run: func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
 			r, err := t.lifecycle.UnstarSession(ctx, in.(*lifecyclev1.UnstarSessionRequest))
-			return t.sessionAnswer(ctx, r, fmt.Sprintf("Session %d: not starred.", r.GetSession().GetId()), err)
+			return t.sessionAnswer(ctx, r, OutcomeSessionUnstarred, fmt.Sprintf("Session %d: not starred.", r.GetSession().GetId()), err)
 		},
 	},
 	{
@@ -182,7 +182,7 @@ var sessionActions = []sessionAction{
 			"a category set this way is never replaced by an inferred one.",
 		request: &lifecyclev1.UpdateSessionRequest{}, args: []string{"session_id", "category_id"},
 		needs: "category_id", needsHint: "(a category's id, or 0 for uncategorized)",
-		run: updateSession(categoryMessage),
+		run: updateSession(OutcomeCategorySet, categoryMessage),
 	},
 	{
 		name: "transition", doc: "fire one event of the state machine as the machine states it, with event and the options it reads: the low-level driver " +
@@ -196,7 +196,7 @@ var sessionActions = []sessionAction{
 			}
 			return ""
 		},
-		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.TransitionSession),
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.TransitionSession, always(OutcomeTransitionApplied)),
 	},
 }
 
@@ -390,16 +390,31 @@ func (t *tools) actionSession(ctx context.Context, req mcpgo.CallToolRequest) (*
 }
 
 // lifecycleRPC is the run of an action that is one lifecycle call whose
-// response carries the session it left and says what happened.
+// response carries the session it left and says what happened; outcome
+// heads the answer, read from the session it left.
 func lifecycleRPC[Req proto.Message, Resp interface {
 	proto.Message
 	GetSession() *lifecyclev1.Session
 	GetMessage() string
-}](rpc func(lifecyclev1.LifecycleServiceClient, context.Context, Req, ...grpc.CallOption) (Resp, error)) actionRun {
+}](rpc func(lifecyclev1.LifecycleServiceClient, context.Context, Req, ...grpc.CallOption) (Resp, error), outcome func(*lifecyclev1.Session) string) actionRun {
 	return func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
 		r, err := rpc(t.lifecycle, ctx, in.(Req))
-		return t.sessionAnswer(ctx, r, r.GetMessage(), err)
+		return t.sessionAnswer(ctx, r, outcome(r.GetSession()), r.GetMessage(), err)
 	}
+}
+
+// always is the outcome of an action that comes to one thing.
+func always(outcome string) func(*lifecyclev1.Session) string {
+	return func(*lifecyclev1.Session) string { return outcome }
+}
+
+// sleepOutcome: a needs_input session is asleep now; a running one sleeps
+// when its turn ends.
+func sleepOutcome(s *lifecyclev1.Session) string {
+	if s.GetStatus() == rules.StatusWaiting {
+		return OutcomeSessionAsleep
+	}
+	return OutcomeSleepDeferred
 }
 
 // fieldUpdated says that UpdateSession set field of the session.
@@ -407,26 +422,27 @@ func fieldUpdated(field string) func(*lifecyclev1.Session) string {
 	return func(s *lifecyclev1.Session) string { return fmt.Sprintf("Session %d: %s updated.", s.GetId(), field) }
 }
 
-// updateSession is the run of an action that is an UpdateSession, saying
-// what it did with message.
-func updateSession(message func(*lifecyclev1.Session) string) actionRun {
+// updateSession is the run of an action that is an UpdateSession, headed
+// outcome and saying what it did with message.
+func updateSession(outcome string, message func(*lifecyclev1.Session) string) actionRun {
 	return func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
 		r, err := t.lifecycle.UpdateSession(ctx, in.(*lifecyclev1.UpdateSessionRequest))
-		return t.sessionAnswer(ctx, r, message(r.GetSession()), err)
+		return t.sessionAnswer(ctx, r, outcome, message(r.GetSession()), err)
 	}
 }
 
 // sessionAnswer answers a call whose response r carries the session it
-// left, with message saying what happened; or err's tool error.
+// left, headed outcome, with message saying what happened; or err's tool
+// error.
 func (t *tools) sessionAnswer(ctx context.Context, r interface {
 	proto.Message
 	GetSession() *lifecyclev1.Session
-}, message string, err error,
+}, outcome, message string, err error,
 ) *mcpgo.CallToolResult {
 	if err != nil {
 		return t.failure(ctx, ToolActionSession, err)
 	}
-	return t.sessionResult(ctx, message, r.GetSession(), r)
+	return t.sessionResult(ctx, outcome, message, r.GetSession(), r)
 }
 
 // decode decodes the named arguments into in, returning the tool error for
@@ -478,12 +494,16 @@ func (t *tools) bulkArchive(ctx context.Context, in *lifecyclev1.BulkArchiveSess
 	if err != nil {
 		return t.failure(ctx, ToolActionSession, err)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Archived %d of %d sessions.", resp.GetArchivedCount(), len(in.GetSessionIds()))
-	for _, e := range resp.GetErrors() {
-		fmt.Fprintf(&b, "\n- %s: %s", e.GetSessionId(), e.GetError())
+	a := outcome(OutcomeBulkArchive).field("archived_count", resp.GetArchivedCount()).field("asked", len(in.GetSessionIds()))
+	if len(resp.GetErrors()) > 0 {
+		var b strings.Builder
+		b.WriteString("Refused, each saying why:")
+		for _, e := range resp.GetErrors() {
+			fmt.Fprintf(&b, "\n- %s: %s", e.GetSessionId(), e.GetError())
+		}
+		a = a.say(b.String())
 	}
-	return mcpgo.NewToolResultText(b.String())
+	return t.jsonResult(ctx, a, resp)
 }
 
 // followUp sends the follow-up to the queue and says what became of it:
@@ -496,19 +516,14 @@ func (t *tools) followUp(ctx context.Context, in *queuev1.FollowUpRequest) *mcpg
 	if err != nil {
 		return t.failureFrom(ctx, ToolActionSession, "queue", err)
 	}
-	var lead string
+	var a answer
 	switch resp.GetOutcome() {
 	case queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED:
-		m := resp.GetEnqueuedMessage()
-		lead = fmt.Sprintf("Queued for session %s as message %d (position %d): the session is running, so it is sent as its next turn "+
-			"when the current one ends.", in.GetSessionId(), m.GetId(), m.GetPosition())
+		a = messageAnswer(OutcomeMessageQueued, resp.GetEnqueuedMessage())
 	default:
-		lead = fmt.Sprintf("Delivered to session %s: the prompt is its turn now (job %s).", in.GetSessionId(), resp.GetJobId())
+		a = outcome(OutcomeFollowUpDelivered).field("session_id", in.GetSessionId()).field("job_id", resp.GetJobId())
 	}
-	if msg := resp.GetMessage(); msg != "" {
-		lead += "\n" + msg
-	}
-	return t.jsonResult(ctx, lead, resp)
+	return t.jsonResult(ctx, a.say(resp.GetMessage()), resp)
 }
 
 // undeclaredActing drops an acting_session_id that names no session (not

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
+	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
@@ -73,13 +74,14 @@ func TestActionSessionEditsTitleNotesAndHeartbeat(t *testing.T) {
 	updated(&lifecyclev1.Session{Id: 1, Status: "waiting", Title: "Flaky test"})
 	res := call(t, c, "action_session", map[string]any{"action": "update_title", "session_id": "1", "title": "Flaky test"})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Session 1: title updated.\n\n## Session #1 — Flaky test\n"), textOf(res))
+	require.Contains(t, requireShape(t, res, mcp.OutcomeTitleUpdated), "Session 1: title updated.")
+	require.Contains(t, textOf(res), "- **id:** 1\n- **title:** Flaky test\n- **status:** waiting\n")
 	require.True(t, proto.Equal(&lifecyclev1.UpdateSessionRequest{SessionId: "1", Title: proto.String("Flaky test")}, lastCall(t, b.fake).Request))
 
 	updated(&lifecyclev1.Session{Id: 1, Status: "waiting", Title: "Flaky test", Notes: "tried X\nnext: Y"})
 	res = call(t, c, "action_session", map[string]any{"action": "update_notes", "session_id": 1, "notes": "tried X\nnext: Y"})
 	require.False(t, res.IsError, textOf(res))
-	require.Contains(t, textOf(res), "Session 1: notes updated.")
+	require.Contains(t, requireShape(t, res, mcp.OutcomeNotesUpdated), "Session 1: notes updated.")
 	require.Contains(t, textOf(res), "### Notes\n\n> tried X\n> next: Y\n")
 	require.Contains(t, textOf(res), `"notes":"tried X\nnext: Y"`)
 	require.True(t, proto.Equal(&lifecyclev1.UpdateSessionRequest{SessionId: "1", Notes: proto.String("tried X\nnext: Y")}, lastCall(t, b.fake).Request),
@@ -97,7 +99,7 @@ func TestActionSessionEditsTitleNotesAndHeartbeat(t *testing.T) {
 	}}, nil)
 	res = call(t, c, "action_session", map[string]any{"action": "set_heartbeat", "session_id": "1", "enabled": true, "interval_seconds": 120})
 	require.False(t, res.IsError, textOf(res))
-	require.Contains(t, textOf(res), "Session 1: heartbeat on, every 120 s.")
+	require.Contains(t, requireShape(t, res, mcp.OutcomeHeartbeatSet), "Session 1: heartbeat on, every 120 s.")
 	b.fake.Answer("SetSessionHeartbeat", &lifecyclev1.SetSessionHeartbeatResponse{Session: &lifecyclev1.Session{
 		Id: 1, HeartbeatEnabled: false, HeartbeatIntervalSeconds: 120,
 	}}, nil)
@@ -181,7 +183,7 @@ func TestActionSessionTransition(t *testing.T) {
 	}, nil)
 	res := call(t, c, "action_session", map[string]any{"action": "transition", "session_id": "1", "event": "start", "running_job_id": "job-1"})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Session 1: waiting → running.\n\n"), textOf(res))
+	require.Contains(t, requireShape(t, res, mcp.OutcomeTransitionApplied), "Session 1: waiting → running.")
 	require.Contains(t, textOf(res), "- **status:** running\n")
 	require.True(t, proto.Equal(&lifecyclev1.TransitionSessionRequest{SessionId: "1", Event: "start", RunningJobId: "job-1"}, lastCall(t, b.fake).Request))
 

@@ -66,7 +66,7 @@ func (t *tools) manageCategories(ctx context.Context, req mcpgo.CallToolRequest)
 	}
 	var (
 		resp proto.Message
-		lead string
+		lead answer
 		err  error
 	)
 	switch act.name {
@@ -86,7 +86,7 @@ func (t *tools) manageCategories(ctx context.Context, req mcpgo.CallToolRequest)
 		for _, c := range r.GetCategories() {
 			b.WriteString("\n" + categoryLine(c))
 		}
-		resp, lead = r, b.String()
+		resp, lead = r, outcome(OutcomeCategories).say(b.String())
 	case "create":
 		in := &lifecyclev1.CreateCategoryRequest{}
 		if res := a.decode(in, act.args); res != nil {
@@ -94,7 +94,7 @@ func (t *tools) manageCategories(ctx context.Context, req mcpgo.CallToolRequest)
 		}
 		var r *lifecyclev1.CreateCategoryResponse
 		r, err = t.lifecycle.CreateCategory(ctx, in)
-		resp, lead = r, "Created:\n"+categoryLine(r.GetCategory())
+		resp, lead = r, outcome(OutcomeCategoryCreated).say(categoryLine(r.GetCategory()))
 	case "update":
 		in := &lifecyclev1.UpdateCategoryRequest{}
 		if res := a.decode(in, act.args); res != nil {
@@ -102,7 +102,7 @@ func (t *tools) manageCategories(ctx context.Context, req mcpgo.CallToolRequest)
 		}
 		var r *lifecyclev1.UpdateCategoryResponse
 		r, err = t.lifecycle.UpdateCategory(ctx, in)
-		resp, lead = r, "Updated:\n"+categoryLine(r.GetCategory())
+		resp, lead = r, outcome(OutcomeCategoryUpdated).say(categoryLine(r.GetCategory()))
 	case "delete":
 		in := &lifecyclev1.DeleteCategoryRequest{}
 		if res := a.decode(in, act.args); res != nil {
@@ -110,7 +110,7 @@ func (t *tools) manageCategories(ctx context.Context, req mcpgo.CallToolRequest)
 		}
 		var r *lifecyclev1.DeleteCategoryResponse
 		r, err = t.lifecycle.DeleteCategory(ctx, in)
-		resp, lead = r, fmt.Sprintf("Deleted category #%d; its sessions are uncategorized.", in.GetCategoryId())
+		resp, lead = r, outcome(OutcomeCategoryDeleted).id("category_id", in.GetCategoryId()).say("Its sessions are uncategorized.")
 	}
 	if err != nil {
 		return t.failure(ctx, ToolManageCategories, err), nil

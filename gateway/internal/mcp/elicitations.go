@@ -53,9 +53,9 @@ func (t *tools) answerElicitation(ctx context.Context, req mcpgo.CallToolRequest
 	if err != nil {
 		return t.failure(ctx, ToolAnswerElicitation, err), nil
 	}
-	lead := fmt.Sprintf("## Elicitation answered\n\n- **Session:** #%d\n- **Elicitation:** %s\n- **Action taken by the agent:** %s",
-		resp.GetSession().GetId(), in.GetElicitationId(), resp.GetAction())
-	return t.jsonResult(ctx, lead, resp), nil
+	ans := outcome(OutcomeElicitationAnswered).id("session_id", resp.GetSession().GetId()).field("elicitation_id", in.GetElicitationId()).
+		field("action", resp.GetAction())
+	return t.jsonResult(ctx, ans.say(resp.GetMessage()), resp), nil
 }
 
 // elicitationSection is get_session's "### Pending elicitation": the

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,8 +29,10 @@ func TestAnswerElicitationCallsLifecycle(t *testing.T) {
 	res := call(t, c, mcp.ToolAnswerElicitation, map[string]any{"session_id": "1", "elicitation_id": "elicit_demo_1",
 		"action": "accept", "content": map[string]any{"answer": "yes"}})
 	require.False(t, res.IsError, textOf(res))
-	require.Contains(t, textOf(res), "## Elicitation answered")
-	require.Contains(t, textOf(res), "- **Action taken by the agent:** accept")
+	require.Equal(t, "\nSession 1's agent took the answer to elicitation \"elicit_demo_1\": accept.\n",
+		strings.SplitAfter(requireShape(t, res, mcp.OutcomeElicitationAnswered), "accept.\n")[0])
+	require.True(t, strings.HasPrefix(textOf(res), "## Elicitation answered\n\n- **session_id:** 1\n- **elicitation_id:** elicit_demo_1\n- **action:** accept\n"),
+		textOf(res))
 	calls := b.fake.Calls("AnswerElicitation")
 	require.Len(t, calls, 1)
 	got := calls[0].Request.(*lifecyclev1.AnswerElicitationRequest)

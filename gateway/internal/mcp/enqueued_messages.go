@@ -91,7 +91,7 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 	ctx = surface.Outgoing(ctx, surface.MCP)
 	var (
 		resp proto.Message
-		lead string
+		ans  answer
 		err  error
 	)
 	switch action {
@@ -104,7 +104,7 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 		var r *queuev1.ListEnqueuedMessagesResponse
 		r, err = t.queue.ListEnqueuedMessages(ctx, in)
 		if err == nil {
-			resp, lead = r, listLead(in.GetSessionId(), r.GetEnqueuedMessages(), r.GetPagination())
+			resp, ans = r, listAnswer(in.GetSessionId(), r.GetEnqueuedMessages(), r.GetPagination())
 		}
 	case "get":
 		in := &queuev1.GetEnqueuedMessageRequest{}
@@ -113,8 +113,7 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 		}
 		var r *queuev1.GetEnqueuedMessageResponse
 		r, err = t.queue.GetEnqueuedMessage(ctx, in)
-		resp, lead = r, fmt.Sprintf("Session %s's message %d:\n%s", in.GetSessionId(), in.GetMessageId(),
-			strings.TrimRight(messageLine(r.GetEnqueuedMessage()), "\n"))
+		resp, ans = r, messageAnswer(OutcomeQueuedMessage, r.GetEnqueuedMessage()).say(messageLine(r.GetEnqueuedMessage()))
 	case "reorder":
 		if !a.has("position") {
 			return mcpgo.NewToolResultError("reorder needs position: where to move the message (1 is sent first)"), nil
@@ -125,8 +124,7 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 		}
 		var r *queuev1.UpdateEnqueuedMessageResponse
 		r, err = t.queue.UpdateEnqueuedMessage(ctx, in)
-		m := r.GetEnqueuedMessage()
-		resp, lead = r, fmt.Sprintf("Message %d moved to position %d of session %d's queue.", m.GetId(), m.GetPosition(), m.GetSessionId())
+		resp, ans = r, messageAnswer(OutcomeMessageMoved, r.GetEnqueuedMessage())
 	case "create":
 		in := &queuev1.EnqueueMessageRequest{}
 		if res := a.decode(in, names); res != nil {
@@ -134,7 +132,7 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 		}
 		var r *queuev1.EnqueueMessageResponse
 		r, err = t.queue.EnqueueMessage(ctx, in)
-		resp, lead = r, r.GetMessage()
+		resp, ans = r, messageAnswer(OutcomeMessageQueued, r.GetEnqueuedMessage()).say(r.GetMessage())
 	case "update":
 		in := &queuev1.UpdateEnqueuedMessageRequest{}
 		if res := a.decode(in, names); res != nil {
@@ -142,15 +140,15 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 		}
 		var r *queuev1.UpdateEnqueuedMessageResponse
 		r, err = t.queue.UpdateEnqueuedMessage(ctx, in)
-		m := r.GetEnqueuedMessage()
-		resp, lead = r, fmt.Sprintf("Message %d updated; it is at position %d of session %d's queue.", m.GetId(), m.GetPosition(), m.GetSessionId())
+		resp, ans = r, messageAnswer(OutcomeMessageUpdated, r.GetEnqueuedMessage())
 	case "delete":
 		in := &queuev1.DeleteEnqueuedMessageRequest{}
 		if res := a.decode(in, names); res != nil {
 			return res, nil
 		}
 		resp, err = t.queue.DeleteEnqueuedMessage(ctx, in)
-		lead = fmt.Sprintf("Message %d deleted from session %s's queue; the messages behind it moved up.", in.GetMessageId(), in.GetSessionId())
+		ans = outcome(OutcomeMessageDeleted).field("session_id", in.GetSessionId()).id("id", in.GetMessageId()).
+			say("The messages behind it moved up.")
 	case "send_now":
 		in := &queuev1.SendEnqueuedMessageNowRequest{}
 		if res := a.decode(in, names); res != nil {
@@ -171,16 +169,16 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 				return t.failureFrom(ctx, ToolManageEnqueuedMessages, "queue", err), nil
 			}
 			in.MessageId = c.GetEnqueuedMessage().GetId()
-			staged = fmt.Sprintf("Message %d queued for session %s, then sent now.\n", in.GetMessageId(), in.GetSessionId())
+			staged = fmt.Sprintf("Message %d was queued for session %s, then sent now.", in.GetMessageId(), in.GetSessionId())
 		}
 		var r *queuev1.SendEnqueuedMessageNowResponse
 		r, err = t.queue.SendEnqueuedMessageNow(ctx, in)
-		lead = fmt.Sprintf("Message %d moved to the front of session %s's queue: the session is running, so it is the next turn when the "+
-			"current one ends (interrupt stops the turn now).", in.GetMessageId(), in.GetSessionId())
+		ans = messageAnswer(OutcomeMessageFirstInLine, r.GetEnqueuedMessage()).say(staged).
+			say("The session is running, so the message is its next turn when the current one ends (interrupt stops the turn now).")
 		if r.GetDelivered() {
-			lead = fmt.Sprintf("Message %d delivered to session %s: it is the session's turn now.", in.GetMessageId(), in.GetSessionId())
+			ans = messageAnswer(OutcomeMessageSent, r.GetEnqueuedMessage()).say(staged).say("It is the session's turn now.")
 		}
-		resp, lead = r, staged+withMessage(lead, r.GetMessage())
+		resp, ans = r, ans.say(r.GetMessage())
 	case "interrupt":
 		in := &queuev1.InterruptWithEnqueuedMessageRequest{}
 		if res := a.decode(in, names); res != nil {
@@ -188,49 +186,50 @@ func (t *tools) manageEnqueuedMessages(ctx context.Context, req mcpgo.CallToolRe
 		}
 		var r *queuev1.InterruptWithEnqueuedMessageResponse
 		r, err = t.queue.InterruptWithEnqueuedMessage(ctx, in)
+		m := r.GetEnqueuedMessage()
 		switch {
 		case r.GetInterrupted():
-			lead = fmt.Sprintf("Session %s's running turn was stopped: message %d is its turn now.", in.GetSessionId(), in.GetMessageId())
-		case r.GetEnqueuedMessage().GetStatus() == "pending":
+			ans = messageAnswer(OutcomeTurnInterrupted, m).say("The running turn was stopped: the message is the session's turn now.")
+		case m.GetStatus() == "pending":
 			// The turn it was to halt had given way to another, which runs
 			// whole; the queue's message says so.
-			lead = fmt.Sprintf("Session %s's running turn was not stopped: message %d is next in line.", in.GetSessionId(), in.GetMessageId())
+			ans = messageAnswer(OutcomeMessageFirstInLine, m).say("The running turn was not stopped: the message is next in line.")
 		default:
-			lead = fmt.Sprintf("Session %s was not running a turn: message %d is its turn now.", in.GetSessionId(), in.GetMessageId())
+			ans = messageAnswer(OutcomeMessageSent, m).say("The session was not running a turn: the message is its turn now.")
 		}
-		resp, lead = r, withMessage(lead, r.GetMessage())
+		resp, ans = r, ans.say(r.GetMessage())
 	}
 	if err != nil {
 		return t.failureFrom(ctx, ToolManageEnqueuedMessages, "queue", err), nil
 	}
-	return t.jsonResult(ctx, lead, resp), nil
+	return t.jsonResult(ctx, ans, resp), nil
 }
 
-// withMessage is lead followed by the service's own words, when it said
-// any.
-func withMessage(lead, message string) string {
-	if message == "" {
-		return lead
+// messageAnswer is an answer headed o about the queued message m: its id,
+// session, place and status, as its JSON names them.
+func messageAnswer(o string, m *queuev1.EnqueuedMessage) answer {
+	a := outcome(o).id("id", m.GetId()).id("session_id", m.GetSessionId())
+	if m.GetPosition() > 0 {
+		a = a.field("position", m.GetPosition())
 	}
-	return lead + "\n" + message
+	return a.field("status", m.GetStatus()).field("origin", m.GetOrigin())
 }
 
-// listLead is the queue in words, one line a message, so a model reads the
-// order and each message's origin without parsing the JSON.
-func listLead(ref string, ms []*queuev1.EnqueuedMessage, p *queuev1.Pagination) string {
+// listAnswer is the queue in words, one line a message, so a model reads
+// the order and each message's origin without parsing the JSON.
+func listAnswer(ref string, ms []*queuev1.EnqueuedMessage, p *queuev1.Pagination) answer {
+	a := outcome(OutcomeQueuedMessages).field("session_id", ref).field("total_count", p.GetTotalCount())
+	if p.GetTotalPages() > 1 || p.GetPage() > 1 {
+		a = a.field("page", fmt.Sprintf("%d of %d", p.GetPage(), p.GetTotalPages()))
+	}
 	if len(ms) == 0 && p.GetTotalCount() == 0 {
-		return fmt.Sprintf("Session %s has no queued messages.", ref)
+		return a.say(fmt.Sprintf("Session %s has no queued messages.", ref))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Session %s's queue", ref)
-	if p.GetTotalPages() > 1 || p.GetPage() > 1 {
-		fmt.Fprintf(&b, " (page %d of %d, %d messages in all)", p.GetPage(), p.GetTotalPages(), p.GetTotalCount())
-	}
-	b.WriteString(":\n")
 	for _, m := range ms {
 		b.WriteString(messageLine(m))
 	}
-	return strings.TrimRight(b.String(), "\n")
+	return a.say(b.String())
 }
 
 // messageLine is one queued message in words: where it is, who wrote it,

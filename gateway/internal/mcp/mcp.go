@@ -69,7 +69,9 @@ const instructions = `Zimmer runs AI coding-agent sessions. A session is address
 	`search_triggers and action_trigger list and cancel those wake-ups; ` +
 	`manage_slack_triggers lists, creates and deletes the Slack triggers that start sessions from Slack messages. ` +
 	`get_notifications and action_notification read and clear the operator's notifications; ` +
-	`send_push_notification tells the operator something now.`
+	`send_push_notification tells the operator something now. ` +
+	`Every answer is markdown in one shape: a "## <outcome>" heading (what the call came to), then "- **field:** value" lines, ` +
+	`each field named as the JSON names it, then what else it says; the JSON is the structured content, and most tools repeat it after the markdown in a fenced block.`
 
 // Handler is the /mcp endpoint. Authentication is the caller's (the server
 // wraps this handler).

@@ -233,7 +233,8 @@ func TestStartThenGetSession(t *testing.T) {
 	})
 	require.False(t, res.IsError, textOf(res))
 	text := textOf(res)
-	require.True(t, strings.HasPrefix(text, "Started session #1 (status waiting).\n\n## Session #1 — Flaky test\n"), text)
+	requireShape(t, res, mcp.OutcomeSessionStarted)
+	require.True(t, strings.HasPrefix(text, "## Session started\n\n- **id:** 1\n- **title:** Flaky test\n- **status:** waiting\n"), text)
 	require.True(t, proto.Equal(&lifecyclev1.CreateSessionRequest{
 		Prompt: "fix the flaky test\nin CI", GitRoot: "/src/zimmer", Title: "Flaky test", Slug: "flaky", Branch: "main",
 		Precedence: 2, SchedulingClass: "spot", CustomMetadata: metadata,

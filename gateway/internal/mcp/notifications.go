@@ -161,11 +161,10 @@ func (t *tools) getNotifications(ctx context.Context, req mcpgo.CallToolRequest)
 		return t.failureFrom(ctx, ToolGetNotifications, "notification", err), nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d unread. ", resp.GetUnreadCount())
 	if len(resp.GetNotifications()) == 0 {
 		b.WriteString("No notifications match.")
 	} else {
-		fmt.Fprintf(&b, "%d listed, newest first:\n", len(resp.GetNotifications()))
+		b.WriteString("Newest first:\n")
 	}
 	for _, n := range resp.GetNotifications() {
 		b.WriteString("\n" + notificationLine(n))
@@ -173,7 +172,19 @@ func (t *tools) getNotifications(ctx context.Context, req mcpgo.CallToolRequest)
 	if tok := resp.GetNextPageToken(); tok != "" {
 		fmt.Fprintf(&b, "\n\nMore: call %s again with page_token %q.", ToolGetNotifications, tok)
 	}
-	return t.jsonResult(ctx, b.String(), resp), nil
+	ans := outcome(OutcomeNotifications).field("unread_count", resp.GetUnreadCount()).field("listed", len(resp.GetNotifications()))
+	return t.jsonResult(ctx, ans.say(b.String()), resp), nil
+}
+
+// notificationAnswer is an answer headed o about the notification n, as
+// its JSON names its fields.
+func notificationAnswer(o string, n *notificationv1.Notification) answer {
+	a := outcome(o).id("id", n.GetId()).field("type", n.GetType()).id("session_id", n.GetSessionId()).field("title", n.GetTitle()).
+		field("read", n.GetRead()).field("dismissed", n.GetDismissed())
+	if n.GetCreatedAt() != nil {
+		a = a.field("created_at", n.GetCreatedAt().AsTime().UTC().Format(time.RFC3339))
+	}
+	return a.say(n.GetBody())
 }
 
 // notificationLine is one notification as a markdown bullet.
@@ -219,7 +230,7 @@ func (t *tools) actionNotification(ctx context.Context, req mcpgo.CallToolReques
 	}
 	var (
 		resp proto.Message
-		lead string
+		ans  answer
 		err  error
 	)
 	switch action {
@@ -233,7 +244,7 @@ func (t *tools) actionNotification(ctx context.Context, req mcpgo.CallToolReques
 		}
 		var r *notificationv1.MarkNotificationReadResponse
 		r, err = t.notifications.MarkNotificationRead(ctx, in)
-		resp, lead = r, "Read:\n"+notificationLine(r.GetNotification())
+		resp, ans = r, notificationAnswer(OutcomeNotificationRead, r.GetNotification())
 	case "dismiss":
 		in := &notificationv1.DismissNotificationRequest{}
 		if res := a.decode(in, names); res != nil {
@@ -244,7 +255,7 @@ func (t *tools) actionNotification(ctx context.Context, req mcpgo.CallToolReques
 		}
 		var r *notificationv1.DismissNotificationResponse
 		r, err = t.notifications.DismissNotification(ctx, in)
-		resp, lead = r, "Dismissed:\n"+notificationLine(r.GetNotification())
+		resp, ans = r, notificationAnswer(OutcomeNotificationGone, r.GetNotification())
 	case "read_all":
 		in := &notificationv1.MarkAllNotificationsReadRequest{}
 		if res := a.decode(in, names); res != nil {
@@ -259,12 +270,13 @@ func (t *tools) actionNotification(ctx context.Context, req mcpgo.CallToolReques
 		if in.GetSessionId() != 0 {
 			scope = fmt.Sprintf("session #%d's", in.GetSessionId())
 		}
-		resp, lead = r, fmt.Sprintf("Marked %d of %s unread notifications read.", r.GetMarked(), scope)
+		resp, ans = r, outcome(OutcomeNotificationsRead).field("marked", r.GetMarked()).
+			say(fmt.Sprintf("Marked %d of %s unread notifications read.", r.GetMarked(), scope))
 	}
 	if err != nil {
 		return t.failureFrom(ctx, ToolActionNotification, "notification", err), nil
 	}
-	return t.jsonResult(ctx, lead, resp), nil
+	return t.jsonResult(ctx, ans, resp), nil
 }
 
 func (t *tools) sendPushNotification(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
@@ -294,12 +306,7 @@ func (t *tools) sendPushNotification(ctx context.Context, req mcpgo.CallToolRequ
 	if err != nil {
 		return t.failureFrom(ctx, ToolSendPushNotification, "notification", err), nil
 	}
-	n := resp.GetNotification()
-	lead := fmt.Sprintf("Sent notification #%d to the operator", n.GetId())
-	if n.GetSessionId() != 0 {
-		lead += fmt.Sprintf(", from session #%d", n.GetSessionId())
-	}
-	return t.jsonResult(ctx, lead+".", resp), nil
+	return t.jsonResult(ctx, notificationAnswer(OutcomePushSent, resp.GetNotification()).say("The operator is told now."), resp), nil
 }
 
 func (t *tools) getAlerts(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
@@ -320,11 +327,11 @@ func (t *tools) getAlerts(ctx context.Context, req mcpgo.CallToolRequest) (*mcpg
 	if len(resp.GetAlerts()) == 0 {
 		b.WriteString("No alerts.")
 	} else {
-		fmt.Fprintf(&b, "%d alerts, newest first:\n", len(resp.GetAlerts()))
+		b.WriteString("Newest first:\n")
 	}
 	for _, al := range resp.GetAlerts() {
 		fmt.Fprintf(&b, "\n- #%d `%s` ×%d — %s (first %s, last %s)", al.GetId(), al.GetDedupKey(), al.GetOccurrences(), oneLine(al.GetSummary()),
 			al.GetFirstSeenAt().AsTime().UTC().Format(time.RFC3339), al.GetLastSeenAt().AsTime().UTC().Format(time.RFC3339))
 	}
-	return t.jsonResult(ctx, b.String(), resp), nil
+	return t.jsonResult(ctx, outcome(OutcomeAlerts).field("count", len(resp.GetAlerts())).say(b.String()), resp), nil
 }

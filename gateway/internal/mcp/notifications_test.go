@@ -92,9 +92,10 @@ func TestGetNotificationsListsTheInboxWithItsFilters(t *testing.T) {
 	res := call(t, c, "get_notifications", map[string]any{})
 	require.False(t, res.IsError, textOf(res))
 	text := textOf(res)
-	require.True(t, strings.HasPrefix(text, "1 unread. 2 listed, newest first:\n\n"+
+	require.True(t, strings.HasPrefix(requireShape(t, res, mcp.OutcomeNotifications), "\nNewest first:\n\n"+
 		"- #2 [failure] session #13 — #13 failed, 2026-01-02T03:04:05Z\n"+
 		"- #1 [needs_input] session #12 — #12 needs input (unread), 2026-01-02T03:04:05Z\n  Fix the flaky test waits\n\n```json\n"), text)
+	require.True(t, strings.HasPrefix(text, "## Notifications\n\n- **unread_count:** 1\n- **listed:** 2\n"), text)
 	require.Contains(t, text, `"unread_count":1`, "the JSON is REST's")
 
 	// The filters reach the service as given; a slug is resolved through
@@ -139,13 +140,16 @@ func TestActionNotificationReadsDismissesAndReadsAll(t *testing.T) {
 
 	res := call(t, c, "action_notification", map[string]any{"action": "read", "notification_id": first.GetId()})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Read:\n- #1 [needs_input] session #12 — #12 needs input, 2026-01-02T03:04:05Z\n\n```json\n"), textOf(res))
+	requireShape(t, res, mcp.OutcomeNotificationRead)
+	require.True(t, strings.HasPrefix(textOf(res), "## Notification read\n\n- **id:** 1\n- **type:** needs_input\n- **session_id:** 12\n"+
+		"- **title:** #12 needs input\n- **read:** true\n- **dismissed:** false\n- **created_at:** 2026-01-02T03:04:05Z\n"), textOf(res))
 	res = call(t, c, "action_notification", map[string]any{"action": "dismiss", "notification_id": 2})
 	require.False(t, res.IsError, textOf(res))
-	require.Contains(t, textOf(res), "Dismissed:\n- #2 [agent_message] session #13 — done (unread, dismissed)")
+	requireShape(t, res, mcp.OutcomeNotificationGone)
+	require.Contains(t, textOf(res), "- **id:** 2\n- **type:** agent_message\n- **session_id:** 13\n- **title:** done\n- **read:** false\n- **dismissed:** true\n")
 	res = call(t, c, "action_notification", map[string]any{"action": "read_all", "session_id": "flaky"})
 	require.False(t, res.IsError, textOf(res))
-	require.Contains(t, textOf(res), "Marked 0 of session #12's unread notifications read.")
+	require.Contains(t, requireShape(t, res, mcp.OutcomeNotificationsRead), "Marked 0 of session #12's unread notifications read.")
 	require.True(t, proto.Equal(&notificationv1.MarkAllNotificationsReadRequest{SessionId: 12}, b.lastNotificationRequest(t, "MarkAllNotificationsRead")))
 	b.notifications.Answer("MarkAllNotificationsRead", &notificationv1.MarkAllNotificationsReadResponse{Marked: 1}, nil)
 	res = call(t, c, "action_notification", map[string]any{"action": "read_all"})
@@ -187,7 +191,8 @@ func TestSendPushNotification(t *testing.T) {
 		}, nil)
 		res := call(t, c, "send_push_notification", map[string]any{"title": "Deploy is done", "body": "all green", "session_id": "flaky"})
 		require.False(t, res.IsError, textOf(res))
-		require.True(t, strings.HasPrefix(textOf(res), "Sent notification #1 to the operator, from session #12.\n\n```json\n"), textOf(res))
+		requireShape(t, res, mcp.OutcomePushSent)
+		require.True(t, strings.HasPrefix(textOf(res), "## Push notification sent\n\n- **id:** 1\n- **type:** agent_message\n- **session_id:** 12\n"), textOf(res))
 		require.True(t, proto.Equal(&notificationv1.SendPushNotificationRequest{Title: "Deploy is done", Body: "all green", SessionId: 12},
 			b.lastNotificationRequest(t, "SendPushNotification")))
 
@@ -212,7 +217,7 @@ func TestSendPushNotification(t *testing.T) {
 		for _, args := range []map[string]any{{"title": "blocked on review"}, {"title": "blocked on review", "session_id": 7}} {
 			res := call(t, c, "send_push_notification", args)
 			require.False(t, res.IsError, textOf(res))
-			require.Contains(t, textOf(res), "from session #7.")
+			require.Contains(t, textOf(res), "- **session_id:** 7\n")
 			got := b.notifications.Calls("SendPushNotification")
 			last := got[len(got)-1]
 			require.True(t, proto.Equal(&notificationv1.SendPushNotificationRequest{Title: "blocked on review", SessionId: 7}, last.Request))
@@ -234,14 +239,14 @@ func TestGetAlertsShowsRepeatCounts(t *testing.T) {
 	c := b.connect(t, "/?tool_groups=sessions")
 	res := call(t, c, "get_alerts", map[string]any{})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "No alerts.\n\n```json\n{\"alerts\":[]}"), textOf(res))
+	require.True(t, strings.HasPrefix(requireShape(t, res, mcp.OutcomeAlerts), "\nNo alerts.\n\n```json\n{\"alerts\":[]}"), textOf(res))
 
 	b.notifications.Answer("ListAlerts", &notificationv1.ListAlertsResponse{Alerts: []*notificationv1.Alert{
 		notificationfake.Alert(4, "cleanup_running_job", "cleanup failed\nfor #12", 3),
 	}}, nil)
 	res = call(t, c, "get_alerts", map[string]any{"page_size": 10})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "1 alerts, newest first:\n\n"+
+	require.True(t, strings.HasPrefix(requireShape(t, res, mcp.OutcomeAlerts), "\nNewest first:\n\n"+
 		"- #4 `cleanup_running_job` ×3 — cleanup failed for #12 (first 2026-01-02T03:04:05Z, last 2026-01-02T03:04:05Z)\n\n```json\n"), textOf(res))
 	require.Contains(t, textOf(res), `"occurrences":3`)
 	require.True(t, proto.Equal(&notificationv1.ListAlertsRequest{PageSize: 10}, b.lastNotificationRequest(t, "ListAlerts")))
@@ -287,7 +292,7 @@ func TestPushNotificationsOptInOverMCP(t *testing.T) {
 	b.fake.Answer("UpdateSession", &lifecyclev1.UpdateSessionResponse{Session: &lifecyclev1.Session{Id: 3, Status: "waiting"}}, nil)
 	res = call(t, c, "action_session", map[string]any{"action": "update_push_notifications", "session_id": 3, "push_notifications": false})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Session 3: push notifications off (a failure is still pushed).\n\n"), textOf(res))
+	require.Contains(t, requireShape(t, res, mcp.OutcomePushSet), "\nSession 3: push notifications off (a failure is still pushed).\n")
 	require.True(t, proto.Equal(&lifecyclev1.UpdateSessionRequest{SessionId: "3", PushNotifications: proto.Bool(false)}, lastCall(t, b.fake).Request))
 	b.fake.Answer("UpdateSession", &lifecyclev1.UpdateSessionResponse{Session: &lifecyclev1.Session{Id: 3, Status: "waiting", PushNotifications: true}}, nil)
 	res = call(t, c, "action_session", map[string]any{"action": "update_push_notifications", "session_id": 3, "push_notifications": true})

@@ -1,12 +1,12 @@
 package mcp_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	"github.com/zimmerhq/zimmer/gateway/internal/queuefake"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 )
@@ -31,12 +31,12 @@ func TestManageEnqueuedMessagesGetReorderPageAndStagedSendNow(t *testing.T) {
 
 	res := call(t, c, "manage_enqueued_messages", map[string]any{"action": "get", "session_id": 7, "message_id": 2})
 	require.False(t, res.IsError, textOf(res))
-	require.Contains(t, textOf(res), "message 2, origin caller: second")
+	require.Contains(t, requireShape(t, res, mcp.OutcomeQueuedMessage), "message 2, origin caller: second")
 	require.True(t, proto.Equal(&queuev1.GetEnqueuedMessageRequest{SessionId: "7", MessageId: 2}, queue.Calls("GetEnqueuedMessage")[0].Request))
 
 	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "reorder", "session_id": 7, "message_id": 2, "position": 1})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Message 2 moved to position 1 of session 7's queue."), textOf(res))
+	requireShape(t, res, mcp.OutcomeMessageMoved)
 	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "reorder", "session_id": 7, "message_id": 2})
 	require.True(t, res.IsError)
 	require.Contains(t, textOf(res), "reorder needs position")
@@ -49,7 +49,7 @@ func TestManageEnqueuedMessagesGetReorderPageAndStagedSendNow(t *testing.T) {
 
 	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "send_now", "session_id": 7, "content": "do this now", "goal": "ship"})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Message 3 queued for session 7, then sent now.\n"), textOf(res))
+	require.Contains(t, requireShape(t, res, mcp.OutcomeMessageSent), "\nMessage 3 was queued for session 7, then sent now.\n")
 	created := queue.Calls("EnqueueMessage")
 	require.True(t, proto.Equal(&queuev1.EnqueueMessageRequest{SessionId: "7", Content: "do this now", Goal: "ship"}, created[len(created)-1].Request))
 	require.True(t, proto.Equal(&queuev1.SendEnqueuedMessageNowRequest{SessionId: "7", MessageId: 3}, queue.Calls("SendEnqueuedMessageNow")[0].Request))

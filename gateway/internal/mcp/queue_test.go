@@ -59,7 +59,8 @@ func TestActionSessionFollowUp(t *testing.T) {
 	queue.Answer("FollowUp", delivered, nil)
 	res := call(t, c, "action_session", map[string]any{"action": "follow_up", "session_id": 7, "prompt": "go on", "goal": "ship it", "acting_session_id": 3})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Delivered to session 7: the prompt is its turn now (job job-1)."), textOf(res))
+	require.Contains(t, requireShape(t, res, mcp.OutcomeFollowUpDelivered), "\nSession 7 runs the follow-up as its turn job-1.\n")
+	require.True(t, strings.HasPrefix(textOf(res), "## Follow-up delivered\n\n- **session_id:** 7\n- **job_id:** job-1\n"), textOf(res))
 	require.Contains(t, textOf(res), `"outcome":"delivered"`)
 	calls := queue.Calls("FollowUp")
 	require.Len(t, calls, 1)
@@ -74,8 +75,10 @@ func TestActionSessionFollowUp(t *testing.T) {
 	}, nil)
 	res = call(t, c, "action_session", map[string]any{"action": "follow_up", "session_id": "worker", "prompt": "after this turn", "idempotency_key": "k"})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Queued for session worker as message 1 (position 1): the session is running, "+
-		"so it is sent as its next turn when the current one ends.\n"+queuefake.QueuedMessage), textOf(res))
+	// The spec's words, after the message's fields.
+	require.True(t, strings.HasPrefix(requireShape(t, res, mcp.OutcomeMessageQueued), "\n"+queuefake.QueuedMessage+"\n"), textOf(res))
+	require.True(t, strings.HasPrefix(textOf(res), "## Message queued\n\n- **id:** 1\n- **session_id:** 8\n- **position:** 1\n- **status:** pending\n"),
+		textOf(res))
 	require.Equal(t, "queued", structured(t, res)["outcome"])
 	require.Equal(t, "k", queue.Calls("FollowUp")[1].Request.(*queuev1.FollowUpRequest).GetIdempotencyKey())
 
@@ -123,7 +126,7 @@ func TestManageEnqueuedMessagesSendNowAndInterrupt(t *testing.T) {
 	}, nil)
 	res := call(t, c, "manage_enqueued_messages", map[string]any{"action": "send_now", "session_id": "7", "message_id": 3, "acting_session_id": 2})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Message 3 moved to the front of session 7's queue: the session is running"), textOf(res))
+	require.Contains(t, requireShape(t, res, mcp.OutcomeMessageFirstInLine), "The session is running, so the message is its next turn")
 	require.EqualValues(t, 2, queue.Calls("SendEnqueuedMessageNow")[0].Request.(*queuev1.SendEnqueuedMessageNowRequest).GetActingSessionId())
 	require.Equal(t, surface.MCP, queue.Calls("SendEnqueuedMessageNow")[0].Surface, "the queue names the surface on the uncle edge")
 
@@ -132,7 +135,7 @@ func TestManageEnqueuedMessagesSendNowAndInterrupt(t *testing.T) {
 	}, nil)
 	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "interrupt", "session_id": "7", "message_id": 3})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Session 7's running turn was stopped: message 3 is its turn now."), textOf(res))
+	require.Contains(t, requireShape(t, res, mcp.OutcomeTurnInterrupted), "The running turn was stopped: the message is the session's turn now.")
 	require.Equal(t, true, structured(t, res)["interrupted"])
 
 	// Session 7 is idle: the message is its turn now.
@@ -141,7 +144,7 @@ func TestManageEnqueuedMessagesSendNowAndInterrupt(t *testing.T) {
 	}, nil)
 	res = call(t, c, "manage_enqueued_messages", map[string]any{"action": "send_now", "session_id": "7", "message_id": 1})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Message 1 delivered to session 7: it is the session's turn now."), textOf(res))
+	require.Contains(t, requireShape(t, res, mcp.OutcomeMessageSent), "It is the session's turn now.")
 
 	queue.Answer("ListEnqueuedMessages", &queuev1.ListEnqueuedMessagesResponse{EnqueuedMessages: []*queuev1.EnqueuedMessage{
 		queuefake.Message(2, 7, 1, "second"), queuefake.Sent(queuefake.Message(3, 7, 0, "third")), queuefake.Sent(queuefake.Message(1, 7, 0, "first")),

@@ -14,21 +14,28 @@ import (
 // quotes; the JSON always carries them whole.
 const quoteLimit = 2000
 
-// renderSession is s as markdown for a model to read: a header, the fields
-// as a bullet list, the prompt, goal and notes quoted, then js (the JSON the
-// REST API would answer) in a fenced block.
-func renderSession(s *lifecyclev1.Session, js []byte) string {
+// renderSession is s as markdown for a model to read: a heading (what
+// became of it, when outcome says; otherwise the session itself), the
+// fields as "- **field:** value" lines, message (the service's words), the
+// prompt, goal and notes quoted, then js (the JSON the REST API would
+// answer) in a fenced block.
+func renderSession(outcome, message string, s *lifecyclev1.Session, js []byte) string {
 	var b strings.Builder
 	title := s.GetTitle()
 	if title == "" {
 		title = "(untitled)"
 	}
-	fmt.Fprintf(&b, "## Session #%d — %s\n\n", s.GetId(), oneLine(title))
-
 	bullet := func(name, value string) {
 		if value != "" {
 			fmt.Fprintf(&b, "- **%s:** %s\n", name, oneLine(value))
 		}
+	}
+	if outcome == "" {
+		fmt.Fprintf(&b, "## Session #%d — %s\n\n", s.GetId(), oneLine(title))
+	} else {
+		fmt.Fprintf(&b, "## %s\n\n", outcome)
+		bullet("id", strconv.FormatInt(s.GetId(), 10))
+		bullet("title", title)
 	}
 	bullet("status", s.GetStatus())
 	bullet("slug", s.GetSlug())
@@ -54,6 +61,10 @@ func renderSession(s *lifecyclev1.Session, js []byte) string {
 	}
 	if s.GetUpdatedAt() != nil {
 		bullet("updated_at", s.GetUpdatedAt().AsTime().Format(time.RFC3339))
+	}
+
+	if message = strings.TrimSpace(message); message != "" {
+		b.WriteString("\n" + message + "\n")
 	}
 
 	if l := s.GetLostElicitation(); l != nil {

@@ -109,8 +109,18 @@ func (t *tools) quickSearchSessions(ctx context.Context, req mcpgo.CallToolReque
 	return mcpgo.NewToolResultStructured(json.RawMessage(body), renderSearch(in, out)), nil
 }
 
-// renderSearch is the results as markdown, one compact entry a session.
+// renderSearch is the results as markdown: the counts as fields, then one
+// compact entry a session.
 func renderSearch(in *lifecyclev1.ListSessionsRequest, r searchResult) string {
+	a := outcome(OutcomeSessions).field("total_count", r.TotalCount)
+	if r.TotalPages > 0 {
+		a = a.field("page", fmt.Sprintf("%d of %d", r.Page, r.TotalPages))
+	}
+	return a.say(searchText(in, r)).markdown()
+}
+
+// searchText is the results in words, one compact entry a session.
+func searchText(in *lifecyclev1.ListSessionsRequest, r searchResult) string {
 	var b strings.Builder
 	if len(r.Sessions) == 0 {
 		b.WriteString("No sessions match")

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
+	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
@@ -42,7 +43,8 @@ func TestQuickSearchSessions(t *testing.T) {
 		b.fake.Calls("ListSessions")[0].Request), "one status is a list of one")
 
 	text := textOf(res)
-	require.Contains(t, text, "3 sessions match, page 1 of 2 (2 per page), newest first.")
+	require.Contains(t, requireShape(t, res, mcp.OutcomeSessions), "3 sessions match, page 1 of 2 (2 per page), newest first.")
+	require.True(t, strings.HasPrefix(text, "## Sessions\n\n- **total_count:** 3\n- **page:** 1 of 2\n"), text)
 	require.Contains(t, text, "- #12 [needs_input] Release router (slug release-router), updated 2026-01-02T03:04:05Z\n")
 	require.Contains(t, text, "  notes: waiting on the Kubernetes upgrade\n")
 	require.Contains(t, text, "- #9 [needs_input] Session #9\n", "an untitled session is named by its id")
@@ -83,7 +85,8 @@ func TestQuickSearchSessions(t *testing.T) {
 	b.fake.Answer("ListSessions", &lifecyclev1.ListSessionsResponse{Pagination: &lifecyclev1.Pagination{Page: 1, PerPage: 25}}, nil)
 	res = call(t, c, "quick_search_sessions", map[string]any{"q": "nothing", "status": []any{"archived"}})
 	require.False(t, res.IsError, textOf(res))
-	require.Equal(t, "No sessions match with status archived; leave status out to search every status.\n", textOf(res))
+	require.Equal(t, "## Sessions\n\n- **total_count:** 0\n\n"+
+		"No sessions match with status archived; leave status out to search every status.\n", textOf(res))
 
 	// Lifecycle's refusal is the tool's error, in its words; a wrong
 	// argument never reaches lifecycle.

@@ -83,7 +83,7 @@ func (t *tools) manageSlackTriggers(ctx context.Context, req mcpgo.CallToolReque
 	}
 	var (
 		resp proto.Message
-		lead string
+		ans  answer
 		err  error
 	)
 	switch act.name {
@@ -101,12 +101,12 @@ func (t *tools) manageSlackTriggers(ctx context.Context, req mcpgo.CallToolReque
 		if len(r.GetSlackTriggers()) == 0 {
 			b.WriteString("No Slack triggers.")
 		} else {
-			fmt.Fprintf(&b, "%d Slack triggers, oldest first:\n", len(r.GetSlackTriggers()))
+			b.WriteString("Oldest first:\n")
 		}
 		for _, st := range r.GetSlackTriggers() {
 			b.WriteString("\n" + slackTriggerLine(st))
 		}
-		resp, lead = r, b.String()
+		resp, ans = r, outcome(OutcomeSlackTriggers).field("count", len(r.GetSlackTriggers())).say(b.String())
 	case "create":
 		in := &notificationv1.CreateSlackTriggerRequest{}
 		if res := a.decode(in, act.args); res != nil {
@@ -117,7 +117,7 @@ func (t *tools) manageSlackTriggers(ctx context.Context, req mcpgo.CallToolReque
 		}
 		var r *notificationv1.CreateSlackTriggerResponse
 		r, err = t.notifications.CreateSlackTrigger(ctx, in)
-		resp, lead = r, "Created:\n"+slackTriggerLine(r.GetSlackTrigger())
+		resp, ans = r, outcome(OutcomeSlackTriggerCreated).id("id", r.GetSlackTrigger().GetId()).say(slackTriggerLine(r.GetSlackTrigger()))
 	case "delete":
 		in := &notificationv1.DeleteSlackTriggerRequest{}
 		if res := a.decode(in, act.args); res != nil {
@@ -128,10 +128,10 @@ func (t *tools) manageSlackTriggers(ctx context.Context, req mcpgo.CallToolReque
 		}
 		var r *notificationv1.DeleteSlackTriggerResponse
 		r, err = t.notifications.DeleteSlackTrigger(ctx, in)
-		resp, lead = r, fmt.Sprintf("Deleted Slack trigger #%d.", in.GetTriggerId())
+		resp, ans = r, outcome(OutcomeSlackTriggerDeleted).id("id", in.GetTriggerId())
 	}
 	if err != nil {
 		return t.failureFrom(ctx, ToolManageSlackTriggers, "notification", err), nil
 	}
-	return t.jsonResult(ctx, lead, resp), nil
+	return t.jsonResult(ctx, ans, resp), nil
 }

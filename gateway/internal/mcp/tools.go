@@ -109,8 +109,7 @@ func (t *tools) startSession(ctx context.Context, req mcpgo.CallToolRequest) (*m
 	if err != nil {
 		return t.failure(ctx, ToolStartSession, err), nil
 	}
-	s := resp.GetSession()
-	return t.sessionResult(ctx, fmt.Sprintf("Started session #%d (status %s).", s.GetId(), s.GetStatus()), s, resp), nil
+	return t.sessionResult(ctx, OutcomeSessionStarted, "", resp.GetSession(), resp), nil
 }
 
 func (t *tools) getSession(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
@@ -134,7 +133,7 @@ func (t *tools) getSession(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		resp.EnqueuedMessages, ok = rest.DetailEnqueuedMessages(ctx, t.queue, resp.GetSession().GetId(), t.logger)
 		queued = queueSection(resp.GetEnqueuedMessages(), ok)
 	}
-	res := t.sessionResult(ctx, "", resp.GetSession(), resp)
+	res := t.sessionResult(ctx, "", "", resp.GetSession(), resp)
 	if pending := t.elicitationSection(ctx, resp.GetSession()); pending != "" && !res.IsError {
 		appendText(res, "\n"+pending)
 	}
@@ -194,28 +193,25 @@ func (t *tools) failureFrom(ctx context.Context, tool, service string, err error
 // noQueue is the tool error of a queue call on a gateway without one.
 const noQueue = "the queue service is not configured on this gateway"
 
-// jsonResult is lead followed by resp as the JSON REST answers, in the text
-// and as structured content.
-func (t *tools) jsonResult(ctx context.Context, lead string, resp proto.Message) *mcpgo.CallToolResult {
+// jsonResult is a's markdown followed by resp as the JSON REST answers, in
+// the text (a TextContent) and as structured content.
+func (t *tools) jsonResult(ctx context.Context, a answer, resp proto.Message) *mcpgo.CallToolResult {
 	body, err := wirejson.NewMarshaler().Marshal(resp)
 	if err != nil {
 		t.logger.ErrorContext(ctx, "render a response as JSON", "error", err)
 		return mcpgo.NewToolResultError("internal error rendering the answer; retry, and report it if it persists")
 	}
-	return mcpgo.NewToolResultStructured(json.RawMessage(body), lead+"\n\n```json\n"+string(body)+"\n```")
+	return mcpgo.NewToolResultStructured(json.RawMessage(body), a.markdown()+"\n```json\n"+string(body)+"\n```")
 }
 
-// sessionResult is the markdown rendering of s (after lead, when given)
-// with resp as JSON, both in the text and as structured content.
-func (t *tools) sessionResult(ctx context.Context, lead string, s *lifecyclev1.Session, resp proto.Message) *mcpgo.CallToolResult {
+// sessionResult is s in markdown, headed by what became of it (outcome;
+// "" for the session shown as it is) with the service's message after its
+// fields, then resp as JSON, both in the text and as structured content.
+func (t *tools) sessionResult(ctx context.Context, outcome, message string, s *lifecyclev1.Session, resp proto.Message) *mcpgo.CallToolResult {
 	body, err := wirejson.NewMarshaler().Marshal(resp)
 	if err != nil {
 		t.logger.ErrorContext(ctx, "render session as JSON", "error", err)
 		return mcpgo.NewToolResultError("internal error rendering the session; retry, and report it if it persists")
 	}
-	text := renderSession(s, body)
-	if lead != "" {
-		text = lead + "\n\n" + text
-	}
-	return mcpgo.NewToolResultStructured(json.RawMessage(body), text)
+	return mcpgo.NewToolResultStructured(json.RawMessage(body), renderSession(outcome, message, s, body))
 }

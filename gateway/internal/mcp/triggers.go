@@ -205,12 +205,8 @@ func (t *tools) wakeMeUpLater(ctx context.Context, req mcpgo.CallToolRequest) (*
 	if err != nil {
 		return t.failure(ctx, ToolWakeMeUpLater, err), nil
 	}
-	lead := fmt.Sprintf("Session #%d (now %s) wakes at %s: trigger #%d.", resp.GetSession().GetId(), resp.GetSession().GetStatus(),
-		formatTime(resp.GetTrigger().GetFireAt().AsTime()), resp.GetTrigger().GetId())
-	if msg := resp.GetMessage(); msg != "" {
-		lead += "\n" + msg
-	}
-	return t.jsonResult(ctx, lead, resp), nil
+	ans := triggerAnswer(OutcomeWakeUpScheduled, resp.GetTrigger()).field("status", resp.GetSession().GetStatus())
+	return t.jsonResult(ctx, ans.say(resp.GetMessage()), resp), nil
 }
 
 func (t *tools) wakeWhenSessionChangesState(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
@@ -232,11 +228,7 @@ func (t *tools) wakeWhenSessionChangesState(ctx context.Context, req mcpgo.CallT
 	if err != nil {
 		return t.failure(ctx, ToolWakeMeUpWhenSessionChangesState, err), nil
 	}
-	lead := "Armed:\n" + triggerLine(resp.GetTrigger())
-	if msg := resp.GetMessage(); msg != "" {
-		lead += "\n" + msg
-	}
-	return t.jsonResult(ctx, lead, resp), nil
+	return t.jsonResult(ctx, triggerAnswer(OutcomeWatcherArmed, resp.GetTrigger()).say(resp.GetMessage()), resp), nil
 }
 
 func (t *tools) searchTriggers(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
@@ -262,12 +254,13 @@ func (t *tools) searchTriggers(ctx context.Context, req mcpgo.CallToolRequest) (
 	if len(resp.GetTriggers()) == 0 {
 		b.WriteString("No armed triggers match.")
 	} else {
-		fmt.Fprintf(&b, "%d armed, soonest first:\n", len(resp.GetTriggers()))
+		b.WriteString("Soonest first:\n")
 	}
 	for _, tr := range resp.GetTriggers() {
 		b.WriteString("\n" + triggerLine(tr))
 	}
-	return t.jsonResult(ctx, b.String(), resp), nil
+	ans := outcome(OutcomeArmedTriggers).field("count", len(resp.GetTriggers()))
+	return t.jsonResult(ctx, ans.say(b.String()), resp), nil
 }
 
 func (t *tools) actionTrigger(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
@@ -292,7 +285,23 @@ func (t *tools) actionTrigger(ctx context.Context, req mcpgo.CallToolRequest) (*
 	if err != nil {
 		return t.failure(ctx, ToolActionTrigger, err), nil
 	}
-	return t.jsonResult(ctx, "Cancelled:\n"+triggerLine(resp.GetTrigger()), resp), nil
+	return t.jsonResult(ctx, triggerAnswer(OutcomeTriggerCancelled, resp.GetTrigger()), resp), nil
+}
+
+// triggerAnswer is an answer headed o about the trigger tr: what it wakes,
+// when, why, and with what, as its JSON names them.
+func triggerAnswer(o string, tr *lifecyclev1.Trigger) answer {
+	a := outcome(o).id("id", tr.GetId()).id("session_id", tr.GetSessionId()).field("kind", tr.GetKind())
+	if tr.GetKind() == rules.TriggerKindSessionState {
+		a = a.id("watched_session_id", tr.GetWatchedSessionId()).field("states", strings.Join(tr.GetStates(), " or "))
+	} else if tr.GetFireAt() != nil {
+		a = a.field("fire_at", formatTime(tr.GetFireAt().AsTime())).field("timezone", tr.GetTimezone())
+	}
+	a = a.field("source", tr.GetSource())
+	if p := tr.GetPrompt(); p != "" {
+		a = a.field("prompt", clip(p, 200))
+	}
+	return a
 }
 
 // triggerLine is one trigger as a markdown bullet.

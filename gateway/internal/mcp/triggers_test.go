@@ -67,8 +67,9 @@ func TestWakeMeUpLaterArmsAOneTimeWake(t *testing.T) {
 	res := call(t, c, mcp.ToolWakeMeUpLater, map[string]any{"session_id": "sleeper", "delay": "5m", "prompt": "check the build"})
 	require.False(t, res.IsError, textOf(res))
 	text := textOf(res)
-	require.True(t, strings.HasPrefix(text, "Session #12 (now waiting) wakes at 2030-01-02T03:04:05Z: trigger #4.\n"+
-		"Session #12 sleeps until 2030-01-02T03:04:05Z.\n\n```json\n"), text)
+	require.True(t, strings.HasPrefix(requireShape(t, res, mcp.OutcomeWakeUpScheduled), "\nSession #12 sleeps until 2030-01-02T03:04:05Z.\n\n```json\n"), text)
+	require.True(t, strings.HasPrefix(text, "## Wake-up scheduled\n\n- **id:** 4\n- **session_id:** 12\n- **kind:** one_time\n"+
+		"- **fire_at:** 2030-01-02T03:04:05Z\n- **source:** wake_me_up_later\n- **status:** waiting\n"), text)
 	require.Contains(t, text, `"fire_at":"2030-01-02T03:04:05Z"`, "the JSON is the service's answer")
 	req, via := lastRequest(t, b.fake, "WakeMeUpLater")
 	require.True(t, proto.Equal(&lifecyclev1.WakeMeUpLaterRequest{SessionId: "sleeper", Delay: "5m", Prompt: "check the build"}, req), "%v", req)
@@ -127,8 +128,9 @@ func TestWakeMeUpWhenSessionChangesStateArmsAWatcher(t *testing.T) {
 			"session_id": "sleeper", "watched_session_id": watched, "states": []any{"needs_input", "failed"}, "prompt": "child done?",
 		})
 		require.False(t, res.IsError, textOf(res))
-		require.True(t, strings.HasPrefix(textOf(res), "Armed:\n- #5 wakes session #12 when session #13 is needs_input or failed (watch)\n"+
-			"  prompt: child done?\n\n```json\n"), textOf(res))
+		requireShape(t, res, mcp.OutcomeWatcherArmed)
+		require.True(t, strings.HasPrefix(textOf(res), "## Watcher armed\n\n- **id:** 5\n- **session_id:** 12\n- **kind:** session_state\n"+
+			"- **watched_session_id:** 13\n- **states:** needs_input or failed\n- **source:** watch\n- **prompt:** child done?\n"), textOf(res))
 		req, via := lastRequest(t, b.fake, "WatchSession")
 		require.True(t, proto.Equal(&lifecyclev1.WatchSessionRequest{SessionId: "sleeper", WatchedSessionId: 13,
 			States: []string{"needs_input", "failed"}, Prompt: "child done?"}, req), "%v: %v", watched, req)
@@ -197,7 +199,7 @@ func TestSearchTriggersListsTheArmedSet(t *testing.T) {
 
 	res := call(t, c, mcp.ToolSearchTriggers, map[string]any{})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "No armed triggers match.\n\n```json\n"), textOf(res))
+	require.True(t, strings.HasPrefix(requireShape(t, res, mcp.OutcomeArmedTriggers), "\nNo armed triggers match.\n\n```json\n"), textOf(res))
 
 	b.fake.Answer("SearchTriggers", &lifecyclev1.SearchTriggersResponse{Triggers: []*lifecyclev1.Trigger{
 		{Id: 4, SessionId: 12, Kind: rules.TriggerKindOneTime, FireAt: timestamppb.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), Source: "pause_until"},
@@ -206,7 +208,8 @@ func TestSearchTriggersListsTheArmedSet(t *testing.T) {
 	for _, ref := range []any{"sleeper", 12, "12"} {
 		res = call(t, c, mcp.ToolSearchTriggers, map[string]any{"session_id": ref, "watched_session_id": "child", "kind": "session_state", "page_size": 10})
 		require.False(t, res.IsError, textOf(res))
-		require.True(t, strings.HasPrefix(textOf(res), "2 armed, soonest first:\n\n"+
+		require.Contains(t, textOf(res), "- **count:** 2\n")
+		require.True(t, strings.HasPrefix(requireShape(t, res, mcp.OutcomeArmedTriggers), "\nSoonest first:\n\n"+
 			"- #4 wakes session #12 at 2030-01-02T03:04:05Z (pause_until)\n"+
 			"- #5 wakes session #12 when session #13 is archived (watch)\n\n```json\n"), textOf(res))
 		req, _ := lastRequest(t, b.fake, "SearchTriggers")
@@ -222,7 +225,8 @@ func TestActionTriggerCancels(t *testing.T) {
 
 	res := call(t, c, mcp.ToolActionTrigger, map[string]any{"action": "cancel", "session_id": "sleeper", "trigger_id": 1})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Cancelled:\n- #1 wakes session #1 at 2026-01-02T04:04:05Z (wake_me_up_later)\n"), textOf(res))
+	requireShape(t, res, mcp.OutcomeTriggerCancelled)
+	require.Contains(t, textOf(res), "- **id:** 1\n- **session_id:** 1\n- **kind:** one_time\n- **fire_at:** 2026-01-02T04:04:05Z\n")
 	req, _ := lastRequest(t, b.fake, "CancelTrigger")
 	require.True(t, proto.Equal(&lifecyclev1.CancelTriggerRequest{SessionId: "sleeper", TriggerId: 1}, req), "%v", req)
 
@@ -258,7 +262,7 @@ func TestActionSessionRefreshAndPauseUntil(t *testing.T) {
 		Message: "Session #3 is asleep until 2030-01-02T03:04:05Z (trigger #4): refresh leaves it be."}, nil)
 	res := call(t, c, mcp.ToolActionSession, map[string]any{"action": "refresh", "session_id": "3"})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Session #3 is asleep until 2030-01-02T03:04:05Z (trigger #4): refresh leaves it be.\n\n## Session #3"), textOf(res))
+	require.Contains(t, requireShape(t, res, mcp.OutcomeSessionRefreshed), "\nSession #3 is asleep until 2030-01-02T03:04:05Z (trigger #4): refresh leaves it be.\n")
 	req, via := lastRequest(t, b.fake, "RefreshSession")
 	require.True(t, proto.Equal(&lifecyclev1.RefreshSessionRequest{SessionId: "3"}, req), "%v", req)
 	require.Equal(t, surface.MCP, via)
@@ -267,7 +271,7 @@ func TestActionSessionRefreshAndPauseUntil(t *testing.T) {
 		Trigger: lifecyclefake.Trigger(), Message: "Session #3 paused until 2030-01-02T03:04:05Z."}, nil)
 	res = call(t, c, mcp.ToolActionSession, map[string]any{"action": "pause_until", "session_id": "3", "wake_at": "2030-01-02T03:04:05Z", "prompt": "go on"})
 	require.False(t, res.IsError, textOf(res))
-	require.True(t, strings.HasPrefix(textOf(res), "Session #3 paused until 2030-01-02T03:04:05Z.\n\n## Session #3"), textOf(res))
+	require.Contains(t, requireShape(t, res, mcp.OutcomeSessionPausedUntil), "\nSession #3 paused until 2030-01-02T03:04:05Z.\n")
 	req, _ = lastRequest(t, b.fake, "PauseUntil")
 	require.True(t, proto.Equal(&lifecyclev1.PauseUntilRequest{SessionId: "3", WakeAtText: "2030-01-02T03:04:05Z", Prompt: "go on"}, req), "%v", req)
 

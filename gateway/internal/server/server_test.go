@@ -25,6 +25,7 @@ import (
 	"github.com/zimmerhq/zimmer/gateway/internal/config"
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
 	"github.com/zimmerhq/zimmer/gateway/internal/lifecyclefake"
+	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	"github.com/zimmerhq/zimmer/gateway/internal/notificationfake"
 	"github.com/zimmerhq/zimmer/gateway/internal/queuefake"
 	"github.com/zimmerhq/zimmer/gateway/internal/runnerfake"
@@ -624,7 +625,7 @@ func TestMCPThroughGateway(t *testing.T) {
 	res, err := c.CallTool(t.Context(), callRequest("start_session", map[string]any{"prompt": "p", "git_root": "/g"}))
 	require.NoError(t, err)
 	require.False(t, res.IsError, textOf(res))
-	require.Contains(t, textOf(res), "## Session #1 — (untitled)")
+	require.Contains(t, textOf(res), "## "+mcp.OutcomeSessionStarted+"\n\n- **id:** 1\n- **title:** (untitled)\n")
 
 	// The REST API sees the session MCP created.
 	resp := b.call(t, http.MethodGet, "/api/v1/sessions/1", "")

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/zimmerhq/zimmer/gateway/internal/mcp"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	"github.com/zimmerhq/zimmer/services/platform/principal"
 )
@@ -143,7 +144,7 @@ func TestSlackTriggersOverRESTAndMCP(t *testing.T) {
 	}))
 	require.NoError(t, err)
 	require.False(t, res.IsError, textOf(res))
-	require.Contains(t, textOf(res), "Created:\n- #7")
+	require.Contains(t, textOf(res), "## "+mcp.OutcomeSlackTriggerCreated+"\n\n- **id:** 7\n\n- #7 channel C1")
 	res, err = c.CallTool(t.Context(), callRequest("manage_slack_triggers", map[string]any{"action": "delete"}))
 	require.NoError(t, err)
 	require.True(t, res.IsError)

@@ -3,6 +3,8 @@ package domain
 import (
 	"fmt"
 	"strings"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // ActorKind is the surface a request came through.
@@ -49,7 +51,7 @@ const BulkForceNote = "\n\nThis was a bulk archive: \"force\": true applies to e
 // Phrase says who the actor is, for a timeline line.
 func (a Actor) Phrase() string {
 	if a.Bulk {
-		return a.who() + " (bulk)"
+		return a.who() + rules.BulkActor
 	}
 	return a.who()
 }
@@ -57,29 +59,29 @@ func (a Actor) Phrase() string {
 func (a Actor) who() string {
 	switch a.Kind {
 	case ActorWebUI:
-		return "a user in the web UI"
+		return rules.ActorWebUI
 	case ActorREST:
 		if a.SessionID > 0 {
-			return fmt.Sprintf("session #%d via the REST API", a.SessionID)
+			return fmt.Sprintf(rules.ActorSessionViaREST, a.SessionID)
 		}
-		return "a caller of the REST API"
+		return rules.ActorRESTCaller
 	case ActorMCP:
 		if a.SessionID > 0 {
-			return fmt.Sprintf("session #%d via the MCP API", a.SessionID)
+			return fmt.Sprintf(rules.ActorSessionViaMCP, a.SessionID)
 		}
-		return "an undeclared MCP API caller"
+		return rules.ActorUndeclaredMCP
 	case ActorSelfSessionMCP:
 		if a.SessionID > 0 {
-			return fmt.Sprintf("session #%d via the self-session MCP server", a.SessionID)
+			return fmt.Sprintf(rules.ActorSessionViaSelfSession, a.SessionID)
 		}
 		// The self-session server narrows the actions, not the session
 		// they aim at: without a declaration nothing says which session
 		// called.
-		return "an undeclared caller via the self-session MCP server"
+		return rules.ActorUndeclaredSelfSession
 	case ActorSweep:
-		return "Zimmer's " + a.Sweep
+		return fmt.Sprintf(rules.ActorSweep, a.Sweep)
 	default:
-		return "an unrecorded caller"
+		return rules.ActorUnrecorded
 	}
 }
 
@@ -87,13 +89,12 @@ func (a Actor) who() string {
 // tracked pull requests had not reached a terminal state, which ones will
 // never get their merge notification.
 func ArchiveLine(a Actor, unresolvedPRs []string) string {
-	line := "[State Machine] Session moved to trash by " + a.Phrase()
+	line := fmt.Sprintf(rules.ArchiveLine, a.Phrase())
 	switch n := len(unresolvedPRs); {
 	case n == 1:
-		line += " — 1 tracked pull request had not reached a terminal state, so no merge notification will be delivered for it: " + unresolvedPRs[0]
+		line += fmt.Sprintf(rules.UnresolvedPRClause, unresolvedPRs[0])
 	case n > 1:
-		line += fmt.Sprintf(" — %d tracked pull requests had not reached a terminal state, so no merge notification will be delivered for them: %s",
-			n, strings.Join(unresolvedPRs, ", "))
+		line += fmt.Sprintf(rules.UnresolvedPRsClause, n, strings.Join(unresolvedPRs, ", "))
 	}
 	return line
 }
@@ -102,7 +103,7 @@ func ArchiveLine(a Actor, unresolvedPRs []string) string {
 // writes: the original's words, who asked, then the machine's own account
 // of the change, as every transition line gives it.
 func UnarchiveLine(a Actor, from, to Status, e Event) string {
-	return fmt.Sprintf("[State Machine] Session unarchived with full state restoration by %s: %s → %s (%s)", a.Phrase(), from, to, e)
+	return fmt.Sprintf(rules.UnarchiveLine, a.Phrase(), from, to, e)
 }
 
 // Attributed is line ending with the principal that made the call writing

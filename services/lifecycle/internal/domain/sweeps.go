@@ -3,6 +3,8 @@ package domain
 import (
 	"fmt"
 	"time"
+
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // DefaultStaleAfter is the spec's stale-session age: HealthMonitorService's
@@ -12,7 +14,7 @@ const DefaultStaleAfter = 7 * 24 * time.Hour
 // StaleSessionSweep is the stale-session sweep as the archive line names
 // it: "Zimmer's stale-session sweep (untouched for 7 days)".
 func StaleSessionSweep(after time.Duration) Actor {
-	return Actor{Kind: ActorSweep, Sweep: "stale-session sweep (untouched for " + spanWords(after) + ")"}
+	return Actor{Kind: ActorSweep, Sweep: fmt.Sprintf(rules.StaleSessionSweep, spanWords(after))}
 }
 
 // spanWords says a sweep's age the way its timeline line does: whole days

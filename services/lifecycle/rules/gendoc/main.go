@@ -77,6 +77,16 @@ func render() string {
 		}
 		p("| `%s` | %s |\n", st, codeList(events))
 	}
+
+	p("\n## The lines the spec quotes\n\n")
+	p("Where the spec quotes a timeline line, the session's timeline says exactly that, from\n")
+	p("`services/lifecycle/rules/phrases.go`; a line written by a call then names the principal that made\n")
+	p("it (\"… (by operator key …abcd)\"). An archive that retired queued messages adds the queue's\n")
+	p("clause naming them, from the queue's own table (`services/queue/internal/domain/phrases.go`).\n\n")
+	p("| when | line |\n|---|---|\n")
+	for _, ph := range rules.Phrases() {
+		p("| %s | `%s` |\n", ph.When, ph.Line)
+	}
 	return b.String()
 }
 

@@ -21,10 +21,6 @@ const (
 	ReachabilityBudget = 5000
 )
 
-// TruncationReason is the sentence every surface shows when a walk hit
-// MaxDepth or MaxNodes.
-const TruncationReason = "Showing at most 150 sessions, 8 levels from the highest ancestor reached. This tree is larger."
-
 // Hierarchy is the lineage graph around one session: every root reached by
 // walking up spawn and uncle edges, and every descendant of those roots, each
 // session once at its shallowest depth.

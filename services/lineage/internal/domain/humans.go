@@ -68,9 +68,9 @@ const (
 func (c Channel) Label() string {
 	switch c {
 	case ChannelWebUI:
-		return "Zimmer web UI"
+		return LabelWebUI
 	case ChannelSlack:
-		return "Slack"
+		return LabelSlack
 	}
 	return string(c)
 }

@@ -5,9 +5,6 @@ import (
 	"strings"
 )
 
-// CurrentMarker ends the line of the session the hierarchy was asked about.
-const CurrentMarker = " ← this session"
-
 // Outline renders h as an indented list, two spaces per level, one line per
 // node in node order, "- #id [agent root] {genesis · class} title":
 //

@@ -186,7 +186,7 @@ func RenderSessionNotes(notes string) string {
 // renderer for both tools, so they cannot drift.
 func RenderProvenanceSections(p SessionProvenance) string {
 	var b strings.Builder
-	b.WriteString("### Session Hierarchy\n\n")
+	b.WriteString(SectionHierarchy + "\n\n")
 	if p.Alone() {
 		fmt.Fprintf(&b, "Session #%d is alone in its hierarchy: no spawn parent, no uncles, no children.\n", p.SessionID)
 	} else {
@@ -202,7 +202,7 @@ func RenderProvenanceSections(p SessionProvenance) string {
 		b.WriteString(p.truncationLine() + "\n")
 	}
 
-	b.WriteString("\n### Human Messages\n\n")
+	b.WriteString("\n" + SectionHumanMessages + "\n\n")
 	b.WriteString(p.countsLine() + "\n")
 	if !p.Messages.Any() {
 		b.WriteString(explanation + "\n\n")
@@ -213,7 +213,7 @@ func RenderProvenanceSections(p SessionProvenance) string {
 	}
 
 	if people := p.People(); len(people) > 0 {
-		b.WriteString("\n### People\n\n")
+		b.WriteString("\n" + SectionPeople + "\n\n")
 		writePeople(&b, people)
 	}
 	return b.String()
@@ -288,10 +288,9 @@ func (p SessionProvenance) truncationLine() string {
 func (p SessionProvenance) countsLine() string {
 	m := p.Messages
 	if m.Truncated {
-		return fmt.Sprintf("Authored in this session: %d. Elsewhere in the hierarchy: at least %d "+
-			"(the hierarchy walk was truncated, so this is a floor, not a total).", m.HereCount, m.ElsewhereCount)
+		return fmt.Sprintf(CountsFloorLine, m.HereCount, m.ElsewhereCount)
 	}
-	return fmt.Sprintf("Authored in this session: %d. Elsewhere in the hierarchy: %d.", m.HereCount, m.ElsewhereCount)
+	return fmt.Sprintf(CountsLine, m.HereCount, m.ElsewhereCount)
 }
 
 func (p SessionProvenance) writeMessages(b *strings.Builder) {

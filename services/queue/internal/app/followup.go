@@ -109,7 +109,7 @@ func (uc SendFollowUp) Handle(ctx context.Context, in FollowUp) (FollowUpResult,
 			switch d.Refusal {
 			case RefusalNone:
 				res = FollowUpResult{Delivered: true, JobID: d.JobID,
-					Message: fmt.Sprintf("Follow-up delivered: it is session %d's turn now.", s.ID)}
+					Message: domain.FollowUpDelivered(s.ID)}
 				return true, nil
 			case RefusalBusy:
 				// Running (it may have started meanwhile): queue behind its
@@ -152,27 +152,17 @@ func (uc SendFollowUp) followUpQueued(ctx context.Context, asked Session, m doma
 			return uc.interruptFailed(ctx, m, err)
 		}
 		if now.Status != domain.StatusSent {
-			return FollowUpResult{Queued: now, Message: NextInLineMessage(now)}, nil
+			return FollowUpResult{Queued: now, Message: domain.NextInLineMessage(now)}, nil
 		}
 		m = now
 	}
 	return interruptedFor(m), nil
 }
 
-// NextInLineMessage says that the interrupt with message m halted nothing:
-// the turn it was asked to halt had already given way to another (an
-// earlier interrupt's message, a hand-over), which runs whole, and m is
-// first in line behind it.
-func NextInLineMessage(m domain.Message) string {
-	return fmt.Sprintf("Message %d is first in line: the turn it was to interrupt had already given way to another "+
-		"(an earlier interrupt's message, or the next queued one), which runs to its end; session %d takes message %d as soon as it does.",
-		m.ID, m.SessionID, m.ID)
-}
-
 // interruptedFor answers a forced follow-up that became the turn m.
 func interruptedFor(m domain.Message) FollowUpResult {
 	return FollowUpResult{Delivered: true, JobID: m.DeliveredJobID,
-		Message: fmt.Sprintf("The running turn was interrupted; the follow-up is session %d's turn now.", m.SessionID)}
+		Message: domain.FollowUpInterrupted(m.SessionID)}
 }
 
 // interruptFailed answers a forced follow-up whose interrupt failed, from
@@ -196,8 +186,7 @@ func (uc SendFollowUp) interruptFailed(ctx context.Context, m domain.Message, ca
 	uc.Logger.WarnContext(ctx, "a forced follow-up could not interrupt the running turn; it stays queued",
 		"session_id", m.SessionID, "message_id", m.ID, "error", cause)
 	poke(ctx, uc.Drains, uc.Logger, m.SessionID)
-	return FollowUpResult{Queued: now, Message: fmt.Sprintf("Message queued: session %d's running turn could not be interrupted now, "+
-		"so it will be sent when the agent completes its current task. To try again, interrupt with message %d.", m.SessionID, m.ID)}, nil
+	return FollowUpResult{Queued: now, Message: domain.FollowUpQueuedUninterrupted(m.SessionID, m.ID)}, nil
 }
 
 // renamed names a message's content as a follow-up's prompt: the same

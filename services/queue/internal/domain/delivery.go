@@ -42,11 +42,6 @@ func FollowUpDeliveryID(sessionID int64, key string) string {
 // queued under, so the caller's retry finds it instead of queueing twice.
 func FollowUpIdempotencyKey(key string) string { return "follow_up:" + key }
 
-// FollowUpQueuedMessage is what a follow-up onto a running session answers
-// (the spec's words: a promise, which the queue keeps or records the loss
-// of).
-const FollowUpQueuedMessage = "Message queued (session is running). It will be sent when the agent completes its current task."
-
 // DrainAfterPause says whether a pause needs the after-pause drain
 // (lifecycle's drain_enqueued_messages_after_pause): only when it left the
 // session at rest awake (statusAfter needs_input — a pause that went

@@ -88,7 +88,7 @@ func (s *Server) InterruptWithEnqueuedMessage(ctx context.Context, req *queuev1.
 	msg := fmt.Sprintf("The running turn was stopped; message %d is session %d's turn now.", m.ID, m.SessionID)
 	switch {
 	case m.Status == domain.StatusPending:
-		msg = app.NextInLineMessage(m)
+		msg = domain.NextInLineMessage(m)
 	case !interrupted:
 		msg = fmt.Sprintf("No turn was running; message %d is session %d's turn now.", m.ID, m.SessionID)
 	}

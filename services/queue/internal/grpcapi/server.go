@@ -6,7 +6,6 @@ package grpcapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -87,9 +86,9 @@ func (s *Server) EnqueueMessage(ctx context.Context, req *queuev1.EnqueueMessage
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	msg := fmt.Sprintf("Message %d queued for session %d at position %d; it is sent when the session is next idle.", m.ID, m.SessionID, m.Position)
+	msg := domain.Enqueued(m)
 	if !created {
-		msg = fmt.Sprintf("Message %d was already queued with this idempotency_key; nothing new was queued.", m.ID)
+		msg = domain.AlreadyEnqueued(m)
 	}
 	return &queuev1.EnqueueMessageResponse{EnqueuedMessage: toProto(m), Created: created, Message: msg}, nil
 }

@@ -136,6 +136,28 @@ func clearTrash(ctx workflow.Context, id int64, s SessionState, r Report) {
 	workflow.GetLogger(ctx).Info("session retains nothing: trash deadline cleared", "session_id", id, "cleared", cleared)
 }
 
+// reaperClearsTrashChange names the reaper's change that clears the trash
+// deadline of what it reaped (workflow.GetVersion).
+const reaperClearsTrashChange = "reaper-clears-trash-deadline"
+
+// clearReaped drops the trash deadline of session id, whose kept clone or
+// artifacts the reaper deleted at now: only while the session still holds
+// a deadline that has passed — the one the reaping acted on; a later one
+// (archived again since) is that archive's to keep. A session that cannot
+// be read keeps its deadline, and that is logged: the clearing is
+// bookkeeping, never a reason for the reaping to fail.
+func clearReaped(ctx workflow.Context, id int64, now time.Time) {
+	var s SessionState
+	if err := workflow.ExecuteActivity(sharedOptions(ctx), ActivitySessionState, id).Get(ctx, &s); err != nil {
+		workflow.GetLogger(ctx).Warn("read a reaped session to clear its trash deadline; it stays", "session_id", id, "error", err)
+		return
+	}
+	if s.TrashAfter == nil || s.TrashAfter.After(now) {
+		return
+	}
+	clearTrash(ctx, id, s, Report{Outcome: workspace.OutcomeReaped})
+}
+
 // Restore is the unarchive's: the session's clone comes back on its node.
 func Restore(ctx workflow.Context, in RestoreInput) (Report, error) {
 	var loc Location
@@ -226,6 +248,7 @@ func Reaper(ctx workflow.Context) (ReaperResult, error) {
 		futures[i] = workflow.ExecuteActivity(actx, ActivityReap, ReapRequest{SessionID: d.SessionID, Now: now})
 	}
 	var res ReaperResult
+	var reaped []int64
 	for i, f := range futures {
 		var r Report
 		if err := f.Get(ctx, &r); err != nil {
@@ -236,7 +259,16 @@ func Reaper(ctx workflow.Context) (ReaperResult, error) {
 		}
 		if r.Outcome == workspace.OutcomeReaped {
 			res.Reaped++
+			reaped = append(reaped, due[i].SessionID)
 			log.Info("session clone: "+r.Detail, "session_id", due[i].SessionID, "node", due[i].Node)
+		}
+	}
+	// What was reaped is what the trash held: its session's trash_after
+	// now deadlines nothing and goes, as after a clean-up that kept nothing
+	// (RN-31). Versioned: a run begun before this replays without it.
+	if workflow.GetVersion(ctx, reaperClearsTrashChange, workflow.DefaultVersion, 1) >= 1 {
+		for _, id := range reaped {
+			clearReaped(ctx, id, now)
 		}
 	}
 	// The backstop asks lifecycle about every ready clone: its own bounds.

@@ -263,6 +263,7 @@ func TestReaperReapsWhatIsDueOnEachNodeAndRunsTheBackstop(t *testing.T) {
 			return clone.Report{Outcome: workspace.OutcomeReaped}, nil
 		})
 	env.OnActivity(clone.ActivityStaleClones, mock.Anything, start).Return(4, nil).Once()
+	env.OnActivity(clone.ActivitySessionState, mock.Anything, mock.Anything).Return(archived(), nil)
 
 	env.ExecuteWorkflow(clone.ReaperWorkflowName)
 	require.NoError(t, env.GetWorkflowError())
@@ -272,6 +273,39 @@ func TestReaperReapsWhatIsDueOnEachNodeAndRunsTheBackstop(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		clone.ActivityReap + "/zimmer-runner-a", clone.ActivityReap + "/zimmer-runner-b", clone.ActivityReap + "/zimmer-runner-a",
 	}, c.names())
+	env.AssertExpectations(t)
+}
+
+// TestReaperClearsTheTrashDeadlineOfWhatItReaped (issue 23): what the
+// reaper deletes at the deadline was all the trash held of the session, so
+// lifecycle is told to drop that archive's trash_after — only for a
+// reaping, and only while the session's deadline is the one that passed.
+func TestReaperClearsTheTrashDeadlineOfWhatItReaped(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	passed, ahead := start.Add(-time.Minute), start.Add(time.Hour)
+	state := func(trashAfter time.Time) clone.SessionState {
+		s := archived()
+		s.TrashAfter = &trashAfter
+		return s
+	}
+	env.OnActivity(clone.ActivityTrashDue, mock.Anything, start, 200).Return(
+		[]clone.Due{{SessionID: 1, Node: "a"}, {SessionID: 2, Node: "a"}, {SessionID: 3, Node: "a"}}, nil)
+	env.OnActivity(clone.ActivityReap, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req clone.ReapRequest) (clone.Report, error) {
+			if req.SessionID == 3 {
+				return clone.Report{Outcome: workspace.OutcomeUnchanged}, nil // unarchived meanwhile, say
+			}
+			return clone.Report{Outcome: workspace.OutcomeReaped}, nil
+		})
+	env.OnActivity(clone.ActivitySessionState, mock.Anything, int64(1)).Return(state(passed), nil).Once()
+	// Archived again since: its own, later deadline is not the reaping's.
+	env.OnActivity(clone.ActivitySessionState, mock.Anything, int64(2)).Return(state(ahead), nil).Once()
+	env.OnActivity(clone.ActivityStaleClones, mock.Anything, start).Return(0, nil).Once()
+
+	env.ExecuteWorkflow(clone.ReaperWorkflowName)
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []clone.ClearTrashRequest{{SessionID: 1, ArchivedAt: start}}, clearedOf(env))
 	env.AssertExpectations(t)
 }
 

@@ -69,13 +69,14 @@ const (
 	OutcomeReaped Outcome = "reaped"
 )
 
-// RetainsNothing reports whether, after a clean-up with this outcome,
-// nothing of the session is kept any more (its clone deleted clean, gone
-// already, or never made), so its trash deadline deadlines nothing. The
-// per-session .state directory is rewritten by every turn and not on the
-// trash schedule (RN-19), so it does not count.
+// RetainsNothing reports whether, after a clean-up or a reaping with this
+// outcome, nothing of the session is kept any more (its clone deleted
+// clean, gone already, never made, or what the trash kept reaped at its
+// deadline), so its trash deadline deadlines nothing. The per-session
+// .state directory is rewritten by every turn and not on the trash
+// schedule (RN-19), so it does not count.
 func (o Outcome) RetainsNothing() bool {
-	return o == OutcomeDeleted || o == OutcomeVanished || o == OutcomeNoClone
+	return o == OutcomeDeleted || o == OutcomeVanished || o == OutcomeNoClone || o == OutcomeReaped
 }
 
 // Result is what happened to a session's clone, in words too.
