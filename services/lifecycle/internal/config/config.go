@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 )
@@ -88,6 +90,14 @@ type Config struct {
 	// often the lifecycle-heartbeat schedule looks for sessions due a
 	// heartbeat (the spec's 30 s).
 	HeartbeatSweepInterval time.Duration
+	// TurnSlots is LIFECYCLE_TURN_SLOTS: the fleet-wide limit of
+	// concurrently running turns, until an admin sets another at run time
+	// (PATCH /api/v1/admin/turn_slots). nil (unset or empty): unlimited.
+	TurnSlots *int
+	// SpotSweepInterval is LIFECYCLE_SPOT_SWEEP_INTERVAL: how often the
+	// lifecycle-spot-queue schedule runs the spot scheduler's backstop pass
+	// (a freed slot runs one at once).
+	SpotSweepInterval time.Duration
 }
 
 // Load reads LIFECYCLE_* and the shared variables.
@@ -115,6 +125,8 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		ElicitInterval    time.Duration `env:"LIFECYCLE_ELICITATION_SWEEP_INTERVAL, default=5m"`
 		ElicitExpiry      time.Duration `env:"LIFECYCLE_ELICITATION_EXPIRY, default=1h"`
 		HeartbeatInterval time.Duration `env:"LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL, default=30s"`
+		TurnSlots         string        `env:"LIFECYCLE_TURN_SLOTS"`
+		SpotInterval      time.Duration `env:"LIFECYCLE_SPOT_SWEEP_INTERVAL, default=30s"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
@@ -168,6 +180,13 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if env.HeartbeatInterval <= 0 {
 		return Config{}, fmt.Errorf("LIFECYCLE_HEARTBEAT_SWEEP_INTERVAL must be positive, got %s", env.HeartbeatInterval)
 	}
+	if env.SpotInterval <= 0 {
+		return Config{}, fmt.Errorf("LIFECYCLE_SPOT_SWEEP_INTERVAL must be positive, got %s", env.SpotInterval)
+	}
+	slots, err := parseTurnSlots(env.TurnSlots)
+	if err != nil {
+		return Config{}, err
+	}
 	return Config{
 		Config:               base,
 		RelayPollInterval:    env.RelayPollInterval,
@@ -189,7 +208,22 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		ElicitationSweepInterval: env.ElicitInterval,
 		ElicitationExpiry:        env.ElicitExpiry,
 		HeartbeatSweepInterval:   env.HeartbeatInterval,
+		TurnSlots:                slots,
+		SpotSweepInterval:        env.SpotInterval,
 	}, nil
+}
+
+// parseTurnSlots reads LIFECYCLE_TURN_SLOTS: empty is unlimited.
+func parseTurnSlots(v string) (*int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > domain.MaxTurnSlots {
+		return nil, fmt.Errorf("LIFECYCLE_TURN_SLOTS must be a whole number from 0 to %d (or empty for unlimited), got %q", domain.MaxTurnSlots, v)
+	}
+	return &n, nil
 }
 
 func parseConsumers(csv string) (map[string]string, error) {

@@ -711,7 +711,12 @@ type ListSessionsRequest struct {
 	// Page size.
 	PerPage int32 `protobuf:"varint,7,opt,name=per_page,json=perPage,proto3" json:"per_page,omitempty"`
 	// With no status filter, include archived sessions too (every status).
-	ShowArchived  bool `protobuf:"varint,8,opt,name=show_archived,json=showArchived,proto3" json:"show_archived,omitempty"`
+	ShowArchived bool `protobuf:"varint,8,opt,name=show_archived,json=showArchived,proto3" json:"show_archived,omitempty"`
+	// "ranked": the spot queue in the order it will run — the turns waiting
+	// for a slot (priority first) and the spot sleepers the scheduler will
+	// resume — each with its slot_wait; the other filters and the paging
+	// apply to it. Empty: every session, newest first.
+	View          string `protobuf:"bytes,9,opt,name=view,proto3" json:"view,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -800,6 +805,13 @@ func (x *ListSessionsRequest) GetShowArchived() bool {
 		return x.ShowArchived
 	}
 	return false
+}
+
+func (x *ListSessionsRequest) GetView() string {
+	if x != nil {
+		return x.View
+	}
+	return ""
 }
 
 type ListSessionsResponse struct {
@@ -4608,6 +4620,580 @@ func (x *ClearTrashExpiryResponse) GetSession() *Session {
 	return nil
 }
 
+type PauseIntoSpotQueueRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The session making the call, when the caller is one (self-declared).
+	ActingSessionId *int64 `protobuf:"varint,2,opt,name=acting_session_id,json=actingSessionId,proto3,oneof" json:"acting_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PauseIntoSpotQueueRequest) Reset() {
+	*x = PauseIntoSpotQueueRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseIntoSpotQueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseIntoSpotQueueRequest) ProtoMessage() {}
+
+func (x *PauseIntoSpotQueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseIntoSpotQueueRequest.ProtoReflect.Descriptor instead.
+func (*PauseIntoSpotQueueRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *PauseIntoSpotQueueRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *PauseIntoSpotQueueRequest) GetActingSessionId() int64 {
+	if x != nil && x.ActingSessionId != nil {
+		return *x.ActingSessionId
+	}
+	return 0
+}
+
+type PauseIntoSpotQueueResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// What happened, in words: the place in the spot queue, what it
+	// superseded.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseIntoSpotQueueResponse) Reset() {
+	*x = PauseIntoSpotQueueResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseIntoSpotQueueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseIntoSpotQueueResponse) ProtoMessage() {}
+
+func (x *PauseIntoSpotQueueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseIntoSpotQueueResponse.ProtoReflect.Descriptor instead.
+func (*PauseIntoSpotQueueResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *PauseIntoSpotQueueResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *PauseIntoSpotQueueResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// TurnSlots is the fleet's turn slots as they stand.
+type TurnSlots struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The limit of concurrently running turns; absent: unlimited.
+	Limit *int32 `protobuf:"varint,1,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	// Where the limit comes from: "admin" (UpdateTurnSlots),
+	// "environment" (LIFECYCLE_TURN_SLOTS) or "unlimited" (neither).
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	// Slots held by turns (or granted to a spot sleeper being resumed).
+	InUse int32 `protobuf:"varint,3,opt,name=in_use,json=inUse,proto3" json:"in_use,omitempty"`
+	// Turns waiting for a slot.
+	WaitingTurns int32 `protobuf:"varint,4,opt,name=waiting_turns,json=waitingTurns,proto3" json:"waiting_turns,omitempty"`
+	// Spot sleepers the scheduler will resume when a slot frees.
+	SpotSleepers  int32 `protobuf:"varint,5,opt,name=spot_sleepers,json=spotSleepers,proto3" json:"spot_sleepers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TurnSlots) Reset() {
+	*x = TurnSlots{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TurnSlots) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TurnSlots) ProtoMessage() {}
+
+func (x *TurnSlots) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TurnSlots.ProtoReflect.Descriptor instead.
+func (*TurnSlots) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *TurnSlots) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *TurnSlots) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *TurnSlots) GetInUse() int32 {
+	if x != nil {
+		return x.InUse
+	}
+	return 0
+}
+
+func (x *TurnSlots) GetWaitingTurns() int32 {
+	if x != nil {
+		return x.WaitingTurns
+	}
+	return 0
+}
+
+func (x *TurnSlots) GetSpotSleepers() int32 {
+	if x != nil {
+		return x.SpotSleepers
+	}
+	return 0
+}
+
+type GetTurnSlotsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTurnSlotsRequest) Reset() {
+	*x = GetTurnSlotsRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTurnSlotsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTurnSlotsRequest) ProtoMessage() {}
+
+func (x *GetTurnSlotsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTurnSlotsRequest.ProtoReflect.Descriptor instead.
+func (*GetTurnSlotsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{78}
+}
+
+type GetTurnSlotsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Slots         *TurnSlots             `protobuf:"bytes,1,opt,name=slots,proto3" json:"slots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTurnSlotsResponse) Reset() {
+	*x = GetTurnSlotsResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTurnSlotsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTurnSlotsResponse) ProtoMessage() {}
+
+func (x *GetTurnSlotsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTurnSlotsResponse.ProtoReflect.Descriptor instead.
+func (*GetTurnSlotsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *GetTurnSlotsResponse) GetSlots() *TurnSlots {
+	if x != nil {
+		return x.Slots
+	}
+	return nil
+}
+
+type UpdateTurnSlotsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new limit (0 or more): 0 holds every new turn back.
+	Limit *int32 `protobuf:"varint,1,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	// Drop the admin's limit and use LIFECYCLE_TURN_SLOTS again. Exclusive
+	// with limit.
+	UseEnvironment bool `protobuf:"varint,2,opt,name=use_environment,json=useEnvironment,proto3" json:"use_environment,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UpdateTurnSlotsRequest) Reset() {
+	*x = UpdateTurnSlotsRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTurnSlotsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTurnSlotsRequest) ProtoMessage() {}
+
+func (x *UpdateTurnSlotsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTurnSlotsRequest.ProtoReflect.Descriptor instead.
+func (*UpdateTurnSlotsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *UpdateTurnSlotsRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *UpdateTurnSlotsRequest) GetUseEnvironment() bool {
+	if x != nil {
+		return x.UseEnvironment
+	}
+	return false
+}
+
+type UpdateTurnSlotsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Slots         *TurnSlots             `protobuf:"bytes,1,opt,name=slots,proto3" json:"slots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTurnSlotsResponse) Reset() {
+	*x = UpdateTurnSlotsResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTurnSlotsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTurnSlotsResponse) ProtoMessage() {}
+
+func (x *UpdateTurnSlotsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTurnSlotsResponse.ProtoReflect.Descriptor instead.
+func (*UpdateTurnSlotsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *UpdateTurnSlotsResponse) GetSlots() *TurnSlots {
+	if x != nil {
+		return x.Slots
+	}
+	return nil
+}
+
+type AcquireTurnSlotRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The turn (running job) the slot is for.
+	TurnId        string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireTurnSlotRequest) Reset() {
+	*x = AcquireTurnSlotRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireTurnSlotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireTurnSlotRequest) ProtoMessage() {}
+
+func (x *AcquireTurnSlotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireTurnSlotRequest.ProtoReflect.Descriptor instead.
+func (*AcquireTurnSlotRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *AcquireTurnSlotRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *AcquireTurnSlotRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+type AcquireTurnSlotResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Granted bool                   `protobuf:"varint,1,opt,name=granted,proto3" json:"granted,omitempty"`
+	// Why and where the turn waits, when not granted.
+	Wait          *SlotWait `protobuf:"bytes,2,opt,name=wait,proto3" json:"wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireTurnSlotResponse) Reset() {
+	*x = AcquireTurnSlotResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireTurnSlotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireTurnSlotResponse) ProtoMessage() {}
+
+func (x *AcquireTurnSlotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireTurnSlotResponse.ProtoReflect.Descriptor instead.
+func (*AcquireTurnSlotResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *AcquireTurnSlotResponse) GetGranted() bool {
+	if x != nil {
+		return x.Granted
+	}
+	return false
+}
+
+func (x *AcquireTurnSlotResponse) GetWait() *SlotWait {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
+}
+
+type ReleaseTurnSlotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	TurnId        string                 `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseTurnSlotRequest) Reset() {
+	*x = ReleaseTurnSlotRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseTurnSlotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseTurnSlotRequest) ProtoMessage() {}
+
+func (x *ReleaseTurnSlotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseTurnSlotRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseTurnSlotRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *ReleaseTurnSlotRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *ReleaseTurnSlotRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+type ReleaseTurnSlotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sessions whose waiting turns the pass gave a slot: their workflows are
+	// told to take it now rather than at their next look.
+	GrantedSessionIds []int64 `protobuf:"varint,1,rep,packed,name=granted_session_ids,json=grantedSessionIds,proto3" json:"granted_session_ids,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ReleaseTurnSlotResponse) Reset() {
+	*x = ReleaseTurnSlotResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseTurnSlotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseTurnSlotResponse) ProtoMessage() {}
+
+func (x *ReleaseTurnSlotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseTurnSlotResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseTurnSlotResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *ReleaseTurnSlotResponse) GetGrantedSessionIds() []int64 {
+	if x != nil {
+		return x.GrantedSessionIds
+	}
+	return nil
+}
+
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
@@ -4657,7 +5243,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x9b\x01\n" +
 	"\x12GetSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12M\n" +
-	"\x11enqueued_messages\x18\x02 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\xf3\x01\n" +
+	"\x11enqueued_messages\x18\x02 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\x87\x02\n" +
 	"\x13ListSessionsRequest\x12\x16\n" +
 	"\x06status\x18\x01 \x03(\tR\x06status\x12\f\n" +
 	"\x01q\x18\x02 \x01(\tR\x01q\x12\x1d\n" +
@@ -4667,7 +5253,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x10scheduling_class\x18\x05 \x01(\tR\x0fschedulingClass\x12\x12\n" +
 	"\x04page\x18\x06 \x01(\x05R\x04page\x12\x19\n" +
 	"\bper_page\x18\a \x01(\x05R\aperPage\x12#\n" +
-	"\rshow_archived\x18\b \x01(\bR\fshowArchived\"\x91\x01\n" +
+	"\rshow_archived\x18\b \x01(\bR\fshowArchived\x12\x12\n" +
+	"\x04view\x18\t \x01(\tR\x04view\"\x91\x01\n" +
 	"\x14ListSessionsResponse\x128\n" +
 	"\bsessions\x18\x01 \x03(\v2\x1c.zimmer.lifecycle.v1.SessionR\bsessions\x12?\n" +
 	"\n" +
@@ -4964,7 +5551,44 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"archivedAt\"l\n" +
 	"\x18ClearTrashExpiryResponse\x12\x18\n" +
 	"\acleared\x18\x01 \x01(\bR\acleared\x126\n" +
-	"\asession\x18\x02 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession*\x84\x01\n" +
+	"\asession\x18\x02 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\"\x81\x01\n" +
+	"\x19PauseIntoSpotQueueRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
+	"\x11acting_session_id\x18\x02 \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01B\x14\n" +
+	"\x12_acting_session_id\"n\n" +
+	"\x1aPauseIntoSpotQueueResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xa9\x01\n" +
+	"\tTurnSlots\x12\x19\n" +
+	"\x05limit\x18\x01 \x01(\x05H\x00R\x05limit\x88\x01\x01\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x15\n" +
+	"\x06in_use\x18\x03 \x01(\x05R\x05inUse\x12#\n" +
+	"\rwaiting_turns\x18\x04 \x01(\x05R\fwaitingTurns\x12#\n" +
+	"\rspot_sleepers\x18\x05 \x01(\x05R\fspotSleepersB\b\n" +
+	"\x06_limit\"\x15\n" +
+	"\x13GetTurnSlotsRequest\"L\n" +
+	"\x14GetTurnSlotsResponse\x124\n" +
+	"\x05slots\x18\x01 \x01(\v2\x1e.zimmer.lifecycle.v1.TurnSlotsR\x05slots\"f\n" +
+	"\x16UpdateTurnSlotsRequest\x12\x19\n" +
+	"\x05limit\x18\x01 \x01(\x05H\x00R\x05limit\x88\x01\x01\x12'\n" +
+	"\x0fuse_environment\x18\x02 \x01(\bR\x0euseEnvironmentB\b\n" +
+	"\x06_limit\"O\n" +
+	"\x17UpdateTurnSlotsResponse\x124\n" +
+	"\x05slots\x18\x01 \x01(\v2\x1e.zimmer.lifecycle.v1.TurnSlotsR\x05slots\"P\n" +
+	"\x16AcquireTurnSlotRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x17\n" +
+	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"f\n" +
+	"\x17AcquireTurnSlotResponse\x12\x18\n" +
+	"\agranted\x18\x01 \x01(\bR\agranted\x121\n" +
+	"\x04wait\x18\x02 \x01(\v2\x1d.zimmer.lifecycle.v1.SlotWaitR\x04wait\"P\n" +
+	"\x16ReleaseTurnSlotRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x17\n" +
+	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"I\n" +
+	"\x17ReleaseTurnSlotResponse\x12.\n" +
+	"\x13granted_session_ids\x18\x01 \x03(\x03R\x11grantedSessionIds*\x84\x01\n" +
 	"\fDeliveryMode\x12\x1d\n" +
 	"\x19DELIVERY_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVERY_MODE_IDLE\x10\x01\x12\x1a\n" +
@@ -4977,7 +5601,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"'DELIVERY_REFUSAL_BLOCKED_ON_ELICITATION\x10\x03\x12 \n" +
 	"\x1cDELIVERY_REFUSAL_AUTH_OUTAGE\x10\x04\x12\x1e\n" +
 	"\x1aDELIVERY_REFUSAL_MCP_RETRY\x10\x05\x12\x1b\n" +
-	"\x17DELIVERY_REFUSAL_ASLEEP\x10\x062\xa5(\n" +
+	"\x17DELIVERY_REFUSAL_ASLEEP\x10\x062\xf7-\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -4988,7 +5612,12 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\rDeleteSession\x12).zimmer.lifecycle.v1.DeleteSessionRequest\x1a*.zimmer.lifecycle.v1.DeleteSessionResponse\"+\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x1f*\x1d/api/v1/sessions/{session_id}\x12\x80\x01\n" +
 	"\vGetSettings\x12'.zimmer.lifecycle.v1.GetSettingsRequest\x1a(.zimmer.lifecycle.v1.GetSettingsResponse\"\x1e\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/settings\x12\x8c\x01\n" +
 	"\x0eUpdateSettings\x12*.zimmer.lifecycle.v1.UpdateSettingsRequest\x1a+.zimmer.lifecycle.v1.UpdateSettingsResponse\"!\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x15:\x01*2\x10/api/v1/settings\x12\x99\x01\n" +
-	"\fPauseSession\x12(.zimmer.lifecycle.v1.PauseSessionRequest\x1a).zimmer.lifecycle.v1.PauseSessionResponse\"4\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/pause\x12\x99\x01\n" +
+	"\fPauseSession\x12(.zimmer.lifecycle.v1.PauseSessionRequest\x1a).zimmer.lifecycle.v1.PauseSessionResponse\"4\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/pause\x12\xbb\x01\n" +
+	"\x12PauseIntoSpotQueue\x12..zimmer.lifecycle.v1.PauseIntoSpotQueueRequest\x1a/.zimmer.lifecycle.v1.PauseIntoSpotQueueResponse\"D\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x028:\x01*\"3/api/v1/sessions/{session_id}/pause_into_spot_queue\x12\x8b\x01\n" +
+	"\fGetTurnSlots\x12(.zimmer.lifecycle.v1.GetTurnSlotsRequest\x1a).zimmer.lifecycle.v1.GetTurnSlotsResponse\"&\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x1a\x12\x18/api/v1/admin/turn_slots\x12\x97\x01\n" +
+	"\x0fUpdateTurnSlots\x12+.zimmer.lifecycle.v1.UpdateTurnSlotsRequest\x1a,.zimmer.lifecycle.v1.UpdateTurnSlotsResponse\")\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x1d:\x01*2\x18/api/v1/admin/turn_slots\x12t\n" +
+	"\x0fAcquireTurnSlot\x12+.zimmer.lifecycle.v1.AcquireTurnSlotRequest\x1a,.zimmer.lifecycle.v1.AcquireTurnSlotResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
+	"\x0fReleaseTurnSlot\x12+.zimmer.lifecycle.v1.ReleaseTurnSlotRequest\x1a,.zimmer.lifecycle.v1.ReleaseTurnSlotResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x99\x01\n" +
 	"\fSleepSession\x12(.zimmer.lifecycle.v1.SleepSessionRequest\x1a).zimmer.lifecycle.v1.SleepSessionResponse\"4\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/sleep\x12\xa7\x01\n" +
 	"\x0eArchiveSession\x12*.zimmer.lifecycle.v1.ArchiveSessionRequest\x1a+.zimmer.lifecycle.v1.ArchiveSessionResponse\"<\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/archive\x12\xa8\x01\n" +
 	"\x13BulkArchiveSessions\x12/.zimmer.lifecycle.v1.BulkArchiveSessionsRequest\x1a0.zimmer.lifecycle.v1.BulkArchiveSessionsResponse\".\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/api/v1/sessions/bulk_archive\x12\xa9\x01\n" +
@@ -5029,7 +5658,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
@@ -5108,141 +5737,167 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*SessionChange)(nil),                         // 74: zimmer.lifecycle.v1.SessionChange
 	(*ClearTrashExpiryRequest)(nil),               // 75: zimmer.lifecycle.v1.ClearTrashExpiryRequest
 	(*ClearTrashExpiryResponse)(nil),              // 76: zimmer.lifecycle.v1.ClearTrashExpiryResponse
-	(*Elicitation)(nil),                           // 77: zimmer.lifecycle.v1.Elicitation
-	(*structpb.Struct)(nil),                       // 78: google.protobuf.Struct
-	(*Session)(nil),                               // 79: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 80: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 81: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 82: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 83: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 84: zimmer.lifecycle.v1.StreamEvent
-	(*durationpb.Duration)(nil),                   // 85: google.protobuf.Duration
-	(*SessionEvent)(nil),                          // 86: zimmer.lifecycle.v1.SessionEvent
+	(*PauseIntoSpotQueueRequest)(nil),             // 77: zimmer.lifecycle.v1.PauseIntoSpotQueueRequest
+	(*PauseIntoSpotQueueResponse)(nil),            // 78: zimmer.lifecycle.v1.PauseIntoSpotQueueResponse
+	(*TurnSlots)(nil),                             // 79: zimmer.lifecycle.v1.TurnSlots
+	(*GetTurnSlotsRequest)(nil),                   // 80: zimmer.lifecycle.v1.GetTurnSlotsRequest
+	(*GetTurnSlotsResponse)(nil),                  // 81: zimmer.lifecycle.v1.GetTurnSlotsResponse
+	(*UpdateTurnSlotsRequest)(nil),                // 82: zimmer.lifecycle.v1.UpdateTurnSlotsRequest
+	(*UpdateTurnSlotsResponse)(nil),               // 83: zimmer.lifecycle.v1.UpdateTurnSlotsResponse
+	(*AcquireTurnSlotRequest)(nil),                // 84: zimmer.lifecycle.v1.AcquireTurnSlotRequest
+	(*AcquireTurnSlotResponse)(nil),               // 85: zimmer.lifecycle.v1.AcquireTurnSlotResponse
+	(*ReleaseTurnSlotRequest)(nil),                // 86: zimmer.lifecycle.v1.ReleaseTurnSlotRequest
+	(*ReleaseTurnSlotResponse)(nil),               // 87: zimmer.lifecycle.v1.ReleaseTurnSlotResponse
+	(*Elicitation)(nil),                           // 88: zimmer.lifecycle.v1.Elicitation
+	(*structpb.Struct)(nil),                       // 89: google.protobuf.Struct
+	(*Session)(nil),                               // 90: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 91: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 92: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 93: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 94: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 95: zimmer.lifecycle.v1.StreamEvent
+	(*durationpb.Duration)(nil),                   // 96: google.protobuf.Duration
+	(*SessionEvent)(nil),                          // 97: zimmer.lifecycle.v1.SessionEvent
+	(*SlotWait)(nil),                              // 98: zimmer.lifecycle.v1.SlotWait
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	77, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
-	78, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
-	79, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	78, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	79, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	80, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	79, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	81, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	79, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	82, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	83, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	84, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	77, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
-	79, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	88, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
+	89, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	90, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	89, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	90, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	90, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	91, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	90, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	92, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	90, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	90, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	90, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	90, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	90, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	93, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	94, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	95, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	88, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
+	90, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	30, // 19: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	85, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
+	96, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
 	32, // 21: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	34, // 22: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	82, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	93, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
 	37, // 24: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	82, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	82, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	82, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
+	93, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	93, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	93, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
 	32, // 28: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	37, // 29: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	78, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	79, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	79, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	89, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	90, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	90, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	46, // 33: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
 	46, // 34: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	86, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	79, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	97, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	90, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	0,  // 37: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
 	1,  // 38: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	79, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	90, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	1,  // 40: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	79, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	82, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	90, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	93, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
 	63, // 43: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
-	82, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
-	79, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	93, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	90, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	74, // 46: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
-	82, // 47: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
-	82, // 48: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
-	79, // 49: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	6,  // 50: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	8,  // 51: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	10, // 52: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	40, // 53: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	42, // 54: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	44, // 55: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	47, // 56: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	49, // 57: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	12, // 58: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	14, // 59: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	20, // 60: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	28, // 61: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	16, // 62: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	18, // 63: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	53, // 64: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	22, // 65: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	24, // 66: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	26, // 67: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	31, // 68: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	35, // 69: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	38, // 70: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	64, // 71: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	66, // 72: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	55, // 73: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	57, // 74: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	61, // 75: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	68, // 76: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
-	70, // 77: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	75, // 78: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
-	59, // 79: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	72, // 80: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
-	2,  // 81: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
-	4,  // 82: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
-	51, // 83: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	7,  // 84: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	9,  // 85: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	11, // 86: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	41, // 87: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	43, // 88: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	45, // 89: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	48, // 90: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	50, // 91: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	13, // 92: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	15, // 93: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	21, // 94: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	29, // 95: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	17, // 96: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	19, // 97: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	54, // 98: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	23, // 99: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	25, // 100: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	27, // 101: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	33, // 102: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	36, // 103: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	39, // 104: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	65, // 105: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	67, // 106: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	56, // 107: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	58, // 108: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	62, // 109: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	69, // 110: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
-	71, // 111: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	76, // 112: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
-	60, // 113: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	73, // 114: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
-	3,  // 115: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
-	5,  // 116: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
-	52, // 117: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	84, // [84:118] is the sub-list for method output_type
-	50, // [50:84] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	93, // 47: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
+	93, // 48: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
+	90, // 49: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	90, // 50: zimmer.lifecycle.v1.PauseIntoSpotQueueResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	79, // 51: zimmer.lifecycle.v1.GetTurnSlotsResponse.slots:type_name -> zimmer.lifecycle.v1.TurnSlots
+	79, // 52: zimmer.lifecycle.v1.UpdateTurnSlotsResponse.slots:type_name -> zimmer.lifecycle.v1.TurnSlots
+	98, // 53: zimmer.lifecycle.v1.AcquireTurnSlotResponse.wait:type_name -> zimmer.lifecycle.v1.SlotWait
+	6,  // 54: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	8,  // 55: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	10, // 56: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	40, // 57: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	42, // 58: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	44, // 59: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	47, // 60: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	49, // 61: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	12, // 62: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	77, // 63: zimmer.lifecycle.v1.LifecycleService.PauseIntoSpotQueue:input_type -> zimmer.lifecycle.v1.PauseIntoSpotQueueRequest
+	80, // 64: zimmer.lifecycle.v1.LifecycleService.GetTurnSlots:input_type -> zimmer.lifecycle.v1.GetTurnSlotsRequest
+	82, // 65: zimmer.lifecycle.v1.LifecycleService.UpdateTurnSlots:input_type -> zimmer.lifecycle.v1.UpdateTurnSlotsRequest
+	84, // 66: zimmer.lifecycle.v1.LifecycleService.AcquireTurnSlot:input_type -> zimmer.lifecycle.v1.AcquireTurnSlotRequest
+	86, // 67: zimmer.lifecycle.v1.LifecycleService.ReleaseTurnSlot:input_type -> zimmer.lifecycle.v1.ReleaseTurnSlotRequest
+	14, // 68: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	20, // 69: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	28, // 70: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	16, // 71: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	18, // 72: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	53, // 73: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	22, // 74: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	24, // 75: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	26, // 76: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	31, // 77: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	35, // 78: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	38, // 79: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	64, // 80: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	66, // 81: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	55, // 82: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	57, // 83: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	61, // 84: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	68, // 85: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	70, // 86: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	75, // 87: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
+	59, // 88: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	72, // 89: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
+	2,  // 90: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
+	4,  // 91: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
+	51, // 92: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	7,  // 93: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	9,  // 94: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	11, // 95: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	41, // 96: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	43, // 97: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	45, // 98: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	48, // 99: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	50, // 100: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	13, // 101: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	78, // 102: zimmer.lifecycle.v1.LifecycleService.PauseIntoSpotQueue:output_type -> zimmer.lifecycle.v1.PauseIntoSpotQueueResponse
+	81, // 103: zimmer.lifecycle.v1.LifecycleService.GetTurnSlots:output_type -> zimmer.lifecycle.v1.GetTurnSlotsResponse
+	83, // 104: zimmer.lifecycle.v1.LifecycleService.UpdateTurnSlots:output_type -> zimmer.lifecycle.v1.UpdateTurnSlotsResponse
+	85, // 105: zimmer.lifecycle.v1.LifecycleService.AcquireTurnSlot:output_type -> zimmer.lifecycle.v1.AcquireTurnSlotResponse
+	87, // 106: zimmer.lifecycle.v1.LifecycleService.ReleaseTurnSlot:output_type -> zimmer.lifecycle.v1.ReleaseTurnSlotResponse
+	15, // 107: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	21, // 108: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	29, // 109: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	17, // 110: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	19, // 111: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	54, // 112: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	23, // 113: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	25, // 114: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	27, // 115: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	33, // 116: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	36, // 117: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	39, // 118: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	65, // 119: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	67, // 120: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	56, // 121: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	58, // 122: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	62, // 123: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	69, // 124: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	71, // 125: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	76, // 126: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
+	60, // 127: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	73, // 128: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
+	3,  // 129: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
+	5,  // 130: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
+	52, // 131: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	93, // [93:132] is the sub-list for method output_type
+	54, // [54:93] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -5265,13 +5920,16 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[47].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[51].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[70].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[75].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[77].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[80].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   75,
+			NumMessages:   86,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -93,8 +93,11 @@ type Session struct {
 	// idle. Cleared by a fresh elicitation, a resume and an archive.
 	// Read-only.
 	LostElicitation *LostElicitation `protobuf:"bytes,34,opt,name=lost_elicitation,json=lostElicitation,proto3" json:"lost_elicitation,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Set while the session waits for a turn slot or sleeps in the spot
+	// queue: why, and its place in line. Read-only.
+	SlotWait      *SlotWait `protobuf:"bytes,35,opt,name=slot_wait,json=slotWait,proto3" json:"slot_wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -365,6 +368,78 @@ func (x *Session) GetLostElicitation() *LostElicitation {
 	return nil
 }
 
+func (x *Session) GetSlotWait() *SlotWait {
+	if x != nil {
+		return x.SlotWait
+	}
+	return nil
+}
+
+// SlotWait says why a session waits to run and where it stands in line.
+type SlotWait struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "no_slot": its turn waits for a free turn slot; "spot_queue": it
+	// sleeps in the spot queue until the scheduler resumes it.
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// 1-based place in the queue's run order (GET /sessions?view=ranked).
+	Position int32 `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	// Since when it waits.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SlotWait) Reset() {
+	*x = SlotWait{}
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlotWait) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlotWait) ProtoMessage() {}
+
+func (x *SlotWait) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlotWait.ProtoReflect.Descriptor instead.
+func (*SlotWait) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SlotWait) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SlotWait) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *SlotWait) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
 // Elicitation is a question an agent is blocked on (an MCP elicitation):
 // its process is alive, waiting for a human's answer.
 type Elicitation struct {
@@ -389,7 +464,7 @@ type Elicitation struct {
 
 func (x *Elicitation) Reset() {
 	*x = Elicitation{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -401,7 +476,7 @@ func (x *Elicitation) String() string {
 func (*Elicitation) ProtoMessage() {}
 
 func (x *Elicitation) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[1]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -414,7 +489,7 @@ func (x *Elicitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Elicitation.ProtoReflect.Descriptor instead.
 func (*Elicitation) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{1}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Elicitation) GetId() string {
@@ -484,7 +559,7 @@ type LostElicitation struct {
 
 func (x *LostElicitation) Reset() {
 	*x = LostElicitation{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -496,7 +571,7 @@ func (x *LostElicitation) String() string {
 func (*LostElicitation) ProtoMessage() {}
 
 func (x *LostElicitation) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[2]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -509,7 +584,7 @@ func (x *LostElicitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostElicitation.ProtoReflect.Descriptor instead.
 func (*LostElicitation) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{2}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *LostElicitation) GetReason() string {
@@ -554,7 +629,7 @@ type TimelineLine struct {
 
 func (x *TimelineLine) Reset() {
 	*x = TimelineLine{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +641,7 @@ func (x *TimelineLine) String() string {
 func (*TimelineLine) ProtoMessage() {}
 
 func (x *TimelineLine) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[3]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +654,7 @@ func (x *TimelineLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineLine.ProtoReflect.Descriptor instead.
 func (*TimelineLine) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TimelineLine) GetId() int64 {
@@ -628,7 +703,7 @@ type StreamEvent struct {
 
 func (x *StreamEvent) Reset() {
 	*x = StreamEvent{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -640,7 +715,7 @@ func (x *StreamEvent) String() string {
 func (*StreamEvent) ProtoMessage() {}
 
 func (x *StreamEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[4]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -653,7 +728,7 @@ func (x *StreamEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
 func (*StreamEvent) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StreamEvent) GetId() int64 {
@@ -711,7 +786,7 @@ type Pagination struct {
 
 func (x *Pagination) Reset() {
 	*x = Pagination{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +798,7 @@ func (x *Pagination) String() string {
 func (*Pagination) ProtoMessage() {}
 
 func (x *Pagination) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +811,7 @@ func (x *Pagination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pagination.ProtoReflect.Descriptor instead.
 func (*Pagination) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Pagination) GetPage() int32 {
@@ -771,8 +846,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf4\n" +
-	"\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb0\v\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -815,8 +889,13 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\x0erunning_job_id\x18\x1f \x01(\tR\frunningJobId\x12-\n" +
 	"\x12push_notifications\x18  \x01(\bR\x11pushNotifications\x12>\n" +
 	"\x1brecovery_continue_abandoned\x18! \x01(\tR\x19recoveryContinueAbandoned\x12O\n" +
-	"\x10lost_elicitation\x18\" \x01(\v2$.zimmer.lifecycle.v1.LostElicitationR\x0flostElicitationB\x14\n" +
-	"\x12_parent_session_id\"\xad\x02\n" +
+	"\x10lost_elicitation\x18\" \x01(\v2$.zimmer.lifecycle.v1.LostElicitationR\x0flostElicitation\x12:\n" +
+	"\tslot_wait\x18# \x01(\v2\x1d.zimmer.lifecycle.v1.SlotWaitR\bslotWaitB\x14\n" +
+	"\x12_parent_session_id\"p\n" +
+	"\bSlotWait\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1a\n" +
+	"\bposition\x18\x02 \x01(\x05R\bposition\x120\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xad\x02\n" +
 	"\vElicitation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -868,36 +947,39 @@ func file_zimmer_lifecycle_v1_session_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_session_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_zimmer_lifecycle_v1_session_proto_goTypes = []any{
 	(*Session)(nil),               // 0: zimmer.lifecycle.v1.Session
-	(*Elicitation)(nil),           // 1: zimmer.lifecycle.v1.Elicitation
-	(*LostElicitation)(nil),       // 2: zimmer.lifecycle.v1.LostElicitation
-	(*TimelineLine)(nil),          // 3: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),           // 4: zimmer.lifecycle.v1.StreamEvent
-	(*Pagination)(nil),            // 5: zimmer.lifecycle.v1.Pagination
-	(*structpb.Struct)(nil),       // 6: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
+	(*SlotWait)(nil),              // 1: zimmer.lifecycle.v1.SlotWait
+	(*Elicitation)(nil),           // 2: zimmer.lifecycle.v1.Elicitation
+	(*LostElicitation)(nil),       // 3: zimmer.lifecycle.v1.LostElicitation
+	(*TimelineLine)(nil),          // 4: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),           // 5: zimmer.lifecycle.v1.StreamEvent
+	(*Pagination)(nil),            // 6: zimmer.lifecycle.v1.Pagination
+	(*structpb.Struct)(nil),       // 7: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
 }
 var file_zimmer_lifecycle_v1_session_proto_depIdxs = []int32{
-	6,  // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
-	7,  // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	7,  // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	7,  // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
-	7,  // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
-	2,  // 5: zimmer.lifecycle.v1.Session.lost_elicitation:type_name -> zimmer.lifecycle.v1.LostElicitation
-	6,  // 6: zimmer.lifecycle.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
-	7,  // 7: zimmer.lifecycle.v1.Elicitation.requested_at:type_name -> google.protobuf.Timestamp
-	7,  // 8: zimmer.lifecycle.v1.Elicitation.expires_at:type_name -> google.protobuf.Timestamp
-	7,  // 9: zimmer.lifecycle.v1.LostElicitation.lost_at:type_name -> google.protobuf.Timestamp
-	7,  // 10: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
-	6,  // 11: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
-	7,  // 12: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	7,  // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
+	8,  // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	8,  // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
+	8,  // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
+	3,  // 5: zimmer.lifecycle.v1.Session.lost_elicitation:type_name -> zimmer.lifecycle.v1.LostElicitation
+	1,  // 6: zimmer.lifecycle.v1.Session.slot_wait:type_name -> zimmer.lifecycle.v1.SlotWait
+	8,  // 7: zimmer.lifecycle.v1.SlotWait.since:type_name -> google.protobuf.Timestamp
+	7,  // 8: zimmer.lifecycle.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
+	8,  // 9: zimmer.lifecycle.v1.Elicitation.requested_at:type_name -> google.protobuf.Timestamp
+	8,  // 10: zimmer.lifecycle.v1.Elicitation.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 11: zimmer.lifecycle.v1.LostElicitation.lost_at:type_name -> google.protobuf.Timestamp
+	8,  // 12: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
+	7,  // 13: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
+	8,  // 14: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_session_proto_init() }
@@ -912,7 +994,7 @@ func file_zimmer_lifecycle_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_session_proto_rawDesc), len(file_zimmer_lifecycle_v1_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
