@@ -36,6 +36,10 @@ func quickSearchSessionsTool() mcpgo.Tool {
 		mcpgo.WithString("agent_root", mcpgo.Description("Only sessions of this agent configuration root.")),
 		mcpgo.WithString("genesis", mcpgo.Description("Only sessions of this genesis (api, or what a parent passed down).")),
 		mcpgo.WithString("scheduling_class", mcpgo.Enum(rules.SchedulingClasses()...), mcpgo.Description("Only sessions of this scheduling class.")),
+		mcpgo.WithString("view", mcpgo.Enum(rules.ViewRanked), mcpgo.Description(
+			"ranked: the spot queue in the order it will run — turns waiting for a turn slot (priority first) and spot sleepers "+
+				"the spot scheduler will resume, highest precedence first — each with its place (slot_wait); only scheduling_class "+
+				"and the paging apply to it. Left out: every session, newest first.")),
 		mcpgo.WithInteger("page", mcpgo.Min(1), mcpgo.Description("The page to show, from 1 (the default).")),
 		mcpgo.WithInteger("per_page", mcpgo.Description(counts.Sprintf(
 			"Results per page: %d when left out; a value outside 1 to %d is clamped to that range.", rules.DefaultPerPage, rules.MaxPerPage))),
@@ -72,6 +76,21 @@ type searchEntry struct {
 	UpdatedAt       string `json:"updated_at"`
 	PromptPreview   string `json:"prompt_preview"`
 	NotesPreview    string `json:"notes_preview"`
+	// SlotWait says why and where it waits to run, while it does.
+	SlotWait *slotWaitEntry `json:"slot_wait,omitempty"`
+}
+
+type slotWaitEntry struct {
+	Reason   string `json:"reason"`
+	Position int32  `json:"position"`
+	Since    string `json:"since"`
+}
+
+func slotWaitOf(w *lifecyclev1.SlotWait) *slotWaitEntry {
+	if w == nil {
+		return nil
+	}
+	return &slotWaitEntry{Reason: w.GetReason(), Position: w.GetPosition(), Since: w.GetSince().AsTime().UTC().Format(time.RFC3339)}
 }
 
 func (t *tools) quickSearchSessions(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
@@ -92,6 +111,7 @@ func (t *tools) quickSearchSessions(ctx context.Context, req mcpgo.CallToolReque
 		e := searchEntry{
 			ID: s.GetId(), Status: s.GetStatus(), Title: s.GetTitle(), Slug: s.GetSlug(), SchedulingClass: s.GetSchedulingClass(),
 			ParentSessionID: s.ParentSessionId, PromptPreview: preview(s.GetPrompt()), NotesPreview: preview(s.GetNotes()),
+			SlotWait: slotWaitOf(s.GetSlotWait()),
 		}
 		if s.GetUpdatedAt() != nil {
 			e.UpdatedAt = s.GetUpdatedAt().AsTime().UTC().Format(time.RFC3339)
@@ -119,8 +139,12 @@ func renderSearch(in *lifecyclev1.ListSessionsRequest, r searchResult) string {
 		b.WriteString(".\n")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "%s, page %d of %d (%d per page), newest first. get_session shows one whole.\n",
-		plural(r.TotalCount, "session matches", "sessions match"), r.Page, r.TotalPages, r.PerPage)
+	order := "newest first"
+	if in.GetView() == rules.ViewRanked {
+		order = "in the order they will run"
+	}
+	fmt.Fprintf(&b, "%s, page %d of %d (%d per page), %s. get_session shows one whole.\n",
+		plural(r.TotalCount, "session matches", "sessions match"), r.Page, r.TotalPages, r.PerPage, order)
 	for _, e := range r.Sessions {
 		title := e.Title
 		if title == "" {
@@ -132,6 +156,9 @@ func renderSearch(in *lifecyclev1.ListSessionsRequest, r searchResult) string {
 		}
 		if e.UpdatedAt != "" {
 			fmt.Fprintf(&b, ", updated %s", e.UpdatedAt)
+		}
+		if w := e.SlotWait; w != nil {
+			fmt.Fprintf(&b, ", waits to run: %s, number %d in line since %s", w.Reason, w.Position, w.Since)
 		}
 		b.WriteString("\n")
 		if e.PromptPreview != "" {
