@@ -74,7 +74,12 @@ func (s *Slots) AcquireSlot(ctx context.Context, sessionID int64, turnID string,
 		if err != nil {
 			return fmt.Errorf("put the turn of session %d in line: %w", sessionID, err)
 		}
-		held, p, err := s.pass(ctx, tx, limit, now)
+		// A turn that finds a slot at its first ask never waited: no line.
+		var fresh int64
+		if joined {
+			fresh = sessionID
+		}
+		held, p, err := s.pass(ctx, tx, limit, now, fresh)
 		if err != nil {
 			return err
 		}
@@ -110,7 +115,7 @@ func (s *Slots) ReleaseSlot(ctx context.Context, sessionID int64, now time.Time)
 		if _, err := tx.Exec(ctx, `DELETE FROM turn_slot_waiters WHERE session_id = $1`, sessionID); err != nil {
 			return fmt.Errorf("take session %d out of the slot line: %w", sessionID, err)
 		}
-		_, p, err = s.pass(ctx, tx, limit, now)
+		_, p, err = s.pass(ctx, tx, limit, now, 0)
 		return err
 	})
 	return p, err
@@ -124,7 +129,7 @@ func (s *Slots) PassSlots(ctx context.Context, now time.Time) (domain.SlotPass, 
 		if err != nil {
 			return err
 		}
-		_, p, err = s.pass(ctx, tx, limit, now)
+		_, p, err = s.pass(ctx, tx, limit, now, 0)
 		return err
 	})
 	return p, err
@@ -143,7 +148,7 @@ func (s *Slots) SetSlotLimit(ctx context.Context, admin *int, now time.Time) (do
 		}
 		limit := domain.EffectiveSlotLimit(admin, s.environment)
 		var err error
-		_, p, err = s.pass(ctx, tx, limit, now)
+		_, p, err = s.pass(ctx, tx, limit, now, 0)
 		return err
 	})
 	return p, err
@@ -216,9 +221,10 @@ func (s *Slots) lockLimit(ctx context.Context, tx pgx.Tx) (domain.SlotLimit, err
 
 // pass is one pass of the scheduler under the limit's lock: slots no turn
 // can be using any more are taken back, the line is ranked, and the free
-// slots go to its head (domain.PlanSlotPass). held is the slots in use
-// before the grants.
-func (s *Slots) pass(ctx context.Context, tx pgx.Tx, limit domain.SlotLimit, now time.Time) (int, domain.SlotPass, error) {
+// slots go to its head (domain.PlanSlotPass); each waiting turn granted
+// says so on its timeline, but fresh's (granted at the ask that put it in
+// line: it never waited). held is the slots in use before the grants.
+func (s *Slots) pass(ctx context.Context, tx pgx.Tx, limit domain.SlotLimit, now time.Time, fresh int64) (int, domain.SlotPass, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT t.session_id, t.turn_id, t.granted_at, s.status,
 			COALESCE((s.markers->>'blocked_on_elicitation')::boolean, false), s.scheduling_class, s.precedence
@@ -280,8 +286,8 @@ func (s *Slots) pass(ctx context.Context, tx pgx.Tx, limit domain.SlotLimit, now
 		if _, err := tx.Exec(ctx, `DELETE FROM turn_slot_waiters WHERE session_id = $1`, g.SessionID); err != nil {
 			return 0, domain.SlotPass{}, fmt.Errorf("take session %d out of the slot line: %w", g.SessionID, err)
 		}
-		if waited := now.Sub(g.Since); waited >= time.Second {
-			if err := timelineNote(ctx, tx, g.SessionID, now, domain.SlotGrantedLine(g.TurnID, waited)); err != nil {
+		if g.SessionID != fresh {
+			if err := timelineNote(ctx, tx, g.SessionID, now, domain.SlotGrantedLine(g.TurnID, now.Sub(g.Since))); err != nil {
 				return 0, domain.SlotPass{}, err
 			}
 		}
