@@ -285,3 +285,64 @@ func TestSpotQueue(t *testing.T) {
 	require.Len(t, armed, 1, "its wake is still armed")
 	require.True(t, strings.Contains(api.timelineText(t, waker), "paused into the spot queue"))
 }
+
+// TestSpotQueueKill (LC-31, a crash test): the spot scheduler's owner,
+// lifecycle, is killed -9 while a raised limit's pass grants slots to six
+// spot sleepers and resumes them. Whatever the kill cut short — the grant,
+// or the resumes after it — the restarted lifecycle's passes finish it:
+// every sleeper resumes exactly once and runs exactly one more turn.
+func TestSpotQueueKill(t *testing.T) {
+	t.Parallel()
+	skipWithoutChaos(t)
+	s := newStackWith(t, stackOptions{turns: true, env: map[string][]string{"lifecycle": {"LIFECYCLE_SPOT_SWEEP_INTERVAL=5s"}}})
+	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
+	repo := gitRepo(t)
+
+	var ids []int64
+	for i := range 6 {
+		ids = append(ids, api.createClassed(t, repo, "@demo say first turn", "spot", i))
+	}
+	for _, id := range ids {
+		api.waitStatus(t, id, "needs_input")
+	}
+	api.setSlots(t, 0)
+	for _, id := range ids {
+		code, body := api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/pause_into_spot_queue", id), `{}`)
+		require.Equal(t, http.StatusOK, code, body)
+	}
+	require.Len(t, api.ranked(t), 6)
+
+	// The raised limit's pass, and the kill in the middle of it.
+	raised := make(chan struct{})
+	go func() {
+		defer close(raised)
+		body := `{"limit":6}`
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPatch, api.base+"/api/v1/admin/turn_slots", strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		req.Header.Set("X-API-Key", api.key)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	s.kill("lifecycle")
+	<-raised
+	s.start("lifecycle")
+	s.waitHealthy("lifecycle")
+	api.setSlots(t, 6) // the limit may not have committed before the kill
+
+	for _, id := range ids {
+		require.Eventually(t, func() bool {
+			return len(api.timedTurns(t, id)) == 2 && api.session(t, id).Status == "needs_input"
+		}, 120*time.Second, 250*time.Millisecond, "session %d never ran its turn out of the spot queue", id)
+	}
+	time.Sleep(6 * time.Second) // a further pass of the backstop schedule starts nothing more
+	for _, id := range ids {
+		require.Equal(t, []string{"start", "pause", "sleep", "resume", "pause"}, api.transitions(t, id),
+			"session %d resumed exactly once", id)
+		require.Len(t, api.timedTurns(t, id), 2, "session %d ran exactly one more turn", id)
+	}
+	require.Empty(t, api.ranked(t))
+}
