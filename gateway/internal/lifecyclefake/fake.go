@@ -146,6 +146,16 @@ func (s *Server) UpdateTurnSlots(ctx context.Context, req *lifecyclev1.UpdateTur
 	return grpcfake.Answer[*lifecyclev1.UpdateTurnSlotsResponse](ctx, s.Recorder, req)
 }
 
+// AcquireTurnSlot implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) AcquireTurnSlot(ctx context.Context, req *lifecyclev1.AcquireTurnSlotRequest) (*lifecyclev1.AcquireTurnSlotResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.AcquireTurnSlotResponse](ctx, s.Recorder, req)
+}
+
+// ReleaseTurnSlot implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) ReleaseTurnSlot(ctx context.Context, req *lifecyclev1.ReleaseTurnSlotRequest) (*lifecyclev1.ReleaseTurnSlotResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.ReleaseTurnSlotResponse](ctx, s.Recorder, req)
+}
+
 // ArchiveSession implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) ArchiveSession(ctx context.Context, req *lifecyclev1.ArchiveSessionRequest) (*lifecyclev1.ArchiveSessionResponse, error) {
 	return grpcfake.Answer[*lifecyclev1.ArchiveSessionResponse](ctx, s.Recorder, req)
