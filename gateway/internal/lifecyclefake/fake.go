@@ -131,6 +131,31 @@ func (s *Server) SleepSession(ctx context.Context, req *lifecyclev1.SleepSession
 	return grpcfake.Answer[*lifecyclev1.SleepSessionResponse](ctx, s.Recorder, req)
 }
 
+// PauseIntoSpotQueue implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) PauseIntoSpotQueue(ctx context.Context, req *lifecyclev1.PauseIntoSpotQueueRequest) (*lifecyclev1.PauseIntoSpotQueueResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.PauseIntoSpotQueueResponse](ctx, s.Recorder, req)
+}
+
+// GetTurnSlots implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) GetTurnSlots(ctx context.Context, req *lifecyclev1.GetTurnSlotsRequest) (*lifecyclev1.GetTurnSlotsResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.GetTurnSlotsResponse](ctx, s.Recorder, req)
+}
+
+// UpdateTurnSlots implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) UpdateTurnSlots(ctx context.Context, req *lifecyclev1.UpdateTurnSlotsRequest) (*lifecyclev1.UpdateTurnSlotsResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.UpdateTurnSlotsResponse](ctx, s.Recorder, req)
+}
+
+// AcquireTurnSlot implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) AcquireTurnSlot(ctx context.Context, req *lifecyclev1.AcquireTurnSlotRequest) (*lifecyclev1.AcquireTurnSlotResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.AcquireTurnSlotResponse](ctx, s.Recorder, req)
+}
+
+// ReleaseTurnSlot implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) ReleaseTurnSlot(ctx context.Context, req *lifecyclev1.ReleaseTurnSlotRequest) (*lifecyclev1.ReleaseTurnSlotResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.ReleaseTurnSlotResponse](ctx, s.Recorder, req)
+}
+
 // ArchiveSession implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) ArchiveSession(ctx context.Context, req *lifecyclev1.ArchiveSessionRequest) (*lifecyclev1.ArchiveSessionResponse, error) {
 	return grpcfake.Answer[*lifecyclev1.ArchiveSessionResponse](ctx, s.Recorder, req)

@@ -87,6 +87,15 @@ var sessionActions = []sessionAction{
 		},
 	},
 	{
+		name: "pause_into_spot_queue", doc: fmt.Sprintf("Pause Until's Spot Queue: the session sleeps in %s with no wake armed (a running turn "+
+			"is stopped first), becomes spot, and its own armed one-time wake-ups are superseded; the spot scheduler resumes it, highest "+
+			"precedence first, when a turn slot is free. Setting it priority again (PATCH scheduling_class) releases it on the next pass. "+
+			"Refused for a session that never started or is %s or %s (%s).", rules.StatusWaiting, rules.StatusFailed, rules.StatusArchived,
+			rules.WakeRefusedNotWakeable),
+		request: &lifecyclev1.PauseIntoSpotQueueRequest{}, args: []string{"session_id"},
+		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.PauseIntoSpotQueue, always(OutcomeSpotQueued)),
+	},
+	{
 		name: "archive", doc: "move to the trash (restorable for 4 days). Refused while messages queued for the session are not delivered: " +
 			"the refusal lists them; do not archive then (a session ending its turn gets them as its next turn), or read them and " +
 			"pass force to discard them.",

@@ -21,7 +21,7 @@ import (
 )
 
 var (
-	allActions = []string{"follow_up", "pause", "sleep", "pause_until", "archive", "bulk_archive", "unarchive", "restart", "refresh", "fail",
+	allActions = []string{"follow_up", "pause", "sleep", "pause_until", "pause_into_spot_queue", "archive", "bulk_archive", "unarchive", "restart", "refresh", "fail",
 		"update_title", "update_notes", "set_heartbeat", "update_push_notifications", "star", "unstar", "move_to_category", "transition"}
 	selfActions = []string{"update_notes", "update_title", "set_heartbeat", "archive"}
 )

@@ -58,6 +58,7 @@ const (
 	OutcomeCategoryCreated     = "Category created"
 	OutcomeCategoryUpdated     = "Category updated"
 	OutcomeCategoryDeleted     = "Category deleted"
+	OutcomeSpotQueued          = "Session in the spot queue"
 )
 
 // answer is a tool's result in the original's markdown shape: a "##

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 )
 
 // quoteLimit bounds how much of the prompt, goal and notes the markdown
@@ -67,6 +68,14 @@ func renderSession(outcome, message string, s *lifecyclev1.Session, js []byte) s
 		b.WriteString("\n" + message + "\n")
 	}
 
+	if w := s.GetSlotWait(); w != nil {
+		why := "its turn waits for a free turn slot"
+		if w.GetReason() == rules.SlotWaitSpotQueue {
+			why = "it sleeps in the spot queue until the spot scheduler resumes it"
+		}
+		fmt.Fprintf(&b, "\n### Waiting to run\n\n%s: number %d in line (quick_search_sessions with view ranked lists the line), since %s.\n",
+			why, w.GetPosition(), w.GetSince().AsTime().UTC().Format(time.RFC3339))
+	}
 	if l := s.GetLostElicitation(); l != nil {
 		fmt.Fprintf(&b, "\n### Lost elicitation\n\nA question the agent asked went unanswered (%s): %s — %s\n",
 			l.GetReason(), l.GetRequestId(), oneLine(l.GetSummary()))

@@ -39,6 +39,10 @@ func quickSearchSessionsTool() mcpgo.Tool {
 		mcpgo.WithBoolean("starred", mcpgo.Description("true: only starred sessions; false: only sessions not starred.")),
 		mcpgo.WithInteger("category_id", mcpgo.Min(0), mcpgo.Description("Only the sessions in this category (manage_categories list); 0: the uncategorized ones.")),
 		mcpgo.WithBoolean("skip_frozen_categories", mcpgo.Description("Leave out the sessions in frozen categories.")),
+		mcpgo.WithString("view", mcpgo.Enum(rules.ViewRanked), mcpgo.Description(
+			"ranked: the spot queue in the order it will run — turns waiting for a turn slot (priority first) and spot sleepers "+
+				"the spot scheduler will resume, highest precedence first — each with its place (slot_wait); only scheduling_class "+
+				"and the paging apply to it. Left out: every session, newest first.")),
 		mcpgo.WithInteger("page", mcpgo.Min(1), mcpgo.Description("The page to show, from 1 (the default).")),
 		mcpgo.WithInteger("per_page", mcpgo.Description(counts.Sprintf(
 			"Results per page: %d when left out; a value outside 1 to %d is clamped to that range.", rules.DefaultPerPage, rules.MaxPerPage))),
@@ -75,6 +79,21 @@ type searchEntry struct {
 	UpdatedAt       string `json:"updated_at"`
 	PromptPreview   string `json:"prompt_preview"`
 	NotesPreview    string `json:"notes_preview"`
+	// SlotWait says why and where it waits to run, while it does.
+	SlotWait *slotWaitEntry `json:"slot_wait,omitempty"`
+}
+
+type slotWaitEntry struct {
+	Reason   string `json:"reason"`
+	Position int32  `json:"position"`
+	Since    string `json:"since"`
+}
+
+func slotWaitOf(w *lifecyclev1.SlotWait) *slotWaitEntry {
+	if w == nil {
+		return nil
+	}
+	return &slotWaitEntry{Reason: w.GetReason(), Position: w.GetPosition(), Since: w.GetSince().AsTime().UTC().Format(time.RFC3339)}
 }
 
 func (t *tools) quickSearchSessions(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
@@ -95,6 +114,7 @@ func (t *tools) quickSearchSessions(ctx context.Context, req mcpgo.CallToolReque
 		e := searchEntry{
 			ID: s.GetId(), Status: s.GetStatus(), Title: s.GetTitle(), Slug: s.GetSlug(), SchedulingClass: s.GetSchedulingClass(),
 			ParentSessionID: s.ParentSessionId, PromptPreview: preview(s.GetPrompt()), NotesPreview: preview(s.GetNotes()),
+			SlotWait: slotWaitOf(s.GetSlotWait()),
 		}
 		if s.GetUpdatedAt() != nil {
 			e.UpdatedAt = s.GetUpdatedAt().AsTime().UTC().Format(time.RFC3339)
@@ -132,8 +152,12 @@ func searchText(in *lifecyclev1.ListSessionsRequest, r searchResult) string {
 		b.WriteString(".\n")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "%s, page %d of %d (%d per page), newest first. get_session shows one whole.\n",
-		plural(r.TotalCount, "session matches", "sessions match"), r.Page, r.TotalPages, r.PerPage)
+	order := "newest first"
+	if in.GetView() == rules.ViewRanked {
+		order = "in the order they will run"
+	}
+	fmt.Fprintf(&b, "%s, page %d of %d (%d per page), %s. get_session shows one whole.\n",
+		plural(r.TotalCount, "session matches", "sessions match"), r.Page, r.TotalPages, r.PerPage, order)
 	for _, e := range r.Sessions {
 		title := e.Title
 		if title == "" {
@@ -145,6 +169,9 @@ func searchText(in *lifecyclev1.ListSessionsRequest, r searchResult) string {
 		}
 		if e.UpdatedAt != "" {
 			fmt.Fprintf(&b, ", updated %s", e.UpdatedAt)
+		}
+		if w := e.SlotWait; w != nil {
+			fmt.Fprintf(&b, ", waits to run: %s, number %d in line since %s", w.Reason, w.Position, w.Since)
 		}
 		b.WriteString("\n")
 		if e.PromptPreview != "" {

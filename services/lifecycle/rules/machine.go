@@ -38,7 +38,22 @@ const (
 	// PausedByUser is a session a person paused by hand (Pause, Pause
 	// Until): a bulk refresh leaves it at rest.
 	PausedByUser = "user"
+	// PausedBySpotQueue is a session asleep in the spot queue with no wake
+	// armed (PauseIntoSpotQueue): the spot scheduler resumes it when a turn
+	// slot is free, highest precedence first.
+	PausedBySpotQueue = "spot_queue"
 )
+
+// The reasons a session waits to run (its slot_wait).
+const (
+	// SlotWaitNoSlot: its turn waits for a free turn slot.
+	SlotWaitNoSlot = "no_slot"
+	// SlotWaitSpotQueue: it sleeps in the spot queue.
+	SlotWaitSpotQueue = "spot_queue"
+)
+
+// ViewRanked is ListSessions' view of the spot queue in run order.
+const ViewRanked = "ranked"
 
 // The events of the state machine.
 const (

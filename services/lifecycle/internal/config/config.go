@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 )
@@ -93,6 +95,14 @@ type Config struct {
 	HeartbeatSweepInterval time.Duration
 	// GitHub is how the sessions' pull requests are read (LC-34).
 	GitHub GitHub
+	// TurnSlots is LIFECYCLE_TURN_SLOTS: the fleet-wide limit of
+	// concurrently running turns, until an admin sets another at run time
+	// (PATCH /api/v1/admin/turn_slots). nil (unset or empty): unlimited.
+	TurnSlots *int
+	// SpotSweepInterval is LIFECYCLE_SPOT_SWEEP_INTERVAL: how often the
+	// lifecycle-spot-queue schedule runs the spot scheduler's backstop pass
+	// (a freed slot runs one at once).
+	SpotSweepInterval time.Duration
 }
 
 // GitHub configures the watches of the sessions' pull requests. Without a
@@ -164,6 +174,8 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		GitHubAppID       string        `env:"GITHUB_APP_ID"`
 		GitHubAppInstall  int64         `env:"GITHUB_APP_INSTALLATION_ID"`
 		GitHubAppKeyFile  string        `env:"GITHUB_APP_PRIVATE_KEY_FILE"`
+		TurnSlots         string        `env:"LIFECYCLE_TURN_SLOTS"`
+		SpotInterval      time.Duration `env:"LIFECYCLE_SPOT_SWEEP_INTERVAL, default=30s"`
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
 		return Config{}, err
@@ -230,6 +242,13 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	if env.SpotInterval <= 0 {
+		return Config{}, fmt.Errorf("LIFECYCLE_SPOT_SWEEP_INTERVAL must be positive, got %s", env.SpotInterval)
+	}
+	slots, err := parseTurnSlots(env.TurnSlots)
+	if err != nil {
+		return Config{}, err
+	}
 	return Config{
 		GitHub:               GitHub{Token: env.GitHubToken, App: app, APIURL: env.GitHubAPIURL, PollInterval: env.GitHubPoll, Timeout: env.GitHubTimeout},
 		Config:               base,
@@ -252,6 +271,8 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		ElicitationSweepInterval: env.ElicitInterval,
 		ElicitationExpiry:        env.ElicitExpiry,
 		HeartbeatSweepInterval:   env.HeartbeatInterval,
+		TurnSlots:                slots,
+		SpotSweepInterval:        env.SpotInterval,
 	}, nil
 }
 
@@ -272,6 +293,19 @@ func loadGitHubApp(token, id string, installation int64, keyFile string) (GitHub
 		return GitHubApp{}, fmt.Errorf("read GITHUB_APP_PRIVATE_KEY_FILE: %w", err)
 	}
 	return GitHubApp{ID: id, InstallationID: installation, PrivateKeyPEM: key}, nil
+}
+
+// parseTurnSlots reads LIFECYCLE_TURN_SLOTS: empty is unlimited.
+func parseTurnSlots(v string) (*int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > domain.MaxTurnSlots {
+		return nil, fmt.Errorf("LIFECYCLE_TURN_SLOTS must be a whole number from 0 to %d (or empty for unlimited), got %q", domain.MaxTurnSlots, v)
+	}
+	return &n, nil
 }
 
 func parseConsumers(csv string) (map[string]string, error) {

@@ -155,3 +155,40 @@ func TestGitHubIsATokenOrAnApp(t *testing.T) {
 		require.ErrorContains(t, err, env)
 	}
 }
+
+// LIFECYCLE_TURN_SLOTS: unset or empty is unlimited (every turn starts at
+// once, as before slots), a whole number from 0 is the limit, anything
+// else fails the start naming the variable.
+func TestTurnSlotsAreUnlimitedUnlessSet(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(t, nil)
+	require.NoError(t, err)
+	require.Nil(t, cfg.TurnSlots)
+	require.Equal(t, 30*time.Second, cfg.SpotSweepInterval)
+	for in, want := range map[string]int{"0": 0, " 3 ": 3, "100000": 100000} {
+		cfg, err := load(t, map[string]string{"LIFECYCLE_TURN_SLOTS": in})
+		require.NoError(t, err, in)
+		require.Equal(t, want, *cfg.TurnSlots, in)
+	}
+	for _, in := range []string{"-1", "three", "1.5", "100001"} {
+		_, err := load(t, map[string]string{"LIFECYCLE_TURN_SLOTS": in})
+		require.ErrorContains(t, err, "LIFECYCLE_TURN_SLOTS", in)
+	}
+}
+
+func FuzzTurnSlots(f *testing.F) {
+	for _, seed := range []string{"", "0", "3", "-1", "x", "99999999999999999999"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		cfg, err := config.Load(context.Background(), func(k string) string {
+			if k == "LIFECYCLE_TURN_SLOTS" {
+				return in
+			}
+			return ""
+		})
+		if err == nil && cfg.TurnSlots != nil {
+			require.GreaterOrEqual(t, *cfg.TurnSlots, 0, "a limit read is never negative")
+		}
+	})
+}

@@ -308,6 +308,10 @@ type Outcome struct {
 	// (a resume's stale MCP-failure markers); the store removes exactly
 	// these, so a transition never rewrites the rest of the object.
 	MetadataRemoved []string
+	// SupersedeOneTimeWakes: the session's own armed one-time wake-ups are
+	// cancelled by the same commit (the Spot Queue replaces a wake armed
+	// from the same control).
+	SupersedeOneTimeWakes bool
 	// AlreadyApplied: a call with the same idempotency key applied this
 	// transition before; nothing changed now, and Session is the session
 	// as it stands (From is the state the first call moved it from).

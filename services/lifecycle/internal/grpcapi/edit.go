@@ -29,6 +29,13 @@ func (s *Server) UpdateSession(ctx context.Context, req *lifecyclev1.UpdateSessi
 	if err != nil {
 		return nil, err
 	}
+	if (p.SchedulingClass != nil || p.Precedence != nil) && s.slots != nil {
+		// The line's order changed: a session made priority leaves the
+		// spot queue now rather than at the schedule's next pass.
+		if _, err := s.slots.RunPass(ctx); err != nil {
+			s.logger.WarnContext(ctx, "spot scheduler pass after an edit failed; its schedule runs it again", "session_id", sess.GetId(), "error", err)
+		}
+	}
 	return &lifecyclev1.UpdateSessionResponse{Session: sess}, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/boundary"
 	"github.com/zimmerhq/zimmer/services/platform/grpcstatus"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Server implements lifecyclev1.LifecycleServiceServer.
@@ -41,7 +42,10 @@ type Server struct {
 	// (pullrequests.go).
 	recordPullRequest app.RecordPullRequest
 	githubDeliveries  app.AcceptGitHubDelivery
-	logger            *slog.Logger
+	// slots serves the turn slots and the spot queue (slots.go); nil when
+	// none is configured (every turn runs at once).
+	slots  *app.Slots
+	logger *slog.Logger
 }
 
 // NewServer returns the API over the use cases.
@@ -107,7 +111,7 @@ func (s *Server) GetSession(ctx context.Context, req *lifecyclev1.GetSessionRequ
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	msg, err := wire.Session(sess)
+	msg, err := s.sessionWithWait(ctx, sess)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
@@ -116,6 +120,18 @@ func (s *Server) GetSession(ctx context.Context, req *lifecyclev1.GetSessionRequ
 
 // ListSessions implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) ListSessions(ctx context.Context, req *lifecyclev1.ListSessionsRequest) (*lifecyclev1.ListSessionsResponse, error) {
+	switch req.GetView() {
+	case "":
+	case rules.ViewRanked:
+		resp, err := s.rankedPage(ctx, req)
+		if err != nil {
+			return nil, s.toStatus(ctx, err)
+		}
+		return resp, nil
+	default:
+		return nil, s.toStatus(ctx, validation.Invalid("view", "%q is not a view of the sessions: leave it out for every session, or give %q for the spot queue in run order",
+			req.GetView(), rules.ViewRanked))
+	}
 	page, err := s.sessions.List.Handle(ctx, domain.ListRequest{
 		Statuses:        req.GetStatus(),
 		Query:           req.GetQ(),
@@ -148,6 +164,9 @@ func (s *Server) ListSessions(ctx context.Context, req *lifecyclev1.ListSessions
 			return nil, s.toStatus(ctx, err)
 		}
 		resp.Sessions = append(resp.Sessions, msg)
+	}
+	if err := s.withWaits(ctx, resp.Sessions); err != nil {
+		return nil, s.toStatus(ctx, err)
 	}
 	return resp, nil
 }

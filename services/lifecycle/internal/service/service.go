@@ -57,6 +57,10 @@ const DefaultElicitationSweepInterval = 5 * time.Minute
 // the configuration names no interval: the spec's 30 s.
 const DefaultHeartbeatSweepInterval = 30 * time.Second
 
+// DefaultSpotSweepInterval is how often the spot scheduler's backstop pass
+// runs when the configuration names no interval.
+const DefaultSpotSweepInterval = 30 * time.Second
+
 // Service is a runnable lifecycle service.
 type Service struct {
 	*host.Host
@@ -65,6 +69,8 @@ type Service struct {
 	Credentials app.Credentials
 	// Triggers arm, list and cancel wake-ups, and refresh sessions.
 	Triggers app.Triggers
+	// Slots are the turn slots and the spot scheduler.
+	Slots app.Slots
 	// Relays deliver lifecycle's events, one per subscriber listed in
 	// LIFECYCLE_EFFECT_CONSUMERS, each through SessionEventConsumerService.
 	Relays map[string]*outbox.Relay
@@ -134,7 +140,12 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	// Closed when the service stops, which ends every WatchSessionChanges.
 	stopping := make(chan struct{})
 	h.Go(func(ctx context.Context) error { <-ctx.Done(); close(stopping); return nil })
-	api := grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).
+	// The turn slots and the spot scheduler (LC-36): the runner asks a slot
+	// before each turn's process and gives it back after; each of those,
+	// an edit of class or precedence and the schedule below run a pass.
+	svc.Slots = app.Slots{Repo: store.NewSlots(h.Pool, cfg.TurnSlots), Clock: clock.System{},
+		Transition: svc.Sessions.Transition, Logger: logger}
+	api := grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).WithSlots(svc.Slots).
 		WithCredentials(svc.Credentials).WithTriggers(svc.Triggers).
 		WithRecoveryCandidates(app.ListRecoveryCandidates{Candidates: repo}).WithExternalLines(externalLines).
 		WithSessionChanges(app.WatchSessionChanges{Feed: repo, Stopping: stopping}).
@@ -175,6 +186,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		}
 		deliver := clients.ConsumerDeliverer{Client: lifecyclev1.NewSessionEventConsumerServiceClient(conn)}.Deliver
 		svc.Relays[subscriber] = svc.relay(subscriber, deliver, cfg, reporter)
+	}
+	if cfg.SpotSweepInterval <= 0 {
+		cfg.SpotSweepInterval = DefaultSpotSweepInterval
 	}
 	if h.Temporal != nil {
 		// The triggers' timers: each armed trigger's Wake workflow is
@@ -238,6 +252,14 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 			// that came to rest within it can be due.
 			{Name: "heartbeat", Window: domain.MinHeartbeatSeconds * time.Second, Every: cfg.HeartbeatSweepInterval,
 				Did: "nudged", Run: heartbeat.NudgeRestingSince},
+			// lifecycle-spot-queue: the spot scheduler's backstop pass. A
+			// freed slot runs one at once; this one takes abandoned slots
+			// back and catches a pass that failed (LC-36).
+			{Name: "spot-queue", Window: cfg.SpotSweepInterval, Every: cfg.SpotSweepInterval,
+				Did: "granted or resumed", Run: func(ctx context.Context, _ time.Time) (int64, error) {
+					n, err := svc.Slots.RunPass(ctx)
+					return int64(n), err
+				}},
 		} {
 			if err := periodic.SetupSweep(ctx, h.Temporal, h.Worker, Name, s); err != nil {
 				h.Close()

@@ -318,6 +318,19 @@ func (s *Sessions) planTransition(w *writes, cur domain.Session, wakes domain.Wa
 	if len(out.MetadataRemoved) > 0 {
 		w.removeMetadata(cur.ID, out.MetadataRemoved)
 	}
+	if out.Session.SchedulingClass != cur.SchedulingClass {
+		// The Spot Queue makes the session spot with its sleep, in one
+		// commit (domain.PauseIntoSpotQueue).
+		w.queue(func(err error) error { return fmt.Errorf("write the scheduling class of session %d: %w", cur.ID, err) },
+			`UPDATE sessions SET scheduling_class = $2 WHERE id = $1`, cur.ID, out.Session.SchedulingClass)
+	}
+	if out.SupersedeOneTimeWakes {
+		// Read under the session's lock (wakes), so none fired or was
+		// armed since.
+		w.queue(func(err error) error { return fmt.Errorf("supersede the wake-ups of session %d: %w", cur.ID, err) }, `
+			UPDATE wake_triggers SET status = 'cancelled', cancelled_at = $2
+			WHERE session_id = $1 AND kind = 'one_time' AND status = 'armed'`, cur.ID, out.Session.UpdatedAt)
+	}
 	w.timeline(cur.ID, out.Session.UpdatedAt, out.Timeline...)
 	if out.Session.Status == domain.StatusArchived && cur.Status != domain.StatusArchived {
 		// An archived session's agent acts no more: its credentials

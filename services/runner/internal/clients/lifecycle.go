@@ -329,3 +329,32 @@ func (l *Lifecycle) RecordPullRequest(ctx context.Context, sessionID int64, turn
 	}
 	return nil
 }
+
+// AcquireSlot implements workflow.Lifecycle. A lifecycle that keeps no turn
+// slots (Unimplemented: one older than them) grants every turn, as before.
+func (l *Lifecycle) AcquireSlot(ctx context.Context, req workflow.SlotRequest) (workflow.SlotAnswer, error) {
+	resp, err := l.client.AcquireTurnSlot(ctx, &lifecyclev1.AcquireTurnSlotRequest{SessionId: req.SessionID, TurnId: req.TurnID})
+	switch status.Code(err) {
+	case codes.OK:
+		return workflow.SlotAnswer{Granted: resp.GetGranted(), Position: int(resp.GetWait().GetPosition())}, nil
+	case codes.Unimplemented:
+		return workflow.SlotAnswer{Granted: true}, nil
+	case codes.NotFound:
+		return workflow.SlotAnswer{}, &workflow.RefusedError{Event: "acquire a turn slot", Status: domain.StatusGone, Message: status.Convert(err).Message()}
+	case codes.FailedPrecondition, codes.InvalidArgument:
+		return workflow.SlotAnswer{}, &workflow.RefusedError{Event: "acquire a turn slot", Message: status.Convert(err).Message()}
+	}
+	return workflow.SlotAnswer{}, fmt.Errorf("acquire a turn slot for session %d: %w", req.SessionID, err)
+}
+
+// ReleaseSlot implements workflow.Lifecycle.
+func (l *Lifecycle) ReleaseSlot(ctx context.Context, req workflow.SlotRequest) ([]int64, error) {
+	resp, err := l.client.ReleaseTurnSlot(ctx, &lifecyclev1.ReleaseTurnSlotRequest{SessionId: req.SessionID, TurnId: req.TurnID})
+	switch status.Code(err) {
+	case codes.OK:
+		return resp.GetGrantedSessionIds(), nil
+	case codes.Unimplemented, codes.NotFound:
+		return nil, nil // nothing to give back
+	}
+	return nil, fmt.Errorf("release the turn slot of session %d: %w", req.SessionID, err)
+}

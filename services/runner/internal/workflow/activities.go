@@ -52,6 +52,12 @@ type Lifecycle interface {
 	// Note writes one line on the session's timeline (a warning when
 	// warning); a noteID seen before writes nothing again.
 	Note(ctx context.Context, sessionID int64, noteID, message string, warning bool) error
+	// AcquireSlot asks a turn slot for the session's turn; a
+	// *RefusedError when the session can no longer run.
+	AcquireSlot(ctx context.Context, req SlotRequest) (SlotAnswer, error)
+	// ReleaseSlot gives the session's slot back, and answers the sessions
+	// whose waiting turns the freed slot went to.
+	ReleaseSlot(ctx context.Context, req SlotRequest) ([]int64, error)
 }
 
 // PullRequestRecorder tracks a pull request a session's agent opened on the
@@ -211,6 +217,40 @@ func (a *Activities) RegisterShared(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.SessionState, activity.RegisterOptions{Name: ActivitySessionState})
 	w.RegisterActivityWithOptions(a.AbandonRecovery, activity.RegisterOptions{Name: ActivityAbandonRecovery})
 	w.RegisterActivityWithOptions(a.RevokeTurnCredentials, activity.RegisterOptions{Name: ActivityRevokeTurnCredentials})
+	w.RegisterActivityWithOptions(a.AcquireTurnSlot, activity.RegisterOptions{Name: ActivityAcquireSlot})
+	w.RegisterActivityWithOptions(a.ReleaseTurnSlot, activity.RegisterOptions{Name: ActivityReleaseSlot})
+}
+
+// AcquireTurnSlot asks lifecycle for a turn slot. A session lifecycle will
+// give none (failed, archived, gone) is not asked again.
+func (a *Activities) AcquireTurnSlot(ctx context.Context, req SlotRequest) (SlotAnswer, error) {
+	ans, err := a.Lifecycle.AcquireSlot(ctx, req)
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		return SlotAnswer{}, temporal.NewNonRetryableApplicationError(refused.Error(), ErrSlotRefused, err)
+	}
+	return ans, err
+}
+
+// ReleaseTurnSlot gives the session's slot back and tells the workflows
+// of the waiting turns the freed slot went to, so they take it now. A
+// signal that does not land is only logged: such a workflow asks again
+// at its next look (slotRecheck).
+func (a *Activities) ReleaseTurnSlot(ctx context.Context, req SlotRequest) error {
+	granted, err := a.Lifecycle.ReleaseSlot(ctx, req)
+	if err != nil {
+		return err
+	}
+	if a.Signaler == nil {
+		return nil
+	}
+	for _, id := range granted {
+		if err := a.Signaler.SignalWorkflow(ctx, ID(id), "", SignalSlot, nil); err != nil {
+			a.logger().WarnContext(ctx, "tell a waiting turn its slot is free; it asks again at its next look",
+				"session_id", id, "error", err)
+		}
+	}
+	return nil
 }
 
 // RevokeTurnCredentials revokes the credentials minted for an ended turn.

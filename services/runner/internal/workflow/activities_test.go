@@ -62,6 +62,12 @@ type fakeLifecycle struct {
 	revoked      []string
 	requests     []rw.TransitionRequest
 	notes        []timelineNote
+	// The turn slots: asks answered "wait" before the grant, a refusal
+	// instead, and the asks and releases seen.
+	slotWaits    int
+	slotRefused  bool
+	slotAsks     []rw.SlotRequest
+	slotReleases []rw.SlotRequest
 }
 
 func (f *fakeLifecycle) Transition(_ context.Context, req rw.TransitionRequest) error {
@@ -100,6 +106,29 @@ func (f *fakeLifecycle) SessionState(context.Context, int64) (rw.SessionState, e
 }
 
 func (f *fakeLifecycle) AbandonRecovery(context.Context, int64, string) error { return nil }
+
+// AcquireSlot grants a slot once slotWaits asks have been answered "wait"
+// (each at the next place in line), or refuses when slotRefused.
+func (f *fakeLifecycle) AcquireSlot(_ context.Context, req rw.SlotRequest) (rw.SlotAnswer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.slotAsks = append(f.slotAsks, req)
+	if f.slotRefused {
+		return rw.SlotAnswer{}, &rw.RefusedError{Event: "acquire a turn slot", Message: "session 7 is archived"}
+	}
+	if f.slotWaits > 0 {
+		f.slotWaits--
+		return rw.SlotAnswer{Position: f.slotWaits + 1}, nil
+	}
+	return rw.SlotAnswer{Granted: true}, nil
+}
+
+func (f *fakeLifecycle) ReleaseSlot(_ context.Context, req rw.SlotRequest) ([]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.slotReleases = append(f.slotReleases, req)
+	return nil, nil
+}
 
 // timelineNote is a line written on a session's timeline.
 type timelineNote struct {

@@ -249,6 +249,11 @@ func (t *turnRunner) recoverRequested(ctx workflow.Context, req TurnRequest) (*T
 	if next.next != nil {
 		return next.next, nil
 	}
+	held, err := t.acquireSlot(ctx, next.id)
+	defer t.releaseSlot(ctx, next.id)
+	if err != nil || !held {
+		return nil, err
+	}
 	return t.turns(ctx, next.id, next.prompt)
 }
 

@@ -76,6 +76,38 @@ const (
 	ActivityCloneOnDisk = "zimmer.runner.CloneOnDisk"
 )
 
+// The turn slots (LC-36, RN-35): a turn's process starts only once its
+// session holds one of the fleet's slots, and gives it back when the turn
+// ends. Each is one local activity call of the session's workflow.
+const (
+	// ActivityAcquireSlot asks lifecycle for a slot (SlotRequest →
+	// SlotAnswer).
+	ActivityAcquireSlot = "zimmer.runner.AcquireTurnSlot"
+	// ActivityReleaseSlot gives it back (SlotRequest), and tells the
+	// workflows of the turns the freed slot went to (SignalSlot).
+	ActivityReleaseSlot = "zimmer.runner.ReleaseTurnSlot"
+	// SignalSlot tells a workflow whose turn waits for a slot that one is
+	// its now: it asks again at once rather than at its next look.
+	SignalSlot = "slot"
+	// ErrSlotRefused: lifecycle will give the session no slot (it failed
+	// or was archived while its turn waited): the turn does not run.
+	// Never retried.
+	ErrSlotRefused = "SlotRefused"
+)
+
+// SlotRequest names the turn a slot is asked for or given back by.
+type SlotRequest struct {
+	SessionID int64
+	TurnID    string
+}
+
+// SlotAnswer is lifecycle's answer to a slot asked for: granted, or where
+// the turn waits in line (its 1-based Position).
+type SlotAnswer struct {
+	Granted  bool
+	Position int
+}
+
 // ActivityRevokeTurnCredentials revokes every credential minted for a turn
 // once it has ended, however it ended (TurnCredentialsRequest).
 const ActivityRevokeTurnCredentials = "zimmer.runner.RevokeTurnCredentials"

@@ -24,6 +24,7 @@ func Session(ctx workflow.Context, st State) error {
 	turns := workflow.GetSignalChannel(ctx, SignalTurn)
 	elicitations := workflow.GetSignalChannel(ctx, SignalElicitation)
 	interrupts := workflow.GetSignalChannel(ctx, SignalInterrupt)
+	slots := workflow.GetSignalChannel(ctx, SignalSlot)
 	perRun := st.TurnsPerRun
 	if perRun <= 0 {
 		perRun = DefaultTurnsPerRun
@@ -77,7 +78,7 @@ func Session(ctx workflow.Context, st State) error {
 		}
 		req := st.Pending[0]
 		st.Pending = st.Pending[1:]
-		active = &turnRunner{st: &st, elicitations: elicitations, interrupts: interrupts}
+		active = &turnRunner{st: &st, elicitations: elicitations, interrupts: interrupts, slots: slots}
 		next, err := active.run(ctx, req)
 		active = nil
 		if err != nil {
@@ -95,8 +96,11 @@ func Session(ctx workflow.Context, st State) error {
 				return err
 			}
 			// Every signal already delivered rides along in State.Pending;
-			// none is lost to the new run.
+			// none is lost to the new run. A slot's nudge is for a turn no
+			// longer waiting: dropped.
 			receivePending(turns, &st)
+			for slots.ReceiveAsync(nil) {
+			}
 			return workflow.NewContinueAsNewError(ctx, WorkflowName, st)
 		}
 	}
@@ -152,7 +156,12 @@ type turnRunner struct {
 	st           *State
 	elicitations workflow.ReceiveChannel
 	interrupts   workflow.ReceiveChannel
-	blocked      bool
+	// slots hears that a slot this turn waited for is its (SignalSlot).
+	slots   workflow.ReceiveChannel
+	blocked bool
+	// slotted: this turn asked for a turn slot (its workflow knows slots),
+	// so it gives it back when it ends.
+	slotted bool
 
 	// interrupted: InterruptTurn halted this turn on purpose; its end is
 	// not routed and no further process is started.
@@ -241,6 +250,12 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnReque
 	id := turnID(st.Session.ID, st.Turns)
 	if req.Kind != KindFirst && req.JobID != "" {
 		id = req.JobID // the job lifecycle made the session's running job
+	}
+	// Before the start, so a first turn waits for its slot in waiting.
+	held, err := t.acquireSlot(ctx, id)
+	defer t.releaseSlot(ctx, id)
+	if err != nil || !held {
+		return nil, err
 	}
 	if req.Kind == KindFirst {
 		err := t.transition(ctx, TransitionRequest{Event: EventStart, RunningJobID: id})
@@ -615,6 +630,12 @@ func (st *State) idempotencyKey(ctx workflow.Context, event string) string {
 // activity's retries are bounded by its schedule-to-close timeout. An
 // answer, a refusal (nonRetryable) or the workflow's cancellation ends it.
 func askLocally(ctx workflow.Context, activity string, req any, nonRetryable string) error {
+	return askLocallyFor(ctx, activity, req, nonRetryable, nil)
+}
+
+// askLocallyFor is askLocally for a call that answers: its answer is
+// decoded into result (nil: none).
+func askLocallyFor(ctx workflow.Context, activity string, req any, nonRetryable string, result any) error {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    transitionTimeout,
 		ScheduleToCloseTimeout: 5 * time.Minute,
@@ -624,7 +645,7 @@ func askLocally(ctx workflow.Context, activity string, req any, nonRetryable str
 		},
 	})
 	for {
-		err := workflow.ExecuteLocalActivity(lctx, activity, req).Get(ctx, nil)
+		err := workflow.ExecuteLocalActivity(lctx, activity, req).Get(ctx, result)
 		var appErr *temporal.ApplicationError
 		if err == nil || ctx.Err() != nil || temporal.IsCanceledError(err) ||
 			(errors.As(err, &appErr) && appErr.Type() == nonRetryable) {
@@ -722,3 +743,72 @@ const (
 	answerScheduleTimeout = 15 * time.Second
 	answerTimeout         = 30 * time.Second
 )
+
+// versionTurnSlots marks the histories whose turns ask for a turn slot:
+// those started before the slots replay without the calls.
+const versionTurnSlots = "turn-slots"
+
+// slotRecheck is how often a turn waiting for a slot asks again without
+// being told (SignalSlot): the backstop for a nudge lost, a limit raised
+// or a slot taken back.
+const slotRecheck = 5 * time.Second
+
+// acquireSlot holds turn id back until its session holds one of the
+// fleet's turn slots (LC-36, RN-35): at once when one is free and the
+// line's order gives it, or when a release or the spot scheduler gives it
+// one (SignalSlot, or the look it takes every slotRecheck). Nothing else
+// is held while it waits: no process, no credential, no clone being made.
+// held is false when the turn must not run: it was interrupted while it
+// waited, or lifecycle gives the session no slot (it failed or was
+// archived meanwhile).
+func (t *turnRunner) acquireSlot(ctx workflow.Context, id string) (held bool, err error) {
+	if workflow.GetVersion(ctx, versionTurnSlots, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return true, nil
+	}
+	t.slotted = true
+	req := SlotRequest{SessionID: t.st.Session.ID, TurnID: id}
+	for waited := false; ; waited = true {
+		if t.interrupted {
+			workflow.GetLogger(ctx).Info("turn interrupted while it waited for a turn slot", "turn", id)
+			return false, nil
+		}
+		var ans SlotAnswer
+		err := askLocallyFor(ctx, ActivityAcquireSlot, req, ErrSlotRefused, &ans)
+		var appErr *temporal.ApplicationError
+		switch {
+		case errors.As(err, &appErr) && appErr.Type() == ErrSlotRefused:
+			workflow.GetLogger(ctx).Info("no turn slot for the session: the turn does not run", "turn", id, "error", err)
+			return false, nil
+		case err != nil:
+			return false, err
+		case ans.Granted:
+			if waited {
+				upsertMemo(ctx, map[string]any{"slot_wait": 0})
+			}
+			return true, nil
+		}
+		upsertMemo(ctx, map[string]any{"slot_wait": ans.Position})
+		wctx, stopTimer := workflow.WithCancel(ctx)
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(workflow.NewTimer(wctx, slotRecheck), func(workflow.Future) {})
+		sel.AddReceive(t.slots, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+		sel.Select(ctx)
+		stopTimer()
+	}
+}
+
+// releaseSlot gives the session's turn slot back once turn id ended
+// (and takes it out of the line if it still waited), however the turn
+// ended: a workflow being cancelled gives it back too. Should lifecycle
+// never answer, the scheduler takes an abandoned slot back itself
+// (domain.SlotGrace).
+func (t *turnRunner) releaseSlot(ctx workflow.Context, id string) {
+	if !t.slotted {
+		return
+	}
+	t.slotted = false
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if err := askLocally(dctx, ActivityReleaseSlot, SlotRequest{SessionID: t.st.Session.ID, TurnID: id}, ErrSlotRefused); err != nil {
+		workflow.GetLogger(ctx).Warn("give the turn slot back; the scheduler takes it back itself", "turn", id, "error", err)
+	}
+}

@@ -56,6 +56,9 @@ type harness struct {
 	// disk; cloneAsks counts the questions.
 	cloneGone bool
 	cloneAsks int
+	// lifecycle answers the turn slots (the slot activities run for real
+	// over it).
+	lifecycle *fakeLifecycle
 }
 
 const sessionID = 7
@@ -65,9 +68,9 @@ var spec = rw.SessionSpec{ID: sessionID, Runtime: "demo", GitRoot: "/repo", Bran
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
-	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
+	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment(), lifecycle: &fakeLifecycle{}}
 	h.env.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
-	acts := &rw.Activities{}
+	acts := &rw.Activities{Lifecycle: h.lifecycle}
 	acts.RegisterShared(h.env)
 	acts.RegisterNode(h.env)
 	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
@@ -418,7 +421,7 @@ func TestCloneFailureFailsTheSessionWithGitsReason(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
 	h.env.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
-	acts := &rw.Activities{}
+	acts := &rw.Activities{Lifecycle: &fakeLifecycle{}}
 	acts.RegisterShared(h.env)
 	acts.RegisterNode(h.env)
 	h.env.OnActivity(rw.ActivityRevokeTurnCredentials, mock.Anything, mock.Anything).Return(nil).Maybe()
@@ -461,7 +464,7 @@ func TestRefusedStartRunsNoTurn(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
 	h.env.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
-	acts := &rw.Activities{}
+	acts := &rw.Activities{Lifecycle: &fakeLifecycle{}}
 	acts.RegisterShared(h.env)
 	acts.RegisterNode(h.env)
 	h.env.OnActivity(rw.ActivityRevokeTurnCredentials, mock.Anything, mock.Anything).Return(nil).Maybe()
@@ -493,7 +496,7 @@ func TestAFirstTurnAskedAgainAfterARefusedStartRuns(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
 	h.env.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
-	acts := &rw.Activities{}
+	acts := &rw.Activities{Lifecycle: &fakeLifecycle{}}
 	acts.RegisterShared(h.env)
 	acts.RegisterNode(h.env)
 	h.env.OnActivity(rw.ActivityRevokeTurnCredentials, mock.Anything, mock.Anything).Return(nil).Maybe()

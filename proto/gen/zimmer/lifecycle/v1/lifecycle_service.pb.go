@@ -774,8 +774,13 @@ type ListSessionsRequest struct {
 	CategoryId *int64 `protobuf:"varint,10,opt,name=category_id,json=categoryId,proto3,oneof" json:"category_id,omitempty"`
 	// Leave out the sessions in frozen categories ("refresh all"'s scope).
 	SkipFrozenCategories bool `protobuf:"varint,11,opt,name=skip_frozen_categories,json=skipFrozenCategories,proto3" json:"skip_frozen_categories,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// "ranked": the spot queue in the order it will run — the turns waiting
+	// for a slot (priority first) and the spot sleepers the scheduler will
+	// resume — each with its slot_wait; the other filters and the paging
+	// apply to it. Empty: every session, newest first.
+	View          string `protobuf:"bytes,12,opt,name=view,proto3" json:"view,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListSessionsRequest) Reset() {
@@ -883,6 +888,13 @@ func (x *ListSessionsRequest) GetSkipFrozenCategories() bool {
 		return x.SkipFrozenCategories
 	}
 	return false
+}
+
+func (x *ListSessionsRequest) GetView() string {
+	if x != nil {
+		return x.View
+	}
+	return ""
 }
 
 type ListSessionsResponse struct {
@@ -5988,6 +6000,580 @@ func (x *RecordInferenceResponse) GetCategorySet() bool {
 	return false
 }
 
+type PauseIntoSpotQueueRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numeric id or slug.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The session making the call, when the caller is one (self-declared).
+	ActingSessionId *int64 `protobuf:"varint,2,opt,name=acting_session_id,json=actingSessionId,proto3,oneof" json:"acting_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PauseIntoSpotQueueRequest) Reset() {
+	*x = PauseIntoSpotQueueRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseIntoSpotQueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseIntoSpotQueueRequest) ProtoMessage() {}
+
+func (x *PauseIntoSpotQueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseIntoSpotQueueRequest.ProtoReflect.Descriptor instead.
+func (*PauseIntoSpotQueueRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{99}
+}
+
+func (x *PauseIntoSpotQueueRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *PauseIntoSpotQueueRequest) GetActingSessionId() int64 {
+	if x != nil && x.ActingSessionId != nil {
+		return *x.ActingSessionId
+	}
+	return 0
+}
+
+type PauseIntoSpotQueueResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// What happened, in words: the place in the spot queue, what it
+	// superseded.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseIntoSpotQueueResponse) Reset() {
+	*x = PauseIntoSpotQueueResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[100]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseIntoSpotQueueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseIntoSpotQueueResponse) ProtoMessage() {}
+
+func (x *PauseIntoSpotQueueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[100]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseIntoSpotQueueResponse.ProtoReflect.Descriptor instead.
+func (*PauseIntoSpotQueueResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{100}
+}
+
+func (x *PauseIntoSpotQueueResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *PauseIntoSpotQueueResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// TurnSlots is the fleet's turn slots as they stand.
+type TurnSlots struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The limit of concurrently running turns; absent: unlimited.
+	Limit *int32 `protobuf:"varint,1,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	// Where the limit comes from: "admin" (UpdateTurnSlots),
+	// "environment" (LIFECYCLE_TURN_SLOTS) or "unlimited" (neither).
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	// Slots held by turns (or granted to a spot sleeper being resumed).
+	InUse int32 `protobuf:"varint,3,opt,name=in_use,json=inUse,proto3" json:"in_use,omitempty"`
+	// Turns waiting for a slot.
+	WaitingTurns int32 `protobuf:"varint,4,opt,name=waiting_turns,json=waitingTurns,proto3" json:"waiting_turns,omitempty"`
+	// Spot sleepers the scheduler will resume when a slot frees.
+	SpotSleepers  int32 `protobuf:"varint,5,opt,name=spot_sleepers,json=spotSleepers,proto3" json:"spot_sleepers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TurnSlots) Reset() {
+	*x = TurnSlots{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[101]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TurnSlots) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TurnSlots) ProtoMessage() {}
+
+func (x *TurnSlots) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[101]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TurnSlots.ProtoReflect.Descriptor instead.
+func (*TurnSlots) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{101}
+}
+
+func (x *TurnSlots) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *TurnSlots) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *TurnSlots) GetInUse() int32 {
+	if x != nil {
+		return x.InUse
+	}
+	return 0
+}
+
+func (x *TurnSlots) GetWaitingTurns() int32 {
+	if x != nil {
+		return x.WaitingTurns
+	}
+	return 0
+}
+
+func (x *TurnSlots) GetSpotSleepers() int32 {
+	if x != nil {
+		return x.SpotSleepers
+	}
+	return 0
+}
+
+type GetTurnSlotsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTurnSlotsRequest) Reset() {
+	*x = GetTurnSlotsRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[102]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTurnSlotsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTurnSlotsRequest) ProtoMessage() {}
+
+func (x *GetTurnSlotsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[102]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTurnSlotsRequest.ProtoReflect.Descriptor instead.
+func (*GetTurnSlotsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{102}
+}
+
+type GetTurnSlotsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Slots         *TurnSlots             `protobuf:"bytes,1,opt,name=slots,proto3" json:"slots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTurnSlotsResponse) Reset() {
+	*x = GetTurnSlotsResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[103]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTurnSlotsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTurnSlotsResponse) ProtoMessage() {}
+
+func (x *GetTurnSlotsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[103]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTurnSlotsResponse.ProtoReflect.Descriptor instead.
+func (*GetTurnSlotsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{103}
+}
+
+func (x *GetTurnSlotsResponse) GetSlots() *TurnSlots {
+	if x != nil {
+		return x.Slots
+	}
+	return nil
+}
+
+type UpdateTurnSlotsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new limit (0 or more): 0 holds every new turn back.
+	Limit *int32 `protobuf:"varint,1,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	// Drop the admin's limit and use LIFECYCLE_TURN_SLOTS again. Exclusive
+	// with limit.
+	UseEnvironment bool `protobuf:"varint,2,opt,name=use_environment,json=useEnvironment,proto3" json:"use_environment,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UpdateTurnSlotsRequest) Reset() {
+	*x = UpdateTurnSlotsRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[104]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTurnSlotsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTurnSlotsRequest) ProtoMessage() {}
+
+func (x *UpdateTurnSlotsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[104]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTurnSlotsRequest.ProtoReflect.Descriptor instead.
+func (*UpdateTurnSlotsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{104}
+}
+
+func (x *UpdateTurnSlotsRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *UpdateTurnSlotsRequest) GetUseEnvironment() bool {
+	if x != nil {
+		return x.UseEnvironment
+	}
+	return false
+}
+
+type UpdateTurnSlotsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Slots         *TurnSlots             `protobuf:"bytes,1,opt,name=slots,proto3" json:"slots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTurnSlotsResponse) Reset() {
+	*x = UpdateTurnSlotsResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[105]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTurnSlotsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTurnSlotsResponse) ProtoMessage() {}
+
+func (x *UpdateTurnSlotsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[105]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTurnSlotsResponse.ProtoReflect.Descriptor instead.
+func (*UpdateTurnSlotsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{105}
+}
+
+func (x *UpdateTurnSlotsResponse) GetSlots() *TurnSlots {
+	if x != nil {
+		return x.Slots
+	}
+	return nil
+}
+
+type AcquireTurnSlotRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The turn (running job) the slot is for.
+	TurnId        string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireTurnSlotRequest) Reset() {
+	*x = AcquireTurnSlotRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[106]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireTurnSlotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireTurnSlotRequest) ProtoMessage() {}
+
+func (x *AcquireTurnSlotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[106]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireTurnSlotRequest.ProtoReflect.Descriptor instead.
+func (*AcquireTurnSlotRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{106}
+}
+
+func (x *AcquireTurnSlotRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *AcquireTurnSlotRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+type AcquireTurnSlotResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Granted bool                   `protobuf:"varint,1,opt,name=granted,proto3" json:"granted,omitempty"`
+	// Why and where the turn waits, when not granted.
+	Wait          *SlotWait `protobuf:"bytes,2,opt,name=wait,proto3" json:"wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireTurnSlotResponse) Reset() {
+	*x = AcquireTurnSlotResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[107]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireTurnSlotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireTurnSlotResponse) ProtoMessage() {}
+
+func (x *AcquireTurnSlotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[107]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireTurnSlotResponse.ProtoReflect.Descriptor instead.
+func (*AcquireTurnSlotResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{107}
+}
+
+func (x *AcquireTurnSlotResponse) GetGranted() bool {
+	if x != nil {
+		return x.Granted
+	}
+	return false
+}
+
+func (x *AcquireTurnSlotResponse) GetWait() *SlotWait {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
+}
+
+type ReleaseTurnSlotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	TurnId        string                 `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseTurnSlotRequest) Reset() {
+	*x = ReleaseTurnSlotRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[108]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseTurnSlotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseTurnSlotRequest) ProtoMessage() {}
+
+func (x *ReleaseTurnSlotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[108]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseTurnSlotRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseTurnSlotRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{108}
+}
+
+func (x *ReleaseTurnSlotRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *ReleaseTurnSlotRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+type ReleaseTurnSlotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sessions whose waiting turns the pass gave a slot: their workflows are
+	// told to take it now rather than at their next look.
+	GrantedSessionIds []int64 `protobuf:"varint,1,rep,packed,name=granted_session_ids,json=grantedSessionIds,proto3" json:"granted_session_ids,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ReleaseTurnSlotResponse) Reset() {
+	*x = ReleaseTurnSlotResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[109]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseTurnSlotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseTurnSlotResponse) ProtoMessage() {}
+
+func (x *ReleaseTurnSlotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[109]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseTurnSlotResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseTurnSlotResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{109}
+}
+
+func (x *ReleaseTurnSlotResponse) GetGrantedSessionIds() []int64 {
+	if x != nil {
+		return x.GrantedSessionIds
+	}
+	return nil
+}
+
 var File_zimmer_lifecycle_v1_lifecycle_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
@@ -6037,7 +6623,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x9b\x01\n" +
 	"\x12GetSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12M\n" +
-	"\x11enqueued_messages\x18\x02 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\x8a\x03\n" +
+	"\x11enqueued_messages\x18\x02 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\x9e\x03\n" +
 	"\x13ListSessionsRequest\x12\x16\n" +
 	"\x06status\x18\x01 \x03(\tR\x06status\x12\f\n" +
 	"\x01q\x18\x02 \x01(\tR\x01q\x12\x1d\n" +
@@ -6052,7 +6638,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\vcategory_id\x18\n" +
 	" \x01(\x03H\x01R\n" +
 	"categoryId\x88\x01\x01\x124\n" +
-	"\x16skip_frozen_categories\x18\v \x01(\bR\x14skipFrozenCategoriesB\n" +
+	"\x16skip_frozen_categories\x18\v \x01(\bR\x14skipFrozenCategories\x12\x12\n" +
+	"\x04view\x18\f \x01(\tR\x04viewB\n" +
 	"\n" +
 	"\b_starredB\x0e\n" +
 	"\f_category_id\"\x91\x01\n" +
@@ -6446,7 +7033,44 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x17RecordInferenceResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x1b\n" +
 	"\ttitle_set\x18\x02 \x01(\bR\btitleSet\x12!\n" +
-	"\fcategory_set\x18\x03 \x01(\bR\vcategorySet*\x84\x01\n" +
+	"\fcategory_set\x18\x03 \x01(\bR\vcategorySet\"\x81\x01\n" +
+	"\x19PauseIntoSpotQueueRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
+	"\x11acting_session_id\x18\x02 \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01B\x14\n" +
+	"\x12_acting_session_id\"n\n" +
+	"\x1aPauseIntoSpotQueueResponse\x126\n" +
+	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xa9\x01\n" +
+	"\tTurnSlots\x12\x19\n" +
+	"\x05limit\x18\x01 \x01(\x05H\x00R\x05limit\x88\x01\x01\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x15\n" +
+	"\x06in_use\x18\x03 \x01(\x05R\x05inUse\x12#\n" +
+	"\rwaiting_turns\x18\x04 \x01(\x05R\fwaitingTurns\x12#\n" +
+	"\rspot_sleepers\x18\x05 \x01(\x05R\fspotSleepersB\b\n" +
+	"\x06_limit\"\x15\n" +
+	"\x13GetTurnSlotsRequest\"L\n" +
+	"\x14GetTurnSlotsResponse\x124\n" +
+	"\x05slots\x18\x01 \x01(\v2\x1e.zimmer.lifecycle.v1.TurnSlotsR\x05slots\"f\n" +
+	"\x16UpdateTurnSlotsRequest\x12\x19\n" +
+	"\x05limit\x18\x01 \x01(\x05H\x00R\x05limit\x88\x01\x01\x12'\n" +
+	"\x0fuse_environment\x18\x02 \x01(\bR\x0euseEnvironmentB\b\n" +
+	"\x06_limit\"O\n" +
+	"\x17UpdateTurnSlotsResponse\x124\n" +
+	"\x05slots\x18\x01 \x01(\v2\x1e.zimmer.lifecycle.v1.TurnSlotsR\x05slots\"P\n" +
+	"\x16AcquireTurnSlotRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x17\n" +
+	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"f\n" +
+	"\x17AcquireTurnSlotResponse\x12\x18\n" +
+	"\agranted\x18\x01 \x01(\bR\agranted\x121\n" +
+	"\x04wait\x18\x02 \x01(\v2\x1d.zimmer.lifecycle.v1.SlotWaitR\x04wait\"P\n" +
+	"\x16ReleaseTurnSlotRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x17\n" +
+	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"I\n" +
+	"\x17ReleaseTurnSlotResponse\x12.\n" +
+	"\x13granted_session_ids\x18\x01 \x03(\x03R\x11grantedSessionIds*\x84\x01\n" +
 	"\fDeliveryMode\x12\x1d\n" +
 	"\x19DELIVERY_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVERY_MODE_IDLE\x10\x01\x12\x1a\n" +
@@ -6464,7 +7088,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"$GIT_HUB_DELIVERY_OUTCOME_UNSPECIFIED\x10\x00\x12%\n" +
 	"!GIT_HUB_DELIVERY_OUTCOME_ACCEPTED\x10\x01\x12&\n" +
 	"\"GIT_HUB_DELIVERY_OUTCOME_DUPLICATE\x10\x02\x12$\n" +
-	" GIT_HUB_DELIVERY_OUTCOME_IGNORED\x10\x032\xce5\n" +
+	" GIT_HUB_DELIVERY_OUTCOME_IGNORED\x10\x032\xa0;\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -6475,7 +7099,12 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\rDeleteSession\x12).zimmer.lifecycle.v1.DeleteSessionRequest\x1a*.zimmer.lifecycle.v1.DeleteSessionResponse\"+\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x1f*\x1d/api/v1/sessions/{session_id}\x12\x80\x01\n" +
 	"\vGetSettings\x12'.zimmer.lifecycle.v1.GetSettingsRequest\x1a(.zimmer.lifecycle.v1.GetSettingsResponse\"\x1e\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x12\x12\x10/api/v1/settings\x12\x8c\x01\n" +
 	"\x0eUpdateSettings\x12*.zimmer.lifecycle.v1.UpdateSettingsRequest\x1a+.zimmer.lifecycle.v1.UpdateSettingsResponse\"!\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x15:\x01*2\x10/api/v1/settings\x12\x99\x01\n" +
-	"\fPauseSession\x12(.zimmer.lifecycle.v1.PauseSessionRequest\x1a).zimmer.lifecycle.v1.PauseSessionResponse\"4\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/pause\x12\x99\x01\n" +
+	"\fPauseSession\x12(.zimmer.lifecycle.v1.PauseSessionRequest\x1a).zimmer.lifecycle.v1.PauseSessionResponse\"4\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/pause\x12\xbb\x01\n" +
+	"\x12PauseIntoSpotQueue\x12..zimmer.lifecycle.v1.PauseIntoSpotQueueRequest\x1a/.zimmer.lifecycle.v1.PauseIntoSpotQueueResponse\"D\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x028:\x01*\"3/api/v1/sessions/{session_id}/pause_into_spot_queue\x12\x8b\x01\n" +
+	"\fGetTurnSlots\x12(.zimmer.lifecycle.v1.GetTurnSlotsRequest\x1a).zimmer.lifecycle.v1.GetTurnSlotsResponse\"&\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x1a\x12\x18/api/v1/admin/turn_slots\x12\x97\x01\n" +
+	"\x0fUpdateTurnSlots\x12+.zimmer.lifecycle.v1.UpdateTurnSlotsRequest\x1a,.zimmer.lifecycle.v1.UpdateTurnSlotsResponse\")\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x1d:\x01*2\x18/api/v1/admin/turn_slots\x12t\n" +
+	"\x0fAcquireTurnSlot\x12+.zimmer.lifecycle.v1.AcquireTurnSlotRequest\x1a,.zimmer.lifecycle.v1.AcquireTurnSlotResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
+	"\x0fReleaseTurnSlot\x12+.zimmer.lifecycle.v1.ReleaseTurnSlotRequest\x1a,.zimmer.lifecycle.v1.ReleaseTurnSlotResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x99\x01\n" +
 	"\fSleepSession\x12(.zimmer.lifecycle.v1.SleepSessionRequest\x1a).zimmer.lifecycle.v1.SleepSessionResponse\"4\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/sleep\x12\xa7\x01\n" +
 	"\x0eArchiveSession\x12*.zimmer.lifecycle.v1.ArchiveSessionRequest\x1a+.zimmer.lifecycle.v1.ArchiveSessionResponse\"<\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/archive\x12\xa8\x01\n" +
 	"\x13BulkArchiveSessions\x12/.zimmer.lifecycle.v1.BulkArchiveSessionsRequest\x1a0.zimmer.lifecycle.v1.BulkArchiveSessionsResponse\".\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/api/v1/sessions/bulk_archive\x12\xa9\x01\n" +
@@ -6528,7 +7157,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
@@ -6632,179 +7261,205 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*GetPendingInferenceResponse)(nil),           // 99: zimmer.lifecycle.v1.GetPendingInferenceResponse
 	(*RecordInferenceRequest)(nil),                // 100: zimmer.lifecycle.v1.RecordInferenceRequest
 	(*RecordInferenceResponse)(nil),               // 101: zimmer.lifecycle.v1.RecordInferenceResponse
-	(*Elicitation)(nil),                           // 102: zimmer.lifecycle.v1.Elicitation
-	(*structpb.Struct)(nil),                       // 103: google.protobuf.Struct
-	(*Session)(nil),                               // 104: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 105: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 106: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 107: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 108: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 109: zimmer.lifecycle.v1.StreamEvent
-	(*durationpb.Duration)(nil),                   // 110: google.protobuf.Duration
-	(*SessionEvent)(nil),                          // 111: zimmer.lifecycle.v1.SessionEvent
-	(*GitHubPullRequest)(nil),                     // 112: zimmer.lifecycle.v1.GitHubPullRequest
-	(*Category)(nil),                              // 113: zimmer.lifecycle.v1.Category
+	(*PauseIntoSpotQueueRequest)(nil),             // 102: zimmer.lifecycle.v1.PauseIntoSpotQueueRequest
+	(*PauseIntoSpotQueueResponse)(nil),            // 103: zimmer.lifecycle.v1.PauseIntoSpotQueueResponse
+	(*TurnSlots)(nil),                             // 104: zimmer.lifecycle.v1.TurnSlots
+	(*GetTurnSlotsRequest)(nil),                   // 105: zimmer.lifecycle.v1.GetTurnSlotsRequest
+	(*GetTurnSlotsResponse)(nil),                  // 106: zimmer.lifecycle.v1.GetTurnSlotsResponse
+	(*UpdateTurnSlotsRequest)(nil),                // 107: zimmer.lifecycle.v1.UpdateTurnSlotsRequest
+	(*UpdateTurnSlotsResponse)(nil),               // 108: zimmer.lifecycle.v1.UpdateTurnSlotsResponse
+	(*AcquireTurnSlotRequest)(nil),                // 109: zimmer.lifecycle.v1.AcquireTurnSlotRequest
+	(*AcquireTurnSlotResponse)(nil),               // 110: zimmer.lifecycle.v1.AcquireTurnSlotResponse
+	(*ReleaseTurnSlotRequest)(nil),                // 111: zimmer.lifecycle.v1.ReleaseTurnSlotRequest
+	(*ReleaseTurnSlotResponse)(nil),               // 112: zimmer.lifecycle.v1.ReleaseTurnSlotResponse
+	(*Elicitation)(nil),                           // 113: zimmer.lifecycle.v1.Elicitation
+	(*structpb.Struct)(nil),                       // 114: google.protobuf.Struct
+	(*Session)(nil),                               // 115: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 116: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 117: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 118: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 119: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 120: zimmer.lifecycle.v1.StreamEvent
+	(*durationpb.Duration)(nil),                   // 121: google.protobuf.Duration
+	(*SessionEvent)(nil),                          // 122: zimmer.lifecycle.v1.SessionEvent
+	(*GitHubPullRequest)(nil),                     // 123: zimmer.lifecycle.v1.GitHubPullRequest
+	(*Category)(nil),                              // 124: zimmer.lifecycle.v1.Category
+	(*SlotWait)(nil),                              // 125: zimmer.lifecycle.v1.SlotWait
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	102, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
-	103, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
-	104, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	103, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	104, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	104, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	105, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	104, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	106, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	104, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	104, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	104, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	104, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	104, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	107, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	108, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	109, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	102, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
-	104, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	113, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
+	114, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	115, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	114, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	115, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	115, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	116, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	115, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	117, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	115, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	115, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	115, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	115, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	115, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	119, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	120, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	113, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
+	115, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	31,  // 19: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	110, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
+	121, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
 	33,  // 21: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	35,  // 22: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	107, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	118, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
 	38,  // 24: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	107, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	107, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	107, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
+	118, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	118, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	118, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
 	33,  // 28: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	38,  // 29: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	103, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	104, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	104, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	114, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	115, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	115, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	47,  // 33: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
 	47,  // 34: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	111, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	104, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	122, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	115, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	0,   // 37: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
 	1,   // 38: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	104, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	115, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	1,   // 40: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	104, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	107, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	115, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
 	64,  // 43: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
-	107, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
-	104, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	112, // 46: zimmer.lifecycle.v1.RecordPullRequestResponse.pull_request:type_name -> zimmer.lifecycle.v1.GitHubPullRequest
+	118, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	115, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	123, // 46: zimmer.lifecycle.v1.RecordPullRequestResponse.pull_request:type_name -> zimmer.lifecycle.v1.GitHubPullRequest
 	2,   // 47: zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse.outcome:type_name -> zimmer.lifecycle.v1.GitHubDeliveryOutcome
 	79,  // 48: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
-	107, // 49: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
-	107, // 50: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
-	104, // 51: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	104, // 52: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
-	104, // 53: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.source:type_name -> zimmer.lifecycle.v1.Session
-	104, // 54: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
-	113, // 55: zimmer.lifecycle.v1.ListCategoriesResponse.categories:type_name -> zimmer.lifecycle.v1.Category
-	113, // 56: zimmer.lifecycle.v1.CreateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
-	113, // 57: zimmer.lifecycle.v1.UpdateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
-	104, // 58: zimmer.lifecycle.v1.StarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	104, // 59: zimmer.lifecycle.v1.UnstarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	113, // 60: zimmer.lifecycle.v1.GetPendingInferenceResponse.categories:type_name -> zimmer.lifecycle.v1.Category
-	104, // 61: zimmer.lifecycle.v1.RecordInferenceResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	7,   // 62: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	9,   // 63: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	11,  // 64: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	41,  // 65: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	43,  // 66: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	45,  // 67: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	48,  // 68: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	50,  // 69: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	13,  // 70: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	15,  // 71: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	21,  // 72: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	29,  // 73: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	17,  // 74: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	19,  // 75: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	54,  // 76: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	23,  // 77: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	25,  // 78: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	27,  // 79: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	32,  // 80: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	36,  // 81: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	39,  // 82: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	65,  // 83: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	67,  // 84: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	56,  // 85: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	58,  // 86: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	62,  // 87: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	69,  // 88: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
-	71,  // 89: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	73,  // 90: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:input_type -> zimmer.lifecycle.v1.RecordPullRequestRequest
-	75,  // 91: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:input_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryRequest
-	80,  // 92: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
-	60,  // 93: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	77,  // 94: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
-	3,   // 95: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
-	5,   // 96: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
-	82,  // 97: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:input_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
-	84,  // 98: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:input_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
-	86,  // 99: zimmer.lifecycle.v1.LifecycleService.ListCategories:input_type -> zimmer.lifecycle.v1.ListCategoriesRequest
-	88,  // 100: zimmer.lifecycle.v1.LifecycleService.CreateCategory:input_type -> zimmer.lifecycle.v1.CreateCategoryRequest
-	90,  // 101: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:input_type -> zimmer.lifecycle.v1.UpdateCategoryRequest
-	92,  // 102: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:input_type -> zimmer.lifecycle.v1.DeleteCategoryRequest
-	94,  // 103: zimmer.lifecycle.v1.LifecycleService.StarSession:input_type -> zimmer.lifecycle.v1.StarSessionRequest
-	96,  // 104: zimmer.lifecycle.v1.LifecycleService.UnstarSession:input_type -> zimmer.lifecycle.v1.UnstarSessionRequest
-	98,  // 105: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:input_type -> zimmer.lifecycle.v1.GetPendingInferenceRequest
-	100, // 106: zimmer.lifecycle.v1.LifecycleService.RecordInference:input_type -> zimmer.lifecycle.v1.RecordInferenceRequest
-	52,  // 107: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	8,   // 108: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	10,  // 109: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	12,  // 110: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	42,  // 111: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	44,  // 112: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	46,  // 113: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	49,  // 114: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	51,  // 115: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	14,  // 116: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	16,  // 117: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	22,  // 118: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	30,  // 119: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	18,  // 120: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	20,  // 121: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	55,  // 122: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	24,  // 123: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	26,  // 124: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	28,  // 125: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	34,  // 126: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	37,  // 127: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	40,  // 128: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	66,  // 129: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	68,  // 130: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	57,  // 131: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	59,  // 132: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	63,  // 133: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	70,  // 134: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
-	72,  // 135: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	74,  // 136: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:output_type -> zimmer.lifecycle.v1.RecordPullRequestResponse
-	76,  // 137: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:output_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse
-	81,  // 138: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
-	61,  // 139: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	78,  // 140: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
-	4,   // 141: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
-	6,   // 142: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
-	83,  // 143: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:output_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
-	85,  // 144: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:output_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
-	87,  // 145: zimmer.lifecycle.v1.LifecycleService.ListCategories:output_type -> zimmer.lifecycle.v1.ListCategoriesResponse
-	89,  // 146: zimmer.lifecycle.v1.LifecycleService.CreateCategory:output_type -> zimmer.lifecycle.v1.CreateCategoryResponse
-	91,  // 147: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:output_type -> zimmer.lifecycle.v1.UpdateCategoryResponse
-	93,  // 148: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:output_type -> zimmer.lifecycle.v1.DeleteCategoryResponse
-	95,  // 149: zimmer.lifecycle.v1.LifecycleService.StarSession:output_type -> zimmer.lifecycle.v1.StarSessionResponse
-	97,  // 150: zimmer.lifecycle.v1.LifecycleService.UnstarSession:output_type -> zimmer.lifecycle.v1.UnstarSessionResponse
-	99,  // 151: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:output_type -> zimmer.lifecycle.v1.GetPendingInferenceResponse
-	101, // 152: zimmer.lifecycle.v1.LifecycleService.RecordInference:output_type -> zimmer.lifecycle.v1.RecordInferenceResponse
-	53,  // 153: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	108, // [108:154] is the sub-list for method output_type
-	62,  // [62:108] is the sub-list for method input_type
-	62,  // [62:62] is the sub-list for extension type_name
-	62,  // [62:62] is the sub-list for extension extendee
-	0,   // [0:62] is the sub-list for field type_name
+	118, // 49: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
+	118, // 50: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
+	115, // 51: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	115, // 52: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
+	115, // 53: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.source:type_name -> zimmer.lifecycle.v1.Session
+	115, // 54: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
+	124, // 55: zimmer.lifecycle.v1.ListCategoriesResponse.categories:type_name -> zimmer.lifecycle.v1.Category
+	124, // 56: zimmer.lifecycle.v1.CreateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
+	124, // 57: zimmer.lifecycle.v1.UpdateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
+	115, // 58: zimmer.lifecycle.v1.StarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	115, // 59: zimmer.lifecycle.v1.UnstarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	124, // 60: zimmer.lifecycle.v1.GetPendingInferenceResponse.categories:type_name -> zimmer.lifecycle.v1.Category
+	115, // 61: zimmer.lifecycle.v1.RecordInferenceResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	115, // 62: zimmer.lifecycle.v1.PauseIntoSpotQueueResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	104, // 63: zimmer.lifecycle.v1.GetTurnSlotsResponse.slots:type_name -> zimmer.lifecycle.v1.TurnSlots
+	104, // 64: zimmer.lifecycle.v1.UpdateTurnSlotsResponse.slots:type_name -> zimmer.lifecycle.v1.TurnSlots
+	125, // 65: zimmer.lifecycle.v1.AcquireTurnSlotResponse.wait:type_name -> zimmer.lifecycle.v1.SlotWait
+	7,   // 66: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	9,   // 67: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	11,  // 68: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	41,  // 69: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	43,  // 70: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	45,  // 71: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	48,  // 72: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	50,  // 73: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	13,  // 74: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	102, // 75: zimmer.lifecycle.v1.LifecycleService.PauseIntoSpotQueue:input_type -> zimmer.lifecycle.v1.PauseIntoSpotQueueRequest
+	105, // 76: zimmer.lifecycle.v1.LifecycleService.GetTurnSlots:input_type -> zimmer.lifecycle.v1.GetTurnSlotsRequest
+	107, // 77: zimmer.lifecycle.v1.LifecycleService.UpdateTurnSlots:input_type -> zimmer.lifecycle.v1.UpdateTurnSlotsRequest
+	109, // 78: zimmer.lifecycle.v1.LifecycleService.AcquireTurnSlot:input_type -> zimmer.lifecycle.v1.AcquireTurnSlotRequest
+	111, // 79: zimmer.lifecycle.v1.LifecycleService.ReleaseTurnSlot:input_type -> zimmer.lifecycle.v1.ReleaseTurnSlotRequest
+	15,  // 80: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	21,  // 81: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	29,  // 82: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	17,  // 83: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	19,  // 84: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	54,  // 85: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	23,  // 86: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	25,  // 87: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	27,  // 88: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	32,  // 89: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	36,  // 90: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	39,  // 91: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	65,  // 92: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	67,  // 93: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	56,  // 94: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	58,  // 95: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	62,  // 96: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	69,  // 97: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	71,  // 98: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	73,  // 99: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:input_type -> zimmer.lifecycle.v1.RecordPullRequestRequest
+	75,  // 100: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:input_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryRequest
+	80,  // 101: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
+	60,  // 102: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	77,  // 103: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
+	3,   // 104: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
+	5,   // 105: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
+	82,  // 106: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:input_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
+	84,  // 107: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:input_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
+	86,  // 108: zimmer.lifecycle.v1.LifecycleService.ListCategories:input_type -> zimmer.lifecycle.v1.ListCategoriesRequest
+	88,  // 109: zimmer.lifecycle.v1.LifecycleService.CreateCategory:input_type -> zimmer.lifecycle.v1.CreateCategoryRequest
+	90,  // 110: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:input_type -> zimmer.lifecycle.v1.UpdateCategoryRequest
+	92,  // 111: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:input_type -> zimmer.lifecycle.v1.DeleteCategoryRequest
+	94,  // 112: zimmer.lifecycle.v1.LifecycleService.StarSession:input_type -> zimmer.lifecycle.v1.StarSessionRequest
+	96,  // 113: zimmer.lifecycle.v1.LifecycleService.UnstarSession:input_type -> zimmer.lifecycle.v1.UnstarSessionRequest
+	98,  // 114: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:input_type -> zimmer.lifecycle.v1.GetPendingInferenceRequest
+	100, // 115: zimmer.lifecycle.v1.LifecycleService.RecordInference:input_type -> zimmer.lifecycle.v1.RecordInferenceRequest
+	52,  // 116: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	8,   // 117: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	10,  // 118: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	12,  // 119: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	42,  // 120: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	44,  // 121: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	46,  // 122: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	49,  // 123: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	51,  // 124: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	14,  // 125: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	103, // 126: zimmer.lifecycle.v1.LifecycleService.PauseIntoSpotQueue:output_type -> zimmer.lifecycle.v1.PauseIntoSpotQueueResponse
+	106, // 127: zimmer.lifecycle.v1.LifecycleService.GetTurnSlots:output_type -> zimmer.lifecycle.v1.GetTurnSlotsResponse
+	108, // 128: zimmer.lifecycle.v1.LifecycleService.UpdateTurnSlots:output_type -> zimmer.lifecycle.v1.UpdateTurnSlotsResponse
+	110, // 129: zimmer.lifecycle.v1.LifecycleService.AcquireTurnSlot:output_type -> zimmer.lifecycle.v1.AcquireTurnSlotResponse
+	112, // 130: zimmer.lifecycle.v1.LifecycleService.ReleaseTurnSlot:output_type -> zimmer.lifecycle.v1.ReleaseTurnSlotResponse
+	16,  // 131: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	22,  // 132: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	30,  // 133: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	18,  // 134: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	20,  // 135: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	55,  // 136: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	24,  // 137: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	26,  // 138: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	28,  // 139: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	34,  // 140: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	37,  // 141: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	40,  // 142: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	66,  // 143: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	68,  // 144: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	57,  // 145: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	59,  // 146: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	63,  // 147: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	70,  // 148: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	72,  // 149: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	74,  // 150: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:output_type -> zimmer.lifecycle.v1.RecordPullRequestResponse
+	76,  // 151: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:output_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse
+	81,  // 152: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
+	61,  // 153: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	78,  // 154: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
+	4,   // 155: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
+	6,   // 156: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
+	83,  // 157: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:output_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
+	85,  // 158: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:output_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
+	87,  // 159: zimmer.lifecycle.v1.LifecycleService.ListCategories:output_type -> zimmer.lifecycle.v1.ListCategoriesResponse
+	89,  // 160: zimmer.lifecycle.v1.LifecycleService.CreateCategory:output_type -> zimmer.lifecycle.v1.CreateCategoryResponse
+	91,  // 161: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:output_type -> zimmer.lifecycle.v1.UpdateCategoryResponse
+	93,  // 162: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:output_type -> zimmer.lifecycle.v1.DeleteCategoryResponse
+	95,  // 163: zimmer.lifecycle.v1.LifecycleService.StarSession:output_type -> zimmer.lifecycle.v1.StarSessionResponse
+	97,  // 164: zimmer.lifecycle.v1.LifecycleService.UnstarSession:output_type -> zimmer.lifecycle.v1.UnstarSessionResponse
+	99,  // 165: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:output_type -> zimmer.lifecycle.v1.GetPendingInferenceResponse
+	101, // 166: zimmer.lifecycle.v1.LifecycleService.RecordInference:output_type -> zimmer.lifecycle.v1.RecordInferenceResponse
+	53,  // 167: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	117, // [117:168] is the sub-list for method output_type
+	66,  // [66:117] is the sub-list for method input_type
+	66,  // [66:66] is the sub-list for extension type_name
+	66,  // [66:66] is the sub-list for extension extendee
+	0,   // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -6831,13 +7486,16 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[85].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[87].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[97].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[99].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[101].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[104].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   99,
+			NumMessages:   110,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -28,6 +28,11 @@ const (
 	LifecycleService_GetSettings_FullMethodName                   = "/zimmer.lifecycle.v1.LifecycleService/GetSettings"
 	LifecycleService_UpdateSettings_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/UpdateSettings"
 	LifecycleService_PauseSession_FullMethodName                  = "/zimmer.lifecycle.v1.LifecycleService/PauseSession"
+	LifecycleService_PauseIntoSpotQueue_FullMethodName            = "/zimmer.lifecycle.v1.LifecycleService/PauseIntoSpotQueue"
+	LifecycleService_GetTurnSlots_FullMethodName                  = "/zimmer.lifecycle.v1.LifecycleService/GetTurnSlots"
+	LifecycleService_UpdateTurnSlots_FullMethodName               = "/zimmer.lifecycle.v1.LifecycleService/UpdateTurnSlots"
+	LifecycleService_AcquireTurnSlot_FullMethodName               = "/zimmer.lifecycle.v1.LifecycleService/AcquireTurnSlot"
+	LifecycleService_ReleaseTurnSlot_FullMethodName               = "/zimmer.lifecycle.v1.LifecycleService/ReleaseTurnSlot"
 	LifecycleService_SleepSession_FullMethodName                  = "/zimmer.lifecycle.v1.LifecycleService/SleepSession"
 	LifecycleService_ArchiveSession_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/ArchiveSession"
 	LifecycleService_BulkArchiveSessions_FullMethodName           = "/zimmer.lifecycle.v1.LifecycleService/BulkArchiveSessions"
@@ -94,6 +99,34 @@ type LifecycleServiceClient interface {
 	UpdateSettings(ctx context.Context, in *UpdateSettingsRequest, opts ...grpc.CallOption) (*UpdateSettingsResponse, error)
 	// PauseSession stops the turn of a running session: running → needs_input.
 	PauseSession(ctx context.Context, in *PauseSessionRequest, opts ...grpc.CallOption) (*PauseSessionResponse, error)
+	// PauseIntoSpotQueue is Pause Until's last choice, the same sleep with no
+	// wake-up (session-lifecycle.md, "Spot Queue"): the session sleeps in
+	// waiting now (a running turn is stopped first), becomes spot, and its
+	// own armed one-time wake-ups are superseded in the same commit; the spot
+	// scheduler resumes it, highest precedence first, when a turn slot is
+	// free. Making it priority again releases it on the scheduler's next pass.
+	PauseIntoSpotQueue(ctx context.Context, in *PauseIntoSpotQueueRequest, opts ...grpc.CallOption) (*PauseIntoSpotQueueResponse, error)
+	// GetTurnSlots says how many turn slots the fleet has, how many are in
+	// use and how many turns and spot sleepers wait for one. Admin keys only.
+	GetTurnSlots(ctx context.Context, in *GetTurnSlotsRequest, opts ...grpc.CallOption) (*GetTurnSlotsResponse, error)
+	// UpdateTurnSlots changes the fleet-wide limit of concurrently running
+	// turns at run time, for every lifecycle replica at once; it overrides
+	// LIFECYCLE_TURN_SLOTS until cleared (use_environment). Raising it lets
+	// the waiting turns and the spot queue take the new slots at once.
+	// Admin keys only.
+	UpdateTurnSlots(ctx context.Context, in *UpdateTurnSlotsRequest, opts ...grpc.CallOption) (*UpdateTurnSlotsResponse, error)
+	// AcquireTurnSlot asks one of the fleet's turn slots for the session's
+	// next agent process (turn_id): granted at once when the session holds
+	// one, or a free one is its by the queue's order (priority turns first,
+	// then spot ones by precedence); otherwise the turn waits in line and the
+	// answer says its place. Asked again, it answers again (the same slot).
+	// FailedPrecondition for a session that is failed or archived: its turn
+	// will not run. Internal: the runner's session workflow calls it.
+	AcquireTurnSlot(ctx context.Context, in *AcquireTurnSlotRequest, opts ...grpc.CallOption) (*AcquireTurnSlotResponse, error)
+	// ReleaseTurnSlot gives the session's slot back when its turn ended (and
+	// takes it out of the line if it waited), then runs the spot scheduler's
+	// pass. Idempotent. Internal: the runner's session workflow calls it.
+	ReleaseTurnSlot(ctx context.Context, in *ReleaseTurnSlotRequest, opts ...grpc.CallOption) (*ReleaseTurnSlotResponse, error)
 	// SleepSession sleeps a needs_input session now (→ waiting) and defers a
 	// running session's sleep to the end of its turn.
 	SleepSession(ctx context.Context, in *SleepSessionRequest, opts ...grpc.CallOption) (*SleepSessionResponse, error)
@@ -387,6 +420,56 @@ func (c *lifecycleServiceClient) PauseSession(ctx context.Context, in *PauseSess
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PauseSessionResponse)
 	err := c.cc.Invoke(ctx, LifecycleService_PauseSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) PauseIntoSpotQueue(ctx context.Context, in *PauseIntoSpotQueueRequest, opts ...grpc.CallOption) (*PauseIntoSpotQueueResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseIntoSpotQueueResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_PauseIntoSpotQueue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) GetTurnSlots(ctx context.Context, in *GetTurnSlotsRequest, opts ...grpc.CallOption) (*GetTurnSlotsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetTurnSlotsResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_GetTurnSlots_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) UpdateTurnSlots(ctx context.Context, in *UpdateTurnSlotsRequest, opts ...grpc.CallOption) (*UpdateTurnSlotsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateTurnSlotsResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_UpdateTurnSlots_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) AcquireTurnSlot(ctx context.Context, in *AcquireTurnSlotRequest, opts ...grpc.CallOption) (*AcquireTurnSlotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AcquireTurnSlotResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_AcquireTurnSlot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) ReleaseTurnSlot(ctx context.Context, in *ReleaseTurnSlotRequest, opts ...grpc.CallOption) (*ReleaseTurnSlotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseTurnSlotResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_ReleaseTurnSlot_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -790,6 +873,34 @@ type LifecycleServiceServer interface {
 	UpdateSettings(context.Context, *UpdateSettingsRequest) (*UpdateSettingsResponse, error)
 	// PauseSession stops the turn of a running session: running → needs_input.
 	PauseSession(context.Context, *PauseSessionRequest) (*PauseSessionResponse, error)
+	// PauseIntoSpotQueue is Pause Until's last choice, the same sleep with no
+	// wake-up (session-lifecycle.md, "Spot Queue"): the session sleeps in
+	// waiting now (a running turn is stopped first), becomes spot, and its
+	// own armed one-time wake-ups are superseded in the same commit; the spot
+	// scheduler resumes it, highest precedence first, when a turn slot is
+	// free. Making it priority again releases it on the scheduler's next pass.
+	PauseIntoSpotQueue(context.Context, *PauseIntoSpotQueueRequest) (*PauseIntoSpotQueueResponse, error)
+	// GetTurnSlots says how many turn slots the fleet has, how many are in
+	// use and how many turns and spot sleepers wait for one. Admin keys only.
+	GetTurnSlots(context.Context, *GetTurnSlotsRequest) (*GetTurnSlotsResponse, error)
+	// UpdateTurnSlots changes the fleet-wide limit of concurrently running
+	// turns at run time, for every lifecycle replica at once; it overrides
+	// LIFECYCLE_TURN_SLOTS until cleared (use_environment). Raising it lets
+	// the waiting turns and the spot queue take the new slots at once.
+	// Admin keys only.
+	UpdateTurnSlots(context.Context, *UpdateTurnSlotsRequest) (*UpdateTurnSlotsResponse, error)
+	// AcquireTurnSlot asks one of the fleet's turn slots for the session's
+	// next agent process (turn_id): granted at once when the session holds
+	// one, or a free one is its by the queue's order (priority turns first,
+	// then spot ones by precedence); otherwise the turn waits in line and the
+	// answer says its place. Asked again, it answers again (the same slot).
+	// FailedPrecondition for a session that is failed or archived: its turn
+	// will not run. Internal: the runner's session workflow calls it.
+	AcquireTurnSlot(context.Context, *AcquireTurnSlotRequest) (*AcquireTurnSlotResponse, error)
+	// ReleaseTurnSlot gives the session's slot back when its turn ended (and
+	// takes it out of the line if it waited), then runs the spot scheduler's
+	// pass. Idempotent. Internal: the runner's session workflow calls it.
+	ReleaseTurnSlot(context.Context, *ReleaseTurnSlotRequest) (*ReleaseTurnSlotResponse, error)
 	// SleepSession sleeps a needs_input session now (→ waiting) and defers a
 	// running session's sleep to the end of its turn.
 	SleepSession(context.Context, *SleepSessionRequest) (*SleepSessionResponse, error)
@@ -1025,6 +1136,21 @@ func (UnimplementedLifecycleServiceServer) UpdateSettings(context.Context, *Upda
 }
 func (UnimplementedLifecycleServiceServer) PauseSession(context.Context, *PauseSessionRequest) (*PauseSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PauseSession not implemented")
+}
+func (UnimplementedLifecycleServiceServer) PauseIntoSpotQueue(context.Context, *PauseIntoSpotQueueRequest) (*PauseIntoSpotQueueResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseIntoSpotQueue not implemented")
+}
+func (UnimplementedLifecycleServiceServer) GetTurnSlots(context.Context, *GetTurnSlotsRequest) (*GetTurnSlotsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTurnSlots not implemented")
+}
+func (UnimplementedLifecycleServiceServer) UpdateTurnSlots(context.Context, *UpdateTurnSlotsRequest) (*UpdateTurnSlotsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateTurnSlots not implemented")
+}
+func (UnimplementedLifecycleServiceServer) AcquireTurnSlot(context.Context, *AcquireTurnSlotRequest) (*AcquireTurnSlotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AcquireTurnSlot not implemented")
+}
+func (UnimplementedLifecycleServiceServer) ReleaseTurnSlot(context.Context, *ReleaseTurnSlotRequest) (*ReleaseTurnSlotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReleaseTurnSlot not implemented")
 }
 func (UnimplementedLifecycleServiceServer) SleepSession(context.Context, *SleepSessionRequest) (*SleepSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SleepSession not implemented")
@@ -1313,6 +1439,96 @@ func _LifecycleService_PauseSession_Handler(srv interface{}, ctx context.Context
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(LifecycleServiceServer).PauseSession(ctx, req.(*PauseSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_PauseIntoSpotQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseIntoSpotQueueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).PauseIntoSpotQueue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_PauseIntoSpotQueue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).PauseIntoSpotQueue(ctx, req.(*PauseIntoSpotQueueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_GetTurnSlots_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTurnSlotsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).GetTurnSlots(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_GetTurnSlots_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).GetTurnSlots(ctx, req.(*GetTurnSlotsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_UpdateTurnSlots_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateTurnSlotsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).UpdateTurnSlots(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_UpdateTurnSlots_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).UpdateTurnSlots(ctx, req.(*UpdateTurnSlotsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_AcquireTurnSlot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AcquireTurnSlotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).AcquireTurnSlot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_AcquireTurnSlot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).AcquireTurnSlot(ctx, req.(*AcquireTurnSlotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_ReleaseTurnSlot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseTurnSlotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).ReleaseTurnSlot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_ReleaseTurnSlot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).ReleaseTurnSlot(ctx, req.(*ReleaseTurnSlotRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -2000,6 +2216,26 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PauseSession",
 			Handler:    _LifecycleService_PauseSession_Handler,
+		},
+		{
+			MethodName: "PauseIntoSpotQueue",
+			Handler:    _LifecycleService_PauseIntoSpotQueue_Handler,
+		},
+		{
+			MethodName: "GetTurnSlots",
+			Handler:    _LifecycleService_GetTurnSlots_Handler,
+		},
+		{
+			MethodName: "UpdateTurnSlots",
+			Handler:    _LifecycleService_UpdateTurnSlots_Handler,
+		},
+		{
+			MethodName: "AcquireTurnSlot",
+			Handler:    _LifecycleService_AcquireTurnSlot_Handler,
+		},
+		{
+			MethodName: "ReleaseTurnSlot",
+			Handler:    _LifecycleService_ReleaseTurnSlot_Handler,
 		},
 		{
 			MethodName: "SleepSession",

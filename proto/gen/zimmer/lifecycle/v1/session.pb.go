@@ -107,8 +107,11 @@ type Session struct {
 	// spec's github_pull_request_urls, with repository, number and what
 	// Zimmer last saw become of each). Read-only.
 	GithubPullRequests []*GitHubPullRequest `protobuf:"bytes,35,rep,name=github_pull_requests,json=githubPullRequests,proto3" json:"github_pull_requests,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Set while the session waits for a turn slot or sleeps in the spot
+	// queue: why, and its place in line. Read-only.
+	SlotWait      *SlotWait `protobuf:"bytes,36,opt,name=slot_wait,json=slotWait,proto3" json:"slot_wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -403,6 +406,13 @@ func (x *Session) GetStarred() bool {
 func (x *Session) GetGithubPullRequests() []*GitHubPullRequest {
 	if x != nil {
 		return x.GithubPullRequests
+	}
+	return nil
+}
+
+func (x *Session) GetSlotWait() *SlotWait {
+	if x != nil {
+		return x.SlotWait
 	}
 	return nil
 }
@@ -724,6 +734,71 @@ func (x *GitHubPullRequest) GetState() string {
 	return ""
 }
 
+// SlotWait says why a session waits to run and where it stands in line.
+type SlotWait struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "no_slot": its turn waits for a free turn slot; "spot_queue": it
+	// sleeps in the spot queue until the scheduler resumes it.
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// 1-based place in the queue's run order (GET /sessions?view=ranked).
+	Position int32 `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	// Since when it waits.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SlotWait) Reset() {
+	*x = SlotWait{}
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlotWait) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlotWait) ProtoMessage() {}
+
+func (x *SlotWait) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlotWait.ProtoReflect.Descriptor instead.
+func (*SlotWait) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SlotWait) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SlotWait) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *SlotWait) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
 // Elicitation is a question an agent is blocked on (an MCP elicitation):
 // its process is alive, waiting for a human's answer.
 type Elicitation struct {
@@ -748,7 +823,7 @@ type Elicitation struct {
 
 func (x *Elicitation) Reset() {
 	*x = Elicitation{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -760,7 +835,7 @@ func (x *Elicitation) String() string {
 func (*Elicitation) ProtoMessage() {}
 
 func (x *Elicitation) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[5]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -773,7 +848,7 @@ func (x *Elicitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Elicitation.ProtoReflect.Descriptor instead.
 func (*Elicitation) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Elicitation) GetId() string {
@@ -843,7 +918,7 @@ type LostElicitation struct {
 
 func (x *LostElicitation) Reset() {
 	*x = LostElicitation{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +930,7 @@ func (x *LostElicitation) String() string {
 func (*LostElicitation) ProtoMessage() {}
 
 func (x *LostElicitation) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[6]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +943,7 @@ func (x *LostElicitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostElicitation.ProtoReflect.Descriptor instead.
 func (*LostElicitation) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{6}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *LostElicitation) GetReason() string {
@@ -913,7 +988,7 @@ type TimelineLine struct {
 
 func (x *TimelineLine) Reset() {
 	*x = TimelineLine{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1000,7 @@ func (x *TimelineLine) String() string {
 func (*TimelineLine) ProtoMessage() {}
 
 func (x *TimelineLine) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[7]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1013,7 @@ func (x *TimelineLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineLine.ProtoReflect.Descriptor instead.
 func (*TimelineLine) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{7}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TimelineLine) GetId() int64 {
@@ -987,7 +1062,7 @@ type StreamEvent struct {
 
 func (x *StreamEvent) Reset() {
 	*x = StreamEvent{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[8]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1074,7 @@ func (x *StreamEvent) String() string {
 func (*StreamEvent) ProtoMessage() {}
 
 func (x *StreamEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[8]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1087,7 @@ func (x *StreamEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
 func (*StreamEvent) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{8}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StreamEvent) GetId() int64 {
@@ -1070,7 +1145,7 @@ type Pagination struct {
 
 func (x *Pagination) Reset() {
 	*x = Pagination{}
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[9]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1157,7 @@ func (x *Pagination) String() string {
 func (*Pagination) ProtoMessage() {}
 
 func (x *Pagination) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[9]
+	mi := &file_zimmer_lifecycle_v1_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1170,7 @@ func (x *Pagination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pagination.ProtoReflect.Descriptor instead.
 func (*Pagination) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{9}
+	return file_zimmer_lifecycle_v1_session_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Pagination) GetPage() int32 {
@@ -1130,7 +1205,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe9\f\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa5\r\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -1178,7 +1253,8 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\vcategory_id\x18) \x01(\x03H\x01R\n" +
 	"categoryId\x88\x01\x01\x12\x18\n" +
 	"\astarred\x18* \x01(\bR\astarred\x12X\n" +
-	"\x14github_pull_requests\x18# \x03(\v2&.zimmer.lifecycle.v1.GitHubPullRequestR\x12githubPullRequestsB\x14\n" +
+	"\x14github_pull_requests\x18# \x03(\v2&.zimmer.lifecycle.v1.GitHubPullRequestR\x12githubPullRequests\x12:\n" +
+	"\tslot_wait\x18$ \x01(\v2\x1d.zimmer.lifecycle.v1.SlotWaitR\bslotWaitB\x14\n" +
 	"\x12_parent_session_idB\x0e\n" +
 	"\f_category_id\"\x80\x02\n" +
 	"\rStatusSummary\x12\x12\n" +
@@ -1207,7 +1283,11 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"repository\x18\x02 \x01(\tR\n" +
 	"repository\x12\x16\n" +
 	"\x06number\x18\x03 \x01(\x05R\x06number\x12\x14\n" +
-	"\x05state\x18\x04 \x01(\tR\x05state\"\xad\x02\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\"p\n" +
+	"\bSlotWait\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1a\n" +
+	"\bposition\x18\x02 \x01(\x05R\bposition\x120\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xad\x02\n" +
 	"\vElicitation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1259,47 +1339,50 @@ func file_zimmer_lifecycle_v1_session_proto_rawDescGZIP() []byte {
 	return file_zimmer_lifecycle_v1_session_proto_rawDescData
 }
 
-var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_zimmer_lifecycle_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_zimmer_lifecycle_v1_session_proto_goTypes = []any{
 	(*Session)(nil),               // 0: zimmer.lifecycle.v1.Session
 	(*StatusSummary)(nil),         // 1: zimmer.lifecycle.v1.StatusSummary
 	(*StatusSummaryFailure)(nil),  // 2: zimmer.lifecycle.v1.StatusSummaryFailure
 	(*Category)(nil),              // 3: zimmer.lifecycle.v1.Category
 	(*GitHubPullRequest)(nil),     // 4: zimmer.lifecycle.v1.GitHubPullRequest
-	(*Elicitation)(nil),           // 5: zimmer.lifecycle.v1.Elicitation
-	(*LostElicitation)(nil),       // 6: zimmer.lifecycle.v1.LostElicitation
-	(*TimelineLine)(nil),          // 7: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),           // 8: zimmer.lifecycle.v1.StreamEvent
-	(*Pagination)(nil),            // 9: zimmer.lifecycle.v1.Pagination
-	(*structpb.Struct)(nil),       // 10: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*SlotWait)(nil),              // 5: zimmer.lifecycle.v1.SlotWait
+	(*Elicitation)(nil),           // 6: zimmer.lifecycle.v1.Elicitation
+	(*LostElicitation)(nil),       // 7: zimmer.lifecycle.v1.LostElicitation
+	(*TimelineLine)(nil),          // 8: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),           // 9: zimmer.lifecycle.v1.StreamEvent
+	(*Pagination)(nil),            // 10: zimmer.lifecycle.v1.Pagination
+	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_zimmer_lifecycle_v1_session_proto_depIdxs = []int32{
-	10, // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
-	11, // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	11, // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
-	11, // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
-	6,  // 5: zimmer.lifecycle.v1.Session.lost_elicitation:type_name -> zimmer.lifecycle.v1.LostElicitation
+	11, // 0: zimmer.lifecycle.v1.Session.custom_metadata:type_name -> google.protobuf.Struct
+	12, // 1: zimmer.lifecycle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	12, // 2: zimmer.lifecycle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	12, // 3: zimmer.lifecycle.v1.Session.archived_at:type_name -> google.protobuf.Timestamp
+	12, // 4: zimmer.lifecycle.v1.Session.trash_after:type_name -> google.protobuf.Timestamp
+	7,  // 5: zimmer.lifecycle.v1.Session.lost_elicitation:type_name -> zimmer.lifecycle.v1.LostElicitation
 	1,  // 6: zimmer.lifecycle.v1.Session.status_summary:type_name -> zimmer.lifecycle.v1.StatusSummary
 	4,  // 7: zimmer.lifecycle.v1.Session.github_pull_requests:type_name -> zimmer.lifecycle.v1.GitHubPullRequest
-	11, // 8: zimmer.lifecycle.v1.StatusSummary.generated_at:type_name -> google.protobuf.Timestamp
-	2,  // 9: zimmer.lifecycle.v1.StatusSummary.failure:type_name -> zimmer.lifecycle.v1.StatusSummaryFailure
-	11, // 10: zimmer.lifecycle.v1.StatusSummaryFailure.failed_at:type_name -> google.protobuf.Timestamp
-	11, // 11: zimmer.lifecycle.v1.Category.created_at:type_name -> google.protobuf.Timestamp
-	11, // 12: zimmer.lifecycle.v1.Category.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 13: zimmer.lifecycle.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
-	11, // 14: zimmer.lifecycle.v1.Elicitation.requested_at:type_name -> google.protobuf.Timestamp
-	11, // 15: zimmer.lifecycle.v1.Elicitation.expires_at:type_name -> google.protobuf.Timestamp
-	11, // 16: zimmer.lifecycle.v1.LostElicitation.lost_at:type_name -> google.protobuf.Timestamp
-	11, // 17: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
-	10, // 18: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
-	11, // 19: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	5,  // 8: zimmer.lifecycle.v1.Session.slot_wait:type_name -> zimmer.lifecycle.v1.SlotWait
+	12, // 9: zimmer.lifecycle.v1.StatusSummary.generated_at:type_name -> google.protobuf.Timestamp
+	2,  // 10: zimmer.lifecycle.v1.StatusSummary.failure:type_name -> zimmer.lifecycle.v1.StatusSummaryFailure
+	12, // 11: zimmer.lifecycle.v1.StatusSummaryFailure.failed_at:type_name -> google.protobuf.Timestamp
+	12, // 12: zimmer.lifecycle.v1.Category.created_at:type_name -> google.protobuf.Timestamp
+	12, // 13: zimmer.lifecycle.v1.Category.updated_at:type_name -> google.protobuf.Timestamp
+	12, // 14: zimmer.lifecycle.v1.SlotWait.since:type_name -> google.protobuf.Timestamp
+	11, // 15: zimmer.lifecycle.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
+	12, // 16: zimmer.lifecycle.v1.Elicitation.requested_at:type_name -> google.protobuf.Timestamp
+	12, // 17: zimmer.lifecycle.v1.Elicitation.expires_at:type_name -> google.protobuf.Timestamp
+	12, // 18: zimmer.lifecycle.v1.LostElicitation.lost_at:type_name -> google.protobuf.Timestamp
+	12, // 19: zimmer.lifecycle.v1.TimelineLine.created_at:type_name -> google.protobuf.Timestamp
+	11, // 20: zimmer.lifecycle.v1.StreamEvent.payload:type_name -> google.protobuf.Struct
+	12, // 21: zimmer.lifecycle.v1.StreamEvent.created_at:type_name -> google.protobuf.Timestamp
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_session_proto_init() }
@@ -1314,7 +1397,7 @@ func file_zimmer_lifecycle_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_session_proto_rawDesc), len(file_zimmer_lifecycle_v1_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
