@@ -38,6 +38,11 @@ const (
 	// PausedByUser is a session a person paused by hand (Pause, Pause
 	// Until): a bulk refresh leaves it at rest.
 	PausedByUser = "user"
+	// PausedByAuthOutage parks a session whose runtime's login hit a quota
+	// or authentication wall: it sleeps (waiting, no wake armed) with
+	// auth_outage_reason set until the login pool refills and the runner
+	// resumes it (AuthOutageParkService in the spec).
+	PausedByAuthOutage = "auth_outage"
 )
 
 // The events of the state machine.

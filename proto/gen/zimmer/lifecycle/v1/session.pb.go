@@ -93,8 +93,15 @@ type Session struct {
 	// idle. Cleared by a fresh elicitation, a resume and an archive.
 	// Read-only.
 	LostElicitation *LostElicitation `protobuf:"bytes,34,opt,name=lost_elicitation,json=lostElicitation,proto3" json:"lost_elicitation,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Set while the session is parked for a login-pool outage (paused_by
+	// "auth_outage"): which runtime's pool, which account hit which wall, and
+	// when it resets. The session sleeps in waiting with no wake armed, no
+	// automatic delivery reaches it, and the undelivered message is kept by
+	// the runner; the pool's refill resumes it with that message. Cleared by
+	// any resume. Read-only.
+	AuthOutageReason string `protobuf:"bytes,35,opt,name=auth_outage_reason,json=authOutageReason,proto3" json:"auth_outage_reason,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -363,6 +370,13 @@ func (x *Session) GetLostElicitation() *LostElicitation {
 		return x.LostElicitation
 	}
 	return nil
+}
+
+func (x *Session) GetAuthOutageReason() string {
+	if x != nil {
+		return x.AuthOutageReason
+	}
+	return ""
 }
 
 // Elicitation is a question an agent is blocked on (an MCP elicitation):
@@ -771,8 +785,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf4\n" +
-	"\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\v\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -815,7 +828,8 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\x0erunning_job_id\x18\x1f \x01(\tR\frunningJobId\x12-\n" +
 	"\x12push_notifications\x18  \x01(\bR\x11pushNotifications\x12>\n" +
 	"\x1brecovery_continue_abandoned\x18! \x01(\tR\x19recoveryContinueAbandoned\x12O\n" +
-	"\x10lost_elicitation\x18\" \x01(\v2$.zimmer.lifecycle.v1.LostElicitationR\x0flostElicitationB\x14\n" +
+	"\x10lost_elicitation\x18\" \x01(\v2$.zimmer.lifecycle.v1.LostElicitationR\x0flostElicitation\x12,\n" +
+	"\x12auth_outage_reason\x18# \x01(\tR\x10authOutageReasonB\x14\n" +
 	"\x12_parent_session_id\"\xad\x02\n" +
 	"\vElicitation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
