@@ -20,7 +20,7 @@ type step struct {
 	kind string // "text" or the directive's name
 	text string // text to say; the elicitation's message
 
-	duration time.Duration  // sleep, spawn-grandchild, elicit
+	duration time.Duration  // sleep, spawn-grandchild, elicit, quota-wall
 	code     int            // exit
 	signal   syscall.Signal // signal
 	tool     string         // mcp
@@ -113,6 +113,11 @@ func parseDirective(name, rest string) (step, error) {
 				return s, fmt.Errorf("mcp arguments must be a JSON object: %w", err)
 			}
 		}
+	case "quota-wall":
+		s.duration, err = parseDuration(rest)
+		if err == nil && s.duration <= 0 {
+			err = fmt.Errorf("the quota must reset after a positive duration")
+		}
 	case "elicit":
 		d, message, _ := strings.Cut(rest, " ")
 		s.duration, err = parseDuration(d)
@@ -121,7 +126,7 @@ func parseDirective(name, rest string) (step, error) {
 			s.text = "The demo agent needs an answer to continue."
 		}
 	default:
-		return s, fmt.Errorf("unknown directive %q (known: say, sleep, exit, signal, ignore-sigterm, spawn-grandchild, mcp, elicit)", name)
+		return s, fmt.Errorf("unknown directive %q (known: say, sleep, exit, signal, ignore-sigterm, spawn-grandchild, mcp, elicit, quota-wall)", name)
 	}
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", name, err)
