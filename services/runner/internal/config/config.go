@@ -78,6 +78,10 @@ type Config struct {
 	ZombieReapInterval time.Duration
 	// Clones configures the clone's life after archive (clones.go).
 	Clones Clones
+	// Accounts are the runtimes' login pools, from RUNNER_ACCOUNTS_FILE
+	// (accounts.go); none configured for a runtime, its ambient login is
+	// its one account.
+	Accounts []Account
 }
 
 // nodeName is what a node may be called: it becomes part of a Temporal task
@@ -107,6 +111,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		OrphanGrace   time.Duration `env:"RUNNER_ORPHAN_GRACE, default=2m"`
 		ZombieReap    time.Duration `env:"RUNNER_ZOMBIE_REAP_INTERVAL, default=5m"`
 		Transcripts   time.Duration `env:"RUNNER_TRANSCRIPT_RETENTION, default=720h"`
+		AccountsFile  string        `env:"RUNNER_ACCOUNTS_FILE"`
 		Agents        agent.Config
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
@@ -156,6 +161,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if cfg.Clones, err = loadClones(ctx, getenv, cfg.WorkspacesDir); err != nil {
 		return Config{}, err
 	}
+	if cfg.Accounts, err = LoadAccounts(env.AccountsFile); err != nil {
+		return Config{}, err
+	}
 	return cfg, nil
 }
 
@@ -189,5 +197,6 @@ func (c Config) LogValue() slog.Value {
 		slog.String("lineage_addr", c.LineageAddr),
 		slog.String("mcp_url", c.MCPURL),
 		slog.String("default_runtime", c.Agents.DefaultRuntime),
+		slog.Any("accounts", c.Accounts),
 	)
 }

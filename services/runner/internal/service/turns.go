@@ -102,8 +102,12 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		Node:        cfg.Node,
 		Incarnation: uuid.NewString(),
 	}
+	pool := newAccountPool(store.NewAccounts(s.Pool), cfg.Accounts)
+	acts.Pool, acts.Refills = pool, refillStarter{client: s.Temporal}
 	s.Worker.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
 	acts.RegisterShared(s.Worker)
+	rw.RegisterRefill(s.Worker)
+	s.API.WithAccounts(pool)
 
 	// At shutdown RunTurn stops its agent by the ladder and reports so
 	// (TurnResult.Shutdown): the worker waits that long for it.
