@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
@@ -256,13 +257,25 @@ func AccountRefill(ctx workflow.Context, req RefillRequest) error {
 // again continues as new.
 const refillSleepsPerRun = 50
 
-// chooseAccount asks the pool for turn id's account.
+// chooseAccount asks the pool for turn id's account, as a local activity
+// in the workflow task at hand: the turn's path costs no extra dispatch
+// (RN-4). Asked again until the pool answers; a retry of a choice that
+// was recorded answers the same account.
 func (t *turnRunner) chooseAccount(ctx workflow.Context, id string) (domain.Choice, error) {
-	var c domain.Choice
-	err := workflow.ExecuteActivity(untilAnswered(ctx), ActivityChooseAccount, ChooseAccountRequest{
-		SessionID: t.st.Session.ID, Runtime: t.st.Session.Runtime, TurnID: id, Sticky: t.st.Account,
-	}).Get(ctx, &c)
-	return c, err
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    transitionTimeout,
+		ScheduleToCloseTimeout: 5 * time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+	req := ChooseAccountRequest{SessionID: t.st.Session.ID, Runtime: t.st.Session.Runtime, TurnID: id, Sticky: t.st.Account}
+	for {
+		var c domain.Choice
+		err := workflow.ExecuteLocalActivity(lctx, ActivityChooseAccount, req).Get(ctx, &c)
+		if err == nil || ctx.Err() != nil || temporal.IsCanceledError(err) {
+			return c, err
+		}
+		workflow.GetLogger(ctx).Warn("the login pool did not answer in five minutes; asking again", "turn", id, "error", err)
+	}
 }
 
 // noteAccount writes on the timeline the account a turn runs under when
