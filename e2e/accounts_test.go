@@ -96,8 +96,9 @@ func TestAQuotaWallParksTheSessionUntilItsAccountRefills(t *testing.T) {
 	api.waitStatus(t, parked, "needs_input")
 	require.Contains(t, api.timelineText(t, parked), `runs under the demo account \"demo-a\"`)
 
-	// Its next message hits the demo quota wall: the login rests 25 s.
-	const wallFor = 25 * time.Second
+	// Its next message hits the demo quota wall: the login rests a minute,
+	// long enough to look at it on a loaded machine.
+	const wallFor = time.Minute
 	message := "the parked message " + fmt.Sprint(time.Now().UnixNano())
 	body, err := json.Marshal(map[string]any{"prompt": "@demo quota-wall " + wallFor.String() + "\n" + message})
 	require.NoError(t, err)
@@ -128,7 +129,9 @@ func TestAQuotaWallParksTheSessionUntilItsAccountRefills(t *testing.T) {
 	// only, with names and state and no secret.
 	pool, listing := api.agentAccounts(t, "demo")
 	require.False(t, pool["demo-a"].Available, listing)
-	require.WithinDuration(t, walledAt.Add(wallFor), pool["demo-a"].RestsUntil, 5*time.Second, listing)
+	rests := pool["demo-a"].RestsUntil
+	require.False(t, rests.Before(walledAt.Add(wallFor).Truncate(time.Second)), "rests until its reset: %s", listing)
+	require.False(t, rests.After(time.Now().Add(wallFor)), "rests until its reset: %s", listing)
 	require.Contains(t, pool["demo-a"].WallReason, "usage limit reached", listing)
 	require.Equal(t, 1, pool["demo-a"].ParkedSessions, listing)
 	require.True(t, pool["demo-b"].Available, listing)
@@ -145,7 +148,8 @@ func TestAQuotaWallParksTheSessionUntilItsAccountRefills(t *testing.T) {
 
 	// The reset passes: the refill resumes the parked session with the
 	// same message, delivered once.
-	api.waitStatus(t, parked, "needs_input")
+	require.Eventually(t, func() bool { return api.session(t, parked).Status == "needs_input" },
+		wallFor+2*time.Minute, 200*time.Millisecond, "the refill never resumed the parked session")
 	require.GreaterOrEqual(t, time.Since(walledAt), wallFor-time.Second, "not resumed before the reset")
 	require.Equal(t, 1, api.assistantSaid(t, parked, message), "the parked message ran once")
 	timeline := api.timelineText(t, parked)
