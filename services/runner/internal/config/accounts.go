@@ -148,3 +148,16 @@ func ParseAccounts(data []byte) ([]Account, error) {
 	}
 	return out, nil
 }
+
+// TurnRecordRetention is how long the pool keeps a turn's record: past
+// the longest window any account is held to (a week when none is longer),
+// and an hour more, so a count never misses a turn still inside one.
+func TurnRecordRetention(accounts []Account) time.Duration {
+	keep := 7 * 24 * time.Hour
+	for _, a := range accounts {
+		for _, t := range a.Targets {
+			keep = max(keep, t.Window)
+		}
+	}
+	return keep + time.Hour
+}

@@ -58,3 +58,12 @@ func TestParseAccountsRefusesAndNeverQuotesASecret(t *testing.T) {
 	require.ErrorContains(t, err, "not an accounts file")
 	require.NotContains(t, err.Error(), "sk-secret")
 }
+
+func TestTurnRecordsOutliveTheLongestWindow(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 7*24*time.Hour+time.Hour, config.TurnRecordRetention(nil), "a week, the longest window a CLI names")
+	accounts, err := config.ParseAccounts([]byte(`{"accounts": [{"name": "a", "runtime": "codex", "env": {"K": "v"},
+		"quota_targets": [{"window": "5h", "max_turns": 1}, {"window": "720h", "max_turns": 9}]}]}`))
+	require.NoError(t, err)
+	require.Equal(t, 721*time.Hour, config.TurnRecordRetention(accounts))
+}

@@ -49,6 +49,14 @@ func NewNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Serv
 		svc.Close()
 		return nil, err
 	}
+	turnRecords := retention.Policy{Name: "account-turns", Keep: config.TurnRecordRetention(cfg.Accounts),
+		Prune: func(ctx context.Context, cutoff time.Time) (int64, error) {
+			return store.NewAccounts(svc.Pool).PruneTurns(ctx, cutoff, 1000)
+		}}
+	if err := retention.Setup(ctx, svc.Temporal, svc.Worker, Name, turnRecords); err != nil {
+		svc.Close()
+		return nil, err
+	}
 	if err := svc.runTurns(ctx, cfg); err != nil {
 		svc.Close()
 		return nil, err

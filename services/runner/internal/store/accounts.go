@@ -219,3 +219,14 @@ func (s *Accounts) ParkedCounts(ctx context.Context) (map[[2]string]int, error) 
 	}
 	return out, nil
 }
+
+// PruneTurns deletes turn records that started before cutoff, at most
+// limit of them: the pool counts only turns within its windows.
+func (s *Accounts) PruneTurns(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM account_turns WHERE turn_id IN (
+		SELECT turn_id FROM account_turns WHERE started_at < $1 ORDER BY started_at LIMIT $2)`, cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune the turn records before %s: %w", cutoff, err)
+	}
+	return tag.RowsAffected(), nil
+}

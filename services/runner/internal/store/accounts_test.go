@@ -77,6 +77,14 @@ func TestAccountsChooseTheLeastUsedAndRestAfterAWall(t *testing.T) {
 	require.Equal(t, 6, use[0].Targets[0].Turns)
 	require.True(t, now.Add(time.Hour).Equal(use[0].Targets[0].FreesAt))
 
+	// Old turn records are pruned; newer ones stay.
+	pruned, err := s.PruneTurns(ctx, now.Add(time.Second), 1000)
+	require.NoError(t, err)
+	require.Equal(t, int64(11), pruned)
+	had, err = s.TurnAccount(ctx, "t-0")
+	require.NoError(t, err)
+	require.Empty(t, had)
+
 	// Parks, by account.
 	require.NoError(t, s.Park(ctx, domain.PoolPark{SessionID: 1, Runtime: "demo", Account: "a", Reason: "r", Until: reset, ParkedAt: now}))
 	require.NoError(t, s.Park(ctx, domain.PoolPark{SessionID: 2, Runtime: "demo", Account: "a", Reason: "r", Until: reset, ParkedAt: now.Add(time.Second)}))
