@@ -149,6 +149,8 @@ var restAccess = map[string]struct{ sessions, selfOnly expect }{
 	// as every read; it never answers one, its own agent's least of all.
 	"ListElicitations":  {expect{ok, ok}, expect{ok, denied}},
 	"AnswerElicitation": {expect{denied, denied}, expect{denied, denied}},
+	// The login pools are the admin's: no credential reads them (issue 29).
+	"ListAgentAccounts": {expect{denied, denied}, expect{denied, denied}},
 }
 
 // pendingMessages are the ids of session id's messages still to be

@@ -38,6 +38,7 @@ import (
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
+	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/platform/surface"
 )
 
@@ -50,9 +51,12 @@ const (
 )
 
 // NewHandler returns the REST API over the lifecycle (LifecycleService and
-// TriggerService), queue and notification services' connections.
+// TriggerService), queue, notification and runner services' connections.
+// The runner's session routes (transcript, clone) are the server's own
+// handlers, which resolve a slug first and win over these by being more
+// specific; its other routes (the login pools) are served here.
 // Authentication is the caller's (the server wraps this handler).
-func NewHandler(ctx context.Context, lifecycle, queue, notification grpc.ClientConnInterface, logger *slog.Logger) (http.Handler, error) {
+func NewHandler(ctx context.Context, lifecycle, queue, notification, runner grpc.ClientConnInterface, logger *slog.Logger) (http.Handler, error) {
 	h := &handler{logger: logger, marshaler: &marshaler{Marshaler: wirejson.NewMarshaler()}}
 	none := func(string) (string, bool) { return "", false }
 	h.mux = runtime.NewServeMux(
@@ -97,6 +101,9 @@ func NewHandler(ctx context.Context, lifecycle, queue, notification grpc.ClientC
 	notifications := notificationv1.NewNotificationServiceClient(reachingConn{notification})
 	if err := notificationv1.RegisterNotificationServiceHandlerClient(ctx, h.mux, notifications); err != nil {
 		return nil, fmt.Errorf("register notification REST routes: %w", err)
+	}
+	if err := runnerv1.RegisterRunnerServiceHandlerClient(ctx, h.mux, runnerv1.NewRunnerServiceClient(reachingConn{runner})); err != nil {
+		return nil, fmt.Errorf("register runner REST routes: %w", err)
 	}
 	return h, nil
 }

@@ -185,3 +185,8 @@ func (s *Server) GetClone(ctx context.Context, req *runnerv1.GetCloneRequest) (*
 func (s *Server) GetLatestTranscriptLines(ctx context.Context, req *runnerv1.GetLatestTranscriptLinesRequest) (*runnerv1.GetLatestTranscriptLinesResponse, error) {
 	return grpcfake.Answer[*runnerv1.GetLatestTranscriptLinesResponse](ctx, s.Recorder, req)
 }
+
+// ListAgentAccounts implements runnerv1.RunnerServiceServer.
+func (s *Server) ListAgentAccounts(ctx context.Context, req *runnerv1.ListAgentAccountsRequest) (*runnerv1.ListAgentAccountsResponse, error) {
+	return grpcfake.Answer[*runnerv1.ListAgentAccountsResponse](ctx, s.Recorder, req)
+}

@@ -25,7 +25,7 @@ import (
 // the machine's low-level driver and hard delete (and whatever else the
 // access classes make admin; the walk below derives those and requires
 // these among them).
-var adminOperations = []string{"LifecycleService_DeleteSession", "LifecycleService_TransitionSession"}
+var adminOperations = []string{"LifecycleService_DeleteSession", "LifecycleService_TransitionSession", "RunnerService_ListAgentAccounts"}
 
 // servicePackages are the gRPC packages of the services with REST routes,
 // by service name, as grpcserver.Access takes a method: "/pkg.Service/Method".
@@ -205,7 +205,7 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 				if resp.status == http.StatusForbidden {
 					require.False(t, reached, "%s %s: refused, yet it reached lifecycle", r.method, r.path)
 					require.Equal(t, r.rpc+" needs an admin key (ZIMMER_ADMIN_API_KEYS); this operator key lacks the admin scope", resp.errorText(t))
-					refusedREST = append(refusedREST, "LifecycleService_"+r.rpc)
+					refusedREST = append(refusedREST, r.service+"_"+r.rpc)
 					continue
 				}
 				require.True(t, reached, "%s %s answered %d without reaching lifecycle: %s", r.method, r.path, resp.status, resp.body)

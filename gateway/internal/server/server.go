@@ -107,7 +107,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 		logger.Warn("ZIMMER_SUPERVISOR_USER/ZIMMER_SUPERVISOR_PASSWORD unset: /supervisor answers 503")
 	}
 
-	api, err := rest.NewHandler(ctx, lifecycleConn, queueConn, notificationConn, logger)
+	api, err := rest.NewHandler(ctx, lifecycleConn, queueConn, notificationConn, runnerConn, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,10 @@ const (
 	MaxAgentRuntimeChars  = 100
 	MaxFailureReasonChars = 10_000
 	MaxPausedByChars      = 100
-	MaxRunningJobIDChars  = 255
+	// MaxAuthOutageReasonChars bounds auth_outage_reason: a sentence naming
+	// the login pool, the wall and its reset.
+	MaxAuthOutageReasonChars = 1_000
+	MaxRunningJobIDChars     = 255
 	// A delivery's id ("queue/message/<id>") and what the timeline calls
 	// what it delivered ("queued message #12"): DeliverTurn, internal.
 	MaxDeliveryIDChars   = 255

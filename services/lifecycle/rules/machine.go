@@ -42,6 +42,11 @@ const (
 	// armed (PauseIntoSpotQueue): the spot scheduler resumes it when a turn
 	// slot is free, highest precedence first.
 	PausedBySpotQueue = "spot_queue"
+	// PausedByAuthOutage parks a session whose runtime's login hit a quota
+	// or authentication wall: it sleeps (waiting, no wake armed) with
+	// auth_outage_reason set until the login pool refills and the runner
+	// resumes it (AuthOutageParkService in the spec).
+	PausedByAuthOutage = "auth_outage"
 )
 
 // The reasons a session waits to run (its slot_wait).

@@ -14,26 +14,28 @@ import (
 
 // Limits on what a caller may send: rules' limits.
 const (
-	MaxPromptChars         = rules.MaxPromptChars
-	MaxGoalChars           = rules.MaxGoalChars
-	MaxNotesChars          = rules.MaxNotesChars
-	MaxTitleChars          = rules.MaxTitleChars
-	MaxSlugChars           = rules.MaxSlugChars
-	MaxGitRootChars        = rules.MaxGitRootChars
-	MaxBranchChars         = rules.MaxBranchChars
-	MaxSubdirectoryChars   = rules.MaxSubdirectoryChars
-	MaxAgentRootChars      = rules.MaxAgentRootChars
-	MaxAgentRuntimeChars   = rules.MaxAgentRuntimeChars
-	MaxFailureReasonChars  = rules.MaxFailureReasonChars
-	MaxPausedByChars       = rules.MaxPausedByChars
-	MaxRunningJobIDChars   = rules.MaxRunningJobIDChars
-	MaxDeliveryIDChars     = rules.MaxDeliveryIDChars
-	MaxDeliveryWhatChars   = rules.MaxDeliveryWhatChars
-	MaxIdempotencyKeyChars = rules.MaxIdempotencyKeyChars
-	MaxMetadataBytes       = rules.MaxMetadataBytes
-	MaxMetadataDepth       = rules.MaxMetadataDepth
-	MaxQueryChars          = rules.MaxQueryChars
-	MaxGenesisChars        = rules.MaxGenesisChars
+	MaxPromptChars        = rules.MaxPromptChars
+	MaxGoalChars          = rules.MaxGoalChars
+	MaxNotesChars         = rules.MaxNotesChars
+	MaxTitleChars         = rules.MaxTitleChars
+	MaxSlugChars          = rules.MaxSlugChars
+	MaxGitRootChars       = rules.MaxGitRootChars
+	MaxBranchChars        = rules.MaxBranchChars
+	MaxSubdirectoryChars  = rules.MaxSubdirectoryChars
+	MaxAgentRootChars     = rules.MaxAgentRootChars
+	MaxAgentRuntimeChars  = rules.MaxAgentRuntimeChars
+	MaxFailureReasonChars = rules.MaxFailureReasonChars
+	MaxPausedByChars      = rules.MaxPausedByChars
+	// MaxAuthOutageReasonChars bounds a park's auth_outage_reason.
+	MaxAuthOutageReasonChars = rules.MaxAuthOutageReasonChars
+	MaxRunningJobIDChars     = rules.MaxRunningJobIDChars
+	MaxDeliveryIDChars       = rules.MaxDeliveryIDChars
+	MaxDeliveryWhatChars     = rules.MaxDeliveryWhatChars
+	MaxIdempotencyKeyChars   = rules.MaxIdempotencyKeyChars
+	MaxMetadataBytes         = rules.MaxMetadataBytes
+	MaxMetadataDepth         = rules.MaxMetadataDepth
+	MaxQueryChars            = rules.MaxQueryChars
+	MaxGenesisChars          = rules.MaxGenesisChars
 )
 
 // textProblem and checkText are platform/validation's text rule, the same

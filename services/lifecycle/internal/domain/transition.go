@@ -55,6 +55,13 @@ type Command struct {
 	SystemRecovery bool
 	// PausedBy records who paused (e.g. "user"); cleared by resume.
 	PausedBy string
+	// AuthOutageReason, on a pause, parks the session for a login-pool
+	// outage (the spec's AuthOutageParkService): the marker is set, paused_by
+	// is rules.PausedByAuthOutage, and the session goes on to sleep
+	// (needs_input → waiting) with no wake armed, out of the automatic
+	// deliveries' and the heartbeat's reach, until the pool's refill resumes
+	// it. Cleared by resume.
+	AuthOutageReason string
 	// RunningJobID names the job that owns the agent process; set by start
 	// and resume.
 	RunningJobID string
@@ -84,6 +91,7 @@ func (c Command) Validate() error {
 	var vs validation.Violations
 	checkText(&vs, "failure_reason", c.FailureReason, MaxFailureReasonChars, "say why in a sentence and leave the detail in the logs")
 	checkText(&vs, "paused_by", c.PausedBy, MaxPausedByChars, "")
+	checkText(&vs, "auth_outage_reason", c.AuthOutageReason, MaxAuthOutageReasonChars, "name the login pool, the wall and its reset in a sentence")
 	checkText(&vs, "running_job_id", c.RunningJobID, MaxRunningJobIDChars, "")
 	checkText(&vs, "idempotency_key", c.IdempotencyKey, MaxIdempotencyKeyChars, "")
 	validateElicitation(&vs, c.Elicitation)
@@ -405,6 +413,9 @@ func (t *transition) resume(cmd Command) {
 	m := &t.s.Markers
 	t.clearStaleMCPFailure()
 	m.PausedBy = ""
+	// Any resume ends a park: the refill's own, or a person's, who takes
+	// the session on whatever the pool holds.
+	m.AuthOutageReason = ""
 	m.BlockedOnElicitation = false
 	m.Elicitation = nil
 	m.LostElicitation = nil
@@ -537,7 +548,11 @@ func (t *transition) pause(cmd Command) {
 		}
 		t.effect(StatusSummaryRefresh{}) // 6
 	}
-	t.executePendingSleep() // 7
+	if cmd.AuthOutageReason != "" {
+		t.park(cmd.AuthOutageReason)
+	} else {
+		t.executePendingSleep() // 7
+	}
 	if fork {
 		// Nor does it drain: it is not coming to rest but to the trash,
 		// whose archive (the harvest's) retires and names anything queued
@@ -546,6 +561,20 @@ func (t *transition) pause(cmd Command) {
 		return
 	}
 	t.effect(Drain{StatusAfter: t.s.Status}) // 8: reads what the sleep left
+}
+
+// park is a pause that parks the session for a login-pool outage: the
+// marker, paused_by auth_outage, and the sleep path (needs_input →
+// waiting) with no wake armed. A pending sleep is superseded: the session
+// sleeps now, and a wake it had armed stays armed (the refill skips a
+// session asleep on one, and the wake's turn resumes it).
+func (t *transition) park(reason string) {
+	m := &t.s.Markers
+	m.AuthOutageReason = reason
+	m.PausedBy = rules.PausedByAuthOutage
+	t.clearPendingSleep()
+	t.log(TimelineWarning, "[Accounts] parked until the login pool refills: "+reason)
+	t.fire(EventSleep)
 }
 
 func (t *transition) executePendingSleep() {

@@ -3,6 +3,7 @@ package domain_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -372,4 +373,38 @@ func TestEffectAlertSplit(t *testing.T) {
 	require.True(t, restore.Alerting(), "a lost restore strands the preserved work")
 	require.Equal(t, domain.OwnerRunner, restore.Owner())
 	require.True(t, errors.Is(&domain.NotFoundError{}, domain.ErrNotFound))
+}
+
+// TestAPauseWithAnAuthOutageReasonParksTheSession: the runner's park (a
+// turn hit its login's wall) is one pause that sets the marker and
+// paused_by and goes on to sleep with nothing armed, superseding a
+// pending sleep; any resume ends the park.
+func TestAPauseWithAnAuthOutageReasonParksTheSession(t *testing.T) {
+	t.Parallel()
+	s := session(domain.StatusRunning)
+	s.Markers.PendingSleep = true
+	reason := `claude_code account "a" hit its usage limit; resets at 2026-11-30T17:00:00Z`
+
+	out, err := domain.Apply(s, domain.Command{Event: domain.EventPause, AuthOutageReason: reason}, env())
+	require.NoError(t, err)
+	require.Equal(t, domain.StatusWaiting, out.Session.Status, "parked on the sleep path")
+	require.Equal(t, []domain.Event{domain.EventPause, domain.EventSleep}, out.Applied)
+	m := out.Session.Markers
+	require.Equal(t, reason, m.AuthOutageReason)
+	require.Equal(t, "auth_outage", m.PausedBy)
+	require.False(t, m.PendingSleep, "the park supersedes a pending sleep")
+	require.Equal(t, domain.Drain{StatusAfter: domain.StatusWaiting}, out.Effects[len(out.Effects)-1],
+		"the drain reads the park: nothing is delivered to a waiting session")
+	require.Contains(t, out.Timeline[len(out.Timeline)-2].Message, "[Accounts] parked until the login pool refills: "+reason)
+
+	for _, recovery := range []bool{false, true} {
+		resumed, err := domain.Apply(out.Session, domain.Command{Event: domain.EventResume, SystemRecovery: recovery, RunningJobID: "job-9"}, env())
+		require.NoError(t, err)
+		require.Empty(t, resumed.Session.Markers.AuthOutageReason, "a resume ends the park")
+		require.Empty(t, resumed.Session.Markers.PausedBy)
+	}
+
+	_, err = domain.Apply(s, domain.Command{Event: domain.EventPause, AuthOutageReason: strings.Repeat("x", domain.MaxAuthOutageReasonChars+1)}, env())
+	require.NoError(t, err, "Apply does not validate; the app does (Command.Validate)")
+	require.Error(t, domain.Command{Event: domain.EventPause, AuthOutageReason: strings.Repeat("x", domain.MaxAuthOutageReasonChars+1)}.Validate())
 }

@@ -149,6 +149,8 @@ func (s *Server) TransitionSession(ctx context.Context, req *lifecyclev1.Transit
 		PausedBy:       req.GetPausedBy(),
 		IdempotencyKey: req.GetIdempotencyKey(),
 
+		AuthOutageReason: req.GetAuthOutageReason(),
+
 		Elicitation:        wire.ElicitationFrom(req.GetElicitation()),
 		ElicitationOutcome: req.GetElicitationOutcome(),
 	})

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"net/http"
+	"slices"
 	"time"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"

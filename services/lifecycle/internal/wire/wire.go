@@ -49,6 +49,7 @@ func Session(s domain.Session) (*lifecyclev1.Session, error) {
 		TrashAfter:                timestampOrNil(s.TrashAfter),
 		FailureReason:             s.Markers.FailureReason,
 		PausedBy:                  s.Markers.PausedBy,
+		AuthOutageReason:          s.Markers.AuthOutageReason,
 		RecoveryContinueAbandoned: s.Markers.RecoveryAbandoned,
 		PendingSleep:              s.Markers.PendingSleep,
 		BlockedOnElicitation:      s.Markers.BlockedOnElicitation,

@@ -26,6 +26,11 @@ type agent struct {
 	stdin   io.Reader
 	answers <-chan string // started at the first elicit
 
+	// login is the account the agent runs under (quota.go); walled: the
+	// turn hit its wall, whose result line is already printed.
+	login  login
+	walled bool
+
 	ignoreSIGTERM bool
 	lastText      string
 	said          bool
@@ -43,6 +48,13 @@ const (
 // run obeys the steps in order and returns the exit code; a signal step
 // does not return.
 func (a *agent) run(ctx context.Context, steps []step) int {
+	if err := a.checkLogin(); err != nil {
+		if a.walled {
+			return a.finish(1)
+		}
+		_, _ = fmt.Fprintf(a.stderr, "zimmer-demo-agent: %v\n", err)
+		return a.finish(1)
+	}
 	for _, s := range steps {
 		if err := a.do(ctx, s); err != nil {
 			var exit exitCode
@@ -91,6 +103,8 @@ func (a *agent) do(ctx context.Context, s step) error {
 		return a.createPullRequest(s.pr)
 	case "elicit":
 		return a.elicit(s)
+	case "quota-wall":
+		return a.quotaWall(s)
 	default:
 		return fmt.Errorf("unknown step %q", s.kind)
 	}
@@ -105,6 +119,9 @@ func (a *agent) say(text string) error {
 // finish prints the result line; a non-zero code is an error result and a
 // line on stderr, as a failing CLI leaves for the failure reason.
 func (a *agent) finish(code int) int {
+	if a.walled {
+		return code // the wall printed its own result, as the CLI does
+	}
 	res := resultLine{Type: "result", Subtype: "success", DurationMS: time.Since(a.start).Milliseconds(),
 		NumTurns: max(a.turns, 1), Result: a.lastText, SessionID: a.out.sessionID}
 	if code != 0 {

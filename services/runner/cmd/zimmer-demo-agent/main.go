@@ -30,6 +30,16 @@
 //	                                  URL on stdout, as gh prints it
 //	@demo elicit <duration> [text]    report an elicitation and wait that
 //	                                  long for its answer on stdin
+//	@demo quota-wall <duration>       the login's quota runs out until that
+//	                                  long from now: print Claude Code's
+//	                                  usage-limit wall and exit 1; each such
+//	                                  line hits it once per conversation
+//	                                  (delivered again after the reset, it
+//	                                  is passed over)
+//
+// The login is ZIMMER_DEMO_CONFIG_DIR (a pool's account sets it; else the
+// user's config directory): while it rests after a wall, every turn under
+// it hits the wall before doing anything, as the CLI does.
 //
 // Other lines are echoed as assistant text, consecutive ones as one
 // message. A prompt with nothing to say gets a short greeting. A malformed
@@ -137,6 +147,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		_, _ = fmt.Fprintf(stderr, "zimmer-demo-agent: %v\n", err)
 		return 1
 	}
-	a := &agent{out: out, stderr: stderr, mcp: mcpc, stdin: answers, start: time.Now()}
+	a := &agent{out: out, stderr: stderr, mcp: mcpc, stdin: answers, start: time.Now(), login: newLogin(getenv)}
 	return a.run(ctx, steps)
 }

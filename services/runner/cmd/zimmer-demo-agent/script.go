@@ -22,7 +22,7 @@ type step struct {
 	kind string // "text" or the directive's name
 	text string // text to say; the elicitation's message
 
-	duration time.Duration        // sleep, spawn-grandchild, elicit
+	duration time.Duration        // sleep, spawn-grandchild, elicit, quota-wall
 	code     int                  // exit
 	signal   syscall.Signal       // signal
 	tool     string               // mcp
@@ -121,6 +121,11 @@ func parseDirective(name, rest string) (step, error) {
 		if ref, err = rules.ParsePullRequestURL(rest); err == nil {
 			s.pr = ref
 		}
+	case "quota-wall":
+		s.duration, err = parseDuration(rest)
+		if err == nil && s.duration <= 0 {
+			err = fmt.Errorf("the quota must reset after a positive duration")
+		}
 	case "elicit":
 		d, message, _ := strings.Cut(rest, " ")
 		s.duration, err = parseDuration(d)
@@ -129,7 +134,7 @@ func parseDirective(name, rest string) (step, error) {
 			s.text = "The demo agent needs an answer to continue."
 		}
 	default:
-		return s, fmt.Errorf("unknown directive %q (known: say, sleep, exit, signal, ignore-sigterm, spawn-grandchild, mcp, pr-create, elicit)", name)
+		return s, fmt.Errorf("unknown directive %q (known: say, sleep, exit, signal, ignore-sigterm, spawn-grandchild, mcp, pr-create, elicit, quota-wall)", name)
 	}
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", name, err)

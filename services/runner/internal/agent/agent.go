@@ -185,14 +185,16 @@ func (l Launch) Environ(base []string) []string {
 	env := make([]string, 0, len(base)+len(l.Env))
 	for _, kv := range base {
 		name, _, _ := strings.Cut(kv, "=")
-		if !scrubbed(name) {
+		if !Scrubbed(name) {
 			env = append(env, kv)
 		}
 	}
 	return append(env, l.Env...)
 }
 
-func scrubbed(name string) bool {
+// Scrubbed reports whether a variable is the runner's own, which no agent
+// inherits and no login may set.
+func Scrubbed(name string) bool {
 	for _, p := range scrubbedPrefixes {
 		if strings.HasPrefix(name, p) {
 			return true
@@ -251,6 +253,10 @@ type Event struct {
 	// reads to learn which pull requests the agent's own tools opened.
 	ToolCalls   []ToolCall
 	ToolResults []ToolResult
+	// Wall is set on a line saying the login hit a quota or authentication
+	// wall (wall.go): the turn did nothing, and is not an error of the
+	// session's.
+	Wall *Wall
 }
 
 // ToolCall is one tool call of the agent's.

@@ -116,9 +116,10 @@ func (c *Codex) ParseLine(line string) Event {
 		}
 		return Event{Kind: KindResult, Type: l.Type, Text: text, Raw: raw}
 	case "turn.failed":
-		return Event{Kind: KindResult, Type: l.Type, Text: clip("turn failed: " + l.Error.text()), Raw: raw, IsError: true}
+		return Event{Kind: KindResult, Type: l.Type, Text: clip("turn failed: " + l.Error.text()), Raw: raw, IsError: true,
+			Wall: codexWallText(l.Error.text())}
 	case "error":
-		return Event{Kind: KindError, Type: l.Type, Text: clip(l.Message), Raw: raw, IsError: true}
+		return Event{Kind: KindError, Type: l.Type, Text: clip(l.Message), Raw: raw, IsError: true, Wall: codexWallText(l.Message)}
 	case "item.started", "item.updated", "item.completed":
 		if l.Item == nil {
 			return textEvent(line)

@@ -123,7 +123,7 @@ func kinds(events []agent.Event) []agent.Kind {
 }
 
 // readLines reads a testdata transcript.
-func readLines(t *testing.T, name string) []string {
+func readLines(t testing.TB, name string) []string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", name))
 	require.NoError(t, err)

@@ -46,6 +46,19 @@ type streamLine struct {
 	// ... and its result line:
 	// {"type":"system","subtype":"elicitation_result","id":"…","action":"accept|decline|cancel|timeout",…}
 	Action string `json:"action"`
+	// Error is set on the synthetic assistant message the CLI prints for
+	// a wall ("rate_limit", "authentication_failed"); a string, though a
+	// line of another shape may carry an object there.
+	Error json.RawMessage `json:"error"`
+	// RateLimitInfo is a rate_limit_event's:
+	// {"type":"rate_limit_event","rate_limit_info":{"status":"allowed|allowed_warning|rejected","resetsAt":1755615600,"rateLimitType":"five_hour"},…}
+	RateLimitInfo *rateLimitInfo `json:"rate_limit_info"`
+}
+
+type rateLimitInfo struct {
+	Status        string `json:"status"`
+	ResetsAt      int64  `json:"resetsAt"`
+	RateLimitType string `json:"rateLimitType"`
 }
 
 type mcpServerInfo struct {
@@ -87,21 +100,80 @@ func parseStreamJSON(line string) Event {
 		return ev
 	case "assistant":
 		kind, text := assistantText(l.Message)
-		return Event{Kind: kind, Type: "assistant", Text: clip(text), Raw: raw, ToolCalls: toolCalls(l.Message)}
+		ev := Event{Kind: kind, Type: "assistant", Text: clip(text), Raw: raw, ToolCalls: toolCalls(l.Message)}
+		if code := errorCode(l.Error); code != "" {
+			// The CLI's own message standing for a refused request, not
+			// the model's words.
+			ev.IsError, ev.Wall = true, assistantWall(code, text)
+		}
+		return ev
 	case "user":
 		kind, text, isErr := userText(l.Message)
 		return Event{Kind: kind, Type: "user", Text: clip(text), Raw: raw, IsError: isErr, ToolResults: toolResults(l.Message)}
 	case "result":
 		isErr := l.IsError || l.Subtype != "success"
-		return Event{Kind: KindResult, Type: join("result", l.Subtype), Text: clip(resultText(l, isErr)), Raw: raw, IsError: isErr, RuntimeSessionID: l.SessionID}
+		ev := Event{Kind: KindResult, Type: join("result", l.Subtype), Text: clip(resultText(l, isErr)), Raw: raw, IsError: isErr, RuntimeSessionID: l.SessionID}
+		if isErr {
+			ev.Wall = claudeWallText(strings.Join(append([]string{l.Result}, l.Errors...), " "))
+		}
+		return ev
+	case "rate_limit_event":
+		return rateLimitEvent(l.RateLimitInfo, raw)
 	case "elicitation":
 		e := &Elicitation{ID: l.ID, Message: l.Text, Timeout: time.Duration(l.TimeoutMS) * time.Millisecond, RequestedSchema: l.RequestedSchema}
 		return Event{Kind: KindElicitation, Type: "elicitation", Text: clip(l.Text), Raw: raw, RuntimeSessionID: l.SessionID, Elicitation: e}
 	case "error":
-		return Event{Kind: KindError, Type: "error", Text: clip(firstNonEmpty(l.Text, l.Result, raw)), Raw: raw, IsError: true}
+		text := firstNonEmpty(l.Text, l.Result, raw)
+		return Event{Kind: KindError, Type: "error", Text: clip(text), Raw: raw, IsError: true, Wall: claudeWallText(text)}
 	default:
 		return textEvent(line)
 	}
+}
+
+// errorCode reads the error code of a synthetic assistant message ("" when
+// the field is absent or not a string).
+func errorCode(raw json.RawMessage) string {
+	var code string
+	if len(raw) == 0 || json.Unmarshal(raw, &code) != nil {
+		return ""
+	}
+	return code
+}
+
+// assistantWall is the wall a synthetic assistant message stands for: its
+// text's, else the one its error code names (nil for other errors).
+func assistantWall(code, text string) *Wall {
+	if w := claudeWallText(text); w != nil {
+		return w
+	}
+	switch code {
+	case "rate_limit":
+		return &Wall{Kind: WallQuota, Message: clip(text)}
+	case "authentication_failed", "billing_error":
+		return &Wall{Kind: WallAuth, Message: clip(text)}
+	}
+	return nil
+}
+
+// rateLimitEvent renders a rate_limit_event: informational while the
+// request was allowed, a wall when it was rejected.
+func rateLimitEvent(info *rateLimitInfo, raw string) Event {
+	ev := Event{Kind: KindSystem, Type: "rate_limit_event", Raw: raw, Text: "rate limit"}
+	if info == nil {
+		return ev
+	}
+	ev.Text = fmt.Sprintf("rate limit %s: %s", firstNonEmpty(info.RateLimitType, "unnamed"), firstNonEmpty(info.Status, "unknown"))
+	if info.Status != "rejected" {
+		return ev
+	}
+	w := &Wall{Kind: WallQuota, Message: ev.Text}
+	if info.ResetsAt > 0 {
+		w.ResetAt = time.Unix(info.ResetsAt, 0).UTC()
+		ev.Text += "; resets at " + w.ResetAt.Format(time.RFC3339)
+		w.Message = ev.Text
+	}
+	ev.Wall, ev.IsError = w, true
+	return ev
 }
 
 func systemText(l streamLine) string {

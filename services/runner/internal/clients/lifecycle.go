@@ -53,6 +53,7 @@ func (l *Lifecycle) Transition(ctx context.Context, req workflow.TransitionReque
 		SessionId: strconv.FormatInt(req.SessionID, 10), Event: req.Event, FailureReason: req.FailureReason,
 		SystemRecovery: req.SystemRecovery, RunningJobId: req.RunningJobID, PausedBy: req.PausedBy,
 		IdempotencyKey: req.IdempotencyKey, ElicitationOutcome: req.ElicitationOutcome,
+		AuthOutageReason: req.AuthOutageReason,
 	}
 	if e := req.Elicitation; e != nil {
 		msg.Elicitation = &lifecyclev1.Elicitation{Id: e.ID, TurnId: e.TurnID, Message: e.Message}

@@ -89,6 +89,11 @@ type Config struct {
 	// one-shot mode; none for the command runtime), "off", or a runtime's
 	// name to ask that one for every session (e.g. "demo").
 	Inference string
+
+	// Accounts are the runtimes' login pools, from RUNNER_ACCOUNTS_FILE
+	// (accounts.go); none configured for a runtime, its ambient login is
+	// its one account.
+	Accounts []Account
 }
 
 // nodeName is what a node may be called: it becomes part of a Temporal task
@@ -120,6 +125,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		Transcripts   time.Duration `env:"RUNNER_TRANSCRIPT_RETENTION, default=720h"`
 		Summaries     bool          `env:"RUNNER_STATUS_SUMMARIES, default=true"`
 		Inference     string        `env:"RUNNER_INFERENCE, default=session"`
+		AccountsFile  string        `env:"RUNNER_ACCOUNTS_FILE"`
 		Agents        agent.Config
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
@@ -138,7 +144,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		TranscriptRetention: env.Transcripts, NodeDeadAfter: env.NodeDeadAfter,
 		OrphanSweepInterval: env.OrphanSweep, OrphanGrace: env.OrphanGrace, ZombieReapInterval: env.ZombieReap,
 		StatusSummaries: env.Summaries,
-		Inference: env.Inference,
+		Inference:       env.Inference,
 	}
 	for name, d := range map[string]time.Duration{"RUNNER_ORPHAN_SWEEP_INTERVAL": cfg.OrphanSweepInterval,
 		"RUNNER_ORPHAN_GRACE": cfg.OrphanGrace, "RUNNER_ZOMBIE_REAP_INTERVAL": cfg.ZombieReapInterval} {
@@ -169,6 +175,9 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("RUNNER_WORKSPACES_DIR %q: %w", cfg.WorkspacesDir, err)
 	}
 	if cfg.Clones, err = loadClones(ctx, getenv, cfg.WorkspacesDir); err != nil {
+		return Config{}, err
+	}
+	if cfg.Accounts, err = LoadAccounts(env.AccountsFile); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -205,5 +214,6 @@ func (c Config) LogValue() slog.Value {
 		slog.String("mcp_url", c.MCPURL),
 		slog.String("default_runtime", c.Agents.DefaultRuntime),
 		slog.String("inference", c.Inference),
+		slog.Any("accounts", c.Accounts),
 	)
 }

@@ -65,6 +65,10 @@ var standDownTable = []Row{
 		matches: func(s SessionState) bool { return s.Status == rules.StatusNeedsInput }},
 	{Session: "waiting, asleep on a wake still ahead: the wake will fire",
 		matches: func(s SessionState) bool { return s.Status == rules.StatusWaiting && s.AwaitingWake }},
+	{Session: "waiting, parked on its login pool (paused_by: auth_outage): the pool's refill resumes it",
+		matches: func(s SessionState) bool {
+			return s.Status == rules.StatusWaiting && s.PausedBy == rules.PausedByAuthOutage
+		}},
 	{Session: "waiting with no wake ahead: stranded mid-start or mid-sleep", Recovers: true,
 		matches: func(s SessionState) bool { return s.Status == rules.StatusWaiting }},
 	{Session: "failed, archived or deleted: at rest for good",

@@ -112,6 +112,7 @@ func TestEachRowOfTheStandDownTableSaysWhy(t *testing.T) {
 		{Status: "needs_input"}:                             "needs_input with no paused_by: its turn had finished, nothing was interrupted",
 		{Status: "needs_input", PausedBy: "user"}:           "needs_input, paused on purpose: the pause was deliberate",
 		{Status: "waiting", AwaitingWake: true}:             "waiting, asleep on a wake still ahead: the wake will fire",
+		{Status: "waiting", PausedBy: "auth_outage"}:        "waiting, parked on its login pool (paused_by: auth_outage): the pool's refill resumes it",
 		{Status: "waiting"}:                                 "waiting with no wake ahead: stranded mid-start or mid-sleep",
 		{Status: "failed"}:                                  "failed, archived or deleted: at rest for good",
 		{Status: domain.StatusGone}:                         "failed, archived or deleted: at rest for good",

@@ -13,9 +13,10 @@ import (
 // with codes.Unimplemented.
 type Server struct {
 	runnerv1.UnimplementedRunnerServiceServer
-	transcripts Transcripts // transcripts.go
-	interrupts  Interrupts  // interrupt.go
-	clones      Clones      // clones.go
+	transcripts Transcripts   // transcripts.go
+	interrupts  Interrupts    // interrupt.go
+	clones      Clones        // clones.go
+	accounts    AccountLister // accounts.go
 }
 
 var _ runnerv1.RunnerServiceServer = (*Server)(nil)

@@ -49,4 +49,11 @@ func TestTranscriptRetentionIsScheduled(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, retention.WorkflowName(service.Name, "transcripts"), action.Workflow)
 	require.Equal(t, time.Hour, desc.Schedule.Spec.Intervals[0].Every, "48h runs hourly")
+
+	// The login pools' turn records, likewise (RN-36).
+	desc, err = svc.Temporal.ScheduleClient().GetHandle(t.Context(), retention.ScheduleID(service.Name, "account-turns")).Describe(t.Context())
+	require.NoError(t, err)
+	action, ok = desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+	require.True(t, ok)
+	require.Equal(t, retention.WorkflowName(service.Name, "account-turns"), action.Workflow)
 }

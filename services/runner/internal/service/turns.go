@@ -49,6 +49,14 @@ func NewNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Serv
 		svc.Close()
 		return nil, err
 	}
+	turnRecords := retention.Policy{Name: "account-turns", Keep: config.TurnRecordRetention(cfg.Accounts),
+		Prune: func(ctx context.Context, cutoff time.Time) (int64, error) {
+			return store.NewAccounts(svc.Pool).PruneTurns(ctx, cutoff, 1000)
+		}}
+	if err := retention.Setup(ctx, svc.Temporal, svc.Worker, Name, turnRecords); err != nil {
+		svc.Close()
+		return nil, err
+	}
 	if err := svc.runTurns(ctx, cfg); err != nil {
 		svc.Close()
 		return nil, err
@@ -107,8 +115,12 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	if err := acts.ObserveAgents(s.Logger); err != nil {
 		return err
 	}
+	pool := newAccountPool(store.NewAccounts(s.Pool), cfg.Accounts)
+	acts.Pool, acts.Refills = pool, refillStarter{client: s.Temporal}
 	s.Worker.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
 	acts.RegisterShared(s.Worker)
+	rw.RegisterRefill(s.Worker)
+	s.API.WithAccounts(pool)
 
 	// At shutdown RunTurn stops its agent by the ladder and reports so
 	// (TurnResult.Shutdown): the worker waits that long for it.

@@ -175,6 +175,10 @@ type Activities struct {
 	// inside the workflow's 30s heartbeat timeout).
 	HeartbeatInterval time.Duration
 	Logger            *slog.Logger
+	// Pool is the login pools' shared state; nil runs every turn under the
+	// ambient login (a test rig). Refills starts an account's refill.
+	Pool    AccountPool
+	Refills RefillStarter
 	// Node and Incarnation name this runner on the turn credentials it
 	// mints: the node (RUNNER_NODE), and this process of its runner, whose
 	// successor revokes them at its start (SweepNodeCredentials).
@@ -219,6 +223,7 @@ func (a *Activities) RegisterShared(w ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.RevokeTurnCredentials, activity.RegisterOptions{Name: ActivityRevokeTurnCredentials})
 	w.RegisterActivityWithOptions(a.AcquireTurnSlot, activity.RegisterOptions{Name: ActivityAcquireSlot})
 	w.RegisterActivityWithOptions(a.ReleaseTurnSlot, activity.RegisterOptions{Name: ActivityReleaseSlot})
+	a.registerAccounts(w)
 }
 
 // AcquireTurnSlot asks lifecycle for a turn slot. A session lifecycle will
@@ -520,6 +525,9 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	if err != nil {
 		return notStarted(err)
 	}
+	if err := a.logIn(&launch, req); err != nil {
+		return notStarted(err)
+	}
 	if err := launch.WriteFiles(); err != nil {
 		return notStarted(err)
 	}
@@ -604,12 +612,31 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	}
 	result := TurnResult{
 		Shutdown: shutdown, ExitCode: exit.Code, SignalSentByUs: exit.SignalSentByUs, StatusKnown: exit.StatusKnown,
-		StderrTail: exit.StderrTail, RuntimeSessionID: follower.runtimeSessionID,
+		StderrTail: exit.StderrTail, RuntimeSessionID: follower.runtimeSessionID, Wall: follower.wallInfo(),
 	}
 	if exit.Signaled() {
 		result.Signal = unix.SignalName(exit.Signal)
 	}
 	return result, nil
+}
+
+// logIn adds the turn's account's login to its launch: the ambient login
+// adds nothing. An account this node does not know (its configuration
+// differs from the node that chose it) cannot be logged in as.
+func (a *Activities) logIn(launch *agent.Launch, req RunTurnRequest) error {
+	if req.Account == "" || req.Account == domain.AmbientAccount {
+		return nil
+	}
+	if a.Pool == nil {
+		return fmt.Errorf("turn %s runs under %s account %q, and runner node %s has no login pool", req.TurnID, req.Session.Runtime, req.Account, a.Node)
+	}
+	login, ok := a.Pool.Login(req.Session.Runtime, req.Account)
+	if !ok {
+		return fmt.Errorf("runner node %s has no %s account %q in its RUNNER_ACCOUNTS_FILE: give every node the same accounts",
+			a.Node, req.Session.Runtime, req.Account)
+	}
+	launch.Env = append(launch.Env, login.Environ()...)
+	return nil
 }
 
 // mint issues the turn's credential, waiting out a lifecycle that does not
@@ -731,6 +758,12 @@ type lineFollower struct {
 	mu               sync.Mutex
 	blocked          bool
 	runtimeSessionID string
+	// wall is the quota or authentication wall the CLI reported, in its
+	// last words on it (its result line says most), with the reset any of
+	// its lines named; wallAt is when that reset's line was read (a delay
+	// counts from it).
+	wall   *agent.Wall
+	wallAt time.Time
 	// proc is the agent's process, once started.
 	proc *process.Process
 	// pending is the elicitation the agent waits on, from its line until
@@ -835,6 +868,9 @@ func (f *lineFollower) line(l process.Line) {
 		return
 	}
 	f.followPullRequests(ev)
+	if ev.Wall != nil {
+		f.noteWall(*ev.Wall)
+	}
 	if ev.RuntimeSessionID != "" && ev.RuntimeSessionID != f.runtimeSessionID {
 		f.runtimeSessionID = ev.RuntimeSessionID
 		// Said at once, not at the next tick: a turn lost in its first
@@ -916,6 +952,26 @@ func (f *lineFollower) recordPullRequest(ctx context.Context, url string) {
 		time.Sleep(wait)
 		wait *= 2
 	}
+}
+
+// noteWall keeps the CLI's latest words on its wall, and the first reset
+// it named when its latest words name none.
+func (f *lineFollower) noteWall(w agent.Wall) {
+	named := !w.ResetAt.IsZero() || w.ResetIn > 0 || w.ResetClock != ""
+	if f.wall != nil && !named {
+		w.ResetAt, w.ResetIn, w.ResetClock = f.wall.ResetAt, f.wall.ResetIn, f.wall.ResetClock
+	}
+	if f.wall == nil || named {
+		f.wallAt = time.Now()
+	}
+	f.wall = &w
+}
+
+// wallInfo is the wall the turn's CLI hit, resolved as of when it said so.
+func (f *lineFollower) wallInfo() *WallInfo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return wallOf(f.wall, f.wallAt)
 }
 
 // progress is what RunTurn heartbeats: should the turn be lost, the

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/zimmerhq/zimmer/services/platform/servicetest"
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
 
@@ -53,6 +54,9 @@ func TestRecordTheReplayedRun(t *testing.T) {
 		events = append(events, req.Event)
 		return nil
 	}, activity.RegisterOptions{Name: rw.ActivityTransition})
+	shared.RegisterActivityWithOptions(func(context.Context, rw.ChooseAccountRequest) (domain.Choice, error) {
+		return domain.Choice{Run: true, Account: domain.AmbientAccount}, nil
+	}, activity.RegisterOptions{Name: rw.ActivityChooseAccount})
 	shared.RegisterActivityWithOptions(func(context.Context, rw.TurnCredentialsRequest) error { return nil },
 		activity.RegisterOptions{Name: rw.ActivityRevokeTurnCredentials})
 	shared.RegisterActivityWithOptions(func(_ context.Context, req rw.DrainRequest) (rw.HandOver, error) {

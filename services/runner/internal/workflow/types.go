@@ -351,6 +351,14 @@ type State struct {
 	// conversation, which parked the session: the orphan sweep's replay of
 	// the start runs it again ("" reads the session's own prompt).
 	ParkedPrompt string
+	// Account is the login the session's conversation lives under (its
+	// runtime keeps it in that account's configuration directory): its
+	// turns stay on it while it is in the pool.
+	Account string
+	// Parked is the turn a login-pool park kept (accounts.go): its prompt
+	// runs when the refill unparks the session, or goes along with the
+	// next turn anyone else asks for.
+	Parked *ParkedTurn
 	// fired counts the transitions this run fired, for their idempotency
 	// keys; unexported, so it starts again with each run (whose id the
 	// keys carry).
@@ -397,6 +405,9 @@ type TransitionRequest struct {
 	// ElicitationOutcome is what became of the question EventUnblock ends
 	// (rules: an action the agent took, expired or stranded; "" unknown).
 	ElicitationOutcome string
+	// AuthOutageReason, on EventPause, parks the session on its login
+	// pool (accounts.go).
+	AuthOutageReason string
 }
 
 // ElicitationInfo is the question an agent blocked on, as lifecycle keeps
@@ -452,6 +463,10 @@ type RunTurnRequest struct {
 	Workspace        Workspace
 	RuntimeSessionID string
 	Resume           bool
+	// Account is the login the turn runs under (ChooseAccount): the node
+	// adds its environment from its own configuration, so no secret
+	// travels through Temporal.
+	Account string
 }
 
 // TurnProgress is RunTurn's heartbeat detail.
@@ -479,6 +494,9 @@ type TurnResult struct {
 	StderrTail []string
 	// RuntimeSessionID is the conversation id the runtime reported, if any.
 	RuntimeSessionID string
+	// Wall is the quota or authentication wall the CLI hit, if it did: the
+	// turn did nothing, and the session parks on its login pool.
+	Wall *WallInfo
 }
 
 // End is how the turn ended, for the runner domain's turn-state table

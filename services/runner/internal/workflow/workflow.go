@@ -174,6 +174,9 @@ type turnRunner struct {
 	// stopResult is StopTurn's result word for the process being stopped
 	// ("" until it answers, or when it could not).
 	stopResult string
+	// unparked is the message an unparked turn delivers again: should the
+	// turn park again, the message is kept, not the nudge around it.
+	unparked string
 }
 
 // interrupt is the InterruptTurn update: it marks the turn interrupted,
@@ -220,8 +223,11 @@ func (t *turnRunner) interrupt(ctx workflow.Context, req InterruptTurnRequest) (
 // over at a clean exit, to run at once: the session stays running.
 func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnRequest, err error) {
 	st := t.st
-	if req.Kind == KindRecover {
+	switch req.Kind {
+	case KindRecover:
 		return t.recoverRequested(ctx, req)
+	case KindUnpark:
+		return t.unpark(ctx, req)
 	}
 	if req.Kind == KindFirst && st.Started {
 		// Accepted before the session started, behind a turn that then
@@ -274,7 +280,14 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnReque
 			return nil, fmt.Errorf("draw the runtime session id: %w", err)
 		}
 	}
-	prompt := req.Prompt
+	prompt, carried := st.withParked(req.Prompt)
+	if carried {
+		// Someone resumed a parked session (a follow-up, a wake, a
+		// restart): the parked message goes first, and the park is over.
+		if err := workflow.ExecuteActivity(untilAnswered(ctx), ActivityUnpark, st.Session.ID).Get(ctx, nil); err != nil {
+			return nil, err
+		}
+	}
 	if strings.TrimSpace(prompt) == "" {
 		prompt = domain.ContinuePrompt
 	}
@@ -291,6 +304,16 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 		if t.interrupted {
 			workflow.GetLogger(ctx).Info("turn interrupted before its process started", "turn", id)
 			return nil, nil
+		}
+		choice, err := t.chooseAccount(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !choice.Run {
+			return nil, t.parkOnPool(ctx, id, prompt, ParkRequest{Account: choice.Account, Until: choice.Until, Reason: choice.Reason})
+		}
+		if err := t.noteAccount(ctx, id, choice.Account); err != nil {
+			return nil, err
 		}
 		result, runErr, err := t.runProcess(ctx, id, prompt)
 		if err != nil {
@@ -332,6 +355,11 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 			continue
 		case runErr != nil:
 			return nil, t.endTransition(ctx, TransitionRequest{Event: EventFail, FailureReason: notRunReason(runErr)})
+		}
+		if result.Wall != nil && !result.Shutdown && !result.SignalSentByUs {
+			// The login's wall, not the session's error: the turn did
+			// nothing, and its prompt waits for the refill.
+			return nil, t.parkOnPool(ctx, id, prompt, ParkRequest{Account: st.Account, Wall: result.Wall})
 		}
 		st.Confirmed = true
 		if result.RuntimeSessionID != "" && !result.Shutdown {
@@ -457,7 +485,7 @@ func (t *turnRunner) runProcess(ctx workflow.Context, id, prompt string) (result
 	defer cancelTurn()
 	fut := workflow.ExecuteActivity(actx, ActivityRunTurn, RunTurnRequest{
 		Session: st.Session, TurnID: id, Prompt: prompt, Workspace: *st.Workspace,
-		RuntimeSessionID: st.RuntimeSessionID, Resume: st.Started,
+		RuntimeSessionID: st.RuntimeSessionID, Resume: st.Started, Account: st.Account,
 	})
 	st.Started = true
 	t.process, t.cancelProcess, t.stopping, t.stopResult = id, cancelTurn, false, ""

@@ -1739,8 +1739,14 @@ type TransitionSessionRequest struct {
 	// and stranded leave the session's lost_elicitation banner. Empty: the
 	// agent went on, no more is known.
 	ElicitationOutcome string `protobuf:"bytes,10,opt,name=elicitation_outcome,json=elicitationOutcome,proto3" json:"elicitation_outcome,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// pause: parks the session for a login-pool outage (the runner's, when a
+	// turn hits an account's quota or authentication wall or the pool has no
+	// account left): auth_outage_reason is set, paused_by becomes
+	// "auth_outage", and the session sleeps on (needs_input → waiting) with
+	// no wake armed until a resume. At most 1,000 characters.
+	AuthOutageReason string `protobuf:"bytes,11,opt,name=auth_outage_reason,json=authOutageReason,proto3" json:"auth_outage_reason,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TransitionSessionRequest) Reset() {
@@ -1839,6 +1845,13 @@ func (x *TransitionSessionRequest) GetElicitation() *Elicitation {
 func (x *TransitionSessionRequest) GetElicitationOutcome() string {
 	if x != nil {
 		return x.ElicitationOutcome
+	}
+	return ""
+}
+
+func (x *TransitionSessionRequest) GetAuthOutageReason() string {
+	if x != nil {
+		return x.AuthOutageReason
 	}
 	return ""
 }
@@ -6702,7 +6715,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"U\n" +
 	"\x19ListSessionEventsResponse\x128\n" +
-	"\x06events\x18\x01 \x03(\v2 .zimmer.lifecycle.v1.StreamEventR\x06events\"\xc7\x03\n" +
+	"\x06events\x18\x01 \x03(\v2 .zimmer.lifecycle.v1.StreamEventR\x06events\"\xf5\x03\n" +
 	"\x18TransitionSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -6715,7 +6728,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\x12B\n" +
 	"\velicitation\x18\t \x01(\v2 .zimmer.lifecycle.v1.ElicitationR\velicitation\x12/\n" +
 	"\x13elicitation_outcome\x18\n" +
-	" \x01(\tR\x12elicitationOutcomeB\x14\n" +
+	" \x01(\tR\x12elicitationOutcome\x12,\n" +
+	"\x12auth_outage_reason\x18\v \x01(\tR\x10authOutageReasonB\x14\n" +
 	"\x12_acting_session_id\"\x96\x01\n" +
 	"\x19TransitionSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +

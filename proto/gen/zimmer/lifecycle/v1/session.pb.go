@@ -109,9 +109,16 @@ type Session struct {
 	GithubPullRequests []*GitHubPullRequest `protobuf:"bytes,35,rep,name=github_pull_requests,json=githubPullRequests,proto3" json:"github_pull_requests,omitempty"`
 	// Set while the session waits for a turn slot or sleeps in the spot
 	// queue: why, and its place in line. Read-only.
-	SlotWait      *SlotWait `protobuf:"bytes,36,opt,name=slot_wait,json=slotWait,proto3" json:"slot_wait,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SlotWait *SlotWait `protobuf:"bytes,36,opt,name=slot_wait,json=slotWait,proto3" json:"slot_wait,omitempty"`
+	// Set while the session is parked for a login-pool outage (paused_by
+	// "auth_outage"): which runtime's pool, which account hit which wall, and
+	// when it resets. The session sleeps in waiting with no wake armed, no
+	// automatic delivery reaches it, and the undelivered message is kept by
+	// the runner; the pool's refill resumes it with that message. Cleared by
+	// any resume. Read-only.
+	AuthOutageReason string `protobuf:"bytes,37,opt,name=auth_outage_reason,json=authOutageReason,proto3" json:"auth_outage_reason,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -415,6 +422,13 @@ func (x *Session) GetSlotWait() *SlotWait {
 		return x.SlotWait
 	}
 	return nil
+}
+
+func (x *Session) GetAuthOutageReason() string {
+	if x != nil {
+		return x.AuthOutageReason
+	}
+	return ""
 }
 
 // StatusSummary is a session's status summary and what it covers.
@@ -1205,7 +1219,7 @@ var File_zimmer_lifecycle_v1_session_proto protoreflect.FileDescriptor
 
 const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa5\r\n" +
+	"!zimmer/lifecycle/v1/session.proto\x12\x13zimmer.lifecycle.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd3\r\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x16\n" +
@@ -1254,7 +1268,8 @@ const file_zimmer_lifecycle_v1_session_proto_rawDesc = "" +
 	"categoryId\x88\x01\x01\x12\x18\n" +
 	"\astarred\x18* \x01(\bR\astarred\x12X\n" +
 	"\x14github_pull_requests\x18# \x03(\v2&.zimmer.lifecycle.v1.GitHubPullRequestR\x12githubPullRequests\x12:\n" +
-	"\tslot_wait\x18$ \x01(\v2\x1d.zimmer.lifecycle.v1.SlotWaitR\bslotWaitB\x14\n" +
+	"\tslot_wait\x18$ \x01(\v2\x1d.zimmer.lifecycle.v1.SlotWaitR\bslotWait\x12,\n" +
+	"\x12auth_outage_reason\x18% \x01(\tR\x10authOutageReasonB\x14\n" +
 	"\x12_parent_session_idB\x0e\n" +
 	"\f_category_id\"\x80\x02\n" +
 	"\rStatusSummary\x12\x12\n" +

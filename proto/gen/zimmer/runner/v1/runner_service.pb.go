@@ -25,6 +25,268 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ListAgentAccountsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAgentAccountsRequest) Reset() {
+	*x = ListAgentAccountsRequest{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAgentAccountsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAgentAccountsRequest) ProtoMessage() {}
+
+func (x *ListAgentAccountsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAgentAccountsRequest.ProtoReflect.Descriptor instead.
+func (*ListAgentAccountsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{0}
+}
+
+type ListAgentAccountsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Accounts      []*AgentAccount        `protobuf:"bytes,1,rep,name=accounts,proto3" json:"accounts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAgentAccountsResponse) Reset() {
+	*x = ListAgentAccountsResponse{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAgentAccountsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAgentAccountsResponse) ProtoMessage() {}
+
+func (x *ListAgentAccountsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAgentAccountsResponse.ProtoReflect.Descriptor instead.
+func (*ListAgentAccountsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListAgentAccountsResponse) GetAccounts() []*AgentAccount {
+	if x != nil {
+		return x.Accounts
+	}
+	return nil
+}
+
+// AgentAccount is one login of a runtime's pool, as the pool sees it now.
+type AgentAccount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// claude_code, codex, command or demo.
+	Runtime string `protobuf:"bytes,1,opt,name=runtime,proto3" json:"runtime,omitempty"`
+	// The deployer's name for it; "ambient" is the runtime's own login.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Whether a turn may start under it now.
+	Available bool `protobuf:"varint,3,opt,name=available,proto3" json:"available,omitempty"`
+	// When it has capacity again; unset while available.
+	AvailableAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=available_at,json=availableAt,proto3" json:"available_at,omitempty"`
+	// Until when it rests after a wall; unset when it hit none (or that
+	// rest is over).
+	RestsUntil *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=rests_until,json=restsUntil,proto3" json:"rests_until,omitempty"`
+	// What the last wall said, with its reset.
+	WallReason string `protobuf:"bytes,6,opt,name=wall_reason,json=wallReason,proto3" json:"wall_reason,omitempty"`
+	// Turns started under it within its usage window (least used first).
+	RecentTurns  int32             `protobuf:"varint,7,opt,name=recent_turns,json=recentTurns,proto3" json:"recent_turns,omitempty"`
+	QuotaTargets []*QuotaTargetUse `protobuf:"bytes,8,rep,name=quota_targets,json=quotaTargets,proto3" json:"quota_targets,omitempty"`
+	// Sessions parked on it (paused_by auth_outage), which its refill
+	// resumes.
+	ParkedSessions int32 `protobuf:"varint,9,opt,name=parked_sessions,json=parkedSessions,proto3" json:"parked_sessions,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *AgentAccount) Reset() {
+	*x = AgentAccount{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentAccount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentAccount) ProtoMessage() {}
+
+func (x *AgentAccount) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentAccount.ProtoReflect.Descriptor instead.
+func (*AgentAccount) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AgentAccount) GetRuntime() string {
+	if x != nil {
+		return x.Runtime
+	}
+	return ""
+}
+
+func (x *AgentAccount) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AgentAccount) GetAvailable() bool {
+	if x != nil {
+		return x.Available
+	}
+	return false
+}
+
+func (x *AgentAccount) GetAvailableAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AvailableAt
+	}
+	return nil
+}
+
+func (x *AgentAccount) GetRestsUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RestsUntil
+	}
+	return nil
+}
+
+func (x *AgentAccount) GetWallReason() string {
+	if x != nil {
+		return x.WallReason
+	}
+	return ""
+}
+
+func (x *AgentAccount) GetRecentTurns() int32 {
+	if x != nil {
+		return x.RecentTurns
+	}
+	return 0
+}
+
+func (x *AgentAccount) GetQuotaTargets() []*QuotaTargetUse {
+	if x != nil {
+		return x.QuotaTargets
+	}
+	return nil
+}
+
+func (x *AgentAccount) GetParkedSessions() int32 {
+	if x != nil {
+		return x.ParkedSessions
+	}
+	return 0
+}
+
+// QuotaTargetUse is one quota target of an account and its use.
+type QuotaTargetUse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The window, in seconds ("5h" is 18000).
+	WindowSeconds int64 `protobuf:"varint,1,opt,name=window_seconds,json=windowSeconds,proto3" json:"window_seconds,omitempty"`
+	MaxTurns      int32 `protobuf:"varint,2,opt,name=max_turns,json=maxTurns,proto3" json:"max_turns,omitempty"`
+	// Turns started within the window.
+	Turns         int32 `protobuf:"varint,3,opt,name=turns,proto3" json:"turns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaTargetUse) Reset() {
+	*x = QuotaTargetUse{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaTargetUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaTargetUse) ProtoMessage() {}
+
+func (x *QuotaTargetUse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaTargetUse.ProtoReflect.Descriptor instead.
+func (*QuotaTargetUse) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *QuotaTargetUse) GetWindowSeconds() int64 {
+	if x != nil {
+		return x.WindowSeconds
+	}
+	return 0
+}
+
+func (x *QuotaTargetUse) GetMaxTurns() int32 {
+	if x != nil {
+		return x.MaxTurns
+	}
+	return 0
+}
+
+func (x *QuotaTargetUse) GetTurns() int32 {
+	if x != nil {
+		return x.Turns
+	}
+	return 0
+}
+
 type AnswerElicitationRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session's numeric id.
@@ -43,7 +305,7 @@ type AnswerElicitationRequest struct {
 
 func (x *AnswerElicitationRequest) Reset() {
 	*x = AnswerElicitationRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -55,7 +317,7 @@ func (x *AnswerElicitationRequest) String() string {
 func (*AnswerElicitationRequest) ProtoMessage() {}
 
 func (x *AnswerElicitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -68,7 +330,7 @@ func (x *AnswerElicitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerElicitationRequest.ProtoReflect.Descriptor instead.
 func (*AnswerElicitationRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{0}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AnswerElicitationRequest) GetSessionId() int64 {
@@ -116,7 +378,7 @@ type AnswerElicitationResponse struct {
 
 func (x *AnswerElicitationResponse) Reset() {
 	*x = AnswerElicitationResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -128,7 +390,7 @@ func (x *AnswerElicitationResponse) String() string {
 func (*AnswerElicitationResponse) ProtoMessage() {}
 
 func (x *AnswerElicitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -141,7 +403,7 @@ func (x *AnswerElicitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerElicitationResponse.ProtoReflect.Descriptor instead.
 func (*AnswerElicitationResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{1}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AnswerElicitationResponse) GetAction() string {
@@ -172,7 +434,7 @@ type InterruptTurnRequest struct {
 
 func (x *InterruptTurnRequest) Reset() {
 	*x = InterruptTurnRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -184,7 +446,7 @@ func (x *InterruptTurnRequest) String() string {
 func (*InterruptTurnRequest) ProtoMessage() {}
 
 func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -197,7 +459,7 @@ func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptTurnRequest.ProtoReflect.Descriptor instead.
 func (*InterruptTurnRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{2}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *InterruptTurnRequest) GetSessionId() int64 {
@@ -240,7 +502,7 @@ type InterruptTurnResponse struct {
 
 func (x *InterruptTurnResponse) Reset() {
 	*x = InterruptTurnResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -252,7 +514,7 @@ func (x *InterruptTurnResponse) String() string {
 func (*InterruptTurnResponse) ProtoMessage() {}
 
 func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -265,7 +527,7 @@ func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptTurnResponse.ProtoReflect.Descriptor instead.
 func (*InterruptTurnResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *InterruptTurnResponse) GetInterrupted() bool {
@@ -313,7 +575,7 @@ type GetTranscriptRequest struct {
 
 func (x *GetTranscriptRequest) Reset() {
 	*x = GetTranscriptRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -325,7 +587,7 @@ func (x *GetTranscriptRequest) String() string {
 func (*GetTranscriptRequest) ProtoMessage() {}
 
 func (x *GetTranscriptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -338,7 +600,7 @@ func (x *GetTranscriptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTranscriptRequest.ProtoReflect.Descriptor instead.
 func (*GetTranscriptRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetTranscriptRequest) GetSessionId() string {
@@ -397,7 +659,7 @@ type GetTranscriptResponse struct {
 
 func (x *GetTranscriptResponse) Reset() {
 	*x = GetTranscriptResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -409,7 +671,7 @@ func (x *GetTranscriptResponse) String() string {
 func (*GetTranscriptResponse) ProtoMessage() {}
 
 func (x *GetTranscriptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -422,7 +684,7 @@ func (x *GetTranscriptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTranscriptResponse.ProtoReflect.Descriptor instead.
 func (*GetTranscriptResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetTranscriptResponse) GetTurns() []*TranscriptTurn {
@@ -458,7 +720,7 @@ type FollowTranscriptRequest struct {
 
 func (x *FollowTranscriptRequest) Reset() {
 	*x = FollowTranscriptRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +732,7 @@ func (x *FollowTranscriptRequest) String() string {
 func (*FollowTranscriptRequest) ProtoMessage() {}
 
 func (x *FollowTranscriptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +745,7 @@ func (x *FollowTranscriptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowTranscriptRequest.ProtoReflect.Descriptor instead.
 func (*FollowTranscriptRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{6}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FollowTranscriptRequest) GetSessionId() string {
@@ -510,7 +772,7 @@ type FollowTranscriptResponse struct {
 
 func (x *FollowTranscriptResponse) Reset() {
 	*x = FollowTranscriptResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +784,7 @@ func (x *FollowTranscriptResponse) String() string {
 func (*FollowTranscriptResponse) ProtoMessage() {}
 
 func (x *FollowTranscriptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +797,7 @@ func (x *FollowTranscriptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowTranscriptResponse.ProtoReflect.Descriptor instead.
 func (*FollowTranscriptResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{7}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FollowTranscriptResponse) GetLine() *TranscriptLine {
@@ -566,7 +828,7 @@ type TranscriptTurn struct {
 
 func (x *TranscriptTurn) Reset() {
 	*x = TranscriptTurn{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +840,7 @@ func (x *TranscriptTurn) String() string {
 func (*TranscriptTurn) ProtoMessage() {}
 
 func (x *TranscriptTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +853,7 @@ func (x *TranscriptTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptTurn.ProtoReflect.Descriptor instead.
 func (*TranscriptTurn) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{8}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TranscriptTurn) GetTurnId() string {
@@ -672,7 +934,7 @@ type TranscriptLine struct {
 
 func (x *TranscriptLine) Reset() {
 	*x = TranscriptLine{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +946,7 @@ func (x *TranscriptLine) String() string {
 func (*TranscriptLine) ProtoMessage() {}
 
 func (x *TranscriptLine) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +959,7 @@ func (x *TranscriptLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptLine.ProtoReflect.Descriptor instead.
 func (*TranscriptLine) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{9}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TranscriptLine) GetId() int64 {
@@ -788,7 +1050,7 @@ type GetCloneRequest struct {
 
 func (x *GetCloneRequest) Reset() {
 	*x = GetCloneRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -800,7 +1062,7 @@ func (x *GetCloneRequest) String() string {
 func (*GetCloneRequest) ProtoMessage() {}
 
 func (x *GetCloneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -813,7 +1075,7 @@ func (x *GetCloneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCloneRequest.ProtoReflect.Descriptor instead.
 func (*GetCloneRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{10}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetCloneRequest) GetSessionId() string {
@@ -832,7 +1094,7 @@ type GetCloneResponse struct {
 
 func (x *GetCloneResponse) Reset() {
 	*x = GetCloneResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +1106,7 @@ func (x *GetCloneResponse) String() string {
 func (*GetCloneResponse) ProtoMessage() {}
 
 func (x *GetCloneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +1119,7 @@ func (x *GetCloneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCloneResponse.ProtoReflect.Descriptor instead.
 func (*GetCloneResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{11}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetCloneResponse) GetClone() *Clone {
@@ -913,7 +1175,7 @@ type Clone struct {
 
 func (x *Clone) Reset() {
 	*x = Clone{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1187,7 @@ func (x *Clone) String() string {
 func (*Clone) ProtoMessage() {}
 
 func (x *Clone) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1200,7 @@ func (x *Clone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Clone.ProtoReflect.Descriptor instead.
 func (*Clone) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{12}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Clone) GetSessionId() int64 {
@@ -1077,7 +1339,7 @@ type PreservedArtifacts struct {
 
 func (x *PreservedArtifacts) Reset() {
 	*x = PreservedArtifacts{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1351,7 @@ func (x *PreservedArtifacts) String() string {
 func (*PreservedArtifacts) ProtoMessage() {}
 
 func (x *PreservedArtifacts) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1364,7 @@ func (x *PreservedArtifacts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreservedArtifacts.ProtoReflect.Descriptor instead.
 func (*PreservedArtifacts) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{13}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PreservedArtifacts) GetDir() string {
@@ -1164,7 +1426,7 @@ type GetLatestTranscriptLinesRequest struct {
 
 func (x *GetLatestTranscriptLinesRequest) Reset() {
 	*x = GetLatestTranscriptLinesRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[14]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1438,7 @@ func (x *GetLatestTranscriptLinesRequest) String() string {
 func (*GetLatestTranscriptLinesRequest) ProtoMessage() {}
 
 func (x *GetLatestTranscriptLinesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[14]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1451,7 @@ func (x *GetLatestTranscriptLinesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLatestTranscriptLinesRequest.ProtoReflect.Descriptor instead.
 func (*GetLatestTranscriptLinesRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{14}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetLatestTranscriptLinesRequest) GetSessionIds() []int64 {
@@ -1210,7 +1472,7 @@ type GetLatestTranscriptLinesResponse struct {
 
 func (x *GetLatestTranscriptLinesResponse) Reset() {
 	*x = GetLatestTranscriptLinesResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[15]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1484,7 @@ func (x *GetLatestTranscriptLinesResponse) String() string {
 func (*GetLatestTranscriptLinesResponse) ProtoMessage() {}
 
 func (x *GetLatestTranscriptLinesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[15]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1497,7 @@ func (x *GetLatestTranscriptLinesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLatestTranscriptLinesResponse.ProtoReflect.Descriptor instead.
 func (*GetLatestTranscriptLinesResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{15}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetLatestTranscriptLinesResponse) GetLines() []*TranscriptLine {
@@ -1249,7 +1511,26 @@ var File_zimmer_runner_v1_runner_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
-	"%zimmer/runner/v1/runner_service.proto\x12\x10zimmer.runner.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"\xc4\x01\n" +
+	"%zimmer/runner/v1/runner_service.proto\x12\x10zimmer.runner.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"\x1a\n" +
+	"\x18ListAgentAccountsRequest\"W\n" +
+	"\x19ListAgentAccountsResponse\x12:\n" +
+	"\baccounts\x18\x01 \x03(\v2\x1e.zimmer.runner.v1.AgentAccountR\baccounts\"\x8a\x03\n" +
+	"\fAgentAccount\x12\x18\n" +
+	"\aruntime\x18\x01 \x01(\tR\aruntime\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
+	"\tavailable\x18\x03 \x01(\bR\tavailable\x12=\n" +
+	"\favailable_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vavailableAt\x12;\n" +
+	"\vrests_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"restsUntil\x12\x1f\n" +
+	"\vwall_reason\x18\x06 \x01(\tR\n" +
+	"wallReason\x12!\n" +
+	"\frecent_turns\x18\a \x01(\x05R\vrecentTurns\x12E\n" +
+	"\rquota_targets\x18\b \x03(\v2 .zimmer.runner.v1.QuotaTargetUseR\fquotaTargets\x12'\n" +
+	"\x0fparked_sessions\x18\t \x01(\x05R\x0eparkedSessions\"j\n" +
+	"\x0eQuotaTargetUse\x12%\n" +
+	"\x0ewindow_seconds\x18\x01 \x01(\x03R\rwindowSeconds\x12\x1b\n" +
+	"\tmax_turns\x18\x02 \x01(\x05R\bmaxTurns\x12\x14\n" +
+	"\x05turns\x18\x03 \x01(\x05R\x05turns\"\xc4\x01\n" +
 	"\x18AnswerElicitationRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x17\n" +
@@ -1356,14 +1637,15 @@ const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\vsession_ids\x18\x01 \x03(\x03R\n" +
 	"sessionIds\"Z\n" +
 	" GetLatestTranscriptLinesResponse\x126\n" +
-	"\x05lines\x18\x01 \x03(\v2 .zimmer.runner.v1.TranscriptLineR\x05lines2\xa4\x06\n" +
+	"\x05lines\x18\x01 \x03(\v2 .zimmer.runner.v1.TranscriptLineR\x05lines2\xb9\a\n" +
 	"\rRunnerService\x12\x9e\x01\n" +
 	"\rGetTranscript\x12&.zimmer.runner.v1.GetTranscriptRequest\x1a'.zimmer.runner.v1.GetTranscriptResponse\"<\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02*\x12(/api/v1/sessions/{session_id}/transcript\x12y\n" +
 	"\x10FollowTranscript\x12).zimmer.runner.v1.FollowTranscriptRequest\x1a*.zimmer.runner.v1.FollowTranscriptResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04self0\x01\x12\x8a\x01\n" +
 	"\bGetClone\x12!.zimmer.runner.v1.GetCloneRequest\x1a\".zimmer.runner.v1.GetCloneResponse\"7\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02%\x12#/api/v1/sessions/{session_id}/clone\x12h\n" +
 	"\rInterruptTurn\x12&.zimmer.runner.v1.InterruptTurnRequest\x1a'.zimmer.runner.v1.InterruptTurnResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x89\x01\n" +
 	"\x18GetLatestTranscriptLines\x121.zimmer.runner.v1.GetLatestTranscriptLinesRequest\x1a2.zimmer.runner.v1.GetLatestTranscriptLinesResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
-	"\x11AnswerElicitation\x12*.zimmer.runner.v1.AnswerElicitationRequest\x1a+.zimmer.runner.v1.AnswerElicitationResponse\"\x06\xea\xe0\x18\x02\b\x03B@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
+	"\x11AnswerElicitation\x12*.zimmer.runner.v1.AnswerElicitationRequest\x1a+.zimmer.runner.v1.AnswerElicitationResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x92\x01\n" +
+	"\x11ListAgentAccounts\x12*.zimmer.runner.v1.ListAgentAccountsRequest\x1a+.zimmer.runner.v1.ListAgentAccountsResponse\"$\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x18\x12\x16/api/v1/agent_accountsB@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
 
 var (
 	file_zimmer_runner_v1_runner_service_proto_rawDescOnce sync.Once
@@ -1377,57 +1659,67 @@ func file_zimmer_runner_v1_runner_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_runner_v1_runner_service_proto_rawDescData
 }
 
-var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_zimmer_runner_v1_runner_service_proto_goTypes = []any{
-	(*AnswerElicitationRequest)(nil),         // 0: zimmer.runner.v1.AnswerElicitationRequest
-	(*AnswerElicitationResponse)(nil),        // 1: zimmer.runner.v1.AnswerElicitationResponse
-	(*InterruptTurnRequest)(nil),             // 2: zimmer.runner.v1.InterruptTurnRequest
-	(*InterruptTurnResponse)(nil),            // 3: zimmer.runner.v1.InterruptTurnResponse
-	(*GetTranscriptRequest)(nil),             // 4: zimmer.runner.v1.GetTranscriptRequest
-	(*GetTranscriptResponse)(nil),            // 5: zimmer.runner.v1.GetTranscriptResponse
-	(*FollowTranscriptRequest)(nil),          // 6: zimmer.runner.v1.FollowTranscriptRequest
-	(*FollowTranscriptResponse)(nil),         // 7: zimmer.runner.v1.FollowTranscriptResponse
-	(*TranscriptTurn)(nil),                   // 8: zimmer.runner.v1.TranscriptTurn
-	(*TranscriptLine)(nil),                   // 9: zimmer.runner.v1.TranscriptLine
-	(*GetCloneRequest)(nil),                  // 10: zimmer.runner.v1.GetCloneRequest
-	(*GetCloneResponse)(nil),                 // 11: zimmer.runner.v1.GetCloneResponse
-	(*Clone)(nil),                            // 12: zimmer.runner.v1.Clone
-	(*PreservedArtifacts)(nil),               // 13: zimmer.runner.v1.PreservedArtifacts
-	(*GetLatestTranscriptLinesRequest)(nil),  // 14: zimmer.runner.v1.GetLatestTranscriptLinesRequest
-	(*GetLatestTranscriptLinesResponse)(nil), // 15: zimmer.runner.v1.GetLatestTranscriptLinesResponse
-	(*structpb.Struct)(nil),                  // 16: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),            // 17: google.protobuf.Timestamp
+	(*ListAgentAccountsRequest)(nil),         // 0: zimmer.runner.v1.ListAgentAccountsRequest
+	(*ListAgentAccountsResponse)(nil),        // 1: zimmer.runner.v1.ListAgentAccountsResponse
+	(*AgentAccount)(nil),                     // 2: zimmer.runner.v1.AgentAccount
+	(*QuotaTargetUse)(nil),                   // 3: zimmer.runner.v1.QuotaTargetUse
+	(*AnswerElicitationRequest)(nil),         // 4: zimmer.runner.v1.AnswerElicitationRequest
+	(*AnswerElicitationResponse)(nil),        // 5: zimmer.runner.v1.AnswerElicitationResponse
+	(*InterruptTurnRequest)(nil),             // 6: zimmer.runner.v1.InterruptTurnRequest
+	(*InterruptTurnResponse)(nil),            // 7: zimmer.runner.v1.InterruptTurnResponse
+	(*GetTranscriptRequest)(nil),             // 8: zimmer.runner.v1.GetTranscriptRequest
+	(*GetTranscriptResponse)(nil),            // 9: zimmer.runner.v1.GetTranscriptResponse
+	(*FollowTranscriptRequest)(nil),          // 10: zimmer.runner.v1.FollowTranscriptRequest
+	(*FollowTranscriptResponse)(nil),         // 11: zimmer.runner.v1.FollowTranscriptResponse
+	(*TranscriptTurn)(nil),                   // 12: zimmer.runner.v1.TranscriptTurn
+	(*TranscriptLine)(nil),                   // 13: zimmer.runner.v1.TranscriptLine
+	(*GetCloneRequest)(nil),                  // 14: zimmer.runner.v1.GetCloneRequest
+	(*GetCloneResponse)(nil),                 // 15: zimmer.runner.v1.GetCloneResponse
+	(*Clone)(nil),                            // 16: zimmer.runner.v1.Clone
+	(*PreservedArtifacts)(nil),               // 17: zimmer.runner.v1.PreservedArtifacts
+	(*GetLatestTranscriptLinesRequest)(nil),  // 18: zimmer.runner.v1.GetLatestTranscriptLinesRequest
+	(*GetLatestTranscriptLinesResponse)(nil), // 19: zimmer.runner.v1.GetLatestTranscriptLinesResponse
+	(*timestamppb.Timestamp)(nil),            // 20: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),                  // 21: google.protobuf.Struct
 }
 var file_zimmer_runner_v1_runner_service_proto_depIdxs = []int32{
-	16, // 0: zimmer.runner.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
-	8,  // 1: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
-	9,  // 2: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
-	9,  // 3: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
-	17, // 4: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
-	17, // 5: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
-	17, // 6: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
-	12, // 7: zimmer.runner.v1.GetCloneResponse.clone:type_name -> zimmer.runner.v1.Clone
-	17, // 8: zimmer.runner.v1.Clone.trash_after:type_name -> google.protobuf.Timestamp
-	13, // 9: zimmer.runner.v1.Clone.artifacts:type_name -> zimmer.runner.v1.PreservedArtifacts
-	17, // 10: zimmer.runner.v1.Clone.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 11: zimmer.runner.v1.GetLatestTranscriptLinesResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
-	4,  // 12: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
-	6,  // 13: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
-	10, // 14: zimmer.runner.v1.RunnerService.GetClone:input_type -> zimmer.runner.v1.GetCloneRequest
-	2,  // 15: zimmer.runner.v1.RunnerService.InterruptTurn:input_type -> zimmer.runner.v1.InterruptTurnRequest
-	14, // 16: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:input_type -> zimmer.runner.v1.GetLatestTranscriptLinesRequest
-	0,  // 17: zimmer.runner.v1.RunnerService.AnswerElicitation:input_type -> zimmer.runner.v1.AnswerElicitationRequest
-	5,  // 18: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
-	7,  // 19: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
-	11, // 20: zimmer.runner.v1.RunnerService.GetClone:output_type -> zimmer.runner.v1.GetCloneResponse
-	3,  // 21: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
-	15, // 22: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:output_type -> zimmer.runner.v1.GetLatestTranscriptLinesResponse
-	1,  // 23: zimmer.runner.v1.RunnerService.AnswerElicitation:output_type -> zimmer.runner.v1.AnswerElicitationResponse
-	18, // [18:24] is the sub-list for method output_type
-	12, // [12:18] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	2,  // 0: zimmer.runner.v1.ListAgentAccountsResponse.accounts:type_name -> zimmer.runner.v1.AgentAccount
+	20, // 1: zimmer.runner.v1.AgentAccount.available_at:type_name -> google.protobuf.Timestamp
+	20, // 2: zimmer.runner.v1.AgentAccount.rests_until:type_name -> google.protobuf.Timestamp
+	3,  // 3: zimmer.runner.v1.AgentAccount.quota_targets:type_name -> zimmer.runner.v1.QuotaTargetUse
+	21, // 4: zimmer.runner.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	12, // 5: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
+	13, // 6: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
+	13, // 7: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
+	20, // 8: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
+	20, // 9: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
+	20, // 10: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
+	16, // 11: zimmer.runner.v1.GetCloneResponse.clone:type_name -> zimmer.runner.v1.Clone
+	20, // 12: zimmer.runner.v1.Clone.trash_after:type_name -> google.protobuf.Timestamp
+	17, // 13: zimmer.runner.v1.Clone.artifacts:type_name -> zimmer.runner.v1.PreservedArtifacts
+	20, // 14: zimmer.runner.v1.Clone.updated_at:type_name -> google.protobuf.Timestamp
+	13, // 15: zimmer.runner.v1.GetLatestTranscriptLinesResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
+	8,  // 16: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
+	10, // 17: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
+	14, // 18: zimmer.runner.v1.RunnerService.GetClone:input_type -> zimmer.runner.v1.GetCloneRequest
+	6,  // 19: zimmer.runner.v1.RunnerService.InterruptTurn:input_type -> zimmer.runner.v1.InterruptTurnRequest
+	18, // 20: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:input_type -> zimmer.runner.v1.GetLatestTranscriptLinesRequest
+	4,  // 21: zimmer.runner.v1.RunnerService.AnswerElicitation:input_type -> zimmer.runner.v1.AnswerElicitationRequest
+	0,  // 22: zimmer.runner.v1.RunnerService.ListAgentAccounts:input_type -> zimmer.runner.v1.ListAgentAccountsRequest
+	9,  // 23: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
+	11, // 24: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
+	15, // 25: zimmer.runner.v1.RunnerService.GetClone:output_type -> zimmer.runner.v1.GetCloneResponse
+	7,  // 26: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
+	19, // 27: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:output_type -> zimmer.runner.v1.GetLatestTranscriptLinesResponse
+	5,  // 28: zimmer.runner.v1.RunnerService.AnswerElicitation:output_type -> zimmer.runner.v1.AnswerElicitationResponse
+	1,  // 29: zimmer.runner.v1.RunnerService.ListAgentAccounts:output_type -> zimmer.runner.v1.ListAgentAccountsResponse
+	23, // [23:30] is the sub-list for method output_type
+	16, // [16:23] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_runner_v1_runner_service_proto_init() }
@@ -1441,7 +1733,7 @@ func file_zimmer_runner_v1_runner_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_runner_v1_runner_service_proto_rawDesc), len(file_zimmer_runner_v1_runner_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	RunnerService_InterruptTurn_FullMethodName            = "/zimmer.runner.v1.RunnerService/InterruptTurn"
 	RunnerService_GetLatestTranscriptLines_FullMethodName = "/zimmer.runner.v1.RunnerService/GetLatestTranscriptLines"
 	RunnerService_AnswerElicitation_FullMethodName        = "/zimmer.runner.v1.RunnerService/AnswerElicitation"
+	RunnerService_ListAgentAccounts_FullMethodName        = "/zimmer.runner.v1.RunnerService/ListAgentAccounts"
 )
 
 // RunnerServiceClient is the client API for RunnerService service.
@@ -77,6 +78,14 @@ type RunnerServiceClient interface {
 	// answers; Unavailable when the node does not answer. Lifecycle calls it
 	// after checking the answer against the requested schema.
 	AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error)
+	// ListAgentAccounts lists the runtimes' login pools (RUNNER_ACCOUNTS_FILE;
+	// a runtime with none configured has its ambient login, "ambient"): each
+	// account's runtime and name, whether it has capacity, until when it
+	// rests after a quota or authentication wall and what the wall said, its
+	// turns against its quota targets, and the sessions parked on it. Names
+	// and state only: a login's environment and configuration directory are
+	// never answered. Admin keys only.
+	ListAgentAccounts(ctx context.Context, in *ListAgentAccountsRequest, opts ...grpc.CallOption) (*ListAgentAccountsResponse, error)
 }
 
 type runnerServiceClient struct {
@@ -156,6 +165,16 @@ func (c *runnerServiceClient) AnswerElicitation(ctx context.Context, in *AnswerE
 	return out, nil
 }
 
+func (c *runnerServiceClient) ListAgentAccounts(ctx context.Context, in *ListAgentAccountsRequest, opts ...grpc.CallOption) (*ListAgentAccountsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAgentAccountsResponse)
+	err := c.cc.Invoke(ctx, RunnerService_ListAgentAccounts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunnerServiceServer is the server API for RunnerService service.
 // All implementations must embed UnimplementedRunnerServiceServer
 // for forward compatibility.
@@ -206,6 +225,14 @@ type RunnerServiceServer interface {
 	// answers; Unavailable when the node does not answer. Lifecycle calls it
 	// after checking the answer against the requested schema.
 	AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error)
+	// ListAgentAccounts lists the runtimes' login pools (RUNNER_ACCOUNTS_FILE;
+	// a runtime with none configured has its ambient login, "ambient"): each
+	// account's runtime and name, whether it has capacity, until when it
+	// rests after a quota or authentication wall and what the wall said, its
+	// turns against its quota targets, and the sessions parked on it. Names
+	// and state only: a login's environment and configuration directory are
+	// never answered. Admin keys only.
+	ListAgentAccounts(context.Context, *ListAgentAccountsRequest) (*ListAgentAccountsResponse, error)
 	mustEmbedUnimplementedRunnerServiceServer()
 }
 
@@ -233,6 +260,9 @@ func (UnimplementedRunnerServiceServer) GetLatestTranscriptLines(context.Context
 }
 func (UnimplementedRunnerServiceServer) AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AnswerElicitation not implemented")
+}
+func (UnimplementedRunnerServiceServer) ListAgentAccounts(context.Context, *ListAgentAccountsRequest) (*ListAgentAccountsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAgentAccounts not implemented")
 }
 func (UnimplementedRunnerServiceServer) mustEmbedUnimplementedRunnerServiceServer() {}
 func (UnimplementedRunnerServiceServer) testEmbeddedByValue()                       {}
@@ -356,6 +386,24 @@ func _RunnerService_AnswerElicitation_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunnerService_ListAgentAccounts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAgentAccountsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).ListAgentAccounts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_ListAgentAccounts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).ListAgentAccounts(ctx, req.(*ListAgentAccountsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunnerService_ServiceDesc is the grpc.ServiceDesc for RunnerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -382,6 +430,10 @@ var RunnerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AnswerElicitation",
 			Handler:    _RunnerService_AnswerElicitation_Handler,
+		},
+		{
+			MethodName: "ListAgentAccounts",
+			Handler:    _RunnerService_ListAgentAccounts_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,3 @@
+DROP TABLE account_parks;
+DROP TABLE account_turns;
+DROP TABLE agent_accounts;
