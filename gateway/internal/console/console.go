@@ -119,7 +119,7 @@ type Handler struct {
 	// liveTemplate renders the dashboard's live parts and the cards'
 	// answers (cards.html).
 	liveTemplate *template.Template
-	// liveSlots bounds the live dashboards (MaxLiveDashboards).
+	// liveSlots bounds the live pages (MaxLiveDashboards).
 	liveSlots chan struct{}
 	// liveCtx ends every live dashboard when the gateway stops (StopLive).
 	liveCtx  context.Context

@@ -26,6 +26,9 @@ func (h *Handler) sessionRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /console/sessions/{id}/queue/{mid}/move", h.mutating(h.act("queue", h.move, nil)))
 	mux.HandleFunc("POST /console/sessions/{id}/queue/{mid}/delete", h.mutating(h.act("queue", h.deleteMessage, nil)))
 	mux.HandleFunc("GET /console/sessions/{id}/transcript/stream", h.signedIn(h.transcriptStream))
+	// Signed in or not, like the dashboard's: a stream whose sign-in ended
+	// says so in the page (relayChanges).
+	mux.HandleFunc("GET /console/sessions/{id}/live", h.sessionLive)
 }
 
 // restart is the deliberate resume: a failed session restarts, an idle
