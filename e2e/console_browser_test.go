@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"image/png"
@@ -318,6 +319,112 @@ func TestConsoleInABrowser(t *testing.T) {
 		require.Equal(t, xss, p.text(card(id)+" .title"))
 	})
 
+	t.Run("a card moves live when its session changes state, without a reload", func(t *testing.T) {
+		t.Parallel()
+		id := c.session(t, "needs_input", map[string]any{"prompt": "@demo say ready to move", "title": "Moves live"})
+		p := c.signedIn(t)
+		// Running ticked beside Needs input: the card stays in view and its
+		// status moves.
+		p.do(chromedp.Click(chromedp.CSS(`input[name="status"][value="running"]`)))
+		require.EqualValues(t, http.StatusOK, p.click(`form.filters button[type="submit"]`))
+		require.Equal(t, "needs_input", p.attribute(card(id), "data-status"))
+		p.markPage()
+		code, body := c.api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/follow_up", id), `{"prompt": "@demo sleep 3s\n@demo say moved back"}`)
+		require.Equal(t, http.StatusOK, code, body)
+		p.waitFor(t, "the card shows the session running", 5*time.Second,
+			fmt.Sprintf(`document.querySelector(%s)?.dataset.status === "running"`, jsString(card(id))))
+		require.Contains(t, p.text(card(id)+" .status"), "running")
+		p.waitFor(t, "the card back in needs input when the turn ends", 30*time.Second,
+			fmt.Sprintf(`document.querySelector(%s)?.dataset.status === "needs_input"`, jsString(card(id))))
+		require.True(t, p.samePage(), "live: the page was never reloaded")
+
+		// The default view (needs input only): the card leaves while its
+		// session runs and comes back when it rests.
+		require.EqualValues(t, http.StatusOK, p.click(`a[href="/console/?reset=1"]`))
+		p.markPage()
+		code, body = c.api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/follow_up", id), `{"prompt": "@demo sleep 3s\n@demo say back again"}`)
+		require.Equal(t, http.StatusOK, code, body)
+		p.waitFor(t, "the card leaves the view", 5*time.Second, fmt.Sprintf(`!document.querySelector(%s)`, jsString(card(id))))
+		p.waitFor(t, "the card comes back", 30*time.Second, fmt.Sprintf(`!!document.querySelector(%s)`, jsString(card(id))))
+		require.True(t, p.samePage())
+	})
+
+	t.Run("trash shows the undo toast, and undo within ten seconds puts the card back", func(t *testing.T) {
+		t.Parallel()
+		id := c.session(t, "needs_input", map[string]any{"prompt": "@demo say trash me", "title": "Trash me"})
+		p := c.signedIn(t)
+		p.markPage()
+		trashed := time.Now()
+		p.clickLive(fmt.Sprintf("#trash-%d", id))
+		p.waitFor(t, "the card goes and the toast offers Undo", 5*time.Second,
+			fmt.Sprintf(`!document.querySelector(%s) && document.querySelector("#toast.shown button")?.innerText === "Undo"`, jsString(card(id))))
+		require.Contains(t, p.text("#toast"), fmt.Sprintf("Session #%d moved to trash.", id))
+		require.Equal(t, "archived", c.api.session(t, id).Status)
+
+		p.do(chromedp.Click(chromedp.CSS("#toast button")))
+		p.waitFor(t, "the card is back", 5*time.Second, fmt.Sprintf(`!!document.querySelector(%s)`, jsString(card(id))))
+		require.Less(t, time.Since(trashed), 10*time.Second, "undone inside the toast's ten seconds")
+		require.Contains(t, p.text("#toast"), fmt.Sprintf("Session #%d restored.", id))
+		require.Equal(t, "needs_input", c.api.session(t, id).Status)
+		require.True(t, p.samePage(), "trash and undo without a reload")
+	})
+
+	t.Run("the drawer takes the focus when it opens, and Escape closes it and gives the focus back", func(t *testing.T) {
+		t.Parallel()
+		id := c.session(t, "needs_input", map[string]any{"prompt": "@demo say open me", "title": "In the drawer"})
+		p := c.signedIn(t)
+		opener := fmt.Sprintf("open-%d", id)
+		p.clickLive("#" + opener)
+		p.waitFor(t, "the drawer open with the focus on the session's heading", 10*time.Second,
+			`document.getElementById("drawer").open && document.activeElement?.matches("#drawer-body h1")`)
+		require.Equal(t, "/console/", p.path(), "the dashboard stays")
+		require.Equal(t, "In the drawer", p.text("#drawer-body h1"))
+		p.do(chromedp.KeyEvent(kb.Escape))
+		p.waitFor(t, "the drawer closed, the focus back on the card's link", 5*time.Second,
+			fmt.Sprintf(`!document.getElementById("drawer").open && document.activeElement?.id === %s`, jsString(opener)))
+	})
+
+	t.Run("an elicitation answered in the page reaches the demo agent", func(t *testing.T) {
+		t.Parallel()
+		id := c.session(t, "needs_input", map[string]any{"prompt": "@demo elicit 60s Ship it from the browser?\n@demo say shipped as told", "title": "Asks"})
+		p := c.signedIn(t)
+		p.open(c.page(id))
+		require.Equal(t, "Ship it from the browser?", p.text("section.elicitation .question"))
+		const answer = "yes, from the browser"
+		p.typeInto(`.elicitation-answer input[name="content.answer"]`, answer)
+		require.EqualValues(t, http.StatusOK, p.click(`.elicitation-answer button[value="accept"]`))
+		require.Zero(t, p.count(`main .error[role="alert"]`), "no refusal: the answer was taken")
+		require.Eventually(t, func() bool {
+			return strings.Join(c.api.transitions(t, id), " ") == "start block_on_elicitation unblock_from_elicitation pause"
+		}, 30*time.Second, 100*time.Millisecond, "the turn did not go on after the answer: %v", c.api.transitions(t, id))
+		raw := transcriptRaw(t, c.api, id)
+		require.Contains(t, raw, answer, "the agent read the answer's content")
+		require.Contains(t, raw, "shipped as told", "the agent went on after the answer")
+		p.reloadUntil(t, c.page(id), "the agent going on, the question gone", func() bool {
+			return strings.Contains(p.text(".transcript"), "shipped as told") && p.count("section.elicitation") == 0
+		})
+	})
+
+	t.Run("the hierarchy shows a child spawned and its state while the page is open", func(t *testing.T) {
+		t.Parallel()
+		parent := c.session(t, "needs_input", map[string]any{"prompt": "@demo say the parent", "title": "Parent"})
+		p := c.signedIn(t)
+		p.open(c.page(parent))
+		require.Equal(t, "1 sessions", p.text("#hierarchy .counts"))
+		p.markPage()
+		child := c.session(t, "needs_input", map[string]any{"prompt": "@demo say the child", "title": "Spawned child", "parent_session_id": parent})
+		p.waitFor(t, "the child in the hierarchy, at rest", 10*time.Second,
+			fmt.Sprintf(`document.querySelector("#hierarchy")?.innerText.includes("#%d · needs input")`, child))
+		require.Contains(t, p.text("#hierarchy"), "Spawned child")
+		require.Equal(t, "2 sessions", p.text("#hierarchy .counts"))
+
+		code, body := c.api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/archive", child), `{}`)
+		require.Equal(t, http.StatusOK, code, body)
+		p.waitFor(t, "the child's new state in the hierarchy", 10*time.Second,
+			fmt.Sprintf(`document.querySelector("#hierarchy")?.innerText.includes("#%d · archived")`, child))
+		require.True(t, p.samePage(), "live: the page was never reloaded")
+	})
+
 	t.Run("screenshots", func(t *testing.T) {
 		t.Parallel()
 		dir := os.Getenv(devstack.ScreenshotsDirEnv) // make screenshots: docs/screenshots
@@ -424,6 +531,56 @@ func (p *browserPage) reloadUntil(t *testing.T, path, what string, shown func() 
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// markPage marks the page shown, so samePage tells whether it was
+// reloaded or left since.
+func (p *browserPage) markPage() {
+	p.t.Helper()
+	require.True(p.t, eval[bool](p, `window.__zimmerSamePage = true`))
+}
+
+// samePage reports whether the page markPage marked is still the one shown.
+func (p *browserPage) samePage() bool {
+	p.t.Helper()
+	return eval[bool](p, `window.__zimmerSamePage === true`)
+}
+
+// waitFor evaluates the JavaScript expression until it is true, for up to
+// within, failing with what the page reads when it never is (what).
+func (p *browserPage) waitFor(t *testing.T, what string, within time.Duration, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !eval[bool](p, "Boolean("+expr+")") {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s; the page reads:\n%s", what, within, p.text("main"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// clickLive clicks the element sel (CSS) matches in a part of the page the
+// live stream re-renders: the dashboard's cards are swapped whenever any
+// session changes, so the node found may be replaced before the click
+// lands. A click that found its node gone never reached the page, so it is
+// tried again, on the node now there.
+func (p *browserPage) clickLive(sel string) {
+	p.t.Helper()
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(p.ctx, browserStep)
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if err == nil || try == 5 || !strings.Contains(err.Error(), "Could not find node") {
+			require.NoError(p.t, err, "click %s", sel)
+			return
+		}
+	}
+}
+
+// attribute is the attribute name of the element sel (CSS) matches.
+func (p *browserPage) attribute(sel, name string) string {
+	p.t.Helper()
+	return eval[string](p, fmt.Sprintf(`document.querySelector(%s)?.getAttribute(%s) ?? ""`, jsString(sel), jsString(name)))
 }
 
 // writeScreenshot saves the whole page as a small PNG (re-encoded at the

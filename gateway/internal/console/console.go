@@ -119,7 +119,7 @@ type Handler struct {
 	// liveTemplate renders the dashboard's live parts and the cards'
 	// answers (cards.html).
 	liveTemplate *template.Template
-	// liveSlots bounds the live dashboards (MaxLiveDashboards).
+	// liveSlots bounds the live pages (MaxLiveDashboards).
 	liveSlots chan struct{}
 	// liveCtx ends every live dashboard when the gateway stops (StopLive).
 	liveCtx  context.Context
@@ -127,9 +127,6 @@ type Handler struct {
 	mux      *http.ServeMux
 	// streams bounds the transcript streams open at once (a slot each).
 	streams chan struct{}
-	// onceForms remembers the forms whose action a resubmission must not
-	// repeat (restart), by their idempotency key.
-	onceForms *onceForms
 }
 
 // New returns the console over clients.
@@ -145,7 +142,7 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	}
 	h := &Handler{clients: clients, opts: opts, logger: logger,
 		signIns: newSignIns(opts.Now), throttle: newThrottle(opts.Now), pages: map[string]*template.Template{},
-		streams: make(chan struct{}, MaxTranscriptStreams), onceForms: newOnceForms(opts.Now),
+		streams:   make(chan struct{}, MaxTranscriptStreams),
 		liveSlots: make(chan struct{}, MaxLiveDashboards)}
 	h.liveCtx, h.StopLive = context.WithCancel(context.Background())
 	funcs := template.FuncMap{"age": h.age, "statusWords": statusWords, "at": at, "inZone": inZone, "size": size, "details": alertDetails,

@@ -30,9 +30,12 @@ import (
 const (
 	// LiveEvent is the SSE event name the dashboard swaps.
 	LiveEvent = "dashboard"
-	// MaxLiveDashboards bounds the live dashboards one gateway serves at
-	// once; each holds a lifecycle stream. Past it a dashboard still
-	// loads, without live updates, and its browser retries later.
+	// liveStatusID is the dashboard's live notice (dashboard.html).
+	liveStatusID = "live-status"
+	// MaxLiveDashboards bounds the live pages one gateway serves at once,
+	// dashboards and session pages together; each holds a lifecycle
+	// stream. Past it a page still loads, without live updates, and its
+	// browser retries later.
 	MaxLiveDashboards = 64
 	// liveCoalesce gathers the changes that come together (a transition
 	// and the ones it sets off) into one render.
@@ -43,7 +46,7 @@ const (
 	liveWriteTimeout = 10 * time.Second
 	// liveRetry is the reconnect delay the stream asks EventSource for.
 	liveRetry = 2 * time.Second
-	// liveSignedOutRetry is how long a signed-out dashboard waits before
+	// liveSignedOutRetry is how long a signed-out live page waits before
 	// asking again.
 	liveSignedOutRetry = time.Minute
 )
@@ -73,6 +76,25 @@ func liveCursor(r *http.Request) (*int64, error) {
 
 // live streams the dashboard's changes (see above).
 func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
+	f := viewFilters(r.URL.Query())
+	h.relayChanges(w, r, LiveEvent, liveStatusID, func(ctx context.Context, in signIn, position int64, _ []*lifecyclev1.SessionChange) ([]byte, error) {
+		return h.liveRender(ctx, f, in, position)
+	})
+}
+
+// changesRenderer renders one live event of a page: what it shows as it
+// stands, under the id of the last change (position); changed are the
+// changes since the last event (none for the first). A nil event sends
+// nothing: nothing the page shows changed.
+type changesRenderer func(ctx context.Context, in signIn, position int64, changed []*lifecyclev1.SessionChange) ([]byte, error)
+
+// relayChanges is a live page's stream (the dashboard's, a session page's):
+// it relays lifecycle's WatchSessionChanges as server-sent events, each
+// render's, gathering the changes that come together (liveCoalesce). The
+// event id is the cursor (liveCursor); a page without one is rendered at
+// once. A stream whose sign-in ended says so in the element statusID, as
+// an event named event.
+func (h *Handler) relayChanges(w http.ResponseWriter, r *http.Request, event, statusID string, render changesRenderer) {
 	c, err := r.Cookie(CookieName)
 	var in signIn
 	ok := false
@@ -80,7 +102,7 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 		in, ok = h.signIns.get(c.Value)
 	}
 	if !ok {
-		h.liveSignedOut(w)
+		h.liveSignedOut(w, event, statusID)
 		return
 	}
 	after, err := liveCursor(r)
@@ -94,10 +116,9 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.Header().Set("Retry-After", "30")
 		h.problem(w, r, http.StatusServiceUnavailable, fmt.Sprintf(
-			"This gateway already keeps %d dashboards live; this one shows what it showed when it loaded. Close a tab, or reload later.", MaxLiveDashboards))
+			"This gateway already keeps %d pages live; this one shows what it showed when it loaded. Close a tab, or reload later.", MaxLiveDashboards))
 		return
 	}
-	f := viewFilters(r.URL.Query())
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	// The gateway stopping ends the stream; the browser reconnects to the
@@ -134,15 +155,15 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 	}
 
 	type received struct {
-		position int64
-		err      error
+		resp *lifecyclev1.WatchSessionChangesResponse
+		err  error
 	}
 	changes := make(chan received)
 	go func() {
 		for {
 			resp, err := stream.Recv()
 			select {
-			case changes <- received{resp.GetPosition(), err}:
+			case changes <- received{resp, err}:
 			case <-ctx.Done():
 				return
 			}
@@ -151,27 +172,29 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	render := func(position int64) bool {
+	var changed []*lifecyclev1.SessionChange // since the last event
+	emit := func(position int64) bool {
 		if _, ok := h.signIns.get(c.Value); !ok {
 			// Signed out in another tab, or expired, meanwhile.
-			send(signedOutEvent)
+			send(signedOutEvent(event, statusID))
 			return false
 		}
 		rctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		event, err := h.liveRender(rctx, f, in, position)
+		out, err := render(rctx, in, position, changed)
 		if err != nil {
 			// The browser keeps what it shows and reconnects from the
 			// last event it got, which renders again.
 			if ctx.Err() == nil {
-				h.logger.WarnContext(ctx, "console could not render the live dashboard", "error", err)
+				h.logger.WarnContext(ctx, "console could not render a live page", "event", event, "error", err)
 			}
 			return false
 		}
-		return send(event)
+		changed = nil
+		return out == nil || send(out)
 	}
 	position := start.GetPosition()
-	if after == nil && !render(position) {
+	if after == nil && !emit(position) {
 		return
 	}
 	keepAlive := time.NewTicker(LiveKeepAlive)
@@ -194,13 +217,16 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 				}
 				return
 			}
-			position = got.position
+			position = got.resp.GetPosition()
+			if ch := got.resp.GetChange(); ch != nil {
+				changed = append(changed, ch)
+			}
 			if due == nil {
 				due = time.After(liveCoalesce)
 			}
 		case <-due:
 			due = nil
-			if !render(position) {
+			if !emit(position) {
 				return
 			}
 		}
@@ -235,19 +261,21 @@ func sseEvent(name, id, data string) []byte {
 	return b.Bytes()
 }
 
-// liveSignedOut tells a dashboard whose sign-in has ended (signed out,
-// expired, or the gateway restarted) so, in place of its cards, and asks
-// its browser to come back only much later: the page's links lead to the
-// sign-in form.
-func (h *Handler) liveSignedOut(w http.ResponseWriter) {
+// liveSignedOut tells a live page whose sign-in has ended (signed out,
+// expired, or the gateway restarted) so, in place of its live notice
+// (statusID), and asks its browser to come back only much later: the
+// page's links lead to the sign-in form.
+func (h *Handler) liveSignedOut(w http.ResponseWriter, event, statusID string) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(signedOutEvent)
+	_, _ = w.Write(signedOutEvent(event, statusID))
 }
 
-// signedOutEvent replaces the dashboard's live notice, which holds its
+// signedOutEvent replaces the page's live notice statusID, which holds its
 // EventSource (so the extension closes it), with the news.
-var signedOutEvent = append(fmt.Appendf(nil, "retry: %d\n\n", liveSignedOutRetry.Milliseconds()),
-	sseEvent(LiveEvent, "", `<p id="live-status" class="warning" role="alert" hx-swap-oob="true">`+
-		`You are signed out, so this dashboard no longer updates. <a href="/console/login">Sign in again</a>.</p>`)...)
+func signedOutEvent(event, statusID string) []byte {
+	return append(fmt.Appendf(nil, "retry: %d\n\n", liveSignedOutRetry.Milliseconds()),
+		sseEvent(event, "", `<p id="`+statusID+`" class="warning" role="alert" hx-swap-oob="true">`+
+			`You are signed out, so this page no longer updates. <a href="/console/login">Sign in again</a>.</p>`)...)
+}

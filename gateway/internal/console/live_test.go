@@ -22,6 +22,7 @@ import (
 
 	"github.com/zimmerhq/zimmer/gateway/internal/console"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
@@ -237,9 +238,15 @@ type sseEvent struct{ id, name, data string }
 // when the test ends.
 func (b liveBundle) openLive(t *testing.T, c *http.Client, query, lastEventID string) (int, http.Header, <-chan sseEvent) {
 	t.Helper()
+	return b.openStream(t, c, "/console/live?"+query, lastEventID)
+}
+
+// openStream opens a live page's stream at path (openLive).
+func (b liveBundle) openStream(t *testing.T, c *http.Client, path, lastEventID string) (int, http.Header, <-chan sseEvent) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+"/console/live?"+query, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+path, nil)
 	require.NoError(t, err)
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
@@ -553,7 +560,7 @@ func TestTheDrawerIsTheSessionPagesContent(t *testing.T) {
 	require.Contains(t, page.body, `href="/console/sessions/7" data-drawer="/console/sessions/7/drawer"`,
 		"the card's link is the full page; the drawer's URL is beside it")
 	require.Contains(t, page.body, `<dialog id="drawer"`)
-	require.Contains(t, page.body, `src="/console/static/dashboard-1.js"`)
+	require.Contains(t, page.body, `src="/console/static/dashboard-2.js"`)
 
 	drawer := b.get(t, c, "/console/sessions/7/drawer")
 	require.Equal(t, http.StatusOK, drawer.code, drawer.body)
@@ -562,8 +569,64 @@ func TestTheDrawerIsTheSessionPagesContent(t *testing.T) {
 	full := b.get(t, c, "/console/sessions/7")
 	require.Contains(t, full.body, "<html")
 	require.Contains(t, full.body, `<h1 class="title">The seventh</h1>`)
-	for _, static := range []string{"dashboard-1.js", "dashboard-1.css", "htmx-ext-sse-2.2.4.min.js", "htmx-ext-sse-LICENSE"} {
+	for _, static := range []string{"dashboard-2.js", "dashboard-1.css", "htmx-ext-sse-2.2.4.min.js", "htmx-ext-sse-LICENSE"} {
 		require.Equal(t, http.StatusOK, b.get(t, c, "/console/static/"+static).code, static)
 	}
 	require.Equal(t, http.StatusSeeOther, b.get(t, b.browser(t), "/console/sessions/7/drawer").code, "signed out")
+}
+
+// TestTheSessionPagesHierarchyUpdatesLive: the session page's hierarchy
+// (and human messages) come again from lineage when a session changes
+// state, over the dashboard's stream: a child spawned appears, a node's
+// new status shows even before lineage has recorded it, and a change that
+// alters nothing the page shows sends nothing.
+func TestTheSessionPagesHierarchyUpdatesLive(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t)
+	c := b.signedIn(t)
+
+	page := b.get(t, c, "/console/sessions/7")
+	require.Equal(t, http.StatusOK, page.code, page.body)
+	require.Contains(t, page.body, `sse-connect="/console/sessions/7/live" sse-swap="session"`)
+	require.Contains(t, page.body, `<section id="hierarchy" aria-labelledby="hierarchy-heading" hx-swap-oob="true">`)
+	require.Contains(t, page.body, `<section id="human" aria-labelledby="human-heading" hx-swap-oob="true">`)
+
+	code, header, events := b.openStream(t, c, "/console/sessions/7/live", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "text/event-stream", header.Get("Content-Type"))
+	e := next(t, events)
+	require.Equal(t, console.SessionLiveEvent, e.name)
+	require.Equal(t, "40", e.id, "without a cursor, at once")
+	require.Contains(t, e.data, `<section id="hierarchy"`)
+	require.Contains(t, e.data, `<section id="human"`)
+	require.Contains(t, e.data, "#9 · waiting")
+	require.NotContains(t, e.data, "A new child")
+
+	// A child of this session is spawned and starts: lineage has it.
+	b.fakes.mu.Lock()
+	b.fakes.page.hierarchy.Nodes = append(b.fakes.page.hierarchy.Nodes,
+		&lineagev1.HierarchyNode{Id: 12, Label: "A new child", AgentRoot: "zimmer", Status: "waiting", Depth: 2, Genesis: "mcp", SchedulingClass: "priority"})
+	b.fakes.mu.Unlock()
+	b.live.changes <- &lifecyclev1.WatchSessionChangesResponse{Position: 41, Change: &lifecyclev1.SessionChange{EventId: 41, SessionId: 12, From: "waiting", To: "running"}}
+	e = next(t, events)
+	require.Equal(t, "41", e.id)
+	require.Contains(t, e.data, "A new child")
+	require.Contains(t, e.data, "#12 · running", "the stream's status, newer than lineage's record")
+
+	// A change of a session outside the hierarchy shows nothing new: no
+	// event. The next that does is sent under its own id.
+	b.live.changes <- &lifecyclev1.WatchSessionChangesResponse{Position: 42, Change: &lifecyclev1.SessionChange{EventId: 42, SessionId: 99, From: "running", To: "needs_input"}}
+	time.Sleep(300 * time.Millisecond) // past the coalescing window
+	b.live.changes <- &lifecyclev1.WatchSessionChangesResponse{Position: 43, Change: &lifecyclev1.SessionChange{EventId: 43, SessionId: 9, From: "waiting", To: "failed"}}
+	e = next(t, events)
+	require.Equal(t, "43", e.id)
+	require.Contains(t, e.data, "#9 · failed")
+	require.Contains(t, e.data, "#12 · running")
+
+	// Signed out, the stream says so in the session page's own notice.
+	a := b.get(t, b.browser(t), "/console/sessions/7/live")
+	require.Equal(t, http.StatusOK, a.code)
+	require.Contains(t, a.body, `id="session-live-status"`)
+	require.Contains(t, a.body, "You are signed out")
+	require.Equal(t, http.StatusBadRequest, b.get(t, c, "/console/sessions/x/live").code)
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/zimmerhq/zimmer/gateway/internal/grpcerr"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
@@ -113,17 +115,7 @@ func (h *Handler) renderSession(w http.ResponseWriter, r *http.Request, cookie s
 			data.Transcript = tr.GetLines()
 		}
 	})
-	wg.Go(func() {
-		if pv, err := h.clients.Provenance.GetSessionProvenance(ctx, &lineagev1.GetSessionProvenanceRequest{SessionId: s.GetId()}); err == nil {
-			data.HumanMessages, data.OlderCount = pv.GetHumanMessages(), pv.GetOlderCount()
-			data.HereCount, data.ElsewhereCount = pv.GetHereCount(), pv.GetElsewhereCount()
-			data.ElsewhereIsFloor = pv.GetElsewhereCountIsFloor()
-			data.Hierarchy, data.HierarchyTree = pv.GetSessionHierarchy(), hierarchyTree(pv.GetSessionHierarchy().GetNodes())
-		} else {
-			data.HierarchyError = grpcerr.From("lineage", err).Message
-			h.logger.WarnContext(ctx, "console could not read a session's provenance", "session_id", s.GetId(), "error", err)
-		}
-	})
+	wg.Go(func() { h.loadProvenance(ctx, s.GetId(), &data, nil) })
 	h.loadDetails(ctx, &wg, id, &data.details)
 	wg.Wait()
 	data.StreamAfter = lastLineID(data.Transcript)
@@ -132,6 +124,32 @@ func (h *Handler) renderSession(w http.ResponseWriter, r *http.Request, cookie s
 		title += " " + s.GetTitle()
 	}
 	h.render(w, r, status, sessionTemplate(r), h.signedInPage(ctx, cookie, in, title, data))
+}
+
+// loadProvenance reads the page's hierarchy and human messages from
+// lineage into data; a failure is said in the hierarchy's place. statuses,
+// when set, are newer statuses of some of its sessions than lineage has
+// recorded yet (the live stream's, sessionlive.go), shown instead.
+func (h *Handler) loadProvenance(ctx context.Context, id int64, data *sessionData, statuses map[int64]string) {
+	pv, err := h.clients.Provenance.GetSessionProvenance(ctx, &lineagev1.GetSessionProvenanceRequest{SessionId: id})
+	if err != nil {
+		data.HierarchyError = grpcerr.From("lineage", err).Message
+		h.logger.WarnContext(ctx, "console could not read a session's provenance", "session_id", id, "error", err)
+		return
+	}
+	hierarchy := pv.GetSessionHierarchy()
+	if len(statuses) > 0 {
+		hierarchy = proto.Clone(hierarchy).(*lineagev1.SessionHierarchy) // the answer is not ours to change
+		for _, n := range hierarchy.GetNodes() {
+			if st, ok := statuses[n.GetId()]; ok {
+				n.Status = st
+			}
+		}
+	}
+	data.HumanMessages, data.OlderCount = pv.GetHumanMessages(), pv.GetOlderCount()
+	data.HereCount, data.ElsewhereCount = pv.GetHereCount(), pv.GetElsewhereCount()
+	data.ElsewhereIsFloor = pv.GetElsewhereCountIsFloor()
+	data.Hierarchy, data.HierarchyTree = hierarchy, hierarchyTree(hierarchy.GetNodes())
 }
 
 // followUp sends what the human typed as the session's next prompt, then

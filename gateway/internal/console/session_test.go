@@ -44,6 +44,8 @@ type pageFakes struct {
 	follows []*runnerv1.FollowTranscriptRequest
 	// refuse makes the next action of that method fail with that error.
 	refuse map[string]error
+	// restartKeys are the idempotency keys RestartSession applied.
+	restartKeys map[string]bool
 }
 
 func newPageFakes() pageFakes {
@@ -75,8 +77,9 @@ func newPageFakes() pageFakes {
 		},
 		alerts: []*notificationv1.Alert{{Id: 61, DedupKey: "cleanup_running_job", Summary: "a callback failed " + hostile, Details: details,
 			Occurrences: 3, FirstSeenAt: ts, LastSeenAt: timestamppb.New(ts.AsTime().Add(time.Minute)), DedupUntil: timestamppb.New(ts.AsTime().Add(time.Hour))}},
-		follow: make(chan *runnerv1.TranscriptLine, 10),
-		refuse: map[string]error{},
+		follow:      make(chan *runnerv1.TranscriptLine, 10),
+		refuse:      map[string]error{},
+		restartKeys: map[string]bool{},
 	}
 }
 
@@ -127,6 +130,15 @@ func (l fakeLifecycle) UpdateSession(_ context.Context, in *lifecyclev1.UpdateSe
 func (l fakeLifecycle) RestartSession(_ context.Context, in *lifecyclev1.RestartSessionRequest, _ ...grpc.CallOption) (*lifecyclev1.RestartSessionResponse, error) {
 	if err := l.f.record("RestartSession", in); err != nil {
 		return nil, err
+	}
+	// Lifecycle's contract (LC-25): a key it applied is answered, not applied.
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	if key := in.GetIdempotencyKey(); key != "" {
+		if l.f.page.restartKeys[key] {
+			return &lifecyclev1.RestartSessionResponse{Message: "Session 7: already applied (from needs_input); it is running now.", AlreadyApplied: true}, nil
+		}
+		l.f.page.restartKeys[key] = true
 	}
 	return &lifecyclev1.RestartSessionResponse{Message: "Session #7 restarted."}, nil
 }
@@ -453,24 +465,25 @@ func TestARestartActsOnceHoweverOftenSubmitted(t *testing.T) {
 	c := b.signedIn(t)
 	page := b.get(t, c, "/console/sessions/7").body
 	f := form(t, page, "/console/sessions/7/restart")
-	require.NotEmpty(t, f.Get("idempotency_key"))
+	key := f.Get("idempotency_key")
+	require.NotEmpty(t, key)
 	for range 2 { // a double click
 		a := b.post(t, c, "/console/sessions/7/restart", f)
 		require.Equal(t, http.StatusSeeOther, a.code, a.body)
 	}
-	require.Len(t, b.calls(), 1, "restarted once")
-	require.Contains(t, b.get(t, c, "/console/sessions/7").body, console.AlreadyDone)
-
-	// Past the memory's window the same form acts again (a page left
-	// open that long is a deliberate click).
-	b.advance(console.OnceFormTTL)
-	require.Equal(t, http.StatusSeeOther, b.post(t, c, "/console/sessions/7/restart", f).code)
-	require.Len(t, b.calls(), 2)
+	calls := b.calls()
+	require.Len(t, calls, 2)
+	for _, call := range calls {
+		require.Equal(t, key, call.(*lifecyclev1.RestartSessionRequest).GetIdempotencyKey(),
+			"the form's key is lifecycle's idempotency key: lifecycle, not the gateway's memory, makes it once")
+	}
+	require.Contains(t, b.get(t, c, "/console/sessions/7").body, console.AlreadyDone, "lifecycle's already_applied, said so")
 
 	// The next render's form is a new key: a deliberate second restart acts.
 	f = form(t, b.get(t, c, "/console/sessions/7").body, "/console/sessions/7/restart")
+	require.NotEqual(t, key, f.Get("idempotency_key"))
 	require.Equal(t, http.StatusSeeOther, b.post(t, c, "/console/sessions/7/restart", f).code)
-	require.Len(t, b.calls(), 3)
+	require.NotContains(t, b.get(t, c, "/console/sessions/7").body, console.AlreadyDone)
 }
 
 func TestTitleAndNotesAreEditable(t *testing.T) {

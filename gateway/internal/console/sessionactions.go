@@ -2,13 +2,10 @@ package console
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
@@ -19,7 +16,7 @@ import (
 // thin call of the service that owns what it changes; a refusal comes
 // back on the page in that service's words.
 func (h *Handler) sessionRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /console/sessions/{id}/restart", h.mutating(h.once(h.act("lifecycle", h.restart, nil))))
+	mux.HandleFunc("POST /console/sessions/{id}/restart", h.mutating(h.act("lifecycle", h.restart, nil)))
 	mux.HandleFunc("POST /console/sessions/{id}/pause-until", h.mutating(h.act("lifecycle", h.pauseUntil, keepWakeDraft)))
 	mux.HandleFunc("POST /console/sessions/{id}/title", h.mutating(h.act("lifecycle", h.updateTitle, keepTitleDraft)))
 	mux.HandleFunc("POST /console/sessions/{id}/notes", h.mutating(h.act("lifecycle", h.updateNotes, keepNotesDraft)))
@@ -29,14 +26,24 @@ func (h *Handler) sessionRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /console/sessions/{id}/queue/{mid}/move", h.mutating(h.act("queue", h.move, nil)))
 	mux.HandleFunc("POST /console/sessions/{id}/queue/{mid}/delete", h.mutating(h.act("queue", h.deleteMessage, nil)))
 	mux.HandleFunc("GET /console/sessions/{id}/transcript/stream", h.signedIn(h.transcriptStream))
+	// Signed in or not, like the dashboard's: a stream whose sign-in ended
+	// says so in the page (relayChanges).
+	mux.HandleFunc("GET /console/sessions/{id}/live", h.sessionLive)
 }
 
 // restart is the deliberate resume: a failed session restarts, an idle
-// one (needs_input, or asleep in waiting) gets its next turn now.
+// one (needs_input, or asleep in waiting) gets its next turn now. The
+// form's key (one per rendered page) is lifecycle's idempotency key, so a
+// resubmitted form restarts once, even across a gateway restart.
 func (h *Handler) restart(ctx context.Context, r *http.Request) (string, error) {
-	resp, err := h.clients.Lifecycle.RestartSession(ctx, &lifecyclev1.RestartSessionRequest{SessionId: r.PathValue("id")})
+	resp, err := h.clients.Lifecycle.RestartSession(ctx, &lifecyclev1.RestartSessionRequest{
+		SessionId: r.PathValue("id"), IdempotencyKey: r.PostForm.Get("idempotency_key"),
+	})
 	if err != nil {
 		return "", err
+	}
+	if resp.GetAlreadyApplied() {
+		return AlreadyDone, nil
 	}
 	if m := resp.GetMessage(); m != "" {
 		return m, nil
@@ -182,68 +189,5 @@ func positiveNumber(field, text string, bits int) (int64, error) {
 	return n, nil
 }
 
-// OnceFormTTL is how long the console remembers a once-only form it acted
-// on: longer than any double click or a resubmitted page.
-const OnceFormTTL = 10 * time.Minute
-
-// maxOnceForms bounds what the console remembers.
-const maxOnceForms = 10000
-
-// onceForms remembers the idempotency keys of forms the console acted on
-// whose service has no key of its own (RestartSession), so a double
-// submit restarts once. In memory, like the sign-ins: a gateway restart
-// forgets them, and signs the human out too.
-type onceForms struct {
-	mu   sync.Mutex
-	now  func() time.Time
-	seen map[[sha256.Size]byte]time.Time
-}
-
-func newOnceForms(now func() time.Time) *onceForms {
-	return &onceForms{now: now, seen: map[[sha256.Size]byte]time.Time{}}
-}
-
-// claim reports whether key is new (and remembers it), false when a form
-// with key was submitted within OnceFormTTL.
-func (o *onceForms) claim(key string) bool {
-	k := sha256.Sum256([]byte(key))
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	now := o.now()
-	if at, ok := o.seen[k]; ok && now.Sub(at) < OnceFormTTL {
-		return false
-	}
-	if len(o.seen) >= maxOnceForms {
-		for key, at := range o.seen {
-			if now.Sub(at) >= OnceFormTTL {
-				delete(o.seen, key)
-			}
-		}
-		for key := range o.seen { // still full: forget any one
-			if len(o.seen) < maxOnceForms {
-				break
-			}
-			delete(o.seen, key)
-		}
-	}
-	o.seen[k] = now
-	return true
-}
-
 // AlreadyDone is the flash of a once-only form submitted again.
 const AlreadyDone = "That form was already submitted, so it was not acted on again."
-
-// once lets a form act once per idempotency key: a resubmission comes back
-// to the session's page saying so, acting on nothing. A form without a
-// key acts every time.
-func (h *Handler) once(next func(http.ResponseWriter, *http.Request, string, signIn)) func(http.ResponseWriter, *http.Request, string, signIn) {
-	return func(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
-		key := r.PostForm.Get("idempotency_key")
-		if key != "" && !h.onceForms.claim(r.URL.Path+"\x00"+key) {
-			h.signIns.setFlash(cookie, AlreadyDone)
-			http.Redirect(w, r, "/console/sessions/"+r.PathValue("id"), http.StatusSeeOther)
-			return
-		}
-		next(w, r, cookie, in)
-	}
-}

@@ -119,8 +119,9 @@ var sessionActions = []sessionAction{
 		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.UnarchiveSession, always(OutcomeSessionUnarchived)),
 	},
 	{
-		name: "restart", doc: "re-run a failed or idle session (a deliberate resume).",
-		request: &lifecyclev1.RestartSessionRequest{}, args: []string{"session_id"},
+		name: "restart", doc: "re-run a failed or idle session (a deliberate resume); a retry with the same idempotency_key restarts once " +
+			"(answered already_applied).",
+		request: &lifecyclev1.RestartSessionRequest{}, args: []string{"session_id", "idempotency_key"},
 		run: lifecycleRPC(lifecyclev1.LifecycleServiceClient.RestartSession, always(OutcomeSessionRestarted)),
 	},
 	{
@@ -235,7 +236,8 @@ var actionArgs = []actionArg{
 	{"goal", mcpgo.WithString, counts.Sprintf("set as the session's goal with the prompt, at most %d characters (left out: the goal stays).",
 		rules.MaxGoalChars), nil},
 	{"force_immediate", mcpgo.WithBoolean, "on a running session, stop its turn and deliver now instead of queueing.", nil},
-	{"idempotency_key", mcpgo.WithString, "a retried follow_up with the same key is delivered or queued once.", nil},
+	{"idempotency_key", mcpgo.WithString, "follow_up: a retry with the same key is delivered or queued once; restart: a retry with the same " +
+		"key restarts once.", nil},
 	{"title", mcpgo.WithString, counts.Sprintf(`the new title, at most %d characters ("" clears it).`, rules.MaxTitleChars), nil},
 	{"notes", mcpgo.WithString, counts.Sprintf(`the notes, replacing the old ones; at most %d characters ("" clears them).`, rules.MaxNotesChars), nil},
 	{"enabled", mcpgo.WithBoolean, "true turns the heartbeat nudge on, false off.", nil},

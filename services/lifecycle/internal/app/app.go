@@ -340,15 +340,19 @@ func (uc TransitionSession) Handle(ctx context.Context, ref string, verb Verb, c
 	if err := cmd.Validate(); err != nil {
 		return domain.Outcome{}, err
 	}
-	return uc.apply(ctx, r, cmd.Actor.By, func(s domain.Session, env domain.Env) (domain.Outcome, error) {
-		switch verb {
-		case VerbSleep:
+	switch verb {
+	case VerbSleep:
+		return uc.apply(ctx, r, cmd.Actor.By, func(s domain.Session, env domain.Env) (domain.Outcome, error) {
 			return domain.Sleep(s, cmd, env)
-		case VerbUnarchive:
-			cmd.Event = domain.EventRestore
-		default: // VerbRestart
-			cmd.Event = domain.EventResume
-		}
+		})
+	case VerbUnarchive:
+		cmd.Event = domain.EventRestore
+	default: // VerbRestart
+		cmd.Event = domain.EventResume
+	}
+	// A restart may carry its caller's idempotency key (a resubmitted
+	// form, a retried request): applied once, like a raw event's.
+	return uc.applyOnce(ctx, r, cmd, func(s domain.Session, env domain.Env) (domain.Outcome, error) {
 		return domain.Apply(s, cmd, env)
 	})
 }

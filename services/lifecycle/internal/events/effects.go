@@ -49,9 +49,9 @@ func Effect(e domain.Effect) (*lifecyclev1.SessionEffect, error) {
 	case domain.RecordFlags:
 		msg.Kind = &lifecyclev1.SessionEffect_RecordFlags{RecordFlags: &lifecyclev1.RecordFlagsEffect{}}
 	case domain.RetireMessages:
-		msg.Kind = &lifecyclev1.SessionEffect_RetireMessages{RetireMessages: &lifecyclev1.RetireMessagesEffect{Forced: e.Forced, ArchivedAt: stamp(e.ArchivedAt)}}
+		msg.Kind = &lifecyclev1.SessionEffect_RetireMessages{RetireMessages: &lifecyclev1.RetireMessagesEffect{Forced: e.Forced, ArchivedAt: ordering(e.ArchivedAt)}}
 	case domain.ReopenMessages:
-		msg.Kind = &lifecyclev1.SessionEffect_ReopenMessages{ReopenMessages: &lifecyclev1.ReopenMessagesEffect{UnarchivedAt: stamp(e.UnarchivedAt)}}
+		msg.Kind = &lifecyclev1.SessionEffect_ReopenMessages{ReopenMessages: &lifecyclev1.ReopenMessagesEffect{UnarchivedAt: ordering(e.UnarchivedAt)}}
 	case domain.RestoreClone:
 		msg.Kind = &lifecyclev1.SessionEffect_RestoreClone{RestoreClone: &lifecyclev1.RestoreCloneEffect{}}
 	default:
@@ -65,6 +65,18 @@ func Effect(e domain.Effect) (*lifecyclev1.SessionEffect, error) {
 // consumer acts on the time the event stream shows.
 func stamp(t time.Time) *timestamppb.Timestamp {
 	return timestamppb.New(t.UTC().Truncate(time.Second))
+}
+
+// ordering is the time of an archive or an unarchive on the wire: not
+// whole seconds but Postgres's precision (microseconds), because the queue
+// orders the two by it — a retirement whose archive an unarchive undid
+// retires nothing (queue QU-12). In whole seconds an unarchive and the
+// next archive within the same second (Trash, Undo, Trash) were the same
+// instant, and that archive's retirement was taken for undone: nothing
+// retired, its seal left behind. The event stream still shows whole
+// seconds (streamValue).
+func ordering(t time.Time) *timestamppb.Timestamp {
+	return timestamppb.New(t.UTC().Truncate(time.Microsecond))
 }
 
 // streamPayload is an effect's entry in the session's event stream (what

@@ -129,11 +129,13 @@ func (s *Server) UnarchiveSession(ctx context.Context, req *lifecyclev1.Unarchiv
 
 // RestartSession implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) RestartSession(ctx context.Context, req *lifecyclev1.RestartSessionRequest) (*lifecyclev1.RestartSessionResponse, error) {
-	sess, msg, _, err := s.transition(ctx, req.GetSessionId(), app.VerbRestart, domain.Command{Actor: actor(ctx, req.ActingSessionId)})
+	sess, msg, out, err := s.transition(ctx, req.GetSessionId(), app.VerbRestart, domain.Command{
+		Actor: actor(ctx, req.ActingSessionId), IdempotencyKey: req.GetIdempotencyKey(),
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &lifecyclev1.RestartSessionResponse{Session: sess, Message: msg}, nil
+	return &lifecyclev1.RestartSessionResponse{Session: sess, Message: msg, AlreadyApplied: out.AlreadyApplied}, nil
 }
 
 // TransitionSession implements lifecyclev1.LifecycleServiceServer: the

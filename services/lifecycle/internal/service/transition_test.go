@@ -361,3 +361,43 @@ func TestARetriedTransitionIsAnsweredAlreadyApplied(t *testing.T) {
 		RunningJobId: "job-2", IdempotencyKey: "session-1/run-a/turn-2/2-start"})
 	require.Equal(t, codes.FailedPrecondition, status.Code(err), "another start is refused as before")
 }
+
+// TestARestartRepeatedWithItsKeyRestartsOnce: RestartSession with an
+// idempotency_key (the console's form, a REST client that lost the answer)
+// resumes once; the same request again, even after the turn it asked for
+// ended, is answered already_applied and asks for no second turn.
+func TestARestartRepeatedWithItsKeyRestartsOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ctx := context.Background()
+	s := b.create(t, &lifecyclev1.CreateSessionRequest{})
+	id := fmt.Sprint(s.GetId())
+	for _, event := range []string{"start", "pause"} {
+		_, err := b.client.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{SessionId: id, Event: event})
+		require.NoError(t, err, event)
+	}
+	restart := &lifecyclev1.RestartSessionRequest{SessionId: id, IdempotencyKey: "console-form-abc"}
+
+	first, err := b.client.RestartSession(ctx, restart)
+	require.NoError(t, err)
+	require.False(t, first.GetAlreadyApplied())
+	require.Equal(t, "running", first.GetSession().GetStatus())
+	// The turn it asked for ends: the session is idle again, so a restart
+	// without the key would resume it a second time.
+	_, err = b.client.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{SessionId: id, Event: "pause"})
+	require.NoError(t, err)
+
+	again, err := b.client.RestartSession(ctx, restart)
+	require.NoError(t, err, "a repeat is answered, not refused")
+	require.True(t, again.GetAlreadyApplied())
+	require.Equal(t, "needs_input", again.GetSession().GetStatus(), "not restarted twice")
+	require.Contains(t, again.GetMessage(), "already applied")
+
+	_, err = b.client.TransitionSession(ctx, &lifecyclev1.TransitionSessionRequest{SessionId: id, Event: "archive", IdempotencyKey: restart.GetIdempotencyKey()})
+	require.Equal(t, codes.FailedPrecondition, status.Code(err), "a key names one transition")
+
+	fresh, err := b.client.RestartSession(ctx, &lifecyclev1.RestartSessionRequest{SessionId: id, IdempotencyKey: "console-form-def"})
+	require.NoError(t, err)
+	require.False(t, fresh.GetAlreadyApplied(), "another key restarts")
+	require.Equal(t, "running", fresh.GetSession().GetStatus())
+}

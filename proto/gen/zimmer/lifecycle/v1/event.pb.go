@@ -1362,7 +1362,9 @@ type RetireMessagesEffect struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The archive was forced past the queue's guard.
 	Forced bool `protobuf:"varint,1,opt,name=forced,proto3" json:"forced,omitempty"`
-	// When the session was archived, in whole seconds.
+	// When the session was archived, to the microsecond: the queue orders it
+	// against the unarchive that undid it (ReopenMessagesEffect.unarchived_at),
+	// which may come within the same second.
 	ArchivedAt    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=archived_at,json=archivedAt,proto3" json:"archived_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1416,7 +1418,8 @@ func (x *RetireMessagesEffect) GetArchivedAt() *timestamppb.Timestamp {
 // queue; what was retired stays undelivered.
 type ReopenMessagesEffect struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// When the session was unarchived, in whole seconds.
+	// When the session was unarchived, to the microsecond (see
+	// RetireMessagesEffect.archived_at).
 	UnarchivedAt  *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=unarchived_at,json=unarchivedAt,proto3" json:"unarchived_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

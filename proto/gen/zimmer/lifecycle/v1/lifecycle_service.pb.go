@@ -1302,8 +1302,15 @@ type RestartSessionRequest struct {
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The session making the call, when the caller is one (self-declared).
 	ActingSessionId *int64 `protobuf:"varint,2,opt,name=acting_session_id,json=actingSessionId,proto3,oneof" json:"acting_session_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Names this restart, so a retry (a resubmitted form, a client that lost
+	// the answer) restarts once (at most 255 characters): lifecycle records
+	// the key with the resume, and a call with a key it applied to the same
+	// session answers already_applied and changes nothing. A key applied to
+	// another session or transition is refused (FailedPrecondition). Empty
+	// restarts every time it is allowed.
+	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RestartSessionRequest) Reset() {
@@ -1350,13 +1357,23 @@ func (x *RestartSessionRequest) GetActingSessionId() int64 {
 	return 0
 }
 
+func (x *RestartSessionRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
 type RestartSessionResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
 	// What happened, in words.
-	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// A call with the same idempotency_key restarted the session before;
+	// nothing changed now, and session is as it stands.
+	AlreadyApplied bool `protobuf:"varint,3,opt,name=already_applied,json=alreadyApplied,proto3" json:"already_applied,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RestartSessionResponse) Reset() {
@@ -1401,6 +1418,13 @@ func (x *RestartSessionResponse) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *RestartSessionResponse) GetAlreadyApplied() bool {
+	if x != nil {
+		return x.AlreadyApplied
+	}
+	return false
 }
 
 type ArchiveSessionRequest struct {
@@ -6686,15 +6710,17 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12%\n" +
 	"\x0eclone_restored\x18\x03 \x01(\bR\rcloneRestored\x12'\n" +
-	"\x0fclone_recreated\x18\x04 \x01(\bR\x0ecloneRecreated\"}\n" +
+	"\x0fclone_recreated\x18\x04 \x01(\bR\x0ecloneRecreated\"\xa6\x01\n" +
 	"\x15RestartSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +
-	"\x11acting_session_id\x18\x02 \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01B\x14\n" +
-	"\x12_acting_session_id\"j\n" +
+	"\x11acting_session_id\x18\x02 \x01(\x03H\x00R\x0factingSessionId\x88\x01\x01\x12'\n" +
+	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKeyB\x14\n" +
+	"\x12_acting_session_id\"\x93\x01\n" +
 	"\x16RestartSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x93\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12'\n" +
+	"\x0falready_applied\x18\x03 \x01(\bR\x0ealreadyApplied\"\x93\x01\n" +
 	"\x15ArchiveSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12/\n" +

@@ -35,10 +35,14 @@
     if (e.target.id === 'drawer-close') drawer().close();
   });
 
-  // close does not bubble: listen in the capture phase.
+  // close does not bubble: listen in the capture phase. The body is
+  // emptied through htmx, so what it set up there (the session's live
+  // stream) is cleaned up and closed with it.
   document.addEventListener('close', function (e) {
     if (e.target.id !== 'drawer') return;
-    document.getElementById('drawer-body').textContent = '';
+    var body = document.getElementById('drawer-body');
+    if (typeof htmx !== 'undefined' && htmx.swap) htmx.swap(body, '', { swapStyle: 'innerHTML' });
+    else body.textContent = '';
     var opener = document.getElementById(e.target.dataset.opener || '');
     if (opener) opener.focus();
   }, true);
