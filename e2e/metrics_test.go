@@ -67,6 +67,10 @@ func TestMetrics(t *testing.T) {
 	require.Positive(t, rn.sum("zimmer_runner_turns_ended_total", `runtime="demo"`, `outcome="exited"`))
 	require.Positive(t, rn.sum("zimmer_runner_turn_start_latency_seconds_count"), "the turn's start is timed")
 	require.True(t, rn.has("zimmer_runner_agents", `node="`), "agents alive on the node (none now)")
+	require.True(t, rn.has("zimmer_runner_accounts_available", `runtime="demo"`), "the demo runtime's login pool (its ambient login)")
+	require.True(t, lc.has("zimmer_slots_in_use"), "the turn slots in use")
+	require.True(t, lc.has("zimmer_slots_waiting", `reason="spot_queue"`))
+	require.False(t, lc.has("zimmer_slots_limit"), "no limit sample while unlimited")
 	require.True(t, scrape["queue"].has("zimmer_queue_pending"))
 	require.True(t, scrape["queue"].has("zimmer_queue_oldest_pending_age_seconds"))
 	for _, sub := range []string{"runner_turns", "queue", "notification", "lineage", "triggers"} {

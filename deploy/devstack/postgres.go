@@ -306,13 +306,20 @@ func (p *Postgres) initdb(ctx context.Context, port int) error {
 	if _, err := p.exec(ctx, filepath.Join(p.binDir, "initdb"), args...); err != nil {
 		return fmt.Errorf("initdb: %w", err)
 	}
+	// make test's disposable cluster serves two lanes at once (the e2e
+	// module's stacks, six pools each, beside another module's tests):
+	// 200 connections ran out ("too many clients").
+	maxConnections := 200
+	if p.durable == Disposable {
+		maxConnections = 800
+	}
 	conf := fmt.Sprintf(`
 %s
 listen_addresses = '127.0.0.1'
 port = %d
 unix_socket_directories = '%s'
-max_connections = 200
-`, confHeader, port, p.dataDir)
+max_connections = %d
+`, confHeader, port, p.dataDir, maxConnections)
 	f, err := os.OpenFile(filepath.Join(p.dataDir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err

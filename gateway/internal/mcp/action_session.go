@@ -438,7 +438,11 @@ func fieldUpdated(field string) func(*lifecyclev1.Session) string {
 func updateSession(outcome string, message func(*lifecyclev1.Session) string) actionRun {
 	return func(ctx context.Context, t *tools, in proto.Message) *mcpgo.CallToolResult {
 		r, err := t.lifecycle.UpdateSession(ctx, in.(*lifecyclev1.UpdateSessionRequest))
-		return t.sessionAnswer(ctx, r, outcome, message(r.GetSession()), err)
+		if err != nil {
+			// Before message: a refused update left no session to describe.
+			return t.failure(ctx, ToolActionSession, err)
+		}
+		return t.sessionResult(ctx, outcome, message(r.GetSession()), r.GetSession(), r)
 	}
 }
 

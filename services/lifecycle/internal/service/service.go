@@ -145,6 +145,10 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	// an edit of class or precedence and the schedule below run a pass.
 	svc.Slots = app.Slots{Repo: store.NewSlots(h.Pool, cfg.TurnSlots), Clock: clock.System{},
 		Transition: svc.Sessions.Transition, Logger: logger}
+	if err := observeSlots(svc.Slots, logger); err != nil {
+		h.Close()
+		return nil, err
+	}
 	api := grpcapi.NewServer(svc.Sessions, app.ExperimentalSettings{Repo: repo}, logger).WithSlots(svc.Slots).
 		WithCredentials(svc.Credentials).WithTriggers(svc.Triggers).
 		WithRecoveryCandidates(app.ListRecoveryCandidates{Candidates: repo}).WithExternalLines(externalLines).

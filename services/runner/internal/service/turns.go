@@ -121,6 +121,9 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	acts.RegisterShared(s.Worker)
 	rw.RegisterRefill(s.Worker)
 	s.API.WithAccounts(pool)
+	if err := observeAccounts(pool, s.Logger); err != nil {
+		return err
+	}
 
 	// At shutdown RunTurn stops its agent by the ladder and reports so
 	// (TurnResult.Shutdown): the worker waits that long for it.
