@@ -3,14 +3,10 @@ package clone
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -46,39 +42,19 @@ type Sessions interface {
 }
 
 // Starter starts workflows: the Temporal client.
-type Starter interface {
-	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
-}
+type Starter = rw.WorkflowStarter
 
 // StartCleanup starts session in.SessionID's clean-up; started is false when
 // one is running already (it re-reads the session before it acts, so it
 // serves this archive too).
 func StartCleanup(ctx context.Context, s Starter, in CleanupInput) (started bool, err error) {
-	return start(ctx, s, CleanupID(in.SessionID), CleanupWorkflowName, in)
+	return rw.StartOnce(ctx, s, CleanupID(in.SessionID), CleanupWorkflowName, in)
 }
 
 // StartRestore starts session id's restore; started is false when one is
 // running already.
 func StartRestore(ctx context.Context, s Starter, id int64) (started bool, err error) {
-	return start(ctx, s, RestoreID(id), RestoreWorkflowName, RestoreInput{SessionID: id})
-}
-
-func start(ctx context.Context, s Starter, id, name string, arg any) (bool, error) {
-	_, err := s.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        id,
-		TaskQueue: rw.TaskQueue,
-		// Each archive (or unarchive) is a new run of the same id.
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, name, arg)
-	var running *serviceerror.WorkflowExecutionAlreadyStarted
-	switch {
-	case errors.As(err, &running):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("start workflow %s: %w", id, err)
-	}
-	return true, nil
+	return rw.StartOnce(ctx, s, RestoreID(id), RestoreWorkflowName, RestoreInput{SessionID: id})
 }
 
 // Activities are the clone workflows' activities. The shared ones read the

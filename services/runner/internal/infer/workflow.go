@@ -8,10 +8,7 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -252,27 +249,11 @@ func (a *Activities) Note(ctx context.Context, req NoteRequest) error {
 }
 
 // Starter starts workflows: the Temporal client.
-type Starter interface {
-	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
-}
+type Starter = rw.WorkflowStarter
 
 // Start starts session id's inference; started is false when one is
 // running already — it reads what is pending when it starts, so this
 // pause's request is served by it or by the next pause's.
 func Start(ctx context.Context, s Starter, id int64) (started bool, err error) {
-	_, err = s.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        WorkflowID(id),
-		TaskQueue: rw.TaskQueue,
-		// Each pause that still lacks a title or category is a new run.
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, WorkflowName, Input{SessionID: id})
-	var running *serviceerror.WorkflowExecutionAlreadyStarted
-	switch {
-	case errors.As(err, &running):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("start workflow %s: %w", WorkflowID(id), err)
-	}
-	return true, nil
+	return rw.StartOnce(ctx, s, WorkflowID(id), WorkflowName, Input{SessionID: id})
 }

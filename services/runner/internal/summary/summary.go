@@ -26,10 +26,7 @@ import (
 	"fmt"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -108,39 +105,19 @@ type Transcripts interface {
 }
 
 // Starter starts workflows.
-type Starter interface {
-	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
-}
+type Starter = rw.WorkflowStarter
 
 // StartRefresh starts session id's refresh; started is false when one is
 // running already (it has not yet read the transcript, or its fork is at
 // work: either way this pause is covered or the next one asks again).
 func StartRefresh(ctx context.Context, s Starter, id int64) (bool, error) {
-	return start(ctx, s, RefreshID(id), RefreshWorkflowName, RefreshInput{SourceID: id})
+	return rw.StartOnce(ctx, s, RefreshID(id), RefreshWorkflowName, RefreshInput{SourceID: id})
 }
 
 // StartHarvest starts the harvest of in.ForkID; started is false when one
 // is running already.
 func StartHarvest(ctx context.Context, s Starter, in HarvestInput) (bool, error) {
-	return start(ctx, s, HarvestID(in.ForkID), HarvestWorkflowName, in)
-}
-
-func start(ctx context.Context, s Starter, id, name string, arg any) (bool, error) {
-	_, err := s.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        id,
-		TaskQueue: rw.TaskQueue,
-		// Each pause is a new run of the same id.
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, name, arg)
-	var running *serviceerror.WorkflowExecutionAlreadyStarted
-	switch {
-	case errors.As(err, &running):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("start workflow %s: %w", id, err)
-	}
-	return true, nil
+	return rw.StartOnce(ctx, s, HarvestID(in.ForkID), HarvestWorkflowName, in)
 }
 
 // activityOptions: lifecycle and the database, retried with backoff; a

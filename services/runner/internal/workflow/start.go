@@ -2,13 +2,43 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 )
+
+// WorkflowStarter is the Temporal client's ExecuteWorkflow.
+type WorkflowStarter interface {
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+}
+
+// StartOnce starts workflow name as id on the shared task queue unless a
+// run of id is going, when started is false: that run serves the caller
+// too (it reads what it acts on when it runs). An ended run's id is
+// reused, so each effect (an archive, a pause) is a run of its own. The
+// effects' workflows — a clone's clean-up and restore, an inference, a
+// status summary and its harvest — all start this way.
+func StartOnce(ctx context.Context, s WorkflowStarter, id, name string, arg any) (started bool, err error) {
+	_, err = s.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                                       id,
+		TaskQueue:                                TaskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, name, arg)
+	var running *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &running):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("start workflow %s: %w", id, err)
+	}
+	return true, nil
+}
 
 // TurnStarter is the Temporal client's SignalWithStartWorkflow.
 type TurnStarter interface {
