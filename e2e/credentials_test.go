@@ -151,6 +151,17 @@ var restAccess = map[string]struct{ sessions, selfOnly expect }{
 	"AnswerElicitation": {expect{denied, denied}, expect{denied, denied}},
 	// The login pools are the admin's: no credential reads them (issue 29).
 	"ListAgentAccounts": {expect{denied, denied}, expect{denied, denied}},
+	// Categories, stars and the spot queue are the operator's (issues 28
+	// and 29: no session_scope), the turn slots' limit the admin's.
+	"ListCategories":     {expect{denied, denied}, expect{denied, denied}},
+	"CreateCategory":     {expect{denied, denied}, expect{denied, denied}},
+	"UpdateCategory":     {expect{denied, denied}, expect{denied, denied}},
+	"DeleteCategory":     {expect{denied, denied}, expect{denied, denied}},
+	"StarSession":        {expect{denied, denied}, expect{denied, denied}},
+	"UnstarSession":      {expect{denied, denied}, expect{denied, denied}},
+	"PauseIntoSpotQueue": {expect{denied, denied}, expect{denied, denied}},
+	"GetTurnSlots":       {expect{denied, denied}, expect{denied, denied}},
+	"UpdateTurnSlots":    {expect{denied, denied}, expect{denied, denied}},
 }
 
 // pendingMessages are the ids of session id's messages still to be
@@ -264,6 +275,7 @@ func TestSessionCredentials(t *testing.T) {
 						p = strings.ReplaceAll(p, "{notification_id}", noMessage)
 						p = strings.ReplaceAll(p, "{trigger_id}", noMessage)
 						p = strings.ReplaceAll(p, "{elicitation_id}", noMessage)
+						p = strings.ReplaceAll(p, "{category_id}", noMessage)
 						reqBody := ""
 						if b, ok := restBodies[rpc]; ok {
 							reqBody = fmt.Sprintf(b, target)

@@ -97,7 +97,7 @@ func TestSurfaceBehavesAsTheOriginal(t *testing.T) {
 		d := createREST(t, api, `{"prompt":"p","git_root":"g"}`)
 		res := callTool(t, c, "action_session", map[string]any{"action": "bulk_archive", "session_ids": []any{d}})
 		require.False(t, res.IsError, text(res))
-		require.Contains(t, text(res), "Archived 1 of 1 sessions.")
+		require.Contains(t, text(res), "## Bulk archive\n\n- **archived_count:** 1\n")
 		require.Equal(t, "archived", getSession(t, api, d)["status"])
 	})
 
