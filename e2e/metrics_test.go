@@ -78,7 +78,11 @@ func TestMetrics(t *testing.T) {
 		require.True(t, lc.has("zimmer_outbox_dead", `subscriber="`+sub+`"`), "lifecycle's dead letters for %s", sub)
 	}
 	require.True(t, scrape["lineage"].has("zimmer_outbox_pending", `producer="lineage"`, `subscriber="lifecycle"`))
-	require.Positive(t, scrape["notification"].sum("zimmer_push_latency_seconds_count"), "the push is timed")
+	// The push is recorded pushed (and timed) just after its first sink
+	// has it: the webhook may have it a moment before.
+	require.Eventually(t, func() bool {
+		return scrapeMetrics(t, metricsAddr["notification"]).sum("zimmer_push_latency_seconds_count") > 0
+	}, 10*time.Second, 100*time.Millisecond, "the push is timed")
 }
 
 // has reports whether metric has a sample whose labels contain labels.
