@@ -106,15 +106,8 @@ func (s *Server) sessionWithWait(ctx context.Context, sess domain.Session) (*lif
 	if err != nil {
 		return nil, err
 	}
-	if s.slots == nil {
-		return msg, nil
-	}
-	waits, err := s.slots.Waits(ctx)
-	if err != nil {
+	if err := s.withWaits(ctx, []*lifecyclev1.Session{msg}); err != nil {
 		return nil, err
-	}
-	if w, ok := waits[sess.ID]; ok {
-		msg.SlotWait = slotWait(w)
 	}
 	return msg, nil
 }
