@@ -85,11 +85,19 @@ func (c restClient) createRunning(t *testing.T, repo, prompt string) int64 {
 func (c restClient) waitStatus(t *testing.T, id int64, want string) runnerSession {
 	t.Helper()
 	var last runnerSession
-	require.Eventually(t, func() bool {
-		last = c.session(t, id)
-		return last.Status == want
-	}, 60*time.Second, 100*time.Millisecond, "session %d never reached %s", id, want)
-	return last
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if last = c.session(t, id); last.Status == want {
+			return last
+		}
+		if time.Now().After(deadline) {
+			// The timeline says what the session went through, so a
+			// failure here explains itself.
+			t.Fatalf("session %d never reached %s in 60 s: it is %s (%q); its timeline: %s",
+				id, want, last.Status, last.FailureReason, c.timelineText(t, id))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // TestSessionsRunTurns: the real binaries, the demo agent, Temporal: a
