@@ -65,7 +65,10 @@ const sessionID = 7
 
 var spec = rw.SessionSpec{ID: sessionID, Runtime: "demo", GitRoot: "/repo", Branch: "main"}
 
-func newHarness(t *testing.T) *harness {
+// bareHarness registers the workflow and the activities every test
+// shares (timeline notes and the clone-on-disk check, recorded); the rest
+// is the test's to mock.
+func bareHarness(t *testing.T) *harness {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment(), lifecycle: &fakeLifecycle{}}
@@ -73,6 +76,26 @@ func newHarness(t *testing.T) *harness {
 	acts := &rw.Activities{Lifecycle: h.lifecycle}
 	acts.RegisterShared(h.env)
 	acts.RegisterNode(h.env)
+	h.env.OnActivity(rw.ActivityNoteOnTimeline, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req rw.NoteRequest) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.notes = append(h.notes, req)
+			return nil
+		}).Maybe()
+	h.env.OnActivity(rw.ActivityCloneOnDisk, mock.Anything, mock.Anything).Return(
+		func(context.Context, rw.Workspace) (bool, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.cloneAsks++
+			return !h.cloneGone, nil
+		}).Maybe()
+	return h
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := bareHarness(t)
 	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req rw.TransitionRequest) error {
 			h.mu.Lock()
@@ -91,20 +114,6 @@ func newHarness(t *testing.T) *harness {
 			}
 			h.revocations = append(h.revocations, req)
 			return nil
-		}).Maybe()
-	h.env.OnActivity(rw.ActivityNoteOnTimeline, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req rw.NoteRequest) error {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.notes = append(h.notes, req)
-			return nil
-		}).Maybe()
-	h.env.OnActivity(rw.ActivityCloneOnDisk, mock.Anything, mock.Anything).Return(
-		func(context.Context, rw.Workspace) (bool, error) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.cloneAsks++
-			return !h.cloneGone, nil
 		}).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, req rw.PrepareRequest) (rw.Workspace, error) {
@@ -418,12 +427,7 @@ type elicitAnswer struct {
 
 func TestCloneFailureFailsTheSessionWithGitsReason(t *testing.T) {
 	t.Parallel()
-	var suite testsuite.WorkflowTestSuite
-	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
-	h.env.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
-	acts := &rw.Activities{Lifecycle: &fakeLifecycle{}}
-	acts.RegisterShared(h.env)
-	acts.RegisterNode(h.env)
+	h := bareHarness(t)
 	h.env.OnActivity(rw.ActivityRevokeTurnCredentials, mock.Anything, mock.Anything).Return(nil).Maybe()
 	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req rw.TransitionRequest) error {
@@ -431,20 +435,6 @@ func TestCloneFailureFailsTheSessionWithGitsReason(t *testing.T) {
 			return nil
 		})
 	prepares := 0
-	h.env.OnActivity(rw.ActivityNoteOnTimeline, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req rw.NoteRequest) error {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.notes = append(h.notes, req)
-			return nil
-		}).Maybe()
-	h.env.OnActivity(rw.ActivityCloneOnDisk, mock.Anything, mock.Anything).Return(
-		func(context.Context, rw.Workspace) (bool, error) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.cloneAsks++
-			return !h.cloneGone, nil
-		}).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(
 		func(context.Context, rw.PrepareRequest) (rw.Workspace, error) {
 			prepares++
@@ -461,27 +451,8 @@ func TestCloneFailureFailsTheSessionWithGitsReason(t *testing.T) {
 
 func TestRefusedStartRunsNoTurn(t *testing.T) {
 	t.Parallel()
-	var suite testsuite.WorkflowTestSuite
-	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
-	h.env.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
-	acts := &rw.Activities{Lifecycle: &fakeLifecycle{}}
-	acts.RegisterShared(h.env)
-	acts.RegisterNode(h.env)
+	h := bareHarness(t)
 	h.env.OnActivity(rw.ActivityRevokeTurnCredentials, mock.Anything, mock.Anything).Return(nil).Maybe()
-	h.env.OnActivity(rw.ActivityNoteOnTimeline, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req rw.NoteRequest) error {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.notes = append(h.notes, req)
-			return nil
-		}).Maybe()
-	h.env.OnActivity(rw.ActivityCloneOnDisk, mock.Anything, mock.Anything).Return(
-		func(context.Context, rw.Workspace) (bool, error) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.cloneAsks++
-			return !h.cloneGone, nil
-		}).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(rw.Workspace{Workdir: "/w"}, nil)
 	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
 		temporal.NewNonRetryableApplicationError("lifecycle refused start with the session archived", rw.ErrRefused, nil))
@@ -493,27 +464,8 @@ func TestRefusedStartRunsNoTurn(t *testing.T) {
 // asked again (the wake fired) starts the session with its prompt.
 func TestAFirstTurnAskedAgainAfterARefusedStartRuns(t *testing.T) {
 	t.Parallel()
-	var suite testsuite.WorkflowTestSuite
-	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
-	h.env.RegisterWorkflowWithOptions(rw.Session, workflow.RegisterOptions{Name: rw.WorkflowName})
-	acts := &rw.Activities{Lifecycle: &fakeLifecycle{}}
-	acts.RegisterShared(h.env)
-	acts.RegisterNode(h.env)
+	h := bareHarness(t)
 	h.env.OnActivity(rw.ActivityRevokeTurnCredentials, mock.Anything, mock.Anything).Return(nil).Maybe()
-	h.env.OnActivity(rw.ActivityNoteOnTimeline, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req rw.NoteRequest) error {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.notes = append(h.notes, req)
-			return nil
-		}).Maybe()
-	h.env.OnActivity(rw.ActivityCloneOnDisk, mock.Anything, mock.Anything).Return(
-		func(context.Context, rw.Workspace) (bool, error) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.cloneAsks++
-			return !h.cloneGone, nil
-		}).Maybe()
 	h.env.OnActivity(rw.ActivityPrepareWorkspace, mock.Anything, mock.Anything).Return(rw.Workspace{Workdir: "/w"}, nil)
 	h.env.OnActivity(rw.ActivityTransition, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req rw.TransitionRequest) error {
