@@ -181,6 +181,7 @@ func checkWorkloads(t *testing.T, r rendered, reads map[string]map[string]envVar
 		require.Equal(t, new(false), spec.EnableServiceLinks, "%s: no Docker-link variables (LIFECYCLE_PORT=…) in the component's environment", id)
 		require.NotNil(t, spec.SecurityContext, id)
 		require.Equal(t, new(true), spec.SecurityContext.RunAsNonRoot, "%s: runs as non-root", id)
+		require.Equal(t, new(int64(65532)), spec.SecurityContext.RunAsUser, "%s: as the images' user (deploy/images)", id)
 		require.NotNil(t, c.SecurityContext, id)
 		require.Equal(t, new(false), c.SecurityContext.AllowPrivilegeEscalation, id)
 		require.Equal(t, new(true), c.SecurityContext.ReadOnlyRootFilesystem, id)
