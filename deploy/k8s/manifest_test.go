@@ -2,6 +2,7 @@ package k8s_test
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path"
@@ -142,6 +143,7 @@ func TestManifests(t *testing.T) {
 }
 
 func checkWorkloads(t *testing.T, r rendered, reads map[string]map[string]envVar, complete bool) {
+	t.Helper()
 	unset := notSetFor(t, reads)
 	seen := map[string]bool{}
 	for _, w := range r.workloads() {
@@ -151,7 +153,7 @@ func checkWorkloads(t *testing.T, r rendered, reads map[string]map[string]envVar
 		name := c.Name
 		id := fmt.Sprintf("%s %s, container %s", w.kind, w.name, name)
 		vars, ok := reads[name]
-		require.True(t, ok, "%s: the container is named after the binary it runs, one of %v", id, slices.Sorted(mapsKeys(binaries)))
+		require.True(t, ok, "%s: the container is named after the binary it runs, one of %v", id, slices.Sorted(maps.Keys(binaries)))
 		require.False(t, seen[name], "%s: a second workload runs %s", id, name)
 		seen[name] = true
 		wantKind := "Deployment"
@@ -203,20 +205,11 @@ func checkWorkloads(t *testing.T, r rendered, reads map[string]map[string]envVar
 	require.Len(t, seen, len(binaries), "every binary runs: %v", seen)
 }
 
-func mapsKeys[M ~map[K]V, K comparable, V any](m M) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 // checkEnv returns the container's variables by name, each resolved: a
 // ConfigMap or Secret key it names exists (unless optional; a Secret only
 // when the kustomization is complete, the base leaving them to overlays).
 func checkEnv(t *testing.T, r rendered, id string, c corev1.Container, complete bool) map[string]corev1.EnvVar {
+	t.Helper()
 	require.Empty(t, c.EnvFrom, "%s: every variable by name (envFrom hides them from this test and from a reader)", id)
 	set := map[string]corev1.EnvVar{}
 	for _, e := range c.Env {
@@ -257,6 +250,7 @@ func checkEnv(t *testing.T, r rendered, id string, c corev1.Container, complete 
 // health (liveness on grpcserver.LivenessService, which a database outage
 // leaves SERVING); the gateway on HTTP, readiness on /readyz.
 func checkProbes(t *testing.T, id, name string, c corev1.Container) {
+	t.Helper()
 	for what, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
 		require.NotNil(t, p, "%s: a %s probe", id, what)
 		if name == "gateway" {
@@ -280,6 +274,7 @@ func checkProbes(t *testing.T, id, name string, c corev1.Container) {
 }
 
 func grpcPort(t *testing.T, id string, c corev1.Container) int32 {
+	t.Helper()
 	return containerPort(t, id, c, intstr.FromString("grpc"))
 }
 
@@ -298,6 +293,7 @@ func containerPort(t *testing.T, id string, c corev1.Container, port intstr.IntO
 // checkMetrics: <COMPONENT>_METRICS_ADDR listens on the port named
 // metrics, which the pod's Prometheus annotations name.
 func checkMetrics(t *testing.T, id, name string, tmpl corev1.PodTemplateSpec, c corev1.Container, set map[string]corev1.EnvVar) {
+	t.Helper()
 	addr, ok := set[strings.ToUpper(name)+"_METRICS_ADDR"]
 	require.True(t, ok && addr.Value != "", "%s: metrics on", id)
 	_, port, err := net.SplitHostPort(addr.Value)
@@ -318,6 +314,7 @@ func checkMetrics(t *testing.T, id, name string, tmpl corev1.PodTemplateSpec, c 
 // checkPDB: exactly one PodDisruptionBudget covers the pods and leaves
 // some of them up.
 func checkPDB(t *testing.T, r rendered, id string, w workload) {
+	t.Helper()
 	var found int
 	for _, p := range r.pdbs {
 		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
@@ -339,6 +336,7 @@ func checkPDB(t *testing.T, r rendered, id string, w workload) {
 // checkRunnerNode: the node's name is its pod's (stable in a StatefulSet)
 // and its workspaces are on a volume from the StatefulSet's claims.
 func checkRunnerNode(t *testing.T, id string, w workload, c corev1.Container, set map[string]corev1.EnvVar) {
+	t.Helper()
 	node := set["RUNNER_NODE"]
 	require.True(t, node.ValueFrom != nil && node.ValueFrom.FieldRef != nil && node.ValueFrom.FieldRef.FieldPath == "metadata.name",
 		"%s: RUNNER_NODE is the pod's name (the downward API)", id)
@@ -357,6 +355,7 @@ func checkRunnerNode(t *testing.T, id string, w workload, c corev1.Container, se
 // checkAddresses: every address a component dials names a rendered
 // Service and one of its ports.
 func checkAddresses(t *testing.T, r rendered, id string, set map[string]corev1.EnvVar) {
+	t.Helper()
 	for name, e := range set {
 		var addrs []string
 		switch {
@@ -394,6 +393,7 @@ func checkAddresses(t *testing.T, r rendered, id string, set map[string]corev1.E
 // checkNetworkPolicies: every Zimmer pod is under a default deny, and each
 // port the others open is opened only to the peers that need it.
 func checkNetworkPolicies(t *testing.T, r rendered) {
+	t.Helper()
 	for _, w := range r.workloads() {
 		pod := labels.Set(w.template.Labels)
 		name := w.template.Spec.Containers[0].Name
@@ -446,6 +446,7 @@ func checkNetworkPolicies(t *testing.T, r rendered) {
 
 // checkIngress: the Ingress sends everything to the gateway's Service.
 func checkIngress(t *testing.T, r rendered) {
+	t.Helper()
 	require.Len(t, r.ingresses, 1)
 	ing := r.ingresses[0]
 	require.NotEmpty(t, ing.Spec.Rules)
