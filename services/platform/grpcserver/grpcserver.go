@@ -118,6 +118,7 @@ func Listen(addr string) (net.Listener, error) {
 // gracefully, forcing the stop after grace.
 func (s *Server) Serve(ctx context.Context, lis net.Listener, grace time.Duration) error {
 	s.Health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.Health.SetServingStatus(LivenessService, healthpb.HealthCheckResponse_SERVING)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() { defer close(watched); s.watchProbes(watchCtx, s.probeInterval, s.probeTimeout) }()

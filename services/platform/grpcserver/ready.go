@@ -16,6 +16,13 @@ const (
 	ProbeTimeout  = 2 * time.Second
 )
 
+// LivenessService is the health service name that answers SERVING while
+// the server serves, whatever its probes say: an orchestrator's liveness
+// check asks for it (deploy/k8s), so that a database outage makes the
+// service unready (the overall health, "") without getting it restarted,
+// which would not bring the database back.
+const LivenessService = "zimmer.liveness"
+
 // Probe checks one thing the service cannot answer without (its database);
 // a nil error means it is there.
 type Probe struct {

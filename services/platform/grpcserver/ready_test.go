@@ -41,17 +41,20 @@ func TestHealthFollowsTheProbes(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	health := healthpb.NewHealthClient(conn)
-	status := func() healthpb.HealthCheckResponse_ServingStatus {
-		resp, err := health.Check(t.Context(), &healthpb.HealthCheckRequest{})
+	check := func(service string) healthpb.HealthCheckResponse_ServingStatus {
+		resp, err := health.Check(t.Context(), &healthpb.HealthCheckRequest{Service: service})
 		require.NoError(t, err)
 		return resp.GetStatus()
 	}
+	status := func() healthpb.HealthCheckResponse_ServingStatus { return check("") }
 	wait := grpcserver.ProbeInterval + grpcserver.ProbeTimeout + 2*time.Second
 
 	require.Eventually(t, func() bool { return status() == healthpb.HealthCheckResponse_SERVING }, wait, 50*time.Millisecond)
 	down.Store(true)
 	require.Eventually(t, func() bool { return status() == healthpb.HealthCheckResponse_NOT_SERVING }, wait, 50*time.Millisecond,
 		"a server whose database is unreachable reports NOT_SERVING")
+	require.Equal(t, healthpb.HealthCheckResponse_SERVING, check(grpcserver.LivenessService),
+		"while its liveness stays SERVING: restarting it would not bring the database back")
 	down.Store(false)
 	require.Eventually(t, func() bool { return status() == healthpb.HealthCheckResponse_SERVING }, wait, 50*time.Millisecond,
 		"and SERVING again once it answers")
