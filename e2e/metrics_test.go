@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +19,9 @@ import (
 // by method at every service, the Temporal SDK's worker metrics where a
 // worker runs — and Zimmer's own series: sessions by status, turns started
 // and ended, the turn's start latency, agents alive, the queue's and the
-// outboxes' backlogs, the push's latency.
+// outboxes' backlogs, the push's latency — and that the whole-path
+// histograms (create → agent, request → agent, exit → next agent) move
+// with the turns that follow.
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	metricsAddr := map[string]string{}
@@ -66,6 +69,7 @@ func TestMetrics(t *testing.T) {
 	require.Positive(t, rn.sum("zimmer_runner_turns_started_total", `runtime="demo"`))
 	require.Positive(t, rn.sum("zimmer_runner_turns_ended_total", `runtime="demo"`, `outcome="exited"`))
 	require.Positive(t, rn.sum("zimmer_runner_turn_start_latency_seconds_count"), "the turn's start is timed")
+	require.Positive(t, rn.sum("zimmer_runner_request_to_agent_seconds_count", `kind="first"`, `runtime="demo"`), "create → agent started is timed")
 	require.True(t, rn.has("zimmer_runner_agents", `node="`), "agents alive on the node (none now)")
 	require.True(t, rn.has("zimmer_runner_accounts_available", `runtime="demo"`), "the demo runtime's login pool (its ambient login)")
 	require.True(t, lc.has("zimmer_slots_in_use"), "the turn slots in use")
@@ -83,6 +87,39 @@ func TestMetrics(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return scrapeMetrics(t, metricsAddr["notification"]).sum("zimmer_push_latency_seconds_count") > 0
 	}, 10*time.Second, 100*time.Millisecond, "the push is timed")
+
+	// The whole-path histograms move: a second session's creation, a
+	// message queued while its turn runs and handed over at its exit, and
+	// the turn a Pause Until asks for each add an observation (every bucket
+	// at or above the observation rises, +Inf always).
+	first := func(p promText) float64 {
+		return p.sum("zimmer_runner_request_to_agent_seconds_bucket", `kind="first"`, `le="+Inf"`)
+	}
+	resumed := func(p promText) float64 {
+		return p.sum("zimmer_runner_request_to_agent_seconds_bucket", `kind="resume"`, `le="+Inf"`)
+	}
+	handedOver := func(p promText) float64 { return p.sum("zimmer_runner_exit_to_next_agent_seconds_bucket", `le="+Inf"`) }
+	id := api.createRunning(t, gitRepo(t), "@demo sleep 2s\n@demo say slept")
+	api.waitStatus(t, id, "running")
+	code, queued := api.followUp(t, id, `{"prompt":"@demo say handed over"}`)
+	require.Equal(t, http.StatusAccepted, code, "a running session queues: %+v", queued)
+	api.waitStatus(t, id, "needs_input")
+	require.Eventually(t, func() bool { return handedOver(scrapeMetrics(t, metricsAddr["runner"])) > handedOver(rn) }, 10*time.Second, 100*time.Millisecond,
+		"exit → next agent is timed when the queued message is handed over")
+	// A Pause Until that fires: its lateness is timed, and the turn it asks
+	// for is timed from lifecycle's request to its agent.
+	api.pauseUntil(t, id, time.Now().Add(time.Second), "@demo say woke")
+	require.Eventually(t, func() bool { return resumed(scrapeMetrics(t, metricsAddr["runner"])) > resumed(rn) }, 30*time.Second, 100*time.Millisecond,
+		"the wake's turn is timed from its request to its agent")
+	require.Positive(t, scrapeMetrics(t, metricsAddr["lifecycle"]).sum("zimmer_wake_lateness_seconds_count"), "the wake's lateness is timed")
+	after := scrapeMetrics(t, metricsAddr["runner"])
+	require.Equal(t, first(rn)+1, first(after), "the second creation is timed to its agent")
+	require.Positive(t, after.sum("zimmer_runner_exit_to_next_agent_seconds_sum"), "a hand-over takes some time")
+	if dir := os.Getenv("ZIMMER_METRICS_DUMP"); dir != "" {
+		for name, addr := range metricsAddr {
+			_ = os.WriteFile(dir+"/"+name+".txt", []byte(scrapeMetrics(t, addr)), 0o644)
+		}
+	}
 }
 
 // has reports whether metric has a sample whose labels contain labels.
