@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,8 +91,8 @@ func TestMetrics(t *testing.T) {
 
 	// The whole-path histograms move: a second session's creation, a
 	// message queued while its turn runs and handed over at its exit, and
-	// the turn a Pause Until asks for each add an observation (every bucket
-	// at or above the observation rises, +Inf always).
+	// a follow-up to it at rest each add an observation (every bucket at or
+	// above the observation rises, +Inf always).
 	first := func(p promText) float64 {
 		return p.sum("zimmer_runner_request_to_agent_seconds_bucket", `kind="first"`, `le="+Inf"`)
 	}
@@ -106,20 +107,53 @@ func TestMetrics(t *testing.T) {
 	api.waitStatus(t, id, "needs_input")
 	require.Eventually(t, func() bool { return handedOver(scrapeMetrics(t, metricsAddr["runner"])) > handedOver(rn) }, 10*time.Second, 100*time.Millisecond,
 		"exit → next agent is timed when the queued message is handed over")
-	// A Pause Until that fires: its lateness is timed, and the turn it asks
-	// for is timed from lifecycle's request to its agent.
-	api.pauseUntil(t, id, time.Now().Add(time.Second), "@demo say woke")
-	require.Eventually(t, func() bool { return resumed(scrapeMetrics(t, metricsAddr["runner"])) > resumed(rn) }, 30*time.Second, 100*time.Millisecond,
-		"the wake's turn is timed from its request to its agent")
-	require.Positive(t, scrapeMetrics(t, metricsAddr["lifecycle"]).sum("zimmer_wake_lateness_seconds_count"), "the wake's lateness is timed")
+	code, delivered := api.followUp(t, id, `{"prompt":"@demo say resumed"}`)
+	require.Equal(t, http.StatusOK, code, "a session at rest takes a follow-up as its turn: %+v", delivered)
+	api.waitStatus(t, id, "needs_input")
 	after := scrapeMetrics(t, metricsAddr["runner"])
 	require.Equal(t, first(rn)+1, first(after), "the second creation is timed to its agent")
+	require.Greater(t, resumed(after), resumed(rn), "the follow-up's request is timed to its agent")
 	require.Positive(t, after.sum("zimmer_runner_exit_to_next_agent_seconds_sum"), "a hand-over takes some time")
-	if dir := os.Getenv("ZIMMER_METRICS_DUMP"); dir != "" {
-		for name, addr := range metricsAddr {
-			_ = os.WriteFile(dir+"/"+name+".txt", []byte(scrapeMetrics(t, addr)), 0o644)
+
+	// Every series deploy/prometheus/series.txt lists — what the Grafana
+	// dashboard and the alert rules may query; deploy/devstack's
+	// TestDashboardAndAlertsQueryOnlyExportedSeries checks they query
+	// nothing else — is served by its binary by now.
+	final := map[string]promText{}
+	for name, addr := range metricsAddr {
+		final[name] = scrapeMetrics(t, addr)
+		if dir := os.Getenv("ZIMMER_METRICS_DUMP"); dir != "" {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name+".txt"), []byte(final[name]), 0o600))
 		}
 	}
+	for _, s := range listedSeries(t) {
+		require.True(t, final[s.binary].has(s.name), "%s serves %s (deploy/prometheus/series.txt)", s.binary, s.name)
+	}
+}
+
+type listedSeriesLine struct{ binary, name string }
+
+// listedSeries reads deploy/prometheus/series.txt, leaving out the series
+// Prometheus makes itself and those ("? ") that appear only once their
+// event happened (a failure counter).
+func listedSeries(t *testing.T) []listedSeriesLine {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "prometheus", "series.txt"))
+	require.NoError(t, err)
+	var out []listedSeriesLine
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "?") {
+			continue
+		}
+		binary, name, ok := strings.Cut(line, " ")
+		require.True(t, ok, "series.txt: %q", line)
+		if binary != "prometheus" {
+			out = append(out, listedSeriesLine{binary, strings.TrimSpace(name)})
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
 }
 
 // has reports whether metric has a sample whose labels contain labels.
