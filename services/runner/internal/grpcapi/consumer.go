@@ -164,5 +164,10 @@ func turnRequest(e *lifecyclev1.SessionEvent) (workflow.TurnRequest, bool, error
 		ID: s.GetId(), Runtime: s.GetAgentRuntime(), GitRoot: s.GetGitRoot(),
 		Branch: s.GetBranch(), Subdirectory: s.GetSubdirectory(),
 	}
+	if e.GetOccurredAt() != nil {
+		// Lifecycle's time of the change that asked: where the whole-path
+		// latency histograms start.
+		req.RequestedAt = e.GetOccurredAt().AsTime()
+	}
 	return req, true, nil
 }

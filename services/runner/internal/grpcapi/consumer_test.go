@@ -6,11 +6,13 @@ import (
 	"errors"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	"github.com/zimmerhq/zimmer/services/runner/internal/grpcapi"
@@ -53,7 +55,8 @@ func TestCreationSignalsWithStartTheFirstTurn(t *testing.T) {
 	t.Parallel()
 	starter := &fakeStarter{}
 	c := grpcapi.NewConsumer(starter, workflow.Starter{Node: "n1"}, "demo", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
-	resp, err := consume(t, c, &lifecyclev1.SessionEvent{EventId: "ev-1", SessionId: 42, Payload: &lifecyclev1.SessionEvent_Created{
+	created := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	resp, err := consume(t, c, &lifecyclev1.SessionEvent{EventId: "ev-1", SessionId: 42, OccurredAt: timestamppb.New(created), Payload: &lifecyclev1.SessionEvent_Created{
 		Created: &lifecyclev1.SessionCreated{Session: &lifecyclev1.Session{Id: 42, Prompt: "@demo say hi", GitRoot: "/repo", Branch: "main", Subdirectory: "svc"}},
 	}})
 	require.NoError(t, err)
@@ -66,7 +69,8 @@ func TestCreationSignalsWithStartTheFirstTurn(t *testing.T) {
 	require.Equal(t, "session/42", call.opts.ID)
 	require.Equal(t, workflow.WorkflowName, call.workflow)
 	spec := workflow.SessionSpec{ID: 42, Runtime: "demo", GitRoot: "/repo", Branch: "main", Subdirectory: "svc"}
-	require.Equal(t, workflow.TurnRequest{RequestID: "ev-1", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec}, call.arg)
+	require.Equal(t, workflow.TurnRequest{RequestID: "ev-1", Kind: workflow.KindFirst, Prompt: "@demo say hi", Session: spec, RequestedAt: created}, call.arg,
+		"the turn carries lifecycle's time of the creation, where create → agent is timed from")
 	require.Equal(t, []any{workflow.State{Session: spec}}, call.args, "the receiving node holds the clone")
 }
 

@@ -556,6 +556,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	}
 	defer a.forget(req.TurnID)
 	countTurnStarted(ctx, rt.Name())
+	timeAsked(ctx, rt.Name(), req.Asked, time.Now())
 	tick := time.NewTicker(a.heartbeatInterval())
 	defer tick.Stop()
 	shutdown := false
@@ -594,6 +595,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 			return TurnResult{}, ctx.Err()
 		}
 	}
+	exitedAt := time.Now()
 	exit, err := p.Wait(ctx)
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("wait for the agent: %w", err)
@@ -613,6 +615,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	result := TurnResult{
 		Shutdown: shutdown, ExitCode: exit.Code, SignalSentByUs: exit.SignalSentByUs, StatusKnown: exit.StatusKnown,
 		StderrTail: exit.StderrTail, RuntimeSessionID: follower.runtimeSessionID, Wall: follower.wallInfo(),
+		ExitedAt: exitedAt,
 	}
 	if exit.Signaled() {
 		result.Signal = unix.SignalName(exit.Signal)

@@ -272,3 +272,26 @@ func (q *scriptedQueue) DeliverNextMessage(_ context.Context, sessionID int64, f
 	q.asked = append(q.asked, fmt.Sprint(sessionID, " ", fromJobID))
 	return q.answer, q.err
 }
+
+// The whole-path latencies' origins reach the processes that are timed: a
+// turn's request time goes to its first process only (a recovery's process
+// is not the request's start again), and a handed-over turn is timed from
+// the exit that handed it over.
+func TestTurnsCarryWhereTheirWholePathLatencyStarts(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.queue = map[string]rw.HandOver{"session-7/turn-2": handedOver("queue/m1", "queued")}
+	asked := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	exitedAt := time.Date(2026, 12, 2, 9, 5, 0, 0, time.UTC)
+	recovered := exited(0)
+	recovered.ExitedAt = exitedAt
+	h.onTurns(time.Second, killed("SIGKILL"), recovered, exited(0))
+	req := first("work")
+	req.RequestedAt = asked
+	h.run(2, req)
+
+	require.Equal(t, []string{"session-7/turn-1", "session-7/turn-2", "queue/m1"}, h.turnIDs())
+	require.Equal(t, rw.Asked{Kind: rw.KindFirst, At: asked}, h.turns[0].Asked, "the first process is timed from the creation")
+	require.Zero(t, h.turns[1].Asked, "the recovery's process is not timed again")
+	require.Equal(t, rw.Asked{Kind: rw.KindHandOver, At: exitedAt}, h.turns[2].Asked, "the handed-over turn is timed from the exit")
+}

@@ -211,6 +211,12 @@ type TurnRequest struct {
 	Session SessionSpec
 	// Path names a KindRecover request's producer (domain.PathOrphanSweep).
 	Path string
+	// RequestedAt is when the turn was asked for, for the whole-path
+	// latency histograms only (metrics.go): lifecycle's time of the event
+	// that asked (the session's creation, the transition carrying the
+	// turn), or a hand-over's previous agent exit. Zero when unknown (an
+	// event from before the field, a recovery).
+	RequestedAt time.Time
 }
 
 // SessionSpec and SessionState are the runner domain's, carried in the
@@ -467,6 +473,16 @@ type RunTurnRequest struct {
 	// adds its environment from its own configuration, so no secret
 	// travels through Temporal.
 	Account string
+	// Asked is when and how the turn was asked for; set only on the
+	// request's first process, so a recovery's retry is not timed again.
+	Asked Asked
+}
+
+// Asked is the origin of a turn's whole-path latency: its request's kind
+// (KindFirst, KindResume, KindHandOver) and TurnRequest.RequestedAt.
+type Asked struct {
+	Kind string
+	At   time.Time
 }
 
 // TurnProgress is RunTurn's heartbeat detail.
@@ -497,6 +513,9 @@ type TurnResult struct {
 	// Wall is the quota or authentication wall the CLI hit, if it did: the
 	// turn did nothing, and the session parks on its login pool.
 	Wall *WallInfo
+	// ExitedAt is when the node saw the process end: a hand-over's
+	// RequestedAt, for the exit → next agent histogram.
+	ExitedAt time.Time
 }
 
 // End is how the turn ended, for the runner domain's turn-state table

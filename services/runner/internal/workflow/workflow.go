@@ -177,6 +177,9 @@ type turnRunner struct {
 	// unparked is the message an unparked turn delivers again: should the
 	// turn park again, the message is kept, not the nudge around it.
 	unparked string
+	// asked is the origin of the requested turn's whole-path latency,
+	// handed to its first process only.
+	asked Asked
 }
 
 // interrupt is the InterruptTurn update: it marks the turn interrupted,
@@ -291,6 +294,7 @@ func (t *turnRunner) run(ctx workflow.Context, req TurnRequest) (next *TurnReque
 	if strings.TrimSpace(prompt) == "" {
 		prompt = domain.ContinuePrompt
 	}
+	t.asked = Asked{Kind: req.Kind, At: req.RequestedAt}
 	return t.turns(ctx, id, prompt)
 }
 
@@ -369,7 +373,7 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 		switch next {
 		case domain.NextRoute:
 			st.Recoveries, st.StartReplays = 0, 0
-			return t.end(ctx, id)
+			return t.end(ctx, id, result.ExitedAt)
 		case domain.NextLeave:
 			// Zimmer stopped it (a pause, an archive): whoever asked owns
 			// the session's state.
@@ -405,9 +409,10 @@ func (t *turnRunner) turns(ctx workflow.Context, id, prompt string) (next *TurnR
 	}
 }
 
-// end routes a clean exit of turn id: the queue may hand the next turn over
-// (the session stays running, no transition at all); else the turn pauses.
-func (t *turnRunner) end(ctx workflow.Context, id string) (*TurnRequest, error) {
+// end routes a clean exit of turn id at exitedAt: the queue may hand the
+// next turn over (the session stays running, no transition at all), timed
+// from that exit; else the turn pauses.
+func (t *turnRunner) end(ctx workflow.Context, id string, exitedAt time.Time) (*TurnRequest, error) {
 	h, err := t.drain(ctx, id)
 	if err != nil {
 		return nil, err
@@ -424,7 +429,8 @@ func (t *turnRunner) end(ctx workflow.Context, id string) (*TurnRequest, error) 
 	}
 	if h.Delivered {
 		workflow.GetLogger(ctx).Info("the queue handed the next turn over", "turn", id, "next", h.JobID)
-		return &TurnRequest{RequestID: h.JobID, Kind: KindHandOver, JobID: h.JobID, Prompt: h.Prompt, Session: t.st.Session}, nil
+		return &TurnRequest{RequestID: h.JobID, Kind: KindHandOver, JobID: h.JobID, Prompt: h.Prompt, Session: t.st.Session,
+			RequestedAt: exitedAt}, nil
 	}
 	return nil, t.endTransition(ctx, TransitionRequest{Event: EventPause})
 }
@@ -486,7 +492,9 @@ func (t *turnRunner) runProcess(ctx workflow.Context, id, prompt string) (result
 	fut := workflow.ExecuteActivity(actx, ActivityRunTurn, RunTurnRequest{
 		Session: st.Session, TurnID: id, Prompt: prompt, Workspace: *st.Workspace,
 		RuntimeSessionID: st.RuntimeSessionID, Resume: st.Started, Account: st.Account,
+		Asked: t.asked,
 	})
+	t.asked = Asked{} // a recovery's process is not the request's start
 	st.Started = true
 	t.process, t.cancelProcess, t.stopping, t.stopResult = id, cancelTurn, false, ""
 	defer func() { t.process, t.cancelProcess = "", nil }()
