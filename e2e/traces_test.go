@@ -43,7 +43,7 @@ func TestTraces(t *testing.T) {
 
 	// A create: its first turn's agent sleeps, so its environment can be
 	// read while it runs.
-	id := api.createRunning(t, repo, "@demo sleep 30s")
+	id := api.createRunning(t, repo, "@demo sleep 5s")
 	start := col.waitSpan(t, "agent start", fmt.Sprint(id))
 	requireOneTrace(t, col, start, "POST /api/v1/", "zimmer.lifecycle.v1.LifecycleService/CreateSession")
 }
@@ -74,11 +74,11 @@ func requireOneTrace(t *testing.T, col *otlpCollector, start otlpSpan, rootName,
 		{"gateway", method},
 		{"lifecycle", method},
 		{"lifecycle", "outbox deliver "},
-		{"runner", "zimmer.runner.v1."},
+		{"runner", "zimmer.lifecycle.v1.SessionEventConsumerService/ConsumeSessionEvent"},
 		{"runner", "SignalWithStartWorkflow:"},
 		{"runner", "RunWorkflow:"},
-		{"runner", "StartActivity:RunTurn"},
-		{"runner", "RunActivity:RunTurn"},
+		{"runner", "StartActivity:zimmer.runner.RunTurn"},
+		{"runner", "RunActivity:zimmer.runner.RunTurn"},
 	}
 	var spans []otlpSpan
 	complete := func() bool {
@@ -116,7 +116,7 @@ func requireOneTrace(t *testing.T, col *otlpCollector, start otlpSpan, rootName,
 			require.True(t, ok, "span %s/%s's parent %s is in the trace:\n%s", sp.service, sp.name, sp.parentID, describe(spans))
 		}
 	}
-	require.Equal(t, "RunActivity:RunTurn", byID[start.parentID].name, "the agent's start is under the RunTurn activity")
+	require.Equal(t, "RunActivity:zimmer.runner.RunTurn", byID[start.parentID].name, "the agent's start is under the RunTurn activity")
 }
 
 func hasSpan(spans []otlpSpan, service, prefix string) bool {

@@ -129,11 +129,29 @@ func (p *Provider) TemporalInterceptor() (interceptor.ClientInterceptor, error) 
 	if p == nil {
 		return nil, nil
 	}
-	i, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{Tracer: p.tp.Tracer("temporal-sdk-go")})
+	i, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
+		Tracer:      p.tp.Tracer("temporal-sdk-go"),
+		SpanStarter: startTemporalSpan,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("tracing: the Temporal interceptor: %w", err)
 	}
 	return i, nil
+}
+
+// startTemporalSpan starts the interceptor's spans, ending a workflow run's
+// at once: the SDK ends it when the run returns, and a session's workflow
+// runs for as long as the session lives (continuing as new every few
+// turns), so its span would never be exported and every activity span
+// under it would hang off a parent no collector has. Ended at its start, it
+// marks the run's beginning in the request's trace; the activities' spans
+// carry the durations.
+func startTemporalSpan(ctx context.Context, t trace.Tracer, name string, opts ...trace.SpanStartOption) trace.Span {
+	_, span := t.Start(ctx, name, opts...)
+	if strings.HasPrefix(name, "RunWorkflow:") {
+		span.End()
+	}
+	return span
 }
 
 // Tracer is the tracer Zimmer's own spans are made from.
