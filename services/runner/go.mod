@@ -12,6 +12,8 @@ require (
 	github.com/zimmerhq/zimmer/proto/gen v0.0.0
 	github.com/zimmerhq/zimmer/services/lifecycle v0.0.0
 	github.com/zimmerhq/zimmer/services/platform v0.0.0
+	go.opentelemetry.io/otel v1.47.0
+	go.opentelemetry.io/otel/trace v1.47.0
 	go.temporal.io/api v1.64.3
 	go.temporal.io/sdk v1.51.0
 	golang.org/x/sys v0.49.0

@@ -17,6 +17,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/debughttp"
 	"github.com/zimmerhq/zimmer/services/platform/metrics"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
+	"github.com/zimmerhq/zimmer/services/platform/tracing"
 )
 
 func main() {
@@ -48,6 +49,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer exporter.Close()
+	// Spans too: the HTTP handler's and the gRPC clients', which continue
+	// as each service's.
+	tracer, err := tracing.Start(ctx, "gateway", getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer tracer.Close()
 	srv, err := server.New(ctx, cfg, logger)
 	if err != nil {
 		return err

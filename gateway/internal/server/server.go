@@ -197,8 +197,15 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	mux.Handle("/", noRoute)
 	// otelhttp wraps the mux itself, so it sees the pattern the mux
 	// matched (http.route: a bounded label, never a raw path); the server
-	// name keeps a client's Host header out of the labels.
-	measured := otelhttp.NewHandler(mux, "gateway", otelhttp.WithServerName("zimmer-gateway"))
+	// name keeps a client's Host header out of the labels. Its span is
+	// the root of a request's trace (PL-25), named by method and pattern.
+	measured := otelhttp.NewHandler(mux, "gateway", otelhttp.WithServerName("zimmer-gateway"),
+		otelhttp.WithSpanNameFormatter(func(operation string, r *http.Request) string {
+			if r.Pattern == "" {
+				return r.Method + " " + operation
+			}
+			return r.Method + " " + r.Pattern
+		}))
 	s.handler = logRequests(logger, recoverPanics(logger, canonicalPaths(jsonCharset(measured))))
 	logger.Info("gateway ready", "config", cfg)
 	return s, nil

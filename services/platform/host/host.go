@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/metrics"
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
+	"github.com/zimmerhq/zimmer/services/platform/tracing"
 )
 
 // Config is what every service reads from its environment.
@@ -160,6 +162,7 @@ type Host struct {
 	listener net.Listener
 	debug    *debughttp.Server
 	metrics  *metrics.Exporter
+	tracing  *tracing.Provider
 	probe    *pgdb.Probe
 	loops    []func(context.Context) error
 	conns    []*grpc.ClientConn
@@ -197,6 +200,11 @@ func New(ctx context.Context, name string, cfg Config, logger *slog.Logger, migr
 	if h.metrics, err = metrics.Start(name, cfg.MetricsAddr, logger); err != nil {
 		return nil, err
 	}
+	// Likewise for spans: the gRPC stats handlers and the Temporal
+	// interceptor use the global provider.
+	if h.tracing, err = tracing.Start(ctx, name, os.Getenv, logger); err != nil {
+		return nil, err
+	}
 	h.GRPC = grpcserver.New(logger, cfg.Auth())
 	// Every call needs the database: without it the service is not
 	// serving, whatever else still runs.
@@ -209,8 +217,12 @@ func New(ctx context.Context, name string, cfg Config, logger *slog.Logger, migr
 			"internal methods refuse everyone and its calls to other services' internal methods are refused")
 	}
 	if cfg.TemporalAddress != "" {
+		traced, terr := h.tracing.TemporalInterceptor()
+		if terr != nil {
+			return nil, terr
+		}
 		if h.Temporal, err = temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, logger,
-			temporalx.WithMetrics(h.metrics.TemporalHandler(logger))); err != nil {
+			temporalx.WithMetrics(h.metrics.TemporalHandler(logger)), temporalx.WithInterceptor(traced)); err != nil {
 			return nil, err
 		}
 		h.Worker = temporalx.NewWorker(h.Temporal, name)
@@ -299,4 +311,5 @@ func (h *Host) Close() {
 		h.debug.Close()
 	}
 	h.metrics.Close()
+	h.tracing.Close()
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zimmerhq/zimmer/services/platform/pgdb"
+	"github.com/zimmerhq/zimmer/services/platform/tracing"
 )
 
 //go:embed migrations/*.sql
@@ -38,6 +39,18 @@ type Event struct {
 	Topic        string // e.g. "lifecycle.session_created"
 	AggregateKey string // e.g. the session id; for reading one aggregate's stream
 	Payload      []byte // protobuf-encoded
+	// Trace is the span of the request that made the change, continued by
+	// the relay's delivery (PL-25); the producer sets it with TraceOf.
+	Trace Trace
+}
+
+// Trace is a span's W3C trace context, as an outbox row keeps it.
+type Trace struct{ Parent, State string }
+
+// TraceOf is ctx's span, for Event.Trace; zero when tracing is off.
+func TraceOf(ctx context.Context) Trace {
+	parent, state := tracing.Inject(ctx)
+	return Trace{Parent: parent, State: state}
 }
 
 // Addressed is an event with the subscribers it goes to.
@@ -54,9 +67,13 @@ type Message struct {
 	Attempts   int   // deliveries tried before this one
 }
 
-// Enqueue records evt for every subscriber within tx. The event id is
-// returned (and generated if evt.ID is empty).
+// Enqueue records evt for every subscriber within tx, carrying ctx's span
+// unless evt has one. The event id is returned (and generated if evt.ID is
+// empty).
 func Enqueue(ctx context.Context, tx pgx.Tx, subscribers []string, evt Event) (string, error) {
+	if evt.Trace == (Trace{}) {
+		evt.Trace = TraceOf(ctx)
+	}
 	var b pgx.Batch
 	id := Queue(&b, subscribers, evt)
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
@@ -84,6 +101,7 @@ func Queue(b *pgx.Batch, subscribers []string, evt Event) string {
 type Rows struct {
 	eventIDs, subscribers, topics, keys []string
 	payloads                            [][]byte
+	traceparents, tracestates           []string
 }
 
 // Add records a for each of its subscribers, generating the event id when
@@ -98,6 +116,8 @@ func (r *Rows) Add(a Addressed) string {
 		r.topics = append(r.topics, a.Event.Topic)
 		r.keys = append(r.keys, a.Event.AggregateKey)
 		r.payloads = append(r.payloads, a.Event.Payload)
+		r.traceparents = append(r.traceparents, a.Event.Trace.Parent)
+		r.tracestates = append(r.tracestates, a.Event.Trace.State)
 	}
 	return a.Event.ID
 }
@@ -107,11 +127,11 @@ func (r *Rows) Len() int { return len(r.eventIDs) }
 
 // Args are the statement arguments InsertSQL numbers from its first.
 func (r *Rows) Args() []any {
-	return []any{r.eventIDs, r.subscribers, r.topics, r.keys, r.payloads}
+	return []any{r.eventIDs, r.subscribers, r.topics, r.keys, r.payloads, r.traceparents, r.tracestates}
 }
 
 // InsertSQL is the INSERT that records the rows, taking Args as $first to
-// $first+4. When gate names a relation (e.g. a CTE that returns a row only
+// $first+6. When gate names a relation (e.g. a CTE that returns a row only
 // if the producer's change applied), the rows are written once per row of
 // gate, so none are written when the change did not apply. Rows keep the
 // order they were added in.
@@ -121,11 +141,11 @@ func (r *Rows) InsertSQL(gate string, first int) string {
 		from = gate + ", "
 	}
 	return fmt.Sprintf(`
-		INSERT INTO outbox_messages (event_id, subscriber, topic, aggregate_key, payload)
-		SELECT m.event_id, m.subscriber, m.topic, m.aggregate_key, m.payload
-		FROM %sunnest($%d::uuid[], $%d::text[], $%d::text[], $%d::text[], $%d::bytea[])
-			WITH ORDINALITY AS m(event_id, subscriber, topic, aggregate_key, payload, n)
-		ORDER BY m.n`, from, first, first+1, first+2, first+3, first+4)
+		INSERT INTO outbox_messages (event_id, subscriber, topic, aggregate_key, payload, traceparent, tracestate)
+		SELECT m.event_id, m.subscriber, m.topic, m.aggregate_key, m.payload, m.traceparent, m.tracestate
+		FROM %sunnest($%d::uuid[], $%d::text[], $%d::text[], $%d::text[], $%d::bytea[], $%d::text[], $%d::text[])
+			WITH ORDINALITY AS m(event_id, subscriber, topic, aggregate_key, payload, traceparent, tracestate, n)
+		ORDER BY m.n`, from, first, first+1, first+2, first+3, first+4, first+5, first+6)
 }
 
 // Signal wakes a process's relays when its producers have committed. It

@@ -12,6 +12,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/zimmerhq/zimmer/services/platform/tracing"
 )
 
 // DeliverFunc hands one message to its subscriber. A nil error means the
@@ -263,7 +268,7 @@ func (r *Relay) claim(ctx context.Context) ([]claimed, time.Time, error) {
 			ORDER BY id
 			LIMIT $2
 			FOR UPDATE SKIP LOCKED)
-		RETURNING id, event_id::text, topic, aggregate_key, payload, attempts, permanent_failures, next_attempt_at`,
+		RETURNING id, event_id::text, topic, aggregate_key, payload, traceparent, tracestate, attempts, permanent_failures, next_attempt_at`,
 		r.Subscriber, r.BatchSize, r.Lease.Milliseconds())
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim outbox messages for %s: %w", r.Subscriber, err)
@@ -271,7 +276,7 @@ func (r *Relay) claim(ctx context.Context) ([]claimed, time.Time, error) {
 	var lease time.Time
 	msgs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (claimed, error) {
 		c := claimed{Message: Message{Subscriber: r.Subscriber}}
-		err := row.Scan(&c.Seq, &c.ID, &c.Topic, &c.AggregateKey, &c.Payload, &c.Attempts, &c.permanentFailures, &lease)
+		err := row.Scan(&c.Seq, &c.ID, &c.Topic, &c.AggregateKey, &c.Payload, &c.Trace.Parent, &c.Trace.State, &c.Attempts, &c.permanentFailures, &lease)
 		return c, err
 	})
 	if err != nil {
@@ -285,7 +290,7 @@ func (r *Relay) claim(ctx context.Context) ([]claimed, time.Time, error) {
 // outcome is unknown or unrecorded, and m is still this relay's to release.
 func (r *Relay) deliverOne(ctx context.Context, lease time.Time, m claimed) error {
 	dctx, cancel := context.WithTimeout(ctx, r.DeliveryTimeout)
-	derr := r.Deliver(dctx, m.Message)
+	derr := r.traced(dctx, m.Message)
 	cancel()
 	if ctx.Err() != nil {
 		// Stopping: the outcome is unknown, so the message stays undelivered.
@@ -295,6 +300,28 @@ func (r *Relay) deliverOne(ctx context.Context, lease time.Time, m claimed) erro
 		return r.acknowledge(ctx, lease, m)
 	}
 	return r.recordFailure(ctx, lease, m, derr)
+}
+
+// traced runs Deliver under a span continuing the trace of the request
+// that made the change (the row's traceparent), so the subscriber's side —
+// its gRPC server span and what follows — joins that trace (PL-25). With
+// tracing off the span is a no-op.
+func (r *Relay) traced(ctx context.Context, m Message) error {
+	ctx, span := tracing.Tracer().Start(tracing.Extract(ctx, m.Trace.Parent, m.Trace.State),
+		"outbox deliver "+m.Topic, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "zimmer.outbox"),
+			attribute.String("messaging.destination.name", r.Subscriber),
+			attribute.String("messaging.message.id", m.ID),
+			attribute.Int("zimmer.outbox.attempts", m.Attempts),
+		))
+	defer span.End()
+	err := r.Deliver(ctx, m)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "delivery failed")
+	}
+	return err
 }
 
 // acknowledge marks m delivered. It also ends the lease (next_attempt_at

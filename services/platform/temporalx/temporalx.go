@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -29,6 +30,16 @@ type Option func(*client.Options)
 // keeps the SDK's no-op handler).
 func WithMetrics(h client.MetricsHandler) Option {
 	return func(o *client.Options) { o.MetricsHandler = h }
+}
+
+// WithInterceptor adds i to the client and so to every worker made from
+// it (the tracing interceptor); nil adds nothing.
+func WithInterceptor(i interceptor.ClientInterceptor) Option {
+	return func(o *client.Options) {
+		if i != nil {
+			o.Interceptors = append(o.Interceptors, i)
+		}
+	}
 }
 
 // Dial connects to Temporal, logging through logger.

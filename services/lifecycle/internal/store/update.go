@@ -60,7 +60,7 @@ func (s *Sessions) Create(ctx context.Context, parentID *int64,
 			return err
 		}
 		sess.ID = id
-		var w writes
+		w := newWrites(ctx)
 		if err := w.insert(sess); err != nil {
 			return err
 		}
@@ -214,7 +214,7 @@ func (s *Sessions) update(ctx context.Context, ref domain.SessionRef, also locke
 		if err != nil {
 			return err
 		}
-		var w writes
+		w := newWrites(ctx)
 		if err := s.plan(&w, cur, wakes, &c); err != nil {
 			return err
 		}

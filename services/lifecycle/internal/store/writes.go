@@ -26,7 +26,13 @@ type writes struct {
 	flagsAt     int
 	sessionID   int64  // for the flags' warning
 	flagsEffect string // the effect's name, for the same
+	// trace is the span of the request deciding, carried by every event
+	// announced (outbox.TraceOf).
+	trace outbox.Trace
 }
+
+// newWrites starts the writes of a decision made for ctx's request.
+func newWrites(ctx context.Context) writes { return writes{trace: outbox.TraceOf(ctx)} }
 
 func (w *writes) queue(wrap func(error) error, sql string, args ...any) {
 	w.b.Queue(sql, args...)
@@ -190,6 +196,9 @@ func (w *writes) announce(codec Codec, f domain.Fact) ([]outbox.Addressed, error
 	encoded, err := codec.Encode(f)
 	if err != nil {
 		return nil, fmt.Errorf("encode %T: %w", f, err)
+	}
+	for i := range encoded {
+		encoded[i].Event.Trace = w.trace
 	}
 	for _, a := range encoded {
 		before := w.b.Len()

@@ -392,6 +392,7 @@ func (g *uncleGraph) Announce(ctx context.Context, c domain.UncleEdgeChanged) er
 	if err != nil {
 		return err
 	}
+	a.Event.Trace = outbox.TraceOf(ctx)
 	var rows outbox.Rows
 	rows.Add(a)
 	if _, err := g.db.Exec(ctx, rows.InsertSQL("", 1), rows.Args()...); err != nil {

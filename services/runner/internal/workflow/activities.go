@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sys/unix"
@@ -20,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/platform/tracing"
 	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
 	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	"github.com/zimmerhq/zimmer/services/runner/internal/process"
@@ -544,10 +548,23 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	// Named in its process record, for the next incarnation's logs (SWEEPS).
 	opts.Labels = map[string]string{"turn": req.TurnID, "session": strconv.FormatInt(req.Session.ID, 10)}
 	a.recordPrompt(ctx, req, composed)
+	// The fork/exec has a span of its own under the activity's, and the
+	// agent's environment names it (TRACEPARENT, PL-25): an agent that
+	// traces continues the trace from the request that asked for the turn.
+	sctx, span := tracing.Tracer().Start(ctx, "agent start", oteltrace.WithAttributes(
+		attribute.Int64("zimmer.session.id", req.Session.ID), attribute.String("zimmer.turn.id", req.TurnID),
+		attribute.String("zimmer.runtime", rt.Name()), attribute.String("zimmer.runner.node", a.Node)))
 	p, err := a.startTurn(req.Session.ID, req.TurnID, process.Command{
 		Path: launch.Args[0], Args: launch.Args, Dir: launch.Dir,
-		Env: launch.Environ(os.Environ()), Stdin: launch.Stdin, KeepStdinOpen: launch.TakesAnswers,
+		Env: tracing.Environ(sctx, launch.Environ(os.Environ())), Stdin: launch.Stdin, KeepStdinOpen: launch.TakesAnswers,
 	}, opts, follower)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(otelcodes.Error, "the agent did not start")
+	} else {
+		span.SetAttributes(attribute.Int("process.pid", p.Pid()))
+	}
+	span.End()
 	if errors.Is(err, errStoppedBeforeStart) {
 		return TurnResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTurnNotStarted, err)
 	}

@@ -1,0 +1,1 @@
+ALTER TABLE outbox_messages DROP COLUMN traceparent, DROP COLUMN tracestate;
