@@ -140,4 +140,6 @@ type noClaims struct{}
 
 func (noClaims) ExpiredClaims(context.Context, time.Time) ([]int64, error) { return nil, nil }
 
-func (noClaims) ReleaseExpiredClaim(context.Context, int64, time.Time) (bool, error) { return false, nil }
+func (noClaims) ReleaseExpiredClaim(context.Context, int64, time.Time) (bool, error) {
+	return false, nil
+}
