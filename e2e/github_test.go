@@ -26,7 +26,8 @@ import (
 // documented contract for what the watches read: GET
 // /repos/{owner}/{repo}/pulls/{n} (state, merged, mergeable,
 // mergeable_state, head.sha, base.ref), …/pulls/{n}/comments (review
-// comments, paged) and /repos/{owner}/{repo}/commits/{sha}/check-runs,
+// comments, paged), …/issues/{n}/comments (the conversation's comments,
+// paged) and /repos/{owner}/{repo}/commits/{sha}/check-runs,
 // each authorised with the token as a Bearer header (401 "Bad
 // credentials" otherwise).
 type githubAPI struct {
@@ -38,10 +39,11 @@ type githubAPI struct {
 
 type fakePull struct {
 	merged, conflicted bool
-	comments           []map[string]any
+	// comments are the review comments; issueComments the conversation's.
+	comments, issueComments []map[string]any
 }
 
-var githubPath = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/(pulls/(\d+)(/comments)?|commits/([^/]+)/check-runs)$`)
+var githubPath = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/(pulls/(\d+)(/comments)?|commits/([^/]+)/check-runs|issues/(\d+)/comments)$`)
 
 func newGitHubAPI(t *testing.T) *githubAPI {
 	t.Helper()
@@ -63,6 +65,20 @@ func newGitHubAPI(t *testing.T) *githubAPI {
 		defer f.mu.Unlock()
 		if m[6] != "" { // check runs: none fail here
 			_, _ = io.WriteString(w, `{"total_count":0,"check_runs":[]}`)
+			return
+		}
+		if m[7] != "" { // a pull request's conversation, as an issue's comments
+			p, ok := f.pulls[m[1]+"/"+m[2]+"/"+m[7]]
+			if !ok {
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = io.WriteString(w, `{"message":"Not Found"}`)
+				return
+			}
+			page := p.issueComments
+			if r.URL.Query().Get("page") != "1" {
+				page = nil
+			}
+			_ = json.NewEncoder(w).Encode(append([]map[string]any{}, page...))
 			return
 		}
 		p, ok := f.pulls[m[1]+"/"+m[2]+"/"+m[4]]
@@ -387,5 +403,69 @@ func TestGitHubPullRequests(t *testing.T) {
 			return len(ms) == 1 && ms[0].Status == "undelivered"
 		}, 20*time.Second, 100*time.Millisecond, "the merge notice is retired, not hidden")
 		require.Zero(t, pages(exempt), "a merge notice discarded by force pages nobody")
+	})
+}
+
+// TestGitHubWatchesAfterUnarchiveAndConversationComments drives the last
+// gaps of issue 27 by polling alone (no webhook; a one-second interval):
+// an archive ends the watch of a session's open pull request, and the
+// unarchive starts it again (LC-38), so a merge after it is noticed, once;
+// a comment in a pull request's conversation tab (GitHub's issue
+// comments) reaches its session as a caller's message of artifact text,
+// once, never as a human message.
+func TestGitHubWatchesAfterUnarchiveAndConversationComments(t *testing.T) {
+	t.Parallel()
+	gh := newGitHubAPI(t)
+	s := newStackWith(t, stackOptions{turns: true, env: map[string][]string{
+		"lifecycle": {"GITHUB_TOKEN=" + gh.token, "GITHUB_API_URL=" + gh.srv.URL, "GITHUB_POLL_INTERVAL=1s"},
+	}})
+	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
+	repo := gitRepo(t)
+	const ghRepo = "acme/gadgets"
+	for _, n := range []int{21, 22} {
+		gh.open(ghRepo, n)
+	}
+	prURL := func(n int) string { return fmt.Sprintf("https://github.com/%s/pull/%d", ghRepo, n) }
+
+	t.Run("an unarchive watches the session's open pull requests again", func(t *testing.T) {
+		t.Parallel()
+		id := api.createWithGoal(t, repo, "@demo pr-create "+prURL(21), "open a pull request")
+		require.Eventually(t, func() bool { return len(api.pullRequests(t, id)) == 1 }, 30*time.Second, 100*time.Millisecond)
+		api.waitStatus(t, id, "needs_input")
+		code, resp := api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/archive", id), `{}`)
+		require.Equal(t, http.StatusOK, code, resp)
+		// The watch's next reading finds the session archived and ends;
+		// a merge now is not the archived session's business.
+		time.Sleep(3 * time.Second)
+		code, resp = api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/unarchive", id), `{}`)
+		require.Equal(t, http.StatusOK, code, resp)
+		gh.change(ghRepo, 21, func(p *fakePull) { p.merged = true })
+		require.Eventually(t, func() bool { return len(ofOrigin(api.notices(t, id), "automated_pr_merged")) == 1 },
+			30*time.Second, 200*time.Millisecond, "the unarchived session's pull request is not watched")
+		require.Eventually(t, func() bool { return api.pullRequests(t, id)[0].State == "merged" }, 10*time.Second, 100*time.Millisecond)
+		time.Sleep(3 * time.Second)
+		require.Len(t, ofOrigin(api.notices(t, id), "automated_pr_merged"), 1, "noticed once")
+	})
+
+	t.Run("a conversation comment is a caller's artifact text, once", func(t *testing.T) {
+		t.Parallel()
+		id := api.createWithGoal(t, repo, "@demo pr-create "+prURL(22)+"\n@demo sleep 120s", "open a pull request")
+		require.Eventually(t, func() bool { return len(api.pullRequests(t, id)) == 1 }, 30*time.Second, 100*time.Millisecond)
+		const comment = "Could you split the migration into its own PR?"
+		gh.change(ghRepo, 22, func(p *fakePull) {
+			p.issueComments = append(p.issueComments, map[string]any{"id": 9001, "body": comment,
+				"user": map[string]any{"login": "tadasant"}, "html_url": prURL(22) + "#issuecomment-9001"})
+		})
+		var callers []noticeMessage
+		require.Eventually(t, func() bool {
+			callers = ofOrigin(api.notices(t, id), "caller")
+			return len(callers) == 1
+		}, 30*time.Second, 200*time.Millisecond, "the conversation comment never arrived")
+		require.Contains(t, callers[0].Content, "> "+comment)
+		require.Contains(t, callers[0].Content, "A comment in the conversation of your pull request "+prURL(22)+", by the GitHub account tadasant")
+		require.Contains(t, callers[0].Content, "artifact text from GitHub, not a message from a human")
+		time.Sleep(3 * time.Second) // three more readings
+		require.Len(t, ofOrigin(api.notices(t, id), "caller"), 1, "each comment once")
+		require.Empty(t, api.slackSessionByID(t, id).HumanMessages, "a GitHub comment is never a human message")
 	})
 }

@@ -30,6 +30,9 @@ type PullRequestRepository interface {
 	// WatchedPullRequests are the open pull requests of sessions not
 	// archived.
 	WatchedPullRequests(ctx context.Context) ([]WatchedPullRequest, error)
+	// WatchedPullRequestsOf are the open pull requests of the session,
+	// none while it is archived.
+	WatchedPullRequestsOf(ctx context.Context, sessionID int64) ([]WatchedPullRequest, error)
 	// AcceptGitHubDelivery claims deliveryID and calls poke with the
 	// watches of prs, in one transaction: a poke that fails leaves the
 	// delivery unclaimed. False when the id was claimed before.
@@ -48,7 +51,9 @@ type PullRequestWatcher interface {
 
 // GitHub reads a pull request through GitHub's REST API.
 type GitHub interface {
-	ReadPullRequest(ctx context.Context, pr rules.PullRequestRef, commentsAfter int64) (domain.PullRequestReading, error)
+	// ReadPullRequest reads the pull request, its review comments after
+	// reviewAfter and its conversation's comments after issueAfter.
+	ReadPullRequest(ctx context.Context, pr rules.PullRequestRef, reviewAfter, issueAfter int64) (domain.PullRequestReading, error)
 }
 
 // ErrPullRequestGone is GitHub answering that the pull request does not
@@ -115,7 +120,7 @@ func (uc ReadPullRequest) Handle(ctx context.Context, w WatchedPullRequest) (don
 	if watch.Done() {
 		return true, nil
 	}
-	reading, err := uc.GitHub.ReadPullRequest(ctx, w.PullRequestRef, watch.CommentsSeen)
+	reading, err := uc.GitHub.ReadPullRequest(ctx, w.PullRequestRef, watch.CommentsSeen, watch.IssueCommentsSeen)
 	if errors.Is(err, ErrPullRequestGone) {
 		return true, nil
 	}
@@ -205,6 +210,35 @@ func WatchAll(ctx context.Context, repo PullRequestRepository, watcher PullReque
 	for _, w := range ws {
 		if err := watcher.Watch(ctx, w); err != nil {
 			return 0, err
+		}
+	}
+	return len(ws), nil
+}
+
+// WatchAgain starts again the watches an archive ended (LC-38): those of
+// the session's open pull requests, once the session is out of archived
+// (an unarchive, a restore from trash). Lifecycle's outbox hands it the
+// transition (events.SubscriberPullRequestWatches), so a start that fails
+// is retried, and one lost to a crash after the commit is made good.
+// Without a Watcher (GitHub not configured) nothing is watched.
+type WatchAgain struct {
+	Repo    PullRequestRepository
+	Watcher PullRequestWatcher
+}
+
+// Handle starts the watches of session sessionID's open pull requests and
+// says how many; a session archived again meanwhile has none. Idempotent.
+func (uc *WatchAgain) Handle(ctx context.Context, sessionID int64) (int, error) {
+	if uc.Watcher == nil {
+		return 0, nil
+	}
+	ws, err := uc.Repo.WatchedPullRequestsOf(ctx, sessionID)
+	if err != nil {
+		return 0, err
+	}
+	for _, w := range ws {
+		if err := uc.Watcher.Watch(ctx, w); err != nil {
+			return 0, fmt.Errorf("watch %s of session %d again: %w", w.PullRequestRef, sessionID, err)
 		}
 	}
 	return len(ws), nil

@@ -60,8 +60,11 @@ type PullRequestWatch struct {
 	// recurs after being resolved is noticed again, under a key of its own.
 	InConflict bool
 	Conflicts  int
-	// CommentsSeen is the highest review comment id passed on.
-	CommentsSeen int64
+	// CommentsSeen is the highest review comment id passed on;
+	// IssueCommentsSeen the highest conversation comment id (GitHub numbers
+	// the two kinds apart).
+	CommentsSeen      int64
+	IssueCommentsSeen int64
 	// ChecksSeen are the failed check runs passed on.
 	ChecksSeen []int64
 }
@@ -78,7 +81,18 @@ type PullRequestReading struct {
 	MergeableState string
 	BaseRef        string
 	Comments       []ReviewComment
-	FailedChecks   []CheckRun
+	// IssueComments are the comments of the pull request's conversation
+	// (GitHub's issue comments): no file, no line.
+	IssueComments []IssueComment
+	FailedChecks  []CheckRun
+}
+
+// IssueComment is a comment in a pull request's conversation.
+type IssueComment struct {
+	ID      int64
+	Author  string
+	Body    string
+	HTMLURL string
 }
 
 // ReviewComment is a review comment on a pull request.
@@ -179,6 +193,16 @@ func (w PullRequestWatch) Read(r PullRequestReading) ([]Notice, PullRequestWatch
 				Content: commentNotice(w.PullRequestRef, c)})
 			next.CommentsSeen = max(next.CommentsSeen, c.ID)
 		}
+		issue := slices.Clone(r.IssueComments)
+		slices.SortFunc(issue, func(a, b IssueComment) int { return compareInt64(a.ID, b.ID) })
+		for _, c := range issue {
+			if c.ID <= w.IssueCommentsSeen {
+				continue
+			}
+			notices = append(notices, Notice{Kind: NoticeArtifact, Key: key("issue-comment:" + strconv.FormatInt(c.ID, 10)),
+				Content: issueCommentNotice(w.PullRequestRef, c)})
+			next.IssueCommentsSeen = max(next.IssueCommentsSeen, c.ID)
+		}
 		for _, c := range r.FailedChecks {
 			if !CheckFailed(c.Conclusion) || slices.Contains(next.ChecksSeen, c.ID) {
 				continue
@@ -239,6 +263,12 @@ func commentNotice(pr rules.PullRequestRef, c ReviewComment) string {
 		pr.URL(), where, orUnknown(c.Author), quoted(c.Body), c.HTMLURL)
 }
 
+func issueCommentNotice(pr rules.PullRequestRef, c IssueComment) string {
+	return fmt.Sprintf("A comment in the conversation of your pull request %s, by the GitHub account %s. "+
+		"It is artifact text from GitHub, not a message from a human: the account may be an agent's.\n\n%s\n\n%s",
+		pr.URL(), orUnknown(c.Author), quoted(c.Body), c.HTMLURL)
+}
+
 func checkNotice(pr rules.PullRequestRef, c CheckRun) string {
 	text := strings.TrimSpace(strings.Join(nonEmpty(c.Title, c.Summary), "\n"))
 	return fmt.Sprintf("The check %q on your pull request %s ended %s. "+
@@ -288,11 +318,13 @@ type GitHubDelivery struct {
 // GitHubEvents are the webhook events Zimmer acts on: each says something
 // about a pull request that its watcher reads (a merge or close, a push
 // that may conflict, a review comment, a check's outcome).
-var GitHubEvents = []string{"pull_request", "pull_request_review", "pull_request_review_comment", "check_run", "check_suite"}
+var GitHubEvents = []string{"pull_request", "pull_request_review", "pull_request_review_comment", "issue_comment", "check_run", "check_suite"}
 
 // ReadGitHubDelivery reads which pull requests a webhook delivery is
 // about (GitHub's documented payloads: repository.full_name with
-// pull_request.number, or check_run / check_suite .pull_requests[]).
+// pull_request.number, issue.number when issue.pull_request is present
+// (an issue_comment on a pull request's conversation), or check_run /
+// check_suite .pull_requests[]).
 // Anything else is ignored, not refused; a payload of a handled event
 // that is not JSON is refused.
 func ReadGitHubDelivery(event string, payload []byte) (GitHubDelivery, error) {
@@ -306,6 +338,10 @@ func ReadGitHubDelivery(event string, payload []byte) (GitHubDelivery, error) {
 		PullRequest *struct {
 			Number int `json:"number"`
 		} `json:"pull_request"`
+		Issue *struct {
+			Number      int             `json:"number"`
+			PullRequest json.RawMessage `json:"pull_request"`
+		} `json:"issue"`
 		CheckRun   *checkPayload `json:"check_run"`
 		CheckSuite *checkPayload `json:"check_suite"`
 	}
@@ -319,6 +355,10 @@ func ReadGitHubDelivery(event string, payload []byte) (GitHubDelivery, error) {
 	var numbers []int
 	if p.PullRequest != nil {
 		numbers = append(numbers, p.PullRequest.Number)
+	}
+	// An issue comment is a pull request's only when its issue says so.
+	if p.Issue != nil && len(p.Issue.PullRequest) > 0 && string(p.Issue.PullRequest) != "null" {
+		numbers = append(numbers, p.Issue.Number)
 	}
 	for _, c := range []*checkPayload{p.CheckRun, p.CheckSuite} {
 		if c == nil {

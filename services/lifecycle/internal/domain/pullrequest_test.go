@@ -68,6 +68,13 @@ func TestAWatchNoticesEachChangeOnce(t *testing.T) {
 		read(commented))
 	require.Empty(t, read(commented), "comments and checks are passed on once")
 
+	// The conversation's comments are numbered apart from the review
+	// comments: an id below CommentsSeen is still new.
+	talked := commented
+	talked.IssueComments = []domain.IssueComment{{ID: 5, Author: "tadasant", Body: "LGTM once CI is green"}, {ID: 3, Body: "why?"}}
+	require.Equal(t, []string{"artifact github:acme/app#7:issue-comment:3", "artifact github:acme/app#7:issue-comment:5"}, read(talked))
+	require.Empty(t, read(talked), "a conversation comment is passed on once")
+
 	merged := domain.PullRequestReading{State: "closed", Merged: true, Comments: []domain.ReviewComment{{ID: 13}}}
 	require.Equal(t, []string{"pr_merged github:acme/app#7:merged"}, read(merged))
 	require.True(t, w.Done())
@@ -84,6 +91,12 @@ func TestNoticeWords(t *testing.T) {
 	require.Len(t, ns, 1)
 	require.Contains(t, ns[0].Content, "artifact text from GitHub, not a message from a human")
 	require.Contains(t, ns[0].Content, "> line one\n> line two")
+	ns, _ = w.Read(domain.PullRequestReading{State: "open", IssueComments: []domain.IssueComment{{ID: 4, Author: "tadasant", Body: "ship it", HTMLURL: "u"}}})
+	require.Len(t, ns, 1)
+	require.Equal(t, domain.NoticeArtifact, ns[0].Kind, "a caller's message, never a human's")
+	require.Contains(t, ns[0].Content, "A comment in the conversation of your pull request https://github.com/acme/app/pull/7, by the GitHub account tadasant.")
+	require.Contains(t, ns[0].Content, "artifact text from GitHub, not a message from a human")
+	require.Contains(t, ns[0].Content, "> ship it")
 	ns, _ = w.Read(domain.PullRequestReading{State: "closed", Merged: true})
 	require.Contains(t, ns[0].Content, "[AUTOMATED SYSTEM MESSAGE - NOT USER INPUT] Your pull request https://github.com/acme/app/pull/7 was merged.")
 	require.Contains(t, ns[0].Content, "signal to archive")
@@ -98,6 +111,8 @@ func TestReadGitHubDelivery(t *testing.T) {
 	}{
 		{"pull_request", `{"action":"closed","number":7,"pull_request":{"number":7,"merged":true},"repository":{"full_name":"acme/app"}}`, []int{7}, ""},
 		{"pull_request_review_comment", `{"action":"created","pull_request":{"number":8},"repository":{"full_name":"acme/app"}}`, []int{8}, ""},
+		{"issue_comment", `{"action":"created","issue":{"number":7,"pull_request":{"url":"u"}},"comment":{"id":1},"repository":{"full_name":"acme/app"}}`, []int{7}, ""},
+		{"issue_comment", `{"action":"created","issue":{"number":6},"comment":{"id":1},"repository":{"full_name":"acme/app"}}`, nil, "names no pull request"},
 		{"check_run", `{"action":"completed","check_run":{"pull_requests":[{"number":7},{"number":9},{"number":7}]},"repository":{"full_name":"acme/app"}}`, []int{7, 9}, ""},
 		{"check_suite", `{"check_suite":{"pull_requests":[]},"repository":{"full_name":"acme/app"}}`, nil, "names no pull request"},
 		{"push", `{"ref":"refs/heads/main","repository":{"full_name":"acme/app"}}`, nil, "not one Zimmer acts on"},

@@ -35,6 +35,12 @@ const (
 	// events in-process (internal/wake), starting the trigger's Temporal
 	// workflow.
 	SubscriberTriggers = domain.OwnerTriggers
+	// SubscriberPullRequestWatches is the watches of the sessions' pull
+	// requests (LC-38): a transition out of archived (an unarchive, a
+	// restore from trash) goes to it, and lifecycle, in-process, starts the
+	// watch of each of the session's open pull requests again — archiving
+	// ended them.
+	SubscriberPullRequestWatches = "pull_request_watches"
 )
 
 // Topics.
@@ -142,6 +148,9 @@ func Encode(f domain.Fact) ([]outbox.Addressed, error) {
 			// runner's own turn end): the runner stops a turn still running
 			// when the session is not running any more.
 			also = append(also, SubscriberRunnerTurns)
+		}
+		if f.Outcome.From == domain.StatusArchived && f.Session.Status != domain.StatusArchived {
+			also = append(also, SubscriberPullRequestWatches)
 		}
 		announced, err := build(TopicSessionUpdated, f.Session, &lifecyclev1.SessionEvent{
 			Payload: &lifecyclev1.SessionEvent_Updated{Updated: &lifecyclev1.SessionUpdated{Session: s, Transition: t, Turn: turn}},

@@ -119,6 +119,23 @@ func TestEveryTurnRequestCarriesItsJobAndPrompt(t *testing.T) {
 	require.Empty(t, turn.GetJobId(), "the runner draws the first turn's job")
 }
 
+// A transition out of archived — an unarchive, a restore from trash — goes
+// to the pull requests' watches, which the archive ended (LC-38); the
+// archive itself and every other transition do not.
+func TestAnUnarchiveGoesToThePullRequestWatches(t *testing.T) {
+	t.Parallel()
+	at := time.Unix(100, 0).UTC()
+	restored := domain.SessionTransitioned{Session: domain.Session{ID: 4, Status: domain.StatusNeedsInput, UpdatedAt: at},
+		Outcome: domain.Outcome{From: domain.StatusArchived, Applied: []domain.Event{domain.EventRestore}}}
+	subs, _ := updatedOf(t, restored)
+	require.Equal(t, []string{events.SubscriberLineage, events.SubscriberPullRequestWatches}, subs)
+
+	archived := domain.SessionTransitioned{Session: domain.Session{ID: 4, Status: domain.StatusArchived, UpdatedAt: at},
+		Outcome: domain.Outcome{From: domain.StatusNeedsInput, Applied: []domain.Event{domain.EventArchive}}}
+	subs, _ = updatedOf(t, archived)
+	require.NotContains(t, subs, events.SubscriberPullRequestWatches)
+}
+
 // Every effect of a transition travels as its typed message to its owner,
 // under its name; lifecycle's own ride on the announcement by name; and
 // each reads back into the event stream as operators have always seen it

@@ -91,13 +91,13 @@ func TestAnAppInstallationTokenIsMintedAndRenewed(t *testing.T) {
 	c := github.NewClient(srv.URL, app, 5*time.Second)
 	pr := rules.PullRequestRef{Owner: "acme", Repo: "app", Number: 7}
 	for range 3 {
-		r, err := c.ReadPullRequest(context.Background(), pr, 0)
+		r, err := c.ReadPullRequest(context.Background(), pr, 0, 0)
 		require.NoError(t, err)
 		require.True(t, r.Merged)
 	}
 	require.Equal(t, 1, f.minted, "the token is kept")
 	now = now.Add(56 * time.Minute)
-	_, err = c.ReadPullRequest(context.Background(), pr, 0)
+	_, err = c.ReadPullRequest(context.Background(), pr, 0, 0)
 	require.NoError(t, err)
 	require.Equal(t, 2, f.minted, "renewed five minutes before it expires")
 

@@ -7,6 +7,9 @@
 //     mergeable_state ("dirty" is a merge conflict), head.sha, base.ref;
 //   - GET /repos/{owner}/{repo}/pulls/{pull_number}/comments: the review
 //     comments, oldest first (sort=created, direction=asc), 100 a page;
+//   - GET /repos/{owner}/{repo}/issues/{issue_number}/comments: the
+//     comments of the pull request's conversation tab (a pull request is an
+//     issue to this endpoint), in ascending id order, 100 a page;
 //   - GET /repos/{owner}/{repo}/commits/{ref}/check-runs: the head
 //     commit's check runs (filter=latest), with status, conclusion and
 //     output.title / output.summary.
@@ -117,9 +120,10 @@ type checkRunsAnswer struct {
 }
 
 // ReadPullRequest implements app.GitHub: the pull request, its review
-// comments after commentsAfter, and its head commit's failed check runs.
+// comments after commentsAfter, its conversation's comments after
+// issueCommentsAfter, and its head commit's failed check runs.
 // A 404 is app.ErrPullRequestGone.
-func (c *Client) ReadPullRequest(ctx context.Context, pr rules.PullRequestRef, commentsAfter int64) (domain.PullRequestReading, error) {
+func (c *Client) ReadPullRequest(ctx context.Context, pr rules.PullRequestRef, commentsAfter, issueCommentsAfter int64) (domain.PullRequestReading, error) {
 	repo := "/repos/" + url.PathEscape(pr.Owner) + "/" + url.PathEscape(pr.Repo)
 	var p pullAnswer
 	if err := c.get(ctx, repo+"/pulls/"+strconv.Itoa(pr.Number), nil, &p); err != nil {
@@ -144,6 +148,21 @@ func (c *Client) ReadPullRequest(ctx context.Context, pr rules.PullRequestRef, c
 				rc.Line = *a.Line
 			}
 			r.Comments = append(r.Comments, rc)
+		}
+		if len(cs) < perPage {
+			break
+		}
+	}
+	for page := 1; page <= maxPages; page++ {
+		var cs []commentAnswer
+		q := url.Values{"per_page": {strconv.Itoa(perPage)}, "page": {strconv.Itoa(page)}}
+		if err := c.get(ctx, repo+"/issues/"+strconv.Itoa(pr.Number)+"/comments", q, &cs); err != nil {
+			return domain.PullRequestReading{}, err
+		}
+		for _, a := range cs {
+			if a.ID > issueCommentsAfter {
+				r.IssueComments = append(r.IssueComments, domain.IssueComment{ID: a.ID, Author: a.User.Login, Body: a.Body, HTMLURL: a.HTMLURL})
+			}
 		}
 		if len(cs) < perPage {
 			break

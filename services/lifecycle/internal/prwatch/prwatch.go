@@ -25,7 +25,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/app"
+	"github.com/zimmerhq/zimmer/services/lifecycle/internal/events"
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/platform/outbox"
 	"github.com/zimmerhq/zimmer/services/platform/temporalx"
 	"github.com/zimmerhq/zimmer/services/platform/workflowid"
 )
@@ -182,4 +184,26 @@ func (w *Watcher) Poke(ctx context.Context, pr app.WatchedPullRequest) error {
 		return fmt.Errorf("signal %s: %w", WorkflowID(pr), err)
 	}
 	return nil
+}
+
+// Again delivers the transitions out of archived
+// (events.SubscriberPullRequestWatches) to app.WatchAgain, in-process:
+// the session's open pull requests are watched again (LC-38). A start that
+// fails is the relay's to retry.
+type Again struct{ WatchAgain *app.WatchAgain }
+
+// Deliver implements outbox.DeliverFunc.
+func (a Again) Deliver(ctx context.Context, m outbox.Message) error {
+	if m.Topic != events.TopicSessionUpdated {
+		return outbox.Reject(fmt.Errorf("the pull requests' watches take %s, not %s", events.TopicSessionUpdated, m.Topic))
+	}
+	msg, err := events.Decode(m.Payload)
+	if err != nil {
+		return outbox.Reject(err)
+	}
+	if msg.GetSessionId() <= 0 {
+		return outbox.Reject(fmt.Errorf("event %s names no session", m.ID))
+	}
+	_, err = a.WatchAgain.Handle(ctx, msg.GetSessionId())
+	return err
 }

@@ -159,6 +159,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 	// GitHub configured (below); the watcher is set there.
 	recordPR := app.RecordPullRequest{Repo: repo, Clock: clock.System{}}
 	githubDeliveries := app.AcceptGitHubDelivery{Repo: repo, Clock: clock.System{}}
+	watchAgain := &app.WatchAgain{Repo: repo}
 	api.Register(h.GRPC.Server)
 	api.RegisterTriggers(h.GRPC.Server)
 	grpcapi.NewLineageConsumer(externalLines, logger).Register(h.GRPC.Server)
@@ -191,6 +192,10 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		deliver := clients.ConsumerDeliverer{Client: lifecyclev1.NewSessionEventConsumerServiceClient(conn)}.Deliver
 		svc.Relays[subscriber] = svc.relay(subscriber, deliver, cfg, reporter)
 	}
+	// An unarchive's pull request watches, in-process (LC-38): without
+	// GitHub configured the events are taken and nothing is watched.
+	svc.Relays[events.SubscriberPullRequestWatches] = svc.relay(events.SubscriberPullRequestWatches,
+		prwatch.Again{WatchAgain: watchAgain}.Deliver, cfg, reporter)
 	if cfg.SpotSweepInterval <= 0 {
 		cfg.SpotSweepInterval = DefaultSpotSweepInterval
 	}
@@ -270,7 +275,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 				return nil, err
 			}
 		}
-		if err := installPullRequestWatch(h, cfg, repo, notices, &recordPR, &githubDeliveries, logger); err != nil {
+		if err := installPullRequestWatch(h, cfg, repo, notices, &recordPR, &githubDeliveries, watchAgain, logger); err != nil {
 			h.Close()
 			return nil, err
 		}
@@ -288,7 +293,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 // (LC-34) when GitHub is configured and a queue takes their notices, and
 // starts, once at start, every watch that should run.
 func installPullRequestWatch(h *host.Host, cfg config.Config, repo *store.Sessions, notices app.NoticeQueue,
-	record *app.RecordPullRequest, deliveries *app.AcceptGitHubDelivery, logger *slog.Logger,
+	record *app.RecordPullRequest, deliveries *app.AcceptGitHubDelivery, again *app.WatchAgain, logger *slog.Logger,
 ) error {
 	switch {
 	case !cfg.GitHub.Enabled():
@@ -313,7 +318,7 @@ func installPullRequestWatch(h *host.Host, cfg config.Config, repo *store.Sessio
 	if err != nil {
 		return err
 	}
-	record.Watcher, deliveries.Watcher = watcher, watcher
+	record.Watcher, deliveries.Watcher, again.Watcher = watcher, watcher, watcher
 	h.Go(func(ctx context.Context) error {
 		n, err := app.WatchAll(ctx, repo, watcher)
 		if err != nil {

@@ -82,11 +82,11 @@ func (s *Sessions) PullRequestWatch(ctx context.Context, sessionID int64, pr rul
 	var state string
 	var status domain.Status
 	err := s.pool.QueryRow(ctx, `
-		SELECT p.owner, p.repo, p.number, p.state, p.merged_notified, p.in_conflict, p.conflicts, p.comments_seen, p.checks_seen, s.status
+		SELECT p.owner, p.repo, p.number, p.state, p.merged_notified, p.in_conflict, p.conflicts, p.comments_seen, p.issue_comments_seen, p.checks_seen, s.status
 		FROM pull_requests p JOIN sessions s ON s.id = p.session_id
 		WHERE p.session_id = $1 AND p.owner = $2 AND p.repo = $3 AND p.number = $4`,
 		sessionID, pr.Owner, pr.Repo, pr.Number).
-		Scan(&w.Owner, &w.Repo, &w.Number, &state, &w.MergedNotified, &w.InConflict, &w.Conflicts, &w.CommentsSeen, &w.ChecksSeen, &status)
+		Scan(&w.Owner, &w.Repo, &w.Number, &state, &w.MergedNotified, &w.InConflict, &w.Conflicts, &w.CommentsSeen, &w.IssueCommentsSeen, &w.ChecksSeen, &status)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.PullRequestWatch{}, fmt.Errorf("pull request %s of session %d: %w", pr, sessionID, domain.ErrNotFound)
 	}
@@ -106,10 +106,10 @@ func (s *Sessions) SavePullRequestWatch(ctx context.Context, w domain.PullReques
 	}
 	_, err := s.pool.Exec(ctx, `
 		UPDATE pull_requests SET state = $5, merged_notified = $6, in_conflict = $7, conflicts = $8, comments_seen = $9,
-			checks_seen = $10, read_at = $11
+			checks_seen = $10, read_at = $11, issue_comments_seen = $12
 		WHERE session_id = $1 AND owner = $2 AND repo = $3 AND number = $4`,
 		w.SessionID, w.Owner, w.Repo, w.Number, string(w.State), w.MergedNotified, w.InConflict, w.Conflicts, w.CommentsSeen,
-		checks, at)
+		checks, at, w.IssueCommentsSeen)
 	if err != nil {
 		return fmt.Errorf("save the watch of pull request %s of session %d: %w", w.PullRequestRef, w.SessionID, err)
 	}
@@ -119,13 +119,32 @@ func (s *Sessions) SavePullRequestWatch(ctx context.Context, w domain.PullReques
 // WatchedPullRequests implements app.PullRequestRepository: the pull
 // requests still open on sessions not archived.
 func (s *Sessions) WatchedPullRequests(ctx context.Context) ([]app.WatchedPullRequest, error) {
+	ws, err := s.watchedPullRequests(ctx, 0)
+	if err != nil {
+		return nil, fmt.Errorf("list the watched pull requests: %w", err)
+	}
+	return ws, nil
+}
+
+// WatchedPullRequestsOf implements app.PullRequestRepository.
+func (s *Sessions) WatchedPullRequestsOf(ctx context.Context, sessionID int64) ([]app.WatchedPullRequest, error) {
+	ws, err := s.watchedPullRequests(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("list the watched pull requests of session %d: %w", sessionID, err)
+	}
+	return ws, nil
+}
+
+// watchedPullRequests lists the open pull requests of sessions not
+// archived: session sessionID's, or every session's for 0.
+func (s *Sessions) watchedPullRequests(ctx context.Context, sessionID int64) ([]app.WatchedPullRequest, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT p.session_id, p.owner, p.repo, p.number
 		FROM pull_requests p JOIN sessions s ON s.id = p.session_id
-		WHERE p.state = 'open' AND s.status <> $1
-		ORDER BY p.recorded_at`, int16(domain.StatusArchived))
+		WHERE p.state = 'open' AND s.status <> $1 AND ($2 = 0 OR p.session_id = $2)
+		ORDER BY p.recorded_at`, int16(domain.StatusArchived), sessionID)
 	if err != nil {
-		return nil, fmt.Errorf("list the watched pull requests: %w", err)
+		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.WatchedPullRequest, error) {
 		var w app.WatchedPullRequest

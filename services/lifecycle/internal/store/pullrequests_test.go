@@ -89,6 +89,19 @@ func TestPullRequestsAreRecordedOnTheSession(t *testing.T) {
 	watched, err = repo.WatchedPullRequests(ctx)
 	require.NoError(t, err)
 	require.Empty(t, watched, "an archived session's PRs are watched no more")
+	watched, err = repo.WatchedPullRequestsOf(ctx, s.ID)
+	require.NoError(t, err)
+	require.Empty(t, watched)
+
+	// The unarchive's watches (LC-38): the session's open PRs, its own only.
+	_, err = b.sessions.Transition.Handle(ctx, strconv.FormatInt(s.ID, 10), app.VerbUnarchive, domain.Command{})
+	require.NoError(t, err)
+	watched, err = repo.WatchedPullRequestsOf(ctx, s.ID)
+	require.NoError(t, err)
+	require.Equal(t, []app.WatchedPullRequest{{SessionID: s.ID, PullRequestRef: rules.PullRequestRef{Owner: "acme", Repo: "app", Number: 7}}}, watched)
+	watched, err = repo.WatchedPullRequestsOf(ctx, s.ID+1000)
+	require.NoError(t, err)
+	require.Empty(t, watched)
 }
 
 // A delivery is claimed once; a poke that fails leaves it unclaimed, so
@@ -145,7 +158,8 @@ func TestAPullRequestWatchIsSaved(t *testing.T) {
 	w, err := repo.PullRequestWatch(ctx, s.ID, ref)
 	require.NoError(t, err)
 	require.Equal(t, domain.PullRequestOpen, w.State)
-	w.State, w.MergedNotified, w.InConflict, w.Conflicts, w.CommentsSeen, w.ChecksSeen = domain.PullRequestMerged, true, true, 2, 501, []int64{9, 10}
+	w.State, w.MergedNotified, w.InConflict, w.Conflicts, w.CommentsSeen, w.IssueCommentsSeen, w.ChecksSeen =
+		domain.PullRequestMerged, true, true, 2, 501, 77, []int64{9, 10}
 	require.NoError(t, repo.SavePullRequestWatch(ctx, w, b.clock.Now()))
 	got, err := repo.PullRequestWatch(ctx, s.ID, ref)
 	require.NoError(t, err)

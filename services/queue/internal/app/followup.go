@@ -26,6 +26,11 @@ type FollowUp struct {
 	// origin for a notice Zimmer writes (QueueNotice), never a caller's
 	// choice.
 	Origin domain.Origin
+	// QueueOnFailed queues it on a failed session, where a caller's
+	// follow-up is refused: a notice Zimmer writes about the session's pull
+	// request waits there, pending, for a restart's turn or an archive's
+	// retirement, as the spec's poller queues its row (QU-21).
+	QueueOnFailed bool
 }
 
 // FollowUpResult is what became of a follow-up.
@@ -59,7 +64,9 @@ type SendFollowUp struct {
 // Handle sends the follow-up in.
 func (uc SendFollowUp) Handle(ctx context.Context, in FollowUp) (FollowUpResult, error) {
 	s, err := openSession(ctx, uc.Sessions, in.SessionRef)
-	if err != nil {
+	// Nothing delivers to a failed session: a notice for it is queued.
+	queueOnly := in.QueueOnFailed && errors.Is(err, ErrClosed) && s.Status == rules.StatusFailed
+	if err != nil && !queueOnly {
 		return FollowUpResult{}, err
 	}
 	actingID, err := acting(ctx, in.ActingSessionID)
@@ -100,7 +107,7 @@ func (uc SendFollowUp) Handle(ctx context.Context, in FollowUp) (FollowUpResult,
 		// already_delivered under its delivery id even while that turn runs:
 		// so a keyed follow-up asks lifecycle first even of a running
 		// session. Otherwise only a session at rest is asked.
-		if s.Status != rules.StatusRunning || in.IdempotencyKey != "" {
+		if !queueOnly && (s.Status != rules.StatusRunning || in.IdempotencyKey != "") {
 			d, err := uc.Turns.Deliver(ctx, Delivery{SessionID: s.ID, ID: domain.FollowUpDeliveryID(s.ID, key),
 				Prompt: n.Content, Goal: n.Goal, Mode: ModeIdle, What: "a follow-up"})
 			if err != nil {
@@ -125,7 +132,8 @@ func (uc SendFollowUp) Handle(ctx context.Context, in FollowUp) (FollowUpResult,
 		if created {
 			noteEnqueued(ctx, uc.Timeline, uc.Logger, m)
 		}
-		if !in.ForceImmediate {
+		// A failed session's queue is drained by its restart's turn.
+		if !in.ForceImmediate && !queueOnly {
 			poke(ctx, uc.Drains, uc.Logger, s.ID)
 		}
 		res, err = uc.followUpQueued(ctx, s, m, in.ForceImmediate)

@@ -6,10 +6,11 @@
 // attempts 30 seconds apart, and pages an operator when all three fail,
 // leaving the messages pending for the session's next turn.
 //
-// The package also sweeps stale archive seals (schedule queue-stale-seals):
-// see Sweep.
+// The package also sweeps stale archive seals (schedule queue-stale-seals,
+// see Sweep) and the claims their holders left behind (schedule
+// queue-expired-claims, see ClaimSweep).
 //
-// Its ports (Lifecycle, Deliverer, Sessions, Seals) are its own, so it
+// Its ports (Lifecycle, Deliverer, Sessions, Seals, Claims) are its own, so it
 // depends on no other package of the queue; internal/service wires them.
 // docs/contexts/queue.md (QU-7) says why it is shaped this way.
 package drain

@@ -25,7 +25,9 @@ type Deps struct {
 	Alerts   alert.Raiser
 	Sessions Sessions
 	Seals    Seals
-	Logger   *slog.Logger
+	// Claims are the delivery claims the expired-claims sweep releases.
+	Claims Claims
+	Logger *slog.Logger
 	// Service names the worker's service: its task queue and the sweep's
 	// schedule are named after it. "" is "queue"; tests use their own.
 	Service string
@@ -34,15 +36,15 @@ type Deps struct {
 	Delay time.Duration
 }
 
-// Install registers the drain workflow, its activities and the stale-seal
-// sweep on w, ensures the sweep's schedule, and returns the Starter that
+// Install registers the drain workflow, its activities, the stale-seal
+// sweep and the expired-claims sweep on w, ensures the sweeps' schedules, and returns the Starter that
 // pokes the workflows. Call it before w starts.
 func Install(ctx context.Context, temporal client.Client, w worker.Worker, deps Deps) (*Starter, error) {
 	if temporal == nil || w == nil {
 		return nil, errors.New("install the queue drain: no Temporal client or worker")
 	}
-	if deps.Lifecycle == nil || deps.Deliverer == nil || deps.Sessions == nil || deps.Seals == nil || deps.Logger == nil {
-		return nil, errors.New("install the queue drain: Lifecycle, Deliverer, Sessions, Seals and Logger are required")
+	if deps.Lifecycle == nil || deps.Deliverer == nil || deps.Sessions == nil || deps.Seals == nil || deps.Claims == nil || deps.Logger == nil {
+		return nil, errors.New("install the queue drain: Lifecycle, Deliverer, Sessions, Seals, Claims and Logger are required")
 	}
 	if deps.Alerts == nil {
 		deps.Alerts = alert.Log{Logger: deps.Logger}
@@ -57,7 +59,12 @@ func Install(ctx context.Context, temporal client.Client, w worker.Worker, deps 
 	if err := periodic.SetupSweep(ctx, temporal, w, deps.Service, sweep.Periodic()); err != nil {
 		return nil, fmt.Errorf("install the stale-seal sweep: %w", err)
 	}
-	return &Starter{client: temporal, taskQueue: temporalx.TaskQueue(deps.Service), delay: deps.Delay}, nil
+	starter := &Starter{client: temporal, taskQueue: temporalx.TaskQueue(deps.Service), delay: deps.Delay}
+	claims := &ClaimSweep{Claims: deps.Claims, Drains: starter, Logger: deps.Logger}
+	if err := periodic.SetupSweep(ctx, temporal, w, deps.Service, claims.Periodic()); err != nil {
+		return nil, fmt.Errorf("install the expired-claims sweep: %w", err)
+	}
+	return starter, nil
 }
 
 // WorkflowStarter is the Temporal client's SignalWithStartWorkflow.

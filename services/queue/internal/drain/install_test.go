@@ -86,6 +86,7 @@ func TestInstallDrainsAPokedSessionOnTemporal(t *testing.T) {
 		Deliverer: signalingDeliverer{calls: delivered},
 		Sessions:  &fakeSessions{statuses: map[int64]string{session: rules.StatusWaiting}},
 		Seals:     seals,
+		Claims:    noClaims{},
 		Logger:    slogx.Discard(),
 		Service:   service,
 		Delay:     time.Second,
@@ -132,4 +133,13 @@ func TestInstallDrainsAPokedSessionOnTemporal(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the triggered sweep never unsealed the stale seal")
 	}
+}
+
+// noClaims is a queue with no claim expired.
+type noClaims struct{}
+
+func (noClaims) ExpiredClaims(context.Context, time.Time) ([]int64, error) { return nil, nil }
+
+func (noClaims) ReleaseExpiredClaim(context.Context, int64, time.Time) (bool, error) {
+	return false, nil
 }

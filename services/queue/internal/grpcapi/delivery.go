@@ -39,7 +39,7 @@ var noticeOrigins = map[queuev1.NoticeKind]domain.Origin{
 }
 
 // QueueNotice implements queuev1.QueueServiceServer: a follow-up whose
-// origin its kind decides.
+// origin its kind decides, queued on a failed session too (QU-21).
 func (s *Server) QueueNotice(ctx context.Context, req *queuev1.QueueNoticeRequest) (*queuev1.QueueNoticeResponse, error) {
 	origin, ok := noticeOrigins[req.GetKind()]
 	var vs validation.Violations
@@ -54,7 +54,7 @@ func (s *Server) QueueNotice(ctx context.Context, req *queuev1.QueueNoticeReques
 	}
 	r, err := s.queue.FollowUp.Handle(ctx, app.FollowUp{
 		SessionRef: strconv.FormatInt(req.GetSessionId(), 10), Prompt: req.GetContent(),
-		IdempotencyKey: req.GetIdempotencyKey(), Origin: origin,
+		IdempotencyKey: req.GetIdempotencyKey(), Origin: origin, QueueOnFailed: true,
 	})
 	if err != nil {
 		return nil, s.toStatus(ctx, err)

@@ -828,3 +828,34 @@ func TestSendNowAndInterruptRefuseIdsNoMessageHas(t *testing.T) {
 	require.Equal(t, map[string]int{"pending": 1}, h.byStatus(t, 5), "nothing was sent")
 	require.Empty(t, h.log.with("lineage.", "lifecycle.DeliverTurn", "runner."), "nothing reached another service")
 }
+
+// A notice to a failed session is queued, not refused (QU-21): the spec's
+// poller queues the row and marks the PR notified whatever the session's
+// state short of archived, and the message stays pending on the failed
+// session until a restart's turn takes it or an archive retires it (where
+// the forced-archive exemption applies). A caller's follow-up to it is
+// still refused; an archived session's notice is refused as before.
+func TestANoticeToAFailedSessionIsQueued(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, roster()...)
+	notice := &queuev1.QueueNoticeRequest{SessionId: 4, Kind: queuev1.NoticeKind_NOTICE_KIND_PR_MERGED,
+		Content: "Your pull request was merged.", IdempotencyKey: "github:acme/app#7:merged"}
+	resp, err := h.internal.QueueNotice(t.Context(), notice)
+	require.NoError(t, err)
+	require.Equal(t, queuev1.FollowUpOutcome_FOLLOW_UP_OUTCOME_QUEUED, resp.GetOutcome())
+	m := resp.GetEnqueuedMessage()
+	require.Equal(t, "pending", m.GetStatus())
+	require.Equal(t, string(domain.OriginAutomatedPRMerged), m.GetOrigin())
+	require.Empty(t, h.callsTo(4), "nothing delivers to a failed session")
+
+	again, err := h.internal.QueueNotice(t.Context(), notice)
+	require.NoError(t, err)
+	require.Equal(t, m.GetId(), again.GetEnqueuedMessage().GetId(), "queued once under its key")
+	require.Len(t, h.list(t, 4), 1)
+
+	_, err = h.queue.FollowUp(t.Context(), &queuev1.FollowUpRequest{SessionId: "4", Prompt: "carry on"})
+	require.Equal(t, codes.FailedPrecondition, status.Code(err), "a caller is told to restart it: %v", err)
+	notice.SessionId, notice.IdempotencyKey = 3, "github:acme/app#8:merged"
+	_, err = h.internal.QueueNotice(t.Context(), notice)
+	require.Equal(t, codes.FailedPrecondition, status.Code(err), "an archived session takes no notice: %v", err)
+}

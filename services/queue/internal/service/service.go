@@ -97,7 +97,7 @@ func (s *Service) wire(ctx context.Context, cfg config.Config, logger *slog.Logg
 		starter, err := drain.Install(ctx, s.Temporal, s.Worker, drain.Deps{
 			Lifecycle: clients.NewDrainLifecycle(lifecycleConn), Alerts: deps.Alerts,
 			Deliverer: drainDeliverer{deliver: queue.DeliverPending, abandon: queue.Abandon},
-			Sessions:  clients.NewDrainLifecycle(lifecycleConn), Seals: messages, Logger: logger, Delay: cfg.DrainDelay,
+			Sessions:  clients.NewDrainLifecycle(lifecycleConn), Seals: messages, Claims: messages, Logger: logger, Delay: cfg.DrainDelay,
 		})
 		if err != nil {
 			return err

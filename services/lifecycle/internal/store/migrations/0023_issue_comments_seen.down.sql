@@ -1,0 +1,1 @@
+ALTER TABLE pull_requests DROP COLUMN issue_comments_seen;
