@@ -132,10 +132,15 @@ func TestReplicas(t *testing.T) {
 	repo := gitRepo(t)
 	watch := watchAgents(t, s, s.nodeWorkspaces(true))
 
+	// An MCP session opened on the gateway about to be killed: after its
+	// death it must go on through either gateway, or fail with a clear
+	// "initialize again".
+	mcpSession := mcpInitialize(t, api.gateways[1])
+
 	// The kills, one of each pair, alternating which twin, while the load
 	// runs: each SIGKILLed, started again a second later, and the next one
 	// killed once it serves.
-	victims := []string{"lifecycle", replica("lineage"), "queue", replica("notification"), replica("runner"), replica("gateway")}
+	victims := []string{"lifecycle", replica("lineage"), "queue", replica("runner"), replica("notification"), replica("gateway")}
 	killsDone := make(chan struct{})
 	go func() {
 		defer close(killsDone)
@@ -151,27 +156,31 @@ func TestReplicas(t *testing.T) {
 				s.waitHealthy(v)
 			}
 			step("%s back", v)
-			time.Sleep(2 * time.Second)
+			time.Sleep(time.Second)
 		}
 	}()
 
-	// The load, paced over the kills (a session every 1.2 s): sessions created through both gateways, most as children of
-	// one created before, each running a 30 s first turn and, while it
-	// runs, given its part: a follow-up queued, one that interrupts the
-	// turn, a forced archive over a queued one, or a Pause Until.
+	// The load, paced over the kills (a session every 1.5 s): sessions
+	// created through both gateways, most as children of one created
+	// before, each running a 12 s first turn (their ends, follow-ups and
+	// pushes fall among the kills) and, while it runs, given its part: a
+	// follow-up queued, one that interrupts the turn, a forced archive over
+	// a queued one, or a Pause Until.
 	sessions := make([]*replicaSession, 0, n)
 	var mu sync.Mutex
 	creates, createsAcked := 0, 0
 	loadStart := time.Now()
 	inParallel(n, n, func(i int) {
-		time.Sleep(time.Until(loadStart.Add(time.Duration(i) * 1200 * time.Millisecond)))
+		time.Sleep(time.Until(loadStart.Add(time.Duration(i) * 1500 * time.Millisecond)))
 		mu.Lock()
 		parent := int64(0)
 		if len(sessions) > 0 && i%4 != 0 {
 			parent = sessions[len(sessions)-1].id
 		}
 		mu.Unlock()
-		body := map[string]any{"prompt": "@demo sleep 30s\nreplicas: a first turn", "git_root": repo, "branch": "main"}
+		// Pushes on: each pause is pushed (after the 2 s debounce), while
+		// notification's twin dies, and none may reach the sink twice.
+		body := map[string]any{"prompt": "@demo sleep 12s\nreplicas: a first turn", "git_root": repo, "branch": "main", "push_notifications": true}
 		if parent != 0 {
 			body["parent_session_id"] = parent
 		}
@@ -280,14 +289,24 @@ func TestReplicas(t *testing.T) {
 	watch.halt()
 
 	r := judgeReplicas(t, s, check, sessions, watch)
+	for _, g := range api.gateways {
+		code, body := mcpPost(t, g, mcpSession, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_session","arguments":{"session_id":"`+
+			fmt.Sprint(sessions[0].id)+`"}}}`)
+		if code == http.StatusOK && strings.Contains(body, fmt.Sprintf("%d", sessions[0].id)) {
+			r.mcpCalls++
+		} else {
+			r.note("MCP session %s opened on the killed gateway, called at %s: %d %s", mcpSession, g.base, code, body)
+		}
+	}
 	t.Logf("replicas: %d sessions (%d of %d creates acknowledged, %d requests refused during the kills); kill -9 of %s; "+
 		"lost writes %d (creates %d/%d, follow-ups run once %d/%d, interrupts %d, archives %d/%d, pause-untils fired once %d/%d); "+
 		"follow-ups run twice %d; wakes early %d, twice %d; outbox events %d delivered, %d undelivered or dead, %d recorded twice; "+
-		"pushes %d, received twice %d; sessions with two agents %d; stranded running %d; %d scans of /proc",
+		"pushes %d, received twice %d; sessions with two agents %d; stranded running %d; "+
+		"MCP calls in a session opened on the killed gateway, after its restart, answered %d/2; %d scans of /proc",
 		len(sessions), createsAcked, creates, api.refused.Load(), strings.Join(victims, ", "),
 		r.lost, r.createsHeld, len(sessions), r.followUpsOnce, r.followUps, r.interrupts, r.archivesHeld, r.archives, r.wakesOnce, r.wakes,
 		r.twice, r.wakesEarly, r.wakesTwice, r.events, r.eventsStuck, r.eventsTwice,
-		r.pushes, r.pushesTwice, len(r.twoAgents), r.stranded, watch.scanCount())
+		r.pushes, r.pushesTwice, len(r.twoAgents), r.stranded, r.mcpCalls, watch.scanCount())
 	for _, line := range r.evidence {
 		t.Log(line)
 	}
@@ -300,6 +319,45 @@ func TestReplicas(t *testing.T) {
 	require.Zero(t, r.pushesTwice, "pushes received twice")
 	require.Zero(t, len(r.twoAgents), "sessions with two agent processes at once")
 	require.Zero(t, r.stranded, "sessions stranded in running with no agent")
+	require.Equal(t, 2, r.mcpCalls, "an MCP session outlives its gateway replica, on either gateway")
+}
+
+// mcpInitialize opens an MCP session at the gateway and returns its id.
+func mcpInitialize(t *testing.T, g restClient) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize",`+
+		`"params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"replicas","version":"1"}}}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-API-Key", g.key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	id := resp.Header.Get("Mcp-Session-Id")
+	require.NotEmpty(t, id)
+	return id
+}
+
+// mcpPost sends one JSON-RPC message in an MCP session at the gateway.
+func mcpPost(t *testing.T, g restClient, session, message string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.base+"/mcp", strings.NewReader(message))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-API-Key", g.key)
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // replicaResult counts what TestReplicas's load left.
@@ -312,6 +370,7 @@ type replicaResult struct {
 	events, eventsStuck, eventsTwice         int
 	pushes, pushesTwice                      int
 	stranded                                 int
+	mcpCalls                                 int
 	twoAgents                                map[int64]string
 	evidence                                 []string
 }
