@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,6 +66,8 @@ type stack struct {
 	procs   map[string]*exec.Cmd
 	// extraEnv adds variables to a process's environment (stackOptions.env).
 	extraEnv map[string][]string
+	// replicas: every service and the gateway run twice (stackOptions).
+	replicas bool
 	mu       sync.Mutex
 }
 
@@ -101,6 +104,40 @@ type stackOptions struct {
 	adminURL string
 	// env adds variables to a process's environment, by process name.
 	env map[string][]string
+	// replicas runs two of every process, on one database per service and
+	// one Temporal namespace: <name> and <name>-2 (replica). Every
+	// service's peers, and the gateways' backends, are both replicas'
+	// addresses (grpcclient.ReplicaSeparator), so calls spread over them;
+	// the two runners are two nodes, each with its own workspaces and its
+	// own gateway for its agents' MCP.
+	replicas bool
+}
+
+// replica names the second process of name in a replicated stack.
+func replica(name string) string { return name + "-2" }
+
+// serviceOf is the service a process runs: lifecycle for lifecycle-2.
+func serviceOf(name string) string { return strings.TrimSuffix(name, "-2") }
+
+// processes are the stack's process names: the services', then the
+// gateway's, each followed by its replica's in a replicated stack.
+func (s *stack) processes() []string {
+	var names []string
+	for _, n := range append(slices.Clone(services), "gateway") {
+		names = append(names, n)
+		if s.replicas {
+			names = append(names, replica(n))
+		}
+	}
+	return names
+}
+
+// target is how the others reach svc: its address, or both replicas'.
+func (s *stack) target(svc string) string {
+	if a, ok := s.addr[replica(svc)]; ok && s.replicas {
+		return s.addr[svc] + grpcclient.ReplicaSeparator + a
+	}
+	return s.addr[svc]
 }
 
 // newStackWith starts a stack as opts say.
@@ -125,6 +162,7 @@ func newStackWith(t *testing.T, opts stackOptions) *stack {
 		temporal:      temporal,
 		turns:         opts.turns,
 		extraEnv:      opts.env,
+		replicas:      opts.replicas,
 		workspaces:    t.TempDir(),
 		webhook:       newWebhookSink(t),
 		dbURL:         map[string]string{},
@@ -134,21 +172,27 @@ func newStackWith(t *testing.T, opts stackOptions) *stack {
 	s.namespace = servicetest.TemporalNamespace(t, s.temporal)
 	for _, svc := range services {
 		s.dbURL[svc] = createDatabase(t, admin, fmt.Sprintf("e2e_%s_%d", svc, time.Now().UnixNano()))
-		s.addr[svc] = freeAddr(t)
 	}
-	s.addr["gateway"] = freeAddr(t)
+	for _, name := range s.processes() {
+		s.addr[name] = freeAddr(t)
+	}
 	t.Cleanup(s.stopAll)
-	for _, svc := range services {
-		s.start(svc)
+	for _, name := range s.processes() {
+		s.start(name)
 	}
-	s.start("gateway")
-	for _, svc := range services {
-		s.waitHealthy(svc)
+	for _, name := range s.processes() {
+		if serviceOf(name) == "gateway" {
+			s.waitGatewayAt(s.addr[name])
+		} else {
+			s.waitHealthy(name)
+		}
 	}
-	s.waitGateway()
 	return s
 }
 
+// env is process name's environment: a service's (or the gateway's), or
+// its replica's, which differs only in its own addresses and, for a
+// runner, in its node.
 func (s *stack) env(name string) []string {
 	env := append(os.Environ(),
 		"TEMPORAL_ADDRESS="+s.temporal,
@@ -158,59 +202,82 @@ func (s *stack) env(name string) []string {
 		"ZIMMER_ADMIN_API_KEYS="+s.apiKey,
 		"ZIMMER_INTERNAL_TOKEN="+s.internalToken,
 	)
+	own := s.addr[name]
+	twin := name != serviceOf(name)
+	name = serviceOf(name)
 	if name == "gateway" {
-		env = append(env, "GATEWAY_HTTP_ADDR="+s.addr["gateway"], "GATEWAY_TEST_BOUNDARY_TOKEN="+s.boundaryToken)
+		env = append(env, "GATEWAY_HTTP_ADDR="+own, "GATEWAY_TEST_BOUNDARY_TOKEN="+s.boundaryToken)
 		for _, svc := range services {
-			env = append(env, fmt.Sprintf("GATEWAY_%s_ADDR=%s", strings.ToUpper(svc), s.addr[svc]))
+			env = append(env, fmt.Sprintf("GATEWAY_%s_ADDR=%s", strings.ToUpper(svc), s.target(svc)))
 		}
 		return env
 	}
+	// Peers are reached through target: both replicas when there are two.
+	peer := s.target
 	up := strings.ToUpper(name)
 	env = append(env,
-		up+"_GRPC_ADDR="+s.addr[name],
+		up+"_GRPC_ADDR="+own,
 		up+"_DATABASE_URL="+s.dbURL[name],
 		up+"_LOG_LEVEL=debug",
 	)
 	if name == "lifecycle" {
 		// The queue consumes the archive's retirement and the pause's drain;
 		// notification the pushes and their clean-up.
-		consumers := "lineage=" + s.addr["lineage"] + ",queue=" + s.addr["queue"] + ",notification=" + s.addr["notification"]
+		consumers := "lineage=" + peer("lineage") + ",queue=" + peer("queue") + ",notification=" + peer("notification")
 		if s.turns {
 			// runner: the clone's clean-up after archive and restore on unarchive.
-			consumers += ",runner_turns=" + s.addr["runner"] + ",runner=" + s.addr["runner"]
+			consumers += ",runner_turns=" + peer("runner") + ",runner=" + peer("runner")
 		}
-		env = append(env, "LIFECYCLE_EFFECT_CONSUMERS="+consumers, "LIFECYCLE_NOTIFICATION_ADDR="+s.addr["notification"],
-			"LIFECYCLE_RELAY_POLL_INTERVAL=100ms", "LIFECYCLE_RUNNER_ADDR="+s.addr["runner"], "LIFECYCLE_QUEUE_ADDR="+s.addr["queue"])
+		env = append(env, "LIFECYCLE_EFFECT_CONSUMERS="+consumers, "LIFECYCLE_NOTIFICATION_ADDR="+peer("notification"),
+			"LIFECYCLE_RELAY_POLL_INTERVAL=100ms", "LIFECYCLE_RUNNER_ADDR="+peer("runner"), "LIFECYCLE_QUEUE_ADDR="+peer("queue"))
 	}
 	if name == "runner" {
 		env = append(env, "RUNNER_DEMO_AGENT_PATH="+filepath.Join(s.bin, "zimmer-demo-agent"),
-			"RUNNER_WORKSPACES_DIR="+s.workspaces, "RUNNER_LIFECYCLE_ADDR="+s.addr["lifecycle"],
-			"RUNNER_MCP_URL=http://"+s.addr["gateway"]+"/mcp", "RUNNER_NODE=e2e-"+filepath.Base(s.workspaces),
-			"RUNNER_QUEUE_ADDR="+s.addr["queue"], "RUNNER_LINEAGE_ADDR="+s.addr["lineage"],
+			"RUNNER_WORKSPACES_DIR="+s.nodeWorkspaces(twin), "RUNNER_LIFECYCLE_ADDR="+peer("lifecycle"),
+			"RUNNER_MCP_URL=http://"+s.gatewayOf(twin)+"/mcp", "RUNNER_NODE=e2e-"+filepath.Base(s.nodeWorkspaces(twin)),
+			"RUNNER_QUEUE_ADDR="+peer("queue"), "RUNNER_LINEAGE_ADDR="+peer("lineage"),
 			// A status summary forks a session per pause with new work; the
 			// tests about them turn them on (status_summary_test.go), the
 			// rest count sessions and turns without forks among them.
 			"RUNNER_STATUS_SUMMARIES=false")
 	}
 	if name == "queue" {
-		env = append(env, "QUEUE_LIFECYCLE_ADDR="+s.addr["lifecycle"], "QUEUE_RUNNER_ADDR="+s.addr["runner"],
-			"QUEUE_LINEAGE_ADDR="+s.addr["lineage"], "QUEUE_NOTIFICATION_ADDR="+s.addr["notification"])
+		env = append(env, "QUEUE_LIFECYCLE_ADDR="+peer("lifecycle"), "QUEUE_RUNNER_ADDR="+peer("runner"),
+			"QUEUE_LINEAGE_ADDR="+peer("lineage"), "QUEUE_NOTIFICATION_ADDR="+peer("notification"))
 	}
 	if name == "notification" {
 		// A pause is pushed after 2 s rather than a minute, so a test waits
 		// for the debounce, not for a default meant for people; pushes go to
 		// the log and to the stack's webhook.
-		env = append(env, "NOTIFICATION_LIFECYCLE_ADDR="+s.addr["lifecycle"], "NOTIFICATION_NEEDS_INPUT_DEBOUNCE="+needsInputDebounce.String(),
+		env = append(env, "NOTIFICATION_LIFECYCLE_ADDR="+peer("lifecycle"), "NOTIFICATION_NEEDS_INPUT_DEBOUNCE="+needsInputDebounce.String(),
 			"NOTIFICATION_SINKS=log,webhook", "NOTIFICATION_WEBHOOK_URL="+s.webhook.url(), "NOTIFICATION_WEBHOOK_SECRET="+string(s.webhook.secret),
 			// Where a Slack message's follow-up and human message go, and
 			// the links posted in its thread.
-			"NOTIFICATION_QUEUE_ADDR="+s.addr["queue"], "NOTIFICATION_LINEAGE_ADDR="+s.addr["lineage"],
+			"NOTIFICATION_QUEUE_ADDR="+peer("queue"), "NOTIFICATION_LINEAGE_ADDR="+peer("lineage"),
 			"NOTIFICATION_CONSOLE_URL=http://"+s.addr["gateway"]+"/console/")
 	}
 	if name == "lineage" {
-		env = append(env, "LINEAGE_EVENT_CONSUMERS=lifecycle="+s.addr["lifecycle"], "LINEAGE_NOTIFICATION_ADDR="+s.addr["notification"])
+		env = append(env, "LINEAGE_EVENT_CONSUMERS=lifecycle="+peer("lifecycle"), "LINEAGE_NOTIFICATION_ADDR="+peer("notification"))
 	}
 	return env
+}
+
+// nodeWorkspaces is a runner node's workspaces folder: the stack's, or
+// for the replica, a sibling folder (agentWatch.dirs watches both).
+func (s *stack) nodeWorkspaces(twin bool) string {
+	if twin {
+		return s.workspaces + "-2"
+	}
+	return s.workspaces
+}
+
+// gatewayOf is the gateway a runner node's agents reach MCP at: each node
+// its own, so that killing one gateway cuts off only its node's agents.
+func (s *stack) gatewayOf(twin bool) string {
+	if twin {
+		return s.addr[replica("gateway")]
+	}
+	return s.addr["gateway"]
 }
 
 // start launches (or relaunches) one process; its output is appended to a
@@ -218,8 +285,13 @@ func (s *stack) env(name string) []string {
 func (s *stack) start(name string) {
 	s.t.Helper()
 	// The extra environment last, so that it wins over the stack's own
-	// (exec keeps the last of a name).
-	s.launch(name, name, append(s.env(name), s.extraEnv[name]...))
+	// (exec keeps the last of a name). A replica takes its service's, then
+	// its own.
+	env := append(s.env(name), s.extraEnv[serviceOf(name)]...)
+	if name != serviceOf(name) {
+		env = append(env, s.extraEnv[name]...)
+	}
+	s.launch(name, serviceOf(name), env)
 }
 
 // launch starts binary as the stack's process name with env.
@@ -283,7 +355,7 @@ func (s *stack) stopAll() {
 		}
 	}
 	if s.t.Failed() {
-		for _, n := range append([]string{"gateway"}, services...) {
+		for _, n := range s.processes() {
 			b, _ := os.ReadFile(filepath.Join(s.logs, n+".log"))
 			s.t.Logf("---- %s log (tail) ----\n%s", n, tail(b, 4000))
 		}
@@ -307,7 +379,7 @@ func (s *stack) waitHealthy(svc string) {
 // when the test ends.
 func (s *stack) dial(svc string, id grpcclient.Identity) *grpc.ClientConn {
 	s.t.Helper()
-	conn, err := grpcclient.Dial(s.addr[svc], id)
+	conn, err := grpcclient.Dial(s.target(svc), id)
 	require.NoError(s.t, err)
 	s.t.Cleanup(func() { _ = conn.Close() })
 	return conn
@@ -322,10 +394,14 @@ func (s *stack) asService(name string) grpcclient.Identity {
 	return grpcclient.AsService(name, s.internalToken)
 }
 
-func (s *stack) waitGateway() {
+func (s *stack) waitGateway() { s.t.Helper(); s.waitGatewayAt(s.addr["gateway"]) }
+
+// waitGatewayAt waits for the gateway at addr (one of a replicated stack's
+// two) to answer /healthz.
+func (s *stack) waitGatewayAt(addr string) {
 	s.t.Helper()
 	require.Eventually(s.t, func() bool {
-		resp, err := http.Get("http://" + s.addr["gateway"] + "/healthz")
+		resp, err := http.Get("http://" + addr + "/healthz")
 		if err != nil {
 			return false
 		}

@@ -15,6 +15,7 @@ var CrashTests = []string{
 	"TestKilledRunnerCutsOffItsTurnOnTheTranscript",
 	"TestKilledRunnerMidTurnIsRecoveredOnce",
 	"TestMultiNode",
+	"TestReplicas",
 	"TestSpotQueueKill",
 	"TestWakeKill",
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/apikey"
 	"github.com/zimmerhq/zimmer/services/platform/debughttp"
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
+	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/metrics"
 )
 
@@ -146,8 +147,8 @@ func (c Config) Validate() error {
 		return err
 	}
 	for _, s := range c.Services() {
-		if _, _, err := net.SplitHostPort(s.Addr); err != nil {
-			return fmt.Errorf("GATEWAY_%s_ADDR %q: want host:port", strings.ToUpper(s.Name), s.Addr)
+		if _, err := grpcclient.ParseTarget(s.Addr); err != nil {
+			return fmt.Errorf("GATEWAY_%s_ADDR %w", strings.ToUpper(s.Name), err)
 		}
 	}
 	return nil

@@ -120,6 +120,11 @@ type Options struct {
 	// MaxSessions bounds the open sessions: opening one more ends the one
 	// idle longest (DefaultMaxSessions when zero).
 	MaxSessions int
+	// SessionKey signs session ids, so that every gateway replica given
+	// the same key serves every replica's sessions (SessionKey derives it
+	// from ZIMMER_INTERNAL_TOKEN); empty, a random key: this process's
+	// sessions only.
+	SessionKey []byte
 	// Now is the server's clock, which wake_me_up_later's description
 	// shows (time.Now when nil).
 	Now func() time.Time
@@ -139,7 +144,10 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = DefaultMaxSessions
 	}
-	h.sessions = newSessions(opts.SessionTTL, opts.MaxSessions, h.release)
+	if len(opts.SessionKey) == 0 {
+		opts.SessionKey = SessionKey("")
+	}
+	h.sessions = newSessions(opts.SessionTTL, opts.MaxSessions, opts.SessionKey, h.release)
 	hooks := &mcpserver.Hooks{}
 	hooks.AddBeforeInitialize(func(ctx context.Context, _ any, _ *mcpgo.InitializeRequest) { warnUnknownGroups(ctx, logger) })
 	hooks.AddBeforeDiscover(func(ctx context.Context, _ any, _ *mcpgo.DiscoverRequest) { warnUnknownGroups(ctx, logger) })

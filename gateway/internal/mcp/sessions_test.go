@@ -30,10 +30,17 @@ type sessionsBundle struct {
 
 func setupSessions(t *testing.T, ttl time.Duration, maxOpen int) *sessionsBundle {
 	t.Helper()
+	return setupReplica(t, ttl, maxOpen, nil)
+}
+
+// setupReplica is a gateway replica's MCP handler whose session ids are
+// signed with key (random when nil).
+func setupReplica(t *testing.T, ttl time.Duration, maxOpen int, key []byte) *sessionsBundle {
+	t.Helper()
 	fake := lifecyclefake.New()
 	conn := grpctest.DialAsService(t, grpctest.Serve(t, fake.Register))
 	h := mcp.NewHandler(lifecyclev1.NewLifecycleServiceClient(conn), slogx.Discard(),
-		mcp.Options{Version: "test", SessionTTL: ttl, MaxSessions: maxOpen})
+		mcp.Options{Version: "test", SessionTTL: ttl, MaxSessions: maxOpen, SessionKey: key})
 	t.Cleanup(func() { _ = h.Shutdown(t.Context()) })
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
@@ -173,4 +180,38 @@ func TestMCPInitializeWithAStaleSessionHeaderStartsOver(t *testing.T) {
 	require.NotEmpty(t, session)
 	require.NotEqual(t, "no-such-session", session)
 	b.requireGone(t, "no-such-session")
+}
+
+// Gateway replicas sharing ZIMMER_INTERNAL_TOKEN serve each other's
+// sessions: a client's requests may land on either, and its session
+// survives the death of the replica that opened it. An id no replica
+// signed, or one signed under another token, is refused as before, and a
+// replica refuses the sessions it ended itself.
+func TestMCPSessionsOutliveTheirReplica(t *testing.T) {
+	t.Parallel()
+	key := mcp.SessionKey("the deployment's internal token")
+	a := setupReplica(t, time.Hour, 2, key)
+	b := setupReplica(t, time.Hour, 2, key)
+
+	session := a.initialize(t)
+	for _, replica := range []*sessionsBundle{b, a, b} {
+		code, _, body := replica.post(t, session, listToolsMessage)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, "get_session")
+	}
+	// a dies; its successor (a new run, the same key) takes the session up.
+	a2 := setupReplica(t, time.Hour, 2, key)
+	code, _, body := a2.post(t, session, listToolsMessage)
+	require.Equal(t, http.StatusOK, code, body)
+
+	other := setupReplica(t, time.Hour, 2, mcp.SessionKey("another deployment's token"))
+	other.requireGone(t, session)
+	b.requireGone(t, session[:len(session)-4]+"AAAA")
+	b.requireGone(t, "no-such-session")
+
+	// a ends its oldest session to open two more: a refuses it from then
+	// on (a replica's cap bounds its own memory; b may still serve it).
+	a.initialize(t)
+	a.initialize(t)
+	a.requireGone(t, session)
 }

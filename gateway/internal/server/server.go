@@ -118,6 +118,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 		Triggers:      lifecyclev1.NewTriggerServiceClient(lifecycleConn),
 		Notifications: notificationv1.NewNotificationServiceClient(notificationConn),
 		SessionTTL:    cfg.MCPSessionTTL, MaxSessions: cfg.MCPMaxSessions,
+		// Replicas share the key, so a session outlives its replica.
+		SessionKey: mcp.SessionKey(cfg.InternalToken),
 	})
 
 	mux := http.NewServeMux()

@@ -12,13 +12,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/zimmerhq/zimmer/services/notification/internal/sink"
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
+	"github.com/zimmerhq/zimmer/services/platform/grpcclient"
 	"github.com/zimmerhq/zimmer/services/platform/host"
 )
 
@@ -98,8 +98,8 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	for name, addr := range map[string]string{
 		"NOTIFICATION_LIFECYCLE_ADDR": env.LifecycleAddr, "NOTIFICATION_QUEUE_ADDR": env.QueueAddr, "NOTIFICATION_LINEAGE_ADDR": env.LineageAddr,
 	} {
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return Config{}, fmt.Errorf("%s %q: want host:port", name, addr)
+		if _, err := grpcclient.ParseTarget(addr); err != nil {
+			return Config{}, fmt.Errorf("%s %w", name, err)
 		}
 	}
 	for name, raw := range map[string]string{"NOTIFICATION_CONSOLE_URL": env.ConsoleURL, "SLACK_API_URL": env.SlackAPIURL} {
