@@ -161,7 +161,9 @@ var restAccess = map[string]struct{ sessions, selfOnly expect }{
 	"UnstarSession":      {expect{denied, denied}, expect{denied, denied}},
 	"PauseIntoSpotQueue": {expect{denied, denied}, expect{denied, denied}},
 	"GetTurnSlots":       {expect{denied, denied}, expect{denied, denied}},
-	"UpdateTurnSlots":    {expect{denied, denied}, expect{denied, denied}},
+	// The costs are the operator's (issue 28: no session_scope).
+	"GetCosts":        {expect{denied, denied}, expect{denied, denied}},
+	"UpdateTurnSlots": {expect{denied, denied}, expect{denied, denied}},
 }
 
 // pendingMessages are the ids of session id's messages still to be

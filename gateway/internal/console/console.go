@@ -146,8 +146,8 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 		liveSlots: make(chan struct{}, MaxLiveDashboards)}
 	h.liveCtx, h.StopLive = context.WithCancel(context.Background())
 	funcs := template.FuncMap{"age": h.age, "statusWords": statusWords, "at": at, "inZone": inZone, "size": size, "details": alertDetails,
-		"pending": pending, "add": func(a, b int32) int32 { return a + b }}
-	for _, page := range []string{"login", "dashboard", "session", "new", "problem", "inbox", "alerts", "slack"} {
+		"pending": pending, "add": func(a, b int32) int32 { return a + b }, "costRows": costRows}
+	for _, page := range []string{"login", "dashboard", "session", "new", "problem", "inbox", "alerts", "slack", "costs"} {
 		files := []string{"templates/layout.html", "templates/" + page + ".html"}
 		switch page {
 		case "dashboard":

@@ -25,6 +25,7 @@ func (h *Handler) inboxRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /console/notifications/{nid}/dismiss", h.mutating(h.notificationAction(h.dismiss)))
 	mux.HandleFunc("POST /console/notifications/read-all", h.mutating(h.notificationAction(h.markAllRead)))
 	mux.HandleFunc("GET /console/alerts", h.signedIn(h.alerts))
+	mux.HandleFunc("GET /console/costs", h.signedIn(h.costs))
 }
 
 type inboxData struct {

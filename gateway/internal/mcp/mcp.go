@@ -40,7 +40,7 @@ const (
 // gets every group.
 var Groups = map[string][]string{
 	"sessions": {ToolQuickSearchSessions, ToolStartSession, ToolGetSession, ToolGetSessionProvenance, ToolActionSession, ToolManageEnqueuedMessages,
-		ToolAnswerElicitation, ToolGetAlerts, ToolManageCategories},
+		ToolAnswerElicitation, ToolGetAlerts, ToolManageCategories, ToolGetCosts},
 	"notifications": {ToolGetNotifications, ToolSendPushNotification, ToolActionNotification},
 	"triggers": {ToolWakeMeUpLater, ToolWakeMeUpWhenSessionChangesState, ToolSearchTriggers, ToolActionTrigger,
 		ToolManageSlackTriggers},
@@ -63,7 +63,7 @@ const instructions = `Zimmer runs AI coding-agent sessions. A session is address
 	`action_session sends it a follow-up or changes its lifecycle, title, notes or heartbeat; ` +
 	`manage_enqueued_messages lists, edits and sends the messages queued for it; ` +
 	`answer_elicitation answers the question a session's agent is blocked on; ` +
-	`get_alerts lists the operational alerts. ` +
+	`get_alerts lists the operational alerts; get_costs sums the bytes Zimmer injected and the usage runtimes reported. ` +
 	`wake_me_up_later sleeps a session until a time and wakes it with a prompt; ` +
 	`wake_me_up_when_session_changes_state wakes it when another session needs input, fails or is archived; ` +
 	`search_triggers and action_trigger list and cancel those wake-ups; ` +
@@ -163,6 +163,8 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 		// Then each list renders wake_me_up_later at the server's time.
 		mcpserver.WithToolFilter(t.renderNow),
 		mcpserver.WithHooks(hooks),
+		// Each response a session receives is counted (docs/costs.md).
+		mcpserver.WithToolHandlerMiddleware(t.countResponses),
 		mcpserver.WithRecovery(),
 		mcpserver.WithLogger(logger),
 	)
@@ -183,6 +185,7 @@ func NewHandler(lifecycle lifecyclev1.LifecycleServiceClient, logger *slog.Logge
 	srv.AddTool(actionTriggerTool(), t.actionTrigger)
 	srv.AddTool(manageSlackTriggersTool(), t.manageSlackTriggers)
 	srv.AddTool(manageCategoriesTool(), t.manageCategories)
+	srv.AddTool(getCostsTool(), t.getCosts)
 
 	h.http = mcpserver.NewStreamableHTTPServer(srv,
 		mcpserver.WithHTTPContextFunc(withSelection),

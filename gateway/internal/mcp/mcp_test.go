@@ -126,10 +126,10 @@ func TestToolGroups(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 
-	every := []string{"action_notification", "action_session", "action_trigger", "answer_elicitation", "get_alerts", "get_notifications", "get_session",
+	every := []string{"action_notification", "action_session", "action_trigger", "answer_elicitation", "get_alerts", "get_costs", "get_notifications", "get_session",
 		"get_session_provenance", "manage_categories", "manage_enqueued_messages", "manage_slack_triggers", "quick_search_sessions", "search_triggers",
 		"send_push_notification", "start_session", "wake_me_up_later", "wake_me_up_when_session_changes_state"}
-	sessions := []string{"action_session", "answer_elicitation", "get_alerts", "get_session", "get_session_provenance", "manage_categories",
+	sessions := []string{"action_session", "answer_elicitation", "get_alerts", "get_costs", "get_session", "get_session_provenance", "manage_categories",
 		"manage_enqueued_messages", "quick_search_sessions", "start_session"}
 	self := []string{"action_session", "get_session", "get_session_provenance", "send_push_notification", "wake_me_up_later",
 		"wake_me_up_when_session_changes_state"}
@@ -144,7 +144,7 @@ func TestToolGroups(t *testing.T) {
 		{"/?tool_groups=notifications", []string{"action_notification", "get_notifications", "send_push_notification"}},
 		{"/?tool_groups=triggers", []string{"action_trigger", "manage_slack_triggers", "search_triggers", "wake_me_up_later",
 			"wake_me_up_when_session_changes_state"}},
-		{"/?tool_groups=self_session&tool_groups=sessions", []string{"action_session", "answer_elicitation", "get_alerts", "get_session", "get_session_provenance",
+		{"/?tool_groups=self_session&tool_groups=sessions", []string{"action_session", "answer_elicitation", "get_alerts", "get_costs", "get_session", "get_session_provenance",
 			"manage_categories", "manage_enqueued_messages", "quick_search_sessions", "send_push_notification", "start_session", "wake_me_up_later",
 			"wake_me_up_when_session_changes_state"}},
 		{"/?tool_groups=self_session,bogus", self},

@@ -190,3 +190,13 @@ func (s *Server) GetLatestTranscriptLines(ctx context.Context, req *runnerv1.Get
 func (s *Server) ListAgentAccounts(ctx context.Context, req *runnerv1.ListAgentAccountsRequest) (*runnerv1.ListAgentAccountsResponse, error) {
 	return grpcfake.Answer[*runnerv1.ListAgentAccountsResponse](ctx, s.Recorder, req)
 }
+
+// GetCosts implements runnerv1.RunnerServiceServer.
+func (s *Server) GetCosts(ctx context.Context, req *runnerv1.GetCostsRequest) (*runnerv1.GetCostsResponse, error) {
+	return grpcfake.Answer[*runnerv1.GetCostsResponse](ctx, s.Recorder, req)
+}
+
+// RecordMcpResponse implements runnerv1.RunnerServiceServer.
+func (s *Server) RecordMcpResponse(ctx context.Context, req *runnerv1.RecordMcpResponseRequest) (*runnerv1.RecordMcpResponseResponse, error) {
+	return grpcfake.Answer[*runnerv1.RecordMcpResponseResponse](ctx, s.Recorder, req)
+}

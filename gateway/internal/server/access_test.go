@@ -121,6 +121,7 @@ var toolArgs = map[string]map[string]any{
 	mcp.ToolGetNotifications:     {"unread": true},
 	mcp.ToolSendPushNotification: {"title": "walked", "session_id": "1"},
 	mcp.ToolGetAlerts:            {"page_size": 10},
+	mcp.ToolGetCosts:             {"from": "2026-11-01"},
 	mcp.ToolAnswerElicitation:    {"session_id": "1", "elicitation_id": "elicit_demo_1", "action": "cancel"},
 
 	mcp.ToolWakeMeUpLater:                   {"session_id": "1", "delay": "5m"},
@@ -239,7 +240,9 @@ func TestEachKeyReachesExactlyItsRoutesAndTools(t *testing.T) {
 						require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
 						args["message_id"] = resp.json(t)["enqueued_message"].(map[string]any)["id"]
 					}
-					reachedAny := func() int { return len(b.fake.Calls()) + len(b.queue.Calls()) + len(b.notifications.Calls()) }
+					reachedAny := func() int {
+						return len(b.fake.Calls()) + len(b.queue.Calls()) + len(b.notifications.Calls()) + len(b.runner.Calls("GetCosts"))
+					}
 					before := reachedAny()
 					res, err := c.CallTool(t.Context(), callRequest(tool.Name, args))
 					require.NoError(t, err, name)

@@ -123,7 +123,7 @@ func (a *agent) finish(code int) int {
 		return code // the wall printed its own result, as the CLI does
 	}
 	res := resultLine{Type: "result", Subtype: "success", DurationMS: time.Since(a.start).Milliseconds(),
-		NumTurns: max(a.turns, 1), Result: a.lastText, SessionID: a.out.sessionID}
+		NumTurns: max(a.turns, 1), Result: a.lastText, SessionID: a.out.sessionID, Usage: turnUsage, TotalCostUSD: turnCostUSD}
 	if code != 0 {
 		res.Subtype, res.IsError = "error_during_execution", true
 		res.Result = fmt.Sprintf("exited with status %d as the prompt directed", code)

@@ -62,7 +62,11 @@
 //	{"type":"elicitation","id":"elicit_demo_3","text":"…","requested_schema":{…},"timeout_ms":60000,"session_id":"…"}
 //	{"type":"system","subtype":"elicitation_result","id":"elicit_demo_3","action":"accept|decline|cancel|timeout","content":{…},…}
 //	{"type":"system","subtype":"grandchild","pid":1234,"session_id":"…"}
-//	{"type":"result","subtype":"success","is_error":false,"result":"…","num_turns":1,"session_id":"…",…}
+//	{"type":"result","subtype":"success","is_error":false,"result":"…","num_turns":1,"session_id":"…",
+//	 "total_cost_usd":0.0125,"usage":{"input_tokens":1000,"output_tokens":100,"cache_read_input_tokens":500,"cache_creation_input_tokens":50}}
+//
+// The result's usage is the same on every turn (turnUsage), so tests can
+// assert what the runner records of a runtime's report.
 //
 // exit with a non-zero code prints an error result (subtype
 // error_during_execution) and a line on stderr first; signal prints nothing

@@ -203,6 +203,9 @@ func TestSayEchoAndResult(t *testing.T) {
 	require.Equal(t, "success", res["subtype"])
 	require.Equal(t, false, res["is_error"])
 	require.Equal(t, "Done here.", res["result"])
+	require.Equal(t, 0.0125, res["total_cost_usd"], "the usage is the same every turn, for tests to assert")
+	require.Equal(t, map[string]any{"input_tokens": 1000.0, "output_tokens": 100.0, "cache_read_input_tokens": 500.0, "cache_creation_input_tokens": 50.0},
+		res["usage"])
 }
 
 func TestWithoutDirectivesItGreetsAndExitsZero(t *testing.T) {

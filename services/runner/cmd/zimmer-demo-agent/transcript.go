@@ -15,9 +15,19 @@ import (
 const demoModel = "zimmer-demo"
 
 type usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
 }
+
+// What every turn's result line reports it used: fixed, so tests can
+// assert the runner records a runtime's usage exactly (Claude Code's
+// figures are the model's; the demo calls none).
+var (
+	turnUsage   = usage{InputTokens: 1000, OutputTokens: 100, CacheReadInputTokens: 500, CacheCreationInputTokens: 50}
+	turnCostUSD = 0.0125
+)
 
 type mcpServer struct {
 	Name   string `json:"name"`

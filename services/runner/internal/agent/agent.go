@@ -257,6 +257,20 @@ type Event struct {
 	// wall (wall.go): the turn did nothing, and is not an error of the
 	// session's.
 	Wall *Wall
+	// Usage is what the runtime reported the turn used, on the line that
+	// says it: Claude Code's result line (and the demo agent's), Codex's
+	// turn.completed.
+	Usage *Usage
+}
+
+// Usage is a runtime's report of what a turn used. CostUSD is the
+// runtime's own figure (Claude Code's total_cost_usd); Codex reports none.
+type Usage struct {
+	InputTokens         int64
+	OutputTokens        int64
+	CacheReadTokens     int64
+	CacheCreationTokens int64
+	CostUSD             float64
 }
 
 // ToolCall is one tool call of the agent's.

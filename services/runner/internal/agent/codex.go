@@ -111,10 +111,13 @@ func (c *Codex) ParseLine(line string) Event {
 		return Event{Kind: KindSystem, Type: l.Type, Text: "turn started", Raw: raw}
 	case "turn.completed":
 		text := "turn completed"
+		var usage *Usage
 		if u := l.Usage; u != nil {
 			text += fmt.Sprintf(" (%d input tokens, %d cached, %d output)", u.InputTokens, u.CachedInputTokens, u.OutputTokens)
+			// Codex counts cached tokens inside input_tokens.
+			usage = &Usage{InputTokens: max(0, u.InputTokens-u.CachedInputTokens), CacheReadTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}
 		}
-		return Event{Kind: KindResult, Type: l.Type, Text: text, Raw: raw}
+		return Event{Kind: KindResult, Type: l.Type, Text: text, Raw: raw, Usage: usage}
 	case "turn.failed":
 		return Event{Kind: KindResult, Type: l.Type, Text: clip("turn failed: " + l.Error.text()), Raw: raw, IsError: true,
 			Wall: codexWallText(l.Error.text())}

@@ -53,6 +53,32 @@ type streamLine struct {
 	// RateLimitInfo is a rate_limit_event's:
 	// {"type":"rate_limit_event","rate_limit_info":{"status":"allowed|allowed_warning|rejected","resetsAt":1755615600,"rateLimitType":"five_hour"},…}
 	RateLimitInfo *rateLimitInfo `json:"rate_limit_info"`
+	// The result line's report of what the turn used.
+	TotalCostUSD *float64     `json:"total_cost_usd"`
+	Usage        *claudeUsage `json:"usage"`
+}
+
+type claudeUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+// usage is the result line's report, nil when it has none.
+func (l streamLine) usage() *Usage {
+	if l.Usage == nil && l.TotalCostUSD == nil {
+		return nil
+	}
+	u := &Usage{}
+	if l.Usage != nil {
+		u.InputTokens, u.OutputTokens = l.Usage.InputTokens, l.Usage.OutputTokens
+		u.CacheReadTokens, u.CacheCreationTokens = l.Usage.CacheReadInputTokens, l.Usage.CacheCreationInputTokens
+	}
+	if l.TotalCostUSD != nil {
+		u.CostUSD = *l.TotalCostUSD
+	}
+	return u
 }
 
 type rateLimitInfo struct {
@@ -112,7 +138,8 @@ func parseStreamJSON(line string) Event {
 		return Event{Kind: kind, Type: "user", Text: clip(text), Raw: raw, IsError: isErr, ToolResults: toolResults(l.Message)}
 	case "result":
 		isErr := l.IsError || l.Subtype != "success"
-		ev := Event{Kind: KindResult, Type: join("result", l.Subtype), Text: clip(resultText(l, isErr)), Raw: raw, IsError: isErr, RuntimeSessionID: l.SessionID}
+		ev := Event{Kind: KindResult, Type: join("result", l.Subtype), Text: clip(resultText(l, isErr)), Raw: raw, IsError: isErr,
+			RuntimeSessionID: l.SessionID, Usage: l.usage()}
 		if isErr {
 			ev.Wall = claudeWallText(strings.Join(append([]string{l.Result}, l.Errors...), " "))
 		}

@@ -122,3 +122,21 @@ func TestStreamJSONTextIsBounded(t *testing.T) {
 	require.Less(t, len([]rune(ev.Text)), 4100)
 	require.Equal(t, big, ev.Raw)
 }
+
+// TestRuntimesReportUsage: the usage a turn's last line reports — Claude
+// Code's result line (tokens, cache, total_cost_usd), Codex's
+// turn.completed (cached tokens counted inside its input tokens) — is on
+// its event; a line without one has none.
+func TestRuntimesReportUsage(t *testing.T) {
+	t.Parallel()
+	claude := agent.NewClaudeCode(agent.ClaudeCodeOptions{})
+	lines := readLines(t, "claude_success.jsonl")
+	require.Equal(t, &agent.Usage{InputTokens: 6, OutputTokens: 5, CacheReadTokens: 16827, CacheCreationTokens: 212, CostUSD: 0.19243785000000002},
+		claude.ParseLine(lines[len(lines)-1]).Usage)
+	require.Nil(t, claude.ParseLine(lines[0]).Usage, "the init line reports no usage")
+
+	codex := agent.NewCodex(agent.CodexOptions{})
+	require.Equal(t, &agent.Usage{InputTokens: 315, CacheReadTokens: 24448, OutputTokens: 122},
+		codex.ParseLine(`{"type":"turn.completed","usage":{"input_tokens":24763,"cached_input_tokens":24448,"output_tokens":122}}`).Usage)
+	require.Nil(t, codex.ParseLine(`{"type":"turn.completed"}`).Usage)
+}

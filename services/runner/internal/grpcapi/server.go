@@ -17,6 +17,7 @@ type Server struct {
 	interrupts  Interrupts    // interrupt.go
 	clones      Clones        // clones.go
 	accounts    AccountLister // accounts.go
+	costs       Costs         // costs.go
 }
 
 var _ runnerv1.RunnerServiceServer = (*Server)(nil)

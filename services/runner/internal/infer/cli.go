@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zimmerhq/zimmer/services/runner/internal/agent"
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 )
 
 // maxOutputBytes bounds what a one-shot CLI's stdout and stderr are read
@@ -51,9 +52,16 @@ func (c ClaudeCode) Infer(ctx context.Context, req Request) (Answer, error) {
 		return Answer{}, err
 	}
 	var res struct {
-		Result  string `json:"result"`
-		IsError bool   `json:"is_error"`
-		Subtype string `json:"subtype"`
+		Result       string   `json:"result"`
+		IsError      bool     `json:"is_error"`
+		Subtype      string   `json:"subtype"`
+		TotalCostUSD *float64 `json:"total_cost_usd"`
+		Usage        *struct {
+			InputTokens              int64 `json:"input_tokens"`
+			OutputTokens             int64 `json:"output_tokens"`
+			CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+			CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		} `json:"usage"`
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(out.stdout), &res); err != nil {
 		return Answer{}, fmt.Errorf("claude printed no JSON result (%w): %s", err, strconv.QuoteToASCII(cut(string(out.stdout), 200)))
@@ -61,7 +69,18 @@ func (c ClaudeCode) Infer(ctx context.Context, req Request) (Answer, error) {
 	if res.IsError {
 		return Answer{}, fmt.Errorf("claude ended in error (%s): %s", res.Subtype, strconv.QuoteToASCII(cut(res.Result, 200)))
 	}
-	return ParseAnswer(res.Result)
+	a, err := ParseAnswer(res.Result)
+	if err == nil && (res.Usage != nil || res.TotalCostUSD != nil) {
+		a.Usage = &domain.Usage{}
+		if u := res.Usage; u != nil {
+			a.Usage.InputTokens, a.Usage.OutputTokens = u.InputTokens, u.OutputTokens
+			a.Usage.CacheReadTokens, a.Usage.CacheCreationTokens = u.CacheReadInputTokens, u.CacheCreationInputTokens
+		}
+		if res.TotalCostUSD != nil {
+			a.Usage.CostUSD = *res.TotalCostUSD
+		}
+	}
+	return a, err
 }
 
 // Codex asks Codex's CLI non-interactively, read-only, with the prompt on

@@ -26,6 +26,7 @@ import (
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/workflowid"
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 )
 
 // Workflow and activity names, as the Temporal Web UI shows them.
@@ -90,6 +91,9 @@ type Request struct {
 type Answer struct {
 	Title    string `json:"title"`
 	Category string `json:"category"`
+	// Usage is what the call used, when the runtime reports it (Claude
+	// Code's result); nil otherwise. Never the model's to say.
+	Usage *domain.Usage `json:"-"`
 }
 
 // Inferrer asks a model for a session's title and category.

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 )
 
 func request() Request {
@@ -164,7 +165,9 @@ func TestClaudeCodeOneShot(t *testing.T) {
 		environ: fakeEnv(record, `FAKE_RESULT=Here: {"title": "Fix the parser", "category": "Bugs"}`)}
 	a, err := c.Infer(context.Background(), request())
 	require.NoError(t, err)
-	require.Equal(t, Answer{Title: "Fix the parser", Category: "Bugs"}, a)
+	require.Equal(t, Answer{Title: "Fix the parser", Category: "Bugs",
+		Usage: &domain.Usage{InputTokens: 120, OutputTokens: 12, CacheReadTokens: 30, CacheCreationTokens: 4, CostUSD: 0.001}}, a,
+		"with what the CLI reported the call used")
 	args, stdin := recorded(t, record)
 	require.Equal(t, []string{"-p", "--output-format", "json", "--max-turns", "1", "--model", "haiku"}, args)
 	require.Equal(t, Prompt(request()), stdin, "the prompt goes on stdin, never on the command line")

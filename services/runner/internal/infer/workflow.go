@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	"github.com/zimmerhq/zimmer/services/runner/internal/transcript"
 	rw "github.com/zimmerhq/zimmer/services/runner/internal/workflow"
 )
@@ -178,7 +179,15 @@ type Activities struct {
 	Sessions    Sessions
 	Transcripts Transcripts
 	Inferrers   Inferrers
-	Logger      *slog.Logger
+	// Costs records each model call as an inference cost (docs/costs.md);
+	// nil records none.
+	Costs  CostRecorder
+	Logger *slog.Logger
+}
+
+// CostRecorder records cost entries (store.Costs), each key once.
+type CostRecorder interface {
+	Record(ctx context.Context, at time.Time, entries ...domain.CostEntry) error
 }
 
 // Register registers the workflow and its activities on the shared
@@ -226,12 +235,31 @@ func (a *Activities) Ask(ctx context.Context, req Request) (Inferred, error) {
 		return Inferred{}, temporal.NewNonRetryableApplicationError(err.Error(), errOff, err)
 	}
 	ans, err := in.Infer(ctx, req)
+	a.recordCost(ctx, req, ans.Usage)
 	if err != nil {
 		a.Logger.WarnContext(ctx, "inference attempt failed", "session_id", req.SessionID, "inferrer", in.Name(),
 			"attempt", activity.GetInfo(ctx).Attempt, "error", err)
 		return Inferred{}, fmt.Errorf("%s: %w", in.Name(), err)
 	}
 	return Settle(req, ans)
+}
+
+// recordCost counts one attempt of the model call: the prompt Zimmer sent
+// and what the runtime reported it used. Each attempt asked the model, so
+// each counts; a cost that cannot be recorded is logged, never fatal.
+func (a *Activities) recordCost(ctx context.Context, req Request, u *domain.Usage) {
+	if a.Costs == nil {
+		return
+	}
+	var usage domain.Usage
+	if u != nil {
+		usage = *u
+	}
+	info := activity.GetInfo(ctx)
+	e := domain.InferenceCost(req.SessionID, info.WorkflowExecution.RunID, info.Attempt, len(Prompt(req)), usage)
+	if err := a.Costs.Record(ctx, time.Now(), e); err != nil {
+		a.Logger.WarnContext(ctx, "record the inference's cost", "session_id", req.SessionID, "error", err)
+	}
 }
 
 // Record hands what was inferred to lifecycle.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -13,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 	"github.com/zimmerhq/zimmer/services/runner/internal/transcript"
 )
 
@@ -59,9 +62,27 @@ func (f failing) Infer(context.Context, Request) (Answer, error) {
 	return Answer{}, errors.New("model overloaded")
 }
 
+// fakeCosts keeps the cost entries recorded, each key once.
+type fakeCosts struct {
+	mu      sync.Mutex
+	entries map[string]domain.CostEntry
+}
+
+func (f *fakeCosts) Record(_ context.Context, _ time.Time, entries ...domain.CostEntry) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range entries {
+		if _, ok := f.entries[e.Key]; !ok {
+			f.entries[e.Key] = e
+		}
+	}
+	return nil
+}
+
 type bundle struct {
 	env      *testsuite.TestWorkflowEnvironment
 	sessions *fakeSessions
+	costs    *fakeCosts
 }
 
 func setup(t *testing.T, in Inferrer) bundle {
@@ -72,14 +93,15 @@ func setup(t *testing.T, in Inferrer) bundle {
 	sessions.pending.Runtime = "demo"
 	inferrers, err := NewInferrers(ModeSession, "demo", map[string]Inferrer{"demo": in})
 	require.NoError(t, err)
-	a := &Activities{Sessions: sessions, Inferrers: inferrers, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	costs := &fakeCosts{entries: map[string]domain.CostEntry{}}
+	a := &Activities{Sessions: sessions, Inferrers: inferrers, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Costs: costs,
 		Transcripts: fakeTranscripts{lines: []transcript.Line{{Kind: "assistant", Text: "Looking at the parser"}}}}
 	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivityWithOptions(a.Pending, activity.RegisterOptions{Name: ActivityPending})
 	env.RegisterActivityWithOptions(a.Ask, activity.RegisterOptions{Name: ActivityAsk})
 	env.RegisterActivityWithOptions(a.Record, activity.RegisterOptions{Name: ActivityRecord})
 	env.RegisterActivityWithOptions(a.Note, activity.RegisterOptions{Name: ActivityNote})
-	return bundle{env: env, sessions: sessions}
+	return bundle{env: env, sessions: sessions, costs: costs}
 }
 
 func (b bundle) run(t *testing.T) Result {
@@ -126,6 +148,42 @@ func TestAFailedInferenceIsNotedOnce(t *testing.T) {
 		require.Contains(t, msg, "the session goes on without")
 	}
 	require.Empty(t, b.sessions.recorded)
+	require.Len(t, b.costs.entries, AskAttempts, "each attempt asked the model: each is an inference cost")
+	for _, e := range b.costs.entries {
+		require.Equal(t, domain.CostInference, e.Kind)
+		require.Equal(t, b.promptBytes(), e.Bytes)
+	}
+}
+
+// The model call is inference's own cost: the prompt's bytes and what the
+// runtime reported, on the session it named.
+func TestInferenceCountsItsModelCall(t *testing.T) {
+	t.Parallel()
+	b := setup(t, reporting{})
+	r := b.run(t)
+	require.True(t, r.TitleSet)
+	require.Len(t, b.costs.entries, 1)
+	for _, e := range b.costs.entries {
+		require.Equal(t, domain.CostEntry{Key: e.Key, SessionID: 42, Kind: domain.CostInference, Bytes: b.promptBytes(),
+			Usage: domain.Usage{InputTokens: 9, OutputTokens: 3, CostUSD: 0.5}}, e)
+	}
+}
+
+// promptBytes is the size of the prompt the model is sent.
+func (b bundle) promptBytes() int64 {
+	req := b.sessions.pending
+	req.TranscriptStart = "assistant: Looking at the parser\n"
+	return int64(len(Prompt(req)))
+}
+
+// reporting is the demo inferrer with a usage report.
+type reporting struct{}
+
+func (reporting) Name() string { return "reporting" }
+func (reporting) Infer(ctx context.Context, req Request) (Answer, error) {
+	a, err := Demo{}.Infer(ctx, req)
+	a.Usage = &domain.Usage{InputTokens: 9, OutputTokens: 3, CostUSD: 0.5}
+	return a, err
 }
 
 func TestNothingPendingAsksNoModel(t *testing.T) {

@@ -25,7 +25,7 @@ func (s *Service) runInference(cfg config.Config, lifecycle *clients.Lifecycle) 
 	}
 	acts := &infer.Activities{
 		Sessions: lifecycle, Transcripts: store.NewTranscripts(s.Pool, transcript.DefaultLimits),
-		Inferrers: inferrers, Logger: s.Logger,
+		Inferrers: inferrers, Costs: store.NewCosts(s.Pool), Logger: s.Logger,
 	}
 	acts.Register(s.Worker)
 	return nil

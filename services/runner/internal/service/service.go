@@ -47,7 +47,8 @@ func New(ctx context.Context, cfg host.Config, logger *slog.Logger) (*Service, e
 	notifier, stopping := transcript.NewNotifier(), make(chan struct{})
 	h.Go(func(ctx context.Context) error { <-ctx.Done(); close(stopping); return nil })
 	api := grpcapi.NewServer().
-		WithTranscripts(grpcapi.Transcripts{Store: transcripts, Notifier: notifier, Logger: logger, Stopping: stopping})
+		WithTranscripts(grpcapi.Transcripts{Store: transcripts, Notifier: notifier, Logger: logger, Stopping: stopping}).
+		WithCosts(grpcapi.Costs{Store: store.NewCosts(h.Pool)})
 	api.Register(h.GRPC.Server)
 	return &Service{Host: h, Transcripts: transcript.Recorder{Store: transcripts, Notifier: notifier}, API: api}, nil
 }

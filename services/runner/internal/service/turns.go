@@ -100,6 +100,7 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		Prompts:   prompts,
 		// The pull requests its agents open are tracked by lifecycle.
 		PullRequests: lifecycle,
+		Costs:        store.NewCosts(s.Pool),
 		Preparer:     preparer,
 		Runtimes:     runtimes,
 		StateDir:     filepath.Join(cfg.WorkspacesDir, ".state"),

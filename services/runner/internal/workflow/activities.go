@@ -173,6 +173,9 @@ type Activities struct {
 	// PullRequests records the pull requests a turn's tools opened; nil
 	// records none.
 	PullRequests PullRequestRecorder
+	// Costs records what each turn's prompt injected and what its runtime
+	// reported (docs/costs.md); nil records none.
+	Costs CostRecorder
 	// Process tunes the agent processes (the termination ladder's graces).
 	Process process.Options
 	// HeartbeatInterval is how often RunTurn heartbeats (default 5s; well
@@ -509,7 +512,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	if err := a.awaitClone(ctx, req); err != nil {
 		return notStarted(err)
 	}
-	composed, err := a.composePrompt(ctx, req)
+	composed, fork, err := a.composePrompt(ctx, req)
 	if err != nil {
 		return TurnResult{}, err
 	}
@@ -574,6 +577,14 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	defer a.forget(req.TurnID)
 	countTurnStarted(ctx, rt.Name())
 	timeAsked(ctx, rt.Name(), req.Asked, time.Now())
+	// The prompt is the agent's now: its parts are counted (once per turn,
+	// however often the activity is retried).
+	a.recordCosts(ctx, req.TurnID, promptCosts(req, composed, fork)...)
+	defer func() {
+		if u := follower.usage(); u != nil {
+			a.recordCosts(context.WithoutCancel(ctx), req.TurnID, domain.UsageCost(req.Session.ID, req.TurnID, *u, fork))
+		}
+	}()
 	tick := time.NewTicker(a.heartbeatInterval())
 	defer tick.Stop()
 	shutdown := false
@@ -793,6 +804,8 @@ type lineFollower struct {
 	// receives the action the agent then reported.
 	answering string
 	took      chan string
+	// lastUsage is what the runtime last reported the turn used.
+	lastUsage *domain.Usage
 	// prCalls follows the tool calls that open pull requests (RN-34).
 	prCalls domain.PullRequestCalls
 }
@@ -888,6 +901,10 @@ func (f *lineFollower) line(l process.Line) {
 		return
 	}
 	f.followPullRequests(ev)
+	if u := ev.Usage; u != nil {
+		f.lastUsage = &domain.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheReadTokens: u.CacheReadTokens, CacheCreationTokens: u.CacheCreationTokens, CostUSD: u.CostUSD}
+	}
 	if ev.Wall != nil {
 		f.noteWall(*ev.Wall)
 	}

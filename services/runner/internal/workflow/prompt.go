@@ -51,7 +51,9 @@ const TranscriptTypePrompt = "zimmer/prompt"
 
 // composePrompt builds the turn's prompt (prompt.Compose) from its sources.
 // Without sources (a test rig) the prompt is the turn's text alone.
-func (a *Activities) composePrompt(ctx context.Context, req RunTurnRequest) (prompt.Prompt, error) {
+// fork says the session is a status-summary fork, whose costs are
+// status_summary's.
+func (a *Activities) composePrompt(ctx context.Context, req RunTurnRequest) (_ prompt.Prompt, fork bool, _ error) {
 	turn := prompt.Turn{Text: req.Prompt}
 	if a.Prompts != nil {
 		var s PromptSession
@@ -60,7 +62,7 @@ func (a *Activities) composePrompt(ctx context.Context, req RunTurnRequest) (pro
 			return err
 		})
 		if err != nil {
-			return prompt.Prompt{}, fmt.Errorf("read session %d for its prompt: %w", req.Session.ID, err)
+			return prompt.Prompt{}, false, fmt.Errorf("read session %d for its prompt: %w", req.Session.ID, err)
 		}
 		turn.Goal, turn.StatusSummaryFork = s.Goal, s.StatusSummaryFork
 		patience := promptPatience
@@ -78,10 +80,43 @@ func (a *Activities) composePrompt(ctx context.Context, req RunTurnRequest) (pro
 			// The notes are lineage's to render too: none without it.
 			turn.Blocks, turn.BlocksUnavailable = prompt.Blocks{}, true
 		case err != nil:
-			return prompt.Prompt{}, fmt.Errorf("read the prompt blocks of session %d: %w", req.Session.ID, err)
+			return prompt.Prompt{}, false, fmt.Errorf("read the prompt blocks of session %d: %w", req.Session.ID, err)
 		}
 	}
-	return prompt.Compose(turn), nil
+	return prompt.Compose(turn), turn.StatusSummaryFork, nil
+}
+
+// CostRecorder records cost entries (store.Costs), each key once.
+type CostRecorder interface {
+	Record(ctx context.Context, at time.Time, entries ...domain.CostEntry) error
+}
+
+// promptCosts are the entries of a turn's prompt: its parts' bytes.
+func promptCosts(req RunTurnRequest, p prompt.Prompt, fork bool) []domain.CostEntry {
+	parts := make(map[string]int, len(p.Bytes))
+	for part, n := range p.Bytes {
+		parts[string(part)] = n
+	}
+	return domain.PromptCosts(req.Session.ID, req.TurnID, parts, fork)
+}
+
+// recordCosts records a turn's cost entries. Costs are an account of the
+// turn, not part of it: one that cannot be recorded is logged, and the
+// turn goes on.
+func (a *Activities) recordCosts(ctx context.Context, turnID string, entries ...domain.CostEntry) {
+	if a.Costs == nil || len(entries) == 0 {
+		return
+	}
+	if err := a.Costs.Record(ctx, time.Now(), entries...); err != nil {
+		a.logger().Warn("record the turn's costs", "turn", turnID, "error", err)
+	}
+}
+
+// usage is what the runtime last reported the turn used, nil for nothing.
+func (f *lineFollower) usage() *domain.Usage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastUsage
 }
 
 // recordPrompt records the prompt as the turn's first transcript line, just

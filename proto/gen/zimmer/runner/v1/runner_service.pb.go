@@ -25,6 +25,404 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type GetCostsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first day, YYYY-MM-DD (UTC); default: 29 days before `to`.
+	From string `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	// The last day, YYYY-MM-DD (UTC), included; default: today.
+	To string `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	// Only this session's costs: its numeric id; empty for every session.
+	SessionId     string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCostsRequest) Reset() {
+	*x = GetCostsRequest{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCostsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCostsRequest) ProtoMessage() {}
+
+func (x *GetCostsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCostsRequest.ProtoReflect.Descriptor instead.
+func (*GetCostsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *GetCostsRequest) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *GetCostsRequest) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *GetCostsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type GetCostsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The range the sums cover, as YYYY-MM-DD.
+	From  string    `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To    string    `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Total *CostLine `protobuf:"bytes,3,opt,name=total,proto3" json:"total,omitempty"`
+	// One line per day with costs, oldest first.
+	ByDay []*CostLine `protobuf:"bytes,4,rep,name=by_day,json=byDay,proto3" json:"by_day,omitempty"`
+	// One line per session, by id.
+	BySession []*CostLine `protobuf:"bytes,5,rep,name=by_session,json=bySession,proto3" json:"by_session,omitempty"`
+	// One line per kind.
+	ByKind []*CostLine `protobuf:"bytes,6,rep,name=by_kind,json=byKind,proto3" json:"by_kind,omitempty"`
+	// One line per MCP tool (kinds mcp_responses and provenance_tool).
+	ByTool        []*CostLine `protobuf:"bytes,7,rep,name=by_tool,json=byTool,proto3" json:"by_tool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCostsResponse) Reset() {
+	*x = GetCostsResponse{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCostsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCostsResponse) ProtoMessage() {}
+
+func (x *GetCostsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCostsResponse.ProtoReflect.Descriptor instead.
+func (*GetCostsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *GetCostsResponse) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *GetCostsResponse) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *GetCostsResponse) GetTotal() *CostLine {
+	if x != nil {
+		return x.Total
+	}
+	return nil
+}
+
+func (x *GetCostsResponse) GetByDay() []*CostLine {
+	if x != nil {
+		return x.ByDay
+	}
+	return nil
+}
+
+func (x *GetCostsResponse) GetBySession() []*CostLine {
+	if x != nil {
+		return x.BySession
+	}
+	return nil
+}
+
+func (x *GetCostsResponse) GetByKind() []*CostLine {
+	if x != nil {
+		return x.ByKind
+	}
+	return nil
+}
+
+func (x *GetCostsResponse) GetByTool() []*CostLine {
+	if x != nil {
+		return x.ByTool
+	}
+	return nil
+}
+
+// CostLine is the sums of the cost entries sharing its key: a day, a
+// session, a kind, or a kind and an MCP tool (the others empty).
+type CostLine struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Day       string                 `protobuf:"bytes,1,opt,name=day,proto3" json:"day,omitempty"`
+	SessionId int64                  `protobuf:"varint,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Kind      string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Tool      string                 `protobuf:"bytes,4,opt,name=tool,proto3" json:"tool,omitempty"`
+	// Bytes Zimmer injected (or, for inference and status_summary, sent to
+	// its own model calls).
+	Bytes int64 `protobuf:"varint,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// What the runtimes reported.
+	InputTokens         int64   `protobuf:"varint,6,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	OutputTokens        int64   `protobuf:"varint,7,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	CacheReadTokens     int64   `protobuf:"varint,8,opt,name=cache_read_tokens,json=cacheReadTokens,proto3" json:"cache_read_tokens,omitempty"`
+	CacheCreationTokens int64   `protobuf:"varint,9,opt,name=cache_creation_tokens,json=cacheCreationTokens,proto3" json:"cache_creation_tokens,omitempty"`
+	CostUsd             float64 `protobuf:"fixed64,10,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	// How many entries were summed.
+	Entries       int64 `protobuf:"varint,11,opt,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CostLine) Reset() {
+	*x = CostLine{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CostLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CostLine) ProtoMessage() {}
+
+func (x *CostLine) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CostLine.ProtoReflect.Descriptor instead.
+func (*CostLine) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CostLine) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+func (x *CostLine) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *CostLine) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *CostLine) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *CostLine) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *CostLine) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *CostLine) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *CostLine) GetCacheReadTokens() int64 {
+	if x != nil {
+		return x.CacheReadTokens
+	}
+	return 0
+}
+
+func (x *CostLine) GetCacheCreationTokens() int64 {
+	if x != nil {
+		return x.CacheCreationTokens
+	}
+	return 0
+}
+
+func (x *CostLine) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
+func (x *CostLine) GetEntries() int64 {
+	if x != nil {
+		return x.Entries
+	}
+	return 0
+}
+
+type RecordMcpResponseRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session whose credential called the tool.
+	SessionId int64 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The tool that answered.
+	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The response's size: the JSON of its result, in bytes.
+	Bytes int64 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// Names the call (a UUID): a report sent again counts once.
+	CallId        string `protobuf:"bytes,4,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordMcpResponseRequest) Reset() {
+	*x = RecordMcpResponseRequest{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordMcpResponseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordMcpResponseRequest) ProtoMessage() {}
+
+func (x *RecordMcpResponseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordMcpResponseRequest.ProtoReflect.Descriptor instead.
+func (*RecordMcpResponseRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RecordMcpResponseRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *RecordMcpResponseRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *RecordMcpResponseRequest) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *RecordMcpResponseRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+type RecordMcpResponseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordMcpResponseResponse) Reset() {
+	*x = RecordMcpResponseResponse{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordMcpResponseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordMcpResponseResponse) ProtoMessage() {}
+
+func (x *RecordMcpResponseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordMcpResponseResponse.ProtoReflect.Descriptor instead.
+func (*RecordMcpResponseResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{4}
+}
+
 type ListAgentAccountsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -33,7 +431,7 @@ type ListAgentAccountsRequest struct {
 
 func (x *ListAgentAccountsRequest) Reset() {
 	*x = ListAgentAccountsRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -45,7 +443,7 @@ func (x *ListAgentAccountsRequest) String() string {
 func (*ListAgentAccountsRequest) ProtoMessage() {}
 
 func (x *ListAgentAccountsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[0]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -58,7 +456,7 @@ func (x *ListAgentAccountsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentAccountsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentAccountsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{0}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{5}
 }
 
 type ListAgentAccountsResponse struct {
@@ -70,7 +468,7 @@ type ListAgentAccountsResponse struct {
 
 func (x *ListAgentAccountsResponse) Reset() {
 	*x = ListAgentAccountsResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -82,7 +480,7 @@ func (x *ListAgentAccountsResponse) String() string {
 func (*ListAgentAccountsResponse) ProtoMessage() {}
 
 func (x *ListAgentAccountsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[1]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -95,7 +493,7 @@ func (x *ListAgentAccountsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentAccountsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentAccountsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{1}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListAgentAccountsResponse) GetAccounts() []*AgentAccount {
@@ -133,7 +531,7 @@ type AgentAccount struct {
 
 func (x *AgentAccount) Reset() {
 	*x = AgentAccount{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -145,7 +543,7 @@ func (x *AgentAccount) String() string {
 func (*AgentAccount) ProtoMessage() {}
 
 func (x *AgentAccount) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[2]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -158,7 +556,7 @@ func (x *AgentAccount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentAccount.ProtoReflect.Descriptor instead.
 func (*AgentAccount) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{2}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AgentAccount) GetRuntime() string {
@@ -238,7 +636,7 @@ type QuotaTargetUse struct {
 
 func (x *QuotaTargetUse) Reset() {
 	*x = QuotaTargetUse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -250,7 +648,7 @@ func (x *QuotaTargetUse) String() string {
 func (*QuotaTargetUse) ProtoMessage() {}
 
 func (x *QuotaTargetUse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[3]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -263,7 +661,7 @@ func (x *QuotaTargetUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaTargetUse.ProtoReflect.Descriptor instead.
 func (*QuotaTargetUse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{3}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *QuotaTargetUse) GetWindowSeconds() int64 {
@@ -305,7 +703,7 @@ type AnswerElicitationRequest struct {
 
 func (x *AnswerElicitationRequest) Reset() {
 	*x = AnswerElicitationRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -317,7 +715,7 @@ func (x *AnswerElicitationRequest) String() string {
 func (*AnswerElicitationRequest) ProtoMessage() {}
 
 func (x *AnswerElicitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[4]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -330,7 +728,7 @@ func (x *AnswerElicitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerElicitationRequest.ProtoReflect.Descriptor instead.
 func (*AnswerElicitationRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{4}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AnswerElicitationRequest) GetSessionId() int64 {
@@ -378,7 +776,7 @@ type AnswerElicitationResponse struct {
 
 func (x *AnswerElicitationResponse) Reset() {
 	*x = AnswerElicitationResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -390,7 +788,7 @@ func (x *AnswerElicitationResponse) String() string {
 func (*AnswerElicitationResponse) ProtoMessage() {}
 
 func (x *AnswerElicitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[5]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -403,7 +801,7 @@ func (x *AnswerElicitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerElicitationResponse.ProtoReflect.Descriptor instead.
 func (*AnswerElicitationResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{5}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AnswerElicitationResponse) GetAction() string {
@@ -434,7 +832,7 @@ type InterruptTurnRequest struct {
 
 func (x *InterruptTurnRequest) Reset() {
 	*x = InterruptTurnRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +844,7 @@ func (x *InterruptTurnRequest) String() string {
 func (*InterruptTurnRequest) ProtoMessage() {}
 
 func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[6]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +857,7 @@ func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptTurnRequest.ProtoReflect.Descriptor instead.
 func (*InterruptTurnRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{6}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *InterruptTurnRequest) GetSessionId() int64 {
@@ -502,7 +900,7 @@ type InterruptTurnResponse struct {
 
 func (x *InterruptTurnResponse) Reset() {
 	*x = InterruptTurnResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -514,7 +912,7 @@ func (x *InterruptTurnResponse) String() string {
 func (*InterruptTurnResponse) ProtoMessage() {}
 
 func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[7]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -527,7 +925,7 @@ func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptTurnResponse.ProtoReflect.Descriptor instead.
 func (*InterruptTurnResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{7}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *InterruptTurnResponse) GetInterrupted() bool {
@@ -575,7 +973,7 @@ type GetTranscriptRequest struct {
 
 func (x *GetTranscriptRequest) Reset() {
 	*x = GetTranscriptRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +985,7 @@ func (x *GetTranscriptRequest) String() string {
 func (*GetTranscriptRequest) ProtoMessage() {}
 
 func (x *GetTranscriptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[8]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +998,7 @@ func (x *GetTranscriptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTranscriptRequest.ProtoReflect.Descriptor instead.
 func (*GetTranscriptRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{8}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetTranscriptRequest) GetSessionId() string {
@@ -659,7 +1057,7 @@ type GetTranscriptResponse struct {
 
 func (x *GetTranscriptResponse) Reset() {
 	*x = GetTranscriptResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +1069,7 @@ func (x *GetTranscriptResponse) String() string {
 func (*GetTranscriptResponse) ProtoMessage() {}
 
 func (x *GetTranscriptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[9]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +1082,7 @@ func (x *GetTranscriptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTranscriptResponse.ProtoReflect.Descriptor instead.
 func (*GetTranscriptResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{9}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetTranscriptResponse) GetTurns() []*TranscriptTurn {
@@ -720,7 +1118,7 @@ type FollowTranscriptRequest struct {
 
 func (x *FollowTranscriptRequest) Reset() {
 	*x = FollowTranscriptRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -732,7 +1130,7 @@ func (x *FollowTranscriptRequest) String() string {
 func (*FollowTranscriptRequest) ProtoMessage() {}
 
 func (x *FollowTranscriptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[10]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -745,7 +1143,7 @@ func (x *FollowTranscriptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowTranscriptRequest.ProtoReflect.Descriptor instead.
 func (*FollowTranscriptRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{10}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FollowTranscriptRequest) GetSessionId() string {
@@ -772,7 +1170,7 @@ type FollowTranscriptResponse struct {
 
 func (x *FollowTranscriptResponse) Reset() {
 	*x = FollowTranscriptResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -784,7 +1182,7 @@ func (x *FollowTranscriptResponse) String() string {
 func (*FollowTranscriptResponse) ProtoMessage() {}
 
 func (x *FollowTranscriptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[11]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -797,7 +1195,7 @@ func (x *FollowTranscriptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowTranscriptResponse.ProtoReflect.Descriptor instead.
 func (*FollowTranscriptResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{11}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FollowTranscriptResponse) GetLine() *TranscriptLine {
@@ -828,7 +1226,7 @@ type TranscriptTurn struct {
 
 func (x *TranscriptTurn) Reset() {
 	*x = TranscriptTurn{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +1238,7 @@ func (x *TranscriptTurn) String() string {
 func (*TranscriptTurn) ProtoMessage() {}
 
 func (x *TranscriptTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[12]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +1251,7 @@ func (x *TranscriptTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptTurn.ProtoReflect.Descriptor instead.
 func (*TranscriptTurn) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{12}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TranscriptTurn) GetTurnId() string {
@@ -934,7 +1332,7 @@ type TranscriptLine struct {
 
 func (x *TranscriptLine) Reset() {
 	*x = TranscriptLine{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -946,7 +1344,7 @@ func (x *TranscriptLine) String() string {
 func (*TranscriptLine) ProtoMessage() {}
 
 func (x *TranscriptLine) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[13]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -959,7 +1357,7 @@ func (x *TranscriptLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptLine.ProtoReflect.Descriptor instead.
 func (*TranscriptLine) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{13}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TranscriptLine) GetId() int64 {
@@ -1050,7 +1448,7 @@ type GetCloneRequest struct {
 
 func (x *GetCloneRequest) Reset() {
 	*x = GetCloneRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[14]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1460,7 @@ func (x *GetCloneRequest) String() string {
 func (*GetCloneRequest) ProtoMessage() {}
 
 func (x *GetCloneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[14]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1473,7 @@ func (x *GetCloneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCloneRequest.ProtoReflect.Descriptor instead.
 func (*GetCloneRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{14}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetCloneRequest) GetSessionId() string {
@@ -1094,7 +1492,7 @@ type GetCloneResponse struct {
 
 func (x *GetCloneResponse) Reset() {
 	*x = GetCloneResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[15]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1106,7 +1504,7 @@ func (x *GetCloneResponse) String() string {
 func (*GetCloneResponse) ProtoMessage() {}
 
 func (x *GetCloneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[15]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1119,7 +1517,7 @@ func (x *GetCloneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCloneResponse.ProtoReflect.Descriptor instead.
 func (*GetCloneResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{15}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetCloneResponse) GetClone() *Clone {
@@ -1175,7 +1573,7 @@ type Clone struct {
 
 func (x *Clone) Reset() {
 	*x = Clone{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[16]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1187,7 +1585,7 @@ func (x *Clone) String() string {
 func (*Clone) ProtoMessage() {}
 
 func (x *Clone) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[16]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1200,7 +1598,7 @@ func (x *Clone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Clone.ProtoReflect.Descriptor instead.
 func (*Clone) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{16}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Clone) GetSessionId() int64 {
@@ -1339,7 +1737,7 @@ type PreservedArtifacts struct {
 
 func (x *PreservedArtifacts) Reset() {
 	*x = PreservedArtifacts{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[17]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1749,7 @@ func (x *PreservedArtifacts) String() string {
 func (*PreservedArtifacts) ProtoMessage() {}
 
 func (x *PreservedArtifacts) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[17]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1762,7 @@ func (x *PreservedArtifacts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreservedArtifacts.ProtoReflect.Descriptor instead.
 func (*PreservedArtifacts) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{17}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PreservedArtifacts) GetDir() string {
@@ -1426,7 +1824,7 @@ type GetLatestTranscriptLinesRequest struct {
 
 func (x *GetLatestTranscriptLinesRequest) Reset() {
 	*x = GetLatestTranscriptLinesRequest{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[18]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1836,7 @@ func (x *GetLatestTranscriptLinesRequest) String() string {
 func (*GetLatestTranscriptLinesRequest) ProtoMessage() {}
 
 func (x *GetLatestTranscriptLinesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[18]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1849,7 @@ func (x *GetLatestTranscriptLinesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLatestTranscriptLinesRequest.ProtoReflect.Descriptor instead.
 func (*GetLatestTranscriptLinesRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{18}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetLatestTranscriptLinesRequest) GetSessionIds() []int64 {
@@ -1472,7 +1870,7 @@ type GetLatestTranscriptLinesResponse struct {
 
 func (x *GetLatestTranscriptLinesResponse) Reset() {
 	*x = GetLatestTranscriptLinesResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[19]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1882,7 @@ func (x *GetLatestTranscriptLinesResponse) String() string {
 func (*GetLatestTranscriptLinesResponse) ProtoMessage() {}
 
 func (x *GetLatestTranscriptLinesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[19]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1895,7 @@ func (x *GetLatestTranscriptLinesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLatestTranscriptLinesResponse.ProtoReflect.Descriptor instead.
 func (*GetLatestTranscriptLinesResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{19}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetLatestTranscriptLinesResponse) GetLines() []*TranscriptLine {
@@ -1511,7 +1909,42 @@ var File_zimmer_runner_v1_runner_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
-	"%zimmer/runner/v1/runner_service.proto\x12\x10zimmer.runner.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"\x1a\n" +
+	"%zimmer/runner/v1/runner_service.proto\x12\x10zimmer.runner.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dzimmer/access/v1/access.proto\"T\n" +
+	"\x0fGetCostsRequest\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\"\xc0\x02\n" +
+	"\x10GetCostsResponse\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x120\n" +
+	"\x05total\x18\x03 \x01(\v2\x1a.zimmer.runner.v1.CostLineR\x05total\x121\n" +
+	"\x06by_day\x18\x04 \x03(\v2\x1a.zimmer.runner.v1.CostLineR\x05byDay\x129\n" +
+	"\n" +
+	"by_session\x18\x05 \x03(\v2\x1a.zimmer.runner.v1.CostLineR\tbySession\x123\n" +
+	"\aby_kind\x18\x06 \x03(\v2\x1a.zimmer.runner.v1.CostLineR\x06byKind\x123\n" +
+	"\aby_tool\x18\a \x03(\v2\x1a.zimmer.runner.v1.CostLineR\x06byTool\"\xd6\x02\n" +
+	"\bCostLine\x12\x10\n" +
+	"\x03day\x18\x01 \x01(\tR\x03day\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\x03R\tsessionId\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04tool\x18\x04 \x01(\tR\x04tool\x12\x14\n" +
+	"\x05bytes\x18\x05 \x01(\x03R\x05bytes\x12!\n" +
+	"\finput_tokens\x18\x06 \x01(\x03R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\a \x01(\x03R\foutputTokens\x12*\n" +
+	"\x11cache_read_tokens\x18\b \x01(\x03R\x0fcacheReadTokens\x122\n" +
+	"\x15cache_creation_tokens\x18\t \x01(\x03R\x13cacheCreationTokens\x12\x19\n" +
+	"\bcost_usd\x18\n" +
+	" \x01(\x01R\acostUsd\x12\x18\n" +
+	"\aentries\x18\v \x01(\x03R\aentries\"|\n" +
+	"\x18RecordMcpResponseRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x17\n" +
+	"\acall_id\x18\x04 \x01(\tR\x06callId\"\x1b\n" +
+	"\x19RecordMcpResponseResponse\"\x1a\n" +
 	"\x18ListAgentAccountsRequest\"W\n" +
 	"\x19ListAgentAccountsResponse\x12:\n" +
 	"\baccounts\x18\x01 \x03(\v2\x1e.zimmer.runner.v1.AgentAccountR\baccounts\"\x8a\x03\n" +
@@ -1637,7 +2070,7 @@ const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\vsession_ids\x18\x01 \x03(\x03R\n" +
 	"sessionIds\"Z\n" +
 	" GetLatestTranscriptLinesResponse\x126\n" +
-	"\x05lines\x18\x01 \x03(\v2 .zimmer.runner.v1.TranscriptLineR\x05lines2\xb9\a\n" +
+	"\x05lines\x18\x01 \x03(\v2 .zimmer.runner.v1.TranscriptLineR\x05lines2\x9f\t\n" +
 	"\rRunnerService\x12\x9e\x01\n" +
 	"\rGetTranscript\x12&.zimmer.runner.v1.GetTranscriptRequest\x1a'.zimmer.runner.v1.GetTranscriptResponse\"<\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02*\x12(/api/v1/sessions/{session_id}/transcript\x12y\n" +
 	"\x10FollowTranscript\x12).zimmer.runner.v1.FollowTranscriptRequest\x1a*.zimmer.runner.v1.FollowTranscriptResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04self0\x01\x12\x8a\x01\n" +
@@ -1645,7 +2078,9 @@ const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"\rInterruptTurn\x12&.zimmer.runner.v1.InterruptTurnRequest\x1a'.zimmer.runner.v1.InterruptTurnResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x89\x01\n" +
 	"\x18GetLatestTranscriptLines\x121.zimmer.runner.v1.GetLatestTranscriptLinesRequest\x1a2.zimmer.runner.v1.GetLatestTranscriptLinesResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
 	"\x11AnswerElicitation\x12*.zimmer.runner.v1.AnswerElicitationRequest\x1a+.zimmer.runner.v1.AnswerElicitationResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x92\x01\n" +
-	"\x11ListAgentAccounts\x12*.zimmer.runner.v1.ListAgentAccountsRequest\x1a+.zimmer.runner.v1.ListAgentAccountsResponse\"$\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x18\x12\x16/api/v1/agent_accountsB@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
+	"\x11ListAgentAccounts\x12*.zimmer.runner.v1.ListAgentAccountsRequest\x1a+.zimmer.runner.v1.ListAgentAccountsResponse\"$\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x18\x12\x16/api/v1/agent_accounts\x12n\n" +
+	"\bGetCosts\x12!.zimmer.runner.v1.GetCostsRequest\x1a\".zimmer.runner.v1.GetCostsResponse\"\x1b\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x0f\x12\r/api/v1/costs\x12t\n" +
+	"\x11RecordMcpResponse\x12*.zimmer.runner.v1.RecordMcpResponseRequest\x1a+.zimmer.runner.v1.RecordMcpResponseResponse\"\x06\xea\xe0\x18\x02\b\x03B@Z>github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1;runnerv1b\x06proto3"
 
 var (
 	file_zimmer_runner_v1_runner_service_proto_rawDescOnce sync.Once
@@ -1659,67 +2094,81 @@ func file_zimmer_runner_v1_runner_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_runner_v1_runner_service_proto_rawDescData
 }
 
-var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_zimmer_runner_v1_runner_service_proto_goTypes = []any{
-	(*ListAgentAccountsRequest)(nil),         // 0: zimmer.runner.v1.ListAgentAccountsRequest
-	(*ListAgentAccountsResponse)(nil),        // 1: zimmer.runner.v1.ListAgentAccountsResponse
-	(*AgentAccount)(nil),                     // 2: zimmer.runner.v1.AgentAccount
-	(*QuotaTargetUse)(nil),                   // 3: zimmer.runner.v1.QuotaTargetUse
-	(*AnswerElicitationRequest)(nil),         // 4: zimmer.runner.v1.AnswerElicitationRequest
-	(*AnswerElicitationResponse)(nil),        // 5: zimmer.runner.v1.AnswerElicitationResponse
-	(*InterruptTurnRequest)(nil),             // 6: zimmer.runner.v1.InterruptTurnRequest
-	(*InterruptTurnResponse)(nil),            // 7: zimmer.runner.v1.InterruptTurnResponse
-	(*GetTranscriptRequest)(nil),             // 8: zimmer.runner.v1.GetTranscriptRequest
-	(*GetTranscriptResponse)(nil),            // 9: zimmer.runner.v1.GetTranscriptResponse
-	(*FollowTranscriptRequest)(nil),          // 10: zimmer.runner.v1.FollowTranscriptRequest
-	(*FollowTranscriptResponse)(nil),         // 11: zimmer.runner.v1.FollowTranscriptResponse
-	(*TranscriptTurn)(nil),                   // 12: zimmer.runner.v1.TranscriptTurn
-	(*TranscriptLine)(nil),                   // 13: zimmer.runner.v1.TranscriptLine
-	(*GetCloneRequest)(nil),                  // 14: zimmer.runner.v1.GetCloneRequest
-	(*GetCloneResponse)(nil),                 // 15: zimmer.runner.v1.GetCloneResponse
-	(*Clone)(nil),                            // 16: zimmer.runner.v1.Clone
-	(*PreservedArtifacts)(nil),               // 17: zimmer.runner.v1.PreservedArtifacts
-	(*GetLatestTranscriptLinesRequest)(nil),  // 18: zimmer.runner.v1.GetLatestTranscriptLinesRequest
-	(*GetLatestTranscriptLinesResponse)(nil), // 19: zimmer.runner.v1.GetLatestTranscriptLinesResponse
-	(*timestamppb.Timestamp)(nil),            // 20: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),                  // 21: google.protobuf.Struct
+	(*GetCostsRequest)(nil),                  // 0: zimmer.runner.v1.GetCostsRequest
+	(*GetCostsResponse)(nil),                 // 1: zimmer.runner.v1.GetCostsResponse
+	(*CostLine)(nil),                         // 2: zimmer.runner.v1.CostLine
+	(*RecordMcpResponseRequest)(nil),         // 3: zimmer.runner.v1.RecordMcpResponseRequest
+	(*RecordMcpResponseResponse)(nil),        // 4: zimmer.runner.v1.RecordMcpResponseResponse
+	(*ListAgentAccountsRequest)(nil),         // 5: zimmer.runner.v1.ListAgentAccountsRequest
+	(*ListAgentAccountsResponse)(nil),        // 6: zimmer.runner.v1.ListAgentAccountsResponse
+	(*AgentAccount)(nil),                     // 7: zimmer.runner.v1.AgentAccount
+	(*QuotaTargetUse)(nil),                   // 8: zimmer.runner.v1.QuotaTargetUse
+	(*AnswerElicitationRequest)(nil),         // 9: zimmer.runner.v1.AnswerElicitationRequest
+	(*AnswerElicitationResponse)(nil),        // 10: zimmer.runner.v1.AnswerElicitationResponse
+	(*InterruptTurnRequest)(nil),             // 11: zimmer.runner.v1.InterruptTurnRequest
+	(*InterruptTurnResponse)(nil),            // 12: zimmer.runner.v1.InterruptTurnResponse
+	(*GetTranscriptRequest)(nil),             // 13: zimmer.runner.v1.GetTranscriptRequest
+	(*GetTranscriptResponse)(nil),            // 14: zimmer.runner.v1.GetTranscriptResponse
+	(*FollowTranscriptRequest)(nil),          // 15: zimmer.runner.v1.FollowTranscriptRequest
+	(*FollowTranscriptResponse)(nil),         // 16: zimmer.runner.v1.FollowTranscriptResponse
+	(*TranscriptTurn)(nil),                   // 17: zimmer.runner.v1.TranscriptTurn
+	(*TranscriptLine)(nil),                   // 18: zimmer.runner.v1.TranscriptLine
+	(*GetCloneRequest)(nil),                  // 19: zimmer.runner.v1.GetCloneRequest
+	(*GetCloneResponse)(nil),                 // 20: zimmer.runner.v1.GetCloneResponse
+	(*Clone)(nil),                            // 21: zimmer.runner.v1.Clone
+	(*PreservedArtifacts)(nil),               // 22: zimmer.runner.v1.PreservedArtifacts
+	(*GetLatestTranscriptLinesRequest)(nil),  // 23: zimmer.runner.v1.GetLatestTranscriptLinesRequest
+	(*GetLatestTranscriptLinesResponse)(nil), // 24: zimmer.runner.v1.GetLatestTranscriptLinesResponse
+	(*timestamppb.Timestamp)(nil),            // 25: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),                  // 26: google.protobuf.Struct
 }
 var file_zimmer_runner_v1_runner_service_proto_depIdxs = []int32{
-	2,  // 0: zimmer.runner.v1.ListAgentAccountsResponse.accounts:type_name -> zimmer.runner.v1.AgentAccount
-	20, // 1: zimmer.runner.v1.AgentAccount.available_at:type_name -> google.protobuf.Timestamp
-	20, // 2: zimmer.runner.v1.AgentAccount.rests_until:type_name -> google.protobuf.Timestamp
-	3,  // 3: zimmer.runner.v1.AgentAccount.quota_targets:type_name -> zimmer.runner.v1.QuotaTargetUse
-	21, // 4: zimmer.runner.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
-	12, // 5: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
-	13, // 6: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
-	13, // 7: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
-	20, // 8: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
-	20, // 9: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
-	20, // 10: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
-	16, // 11: zimmer.runner.v1.GetCloneResponse.clone:type_name -> zimmer.runner.v1.Clone
-	20, // 12: zimmer.runner.v1.Clone.trash_after:type_name -> google.protobuf.Timestamp
-	17, // 13: zimmer.runner.v1.Clone.artifacts:type_name -> zimmer.runner.v1.PreservedArtifacts
-	20, // 14: zimmer.runner.v1.Clone.updated_at:type_name -> google.protobuf.Timestamp
-	13, // 15: zimmer.runner.v1.GetLatestTranscriptLinesResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
-	8,  // 16: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
-	10, // 17: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
-	14, // 18: zimmer.runner.v1.RunnerService.GetClone:input_type -> zimmer.runner.v1.GetCloneRequest
-	6,  // 19: zimmer.runner.v1.RunnerService.InterruptTurn:input_type -> zimmer.runner.v1.InterruptTurnRequest
-	18, // 20: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:input_type -> zimmer.runner.v1.GetLatestTranscriptLinesRequest
-	4,  // 21: zimmer.runner.v1.RunnerService.AnswerElicitation:input_type -> zimmer.runner.v1.AnswerElicitationRequest
-	0,  // 22: zimmer.runner.v1.RunnerService.ListAgentAccounts:input_type -> zimmer.runner.v1.ListAgentAccountsRequest
-	9,  // 23: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
-	11, // 24: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
-	15, // 25: zimmer.runner.v1.RunnerService.GetClone:output_type -> zimmer.runner.v1.GetCloneResponse
-	7,  // 26: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
-	19, // 27: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:output_type -> zimmer.runner.v1.GetLatestTranscriptLinesResponse
-	5,  // 28: zimmer.runner.v1.RunnerService.AnswerElicitation:output_type -> zimmer.runner.v1.AnswerElicitationResponse
-	1,  // 29: zimmer.runner.v1.RunnerService.ListAgentAccounts:output_type -> zimmer.runner.v1.ListAgentAccountsResponse
-	23, // [23:30] is the sub-list for method output_type
-	16, // [16:23] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	2,  // 0: zimmer.runner.v1.GetCostsResponse.total:type_name -> zimmer.runner.v1.CostLine
+	2,  // 1: zimmer.runner.v1.GetCostsResponse.by_day:type_name -> zimmer.runner.v1.CostLine
+	2,  // 2: zimmer.runner.v1.GetCostsResponse.by_session:type_name -> zimmer.runner.v1.CostLine
+	2,  // 3: zimmer.runner.v1.GetCostsResponse.by_kind:type_name -> zimmer.runner.v1.CostLine
+	2,  // 4: zimmer.runner.v1.GetCostsResponse.by_tool:type_name -> zimmer.runner.v1.CostLine
+	7,  // 5: zimmer.runner.v1.ListAgentAccountsResponse.accounts:type_name -> zimmer.runner.v1.AgentAccount
+	25, // 6: zimmer.runner.v1.AgentAccount.available_at:type_name -> google.protobuf.Timestamp
+	25, // 7: zimmer.runner.v1.AgentAccount.rests_until:type_name -> google.protobuf.Timestamp
+	8,  // 8: zimmer.runner.v1.AgentAccount.quota_targets:type_name -> zimmer.runner.v1.QuotaTargetUse
+	26, // 9: zimmer.runner.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	17, // 10: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
+	18, // 11: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
+	18, // 12: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
+	25, // 13: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
+	25, // 14: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
+	25, // 15: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
+	21, // 16: zimmer.runner.v1.GetCloneResponse.clone:type_name -> zimmer.runner.v1.Clone
+	25, // 17: zimmer.runner.v1.Clone.trash_after:type_name -> google.protobuf.Timestamp
+	22, // 18: zimmer.runner.v1.Clone.artifacts:type_name -> zimmer.runner.v1.PreservedArtifacts
+	25, // 19: zimmer.runner.v1.Clone.updated_at:type_name -> google.protobuf.Timestamp
+	18, // 20: zimmer.runner.v1.GetLatestTranscriptLinesResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
+	13, // 21: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
+	15, // 22: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
+	19, // 23: zimmer.runner.v1.RunnerService.GetClone:input_type -> zimmer.runner.v1.GetCloneRequest
+	11, // 24: zimmer.runner.v1.RunnerService.InterruptTurn:input_type -> zimmer.runner.v1.InterruptTurnRequest
+	23, // 25: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:input_type -> zimmer.runner.v1.GetLatestTranscriptLinesRequest
+	9,  // 26: zimmer.runner.v1.RunnerService.AnswerElicitation:input_type -> zimmer.runner.v1.AnswerElicitationRequest
+	5,  // 27: zimmer.runner.v1.RunnerService.ListAgentAccounts:input_type -> zimmer.runner.v1.ListAgentAccountsRequest
+	0,  // 28: zimmer.runner.v1.RunnerService.GetCosts:input_type -> zimmer.runner.v1.GetCostsRequest
+	3,  // 29: zimmer.runner.v1.RunnerService.RecordMcpResponse:input_type -> zimmer.runner.v1.RecordMcpResponseRequest
+	14, // 30: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
+	16, // 31: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
+	20, // 32: zimmer.runner.v1.RunnerService.GetClone:output_type -> zimmer.runner.v1.GetCloneResponse
+	12, // 33: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
+	24, // 34: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:output_type -> zimmer.runner.v1.GetLatestTranscriptLinesResponse
+	10, // 35: zimmer.runner.v1.RunnerService.AnswerElicitation:output_type -> zimmer.runner.v1.AnswerElicitationResponse
+	6,  // 36: zimmer.runner.v1.RunnerService.ListAgentAccounts:output_type -> zimmer.runner.v1.ListAgentAccountsResponse
+	1,  // 37: zimmer.runner.v1.RunnerService.GetCosts:output_type -> zimmer.runner.v1.GetCostsResponse
+	4,  // 38: zimmer.runner.v1.RunnerService.RecordMcpResponse:output_type -> zimmer.runner.v1.RecordMcpResponseResponse
+	30, // [30:39] is the sub-list for method output_type
+	21, // [21:30] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_runner_v1_runner_service_proto_init() }
@@ -1733,7 +2182,7 @@ func file_zimmer_runner_v1_runner_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_runner_v1_runner_service_proto_rawDesc), len(file_zimmer_runner_v1_runner_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

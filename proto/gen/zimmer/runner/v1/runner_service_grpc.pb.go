@@ -26,6 +26,8 @@ const (
 	RunnerService_GetLatestTranscriptLines_FullMethodName = "/zimmer.runner.v1.RunnerService/GetLatestTranscriptLines"
 	RunnerService_AnswerElicitation_FullMethodName        = "/zimmer.runner.v1.RunnerService/AnswerElicitation"
 	RunnerService_ListAgentAccounts_FullMethodName        = "/zimmer.runner.v1.RunnerService/ListAgentAccounts"
+	RunnerService_GetCosts_FullMethodName                 = "/zimmer.runner.v1.RunnerService/GetCosts"
+	RunnerService_RecordMcpResponse_FullMethodName        = "/zimmer.runner.v1.RunnerService/RecordMcpResponse"
 )
 
 // RunnerServiceClient is the client API for RunnerService service.
@@ -86,6 +88,20 @@ type RunnerServiceClient interface {
 	// and state only: a login's environment and configuration directory are
 	// never answered. Admin keys only.
 	ListAgentAccounts(ctx context.Context, in *ListAgentAccountsRequest, opts ...grpc.CallOption) (*ListAgentAccountsResponse, error)
+	// GetCosts sums what Zimmer injected into sessions' contexts, in bytes,
+	// and what their runtimes reported using (tokens in and out, cache reads
+	// and writes, the runtime's cost in USD), from `from` to `to` (UTC days,
+	// both included; the 30 days ending today by default, at most 366), in
+	// total and by day, by session, by kind and by MCP tool. The kinds are
+	// docs/costs.md's: turn_text, goal, session_notes, session_hierarchy,
+	// human_messages, mcp_responses, provenance_tool, runtime, inference,
+	// status_summary. Operator keys; no session credential.
+	GetCosts(ctx context.Context, in *GetCostsRequest, opts ...grpc.CallOption) (*GetCostsResponse, error)
+	// RecordMcpResponse counts one MCP tool call's response against the
+	// session whose credential made it: the gateway's MCP facade reports
+	// each, as itself. call_id names the call, so a retried report counts
+	// once. Internal.
+	RecordMcpResponse(ctx context.Context, in *RecordMcpResponseRequest, opts ...grpc.CallOption) (*RecordMcpResponseResponse, error)
 }
 
 type runnerServiceClient struct {
@@ -175,6 +191,26 @@ func (c *runnerServiceClient) ListAgentAccounts(ctx context.Context, in *ListAge
 	return out, nil
 }
 
+func (c *runnerServiceClient) GetCosts(ctx context.Context, in *GetCostsRequest, opts ...grpc.CallOption) (*GetCostsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetCostsResponse)
+	err := c.cc.Invoke(ctx, RunnerService_GetCosts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runnerServiceClient) RecordMcpResponse(ctx context.Context, in *RecordMcpResponseRequest, opts ...grpc.CallOption) (*RecordMcpResponseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordMcpResponseResponse)
+	err := c.cc.Invoke(ctx, RunnerService_RecordMcpResponse_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunnerServiceServer is the server API for RunnerService service.
 // All implementations must embed UnimplementedRunnerServiceServer
 // for forward compatibility.
@@ -233,6 +269,20 @@ type RunnerServiceServer interface {
 	// and state only: a login's environment and configuration directory are
 	// never answered. Admin keys only.
 	ListAgentAccounts(context.Context, *ListAgentAccountsRequest) (*ListAgentAccountsResponse, error)
+	// GetCosts sums what Zimmer injected into sessions' contexts, in bytes,
+	// and what their runtimes reported using (tokens in and out, cache reads
+	// and writes, the runtime's cost in USD), from `from` to `to` (UTC days,
+	// both included; the 30 days ending today by default, at most 366), in
+	// total and by day, by session, by kind and by MCP tool. The kinds are
+	// docs/costs.md's: turn_text, goal, session_notes, session_hierarchy,
+	// human_messages, mcp_responses, provenance_tool, runtime, inference,
+	// status_summary. Operator keys; no session credential.
+	GetCosts(context.Context, *GetCostsRequest) (*GetCostsResponse, error)
+	// RecordMcpResponse counts one MCP tool call's response against the
+	// session whose credential made it: the gateway's MCP facade reports
+	// each, as itself. call_id names the call, so a retried report counts
+	// once. Internal.
+	RecordMcpResponse(context.Context, *RecordMcpResponseRequest) (*RecordMcpResponseResponse, error)
 	mustEmbedUnimplementedRunnerServiceServer()
 }
 
@@ -263,6 +313,12 @@ func (UnimplementedRunnerServiceServer) AnswerElicitation(context.Context, *Answ
 }
 func (UnimplementedRunnerServiceServer) ListAgentAccounts(context.Context, *ListAgentAccountsRequest) (*ListAgentAccountsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAgentAccounts not implemented")
+}
+func (UnimplementedRunnerServiceServer) GetCosts(context.Context, *GetCostsRequest) (*GetCostsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCosts not implemented")
+}
+func (UnimplementedRunnerServiceServer) RecordMcpResponse(context.Context, *RecordMcpResponseRequest) (*RecordMcpResponseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordMcpResponse not implemented")
 }
 func (UnimplementedRunnerServiceServer) mustEmbedUnimplementedRunnerServiceServer() {}
 func (UnimplementedRunnerServiceServer) testEmbeddedByValue()                       {}
@@ -404,6 +460,42 @@ func _RunnerService_ListAgentAccounts_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunnerService_GetCosts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCostsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).GetCosts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_GetCosts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).GetCosts(ctx, req.(*GetCostsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RunnerService_RecordMcpResponse_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordMcpResponseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).RecordMcpResponse(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_RecordMcpResponse_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).RecordMcpResponse(ctx, req.(*RecordMcpResponseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunnerService_ServiceDesc is the grpc.ServiceDesc for RunnerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -434,6 +526,14 @@ var RunnerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAgentAccounts",
 			Handler:    _RunnerService_ListAgentAccounts_Handler,
+		},
+		{
+			MethodName: "GetCosts",
+			Handler:    _RunnerService_GetCosts_Handler,
+		},
+		{
+			MethodName: "RecordMcpResponse",
+			Handler:    _RunnerService_RecordMcpResponse_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
