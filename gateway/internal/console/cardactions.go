@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,6 +153,38 @@ func (h *Handler) refreshAll(w http.ResponseWriter, r *http.Request, cookie stri
 func (h *Handler) refreshStarred(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
 	starred := true
 	h.refreshScope(w, r, cookie, in, "starred sessions not archived", &lifecyclev1.ListSessionsRequest{Starred: &starred})
+}
+
+// refreshCategory is a category grid's refresh: that category's sessions
+// not archived, each by lifecycle's rule as a bulk act. A frozen category is
+// skipped, as "Refresh all" skips it (its grid offers no control; this
+// answers a page older than the freeze); its starred sessions are the
+// Starred group's, and "Refresh starred" reaches them.
+func (h *Handler) refreshCategory(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
+	cid, err := strconv.ParseInt(r.PathValue("cid"), 10, 64)
+	if err != nil || cid < 1 {
+		h.answerCard(w, r, cookie, in, "toast", toastData{Text: "That is not a category: refresh a category from its grid's control."})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
+	defer cancel()
+	cats, err := h.clients.Lifecycle.ListCategories(ctx, &lifecyclev1.ListCategoriesRequest{})
+	if err != nil {
+		h.answerCard(w, r, cookie, in, "toast", h.refusal(r, "lifecycle", err))
+		return
+	}
+	i := slices.IndexFunc(cats.GetCategories(), func(c *lifecyclev1.Category) bool { return c.GetId() == cid })
+	if i < 0 {
+		h.answerCard(w, r, cookie, in, "toast", toastData{Text: fmt.Sprintf("Category #%d does not exist any more; reload the dashboard.", cid)})
+		return
+	}
+	c := cats.GetCategories()[i]
+	if c.GetFrozen() {
+		h.answerCard(w, r, cookie, in, "toast", toastData{Text: fmt.Sprintf(
+			"Category %q is frozen, so its sessions are not refreshed (Refresh all skips it too); thaw it, or refresh a session on its own.", c.GetName())})
+		return
+	}
+	h.refreshScope(w, r, cookie, in, fmt.Sprintf("sessions not archived in %q", c.GetName()), &lifecyclev1.ListSessionsRequest{CategoryId: &cid})
 }
 
 // liveStatuses are the statuses a bulk refresh looks at: all but archived.

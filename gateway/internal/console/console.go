@@ -183,6 +183,7 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	mux.HandleFunc("GET /console/live", h.live)
 	mux.HandleFunc("POST /console/refresh-all", h.mutating(h.refreshAll))
 	mux.HandleFunc("POST /console/refresh-starred", h.mutating(h.refreshStarred))
+	mux.HandleFunc("POST /console/categories/{cid}/refresh", h.mutating(h.refreshCategory))
 	mux.HandleFunc("POST /console/sessions/{id}/star", h.mutating(h.star))
 	mux.HandleFunc("POST /console/sessions/{id}/category", h.mutating(h.moveToCategory))
 	mux.HandleFunc("POST /console/quick-prompt", h.mutating(h.quickPrompt))

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -33,6 +34,26 @@ type filters struct {
 	Statuses        []string
 	SchedulingClass string
 	Query           string
+	// The Advanced disclosure's: an agent root, a genesis, words in the
+	// transcript. Like Query they travel in the URL, never the cookie.
+	AgentRoot, Genesis, Transcript string
+}
+
+// Search says whether f is a search — free text, an agent root, a genesis
+// or transcript words — which replaces the category grids with one flat
+// result list; statuses and the scheduling class only narrow the grids
+// (session-lifecycle.md, "What the dashboard shows you").
+func (f filters) Search() bool {
+	return f.Query != "" || f.AgentRoot != "" || f.Genesis != "" || f.Transcript != ""
+}
+
+// Advanced says whether the Advanced disclosure holds a value (it opens).
+func (f filters) Advanced() bool { return f.AgentRoot != "" || f.Genesis != "" || f.Transcript != "" }
+
+// searchFilters reads the search's words from q.
+func searchFilters(f *filters, q url.Values) {
+	f.Query = q.Get("q")
+	f.AgentRoot, f.Genesis, f.Transcript = strings.TrimSpace(q.Get("agent_root")), strings.TrimSpace(q.Get("genesis")), strings.TrimSpace(q.Get("transcript"))
 }
 
 // readFilters takes the filters from the form when it was submitted (and
@@ -40,11 +61,12 @@ type filters struct {
 // Reset forgets the cookie. Unknown words are dropped, never sent on.
 func (h *Handler) readFilters(w http.ResponseWriter, r *http.Request) filters {
 	q := r.URL.Query()
-	f := filters{Query: q.Get("q")}
+	var f filters
+	searchFilters(&f, q)
 	switch {
 	case q.Has("reset"):
 		http.SetCookie(w, h.cookie(r, FiltersCookieName, "", -1))
-		f.Query = ""
+		f = filters{}
 	case q.Has("filter"):
 		f.Statuses, f.SchedulingClass = knownStatuses(q["status"]), knownClass(q.Get("class"))
 		kept := url.Values{"status": f.Statuses, "class": {f.SchedulingClass}}
@@ -90,15 +112,39 @@ type dashboardData struct {
 	Filters   filters
 	Summary   []statusCount
 	Classes   []string
+	// Cards and Total are a search's flat result list; Groups the grids
+	// otherwise (Cards then holds every group's cards, in order).
 	Cards     []card
 	Total     int64
 	Truncated bool
+	Groups    []group
 	// QuickGitRoot is the repository the quick prompt starts sessions in:
 	// the one it used last.
 	QuickGitRoot string
 	// LiveQuery is the live stream's query for this view, LiveEvent the
 	// event it sends.
 	LiveQuery, LiveEvent string
+}
+
+// group is one of the dashboard's grids: Starred first, then each category
+// in position order, then Uncategorized. A starred session sits in Starred
+// alone, whatever its category — one card per session — which is what
+// "Refresh starred" acts on (session-lifecycle.md, "Manual refresh").
+type group struct {
+	// GridID is the grid's element id, the spec's names: category_grid_<id>
+	// for a category, sessions_grid for Uncategorized, starred_grid.
+	GridID string
+	Name   string
+	// Category is nil for Starred and Uncategorized.
+	Category *lifecyclev1.Category
+	Cards    []card
+	// Total counts the group's sessions in view; Truncated says the grid
+	// shows the newest DashboardPageSize of them.
+	Total     int64
+	Truncated bool
+	// RefreshAction is the group's refresh control ("" none): a frozen
+	// category has none, as "Refresh all" skips it.
+	RefreshAction string
 }
 
 // card is one session on the dashboard, with what other contexts know of
@@ -163,13 +209,16 @@ func (h *Handler) dashboardView(ctx context.Context, f filters, in signIn) (dash
 		cats = got.GetCategories()
 		return nil
 	})
-	g.Go(func() error {
-		var err error
-		page, err = h.clients.Lifecycle.ListSessions(gctx, &lifecyclev1.ListSessionsRequest{
-			Status: f.Statuses, Q: f.Query, SchedulingClass: f.SchedulingClass, PerPage: DashboardPageSize,
+	if f.Search() {
+		g.Go(func() error {
+			var err error
+			page, err = h.clients.Lifecycle.ListSessions(gctx, &lifecyclev1.ListSessionsRequest{
+				Status: f.Statuses, Q: f.Query, SchedulingClass: f.SchedulingClass, PerPage: DashboardPageSize,
+				AgentRoot: f.AgentRoot, Genesis: f.Genesis, Transcript: f.Transcript,
+			})
+			return err
 		})
-		return err
-	})
+	}
 	// The summary above the search box: how many sessions each status
 	// holds, whatever the filters.
 	for i, s := range statuses {
@@ -185,20 +234,86 @@ func (h *Handler) dashboardView(ctx context.Context, f filters, in signIn) (dash
 	for i, s := range statuses {
 		data.Summary = append(data.Summary, statusCount{Status: s, Count: counts[i], Selected: slices.Contains(f.Statuses, s)})
 	}
-	data.Total = page.GetPagination().GetTotalCount()
-	data.Truncated = data.Total > int64(len(page.GetSessions()))
-	data.Cards = h.cards(ctx, page.GetSessions(), in)
+	if f.Search() {
+		data.Total = page.GetPagination().GetTotalCount()
+		data.Truncated = data.Total > int64(len(page.GetSessions()))
+		data.Cards = h.cards(ctx, page.GetSessions(), in)
+	} else {
+		groups, err := h.grids(ctx, f, cats, in)
+		if err != nil {
+			return dashboardData{}, err
+		}
+		data.Groups = groups
+		for _, gr := range groups {
+			data.Total += gr.Total
+		}
+	}
 	names := make(map[int64]string, len(cats))
 	for _, c := range cats {
 		names[c.GetId()] = c.GetName()
 	}
-	for i := range data.Cards {
-		data.Cards[i].Categories = cats
-		if s := data.Cards[i].Session; s.CategoryId != nil {
-			data.Cards[i].Category = names[s.GetCategoryId()]
+	name := func(cs []card) {
+		for i := range cs {
+			cs[i].Categories = cats
+			if s := cs[i].Session; s.CategoryId != nil {
+				cs[i].Category = names[s.GetCategoryId()]
+			}
 		}
 	}
+	name(data.Cards)
+	for i := range data.Groups {
+		name(data.Groups[i].Cards)
+	}
 	return data, nil
+}
+
+// grids reads the groups of the grid view: one list call per group, at
+// once (the statuses and the scheduling class narrow each), then the
+// cards of them all completed in one runner and one queue call. Empty
+// groups are left out.
+func (h *Handler) grids(ctx context.Context, f filters, cats []*lifecyclev1.Category, in signIn) ([]group, error) {
+	starred, unstarred, none := true, false, int64(0)
+	groups := []group{{GridID: "starred_grid", Name: "Starred", RefreshAction: "/console/refresh-starred"}}
+	scopes := []*lifecyclev1.ListSessionsRequest{{Starred: &starred}}
+	for _, c := range cats {
+		gr := group{GridID: fmt.Sprintf("category_grid_%d", c.GetId()), Name: c.GetName(), Category: c}
+		if !c.GetFrozen() {
+			gr.RefreshAction = fmt.Sprintf("/console/categories/%d/refresh", c.GetId())
+		}
+		groups = append(groups, gr)
+		scopes = append(scopes, &lifecyclev1.ListSessionsRequest{CategoryId: &c.Id, Starred: &unstarred})
+	}
+	groups = append(groups, group{GridID: "sessions_grid", Name: "Uncategorized"})
+	scopes = append(scopes, &lifecyclev1.ListSessionsRequest{CategoryId: &none, Starred: &unstarred})
+	pages := make([]*lifecyclev1.ListSessionsResponse, len(scopes))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, scope := range scopes {
+		scope.Status, scope.SchedulingClass, scope.PerPage = f.Statuses, f.SchedulingClass, DashboardPageSize
+		g.Go(func() error {
+			var err error
+			pages[i], err = h.clients.Lifecycle.ListSessions(gctx, scope)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var all []*lifecyclev1.Session
+	for _, p := range pages {
+		all = append(all, p.GetSessions()...)
+	}
+	cards := h.cards(ctx, all, in)
+	out := groups[:0]
+	for i, gr := range groups {
+		n := len(pages[i].GetSessions())
+		gr.Cards, cards = cards[:n:n], cards[n:]
+		gr.Total = pages[i].GetPagination().GetTotalCount()
+		gr.Truncated = gr.Total > int64(n)
+		if n > 0 {
+			out = append(out, gr)
+		}
+	}
+	return out, nil
 }
 
 // cards completes sessions with their last transcript line and queue
@@ -262,12 +377,20 @@ func sessionTemplate(r *http.Request) string {
 // wrote it), words unknown to lifecycle dropped; unlike readFilters it keeps
 // nothing in the cookie.
 func viewFilters(q url.Values) filters {
-	return filters{Statuses: knownStatuses(q["status"]), SchedulingClass: knownClass(q.Get("class")), Query: q.Get("q")}
+	f := filters{Statuses: knownStatuses(q["status"]), SchedulingClass: knownClass(q.Get("class"))}
+	searchFilters(&f, q)
+	return f
 }
 
 // liveQuery is the live stream's query for the view f (viewFilters reads
 // it back): each dashboard streams the view it shows, whatever another tab
 // keeps in the cookie.
 func liveQuery(f filters) string {
-	return url.Values{"status": f.Statuses, "class": {f.SchedulingClass}, "q": {f.Query}}.Encode()
+	v := url.Values{"status": f.Statuses, "class": {f.SchedulingClass}, "q": {f.Query}}
+	for k, w := range map[string]string{"agent_root": f.AgentRoot, "genesis": f.Genesis, "transcript": f.Transcript} {
+		if w != "" {
+			v.Set(k, w)
+		}
+	}
+	return v.Encode()
 }

@@ -70,6 +70,10 @@ type liveFakes struct {
 	// frozen are the frozen categories lifecycle's list leaves out when
 	// asked to skip them.
 	frozen map[int64]bool
+	// categories are what ListCategories answers (none: fakeLifecycle's);
+	// lists the list requests with a search in them.
+	categories []*lifecyclev1.Category
+	searches   []*lifecyclev1.ListSessionsRequest
 }
 
 type liveLifecycle struct {
@@ -80,10 +84,17 @@ type liveLifecycle struct {
 func (l liveLifecycle) ListSessions(_ context.Context, in *lifecyclev1.ListSessionsRequest, _ ...grpc.CallOption) (*lifecyclev1.ListSessionsResponse, error) {
 	l.l.mu.Lock()
 	defer l.l.mu.Unlock()
+	if in.GetQ() != "" || in.GetAgentRoot() != "" || in.GetGenesis() != "" || in.GetTranscript() != "" {
+		l.l.searches = append(l.l.searches, proto.CloneOf(in))
+	}
 	var out []*lifecyclev1.Session
 	for _, s := range l.l.sessions {
 		switch {
 		case in.Starred != nil && s.GetStarred() != in.GetStarred():
+			continue
+		case in.CategoryId != nil && s.GetCategoryId() != in.GetCategoryId():
+			continue
+		case in.GetAgentRoot() != "" && s.GetAgentRoot() != in.GetAgentRoot():
 			continue
 		case in.GetSkipFrozenCategories() && s.CategoryId != nil && l.l.frozen[s.GetCategoryId()]:
 			continue
@@ -97,6 +108,12 @@ func (l liveLifecycle) ListSessions(_ context.Context, in *lifecyclev1.ListSessi
 		out = out[:in.GetPerPage()]
 	}
 	return &lifecyclev1.ListSessionsResponse{Sessions: out, Pagination: &lifecyclev1.Pagination{TotalCount: total, TotalPages: 1}}, nil
+}
+
+func (l liveLifecycle) ListCategories(ctx context.Context, in *lifecyclev1.ListCategoriesRequest, opts ...grpc.CallOption) (*lifecyclev1.ListCategoriesResponse, error) {
+	l.l.mu.Lock()
+	defer l.l.mu.Unlock()
+	return &lifecyclev1.ListCategoriesResponse{Categories: l.l.categories}, nil
 }
 
 func contains(words []string, w string) bool {
@@ -629,4 +646,80 @@ func TestTheSessionPagesHierarchyUpdatesLive(t *testing.T) {
 	require.Contains(t, a.body, `id="session-live-status"`)
 	require.Contains(t, a.body, "You are signed out")
 	require.Equal(t, http.StatusBadRequest, b.get(t, c, "/console/sessions/x/live").code)
+}
+
+// The grid view: Starred first (a starred session there alone, whatever its
+// category), then each category in position order, then Uncategorized, each
+// grid under its spec id; a frozen category offers no refresh and its
+// refresh is refused saying why; a category's refresh acts on that
+// category's sessions. A search — here the Advanced filters — replaces the
+// grids with one flat list and asks lifecycle with every word.
+func TestTheDashboardsCategoryGridsAndAdvancedSearch(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t)
+	work, parked := int64(4), int64(3)
+	b.live.mu.Lock()
+	b.live.categories = []*lifecyclev1.Category{
+		{Id: work, Name: "<b>Work</b>", Position: 1},
+		{Id: parked, Name: "Parked", Position: 2, Frozen: true},
+	}
+	b.live.sessions[0].CategoryId, b.live.sessions[0].Starred = &parked, true // #9: starred, in a frozen category
+	b.live.sessions[1].CategoryId = &parked                                   // #8
+	b.live.sessions[2].CategoryId = &work                                     // #7
+	b.live.sessions = append(b.live.sessions, &lifecyclev1.Session{Id: 6, Status: "needs_input", Title: "The sixth", AgentRoot: "agents/x", UpdatedAt: timestamppb.Now()})
+	b.live.mu.Unlock()
+	c := b.signedIn(t)
+
+	a := b.get(t, c, "/console/?filter=1&status=needs_input&status=running")
+	order := []string{`id="starred_grid"`, `id="session-9"`, `id="category_grid_4"`, `id="session-7"`,
+		`id="category_grid_3"`, `id="session-8"`, `id="sessions_grid"`, `id="session-6"`}
+	last := -1
+	for _, want := range order {
+		i := strings.Index(a.body, want)
+		require.Greater(t, i, last, "%s in its place", want)
+		last = i
+	}
+	require.Equal(t, 1, strings.Count(a.body, `id="session-9"`), "a starred session has one card, in Starred")
+	require.Contains(t, a.body, "&lt;b&gt;Work&lt;/b&gt;", "a category's name is text")
+	require.Contains(t, a.body, `action="/console/categories/4/refresh"`)
+	require.NotContains(t, a.body, `action="/console/categories/3/refresh"`, "a frozen category offers no refresh")
+	require.Contains(t, a.body, "not refreshed by Refresh all")
+	token := csrfField.FindStringSubmatch(a.body)[1]
+
+	b.live.mu.Lock()
+	b.live.refreshes = nil
+	b.live.mu.Unlock()
+	a = b.htmxPost(t, c, "/console/categories/4/refresh", url.Values{"csrf": {token}})
+	require.Equal(t, http.StatusOK, a.code, a.body)
+	require.Contains(t, a.body, "Refreshed all 1 sessions not archived in &#34;&lt;b&gt;Work&lt;/b&gt;&#34;")
+	a = b.htmxPost(t, c, "/console/categories/3/refresh", url.Values{"csrf": {token}})
+	require.Equal(t, http.StatusOK, a.code, a.body)
+	require.Contains(t, a.body, "is frozen, so its sessions are not refreshed")
+	a = b.htmxPost(t, c, "/console/categories/99/refresh", url.Values{"csrf": {token}})
+	require.Contains(t, a.body, "does not exist any more")
+	a = b.htmxPost(t, c, "/console/categories/4/refresh", url.Values{})
+	require.Equal(t, http.StatusForbidden, a.code, "CSRF as every form")
+	b.live.mu.Lock()
+	var ids []string
+	for _, r := range b.live.refreshes {
+		ids = append(ids, r.GetSessionId())
+	}
+	b.live.mu.Unlock()
+	require.Equal(t, []string{"7"}, ids, "the category's sessions alone; the frozen one refreshed nothing")
+
+	a = b.get(t, c, "/console/?filter=1&status=needs_input&agent_root=agents/x&genesis=g1&transcript=%3Cscript%3E+ENOENT")
+	require.NotContains(t, a.body, `id="starred_grid"`, "a search is one flat list")
+	require.Contains(t, a.body, `aria-label="Search results, newest first"`)
+	require.Contains(t, a.body, `id="session-6"`)
+	require.NotContains(t, a.body, `id="session-7"`)
+	require.Contains(t, a.body, `<details class="advanced" open>`, "the Advanced disclosure opens on its values")
+	require.Contains(t, a.body, `value="&lt;script&gt; ENOENT"`)
+	require.Contains(t, a.body, "transcript=%3Cscript%3E&#43;ENOENT", "the live stream keeps the search")
+	b.live.mu.Lock()
+	got := b.live.searches[len(b.live.searches)-1]
+	b.live.mu.Unlock()
+	require.Equal(t, "agents/x", got.GetAgentRoot())
+	require.Equal(t, "g1", got.GetGenesis())
+	require.Equal(t, "<script> ENOENT", got.GetTranscript())
+	require.Equal(t, []string{"needs_input"}, got.GetStatus(), "the ticked statuses narrow the search too")
 }

@@ -258,13 +258,36 @@ func (uc GetSession) Handle(ctx context.Context, ref string) (domain.Session, er
 }
 
 // ListSessions lists sessions with the dashboard's filter semantics.
-type ListSessions struct{ Repo SessionRepository }
+type ListSessions struct {
+	Repo SessionRepository
+	// Transcripts answers the transcript filter (the runner's full-text
+	// index); nil when no runner is configured, and the filter is refused.
+	Transcripts TranscriptSearcher
+}
 
-// Handle validates the request and lists one page.
+// TranscriptSearcher finds the sessions whose transcript holds words.
+type TranscriptSearcher interface {
+	// SearchTranscripts returns the matching sessions, the most recently
+	// matching first, at most limit of them.
+	SearchTranscripts(ctx context.Context, words string, limit int) ([]int64, error)
+}
+
+// Handle validates the request and lists one page. A transcript filter asks
+// the runner first and narrows the list to the sessions it names.
 func (uc ListSessions) Handle(ctx context.Context, req domain.ListRequest) (domain.Page, error) {
 	f, err := req.Filter()
 	if err != nil {
 		return domain.Page{}, err
+	}
+	if f.Transcript != "" {
+		if uc.Transcripts == nil {
+			return domain.Page{}, &domain.PreconditionError{Reason: "transcript search needs the runner, and this lifecycle has none configured (LIFECYCLE_RUNNER_ADDR); search without it"}
+		}
+		ids, err := uc.Transcripts.SearchTranscripts(ctx, f.Transcript, domain.MaxTranscriptMatches)
+		if err != nil {
+			return domain.Page{}, err
+		}
+		f.SessionIDs = append([]int64{}, ids...)
 	}
 	return uc.Repo.List(ctx, f)
 }

@@ -74,7 +74,7 @@ func (uc TransitionSession) archive(ctx context.Context, ref string, cmd domain.
 			}
 			return domain.Outcome{}, &domain.PreconditionError{Reason: reason}
 		}
-		cmd.RetirementClause = seal.RetirementClause
+		cmd.RetirementClause, cmd.ArchiveAttempt = seal.RetirementClause, attempt
 		unseal = func() { uc.unseal(ctx, s.ID, attempt) }
 	}
 	if err := uc.halt(ctx, s, Verb(domain.EventArchive)); err != nil {

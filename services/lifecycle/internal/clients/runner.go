@@ -13,6 +13,7 @@ import (
 
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
 	"github.com/zimmerhq/zimmer/services/lifecycle/internal/domain"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
 // Runner halts turns through the runner's InterruptTurn (app.TurnInterrupter).
@@ -33,6 +34,26 @@ func (r Runner) InterruptTurn(ctx context.Context, sessionID int64, reason strin
 		return fmt.Errorf("interrupt session %d's turn: %w", sessionID, err)
 	}
 	return nil
+}
+
+// SearchTranscripts implements app.TranscriptSearcher through the runner's
+// SearchTranscripts. A runner that does not answer is ErrUnavailable, so
+// the caller is told to retry rather than shown an empty list.
+func (r Runner) SearchTranscripts(ctx context.Context, words string, limit int) ([]int64, error) {
+	if r.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
+		defer cancel()
+	}
+	resp, err := r.Client.SearchTranscripts(ctx, &runnerv1.SearchTranscriptsRequest{Query: words, Limit: int32(limit)})
+	switch status.Code(err) {
+	case codes.OK:
+		return resp.GetSessionIds(), nil
+	case codes.InvalidArgument:
+		return nil, validation.Invalid("transcript", "%s", status.Convert(err).Message())
+	default:
+		return nil, fmt.Errorf("the runner did not search the transcripts; retry shortly: %w (%v)", domain.ErrUnavailable, status.Convert(err).Message())
+	}
 }
 
 // CloneState implements app.CloneKeeper through the runner's GetClone: ""

@@ -2,6 +2,8 @@ package domain
 
 import (
 	"slices"
+	"strings"
+	"unicode"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
@@ -11,6 +13,13 @@ import (
 const (
 	DefaultPerPage = rules.DefaultPerPage
 	MaxPerPage     = rules.MaxPerPage
+	// MaxTranscriptQueryChars bounds the transcript search's words (the
+	// runner's SearchTranscripts takes no more).
+	MaxTranscriptQueryChars = 200
+	// MaxTranscriptMatches is how many matching sessions, the most recently
+	// matching first, the transcript search narrows to: a bound on one
+	// search's work, said in the API.
+	MaxTranscriptMatches = 1000
 )
 
 // ListFilter selects sessions. No statuses means every status.
@@ -26,7 +35,13 @@ type ListFilter struct {
 	CategoryID *int64
 	// SkipFrozenCategories leaves out the sessions in frozen categories.
 	SkipFrozenCategories bool
-	Page                 int // 1-based
+	// Transcript keeps the sessions whose transcript holds these words as
+	// a phrase; the use case asks the runner and narrows to SessionIDs.
+	Transcript string
+	// SessionIDs, when not nil, keeps only these sessions (the transcript
+	// search's answer; empty keeps none).
+	SessionIDs []int64
+	Page       int // 1-based
 	PerPage              int
 }
 
@@ -40,6 +55,7 @@ type ListRequest struct {
 	Starred              *bool
 	CategoryID           *int64
 	SkipFrozenCategories bool
+	Transcript           string
 	Page                 int
 	PerPage              int
 	// ShowArchived lists the trash too when no status is named; without it
@@ -62,6 +78,7 @@ func (r ListRequest) Filter() (ListFilter, error) {
 		PerPage:         r.PerPage,
 
 		SkipFrozenCategories: r.SkipFrozenCategories,
+		Transcript:           strings.TrimSpace(r.Transcript),
 	}
 	if c := r.CategoryID; c != nil && *c < 0 {
 		vs.Add("category_id", "is %d; use a category's id, or 0 for the uncategorized sessions", *c)
@@ -92,6 +109,10 @@ func (r ListRequest) Filter() (ListFilter, error) {
 	checkText(&vs, "q", f.Query, MaxQueryChars, "")
 	checkText(&vs, "agent_root", f.AgentRoot, MaxAgentRootChars, "")
 	checkText(&vs, "genesis", f.Genesis, MaxGenesisChars, "")
+	checkText(&vs, "transcript", f.Transcript, MaxTranscriptQueryChars, "")
+	if f.Transcript != "" && strings.IndexFunc(f.Transcript, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
+		vs.Add("transcript", "holds no word to search the transcripts for; give at least one, or leave it out")
+	}
 	return f, vs.Err()
 }
 

@@ -73,6 +73,10 @@ type Command struct {
 	// queued message was never delivered …"), appended to the archive line
 	// in its words; "" when nothing is retired or no queue was asked.
 	RetirementClause string
+	// ArchiveAttempt names the queue seal the archive was checked under
+	// ("" when no queue was asked): the retirement carries it, so a
+	// retirement arriving after its unarchive lifts that seal and no other.
+	ArchiveAttempt string
 	// IdempotencyKey, when set, names this transition: lifecycle records
 	// it with the change, and a call with the same key again (a retried
 	// activity whose first attempt committed) is answered as already
@@ -199,6 +203,9 @@ type (
 	RetireMessages struct {
 		Forced     bool
 		ArchivedAt time.Time
+		// AttemptID is the archive attempt that sealed the queue ("" for
+		// a system archive).
+		AttemptID string
 	}
 	// ReopenMessages: an unarchive reopens the session's queue; what was
 	// retired stays undelivered.
@@ -629,7 +636,7 @@ func (t *transition) archive(cmd Command) {
 	t.effect(DeferredCleanup{TrashAfter: *t.s.TrashAfter})
 	// Every archive retires the queue, a system archive too: the guard is
 	// the caller's, the record of what was lost is the transition's.
-	t.effect(RetireMessages{Forced: cmd.Force, ArchivedAt: *t.s.ArchivedAt})
+	t.effect(RetireMessages{Forced: cmd.Force, ArchivedAt: *t.s.ArchivedAt, AttemptID: cmd.ArchiveAttempt})
 	// The spec's words first (who, the unresolved pull requests), then the
 	// queue's words for what the archive retires.
 	t.log(TimelineTransition, ArchiveLine(cmd.Actor, unresolvedPullRequests(t.s.PullRequests))+cmd.RetirementClause)

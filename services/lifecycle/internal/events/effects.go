@@ -49,7 +49,7 @@ func Effect(e domain.Effect) (*lifecyclev1.SessionEffect, error) {
 	case domain.RecordFlags:
 		msg.Kind = &lifecyclev1.SessionEffect_RecordFlags{RecordFlags: &lifecyclev1.RecordFlagsEffect{}}
 	case domain.RetireMessages:
-		msg.Kind = &lifecyclev1.SessionEffect_RetireMessages{RetireMessages: &lifecyclev1.RetireMessagesEffect{Forced: e.Forced, ArchivedAt: ordering(e.ArchivedAt)}}
+		msg.Kind = &lifecyclev1.SessionEffect_RetireMessages{RetireMessages: &lifecyclev1.RetireMessagesEffect{Forced: e.Forced, ArchivedAt: ordering(e.ArchivedAt), AttemptId: e.AttemptID}}
 	case domain.ReopenMessages:
 		msg.Kind = &lifecyclev1.SessionEffect_ReopenMessages{ReopenMessages: &lifecyclev1.ReopenMessagesEffect{UnarchivedAt: ordering(e.UnarchivedAt)}}
 	case domain.RestoreClone:

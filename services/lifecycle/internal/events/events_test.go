@@ -201,7 +201,7 @@ func TestEffectsTravelTypedAndReadBackAsTheStreamShowsThem(t *testing.T) {
 	require.Equal(t, map[string]any{}, entries[1].Payload, "lifecycle's own effects show no payload")
 	require.Equal(t, map[string]any{"needs_input_count": int64(7)}, entries[2].Payload)
 	require.Equal(t, map[string]any{"trash_after": "2026-12-04T12:00:00Z"}, entries[3].Payload)
-	require.Equal(t, map[string]any{"forced": false, "archived_at": "2026-11-30T12:00:00Z"}, entries[4].Payload)
+	require.Equal(t, map[string]any{"forced": false, "archived_at": "2026-11-30T12:00:00Z", "attempt_id": ""}, entries[4].Payload)
 	require.Equal(t, map[string]any{}, entries[5].Payload, "a paused fork's harvest carries no reason")
 	require.Equal(t, map[string]any{"failure_reason": ""}, entries[6].Payload, "a failed fork's carries its reason, even empty")
 }

@@ -145,6 +145,7 @@ func (s *Server) ListSessions(ctx context.Context, req *lifecyclev1.ListSessions
 		CategoryID:      req.CategoryId,
 
 		SkipFrozenCategories: req.GetSkipFrozenCategories(),
+		Transcript:           req.GetTranscript(),
 	})
 	if err != nil {
 		return nil, s.toStatus(ctx, err)

@@ -200,6 +200,9 @@ func TestArchiveGuardRefusesInTheQueuesWordsBeforeHaltingAnything(t *testing.T) 
 	require.Len(t, retired, 1)
 	require.Equal(t, true, retired[0]["forced"])
 	require.Equal(t, resp.GetSession().GetArchivedAt().AsTime().Format(time.RFC3339), retired[0]["archived_at"])
+	attempts := queue.attemptsOf(id)
+	require.Equal(t, strings.TrimPrefix(attempts[len(attempts)-1], "seal "), retired[0]["attempt_id"],
+		"the retirement names the attempt whose seal it may lift when its unarchive came first")
 
 	// The restore reopens the queue.
 	_, err = b.operator.UnarchiveSession(ctx, &lifecyclev1.UnarchiveSessionRequest{SessionId: fmt.Sprint(id)})
@@ -315,7 +318,8 @@ func TestTheSystemArchiveDoesNotAskTheQueue(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "archived", got.GetStatus())
 	require.Empty(t, queue.calls(), "no seal, no refusal")
-	require.Equal(t, []map[string]any{{"forced": false, "archived_at": got.GetArchivedAt().AsTime().Format(time.RFC3339)}}, b.retirements(t, id))
+	require.Equal(t, []map[string]any{{"forced": false, "archived_at": got.GetArchivedAt().AsTime().Format(time.RFC3339), "attempt_id": ""}}, b.retirements(t, id),
+		"a system archive sealed nothing, so its retirement names no attempt")
 	require.NotContains(t, b.archiveLine(t, id), "queued message", "only the queue's clause names messages")
 }
 

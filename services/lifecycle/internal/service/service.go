@@ -106,6 +106,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		svc.Sessions.Transition.Turns = runner
 		svc.Sessions.Transition.Clones = runner
 		svc.Sessions.Elicitations.Answerer = runner
+		svc.Sessions.List.Transcripts = runner
 	}
 	// Without a queue, a wake is lifecycle's own delivery to the session
 	// once it is idle.

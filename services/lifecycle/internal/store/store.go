@@ -202,6 +202,9 @@ func listFilter(f domain.ListFilter) (string, []any) {
 	default:
 		where = append(where, "category_id = "+arg(*f.CategoryID))
 	}
+	if f.SessionIDs != nil {
+		where = append(where, "id = ANY("+arg(f.SessionIDs)+")")
+	}
 	if f.SkipFrozenCategories {
 		where = append(where, "(category_id IS NULL OR category_id NOT IN (SELECT id FROM categories WHERE frozen))")
 	}

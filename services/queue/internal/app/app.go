@@ -68,7 +68,7 @@ type Messages interface {
 	Abandon(ctx context.Context, sessionID int64, reason string) ([]domain.Message, error)
 	Seal(ctx context.Context, sessionID int64, by string) ([]domain.Message, error)
 	Unseal(ctx context.Context, sessionID int64, by string) error
-	Retire(ctx context.Context, sessionID int64, archivedAt time.Time) ([]domain.Message, error)
+	Retire(ctx context.Context, sessionID int64, archivedAt time.Time, attempt string) ([]domain.Message, error)
 	Reopen(ctx context.Context, sessionID int64, unarchivedAt time.Time) error
 	// CountPending counts the pending messages of each session that has
 	// any.

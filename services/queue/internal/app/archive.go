@@ -52,9 +52,10 @@ type RetireQueue struct {
 	Logger   *slog.Logger
 }
 
-// Handle retires the session's queue.
-func (uc RetireQueue) Handle(ctx context.Context, sessionID int64, forced bool, archivedAt time.Time) error {
-	retired, err := uc.Messages.Retire(ctx, sessionID, archivedAt)
+// Handle retires the session's queue; attempt is the archive attempt that
+// sealed it ("" for a system archive).
+func (uc RetireQueue) Handle(ctx context.Context, sessionID int64, forced bool, archivedAt time.Time, attempt string) error {
+	retired, err := uc.Messages.Retire(ctx, sessionID, archivedAt, attempt)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func TestSweepUnsealsStaleSealsOfSessionsNotArchived(t *testing.T) {
 		_, err := ms.Seal(ctx, id, by)
 		require.NoError(t, err)
 	}
-	_, err := ms.Retire(ctx, 4, t0)
+	_, err := ms.Retire(ctx, 4, t0, "")
 	require.NoError(t, err)
 	clk.Advance(2 * time.Minute)
 	_, err = ms.Seal(ctx, 3, "attempt-3") // 30s before the run: fresh

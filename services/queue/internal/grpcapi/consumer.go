@@ -66,7 +66,7 @@ func (c *Consumer) ConsumeSessionEvent(ctx context.Context, req *lifecyclev1.Con
 	case *lifecyclev1.SessionEffect_RetireMessages:
 		var at time.Time
 		if at, err = effectTime(kind.RetireMessages.GetArchivedAt(), "event.effect.retire_messages.archived_at"); err == nil {
-			err = c.queue.Retire.Handle(ctx, id, kind.RetireMessages.GetForced(), at)
+			err = c.queue.Retire.Handle(ctx, id, kind.RetireMessages.GetForced(), at, kind.RetireMessages.GetAttemptId())
 		}
 	case *lifecyclev1.SessionEffect_ReopenMessages:
 		var at time.Time

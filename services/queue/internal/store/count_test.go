@@ -17,7 +17,7 @@ func TestCountPendingCountsOnlyPendingMessagesPerSession(t *testing.T) {
 	// Session 3's message was retired by an archive (undelivered), and
 	// session 4's deleted: neither waits any more.
 	enqueue(t, ms, 3, "retired")
-	_, err := ms.Retire(ctx, 3, t0)
+	_, err := ms.Retire(ctx, 3, t0, "")
 	require.NoError(t, err)
 	deleted := enqueue(t, ms, 4, "deleted")
 	require.NoError(t, ms.Delete(ctx, 4, deleted.ID))

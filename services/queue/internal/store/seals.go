@@ -99,8 +99,11 @@ const RetiredSeal = "retired"
 // they held. Call it only once the archive of archivedAt has committed; it
 // is idempotent, so the archive's effect may be redelivered. An archive
 // already undone by an unarchive (its effect arriving after the unarchive's)
-// retires nothing and leaves the queue open.
-func (s *Messages) Retire(ctx context.Context, sessionID int64, archivedAt time.Time) ([]domain.Message, error) {
+// retires nothing and leaves the queue open: attempt names the seal that
+// archive was checked under, which the unarchive's Reopen could not lift
+// (it lifts only RetiredSeal) when it arrived first, so Retire lifts it
+// here — that seal's archive is over — and never another attempt's.
+func (s *Messages) Retire(ctx context.Context, sessionID int64, archivedAt time.Time, attempt string) ([]domain.Message, error) {
 	var retired []domain.Message
 	err := s.afterClaims(ctx, func(tx pgx.Tx) error {
 		if _, err := lockSession(ctx, tx, sessionID, "FOR UPDATE"); err != nil {
@@ -114,6 +117,13 @@ func (s *Messages) Retire(ctx context.Context, sessionID int64, archivedAt time.
 			return fmt.Errorf("read the queue's reopening: %w", err)
 		}
 		if reopened != nil && !archivedAt.IsZero() && !reopened.Before(archivedAt) {
+			if attempt == "" || attempt == RetiredSeal {
+				return nil
+			}
+			if _, err := tx.Exec(ctx, `UPDATE session_queues SET sealed_at = NULL, sealed_by = NULL
+				WHERE session_id = $1 AND sealed_by = $2`, sessionID, attempt); err != nil {
+				return fmt.Errorf("lift the undone archive's seal: %w", err)
+			}
 			return nil
 		}
 		now := s.clock.Now()

@@ -65,14 +65,14 @@ func TestRetireReturnsExactlyTheLiveMessages(t *testing.T) {
 	other := enqueue(t, ms, 2, "another session's")
 
 	archivedAt := time.Now()
-	retired, err := ms.Retire(ctx, 1, archivedAt)
+	retired, err := ms.Retire(ctx, 1, archivedAt, "")
 	require.NoError(t, err)
 	require.Equal(t, []int64{c.ID, b.ID}, ids(retired), "in queue order")
 	for _, m := range retired {
 		require.Equal(t, domain.StatusUndelivered, m.Status)
 		require.Equal(t, domain.ReasonArchived, m.UndeliveredReason)
 	}
-	again, err := ms.Retire(ctx, 1, archivedAt)
+	again, err := ms.Retire(ctx, 1, archivedAt, "")
 	require.NoError(t, err)
 	require.Empty(t, again, "a redelivered event retires nothing more")
 
@@ -98,15 +98,52 @@ func TestARetirementArrivingAfterItsUnarchiveRetiresNothing(t *testing.T) {
 	archivedAt := time.Now()
 	enqueue(t, ms, 1, "still wanted")
 	require.NoError(t, ms.Reopen(ctx, 1, archivedAt.Add(time.Second)))
-	retired, err := ms.Retire(ctx, 1, archivedAt)
+	retired, err := ms.Retire(ctx, 1, archivedAt, "")
 	require.NoError(t, err)
 	require.Empty(t, retired, "the archive was undone before its effect arrived")
 	require.Equal(t, []string{"still wanted"}, live(t, ms, 1))
 	enqueue(t, ms, 1, "and the queue is open")
 
-	retired, err = ms.Retire(ctx, 1, archivedAt.Add(time.Hour))
+	retired, err = ms.Retire(ctx, 1, archivedAt.Add(time.Hour), "")
 	require.NoError(t, err)
 	require.Len(t, retired, 2, "a later archive retires as usual")
+}
+
+// The rare variant: the archive's retirement fails once, and the unarchive's
+// reopening arrives first. The archive attempt's seal is not the
+// retirement's, so the reopening leaves it; the retirement, arriving late,
+// carries the attempt and lifts that seal, rather than leaving the restored
+// session's queue sealed until the stale-seal sweep. Another attempt's seal
+// (a newer archive's) it leaves alone.
+func TestALateRetirementLiftsItsOwnAttemptsSealAfterTheUnarchive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, _ := newMessages(t)
+	enqueue(t, ms, 1, "forced past the guard")
+	_, err := ms.Seal(ctx, 1, "archive-1")
+	require.NoError(t, err)
+	archivedAt := time.Now() // the archive commits; its retirement fails once
+	require.NoError(t, ms.Reopen(ctx, 1, archivedAt.Add(time.Second)), "the unarchive's reopening arrives first")
+	_, _, err = ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "too soon"})
+	require.ErrorIs(t, err, domain.ErrSealed, "the reopening lifts only a retirement's seal")
+
+	retired, err := ms.Retire(ctx, 1, archivedAt, "archive-1")
+	require.NoError(t, err)
+	require.Empty(t, retired, "the archive was undone before its retirement arrived")
+	enqueue(t, ms, 1, "the restored session's queue is open")
+	require.Equal(t, []string{"forced past the guard", "the restored session's queue is open"}, live(t, ms, 1))
+
+	// A newer archive's attempt holds the seal now: a stale retirement
+	// (redelivered) of the first archive neither lifts nor takes it.
+	_, err = ms.Seal(ctx, 1, "archive-2")
+	require.NoError(t, err)
+	retired, err = ms.Retire(ctx, 1, archivedAt, "archive-1")
+	require.NoError(t, err)
+	require.Empty(t, retired)
+	_, _, err = ms.Enqueue(ctx, domain.NewMessage{SessionID: 1, Origin: domain.OriginCaller, Content: "during archive-2"})
+	require.ErrorIs(t, err, domain.ErrSealed, "archive-2's seal holds")
+	require.NoError(t, ms.Unseal(ctx, 1, "archive-2"), "archive-2 did not commit")
+	enqueue(t, ms, 1, "open again")
 }
 
 func ids(ms []domain.Message) []int64 {

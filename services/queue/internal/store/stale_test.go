@@ -26,7 +26,7 @@ func TestStaleSealsListsOnlyOldAttemptSeals(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ms.Seal(ctx, 2, "attempt-retired")
 	require.NoError(t, err)
-	_, err = ms.Retire(ctx, 2, sealedAt) // the archive committed: retirement takes the seal over
+	_, err = ms.Retire(ctx, 2, sealedAt, "attempt-retired") // the archive committed: retirement takes the seal over
 	require.NoError(t, err)
 	_, err = ms.Seal(ctx, 3, "attempt-given-up")
 	require.NoError(t, err)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -25,6 +27,46 @@ type TranscriptStore interface {
 	// LatestLines returns the newest line of each of the sessions that has
 	// one.
 	LatestLines(ctx context.Context, sessionIDs []int64) ([]transcript.Line, error)
+	// SearchSessions returns the sessions whose transcript holds query's
+	// words as a phrase, newest match first, at most limit, and whether
+	// more matched.
+	SearchSessions(ctx context.Context, query string, limit int) ([]int64, bool, error)
+}
+
+// Transcript search's bounds (SearchTranscripts).
+const (
+	MaxSearchQueryChars = 200
+	MaxSearchSessions   = 1000
+)
+
+// SearchTranscripts implements runnerv1.RunnerServiceServer: internal,
+// lifecycle's ListSessions transcript filter.
+func (s *Server) SearchTranscripts(ctx context.Context, req *runnerv1.SearchTranscriptsRequest) (*runnerv1.SearchTranscriptsResponse, error) {
+	if s.transcripts.Store == nil {
+		return nil, toStatus(refuse(codes.Unimplemented, "this runner keeps no transcripts"))
+	}
+	q, limit := strings.TrimSpace(req.GetQuery()), int(req.GetLimit())
+	var vs validation.Violations
+	switch {
+	case utf8.RuneCountInString(q) > MaxSearchQueryChars:
+		vs.Add("query", "search for at most %d characters (got %d)", MaxSearchQueryChars, utf8.RuneCountInString(q))
+	case strings.IndexFunc(q, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0:
+		vs.Add("query", "give at least one word to search the transcripts for")
+	}
+	if limit < 0 || limit > MaxSearchSessions {
+		vs.Add("limit", "must be between 1 and %d, or 0 for %d (got %d)", MaxSearchSessions, MaxSearchSessions, limit)
+	}
+	if err := vs.Err(); err != nil {
+		return nil, s.transcriptStatus(ctx, err)
+	}
+	if limit == 0 {
+		limit = MaxSearchSessions
+	}
+	ids, more, err := s.transcripts.Store.SearchSessions(ctx, q, limit)
+	if err != nil {
+		return nil, s.transcriptStatus(ctx, err)
+	}
+	return &runnerv1.SearchTranscriptsResponse{SessionIds: ids, Truncated: more}, nil
 }
 
 // MaxLatestLines bounds the sessions one GetLatestTranscriptLines asks

@@ -281,6 +281,29 @@ func (s *Transcripts) LatestLines(ctx context.Context, sessionIDs []int64) ([]tr
 	return lines, nil
 }
 
+// SearchSessions returns the sessions with a line whose text holds query's
+// words as a phrase, the one whose newest matching line is newest first, at
+// most limit of them, and whether more matched. The match is the GIN index's
+// (transcript_lines_text_search, the same expression): its cost follows
+// the matching lines, never the table.
+func (s *Transcripts) SearchSessions(ctx context.Context, query string, limit int) ([]int64, bool, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT session_id FROM transcript_lines
+		WHERE to_tsvector('simple'::regconfig, text) @@ phraseto_tsquery('simple'::regconfig, $1)
+		GROUP BY session_id ORDER BY max(id) DESC LIMIT $2`, query, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("search the transcripts: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, false, fmt.Errorf("search the transcripts: %w", err)
+	}
+	if len(ids) > limit {
+		return ids[:limit], true, nil
+	}
+	return ids, false, nil
+}
+
 // LinesAfter implements transcript.Reader.
 func (s *Transcripts) LinesAfter(ctx context.Context, sessionID, afterID int64, limit int) ([]transcript.Line, error) {
 	rows, err := s.pool.Query(ctx, `

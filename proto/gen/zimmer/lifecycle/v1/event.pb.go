@@ -1365,7 +1365,13 @@ type RetireMessagesEffect struct {
 	// When the session was archived, to the microsecond: the queue orders it
 	// against the unarchive that undid it (ReopenMessagesEffect.unarchived_at),
 	// which may come within the same second.
-	ArchivedAt    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=archived_at,json=archivedAt,proto3" json:"archived_at,omitempty"`
+	ArchivedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=archived_at,json=archivedAt,proto3" json:"archived_at,omitempty"`
+	// The archive attempt that sealed the queue for this archive (the
+	// SealQueue attempt_id); empty for a system archive, which seals nothing.
+	// A retirement arriving after the unarchive that undid its archive lifts
+	// this attempt's seal and no other, so a reopened queue does not wait
+	// for the stale-seal sweep.
+	AttemptId     string `protobuf:"bytes,3,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1412,6 +1418,13 @@ func (x *RetireMessagesEffect) GetArchivedAt() *timestamppb.Timestamp {
 		return x.ArchivedAt
 	}
 	return nil
+}
+
+func (x *RetireMessagesEffect) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
 }
 
 // ReopenMessagesEffect asks the queue to reopen an unarchived session's
@@ -1603,11 +1616,13 @@ const file_zimmer_lifecycle_v1_event_proto_rawDesc = "" +
 	"\x11HarvestForkEffect\x12*\n" +
 	"\x0efailure_reason\x18\x01 \x01(\tH\x00R\rfailureReason\x88\x01\x01:\x1f\x8a\xb5\x18\x1bharvest_status_summary_forkB\x11\n" +
 	"\x0f_failure_reason\":\n" +
-	"\x11RecordFlagsEffect:%\x8a\xb5\x18!record_experimental_setting_flags\"\x89\x01\n" +
+	"\x11RecordFlagsEffect:%\x8a\xb5\x18!record_experimental_setting_flags\"\xa8\x01\n" +
 	"\x14RetireMessagesEffect\x12\x16\n" +
 	"\x06forced\x18\x01 \x01(\bR\x06forced\x12;\n" +
 	"\varchived_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"archivedAt:\x1c\x8a\xb5\x18\x18retire_enqueued_messages\"u\n" +
+	"archivedAt\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x03 \x01(\tR\tattemptId:\x1c\x8a\xb5\x18\x18retire_enqueued_messages\"u\n" +
 	"\x14ReopenMessagesEffect\x12?\n" +
 	"\runarchived_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\funarchivedAt:\x1c\x8a\xb5\x18\x18reopen_enqueued_messages\"'\n" +
 	"\x12RestoreCloneEffect:\x11\x8a\xb5\x18\rrestore_clone:B\n" +

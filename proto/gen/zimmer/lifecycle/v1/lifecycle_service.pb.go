@@ -778,7 +778,13 @@ type ListSessionsRequest struct {
 	// for a slot (priority first) and the spot sleepers the scheduler will
 	// resume — each with its slot_wait; the other filters and the paging
 	// apply to it. Empty: every session, newest first.
-	View          string `protobuf:"bytes,12,opt,name=view,proto3" json:"view,omitempty"`
+	View string `protobuf:"bytes,12,opt,name=view,proto3" json:"view,omitempty"`
+	// Only the sessions whose transcript holds these words as a phrase (the
+	// dashboard's Advanced "transcript contents"): the runner's full-text
+	// index answers, so the search never reads every line. At most 200
+	// characters with at least one word; matches past the newest 1,000
+	// sessions are not looked at.
+	Transcript    string `protobuf:"bytes,13,opt,name=transcript,proto3" json:"transcript,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -893,6 +899,13 @@ func (x *ListSessionsRequest) GetSkipFrozenCategories() bool {
 func (x *ListSessionsRequest) GetView() string {
 	if x != nil {
 		return x.View
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetTranscript() string {
+	if x != nil {
+		return x.Transcript
 	}
 	return ""
 }
@@ -6660,7 +6673,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x9b\x01\n" +
 	"\x12GetSessionResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12M\n" +
-	"\x11enqueued_messages\x18\x02 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\x9e\x03\n" +
+	"\x11enqueued_messages\x18\x02 \x03(\v2 .zimmer.queue.v1.EnqueuedMessageR\x10enqueuedMessages\"\xbe\x03\n" +
 	"\x13ListSessionsRequest\x12\x16\n" +
 	"\x06status\x18\x01 \x03(\tR\x06status\x12\f\n" +
 	"\x01q\x18\x02 \x01(\tR\x01q\x12\x1d\n" +
@@ -6676,7 +6689,10 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	" \x01(\x03H\x01R\n" +
 	"categoryId\x88\x01\x01\x124\n" +
 	"\x16skip_frozen_categories\x18\v \x01(\bR\x14skipFrozenCategories\x12\x12\n" +
-	"\x04view\x18\f \x01(\tR\x04viewB\n" +
+	"\x04view\x18\f \x01(\tR\x04view\x12\x1e\n" +
+	"\n" +
+	"transcript\x18\r \x01(\tR\n" +
+	"transcriptB\n" +
 	"\n" +
 	"\b_starredB\x0e\n" +
 	"\f_category_id\"\x91\x01\n" +

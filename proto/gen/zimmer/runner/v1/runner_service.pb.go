@@ -1859,6 +1859,115 @@ func (x *GetLatestTranscriptLinesRequest) GetSessionIds() []int64 {
 	return nil
 }
 
+type SearchTranscriptsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Words to find, in order (at most 200 characters, at least one word).
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// At most this many sessions (1 to 1000; 0 means 1000).
+	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchTranscriptsRequest) Reset() {
+	*x = SearchTranscriptsRequest{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchTranscriptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchTranscriptsRequest) ProtoMessage() {}
+
+func (x *SearchTranscriptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchTranscriptsRequest.ProtoReflect.Descriptor instead.
+func (*SearchTranscriptsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SearchTranscriptsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchTranscriptsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type SearchTranscriptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The matching sessions, the one whose newest matching line is newest
+	// first.
+	SessionIds []int64 `protobuf:"varint,1,rep,packed,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	// More sessions match than limit.
+	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchTranscriptsResponse) Reset() {
+	*x = SearchTranscriptsResponse{}
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchTranscriptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchTranscriptsResponse) ProtoMessage() {}
+
+func (x *SearchTranscriptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchTranscriptsResponse.ProtoReflect.Descriptor instead.
+func (*SearchTranscriptsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SearchTranscriptsResponse) GetSessionIds() []int64 {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+func (x *SearchTranscriptsResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
 type GetLatestTranscriptLinesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The newest line of each session that has one, in no order; raw is left
@@ -1870,7 +1979,7 @@ type GetLatestTranscriptLinesResponse struct {
 
 func (x *GetLatestTranscriptLinesResponse) Reset() {
 	*x = GetLatestTranscriptLinesResponse{}
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[24]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +1991,7 @@ func (x *GetLatestTranscriptLinesResponse) String() string {
 func (*GetLatestTranscriptLinesResponse) ProtoMessage() {}
 
 func (x *GetLatestTranscriptLinesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[24]
+	mi := &file_zimmer_runner_v1_runner_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2004,7 @@ func (x *GetLatestTranscriptLinesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLatestTranscriptLinesResponse.ProtoReflect.Descriptor instead.
 func (*GetLatestTranscriptLinesResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{24}
+	return file_zimmer_runner_v1_runner_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetLatestTranscriptLinesResponse) GetLines() []*TranscriptLine {
@@ -2068,15 +2177,24 @@ const file_zimmer_runner_v1_runner_service_proto_rawDesc = "" +
 	"headBranch\"B\n" +
 	"\x1fGetLatestTranscriptLinesRequest\x12\x1f\n" +
 	"\vsession_ids\x18\x01 \x03(\x03R\n" +
-	"sessionIds\"Z\n" +
+	"sessionIds\"F\n" +
+	"\x18SearchTranscriptsRequest\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"Z\n" +
+	"\x19SearchTranscriptsResponse\x12\x1f\n" +
+	"\vsession_ids\x18\x01 \x03(\x03R\n" +
+	"sessionIds\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"Z\n" +
 	" GetLatestTranscriptLinesResponse\x126\n" +
-	"\x05lines\x18\x01 \x03(\v2 .zimmer.runner.v1.TranscriptLineR\x05lines2\x9f\t\n" +
+	"\x05lines\x18\x01 \x03(\v2 .zimmer.runner.v1.TranscriptLineR\x05lines2\x95\n" +
+	"\n" +
 	"\rRunnerService\x12\x9e\x01\n" +
 	"\rGetTranscript\x12&.zimmer.runner.v1.GetTranscriptRequest\x1a'.zimmer.runner.v1.GetTranscriptResponse\"<\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02*\x12(/api/v1/sessions/{session_id}/transcript\x12y\n" +
 	"\x10FollowTranscript\x12).zimmer.runner.v1.FollowTranscriptRequest\x1a*.zimmer.runner.v1.FollowTranscriptResponse\"\f\xea\xe0\x18\b\b\x01\x12\x04self0\x01\x12\x8a\x01\n" +
 	"\bGetClone\x12!.zimmer.runner.v1.GetCloneRequest\x1a\".zimmer.runner.v1.GetCloneResponse\"7\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02%\x12#/api/v1/sessions/{session_id}/clone\x12h\n" +
 	"\rInterruptTurn\x12&.zimmer.runner.v1.InterruptTurnRequest\x1a'.zimmer.runner.v1.InterruptTurnResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x89\x01\n" +
 	"\x18GetLatestTranscriptLines\x121.zimmer.runner.v1.GetLatestTranscriptLinesRequest\x1a2.zimmer.runner.v1.GetLatestTranscriptLinesResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
+	"\x11SearchTranscripts\x12*.zimmer.runner.v1.SearchTranscriptsRequest\x1a+.zimmer.runner.v1.SearchTranscriptsResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
 	"\x11AnswerElicitation\x12*.zimmer.runner.v1.AnswerElicitationRequest\x1a+.zimmer.runner.v1.AnswerElicitationResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x92\x01\n" +
 	"\x11ListAgentAccounts\x12*.zimmer.runner.v1.ListAgentAccountsRequest\x1a+.zimmer.runner.v1.ListAgentAccountsResponse\"$\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x18\x12\x16/api/v1/agent_accounts\x12n\n" +
 	"\bGetCosts\x12!.zimmer.runner.v1.GetCostsRequest\x1a\".zimmer.runner.v1.GetCostsResponse\"\x1b\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02\x0f\x12\r/api/v1/costs\x12t\n" +
@@ -2094,7 +2212,7 @@ func file_zimmer_runner_v1_runner_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_runner_v1_runner_service_proto_rawDescData
 }
 
-var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_zimmer_runner_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_zimmer_runner_v1_runner_service_proto_goTypes = []any{
 	(*GetCostsRequest)(nil),                  // 0: zimmer.runner.v1.GetCostsRequest
 	(*GetCostsResponse)(nil),                 // 1: zimmer.runner.v1.GetCostsResponse
@@ -2120,9 +2238,11 @@ var file_zimmer_runner_v1_runner_service_proto_goTypes = []any{
 	(*Clone)(nil),                            // 21: zimmer.runner.v1.Clone
 	(*PreservedArtifacts)(nil),               // 22: zimmer.runner.v1.PreservedArtifacts
 	(*GetLatestTranscriptLinesRequest)(nil),  // 23: zimmer.runner.v1.GetLatestTranscriptLinesRequest
-	(*GetLatestTranscriptLinesResponse)(nil), // 24: zimmer.runner.v1.GetLatestTranscriptLinesResponse
-	(*timestamppb.Timestamp)(nil),            // 25: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),                  // 26: google.protobuf.Struct
+	(*SearchTranscriptsRequest)(nil),         // 24: zimmer.runner.v1.SearchTranscriptsRequest
+	(*SearchTranscriptsResponse)(nil),        // 25: zimmer.runner.v1.SearchTranscriptsResponse
+	(*GetLatestTranscriptLinesResponse)(nil), // 26: zimmer.runner.v1.GetLatestTranscriptLinesResponse
+	(*timestamppb.Timestamp)(nil),            // 27: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),                  // 28: google.protobuf.Struct
 }
 var file_zimmer_runner_v1_runner_service_proto_depIdxs = []int32{
 	2,  // 0: zimmer.runner.v1.GetCostsResponse.total:type_name -> zimmer.runner.v1.CostLine
@@ -2131,41 +2251,43 @@ var file_zimmer_runner_v1_runner_service_proto_depIdxs = []int32{
 	2,  // 3: zimmer.runner.v1.GetCostsResponse.by_kind:type_name -> zimmer.runner.v1.CostLine
 	2,  // 4: zimmer.runner.v1.GetCostsResponse.by_tool:type_name -> zimmer.runner.v1.CostLine
 	7,  // 5: zimmer.runner.v1.ListAgentAccountsResponse.accounts:type_name -> zimmer.runner.v1.AgentAccount
-	25, // 6: zimmer.runner.v1.AgentAccount.available_at:type_name -> google.protobuf.Timestamp
-	25, // 7: zimmer.runner.v1.AgentAccount.rests_until:type_name -> google.protobuf.Timestamp
+	27, // 6: zimmer.runner.v1.AgentAccount.available_at:type_name -> google.protobuf.Timestamp
+	27, // 7: zimmer.runner.v1.AgentAccount.rests_until:type_name -> google.protobuf.Timestamp
 	8,  // 8: zimmer.runner.v1.AgentAccount.quota_targets:type_name -> zimmer.runner.v1.QuotaTargetUse
-	26, // 9: zimmer.runner.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	28, // 9: zimmer.runner.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
 	17, // 10: zimmer.runner.v1.GetTranscriptResponse.turns:type_name -> zimmer.runner.v1.TranscriptTurn
 	18, // 11: zimmer.runner.v1.GetTranscriptResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
 	18, // 12: zimmer.runner.v1.FollowTranscriptResponse.line:type_name -> zimmer.runner.v1.TranscriptLine
-	25, // 13: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
-	25, // 14: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
-	25, // 15: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
+	27, // 13: zimmer.runner.v1.TranscriptTurn.started_at:type_name -> google.protobuf.Timestamp
+	27, // 14: zimmer.runner.v1.TranscriptTurn.ended_at:type_name -> google.protobuf.Timestamp
+	27, // 15: zimmer.runner.v1.TranscriptLine.created_at:type_name -> google.protobuf.Timestamp
 	21, // 16: zimmer.runner.v1.GetCloneResponse.clone:type_name -> zimmer.runner.v1.Clone
-	25, // 17: zimmer.runner.v1.Clone.trash_after:type_name -> google.protobuf.Timestamp
+	27, // 17: zimmer.runner.v1.Clone.trash_after:type_name -> google.protobuf.Timestamp
 	22, // 18: zimmer.runner.v1.Clone.artifacts:type_name -> zimmer.runner.v1.PreservedArtifacts
-	25, // 19: zimmer.runner.v1.Clone.updated_at:type_name -> google.protobuf.Timestamp
+	27, // 19: zimmer.runner.v1.Clone.updated_at:type_name -> google.protobuf.Timestamp
 	18, // 20: zimmer.runner.v1.GetLatestTranscriptLinesResponse.lines:type_name -> zimmer.runner.v1.TranscriptLine
 	13, // 21: zimmer.runner.v1.RunnerService.GetTranscript:input_type -> zimmer.runner.v1.GetTranscriptRequest
 	15, // 22: zimmer.runner.v1.RunnerService.FollowTranscript:input_type -> zimmer.runner.v1.FollowTranscriptRequest
 	19, // 23: zimmer.runner.v1.RunnerService.GetClone:input_type -> zimmer.runner.v1.GetCloneRequest
 	11, // 24: zimmer.runner.v1.RunnerService.InterruptTurn:input_type -> zimmer.runner.v1.InterruptTurnRequest
 	23, // 25: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:input_type -> zimmer.runner.v1.GetLatestTranscriptLinesRequest
-	9,  // 26: zimmer.runner.v1.RunnerService.AnswerElicitation:input_type -> zimmer.runner.v1.AnswerElicitationRequest
-	5,  // 27: zimmer.runner.v1.RunnerService.ListAgentAccounts:input_type -> zimmer.runner.v1.ListAgentAccountsRequest
-	0,  // 28: zimmer.runner.v1.RunnerService.GetCosts:input_type -> zimmer.runner.v1.GetCostsRequest
-	3,  // 29: zimmer.runner.v1.RunnerService.RecordMcpResponse:input_type -> zimmer.runner.v1.RecordMcpResponseRequest
-	14, // 30: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
-	16, // 31: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
-	20, // 32: zimmer.runner.v1.RunnerService.GetClone:output_type -> zimmer.runner.v1.GetCloneResponse
-	12, // 33: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
-	24, // 34: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:output_type -> zimmer.runner.v1.GetLatestTranscriptLinesResponse
-	10, // 35: zimmer.runner.v1.RunnerService.AnswerElicitation:output_type -> zimmer.runner.v1.AnswerElicitationResponse
-	6,  // 36: zimmer.runner.v1.RunnerService.ListAgentAccounts:output_type -> zimmer.runner.v1.ListAgentAccountsResponse
-	1,  // 37: zimmer.runner.v1.RunnerService.GetCosts:output_type -> zimmer.runner.v1.GetCostsResponse
-	4,  // 38: zimmer.runner.v1.RunnerService.RecordMcpResponse:output_type -> zimmer.runner.v1.RecordMcpResponseResponse
-	30, // [30:39] is the sub-list for method output_type
-	21, // [21:30] is the sub-list for method input_type
+	24, // 26: zimmer.runner.v1.RunnerService.SearchTranscripts:input_type -> zimmer.runner.v1.SearchTranscriptsRequest
+	9,  // 27: zimmer.runner.v1.RunnerService.AnswerElicitation:input_type -> zimmer.runner.v1.AnswerElicitationRequest
+	5,  // 28: zimmer.runner.v1.RunnerService.ListAgentAccounts:input_type -> zimmer.runner.v1.ListAgentAccountsRequest
+	0,  // 29: zimmer.runner.v1.RunnerService.GetCosts:input_type -> zimmer.runner.v1.GetCostsRequest
+	3,  // 30: zimmer.runner.v1.RunnerService.RecordMcpResponse:input_type -> zimmer.runner.v1.RecordMcpResponseRequest
+	14, // 31: zimmer.runner.v1.RunnerService.GetTranscript:output_type -> zimmer.runner.v1.GetTranscriptResponse
+	16, // 32: zimmer.runner.v1.RunnerService.FollowTranscript:output_type -> zimmer.runner.v1.FollowTranscriptResponse
+	20, // 33: zimmer.runner.v1.RunnerService.GetClone:output_type -> zimmer.runner.v1.GetCloneResponse
+	12, // 34: zimmer.runner.v1.RunnerService.InterruptTurn:output_type -> zimmer.runner.v1.InterruptTurnResponse
+	26, // 35: zimmer.runner.v1.RunnerService.GetLatestTranscriptLines:output_type -> zimmer.runner.v1.GetLatestTranscriptLinesResponse
+	25, // 36: zimmer.runner.v1.RunnerService.SearchTranscripts:output_type -> zimmer.runner.v1.SearchTranscriptsResponse
+	10, // 37: zimmer.runner.v1.RunnerService.AnswerElicitation:output_type -> zimmer.runner.v1.AnswerElicitationResponse
+	6,  // 38: zimmer.runner.v1.RunnerService.ListAgentAccounts:output_type -> zimmer.runner.v1.ListAgentAccountsResponse
+	1,  // 39: zimmer.runner.v1.RunnerService.GetCosts:output_type -> zimmer.runner.v1.GetCostsResponse
+	4,  // 40: zimmer.runner.v1.RunnerService.RecordMcpResponse:output_type -> zimmer.runner.v1.RecordMcpResponseResponse
+	31, // [31:41] is the sub-list for method output_type
+	21, // [21:31] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -2182,7 +2304,7 @@ func file_zimmer_runner_v1_runner_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_runner_v1_runner_service_proto_rawDesc), len(file_zimmer_runner_v1_runner_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

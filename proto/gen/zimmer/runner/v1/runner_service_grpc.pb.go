@@ -24,6 +24,7 @@ const (
 	RunnerService_GetClone_FullMethodName                 = "/zimmer.runner.v1.RunnerService/GetClone"
 	RunnerService_InterruptTurn_FullMethodName            = "/zimmer.runner.v1.RunnerService/InterruptTurn"
 	RunnerService_GetLatestTranscriptLines_FullMethodName = "/zimmer.runner.v1.RunnerService/GetLatestTranscriptLines"
+	RunnerService_SearchTranscripts_FullMethodName        = "/zimmer.runner.v1.RunnerService/SearchTranscripts"
 	RunnerService_AnswerElicitation_FullMethodName        = "/zimmer.runner.v1.RunnerService/AnswerElicitation"
 	RunnerService_ListAgentAccounts_FullMethodName        = "/zimmer.runner.v1.RunnerService/ListAgentAccounts"
 	RunnerService_GetCosts_FullMethodName                 = "/zimmer.runner.v1.RunnerService/GetCosts"
@@ -70,6 +71,12 @@ type RunnerServiceClient interface {
 	// up to 500 sessions, in one read: the console's dashboard cards, which
 	// would otherwise ask once per card. Internal.
 	GetLatestTranscriptLines(ctx context.Context, in *GetLatestTranscriptLinesRequest, opts ...grpc.CallOption) (*GetLatestTranscriptLinesResponse, error)
+	// SearchTranscripts returns the sessions whose transcript holds the
+	// query's words as a phrase (Postgres full-text search with the 'simple'
+	// configuration, over a GIN index: no scan of every line), the most
+	// recently matching first, at most limit of them. Lifecycle's
+	// ListSessions asks it for the transcript filter. Internal.
+	SearchTranscripts(ctx context.Context, in *SearchTranscriptsRequest, opts ...grpc.CallOption) (*SearchTranscriptsResponse, error)
 	// AnswerElicitation hands an answer to the agent process blocked on an
 	// elicitation. The session's workflow owns the turn and routes the answer
 	// to the node running it (an activity on zimmer-runner-<node>), which
@@ -171,6 +178,16 @@ func (c *runnerServiceClient) GetLatestTranscriptLines(ctx context.Context, in *
 	return out, nil
 }
 
+func (c *runnerServiceClient) SearchTranscripts(ctx context.Context, in *SearchTranscriptsRequest, opts ...grpc.CallOption) (*SearchTranscriptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchTranscriptsResponse)
+	err := c.cc.Invoke(ctx, RunnerService_SearchTranscripts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *runnerServiceClient) AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AnswerElicitationResponse)
@@ -251,6 +268,12 @@ type RunnerServiceServer interface {
 	// up to 500 sessions, in one read: the console's dashboard cards, which
 	// would otherwise ask once per card. Internal.
 	GetLatestTranscriptLines(context.Context, *GetLatestTranscriptLinesRequest) (*GetLatestTranscriptLinesResponse, error)
+	// SearchTranscripts returns the sessions whose transcript holds the
+	// query's words as a phrase (Postgres full-text search with the 'simple'
+	// configuration, over a GIN index: no scan of every line), the most
+	// recently matching first, at most limit of them. Lifecycle's
+	// ListSessions asks it for the transcript filter. Internal.
+	SearchTranscripts(context.Context, *SearchTranscriptsRequest) (*SearchTranscriptsResponse, error)
 	// AnswerElicitation hands an answer to the agent process blocked on an
 	// elicitation. The session's workflow owns the turn and routes the answer
 	// to the node running it (an activity on zimmer-runner-<node>), which
@@ -307,6 +330,9 @@ func (UnimplementedRunnerServiceServer) InterruptTurn(context.Context, *Interrup
 }
 func (UnimplementedRunnerServiceServer) GetLatestTranscriptLines(context.Context, *GetLatestTranscriptLinesRequest) (*GetLatestTranscriptLinesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetLatestTranscriptLines not implemented")
+}
+func (UnimplementedRunnerServiceServer) SearchTranscripts(context.Context, *SearchTranscriptsRequest) (*SearchTranscriptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchTranscripts not implemented")
 }
 func (UnimplementedRunnerServiceServer) AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AnswerElicitation not implemented")
@@ -424,6 +450,24 @@ func _RunnerService_GetLatestTranscriptLines_Handler(srv interface{}, ctx contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunnerService_SearchTranscripts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchTranscriptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).SearchTranscripts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_SearchTranscripts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).SearchTranscripts(ctx, req.(*SearchTranscriptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _RunnerService_AnswerElicitation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(AnswerElicitationRequest)
 	if err := dec(in); err != nil {
@@ -518,6 +562,10 @@ var RunnerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetLatestTranscriptLines",
 			Handler:    _RunnerService_GetLatestTranscriptLines_Handler,
+		},
+		{
+			MethodName: "SearchTranscripts",
+			Handler:    _RunnerService_SearchTranscripts_Handler,
 		},
 		{
 			MethodName: "AnswerElicitation",

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS transcript_lines_text_search;
