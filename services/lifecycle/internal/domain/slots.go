@@ -21,7 +21,7 @@ import (
 
 // The reasons a session waits to run, as its slot_wait says them.
 const (
-	SlotWaitNoSlot    = rules.SlotWaitNoSlot
+	SlotWaitNoSlot     = rules.SlotWaitNoSlot
 	SlotWaitSpotQueue  = rules.SlotWaitSpotQueue
 	SlotWaitNoNodeSlot = rules.SlotWaitNoNodeSlot
 )
