@@ -425,6 +425,30 @@ func TestConsoleInABrowser(t *testing.T) {
 		require.True(t, p.samePage(), "live: the page was never reloaded")
 	})
 
+	t.Run("Pause Until's spot queue: the scheduler resumes the session when a slot is free; Ranked shows the line", func(t *testing.T) {
+		t.Parallel()
+		id := c.session(t, "needs_input", map[string]any{"prompt": "@demo say idle for now", "title": "Spot me"})
+		p := c.signedIn(t)
+		p.open(c.page(id))
+		p.do(chromedp.Click(chromedp.CSS(`details.pause-until summary`)))
+		require.EqualValues(t, http.StatusOK, p.click(`form[action$="/spot-queue"] button[type="submit"]`))
+		require.Equal(t, c.page(id), p.path())
+		require.Contains(t, p.text(".flash"), "spot queue", "lifecycle's words")
+		require.Equal(t, "spot", c.api.slotSession(t, id).SchedulingClass, "it is spot now")
+		// This stack sets no limit: a slot is free, so the spot scheduler
+		// resumes the sleeper at once, through the system-recovery resume.
+		require.Eventually(t, func() bool {
+			return strings.Join(c.api.transitions(t, id), " ") == "start pause sleep resume pause"
+		}, 60*time.Second, 200*time.Millisecond, "the spot sleeper was not resumed once: %v", c.api.transitions(t, id))
+		p.reloadUntil(t, c.page(id), "the timeline saying the spot scheduler resumed it", func() bool {
+			return strings.Contains(p.text(".timeline"), "the spot scheduler resumes the session")
+		})
+		require.EqualValues(t, http.StatusOK, p.click(`header a[href="/console/ranked"]`))
+		require.Equal(t, "/console/ranked", p.path())
+		require.Equal(t, "Ranked", p.text("main h1"))
+		require.Equal(t, 0, p.count(fmt.Sprintf("#ranked-%d", id)), "resumed: no longer in line")
+	})
+
 	t.Run("screenshots", func(t *testing.T) {
 		t.Parallel()
 		dir := os.Getenv(devstack.ScreenshotsDirEnv) // make screenshots: docs/screenshots

@@ -357,3 +357,44 @@ func TestSpotQueueKill(t *testing.T) {
 	}
 	require.Empty(t, api.ranked(t))
 }
+
+// TestNodeTurnSlots (LC-38): a runner node started with RUNNER_TURN_SLOTS=1
+// runs one turn at a time though the fleet has no limit; the second turn
+// waits visibly — no_node_slot on REST, the ranked view and its timeline
+// — and runs when the first gives its slot back.
+func TestNodeTurnSlots(t *testing.T) {
+	t.Parallel()
+	s := newStackWith(t, stackOptions{turns: true, env: map[string][]string{"runner": {"RUNNER_TURN_SLOTS=1"}}})
+	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
+	repo := gitRepo(t)
+
+	first := api.createRunning(t, repo, "@demo sleep 6s")
+	require.Eventually(t, func() bool { return len(turnProcesses(t, s, first)) > 0 }, 60*time.Second, 50*time.Millisecond,
+		"the first turn never started")
+	second := api.createRunning(t, repo, "@demo say after the first")
+	var got rankedSession
+	require.Eventually(t, func() bool {
+		got = api.slotSession(t, second)
+		return got.SlotWait != nil
+	}, 30*time.Second, 100*time.Millisecond, "the second turn never waited: %+v", got)
+	require.Equal(t, "no_node_slot", got.SlotWait.Reason, "it waits for its node, not the fleet")
+	require.Equal(t, 1, got.SlotWait.Position)
+	line := api.ranked(t)
+	require.Len(t, line, 1)
+	require.Equal(t, "no_node_slot", line[0].SlotWait.Reason)
+	require.Contains(t, api.timelineText(t, second), "waits for a turn slot on runner node")
+	require.Contains(t, api.timelineText(t, second), "1 of its 1 in use (RUNNER_TURN_SLOTS)")
+	require.Empty(t, turnProcesses(t, s, second), "no process while it waits")
+
+	api.waitStatus(t, first, "needs_input")
+	api.waitStatus(t, second, "needs_input")
+	require.Len(t, api.timedTurns(t, first), 1)
+	secondTurns := api.timedTurns(t, second)
+	require.Len(t, secondTurns, 1)
+	granted, waited := api.grantedAt(t, second)
+	require.True(t, waited, "the second turn got its slot when the first gave it back")
+	require.False(t, secondTurns[0].StartedAt.Before(granted), "its process started only with the slot")
+	require.GreaterOrEqual(t, granted.Sub(api.timedTurns(t, first)[0].StartedAt), 5*time.Second,
+		"the slot came when the first's six-second turn gave it back")
+	require.Empty(t, api.ranked(t))
+}

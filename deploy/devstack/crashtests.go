@@ -14,6 +14,7 @@ var CrashTests = []string{
 	"TestFollowUpDuringRecovery",
 	"TestKilledRunnerCutsOffItsTurnOnTheTranscript",
 	"TestKilledRunnerMidTurnIsRecoveredOnce",
+	"TestLoginPoolKill",
 	"TestMultiNode",
 	"TestReplicas",
 	"TestSpotQueueKill",

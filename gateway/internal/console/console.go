@@ -147,7 +147,7 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	h.liveCtx, h.StopLive = context.WithCancel(context.Background())
 	funcs := template.FuncMap{"age": h.age, "statusWords": statusWords, "at": at, "inZone": inZone, "size": size, "details": alertDetails,
 		"pending": pending, "add": func(a, b int32) int32 { return a + b }, "costRows": costRows}
-	for _, page := range []string{"login", "dashboard", "session", "new", "problem", "inbox", "alerts", "slack", "costs"} {
+	for _, page := range []string{"login", "dashboard", "session", "new", "problem", "inbox", "alerts", "slack", "costs", "ranked"} {
 		files := []string{"templates/layout.html", "templates/" + page + ".html"}
 		switch page {
 		case "dashboard":
@@ -203,6 +203,7 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 		h.sessionAction("archive", h.archive(r.PostForm.Get("force") != ""))(w, r, cookie, in)
 	}))
 	h.sessionRoutes(mux)
+	h.rankedRoutes(mux)
 	h.inboxRoutes(mux)
 	mux.HandleFunc("GET /console/slack/triggers", h.signedIn(h.slackTriggersPage))
 	mux.HandleFunc("POST /console/slack/triggers", h.mutating(h.createSlackTrigger))

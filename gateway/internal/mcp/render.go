@@ -70,8 +70,11 @@ func renderSession(outcome, message string, s *lifecyclev1.Session, js []byte) s
 
 	if w := s.GetSlotWait(); w != nil {
 		why := "its turn waits for a free turn slot"
-		if w.GetReason() == rules.SlotWaitSpotQueue {
+		switch w.GetReason() {
+		case rules.SlotWaitSpotQueue:
 			why = "it sleeps in the spot queue until the spot scheduler resumes it"
+		case rules.SlotWaitNoNodeSlot:
+			why = "its turn waits for a free turn slot on its runner node, which is at its own limit (RUNNER_TURN_SLOTS)"
 		}
 		fmt.Fprintf(&b, "\n### Waiting to run\n\n%s: number %d in line (quick_search_sessions with view ranked lists the line), since %s.\n",
 			why, w.GetPosition(), w.GetSince().AsTime().UTC().Format(time.RFC3339))

@@ -55,6 +55,9 @@ const (
 	SlotWaitNoSlot = "no_slot"
 	// SlotWaitSpotQueue: it sleeps in the spot queue.
 	SlotWaitSpotQueue = "spot_queue"
+	// SlotWaitNoNodeSlot: the fleet has a free slot, but its turn's runner
+	// node is at its own limit (RUNNER_TURN_SLOTS).
+	SlotWaitNoNodeSlot = "no_node_slot"
 )
 
 // ViewRanked is ListSessions' view of the spot queue in run order.

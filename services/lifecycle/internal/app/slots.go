@@ -17,8 +17,13 @@ import (
 type SlotRepository interface {
 	// AcquireSlot gives session sessionID's turn turnID the slot the
 	// session holds, or puts the turn in line and runs a pass. A failed or
-	// archived session is refused (*domain.PreconditionError).
-	AcquireSlot(ctx context.Context, sessionID int64, turnID string, now time.Time) (SlotAcquisition, error)
+	// archived session is refused (*domain.PreconditionError). node is
+	// the runner node the turn runs on ("": not said), held to its own
+	// limit as well as the fleet's.
+	AcquireSlot(ctx context.Context, sessionID int64, turnID, node string, now time.Time) (SlotAcquisition, error)
+	// SetNodeSlots records a runner node's own limit (nil: none) and runs
+	// a pass.
+	SetNodeSlots(ctx context.Context, node string, limit *int, now time.Time) (domain.SlotPass, error)
 	// ReleaseSlot gives the session's slot back, takes it out of the line,
 	// and runs a pass.
 	ReleaseSlot(ctx context.Context, sessionID int64, now time.Time) (domain.SlotPass, error)
@@ -63,11 +68,14 @@ var spotScheduler = domain.Actor{Kind: domain.ActorSweep, Sweep: "spot scheduler
 
 // Acquire asks a slot for turn turnID of session sessionID: granted, or
 // where it waits.
-func (uc Slots) Acquire(ctx context.Context, sessionID int64, turnID string) (SlotAcquisition, error) {
+func (uc Slots) Acquire(ctx context.Context, sessionID int64, turnID, node string) (SlotAcquisition, error) {
 	if sessionID <= 0 || validation.Blank(turnID) {
 		return SlotAcquisition{}, validation.Invalid("turn_id", "a slot is asked for a session's turn: give session_id and turn_id")
 	}
-	a, err := uc.Repo.AcquireSlot(ctx, sessionID, turnID, uc.Clock.Now())
+	if err := domain.CheckNodeName("node", node, true); err != nil {
+		return SlotAcquisition{}, err
+	}
+	a, err := uc.Repo.AcquireSlot(ctx, sessionID, turnID, node, uc.Clock.Now())
 	if err != nil {
 		return SlotAcquisition{}, err
 	}
@@ -124,6 +132,26 @@ func (uc Slots) SetLimit(ctx context.Context, limit *int, useEnvironment bool) (
 	}
 	uc.resume(ctx, p)
 	return uc.Repo.SlotUsage(ctx)
+}
+
+// SetNodeLimit records runner node node's own limit of concurrently
+// running turns (nil: none beyond the fleet's), as the node reports it
+// when it starts, and gives out what a raised limit frees.
+func (uc Slots) SetNodeLimit(ctx context.Context, node string, limit *int) error {
+	if err := domain.CheckNodeName("node", node, false); err != nil {
+		return err
+	}
+	if limit != nil {
+		if err := domain.CheckTurnSlots("turn_slots", *limit); err != nil {
+			return err
+		}
+	}
+	p, err := uc.Repo.SetNodeSlots(ctx, node, limit, uc.Clock.Now())
+	if err != nil {
+		return err
+	}
+	uc.resume(ctx, p)
+	return nil
 }
 
 // Waits are the slot waits of the sessions in line.

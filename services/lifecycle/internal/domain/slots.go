@@ -3,8 +3,11 @@ package domain
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/validation"
@@ -18,8 +21,9 @@ import (
 
 // The reasons a session waits to run, as its slot_wait says them.
 const (
-	SlotWaitNoSlot    = rules.SlotWaitNoSlot
-	SlotWaitSpotQueue = rules.SlotWaitSpotQueue
+	SlotWaitNoSlot     = rules.SlotWaitNoSlot
+	SlotWaitSpotQueue  = rules.SlotWaitSpotQueue
+	SlotWaitNoNodeSlot = rules.SlotWaitNoNodeSlot
 )
 
 // PausedBySpotQueue marks a session asleep in the spot queue.
@@ -85,6 +89,26 @@ func CheckTurnSlots(field string, n int) error {
 	return nil
 }
 
+// MaxNodeName bounds a runner node's name.
+const MaxNodeName = 200
+
+// CheckNodeName refuses a runner node's name that is not one: blank (unless
+// optional, for a runner that did not say), too long, or with control
+// characters.
+func CheckNodeName(field, node string, optional bool) error {
+	switch {
+	case node == "" && optional:
+		return nil
+	case strings.TrimSpace(node) == "":
+		return validation.Invalid(field, "give the runner node's name (RUNNER_NODE)")
+	case len(node) > MaxNodeName:
+		return validation.Invalid(field, "a node name is at most %d bytes", MaxNodeName)
+	case strings.IndexFunc(node, unicode.IsControl) >= 0:
+		return validation.Invalid(field, "a node name has no control characters")
+	}
+	return nil
+}
+
 // SlotCandidate is a session in line for a slot: a turn waiting for one,
 // or a spot sleeper (Asleep) the scheduler resumes when one is its.
 type SlotCandidate struct {
@@ -94,6 +118,28 @@ type SlotCandidate struct {
 	Precedence int32
 	Since      time.Time
 	Asleep     bool
+	// Node is the runner node a waiting turn runs on ("" for a sleeper,
+	// whose node is not known until its turn asks).
+	Node string
+	// NodeFull says the turn waits for its node's limit, not the fleet's.
+	NodeFull bool
+}
+
+// NodeSlots are the runner nodes' own limits (RUNNER_TURN_SLOTS, reported
+// by each node) and the slots in use on each, by node. A node with no
+// entry, or no limit, is bounded by the fleet's limit alone.
+type NodeSlots map[string]NodeSlot
+
+// NodeSlot is one node's limit (nil: none) and its slots in use.
+type NodeSlot struct {
+	Limit *int
+	Held  int
+}
+
+// Full reports whether node has no free slot of its own.
+func (n NodeSlots) Full(node string) bool {
+	s, ok := n[node]
+	return node != "" && ok && s.Limit != nil && s.Held >= *s.Limit
 }
 
 // RankSlotQueue sorts the line in the order it runs: priority sessions
@@ -132,14 +178,28 @@ type SlotPass struct {
 	Waiting []SlotCandidate
 }
 
-// PlanSlotPass gives the free slots to the head of the ranked line.
-func PlanSlotPass(limit SlotLimit, held int, ranked []SlotCandidate) SlotPass {
+// PlanSlotPass gives the free slots to the head of the ranked line. A
+// turn whose runner node is at its own limit is passed over (it waits,
+// NodeFull), so the slot goes to the next in line on another node; nodes
+// counts the grants as they are made.
+func PlanSlotPass(limit SlotLimit, held int, nodes NodeSlots, ranked []SlotCandidate) SlotPass {
 	free := limit.Free(held)
+	nodes = maps.Clone(nodes)
 	var p SlotPass
-	for i, c := range ranked {
-		granted := i < free
-		if granted {
+	for _, c := range ranked {
+		c.NodeFull = false
+		granted := false
+		switch {
+		case len(p.Granted) >= free:
+		case nodes.Full(c.Node):
+			c.NodeFull = true
+		default:
+			granted = true
 			p.Granted = append(p.Granted, c)
+			if s, ok := nodes[c.Node]; ok {
+				s.Held++
+				nodes[c.Node] = s
+			}
 		}
 		switch {
 		case c.Asleep && (granted || c.Class != SchedulingSpot):
@@ -163,8 +223,11 @@ func SlotWaits(waiting []SlotCandidate) map[int64]SlotWait {
 	out := make(map[int64]SlotWait, len(waiting))
 	for i, c := range waiting {
 		reason := SlotWaitNoSlot
-		if c.Asleep {
+		switch {
+		case c.Asleep:
 			reason = SlotWaitSpotQueue
+		case c.NodeFull:
+			reason = SlotWaitNoNodeSlot
 		}
 		out[c.SessionID] = SlotWait{Reason: reason, Position: i + 1, Since: c.Since}
 	}
@@ -200,9 +263,22 @@ func (h HeldSlot) Abandoned(now time.Time) bool {
 	return now.Sub(h.GrantedAt) > SlotGrace
 }
 
-// SlotWaitLine is the timeline line of a turn that starts to wait.
-func SlotWaitLine(turnID string, limit SlotLimit, held int, w SlotWait) string {
+// SlotWaitLine is the timeline line of a turn that starts to wait: for
+// the fleet's slots, or for its node's own (node, and how that stands).
+func SlotWaitLine(turnID string, limit SlotLimit, held int, node string, nodes NodeSlots, w SlotWait) string {
+	if w.Reason == SlotWaitNoNodeSlot {
+		n := nodes[node]
+		return fmt.Sprintf("[Slots] turn %s waits for a turn slot on runner node %s: %d of its %d in use (RUNNER_TURN_SLOTS); position %d in line",
+			turnID, node, n.Held, derefInt(n.Limit), w.Position)
+	}
 	return fmt.Sprintf("[Slots] turn %s waits for a turn slot: %d of %s in use; position %d in line", turnID, held, limit, w.Position)
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 // SlotGrantedLine is the timeline line of a waiting turn given a slot.

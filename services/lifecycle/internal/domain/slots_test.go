@@ -63,10 +63,63 @@ func TestPlanSlotPass(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			limit := domain.EffectiveSlotLimit(tc.limit, nil)
-			p := domain.PlanSlotPass(limit, tc.held, ranked)
+			p := domain.PlanSlotPass(limit, tc.held, nil, ranked)
 			require.Equal(t, tc.granted, nilIfEmpty(lineOrder(p.Granted)))
 			require.Equal(t, tc.left, nilIfEmpty(lineOrder(p.Waiting)))
 			require.Equal(t, tc.resumed, nilIfEmpty(lineOrder(p.Resume)))
+		})
+	}
+}
+
+// A runner node at its own limit holds its turns back without holding
+// the fleet's free slots from the next in line on another node; its turns
+// say why they wait.
+func TestPlanSlotPassKeepsEachNodesLimit(t *testing.T) {
+	t.Parallel()
+	on := func(c domain.SlotCandidate, node string) domain.SlotCandidate { c.Node = node; return c }
+	ranked := []domain.SlotCandidate{
+		on(cand(1, domain.SchedulingPriority, 0, 0, false), "a"),
+		on(cand(2, domain.SchedulingPriority, 0, time.Second, false), "a"),
+		on(cand(3, domain.SchedulingSpot, 9, 0, false), "b"),
+		on(cand(4, domain.SchedulingSpot, 8, 0, false), "a"),
+		cand(5, domain.SchedulingSpot, 7, 0, true), // a sleeper: its node is its turn's to say
+		on(cand(6, domain.SchedulingSpot, 6, 0, false), "c"),
+	}
+	for _, tc := range []struct {
+		name          string
+		limit         *int
+		held          int
+		nodes         domain.NodeSlots
+		granted, left []int64
+		nodeFull      []int64
+	}{
+		{name: "no node limits: the fleet's alone", limit: ptr(3), granted: []int64{1, 2, 3}, left: []int64{4, 5, 6}},
+		{name: "node a takes one more: the next slots pass it by", limit: ptr(4),
+			nodes:   domain.NodeSlots{"a": {Limit: ptr(2), Held: 1}, "b": {Limit: nil}},
+			granted: []int64{1, 3, 5, 6}, left: []int64{2, 4}, nodeFull: []int64{2, 4}},
+		{name: "node a full, the fleet full too: the fleet's reason", limit: ptr(2), held: 1,
+			nodes:   domain.NodeSlots{"a": {Limit: ptr(1), Held: 1}},
+			granted: []int64{3}, left: []int64{1, 2, 4, 5, 6}, nodeFull: []int64{1, 2}},
+		{name: "a node limit of 0 holds its turns back", limit: nil,
+			nodes:   domain.NodeSlots{"c": {Limit: ptr(0)}},
+			granted: []int64{1, 2, 3, 4, 5}, left: []int64{6}, nodeFull: []int64{6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := domain.PlanSlotPass(domain.EffectiveSlotLimit(tc.limit, nil), tc.held, tc.nodes, ranked)
+			require.Equal(t, tc.granted, nilIfEmpty(lineOrder(p.Granted)))
+			require.Equal(t, tc.left, nilIfEmpty(lineOrder(p.Waiting)))
+			var full []int64
+			for _, c := range p.Waiting {
+				if c.NodeFull {
+					full = append(full, c.SessionID)
+				}
+			}
+			require.Equal(t, tc.nodeFull, full)
+			waits := domain.SlotWaits(p.Waiting)
+			for _, id := range tc.nodeFull {
+				require.Equal(t, domain.SlotWaitNoNodeSlot, waits[id].Reason)
+			}
 		})
 	}
 }

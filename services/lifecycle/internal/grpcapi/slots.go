@@ -77,7 +77,7 @@ func (s *Server) AcquireTurnSlot(ctx context.Context, req *lifecyclev1.AcquireTu
 		// No slots configured in this lifecycle: every turn runs at once.
 		return &lifecyclev1.AcquireTurnSlotResponse{Granted: true}, nil
 	}
-	a, err := s.slots.Acquire(ctx, req.GetSessionId(), req.GetTurnId())
+	a, err := s.slots.Acquire(ctx, req.GetSessionId(), req.GetTurnId(), req.GetNode())
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
@@ -86,6 +86,22 @@ func (s *Server) AcquireTurnSlot(ctx context.Context, req *lifecyclev1.AcquireTu
 		resp.Wait = slotWait(a.Wait)
 	}
 	return resp, nil
+}
+
+// SetNodeTurnSlots implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) SetNodeTurnSlots(ctx context.Context, req *lifecyclev1.SetNodeTurnSlotsRequest) (*lifecyclev1.SetNodeTurnSlotsResponse, error) {
+	if s.slots == nil {
+		return &lifecyclev1.SetNodeTurnSlotsResponse{}, nil
+	}
+	var limit *int
+	if req.Limit != nil {
+		n := int(req.GetLimit())
+		limit = &n
+	}
+	if err := s.slots.SetNodeLimit(ctx, req.GetNode(), limit); err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &lifecyclev1.SetNodeTurnSlotsResponse{}, nil
 }
 
 // ReleaseTurnSlot implements lifecyclev1.LifecycleServiceServer.

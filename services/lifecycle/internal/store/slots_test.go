@@ -55,7 +55,7 @@ func TestSlotsAreExactUnderConcurrentAsks(t *testing.T) {
 		wg.Go(func() {
 			var err error
 			for range 20 { // a serialization failure is the caller's to retry
-				answers[i], err = b.slots.Acquire(ctx, id, fmt.Sprintf("turn-%d", id))
+				answers[i], err = b.slots.Acquire(ctx, id, fmt.Sprintf("turn-%d", id), "")
 				if err == nil {
 					return
 				}
@@ -91,10 +91,10 @@ func TestSlotsAreExactUnderConcurrentAsks(t *testing.T) {
 	next, err := b.slots.Release(ctx, holder)
 	require.NoError(t, err)
 	require.Equal(t, []int64{line[0].SessionID}, next, "the freed slot goes to the head of the line, and to it alone")
-	a, err := b.slots.Acquire(ctx, line[0].SessionID, line[0].TurnID)
+	a, err := b.slots.Acquire(ctx, line[0].SessionID, line[0].TurnID, "")
 	require.NoError(t, err)
 	require.True(t, a.Granted, "its next ask finds it held")
-	a, err = b.slots.Acquire(ctx, line[1].SessionID, line[1].TurnID)
+	a, err = b.slots.Acquire(ctx, line[1].SessionID, line[1].TurnID, "")
 	require.NoError(t, err)
 	require.False(t, a.Granted)
 	require.Equal(t, domain.SlotWait{Reason: domain.SlotWaitNoSlot, Position: 1, Since: a.Wait.Since}, a.Wait)
@@ -110,7 +110,7 @@ func TestAPriorityTurnGoesFirst(t *testing.T) {
 	spot := b.classed(t, domain.SchedulingSpot, 50)
 	prio := b.classed(t, domain.SchedulingPriority, 0)
 	for _, s := range []domain.Session{holder, spot, prio} {
-		_, err := b.slots.Acquire(ctx, s.ID, "t")
+		_, err := b.slots.Acquire(ctx, s.ID, "t", "")
 		require.NoError(t, err)
 	}
 	next, err := b.slots.Release(ctx, holder.ID)
@@ -125,7 +125,7 @@ func TestTheAdminLimitOverridesTheEnvironments(t *testing.T) {
 	b := setupSlots(t, ptr(0))
 	ctx := context.Background()
 	s := b.classed(t, domain.SchedulingPriority, 0)
-	a, err := b.slots.Acquire(ctx, s.ID, "t")
+	a, err := b.slots.Acquire(ctx, s.ID, "t", "")
 	require.NoError(t, err)
 	require.False(t, a.Granted, "0 slots hold every turn back")
 	u, err := b.slots.SetLimit(ctx, ptr(2), false)
@@ -146,10 +146,10 @@ func TestAnAbandonedSlotComesBack(t *testing.T) {
 	b := setupSlots(t, ptr(1))
 	ctx := context.Background()
 	dead := b.session(t, sweepNow, domain.EventStart)
-	_, err := b.slots.Acquire(ctx, dead.ID, "job")
+	_, err := b.slots.Acquire(ctx, dead.ID, "job", "")
 	require.NoError(t, err)
 	waiting := b.classed(t, domain.SchedulingPriority, 0)
-	a, err := b.slots.Acquire(ctx, waiting.ID, "t")
+	a, err := b.slots.Acquire(ctx, waiting.ID, "t", "")
 	require.NoError(t, err)
 	require.False(t, a.Granted)
 
@@ -223,3 +223,96 @@ func ids(line []domain.SlotCandidate) []int64 {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// Each runner node's own limit (LC-38), under concurrent asks: with room
+// in the fleet, node a (2) and node b (1) run no more than theirs, their
+// other turns wait saying it is their node's limit, and a node without a
+// limit of its own takes the fleet's free slots; a slot released on a goes
+// to a turn on a; a spot sleeper's grant whose turn's node is full goes
+// back, and the turn waits in line.
+func TestEachRunnerNodeKeepsItsOwnLimit(t *testing.T) {
+	t.Parallel()
+	b := setupSlots(t, ptr(10))
+	ctx := context.Background()
+	require.NoError(t, b.slots.SetNodeLimit(ctx, "node-a", ptr(2)))
+	require.NoError(t, b.slots.SetNodeLimit(ctx, "node-b", ptr(1)))
+	var lineOn = map[int64]string{}
+	for i := range 12 {
+		node := []string{"node-a", "node-a", "node-b", "node-c"}[i%4]
+		lineOn[b.classed(t, domain.SchedulingSpot, int32(i)).ID] = node
+	}
+	answers := sync.Map{}
+	var wg sync.WaitGroup
+	for id, node := range lineOn {
+		wg.Go(func() {
+			var err error
+			var a app.SlotAcquisition
+			for range 20 { // a serialization failure is the caller's to retry
+				if a, err = b.slots.Acquire(ctx, id, fmt.Sprintf("turn-%d", id), node); err == nil {
+					answers.Store(id, a)
+					return
+				}
+			}
+			require.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	granted := map[string]int{}
+	answers.Range(func(k, v any) bool {
+		id, a := k.(int64), v.(app.SlotAcquisition)
+		if a.Granted {
+			granted[lineOn[id]]++
+		} else if lineOn[id] != "node-c" {
+			require.Equal(t, domain.SlotWaitNoNodeSlot, a.Wait.Reason, "session %d on %s waits for its node", id, lineOn[id])
+		}
+		return true
+	})
+	require.Equal(t, map[string]int{"node-a": 2, "node-b": 1, "node-c": 3}, granted)
+	line, err := b.slots.Ranked(ctx)
+	require.NoError(t, err)
+	require.Len(t, line, 6)
+	waits := domain.SlotWaits(line)
+	var heldOnA int64
+	for id, node := range lineOn {
+		if node != "node-a" {
+			continue
+		}
+		if w, ok := waits[id]; ok {
+			require.Equal(t, domain.SlotWaitNoNodeSlot, w.Reason, "the ranked view says why too")
+			require.NotEmpty(t, b.timelineMatching(t, id, "waits for a turn slot on runner node node-a: 2 of its 2 in use"))
+		} else {
+			heldOnA = id
+		}
+	}
+
+	// Released on a: the next on a gets it; b and c gain nothing.
+	granted2, err := b.slots.Release(ctx, heldOnA)
+	require.NoError(t, err)
+	require.Len(t, granted2, 1)
+	require.Equal(t, "node-a", lineOn[granted2[0]])
+
+	// Raised on b: one more on b.
+	require.NoError(t, b.slots.SetNodeLimit(ctx, "node-b", ptr(2)))
+	u, err := b.slots.Usage(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2+2+3, u.InUse)
+
+	// A sleeper granted a slot (no node yet) whose turn then asks on the
+	// full node a: the grant goes back and the turn waits.
+	sleeper := b.classed(t, domain.SchedulingSpot, 50)
+	_, err = b.pool.Exec(ctx, `INSERT INTO turn_slots (session_id, turn_id, granted_at) VALUES ($1, '', $2)`, sleeper.ID, sweepNow)
+	require.NoError(t, err)
+	a, err := b.slots.Acquire(ctx, sleeper.ID, "its-turn", "node-a")
+	require.NoError(t, err)
+	require.False(t, a.Granted, "node a is full")
+	require.Equal(t, domain.SlotWaitNoNodeSlot, a.Wait.Reason)
+	var onA int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM turn_slots WHERE node = 'node-a'`).Scan(&onA))
+	require.Equal(t, 2, onA, "never more than node a's limit")
+
+	// Refused: a node name that is not one, a limit that is not one.
+	require.Error(t, b.slots.SetNodeLimit(ctx, " ", ptr(1)))
+	require.Error(t, b.slots.SetNodeLimit(ctx, "node-a", ptr(-1)))
+	_, err = b.slots.Acquire(ctx, sleeper.ID, "t", "bad\nnode")
+	require.Error(t, err)
+}

@@ -334,7 +334,7 @@ func (l *Lifecycle) RecordPullRequest(ctx context.Context, sessionID int64, turn
 // AcquireSlot implements workflow.Lifecycle. A lifecycle that keeps no turn
 // slots (Unimplemented: one older than them) grants every turn, as before.
 func (l *Lifecycle) AcquireSlot(ctx context.Context, req workflow.SlotRequest) (workflow.SlotAnswer, error) {
-	resp, err := l.client.AcquireTurnSlot(ctx, &lifecyclev1.AcquireTurnSlotRequest{SessionId: req.SessionID, TurnId: req.TurnID})
+	resp, err := l.client.AcquireTurnSlot(ctx, &lifecyclev1.AcquireTurnSlotRequest{SessionId: req.SessionID, TurnId: req.TurnID, Node: req.Node})
 	switch status.Code(err) {
 	case codes.OK:
 		return workflow.SlotAnswer{Granted: resp.GetGranted(), Position: int(resp.GetWait().GetPosition())}, nil
@@ -346,6 +346,22 @@ func (l *Lifecycle) AcquireSlot(ctx context.Context, req workflow.SlotRequest) (
 		return workflow.SlotAnswer{}, &workflow.RefusedError{Event: "acquire a turn slot", Message: status.Convert(err).Message()}
 	}
 	return workflow.SlotAnswer{}, fmt.Errorf("acquire a turn slot for session %d: %w", req.SessionID, err)
+}
+
+// SetNodeSlots tells lifecycle this runner node's own limit of
+// concurrently running turns (RUNNER_TURN_SLOTS; nil: none). A lifecycle
+// that keeps no turn slots (Unimplemented) has nothing to hold it to.
+func (l *Lifecycle) SetNodeSlots(ctx context.Context, node string, limit *int) error {
+	req := &lifecyclev1.SetNodeTurnSlotsRequest{Node: node}
+	if limit != nil {
+		n := int32(*limit) //nolint:gosec // config.Load bounds it to MaxNodeTurnSlots
+		req.Limit = &n
+	}
+	_, err := l.client.SetNodeTurnSlots(ctx, req)
+	if err != nil && status.Code(err) != codes.Unimplemented {
+		return fmt.Errorf("tell lifecycle node %s's turn slots: %w", node, err)
+	}
+	return nil
 }
 
 // ReleaseSlot implements workflow.Lifecycle.

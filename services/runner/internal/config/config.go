@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/zimmerhq/zimmer/services/platform/envcfg"
@@ -90,6 +92,11 @@ type Config struct {
 	// name to ask that one for every session (e.g. "demo").
 	Inference string
 
+	// TurnSlots is RUNNER_TURN_SLOTS: this node's own limit of
+	// concurrently running turns, within the fleet's (LIFECYCLE_TURN_SLOTS,
+	// LC-36); the node tells lifecycle when it starts (LC-38). nil (unset or
+	// empty): the fleet's limit alone.
+	TurnSlots *int
 	// Accounts are the runtimes' login pools, from RUNNER_ACCOUNTS_FILE
 	// (accounts.go); none configured for a runtime, its ambient login is
 	// its one account.
@@ -126,6 +133,7 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 		Summaries     bool          `env:"RUNNER_STATUS_SUMMARIES, default=true"`
 		Inference     string        `env:"RUNNER_INFERENCE, default=session"`
 		AccountsFile  string        `env:"RUNNER_ACCOUNTS_FILE"`
+		TurnSlots     string        `env:"RUNNER_TURN_SLOTS"`
 		Agents        agent.Config
 	}
 	if err := envcfg.Load(ctx, getenv, &env); err != nil {
@@ -180,7 +188,29 @@ func Load(ctx context.Context, getenv func(string) string) (Config, error) {
 	if cfg.Accounts, err = LoadAccounts(env.AccountsFile); err != nil {
 		return Config{}, err
 	}
+	if cfg.TurnSlots, err = parseNodeTurnSlots(env.TurnSlots); err != nil {
+		return Config{}, err
+	}
 	return cfg, nil
+}
+
+// MaxNodeTurnSlots bounds RUNNER_TURN_SLOTS, as lifecycle bounds the
+// fleet's limit.
+const MaxNodeTurnSlots = 100_000
+
+// parseNodeTurnSlots reads RUNNER_TURN_SLOTS: empty is no limit of the
+// node's own.
+func parseNodeTurnSlots(v string) (*int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > MaxNodeTurnSlots {
+		return nil, fmt.Errorf("RUNNER_TURN_SLOTS must be a whole number from 0 to %d (or empty: no limit of this node's own), got %q",
+			MaxNodeTurnSlots, v)
+	}
+	return &n, nil
 }
 
 func defaultWorkspacesDir(getenv func(string) string) (string, error) {

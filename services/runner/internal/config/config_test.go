@@ -115,3 +115,22 @@ func TestLoadTranscriptRetention(t *testing.T) {
 		require.ErrorContains(t, err, "RUNNER_TRANSCRIPT_RETENTION", bad)
 	}
 }
+
+// RUNNER_TURN_SLOTS is the node's own limit (LC-38): unset or empty is
+// none; anything but a whole number from 0 to the bound is refused, naming
+// the variable.
+func TestLoadNodeTurnSlots(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(map[string]string{"HOME": "/home/z"})
+	require.NoError(t, err)
+	require.Nil(t, cfg.TurnSlots)
+	for in, want := range map[string]int{"0": 0, " 2 ": 2, "100000": 100000} {
+		cfg, err := load(map[string]string{"HOME": "/home/z", "RUNNER_TURN_SLOTS": in})
+		require.NoError(t, err, in)
+		require.Equal(t, want, *cfg.TurnSlots, in)
+	}
+	for _, in := range []string{"-1", "two", "1.5", "100001", "99999999999999999999"} {
+		_, err := load(map[string]string{"HOME": "/home/z", "RUNNER_TURN_SLOTS": in})
+		require.ErrorContains(t, err, "RUNNER_TURN_SLOTS", in)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -136,6 +137,10 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		s.sweepNodeCredentials(ctx, acts.Lifecycle, cfg.Node, acts.Incarnation)
 		return nil
 	})
+	s.Go(func(ctx context.Context) error {
+		reportNodeSlots(ctx, lifecycle, cfg.Node, cfg.TurnSlots, s.Logger)
+		return nil
+	})
 	l := cfg.Ladder
 	node := worker.New(s.Temporal, rw.NodeTaskQueue(cfg.Node), worker.Options{
 		WorkerStopTimeout: l.TermGrace + l.KillGrace + l.SweepGrace + 5*time.Second,
@@ -181,6 +186,35 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	}
 	consumer.Register(s.GRPC.Server)
 	return s.runSweeps(ctx, cfg, conn, starter, node)
+}
+
+// reportNodeSlots tells lifecycle this node's own turn-slot limit
+// (RUNNER_TURN_SLOTS, LC-38), retrying until lifecycle answers: it may
+// start after the node. Lifecycle keeps the last report, so until this
+// one lands the node is held to the limit it had before its restart.
+func reportNodeSlots(ctx context.Context, lifecycle *clients.Lifecycle, node string, limit *int, logger *slog.Logger) {
+	wait := time.Second
+	for {
+		err := lifecycle.SetNodeSlots(ctx, node, limit)
+		if err == nil {
+			logger.InfoContext(ctx, "told lifecycle this node's turn slots", "node", node, "turn_slots", limitWords(limit))
+			return
+		}
+		logger.WarnContext(ctx, "tell lifecycle this node's turn slots; trying again", "node", node, "error", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+func limitWords(limit *int) string {
+	if limit == nil {
+		return "none of its own"
+	}
+	return strconv.Itoa(*limit)
 }
 
 // searchAttributes are the session workflows' search attributes.

@@ -25,7 +25,7 @@ func TestATurnWaitsForItsSlotBeforeItStarts(t *testing.T) {
 	asks := h.lifecycle.slotAsks
 	require.Len(t, asks, 3, "asked, waited twice, then granted")
 	for _, a := range asks {
-		require.Equal(t, rw.SlotRequest{SessionID: sessionID, TurnID: "session-7/turn-1"}, a)
+		require.Equal(t, rw.SlotRequest{SessionID: sessionID, TurnID: "session-7/turn-1", Node: "n1"}, a, "the ask names the node holding the clone (LC-38)")
 	}
 	require.Equal(t, []rw.SlotRequest{{SessionID: sessionID, TurnID: "session-7/turn-1"}}, h.lifecycle.slotReleases,
 		"the slot is given back once, when the turn ended")

@@ -99,6 +99,9 @@ const (
 type SlotRequest struct {
 	SessionID int64
 	TurnID    string
+	// Node is the runner node holding the session's clone, where the turn
+	// runs: lifecycle holds it to that node's own limit too (LC-38).
+	Node string
 }
 
 // SlotAnswer is lifecycle's answer to a slot asked for: granted, or where

@@ -802,7 +802,7 @@ func (t *turnRunner) acquireSlot(ctx workflow.Context, id string) (held bool, er
 		return true, nil
 	}
 	t.slotted = true
-	req := SlotRequest{SessionID: t.st.Session.ID, TurnID: id}
+	req := SlotRequest{SessionID: t.st.Session.ID, TurnID: id, Node: t.st.Node}
 	for waited := false; ; waited = true {
 		if t.interrupted {
 			workflow.GetLogger(ctx).Info("turn interrupted while it waited for a turn slot", "turn", id)

@@ -6424,7 +6424,10 @@ type AcquireTurnSlotRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId int64                  `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The turn (running job) the slot is for.
-	TurnId        string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	TurnId string `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// The runner node the turn runs on, held to its own limit
+	// (SetNodeTurnSlots) as well as the fleet's; empty: the fleet's alone.
+	Node          string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6473,6 +6476,103 @@ func (x *AcquireTurnSlotRequest) GetTurnId() string {
 	return ""
 }
 
+func (x *AcquireTurnSlotRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type SetNodeTurnSlotsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The runner node (RUNNER_NODE).
+	Node string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// Its own limit (0 or more); absent: none.
+	Limit         *int32 `protobuf:"varint,2,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetNodeTurnSlotsRequest) Reset() {
+	*x = SetNodeTurnSlotsRequest{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[107]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetNodeTurnSlotsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetNodeTurnSlotsRequest) ProtoMessage() {}
+
+func (x *SetNodeTurnSlotsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[107]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetNodeTurnSlotsRequest.ProtoReflect.Descriptor instead.
+func (*SetNodeTurnSlotsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{107}
+}
+
+func (x *SetNodeTurnSlotsRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *SetNodeTurnSlotsRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+type SetNodeTurnSlotsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetNodeTurnSlotsResponse) Reset() {
+	*x = SetNodeTurnSlotsResponse{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[108]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetNodeTurnSlotsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetNodeTurnSlotsResponse) ProtoMessage() {}
+
+func (x *SetNodeTurnSlotsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[108]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetNodeTurnSlotsResponse.ProtoReflect.Descriptor instead.
+func (*SetNodeTurnSlotsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{108}
+}
+
 type AcquireTurnSlotResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Granted bool                   `protobuf:"varint,1,opt,name=granted,proto3" json:"granted,omitempty"`
@@ -6484,7 +6584,7 @@ type AcquireTurnSlotResponse struct {
 
 func (x *AcquireTurnSlotResponse) Reset() {
 	*x = AcquireTurnSlotResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[107]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6496,7 +6596,7 @@ func (x *AcquireTurnSlotResponse) String() string {
 func (*AcquireTurnSlotResponse) ProtoMessage() {}
 
 func (x *AcquireTurnSlotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[107]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6509,7 +6609,7 @@ func (x *AcquireTurnSlotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireTurnSlotResponse.ProtoReflect.Descriptor instead.
 func (*AcquireTurnSlotResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{107}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *AcquireTurnSlotResponse) GetGranted() bool {
@@ -6536,7 +6636,7 @@ type ReleaseTurnSlotRequest struct {
 
 func (x *ReleaseTurnSlotRequest) Reset() {
 	*x = ReleaseTurnSlotRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[108]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6548,7 +6648,7 @@ func (x *ReleaseTurnSlotRequest) String() string {
 func (*ReleaseTurnSlotRequest) ProtoMessage() {}
 
 func (x *ReleaseTurnSlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[108]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6561,7 +6661,7 @@ func (x *ReleaseTurnSlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTurnSlotRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseTurnSlotRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{108}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *ReleaseTurnSlotRequest) GetSessionId() int64 {
@@ -6589,7 +6689,7 @@ type ReleaseTurnSlotResponse struct {
 
 func (x *ReleaseTurnSlotResponse) Reset() {
 	*x = ReleaseTurnSlotResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[109]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6601,7 +6701,7 @@ func (x *ReleaseTurnSlotResponse) String() string {
 func (*ReleaseTurnSlotResponse) ProtoMessage() {}
 
 func (x *ReleaseTurnSlotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[109]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6614,7 +6714,7 @@ func (x *ReleaseTurnSlotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTurnSlotResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseTurnSlotResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{109}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *ReleaseTurnSlotResponse) GetGrantedSessionIds() []int64 {
@@ -7113,11 +7213,17 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x0fuse_environment\x18\x02 \x01(\bR\x0euseEnvironmentB\b\n" +
 	"\x06_limit\"O\n" +
 	"\x17UpdateTurnSlotsResponse\x124\n" +
-	"\x05slots\x18\x01 \x01(\v2\x1e.zimmer.lifecycle.v1.TurnSlotsR\x05slots\"P\n" +
+	"\x05slots\x18\x01 \x01(\v2\x1e.zimmer.lifecycle.v1.TurnSlotsR\x05slots\"d\n" +
 	"\x16AcquireTurnSlotRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\x12\x17\n" +
-	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"f\n" +
+	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\"R\n" +
+	"\x17SetNodeTurnSlotsRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x19\n" +
+	"\x05limit\x18\x02 \x01(\x05H\x00R\x05limit\x88\x01\x01B\b\n" +
+	"\x06_limit\"\x1a\n" +
+	"\x18SetNodeTurnSlotsResponse\"f\n" +
 	"\x17AcquireTurnSlotResponse\x12\x18\n" +
 	"\agranted\x18\x01 \x01(\bR\agranted\x121\n" +
 	"\x04wait\x18\x02 \x01(\v2\x1d.zimmer.lifecycle.v1.SlotWaitR\x04wait\"P\n" +
@@ -7144,7 +7250,7 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"$GIT_HUB_DELIVERY_OUTCOME_UNSPECIFIED\x10\x00\x12%\n" +
 	"!GIT_HUB_DELIVERY_OUTCOME_ACCEPTED\x10\x01\x12&\n" +
 	"\"GIT_HUB_DELIVERY_OUTCOME_DUPLICATE\x10\x02\x12$\n" +
-	" GIT_HUB_DELIVERY_OUTCOME_IGNORED\x10\x032\xa0;\n" +
+	" GIT_HUB_DELIVERY_OUTCOME_IGNORED\x10\x032\x99<\n" +
 	"\x10LifecycleService\x12\x99\x01\n" +
 	"\rCreateSession\x12).zimmer.lifecycle.v1.CreateSessionRequest\x1a*.zimmer.lifecycle.v1.CreateSessionResponse\"1\xea\xe0\x18\x12\b\x01\x12\x0esessions.start\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/api/v1/sessions\x12\x90\x01\n" +
 	"\n" +
@@ -7159,7 +7265,8 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x12PauseIntoSpotQueue\x12..zimmer.lifecycle.v1.PauseIntoSpotQueueRequest\x1a/.zimmer.lifecycle.v1.PauseIntoSpotQueueResponse\"D\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x028:\x01*\"3/api/v1/sessions/{session_id}/pause_into_spot_queue\x12\x8b\x01\n" +
 	"\fGetTurnSlots\x12(.zimmer.lifecycle.v1.GetTurnSlotsRequest\x1a).zimmer.lifecycle.v1.GetTurnSlotsResponse\"&\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x1a\x12\x18/api/v1/admin/turn_slots\x12\x97\x01\n" +
 	"\x0fUpdateTurnSlots\x12+.zimmer.lifecycle.v1.UpdateTurnSlotsRequest\x1a,.zimmer.lifecycle.v1.UpdateTurnSlotsResponse\")\xea\xe0\x18\x02\b\x02\x82\xd3\xe4\x93\x02\x1d:\x01*2\x18/api/v1/admin/turn_slots\x12t\n" +
-	"\x0fAcquireTurnSlot\x12+.zimmer.lifecycle.v1.AcquireTurnSlotRequest\x1a,.zimmer.lifecycle.v1.AcquireTurnSlotResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
+	"\x0fAcquireTurnSlot\x12+.zimmer.lifecycle.v1.AcquireTurnSlotRequest\x1a,.zimmer.lifecycle.v1.AcquireTurnSlotResponse\"\x06\xea\xe0\x18\x02\b\x03\x12w\n" +
+	"\x10SetNodeTurnSlots\x12,.zimmer.lifecycle.v1.SetNodeTurnSlotsRequest\x1a-.zimmer.lifecycle.v1.SetNodeTurnSlotsResponse\"\x06\xea\xe0\x18\x02\b\x03\x12t\n" +
 	"\x0fReleaseTurnSlot\x12+.zimmer.lifecycle.v1.ReleaseTurnSlotRequest\x1a,.zimmer.lifecycle.v1.ReleaseTurnSlotResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x99\x01\n" +
 	"\fSleepSession\x12(.zimmer.lifecycle.v1.SleepSessionRequest\x1a).zimmer.lifecycle.v1.SleepSessionResponse\"4\xea\xe0\x18\x02\b\x01\x82\xd3\xe4\x93\x02(:\x01*\"#/api/v1/sessions/{session_id}/sleep\x12\xa7\x01\n" +
 	"\x0eArchiveSession\x12*.zimmer.lifecycle.v1.ArchiveSessionRequest\x1a+.zimmer.lifecycle.v1.ArchiveSessionResponse\"<\xea\xe0\x18\b\b\x01\x12\x04self\x82\xd3\xe4\x93\x02*:\x01*\"%/api/v1/sessions/{session_id}/archive\x12\xa8\x01\n" +
@@ -7213,7 +7320,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 112)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
@@ -7325,90 +7432,92 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*UpdateTurnSlotsRequest)(nil),                // 107: zimmer.lifecycle.v1.UpdateTurnSlotsRequest
 	(*UpdateTurnSlotsResponse)(nil),               // 108: zimmer.lifecycle.v1.UpdateTurnSlotsResponse
 	(*AcquireTurnSlotRequest)(nil),                // 109: zimmer.lifecycle.v1.AcquireTurnSlotRequest
-	(*AcquireTurnSlotResponse)(nil),               // 110: zimmer.lifecycle.v1.AcquireTurnSlotResponse
-	(*ReleaseTurnSlotRequest)(nil),                // 111: zimmer.lifecycle.v1.ReleaseTurnSlotRequest
-	(*ReleaseTurnSlotResponse)(nil),               // 112: zimmer.lifecycle.v1.ReleaseTurnSlotResponse
-	(*Elicitation)(nil),                           // 113: zimmer.lifecycle.v1.Elicitation
-	(*structpb.Struct)(nil),                       // 114: google.protobuf.Struct
-	(*Session)(nil),                               // 115: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 116: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 117: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 118: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 119: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 120: zimmer.lifecycle.v1.StreamEvent
-	(*durationpb.Duration)(nil),                   // 121: google.protobuf.Duration
-	(*SessionEvent)(nil),                          // 122: zimmer.lifecycle.v1.SessionEvent
-	(*GitHubPullRequest)(nil),                     // 123: zimmer.lifecycle.v1.GitHubPullRequest
-	(*Category)(nil),                              // 124: zimmer.lifecycle.v1.Category
-	(*SlotWait)(nil),                              // 125: zimmer.lifecycle.v1.SlotWait
+	(*SetNodeTurnSlotsRequest)(nil),               // 110: zimmer.lifecycle.v1.SetNodeTurnSlotsRequest
+	(*SetNodeTurnSlotsResponse)(nil),              // 111: zimmer.lifecycle.v1.SetNodeTurnSlotsResponse
+	(*AcquireTurnSlotResponse)(nil),               // 112: zimmer.lifecycle.v1.AcquireTurnSlotResponse
+	(*ReleaseTurnSlotRequest)(nil),                // 113: zimmer.lifecycle.v1.ReleaseTurnSlotRequest
+	(*ReleaseTurnSlotResponse)(nil),               // 114: zimmer.lifecycle.v1.ReleaseTurnSlotResponse
+	(*Elicitation)(nil),                           // 115: zimmer.lifecycle.v1.Elicitation
+	(*structpb.Struct)(nil),                       // 116: google.protobuf.Struct
+	(*Session)(nil),                               // 117: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 118: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 119: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 120: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 121: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 122: zimmer.lifecycle.v1.StreamEvent
+	(*durationpb.Duration)(nil),                   // 123: google.protobuf.Duration
+	(*SessionEvent)(nil),                          // 124: zimmer.lifecycle.v1.SessionEvent
+	(*GitHubPullRequest)(nil),                     // 125: zimmer.lifecycle.v1.GitHubPullRequest
+	(*Category)(nil),                              // 126: zimmer.lifecycle.v1.Category
+	(*SlotWait)(nil),                              // 127: zimmer.lifecycle.v1.SlotWait
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	113, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
-	114, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
-	115, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	114, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	115, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	115, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	116, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	115, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	117, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	115, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	115, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	115, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	115, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	115, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	118, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	119, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	120, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	113, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
-	115, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	115, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
+	116, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	117, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	116, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	117, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	117, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	117, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	119, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	117, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	117, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	117, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	117, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	117, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	120, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	121, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	122, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	115, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
+	117, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	31,  // 19: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	121, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
+	123, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
 	33,  // 21: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	35,  // 22: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	118, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	120, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
 	38,  // 24: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	118, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	118, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	118, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
+	120, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	120, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	120, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
 	33,  // 28: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	38,  // 29: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	114, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	115, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	115, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	116, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	117, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	117, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	47,  // 33: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
 	47,  // 34: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	122, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	115, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	124, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	117, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	0,   // 37: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
 	1,   // 38: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	115, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	117, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	1,   // 40: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	115, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	118, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	117, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	120, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
 	64,  // 43: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
-	118, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
-	115, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	123, // 46: zimmer.lifecycle.v1.RecordPullRequestResponse.pull_request:type_name -> zimmer.lifecycle.v1.GitHubPullRequest
+	120, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	117, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	125, // 46: zimmer.lifecycle.v1.RecordPullRequestResponse.pull_request:type_name -> zimmer.lifecycle.v1.GitHubPullRequest
 	2,   // 47: zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse.outcome:type_name -> zimmer.lifecycle.v1.GitHubDeliveryOutcome
 	79,  // 48: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
-	118, // 49: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
-	118, // 50: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
-	115, // 51: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	115, // 52: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
-	115, // 53: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.source:type_name -> zimmer.lifecycle.v1.Session
-	115, // 54: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
-	124, // 55: zimmer.lifecycle.v1.ListCategoriesResponse.categories:type_name -> zimmer.lifecycle.v1.Category
-	124, // 56: zimmer.lifecycle.v1.CreateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
-	124, // 57: zimmer.lifecycle.v1.UpdateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
-	115, // 58: zimmer.lifecycle.v1.StarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	115, // 59: zimmer.lifecycle.v1.UnstarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	124, // 60: zimmer.lifecycle.v1.GetPendingInferenceResponse.categories:type_name -> zimmer.lifecycle.v1.Category
-	115, // 61: zimmer.lifecycle.v1.RecordInferenceResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	115, // 62: zimmer.lifecycle.v1.PauseIntoSpotQueueResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	120, // 49: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
+	120, // 50: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
+	117, // 51: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	117, // 52: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
+	117, // 53: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.source:type_name -> zimmer.lifecycle.v1.Session
+	117, // 54: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
+	126, // 55: zimmer.lifecycle.v1.ListCategoriesResponse.categories:type_name -> zimmer.lifecycle.v1.Category
+	126, // 56: zimmer.lifecycle.v1.CreateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
+	126, // 57: zimmer.lifecycle.v1.UpdateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
+	117, // 58: zimmer.lifecycle.v1.StarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	117, // 59: zimmer.lifecycle.v1.UnstarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	126, // 60: zimmer.lifecycle.v1.GetPendingInferenceResponse.categories:type_name -> zimmer.lifecycle.v1.Category
+	117, // 61: zimmer.lifecycle.v1.RecordInferenceResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	117, // 62: zimmer.lifecycle.v1.PauseIntoSpotQueueResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	104, // 63: zimmer.lifecycle.v1.GetTurnSlotsResponse.slots:type_name -> zimmer.lifecycle.v1.TurnSlots
 	104, // 64: zimmer.lifecycle.v1.UpdateTurnSlotsResponse.slots:type_name -> zimmer.lifecycle.v1.TurnSlots
-	125, // 65: zimmer.lifecycle.v1.AcquireTurnSlotResponse.wait:type_name -> zimmer.lifecycle.v1.SlotWait
+	127, // 65: zimmer.lifecycle.v1.AcquireTurnSlotResponse.wait:type_name -> zimmer.lifecycle.v1.SlotWait
 	7,   // 66: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
 	9,   // 67: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
 	11,  // 68: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
@@ -7422,97 +7531,99 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
 	105, // 76: zimmer.lifecycle.v1.LifecycleService.GetTurnSlots:input_type -> zimmer.lifecycle.v1.GetTurnSlotsRequest
 	107, // 77: zimmer.lifecycle.v1.LifecycleService.UpdateTurnSlots:input_type -> zimmer.lifecycle.v1.UpdateTurnSlotsRequest
 	109, // 78: zimmer.lifecycle.v1.LifecycleService.AcquireTurnSlot:input_type -> zimmer.lifecycle.v1.AcquireTurnSlotRequest
-	111, // 79: zimmer.lifecycle.v1.LifecycleService.ReleaseTurnSlot:input_type -> zimmer.lifecycle.v1.ReleaseTurnSlotRequest
-	15,  // 80: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	21,  // 81: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	29,  // 82: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	17,  // 83: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	19,  // 84: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	54,  // 85: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	23,  // 86: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	25,  // 87: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	27,  // 88: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	32,  // 89: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	36,  // 90: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	39,  // 91: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	65,  // 92: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	67,  // 93: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	56,  // 94: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	58,  // 95: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	62,  // 96: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	69,  // 97: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
-	71,  // 98: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	73,  // 99: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:input_type -> zimmer.lifecycle.v1.RecordPullRequestRequest
-	75,  // 100: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:input_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryRequest
-	80,  // 101: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
-	60,  // 102: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	77,  // 103: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
-	3,   // 104: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
-	5,   // 105: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
-	82,  // 106: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:input_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
-	84,  // 107: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:input_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
-	86,  // 108: zimmer.lifecycle.v1.LifecycleService.ListCategories:input_type -> zimmer.lifecycle.v1.ListCategoriesRequest
-	88,  // 109: zimmer.lifecycle.v1.LifecycleService.CreateCategory:input_type -> zimmer.lifecycle.v1.CreateCategoryRequest
-	90,  // 110: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:input_type -> zimmer.lifecycle.v1.UpdateCategoryRequest
-	92,  // 111: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:input_type -> zimmer.lifecycle.v1.DeleteCategoryRequest
-	94,  // 112: zimmer.lifecycle.v1.LifecycleService.StarSession:input_type -> zimmer.lifecycle.v1.StarSessionRequest
-	96,  // 113: zimmer.lifecycle.v1.LifecycleService.UnstarSession:input_type -> zimmer.lifecycle.v1.UnstarSessionRequest
-	98,  // 114: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:input_type -> zimmer.lifecycle.v1.GetPendingInferenceRequest
-	100, // 115: zimmer.lifecycle.v1.LifecycleService.RecordInference:input_type -> zimmer.lifecycle.v1.RecordInferenceRequest
-	52,  // 116: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	8,   // 117: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	10,  // 118: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	12,  // 119: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	42,  // 120: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	44,  // 121: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	46,  // 122: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	49,  // 123: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	51,  // 124: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	14,  // 125: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	103, // 126: zimmer.lifecycle.v1.LifecycleService.PauseIntoSpotQueue:output_type -> zimmer.lifecycle.v1.PauseIntoSpotQueueResponse
-	106, // 127: zimmer.lifecycle.v1.LifecycleService.GetTurnSlots:output_type -> zimmer.lifecycle.v1.GetTurnSlotsResponse
-	108, // 128: zimmer.lifecycle.v1.LifecycleService.UpdateTurnSlots:output_type -> zimmer.lifecycle.v1.UpdateTurnSlotsResponse
-	110, // 129: zimmer.lifecycle.v1.LifecycleService.AcquireTurnSlot:output_type -> zimmer.lifecycle.v1.AcquireTurnSlotResponse
-	112, // 130: zimmer.lifecycle.v1.LifecycleService.ReleaseTurnSlot:output_type -> zimmer.lifecycle.v1.ReleaseTurnSlotResponse
-	16,  // 131: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	22,  // 132: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	30,  // 133: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	18,  // 134: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	20,  // 135: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	55,  // 136: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	24,  // 137: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	26,  // 138: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	28,  // 139: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	34,  // 140: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	37,  // 141: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	40,  // 142: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	66,  // 143: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	68,  // 144: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	57,  // 145: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	59,  // 146: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	63,  // 147: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	70,  // 148: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
-	72,  // 149: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	74,  // 150: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:output_type -> zimmer.lifecycle.v1.RecordPullRequestResponse
-	76,  // 151: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:output_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse
-	81,  // 152: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
-	61,  // 153: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	78,  // 154: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
-	4,   // 155: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
-	6,   // 156: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
-	83,  // 157: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:output_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
-	85,  // 158: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:output_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
-	87,  // 159: zimmer.lifecycle.v1.LifecycleService.ListCategories:output_type -> zimmer.lifecycle.v1.ListCategoriesResponse
-	89,  // 160: zimmer.lifecycle.v1.LifecycleService.CreateCategory:output_type -> zimmer.lifecycle.v1.CreateCategoryResponse
-	91,  // 161: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:output_type -> zimmer.lifecycle.v1.UpdateCategoryResponse
-	93,  // 162: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:output_type -> zimmer.lifecycle.v1.DeleteCategoryResponse
-	95,  // 163: zimmer.lifecycle.v1.LifecycleService.StarSession:output_type -> zimmer.lifecycle.v1.StarSessionResponse
-	97,  // 164: zimmer.lifecycle.v1.LifecycleService.UnstarSession:output_type -> zimmer.lifecycle.v1.UnstarSessionResponse
-	99,  // 165: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:output_type -> zimmer.lifecycle.v1.GetPendingInferenceResponse
-	101, // 166: zimmer.lifecycle.v1.LifecycleService.RecordInference:output_type -> zimmer.lifecycle.v1.RecordInferenceResponse
-	53,  // 167: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	117, // [117:168] is the sub-list for method output_type
-	66,  // [66:117] is the sub-list for method input_type
+	110, // 79: zimmer.lifecycle.v1.LifecycleService.SetNodeTurnSlots:input_type -> zimmer.lifecycle.v1.SetNodeTurnSlotsRequest
+	113, // 80: zimmer.lifecycle.v1.LifecycleService.ReleaseTurnSlot:input_type -> zimmer.lifecycle.v1.ReleaseTurnSlotRequest
+	15,  // 81: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	21,  // 82: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	29,  // 83: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	17,  // 84: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	19,  // 85: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	54,  // 86: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	23,  // 87: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	25,  // 88: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	27,  // 89: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	32,  // 90: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	36,  // 91: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	39,  // 92: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	65,  // 93: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	67,  // 94: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	56,  // 95: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	58,  // 96: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	62,  // 97: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	69,  // 98: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	71,  // 99: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	73,  // 100: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:input_type -> zimmer.lifecycle.v1.RecordPullRequestRequest
+	75,  // 101: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:input_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryRequest
+	80,  // 102: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
+	60,  // 103: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	77,  // 104: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
+	3,   // 105: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
+	5,   // 106: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
+	82,  // 107: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:input_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
+	84,  // 108: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:input_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
+	86,  // 109: zimmer.lifecycle.v1.LifecycleService.ListCategories:input_type -> zimmer.lifecycle.v1.ListCategoriesRequest
+	88,  // 110: zimmer.lifecycle.v1.LifecycleService.CreateCategory:input_type -> zimmer.lifecycle.v1.CreateCategoryRequest
+	90,  // 111: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:input_type -> zimmer.lifecycle.v1.UpdateCategoryRequest
+	92,  // 112: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:input_type -> zimmer.lifecycle.v1.DeleteCategoryRequest
+	94,  // 113: zimmer.lifecycle.v1.LifecycleService.StarSession:input_type -> zimmer.lifecycle.v1.StarSessionRequest
+	96,  // 114: zimmer.lifecycle.v1.LifecycleService.UnstarSession:input_type -> zimmer.lifecycle.v1.UnstarSessionRequest
+	98,  // 115: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:input_type -> zimmer.lifecycle.v1.GetPendingInferenceRequest
+	100, // 116: zimmer.lifecycle.v1.LifecycleService.RecordInference:input_type -> zimmer.lifecycle.v1.RecordInferenceRequest
+	52,  // 117: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	8,   // 118: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	10,  // 119: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	12,  // 120: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	42,  // 121: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	44,  // 122: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	46,  // 123: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	49,  // 124: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	51,  // 125: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	14,  // 126: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	103, // 127: zimmer.lifecycle.v1.LifecycleService.PauseIntoSpotQueue:output_type -> zimmer.lifecycle.v1.PauseIntoSpotQueueResponse
+	106, // 128: zimmer.lifecycle.v1.LifecycleService.GetTurnSlots:output_type -> zimmer.lifecycle.v1.GetTurnSlotsResponse
+	108, // 129: zimmer.lifecycle.v1.LifecycleService.UpdateTurnSlots:output_type -> zimmer.lifecycle.v1.UpdateTurnSlotsResponse
+	112, // 130: zimmer.lifecycle.v1.LifecycleService.AcquireTurnSlot:output_type -> zimmer.lifecycle.v1.AcquireTurnSlotResponse
+	111, // 131: zimmer.lifecycle.v1.LifecycleService.SetNodeTurnSlots:output_type -> zimmer.lifecycle.v1.SetNodeTurnSlotsResponse
+	114, // 132: zimmer.lifecycle.v1.LifecycleService.ReleaseTurnSlot:output_type -> zimmer.lifecycle.v1.ReleaseTurnSlotResponse
+	16,  // 133: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	22,  // 134: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	30,  // 135: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	18,  // 136: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	20,  // 137: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	55,  // 138: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	24,  // 139: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	26,  // 140: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	28,  // 141: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	34,  // 142: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	37,  // 143: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	40,  // 144: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	66,  // 145: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	68,  // 146: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	57,  // 147: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	59,  // 148: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	63,  // 149: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	70,  // 150: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	72,  // 151: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	74,  // 152: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:output_type -> zimmer.lifecycle.v1.RecordPullRequestResponse
+	76,  // 153: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:output_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse
+	81,  // 154: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
+	61,  // 155: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	78,  // 156: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
+	4,   // 157: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
+	6,   // 158: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
+	83,  // 159: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:output_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
+	85,  // 160: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:output_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
+	87,  // 161: zimmer.lifecycle.v1.LifecycleService.ListCategories:output_type -> zimmer.lifecycle.v1.ListCategoriesResponse
+	89,  // 162: zimmer.lifecycle.v1.LifecycleService.CreateCategory:output_type -> zimmer.lifecycle.v1.CreateCategoryResponse
+	91,  // 163: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:output_type -> zimmer.lifecycle.v1.UpdateCategoryResponse
+	93,  // 164: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:output_type -> zimmer.lifecycle.v1.DeleteCategoryResponse
+	95,  // 165: zimmer.lifecycle.v1.LifecycleService.StarSession:output_type -> zimmer.lifecycle.v1.StarSessionResponse
+	97,  // 166: zimmer.lifecycle.v1.LifecycleService.UnstarSession:output_type -> zimmer.lifecycle.v1.UnstarSessionResponse
+	99,  // 167: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:output_type -> zimmer.lifecycle.v1.GetPendingInferenceResponse
+	101, // 168: zimmer.lifecycle.v1.LifecycleService.RecordInference:output_type -> zimmer.lifecycle.v1.RecordInferenceResponse
+	53,  // 169: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	118, // [118:170] is the sub-list for method output_type
+	66,  // [66:118] is the sub-list for method input_type
 	66,  // [66:66] is the sub-list for extension type_name
 	66,  // [66:66] is the sub-list for extension extendee
 	0,   // [0:66] is the sub-list for field type_name
@@ -7545,13 +7656,14 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[99].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[101].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[104].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[107].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   110,
+			NumMessages:   112,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

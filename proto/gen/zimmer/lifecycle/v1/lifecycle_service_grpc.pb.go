@@ -32,6 +32,7 @@ const (
 	LifecycleService_GetTurnSlots_FullMethodName                  = "/zimmer.lifecycle.v1.LifecycleService/GetTurnSlots"
 	LifecycleService_UpdateTurnSlots_FullMethodName               = "/zimmer.lifecycle.v1.LifecycleService/UpdateTurnSlots"
 	LifecycleService_AcquireTurnSlot_FullMethodName               = "/zimmer.lifecycle.v1.LifecycleService/AcquireTurnSlot"
+	LifecycleService_SetNodeTurnSlots_FullMethodName              = "/zimmer.lifecycle.v1.LifecycleService/SetNodeTurnSlots"
 	LifecycleService_ReleaseTurnSlot_FullMethodName               = "/zimmer.lifecycle.v1.LifecycleService/ReleaseTurnSlot"
 	LifecycleService_SleepSession_FullMethodName                  = "/zimmer.lifecycle.v1.LifecycleService/SleepSession"
 	LifecycleService_ArchiveSession_FullMethodName                = "/zimmer.lifecycle.v1.LifecycleService/ArchiveSession"
@@ -123,6 +124,11 @@ type LifecycleServiceClient interface {
 	// FailedPrecondition for a session that is failed or archived: its turn
 	// will not run. Internal: the runner's session workflow calls it.
 	AcquireTurnSlot(ctx context.Context, in *AcquireTurnSlotRequest, opts ...grpc.CallOption) (*AcquireTurnSlotResponse, error)
+	// SetNodeTurnSlots records a runner node's own limit of concurrently
+	// running turns (RUNNER_TURN_SLOTS), which the node reports when it
+	// starts: its turns take a slot only while the node and the fleet both
+	// have one free. Absent: the node has no limit of its own. Internal.
+	SetNodeTurnSlots(ctx context.Context, in *SetNodeTurnSlotsRequest, opts ...grpc.CallOption) (*SetNodeTurnSlotsResponse, error)
 	// ReleaseTurnSlot gives the session's slot back when its turn ended (and
 	// takes it out of the line if it waited), then runs the spot scheduler's
 	// pass. Idempotent. Internal: the runner's session workflow calls it.
@@ -460,6 +466,16 @@ func (c *lifecycleServiceClient) AcquireTurnSlot(ctx context.Context, in *Acquir
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AcquireTurnSlotResponse)
 	err := c.cc.Invoke(ctx, LifecycleService_AcquireTurnSlot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lifecycleServiceClient) SetNodeTurnSlots(ctx context.Context, in *SetNodeTurnSlotsRequest, opts ...grpc.CallOption) (*SetNodeTurnSlotsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetNodeTurnSlotsResponse)
+	err := c.cc.Invoke(ctx, LifecycleService_SetNodeTurnSlots_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -897,6 +913,11 @@ type LifecycleServiceServer interface {
 	// FailedPrecondition for a session that is failed or archived: its turn
 	// will not run. Internal: the runner's session workflow calls it.
 	AcquireTurnSlot(context.Context, *AcquireTurnSlotRequest) (*AcquireTurnSlotResponse, error)
+	// SetNodeTurnSlots records a runner node's own limit of concurrently
+	// running turns (RUNNER_TURN_SLOTS), which the node reports when it
+	// starts: its turns take a slot only while the node and the fleet both
+	// have one free. Absent: the node has no limit of its own. Internal.
+	SetNodeTurnSlots(context.Context, *SetNodeTurnSlotsRequest) (*SetNodeTurnSlotsResponse, error)
 	// ReleaseTurnSlot gives the session's slot back when its turn ended (and
 	// takes it out of the line if it waited), then runs the spot scheduler's
 	// pass. Idempotent. Internal: the runner's session workflow calls it.
@@ -1148,6 +1169,9 @@ func (UnimplementedLifecycleServiceServer) UpdateTurnSlots(context.Context, *Upd
 }
 func (UnimplementedLifecycleServiceServer) AcquireTurnSlot(context.Context, *AcquireTurnSlotRequest) (*AcquireTurnSlotResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AcquireTurnSlot not implemented")
+}
+func (UnimplementedLifecycleServiceServer) SetNodeTurnSlots(context.Context, *SetNodeTurnSlotsRequest) (*SetNodeTurnSlotsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetNodeTurnSlots not implemented")
 }
 func (UnimplementedLifecycleServiceServer) ReleaseTurnSlot(context.Context, *ReleaseTurnSlotRequest) (*ReleaseTurnSlotResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReleaseTurnSlot not implemented")
@@ -1511,6 +1535,24 @@ func _LifecycleService_AcquireTurnSlot_Handler(srv interface{}, ctx context.Cont
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(LifecycleServiceServer).AcquireTurnSlot(ctx, req.(*AcquireTurnSlotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LifecycleService_SetNodeTurnSlots_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetNodeTurnSlotsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LifecycleServiceServer).SetNodeTurnSlots(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LifecycleService_SetNodeTurnSlots_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LifecycleServiceServer).SetNodeTurnSlots(ctx, req.(*SetNodeTurnSlotsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -2232,6 +2274,10 @@ var LifecycleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AcquireTurnSlot",
 			Handler:    _LifecycleService_AcquireTurnSlot_Handler,
+		},
+		{
+			MethodName: "SetNodeTurnSlots",
+			Handler:    _LifecycleService_SetNodeTurnSlots_Handler,
 		},
 		{
 			MethodName: "ReleaseTurnSlot",

@@ -751,8 +751,10 @@ func (x *GitHubPullRequest) GetState() string {
 // SlotWait says why a session waits to run and where it stands in line.
 type SlotWait struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "no_slot": its turn waits for a free turn slot; "spot_queue": it
-	// sleeps in the spot queue until the scheduler resumes it.
+	// "no_slot": its turn waits for a free turn slot; "no_node_slot": the
+	// fleet has one, but its runner node is at its own limit
+	// (RUNNER_TURN_SLOTS); "spot_queue": it sleeps in the spot queue until
+	// the scheduler resumes it.
 	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
 	// 1-based place in the queue's run order (GET /sessions?view=ranked).
 	Position int32 `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
