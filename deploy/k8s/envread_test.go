@@ -33,6 +33,16 @@ const (
 	hostLoad = "LoadConfig"
 )
 
+// otelSDK is the package whose presence among a binary's dependencies
+// means it reads the OpenTelemetry SDK's standard OTEL_* variables
+// (exporter, endpoint, sampler, resource), which the SDK reads itself, not
+// through envcfg.
+const otelSDK = "go.opentelemetry.io/otel/sdk/trace"
+
+// otelVar is the key under which readEnv records that a binary reads the
+// OTEL_* variables.
+const otelVar = "OTEL_*"
+
 // envVar is one variable a component reads through envcfg.
 type envVar struct {
 	defaulted bool   // its tag has a default=
@@ -71,6 +81,9 @@ var readEnv = sync.OnceValues(func() (map[string]map[string]envVar, error) {
 		packages.Visit([]*packages.Package{root}, nil, func(p *packages.Package) {
 			for _, e := range p.Errors {
 				failed = e
+			}
+			if p.PkgPath == otelSDK {
+				vars[otelVar] = envVar{defaulted: true, where: otelSDK}
 			}
 			if !strings.HasPrefix(p.PkgPath, modulePath) {
 				return
