@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +20,9 @@ import (
 // by method at every service, the Temporal SDK's worker metrics where a
 // worker runs — and Zimmer's own series: sessions by status, turns started
 // and ended, the turn's start latency, agents alive, the queue's and the
-// outboxes' backlogs, the push's latency.
+// outboxes' backlogs, the push's latency — and that the whole-path
+// histograms (create → agent, request → agent, exit → next agent) move
+// with the turns that follow.
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	metricsAddr := map[string]string{}
@@ -66,6 +70,7 @@ func TestMetrics(t *testing.T) {
 	require.Positive(t, rn.sum("zimmer_runner_turns_started_total", `runtime="demo"`))
 	require.Positive(t, rn.sum("zimmer_runner_turns_ended_total", `runtime="demo"`, `outcome="exited"`))
 	require.Positive(t, rn.sum("zimmer_runner_turn_start_latency_seconds_count"), "the turn's start is timed")
+	require.Positive(t, rn.sum("zimmer_runner_request_to_agent_seconds_count", `kind="first"`, `runtime="demo"`), "create → agent started is timed")
 	require.True(t, rn.has("zimmer_runner_agents", `node="`), "agents alive on the node (none now)")
 	require.True(t, rn.has("zimmer_runner_accounts_available", `runtime="demo"`), "the demo runtime's login pool (its ambient login)")
 	require.True(t, lc.has("zimmer_slots_in_use"), "the turn slots in use")
@@ -83,6 +88,72 @@ func TestMetrics(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return scrapeMetrics(t, metricsAddr["notification"]).sum("zimmer_push_latency_seconds_count") > 0
 	}, 10*time.Second, 100*time.Millisecond, "the push is timed")
+
+	// The whole-path histograms move: a second session's creation, a
+	// message queued while its turn runs and handed over at its exit, and
+	// a follow-up to it at rest each add an observation (every bucket at or
+	// above the observation rises, +Inf always).
+	first := func(p promText) float64 {
+		return p.sum("zimmer_runner_request_to_agent_seconds_bucket", `kind="first"`, `le="+Inf"`)
+	}
+	resumed := func(p promText) float64 {
+		return p.sum("zimmer_runner_request_to_agent_seconds_bucket", `kind="resume"`, `le="+Inf"`)
+	}
+	handedOver := func(p promText) float64 { return p.sum("zimmer_runner_exit_to_next_agent_seconds_bucket", `le="+Inf"`) }
+	id := api.createRunning(t, gitRepo(t), "@demo sleep 2s\n@demo say slept")
+	api.waitStatus(t, id, "running")
+	code, queued := api.followUp(t, id, `{"prompt":"@demo say handed over"}`)
+	require.Equal(t, http.StatusAccepted, code, "a running session queues: %+v", queued)
+	api.waitStatus(t, id, "needs_input")
+	require.Eventually(t, func() bool { return handedOver(scrapeMetrics(t, metricsAddr["runner"])) > handedOver(rn) }, 10*time.Second, 100*time.Millisecond,
+		"exit → next agent is timed when the queued message is handed over")
+	code, delivered := api.followUp(t, id, `{"prompt":"@demo say resumed"}`)
+	require.Equal(t, http.StatusOK, code, "a session at rest takes a follow-up as its turn: %+v", delivered)
+	api.waitStatus(t, id, "needs_input")
+	after := scrapeMetrics(t, metricsAddr["runner"])
+	require.Equal(t, first(rn)+1, first(after), "the second creation is timed to its agent")
+	require.Greater(t, resumed(after), resumed(rn), "the follow-up's request is timed to its agent")
+	require.Positive(t, after.sum("zimmer_runner_exit_to_next_agent_seconds_sum"), "a hand-over takes some time")
+
+	// Every series deploy/prometheus/series.txt lists — what the Grafana
+	// dashboard and the alert rules may query; deploy/devstack's
+	// TestDashboardAndAlertsQueryOnlyExportedSeries checks they query
+	// nothing else — is served by its binary by now.
+	final := map[string]promText{}
+	for name, addr := range metricsAddr {
+		final[name] = scrapeMetrics(t, addr)
+		if dir := os.Getenv("ZIMMER_METRICS_DUMP"); dir != "" {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name+".txt"), []byte(final[name]), 0o600))
+		}
+	}
+	for _, s := range listedSeries(t) {
+		require.True(t, final[s.binary].has(s.name), "%s serves %s (deploy/prometheus/series.txt)", s.binary, s.name)
+	}
+}
+
+type listedSeriesLine struct{ binary, name string }
+
+// listedSeries reads deploy/prometheus/series.txt, leaving out the series
+// Prometheus makes itself and those ("? ") that appear only once their
+// event happened (a failure counter).
+func listedSeries(t *testing.T) []listedSeriesLine {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "prometheus", "series.txt"))
+	require.NoError(t, err)
+	var out []listedSeriesLine
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "?") {
+			continue
+		}
+		binary, name, ok := strings.Cut(line, " ")
+		require.True(t, ok, "series.txt: %q", line)
+		if binary != "prometheus" {
+			out = append(out, listedSeriesLine{binary, strings.TrimSpace(name)})
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
 }
 
 // has reports whether metric has a sample whose labels contain labels.
