@@ -81,6 +81,10 @@ var notSet = []struct {
 			"RUNNER_CLAUDE_SKIP_PERMISSIONS", "RUNNER_CODEX_BYPASS_SANDBOX", "RUNNER_INFERENCE", "RUNNER_STATUS_SUMMARIES"},
 	},
 	{
+		why:  "a node's own turn limit is the operator's to size to its machine; unset, the fleet's limit alone applies",
+		vars: []string{"RUNNER_TURN_SLOTS"},
+	},
+	{
 		why: "timings and retentions whose defaults hold on a cluster as on one machine (each documented beside its " +
 			"service's config)",
 		vars: []string{
