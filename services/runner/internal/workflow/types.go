@@ -211,6 +211,12 @@ type TurnRequest struct {
 	Session SessionSpec
 	// Path names a KindRecover request's producer (domain.PathOrphanSweep).
 	Path string
+	// TraceParent and TraceState are the W3C trace context of the request
+	// that asked for the turn (Starter.Send's caller): the turn's
+	// activities continue that trace, not the workflow run's (PL-25).
+	// Empty with tracing off.
+	TraceParent string `json:",omitempty"`
+	TraceState  string `json:",omitempty"`
 }
 
 // SessionSpec and SessionState are the runner domain's, carried in the
