@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -23,7 +24,7 @@ import (
 // the REST request through the gateway, lifecycle, lifecycle's outbox
 // relay, the runner's event consumer, its workflow and RunTurn activity to
 // the agent's start, whose environment names that trace in TRACEPARENT
-// (issue 30, item 3; PL-25).
+// (issue 30, item 3; PL-26).
 func TestTraces(t *testing.T) {
 	t.Parallel()
 	col := newOTLPCollector(t)
@@ -44,15 +45,36 @@ func TestTraces(t *testing.T) {
 	// A create: its first turn's agent sleeps, so its environment can be
 	// read while it runs.
 	id := api.createRunning(t, repo, "@demo sleep 5s")
-	start := col.waitSpan(t, "agent start", fmt.Sprint(id))
-	requireOneTrace(t, col, start, "POST /api/v1/", "zimmer.lifecycle.v1.LifecycleService/CreateSession")
+	start := col.waitSpan(t, "agent start", fmt.Sprint(id), "")
+	requireOneTrace(t, col, start, "POST /api/v1/", []hop{
+		{"gateway", "zimmer.lifecycle.v1.LifecycleService/CreateSession"},
+		{"lifecycle", "zimmer.lifecycle.v1.LifecycleService/CreateSession"},
+		{"runner", "RunWorkflow:zimmer.runner.Session"},
+	})
+
+	// A follow-up: the session's workflow is running already and takes the
+	// turn from a signal, yet the turn's activities and the agent are in
+	// the follow-up's trace, not the create's.
+	api.waitStatus(t, id, "needs_input")
+	code, resp := api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/follow_up", id), `{"prompt":"@demo sleep 5s"}`)
+	require.Equal(t, http.StatusOK, code, resp)
+	next := col.waitSpan(t, "agent start", fmt.Sprint(id), start.traceID)
+	requireOneTrace(t, col, next, "POST /api/v1/", []hop{
+		{"gateway", "zimmer.queue.v1.QueueService/FollowUp"},
+		{"queue", "zimmer.queue.v1.QueueService/FollowUp"},
+		{"runner", "HandleSignal:turn"},
+		{"runner", "Turn:"},
+	})
 }
 
+// hop is a span a trace must hold: its service and its name's prefix.
+type hop struct{ service, name string }
+
 // requireOneTrace checks that start (the runner's "agent start" span) is
-// in one trace with the gateway's root span rootName, lifecycle's server
-// span for method, the outbox relay's delivery, the runner's consumer, its
-// workflow and activity, and that the agent's TRACEPARENT names start.
-func requireOneTrace(t *testing.T, col *otlpCollector, start otlpSpan, rootName, method string) {
+// in one trace with the gateway's root span rootName, the outbox relay's
+// delivery to the runner's consumer, its signal and RunTurn activity, and
+// also, and that the agent's TRACEPARENT names start.
+func requireOneTrace(t *testing.T, col *otlpCollector, start otlpSpan, rootName string, also []hop) {
 	t.Helper()
 	pid := start.attrs["process.pid"]
 	require.NotEmpty(t, pid, "the agent start span names the agent's pid")
@@ -67,40 +89,49 @@ func requireOneTrace(t *testing.T, col *otlpCollector, start otlpSpan, rootName,
 	require.Equal(t, "00-"+start.traceID+"-"+start.spanID+"-01", traceparent,
 		"the agent's environment names the agent start span")
 
-	// Every hop's span is in the trace; spans are exported in batches, so
-	// wait for the slowest.
-	want := []struct{ service, name string }{
+	// Every hop's span is in the trace; spans are exported in batches, and
+	// the activity's when the agent exits, so wait for the slowest.
+	want := append([]hop{
 		{"gateway", rootName},
-		{"gateway", method},
-		{"lifecycle", method},
 		{"lifecycle", "outbox deliver "},
 		{"runner", "zimmer.lifecycle.v1.SessionEventConsumerService/ConsumeSessionEvent"},
 		{"runner", "SignalWithStartWorkflow:"},
-		{"runner", "RunWorkflow:"},
 		{"runner", "StartActivity:zimmer.runner.RunTurn"},
 		{"runner", "RunActivity:zimmer.runner.RunTurn"},
-	}
+	}, also...)
+	// Every other span's parent is in the trace too: nothing hangs off a
+	// hop the collector never heard of.
 	var spans []otlpSpan
+	var byID map[string]otlpSpan
+	orphans := func() []string {
+		var out []string
+		for _, sp := range spans {
+			if _, ok := byID[sp.parentID]; sp.parentID != "" && !ok {
+				out = append(out, sp.service+"/"+sp.name)
+			}
+		}
+		return out
+	}
 	complete := func() bool {
 		spans = col.trace(start.traceID)
+		byID = map[string]otlpSpan{}
+		for _, sp := range spans {
+			byID[sp.spanID] = sp
+		}
 		for _, w := range want {
 			if !hasSpan(spans, w.service, w.name) {
 				return false
 			}
 		}
-		return true
+		return len(orphans()) == 0
 	}
 	for deadline := time.Now().Add(30 * time.Second); !complete() && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
-	require.True(t, complete(), "want every hop's span in trace %s; have:\n%s", start.traceID, describe(spans))
+	require.True(t, complete(), "want every hop's span in trace %s and no parent missing (missing for %q); have:\n%s",
+		start.traceID, orphans(), describe(spans))
 
-	// One root, the gateway's HTTP span; every other span's parent is in
-	// the trace: nothing hangs off a hop the collector never heard of.
-	byID := map[string]otlpSpan{}
-	for _, sp := range spans {
-		byID[sp.spanID] = sp
-	}
+	// One root, the gateway's HTTP span.
 	var roots []otlpSpan
 	for _, sp := range spans {
 		if sp.parentID == "" {
@@ -110,12 +141,6 @@ func requireOneTrace(t *testing.T, col *otlpCollector, start otlpSpan, rootName,
 	require.Len(t, roots, 1, "one root:\n%s", describe(spans))
 	require.Equal(t, "gateway", roots[0].service)
 	require.True(t, strings.HasPrefix(roots[0].name, rootName), roots[0].name)
-	for _, sp := range spans {
-		if sp.parentID != "" {
-			_, ok := byID[sp.parentID]
-			require.True(t, ok, "span %s/%s's parent %s is in the trace:\n%s", sp.service, sp.name, sp.parentID, describe(spans))
-		}
-	}
 	require.Equal(t, "RunActivity:zimmer.runner.RunTurn", byID[start.parentID].name, "the agent's start is under the RunTurn activity")
 }
 
@@ -212,15 +237,16 @@ func (c *otlpCollector) trace(traceID string) []otlpSpan {
 	return out
 }
 
-// waitSpan waits for a span named name whose zimmer.session.id is session.
-func (c *otlpCollector) waitSpan(t *testing.T, name, session string) otlpSpan {
+// waitSpan waits for a span named name whose zimmer.session.id is session,
+// in a trace other than notTrace.
+func (c *otlpCollector) waitSpan(t *testing.T, name, session, notTrace string) otlpSpan {
 	t.Helper()
 	var found otlpSpan
 	require.Eventually(t, func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, sp := range c.spans {
-			if sp.name == name && sp.attrs["zimmer.session.id"] == session {
+			if sp.name == name && sp.attrs["zimmer.session.id"] == session && sp.traceID != notTrace {
 				found = sp
 				return true
 			}

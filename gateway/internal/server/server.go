@@ -200,7 +200,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Server
 	// otelhttp wraps the mux itself, so it sees the pattern the mux
 	// matched (http.route: a bounded label, never a raw path); the server
 	// name keeps a client's Host header out of the labels. Its span is
-	// the root of a request's trace (PL-25), named by method and pattern.
+	// the root of a request's trace (PL-26), named by method and pattern.
 	measured := otelhttp.NewHandler(mux, "gateway", otelhttp.WithServerName("zimmer-gateway"),
 		otelhttp.WithSpanNameFormatter(func(operation string, r *http.Request) string {
 			if r.Pattern == "" {

@@ -40,7 +40,7 @@ type Event struct {
 	AggregateKey string // e.g. the session id; for reading one aggregate's stream
 	Payload      []byte // protobuf-encoded
 	// Trace is the span of the request that made the change, continued by
-	// the relay's delivery (PL-25); the producer sets it with TraceOf.
+	// the relay's delivery (PL-26); the producer sets it with TraceOf.
 	Trace Trace
 }
 

@@ -304,7 +304,7 @@ func (r *Relay) deliverOne(ctx context.Context, lease time.Time, m claimed) erro
 
 // traced runs Deliver under a span continuing the trace of the request
 // that made the change (the row's traceparent), so the subscriber's side —
-// its gRPC server span and what follows — joins that trace (PL-25). With
+// its gRPC server span and what follows — joins that trace (PL-26). With
 // tracing off the span is a no-op.
 func (r *Relay) traced(ctx context.Context, m Message) error {
 	ctx, span := tracing.Tracer().Start(tracing.Extract(ctx, m.Trace.Parent, m.Trace.State),

@@ -19,7 +19,7 @@ import (
 // TestDeliveryContinuesTheProducersTrace: an event written under a span
 // (Enqueue from the context, a Rows statement from Event.Trace) is handed
 // to its subscriber under a delivery span whose parent is that span, in
-// the same trace, however much later and in whichever relay (PL-25). Not
+// the same trace, however much later and in whichever relay (PL-26). Not
 // parallel: it installs the global tracer provider the relay uses.
 func TestDeliveryContinuesTheProducersTrace(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()

@@ -1,5 +1,5 @@
 // Package tracing installs a process's OpenTelemetry tracer provider from
-// the standard OTEL_* environment variables (PL-25) and carries a trace
+// the standard OTEL_* environment variables (PL-26) and carries a trace
 // across the hops no instrumentation library sees: an outbox row (W3C
 // traceparent and tracestate columns) and an agent's environment
 // (TRACEPARENT). gRPC (otelgrpc), HTTP (otelhttp) and Temporal (the SDK's
@@ -27,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/workflow"
 )
 
 // scope names Zimmer's own spans.
@@ -129,14 +130,58 @@ func (p *Provider) TemporalInterceptor() (interceptor.ClientInterceptor, error) 
 	if p == nil {
 		return nil, nil
 	}
-	i, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
-		Tracer:      p.tp.Tracer("temporal-sdk-go"),
-		SpanStarter: startTemporalSpan,
-	})
+	i, err := temporalotel.NewTracingInterceptor(temporalTracerOptions())
 	if err != nil {
 		return nil, fmt.Errorf("tracing: the Temporal interceptor: %w", err)
 	}
 	return i, nil
+}
+
+// temporalSpanKey holds, in a workflow's context, the span its next
+// activities' spans are children of: the interceptor's, or a turn's
+// (ContinueInWorkflow).
+type temporalSpanKey struct{}
+
+// temporalTracerOptions are the interceptor's, shared with
+// ContinueInWorkflow, which must put spans where the interceptor looks.
+func temporalTracerOptions() temporalotel.TracerOptions {
+	return temporalotel.TracerOptions{
+		Tracer:         otel.GetTracerProvider().Tracer("temporal-sdk-go"),
+		SpanStarter:    startTemporalSpan,
+		SpanContextKey: temporalSpanKey{},
+	}
+}
+
+// ContinueInWorkflow returns a workflow context whose activities' spans
+// continue the trace traceparent names (W3C, as Inject wrote it into a
+// signal's payload), under a marker span operation:name. A long-lived
+// workflow takes work from signals, and the interceptor parents every
+// activity on the workflow run's span, which belongs to the trace of
+// whatever started the run; this puts the work back in the trace of the
+// request that asked for it. While replaying (no spans are made then) or
+// without a traceparent (tracing off) it is ctx.
+func ContinueInWorkflow(ctx workflow.Context, traceparent, tracestate, operation, name string) workflow.Context {
+	if traceparent == "" || workflow.IsReplaying(ctx) {
+		return ctx
+	}
+	t, err := temporalotel.NewTracer(temporalTracerOptions())
+	if err != nil {
+		return ctx
+	}
+	parent, err := t.UnmarshalSpan(map[string]string{"traceparent": traceparent, "tracestate": tracestate})
+	if err != nil || parent == nil {
+		return ctx
+	}
+	span, err := t.StartSpan(&interceptor.TracerStartSpanOptions{
+		Parent: parent, Operation: operation, Name: name, Time: workflow.Now(ctx),
+		Tags: map[string]string{"temporalWorkflowID": workflow.GetInfo(ctx).WorkflowExecution.ID},
+	})
+	if err != nil {
+		return ctx
+	}
+	// Ended at once, like a run's span: a marker the activities hang off.
+	span.Finish(&interceptor.TracerFinishSpanOptions{})
+	return workflow.WithValue(ctx, temporalSpanKey{}, span)
 }
 
 // startTemporalSpan starts the interceptor's spans, ending a workflow run's

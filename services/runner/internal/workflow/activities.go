@@ -552,7 +552,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	opts.Labels = map[string]string{"turn": req.TurnID, "session": strconv.FormatInt(req.Session.ID, 10)}
 	a.recordPrompt(ctx, req, composed)
 	// The fork/exec has a span of its own under the activity's, and the
-	// agent's environment names it (TRACEPARENT, PL-25): an agent that
+	// agent's environment names it (TRACEPARENT, PL-26): an agent that
 	// traces continues the trace from the request that asked for the turn.
 	sctx, span := tracing.Tracer().Start(ctx, "agent start", oteltrace.WithAttributes(
 		attribute.Int64("zimmer.session.id", req.Session.ID), attribute.String("zimmer.turn.id", req.TurnID),

@@ -10,6 +10,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/zimmerhq/zimmer/services/platform/tracing"
 )
 
 // WorkflowStarter is the Temporal client's ExecuteWorkflow.
@@ -80,6 +82,7 @@ func (s Starter) Send(ctx context.Context, req TurnRequest) error {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
 			SearchSessionID.ValueSet(req.Session.ID), SearchRuntime.ValueSet(req.Session.Runtime))
 	}
+	req.TraceParent, req.TraceState = tracing.Inject(ctx)
 	st := State{Session: req.Session, SearchAttributes: s.SearchAttributes, NodeDeadAfter: s.NodeDeadAfter}
 	if _, err := s.Client.SignalWithStartWorkflow(ctx, ID(req.Session.ID), SignalTurn, req, opts, WorkflowName, st); err != nil {
 		return fmt.Errorf("signal-with-start the workflow of session %d: %w", req.Session.ID, err)

@@ -220,6 +220,12 @@ type TurnRequest struct {
 	// turn), or a hand-over's previous agent exit. Zero when unknown (an
 	// event from before the field, a recovery).
 	RequestedAt time.Time
+	// TraceParent and TraceState are the W3C trace context of the request
+	// that asked for the turn (Starter.Send's caller): the turn's
+	// activities continue that trace, not the workflow run's (PL-26).
+	// Empty with tracing off.
+	TraceParent string `json:",omitempty"`
+	TraceState  string `json:",omitempty"`
 }
 
 // SessionSpec and SessionState are the runner domain's, carried in the

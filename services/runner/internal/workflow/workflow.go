@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
+	"github.com/zimmerhq/zimmer/services/platform/tracing"
 	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 )
 
@@ -79,7 +80,9 @@ func Session(ctx workflow.Context, st State) error {
 		req := st.Pending[0]
 		st.Pending = st.Pending[1:]
 		active = &turnRunner{st: &st, elicitations: elicitations, interrupts: interrupts, slots: slots}
-		next, err := active.run(ctx, req)
+		// A running session's workflow took this turn from a signal: its
+		// activities join the trace of the request that asked for it.
+		next, err := active.run(tracing.ContinueInWorkflow(ctx, req.TraceParent, req.TraceState, "Turn", req.Kind), req)
 		active = nil
 		if err != nil {
 			return err
