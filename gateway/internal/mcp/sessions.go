@@ -127,10 +127,7 @@ func (s *sessions) Validate(id string) (isTerminated bool, err error) {
 	for _, e := range ended {
 		s.release(e)
 	}
-	if err != nil {
-		return false, err
-	}
-	return false, nil
+	return false, err
 }
 
 // admit accepts id's request: an open session's, or one another replica
