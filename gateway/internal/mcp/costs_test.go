@@ -4,11 +4,15 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/auth"
 	"github.com/zimmerhq/zimmer/gateway/internal/grpctest"
@@ -88,4 +92,29 @@ func TestGetCostsAsksTheRunner(t *testing.T) {
 	req := calls[0].Request.(*runnerv1.GetCostsRequest)
 	require.Equal(t, "2026-11-03", req.GetFrom())
 	require.Equal(t, "7", req.GetSessionId())
+}
+
+// A runner that does not answer is asked again with the same call id, so
+// the runner (which keys entries by it) counts the response once; the
+// agent's answer never waits for it.
+func TestAnUnansweredCostReportIsSentAgainUnderItsCallID(t *testing.T) {
+	t.Parallel()
+	b, runner := costBundle(t, credential(7, principal.ScopeSelf))
+	var mu sync.Mutex
+	failures := 1
+	runner.Handle("RecordMcpResponse", func(proto.Message) (proto.Message, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failures > 0 {
+			failures--
+			return nil, status.Error(codes.Unavailable, "runner restarting")
+		}
+		return &runnerv1.RecordMcpResponseResponse{}, nil
+	})
+	res := call(t, b.connect(t, "/"), "get_session", map[string]any{"session_id": "7"})
+	require.NotNil(t, res)
+	require.Eventually(t, func() bool { return len(runner.Calls("RecordMcpResponse")) == 2 }, 10*time.Second, 20*time.Millisecond)
+	calls := runner.Calls("RecordMcpResponse")
+	first, again := calls[0].Request.(*runnerv1.RecordMcpResponseRequest), calls[1].Request.(*runnerv1.RecordMcpResponseRequest)
+	require.True(t, proto.Equal(first, again), "the same report, call id and all: %v %v", first, again)
 }

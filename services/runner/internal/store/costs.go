@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -87,5 +88,9 @@ func (s *Costs) Report(ctx context.Context, q domain.CostQuery) (domain.CostRepo
 	if err := rows.Err(); err != nil {
 		return r, fmt.Errorf("read the cost lines: %w", err)
 	}
+	// Kinds in the order a report shows them: the prompt's parts first.
+	order := func(l domain.CostLine) int { return slices.Index(domain.CostKinds, l.Kind) }
+	slices.SortStableFunc(r.ByKind, func(a, b domain.CostLine) int { return order(a) - order(b) })
+	slices.SortStableFunc(r.ByTool, func(a, b domain.CostLine) int { return order(a) - order(b) })
 	return r, nil
 }

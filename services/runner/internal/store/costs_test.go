@@ -58,9 +58,13 @@ func TestCostsRecordOnceAndSumByDaySessionAndKind(t *testing.T) {
 	require.Equal(t, int64(250), r.BySession[0].Bytes)
 	require.Equal(t, int64(1000), r.BySession[1].Bytes)
 	kinds := map[domain.CostKind]int64{}
+	var order []domain.CostKind
 	for _, l := range r.ByKind {
 		kinds[l.Kind] = l.Bytes
+		order = append(order, l.Kind)
 	}
+	require.Equal(t, []domain.CostKind{domain.CostTurnText, domain.CostSessionHierarchy, domain.CostHumanMessages, domain.CostMCPResponses,
+		domain.CostProvenanceTool, domain.CostRuntime, domain.CostInference}, order, "in the order a report shows them")
 	if diff := cmp.Diff(map[domain.CostKind]int64{
 		domain.CostTurnText: 100, domain.CostSessionHierarchy: 40, domain.CostHumanMessages: 60, domain.CostRuntime: 0,
 		domain.CostMCPResponses: 700, domain.CostProvenanceTool: 300, domain.CostInference: 50,
