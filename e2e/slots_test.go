@@ -368,7 +368,8 @@ func TestNodeTurnSlots(t *testing.T) {
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
 	repo := gitRepo(t)
 
-	first := api.createRunning(t, repo, "@demo sleep 6s")
+	// Long enough for the second session's clone to be made meanwhile.
+	first := api.createRunning(t, repo, "@demo sleep 25s")
 	require.Eventually(t, func() bool { return len(turnProcesses(t, s, first)) > 0 }, 60*time.Second, 50*time.Millisecond,
 		"the first turn never started")
 	second := api.createRunning(t, repo, "@demo say after the first")
@@ -376,7 +377,7 @@ func TestNodeTurnSlots(t *testing.T) {
 	require.Eventually(t, func() bool {
 		got = api.slotSession(t, second)
 		return got.SlotWait != nil
-	}, 30*time.Second, 100*time.Millisecond, "the second turn never waited: %+v", got)
+	}, 30*time.Second, 100*time.Millisecond, "the second turn never waited")
 	require.Equal(t, "no_node_slot", got.SlotWait.Reason, "it waits for its node, not the fleet")
 	require.Equal(t, 1, got.SlotWait.Position)
 	line := api.ranked(t)
@@ -385,6 +386,7 @@ func TestNodeTurnSlots(t *testing.T) {
 	require.Contains(t, api.timelineText(t, second), "waits for a turn slot on runner node")
 	require.Contains(t, api.timelineText(t, second), "1 of its 1 in use (RUNNER_TURN_SLOTS)")
 	require.Empty(t, turnProcesses(t, s, second), "no process while it waits")
+	require.NotEmpty(t, turnProcesses(t, s, first), "the first still runs")
 
 	api.waitStatus(t, first, "needs_input")
 	api.waitStatus(t, second, "needs_input")
@@ -394,7 +396,7 @@ func TestNodeTurnSlots(t *testing.T) {
 	granted, waited := api.grantedAt(t, second)
 	require.True(t, waited, "the second turn got its slot when the first gave it back")
 	require.False(t, secondTurns[0].StartedAt.Before(granted), "its process started only with the slot")
-	require.GreaterOrEqual(t, granted.Sub(api.timedTurns(t, first)[0].StartedAt), 5*time.Second,
-		"the slot came when the first's six-second turn gave it back")
+	require.GreaterOrEqual(t, granted.Sub(api.timedTurns(t, first)[0].StartedAt), 24*time.Second,
+		"the slot came when the first's 25-second turn gave it back")
 	require.Empty(t, api.ranked(t))
 }

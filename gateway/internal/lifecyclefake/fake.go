@@ -156,6 +156,11 @@ func (s *Server) ReleaseTurnSlot(ctx context.Context, req *lifecyclev1.ReleaseTu
 	return grpcfake.Answer[*lifecyclev1.ReleaseTurnSlotResponse](ctx, s.Recorder, req)
 }
 
+// SetNodeTurnSlots implements lifecyclev1.LifecycleServiceServer.
+func (s *Server) SetNodeTurnSlots(ctx context.Context, req *lifecyclev1.SetNodeTurnSlotsRequest) (*lifecyclev1.SetNodeTurnSlotsResponse, error) {
+	return grpcfake.Answer[*lifecyclev1.SetNodeTurnSlotsResponse](ctx, s.Recorder, req)
+}
+
 // ArchiveSession implements lifecyclev1.LifecycleServiceServer.
 func (s *Server) ArchiveSession(ctx context.Context, req *lifecyclev1.ArchiveSessionRequest) (*lifecyclev1.ArchiveSessionResponse, error) {
 	return grpcfake.Answer[*lifecyclev1.ArchiveSessionResponse](ctx, s.Recorder, req)

@@ -14,7 +14,7 @@ import (
 
 // The turn slots over gRPC (LC-36): the limit is an admin's to read and
 // change, never an operator's; the runner's acquire and release are
-// internal; a view other than ranked, or the ranked view with filters it
+// internal, and so is a node's report of its own limit; a view other than ranked, or the ranked view with filters it
 // does not take, is refused saying what to send.
 func TestTurnSlotsOverGRPC(t *testing.T) {
 	t.Parallel()
@@ -27,6 +27,10 @@ func TestTurnSlotsOverGRPC(t *testing.T) {
 	require.Equal(t, codes.PermissionDenied, status.Code(err), "internal: the runner's")
 	_, err = b.client.AcquireTurnSlot(ctx, &lifecyclev1.AcquireTurnSlotRequest{SessionId: 1, TurnId: "t"})
 	require.Equal(t, codes.PermissionDenied, status.Code(err), "internal: not even an admin key's")
+	_, err = b.client.SetNodeTurnSlots(ctx, &lifecyclev1.SetNodeTurnSlotsRequest{Node: "n1", Limit: proto.Int32(0)})
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "a node's own limit is the node's to report (LC-38)")
+	_, err = b.operator.SetNodeTurnSlots(ctx, &lifecyclev1.SetNodeTurnSlotsRequest{Node: "n1", Limit: proto.Int32(0)})
+	require.Equal(t, codes.PermissionDenied, status.Code(err))
 
 	resp, err := b.client.GetTurnSlots(ctx, &lifecyclev1.GetTurnSlotsRequest{})
 	require.NoError(t, err)

@@ -137,10 +137,6 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 		s.sweepNodeCredentials(ctx, acts.Lifecycle, cfg.Node, acts.Incarnation)
 		return nil
 	})
-	s.Go(func(ctx context.Context) error {
-		reportNodeSlots(ctx, lifecycle, cfg.Node, cfg.TurnSlots, s.Logger)
-		return nil
-	})
 	l := cfg.Ladder
 	node := worker.New(s.Temporal, rw.NodeTaskQueue(cfg.Node), worker.Options{
 		WorkerStopTimeout: l.TermGrace + l.KillGrace + l.SweepGrace + 5*time.Second,
@@ -156,6 +152,11 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	clones := worker.New(s.Temporal, rw.ClonesTaskQueue, worker.Options{})
 	acts.RegisterClones(clones)
 	s.Go(func(ctx context.Context) error {
+		// The node takes no clone and runs no turn before lifecycle knows
+		// its own limit (LC-38).
+		if !reportNodeSlots(ctx, lifecycle, cfg.Node, cfg.TurnSlots, s.Logger) {
+			return nil
+		}
 		if err := node.Start(); err != nil {
 			return fmt.Errorf("start the worker on %s: %w", rw.NodeTaskQueue(cfg.Node), err)
 		}
@@ -189,24 +190,23 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 }
 
 // reportNodeSlots tells lifecycle this node's own turn-slot limit
-// (RUNNER_TURN_SLOTS, LC-38), retrying until lifecycle answers: it may
-// start after the node. Lifecycle keeps the last report, so until this
-// one lands the node is held to the limit it had before its restart.
-func reportNodeSlots(ctx context.Context, lifecycle *clients.Lifecycle, node string, limit *int, logger *slog.Logger) {
-	wait := time.Second
+// (RUNNER_TURN_SLOTS, LC-38), retrying until lifecycle answers (it may
+// start after the node); false when ctx ended first.
+func reportNodeSlots(ctx context.Context, lifecycle *clients.Lifecycle, node string, limit *int, logger *slog.Logger) bool {
+	wait := 200 * time.Millisecond
 	for {
 		err := lifecycle.SetNodeSlots(ctx, node, limit)
 		if err == nil {
 			logger.InfoContext(ctx, "told lifecycle this node's turn slots", "node", node, "turn_slots", limitWords(limit))
-			return
+			return true
 		}
 		logger.WarnContext(ctx, "tell lifecycle this node's turn slots; trying again", "node", node, "error", err, "in", wait)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, 30*time.Second)
+		wait = min(2*wait, 10*time.Second)
 	}
 }
 
