@@ -449,6 +449,83 @@ func TestConsoleInABrowser(t *testing.T) {
 		require.Equal(t, 0, p.count(fmt.Sprintf("#ranked-%d", id)), "resumed: no longer in line")
 	})
 
+	t.Run("the category grids: Starred first, then the categories in order, a frozen one without refresh; cards move grids live", func(t *testing.T) {
+		t.Parallel()
+		work := c.api.createCategory(t, `{"name": "Grid work <i>"}`)
+		parked := c.api.createCategory(t, `{"name": "Grid parked"}`)
+		code, body := c.api.do(t, http.MethodPatch, "/api/v1/categories/"+parked.ID.String(), `{"frozen": true}`)
+		require.Equal(t, http.StatusOK, code, body)
+		filed := c.session(t, "needs_input", map[string]any{"prompt": "@demo say filed under work zebracorn", "title": "Filed under work"})
+		starred := c.session(t, "needs_input", map[string]any{"prompt": "@demo say starred one", "title": "Starred one"})
+		frozen := c.session(t, "needs_input", map[string]any{"prompt": "@demo say parked one", "title": "Parked one"})
+		for id, cat := range map[int64]string{filed: work.ID.String(), starred: work.ID.String(), frozen: parked.ID.String()} {
+			code, body := c.api.do(t, http.MethodPatch, fmt.Sprintf("/api/v1/sessions/%d", id), `{"category_id": `+cat+`}`)
+			require.Equal(t, http.StatusOK, code, body)
+		}
+		code, body = c.api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/star", starred), `{}`)
+		require.Equal(t, http.StatusOK, code, body)
+
+		workGrid, parkedGrid := "#category_grid_"+work.ID.String(), "#category_grid_"+parked.ID.String()
+		in := func(grid string, id int64) string {
+			return fmt.Sprintf(`!!document.querySelector(%s)`, jsString(grid+" "+card(id)))
+		}
+		p := c.signedIn(t)
+		require.Equal(t, 1, p.count("#starred_grid "+card(starred)), "a starred session sits in Starred, whatever its category")
+		require.Equal(t, 1, p.count(workGrid+" "+card(filed)))
+		require.Zero(t, p.count(workGrid+" "+card(starred)), "one card per session")
+		require.Equal(t, 1, p.count(parkedGrid+" "+card(frozen)))
+		require.Contains(t, p.text(workGrid+"-name"), "Grid work <i>", "the category's name as text")
+		grids := eval[[]string](p, `[...document.querySelectorAll("#cards ol.cards")].map(e => e.id)`)
+		require.Equal(t, "starred_grid", grids[0], "Starred first")
+		require.Less(t, indexOf(grids, "category_grid_"+work.ID.String()), indexOf(grids, "category_grid_"+parked.ID.String()), "categories in position order")
+		require.Equal(t, 1, p.count(workGrid+"-refresh"), "a category's own refresh")
+		require.Zero(t, p.count(parkedGrid+"-refresh"), "a frozen category is skipped, as Refresh all skips it")
+
+		// The card's own Unstar and Move answer with the grids as they now
+		// stand; a state change arrives live and re-renders every grid, each
+		// card in its own (Running ticked too, so the running card stays).
+		p.do(chromedp.Click(chromedp.CSS(`input[name="status"][value="running"]`)))
+		require.EqualValues(t, http.StatusOK, p.click(`form.filters button[type="submit"]`))
+		p.markPage()
+		p.clickLive(fmt.Sprintf("#star-%d", starred))
+		p.waitFor(t, "the unstarred card in its category's grid", 5*time.Second, in(workGrid, starred))
+		// Once htmx has taken the swapped-in form (else the browser posts
+		// it itself), chosen and sent at once: a live swap in between would
+		// put the select back as the server rendered it.
+		p.waitFor(t, "htmx took the card's forms", 5*time.Second,
+			fmt.Sprintf(`!!document.querySelector("#category-%d")?.form?.["htmx-internal-data"]?.initHash`, frozen))
+		require.True(t, eval[bool](p, fmt.Sprintf(`(() => { document.querySelector("#category-%d").value = "0"; document.querySelector("#move-%d").click(); return true })()`, frozen, frozen)))
+		p.waitFor(t, "the card moved to Uncategorized", 5*time.Second, in("#sessions_grid", frozen))
+		require.Zero(t, p.count(parkedGrid), "an empty grid is left out")
+		grids = eval[[]string](p, `[...document.querySelectorAll("#cards ol.cards")].map(e => e.id)`)
+		require.Equal(t, "sessions_grid", grids[len(grids)-1], "Uncategorized last")
+		code, body = c.api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/follow_up", filed), `{"prompt": "@demo sleep 2s\n@demo say done"}`)
+		require.Equal(t, http.StatusOK, code, body)
+		p.waitFor(t, "the running card, live, still in its category's grid", 5*time.Second,
+			fmt.Sprintf(`document.querySelector(%s)?.dataset.status === "running"`, jsString(workGrid+" "+card(filed))))
+		require.True(t, p.samePage(), "live: the page was never reloaded")
+
+		// The category's refresh acts on its sessions and says so.
+		p.clickLive(workGrid + "-refresh")
+		p.waitFor(t, "the category's refresh answered", 10*time.Second, `document.querySelector("#toast.shown")?.innerText.includes("Refreshed all 2 sessions not archived in")`)
+		require.Contains(t, p.text("#toast"), "Grid work <i>")
+
+		// Advanced: the transcript's words (the runner's index), typed in
+		// the form, give one flat list; the same search over REST.
+		p.reloadUntil(t, "/console/", "the dashboard", func() bool { return p.count("form.filters") == 1 })
+		p.do(chromedp.Click(chromedp.CSS("details.advanced summary")))
+		p.typeInto("#transcript", "under work zebracorn")
+		require.EqualValues(t, http.StatusOK, p.click(`form.filters button[type="submit"]`))
+		require.Zero(t, p.count("#starred_grid"), "a search replaces the grids")
+		require.Equal(t, []int64{filed}, cardIDs(p))
+		code, body = c.api.do(t, http.MethodGet, "/api/v1/sessions?transcript=under+work+zebracorn&show_archived=true", "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Equal(t, []string{fmt.Sprint(filed)}, listedIDs(t, body))
+		code, body = c.api.do(t, http.MethodGet, "/api/v1/sessions?transcript=%21%21%21", "")
+		require.Equal(t, http.StatusUnprocessableEntity, code, body)
+		require.Contains(t, body, "no word to search the transcripts for")
+	})
+
 	t.Run("screenshots", func(t *testing.T) {
 		t.Parallel()
 		dir := os.Getenv(devstack.ScreenshotsDirEnv) // make screenshots: docs/screenshots
@@ -619,4 +696,38 @@ func writeScreenshot(t *testing.T, p *browserPage, path string) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
 	t.Logf("screenshot: %s (%d KB)", path, b.Len()>>10)
+}
+
+func indexOf(words []string, w string) int {
+	for i, x := range words {
+		if x == w {
+			return i
+		}
+	}
+	return -1
+}
+
+// cardIDs are the session ids of the dashboard's cards, in order.
+func cardIDs(p *browserPage) []int64 {
+	p.t.Helper()
+	var ids []int64
+	for _, s := range eval[[]string](p, `[...document.querySelectorAll("#cards .card")].map(e => e.id)`) {
+		var id int64
+		_, err := fmt.Sscanf(s, "session-%d", &id)
+		require.NoError(p.t, err, s)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// listedIDs are the ids of a REST list's sessions.
+func listedIDs(t *testing.T, body string) []string {
+	t.Helper()
+	var got struct{ Sessions []map[string]any }
+	require.NoError(t, json.Unmarshal([]byte(body), &got), body)
+	var ids []string
+	for _, s := range got.Sessions {
+		ids = append(ids, fmt.Sprint(s["id"]))
+	}
+	return ids
 }

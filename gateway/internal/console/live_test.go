@@ -586,7 +586,7 @@ func TestTheDrawerIsTheSessionPagesContent(t *testing.T) {
 	full := b.get(t, c, "/console/sessions/7")
 	require.Contains(t, full.body, "<html")
 	require.Contains(t, full.body, `<h1 class="title">The seventh</h1>`)
-	for _, static := range []string{"dashboard-2.js", "dashboard-1.css", "htmx-ext-sse-2.2.4.min.js", "htmx-ext-sse-LICENSE"} {
+	for _, static := range []string{"dashboard-2.js", "dashboard-2.css", "htmx-ext-sse-2.2.4.min.js", "htmx-ext-sse-LICENSE"} {
 		require.Equal(t, http.StatusOK, b.get(t, c, "/console/static/"+static).code, static)
 	}
 	require.Equal(t, http.StatusSeeOther, b.get(t, b.browser(t), "/console/sessions/7/drawer").code, "signed out")
