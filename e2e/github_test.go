@@ -440,11 +440,22 @@ func TestGitHubWatchesAfterUnarchiveAndConversationComments(t *testing.T) {
 		code, resp = api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/unarchive", id), `{}`)
 		require.Equal(t, http.StatusOK, code, resp)
 		gh.change(ghRepo, 21, func(p *fakePull) { p.merged = true })
-		require.Eventually(t, func() bool { return len(ofOrigin(api.notices(t, id), "automated_pr_merged")) == 1 },
+		require.Eventually(t, func() bool { return api.pullRequests(t, id)[0].State == "merged" },
 			30*time.Second, 200*time.Millisecond, "the unarchived session's pull request is not watched")
-		require.Eventually(t, func() bool { return api.pullRequests(t, id)[0].State == "merged" }, 10*time.Second, 100*time.Millisecond)
+		// The session is at rest: the notice is its turn at once.
+		merged := func() int {
+			n := 0
+			for _, p := range api.prompts(t, id) {
+				if strings.Contains(p.Prompt, prURL(21)+" was merged") {
+					n++
+				}
+			}
+			return n
+		}
+		require.Eventually(t, func() bool { return merged() == 1 }, 30*time.Second, 200*time.Millisecond,
+			"the merge notice never became the session's turn")
 		time.Sleep(3 * time.Second)
-		require.Len(t, ofOrigin(api.notices(t, id), "automated_pr_merged"), 1, "noticed once")
+		require.Equal(t, 1, merged(), "noticed once")
 	})
 
 	t.Run("a conversation comment is a caller's artifact text, once", func(t *testing.T) {
