@@ -388,11 +388,22 @@ func checkAddresses(t *testing.T, r rendered, id string, set map[string]corev1.E
 			continue
 		}
 		for _, addr := range addrs {
-			host, port, err := net.SplitHostPort(addr)
+			// A gRPC peer is dialled dns:/// over a headless Service, so
+			// the caller sees every replica and spreads its calls (PL-25);
+			// through a ClusterIP one connection would pin one pod.
+			target, spread := strings.CutPrefix(addr, "dns:///")
+			host, port, err := net.SplitHostPort(target)
 			require.NoError(t, err, "%s: %s: %q", id, name, addr)
-			require.True(t, slices.ContainsFunc(r.services, func(s *corev1.Service) bool {
+			i := slices.IndexFunc(r.services, func(s *corev1.Service) bool {
 				return s.Name == host && slices.ContainsFunc(s.Spec.Ports, func(p corev1.ServicePort) bool { return strconv.Itoa(int(p.Port)) == port })
-			}), "%s: %s dials %s, which no Service of the kustomization serves", id, name, addr)
+			})
+			require.GreaterOrEqual(t, i, 0, "%s: %s dials %s, which no Service of the kustomization serves", id, name, addr)
+			if strings.HasSuffix(name, "_URL") {
+				continue // HTTP, through the Service's own balancing
+			}
+			require.True(t, spread, "%s: %s dials %s: a replicated peer is dialled dns:///%s, so calls spread over its pods", id, name, addr, target)
+			require.Equal(t, corev1.ClusterIPNone, r.services[i].Spec.ClusterIP,
+				"%s: %s dials %s through Service %s, which must be headless for DNS to name every pod", id, name, addr, host)
 		}
 	}
 }
