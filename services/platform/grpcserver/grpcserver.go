@@ -21,6 +21,7 @@ import (
 	grpcproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
@@ -46,6 +47,15 @@ const MaxMessageBytes = 64 << 20
 // form counts three, so a body the gateway accepted failed to decode here
 // and answered Internal.
 const MaxRecursion = 1 << 15
+
+// MaxConnectionAge is how long a client's connection lives before the
+// server asks it to reconnect (a GOAWAY; calls under way finish). A caller
+// dialling dns:/// over replicas (grpcclient, PL-25) resolves again only
+// when a connection ends, so without an age a replica added by a scale-up
+// would take no calls until something failed; with it, each caller finds
+// it within about this long (gRPC adds ±10 % jitter so callers do not all
+// reconnect at once).
+const MaxConnectionAge = 5 * time.Minute
 
 // Server is a gRPC server with its health service.
 type Server struct {
@@ -78,6 +88,7 @@ func New(logger *slog.Logger, auth Auth) *Server {
 			grpc.StatsHandler(otelgrpc.NewServerHandler()),
 			grpc.MaxRecvMsgSize(MaxMessageBytes),
 			grpc.MaxSendMsgSize(MaxMessageBytes),
+			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: MaxConnectionAge}),
 			grpc.ForceServerCodecV2(deepCodec{encoding.GetCodecV2(grpcproto.Name)}),
 		),
 		Health:        health.NewServer(),
