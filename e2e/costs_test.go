@@ -81,7 +81,7 @@ func TestCostsShowInjectedBytesAndReportedUsage(t *testing.T) {
 	rec := s.say(t, humanMessage{Actor: webUIAdmin, Provenance: "web_ui.follow_up", AuthoredInSessionID: router, Content: "Please fix the login bug"})
 	require.True(t, rec.Recorded, rec.NotRecordedReason)
 	script := fmt.Sprintf(`@demo mcp get_session_provenance {"session_id":"%d"}\n@demo mcp get_session {"session_id":"%d"}\nFix the bug`, router, router)
-	child := createREST(t, api, fmt.Sprintf(`{"prompt":%q,"git_root":%q,"branch":"main","parent_session_id":%d}`,
+	child := createREST(t, api, fmt.Sprintf(`{"prompt":%q,"git_root":%q,"branch":"main","slug":"costs-child","parent_session_id":%d}`,
 		strings.ReplaceAll(script, `\n`, "\n"), repo, router))
 	turns := api.waitTurns(t, child, 1, 90*time.Second)
 	prompt := turns[0].Prompt
@@ -112,6 +112,8 @@ func TestCostsShowInjectedBytesAndReportedUsage(t *testing.T) {
 	today := time.Now().UTC().Format("2006-01-02")
 	require.Equal(t, today, r.To)
 	require.Len(t, r.ByDay, 1)
+	bySlug := api.costs(t, "?session_id=costs-child")
+	require.Equal(t, []int64{child}, []int64{bySlug.BySession[0].SessionID}, "a slug addresses the session as its id does")
 
 	// The pause after the turn's work forks a status summary: its turn is
 	// status_summary's, with the runtime's usage, not the session's runtime.
@@ -127,10 +129,12 @@ func TestCostsShowInjectedBytesAndReportedUsage(t *testing.T) {
 	for _, c := range []struct{ query, want string }{
 		{"?from=yesterday", `from: must be a day written YYYY-MM-DD (UTC)`},
 		{"?from=2026-12-02&to=2026-12-01", "from: must not be after to (2026-12-01); got 2026-12-02"},
-		{"?session_id=a-slug", "session_id: must be a session's numeric id"},
 	} {
 		code, body := api.do(t, http.MethodGet, "/api/v1/costs"+c.query, "")
 		require.Equal(t, http.StatusUnprocessableEntity, code, "%s: %s", c.query, body)
 		require.Contains(t, readError(t, body).Message, c.want, c.query)
 	}
+	code, body := api.do(t, http.MethodGet, "/api/v1/costs?session_id=no-such-session", "")
+	require.Equal(t, http.StatusNotFound, code, body)
+	require.Contains(t, readError(t, body).Message, `session_id "no-such-session" names no session`)
 }

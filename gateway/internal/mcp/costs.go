@@ -35,7 +35,7 @@ func getCostsTool() mcpgo.Tool {
 			"In total and by day, session, kind and MCP tool, over a range of UTC days. Same as GET /api/v1/costs."),
 		mcpgo.WithString("from", mcpgo.Description("The first day, YYYY-MM-DD (UTC); default: 29 days before `to`.")),
 		mcpgo.WithString("to", mcpgo.Description("The last day, YYYY-MM-DD (UTC), included; default: today. At most 366 days after `from`.")),
-		mcpgo.WithString("session_id", mcpgo.Description(`Only this session's costs: its numeric id (e.g. "42").`)),
+		mcpgo.WithString("session_id", mcpgo.Description(`Only this session's costs: its numeric id (e.g. "42") or its slug.`)),
 		mcpgo.WithReadOnlyHintAnnotation(true),
 		mcpgo.WithOpenWorldHintAnnotation(false),
 	)

@@ -226,6 +226,17 @@ func (l *Lifecycle) PromptSession(ctx context.Context, sessionID int64) (workflo
 	}, nil
 }
 
+// SessionID resolves a session's numeric id or slug to its id; an
+// unknown one is lifecycle's NotFound, a malformed one its
+// InvalidArgument.
+func (l *Lifecycle) SessionID(ctx context.Context, ref string) (int64, error) {
+	got, err := l.client.GetSession(ctx, &lifecyclev1.GetSessionRequest{SessionId: ref})
+	if err != nil {
+		return 0, err
+	}
+	return got.GetSession().GetId(), nil
+}
+
 // session reads a session; one lifecycle does not know is {Status:
 // domain.StatusGone}, which every reader here treats as gone.
 func (l *Lifecycle) session(ctx context.Context, sessionID int64) (*lifecyclev1.Session, error) {

@@ -211,7 +211,7 @@ func ParseCostQuery(from, to, sessionID string, now time.Time) (CostQuery, error
 	if s := strings.TrimSpace(sessionID); s != "" {
 		id, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || id < 1 {
-			vs.Add("session_id", "must be a session's numeric id (costs do not resolve slugs; GET /api/v1/sessions/{slug} gives the id), got %q", s)
+			vs.Add("session_id", "must be a session's numeric id, got %q", s)
 		}
 		q.SessionID = id
 	}

@@ -2,11 +2,16 @@ package grpcapi
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	runnerv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/runner/v1"
+	"github.com/zimmerhq/zimmer/services/platform/validation"
 	"github.com/zimmerhq/zimmer/services/runner/internal/domain"
 )
 
@@ -16,11 +21,20 @@ type CostStore interface {
 	Report(ctx context.Context, q domain.CostQuery) (domain.CostReport, error)
 }
 
-// Costs is what GetCosts and RecordMcpResponse need: the store and the
-// clock that dates an entry and says which day is today.
+// CostSessions resolves a session's slug to its id (lifecycle's
+// GetSession): the runner keeps ids only.
+type CostSessions interface {
+	SessionID(ctx context.Context, ref string) (int64, error)
+}
+
+// Costs is what GetCosts and RecordMcpResponse need: the store, the clock
+// that dates an entry and says which day is today, and (on a runner node)
+// lifecycle, which resolves a session_id that is a slug; without it only
+// numeric ids are taken.
 type Costs struct {
-	Store CostStore
-	Now   func() time.Time
+	Store    CostStore
+	Now      func() time.Time
+	Sessions CostSessions
 }
 
 // WithCosts serves GetCosts and RecordMcpResponse from c.
@@ -32,13 +46,35 @@ func (s *Server) WithCosts(c Costs) *Server {
 	return s
 }
 
+// WithCostSessions lets GetCosts take a slug for session_id, resolved by
+// sessions (lifecycle, on a runner node).
+func (s *Server) WithCostSessions(sessions CostSessions) *Server {
+	s.costs.Sessions = sessions
+	return s
+}
+
 // GetCosts implements runnerv1.RunnerServiceServer. The access class
 // (public, no session scope) keeps session credentials out.
 func (s *Server) GetCosts(ctx context.Context, req *runnerv1.GetCostsRequest) (*runnerv1.GetCostsResponse, error) {
 	if s.costs.Store == nil {
 		return nil, toStatus(refuse(codes.Unimplemented, "this runner keeps no costs"))
 	}
-	q, err := domain.ParseCostQuery(req.GetFrom(), req.GetTo(), req.GetSessionId(), s.costs.Now())
+	ref := strings.TrimSpace(req.GetSessionId())
+	if _, err := strconv.ParseInt(ref, 10, 64); err != nil && ref != "" && s.costs.Sessions != nil {
+		// A slug, as every surface takes one: lifecycle says whose.
+		id, err := s.costs.Sessions.SessionID(ctx, ref)
+		switch status.Code(err) {
+		case codes.OK:
+			ref = strconv.FormatInt(id, 10)
+		case codes.NotFound:
+			return nil, toStatus(refuse(codes.NotFound, "session_id %q names no session: give a session's numeric id or slug", ref))
+		case codes.InvalidArgument:
+			return nil, toStatus(validation.Invalid("session_id", "must be a session's numeric id or slug, got %q", ref))
+		default:
+			return nil, toStatus(fmt.Errorf("resolve session %q for its costs: %w", ref, err))
+		}
+	}
+	q, err := domain.ParseCostQuery(req.GetFrom(), req.GetTo(), ref, s.costs.Now())
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -123,6 +123,8 @@ func (s *Service) runTurns(ctx context.Context, cfg config.Config) error {
 	acts.RegisterShared(s.Worker)
 	rw.RegisterRefill(s.Worker)
 	s.API.WithAccounts(pool)
+	// Costs take a session's slug as every surface does: lifecycle says whose.
+	s.API.WithCostSessions(lifecycle)
 	if err := observeAccounts(pool, s.Logger); err != nil {
 		return err
 	}

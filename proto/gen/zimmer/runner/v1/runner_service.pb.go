@@ -31,7 +31,8 @@ type GetCostsRequest struct {
 	From string `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
 	// The last day, YYYY-MM-DD (UTC), included; default: today.
 	To string `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
-	// Only this session's costs: its numeric id; empty for every session.
+	// Only this session's costs: its numeric id or slug (a runner node
+	// resolves a slug through lifecycle); empty for every session.
 	SessionId     string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
