@@ -409,7 +409,7 @@ func TestGitHubPullRequests(t *testing.T) {
 // TestGitHubWatchesAfterUnarchiveAndConversationComments drives the last
 // gaps of issue 27 by polling alone (no webhook; a one-second interval):
 // an archive ends the watch of a session's open pull request, and the
-// unarchive starts it again (LC-38), so a merge after it is noticed, once;
+// unarchive starts it again (LC-39), so a merge after it is noticed, once;
 // a comment in a pull request's conversation tab (GitHub's issue
 // comments) reaches its session as a caller's message of artifact text,
 // once, never as a human message.

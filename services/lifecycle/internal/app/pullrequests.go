@@ -215,7 +215,7 @@ func WatchAll(ctx context.Context, repo PullRequestRepository, watcher PullReque
 	return len(ws), nil
 }
 
-// WatchAgain starts again the watches an archive ended (LC-38): those of
+// WatchAgain starts again the watches an archive ended (LC-39): those of
 // the session's open pull requests, once the session is out of archived
 // (an unarchive, a restore from trash). Lifecycle's outbox hands it the
 // transition (events.SubscriberPullRequestWatches), so a start that fails

@@ -36,7 +36,7 @@ const (
 	// workflow.
 	SubscriberTriggers = domain.OwnerTriggers
 	// SubscriberPullRequestWatches is the watches of the sessions' pull
-	// requests (LC-38): a transition out of archived (an unarchive, a
+	// requests (LC-39): a transition out of archived (an unarchive, a
 	// restore from trash) goes to it, and lifecycle, in-process, starts the
 	// watch of each of the session's open pull requests again — archiving
 	// ended them.

@@ -120,7 +120,7 @@ func TestEveryTurnRequestCarriesItsJobAndPrompt(t *testing.T) {
 }
 
 // A transition out of archived — an unarchive, a restore from trash — goes
-// to the pull requests' watches, which the archive ended (LC-38); the
+// to the pull requests' watches, which the archive ended (LC-39); the
 // archive itself and every other transition do not.
 func TestAnUnarchiveGoesToThePullRequestWatches(t *testing.T) {
 	t.Parallel()

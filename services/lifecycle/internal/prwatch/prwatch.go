@@ -188,7 +188,7 @@ func (w *Watcher) Poke(ctx context.Context, pr app.WatchedPullRequest) error {
 
 // Again delivers the transitions out of archived
 // (events.SubscriberPullRequestWatches) to app.WatchAgain, in-process:
-// the session's open pull requests are watched again (LC-38). A start that
+// the session's open pull requests are watched again (LC-39). A start that
 // fails is the relay's to retry.
 type Again struct{ WatchAgain *app.WatchAgain }
 

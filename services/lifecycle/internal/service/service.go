@@ -193,7 +193,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Service,
 		deliver := clients.ConsumerDeliverer{Client: lifecyclev1.NewSessionEventConsumerServiceClient(conn)}.Deliver
 		svc.Relays[subscriber] = svc.relay(subscriber, deliver, cfg, reporter)
 	}
-	// An unarchive's pull request watches, in-process (LC-38): without
+	// An unarchive's pull request watches, in-process (LC-39): without
 	// GitHub configured the events are taken and nothing is watched.
 	svc.Relays[events.SubscriberPullRequestWatches] = svc.relay(events.SubscriberPullRequestWatches,
 		prwatch.Again{WatchAgain: watchAgain}.Deliver, cfg, reporter)

@@ -93,7 +93,7 @@ func TestPullRequestsAreRecordedOnTheSession(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, watched)
 
-	// The unarchive's watches (LC-38): the session's open PRs, its own only.
+	// The unarchive's watches (LC-39): the session's open PRs, its own only.
 	_, err = b.sessions.Transition.Handle(ctx, strconv.FormatInt(s.ID, 10), app.VerbUnarchive, domain.Command{})
 	require.NoError(t, err)
 	watched, err = repo.WatchedPullRequestsOf(ctx, s.ID)
