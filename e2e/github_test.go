@@ -410,9 +410,10 @@ func TestGitHubPullRequests(t *testing.T) {
 // gaps of issue 27 by polling alone (no webhook; a one-second interval):
 // an archive ends the watch of a session's open pull request, and the
 // unarchive starts it again (LC-39), so a merge after it is noticed, once;
-// a comment in a pull request's conversation tab (GitHub's issue
-// comments) reaches its session as a caller's message of artifact text,
-// once, never as a human message.
+// a merge notice to a failed session is queued there, pending, and its
+// restart's turn takes it (QU-21); a comment in a pull request's
+// conversation tab (GitHub's issue comments) reaches its session as a
+// caller's message of artifact text, once, never as a human message.
 func TestGitHubWatchesAfterUnarchiveAndConversationComments(t *testing.T) {
 	t.Parallel()
 	gh := newGitHubAPI(t)
@@ -422,7 +423,7 @@ func TestGitHubWatchesAfterUnarchiveAndConversationComments(t *testing.T) {
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
 	repo := gitRepo(t)
 	const ghRepo = "acme/gadgets"
-	for _, n := range []int{21, 22} {
+	for _, n := range []int{21, 22, 23} {
 		gh.open(ghRepo, n)
 	}
 	prURL := func(n int) string { return fmt.Sprintf("https://github.com/%s/pull/%d", ghRepo, n) }
@@ -456,6 +457,29 @@ func TestGitHubWatchesAfterUnarchiveAndConversationComments(t *testing.T) {
 			"the merge notice never became the session's turn")
 		time.Sleep(3 * time.Second)
 		require.Equal(t, 1, merged(), "noticed once")
+	})
+
+	t.Run("a failed session's merge notice waits in its queue for the restart (QU-21)", func(t *testing.T) {
+		t.Parallel()
+		id := api.createWithGoal(t, repo, "@demo pr-create "+prURL(23)+"\n@demo exit 3", "open a pull request")
+		require.Eventually(t, func() bool { return len(api.pullRequests(t, id)) == 1 }, 30*time.Second, 100*time.Millisecond)
+		api.waitStatus(t, id, "failed")
+		gh.change(ghRepo, 23, func(p *fakePull) { p.merged = true })
+		var notices []noticeMessage
+		require.Eventually(t, func() bool {
+			notices = ofOrigin(api.notices(t, id), "automated_pr_merged")
+			return len(notices) == 1
+		}, 30*time.Second, 200*time.Millisecond, "the merge notice was never queued on the failed session")
+		require.Equal(t, "pending", notices[0].Status, "nothing delivers to a failed session")
+		require.Eventually(t, func() bool { return api.pullRequests(t, id)[0].State == "merged" }, 10*time.Second, 100*time.Millisecond,
+			"marked notified once queued")
+
+		code, resp := api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/restart", id), "{}")
+		require.Equal(t, http.StatusOK, code, resp)
+		require.Eventually(t, func() bool {
+			ms := ofOrigin(api.notices(t, id), "automated_pr_merged")
+			return len(ms) == 1 && ms[0].Status == "sent"
+		}, 60*time.Second, 200*time.Millisecond, "the restart's turn never handed the notice over")
 	})
 
 	t.Run("a conversation comment is a caller's artifact text, once", func(t *testing.T) {
