@@ -163,9 +163,9 @@ func describe(spans []otlpSpan) string {
 
 // otlpSpan is what the test reads of an exported span.
 type otlpSpan struct {
-	service, name              string
+	service, name             string
 	traceID, spanID, parentID string
-	attrs                      map[string]string
+	attrs                     map[string]string
 }
 
 // otlpCollector is an OTLP/gRPC trace receiver on loopback that keeps
