@@ -51,6 +51,8 @@ type SlotUsage struct {
 	InUse        int
 	WaitingTurns int
 	SpotSleepers int
+	// Nodes are the runner nodes' own limits and use (LC-38).
+	Nodes domain.NodeSlots
 }
 
 // Slots are the turn-slot use cases and the spot scheduler: every pass

@@ -3,6 +3,8 @@ package grpcapi
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -205,6 +207,15 @@ func turnSlots(u app.SlotUsage) *lifecyclev1.TurnSlots {
 	if u.Limit.Slots != nil {
 		n := int32(*u.Limit.Slots)
 		t.Limit = &n
+	}
+	for _, node := range slices.Sorted(maps.Keys(u.Nodes)) {
+		ns := u.Nodes[node]
+		n := &lifecyclev1.NodeTurnSlots{Node: node, InUse: int32(ns.Held)}
+		if ns.Limit != nil {
+			l := int32(*ns.Limit)
+			n.Limit = &l
+		}
+		t.Nodes = append(t.Nodes, n)
 	}
 	return t
 }

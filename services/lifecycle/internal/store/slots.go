@@ -241,6 +241,9 @@ func (s *Slots) SlotUsage(ctx context.Context) (app.SlotUsage, error) {
 		return app.SlotUsage{}, fmt.Errorf("read the turn slots: %w", err)
 	}
 	u.Limit = domain.EffectiveSlotLimit(admin, s.environment)
+	if u.Nodes, err = readNodeSlots(ctx, s.pool); err != nil {
+		return app.SlotUsage{}, err
+	}
 	line, err := readLine(ctx, s.pool)
 	if err != nil {
 		return app.SlotUsage{}, err

@@ -296,6 +296,8 @@ func TestEachRunnerNodeKeepsItsOwnLimit(t *testing.T) {
 	u, err := b.slots.Usage(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2+2+3, u.InUse)
+	require.Equal(t, domain.NodeSlots{"node-a": {Limit: ptr(2), Held: 2}, "node-b": {Limit: ptr(2), Held: 2}}, u.Nodes,
+		"the admin's view names each node's limit and use")
 
 	// A sleeper granted a slot (no node yet) whose turn then asks on the
 	// full node a: the grant goes back and the turn waits.

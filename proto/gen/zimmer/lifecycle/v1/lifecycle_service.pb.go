@@ -6171,7 +6171,10 @@ type TurnSlots struct {
 	// Turns waiting for a slot.
 	WaitingTurns int32 `protobuf:"varint,4,opt,name=waiting_turns,json=waitingTurns,proto3" json:"waiting_turns,omitempty"`
 	// Spot sleepers the scheduler will resume when a slot frees.
-	SpotSleepers  int32 `protobuf:"varint,5,opt,name=spot_sleepers,json=spotSleepers,proto3" json:"spot_sleepers,omitempty"`
+	SpotSleepers int32 `protobuf:"varint,5,opt,name=spot_sleepers,json=spotSleepers,proto3" json:"spot_sleepers,omitempty"`
+	// The runner nodes that reported a limit of their own
+	// (RUNNER_TURN_SLOTS), by name, and their slots in use.
+	Nodes         []*NodeTurnSlots `protobuf:"bytes,6,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6241,6 +6244,75 @@ func (x *TurnSlots) GetSpotSleepers() int32 {
 	return 0
 }
 
+func (x *TurnSlots) GetNodes() []*NodeTurnSlots {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+// NodeTurnSlots is one runner node's own turn slots.
+type NodeTurnSlots struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// Its own limit; absent: none (the fleet's alone).
+	Limit         *int32 `protobuf:"varint,2,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	InUse         int32  `protobuf:"varint,3,opt,name=in_use,json=inUse,proto3" json:"in_use,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeTurnSlots) Reset() {
+	*x = NodeTurnSlots{}
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[102]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeTurnSlots) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeTurnSlots) ProtoMessage() {}
+
+func (x *NodeTurnSlots) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[102]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeTurnSlots.ProtoReflect.Descriptor instead.
+func (*NodeTurnSlots) Descriptor() ([]byte, []int) {
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{102}
+}
+
+func (x *NodeTurnSlots) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NodeTurnSlots) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *NodeTurnSlots) GetInUse() int32 {
+	if x != nil {
+		return x.InUse
+	}
+	return 0
+}
+
 type GetTurnSlotsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -6249,7 +6321,7 @@ type GetTurnSlotsRequest struct {
 
 func (x *GetTurnSlotsRequest) Reset() {
 	*x = GetTurnSlotsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[102]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6261,7 +6333,7 @@ func (x *GetTurnSlotsRequest) String() string {
 func (*GetTurnSlotsRequest) ProtoMessage() {}
 
 func (x *GetTurnSlotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[102]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6274,7 +6346,7 @@ func (x *GetTurnSlotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTurnSlotsRequest.ProtoReflect.Descriptor instead.
 func (*GetTurnSlotsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{102}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{103}
 }
 
 type GetTurnSlotsResponse struct {
@@ -6286,7 +6358,7 @@ type GetTurnSlotsResponse struct {
 
 func (x *GetTurnSlotsResponse) Reset() {
 	*x = GetTurnSlotsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[103]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6298,7 +6370,7 @@ func (x *GetTurnSlotsResponse) String() string {
 func (*GetTurnSlotsResponse) ProtoMessage() {}
 
 func (x *GetTurnSlotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[103]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6311,7 +6383,7 @@ func (x *GetTurnSlotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTurnSlotsResponse.ProtoReflect.Descriptor instead.
 func (*GetTurnSlotsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{103}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *GetTurnSlotsResponse) GetSlots() *TurnSlots {
@@ -6334,7 +6406,7 @@ type UpdateTurnSlotsRequest struct {
 
 func (x *UpdateTurnSlotsRequest) Reset() {
 	*x = UpdateTurnSlotsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[104]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6346,7 +6418,7 @@ func (x *UpdateTurnSlotsRequest) String() string {
 func (*UpdateTurnSlotsRequest) ProtoMessage() {}
 
 func (x *UpdateTurnSlotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[104]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6359,7 +6431,7 @@ func (x *UpdateTurnSlotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTurnSlotsRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTurnSlotsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{104}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *UpdateTurnSlotsRequest) GetLimit() int32 {
@@ -6385,7 +6457,7 @@ type UpdateTurnSlotsResponse struct {
 
 func (x *UpdateTurnSlotsResponse) Reset() {
 	*x = UpdateTurnSlotsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[105]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6397,7 +6469,7 @@ func (x *UpdateTurnSlotsResponse) String() string {
 func (*UpdateTurnSlotsResponse) ProtoMessage() {}
 
 func (x *UpdateTurnSlotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[105]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6410,7 +6482,7 @@ func (x *UpdateTurnSlotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTurnSlotsResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTurnSlotsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{105}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *UpdateTurnSlotsResponse) GetSlots() *TurnSlots {
@@ -6434,7 +6506,7 @@ type AcquireTurnSlotRequest struct {
 
 func (x *AcquireTurnSlotRequest) Reset() {
 	*x = AcquireTurnSlotRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[106]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6446,7 +6518,7 @@ func (x *AcquireTurnSlotRequest) String() string {
 func (*AcquireTurnSlotRequest) ProtoMessage() {}
 
 func (x *AcquireTurnSlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[106]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6459,7 +6531,7 @@ func (x *AcquireTurnSlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireTurnSlotRequest.ProtoReflect.Descriptor instead.
 func (*AcquireTurnSlotRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{106}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *AcquireTurnSlotRequest) GetSessionId() int64 {
@@ -6495,7 +6567,7 @@ type SetNodeTurnSlotsRequest struct {
 
 func (x *SetNodeTurnSlotsRequest) Reset() {
 	*x = SetNodeTurnSlotsRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[107]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6507,7 +6579,7 @@ func (x *SetNodeTurnSlotsRequest) String() string {
 func (*SetNodeTurnSlotsRequest) ProtoMessage() {}
 
 func (x *SetNodeTurnSlotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[107]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6520,7 +6592,7 @@ func (x *SetNodeTurnSlotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeTurnSlotsRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeTurnSlotsRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{107}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *SetNodeTurnSlotsRequest) GetNode() string {
@@ -6545,7 +6617,7 @@ type SetNodeTurnSlotsResponse struct {
 
 func (x *SetNodeTurnSlotsResponse) Reset() {
 	*x = SetNodeTurnSlotsResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[108]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6557,7 +6629,7 @@ func (x *SetNodeTurnSlotsResponse) String() string {
 func (*SetNodeTurnSlotsResponse) ProtoMessage() {}
 
 func (x *SetNodeTurnSlotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[108]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6570,7 +6642,7 @@ func (x *SetNodeTurnSlotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeTurnSlotsResponse.ProtoReflect.Descriptor instead.
 func (*SetNodeTurnSlotsResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{108}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{109}
 }
 
 type AcquireTurnSlotResponse struct {
@@ -6584,7 +6656,7 @@ type AcquireTurnSlotResponse struct {
 
 func (x *AcquireTurnSlotResponse) Reset() {
 	*x = AcquireTurnSlotResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[109]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6596,7 +6668,7 @@ func (x *AcquireTurnSlotResponse) String() string {
 func (*AcquireTurnSlotResponse) ProtoMessage() {}
 
 func (x *AcquireTurnSlotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[109]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6609,7 +6681,7 @@ func (x *AcquireTurnSlotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireTurnSlotResponse.ProtoReflect.Descriptor instead.
 func (*AcquireTurnSlotResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{109}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *AcquireTurnSlotResponse) GetGranted() bool {
@@ -6636,7 +6708,7 @@ type ReleaseTurnSlotRequest struct {
 
 func (x *ReleaseTurnSlotRequest) Reset() {
 	*x = ReleaseTurnSlotRequest{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[110]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6648,7 +6720,7 @@ func (x *ReleaseTurnSlotRequest) String() string {
 func (*ReleaseTurnSlotRequest) ProtoMessage() {}
 
 func (x *ReleaseTurnSlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[110]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6661,7 +6733,7 @@ func (x *ReleaseTurnSlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTurnSlotRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseTurnSlotRequest) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{110}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *ReleaseTurnSlotRequest) GetSessionId() int64 {
@@ -6689,7 +6761,7 @@ type ReleaseTurnSlotResponse struct {
 
 func (x *ReleaseTurnSlotResponse) Reset() {
 	*x = ReleaseTurnSlotResponse{}
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[111]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6701,7 +6773,7 @@ func (x *ReleaseTurnSlotResponse) String() string {
 func (*ReleaseTurnSlotResponse) ProtoMessage() {}
 
 func (x *ReleaseTurnSlotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[111]
+	mi := &file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6714,7 +6786,7 @@ func (x *ReleaseTurnSlotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTurnSlotResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseTurnSlotResponse) Descriptor() ([]byte, []int) {
-	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{111}
+	return file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ReleaseTurnSlotResponse) GetGrantedSessionIds() []int64 {
@@ -7197,13 +7269,19 @@ const file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc = "" +
 	"\x12_acting_session_id\"n\n" +
 	"\x1aPauseIntoSpotQueueResponse\x126\n" +
 	"\asession\x18\x01 \x01(\v2\x1c.zimmer.lifecycle.v1.SessionR\asession\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xa9\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xe3\x01\n" +
 	"\tTurnSlots\x12\x19\n" +
 	"\x05limit\x18\x01 \x01(\x05H\x00R\x05limit\x88\x01\x01\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x15\n" +
 	"\x06in_use\x18\x03 \x01(\x05R\x05inUse\x12#\n" +
 	"\rwaiting_turns\x18\x04 \x01(\x05R\fwaitingTurns\x12#\n" +
-	"\rspot_sleepers\x18\x05 \x01(\x05R\fspotSleepersB\b\n" +
+	"\rspot_sleepers\x18\x05 \x01(\x05R\fspotSleepers\x128\n" +
+	"\x05nodes\x18\x06 \x03(\v2\".zimmer.lifecycle.v1.NodeTurnSlotsR\x05nodesB\b\n" +
+	"\x06_limit\"_\n" +
+	"\rNodeTurnSlots\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x19\n" +
+	"\x05limit\x18\x02 \x01(\x05H\x00R\x05limit\x88\x01\x01\x12\x15\n" +
+	"\x06in_use\x18\x03 \x01(\x05R\x05inUseB\b\n" +
 	"\x06_limit\"\x15\n" +
 	"\x13GetTurnSlotsRequest\"L\n" +
 	"\x14GetTurnSlotsResponse\x124\n" +
@@ -7320,7 +7398,7 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 112)
+var file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes = make([]protoimpl.MessageInfo, 113)
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(DeliveryMode)(0),                             // 0: zimmer.lifecycle.v1.DeliveryMode
 	(DeliveryRefusal)(0),                          // 1: zimmer.lifecycle.v1.DeliveryRefusal
@@ -7427,206 +7505,208 @@ var file_zimmer_lifecycle_v1_lifecycle_service_proto_goTypes = []any{
 	(*PauseIntoSpotQueueRequest)(nil),             // 102: zimmer.lifecycle.v1.PauseIntoSpotQueueRequest
 	(*PauseIntoSpotQueueResponse)(nil),            // 103: zimmer.lifecycle.v1.PauseIntoSpotQueueResponse
 	(*TurnSlots)(nil),                             // 104: zimmer.lifecycle.v1.TurnSlots
-	(*GetTurnSlotsRequest)(nil),                   // 105: zimmer.lifecycle.v1.GetTurnSlotsRequest
-	(*GetTurnSlotsResponse)(nil),                  // 106: zimmer.lifecycle.v1.GetTurnSlotsResponse
-	(*UpdateTurnSlotsRequest)(nil),                // 107: zimmer.lifecycle.v1.UpdateTurnSlotsRequest
-	(*UpdateTurnSlotsResponse)(nil),               // 108: zimmer.lifecycle.v1.UpdateTurnSlotsResponse
-	(*AcquireTurnSlotRequest)(nil),                // 109: zimmer.lifecycle.v1.AcquireTurnSlotRequest
-	(*SetNodeTurnSlotsRequest)(nil),               // 110: zimmer.lifecycle.v1.SetNodeTurnSlotsRequest
-	(*SetNodeTurnSlotsResponse)(nil),              // 111: zimmer.lifecycle.v1.SetNodeTurnSlotsResponse
-	(*AcquireTurnSlotResponse)(nil),               // 112: zimmer.lifecycle.v1.AcquireTurnSlotResponse
-	(*ReleaseTurnSlotRequest)(nil),                // 113: zimmer.lifecycle.v1.ReleaseTurnSlotRequest
-	(*ReleaseTurnSlotResponse)(nil),               // 114: zimmer.lifecycle.v1.ReleaseTurnSlotResponse
-	(*Elicitation)(nil),                           // 115: zimmer.lifecycle.v1.Elicitation
-	(*structpb.Struct)(nil),                       // 116: google.protobuf.Struct
-	(*Session)(nil),                               // 117: zimmer.lifecycle.v1.Session
-	(*v1.EnqueuedMessage)(nil),                    // 118: zimmer.queue.v1.EnqueuedMessage
-	(*Pagination)(nil),                            // 119: zimmer.lifecycle.v1.Pagination
-	(*timestamppb.Timestamp)(nil),                 // 120: google.protobuf.Timestamp
-	(*TimelineLine)(nil),                          // 121: zimmer.lifecycle.v1.TimelineLine
-	(*StreamEvent)(nil),                           // 122: zimmer.lifecycle.v1.StreamEvent
-	(*durationpb.Duration)(nil),                   // 123: google.protobuf.Duration
-	(*SessionEvent)(nil),                          // 124: zimmer.lifecycle.v1.SessionEvent
-	(*GitHubPullRequest)(nil),                     // 125: zimmer.lifecycle.v1.GitHubPullRequest
-	(*Category)(nil),                              // 126: zimmer.lifecycle.v1.Category
-	(*SlotWait)(nil),                              // 127: zimmer.lifecycle.v1.SlotWait
+	(*NodeTurnSlots)(nil),                         // 105: zimmer.lifecycle.v1.NodeTurnSlots
+	(*GetTurnSlotsRequest)(nil),                   // 106: zimmer.lifecycle.v1.GetTurnSlotsRequest
+	(*GetTurnSlotsResponse)(nil),                  // 107: zimmer.lifecycle.v1.GetTurnSlotsResponse
+	(*UpdateTurnSlotsRequest)(nil),                // 108: zimmer.lifecycle.v1.UpdateTurnSlotsRequest
+	(*UpdateTurnSlotsResponse)(nil),               // 109: zimmer.lifecycle.v1.UpdateTurnSlotsResponse
+	(*AcquireTurnSlotRequest)(nil),                // 110: zimmer.lifecycle.v1.AcquireTurnSlotRequest
+	(*SetNodeTurnSlotsRequest)(nil),               // 111: zimmer.lifecycle.v1.SetNodeTurnSlotsRequest
+	(*SetNodeTurnSlotsResponse)(nil),              // 112: zimmer.lifecycle.v1.SetNodeTurnSlotsResponse
+	(*AcquireTurnSlotResponse)(nil),               // 113: zimmer.lifecycle.v1.AcquireTurnSlotResponse
+	(*ReleaseTurnSlotRequest)(nil),                // 114: zimmer.lifecycle.v1.ReleaseTurnSlotRequest
+	(*ReleaseTurnSlotResponse)(nil),               // 115: zimmer.lifecycle.v1.ReleaseTurnSlotResponse
+	(*Elicitation)(nil),                           // 116: zimmer.lifecycle.v1.Elicitation
+	(*structpb.Struct)(nil),                       // 117: google.protobuf.Struct
+	(*Session)(nil),                               // 118: zimmer.lifecycle.v1.Session
+	(*v1.EnqueuedMessage)(nil),                    // 119: zimmer.queue.v1.EnqueuedMessage
+	(*Pagination)(nil),                            // 120: zimmer.lifecycle.v1.Pagination
+	(*timestamppb.Timestamp)(nil),                 // 121: google.protobuf.Timestamp
+	(*TimelineLine)(nil),                          // 122: zimmer.lifecycle.v1.TimelineLine
+	(*StreamEvent)(nil),                           // 123: zimmer.lifecycle.v1.StreamEvent
+	(*durationpb.Duration)(nil),                   // 124: google.protobuf.Duration
+	(*SessionEvent)(nil),                          // 125: zimmer.lifecycle.v1.SessionEvent
+	(*GitHubPullRequest)(nil),                     // 126: zimmer.lifecycle.v1.GitHubPullRequest
+	(*Category)(nil),                              // 127: zimmer.lifecycle.v1.Category
+	(*SlotWait)(nil),                              // 128: zimmer.lifecycle.v1.SlotWait
 }
 var file_zimmer_lifecycle_v1_lifecycle_service_proto_depIdxs = []int32{
-	115, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
-	116, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
-	117, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	116, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	117, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	117, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	118, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
-	117, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
-	119, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
-	117, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	117, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	117, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	117, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	117, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	120, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
-	121, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
-	122, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
-	115, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
-	117, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	116, // 0: zimmer.lifecycle.v1.ListElicitationsResponse.elicitations:type_name -> zimmer.lifecycle.v1.Elicitation
+	117, // 1: zimmer.lifecycle.v1.AnswerElicitationRequest.content:type_name -> google.protobuf.Struct
+	118, // 2: zimmer.lifecycle.v1.AnswerElicitationResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	117, // 3: zimmer.lifecycle.v1.CreateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	118, // 4: zimmer.lifecycle.v1.CreateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 5: zimmer.lifecycle.v1.GetSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	119, // 6: zimmer.lifecycle.v1.GetSessionResponse.enqueued_messages:type_name -> zimmer.queue.v1.EnqueuedMessage
+	118, // 7: zimmer.lifecycle.v1.ListSessionsResponse.sessions:type_name -> zimmer.lifecycle.v1.Session
+	120, // 8: zimmer.lifecycle.v1.ListSessionsResponse.pagination:type_name -> zimmer.lifecycle.v1.Pagination
+	118, // 9: zimmer.lifecycle.v1.PauseSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 10: zimmer.lifecycle.v1.SleepSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 11: zimmer.lifecycle.v1.UnarchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 12: zimmer.lifecycle.v1.RestartSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 13: zimmer.lifecycle.v1.ArchiveSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	121, // 14: zimmer.lifecycle.v1.ArchiveSessionResponse.trash_after:type_name -> google.protobuf.Timestamp
+	122, // 15: zimmer.lifecycle.v1.GetSessionTimelineResponse.timeline:type_name -> zimmer.lifecycle.v1.TimelineLine
+	123, // 16: zimmer.lifecycle.v1.ListSessionEventsResponse.events:type_name -> zimmer.lifecycle.v1.StreamEvent
+	116, // 17: zimmer.lifecycle.v1.TransitionSessionRequest.elicitation:type_name -> zimmer.lifecycle.v1.Elicitation
+	118, // 18: zimmer.lifecycle.v1.TransitionSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	31,  // 19: zimmer.lifecycle.v1.BulkArchiveSessionsResponse.errors:type_name -> zimmer.lifecycle.v1.BulkArchiveError
-	123, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
+	124, // 20: zimmer.lifecycle.v1.MintSessionCredentialRequest.ttl:type_name -> google.protobuf.Duration
 	33,  // 21: zimmer.lifecycle.v1.MintSessionCredentialRequest.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	35,  // 22: zimmer.lifecycle.v1.MintSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.MintedSessionCredential
-	120, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	121, // 23: zimmer.lifecycle.v1.MintedSessionCredential.created_at:type_name -> google.protobuf.Timestamp
 	38,  // 24: zimmer.lifecycle.v1.RevokeSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	120, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
-	120, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
-	120, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
+	121, // 25: zimmer.lifecycle.v1.SessionCredential.created_at:type_name -> google.protobuf.Timestamp
+	121, // 26: zimmer.lifecycle.v1.SessionCredential.revoked_at:type_name -> google.protobuf.Timestamp
+	121, // 27: zimmer.lifecycle.v1.SessionCredential.expires_at:type_name -> google.protobuf.Timestamp
 	33,  // 28: zimmer.lifecycle.v1.SessionCredential.turn:type_name -> zimmer.lifecycle.v1.CredentialTurn
 	38,  // 29: zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse.credential:type_name -> zimmer.lifecycle.v1.SessionCredential
-	116, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
-	117, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	117, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	117, // 30: zimmer.lifecycle.v1.UpdateSessionRequest.custom_metadata:type_name -> google.protobuf.Struct
+	118, // 31: zimmer.lifecycle.v1.UpdateSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 32: zimmer.lifecycle.v1.SetSessionHeartbeatResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	47,  // 33: zimmer.lifecycle.v1.GetSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
 	47,  // 34: zimmer.lifecycle.v1.UpdateSettingsResponse.settings:type_name -> zimmer.lifecycle.v1.Settings
-	124, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
-	117, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	125, // 35: zimmer.lifecycle.v1.ConsumeSessionEventRequest.event:type_name -> zimmer.lifecycle.v1.SessionEvent
+	118, // 36: zimmer.lifecycle.v1.FailSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	0,   // 37: zimmer.lifecycle.v1.DeliverTurnRequest.mode:type_name -> zimmer.lifecycle.v1.DeliveryMode
 	1,   // 38: zimmer.lifecycle.v1.DeliverTurnResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	117, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 39: zimmer.lifecycle.v1.DeliverTurnResponse.session:type_name -> zimmer.lifecycle.v1.Session
 	1,   // 40: zimmer.lifecycle.v1.RecordDrainAttemptResponse.refusal:type_name -> zimmer.lifecycle.v1.DeliveryRefusal
-	117, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	120, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
+	118, // 41: zimmer.lifecycle.v1.RefreshSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	121, // 42: zimmer.lifecycle.v1.ListRecoveryCandidatesRequest.settled_before:type_name -> google.protobuf.Timestamp
 	64,  // 43: zimmer.lifecycle.v1.ListRecoveryCandidatesResponse.candidates:type_name -> zimmer.lifecycle.v1.RecoveryCandidate
-	120, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
-	117, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	125, // 46: zimmer.lifecycle.v1.RecordPullRequestResponse.pull_request:type_name -> zimmer.lifecycle.v1.GitHubPullRequest
+	121, // 44: zimmer.lifecycle.v1.RecoveryCandidate.updated_at:type_name -> google.protobuf.Timestamp
+	118, // 45: zimmer.lifecycle.v1.AbandonRecoveryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	126, // 46: zimmer.lifecycle.v1.RecordPullRequestResponse.pull_request:type_name -> zimmer.lifecycle.v1.GitHubPullRequest
 	2,   // 47: zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse.outcome:type_name -> zimmer.lifecycle.v1.GitHubDeliveryOutcome
 	79,  // 48: zimmer.lifecycle.v1.WatchSessionChangesResponse.change:type_name -> zimmer.lifecycle.v1.SessionChange
-	120, // 49: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
-	120, // 50: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
-	117, // 51: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	117, // 52: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
-	117, // 53: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.source:type_name -> zimmer.lifecycle.v1.Session
-	117, // 54: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
-	126, // 55: zimmer.lifecycle.v1.ListCategoriesResponse.categories:type_name -> zimmer.lifecycle.v1.Category
-	126, // 56: zimmer.lifecycle.v1.CreateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
-	126, // 57: zimmer.lifecycle.v1.UpdateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
-	117, // 58: zimmer.lifecycle.v1.StarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	117, // 59: zimmer.lifecycle.v1.UnstarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	126, // 60: zimmer.lifecycle.v1.GetPendingInferenceResponse.categories:type_name -> zimmer.lifecycle.v1.Category
-	117, // 61: zimmer.lifecycle.v1.RecordInferenceResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	117, // 62: zimmer.lifecycle.v1.PauseIntoSpotQueueResponse.session:type_name -> zimmer.lifecycle.v1.Session
-	104, // 63: zimmer.lifecycle.v1.GetTurnSlotsResponse.slots:type_name -> zimmer.lifecycle.v1.TurnSlots
-	104, // 64: zimmer.lifecycle.v1.UpdateTurnSlotsResponse.slots:type_name -> zimmer.lifecycle.v1.TurnSlots
-	127, // 65: zimmer.lifecycle.v1.AcquireTurnSlotResponse.wait:type_name -> zimmer.lifecycle.v1.SlotWait
-	7,   // 66: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
-	9,   // 67: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
-	11,  // 68: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
-	41,  // 69: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
-	43,  // 70: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
-	45,  // 71: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
-	48,  // 72: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
-	50,  // 73: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
-	13,  // 74: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
-	102, // 75: zimmer.lifecycle.v1.LifecycleService.PauseIntoSpotQueue:input_type -> zimmer.lifecycle.v1.PauseIntoSpotQueueRequest
-	105, // 76: zimmer.lifecycle.v1.LifecycleService.GetTurnSlots:input_type -> zimmer.lifecycle.v1.GetTurnSlotsRequest
-	107, // 77: zimmer.lifecycle.v1.LifecycleService.UpdateTurnSlots:input_type -> zimmer.lifecycle.v1.UpdateTurnSlotsRequest
-	109, // 78: zimmer.lifecycle.v1.LifecycleService.AcquireTurnSlot:input_type -> zimmer.lifecycle.v1.AcquireTurnSlotRequest
-	110, // 79: zimmer.lifecycle.v1.LifecycleService.SetNodeTurnSlots:input_type -> zimmer.lifecycle.v1.SetNodeTurnSlotsRequest
-	113, // 80: zimmer.lifecycle.v1.LifecycleService.ReleaseTurnSlot:input_type -> zimmer.lifecycle.v1.ReleaseTurnSlotRequest
-	15,  // 81: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
-	21,  // 82: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
-	29,  // 83: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
-	17,  // 84: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
-	19,  // 85: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
-	54,  // 86: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
-	23,  // 87: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
-	25,  // 88: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
-	27,  // 89: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
-	32,  // 90: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
-	36,  // 91: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
-	39,  // 92: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
-	65,  // 93: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
-	67,  // 94: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
-	56,  // 95: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
-	58,  // 96: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
-	62,  // 97: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
-	69,  // 98: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
-	71,  // 99: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
-	73,  // 100: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:input_type -> zimmer.lifecycle.v1.RecordPullRequestRequest
-	75,  // 101: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:input_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryRequest
-	80,  // 102: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
-	60,  // 103: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
-	77,  // 104: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
-	3,   // 105: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
-	5,   // 106: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
-	82,  // 107: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:input_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
-	84,  // 108: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:input_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
-	86,  // 109: zimmer.lifecycle.v1.LifecycleService.ListCategories:input_type -> zimmer.lifecycle.v1.ListCategoriesRequest
-	88,  // 110: zimmer.lifecycle.v1.LifecycleService.CreateCategory:input_type -> zimmer.lifecycle.v1.CreateCategoryRequest
-	90,  // 111: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:input_type -> zimmer.lifecycle.v1.UpdateCategoryRequest
-	92,  // 112: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:input_type -> zimmer.lifecycle.v1.DeleteCategoryRequest
-	94,  // 113: zimmer.lifecycle.v1.LifecycleService.StarSession:input_type -> zimmer.lifecycle.v1.StarSessionRequest
-	96,  // 114: zimmer.lifecycle.v1.LifecycleService.UnstarSession:input_type -> zimmer.lifecycle.v1.UnstarSessionRequest
-	98,  // 115: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:input_type -> zimmer.lifecycle.v1.GetPendingInferenceRequest
-	100, // 116: zimmer.lifecycle.v1.LifecycleService.RecordInference:input_type -> zimmer.lifecycle.v1.RecordInferenceRequest
-	52,  // 117: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
-	8,   // 118: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
-	10,  // 119: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
-	12,  // 120: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
-	42,  // 121: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
-	44,  // 122: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
-	46,  // 123: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
-	49,  // 124: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
-	51,  // 125: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
-	14,  // 126: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
-	103, // 127: zimmer.lifecycle.v1.LifecycleService.PauseIntoSpotQueue:output_type -> zimmer.lifecycle.v1.PauseIntoSpotQueueResponse
-	106, // 128: zimmer.lifecycle.v1.LifecycleService.GetTurnSlots:output_type -> zimmer.lifecycle.v1.GetTurnSlotsResponse
-	108, // 129: zimmer.lifecycle.v1.LifecycleService.UpdateTurnSlots:output_type -> zimmer.lifecycle.v1.UpdateTurnSlotsResponse
-	112, // 130: zimmer.lifecycle.v1.LifecycleService.AcquireTurnSlot:output_type -> zimmer.lifecycle.v1.AcquireTurnSlotResponse
-	111, // 131: zimmer.lifecycle.v1.LifecycleService.SetNodeTurnSlots:output_type -> zimmer.lifecycle.v1.SetNodeTurnSlotsResponse
-	114, // 132: zimmer.lifecycle.v1.LifecycleService.ReleaseTurnSlot:output_type -> zimmer.lifecycle.v1.ReleaseTurnSlotResponse
-	16,  // 133: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
-	22,  // 134: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
-	30,  // 135: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
-	18,  // 136: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
-	20,  // 137: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
-	55,  // 138: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
-	24,  // 139: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
-	26,  // 140: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
-	28,  // 141: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
-	34,  // 142: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
-	37,  // 143: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
-	40,  // 144: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
-	66,  // 145: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
-	68,  // 146: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
-	57,  // 147: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
-	59,  // 148: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
-	63,  // 149: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
-	70,  // 150: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
-	72,  // 151: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
-	74,  // 152: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:output_type -> zimmer.lifecycle.v1.RecordPullRequestResponse
-	76,  // 153: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:output_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse
-	81,  // 154: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
-	61,  // 155: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
-	78,  // 156: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
-	4,   // 157: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
-	6,   // 158: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
-	83,  // 159: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:output_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
-	85,  // 160: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:output_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
-	87,  // 161: zimmer.lifecycle.v1.LifecycleService.ListCategories:output_type -> zimmer.lifecycle.v1.ListCategoriesResponse
-	89,  // 162: zimmer.lifecycle.v1.LifecycleService.CreateCategory:output_type -> zimmer.lifecycle.v1.CreateCategoryResponse
-	91,  // 163: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:output_type -> zimmer.lifecycle.v1.UpdateCategoryResponse
-	93,  // 164: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:output_type -> zimmer.lifecycle.v1.DeleteCategoryResponse
-	95,  // 165: zimmer.lifecycle.v1.LifecycleService.StarSession:output_type -> zimmer.lifecycle.v1.StarSessionResponse
-	97,  // 166: zimmer.lifecycle.v1.LifecycleService.UnstarSession:output_type -> zimmer.lifecycle.v1.UnstarSessionResponse
-	99,  // 167: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:output_type -> zimmer.lifecycle.v1.GetPendingInferenceResponse
-	101, // 168: zimmer.lifecycle.v1.LifecycleService.RecordInference:output_type -> zimmer.lifecycle.v1.RecordInferenceResponse
-	53,  // 169: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
-	118, // [118:170] is the sub-list for method output_type
-	66,  // [66:118] is the sub-list for method input_type
-	66,  // [66:66] is the sub-list for extension type_name
-	66,  // [66:66] is the sub-list for extension extendee
-	0,   // [0:66] is the sub-list for field type_name
+	121, // 49: zimmer.lifecycle.v1.SessionChange.occurred_at:type_name -> google.protobuf.Timestamp
+	121, // 50: zimmer.lifecycle.v1.ClearTrashExpiryRequest.archived_at:type_name -> google.protobuf.Timestamp
+	118, // 51: zimmer.lifecycle.v1.ClearTrashExpiryResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 52: zimmer.lifecycle.v1.CreateStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
+	118, // 53: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.source:type_name -> zimmer.lifecycle.v1.Session
+	118, // 54: zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse.fork:type_name -> zimmer.lifecycle.v1.Session
+	127, // 55: zimmer.lifecycle.v1.ListCategoriesResponse.categories:type_name -> zimmer.lifecycle.v1.Category
+	127, // 56: zimmer.lifecycle.v1.CreateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
+	127, // 57: zimmer.lifecycle.v1.UpdateCategoryResponse.category:type_name -> zimmer.lifecycle.v1.Category
+	118, // 58: zimmer.lifecycle.v1.StarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 59: zimmer.lifecycle.v1.UnstarSessionResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	127, // 60: zimmer.lifecycle.v1.GetPendingInferenceResponse.categories:type_name -> zimmer.lifecycle.v1.Category
+	118, // 61: zimmer.lifecycle.v1.RecordInferenceResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	118, // 62: zimmer.lifecycle.v1.PauseIntoSpotQueueResponse.session:type_name -> zimmer.lifecycle.v1.Session
+	105, // 63: zimmer.lifecycle.v1.TurnSlots.nodes:type_name -> zimmer.lifecycle.v1.NodeTurnSlots
+	104, // 64: zimmer.lifecycle.v1.GetTurnSlotsResponse.slots:type_name -> zimmer.lifecycle.v1.TurnSlots
+	104, // 65: zimmer.lifecycle.v1.UpdateTurnSlotsResponse.slots:type_name -> zimmer.lifecycle.v1.TurnSlots
+	128, // 66: zimmer.lifecycle.v1.AcquireTurnSlotResponse.wait:type_name -> zimmer.lifecycle.v1.SlotWait
+	7,   // 67: zimmer.lifecycle.v1.LifecycleService.CreateSession:input_type -> zimmer.lifecycle.v1.CreateSessionRequest
+	9,   // 68: zimmer.lifecycle.v1.LifecycleService.GetSession:input_type -> zimmer.lifecycle.v1.GetSessionRequest
+	11,  // 69: zimmer.lifecycle.v1.LifecycleService.ListSessions:input_type -> zimmer.lifecycle.v1.ListSessionsRequest
+	41,  // 70: zimmer.lifecycle.v1.LifecycleService.UpdateSession:input_type -> zimmer.lifecycle.v1.UpdateSessionRequest
+	43,  // 71: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:input_type -> zimmer.lifecycle.v1.SetSessionHeartbeatRequest
+	45,  // 72: zimmer.lifecycle.v1.LifecycleService.DeleteSession:input_type -> zimmer.lifecycle.v1.DeleteSessionRequest
+	48,  // 73: zimmer.lifecycle.v1.LifecycleService.GetSettings:input_type -> zimmer.lifecycle.v1.GetSettingsRequest
+	50,  // 74: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:input_type -> zimmer.lifecycle.v1.UpdateSettingsRequest
+	13,  // 75: zimmer.lifecycle.v1.LifecycleService.PauseSession:input_type -> zimmer.lifecycle.v1.PauseSessionRequest
+	102, // 76: zimmer.lifecycle.v1.LifecycleService.PauseIntoSpotQueue:input_type -> zimmer.lifecycle.v1.PauseIntoSpotQueueRequest
+	106, // 77: zimmer.lifecycle.v1.LifecycleService.GetTurnSlots:input_type -> zimmer.lifecycle.v1.GetTurnSlotsRequest
+	108, // 78: zimmer.lifecycle.v1.LifecycleService.UpdateTurnSlots:input_type -> zimmer.lifecycle.v1.UpdateTurnSlotsRequest
+	110, // 79: zimmer.lifecycle.v1.LifecycleService.AcquireTurnSlot:input_type -> zimmer.lifecycle.v1.AcquireTurnSlotRequest
+	111, // 80: zimmer.lifecycle.v1.LifecycleService.SetNodeTurnSlots:input_type -> zimmer.lifecycle.v1.SetNodeTurnSlotsRequest
+	114, // 81: zimmer.lifecycle.v1.LifecycleService.ReleaseTurnSlot:input_type -> zimmer.lifecycle.v1.ReleaseTurnSlotRequest
+	15,  // 82: zimmer.lifecycle.v1.LifecycleService.SleepSession:input_type -> zimmer.lifecycle.v1.SleepSessionRequest
+	21,  // 83: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:input_type -> zimmer.lifecycle.v1.ArchiveSessionRequest
+	29,  // 84: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:input_type -> zimmer.lifecycle.v1.BulkArchiveSessionsRequest
+	17,  // 85: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:input_type -> zimmer.lifecycle.v1.UnarchiveSessionRequest
+	19,  // 86: zimmer.lifecycle.v1.LifecycleService.RestartSession:input_type -> zimmer.lifecycle.v1.RestartSessionRequest
+	54,  // 87: zimmer.lifecycle.v1.LifecycleService.FailSession:input_type -> zimmer.lifecycle.v1.FailSessionRequest
+	23,  // 88: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:input_type -> zimmer.lifecycle.v1.GetSessionTimelineRequest
+	25,  // 89: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:input_type -> zimmer.lifecycle.v1.ListSessionEventsRequest
+	27,  // 90: zimmer.lifecycle.v1.LifecycleService.TransitionSession:input_type -> zimmer.lifecycle.v1.TransitionSessionRequest
+	32,  // 91: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:input_type -> zimmer.lifecycle.v1.MintSessionCredentialRequest
+	36,  // 92: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:input_type -> zimmer.lifecycle.v1.RevokeSessionCredentialRequest
+	39,  // 93: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:input_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialRequest
+	65,  // 94: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:input_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsRequest
+	67,  // 95: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:input_type -> zimmer.lifecycle.v1.SweepNodeCredentialsRequest
+	56,  // 96: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:input_type -> zimmer.lifecycle.v1.DeliverTurnRequest
+	58,  // 97: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:input_type -> zimmer.lifecycle.v1.RecordDrainAttemptRequest
+	62,  // 98: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:input_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesRequest
+	69,  // 99: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:input_type -> zimmer.lifecycle.v1.AbandonRecoveryRequest
+	71,  // 100: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:input_type -> zimmer.lifecycle.v1.RecordTimelineNoteRequest
+	73,  // 101: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:input_type -> zimmer.lifecycle.v1.RecordPullRequestRequest
+	75,  // 102: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:input_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryRequest
+	80,  // 103: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:input_type -> zimmer.lifecycle.v1.ClearTrashExpiryRequest
+	60,  // 104: zimmer.lifecycle.v1.LifecycleService.RefreshSession:input_type -> zimmer.lifecycle.v1.RefreshSessionRequest
+	77,  // 105: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:input_type -> zimmer.lifecycle.v1.WatchSessionChangesRequest
+	3,   // 106: zimmer.lifecycle.v1.LifecycleService.ListElicitations:input_type -> zimmer.lifecycle.v1.ListElicitationsRequest
+	5,   // 107: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:input_type -> zimmer.lifecycle.v1.AnswerElicitationRequest
+	82,  // 108: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:input_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkRequest
+	84,  // 109: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:input_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkRequest
+	86,  // 110: zimmer.lifecycle.v1.LifecycleService.ListCategories:input_type -> zimmer.lifecycle.v1.ListCategoriesRequest
+	88,  // 111: zimmer.lifecycle.v1.LifecycleService.CreateCategory:input_type -> zimmer.lifecycle.v1.CreateCategoryRequest
+	90,  // 112: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:input_type -> zimmer.lifecycle.v1.UpdateCategoryRequest
+	92,  // 113: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:input_type -> zimmer.lifecycle.v1.DeleteCategoryRequest
+	94,  // 114: zimmer.lifecycle.v1.LifecycleService.StarSession:input_type -> zimmer.lifecycle.v1.StarSessionRequest
+	96,  // 115: zimmer.lifecycle.v1.LifecycleService.UnstarSession:input_type -> zimmer.lifecycle.v1.UnstarSessionRequest
+	98,  // 116: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:input_type -> zimmer.lifecycle.v1.GetPendingInferenceRequest
+	100, // 117: zimmer.lifecycle.v1.LifecycleService.RecordInference:input_type -> zimmer.lifecycle.v1.RecordInferenceRequest
+	52,  // 118: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:input_type -> zimmer.lifecycle.v1.ConsumeSessionEventRequest
+	8,   // 119: zimmer.lifecycle.v1.LifecycleService.CreateSession:output_type -> zimmer.lifecycle.v1.CreateSessionResponse
+	10,  // 120: zimmer.lifecycle.v1.LifecycleService.GetSession:output_type -> zimmer.lifecycle.v1.GetSessionResponse
+	12,  // 121: zimmer.lifecycle.v1.LifecycleService.ListSessions:output_type -> zimmer.lifecycle.v1.ListSessionsResponse
+	42,  // 122: zimmer.lifecycle.v1.LifecycleService.UpdateSession:output_type -> zimmer.lifecycle.v1.UpdateSessionResponse
+	44,  // 123: zimmer.lifecycle.v1.LifecycleService.SetSessionHeartbeat:output_type -> zimmer.lifecycle.v1.SetSessionHeartbeatResponse
+	46,  // 124: zimmer.lifecycle.v1.LifecycleService.DeleteSession:output_type -> zimmer.lifecycle.v1.DeleteSessionResponse
+	49,  // 125: zimmer.lifecycle.v1.LifecycleService.GetSettings:output_type -> zimmer.lifecycle.v1.GetSettingsResponse
+	51,  // 126: zimmer.lifecycle.v1.LifecycleService.UpdateSettings:output_type -> zimmer.lifecycle.v1.UpdateSettingsResponse
+	14,  // 127: zimmer.lifecycle.v1.LifecycleService.PauseSession:output_type -> zimmer.lifecycle.v1.PauseSessionResponse
+	103, // 128: zimmer.lifecycle.v1.LifecycleService.PauseIntoSpotQueue:output_type -> zimmer.lifecycle.v1.PauseIntoSpotQueueResponse
+	107, // 129: zimmer.lifecycle.v1.LifecycleService.GetTurnSlots:output_type -> zimmer.lifecycle.v1.GetTurnSlotsResponse
+	109, // 130: zimmer.lifecycle.v1.LifecycleService.UpdateTurnSlots:output_type -> zimmer.lifecycle.v1.UpdateTurnSlotsResponse
+	113, // 131: zimmer.lifecycle.v1.LifecycleService.AcquireTurnSlot:output_type -> zimmer.lifecycle.v1.AcquireTurnSlotResponse
+	112, // 132: zimmer.lifecycle.v1.LifecycleService.SetNodeTurnSlots:output_type -> zimmer.lifecycle.v1.SetNodeTurnSlotsResponse
+	115, // 133: zimmer.lifecycle.v1.LifecycleService.ReleaseTurnSlot:output_type -> zimmer.lifecycle.v1.ReleaseTurnSlotResponse
+	16,  // 134: zimmer.lifecycle.v1.LifecycleService.SleepSession:output_type -> zimmer.lifecycle.v1.SleepSessionResponse
+	22,  // 135: zimmer.lifecycle.v1.LifecycleService.ArchiveSession:output_type -> zimmer.lifecycle.v1.ArchiveSessionResponse
+	30,  // 136: zimmer.lifecycle.v1.LifecycleService.BulkArchiveSessions:output_type -> zimmer.lifecycle.v1.BulkArchiveSessionsResponse
+	18,  // 137: zimmer.lifecycle.v1.LifecycleService.UnarchiveSession:output_type -> zimmer.lifecycle.v1.UnarchiveSessionResponse
+	20,  // 138: zimmer.lifecycle.v1.LifecycleService.RestartSession:output_type -> zimmer.lifecycle.v1.RestartSessionResponse
+	55,  // 139: zimmer.lifecycle.v1.LifecycleService.FailSession:output_type -> zimmer.lifecycle.v1.FailSessionResponse
+	24,  // 140: zimmer.lifecycle.v1.LifecycleService.GetSessionTimeline:output_type -> zimmer.lifecycle.v1.GetSessionTimelineResponse
+	26,  // 141: zimmer.lifecycle.v1.LifecycleService.ListSessionEvents:output_type -> zimmer.lifecycle.v1.ListSessionEventsResponse
+	28,  // 142: zimmer.lifecycle.v1.LifecycleService.TransitionSession:output_type -> zimmer.lifecycle.v1.TransitionSessionResponse
+	34,  // 143: zimmer.lifecycle.v1.LifecycleService.MintSessionCredential:output_type -> zimmer.lifecycle.v1.MintSessionCredentialResponse
+	37,  // 144: zimmer.lifecycle.v1.LifecycleService.RevokeSessionCredential:output_type -> zimmer.lifecycle.v1.RevokeSessionCredentialResponse
+	40,  // 145: zimmer.lifecycle.v1.LifecycleService.AuthenticateSessionCredential:output_type -> zimmer.lifecycle.v1.AuthenticateSessionCredentialResponse
+	66,  // 146: zimmer.lifecycle.v1.LifecycleService.RevokeTurnCredentials:output_type -> zimmer.lifecycle.v1.RevokeTurnCredentialsResponse
+	68,  // 147: zimmer.lifecycle.v1.LifecycleService.SweepNodeCredentials:output_type -> zimmer.lifecycle.v1.SweepNodeCredentialsResponse
+	57,  // 148: zimmer.lifecycle.v1.LifecycleService.DeliverTurn:output_type -> zimmer.lifecycle.v1.DeliverTurnResponse
+	59,  // 149: zimmer.lifecycle.v1.LifecycleService.RecordDrainAttempt:output_type -> zimmer.lifecycle.v1.RecordDrainAttemptResponse
+	63,  // 150: zimmer.lifecycle.v1.LifecycleService.ListRecoveryCandidates:output_type -> zimmer.lifecycle.v1.ListRecoveryCandidatesResponse
+	70,  // 151: zimmer.lifecycle.v1.LifecycleService.AbandonRecovery:output_type -> zimmer.lifecycle.v1.AbandonRecoveryResponse
+	72,  // 152: zimmer.lifecycle.v1.LifecycleService.RecordTimelineNote:output_type -> zimmer.lifecycle.v1.RecordTimelineNoteResponse
+	74,  // 153: zimmer.lifecycle.v1.LifecycleService.RecordPullRequest:output_type -> zimmer.lifecycle.v1.RecordPullRequestResponse
+	76,  // 154: zimmer.lifecycle.v1.LifecycleService.AcceptGitHubDelivery:output_type -> zimmer.lifecycle.v1.AcceptGitHubDeliveryResponse
+	81,  // 155: zimmer.lifecycle.v1.LifecycleService.ClearTrashExpiry:output_type -> zimmer.lifecycle.v1.ClearTrashExpiryResponse
+	61,  // 156: zimmer.lifecycle.v1.LifecycleService.RefreshSession:output_type -> zimmer.lifecycle.v1.RefreshSessionResponse
+	78,  // 157: zimmer.lifecycle.v1.LifecycleService.WatchSessionChanges:output_type -> zimmer.lifecycle.v1.WatchSessionChangesResponse
+	4,   // 158: zimmer.lifecycle.v1.LifecycleService.ListElicitations:output_type -> zimmer.lifecycle.v1.ListElicitationsResponse
+	6,   // 159: zimmer.lifecycle.v1.LifecycleService.AnswerElicitation:output_type -> zimmer.lifecycle.v1.AnswerElicitationResponse
+	83,  // 160: zimmer.lifecycle.v1.LifecycleService.CreateStatusSummaryFork:output_type -> zimmer.lifecycle.v1.CreateStatusSummaryForkResponse
+	85,  // 161: zimmer.lifecycle.v1.LifecycleService.HarvestStatusSummaryFork:output_type -> zimmer.lifecycle.v1.HarvestStatusSummaryForkResponse
+	87,  // 162: zimmer.lifecycle.v1.LifecycleService.ListCategories:output_type -> zimmer.lifecycle.v1.ListCategoriesResponse
+	89,  // 163: zimmer.lifecycle.v1.LifecycleService.CreateCategory:output_type -> zimmer.lifecycle.v1.CreateCategoryResponse
+	91,  // 164: zimmer.lifecycle.v1.LifecycleService.UpdateCategory:output_type -> zimmer.lifecycle.v1.UpdateCategoryResponse
+	93,  // 165: zimmer.lifecycle.v1.LifecycleService.DeleteCategory:output_type -> zimmer.lifecycle.v1.DeleteCategoryResponse
+	95,  // 166: zimmer.lifecycle.v1.LifecycleService.StarSession:output_type -> zimmer.lifecycle.v1.StarSessionResponse
+	97,  // 167: zimmer.lifecycle.v1.LifecycleService.UnstarSession:output_type -> zimmer.lifecycle.v1.UnstarSessionResponse
+	99,  // 168: zimmer.lifecycle.v1.LifecycleService.GetPendingInference:output_type -> zimmer.lifecycle.v1.GetPendingInferenceResponse
+	101, // 169: zimmer.lifecycle.v1.LifecycleService.RecordInference:output_type -> zimmer.lifecycle.v1.RecordInferenceResponse
+	53,  // 170: zimmer.lifecycle.v1.SessionEventConsumerService.ConsumeSessionEvent:output_type -> zimmer.lifecycle.v1.ConsumeSessionEventResponse
+	119, // [119:171] is the sub-list for method output_type
+	67,  // [67:119] is the sub-list for method input_type
+	67,  // [67:67] is the sub-list for extension type_name
+	67,  // [67:67] is the sub-list for extension extendee
+	0,   // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lifecycle_v1_lifecycle_service_proto_init() }
@@ -7655,15 +7735,16 @@ func file_zimmer_lifecycle_v1_lifecycle_service_proto_init() {
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[97].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[99].OneofWrappers = []any{}
 	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[101].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[104].OneofWrappers = []any{}
-	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[107].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[102].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[105].OneofWrappers = []any{}
+	file_zimmer_lifecycle_v1_lifecycle_service_proto_msgTypes[108].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc), len(file_zimmer_lifecycle_v1_lifecycle_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   112,
+			NumMessages:   113,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
