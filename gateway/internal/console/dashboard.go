@@ -109,9 +109,9 @@ type statusCount struct {
 }
 
 type dashboardData struct {
-	Filters   filters
-	Summary   []statusCount
-	Classes   []string
+	Filters filters
+	Summary []statusCount
+	Classes []string
 	// Cards and Total are a search's flat result list; Groups the grids
 	// otherwise (Cards then holds every group's cards, in order).
 	Cards     []card

@@ -42,7 +42,7 @@ type ListFilter struct {
 	// search's answer; empty keeps none).
 	SessionIDs []int64
 	Page       int // 1-based
-	PerPage              int
+	PerPage    int
 }
 
 // ListRequest is a list request as a caller sends it.
