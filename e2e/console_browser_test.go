@@ -481,10 +481,12 @@ func TestConsoleInABrowser(t *testing.T) {
 			fmt.Sprintf(`document.querySelector(%s)?.dataset.status === "running"`, jsString(workGrid+" "+card(filed))))
 		require.True(t, p.samePage(), "live: the page was never reloaded")
 
-		// The category's refresh acts on its sessions and says so.
-		p.clickLive(workGrid + "-refresh")
-		p.waitFor(t, "the category's refresh answered", 10*time.Second, `document.querySelector("#toast.shown")?.innerText.includes("Refreshed all 2 sessions not archived in")`)
-		require.Contains(t, p.text("#toast"), "Grid work <i>")
+		// The category's refresh is its grid's own control; what it acts on
+		// is the console test's (TestTheDashboardsCategoryGridsAndAdvancedSearch):
+		// clicked here it would nudge the sessions the other subtests' stack
+		// shares, which inference files into this category too.
+		require.Equal(t, "/console/categories/"+work.ID.String()+"/refresh", eval[string](p,
+			fmt.Sprintf(`document.querySelector(%s)?.form?.getAttribute("action") ?? ""`, jsString(workGrid+"-refresh"))))
 
 		// Advanced: the transcript's words (the runner's index), typed in
 		// the form, give one flat list; the same search over REST.
