@@ -36,6 +36,8 @@ func quickSearchSessionsTool() mcpgo.Tool {
 		mcpgo.WithString("agent_root", mcpgo.Description("Only sessions of this agent configuration root.")),
 		mcpgo.WithString("genesis", mcpgo.Description("Only sessions of this genesis (api, or what a parent passed down).")),
 		mcpgo.WithString("scheduling_class", mcpgo.Enum(rules.SchedulingClasses()...), mcpgo.Description("Only sessions of this scheduling class.")),
+		mcpgo.WithString("transcript", mcpgo.Description("Only sessions whose transcript holds these words as a phrase "+
+			"(case-insensitively, whole words; at most 200 characters). Matches beyond the 1,000 most recently matching sessions are not looked at.")),
 		mcpgo.WithBoolean("starred", mcpgo.Description("true: only starred sessions; false: only sessions not starred.")),
 		mcpgo.WithInteger("category_id", mcpgo.Min(0), mcpgo.Description("Only the sessions in this category (manage_categories list); 0: the uncategorized ones.")),
 		mcpgo.WithBoolean("skip_frozen_categories", mcpgo.Description("Leave out the sessions in frozen categories.")),

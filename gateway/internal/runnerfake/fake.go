@@ -186,6 +186,11 @@ func (s *Server) GetLatestTranscriptLines(ctx context.Context, req *runnerv1.Get
 	return grpcfake.Answer[*runnerv1.GetLatestTranscriptLinesResponse](ctx, s.Recorder, req)
 }
 
+// SearchTranscripts implements runnerv1.RunnerServiceServer.
+func (s *Server) SearchTranscripts(ctx context.Context, req *runnerv1.SearchTranscriptsRequest) (*runnerv1.SearchTranscriptsResponse, error) {
+	return grpcfake.Answer[*runnerv1.SearchTranscriptsResponse](ctx, s.Recorder, req)
+}
+
 // ListAgentAccounts implements runnerv1.RunnerServiceServer.
 func (s *Server) ListAgentAccounts(ctx context.Context, req *runnerv1.ListAgentAccountsRequest) (*runnerv1.ListAgentAccountsResponse, error) {
 	return grpcfake.Answer[*runnerv1.ListAgentAccountsResponse](ctx, s.Recorder, req)

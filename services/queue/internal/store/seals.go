@@ -126,6 +126,18 @@ func (s *Messages) Retire(ctx context.Context, sessionID int64, archivedAt time.
 			}
 			return nil
 		}
+		if attempt != "" && attempt != RetiredSeal {
+			// Another archive attempt's seal: lifecycle seals only a session
+			// that is not archived, so this retirement's archive was undone
+			// before that attempt sealed, whatever the reopening's arrival.
+			var sealedBy *string
+			if err := tx.QueryRow(ctx, `SELECT sealed_by FROM session_queues WHERE session_id = $1`, sessionID).Scan(&sealedBy); err != nil {
+				return fmt.Errorf("read the queue's seal: %w", err)
+			}
+			if sealedBy != nil && *sealedBy != attempt && *sealedBy != RetiredSeal {
+				return nil
+			}
+		}
 		now := s.clock.Now()
 		if _, err := tx.Exec(ctx, `UPDATE session_queues SET sealed_at = coalesce(sealed_at, $2), sealed_by = $3
 			WHERE session_id = $1`, sessionID, now, RetiredSeal); err != nil {

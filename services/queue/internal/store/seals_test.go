@@ -146,6 +146,30 @@ func TestALateRetirementLiftsItsOwnAttemptsSealAfterTheUnarchive(t *testing.T) {
 	enqueue(t, ms, 1, "open again")
 }
 
+// The stale-seal sweep lifted an undone archive's seal, a newer archive
+// sealed, and the old archive's retirement arrives before its unarchive's
+// reopening: it neither takes the newer attempt's seal nor retires what the
+// restored session was sent since.
+func TestAStaleRetirementNeverTakesANewerAttemptsSeal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, _ := newMessages(t)
+	_, err := ms.Seal(ctx, 1, "archive-1")
+	require.NoError(t, err)
+	archivedAt := time.Now()
+	require.NoError(t, ms.Unseal(ctx, 1, "archive-1"), "the sweep: the session is not archived any more")
+	enqueue(t, ms, 1, "sent to the restored session")
+	_, err = ms.Seal(ctx, 1, "archive-2")
+	require.NoError(t, err)
+
+	retired, err := ms.Retire(ctx, 1, archivedAt, "archive-1")
+	require.NoError(t, err)
+	require.Empty(t, retired, "archive-1 was undone before archive-2 sealed")
+	require.Equal(t, []string{"sent to the restored session"}, live(t, ms, 1))
+	require.NoError(t, ms.Unseal(ctx, 1, "archive-2"), "archive-2 did not commit: its seal is still its own")
+	enqueue(t, ms, 1, "open again")
+}
+
 func ids(ms []domain.Message) []int64 {
 	out := make([]int64, len(ms))
 	for i, m := range ms {
