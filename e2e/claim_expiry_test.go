@@ -31,6 +31,7 @@ import (
 // message is delivered, exactly once.
 func TestADeadDeliverersClaimIsDrainedOnceItExpires(t *testing.T) {
 	t.Parallel()
+	skipWithoutChaos(t)
 	s := newStackWith(t, stackOptions{turns: true})
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
 	repo := gitRepo(t)

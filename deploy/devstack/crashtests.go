@@ -10,6 +10,7 @@ import "strings"
 // test-chaos` runs them alone; CI runs both. The e2e package checks that
 // this list names exactly the tests that call skipWithoutChaos.
 var CrashTests = []string{
+	"TestADeadDeliverersClaimIsDrainedOnceItExpires",
 	"TestChaos",
 	"TestFollowUpDuringRecovery",
 	"TestKilledRunnerCutsOffItsTurnOnTheTranscript",
