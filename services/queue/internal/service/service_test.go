@@ -8,11 +8,16 @@ import (
 	"github.com/zimmerhq/zimmer/services/queue/internal/service"
 )
 
+// unusedLifecycle is lifecycle's address for tests that never call it:
+// the queue always dials lifecycle (lazily), and an empty address is
+// refused at start like a malformed one.
+const unusedLifecycle = "127.0.0.1:9"
+
 // The component test: the real service on a fresh database, without
 // Temporal, served on a free port and stopped by cancelling its context.
 func TestServiceServesUntilCancelled(t *testing.T) {
 	t.Parallel()
-	svc := servicetest.New(t, service.New, config.Config{Config: servicetest.Config(t, service.MigrationSets...)})
+	svc := servicetest.New(t, service.New, config.Config{Config: servicetest.Config(t, service.MigrationSets...), LifecycleAddr: unusedLifecycle})
 	servicetest.AssertServesUntilCancelled(t, svc.Host, "zimmer.queue.v1.QueueService", "enqueued_messages")
 }
 
@@ -21,5 +26,5 @@ func TestServiceWorkerPollsItsTaskQueue(t *testing.T) {
 	temporalAddr := servicetest.TemporalAddress(t)
 	cfg := servicetest.Config(t, service.MigrationSets...)
 	cfg.TemporalAddress = temporalAddr
-	servicetest.AssertWorkerPolls(t, servicetest.New(t, service.New, config.Config{Config: cfg}).Host, "queue")
+	servicetest.AssertWorkerPolls(t, servicetest.New(t, service.New, config.Config{Config: cfg, LifecycleAddr: unusedLifecycle}).Host, "queue")
 }
