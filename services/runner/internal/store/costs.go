@@ -53,7 +53,7 @@ func (s *Costs) Report(ctx context.Context, q domain.CostQuery) (domain.CostRepo
 			COALESCE(sum(bytes), 0), COALESCE(sum(input_tokens), 0), COALESCE(sum(output_tokens), 0),
 			COALESCE(sum(cache_read_tokens), 0), COALESCE(sum(cache_creation_tokens), 0), COALESCE(sum(cost_usd), 0), count(*)
 		FROM cost_entries
-		WHERE recorded_at >= $1 AND recorded_at < $2 AND ($3 = 0 OR session_id = $3)
+		WHERE recorded_at >= $1 AND recorded_at < $2 AND ($3::bigint = 0 OR session_id = $3::bigint)
 		GROUP BY GROUPING SETS ((), (to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')), (session_id), (kind), (kind, tool))
 		ORDER BY 1, 2, 3, 4, 5`, q.From, q.End(), q.SessionID)
 	if err != nil {

@@ -92,3 +92,23 @@ func TestCostsRecordOnceAndSumByDaySessionAndKind(t *testing.T) {
 	require.Equal(t, domain.CostLine{}, r.Total)
 	require.Empty(t, r.ByDay)
 }
+
+// A session id past 32 bits (every int64 is an id a caller may give)
+// filters like any other: the query's parameter is a bigint, never
+// inferred as an integer that overflows (an Internal answer, found by the
+// e2e fuzz of get_costs).
+func TestCostsOfASessionIDPast32Bits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := store.NewCosts(pgtest.DB(t, store.Migrations))
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	const big = int64(1) << 40
+	require.NoError(t, s.Record(ctx, at, domain.PromptCosts(big, "t1", map[string]int{"turn_text": 10}, false)...))
+	for id, want := range map[string]int64{"9223372036854775807": 0, "1099511627776": 10} {
+		q, err := domain.ParseCostQuery("2026-12-01", "2026-12-01", id, at)
+		require.NoError(t, err)
+		r, err := s.Report(ctx, q)
+		require.NoError(t, err, "session %s", id)
+		require.Equal(t, want, r.Total.Bytes, "session %s", id)
+	}
+}
