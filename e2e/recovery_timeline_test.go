@@ -54,8 +54,11 @@ func TestADeadAgentFoundIsParkedAndTheSweepPicksItUp(t *testing.T) {
 	parked := "[Recovery] The agent's process of turn ghost/turn is no longer running (the session had no live turn), " +
 		"and nothing is queued for it: Zimmer parked the session (needs_input, paused_by: recovery) for a human or " +
 		"the orphan sweep to pick up, instead of resuming it at once."
-	require.True(t, slices.ContainsFunc(timeline(t, api, idle, "warning"), func(l string) bool { return strings.HasPrefix(l, parked) }),
-		"%q", timeline(t, api, idle, "warning"))
+	// The park's line follows its transition (a note written once the
+	// pause landed), so it may be a moment behind the status.
+	require.Eventually(t, func() bool {
+		return slices.ContainsFunc(timeline(t, api, idle, "warning"), func(l string) bool { return strings.HasPrefix(l, parked) })
+	}, 10*time.Second, 100*time.Millisecond, "the park's warning: %q", timeline(t, api, idle, "warning"))
 
 	// The sweep's next pass picks it up: the nudge, named with its path.
 	require.Eventually(t, func() bool {
