@@ -25,7 +25,7 @@ const (
 	CookieName = "zimmer_console"
 	// MaxFailures wrong passwords from one address within FailureWindow
 	// lock that address out of signing in until the oldest of them is
-	// FailureWindow old. The count is each gateway replica's own (GW-NN).
+	// FailureWindow old. The count is each gateway replica's own (GW-28).
 	MaxFailures   = 5
 	FailureWindow = 15 * time.Minute
 	// flashCookieName carries what the last form did, in words, to the
@@ -47,7 +47,7 @@ type signIn struct {
 	csrf string
 }
 
-// signIns are lineage's ConsoleSignInService (LN-NN), shared by every
+// signIns are lineage's ConsoleSignInService (LN-11), shared by every
 // gateway replica. Server-side, not a signed cookie, so that sign-out ends
 // a sign-in for good on every replica (a copied cookie dies with it).
 // Lineage is handed the cookie's SHA-256, never the cookie: its tables

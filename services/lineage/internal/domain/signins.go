@@ -8,7 +8,7 @@ import (
 	"github.com/zimmerhq/zimmer/services/platform/validation"
 )
 
-// The console's sign-ins (LN-NN): kept here so that every gateway replica
+// The console's sign-ins (LN-11): kept here so that every gateway replica
 // shares them and a sign-out is final everywhere.
 const (
 	// SignInIdleTTL is how long a console sign-in lasts without activity.

@@ -28,6 +28,6 @@ func registerProvenance(gs *grpc.Server, pool *pgxpool.Pool, logger *slog.Logger
 		GetSessionProvenance: provenance,
 		GetPromptBlocks:      app.NewGetPromptBlocks(provenance, clk),
 	}))
-	// The console's sign-ins live here for every gateway replica (LN-NN).
+	// The console's sign-ins live here for every gateway replica (LN-11).
 	lineagev1.RegisterConsoleSignInServiceServer(gs, grpcapi.NewSignIns(logger, app.NewConsoleSignIns(store.NewSignIns(pool), clk)))
 }

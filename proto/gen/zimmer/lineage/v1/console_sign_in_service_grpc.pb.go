@@ -30,7 +30,7 @@ const (
 //
 // ConsoleSignInService keeps the console's sign-ins, so that every gateway
 // replica knows every signed-in browser and a sign-out is final on all of
-// them (LN-NN). Lineage holds them because it owns the console's human (the
+// them (LN-11). Lineage holds them because it owns the console's human (the
 // roster's ZIMMER_ADMIN_USER) and the gateway holds no database.
 //
 // A sign-in is keyed by the SHA-256 of its cookie: lineage never sees a
@@ -97,7 +97,7 @@ func (c *consoleSignInServiceClient) EndConsoleSignIn(ctx context.Context, in *E
 //
 // ConsoleSignInService keeps the console's sign-ins, so that every gateway
 // replica knows every signed-in browser and a sign-out is final on all of
-// them (LN-NN). Lineage holds them because it owns the console's human (the
+// them (LN-11). Lineage holds them because it owns the console's human (the
 // roster's ZIMMER_ADMIN_USER) and the gateway holds no database.
 //
 // A sign-in is keyed by the SHA-256 of its cookie: lineage never sees a

@@ -1,4 +1,4 @@
--- The console's sign-ins (LN-NN), shared by every gateway replica so that a
+-- The console's sign-ins (LN-11), shared by every gateway replica so that a
 -- browser signed in on one is signed in on all, and a sign-out is final on
 -- all. The key is the cookie's SHA-256, never the cookie: nothing read from
 -- here can be replayed as one. Expired rows are deleted by the next sign-in
