@@ -64,6 +64,8 @@ func digest(cookie string) []byte {
 // start records a new sign-in and returns its cookie value and how long
 // it lasts idle.
 func (s signIns) start(ctx context.Context) (cookie string, ttl time.Duration, _ error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	cookie = randomToken()
 	resp, err := s.client.StartConsoleSignIn(ctx, &lineagev1.StartConsoleSignInRequest{CookieSha256: digest(cookie), Csrf: randomToken()})
 	if err != nil {
@@ -80,6 +82,8 @@ func (s signIns) get(ctx context.Context, cookie string, touch bool) (signIn, er
 	if cookie == "" {
 		return signIn{}, errSignedOut
 	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	resp, err := s.client.GetConsoleSignIn(ctx, &lineagev1.GetConsoleSignInRequest{CookieSha256: digest(cookie), Touch: touch})
 	if status.Code(err) == codes.NotFound {
 		return signIn{}, errSignedOut
@@ -92,6 +96,8 @@ func (s signIns) get(ctx context.Context, cookie string, touch bool) (signIn, er
 
 // end ends cookie's sign-in for good.
 func (s signIns) end(ctx context.Context, cookie string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	_, err := s.client.EndConsoleSignIn(ctx, &lineagev1.EndConsoleSignInRequest{CookieSha256: digest(cookie)})
 	return err
 }
