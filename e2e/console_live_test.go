@@ -139,14 +139,16 @@ func TestConsoleDashboardMovesCardsLiveAndBackfills(t *testing.T) {
 	require.Greater(t, eventID(t, back), eventID(t, moved))
 	drop()
 
-	// Through a gateway restart, which signs everyone out: the restarted
-	// gateway holds nothing, and the cursor alone says what was missed.
+	// Through a gateway restart: the restarted gateway holds nothing, the
+	// cursor alone says what was missed, and the browser is still signed
+	// in (its sign-in is lineage's, GW-28).
 	require.NoError(t, s.interrupt("gateway"))
 	s.start("gateway")
 	s.waitGateway()
 	code, body = api.do(t, http.MethodPost, fmt.Sprintf("/api/v1/sessions/%d/archive", id), `{}`)
 	require.Equal(t, http.StatusOK, code, body)
-	browser.signIn(t)
+	code, body = browser.get(t, "/console/")
+	require.Equal(t, http.StatusOK, code, "a gateway restart signs no one out: %s", body)
 	events, _ = browser.openLive(t, view, back.id)
 	gone := waitLive(t, events, 5*time.Second, func(liveEvent) bool { return true })
 	require.NotContains(t, gone.data, card, "the archive made while the browser was away")

@@ -82,7 +82,7 @@ func (h *Handler) act(service string, call func(ctx context.Context, r *http.Req
 			})
 			return
 		}
-		h.signIns.setFlash(cookie, msg)
+		h.setFlash(w, r, msg)
 		http.Redirect(w, r, "/console/sessions/"+id+redirectSuffix(r), http.StatusSeeOther)
 	}
 }

@@ -59,7 +59,7 @@ func fromHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true
 // htmx, the dashboard with the toast's words as flash otherwise.
 func (h *Handler) answerCard(w http.ResponseWriter, r *http.Request, cookie string, in signIn, part string, t toastData) {
 	if !fromHTMX(r) {
-		h.signIns.setFlash(cookie, t.Text)
+		h.setFlash(w, r, t.Text)
 		http.Redirect(w, r, Prefix, http.StatusSeeOther)
 		return
 	}
@@ -351,7 +351,7 @@ func (h *Handler) quickPrompt(w http.ResponseWriter, r *http.Request, cookie str
 		if len(p.Messages) > 0 {
 			why = strings.Join(p.Messages, "; ")
 		}
-		h.signIns.setFlash(cookie, "The quick prompt started nothing: "+why)
+		h.setFlash(w, r, "The quick prompt started nothing: "+why)
 		http.Redirect(w, r, Prefix, http.StatusSeeOther)
 		return
 	}
@@ -361,7 +361,7 @@ func (h *Handler) quickPrompt(w http.ResponseWriter, r *http.Request, cookie str
 	if note := h.recordHumanMessage(ctx, id, ProvenanceQuickPrompt, prompt, ""); note != "" {
 		flash += " " + note
 	}
-	h.signIns.setFlash(cookie, flash)
+	h.setFlash(w, r, flash)
 	http.Redirect(w, r, fmt.Sprintf("/console/sessions/%d", id), http.StatusSeeOther)
 }
 

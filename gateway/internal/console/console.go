@@ -70,6 +70,9 @@ type Clients struct {
 	// page (nil leaves that page saying the service is not configured).
 	Triggers      lifecyclev1.TriggerServiceClient
 	Notifications notificationv1.NotificationServiceClient
+	// SignIns are lineage's, shared by every gateway replica; required when
+	// the console is enabled.
+	SignIns lineagev1.ConsoleSignInServiceClient
 }
 
 // Options configure the console.
@@ -113,7 +116,7 @@ type Handler struct {
 	clients  Clients
 	opts     Options
 	logger   *slog.Logger
-	signIns  *signIns
+	signIns  signIns
 	throttle *throttle
 	pages    map[string]*template.Template
 	// liveTemplate renders the dashboard's live parts and the cards'
@@ -137,11 +140,14 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 	if opts.PasswordHash != "" && opts.AdminUser == "" {
 		return nil, fmt.Errorf("%s is empty: the console signs in the human it names", AdminUserEnv)
 	}
+	if opts.PasswordHash != "" && clients.SignIns == nil {
+		return nil, errors.New("the console keeps its sign-ins in lineage: give it a ConsoleSignInService client")
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	h := &Handler{clients: clients, opts: opts, logger: logger,
-		signIns: newSignIns(opts.Now), throttle: newThrottle(opts.Now), pages: map[string]*template.Template{},
+		signIns: signIns{client: clients.SignIns}, throttle: newThrottle(opts.Now), pages: map[string]*template.Template{},
 		streams:   make(chan struct{}, MaxTranscriptStreams),
 		liveSlots: make(chan struct{}, MaxLiveDashboards)}
 	h.liveCtx, h.StopLive = context.WithCancel(context.Background())
@@ -315,13 +321,16 @@ func (h *Handler) cookie(r *http.Request, name, value string, maxAge int) *http.
 // credentials are not looked at: they never open the console.
 func (h *Handler) signedIn(next func(http.ResponseWriter, *http.Request, string, signIn)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		c, err := r.Cookie(CookieName)
-		var in signIn
-		ok := false
-		if err == nil {
-			in, ok = h.signIns.get(c.Value)
+		var cookie string
+		if c, err := r.Cookie(CookieName); err == nil {
+			cookie = c.Value
 		}
-		if !ok {
+		in, err := h.signIns.get(r.Context(), cookie, true)
+		if err != nil && !errors.Is(err, errSignedOut) {
+			h.failed(w, r, "lineage", err)
+			return
+		}
+		if err != nil {
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 				return
@@ -329,7 +338,7 @@ func (h *Handler) signedIn(next func(http.ResponseWriter, *http.Request, string,
 			h.problem(w, r, http.StatusUnauthorized, "You are signed out. Sign in again, then repeat what you did.")
 			return
 		}
-		next(w, r, c.Value, in)
+		next(w, r, cookie, in)
 	}
 }
 
@@ -357,7 +366,7 @@ func (h *Handler) mutating(next func(http.ResponseWriter, *http.Request, string,
 
 func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(CookieName); err == nil {
-		if _, ok := h.signIns.get(c.Value); ok {
+		if _, err := h.signIns.get(r.Context(), c.Value, true); err == nil {
 			http.Redirect(w, r, Prefix, http.StatusSeeOther)
 			return
 		}
@@ -403,15 +412,24 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.throttle.succeed(addr)
-	cookie, _ := h.signIns.start()
-	http.SetCookie(w, h.cookie(r, CookieName, cookie, int(SignInTTL.Seconds())))
+	cookie, ttl, err := h.signIns.start(r.Context())
+	if err != nil {
+		h.failed(w, r, "lineage", err)
+		return
+	}
+	http.SetCookie(w, h.cookie(r, CookieName, cookie, int(ttl.Seconds())))
 	http.SetCookie(w, h.cookie(r, loginCookieName, "", -1))
 	h.logger.InfoContext(r.Context(), "console sign-in", "user", h.opts.AdminUser, "remote_addr", addr)
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request, cookie string, _ signIn) {
-	h.signIns.end(cookie)
+	// Sign-out must be final: if lineage cannot end the sign-in, say so
+	// rather than clear only this browser's copy of the cookie.
+	if err := h.signIns.end(r.Context(), cookie); err != nil {
+		h.failed(w, r, "lineage", err)
+		return
+	}
 	http.SetCookie(w, h.cookie(r, CookieName, "", -1))
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 }

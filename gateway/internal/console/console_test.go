@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/console"
+	"github.com/zimmerhq/zimmer/gateway/internal/lineagefake"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
@@ -186,9 +187,11 @@ type testBundle struct {
 
 func setup(t *testing.T) testBundle {
 	t.Helper()
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-	require.NoError(t, err)
-	f := &fakes{
+	return serve(t, newFakes(), lineagefake.NewSignIns().Client())
+}
+
+func newFakes() *fakes {
+	return &fakes{
 		roster: []string{adminUser},
 		session: &lifecyclev1.Session{Id: 7, Status: "needs_input", Title: hostile, Prompt: hostile, Notes: hostile,
 			AgentRoot: hostile, Genesis: "api", UpdatedAt: timestamppb.Now()},
@@ -196,10 +199,18 @@ func setup(t *testing.T) testBundle {
 		messages:   []*lineagev1.HumanMessage{{Author: adminUser, Provenance: console.ProvenanceFollowUp, Content: hostile, Origin: "here", AuthoredInSessionId: 7}},
 		page:       newPageFakes(),
 	}
+}
+
+// serve is one gateway replica's console over f, keeping its sign-ins in
+// signIns.
+func serve(t *testing.T, f *fakes, signIns lineagev1.ConsoleSignInServiceClient) testBundle {
+	t.Helper()
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	require.NoError(t, err)
 	now, mu := time.Now(), &sync.Mutex{}
 	h, err := console.New(console.Clients{
 		Lifecycle: fakeLifecycle{f: f}, Queue: fakeQueue{f: f}, Runner: fakeRunner{f: f}, Provenance: fakeProvenance{f: f},
-		Triggers: fakeTriggers{f: f}, Notifications: fakeNotifications{f: f},
+		Triggers: fakeTriggers{f: f}, Notifications: fakeNotifications{f: f}, SignIns: signIns,
 	}, console.Options{AdminUser: adminUser, PasswordHash: string(hash), Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }},
 		slogx.Discard())
 	require.NoError(t, err)

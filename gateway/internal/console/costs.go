@@ -26,7 +26,7 @@ func (h *Handler) costs(w http.ResponseWriter, r *http.Request, cookie string, i
 		h.failed(w, r, "runner", err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "costs", h.signedInPage(ctx, cookie, in, "Costs",
+	h.render(w, r, http.StatusOK, "costs", h.signedInPage(ctx, w, r, in, "Costs",
 		costsData{From: resp.GetFrom(), To: resp.GetTo(), SessionID: req.GetSessionId(), Costs: resp}))
 }
 

@@ -182,7 +182,7 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request, cookie strin
 		return
 	}
 	data.QuickGitRoot = quickGitRoot(r)
-	h.render(w, r, http.StatusOK, "dashboard", h.signedInPage(ctx, cookie, in, "Sessions", data))
+	h.render(w, r, http.StatusOK, "dashboard", h.signedInPage(ctx, w, r, in, "Sessions", data))
 }
 
 // dashboardView reads what the dashboard shows for f: the page of cards

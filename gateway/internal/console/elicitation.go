@@ -157,7 +157,7 @@ func (h *Handler) answerElicitation(w http.ResponseWriter, r *http.Request, cook
 		h.renderSession(w, r, cookie, in, p.HTTPStatus, func(d *sessionData) { d.Refusal = p.Message })
 		return
 	}
-	h.signIns.setFlash(cookie, resp.GetMessage())
+	h.setFlash(w, r, resp.GetMessage())
 	http.Redirect(w, r, fmt.Sprintf("/console/sessions/%d", resp.GetSession().GetId()), http.StatusSeeOther)
 }
 

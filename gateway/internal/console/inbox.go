@@ -57,7 +57,7 @@ func (h *Handler) inbox(w http.ResponseWriter, r *http.Request, cookie string, i
 		}
 		data.Older = "/console/notifications?" + older.Encode()
 	}
-	h.render(w, r, http.StatusOK, "inbox", h.signedInPage(ctx, cookie, in, "Inbox", data))
+	h.render(w, r, http.StatusOK, "inbox", h.signedInPage(ctx, w, r, in, "Inbox", data))
 }
 
 // notificationAction runs one inbox action and comes back to the inbox
@@ -77,7 +77,7 @@ func (h *Handler) notificationAction(call func(ctx context.Context, r *http.Requ
 			h.failed(w, r, "notification", err)
 			return
 		}
-		h.signIns.setFlash(cookie, msg)
+		h.setFlash(w, r, msg)
 		back := "/console/notifications"
 		if r.PostForm.Get("all") != "" {
 			back += "?all=1"
@@ -124,5 +124,5 @@ func (h *Handler) alerts(w http.ResponseWriter, r *http.Request, cookie string, 
 		h.failed(w, r, "notification", err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "alerts", h.signedInPage(ctx, cookie, in, "Alerts", resp.GetAlerts()))
+	h.render(w, r, http.StatusOK, "alerts", h.signedInPage(ctx, w, r, in, "Alerts", resp.GetAlerts()))
 }

@@ -95,14 +95,17 @@ type changesRenderer func(ctx context.Context, in signIn, position int64, change
 // once. A stream whose sign-in ended says so in the element statusID, as
 // an event named event.
 func (h *Handler) relayChanges(w http.ResponseWriter, r *http.Request, event, statusID string, render changesRenderer) {
-	c, err := r.Cookie(CookieName)
-	var in signIn
-	ok := false
-	if err == nil {
-		in, ok = h.signIns.get(c.Value)
+	var cookie string
+	if c, err := r.Cookie(CookieName); err == nil {
+		cookie = c.Value
 	}
-	if !ok {
+	in, err := h.signIns.get(r.Context(), cookie, true)
+	if errors.Is(err, errSignedOut) {
 		h.liveSignedOut(w, event, statusID)
+		return
+	}
+	if err != nil {
+		h.failed(w, r, "lineage", err)
 		return
 	}
 	after, err := liveCursor(r)
@@ -174,9 +177,15 @@ func (h *Handler) relayChanges(w http.ResponseWriter, r *http.Request, event, st
 	}()
 	var changed []*lifecyclev1.SessionChange // since the last event
 	emit := func(position int64) bool {
-		if _, ok := h.signIns.get(c.Value); !ok {
-			// Signed out in another tab, or expired, meanwhile.
-			send(signedOutEvent(event, statusID))
+		if _, err := h.signIns.get(ctx, cookie, true); err != nil {
+			if errors.Is(err, errSignedOut) {
+				// Signed out in another tab, or on another replica, or
+				// expired, meanwhile.
+				send(signedOutEvent(event, statusID))
+			}
+			// Otherwise lineage is unreachable: end the stream rather
+			// than serve a sign-in no one can vouch for; the page
+			// reconnects.
 			return false
 		}
 		rctx, cancel := context.WithTimeout(ctx, callTimeout)

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/console"
+	"github.com/zimmerhq/zimmer/gateway/internal/lineagefake"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 	queuev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/queue/v1"
@@ -237,7 +238,7 @@ func setupLive(t *testing.T) liveBundle {
 	now, mu := time.Now(), &sync.Mutex{}
 	h, err := console.New(console.Clients{
 		Lifecycle: lc, Queue: fakeQueue{f: f}, Runner: liveRunner{fakeRunner: fakeRunner{f: f}, l: lf}, Provenance: fakeProvenance{f: f},
-		Triggers: fakeTriggers{f: f}, Notifications: fakeNotifications{f: f},
+		Triggers: fakeTriggers{f: f}, Notifications: fakeNotifications{f: f}, SignIns: lineagefake.NewSignIns().Client(),
 	}, console.Options{AdminUser: adminUser, PasswordHash: string(hash), Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }},
 		slogx.Discard())
 	require.NoError(t, err)

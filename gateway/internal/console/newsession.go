@@ -28,7 +28,7 @@ type newSessionForm struct {
 func (h *Handler) newSessionPage(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
 	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
 	defer cancel()
-	h.render(w, r, http.StatusOK, "new", h.signedInPage(ctx, cookie, in, "New session",
+	h.render(w, r, http.StatusOK, "new", h.signedInPage(ctx, w, r, in, "New session",
 		newSessionForm{Classes: rules.SchedulingClasses(), Parent: r.URL.Query().Get("parent")}))
 }
 
@@ -52,7 +52,7 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, cookie s
 		parent, err := strconv.ParseInt(strings.TrimPrefix(f.Parent, "#"), 10, 64)
 		if err != nil || parent < 1 {
 			f.Problems = []string{fmt.Sprintf("parent: %q is not a session id; write its number, e.g. 12", f.Parent)}
-			h.render(w, r, http.StatusUnprocessableEntity, "new", h.signedInPage(ctx, cookie, in, "New session", f))
+			h.render(w, r, http.StatusUnprocessableEntity, "new", h.signedInPage(ctx, w, r, in, "New session", f))
 			return
 		}
 		req.ParentSessionId = &parent
@@ -65,7 +65,7 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, cookie s
 			return
 		}
 		f.Problems = p.Messages
-		h.render(w, r, p.HTTPStatus, "new", h.signedInPage(ctx, cookie, in, "New session", f))
+		h.render(w, r, p.HTTPStatus, "new", h.signedInPage(ctx, w, r, in, "New session", f))
 		return
 	}
 	id := resp.GetSession().GetId()
@@ -73,6 +73,6 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, cookie s
 	if note := h.recordHumanMessage(ctx, id, ProvenanceNewSession, f.Prompt, ""); note != "" {
 		flash += " " + note
 	}
-	h.signIns.setFlash(cookie, flash)
+	h.setFlash(w, r, flash)
 	http.Redirect(w, r, fmt.Sprintf("/console/sessions/%d", id), http.StatusSeeOther)
 }

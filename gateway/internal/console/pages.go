@@ -28,8 +28,8 @@ const (
 )
 
 // signedInPage is a page's frame for a signed-in human.
-func (h *Handler) signedInPage(ctx context.Context, cookie string, in signIn, title string, data any) page {
-	return page{Title: title, CSRF: in.csrf, RosterWarning: h.rosterWarning(ctx), Flash: h.signIns.takeFlash(cookie),
+func (h *Handler) signedInPage(ctx context.Context, w http.ResponseWriter, r *http.Request, in signIn, title string, data any) page {
+	return page{Title: title, CSRF: in.csrf, RosterWarning: h.rosterWarning(ctx), Flash: h.takeFlash(w, r),
 		Unread: h.unreadCount(ctx), Data: data}
 }
 
@@ -123,7 +123,7 @@ func (h *Handler) renderSession(w http.ResponseWriter, r *http.Request, cookie s
 	if s.GetTitle() != "" {
 		title += " " + s.GetTitle()
 	}
-	h.render(w, r, status, sessionTemplate(r), h.signedInPage(ctx, cookie, in, title, data))
+	h.render(w, r, status, sessionTemplate(r), h.signedInPage(ctx, w, r, in, title, data))
 }
 
 // loadProvenance reads the page's hierarchy and human messages from
@@ -179,7 +179,7 @@ func (h *Handler) followUp(w http.ResponseWriter, r *http.Request, cookie string
 	if note := h.recordHumanMessage(ctx, id, ProvenanceFollowUp, prompt, r.PostForm.Get("idempotency_key")); note != "" {
 		flash += " " + note
 	}
-	h.signIns.setFlash(cookie, flash)
+	h.setFlash(w, r, flash)
 	http.Redirect(w, r, fmt.Sprintf("/console/sessions/%d", id), http.StatusSeeOther)
 }
 
@@ -215,7 +215,7 @@ func (h *Handler) enqueue(w http.ResponseWriter, r *http.Request, cookie string,
 			flash += " " + note
 		}
 	}
-	h.signIns.setFlash(cookie, flash)
+	h.setFlash(w, r, flash)
 	http.Redirect(w, r, fmt.Sprintf("/console/sessions/%d", id), http.StatusSeeOther)
 }
 

@@ -58,7 +58,7 @@ func (h *Handler) ranked(ctx context.Context) (d rankedData) {
 func (h *Handler) rankedPage(w http.ResponseWriter, r *http.Request, cookie string, in signIn) {
 	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
 	defer cancel()
-	h.render(w, r, http.StatusOK, "ranked", h.signedInPage(ctx, cookie, in, "Ranked", h.ranked(ctx)))
+	h.render(w, r, http.StatusOK, "ranked", h.signedInPage(ctx, w, r, in, "Ranked", h.ranked(ctx)))
 }
 
 // rankedEdit runs one edit of the line and goes back to the page; a
@@ -82,10 +82,10 @@ func (h *Handler) rankedEdit(call func(ctx context.Context, r *http.Request) (st
 			}
 			d := h.ranked(ctx)
 			d.Refusal, d.RefusedID, d.PrecedenceDraft = refusal, r.PathValue("id"), r.PostForm.Get("precedence")
-			h.render(w, r, status, "ranked", h.signedInPage(ctx, cookie, in, "Ranked", d))
+			h.render(w, r, status, "ranked", h.signedInPage(ctx, w, r, in, "Ranked", d))
 			return
 		}
-		h.signIns.setFlash(cookie, msg)
+		h.setFlash(w, r, msg)
 		http.Redirect(w, r, "/console/ranked", http.StatusSeeOther)
 	}
 }

@@ -1,143 +1,133 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
 )
 
 const (
 	// CookieName is the console's sign-in cookie. It opens /console/ only:
 	// its Path says so to the browser, and no other route reads it.
 	CookieName = "zimmer_console"
-	// SignInTTL is how long a sign-in lasts without a request.
-	SignInTTL = 12 * time.Hour
 	// MaxFailures wrong passwords from one address within FailureWindow
 	// lock that address out of signing in until the oldest of them is
-	// FailureWindow old.
+	// FailureWindow old. The count is each gateway replica's own (GW-28).
 	MaxFailures   = 5
 	FailureWindow = 15 * time.Minute
-	// maxSignIns bounds the store: signing in once more ends the sign-in
-	// idle longest.
-	maxSignIns = 1000
+	// flashCookieName carries what the last form did, in words, to the
+	// page its answer redirects to, which shows it once and clears it.
+	flashCookieName = "zimmer_console_flash"
+	// flashMaxAge is long enough to follow a redirect, short enough that a
+	// flash never surprises a later page; maxFlashBytes keeps the cookie
+	// well under a browser's 4 KB.
+	flashMaxAge   = 60
+	maxFlashBytes = 2000
 )
 
-// signIn is one signed-in browser: the cookie's digest keys it, and its
-// CSRF token is what every mutating form must carry back.
+// errSignedOut is a cookie with no live sign-in: none, signed out, expired.
+var errSignedOut = errors.New("signed out")
+
+// signIn is one signed-in browser: its CSRF token is what every mutating
+// form must carry back.
 type signIn struct {
-	csrf     string
-	lastSeen time.Time
-	// flash is what the last form did, in words, shown once by the page
-	// the form's answer redirects to.
-	flash string
+	csrf string
 }
 
-// signIns is the server-side store of sign-ins. Server-side, not a signed
-// cookie, so that sign-out ends a sign-in for good (a copied cookie dies
-// with it) and a gateway restart signs everyone out; there is one human,
-// so the store stays tiny. Keys are the cookie's SHA-256: the store never
-// holds a cookie a memory read could replay.
+// signIns are lineage's ConsoleSignInService (LN-11), shared by every
+// gateway replica. Server-side, not a signed cookie, so that sign-out ends
+// a sign-in for good on every replica (a copied cookie dies with it).
+// Lineage is handed the cookie's SHA-256, never the cookie: its tables
+// hold nothing a read could replay.
 type signIns struct {
-	mu  sync.Mutex
-	now func() time.Time
-	m   map[[sha256.Size]byte]*signIn
+	client lineagev1.ConsoleSignInServiceClient
 }
 
-func newSignIns(now func() time.Time) *signIns {
-	return &signIns{now: now, m: map[[sha256.Size]byte]*signIn{}}
+func digest(cookie string) []byte {
+	d := sha256.Sum256([]byte(cookie))
+	return d[:]
 }
 
-// start records a new sign-in and returns its cookie value.
-func (s *signIns) start() (cookie string, _ *signIn) {
+// start records a new sign-in and returns its cookie value and how long
+// it lasts idle.
+func (s signIns) start(ctx context.Context) (cookie string, ttl time.Duration, _ error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	cookie = randomToken()
-	in := &signIn{csrf: randomToken(), lastSeen: s.now()}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sweepLocked()
-	if len(s.m) >= maxSignIns {
-		var oldest [sha256.Size]byte
-		var oldestSeen time.Time
-		for k, v := range s.m {
-			if oldestSeen.IsZero() || v.lastSeen.Before(oldestSeen) {
-				oldest, oldestSeen = k, v.lastSeen
-			}
-		}
-		delete(s.m, oldest)
+	resp, err := s.client.StartConsoleSignIn(ctx, &lineagev1.StartConsoleSignInRequest{CookieSha256: digest(cookie), Csrf: randomToken()})
+	if err != nil {
+		return "", 0, err
 	}
-	s.m[sha256.Sum256([]byte(cookie))] = in
-	return cookie, in
+	return cookie, resp.GetIdleTtl().AsDuration(), nil
 }
 
-// get returns the live sign-in of cookie and marks it seen.
-func (s *signIns) get(cookie string) (signIn, bool) {
-	if cookie == "" {
-		return signIn{}, false
-	}
-	key := sha256.Sum256([]byte(cookie))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	in, ok := s.m[key]
-	if !ok {
-		return signIn{}, false
-	}
-	if s.now().Sub(in.lastSeen) > SignInTTL {
-		delete(s.m, key)
-		return signIn{}, false
-	}
-	in.lastSeen = s.now()
-	return *in, true
-}
-
-// alive reports whether cookie's sign-in is live, without counting the
-// question as activity (a stream left open must not keep a sign-in alive
+// get returns the live sign-in of cookie (errSignedOut when there is
+// none); touch counts the request as activity, which a stream's
+// keep-alive must not (a stream left open must not keep a sign-in alive
 // forever).
-func (s *signIns) alive(cookie string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	in, ok := s.m[sha256.Sum256([]byte(cookie))]
-	return ok && s.now().Sub(in.lastSeen) <= SignInTTL
-}
-
-// setFlash keeps msg for the next page cookie's browser loads.
-func (s *signIns) setFlash(cookie, msg string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if in, ok := s.m[sha256.Sum256([]byte(cookie))]; ok {
-		in.flash = msg
+func (s signIns) get(ctx context.Context, cookie string, touch bool) (signIn, error) {
+	if cookie == "" {
+		return signIn{}, errSignedOut
 	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := s.client.GetConsoleSignIn(ctx, &lineagev1.GetConsoleSignInRequest{CookieSha256: digest(cookie), Touch: touch})
+	if status.Code(err) == codes.NotFound {
+		return signIn{}, errSignedOut
+	}
+	if err != nil {
+		return signIn{}, err
+	}
+	return signIn{csrf: resp.GetCsrf()}, nil
 }
 
-// takeFlash returns and forgets cookie's flash.
-func (s *signIns) takeFlash(cookie string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	in, ok := s.m[sha256.Sum256([]byte(cookie))]
-	if !ok {
+// end ends cookie's sign-in for good.
+func (s signIns) end(ctx context.Context, cookie string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := s.client.EndConsoleSignIn(ctx, &lineagev1.EndConsoleSignInRequest{CookieSha256: digest(cookie)})
+	return err
+}
+
+// setFlash shows msg on the next page this browser loads. A cookie, not
+// the sign-in: it lives one redirect, so any replica may serve the page,
+// and Strict keeps another site's navigation from carrying it.
+func (h *Handler) setFlash(w http.ResponseWriter, r *http.Request, msg string) {
+	if len(msg) > maxFlashBytes {
+		msg = strings.ToValidUTF8(msg[:maxFlashBytes], "") + "…"
+	}
+	c := h.cookie(r, flashCookieName, base64.RawURLEncoding.EncodeToString([]byte(msg)), flashMaxAge)
+	c.SameSite = http.SameSiteStrictMode
+	http.SetCookie(w, c)
+}
+
+// takeFlash returns the flash the request carries and clears it.
+func (h *Handler) takeFlash(w http.ResponseWriter, r *http.Request) string {
+	c, err := r.Cookie(flashCookieName)
+	if err != nil {
 		return ""
 	}
-	msg := in.flash
-	in.flash = ""
-	return msg
-}
-
-// end forgets cookie's sign-in.
-func (s *signIns) end(cookie string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, sha256.Sum256([]byte(cookie)))
-}
-
-func (s *signIns) sweepLocked() {
-	for k, v := range s.m {
-		if s.now().Sub(v.lastSeen) > SignInTTL {
-			delete(s.m, k)
-		}
+	gone := h.cookie(r, flashCookieName, "", -1)
+	gone.SameSite = http.SameSiteStrictMode
+	http.SetCookie(w, gone)
+	msg, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		return ""
 	}
+	return strings.ToValidUTF8(string(msg), "")
 }
 
 // throttle counts wrong passwords per client address.

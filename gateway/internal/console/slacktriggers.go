@@ -44,7 +44,7 @@ func (h *Handler) slackTriggersPage(w http.ResponseWriter, r *http.Request, cook
 	defer cancel()
 	p := slackTriggersPage{}
 	p.Triggers, p.Unavailable = h.slackTriggers(ctx)
-	h.render(w, r, http.StatusOK, "slack", h.signedInPage(ctx, cookie, in, "Slack triggers", p))
+	h.render(w, r, http.StatusOK, "slack", h.signedInPage(ctx, w, r, in, "Slack triggers", p))
 }
 
 // createSlackTrigger adds the trigger the human described; a refused form
@@ -75,10 +75,10 @@ func (h *Handler) createSlackTrigger(w http.ResponseWriter, r *http.Request, coo
 		page := slackTriggersPage{Form: f}
 		page.Form.Problems = p.Messages
 		page.Triggers, page.Unavailable = h.slackTriggers(ctx)
-		h.render(w, r, p.HTTPStatus, "slack", h.signedInPage(ctx, cookie, in, "Slack triggers", page))
+		h.render(w, r, p.HTTPStatus, "slack", h.signedInPage(ctx, w, r, in, "Slack triggers", page))
 		return
 	}
-	h.signIns.setFlash(cookie, "Slack trigger added.")
+	h.setFlash(w, r, "Slack trigger added.")
 	http.Redirect(w, r, "/console/slack/triggers", http.StatusSeeOther)
 }
 
@@ -99,6 +99,6 @@ func (h *Handler) deleteSlackTrigger(w http.ResponseWriter, r *http.Request, coo
 		h.failed(w, r, "notification", err)
 		return
 	}
-	h.signIns.setFlash(cookie, fmt.Sprintf("Slack trigger #%d deleted; the sessions it started go on.", id))
+	h.setFlash(w, r, fmt.Sprintf("Slack trigger #%d deleted; the sessions it started go on.", id))
 	http.Redirect(w, r, "/console/slack/triggers", http.StatusSeeOther)
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/zimmerhq/zimmer/gateway/internal/console"
+	"github.com/zimmerhq/zimmer/gateway/internal/lineagefake"
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
 	"github.com/zimmerhq/zimmer/services/platform/slogx"
 )
@@ -69,7 +70,7 @@ func TestTheConsoleManagesSlackTriggers(t *testing.T) {
 	triggers := &fakeSlackTriggers{fakeNotifications: fakeNotifications{f: f}}
 	h, err := console.New(console.Clients{
 		Lifecycle: fakeLifecycle{f: f}, Queue: fakeQueue{f: f}, Runner: fakeRunner{f: f}, Provenance: fakeProvenance{f: f},
-		Notifications: triggers,
+		Notifications: triggers, SignIns: lineagefake.NewSignIns().Client(),
 	}, console.Options{AdminUser: adminUser, PasswordHash: string(hash), Now: time.Now}, slogx.Discard())
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

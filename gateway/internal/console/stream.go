@@ -99,8 +99,8 @@ func (h *Handler) transcriptStream(w http.ResponseWriter, r *http.Request, cooki
 		case <-ctx.Done():
 			return
 		case <-keepAlive.C:
-			if !h.signIns.alive(cookie) {
-				return // signed out: the page's next load asks to sign in
+			if _, err := h.signIns.get(ctx, cookie, false); err != nil {
+				return // signed out (or lineage unreachable): the page's next load says which
 			}
 			event.WriteString(": keep-alive\n\n")
 		case line := <-lines:

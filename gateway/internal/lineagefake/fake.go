@@ -58,6 +58,10 @@ type Server struct {
 	lineagev1.UnimplementedProvenanceServiceServer
 	*grpcfake.Recorder
 
+	// SignIns are the console's sign-ins (ConsoleSignInService), served
+	// beside the ProvenanceService.
+	SignIns *SignIns
+
 	mu         sync.Mutex
 	provenance map[int64]*lineagev1.GetSessionProvenanceResponse
 	recorded   []Recorded
@@ -72,6 +76,7 @@ func New() *Server {
 			}
 		}),
 		provenance: map[int64]*lineagev1.GetSessionProvenanceResponse{},
+		SignIns:    NewSignIns(),
 	}
 	s.Handle("GetSessionProvenance", func(m proto.Message) (proto.Message, error) {
 		id := m.(*lineagev1.GetSessionProvenanceRequest).GetSessionId()
@@ -86,7 +91,10 @@ func New() *Server {
 }
 
 // Register adds the fake to g.
-func (s *Server) Register(g *grpc.Server) { lineagev1.RegisterProvenanceServiceServer(g, s) }
+func (s *Server) Register(g *grpc.Server) {
+	lineagev1.RegisterProvenanceServiceServer(g, s)
+	lineagev1.RegisterConsoleSignInServiceServer(g, s.SignIns)
+}
 
 // SetProvenance is what GetSessionProvenance answers for session id.
 func (s *Server) SetProvenance(id int64, p *lineagev1.GetSessionProvenanceResponse) {

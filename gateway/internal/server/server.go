@@ -258,6 +258,7 @@ func (s *Server) newConsole(cfg config.Config, logger *slog.Logger) (*console.Ha
 		Provenance:    lineagev1.NewProvenanceServiceClient(lineageConn),
 		Triggers:      lifecyclev1.NewTriggerServiceClient(lifecycleConn),
 		Notifications: notificationv1.NewNotificationServiceClient(notificationConn),
+		SignIns:       lineagev1.NewConsoleSignInServiceClient(lineageConn),
 	}, console.Options{AdminUser: cfg.AdminUser, PasswordHash: cfg.ConsolePasswordHash}, logger.With("component", "console"))
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // registerProvenance serves the ProvenanceService (the users roster and
-// human messages) on gs, walking hierarchies with hierarchy. adminUser is
+// human messages) and the console's sign-ins on gs, walking hierarchies with hierarchy. adminUser is
 // ZIMMER_ADMIN_USER; empty means the default, tadasant.
 func registerProvenance(gs *grpc.Server, pool *pgxpool.Pool, logger *slog.Logger, hierarchy app.HierarchyWalker, adminUser string) {
 	repo := store.NewProvenance(pool)
@@ -28,4 +28,6 @@ func registerProvenance(gs *grpc.Server, pool *pgxpool.Pool, logger *slog.Logger
 		GetSessionProvenance: provenance,
 		GetPromptBlocks:      app.NewGetPromptBlocks(provenance, clk),
 	}))
+	// The console's sign-ins live here for every gateway replica (LN-11).
+	lineagev1.RegisterConsoleSignInServiceServer(gs, grpcapi.NewSignIns(logger, app.NewConsoleSignIns(store.NewSignIns(pool), clk)))
 }

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -30,6 +31,9 @@ type provenanceBundle struct {
 	provenance lineagev1.ProvenanceServiceClient
 	// operator and admin call with a client's key, as any tool could.
 	operator, admin lineagev1.ProvenanceServiceClient
+	// signIns calls the console's sign-ins as the gateway itself;
+	// operatorSignIns with an operator key.
+	signIns, operatorSignIns lineagev1.ConsoleSignInServiceClient
 }
 
 func setupProvenance(t *testing.T, admin string) provenanceBundle {
@@ -40,11 +44,14 @@ func setupProvenance(t *testing.T, admin string) provenanceBundle {
 	svc := servicetest.New(t, newFunc, servicetest.Config(t, service.MigrationSets...))
 	servicetest.RunInBackground(t, svc.Run)
 	gateway := servicetest.DialAsService(t, svc.Addr(), "gateway")
+	operator := servicetest.DialOperator(t, svc.Addr())
 	return provenanceBundle{
-		lineage:    newLineageClient(gateway),
-		provenance: lineagev1.NewProvenanceServiceClient(gateway),
-		operator:   lineagev1.NewProvenanceServiceClient(servicetest.DialOperator(t, svc.Addr())),
-		admin:      lineagev1.NewProvenanceServiceClient(servicetest.DialAdmin(t, svc.Addr())),
+		signIns:         lineagev1.NewConsoleSignInServiceClient(gateway),
+		operatorSignIns: lineagev1.NewConsoleSignInServiceClient(operator),
+		lineage:         newLineageClient(gateway),
+		provenance:      lineagev1.NewProvenanceServiceClient(gateway),
+		operator:        lineagev1.NewProvenanceServiceClient(operator),
+		admin:           lineagev1.NewProvenanceServiceClient(servicetest.DialAdmin(t, svc.Addr())),
 	}
 }
 
@@ -328,4 +335,55 @@ func TestSessionCredentialReadsItsOwnProvenance(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.operator.GetSessionProvenance(ctx, &lineagev1.GetSessionProvenanceRequest{SessionId: 101})
 	require.NoError(t, err, "an operator key reads any session's")
+}
+
+// The console's sign-ins are internal and the console's own: a client key,
+// or the gateway relaying one, is refused; bad input writes nothing.
+func TestConsoleSignInsThroughGRPC(t *testing.T) {
+	t.Parallel()
+	b := setupProvenance(t, "")
+	ctx := t.Context()
+	digest := sha256.Sum256([]byte("cookie"))
+	start := &lineagev1.StartConsoleSignInRequest{CookieSha256: digest[:], Csrf: "token"}
+
+	started, err := b.signIns.StartConsoleSignIn(ctx, start)
+	require.NoError(t, err)
+	require.Equal(t, 12*time.Hour, started.GetIdleTtl().AsDuration())
+	_, err = b.signIns.StartConsoleSignIn(ctx, start)
+	require.Equal(t, codes.AlreadyExists, status.Code(err), "%v", err)
+	got, err := b.signIns.GetConsoleSignIn(ctx, &lineagev1.GetConsoleSignInRequest{CookieSha256: digest[:], Touch: true})
+	require.NoError(t, err)
+	require.Equal(t, "token", got.GetCsrf())
+
+	_, err = b.signIns.StartConsoleSignIn(ctx, &lineagev1.StartConsoleSignInRequest{CookieSha256: []byte("cookie"), Csrf: "t"})
+	require.Equal(t, codes.InvalidArgument, status.Code(err), "a cookie, not its digest")
+	require.Contains(t, status.Convert(err).Message(), "must be the cookie's SHA-256 (32 bytes), got 6 bytes")
+	other := sha256.Sum256([]byte("other"))
+	_, err = b.signIns.StartConsoleSignIn(ctx, &lineagev1.StartConsoleSignInRequest{CookieSha256: other[:]})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	_, err = b.signIns.GetConsoleSignIn(ctx, &lineagev1.GetConsoleSignInRequest{CookieSha256: other[:]})
+	require.Equal(t, codes.NotFound, status.Code(err), "the refused start wrote nothing")
+
+	refused := func(t *testing.T, c lineagev1.ConsoleSignInServiceClient, ctx context.Context, want string) {
+		t.Helper()
+		_, err := c.StartConsoleSignIn(ctx, &lineagev1.StartConsoleSignInRequest{CookieSha256: other[:], Csrf: "t"})
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+		require.Contains(t, status.Convert(err).Message(), want)
+		_, err = c.GetConsoleSignIn(ctx, &lineagev1.GetConsoleSignInRequest{CookieSha256: digest[:]})
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+		_, err = c.EndConsoleSignIn(ctx, &lineagev1.EndConsoleSignInRequest{CookieSha256: digest[:]})
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+	}
+	refused(t, b.operatorSignIns, ctx, "StartConsoleSignIn is internal to Zimmer's services")
+	relayed, err := principal.Outgoing(ctx, principal.Principal{Kind: principal.Operator, KeyHint: "abcd"})
+	require.NoError(t, err)
+	refused(t, b.signIns, relayed, "may not call it")
+
+	// Still signed in after all that; then signed out for good.
+	_, err = b.signIns.GetConsoleSignIn(ctx, &lineagev1.GetConsoleSignInRequest{CookieSha256: digest[:]})
+	require.NoError(t, err)
+	_, err = b.signIns.EndConsoleSignIn(ctx, &lineagev1.EndConsoleSignInRequest{CookieSha256: digest[:]})
+	require.NoError(t, err)
+	_, err = b.signIns.GetConsoleSignIn(ctx, &lineagev1.GetConsoleSignInRequest{CookieSha256: digest[:], Touch: true})
+	require.Equal(t, codes.NotFound, status.Code(err))
 }
