@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -89,7 +88,8 @@ func TestConsoleSpotQueueAndRanked(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, slices.Contains(api.transitions(t, a), "resume"))
 	require.Contains(t, api.timelineText(t, a), "the spot scheduler resumes the session")
-	aResumed := timelineAt(t, api, a, "the spot scheduler resumes the session")
+	aResumed, ok := api.timelineAt(t, a, "the spot scheduler resumes the session")
+	require.True(t, ok, "the timeline says the spot scheduler resumed session %d: %s", a, api.timelineText(t, a))
 	require.True(t, bGot.Before(aResumed), "the priority turn (slot at %s) went before the spot sleeper (resumed at %s)", bGot, aResumed)
 	_, body = browser.get(t, "/console/ranked")
 	require.Contains(t, body, "Nothing waits")
@@ -109,25 +109,4 @@ func before(t *testing.T, page string, first, second int64) bool {
 	i, j := strings.Index(page, fmt.Sprintf(`id="ranked-%d"`, first)), strings.Index(page, fmt.Sprintf(`id="ranked-%d"`, second))
 	require.True(t, i >= 0 && j >= 0, "both rows are on the page: %s", page)
 	return i < j
-}
-
-// timelineAt is when the session's timeline first says what.
-func timelineAt(t *testing.T, api restClient, id int64, what string) time.Time {
-	t.Helper()
-	code, body := api.do(t, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d/timeline", id), "")
-	require.Equal(t, http.StatusOK, code, body)
-	var got struct {
-		Timeline []struct {
-			Message   string    `json:"message"`
-			CreatedAt time.Time `json:"created_at"`
-		}
-	}
-	require.NoError(t, json.Unmarshal([]byte(body), &got), body)
-	for _, l := range got.Timeline {
-		if strings.Contains(l.Message, what) {
-			return l.CreatedAt
-		}
-	}
-	require.Failf(t, "not on the timeline", "%q: %s", what, body)
-	return time.Time{}
 }
