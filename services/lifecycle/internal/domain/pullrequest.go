@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -183,25 +184,17 @@ func (w PullRequestWatch) Read(r PullRequestReading) ([]Notice, PullRequestWatch
 		case resolved:
 			next.InConflict = false
 		}
-		comments := slices.Clone(r.Comments)
-		slices.SortFunc(comments, func(a, b ReviewComment) int { return compareInt64(a.ID, b.ID) })
-		for _, c := range comments {
-			if c.ID <= w.CommentsSeen {
-				continue
-			}
+		var review []ReviewComment
+		review, next.CommentsSeen = unseen(r.Comments, func(c ReviewComment) int64 { return c.ID }, w.CommentsSeen)
+		for _, c := range review {
 			notices = append(notices, Notice{Kind: NoticeArtifact, Key: key("comment:" + strconv.FormatInt(c.ID, 10)),
 				Content: commentNotice(w.PullRequestRef, c)})
-			next.CommentsSeen = max(next.CommentsSeen, c.ID)
 		}
-		issue := slices.Clone(r.IssueComments)
-		slices.SortFunc(issue, func(a, b IssueComment) int { return compareInt64(a.ID, b.ID) })
+		var issue []IssueComment
+		issue, next.IssueCommentsSeen = unseen(r.IssueComments, func(c IssueComment) int64 { return c.ID }, w.IssueCommentsSeen)
 		for _, c := range issue {
-			if c.ID <= w.IssueCommentsSeen {
-				continue
-			}
 			notices = append(notices, Notice{Kind: NoticeArtifact, Key: key("issue-comment:" + strconv.FormatInt(c.ID, 10)),
 				Content: issueCommentNotice(w.PullRequestRef, c)})
-			next.IssueCommentsSeen = max(next.IssueCommentsSeen, c.ID)
 		}
 		for _, c := range r.FailedChecks {
 			if !CheckFailed(c.Conclusion) || slices.Contains(next.ChecksSeen, c.ID) {
@@ -219,14 +212,20 @@ func (w PullRequestWatch) Read(r PullRequestReading) ([]Notice, PullRequestWatch
 // or its session was archived.
 func (w PullRequestWatch) Done() bool { return w.SessionArchived || w.State.Terminal() }
 
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// unseen returns the comments numbered past seen, oldest first, and the
+// newest number then seen: GitHub numbers each kind of comment upwards,
+// so one number says which were passed on.
+func unseen[C any](comments []C, id func(C) int64, seen int64) ([]C, int64) {
+	var fresh []C
+	newest := seen
+	for _, c := range comments {
+		if id(c) > seen {
+			fresh = append(fresh, c)
+			newest = max(newest, id(c))
+		}
 	}
-	return 0
+	slices.SortFunc(fresh, func(a, b C) int { return cmp.Compare(id(a), id(b)) })
+	return fresh, newest
 }
 
 // The notices' words. The automated ones say they are Zimmer's, not a
