@@ -215,13 +215,8 @@ func TestChaos(t *testing.T) {
 	// Rest: nothing running, no wake armed or firing, no follow-up still
 	// queued — or the bound, after which what stands is judged as it is.
 	quiet := func() bool {
-		if countSessions(t, s, statusRunning) > 0 {
+		if !noTurnOrWake(t, s) {
 			return false
-		}
-		for _, w := range wakeRows(t, s) {
-			if w.Status == "armed" || w.Status == "firing" {
-				return false
-			}
 		}
 		for _, cs := range sessions {
 			if cs.role == roleFollowUp && messageStatus(t, api, cs.id, cs.followUp.ID) == "pending" {

@@ -273,13 +273,8 @@ func TestReplicas(t *testing.T) {
 
 	// Rest: nothing running, no wake armed, no follow-up pending; bounded.
 	quiet := func() bool {
-		if countSessions(t, s, statusRunning) > 0 {
+		if !noTurnOrWake(t, s) {
 			return false
-		}
-		for _, w := range wakeRows(t, s) {
-			if w.Status == "armed" || w.Status == "firing" {
-				return false
-			}
 		}
 		for _, cs := range sessions {
 			if cs.message != 0 && !cs.archived {

@@ -52,6 +52,21 @@ func wakeRows(t *testing.T, s *stack) []wakeRow {
 }
 
 // countSessions counts the stack's sessions in a status.
+// noTurnOrWake says the stack is at rest but for its queues: no session
+// running, no wake armed or firing.
+func noTurnOrWake(t *testing.T, s *stack) bool {
+	t.Helper()
+	if countSessions(t, s, statusRunning) > 0 {
+		return false
+	}
+	for _, w := range wakeRows(t, s) {
+		if w.Status == "armed" || w.Status == "firing" {
+			return false
+		}
+	}
+	return true
+}
+
 func countSessions(t *testing.T, s *stack, status int) int {
 	t.Helper()
 	return s.queryInt(t, "lifecycle", `SELECT count(*) FROM sessions WHERE status = $1`, status)
