@@ -488,11 +488,10 @@ func TestConsoleInABrowser(t *testing.T) {
 		p.markPage()
 		p.clickLive(fmt.Sprintf("#star-%d", starred))
 		p.waitFor(t, "the unstarred card in its category's grid", 5*time.Second, in(workGrid, starred))
-		// Chosen and sent at once: a live swap in between would put the
-		// select back as the server rendered it.
-		p.waitFor(t, "htmx took the card's forms", 5*time.Second,
-			fmt.Sprintf(`!!document.querySelector("#category-%d")?.form?.["htmx-internal-data"]?.initHash`, frozen))
-		require.True(t, eval[bool](p, fmt.Sprintf(`(() => { document.querySelector("#category-%d").value = "0"; document.querySelector("#move-%d").click(); return true })()`, frozen, frozen)))
+		// Chosen and sent in the click's own step: a live swap in between
+		// would put the select back as the server rendered it, or leave a
+		// form htmx has not taken yet, which the browser would post itself.
+		p.clickLiveAfter(fmt.Sprintf("#move-%d", frozen), fmt.Sprintf(`document.querySelector("#category-%d").value = "0"`, frozen))
 		p.waitFor(t, "the card moved to Uncategorized", 5*time.Second, in("#sessions_grid", frozen))
 		require.Zero(t, p.count(parkedGrid), "an empty grid is left out")
 		grids = eval[[]string](p, `[...document.querySelectorAll("#cards ol.cards")].map(e => e.id)`)
@@ -669,12 +668,20 @@ func (p *browserPage) waitFor(t *testing.T, what string, within time.Duration, e
 // one step, so no swap falls between finding the node and clicking it.
 func (p *browserPage) clickLive(sel string) {
 	p.t.Helper()
+	p.clickLiveAfter(sel, "")
+}
+
+// clickLiveAfter is clickLive running the JavaScript statement prepare
+// (choosing a select's value, say) in the same step, just before the click.
+func (p *browserPage) clickLiveAfter(sel, prepare string) {
+	p.t.Helper()
 	click := fmt.Sprintf(`(() => {
 		const e = document.querySelector(%s);
 		if (!e || (e.form && e.form.hasAttribute("hx-post") && !e.form["htmx-internal-data"]?.initHash)) return false;
+		%s;
 		e.click();
 		return true;
-	})()`, jsString(sel))
+	})()`, jsString(sel), prepare)
 	deadline := time.Now().Add(browserStep)
 	for !eval[bool](p, click) {
 		if time.Now().After(deadline) {
