@@ -60,4 +60,18 @@ func TestConsoleSignInOnEitherGateway(t *testing.T) {
 		code, _ := b.get(t, "/console/")
 		require.Equal(t, http.StatusSeeOther, code, "signed out on gateway 2 is signed out everywhere (%s)", b.base)
 	}
+
+	// Wrong passwords count once for both gateways (LN-12): four on one
+	// and one on the other use the address's five, and even the right
+	// password waits on either. Last, since it locks this address out.
+	for i := range 5 {
+		b := []*consoleBrowser{one, two}[i/4]
+		code, body := b.submit(t, "/console/login", "/console/login", url.Values{"user": {consoleUser}, "password": {"guess"}})
+		require.Equal(t, http.StatusUnauthorized, code, "attempt %d on %s: %s", i+1, b.base, body)
+	}
+	for _, b := range []*consoleBrowser{one, two} {
+		code, body := b.submit(t, "/console/login", "/console/login", url.Values{"user": {consoleUser}, "password": {consolePassword}})
+		require.Equal(t, http.StatusTooManyRequests, code, "locked out on %s: %s", b.base, body)
+		require.Contains(t, body, "Too many wrong passwords from your address")
+	}
 }

@@ -113,12 +113,11 @@ func DeclareWebUIStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 
 // Handler serves the console.
 type Handler struct {
-	clients  Clients
-	opts     Options
-	logger   *slog.Logger
-	signIns  signIns
-	throttle *throttle
-	pages    map[string]*template.Template
+	clients Clients
+	opts    Options
+	logger  *slog.Logger
+	signIns signIns
+	pages   map[string]*template.Template
 	// liveTemplate renders the dashboard's live parts and the cards'
 	// answers (cards.html).
 	liveTemplate *template.Template
@@ -147,7 +146,7 @@ func New(clients Clients, opts Options, logger *slog.Logger) (*Handler, error) {
 		opts.Now = time.Now
 	}
 	h := &Handler{clients: clients, opts: opts, logger: logger,
-		signIns: signIns{client: clients.SignIns}, throttle: newThrottle(opts.Now), pages: map[string]*template.Template{},
+		signIns: signIns{client: clients.SignIns}, pages: map[string]*template.Template{},
 		streams:   make(chan struct{}, MaxTranscriptStreams),
 		liveSlots: make(chan struct{}, MaxLiveDashboards)}
 	h.liveCtx, h.StopLive = context.WithCancel(context.Background())
@@ -396,7 +395,12 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := clientAddr(r)
-	if wait := h.throttle.lockedFor(addr); wait > 0 {
+	wait, err := h.signIns.attempt(r.Context(), addr)
+	if err != nil {
+		h.failed(w, r, "lineage", err)
+		return
+	}
+	if wait > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
 		h.renderLogin(w, r, http.StatusTooManyRequests,
 			fmt.Sprintf("Too many wrong passwords from your address: try again in %s.", wait.Round(time.Second)))
@@ -406,12 +410,14 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	// taken does not tell a right name from a wrong one.
 	passwordOK := bcrypt.CompareHashAndPassword([]byte(h.opts.PasswordHash), []byte(r.PostForm.Get("password"))) == nil
 	if !equal(r.PostForm.Get("user"), h.opts.AdminUser) || !passwordOK {
-		h.throttle.fail(addr)
 		h.logger.WarnContext(r.Context(), "console sign-in refused", "remote_addr", addr)
 		h.renderLogin(w, r, http.StatusUnauthorized, WrongCredentials)
 		return
 	}
-	h.throttle.succeed(addr)
+	if err := h.signIns.clearAttempts(r.Context(), addr); err != nil {
+		h.failed(w, r, "lineage", err)
+		return
+	}
 	cookie, ttl, err := h.signIns.start(r.Context())
 	if err != nil {
 		h.failed(w, r, "lineage", err)

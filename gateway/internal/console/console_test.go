@@ -219,12 +219,6 @@ func serve(t *testing.T, f *fakes, signIns lineagev1.ConsoleSignInServiceClient)
 	return testBundle{fakes: f, srv: srv, now: &now, mu: mu}
 }
 
-func (b testBundle) advance(d time.Duration) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	*b.now = b.now.Add(d)
-}
-
 // browser is a client with a cookie jar that does not follow redirects,
 // so a test sees each answer.
 func (b testBundle) browser(t *testing.T) *http.Client {
@@ -367,20 +361,28 @@ func TestAPIKeysAndSessionCredentialsNeverOpenTheConsole(t *testing.T) {
 	}
 }
 
-func TestSignInIsThrottled(t *testing.T) {
+// Lineage counts the password attempts (LN-12; its tests prove the limit
+// and the race): the console asks before checking a password, so a locked
+// address is refused even the right one, unchecked, and a right password
+// clears the count.
+func TestSignInAsksLineageBeforeCheckingThePassword(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	signIns := lineagefake.NewSignIns()
+	b := serve(t, newFakes(), signIns.Client())
 	c := b.browser(t)
-	for range console.MaxFailures {
-		require.Equal(t, http.StatusUnauthorized, b.signIn(t, c, adminUser, "guess").code)
-	}
+	require.Equal(t, http.StatusUnauthorized, b.signIn(t, c, adminUser, "guess").code)
+	require.Equal(t, []string{"attempt 127.0.0.1"}, signIns.Attempts(), "a wrong password stays counted")
+
+	signIns.LockOut("127.0.0.1", 90*time.Second)
 	a := b.signIn(t, c, adminUser, password)
 	require.Equal(t, http.StatusTooManyRequests, a.code, "even the right password waits out the lock")
-	require.NotEmpty(t, a.header.Get("Retry-After"))
-	require.Contains(t, a.body, "Too many wrong passwords")
+	require.Equal(t, "91", a.header.Get("Retry-After"))
+	require.Contains(t, a.body, "Too many wrong passwords from your address: try again in 1m30s.")
+	require.Len(t, signIns.Attempts(), 1, "nothing counted while locked")
 
-	b.advance(console.FailureWindow)
+	signIns.LockOut("127.0.0.1", 0)
 	require.Equal(t, http.StatusSeeOther, b.signIn(t, c, adminUser, password).code)
+	require.Equal(t, []string{"attempt 127.0.0.1", "attempt 127.0.0.1", "clear 127.0.0.1"}, signIns.Attempts())
 }
 
 func TestMutatingFormsNeedTheirCSRFToken(t *testing.T) {

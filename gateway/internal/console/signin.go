@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -23,11 +22,6 @@ const (
 	// CookieName is the console's sign-in cookie. It opens /console/ only:
 	// its Path says so to the browser, and no other route reads it.
 	CookieName = "zimmer_console"
-	// MaxFailures wrong passwords from one address within FailureWindow
-	// lock that address out of signing in until the oldest of them is
-	// FailureWindow old. The count is each gateway replica's own (GW-28).
-	MaxFailures   = 5
-	FailureWindow = 15 * time.Minute
 	// flashCookieName carries what the last form did, in words, to the
 	// page its answer redirects to, which shows it once and clears it.
 	flashCookieName = "zimmer_console_flash"
@@ -102,6 +96,28 @@ func (s signIns) end(ctx context.Context, cookie string) error {
 	return err
 }
 
+// attempt asks lineage whether addr may try a password now, counting the
+// try when it may (LN-12: the limit and the count are lineage's, shared by
+// every replica and counted before the password is checked); wait > 0
+// says how long addr must wait instead.
+func (s signIns) attempt(ctx context.Context, addr string) (wait time.Duration, _ error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := s.client.AttemptConsoleSignIn(ctx, &lineagev1.AttemptConsoleSignInRequest{Address: addr})
+	if err != nil {
+		return 0, err
+	}
+	return resp.GetRetryAfter().AsDuration(), nil
+}
+
+// clearAttempts forgets addr's tries: its password was right.
+func (s signIns) clearAttempts(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := s.client.ClearConsoleSignInAttempts(ctx, &lineagev1.ClearConsoleSignInAttemptsRequest{Address: addr})
+	return err
+}
+
 // setFlash shows msg on the next page this browser loads. A cookie, not
 // the sign-in: it lives one redirect, so any replica may serve the page,
 // and Strict keeps another site's navigation from carrying it.
@@ -130,57 +146,7 @@ func (h *Handler) takeFlash(w http.ResponseWriter, r *http.Request) string {
 	return strings.ToValidUTF8(string(msg), "")
 }
 
-// throttle counts wrong passwords per client address.
-type throttle struct {
-	mu       sync.Mutex
-	now      func() time.Time
-	failures map[string][]time.Time
-}
-
-func newThrottle(now func() time.Time) *throttle {
-	return &throttle{now: now, failures: map[string][]time.Time{}}
-}
-
-// lockedFor reports how long addr must still wait before trying again (0:
-// it may try now).
-func (t *throttle) lockedFor(addr string) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	recent := t.recentLocked(addr)
-	if len(recent) < MaxFailures {
-		return 0
-	}
-	return recent[len(recent)-MaxFailures].Add(FailureWindow).Sub(t.now())
-}
-
-func (t *throttle) fail(addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.failures[addr] = append(t.recentLocked(addr), t.now())
-}
-
-func (t *throttle) succeed(addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.failures, addr)
-}
-
-// recentLocked drops addr's failures older than the window.
-func (t *throttle) recentLocked(addr string) []time.Time {
-	all := t.failures[addr]
-	cut := 0
-	for cut < len(all) && t.now().Sub(all[cut]) >= FailureWindow {
-		cut++
-	}
-	if cut == len(all) {
-		delete(t.failures, addr)
-		return nil
-	}
-	t.failures[addr] = all[cut:]
-	return all[cut:]
-}
-
-// clientAddr is the address throttling counts by: the peer's host. A
+// clientAddr is the address password attempts are counted by: the peer's host. A
 // proxy in front makes every client one address, which only makes the
 // lock stricter, never looser; X-Forwarded-For is not believed, since any
 // client could set it to dodge the count.

@@ -23,6 +23,13 @@ type SignInRepository interface {
 	GetSignIn(ctx context.Context, digest []byte, now, expiredBefore, touchBefore time.Time, touch bool) (csrf string, err error)
 	// EndSignIn deletes digest's sign-in, if any.
 	EndSignIn(ctx context.Context, digest []byte) error
+	// AttemptSignIn deletes every attempt made at or before since, then counts
+	// an attempt by address at now unless address already has max,
+	// serialised with the address's other attempts. It returns address's
+	// attempts since then, oldest first, the new one included when counted.
+	AttemptSignIn(ctx context.Context, address string, now, since time.Time, max int) (attempts []time.Time, counted bool, err error)
+	// ClearSignInAttempts forgets address's attempts.
+	ClearSignInAttempts(ctx context.Context, address string) error
 }
 
 // ConsoleSignIns are the console's sign-ins: start, look up, end.
@@ -71,6 +78,34 @@ func (uc ConsoleSignIns) End(ctx context.Context, digest []byte) error {
 	}
 	if err := uc.repo.EndSignIn(ctx, digest); err != nil {
 		return fmt.Errorf("end a console sign-in: %w", err)
+	}
+	return nil
+}
+
+// Attempt counts a password attempt by address and returns 0, or returns
+// how long address must wait, having counted nothing (LN-12).
+func (uc ConsoleSignIns) Attempt(ctx context.Context, address string) (time.Duration, error) {
+	if err := domain.ValidateSignInAddress(address); err != nil {
+		return 0, err
+	}
+	now := uc.clock.Now()
+	attempts, counted, err := uc.repo.AttemptSignIn(ctx, address, now, domain.SignInAttemptsSince(now), domain.MaxSignInAttempts)
+	if err != nil {
+		return 0, fmt.Errorf("count a console sign-in attempt: %w", err)
+	}
+	if counted {
+		return 0, nil
+	}
+	return domain.SignInRetryAfter(attempts, now), nil
+}
+
+// ClearAttempts forgets address's attempts: its password was right.
+func (uc ConsoleSignIns) ClearAttempts(ctx context.Context, address string) error {
+	if err := domain.ValidateSignInAddress(address); err != nil {
+		return err
+	}
+	if err := uc.repo.ClearSignInAttempts(ctx, address); err != nil {
+		return fmt.Errorf("clear console sign-in attempts: %w", err)
 	}
 	return nil
 }

@@ -51,3 +51,42 @@ func ValidateSignIn(digest []byte, csrf string) error {
 	}
 	return nil
 }
+
+// The console's password attempts (LN-12), counted per client address for
+// every gateway replica at once.
+const (
+	// MaxSignInAttempts attempts from one address within
+	// SignInAttemptWindow lock it out until the oldest of them is
+	// SignInAttemptWindow old. An attempt counts from the moment it is let
+	// through until its password proves right.
+	MaxSignInAttempts   = 5
+	SignInAttemptWindow = 15 * time.Minute
+	// MaxAddressLength bounds the client address attempts are counted by
+	// (an IPv6 address with a zone fits).
+	MaxAddressLength = 100
+)
+
+// SignInAttemptsSince is the instant an attempt made earlier no longer
+// counts by, at now.
+func SignInAttemptsSince(now time.Time) time.Time { return now.Add(-SignInAttemptWindow) }
+
+// SignInRetryAfter is how long an address must wait at now before it may
+// attempt again, given the times of its attempts that still count (oldest
+// first): 0 while it has attempts left, never less than a second when not.
+func SignInRetryAfter(attempts []time.Time, now time.Time) time.Duration {
+	if len(attempts) < MaxSignInAttempts {
+		return 0
+	}
+	return max(attempts[len(attempts)-MaxSignInAttempts].Add(SignInAttemptWindow).Sub(now), time.Second)
+}
+
+// ValidateSignInAddress refuses an address no attempt can be counted by.
+func ValidateSignInAddress(address string) error {
+	switch {
+	case address == "":
+		return validation.Invalid("address", "required: the client's address")
+	case len(address) > MaxAddressLength || !utf8.ValidString(address):
+		return validation.Invalid("address", "at most %d bytes of UTF-8", MaxAddressLength)
+	}
+	return nil
+}

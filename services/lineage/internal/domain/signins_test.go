@@ -32,3 +32,29 @@ func TestSignInValidation(t *testing.T) {
 	require.Equal(t, time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC),
 		domain.SignInExpiredBefore(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)), "12 hours idle")
 }
+
+func TestSignInRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	ago := func(d ...time.Duration) []time.Time {
+		var ts []time.Time
+		for _, x := range d {
+			ts = append(ts, now.Add(-x))
+		}
+		return ts
+	}
+	require.Zero(t, domain.SignInRetryAfter(nil, now))
+	require.Zero(t, domain.SignInRetryAfter(ago(4*time.Minute, 3*time.Minute, 2*time.Minute, time.Minute), now), "a attempt left")
+	require.Equal(t, 11*time.Minute, domain.SignInRetryAfter(ago(4*time.Minute, 3*time.Minute, 2*time.Minute, time.Minute, 0), now),
+		"until the oldest of the five is 15 minutes old")
+	require.Equal(t, time.Second, domain.SignInRetryAfter(ago(15*time.Minute, 3*time.Minute, 2*time.Minute, time.Minute, 0), now),
+		"never zero while locked: a caller told to wait waits")
+}
+
+func TestSignInAddressValidation(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, domain.ValidateSignInAddress("2001:db8::1"))
+	require.ErrorContains(t, domain.ValidateSignInAddress(""), "address: required")
+	require.ErrorContains(t, domain.ValidateSignInAddress(strings.Repeat("1", 101)), "address: at most 100 bytes")
+	require.ErrorContains(t, domain.ValidateSignInAddress("\xff"), "of UTF-8")
+}

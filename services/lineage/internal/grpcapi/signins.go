@@ -62,3 +62,30 @@ func (s *SignInServer) EndConsoleSignIn(ctx context.Context, req *lineagev1.EndC
 	}
 	return &lineagev1.EndConsoleSignInResponse{}, nil
 }
+
+// AttemptConsoleSignIn implements lineagev1.ConsoleSignInServiceServer.
+func (s *SignInServer) AttemptConsoleSignIn(ctx context.Context, req *lineagev1.AttemptConsoleSignInRequest) (*lineagev1.AttemptConsoleSignInResponse, error) {
+	if err := serviceItself(ctx, "AttemptConsoleSignIn"); err != nil {
+		return nil, s.errors.toStatus(ctx, err)
+	}
+	wait, err := s.uc.Attempt(ctx, req.GetAddress())
+	if err != nil {
+		return nil, s.errors.toStatus(ctx, err)
+	}
+	res := &lineagev1.AttemptConsoleSignInResponse{}
+	if wait > 0 {
+		res.RetryAfter = durationpb.New(wait)
+	}
+	return res, nil
+}
+
+// ClearConsoleSignInAttempts implements lineagev1.ConsoleSignInServiceServer.
+func (s *SignInServer) ClearConsoleSignInAttempts(ctx context.Context, req *lineagev1.ClearConsoleSignInAttemptsRequest) (*lineagev1.ClearConsoleSignInAttemptsResponse, error) {
+	if err := serviceItself(ctx, "ClearConsoleSignInAttempts"); err != nil {
+		return nil, s.errors.toStatus(ctx, err)
+	}
+	if err := s.uc.ClearAttempts(ctx, req.GetAddress()); err != nil {
+		return nil, s.errors.toStatus(ctx, err)
+	}
+	return &lineagev1.ClearConsoleSignInAttemptsResponse{}, nil
+}

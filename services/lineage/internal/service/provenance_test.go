@@ -373,11 +373,34 @@ func TestConsoleSignInsThroughGRPC(t *testing.T) {
 		require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
 		_, err = c.EndConsoleSignIn(ctx, &lineagev1.EndConsoleSignInRequest{CookieSha256: digest[:]})
 		require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+		_, err = c.AttemptConsoleSignIn(ctx, &lineagev1.AttemptConsoleSignInRequest{Address: "192.0.2.9"})
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+		_, err = c.ClearConsoleSignInAttempts(ctx, &lineagev1.ClearConsoleSignInAttemptsRequest{Address: "192.0.2.9"})
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
 	}
 	refused(t, b.operatorSignIns, ctx, "StartConsoleSignIn is internal to Zimmer's services")
 	relayed, err := principal.Outgoing(ctx, principal.Principal{Kind: principal.Operator, KeyHint: "abcd"})
 	require.NoError(t, err)
 	refused(t, b.signIns, relayed, "may not call it")
+
+	// Password attempts: five let through, the sixth told how long to wait;
+	// a right password clears them; an address that is not one is refused.
+	for range 5 {
+		a, err := b.signIns.AttemptConsoleSignIn(ctx, &lineagev1.AttemptConsoleSignInRequest{Address: "192.0.2.9"})
+		require.NoError(t, err)
+		require.Nil(t, a.GetRetryAfter())
+	}
+	a, err := b.signIns.AttemptConsoleSignIn(ctx, &lineagev1.AttemptConsoleSignInRequest{Address: "192.0.2.9"})
+	require.NoError(t, err)
+	require.InDelta(t, 15*time.Minute, a.GetRetryAfter().AsDuration(), float64(time.Minute))
+	_, err = b.signIns.ClearConsoleSignInAttempts(ctx, &lineagev1.ClearConsoleSignInAttemptsRequest{Address: "192.0.2.9"})
+	require.NoError(t, err)
+	a, err = b.signIns.AttemptConsoleSignIn(ctx, &lineagev1.AttemptConsoleSignInRequest{Address: "192.0.2.9"})
+	require.NoError(t, err)
+	require.Nil(t, a.GetRetryAfter(), "cleared")
+	_, err = b.signIns.AttemptConsoleSignIn(ctx, &lineagev1.AttemptConsoleSignInRequest{Address: ""})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	require.Contains(t, status.Convert(err).Message(), "address: required")
 
 	// Still signed in after all that; then signed out for good.
 	_, err = b.signIns.GetConsoleSignIn(ctx, &lineagev1.GetConsoleSignInRequest{CookieSha256: digest[:]})

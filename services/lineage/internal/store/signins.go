@@ -80,3 +80,44 @@ func (s *SignIns) EndSignIn(ctx context.Context, digest []byte) error {
 	}
 	return nil
 }
+
+// AttemptSignIn implements app.SignInRepository. A transaction-scoped
+// advisory lock on the address serialises its attempts, so that attempts
+// sent at once (to one replica or several) are counted one by one and
+// never more than max are let through.
+func (s *SignIns) AttemptSignIn(ctx context.Context, address string, now, since time.Time, max int) (attempts []time.Time, counted bool, err error) {
+	err = pgdb.InTx(ctx, s.db, pgx.ReadCommitted, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('lineage.console_sign_in_attempts:' || $1, 0))`, address); err != nil {
+			return fmt.Errorf("lock the address's sign-in attempts: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM console_sign_in_attempts WHERE at <= $1`, since); err != nil {
+			return fmt.Errorf("delete old sign-in attempts: %w", err)
+		}
+		rows, err := tx.Query(ctx, `SELECT at FROM console_sign_in_attempts WHERE address = $1 ORDER BY at, id`, address)
+		if err != nil {
+			return fmt.Errorf("read the address's sign-in attempts: %w", err)
+		}
+		attempts, err = pgx.CollectRows(rows, pgx.RowTo[time.Time])
+		if err != nil {
+			return fmt.Errorf("read the address's sign-in attempts: %w", err)
+		}
+		if len(attempts) >= max {
+			counted = false
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO console_sign_in_attempts (address, at) VALUES ($1, $2)`, address, now); err != nil {
+			return fmt.Errorf("count a sign-in attempt: %w", err)
+		}
+		attempts, counted = append(attempts, now), true
+		return nil
+	})
+	return attempts, counted, err
+}
+
+// ClearSignInAttempts implements app.SignInRepository.
+func (s *SignIns) ClearSignInAttempts(ctx context.Context, address string) error {
+	if _, err := s.db.Exec(ctx, `DELETE FROM console_sign_in_attempts WHERE address = $1`, address); err != nil {
+		return fmt.Errorf("clear the address's sign-in attempts: %w", err)
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zimmerhq/zimmer/services/lineage/internal/domain"
@@ -105,4 +106,76 @@ func TestSignInsBoundedUnderConcurrency(t *testing.T) {
 	var n int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM console_sign_ins`).Scan(&n))
 	require.Equal(t, max, n)
+}
+
+// Attempts sent at once from one address are counted one by one: exactly
+// max are let through, however many race, and another address is counted
+// on its own.
+func TestSignInAttemptsAreCountedOneByOneUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.DB(t, testSets...)
+	s := NewSignIns(pool)
+	const max = 5
+	now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	attempt := func(addr string, at time.Time) ([]time.Time, bool) {
+		attempts, counted, err := s.AttemptSignIn(ctx, addr, at, domain.SignInAttemptsSince(at), max)
+		require.NoError(t, err)
+		return attempts, counted
+	}
+
+	// The pool's connections open first and the attempts wait at a gate,
+	// so that they really do race.
+	warm := make([]*pgxpool.Conn, 0, 16)
+	for range 16 {
+		c, err := pool.Acquire(ctx)
+		require.NoError(t, err)
+		warm = append(warm, c)
+	}
+	for _, c := range warm {
+		c.Release()
+	}
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	let := 0
+	for range 30 {
+		wg.Go(func() {
+			<-gate
+			_, counted, err := s.AttemptSignIn(ctx, "192.0.2.7", now, domain.SignInAttemptsSince(now), max)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if counted {
+				mu.Lock()
+				let++
+				mu.Unlock()
+			}
+		})
+	}
+	close(gate)
+	wg.Wait()
+	require.Equal(t, max, let, "exactly max of 30 racing attempts let through")
+	attempts, counted := attempt("192.0.2.7", now.Add(time.Minute))
+	require.False(t, counted)
+	require.Len(t, attempts, max, "a refused attempt is not counted")
+	_, counted = attempt("198.51.100.1", now.Add(time.Minute))
+	require.True(t, counted, "another address has its own count")
+
+	// Past the window the old attempts no longer count, and are deleted by
+	// any address's next attempt.
+	later := now.Add(domain.SignInAttemptWindow)
+	attempts, counted = attempt("198.51.100.1", later)
+	require.True(t, counted)
+	require.Len(t, attempts, 2, "its first attempt is still within the window")
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM console_sign_in_attempts WHERE address = '192.0.2.7'`).Scan(&n))
+	require.Zero(t, n, "old attempts deleted by another address's attempt")
+
+	// A right password clears the address's attempts.
+	require.NoError(t, s.ClearSignInAttempts(ctx, "198.51.100.1"))
+	attempts, counted = attempt("198.51.100.1", later)
+	require.True(t, counted)
+	require.Len(t, attempts, 1)
 }

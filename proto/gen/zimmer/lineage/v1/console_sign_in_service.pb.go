@@ -300,6 +300,179 @@ func (*EndConsoleSignInResponse) Descriptor() ([]byte, []int) {
 	return file_zimmer_lineage_v1_console_sign_in_service_proto_rawDescGZIP(), []int{5}
 }
 
+type AttemptConsoleSignInRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client's address as the gateway saw it (the peer's host): at most
+	// 100 bytes.
+	Address       string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptConsoleSignInRequest) Reset() {
+	*x = AttemptConsoleSignInRequest{}
+	mi := &file_zimmer_lineage_v1_console_sign_in_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptConsoleSignInRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptConsoleSignInRequest) ProtoMessage() {}
+
+func (x *AttemptConsoleSignInRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lineage_v1_console_sign_in_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptConsoleSignInRequest.ProtoReflect.Descriptor instead.
+func (*AttemptConsoleSignInRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lineage_v1_console_sign_in_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AttemptConsoleSignInRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+type AttemptConsoleSignInResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset: the try is counted, check the password. Set: the address has
+	// used its tries; it may try again after this long, and nothing was
+	// counted.
+	RetryAfter    *durationpb.Duration `protobuf:"bytes,1,opt,name=retry_after,json=retryAfter,proto3" json:"retry_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptConsoleSignInResponse) Reset() {
+	*x = AttemptConsoleSignInResponse{}
+	mi := &file_zimmer_lineage_v1_console_sign_in_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptConsoleSignInResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptConsoleSignInResponse) ProtoMessage() {}
+
+func (x *AttemptConsoleSignInResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lineage_v1_console_sign_in_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptConsoleSignInResponse.ProtoReflect.Descriptor instead.
+func (*AttemptConsoleSignInResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lineage_v1_console_sign_in_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AttemptConsoleSignInResponse) GetRetryAfter() *durationpb.Duration {
+	if x != nil {
+		return x.RetryAfter
+	}
+	return nil
+}
+
+type ClearConsoleSignInAttemptsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Address       string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearConsoleSignInAttemptsRequest) Reset() {
+	*x = ClearConsoleSignInAttemptsRequest{}
+	mi := &file_zimmer_lineage_v1_console_sign_in_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearConsoleSignInAttemptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearConsoleSignInAttemptsRequest) ProtoMessage() {}
+
+func (x *ClearConsoleSignInAttemptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lineage_v1_console_sign_in_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearConsoleSignInAttemptsRequest.ProtoReflect.Descriptor instead.
+func (*ClearConsoleSignInAttemptsRequest) Descriptor() ([]byte, []int) {
+	return file_zimmer_lineage_v1_console_sign_in_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ClearConsoleSignInAttemptsRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+type ClearConsoleSignInAttemptsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearConsoleSignInAttemptsResponse) Reset() {
+	*x = ClearConsoleSignInAttemptsResponse{}
+	mi := &file_zimmer_lineage_v1_console_sign_in_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearConsoleSignInAttemptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearConsoleSignInAttemptsResponse) ProtoMessage() {}
+
+func (x *ClearConsoleSignInAttemptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_zimmer_lineage_v1_console_sign_in_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearConsoleSignInAttemptsResponse.ProtoReflect.Descriptor instead.
+func (*ClearConsoleSignInAttemptsResponse) Descriptor() ([]byte, []int) {
+	return file_zimmer_lineage_v1_console_sign_in_service_proto_rawDescGZIP(), []int{9}
+}
+
 var File_zimmer_lineage_v1_console_sign_in_service_proto protoreflect.FileDescriptor
 
 const file_zimmer_lineage_v1_console_sign_in_service_proto_rawDesc = "" +
@@ -317,11 +490,21 @@ const file_zimmer_lineage_v1_console_sign_in_service_proto_rawDesc = "" +
 	"\x04csrf\x18\x01 \x01(\tR\x04csrf\">\n" +
 	"\x17EndConsoleSignInRequest\x12#\n" +
 	"\rcookie_sha256\x18\x01 \x01(\fR\fcookieSha256\"\x1a\n" +
-	"\x18EndConsoleSignInResponse2\xfb\x02\n" +
+	"\x18EndConsoleSignInResponse\"7\n" +
+	"\x1bAttemptConsoleSignInRequest\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\"Z\n" +
+	"\x1cAttemptConsoleSignInResponse\x12:\n" +
+	"\vretry_after\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"retryAfter\"=\n" +
+	"!ClearConsoleSignInAttemptsRequest\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\"$\n" +
+	"\"ClearConsoleSignInAttemptsResponse2\x90\x05\n" +
 	"\x14ConsoleSignInService\x12y\n" +
 	"\x12StartConsoleSignIn\x12,.zimmer.lineage.v1.StartConsoleSignInRequest\x1a-.zimmer.lineage.v1.StartConsoleSignInResponse\"\x06\xea\xe0\x18\x02\b\x03\x12s\n" +
 	"\x10GetConsoleSignIn\x12*.zimmer.lineage.v1.GetConsoleSignInRequest\x1a+.zimmer.lineage.v1.GetConsoleSignInResponse\"\x06\xea\xe0\x18\x02\b\x03\x12s\n" +
-	"\x10EndConsoleSignIn\x12*.zimmer.lineage.v1.EndConsoleSignInRequest\x1a+.zimmer.lineage.v1.EndConsoleSignInResponse\"\x06\xea\xe0\x18\x02\b\x03BBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
+	"\x10EndConsoleSignIn\x12*.zimmer.lineage.v1.EndConsoleSignInRequest\x1a+.zimmer.lineage.v1.EndConsoleSignInResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x7f\n" +
+	"\x14AttemptConsoleSignIn\x12..zimmer.lineage.v1.AttemptConsoleSignInRequest\x1a/.zimmer.lineage.v1.AttemptConsoleSignInResponse\"\x06\xea\xe0\x18\x02\b\x03\x12\x91\x01\n" +
+	"\x1aClearConsoleSignInAttempts\x124.zimmer.lineage.v1.ClearConsoleSignInAttemptsRequest\x1a5.zimmer.lineage.v1.ClearConsoleSignInAttemptsResponse\"\x06\xea\xe0\x18\x02\b\x03BBZ@github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1;lineagev1b\x06proto3"
 
 var (
 	file_zimmer_lineage_v1_console_sign_in_service_proto_rawDescOnce sync.Once
@@ -335,29 +518,38 @@ func file_zimmer_lineage_v1_console_sign_in_service_proto_rawDescGZIP() []byte {
 	return file_zimmer_lineage_v1_console_sign_in_service_proto_rawDescData
 }
 
-var file_zimmer_lineage_v1_console_sign_in_service_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_zimmer_lineage_v1_console_sign_in_service_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_zimmer_lineage_v1_console_sign_in_service_proto_goTypes = []any{
-	(*StartConsoleSignInRequest)(nil),  // 0: zimmer.lineage.v1.StartConsoleSignInRequest
-	(*StartConsoleSignInResponse)(nil), // 1: zimmer.lineage.v1.StartConsoleSignInResponse
-	(*GetConsoleSignInRequest)(nil),    // 2: zimmer.lineage.v1.GetConsoleSignInRequest
-	(*GetConsoleSignInResponse)(nil),   // 3: zimmer.lineage.v1.GetConsoleSignInResponse
-	(*EndConsoleSignInRequest)(nil),    // 4: zimmer.lineage.v1.EndConsoleSignInRequest
-	(*EndConsoleSignInResponse)(nil),   // 5: zimmer.lineage.v1.EndConsoleSignInResponse
-	(*durationpb.Duration)(nil),        // 6: google.protobuf.Duration
+	(*StartConsoleSignInRequest)(nil),          // 0: zimmer.lineage.v1.StartConsoleSignInRequest
+	(*StartConsoleSignInResponse)(nil),         // 1: zimmer.lineage.v1.StartConsoleSignInResponse
+	(*GetConsoleSignInRequest)(nil),            // 2: zimmer.lineage.v1.GetConsoleSignInRequest
+	(*GetConsoleSignInResponse)(nil),           // 3: zimmer.lineage.v1.GetConsoleSignInResponse
+	(*EndConsoleSignInRequest)(nil),            // 4: zimmer.lineage.v1.EndConsoleSignInRequest
+	(*EndConsoleSignInResponse)(nil),           // 5: zimmer.lineage.v1.EndConsoleSignInResponse
+	(*AttemptConsoleSignInRequest)(nil),        // 6: zimmer.lineage.v1.AttemptConsoleSignInRequest
+	(*AttemptConsoleSignInResponse)(nil),       // 7: zimmer.lineage.v1.AttemptConsoleSignInResponse
+	(*ClearConsoleSignInAttemptsRequest)(nil),  // 8: zimmer.lineage.v1.ClearConsoleSignInAttemptsRequest
+	(*ClearConsoleSignInAttemptsResponse)(nil), // 9: zimmer.lineage.v1.ClearConsoleSignInAttemptsResponse
+	(*durationpb.Duration)(nil),                // 10: google.protobuf.Duration
 }
 var file_zimmer_lineage_v1_console_sign_in_service_proto_depIdxs = []int32{
-	6, // 0: zimmer.lineage.v1.StartConsoleSignInResponse.idle_ttl:type_name -> google.protobuf.Duration
-	0, // 1: zimmer.lineage.v1.ConsoleSignInService.StartConsoleSignIn:input_type -> zimmer.lineage.v1.StartConsoleSignInRequest
-	2, // 2: zimmer.lineage.v1.ConsoleSignInService.GetConsoleSignIn:input_type -> zimmer.lineage.v1.GetConsoleSignInRequest
-	4, // 3: zimmer.lineage.v1.ConsoleSignInService.EndConsoleSignIn:input_type -> zimmer.lineage.v1.EndConsoleSignInRequest
-	1, // 4: zimmer.lineage.v1.ConsoleSignInService.StartConsoleSignIn:output_type -> zimmer.lineage.v1.StartConsoleSignInResponse
-	3, // 5: zimmer.lineage.v1.ConsoleSignInService.GetConsoleSignIn:output_type -> zimmer.lineage.v1.GetConsoleSignInResponse
-	5, // 6: zimmer.lineage.v1.ConsoleSignInService.EndConsoleSignIn:output_type -> zimmer.lineage.v1.EndConsoleSignInResponse
-	4, // [4:7] is the sub-list for method output_type
-	1, // [1:4] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	10, // 0: zimmer.lineage.v1.StartConsoleSignInResponse.idle_ttl:type_name -> google.protobuf.Duration
+	10, // 1: zimmer.lineage.v1.AttemptConsoleSignInResponse.retry_after:type_name -> google.protobuf.Duration
+	0,  // 2: zimmer.lineage.v1.ConsoleSignInService.StartConsoleSignIn:input_type -> zimmer.lineage.v1.StartConsoleSignInRequest
+	2,  // 3: zimmer.lineage.v1.ConsoleSignInService.GetConsoleSignIn:input_type -> zimmer.lineage.v1.GetConsoleSignInRequest
+	4,  // 4: zimmer.lineage.v1.ConsoleSignInService.EndConsoleSignIn:input_type -> zimmer.lineage.v1.EndConsoleSignInRequest
+	6,  // 5: zimmer.lineage.v1.ConsoleSignInService.AttemptConsoleSignIn:input_type -> zimmer.lineage.v1.AttemptConsoleSignInRequest
+	8,  // 6: zimmer.lineage.v1.ConsoleSignInService.ClearConsoleSignInAttempts:input_type -> zimmer.lineage.v1.ClearConsoleSignInAttemptsRequest
+	1,  // 7: zimmer.lineage.v1.ConsoleSignInService.StartConsoleSignIn:output_type -> zimmer.lineage.v1.StartConsoleSignInResponse
+	3,  // 8: zimmer.lineage.v1.ConsoleSignInService.GetConsoleSignIn:output_type -> zimmer.lineage.v1.GetConsoleSignInResponse
+	5,  // 9: zimmer.lineage.v1.ConsoleSignInService.EndConsoleSignIn:output_type -> zimmer.lineage.v1.EndConsoleSignInResponse
+	7,  // 10: zimmer.lineage.v1.ConsoleSignInService.AttemptConsoleSignIn:output_type -> zimmer.lineage.v1.AttemptConsoleSignInResponse
+	9,  // 11: zimmer.lineage.v1.ConsoleSignInService.ClearConsoleSignInAttempts:output_type -> zimmer.lineage.v1.ClearConsoleSignInAttemptsResponse
+	7,  // [7:12] is the sub-list for method output_type
+	2,  // [2:7] is the sub-list for method input_type
+	2,  // [2:2] is the sub-list for extension type_name
+	2,  // [2:2] is the sub-list for extension extendee
+	0,  // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_zimmer_lineage_v1_console_sign_in_service_proto_init() }
@@ -371,7 +563,7 @@ func file_zimmer_lineage_v1_console_sign_in_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zimmer_lineage_v1_console_sign_in_service_proto_rawDesc), len(file_zimmer_lineage_v1_console_sign_in_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

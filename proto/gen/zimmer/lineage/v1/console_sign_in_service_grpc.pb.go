@@ -19,9 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ConsoleSignInService_StartConsoleSignIn_FullMethodName = "/zimmer.lineage.v1.ConsoleSignInService/StartConsoleSignIn"
-	ConsoleSignInService_GetConsoleSignIn_FullMethodName   = "/zimmer.lineage.v1.ConsoleSignInService/GetConsoleSignIn"
-	ConsoleSignInService_EndConsoleSignIn_FullMethodName   = "/zimmer.lineage.v1.ConsoleSignInService/EndConsoleSignIn"
+	ConsoleSignInService_StartConsoleSignIn_FullMethodName         = "/zimmer.lineage.v1.ConsoleSignInService/StartConsoleSignIn"
+	ConsoleSignInService_GetConsoleSignIn_FullMethodName           = "/zimmer.lineage.v1.ConsoleSignInService/GetConsoleSignIn"
+	ConsoleSignInService_EndConsoleSignIn_FullMethodName           = "/zimmer.lineage.v1.ConsoleSignInService/EndConsoleSignIn"
+	ConsoleSignInService_AttemptConsoleSignIn_FullMethodName       = "/zimmer.lineage.v1.ConsoleSignInService/AttemptConsoleSignIn"
+	ConsoleSignInService_ClearConsoleSignInAttempts_FullMethodName = "/zimmer.lineage.v1.ConsoleSignInService/ClearConsoleSignInAttempts"
 )
 
 // ConsoleSignInServiceClient is the client API for ConsoleSignInService service.
@@ -51,6 +53,16 @@ type ConsoleSignInServiceClient interface {
 	// EndConsoleSignIn deletes a sign-in, for good. Ending one that is gone
 	// succeeds (a sign-out retried, or in two tabs).
 	EndConsoleSignIn(ctx context.Context, in *EndConsoleSignInRequest, opts ...grpc.CallOption) (*EndConsoleSignInResponse, error)
+	// AttemptConsoleSignIn asks whether a client address may try a password
+	// now, and counts the try when it may: counted before the password is
+	// checked, so that tries sent at once, or to several gateway replicas,
+	// are held to the one limit (5 within 15 minutes, LN-12) instead of each
+	// being let through before any failure is recorded. A try that succeeds
+	// is taken back with ClearConsoleSignInAttempts.
+	AttemptConsoleSignIn(ctx context.Context, in *AttemptConsoleSignInRequest, opts ...grpc.CallOption) (*AttemptConsoleSignInResponse, error)
+	// ClearConsoleSignInAttempts forgets an address's tries: its password was
+	// right.
+	ClearConsoleSignInAttempts(ctx context.Context, in *ClearConsoleSignInAttemptsRequest, opts ...grpc.CallOption) (*ClearConsoleSignInAttemptsResponse, error)
 }
 
 type consoleSignInServiceClient struct {
@@ -91,6 +103,26 @@ func (c *consoleSignInServiceClient) EndConsoleSignIn(ctx context.Context, in *E
 	return out, nil
 }
 
+func (c *consoleSignInServiceClient) AttemptConsoleSignIn(ctx context.Context, in *AttemptConsoleSignInRequest, opts ...grpc.CallOption) (*AttemptConsoleSignInResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AttemptConsoleSignInResponse)
+	err := c.cc.Invoke(ctx, ConsoleSignInService_AttemptConsoleSignIn_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *consoleSignInServiceClient) ClearConsoleSignInAttempts(ctx context.Context, in *ClearConsoleSignInAttemptsRequest, opts ...grpc.CallOption) (*ClearConsoleSignInAttemptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClearConsoleSignInAttemptsResponse)
+	err := c.cc.Invoke(ctx, ConsoleSignInService_ClearConsoleSignInAttempts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConsoleSignInServiceServer is the server API for ConsoleSignInService service.
 // All implementations must embed UnimplementedConsoleSignInServiceServer
 // for forward compatibility.
@@ -118,6 +150,16 @@ type ConsoleSignInServiceServer interface {
 	// EndConsoleSignIn deletes a sign-in, for good. Ending one that is gone
 	// succeeds (a sign-out retried, or in two tabs).
 	EndConsoleSignIn(context.Context, *EndConsoleSignInRequest) (*EndConsoleSignInResponse, error)
+	// AttemptConsoleSignIn asks whether a client address may try a password
+	// now, and counts the try when it may: counted before the password is
+	// checked, so that tries sent at once, or to several gateway replicas,
+	// are held to the one limit (5 within 15 minutes, LN-12) instead of each
+	// being let through before any failure is recorded. A try that succeeds
+	// is taken back with ClearConsoleSignInAttempts.
+	AttemptConsoleSignIn(context.Context, *AttemptConsoleSignInRequest) (*AttemptConsoleSignInResponse, error)
+	// ClearConsoleSignInAttempts forgets an address's tries: its password was
+	// right.
+	ClearConsoleSignInAttempts(context.Context, *ClearConsoleSignInAttemptsRequest) (*ClearConsoleSignInAttemptsResponse, error)
 	mustEmbedUnimplementedConsoleSignInServiceServer()
 }
 
@@ -136,6 +178,12 @@ func (UnimplementedConsoleSignInServiceServer) GetConsoleSignIn(context.Context,
 }
 func (UnimplementedConsoleSignInServiceServer) EndConsoleSignIn(context.Context, *EndConsoleSignInRequest) (*EndConsoleSignInResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EndConsoleSignIn not implemented")
+}
+func (UnimplementedConsoleSignInServiceServer) AttemptConsoleSignIn(context.Context, *AttemptConsoleSignInRequest) (*AttemptConsoleSignInResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AttemptConsoleSignIn not implemented")
+}
+func (UnimplementedConsoleSignInServiceServer) ClearConsoleSignInAttempts(context.Context, *ClearConsoleSignInAttemptsRequest) (*ClearConsoleSignInAttemptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClearConsoleSignInAttempts not implemented")
 }
 func (UnimplementedConsoleSignInServiceServer) mustEmbedUnimplementedConsoleSignInServiceServer() {}
 func (UnimplementedConsoleSignInServiceServer) testEmbeddedByValue()                              {}
@@ -212,6 +260,42 @@ func _ConsoleSignInService_EndConsoleSignIn_Handler(srv interface{}, ctx context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConsoleSignInService_AttemptConsoleSignIn_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AttemptConsoleSignInRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsoleSignInServiceServer).AttemptConsoleSignIn(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsoleSignInService_AttemptConsoleSignIn_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsoleSignInServiceServer).AttemptConsoleSignIn(ctx, req.(*AttemptConsoleSignInRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConsoleSignInService_ClearConsoleSignInAttempts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClearConsoleSignInAttemptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsoleSignInServiceServer).ClearConsoleSignInAttempts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsoleSignInService_ClearConsoleSignInAttempts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsoleSignInServiceServer).ClearConsoleSignInAttempts(ctx, req.(*ClearConsoleSignInAttemptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConsoleSignInService_ServiceDesc is the grpc.ServiceDesc for ConsoleSignInService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -230,6 +314,14 @@ var ConsoleSignInService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "EndConsoleSignIn",
 			Handler:    _ConsoleSignInService_EndConsoleSignIn_Handler,
+		},
+		{
+			MethodName: "AttemptConsoleSignIn",
+			Handler:    _ConsoleSignInService_AttemptConsoleSignIn_Handler,
+		},
+		{
+			MethodName: "ClearConsoleSignInAttempts",
+			Handler:    _ConsoleSignInService_ClearConsoleSignInAttempts_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
