@@ -178,8 +178,9 @@ type Activities struct {
 	Costs CostRecorder
 	// Process tunes the agent processes (the termination ladder's graces).
 	Process process.Options
-	// HeartbeatInterval is how often RunTurn heartbeats (default 5s; well
-	// inside the workflow's 30s heartbeat timeout).
+	// HeartbeatInterval is how often RunTurn heartbeats while nothing
+	// changes (default DefaultTurnHeartbeat); what a lost turn's recovery
+	// needs is heartbeated at once, whatever this is.
 	HeartbeatInterval time.Duration
 	Logger            *slog.Logger
 	// Pool is the login pools' shared state; nil runs every turn under the
@@ -759,7 +760,7 @@ func (a *Activities) revoke(ctx context.Context, sessionID int64, id string) {
 
 func (a *Activities) heartbeatInterval() time.Duration {
 	if a.HeartbeatInterval <= 0 {
-		return 5 * time.Second
+		return DefaultTurnHeartbeat
 	}
 	return a.HeartbeatInterval
 }
