@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
 	"github.com/zimmerhq/zimmer/e2e/load"
 )
@@ -133,6 +134,10 @@ func TestRunnerTurnLatency(t *testing.T) {
 
 	runnerDB := connect(t, s.dbURL["runner"])
 	lifecycleDB := connect(t, s.dbURL["lifecycle"])
+	tc, err := client.Dial(client.Options{HostPort: s.temporal, Namespace: s.namespace})
+	require.NoError(t, err)
+	defer tc.Close()
+	var hops hopBreakdown
 	var toStarted, toNeedsInput, exitToEnded, endedToNeedsInput []time.Duration
 	for _, r := range sessions {
 		var turns int
@@ -146,6 +151,7 @@ func TestRunnerTurnLatency(t *testing.T) {
 		require.NoError(t, lifecycleDB.QueryRow(t.Context(),
 			`SELECT status, updated_at FROM sessions WHERE id = $1`, r.id).Scan(&status, &needsInput))
 		require.Equal(t, statusNeedsInput, status, "session %d", r.id)
+		hops.addSession(t, tc, r.id, r.created, started)
 		toStarted = append(toStarted, started.Sub(r.created))
 		toNeedsInput = append(toNeedsInput, needsInput.Sub(lastLine))
 		exitToEnded = append(exitToEnded, ended.Sub(lastLine))
@@ -172,6 +178,8 @@ func TestRunnerTurnLatency(t *testing.T) {
 	t.Logf("| of which: last line → turn ended (runner reaped, recorded) | %s | %s |", dist(exitToEnded).p(50), dist(exitToEnded).p(99))
 	t.Logf("| of which: turn ended → needs_input (workflow, lifecycle) | %s | %s |", dist(endedToNeedsInput).p(50), dist(endedToNeedsInput).p(99))
 	t.Logf("| bare fork/exec → reaped (whole run) | %s | %s |", dist(bareWhole).p(50), dist(bareWhole).p(99))
+	hops.log(t, "create → agent started, hop by hop (the session workflow's history; each row from the previous event)")
+	stepTimes(t, filepath.Join(s.logs, "runner.log")).log(t, "inside the runner's activities (its debug lines, warm-up included)")
 }
 
 // bareRun is one fork/exec of the demo agent by this process, as the runner

@@ -178,8 +178,9 @@ type Activities struct {
 	Costs CostRecorder
 	// Process tunes the agent processes (the termination ladder's graces).
 	Process process.Options
-	// HeartbeatInterval is how often RunTurn heartbeats (default 5s; well
-	// inside the workflow's 30s heartbeat timeout).
+	// HeartbeatInterval is how often RunTurn heartbeats while nothing
+	// changes (default DefaultTurnHeartbeat); what a lost turn's recovery
+	// needs is heartbeated at once, whatever this is.
 	HeartbeatInterval time.Duration
 	Logger            *slog.Logger
 	// Pool is the login pools' shared state; nil runs every turn under the
@@ -481,12 +482,16 @@ func (a *Activities) DrainQueue(ctx context.Context, req DrainRequest) (HandOver
 // the session's failure_reason.
 func (a *Activities) PrepareWorkspace(ctx context.Context, req PrepareRequest) (Workspace, error) {
 	s := req.Session
+	steps := newStepTimer()
 	if err := a.Preparer.TakeOver(ctx, s.ID, req.TakeOverFrom); err != nil {
 		return Workspace{}, err
 	}
+	steps.done("take_over")
 	w, err := a.Preparer.Prepare(ctx, workspace.Spec{
 		SessionID: s.ID, GitRoot: s.GitRoot, Branch: s.Branch, Subdirectory: s.Subdirectory,
 	})
+	steps.done("prepare")
+	a.logger().Debug("prepare steps", append(steps.attrs(), "session_id", s.ID)...)
 	var perr *workspace.PrepareError
 	if errors.As(err, &perr) && !perr.Retryable {
 		return Workspace{}, temporal.NewNonRetryableApplicationError(perr.Reason, ErrPrepareFailed, err)
@@ -505,6 +510,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	notStarted := func(err error) (TurnResult, error) {
 		return TurnResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTurnNotStarted, err)
 	}
+	steps := newStepTimer()
 	rt, err := a.Runtimes.Lookup(req.Session.Runtime)
 	if err != nil {
 		return notStarted(err)
@@ -512,14 +518,17 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	if err := a.awaitClone(ctx, req); err != nil {
 		return notStarted(err)
 	}
+	steps.done("clone_check")
 	composed, fork, err := a.composePrompt(ctx, req)
 	if err != nil {
 		return TurnResult{}, err
 	}
+	steps.done("prompt")
 	credID, token, err := a.mint(ctx, req)
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("mint the session's credential: %w", err)
 	}
+	steps.done("credential")
 	// Should the turn be lost, the workflow revokes its credentials by
 	// turn id (RevokeTurnCredentials).
 	activity.RecordHeartbeat(ctx, TurnProgress{TurnID: req.TurnID})
@@ -543,6 +552,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 			a.logger().Warn("remove the turn's files", "turn", req.TurnID, "error", err)
 		}
 	}()
+	steps.done("files")
 
 	follower := &lineFollower{a: a, ctx: ctx, rt: rt, req: req,
 		workflowID: activity.GetInfo(ctx).WorkflowExecution.ID, takesAnswers: launch.TakesAnswers}
@@ -551,6 +561,7 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 	// Named in its process record, for the next incarnation's logs (SWEEPS).
 	opts.Labels = map[string]string{"turn": req.TurnID, "session": strconv.FormatInt(req.Session.ID, 10)}
 	a.recordPrompt(ctx, req, composed)
+	steps.done("prompt_line")
 	// The fork/exec has a span of its own under the activity's, and the
 	// agent's environment names it (TRACEPARENT, PL-26): an agent that
 	// traces continues the trace from the request that asked for the turn.
@@ -568,6 +579,8 @@ func (a *Activities) RunTurn(ctx context.Context, req RunTurnRequest) (TurnResul
 		span.SetAttributes(attribute.Int("process.pid", p.Pid()))
 	}
 	span.End()
+	steps.done("fork")
+	a.logger().Debug("turn start steps", append(steps.attrs(), "turn", req.TurnID)...)
 	if errors.Is(err, errStoppedBeforeStart) {
 		return TurnResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTurnNotStarted, err)
 	}
@@ -747,7 +760,7 @@ func (a *Activities) revoke(ctx context.Context, sessionID int64, id string) {
 
 func (a *Activities) heartbeatInterval() time.Duration {
 	if a.HeartbeatInterval <= 0 {
-		return 5 * time.Second
+		return DefaultTurnHeartbeat
 	}
 	return a.HeartbeatInterval
 }

@@ -549,6 +549,13 @@ func turnID(sessionID int64, n int) string { return fmt.Sprintf("session-%d/turn
 // work for hours) but must heartbeat.
 const (
 	turnHeartbeatTimeout = 30 * time.Second
+	// DefaultTurnHeartbeat is how often a running turn heartbeats while
+	// nothing changes (RN-40): two chances inside turnHeartbeatTimeout, so
+	// one late or lost heartbeat never declares a live turn lost. Each
+	// heartbeat is a call to Temporal (the node worker throttles to 1 s),
+	// and a sleeping agent's turn costs nothing else: 5 s made them most
+	// of the runner's CPU while 200 agents slept.
+	DefaultTurnHeartbeat = 10 * time.Second
 	turnMaxDuration      = 7 * 24 * time.Hour
 	prepareTimeout       = 30 * time.Minute
 	transitionTimeout    = 30 * time.Second

@@ -278,17 +278,42 @@ func (p *Preparer) clone(ctx context.Context, spec Spec, staging string) (Checko
 	if err != nil {
 		return Checkout{}, p.cloneError(ctx, spec, run, err)
 	}
+	return p.readCheckout(ctx, spec.SessionID, staging)
+}
+
+// readCheckout reads what a fresh clone checked out: one git process for
+// the usual clone (a commit, on a branch or detached), two for a clone of
+// an empty repository, which has no commit for the first to name.
+func (p *Preparer) readCheckout(ctx context.Context, id int64, clone string) (Checkout, *PrepareError) {
+	// One process prints both: the commit, then the branch by its full
+	// name ("HEAD" when detached; the short name would be "heads/main" if
+	// a tag were called main too). It fails on a clone without a commit
+	// (or a file called HEAD in it): the two-process reading answers then.
+	run, err := runGit(ctx, p.git, clone, "rev-parse", "HEAD^{commit}", "--symbolic-full-name", "HEAD")
+	if commit, ref, ok := strings.Cut(run.stdout, "\n"); err == nil && ok {
+		branch := ""
+		if ref != "HEAD" {
+			branch = strings.TrimPrefix(ref, "refs/heads/")
+		}
+		return Checkout{Branch: branch, Commit: commit}, nil
+	}
+	return p.readCheckoutByParts(ctx, id, clone)
+}
+
+// readCheckoutByParts is readCheckout in two git processes, which also
+// answer for a clone without a commit.
+func (p *Preparer) readCheckoutByParts(ctx context.Context, id int64, clone string) (Checkout, *PrepareError) {
 	// Exit 1 with nothing printed: no commit yet (an empty repository) and
 	// a detached HEAD (a tag) respectively.
-	commit, err := p.gitOptional(ctx, staging, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	commit, err := p.gitOptional(ctx, clone, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 	if err != nil {
-		return Checkout{}, p.nodeTrouble(spec.SessionID, "cannot read the clone's HEAD", err)
+		return Checkout{}, p.nodeTrouble(id, "cannot read the clone's HEAD", err)
 	}
-	branch, err := p.gitOptional(ctx, staging, "symbolic-ref", "--quiet", "--short", "HEAD")
+	branch, err := p.gitOptional(ctx, clone, "symbolic-ref", "--quiet", "HEAD")
 	if err != nil {
-		return Checkout{}, p.nodeTrouble(spec.SessionID, "cannot read the clone's branch", err)
+		return Checkout{}, p.nodeTrouble(id, "cannot read the clone's branch", err)
 	}
-	return Checkout{Branch: branch, Commit: commit}, nil
+	return Checkout{Branch: strings.TrimPrefix(branch, "refs/heads/"), Commit: commit}, nil
 }
 
 // gitOptional runs a git query whose exit status 1 means "none".
