@@ -171,12 +171,13 @@ func (e *env) testModules(ctx context.Context, modules, goArgs, environ []string
 					continue
 				}
 				r := rel(e.root, modules[i])
+				args := moduleArgs(modules[i], goArgs)
 				mu.Lock()
-				e.say("go %s   (in %s)", strings.Join(goArgs, " "), r)
+				e.say("go %s   (in %s)", strings.Join(args, " "), r)
 				mu.Unlock()
 				var out bytes.Buffer
 				t0 := time.Now()
-				err := e.goTest(ctx, modules[i], goArgs, environ, &out)
+				err := e.goTest(ctx, modules[i], args, environ, &out)
 				results[i] = moduleResult{r, err, time.Since(t0)}
 				mu.Lock()
 				_, _ = e.out.Write(out.Bytes())
@@ -186,6 +187,22 @@ func (e *env) testModules(ctx context.Context, modules, goArgs, environ []string
 	}
 	wg.Wait()
 	return results
+}
+
+// e2eParallel is the e2e module's -parallel: its tests spend most of their
+// time waiting on the stacks they start (a pause's debounce, a sweep's
+// interval, an agent's turn), so two at a time, go test's default on two
+// cores, left the CPU idle: the e2e package used a quarter of the machine
+// over its run (README, "Tests"). A flag in the caller's args still wins.
+const e2eParallel = "-parallel=4"
+
+// moduleArgs are goArgs for the module in dir: the e2e module's carry
+// e2eParallel before the caller's flags.
+func moduleArgs(dir string, goArgs []string) []string {
+	if laneRank(dir) != 0 {
+		return goArgs
+	}
+	return append([]string{goArgs[0], e2eParallel}, goArgs[1:]...)
 }
 
 // laneRank puts the e2e module before the others.
