@@ -129,7 +129,9 @@ func (e *env) testWithInfra(ctx context.Context, modules, flags, args []string, 
 	}
 
 	goArgs := append(append(append([]string{"test"}, flags...), args...), "./...")
-	results := e.testModules(ctx, modules, goArgs, testEnv)
+	timesFile := filepath.Join(e.dataDir, "test-times")
+	results := e.testModules(ctx, orderModules(modules, readTimes(timesFile, e.root)), goArgs, testEnv)
+	writeTimes(timesFile, results)
 
 	failed := printSummary(e.out, results, skipped)
 	elapsed := time.Since(start).Round(100 * time.Millisecond)
@@ -149,12 +151,10 @@ func (e *env) testWithInfra(ctx context.Context, modules, flags, args []string, 
 // instead of after all of them (README, "Tests": the time it takes).
 const testLanes = 2
 
-// testModules runs `go test` in each module, testLanes at a time, the
-// longest (e2e) first. Each module's output is held and printed whole
-// when it ends, so two modules' failures never interleave.
+// testModules runs `go test` in each module, testLanes at a time, in the
+// order given. Each module's output is held and printed whole when it
+// ends, so two modules' failures never interleave.
 func (e *env) testModules(ctx context.Context, modules, goArgs, environ []string) []moduleResult {
-	modules = slices.Clone(modules)
-	slices.SortStableFunc(modules, func(a, b string) int { return cmp.Compare(laneRank(a), laneRank(b)) })
 	results := make([]moduleResult, len(modules))
 	next := make(chan int, len(modules))
 	for i := range modules {
@@ -171,12 +171,13 @@ func (e *env) testModules(ctx context.Context, modules, goArgs, environ []string
 					continue
 				}
 				r := rel(e.root, modules[i])
+				args := moduleArgs(modules[i], goArgs)
 				mu.Lock()
-				e.say("go %s   (in %s)", strings.Join(goArgs, " "), r)
+				e.say("go %s   (in %s)", strings.Join(args, " "), r)
 				mu.Unlock()
 				var out bytes.Buffer
 				t0 := time.Now()
-				err := e.goTest(ctx, modules[i], goArgs, environ, &out)
+				err := e.goTest(ctx, modules[i], args, environ, &out)
 				results[i] = moduleResult{r, err, time.Since(t0)}
 				mu.Lock()
 				_, _ = e.out.Write(out.Bytes())
@@ -186,6 +187,78 @@ func (e *env) testModules(ctx context.Context, modules, goArgs, environ []string
 	}
 	wg.Wait()
 	return results
+}
+
+// e2eParallel is the e2e module's -parallel: its tests spend most of their
+// time waiting on the stacks they start (a pause's debounce, a sweep's
+// interval, an agent's turn), so two at a time, go test's default on two
+// cores, left the CPU idle: the e2e package used a quarter of the machine
+// over its run (README, "Tests"). A flag in the caller's args still wins.
+const e2eParallel = "-parallel=4"
+
+// moduleArgs are goArgs for the module in dir: the e2e module's carry
+// e2eParallel before the caller's flags.
+func moduleArgs(dir string, goArgs []string) []string {
+	if laneRank(dir) != 0 {
+		return goArgs
+	}
+	return append([]string{goArgs[0], e2eParallel}, goArgs[1:]...)
+}
+
+// orderModules is the order the lanes take modules in: e2e first, then
+// the longest by the last run's times (last, by module directory), those
+// without a time before those with one. Longest first, the lanes end
+// together instead of one running the slowest module (runner's, 159 s)
+// alone at the end.
+func orderModules(modules []string, last map[string]time.Duration) []string {
+	modules = slices.Clone(modules)
+	slices.SortStableFunc(modules, func(a, b string) int {
+		if c := cmp.Compare(laneRank(a), laneRank(b)); c != 0 {
+			return c
+		}
+		ta, oka := last[a]
+		tb, okb := last[b]
+		if oka != okb {
+			if !oka {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(tb, ta)
+	})
+	return modules
+}
+
+// readTimes reads the module times writeTimes kept (module directory,
+// relative to root, and seconds, a line each); a missing or unreadable
+// file is no times.
+func readTimes(file, root string) map[string]time.Duration {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	times := map[string]time.Duration{}
+	for line := range strings.Lines(string(b)) {
+		var mod string
+		var secs float64
+		if _, err := fmt.Sscanf(line, "%s %g", &mod, &secs); err == nil {
+			times[filepath.Join(root, mod)] = time.Duration(secs * float64(time.Second))
+		}
+	}
+	return times
+}
+
+// writeTimes keeps the modules' times for the next run's order; the ones
+// stopped early are left out, and a file that cannot be written only
+// costs the order.
+func writeTimes(file string, results []moduleResult) {
+	var b strings.Builder
+	for _, r := range results {
+		if r.elapsed > 0 && !errors.Is(r.err, context.Canceled) {
+			fmt.Fprintf(&b, "%s %.1f\n", r.rel, r.elapsed.Seconds())
+		}
+	}
+	_ = os.WriteFile(file, []byte(b.String()), 0o644)
 }
 
 // laneRank puts the e2e module before the others.
