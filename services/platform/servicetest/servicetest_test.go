@@ -4,9 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"github.com/zimmerhq/zimmer/services/platform/grpcserver"
 	"github.com/zimmerhq/zimmer/services/platform/inbox"
@@ -127,4 +130,35 @@ func TestNewClosesTheServiceAtCleanup(t *testing.T) {
 	}, "cfg")
 	require.Equal(t, "cfg", svc.cfg, "New passes the configuration through")
 	require.False(t, closed)
+}
+
+// A test's namespace keeps no schedule firing once the test is over.
+func TestTemporalNamespaceDeletesItsSchedulesAtCleanup(t *testing.T) {
+	t.Parallel()
+	addr := TemporalAddress(t)
+	var ns string
+	t.Run("a test that leaves a schedule", func(t *testing.T) {
+		ns = TemporalNamespace(t, addr)
+		c, err := temporalx.Dial(context.Background(), addr, ns, slogx.Discard())
+		require.NoError(t, err)
+		defer c.Close()
+		_, err = c.ScheduleClient().Create(t.Context(), client.ScheduleOptions{
+			ID:     "sweep",
+			Spec:   client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: time.Minute}}},
+			Action: &client.ScheduleWorkflowAction{ID: "sweep-run", Workflow: "zimmer.test.Sweep", TaskQueue: "nobody"},
+		})
+		require.NoError(t, err)
+		// Listed, as a test's long-lived schedules are by its end (the
+		// clean-up finds them by listing).
+		require.Eventually(t, func() bool {
+			it, err := c.ScheduleClient().List(t.Context(), client.ScheduleListOptions{})
+			return err == nil && it.HasNext()
+		}, Timeout, 50*time.Millisecond)
+	})
+	c, err := temporalx.Dial(context.Background(), addr, ns, slogx.Discard())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.ScheduleClient().GetHandle(t.Context(), "sweep").Describe(t.Context())
+	var notFound *serviceerror.NotFound
+	require.ErrorAs(t, err, &notFound, "the schedule outlived its test")
 }
