@@ -187,13 +187,30 @@ func scanLine(row pgx.Row, extra ...any) (transcript.Line, error) {
 // Page reads a page of a session's transcript, newest turn first and each
 // turn's lines in order; it stops at q.PageSize lines or
 // transcript.MaxPageBytes, whichever comes first (always at least one line).
+// The lines and their turns are read from one snapshot, so a turn shown
+// ended has every line it stored before its end on the page: read apart,
+// a turn that ended between the two reads looked over without its last
+// lines (a poller took it as done without them).
 func (s *Transcripts) Page(ctx context.Context, q transcript.Query) (transcript.Page, error) {
 	size := q.PageSize
 	if size <= 0 {
 		size = transcript.DefaultPageSize
 	}
 	size = min(size, transcript.MaxPageSize)
-	rows, err := s.pool.Query(ctx, `
+	var page transcript.Page
+	err := pgdb.InTx(ctx, s.pool, pgx.RepeatableRead, func(tx pgx.Tx) error {
+		var err error
+		page, err = readPage(ctx, tx, q, size)
+		return err
+	})
+	if err != nil {
+		return transcript.Page{}, fmt.Errorf("read transcript of session %d: %w", q.SessionID, err)
+	}
+	return page, nil
+}
+
+func readPage(ctx context.Context, db pgdb.DBTX, q transcript.Query, size int) (transcript.Page, error) {
+	rows, err := db.Query(ctx, `
 		SELECT `+lineColumns+`, t.position
 		FROM transcript_lines l JOIN transcript_turns t USING (turn_id)
 		WHERE t.session_id = $1 AND ($2 = '' OR t.turn_id = $2)
@@ -201,7 +218,7 @@ func (s *Transcripts) Page(ctx context.Context, q transcript.Query) (transcript.
 		ORDER BY t.position DESC, l.seq
 		LIMIT $5`, q.SessionID, q.TurnID, q.After.Position, q.After.Seq, size+1)
 	if err != nil {
-		return transcript.Page{}, fmt.Errorf("read transcript of session %d: %w", q.SessionID, err)
+		return transcript.Page{}, err
 	}
 	var page transcript.Page
 	var positions []int64
@@ -212,7 +229,7 @@ func (s *Transcripts) Page(ctx context.Context, q transcript.Query) (transcript.
 		l, err := scanLine(rows, &pos)
 		if err != nil {
 			rows.Close()
-			return transcript.Page{}, fmt.Errorf("read transcript of session %d: %w", q.SessionID, err)
+			return transcript.Page{}, err
 		}
 		bytes += transcript.Size(l)
 		if len(page.Lines) == size || (len(page.Lines) > 0 && bytes > transcript.MaxPageBytes) {
@@ -223,7 +240,7 @@ func (s *Transcripts) Page(ctx context.Context, q transcript.Query) (transcript.
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return transcript.Page{}, fmt.Errorf("read transcript of session %d: %w", q.SessionID, err)
+		return transcript.Page{}, err
 	}
 	if more {
 		last := len(page.Lines) - 1
@@ -235,18 +252,18 @@ func (s *Transcripts) Page(ctx context.Context, q transcript.Query) (transcript.
 			turnIDs = append(turnIDs, l.TurnID)
 		}
 	}
-	if page.Turns, err = s.turns(ctx, turnIDs); err != nil {
-		return transcript.Page{}, fmt.Errorf("read transcript of session %d: %w", q.SessionID, err)
+	if page.Turns, err = turns(ctx, db, turnIDs); err != nil {
+		return transcript.Page{}, err
 	}
 	return page, nil
 }
 
 // turns reads the named turns, newest first.
-func (s *Transcripts) turns(ctx context.Context, ids []string) ([]transcript.Turn, error) {
+func turns(ctx context.Context, db pgdb.DBTX, ids []string) ([]transcript.Turn, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := db.Query(ctx, `
 		SELECT turn_id, session_id, started_at, ended_at, outcome, stored_lines, stored_bytes, dropped_lines
 		FROM transcript_turns WHERE turn_id = ANY($1) ORDER BY position DESC`, ids)
 	if err != nil {

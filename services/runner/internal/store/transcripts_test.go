@@ -269,3 +269,59 @@ func TestCutOffEndsATurnThatHasNoEnding(t *testing.T) {
 	require.Equal(t, []string{"done:finished"}, texts(page.Lines))
 	require.Equal(t, "exit status 0", page.Turns[0].Outcome)
 }
+
+// A page is one snapshot: a turn it shows ended has every line it stored
+// before its end, and each turn's count of stored lines matches the lines
+// shown, however the reads interleave with the appends and the ends (a
+// poller takes an ended turn as complete).
+func TestATranscriptPageIsOneSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newTranscripts(t, transcript.DefaultLimits)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for turn := range 40 {
+			id := fmt.Sprint("turn-", turn)
+			for i := range 3 {
+				if err := s.Append(ctx, 1, id, say(fmt.Sprint(i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			if err := s.EndTurn(ctx, 1, id, "exited 0"); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	// Failures are collected and reported once the writer is done, so
+	// that nothing it does outlives the test.
+	var wrong []string
+	reads := 0
+	for running := true; running; reads++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		page, err := s.Page(ctx, transcript.Query{SessionID: 1, PageSize: transcript.MaxPageSize})
+		if err != nil {
+			wrong = append(wrong, err.Error())
+			continue
+		}
+		shown := map[string]int{}
+		for _, l := range page.Lines {
+			shown[l.TurnID]++
+		}
+		for _, tr := range page.Turns {
+			if int(tr.StoredLines) != shown[tr.TurnID] || (!tr.EndedAt.IsZero() && shown[tr.TurnID] != 3) {
+				wrong = append(wrong, fmt.Sprintf("read %d: turn %s stored %d lines, ended %v; the page shows %d",
+					reads, tr.TurnID, tr.StoredLines, !tr.EndedAt.IsZero(), shown[tr.TurnID]))
+			}
+		}
+	}
+	<-done
+	require.Empty(t, wrong)
+	t.Logf("%d pages read while 40 turns were written", reads)
+}
