@@ -13,25 +13,27 @@ import (
 
 // SlotRepository keeps the fleet's turn slots and their line (LC-36). Each
 // write is one pass of the scheduler under one fleet-wide lock: what it
-// changes, then the free slots given to the head of the ranked line.
+// changes, then the free slots given to the head of the ranked line. now
+// is read once the lock is held, so the passes' times (a grant's, a
+// timeline line's) follow the order they ran in.
 type SlotRepository interface {
 	// AcquireSlot gives session sessionID's turn turnID the slot the
 	// session holds, or puts the turn in line and runs a pass. A failed or
 	// archived session is refused (*domain.PreconditionError). node is
 	// the runner node the turn runs on ("": not said), held to its own
 	// limit as well as the fleet's.
-	AcquireSlot(ctx context.Context, sessionID int64, turnID, node string, now time.Time) (SlotAcquisition, error)
+	AcquireSlot(ctx context.Context, sessionID int64, turnID, node string, now func() time.Time) (SlotAcquisition, error)
 	// SetNodeSlots records a runner node's own limit (nil: none) and runs
 	// a pass.
-	SetNodeSlots(ctx context.Context, node string, limit *int, now time.Time) (domain.SlotPass, error)
+	SetNodeSlots(ctx context.Context, node string, limit *int, now func() time.Time) (domain.SlotPass, error)
 	// ReleaseSlot gives the session's slot back, takes it out of the line,
 	// and runs a pass.
-	ReleaseSlot(ctx context.Context, sessionID int64, now time.Time) (domain.SlotPass, error)
+	ReleaseSlot(ctx context.Context, sessionID int64, now func() time.Time) (domain.SlotPass, error)
 	// PassSlots runs a pass.
-	PassSlots(ctx context.Context, now time.Time) (domain.SlotPass, error)
+	PassSlots(ctx context.Context, now func() time.Time) (domain.SlotPass, error)
 	// SetSlotLimit sets the admin's limit (nil: the environment's) and
 	// runs a pass.
-	SetSlotLimit(ctx context.Context, admin *int, now time.Time) (domain.SlotPass, error)
+	SetSlotLimit(ctx context.Context, admin *int, now func() time.Time) (domain.SlotPass, error)
 	SlotUsage(ctx context.Context) (SlotUsage, error)
 	// SlotLine is the line as it stands, ranked.
 	SlotLine(ctx context.Context) ([]domain.SlotCandidate, error)
@@ -77,7 +79,7 @@ func (uc Slots) Acquire(ctx context.Context, sessionID int64, turnID, node strin
 	if err := domain.CheckNodeName("node", node, true); err != nil {
 		return SlotAcquisition{}, err
 	}
-	a, err := uc.Repo.AcquireSlot(ctx, sessionID, turnID, node, uc.Clock.Now())
+	a, err := uc.Repo.AcquireSlot(ctx, sessionID, turnID, node, uc.Clock.Now)
 	if err != nil {
 		return SlotAcquisition{}, err
 	}
@@ -91,7 +93,7 @@ func (uc Slots) Release(ctx context.Context, sessionID int64) ([]int64, error) {
 	if sessionID <= 0 {
 		return nil, validation.Invalid("session_id", "give the id of the session whose turn ended")
 	}
-	p, err := uc.Repo.ReleaseSlot(ctx, sessionID, uc.Clock.Now())
+	p, err := uc.Repo.ReleaseSlot(ctx, sessionID, uc.Clock.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +105,7 @@ func (uc Slots) Release(ctx context.Context, sessionID int64) ([]int64, error) {
 // schedule): it takes abandoned slots back and gives the free ones out.
 // It answers how many sessions it gave a slot or resumed.
 func (uc Slots) RunPass(ctx context.Context) (int, error) {
-	p, err := uc.Repo.PassSlots(ctx, uc.Clock.Now())
+	p, err := uc.Repo.PassSlots(ctx, uc.Clock.Now)
 	if err != nil {
 		return 0, err
 	}
@@ -128,7 +130,7 @@ func (uc Slots) SetLimit(ctx context.Context, limit *int, useEnvironment bool) (
 			return SlotUsage{}, err
 		}
 	}
-	p, err := uc.Repo.SetSlotLimit(ctx, limit, uc.Clock.Now())
+	p, err := uc.Repo.SetSlotLimit(ctx, limit, uc.Clock.Now)
 	if err != nil {
 		return SlotUsage{}, err
 	}
@@ -148,7 +150,7 @@ func (uc Slots) SetNodeLimit(ctx context.Context, node string, limit *int) error
 			return err
 		}
 	}
-	p, err := uc.Repo.SetNodeSlots(ctx, node, limit, uc.Clock.Now())
+	p, err := uc.Repo.SetNodeSlots(ctx, node, limit, uc.Clock.Now)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func NewSlots(pool *pgxpool.Pool, environment *int) *Slots {
 // turn runs on ("" when the runner did not say): a slot granted before
 // (to a spot sleeper being resumed) is this turn's unless node is at its
 // own limit, when the grant goes back and the turn waits in line.
-func (s *Slots) AcquireSlot(ctx context.Context, sessionID int64, turnID, node string, now time.Time) (app.SlotAcquisition, error) {
+func (s *Slots) AcquireSlot(ctx context.Context, sessionID int64, turnID, node string, clock func() time.Time) (app.SlotAcquisition, error) {
 	var a app.SlotAcquisition
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		a = app.SlotAcquisition{}
@@ -45,6 +45,9 @@ func (s *Slots) AcquireSlot(ctx context.Context, sessionID int64, turnID, node s
 		if err != nil {
 			return err
 		}
+		// Read under the lock: a pass that waited for it must not
+		// date its grants before the pass that went first.
+		now := clock()
 		var status domain.Status
 		err = tx.QueryRow(ctx, `SELECT status FROM sessions WHERE id = $1`, sessionID).Scan(&status)
 		switch {
@@ -137,13 +140,16 @@ func (s *Slots) claimGrant(ctx context.Context, tx pgx.Tx, sessionID int64, turn
 // SetNodeSlots implements app.SlotRepository: node's own limit (nil:
 // none), as the node reports it when it starts, then a pass, so the slots
 // a raised limit frees are taken at once.
-func (s *Slots) SetNodeSlots(ctx context.Context, node string, limit *int, now time.Time) (domain.SlotPass, error) {
+func (s *Slots) SetNodeSlots(ctx context.Context, node string, limit *int, clock func() time.Time) (domain.SlotPass, error) {
 	var p domain.SlotPass
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		fleet, err := s.lockLimit(ctx, tx)
 		if err != nil {
 			return err
 		}
+		// Read under the lock: a pass that waited for it must not
+		// date its grants before the pass that went first.
+		now := clock()
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO runner_node_turn_slots (node, slots, reported_at) VALUES ($1, $2, $3)
 			ON CONFLICT (node) DO UPDATE SET slots = EXCLUDED.slots, reported_at = EXCLUDED.reported_at`, node, limit, now); err != nil {
@@ -178,13 +184,16 @@ func readNodeSlots(ctx context.Context, db queryer) (domain.NodeSlots, error) {
 }
 
 // ReleaseSlot implements app.SlotRepository.
-func (s *Slots) ReleaseSlot(ctx context.Context, sessionID int64, now time.Time) (domain.SlotPass, error) {
+func (s *Slots) ReleaseSlot(ctx context.Context, sessionID int64, clock func() time.Time) (domain.SlotPass, error) {
 	var p domain.SlotPass
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		limit, err := s.lockLimit(ctx, tx)
 		if err != nil {
 			return err
 		}
+		// Read under the lock: a pass that waited for it must not
+		// date its grants before the pass that went first.
+		now := clock()
 		if _, err := tx.Exec(ctx, `DELETE FROM turn_slots WHERE session_id = $1`, sessionID); err != nil {
 			return fmt.Errorf("release the turn slot of session %d: %w", sessionID, err)
 		}
@@ -198,13 +207,16 @@ func (s *Slots) ReleaseSlot(ctx context.Context, sessionID int64, now time.Time)
 }
 
 // PassSlots implements app.SlotRepository.
-func (s *Slots) PassSlots(ctx context.Context, now time.Time) (domain.SlotPass, error) {
+func (s *Slots) PassSlots(ctx context.Context, clock func() time.Time) (domain.SlotPass, error) {
 	var p domain.SlotPass
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		limit, err := s.lockLimit(ctx, tx)
 		if err != nil {
 			return err
 		}
+		// Read under the lock: a pass that waited for it must not
+		// date its grants before the pass that went first.
+		now := clock()
 		_, _, p, err = s.pass(ctx, tx, limit, now, 0)
 		return err
 	})
@@ -213,12 +225,15 @@ func (s *Slots) PassSlots(ctx context.Context, now time.Time) (domain.SlotPass, 
 
 // SetSlotLimit implements app.SlotRepository: the admin's limit (nil: the
 // environment's again), then a pass, so raised slots are taken at once.
-func (s *Slots) SetSlotLimit(ctx context.Context, admin *int, now time.Time) (domain.SlotPass, error) {
+func (s *Slots) SetSlotLimit(ctx context.Context, admin *int, clock func() time.Time) (domain.SlotPass, error) {
 	var p domain.SlotPass
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := s.lockLimit(ctx, tx); err != nil {
 			return err
 		}
+		// Read under the lock: a pass that waited for it must not
+		// date its grants before the pass that went first.
+		now := clock()
 		if _, err := tx.Exec(ctx, `UPDATE turn_slot_limit SET slots = $1, updated_at = $2`, admin, now); err != nil {
 			return fmt.Errorf("set the turn slot limit: %w", err)
 		}

@@ -318,3 +318,39 @@ func TestEachRunnerNodeKeepsItsOwnLimit(t *testing.T) {
 	_, err = b.slots.Acquire(ctx, sleeper.ID, "t", "bad\nnode")
 	require.Error(t, err)
 }
+
+// A pass reads the clock only once it holds the fleet-wide lock, so a pass
+// that waited for another dates its grants after the other's, never
+// before (CI's TestTurnSlots saw a grant dated before the one a pass made
+// just ahead of it).
+func TestAPassReadsTheClockUnderTheLock(t *testing.T) {
+	t.Parallel()
+	b := setupSlots(t, ptr(3))
+	ctx := context.Background()
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT slots FROM turn_slot_limit FOR UPDATE`)
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	read := false
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		read = true
+		return sweepNow
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := store.NewSlots(b.pool, ptr(3)).PassSlots(ctx, clock)
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	require.False(t, read, "the clock was read while another pass held the lock")
+	mu.Unlock()
+	require.NoError(t, tx.Rollback(ctx))
+	require.NoError(t, <-done)
+	require.True(t, read)
+}
