@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -337,12 +338,10 @@ func buildBoundTree(t *testing.T, lifecycle lifecyclev1.LifecycleServiceClient) 
 // measuring reports whether a documented run asked for numbers (any of
 // the ZIMMER_LOAD_* variables set): then the test runs alone.
 func measuring() bool {
-	for _, k := range []string{"ZIMMER_LOAD_REQUESTS", "ZIMMER_LOAD_WORKERS", "ZIMMER_LOAD_DURATION", "ZIMMER_LOAD_PROFILE"} {
-		if os.Getenv(k) != "" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(os.Environ(), func(kv string) bool {
+		k, v, _ := strings.Cut(kv, "=")
+		return strings.HasPrefix(k, "ZIMMER_LOAD_") && v != ""
+	})
 }
 
 func loadConfig(t *testing.T) load.Config {

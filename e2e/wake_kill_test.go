@@ -51,7 +51,6 @@ func wakeRows(t *testing.T, s *stack) []wakeRow {
 	return out
 }
 
-// countSessions counts the stack's sessions in a status.
 // noTurnOrWake says the stack is at rest but for its queues: no session
 // running, no wake armed or firing.
 func noTurnOrWake(t *testing.T, s *stack) bool {
@@ -67,6 +66,7 @@ func noTurnOrWake(t *testing.T, s *stack) bool {
 	return true
 }
 
+// countSessions counts the stack's sessions in a status.
 func countSessions(t *testing.T, s *stack, status int) int {
 	t.Helper()
 	return s.queryInt(t, "lifecycle", `SELECT count(*) FROM sessions WHERE status = $1`, status)

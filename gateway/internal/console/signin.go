@@ -97,7 +97,7 @@ func (s signIns) end(ctx context.Context, cookie string) error {
 }
 
 // attempt asks lineage whether addr may try a password now, counting the
-// try when it may (LN-12: the limit and the count are lineage's, shared by
+// attempt when it may (LN-12: the limit and the count are lineage's, shared by
 // every replica and counted before the password is checked); wait > 0
 // says how long addr must wait instead.
 func (s signIns) attempt(ctx context.Context, addr string) (wait time.Duration, _ error) {
@@ -110,7 +110,7 @@ func (s signIns) attempt(ctx context.Context, addr string) (wait time.Duration, 
 	return resp.GetRetryAfter().AsDuration(), nil
 }
 
-// clearAttempts forgets addr's tries: its password was right.
+// clearAttempts forgets addr's attempts: its password was right.
 func (s signIns) clearAttempts(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()

@@ -41,13 +41,10 @@ func (s *Slots) AcquireSlot(ctx context.Context, sessionID int64, turnID, node s
 	var a app.SlotAcquisition
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		a = app.SlotAcquisition{}
-		limit, err := s.lockLimit(ctx, tx)
+		limit, now, err := s.lockLimit(ctx, tx, clock)
 		if err != nil {
 			return err
 		}
-		// Read under the lock: a pass that waited for it must not
-		// date its grants before the pass that went first.
-		now := clock()
 		var status domain.Status
 		err = tx.QueryRow(ctx, `SELECT status FROM sessions WHERE id = $1`, sessionID).Scan(&status)
 		switch {
@@ -143,13 +140,10 @@ func (s *Slots) claimGrant(ctx context.Context, tx pgx.Tx, sessionID int64, turn
 func (s *Slots) SetNodeSlots(ctx context.Context, node string, limit *int, clock func() time.Time) (domain.SlotPass, error) {
 	var p domain.SlotPass
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		fleet, err := s.lockLimit(ctx, tx)
+		fleet, now, err := s.lockLimit(ctx, tx, clock)
 		if err != nil {
 			return err
 		}
-		// Read under the lock: a pass that waited for it must not
-		// date its grants before the pass that went first.
-		now := clock()
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO runner_node_turn_slots (node, slots, reported_at) VALUES ($1, $2, $3)
 			ON CONFLICT (node) DO UPDATE SET slots = EXCLUDED.slots, reported_at = EXCLUDED.reported_at`, node, limit, now); err != nil {
@@ -187,13 +181,10 @@ func readNodeSlots(ctx context.Context, db queryer) (domain.NodeSlots, error) {
 func (s *Slots) ReleaseSlot(ctx context.Context, sessionID int64, clock func() time.Time) (domain.SlotPass, error) {
 	var p domain.SlotPass
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		limit, err := s.lockLimit(ctx, tx)
+		limit, now, err := s.lockLimit(ctx, tx, clock)
 		if err != nil {
 			return err
 		}
-		// Read under the lock: a pass that waited for it must not
-		// date its grants before the pass that went first.
-		now := clock()
 		if _, err := tx.Exec(ctx, `DELETE FROM turn_slots WHERE session_id = $1`, sessionID); err != nil {
 			return fmt.Errorf("release the turn slot of session %d: %w", sessionID, err)
 		}
@@ -210,13 +201,10 @@ func (s *Slots) ReleaseSlot(ctx context.Context, sessionID int64, clock func() t
 func (s *Slots) PassSlots(ctx context.Context, clock func() time.Time) (domain.SlotPass, error) {
 	var p domain.SlotPass
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		limit, err := s.lockLimit(ctx, tx)
+		limit, now, err := s.lockLimit(ctx, tx, clock)
 		if err != nil {
 			return err
 		}
-		// Read under the lock: a pass that waited for it must not
-		// date its grants before the pass that went first.
-		now := clock()
 		_, _, p, err = s.pass(ctx, tx, limit, now, 0)
 		return err
 	})
@@ -228,17 +216,14 @@ func (s *Slots) PassSlots(ctx context.Context, clock func() time.Time) (domain.S
 func (s *Slots) SetSlotLimit(ctx context.Context, admin *int, clock func() time.Time) (domain.SlotPass, error) {
 	var p domain.SlotPass
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := s.lockLimit(ctx, tx); err != nil {
+		_, now, err := s.lockLimit(ctx, tx, clock)
+		if err != nil {
 			return err
 		}
-		// Read under the lock: a pass that waited for it must not
-		// date its grants before the pass that went first.
-		now := clock()
 		if _, err := tx.Exec(ctx, `UPDATE turn_slot_limit SET slots = $1, updated_at = $2`, admin, now); err != nil {
 			return fmt.Errorf("set the turn slot limit: %w", err)
 		}
 		limit := domain.EffectiveSlotLimit(admin, s.environment)
-		var err error
 		_, _, p, err = s.pass(ctx, tx, limit, now, 0)
 		return err
 	})
@@ -312,13 +297,15 @@ func interpretSlotErr(err error) error {
 	return err
 }
 
-// lockLimit locks the limit row: one pass at a time, fleet-wide.
-func (s *Slots) lockLimit(ctx context.Context, tx pgx.Tx) (domain.SlotLimit, error) {
+// lockLimit locks the limit row: one pass at a time, fleet-wide. It reads
+// the clock once the lock is held, so that a pass that waited for it never
+// dates its grants before the pass that went first.
+func (s *Slots) lockLimit(ctx context.Context, tx pgx.Tx, clock func() time.Time) (domain.SlotLimit, time.Time, error) {
 	var admin *int
 	if err := tx.QueryRow(ctx, `SELECT slots FROM turn_slot_limit FOR UPDATE`).Scan(&admin); err != nil {
-		return domain.SlotLimit{}, fmt.Errorf("lock the turn slot limit: %w", err)
+		return domain.SlotLimit{}, time.Time{}, fmt.Errorf("lock the turn slot limit: %w", err)
 	}
-	return domain.EffectiveSlotLimit(admin, s.environment), nil
+	return domain.EffectiveSlotLimit(admin, s.environment), clock(), nil
 }
 
 // pass is one pass of the scheduler under the limit's lock: slots no turn

@@ -11,9 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// gitSetup runs git for a test's own setup: a fixed identity, no user or
-// system config.
-func gitSetup(tb testing.TB, dir string, args ...string) string {
+// GitSetup runs git in dir for a test's own setup: a fixed identity, no
+// user or system config. Exported to the package's external tests too
+// (gitIn), so both sets set up repositories the same way.
+func GitSetup(tb testing.TB, dir string, args ...string) string {
 	tb.Helper()
 	cmd := exec.Command("git", append([]string{
 		"-c", "user.name=Zimmer Test", "-c", "user.email=test@zimmer.invalid", "-c", "commit.gpgsign=false",
@@ -25,23 +26,30 @@ func gitSetup(tb testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// oneCommit is a repository on main with one commit.
+func oneCommit(tb testing.TB) string {
+	tb.Helper()
+	root := tb.TempDir()
+	GitSetup(tb, root, "init", "--quiet", "--initial-branch=main")
+	require.NoError(tb, os.WriteFile(filepath.Join(root, "README.md"), []byte("hi\n"), 0o644))
+	GitSetup(tb, root, "add", "--all")
+	GitSetup(tb, root, "commit", "--quiet", "--message=first")
+	return root
+}
+
 // TestReadCheckoutAgreesWithTheTwoProcessReading: the one-process reading
 // gives what the two-process one does, for a branch, a detached HEAD, a
 // branch a tag shares its name with, and a clone without a commit (where
 // it falls back to the two).
 func TestReadCheckoutAgreesWithTheTwoProcessReading(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	gitSetup(t, root, "init", "--quiet", "--initial-branch=main")
-	require.NoError(t, os.WriteFile(filepath.Join(root, "README.md"), []byte("hi\n"), 0o644))
-	gitSetup(t, root, "add", "--all")
-	gitSetup(t, root, "commit", "--quiet", "--message=first")
-	head := gitSetup(t, root, "rev-parse", "HEAD")
-	gitSetup(t, root, "tag", "v1")
-	gitSetup(t, root, "tag", "shared")
-	gitSetup(t, root, "branch", "shared")
+	root := oneCommit(t)
+	head := GitSetup(t, root, "rev-parse", "HEAD")
+	GitSetup(t, root, "tag", "v1")
+	GitSetup(t, root, "tag", "shared")
+	GitSetup(t, root, "branch", "shared")
 	empty := t.TempDir()
-	gitSetup(t, empty, "init", "--quiet", "--initial-branch=trunk")
+	GitSetup(t, empty, "init", "--quiet", "--initial-branch=trunk")
 
 	p := &Preparer{git: "git"}
 	tests := []struct {
@@ -61,7 +69,7 @@ func TestReadCheckoutAgreesWithTheTwoProcessReading(t *testing.T) {
 			if tt.branch != "" {
 				args = append(args, "--branch="+tt.branch)
 			}
-			gitSetup(t, t.TempDir(), append(args, tt.from, clone)...)
+			GitSetup(t, t.TempDir(), append(args, tt.from, clone)...)
 			got, perr := p.readCheckout(context.Background(), 1, clone)
 			require.Nil(t, perr)
 			require.Equal(t, tt.want, got)
@@ -76,13 +84,9 @@ func TestReadCheckoutAgreesWithTheTwoProcessReading(t *testing.T) {
 // process and in two, alternately, so the machine's noise lands on both
 // (docs/benchmarks.md, issue 21).
 func BenchmarkReadCheckout(b *testing.B) {
-	root := b.TempDir()
-	gitSetup(b, root, "init", "--quiet", "--initial-branch=main")
-	require.NoError(b, os.WriteFile(filepath.Join(root, "README.md"), []byte("hi\n"), 0o644))
-	gitSetup(b, root, "add", "--all")
-	gitSetup(b, root, "commit", "--quiet", "--message=first")
+	root := oneCommit(b)
 	clone := filepath.Join(b.TempDir(), "c")
-	gitSetup(b, b.TempDir(), "clone", "--quiet", root, clone)
+	GitSetup(b, b.TempDir(), "clone", "--quiet", root, clone)
 	p := &Preparer{git: "git"}
 	for _, name := range []string{"one process", "two processes", "one process ", "two processes "} {
 		read := p.readCheckout

@@ -27,19 +27,8 @@ import (
 
 const node = "node-a"
 
-// gitIn runs git in dir for a test's own setup: a fixed identity, no user
-// or system config.
-func gitIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{
-		"-c", "user.name=Zimmer Test", "-c", "user.email=test@zimmer.invalid", "-c", "commit.gpgsign=false",
-	}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return strings.TrimSpace(string(out))
-}
+// gitIn runs git in dir for a test's own setup (workspace.GitSetup).
+var gitIn = workspace.GitSetup
 
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
