@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	notificationv1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/notification/v1"
@@ -245,10 +246,14 @@ func TestNotifications(t *testing.T) {
 			api.waitStatus(t, id, "needs_input")
 
 			var list []notification
-			require.Eventually(t, func() bool {
+			if !assert.Eventually(t, func() bool {
 				list, _ = api.notifications(t, fmt.Sprintf("session_id=%d&type=agent_message", id))
 				return len(list) > 0
-			}, 30*time.Second, 200*time.Millisecond, "the agent's push never arrived")
+			}, 30*time.Second, 200*time.Millisecond) {
+				// The tool's answer is in the transcript: say it, so a
+				// failure shows whether the call failed or its push was lost.
+				t.Fatalf("the agent's push never arrived; session %d's transcript:\n%s", id, transcriptRaw(t, api, id))
+			}
 			require.Len(t, list, 1)
 			msg := list[0]
 			require.Equal(t, id, msg.SessionID, "attributed to the agent's own session")
