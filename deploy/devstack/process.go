@@ -56,6 +56,16 @@ func (p *Process) Err() error {
 	return p.err
 }
 
+// CPU is the processor time the process and the descendants it waited
+// for used (user and system); valid once Done is closed.
+func (p *Process) CPU() time.Duration {
+	<-p.done
+	if p.cmd.ProcessState == nil {
+		return 0
+	}
+	return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+}
+
 // Exited reports whether the process has already exited.
 func (p *Process) Exited() bool {
 	select {

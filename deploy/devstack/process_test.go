@@ -47,6 +47,17 @@ func TestProcessExitedOnItsOwn(t *testing.T) {
 	require.NoError(t, p.Stop(time.Second), "stopping an exited process is fine")
 }
 
+// CPU counts the time of the children the process waited for: go test's
+// is its test binaries', which is what make test's summary adds up.
+func TestProcessCPUIncludesWaitedChildren(t *testing.T) {
+	t.Parallel()
+	// The loop runs in a subshell, a child sh waits for.
+	p, err := StartProcess("busy", exec.Command("sh", "-c", `(i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done)`))
+	require.NoError(t, err)
+	require.NoError(t, p.Err())
+	require.Greater(t, p.CPU(), 50*time.Millisecond, "the subshell's loop is counted")
+}
+
 func TestWaitGRPCServing(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

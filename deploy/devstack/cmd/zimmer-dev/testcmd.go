@@ -167,7 +167,7 @@ func (e *env) testModules(ctx context.Context, modules, goArgs, environ []string
 		wg.Go(func() {
 			for i := range next {
 				if ctx.Err() != nil {
-					results[i] = moduleResult{rel(e.root, modules[i]), ctx.Err(), 0}
+					results[i] = moduleResult{rel: rel(e.root, modules[i]), err: ctx.Err()}
 					continue
 				}
 				r := rel(e.root, modules[i])
@@ -177,8 +177,8 @@ func (e *env) testModules(ctx context.Context, modules, goArgs, environ []string
 				mu.Unlock()
 				var out bytes.Buffer
 				t0 := time.Now()
-				err := e.goTest(ctx, modules[i], args, environ, &out)
-				results[i] = moduleResult{r, err, time.Since(t0)}
+				cpu, err := e.goTest(ctx, modules[i], args, environ, &out)
+				results[i] = moduleResult{r, err, time.Since(t0), cpu}
 				mu.Lock()
 				_, _ = e.out.Write(out.Bytes())
 				mu.Unlock()
@@ -279,6 +279,10 @@ type moduleResult struct {
 	rel     string
 	err     error
 	elapsed time.Duration
+	// cpu is the processor time of go test and everything it waited for
+	// (compiles, test binaries, the stacks they ran): with two lanes on two
+	// cores, the sum over modules is what bounds the run's length.
+	cpu time.Duration
 }
 
 // printSummary prints a line per module and, when skipped is not empty,
@@ -286,7 +290,9 @@ type moduleResult struct {
 // returns the modules that failed.
 func printSummary(w io.Writer, results []moduleResult, skipped string) (failed []string) {
 	fmt.Fprintln(w)
+	var cpu time.Duration
 	for _, r := range results {
+		cpu += r.cpu
 		status := "ok  "
 		switch {
 		case errors.Is(r.err, context.Canceled):
@@ -295,8 +301,9 @@ func printSummary(w io.Writer, results []moduleResult, skipped string) (failed [
 			status = "FAIL"
 			failed = append(failed, r.rel)
 		}
-		fmt.Fprintf(w, "%s  %-28s %6.1fs\n", status, r.rel, r.elapsed.Seconds())
+		fmt.Fprintf(w, "%s  %-28s %6.1fs  cpu %6.1fs\n", status, r.rel, r.elapsed.Seconds(), r.cpu.Seconds())
 	}
+	fmt.Fprintf(w, "      %-28s         cpu %6.1fs\n", "(all modules)", cpu.Seconds())
 	if skipped != "" {
 		printSkipped(w, skipped)
 	}
@@ -306,21 +313,21 @@ func printSummary(w io.Writer, results []moduleResult, skipped string) (failed [
 // goTest runs go test in its own process group so that Ctrl-C reaches us
 // first and we stop it (and its test binaries) before tearing down the
 // infrastructure they use.
-func (e *env) goTest(ctx context.Context, dir string, args, environ []string, out io.Writer) error {
+func (e *env) goTest(ctx context.Context, dir string, args, environ []string, out io.Writer) (cpu time.Duration, err error) {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	cmd.Env = environ
 	cmd.Stdout, cmd.Stderr = out, out
 	p, err := devstack.StartProcess("go test", cmd)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	select {
 	case <-p.Done():
-		return p.Err()
+		return p.CPU(), p.Err()
 	case <-ctx.Done():
 		_ = p.Stop(devstack.DefaultGrace)
-		return ctx.Err()
+		return p.CPU(), ctx.Err()
 	}
 }
 
