@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -383,6 +384,35 @@ func (s *stack) waitHealthy(svc string) {
 		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 		return err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING
 	}, 60*time.Second, 100*time.Millisecond, "%s never became healthy", svc)
+	s.waitGatewayReaches(serviceOf(svc))
+}
+
+// waitGatewayReaches waits, when the stack's gateway runs, until it
+// reaches svc again: after a restart its connection waits out up to a
+// second of reconnect backoff (grpcclient), during which the REST routes
+// to svc answer 503, which a test reading right after the restart would
+// take for a failure.
+func (s *stack) waitGatewayReaches(svc string) {
+	s.t.Helper()
+	s.mu.Lock()
+	_, running := s.procs["gateway"]
+	s.mu.Unlock()
+	if !running || svc == "gateway" {
+		return
+	}
+	require.Eventually(s.t, func() bool {
+		resp, err := http.Get("http://" + s.addr["gateway"] + "/healthz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var rep struct{ Services map[string]string }
+		if json.NewDecoder(resp.Body).Decode(&rep) != nil {
+			return false
+		}
+		state, checked := rep.Services[svc]
+		return !checked || state == "SERVING" // a service this gateway does not front: nothing to wait for
+	}, 60*time.Second, 100*time.Millisecond, "the gateway never reached %s again (its /healthz)", svc)
 }
 
 // dial connects to a service's gRPC address as id; the connection closes
