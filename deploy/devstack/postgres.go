@@ -415,6 +415,55 @@ func (p *Postgres) Stop() error {
 	return nil
 }
 
+// CPU is the processor time a running private cluster used so far: its
+// postmaster's and that of the backends it reaped (0 for an external
+// server). pg_ctl detaches the postmaster, so it is read from /proc.
+func (p *Postgres) CPU() (time.Duration, error) {
+	if p.dataDir == "" {
+		return 0, nil
+	}
+	b, err := os.ReadFile(filepath.Join(p.dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return 0, fmt.Errorf("postmaster.pid: %w", err)
+	}
+	return procCPU(pid)
+}
+
+// procCPU reads a live process's processor time from /proc/<pid>/stat:
+// its own user and system time and that of the children it waited for.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after its
+	// closing parenthesis start at field 3, so utime (14) .. cstime (17)
+	// are at 11..14 of them.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 15 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	var ticks int64
+	for _, f := range fields[11:15] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	// Linux reports these in USER_HZ, 100 on every architecture Go runs on.
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
 // StopPostgresAt stops the private cluster in dataDir if it is running.
 func StopPostgresAt(dataDir string) error {
 	dir, err := filepath.Abs(dataDir)

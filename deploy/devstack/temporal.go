@@ -248,6 +248,15 @@ func (t *Temporal) Stop() error {
 	return t.proc.Stop(DefaultGrace)
 }
 
+// CPU is the processor time a dev server we started used; valid once
+// Stop returned (0 for an external server).
+func (t *Temporal) CPU() time.Duration {
+	if t.proc == nil {
+		return 0
+	}
+	return t.proc.CPU()
+}
+
 // EnsureTemporalCLI builds the temporal CLI into bin's directory when bin does
 // not exist. A file lock keeps concurrent callers from building it twice.
 func EnsureTemporalCLI(ctx context.Context, bin string, progress io.Writer) error {

@@ -369,7 +369,11 @@ func (e *env) testPostgres(ctx context.Context) (url string, stop func(), err er
 		return "", nil, err
 	}
 	return pg.AdminURL(), func() {
-		e.say("postgres: stopping test cluster")
+		cpu, err := pg.CPU()
+		if err != nil {
+			e.say("postgres: cannot read its CPU time: %v", err)
+		}
+		e.say("postgres: stopping test cluster (it used %.1fs of CPU)", cpu.Seconds())
 		if err := pg.Stop(); err != nil {
 			e.say("%v", err)
 		}
@@ -396,5 +400,6 @@ func (e *env) testTemporal(ctx context.Context) (addr string, stop func(), err e
 	return t.Address(), func() {
 		e.say("temporal: stopping dev server")
 		_ = t.Stop()
+		e.say("temporal: the dev server used %.1fs of CPU", t.CPU().Seconds())
 	}, nil
 }
