@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zimmerhq/zimmer/deploy/devstack"
 	"github.com/zimmerhq/zimmer/e2e/load"
 	lifecyclev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lifecycle/v1"
 	lineagev1 "github.com/zimmerhq/zimmer/proto/gen/zimmer/lineage/v1"
@@ -202,7 +203,7 @@ func profileSessionDetail(t *testing.T, s *stack, cfg load.Config, scenarios ...
 			s.mu.Lock()
 			pid := s.procs[name].Process.Pid
 			s.mu.Unlock()
-			d, err := load.ProcessCPU(pid)
+			d, _, err := devstack.ProcessCPU(pid)
 			require.NoError(t, err, name)
 			out[name] = d
 		}
@@ -215,7 +216,7 @@ func profileSessionDetail(t *testing.T, s *stack, cfg load.Config, scenarios ...
 			)
 			require.NoError(t, rows.Scan(&pid, &db))
 			if svc, ok := dbs[db]; ok {
-				d, err := load.ProcessCPU(pid)
+				d, _, err := devstack.ProcessCPU(pid)
 				if err == nil { // a backend that just exited has nothing to add
 					out[fmt.Sprintf("pg:%s#%d", svc, pid)] = d
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/zimmerhq/zimmer/deploy/devstack"
 	"github.com/zimmerhq/zimmer/e2e/load"
 )
 
@@ -334,7 +335,7 @@ func (m cpuMeter) start(t *testing.T) cpuMeter {
 	t.Helper()
 	m.before = map[string]time.Duration{}
 	for name, pid := range m.pids {
-		c, err := load.ProcessCPU(pid)
+		c, _, err := devstack.ProcessCPU(pid)
 		require.NoError(t, err, name)
 		m.before[name] = c
 	}
@@ -348,7 +349,7 @@ func (m cpuMeter) shares(t *testing.T) string {
 	elapsed := time.Since(m.t0)
 	var out []string
 	for _, name := range m.names {
-		c, err := load.ProcessCPU(m.pids[name])
+		c, _, err := devstack.ProcessCPU(m.pids[name])
 		require.NoError(t, err, name)
 		out = append(out, fmt.Sprintf("%s %.1f %%", name, 100*float64(c-m.before[name])/float64(elapsed)))
 	}
@@ -374,11 +375,11 @@ func procStatus(t *testing.T, pid int, fields ...string) string {
 // cpuShare is the CPU time pid used over the next window, as a share of one core.
 func cpuShare(t *testing.T, pid int, window time.Duration) float64 {
 	t.Helper()
-	before, err := load.ProcessCPU(pid)
+	before, _, err := devstack.ProcessCPU(pid)
 	require.NoError(t, err)
 	t0 := time.Now()
 	time.Sleep(window)
-	after, err := load.ProcessCPU(pid)
+	after, _, err := devstack.ProcessCPU(pid)
 	require.NoError(t, err)
 	return float64(after-before) / float64(time.Since(t0))
 }

@@ -431,37 +431,8 @@ func (p *Postgres) CPU() (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("postmaster.pid: %w", err)
 	}
-	return procCPU(pid)
-}
-
-// procCPU reads a live process's processor time from /proc/<pid>/stat:
-// its own user and system time and that of the children it waited for.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces; the fields after its
-	// closing parenthesis start at field 3, so utime (14) .. cstime (17)
-	// are at 11..14 of them.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	if len(fields) < 15 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	var ticks int64
-	for _, f := range fields[11:15] {
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		ticks += n
-	}
-	// Linux reports these in USER_HZ, 100 on every architecture Go runs on.
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
+	own, reaped, err := ProcessCPU(pid)
+	return own + reaped, err
 }
 
 // StopPostgresAt stops the private cluster in dataDir if it is running.

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -63,23 +61,6 @@ func TestStartPostgres(t *testing.T) {
 	require.NoError(t, restarted.EnsureDatabase(ctx, "zimmer_probe"))
 	require.NoError(t, restarted.Stop())
 	require.NoError(t, restarted.Stop(), "stopping a stopped cluster is a no-op")
-}
-
-// procCPU reads what the kernel counted: for this process, what
-// getrusage says it used, within the ticks' 10 ms and the time between
-// the two reads.
-func TestProcCPU(t *testing.T) {
-	for start := time.Now(); time.Since(start) < 300*time.Millisecond; {
-	}
-	got, err := procCPU(os.Getpid())
-	require.NoError(t, err)
-	var ru syscall.Rusage
-	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
-	want := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	require.InDelta(t, want.Seconds(), got.Seconds(), 0.1, "procCPU %s, getrusage %s", got, want)
-	require.Positive(t, got)
-	_, err = procCPU(-1)
-	require.Error(t, err)
 }
 
 // showDurability answers SHOW for each durability setting, from SQL.
