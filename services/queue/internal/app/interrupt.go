@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/zimmerhq/zimmer/services/lifecycle/rules"
 	"github.com/zimmerhq/zimmer/services/platform/alert"
@@ -103,6 +104,11 @@ func (uc Interrupt) Handle(ctx context.Context, ref string, id, actingID int64) 
 	return m, interrupted, err
 }
 
+// interruptTimeout bounds an interrupt's halt and delivery once begun,
+// whatever its caller does: the runner's termination ladder, then one
+// delivery to lifecycle.
+const interruptTimeout = 2 * time.Minute
+
 // interrupter is the step that halts the turn and delivers in its place.
 func (uc Interrupt) interrupter() interrupter {
 	return interrupter{sessions: uc.Sessions, messages: uc.Messages, turns: uc.Turns, runner: uc.Runner, pauser: uc.Pauser, logger: uc.Logger}
@@ -172,6 +178,12 @@ func (it interrupter) interrupt(ctx context.Context, asked Session, id int64) (m
 		}
 		turn = runningTurn(now)
 	}
+	// From the halt on, the caller going away (a client that gave up, a
+	// gateway that died) must not stop the work half done: a turn halted
+	// with nothing delivered in its place leaves the session running with
+	// no process. The runner may halt it even as this call's answer is lost.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptTimeout)
+	defer cancel()
 	if turn != "" {
 		if interrupted, err = it.runner.InterruptTurn(ctx, sessionID, turn, "queue interrupt"); err != nil {
 			return domain.Message{}, false, err

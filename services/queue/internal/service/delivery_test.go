@@ -792,6 +792,29 @@ func TestInterruptRetriedAfterALostAnswerPausesTheSession(t *testing.T) {
 	require.Len(t, h.lifecycle.pauseCalls(), 2, "the retry halted a turn and started none: paused")
 }
 
+// The caller goes away while the runner halts the turn (a client that gave
+// up, a gateway killed): the halt happens all the same, so the delivery in
+// its place must too, or the session stays running with no process and the
+// message pending (TestReplicas found it after a gateway's kill -9).
+func TestInterruptWhoseCallerLeavesDuringTheHaltStillDelivers(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, roster()...)
+	m := h.enqueue(t, 2, "A")
+	h.runner.setDelay(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := h.queue.InterruptWithEnqueuedMessage(ctx, &queuev1.InterruptWithEnqueuedMessageRequest{SessionId: "2", MessageId: m.GetId()})
+	requireCode(t, codes.DeadlineExceeded, err)
+
+	require.Eventually(t, func() bool { return len(h.deliveriesTo(2)) == 1 }, 10*time.Second, 20*time.Millisecond,
+		"the halted turn's replacement was never delivered")
+	require.Eventually(t, func() bool { return h.messages(t, 2)[m.GetId()].GetStatus() == "sent" }, 10*time.Second, 20*time.Millisecond)
+	s := h.lifecycle.session(2)
+	require.Equal(t, rules.StatusRunning, s.Status)
+	require.Equal(t, h.deliveriesTo(2)[0].JobID, s.RunningJobID, "the message's turn runs in the halted one's place")
+	require.Empty(t, h.lifecycle.pauseCalls())
+}
+
 func TestInterruptOfAnIdleSessionDeliversAtOnce(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, roster()...)
