@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -156,7 +157,7 @@ func newStackWith(t *testing.T, opts stackOptions) *stack {
 	s := &stack{
 		t:             t,
 		bin:           buildBinaries(t),
-		logs:          t.TempDir(),
+		logs:          logsDir(t),
 		apiKey:        "e2e-" + fmt.Sprint(time.Now().UnixNano()),
 		operatorKey:   "e2e-operator-" + fmt.Sprint(time.Now().UnixNano()),
 		internalToken: "e2e-internal-" + fmt.Sprint(time.Now().UnixNano()),
@@ -492,6 +493,21 @@ func repoRoot(t *testing.T) string {
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	return filepath.Dir(wd) // this package lives in <repo>/e2e
+}
+
+// logsDir is where a stack's processes write their logs: the test's
+// temporary directory, or, when ZIMMER_E2E_LOGS names a directory, a
+// folder there named after the test, kept after it (the failure dump
+// holds only each log's tail).
+func logsDir(t *testing.T) string {
+	root := os.Getenv("ZIMMER_E2E_LOGS")
+	if root == "" {
+		return t.TempDir()
+	}
+	dir := filepath.Join(root, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+"-"+strconv.FormatInt(time.Now().UnixNano(), 10))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	t.Logf("logs kept in %s", dir)
+	return dir
 }
 
 // serviceDatabase creates the stack's database for svc on the server at
