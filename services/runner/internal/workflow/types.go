@@ -346,6 +346,12 @@ type State struct {
 	Turns int
 	// Pending are requests received and not yet run.
 	Pending []TurnRequest
+	// Halted is the answer of the InterruptTurn that halted the last turn,
+	// until the next turn begins: a retry of that interrupt (its caller
+	// lost the answer) gets the same answer, so the caller still delivers
+	// in the halted turn's place instead of leaving the session running
+	// with no process.
+	Halted *InterruptTurnResult `json:",omitempty"`
 	// Seen are the latest request ids (at most maxSeen), for dedup.
 	Seen []string
 	// TurnsPerRun overrides DefaultTurnsPerRun (tests).

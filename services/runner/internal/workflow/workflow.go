@@ -35,10 +35,19 @@ func Session(ctx workflow.Context, st State) error {
 	var active *turnRunner
 	err := workflow.SetUpdateHandler(ctx, UpdateInterruptTurn,
 		func(ctx workflow.Context, req InterruptTurnRequest) (InterruptTurnResult, error) {
-			if active == nil {
+			if h := st.Halted; h != nil && req.TurnID != "" && req.TurnID == h.TurnID {
+				return *h, nil // a retry of the interrupt that halted it
+			}
+			halting := active
+			if halting == nil {
 				return InterruptTurnResult{}, nil
 			}
-			return active.interrupt(ctx, req)
+			r, err := halting.interrupt(ctx, req)
+			if err == nil && r.Interrupted && (active == halting || active == nil) {
+				// Not once another turn began: it made the halt history.
+				st.Halted = &r
+			}
+			return r, err
 		})
 	if err != nil {
 		return fmt.Errorf("set the %s update handler: %w", UpdateInterruptTurn, err)
@@ -79,6 +88,7 @@ func Session(ctx workflow.Context, st State) error {
 		}
 		req := st.Pending[0]
 		st.Pending = st.Pending[1:]
+		st.Halted = nil // another turn: an interrupt naming the halted one is stale
 		active = &turnRunner{st: &st, elicitations: elicitations, interrupts: interrupts, slots: slots}
 		// A running session's workflow took this turn from a signal: its
 		// activities join the trace of the request that asked for it.

@@ -657,6 +657,47 @@ func TestInterruptTurnHaltsTheProcessAndRoutesNoEnd(t *testing.T) {
 	}
 }
 
+// A queue interrupt's caller may lose the answer of a halt that happened
+// (its own caller gave up, a gateway died): its retry names the same turn,
+// now gone. Until another turn begins it gets the halt's answer again, so
+// the queue delivers in the halted turn's place; once the replacement
+// runs, a retry naming the old turn halts nothing.
+func TestARetriedInterruptOfAHaltedTurnGetsTheHaltsAnswer(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	const processLives = time.Hour
+	h.onTurns(processLives, exited(0, "terminated"), exited(0))
+	var stops []string
+	h.env.OnActivity(rw.ActivityStopTurn, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, turnID string) (string, error) {
+			stops = append(stops, turnID)
+			return "terminated", nil
+		})
+	halted := rw.InterruptTurnResult{Interrupted: true, TurnID: "session-7/turn-1", Result: "terminated"}
+	queue := rw.InterruptTurnRequest{Reason: "queue interrupt", TurnID: "session-7/turn-1"}
+	answer := h.interruptTurnAt(time.Minute, queue)
+	retry := h.interruptTurnAt(2*time.Hour, queue) // the turn is gone, nothing else began
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(rw.SignalTurn, rw.TurnRequest{RequestID: "queue/m1", Kind: rw.KindResume, Session: spec,
+			JobID: "queue/m1", Prompt: "the message"})
+	}, 3*time.Hour)
+	stale := h.interruptTurnAt(3*time.Hour+30*time.Minute, queue) // the replacement runs
+	h.run(2, first("@demo sleep 60s"))
+
+	for _, a := range []*updateAnswer{answer, retry} {
+		require.NoError(t, a.err)
+		require.True(t, a.done)
+		require.Equal(t, halted, a.result)
+	}
+	require.NoError(t, stale.err)
+	require.True(t, stale.done)
+	require.Equal(t, rw.InterruptTurnResult{}, stale.result, "another turn began: nothing halted")
+	require.Equal(t, []string{"session-7/turn-1"}, stops, "halted once")
+	require.Len(t, h.turns, 2)
+	require.Equal(t, "queue/m1", h.turns[1].TurnID, "the replacement ran whole")
+	require.Equal(t, []string{rw.EventStart, rw.EventPause}, h.events(), "only the replacement's end is routed")
+}
+
 func TestInterruptTurnWithNoTurnRunningAnswersAtOnceAndSparesTheNextTurn(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
