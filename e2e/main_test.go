@@ -9,7 +9,6 @@ import (
 // built, once every test is done.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	dropDBTemplates()
 	stopChromium()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)

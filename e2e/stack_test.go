@@ -173,11 +173,11 @@ func newStackWith(t *testing.T, opts stackOptions) *stack {
 		procs:         map[string]*exec.Cmd{},
 	}
 	s.namespace = servicetest.TemporalNamespace(t, s.temporal)
+	for _, svc := range services {
+		s.dbURL[svc] = createDatabase(t, admin, fmt.Sprintf("e2e_%s_%d", svc, time.Now().UnixNano()))
+	}
 	for _, name := range s.processes() {
 		s.addr[name] = freeAddr(t)
-	}
-	for _, svc := range services {
-		s.dbURL[svc] = s.serviceDatabase(admin, svc)
 	}
 	t.Cleanup(s.stopAll)
 	for _, name := range s.processes() {
@@ -510,90 +510,22 @@ func logsDir(t *testing.T) string {
 	return dir
 }
 
-// serviceDatabase creates the stack's database for svc on the server at
-// admin, a copy of a template that svc's own `migrate` brought up to date
-// once for this test binary: migrating each stack's five databases from
-// nothing cost Postgres about a second of CPU a stack, a copy a twentieth
-// of that (PL-28). The service still runs its migrations when it starts,
-// finding nothing to do.
-func (s *stack) serviceDatabase(admin, svc string) string {
-	s.t.Helper()
-	v, _ := dbTemplates.LoadOrStore(admin+" "+svc, &dbTemplate{admin: admin})
-	tpl := v.(*dbTemplate)
-	tpl.once.Do(func() { tpl.err = tpl.migrate(s, svc) })
-	require.NoError(s.t, tpl.err)
-	tpl.mu.Lock() // Postgres refuses to copy a template another copy is reading
-	defer tpl.mu.Unlock()
-	return createDatabase(s.t, admin, fmt.Sprintf("e2e_%s_%d", svc, time.Now().UnixNano()), tpl.name)
-}
-
-// dbTemplates are the test binary's template databases, by server and
-// service; TestMain drops them.
-var dbTemplates sync.Map // admin + " " + service → *dbTemplate
-
-type dbTemplate struct {
-	admin string
-	once  sync.Once
-	mu    sync.Mutex
-	name  string
-	err   error
-}
-
-// migrate creates the template and runs svc's `migrate` on it, with the
-// environment svc would start with in s.
-func (tpl *dbTemplate) migrate(s *stack, svc string) error {
-	ctx := context.Background()
-	name := fmt.Sprintf("e2e_template_%s_%d_%d", svc, os.Getpid(), time.Now().UnixNano())
-	if err := execAdmin(ctx, tpl.admin, fmt.Sprintf(`CREATE DATABASE %q`, name)); err != nil {
-		return fmt.Errorf("create the template database for %s: %w", svc, err)
-	}
-	tpl.name = name
-	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, svc), "migrate")
-	cmd.Env = append(s.env(svc), strings.ToUpper(svc)+"_DATABASE_URL="+databaseURL(tpl.admin, name))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s migrate: %w\n%s", svc, err, out)
-	}
-	return nil
-}
-
-// dropDBTemplates drops the templates this test binary made (make test's
-// cluster is thrown away anyway; a hand-run's server is not).
-func dropDBTemplates() {
-	dbTemplates.Range(func(_, v any) bool {
-		if tpl := v.(*dbTemplate); tpl.name != "" {
-			_ = execAdmin(context.Background(), tpl.admin, fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, tpl.name))
-		}
-		return true
-	})
-}
-
-func execAdmin(ctx context.Context, admin, sql string) error {
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	return err
-}
-
-// createDatabase creates database name (a copy of template, when not
-// empty), dropped when the test ends, and returns its URL.
-func createDatabase(t *testing.T, admin, name, template string) string {
+func createDatabase(t *testing.T, admin, name string) string {
 	t.Helper()
-	sql := fmt.Sprintf(`CREATE DATABASE %q`, name)
-	if template != "" {
-		sql += fmt.Sprintf(` TEMPLATE %q`, template)
-	}
-	require.NoError(t, execAdmin(context.Background(), admin, sql))
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, admin)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %q`, name))
+	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = execAdmin(context.Background(), admin, fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, name))
+		c, err := pgx.Connect(context.Background(), admin)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, name))
 	})
-	return databaseURL(admin, name)
-}
-
-// databaseURL is admin with its database replaced by name.
-func databaseURL(admin, name string) string {
 	i := strings.LastIndex(admin, "/")
 	rest := admin[i+1:]
 	query := ""
