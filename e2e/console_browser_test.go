@@ -363,7 +363,12 @@ func TestConsoleInABrowser(t *testing.T) {
 		p.do(chromedp.Click(chromedp.CSS("#toast button")))
 		p.waitFor(t, "the card is back", 5*time.Second, fmt.Sprintf(`!!document.querySelector(%s)`, jsString(card(id))))
 		require.Less(t, time.Since(trashed), 10*time.Second, "undone inside the toast's ten seconds")
-		require.Contains(t, p.text("#toast"), fmt.Sprintf("Session #%d restored.", id))
+		// The live feed may bring the card back before the undo's own
+		// answer replaces the toast.
+		restored := fmt.Sprintf("Session #%d restored.", id)
+		p.waitFor(t, "the toast says the session is restored", 5*time.Second,
+			fmt.Sprintf(`document.querySelector("#toast")?.innerText.includes(%s)`, jsString(restored)))
+		require.Contains(t, p.text("#toast"), restored)
 		require.Equal(t, "needs_input", c.api.session(t, id).Status)
 		require.True(t, p.samePage(), "trash and undo without a reload")
 	})
