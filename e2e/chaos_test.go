@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -82,9 +81,7 @@ func TestChaos(t *testing.T) {
 	start := time.Now()
 	pg := startDevPostgres(t)
 	temporal := startDevTemporal(t)
-	var s *stack
-	keepLogs(t, &s)
-	s = newStackWith(t, stackOptions{
+	s := newStackWith(t, stackOptions{
 		turns: true, temporal: temporal.addr, adminURL: pg.adminURL(),
 		// The orphan sweep runs every 30 s here (5 min in production), so
 		// that its safety net is part of what the bounded wait sees.
@@ -489,31 +486,6 @@ func queryTurnState(tc client.Client, id int64) (turnState, error) {
 		return st, err
 	}
 	return st, v.Get(&st)
-}
-
-// keepLogs copies the stack's logs to ZIMMER_E2E_KEEP_LOGS/<test>, when
-// set, once the stack has stopped: a crash test's evidence is in them.
-func keepLogs(t *testing.T, s **stack) {
-	dir := os.Getenv("ZIMMER_E2E_KEEP_LOGS")
-	if dir == "" {
-		return
-	}
-	// The first TempDir registers the removal of all the test's temporary
-	// folders (the stack's logs among them); registered before the copy,
-	// it runs after it.
-	_ = t.TempDir()
-	t.Cleanup(func() {
-		if *s == nil {
-			return
-		}
-		dst := filepath.Join(dir, t.Name())
-		_ = os.RemoveAll(dst)
-		if err := os.CopyFS(dst, os.DirFS((*s).logs)); err != nil {
-			t.Logf("keep the logs: %v", err)
-			return
-		}
-		t.Logf("the stack's logs are in %s", dst)
-	})
 }
 
 // describeWorkflow says what Temporal holds of a workflow: its status and

@@ -26,9 +26,7 @@ type healthReport struct {
 func TestHealthDuringADatabaseOutage(t *testing.T) {
 	t.Parallel()
 	pg := startDevPostgres(t)
-	var s *stack
-	keepLogs(t, &s)
-	s = newStackWith(t, stackOptions{adminURL: pg.adminURL()})
+	s := newStackWith(t, stackOptions{adminURL: pg.adminURL()})
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
 
 	check := func(path string) (int, healthReport) {

@@ -28,9 +28,7 @@ func TestFollowUpDuringRecovery(t *testing.T) {
 	t.Parallel()
 	const n = 12
 	const text = "recovery race: the follow-up ran"
-	var s *stack
-	keepLogs(t, &s)
-	s = newStackRunning(t, true)
+	s := newStackRunning(t, true)
 	api := restClient{base: "http://" + s.addr["gateway"], key: s.apiKey}
 	repo := gitRepo(t)
 	watch := watchAgents(t, s)

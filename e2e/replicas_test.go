@@ -120,9 +120,7 @@ func TestReplicas(t *testing.T) {
 	step := func(format string, args ...any) {
 		t.Logf("[%6.1fs] %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
-	var s *stack
-	keepLogs(t, &s)
-	s = newStackWith(t, stackOptions{turns: true, replicas: true})
+	s := newStackWith(t, stackOptions{turns: true, replicas: true})
 	step("two of everything up")
 	api := &replicaAPI{gateways: [2]restClient{
 		{base: "http://" + s.addr["gateway"], key: s.apiKey},

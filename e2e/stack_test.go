@@ -496,11 +496,11 @@ func repoRoot(t *testing.T) string {
 }
 
 // logsDir is where a stack's processes write their logs: the test's
-// temporary directory, or, when ZIMMER_E2E_LOGS names a directory, a
+// temporary directory, or, when ZIMMER_E2E_KEEP_LOGS names a directory, a
 // folder there named after the test, kept after it (the failure dump
-// holds only each log's tail).
+// holds only each log's tail; a crash test's evidence is in the rest).
 func logsDir(t *testing.T) string {
-	root := os.Getenv("ZIMMER_E2E_LOGS")
+	root := os.Getenv("ZIMMER_E2E_KEEP_LOGS")
 	if root == "" {
 		return t.TempDir()
 	}
