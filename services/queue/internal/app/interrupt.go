@@ -104,15 +104,15 @@ func (uc Interrupt) Handle(ctx context.Context, ref string, id, actingID int64) 
 	return m, interrupted, err
 }
 
-// interruptTimeout bounds an interrupt's halt and delivery once begun,
-// whatever its caller does: the runner's termination ladder, then one
-// delivery to lifecycle.
-const interruptTimeout = 2 * time.Minute
-
 // interrupter is the step that halts the turn and delivers in its place.
 func (uc Interrupt) interrupter() interrupter {
 	return interrupter{sessions: uc.Sessions, messages: uc.Messages, turns: uc.Turns, runner: uc.Runner, pauser: uc.Pauser, logger: uc.Logger}
 }
+
+// interruptTimeout bounds an interrupt's halt and delivery once begun,
+// whatever its caller does: the runner's termination ladder, then one
+// delivery to lifecycle.
+const interruptTimeout = 2 * time.Minute
 
 // interrupter halts a session's running turn and delivers a message in its
 // place: the step Interrupt and a forced follow-up share.
@@ -248,7 +248,7 @@ func (it interrupter) interrupt(ctx context.Context, asked Session, id int64) (m
 			// earlier call whose answer was lost), so the halted turn was
 			// most likely the message's own: pause, so the session does not
 			// stay running with no process.
-			if perr := it.pauser.Pause(context.WithoutCancel(ctx), sessionID, "queue"); perr != nil {
+			if perr := it.pauser.Pause(ctx, sessionID, "queue"); perr != nil { // ctx is detached from the caller
 				it.logger.ErrorContext(ctx, "an interrupted turn's delivery failed and so did the pause after it",
 					"session_id", sessionID, "delivery_error", err, "pause_error", perr)
 			}
